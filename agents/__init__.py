@@ -1,0 +1,1 @@
+"""The node agent: one asyncio process per emulated node."""

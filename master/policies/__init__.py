@@ -1,0 +1,1 @@
+"""Scheduling, placement and autoscaling policies: pure decisions over cluster snapshots."""

@@ -1,0 +1,142 @@
+"""The pure policy interface: immutable cluster snapshots in, decisions out.
+
+A policy never does I/O, never sleeps and never reads the clock: ``now`` is a
+field of the snapshot. The master (the imperative shell) builds a snapshot,
+asks the policy, and applies the decisions. Tests build snapshots by hand and
+drive them with a virtual clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+NodeClass = Literal["reserved", "transient"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTask:
+    task_id: str
+    job_id: str
+    memory_mb: int
+    started: float
+    expected_end: float
+    elastic: bool = False
+    long: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    node_id: str
+    node_class: NodeClass
+    slots: int
+    memory_mb: int
+    running: tuple[RunningTask, ...] = ()
+    draining: bool = False
+    launched: float = 0.0
+    reserved_for: str | None = None
+    partition: Literal["general", "short"] = "general"
+    queued: tuple[str, ...] = ()
+
+    @property
+    def free_slots(self) -> int:
+        return self.slots - len(self.running)
+
+    @property
+    def free_memory_mb(self) -> int:
+        return self.memory_mb - sum(t.memory_mb for t in self.running)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTask:
+    """A task whose inputs are available: it may start now."""
+
+    task_id: str
+    job_id: str
+    stage: int
+    index: int
+    ideal_memory_mb: int
+    est_duration_s: float = 1.0
+    preferred_nodes: tuple[str, ...] = ()
+    allowed_classes: frozenset[NodeClass] = frozenset({"reserved", "transient"})
+    long: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    job_id: str
+    submitted: float
+    pending: tuple[PendingTask, ...]
+    running: int = 0
+    done_tasks: int = 0
+    total_tasks: int = 0
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    now: float
+    nodes: tuple[NodeView, ...]
+    jobs: tuple[JobView, ...]
+    memory_increment_mb: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    task_id: str
+    node_id: str
+    memory_mb: int
+    elastic: bool = False
+    predicted_duration_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    node_id: str
+    job_id: str | None
+    """``None`` lifts the reservation."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogDecision:
+    """A decision-statistics entry (regular accepted, elastic rejected, ...)."""
+
+    job_id: str
+    task_id: str
+    decision: str
+    node_id: str | None = None
+    detail: dict[str, float] = field(default_factory=dict)
+
+
+Decision = Assign | Reserve | LogDecision
+
+
+class Scheduler(Protocol):
+    """Which pending task runs on which node, with how much memory."""
+
+    def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]: ...
+
+
+# ------------------------------------------------------------------ autoscaling
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    node_class: NodeClass
+    reason: str = ""
+    partition: Literal["general", "short"] = "general"
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    node_id: str
+    reason: str = ""
+
+
+ScaleDecision = Launch | Release
+
+
+class Autoscaler(Protocol):
+    """Cluster size over time."""
+
+    def decide(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]: ...

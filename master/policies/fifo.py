@@ -1,0 +1,39 @@
+"""``scheduler: fifo``: jobs in submission order, each task on the first node with room.
+
+A task goes to a node with a free slot and its full ideal memory, preferring
+its preferred nodes (data locality), then the least loaded node.
+"""
+
+from __future__ import annotations
+
+from master.policies.base import Assign, ClusterSnapshot, Decision, NodeView, PendingTask
+
+
+class FifoScheduler:
+    def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
+        free = {n.node_id: [n.free_slots, n.free_memory_mb] for n in snapshot.nodes if not n.draining}
+        nodes = [n for n in snapshot.nodes if not n.draining]
+        decisions: list[Decision] = []
+        for job in sorted(snapshot.jobs, key=lambda j: (j.submitted, j.job_id)):
+            for task in job.pending:
+                node = _pick(task, nodes, free)
+                if node is None:
+                    continue
+                free[node.node_id][0] -= 1
+                free[node.node_id][1] -= task.ideal_memory_mb
+                decisions.append(Assign(task.task_id, node.node_id, task.ideal_memory_mb))
+        return decisions
+
+
+def _pick(task: PendingTask, nodes: list[NodeView], free: dict[str, list[int]]) -> NodeView | None:
+    fits = [
+        n
+        for n in nodes
+        if n.node_class in task.allowed_classes
+        and free[n.node_id][0] > 0
+        and free[n.node_id][1] >= task.ideal_memory_mb
+    ]
+    if not fits:
+        return None
+    preferred = [n for n in fits if n.node_id in task.preferred_nodes]
+    return max(preferred or fits, key=lambda n: (free[n.node_id][0], n.node_id))

@@ -1,0 +1,197 @@
+"""The control plane: every MQTT message type, its topic and its msgpack codec.
+
+Each message is a frozen pydantic model with a ``kind`` tag and the protocol
+version ``v``. ``Codec.decode`` validates; a malformed payload is counted in
+``Codec.malformed`` and dropped (``None``), never raised into an actor.
+Handlers must be idempotent: QoS 1 may deliver a message twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Annotated, Any, Literal
+
+import msgpack
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+PROTOCOL_VERSION = 1
+NodeClass = Literal["reserved", "transient"]
+_ids = itertools.count()
+_prefix = os.urandom(4).hex()
+
+
+def new_id() -> str:
+    """A message id unique across processes (random prefix + counter)."""
+    return f"{_prefix}-{next(_ids)}"
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    v: Literal[1] = PROTOCOL_VERSION
+    id: str = Field(default_factory=new_id, max_length=64)
+
+
+# ------------------------------------------------------------------ data plane refs
+
+
+class BlockRef(BaseModel):
+    """One partition of one stored block, and where replicas of it live (agent base URLs)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    block: str = Field(max_length=200, pattern=r"^[A-Za-z0-9_.-]+$")
+    partition: int = Field(ge=0)
+    locations: tuple[str, ...] = Field(min_length=1)
+
+
+class TaskSpec(BaseModel):
+    """Everything an agent needs to run one task attempt."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str = Field(max_length=200)
+    job_id: str = Field(max_length=100)
+    stage: int = Field(ge=0)
+    index: int = Field(ge=0)
+    attempt: int = Field(ge=0)
+    op: str = Field(max_length=100)
+    memory_mb: int = Field(ge=1)
+    params: dict[str, Any] = Field(default_factory=dict)
+    inputs: tuple[tuple[BlockRef, ...], ...] = ()
+    partitions: int = Field(default=1, ge=1, description="output partitions")
+    final: bool = False
+    output_url: str | None = None
+
+    @property
+    def block_id(self) -> str:
+        """Where this attempt stores its output on the agent."""
+        return f"{self.job_id}.s{self.stage}.t{self.index}.a{self.attempt}"
+
+
+class TaskMetrics(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bytes_in: int = 0
+    bytes_out: int = 0
+    records_in: int = 0
+    records_out: int = 0
+    spill_bytes: int = 0
+    spills: int = 0
+    merge_passes: int = 0
+    peak_buffered_bytes: int = 0
+    peak_rss_bytes: int = 0
+    fetch_s: float = 0.0
+    compute_s: float = 0.0
+
+
+# ------------------------------------------------------------------ messages
+
+
+class NodeState(Message):
+    """Retained on ``node/<id>/state``; the broker publishes ``lost`` as the Last Will."""
+
+    kind: Literal["node_state"] = "node_state"
+    node_id: str = Field(max_length=100)
+    node_class: NodeClass
+    state: Literal["up", "draining", "lost", "gone"]
+    incarnation: str = Field(max_length=64)
+    host: str = ""
+    port: int = 0
+    slots: int = 0
+    memory_mb: int = 0
+    pid: int = 0
+
+
+class Heartbeat(Message):
+    kind: Literal["heartbeat"] = "heartbeat"
+    node_id: str = Field(max_length=100)
+    incarnation: str = Field(max_length=64)
+    seq: int
+    running: tuple[str, ...] = ()
+
+
+class LaunchTask(Message):
+    kind: Literal["launch"] = "launch"
+    task: TaskSpec
+
+
+class CancelTask(Message):
+    kind: Literal["cancel"] = "cancel"
+    task_id: str
+    attempt: int
+
+
+class EvictionNotice(Message):
+    """Warning that the node will be evicted ``seconds`` from now (spot-style notice)."""
+
+    kind: Literal["notice"] = "notice"
+    node_id: str
+    seconds: float
+
+
+class TaskUpdate(Message):
+    kind: Literal["task"] = "task"
+    node_id: str
+    task_id: str
+    attempt: int
+    state: Literal["running", "succeeded", "failed"]
+    metrics: TaskMetrics = TaskMetrics()
+    partition_bytes: tuple[int, ...] = ()
+    result: dict[str, Any] = Field(default_factory=dict)
+    failure: Literal["error", "fetch", "enospc", "oom", "killed", "cancelled"] | None = None
+    error: str | None = Field(default=None, max_length=4000)
+    lost_blocks: tuple[str, ...] = Field(default=(), description="inputs a fetch could not get")
+
+
+AnyMessage = Annotated[
+    NodeState | Heartbeat | LaunchTask | CancelTask | EvictionNotice | TaskUpdate,
+    Field(discriminator="kind"),
+]
+_adapter: TypeAdapter[Any] = TypeAdapter(AnyMessage)
+
+
+class Codec:
+    """msgpack encoding plus validating decoding that counts what it drops."""
+
+    def __init__(self) -> None:
+        self.malformed = 0
+
+    @staticmethod
+    def encode(message: Message) -> bytes:
+        return msgpack.packb(message.model_dump(mode="python"), use_bin_type=True)
+
+    def decode(self, payload: bytes | bytearray) -> Any | None:
+        try:
+            return _adapter.validate_python(msgpack.unpackb(payload, raw=False))
+        except (ValidationError, ValueError, TypeError, msgpack.UnpackException, RecursionError):
+            self.malformed += 1
+            return None
+
+
+class Topics:
+    """Topic names, namespaced by run id."""
+
+    def __init__(self, run_id: str) -> None:
+        self.root = f"tb/{run_id}"
+
+    def state(self, node_id: str = "+") -> str:
+        return f"{self.root}/node/{node_id}/state"
+
+    def heartbeat(self, node_id: str = "+") -> str:
+        return f"{self.root}/node/{node_id}/hb"
+
+    def command(self, node_id: str) -> str:
+        return f"{self.root}/node/{node_id}/cmd"
+
+    def task_updates(self, node_id: str = "+") -> str:
+        return f"{self.root}/node/{node_id}/task"
+
+    @property
+    def events(self) -> str:
+        return f"{self.root}/events"
+
+    @staticmethod
+    def node_of(topic: str) -> str:
+        return topic.split("/")[3]

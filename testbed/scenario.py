@@ -1,0 +1,349 @@
+"""Scenario files: one YAML document describing a whole experiment.
+
+The schema is the pydantic models below. ``load_scenario`` turns every problem
+into one line naming the file, the field path, what was expected and what was
+found (``ScenarioError``); the CLI prints those lines and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from testbed.durations import parse_duration, parse_rate
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+Rate = Annotated[float, BeforeValidator(parse_rate)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------- cluster
+
+
+class NodeClassSpec(Strict):
+    """One class of nodes (reserved or transient)."""
+
+    count: int = Field(ge=0, le=500)
+    slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
+    memory_mb: int = Field(default=1024, ge=16, description="memory for tasks")
+    cpus: float | None = Field(default=None, gt=0, description="Docker CPU limit")
+    price_per_hour: float = Field(default=1.0, ge=0, description="for the cost report")
+
+
+def _node_class(default_price: float):
+    def coerce(value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {"count": value, "price_per_hour": default_price}
+        if isinstance(value, dict):
+            return {"price_per_hour": default_price, **value}
+        raise ValueError("expected a node count or a mapping with count, slots, memory_mb")
+
+    return BeforeValidator(coerce)
+
+
+class ClusterSpec(Strict):
+    reserved: Annotated[NodeClassSpec, _node_class(1.0)] = NodeClassSpec(count=1)
+    transient: Annotated[NodeClassSpec, _node_class(0.3)] = NodeClassSpec(
+        count=3, price_per_hour=0.3
+    )
+    heartbeat_interval: Duration = Field(default=0.5, gt=0)
+    heartbeat_timeout: Duration = Field(default=3.0, gt=0)
+    memory_increment_mb: int = Field(default=100, ge=1)
+
+    @model_validator(mode="after")
+    def _some_nodes(self) -> ClusterSpec:
+        if self.reserved.count + self.transient.count == 0:
+            raise ValueError("the cluster has no nodes: give reserved or transient a count >= 1")
+        return self
+
+
+# --------------------------------------------------------------------- policy
+
+SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle")
+STRATEGIES = ("spark", "spark-checkpoint", "pado")
+AUTOSCALERS = ("static", "cloudcoaster")
+
+
+class PolicySpec(Strict):
+    scheduler: Literal["fifo", "yarn", "yarn-me", "eagle"] = "fifo"
+    strategy: Literal["spark", "spark-checkpoint", "pado"] = "spark"
+    autoscaler: Literal["static", "cloudcoaster"] = "static"
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="policy-specific knobs, documented per policy"
+    )
+
+
+# --------------------------------------------------------------------- jobs
+
+
+class JobBase(Strict):
+    name: str | None = None
+    submit_at: Duration = 0.0
+    repeat: int = Field(default=1, ge=1, le=10_000, description="submit this job N times")
+    every: Duration = Field(default=0.0, description="gap between repeats (trace time)")
+    maps: int | None = Field(default=None, ge=1, le=10_000, description="map tasks")
+    reduces: int = Field(default=2, ge=1, le=10_000, description="reduce partitions")
+    memory_mb: int = Field(default=256, ge=1, description="ideal memory of one task")
+    input: str | None = Field(default=None, description="a file, a directory or a glob")
+    seed: int | None = None
+
+    @field_validator("input")
+    @classmethod
+    def _input_exists(cls, value: str | None) -> str | None:
+        if value is not None and not resolve_inputs(value):
+            raise ValueError(
+                f"no input file matches {value!r}: give an existing file, directory or glob"
+            )
+        return value
+
+
+class WordcountJob(JobBase):
+    workload: Literal["wordcount"]
+    size_mb: float = Field(default=16, gt=0, le=100_000)
+    vocabulary: int = Field(default=50_000, ge=1)
+
+
+class SortJob(JobBase):
+    workload: Literal["sort"]
+    size_mb: float = Field(default=16, gt=0, le=100_000)
+
+
+class PagerankJob(JobBase):
+    workload: Literal["pagerank"]
+    nodes: int = Field(default=10_000, ge=2)
+    edges: int = Field(default=100_000, ge=1)
+    iterations: int = Field(default=10, ge=1, le=1000)
+    damping: float = Field(default=0.85, gt=0, lt=1)
+    tolerance: float | None = Field(default=None, gt=0)
+
+
+class SleepJob(JobBase):
+    """Synthetic tasks that run for a given duration (CloudCoaster/Eagle traces)."""
+
+    workload: Literal["sleep"]
+    tasks: int = Field(default=4, ge=1)
+    duration: Duration = Field(default=1.0, ge=0)
+    cpu_bound: bool = False
+
+
+JobSpec = Annotated[
+    WordcountJob | SortJob | PagerankJob | SleepJob, Field(discriminator="workload")
+]
+WORKLOADS = ("wordcount", "sort", "pagerank", "sleep")
+
+
+# --------------------------------------------------------------------- chaos
+
+
+class EvictSpec(Strict):
+    count: int | None = Field(default=None, ge=1)
+    fraction: float | None = Field(default=None, gt=0, le=1)
+    kind: Literal["transient", "reserved", "any"] = "transient"
+    select: Literal["random", "oldest", "youngest", "busiest", "most-data"] = "random"
+
+    @model_validator(mode="after")
+    def _one_amount(self) -> EvictSpec:
+        if (self.count is None) == (self.fraction is None):
+            raise ValueError("give exactly one of count or fraction")
+        return self
+
+
+class StormSpec(Strict):
+    """A scripted storm: once ``at``, repeated ``every`` ``times``, or Poisson ``rate`` in a window."""
+
+    at: Duration | None = None
+    every: Duration | None = Field(default=None, gt=0)
+    times: int = Field(default=1, ge=1)
+    start: Duration | None = Field(default=None, alias="from")
+    to: Duration | None = None
+    rate: Rate | None = Field(default=None, gt=0)
+    evict: EvictSpec = EvictSpec(count=1)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> StormSpec:
+        window = self.start is not None or self.to is not None or self.rate is not None
+        if window and (self.start is None or self.to is None or self.rate is None):
+            raise ValueError("a storm window needs from, to and rate together")
+        if window and self.at is not None:
+            raise ValueError("give either at (a scheduled storm) or from/to/rate (a window)")
+        if not window and self.at is None:
+            raise ValueError("a storm needs at: TIME, or from/to/rate")
+        if window and self.to <= self.start:  # type: ignore[operator]
+            raise ValueError("to must come after from")
+        return self
+
+
+LifetimeModel = str | dict[str, Any]
+
+
+class ClassChaosSpec(Strict):
+    lifetime: LifetimeModel = "none"
+    notice: Duration = 0.0
+    replace: bool = True
+    provisioning_delay: Duration = 0.0
+
+
+class ChaosSpec(Strict):
+    transient: ClassChaosSpec = ClassChaosSpec()
+    reserved: ClassChaosSpec = ClassChaosSpec()
+    storms: list[StormSpec] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------- scenario
+
+
+class Scenario(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)
+    seed: int = 1
+    time_scale: float = Field(default=1.0, gt=0)
+    broker: str = "embedded"
+    cluster: ClusterSpec = ClusterSpec()
+    policy: PolicySpec = PolicySpec()
+    jobs: list[JobSpec] = Field(min_length=1)
+    chaos: ChaosSpec = ChaosSpec()
+    timeout: Duration = Field(default=600.0, gt=0, description="wall-clock limit of the run")
+
+    @field_validator("broker")
+    @classmethod
+    def _broker(cls, value: str) -> str:
+        if value != "embedded" and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
+            raise ValueError("expected 'embedded' or mqtt://HOST:PORT")
+        return value
+
+    def trace(self, seconds: float) -> float:
+        """Wall seconds for a trace-time duration (trace times are divided by time_scale)."""
+        return seconds / self.time_scale
+
+
+# --------------------------------------------------------------------- loading
+
+
+class ScenarioError(Exception):
+    """A scenario could not be used; ``problems`` holds one line per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def resolve_inputs(pattern: str) -> list[Path]:
+    """The files a job's ``input`` names: a file, every file in a directory, or a glob."""
+    path = Path(pattern).expanduser()
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+    return sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply ``key.path=value`` (value parsed as YAML) to a raw scenario mapping."""
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key.strip():
+        raise ScenarioError([f"--set {assignment!r}: expected KEY.PATH=VALUE, e.g. seed=3"])
+    value = yaml.safe_load(raw) if raw.strip() else ""
+    node: Any = data
+    parts = key.strip().split(".")
+    for depth, part in enumerate(parts[:-1]):
+        child = _child(node, part)
+        if child is None:
+            child = {}
+            _set(node, part, child, assignment)
+        if not isinstance(child, dict | list):
+            where = ".".join(parts[: depth + 1])
+            raise ScenarioError([f"--set {assignment!r}: {where} is not a mapping or a list"])
+        node = child
+    _set(node, parts[-1], value, assignment)
+
+
+def _child(node: Any, part: str) -> Any:
+    if isinstance(node, list):
+        return node[int(part)] if part.isdigit() and int(part) < len(node) else None
+    return node.get(part)
+
+
+def _set(node: Any, part: str, value: Any, assignment: str) -> None:
+    if isinstance(node, list):
+        if not part.isdigit() or int(part) >= len(node):
+            raise ScenarioError([f"--set {assignment!r}: no list item {part}"])
+        node[int(part)] = value
+    else:
+        node[part] = value
+
+
+def load_raw(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError([f"{path}: cannot read the file: {exc.strerror}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ScenarioError([f"{path}:{where}: not valid YAML: {problem}"]) from None
+    if not isinstance(data, dict):
+        found = type(data).__name__ if data is not None else "an empty file"
+        raise ScenarioError([f"{path}: expected a mapping of scenario fields, found {found}"])
+    return data
+
+
+def parse_scenario(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError([_describe(source, err) for err in exc.errors()]) from None
+
+
+def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
+    data = load_raw(path)
+    for assignment in overrides:
+        apply_override(data, assignment)
+    return parse_scenario(data, str(path))
+
+
+def _describe(source: str, err: Any) -> str:
+    loc = [str(part) for part in err["loc"] if str(part) not in WORKLOADS]
+    field = ".".join(loc) or "(top level)"
+    message = str(err["msg"])
+    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return f"{source}: {field}: unknown field; remove it or check its spelling"
+    if kind == "missing":
+        return f"{source}: {field}: required field is missing"
+    if kind == "union_tag_invalid":
+        return f"{source}: {field}: unknown workload {err['input'].get('workload')!r}; " \
+            f"expected one of {', '.join(WORKLOADS)}"
+    if kind == "union_tag_not_found":
+        return f"{source}: {field}: every job needs a workload ({', '.join(WORKLOADS)})"
+    found = err.get("input")
+    hidden = isinstance(found, dict | list) or found is None or "found" in message
+    shown = "" if hidden else f"; found {found!r}"
+    return f"{source}: {field}: {message}{shown}"
+
+
+def to_yaml(scenario: Scenario) -> str:
+    return yaml.safe_dump(
+        scenario.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=False
+    )
