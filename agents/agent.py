@@ -1,0 +1,229 @@
+"""The node agent: one asyncio process per emulated node.
+
+It announces itself on MQTT (retained state, Last Will ``lost``), sends
+heartbeats, runs the tasks the master sends it, each in a worker process, and
+serves its node-local blocks over HTTP. Everything it stores lives under its
+own node directory, which an eviction destroys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import multiprocessing.forkserver
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+from aiohttp import web
+
+from agents.shuffle import make_app
+from agents.worker import run_in_worker
+from testbed.protocol import (
+    CancelTask,
+    Codec,
+    EvictionNotice,
+    Heartbeat,
+    LaunchTask,
+    NodeState,
+    TaskMetrics,
+    TaskSpec,
+    TaskUpdate,
+    Topics,
+)
+from testbed.mqtt import BrokerAddress, MqttLink
+
+log = logging.getLogger("agent")
+_forkserver = multiprocessing.get_context("forkserver")
+_forkserver.set_forkserver_preload(["agents.worker"])
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    run_id: str
+    node_id: str
+    node_class: str
+    broker: BrokerAddress
+    data_dir: Path
+    slots: int = 2
+    memory_mb: int = 1024
+    listen: str = "127.0.0.1"
+    advertise: str = "127.0.0.1"
+    port: int = 0
+    token: str = ""
+    heartbeat_interval: float = 0.5
+    master_id: str = "master"
+
+
+@dataclass
+class RunningAttempt:
+    spec: TaskSpec
+    process: Any
+    cancelled: bool = False
+
+
+class Agent:
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self.topics = Topics(config.run_id)
+        self.codec = Codec()
+        self.incarnation = os.urandom(6).hex()
+        self.running: dict[str, RunningAttempt] = {}
+        self.finished: dict[tuple[str, int], TaskUpdate] = {}
+        self.port = config.port
+        self.state = "up"
+        self.link: MqttLink
+        self._stop = asyncio.Event()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.advertise}:{self.port}"
+
+    def _state_payload(self, state: str) -> bytes:
+        c = self.config
+        message = NodeState(
+            node_id=c.node_id, node_class=c.node_class, state=state, incarnation=self.incarnation,  # type: ignore[arg-type]
+            host=c.advertise, port=self.port, slots=c.slots, memory_mb=c.memory_mb, pid=os.getpid(),
+        )
+        return self.codec.encode(message)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        (self.config.data_dir / "blocks").mkdir(parents=True, exist_ok=True)
+        multiprocessing.forkserver.ensure_running()
+        runner = await self._start_http()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self._stop.set)
+        will = aiomqtt.Will(self.topics.state(self.config.node_id), self._state_payload("lost"), 1, True)
+        client_id = f"{self.config.run_id}-{self.config.node_id}-{self.incarnation}"
+        self.link = MqttLink(self.config.broker, client_id, self._on_message, self._on_connect, will)
+        self.link.start()
+        heartbeat = asyncio.create_task(self._heartbeats())
+        try:
+            await self._stop.wait()
+        finally:
+            heartbeat.cancel()
+            for attempt in list(self.running.values()):
+                attempt.cancelled = True
+                attempt.process.kill()
+            self.link.publish(self.topics.state(self.config.node_id), self._state_payload("gone"), retain=True)
+            await self.link.flush(2.0)
+            await self.link.close()
+            await runner.cleanup()
+
+    async def _start_http(self) -> web.AppRunner:
+        runner = web.AppRunner(make_app(self.config.data_dir / "blocks", self.config.token), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.config.listen, self.config.port, reuse_address=True)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return runner
+
+    async def _on_connect(self, link: MqttLink) -> None:
+        await link.subscribe(self.topics.command(self.config.node_id))
+        link.publish(self.topics.state(self.config.node_id), self._state_payload(self.state), retain=True)
+
+    async def _heartbeats(self) -> None:
+        seq = 0
+        topic = self.topics.heartbeat(self.config.node_id)
+        while True:
+            seq += 1
+            beat = Heartbeat(
+                node_id=self.config.node_id, incarnation=self.incarnation, seq=seq,
+                running=tuple(self.running),
+            )
+            await self.link.publish_now(topic, self.codec.encode(beat))
+            await asyncio.sleep(self.config.heartbeat_interval)
+
+    # ------------------------------------------------------------------ commands
+
+    def _on_message(self, topic: str, payload: bytes) -> None:
+        message = self.codec.decode(payload)
+        if isinstance(message, LaunchTask):
+            self._launch(message.task)
+        elif isinstance(message, CancelTask):
+            self._cancel(message.task_id, message.attempt)
+        elif isinstance(message, EvictionNotice):
+            log.warning("eviction notice: %.1fs left", message.seconds)
+            self.state = "draining"
+            self.link.publish(self.topics.state(self.config.node_id), self._state_payload("draining"), retain=True)
+        elif message is None:
+            log.warning("dropped a malformed message on %s (%d so far)", topic, self.codec.malformed)
+
+    def _launch(self, spec: TaskSpec) -> None:
+        key = (spec.task_id, spec.attempt)
+        if key in self.finished:  # a redelivered launch: repeat the outcome, run nothing
+            self._publish_update(self.finished[key])
+            return
+        current = self.running.get(spec.task_id)
+        if current is not None and current.spec.attempt >= spec.attempt:
+            return
+        receiver, sender = _forkserver.Pipe(duplex=False)
+        process = _forkserver.Process(
+            target=run_in_worker,
+            args=(spec.model_dump(), str(self.config.data_dir), self.url, self.config.token, sender),
+            daemon=True,
+        )
+        process.start()
+        sender.close()
+        self.running[spec.task_id] = RunningAttempt(spec, process)
+        self._publish_update(self._update(spec, "running"))
+        asyncio.get_running_loop().create_task(self._await_worker(spec, process, receiver))
+
+    async def _await_worker(self, spec: TaskSpec, process: Any, receiver: Any) -> None:
+        outcome = await _receive(receiver, process)
+        attempt = self.running.pop(spec.task_id, None)
+        if attempt is not None and attempt.cancelled:
+            outcome = {"state": "failed", "failure": "cancelled", "error": "cancelled by the master"}
+        update = self._update(
+            spec, outcome["state"],
+            metrics=TaskMetrics(**outcome.get("metrics", {})),
+            partition_bytes=tuple(outcome.get("partition_bytes", ())),
+            result=outcome.get("result") or {},
+            failure=outcome.get("failure"),
+            error=outcome.get("error"),
+            lost_blocks=tuple(outcome.get("lost_blocks", ())),
+        )
+        self.finished[(spec.task_id, spec.attempt)] = update
+        self._publish_update(update)
+
+    def _cancel(self, task_id: str, attempt: int) -> None:
+        current = self.running.get(task_id)
+        if current is not None and current.spec.attempt == attempt:
+            current.cancelled = True
+            current.process.kill()
+
+    def _update(self, spec: TaskSpec, state: str, **fields: Any) -> TaskUpdate:
+        return TaskUpdate(node_id=self.config.node_id, task_id=spec.task_id, attempt=spec.attempt, state=state, **fields)  # type: ignore[arg-type]
+
+    def _publish_update(self, update: TaskUpdate) -> None:
+        self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))
+
+
+async def _receive(receiver: Any, process: Any) -> dict[str, Any]:
+    """Wait, without blocking the loop, until the worker sends its result or dies."""
+    loop = asyncio.get_running_loop()
+    readable = loop.create_future()
+    loop.add_reader(receiver.fileno(), lambda: readable.done() or readable.set_result(None))
+    try:
+        await readable
+    finally:
+        loop.remove_reader(receiver.fileno())
+    try:
+        outcome = receiver.recv()
+    except (EOFError, OSError):
+        await asyncio.to_thread(process.join)
+        code = process.exitcode
+        if code == -signal.SIGKILL:
+            return {"state": "failed", "failure": "oom", "error": "killed by SIGKILL (out of memory?)"}
+        return {"state": "failed", "failure": "killed", "error": f"worker exited with status {code}"}
+    finally:
+        receiver.close()
+    await asyncio.to_thread(process.join)
+    return outcome

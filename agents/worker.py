@@ -1,0 +1,80 @@
+"""A task attempt in its own worker process.
+
+Each task runs in a process forked from the agent's forkserver, so the agent's
+event loop never blocks, a cancel or an eviction is a kill, the task's peak
+RSS is its own, and the kernel's OOM killer takes the task, not the agent.
+The result goes back to the agent through a pipe as a plain dict.
+"""
+
+from __future__ import annotations
+
+import errno
+import http.client
+import resource
+import time
+import traceback
+import urllib.parse
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from testbed.protocol import TaskSpec
+from testbed.workloads import OPERATIONS
+from testbed.workloads.base import TOKEN_HEADER, BlockFetcher, FetchFailed, TaskContext
+
+
+def run_in_worker(spec_data: dict[str, Any], node_dir: str, own_url: str, token: str, conn: Connection) -> None:
+    """Process entry point: run the task, send one result dict, exit."""
+    try:
+        conn.send(execute(TaskSpec.model_validate(spec_data), Path(node_dir), own_url, token))
+    finally:
+        conn.close()
+
+
+def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[str, Any]:
+    blocks = node_dir / "blocks"
+    scratch = node_dir / "scratch" / spec.block_id
+    scratch.mkdir(parents=True, exist_ok=True)
+    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token))
+    started = time.perf_counter()
+    outcome: dict[str, Any] = {"state": "succeeded"}
+    try:
+        outcome["result"] = OPERATIONS[spec.op](ctx) or {}
+        if spec.final:
+            upload(ctx.final_path, spec.output_url or "", token)
+    except FetchFailed as exc:
+        outcome = {"state": "failed", "failure": "fetch", "error": str(exc), "lost_blocks": [exc.block]}
+    except MemoryError:
+        outcome = {"state": "failed", "failure": "oom", "error": "MemoryError"}
+    except OSError as exc:
+        failure = "enospc" if exc.errno == errno.ENOSPC else "error"
+        outcome = {"state": "failed", "failure": failure, "error": f"{exc.__class__.__name__}: {exc}"}
+    except Exception as exc:  # noqa: BLE001 - any task bug is reported, not raised into the agent
+        outcome = {"state": "failed", "failure": "error", "error": _short_trace(exc)}
+    finally:
+        ctx.cleanup()
+    ctx.metrics.compute_s = time.perf_counter() - started
+    ctx.metrics.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    outcome["metrics"] = ctx.metrics.model_dump()
+    outcome["partition_bytes"] = list(ctx.partition_bytes)
+    return outcome
+
+
+def upload(path: Path, url: str, token: str) -> None:
+    """Stream a final output file to the master's output sink (HTTP PUT)."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        with open(path, "rb") as body:
+            headers = {TOKEN_HEADER: token, "Content-Length": str(path.stat().st_size)}
+            conn.request("PUT", parts.path, body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        if response.status not in (200, 201, 204):
+            raise OSError(f"output upload refused: HTTP {response.status}")
+    finally:
+        conn.close()
+
+
+def _short_trace(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc, limit=-4))[-3000:]

@@ -1,0 +1,100 @@
+"""The run directory and its journal, written as the run goes so a crash loses nothing.
+
+``events.jsonl`` gets one JSON object per event and each table (tasks, jobs,
+nodes, evictions) one CSV row per finished thing, each line flushed at once.
+``summary.json`` is written at the end (and rewritten by a resumed run).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+TABLES: dict[str, tuple[str, ...]] = {
+    "tasks": (
+        "task_id", "job_id", "stage", "index", "attempt", "node_id", "node_class", "memory_mb",
+        "elastic", "start_s", "end_s", "status", "failure", "bytes_in", "bytes_out", "spill_bytes",
+        "spills", "merge_passes", "peak_buffered_bytes", "peak_rss_bytes",
+    ),
+    "jobs": (
+        "job_id", "name", "workload", "submit_s", "start_s", "finish_s", "jct_s", "queue_s",
+        "status", "tasks", "relaunched_tasks", "relaunched_ratio", "bytes_recomputed",
+    ),
+    "nodes": ("node_id", "node_class", "launched_s", "ended_s", "end_reason", "price_per_hour"),
+    "evictions": (
+        "t_s", "node_id", "node_class", "reason", "lifetime_s", "tasks_running", "bytes_lost",
+    ),
+}
+
+
+def new_run_dir(base: Path, name: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    run_dir = base / f"{stamp}-{name}"
+    run_dir.mkdir(parents=True)
+    latest = base / "latest"
+    tmp = base / f".latest-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(run_dir.name)
+    os.replace(tmp, latest)
+    return run_dir
+
+
+@dataclass
+class _Table:
+    handle: TextIO
+    writer: Any
+
+
+class Journal:
+    def __init__(self, run_dir: Path, clock: Any = time.monotonic) -> None:
+        self.run_dir = run_dir
+        self.clock = clock
+        self.t0 = clock()
+        self._events = open(run_dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self._tables: dict[str, _Table] = {}
+
+    def now(self) -> float:
+        """Seconds since the run started."""
+        return self.clock() - self.t0
+
+    def event(self, name: str, /, **fields: Any) -> None:
+        record = {"t": round(self.now(), 4), "event": name, **fields}
+        self._events.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
+        self._events.flush()
+
+    def row(self, table: str, **fields: Any) -> None:
+        entry = self._tables.get(table)
+        if entry is None:
+            path = self.run_dir / f"{table}.csv"
+            fresh = not path.exists() or path.stat().st_size == 0
+            handle = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115
+            writer = csv.DictWriter(handle, TABLES[table], extrasaction="ignore")
+            if fresh:
+                writer.writeheader()
+            entry = self._tables[table] = _Table(handle, writer)
+        entry.writer.writerow({k: _cell(v) for k, v in fields.items()})
+        entry.handle.flush()
+
+    def write_json(self, name: str, data: Any) -> None:
+        tmp = self.run_dir / f".{name}.tmp"
+        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, self.run_dir / name)
+
+    def close(self) -> None:
+        self._events.close()
+        for entry in self._tables.values():
+            entry.handle.close()
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 4)
+    if value is None:
+        return ""
+    return value

@@ -1,0 +1,31 @@
+"""The node-provider interface: launch, evict, release and clean up nodes of one run."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class ForeignNodeError(Exception):
+    """A request named a node (process or container) that does not belong to this run."""
+
+
+class NodeProvider(Protocol):
+    run_id: str
+
+    async def launch(
+        self, node_id: str, node_class: str, slots: int, memory_mb: int, cpus: float | None,
+        command: list[str], env: dict[str, str],
+    ) -> None:
+        """Start a node running ``command`` (an agent command line lacking placement flags)."""
+
+    async def evict(self, node_id: str) -> None:
+        """Kill the node with SIGKILL and destroy its node-local disk."""
+
+    async def release(self, node_id: str) -> None:
+        """Stop the node gracefully (SIGTERM), then remove it."""
+
+    async def close(self) -> None:
+        """Remove every node of this run; touch nothing else."""
+
+    def owns(self, node_id: str) -> bool:
+        """Whether the node is one of this run's live nodes."""

@@ -1,0 +1,88 @@
+"""Nodes as local OS processes: the default backend, no Docker needed.
+
+Each agent runs in its own session (process group) with its own node
+directory. ``evict`` is SIGKILL to the whole group (the agent and its task
+workers) followed by deleting the directory: nothing on the node survives.
+The provider only ever signals process groups it started itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from master.providers.base import ForeignNodeError
+from testbed.processes import child_env, kill_group
+
+
+@dataclass
+class LocalNode:
+    node_id: str
+    process: asyncio.subprocess.Process
+    directory: Path
+
+
+class LocalProvider:
+    def __init__(self, run_id: str, nodes_dir: Path, log_dir: Path | None = None) -> None:
+        self.run_id = run_id
+        self.nodes_dir = nodes_dir
+        self.log_dir = log_dir or nodes_dir
+        self.nodes: dict[str, LocalNode] = {}
+
+    def owns(self, node_id: str) -> bool:
+        return node_id in self.nodes
+
+    async def launch(
+        self, node_id: str, node_class: str, slots: int, memory_mb: int, cpus: float | None,
+        command: list[str], env: dict[str, str],
+    ) -> None:
+        del node_class, slots, memory_mb, cpus  # carried by the command line
+        directory = self.nodes_dir / node_id
+        directory.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        argv = [*command, "--data-dir", str(directory), "--listen", "127.0.0.1", "--advertise", "127.0.0.1"]
+        with open(self.log_dir / f"{node_id}.log", "ab") as log:
+            process = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
+                env=child_env(env), start_new_session=True,
+            )
+        self.nodes[node_id] = LocalNode(node_id, process, directory)
+
+    def _node(self, node_id: str) -> LocalNode:
+        node = self.nodes.get(node_id)
+        if node is None:
+            raise ForeignNodeError(f"node {node_id!r} is not a live node of run {self.run_id}; refusing to touch it")
+        return node
+
+    async def evict(self, node_id: str) -> None:
+        node = self._node(node_id)
+        kill_group(node.process.pid, signal.SIGKILL)
+        await node.process.wait()
+        del self.nodes[node_id]
+        await asyncio.to_thread(shutil.rmtree, node.directory, True)
+
+    async def release(self, node_id: str, grace_s: float = 5.0) -> None:
+        node = self._node(node_id)
+        kill_group(node.process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(node.process.wait(), grace_s)
+        except TimeoutError:
+            kill_group(node.process.pid, signal.SIGKILL)
+            await node.process.wait()
+        kill_group(node.process.pid, signal.SIGKILL)  # stray task workers of a finished agent
+        del self.nodes[node_id]
+        await asyncio.to_thread(shutil.rmtree, node.directory, True)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(self.release(n, grace_s=2.0) for n in list(self.nodes)), return_exceptions=True)
+
+    def pid(self, node_id: str) -> int:
+        return self._node(node_id).process.pid
+
+
+def python_command() -> list[str]:
+    return [sys.executable, "-m", "agents"]

@@ -1,0 +1,146 @@
+"""One run of a scenario: run directory, broker, node provider, master, summary.
+
+Everything the run starts (broker, agents, their task workers) is stopped in
+``finally`` blocks, so a failure or Ctrl-C leaves no process and no port behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import secrets
+import signal
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from master.journal import new_run_dir
+from master.master import Master
+from master.policies import make_scheduler
+from master.providers.local import LocalProvider, python_command
+from testbed.broker import EmbeddedBroker
+from testbed.mqtt import BrokerAddress
+from testbed.scenario import Scenario, to_yaml
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    ok: bool
+    summary: dict[str, Any]
+
+
+def prepare_run_dir(scenario: Scenario, out: Path | None, runs_base: Path = Path("runs")) -> Path:
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        run_dir = out
+    else:
+        run_dir = new_run_dir(runs_base, scenario.name)
+    (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
+    return run_dir
+
+
+async def run_scenario(scenario: Scenario, run_dir: Path, backend: str = "local") -> RunResult:
+    main = asyncio.current_task()
+    if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
+    run_id = f"{scenario.name}-{secrets.token_hex(3)}"
+    broker = EmbeddedBroker() if scenario.broker == "embedded" else None
+    address = BrokerAddress.parse(broker.url if broker else scenario.broker)
+    if backend != "local":
+        raise ValueError(f"backend {backend!r} is not available yet; use --backend local")
+    provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
+    if broker is not None:
+        await broker.start()
+    try:
+        master = Master(
+            scenario, run_id, run_dir, provider, address, make_scheduler(scenario), secrets.token_hex(16),
+            lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
+        )
+        try:
+            ok = await master.run()
+        finally:
+            await provider.close()
+    finally:
+        if broker is not None:
+            await broker.stop()
+    summary = summarize(run_dir, scenario, master.evictions)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    _remove_empty(run_dir / "nodes")
+    return RunResult(run_dir, ok, summary)
+
+
+def agent_command(scenario: Scenario, run_id: str, broker: BrokerAddress, node_id: str, node_class: str) -> list[str]:
+    spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
+    return [
+        *python_command(), "--run", run_id, "--node-id", node_id, "--node-class", node_class,
+        "--broker", broker.url, "--slots", str(spec.slots), "--memory-mb", str(spec.memory_mb),
+        "--heartbeat-interval", str(scenario.cluster.heartbeat_interval),
+    ]
+
+
+def summarize(run_dir: Path, scenario: Scenario, evictions: int) -> dict[str, Any]:
+    """summary.json from the journal's tables (so a resumed or crashed run gets the same)."""
+    jobs = _read_csv(run_dir / "jobs.csv")
+    tasks = _read_csv(run_dir / "tasks.csv")
+    jcts = sorted(float(j["jct_s"]) for j in jobs if j["status"] == "succeeded")
+    finishes = [float(j["finish_s"]) for j in jobs if j["finish_s"]]
+    submits = [float(j["submit_s"]) for j in jobs if j["submit_s"]]
+    relaunched = sum(int(j["relaunched_tasks"] or 0) for j in jobs)
+    total_tasks = sum(int(j["tasks"] or 0) for j in jobs)
+    return {
+        "name": scenario.name,
+        "seed": scenario.seed,
+        "time_scale": scenario.time_scale,
+        "policy": scenario.policy.model_dump(exclude={"options"}),
+        "jobs": len(jobs),
+        "succeeded": sum(1 for j in jobs if j["status"] == "succeeded"),
+        "failed": sum(1 for j in jobs if j["status"] != "succeeded"),
+        "mean_jct_s": _round(statistics.fmean(jcts)) if jcts else None,
+        "p50_jct_s": _round(_percentile(jcts, 50)),
+        "p95_jct_s": _round(_percentile(jcts, 95)),
+        "max_jct_s": _round(max(jcts)) if jcts else None,
+        "makespan_s": _round(max(finishes) - min(submits)) if finishes and submits else None,
+        "evictions": evictions,
+        "relaunched_tasks": relaunched,
+        "relaunched_ratio": _round(relaunched / total_tasks) if total_tasks else 0.0,
+        "task_attempts": len(tasks),
+        "spill_bytes": sum(int(t["spill_bytes"] or 0) for t in tasks),
+        "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
+    }
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    rank = (len(values) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (rank - low)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _remove_empty(directory: Path) -> None:
+    if directory.is_dir() and not any(directory.iterdir()):
+        os.rmdir(directory)
+
+
+def run_blocking(scenario: Scenario, run_dir: Path, backend: str = "local") -> RunResult:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(run_scenario(scenario, run_dir, backend))
+    return uvloop.run(run_scenario(scenario, run_dir, backend))

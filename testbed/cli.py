@@ -1,0 +1,147 @@
+"""The ``testbed`` command line.
+
+Exit status: 0 success, 1 a job failed, 2 bad input (the message names the
+file, the field and the fix; never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from testbed.scenario import ScenarioError, load_scenario
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own errors: status 2, one line
+        self.print_usage(sys.stderr)
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="testbed", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run a scenario and report job completion times")
+    run.add_argument("scenario", type=Path)
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                     help="override a scenario field, e.g. --set policy.scheduler=yarn (repeatable)")
+    run.add_argument("--out", type=Path, help="run directory (default runs/<UTC time>-<name>)")
+    run.add_argument("--backend", choices=("local", "docker"), default="local",
+                     help="nodes as local processes (default) or Docker containers")
+    run.set_defaults(handler=cmd_run)
+
+    validate = sub.add_parser("validate", help="check a scenario file without running it")
+    validate.add_argument("scenario", type=Path)
+    validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    validate.set_defaults(handler=cmd_validate)
+
+    agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
+    agent.add_argument("--run", required=True, dest="run_id")
+    agent.add_argument("--node-id", required=True)
+    agent.add_argument("--node-class", choices=("reserved", "transient"), required=True)
+    agent.add_argument("--broker", required=True, help="mqtt://HOST:PORT")
+    agent.add_argument("--data-dir", type=Path, required=True)
+    agent.add_argument("--slots", type=int, default=2)
+    agent.add_argument("--memory-mb", type=int, default=1024)
+    agent.add_argument("--listen", default="127.0.0.1")
+    agent.add_argument("--advertise", default="127.0.0.1")
+    agent.add_argument("--port", type=int, default=0)
+    agent.add_argument("--heartbeat-interval", type=float, default=0.5)
+    agent.set_defaults(handler=cmd_agent)
+
+    broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
+    broker.add_argument("--host", default="127.0.0.1")
+    broker.add_argument("--port", type=int, default=1883)
+    broker.set_defaults(handler=cmd_broker)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        logging.basicConfig(
+            level=logging.INFO if args.verbose else logging.WARNING,
+            format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        )
+        return args.handler(args)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    except ScenarioError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted; everything the run started has been stopped", file=sys.stderr)
+        return 130
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.scenario, args.overrides)
+    jobs = sum(job.repeat for job in scenario.jobs)
+    print(f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, "
+          f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes)")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from master.run import prepare_run_dir, run_blocking
+    from testbed.console import print_jct_table
+
+    scenario = load_scenario(args.scenario, args.overrides)
+    run_dir = prepare_run_dir(scenario, args.out)
+    print(f"run directory: {run_dir}", file=sys.stderr)
+    result = run_blocking(scenario, run_dir, args.backend)
+    print_jct_table(result.run_dir, result.summary)
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    from agents.agent import Agent, AgentConfig
+    from testbed.mqtt import BrokerAddress
+    from testbed.processes import die_with_parent
+
+    die_with_parent()
+    config = AgentConfig(
+        run_id=args.run_id, node_id=args.node_id, node_class=args.node_class,
+        broker=BrokerAddress.parse(args.broker), data_dir=args.data_dir, slots=args.slots,
+        memory_mb=args.memory_mb, listen=args.listen, advertise=args.advertise, port=args.port,
+        token=os.environ.get("TESTBED_RUN_TOKEN", ""), heartbeat_interval=args.heartbeat_interval,
+    )
+    _run_async(Agent(config).run())
+    return EXIT_OK
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from testbed.broker import serve
+    from testbed.processes import die_with_parent
+
+    die_with_parent()
+    _run_async(serve(args.host, args.port))
+    return EXIT_OK
+
+
+def _run_async(coroutine) -> None:  # noqa: ANN001
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(coroutine)
+    else:
+        uvloop.run(coroutine)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""What the CLI prints for people: the JCT table at the end of a run."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title=f"{summary['name']}: job completion times", title_justify="left")
+    for column in ("job", "workload", "status", "submit s", "queue s", "JCT s", "tasks", "relaunched"):
+        table.add_column(column, justify="right" if column.endswith(("s", "tasks", "relaunched")) else "left")
+    jobs_csv = run_dir / "jobs.csv"
+    rows = list(csv.DictReader(jobs_csv.open(encoding="utf-8"))) if jobs_csv.exists() else []
+    for row in sorted(rows, key=lambda r: r["job_id"]):
+        table.add_row(
+            row["job_id"], row["workload"], row["status"], _num(row["submit_s"]), _num(row["queue_s"]),
+            _num(row["jct_s"]), row["tasks"], row["relaunched_tasks"],
+        )
+    console.print(table)
+    console.print(
+        f"{summary['succeeded']}/{summary['jobs']} jobs succeeded; mean JCT {_num(summary['mean_jct_s'])} s, "
+        f"p95 {_num(summary['p95_jct_s'])} s, makespan {_num(summary['makespan_s'])} s; "
+        f"{summary['evictions']} evictions, {summary['relaunched_tasks']} relaunched tasks\n"
+        f"run directory: {run_dir}"
+    )
+
+
+def _num(value: Any) -> str:
+    if value in (None, ""):
+        return "-"
+    return f"{float(value):.2f}"

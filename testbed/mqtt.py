@@ -1,0 +1,172 @@
+"""A reconnecting MQTT link shared by the master and the agents.
+
+aiomqtt gives one connection; this keeps one alive: it reconnects with jittered
+exponential backoff, re-runs ``on_connect`` (subscriptions, retained state)
+after every reconnect, and keeps QoS 1 publications in an outbox until the
+broker has acknowledged them, so a broker restart loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import urllib.parse
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import aiomqtt
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[str, bytes], Awaitable[None] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerAddress:
+    host: str
+    port: int
+    username: str | None = None
+    password: str | None = None
+
+    @classmethod
+    def parse(cls, url: str) -> BrokerAddress:
+        """``mqtt://[user:pass@]host[:port]``; credentials default to the TESTBED_MQTT_* env vars."""
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "mqtt" or not parts.hostname:
+            raise ValueError(f"expected mqtt://HOST:PORT, found {url!r}")
+        return cls(
+            parts.hostname,
+            parts.port or 1883,
+            parts.username or os.environ.get("TESTBED_MQTT_USERNAME"),
+            parts.password or os.environ.get("TESTBED_MQTT_PASSWORD"),
+        )
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{self.host}:{self.port}"
+
+
+class MqttLink:
+    def __init__(
+        self,
+        broker: BrokerAddress,
+        client_id: str,
+        handler: Handler,
+        on_connect: Callable[[MqttLink], Awaitable[None]],
+        will: aiomqtt.Will | None = None,
+        keepalive: int = 5,
+    ) -> None:
+        self.broker = broker
+        self.client_id = client_id
+        self.handler = handler
+        self.on_connect = on_connect
+        self.will = will
+        self.keepalive = keepalive
+        self.connected = asyncio.Event()
+        self.reconnects = 0
+        self._client: aiomqtt.Client | None = None
+        self._outbox: asyncio.Queue[tuple[str, bytes, bool]] = asyncio.Queue()
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+
+    def publish(self, topic: str, payload: bytes, retain: bool = False) -> None:
+        """Queue a QoS 1 publication; it is sent (again after a reconnect) until acknowledged."""
+        self._outbox.put_nowait((topic, payload, retain))
+
+    async def publish_now(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False) -> bool:
+        """Best-effort publication for data that is stale once missed (heartbeats)."""
+        client = self._client
+        if client is None or not self.connected.is_set():
+            return False
+        try:
+            await client.publish(topic, payload, qos=qos, retain=retain)
+        except aiomqtt.MqttError:
+            return False
+        return True
+
+    async def subscribe(self, topic: str) -> None:
+        assert self._client is not None
+        await self._client.subscribe(topic, qos=1)
+
+    async def run(self) -> None:
+        delay = 0.05
+        while not self._stopping:
+            try:
+                await self._session()
+                delay = 0.05
+            except aiomqtt.MqttError as exc:
+                if self._stopping:
+                    return
+                log.info("%s: broker connection lost (%s); retrying in %.2fs", self.client_id, exc, delay)
+            self.connected.clear()
+            self._client = None
+            if self._stopping:
+                return
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 2.0)
+            self.reconnects += 1
+
+    async def _session(self) -> None:
+        async with aiomqtt.Client(
+            self.broker.host,
+            self.broker.port,
+            identifier=self.client_id,
+            username=self.broker.username,
+            password=self.broker.password,
+            will=self.will,
+            keepalive=self.keepalive,
+            clean_session=True,
+            max_queued_incoming_messages=0,
+        ) as client:
+            self._client = client
+            await self.on_connect(self)
+            self.connected.set()
+            sender = asyncio.create_task(self._drain_outbox(client))
+            try:
+                async for message in client.messages:
+                    result = self.handler(str(message.topic), bytes(message.payload or b""))
+                    if asyncio.iscoroutine(result):
+                        await result
+            finally:
+                sender.cancel()
+                await asyncio.gather(sender, return_exceptions=True)
+
+    async def _drain_outbox(self, client: aiomqtt.Client) -> None:
+        while True:
+            topic, payload, retain = await self._outbox.get()
+            try:
+                await client.publish(topic, payload, qos=1, retain=retain)
+            except BaseException:
+                self._requeue_front((topic, payload, retain))
+                raise
+            finally:
+                self._outbox.task_done()
+
+    def _requeue_front(self, item: tuple[str, bytes, bool]) -> None:
+        rest = []
+        while not self._outbox.empty():
+            rest.append(self._outbox.get_nowait())
+            self._outbox.task_done()
+        for pending in (item, *rest):
+            self._outbox.put_nowait(pending)
+
+    def start(self) -> asyncio.Task[None]:
+        self._task = asyncio.create_task(self.run(), name=f"mqtt-{self.client_id}")
+        return self._task
+
+    async def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every queued publication has been acknowledged; False on timeout."""
+        try:
+            await asyncio.wait_for(self._outbox.join(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        """Disconnect cleanly (no Last Will) and stop reconnecting."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)

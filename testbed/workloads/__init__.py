@@ -1,0 +1,26 @@
+"""Workloads: how a job becomes stages of tasks (planning) and what each task computes.
+
+``plan_job`` is called by the master; ``OPERATIONS`` maps a task's ``op`` name
+to the function an agent's worker runs.
+"""
+
+from __future__ import annotations
+
+from testbed.scenario import Scenario
+from testbed.workloads import sleep, wordcount
+from testbed.workloads.base import TaskFunction
+from testbed.workloads.plan import JobPlan
+
+OPERATIONS: dict[str, TaskFunction] = {
+    "wordcount.map": wordcount.map_task,
+    "wordcount.reduce": wordcount.reduce_task,
+    "sleep.run": sleep.run_task,
+}
+
+
+def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:  # noqa: ANN001 - any JobSpec
+    if job.workload == "wordcount":
+        return wordcount.plan(job, seed)
+    if job.workload == "sleep":
+        return sleep.plan(job, seed, scenario.time_scale)
+    raise ValueError(f"workload {job.workload!r} is not implemented yet")

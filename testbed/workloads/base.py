@@ -1,0 +1,118 @@
+"""What a task sees while it runs: its spec, its memory budget, its inputs and outputs.
+
+Workload code is written against ``TaskContext`` only, so the same map or
+reduce function runs in an agent's worker process (inputs fetched over HTTP)
+and in a unit test (inputs read from local block files).
+"""
+
+from __future__ import annotations
+
+import http.client
+import shutil
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testbed.blocks import BlockWriter, CorruptBlock, iter_frames, read_segment_chunks, segment
+from testbed.protocol import BlockRef, TaskMetrics, TaskSpec
+
+TOKEN_HEADER = "X-Testbed-Token"
+CRC_HEADER = "X-Block-CRC32"
+
+
+class FetchFailed(Exception):
+    """No location could serve a block: its producer must be recomputed."""
+
+    def __init__(self, block: str, reason: str) -> None:
+        super().__init__(f"cannot fetch block {block}: {reason}")
+        self.block = block
+
+
+@dataclass
+class BlockFetcher:
+    """Reads block partitions locally when they are here, over HTTP otherwise."""
+
+    blocks_dir: Path
+    own_url: str = ""
+    token: str = ""
+    timeout_s: float = 30.0
+
+    def frames(self, ref: BlockRef) -> Iterator[bytes]:
+        reasons = []
+        for location in ref.locations:
+            try:
+                if location == self.own_url:
+                    yield from self._local(ref)
+                else:
+                    yield from self._remote(location, ref)
+                return
+            except (OSError, http.client.HTTPException, CorruptBlock, LookupError) as exc:
+                reasons.append(f"{location}: {exc}")
+        raise FetchFailed(ref.block, "; ".join(reasons) or "no location")
+
+    def _local(self, ref: BlockRef) -> Iterator[bytes]:
+        seg = segment(self.blocks_dir, ref.block, ref.partition)
+        if seg is None:
+            raise LookupError("not stored here")
+        yield from iter_frames(read_segment_chunks(seg), seg.crc32)
+
+    def _remote(self, location: str, ref: BlockRef) -> Iterator[bytes]:
+        url = urllib.parse.urlsplit(location)
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=self.timeout_s)
+        try:
+            conn.request("GET", f"/blocks/{ref.block}/{ref.partition}", headers={TOKEN_HEADER: self.token})
+            response = conn.getresponse()
+            if response.status != 200:
+                raise LookupError(f"HTTP {response.status}")
+            crc = int(response.getheader(CRC_HEADER, "0"))
+            yield from iter_frames(iter(lambda: response.read(1 << 20), b""), crc)
+        finally:
+            conn.close()
+
+
+@dataclass
+class TaskContext:
+    spec: TaskSpec
+    blocks_dir: Path
+    scratch: Path
+    fetcher: BlockFetcher
+    metrics: TaskMetrics = field(default_factory=TaskMetrics)
+    partition_bytes: tuple[int, ...] = ()
+
+    @property
+    def budget_bytes(self) -> int:
+        return self.spec.memory_mb * 1024 * 1024
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.spec.params
+
+    def input_frames(self, dependency: int = 0) -> Iterator[bytes]:
+        """Every frame of every block of one input dependency, block after block."""
+        for ref in self.spec.inputs[dependency]:
+            for frame in self.fetcher.frames(ref):
+                self.metrics.bytes_in += len(frame)
+                yield frame
+
+    def open_output(self) -> BlockWriter:
+        return BlockWriter(self.blocks_dir, self.spec.block_id, self.spec.partitions)
+
+    def commit_output(self, writer: BlockWriter) -> None:
+        self.partition_bytes = writer.commit()
+        self.metrics.bytes_out += sum(self.partition_bytes)
+
+    @property
+    def final_path(self) -> Path:
+        """Where a final (job output) task writes its part file before it is uploaded."""
+        return self.scratch / "final.out"
+
+    def note_buffered(self, nbytes: int) -> None:
+        self.metrics.peak_buffered_bytes = max(self.metrics.peak_buffered_bytes, nbytes)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+TaskFunction = Callable[[TaskContext], dict[str, Any] | None]

@@ -1,0 +1,40 @@
+"""A job's physical plan: stages of identical tasks and the dependencies between them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency:
+    """``shuffle``: task i reads partition i of every parent task (many-to-many).
+    ``narrow``: task i reads the whole output of parent task i (one-to-one)."""
+
+    stage: int
+    kind: Literal["shuffle", "narrow"]
+
+
+@dataclass(frozen=True, slots=True)
+class StagePlan:
+    op: str
+    tasks: int
+    partitions: int = 1
+    deps: tuple[Dependency, ...] = ()
+    final: bool = False
+    task_params: tuple[dict[str, Any], ...] = ()
+    shared_params: dict[str, Any] = field(default_factory=dict)
+
+    def params(self, index: int) -> dict[str, Any]:
+        own = self.task_params[index] if self.task_params else {}
+        return {**self.shared_params, **own}
+
+
+@dataclass(frozen=True, slots=True)
+class JobPlan:
+    workload: str
+    stages: tuple[StagePlan, ...]
+
+    @property
+    def total_tasks(self) -> int:
+        return sum(stage.tasks for stage in self.stages)

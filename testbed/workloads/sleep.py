@@ -1,0 +1,35 @@
+"""Synthetic tasks that run for a given duration: the tasks of Eagle/CloudCoaster traces.
+
+A task sleeps (or spins the CPU, ``cpu_bound: true``) for its duration in wall
+seconds, already divided by the scenario's time scale by the planner.
+"""
+
+from __future__ import annotations
+
+import time
+
+from testbed.scenario import SleepJob
+from testbed.workloads.base import TaskContext
+from testbed.workloads.plan import JobPlan, StagePlan
+
+
+def plan(job: SleepJob, seed: int, time_scale: float = 1.0) -> JobPlan:
+    del seed
+    stage = StagePlan(
+        "sleep.run",
+        job.tasks,
+        final=True,
+        shared_params={"duration_s": job.duration / time_scale, "cpu_bound": job.cpu_bound},
+    )
+    return JobPlan("sleep", (stage,))
+
+
+def run_task(ctx: TaskContext) -> None:
+    duration = float(ctx.params["duration_s"])
+    deadline = time.monotonic() + duration
+    if ctx.params.get("cpu_bound"):
+        while time.monotonic() < deadline:
+            sum(range(10_000))
+    else:
+        time.sleep(duration)
+    ctx.final_path.write_text(f"{ctx.spec.task_id}\t{duration:.3f}\n")
