@@ -149,7 +149,6 @@ class _Warn:
 @dataclass(frozen=True, slots=True)
 class _Kill:
     node_id: str
-    reason: Reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +203,8 @@ class _Simulation:
                 self._launch(now, node_class)
             case _Warn(node_id):
                 self._warn(now, self.alive.get(node_id))
-            case _Kill(node_id, reason):
-                self._kill(now, self.alive.get(node_id), reason)
+            case _Kill(node_id):
+                self._kill(now, self.alive.get(node_id))
             case _Storm(event):
                 self._storm(now, event)
 
@@ -221,15 +220,15 @@ class _Simulation:
         )
         if lifetime is not None:
             self._push(max(now, now + lifetime - state.notice), _Warn(node_id))
-            self._push(now + lifetime, _Kill(node_id, "lifetime"))
+            self._push(now + lifetime, _Kill(node_id))
 
     def _warn(self, now: float, node: _Node | None) -> None:
         if node is not None and node.fate is None:
             node.fate, node.warned_at = "lifetime", now
 
-    def _kill(self, now: float, node: _Node | None, reason: Reason) -> None:
-        """The first kill due wins: a storm victim whose lifetime ends first dies of it."""
-        if node is None:
+    def _kill(self, now: float, node: _Node | None) -> None:
+        """Kill a warned node; a storm victim's later lifetime kill finds it gone."""
+        if node is None or node.fate is None:
             return
         state = self.classes[node.node_class]
         del self.alive[node.node_id]
@@ -245,10 +244,10 @@ class _Simulation:
                 node_id=node.node_id,
                 node_class=node.node_class,
                 ordinal=node.ordinal,
-                reason=reason,
+                reason=node.fate,
                 launched_s=node.launched,
                 lifetime_s=node.lifetime,
-                storm=node.storm if reason == "storm" else None,
+                storm=node.storm,
                 replacement_at_s=replacement,
                 provisional=node.provisional,
             )
@@ -263,7 +262,7 @@ class _Simulation:
         for node_id in victims:
             node = self.alive[node_id]
             node.fate, node.storm, node.warned_at = "storm", event.storm, now
-            self._push(now + self.classes[node.node_class].notice, _Kill(node_id, "storm"))
+            self._push(now + self.classes[node.node_class].notice, _Kill(node_id))
 
     def _mark_uncertain(self, now: float, candidates: list[_Node]) -> None:
         """The storm's real victims are any of ``candidates``: later launches may reorder."""
@@ -363,8 +362,9 @@ def _header(scenario: Scenario, base_dir: str | Path | None) -> list[str]:
 
 def _describe_storm(storm: StormSpec) -> str:
     evict = storm.evict
-    amount = f"{evict.count}" if evict.count is not None else f"{evict.fraction:g} of"
-    what = f"evict {amount} {evict.kind} nodes, {evict.select}"
+    amount = evict.count if evict.count is not None else f"{evict.fraction:g}"
+    pool = "all nodes" if evict.kind == "any" else f"the {evict.kind} nodes"
+    what = f"evict {amount} of {pool}, {evict.select}"
     if storm.at is None:
         rate, start, end = storm.rate or 0.0, storm.start or 0.0, storm.to or 0.0
         window = f"from {format_seconds(start)} to {format_seconds(end)}"
