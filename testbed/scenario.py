@@ -24,7 +24,6 @@ from pydantic import (
     model_validator,
 )
 
-from master.chaos.lifetimes import parse_lifetime
 from testbed.durations import parse_duration, parse_rate
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
@@ -211,6 +210,8 @@ class ClassChaosSpec(Strict):
     def _known_model(cls, value: Any, info: ValidationInfo) -> Any:
         """Parse the model now so a typo is a scenario error; an ``empirical`` path is
         relative to the validation context's ``base_dir``, else the working directory."""
+        from master.chaos.lifetimes import parse_lifetime  # late: master.chaos imports this module
+
         parse_lifetime(value, (info.context or {}).get("base_dir"))
         return value
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+
 from master.chaos.lifetimes import (
     NODE_CLASSES,
     STORM_VICTIM_STREAM,
@@ -36,6 +38,8 @@ from testbed.scenario import EvictSpec, Scenario, StormSpec
 
 MAX_STORM_EVENTS = 100_000
 RUNTIME_DEPENDENT = ("busiest", "most-data")
+
+Reason = Literal["lifetime", "storm"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +63,9 @@ class PlannedEviction:
     """When its warning goes out (equal to ``trace_s`` without a notice)."""
     warn_wall_s: float
     node_id: str
-    node_class: str
+    node_class: NodeClass
     ordinal: int
-    reason: Literal["lifetime", "storm"]
+    reason: Reason
     launched_s: float
     lifetime_s: float | None
     storm: int | None = None
@@ -104,7 +108,7 @@ def _firing_times(storm: StormSpec, seed: int, index: int) -> list[float]:
     return sorted(float(t) for t in rng.uniform(start, end, rng.poisson(expected)))
 
 
-def storm_victim_rng(seed: int, event: StormEvent):
+def storm_victim_rng(seed: int, event: StormEvent) -> np.random.Generator:
     """The generator that picks ``event``'s victims (the runtime must use this one too)."""
     return rng_for(seed, STORM_VICTIM_STREAM, event.storm, event.event)
 
@@ -117,9 +121,6 @@ def plan_evictions(
     ``base_dir`` anchors relative ``empirical`` lifetime files (the scenario's folder).
     """
     return _Simulation(scenario, horizon_s, base_dir).run()
-
-
-Reason = Literal["lifetime", "storm"]
 
 
 @dataclass
