@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -188,6 +189,10 @@ class StormSpec(Strict):
             raise ValueError("a storm needs at: TIME, or from/to/rate")
         if window and self.to <= self.start:  # type: ignore[operator]
             raise ValueError("to must come after from")
+        if self.every is not None and self.at is None:
+            raise ValueError("every repeats a scheduled storm: give at (the first time) with it")
+        if self.times > 1 and self.every is None:
+            raise ValueError("times > 1 needs every (the gap between repeats)")
         return self
 
 
@@ -199,6 +204,16 @@ class ClassChaosSpec(Strict):
     notice: Duration = 0.0
     replace: bool = True
     provisioning_delay: Duration = 0.0
+
+    @field_validator("lifetime", mode="before")
+    @classmethod
+    def _known_model(cls, value: Any, info: ValidationInfo) -> Any:
+        """Parse the model now so a typo is a scenario error; an ``empirical`` path is
+        relative to the validation context's ``base_dir``, else the working directory."""
+        from master.chaos.lifetimes import parse_lifetime  # late: master.chaos imports this module
+
+        parse_lifetime(value, (info.context or {}).get("base_dir"))
+        return value
 
 
 class ChaosSpec(Strict):
