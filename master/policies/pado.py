@@ -1,0 +1,434 @@
+"""``strategy: pado``: the Pado compiler and the pure decisions of its runtime.
+
+Spec: Pado (EuroSys'17), section 3. The compiler marks every operator of the
+logical DAG reserved or transient (Algorithm 1, ``place_operators``) and cuts the
+marked DAG into Pado stages that each end on a reserved operator or on a sink
+(Algorithm 2, ``partition_stages``). The runtime helpers below are the decisions
+of section 3.2, each a pure function of the state it is given (or, for the
+commit ledger, bookkeeping without I/O): launch order inside a stage, what to
+relaunch after an eviction, exactly-once commits of pushed outputs, the task
+input cache, when to flush a partial aggregate, and what to recompute when a
+reserved node fails. The master shell applies them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from master.dag import Dependency, Edge, LogicalDag
+from master.policies.base import NodeClass
+
+# ---------------------------------------------------------------------- Algorithm 1
+
+
+def place_operators(dag: LogicalDag) -> dict[str, NodeClass]:
+    """Algorithm 1 (Operator Placement), line by line.
+
+    In topological order: a computational operator (one with in-edges) is reserved
+    if ANY in-edge is many-to-many or many-to-one, or if ALL in-edges are
+    one-to-one and ALL come from reserved operators; otherwise transient. A source
+    operator is transient if it reads its data, reserved if it creates it.
+    """
+    placement: dict[str, NodeClass] = {}
+    for op_id in dag.topological_order():
+        in_edges = dag.in_edges(op_id)
+        if in_edges:
+            placement[op_id] = _place_computational(in_edges, placement)
+        elif dag.operator(op_id).source == "read":
+            placement[op_id] = "transient"
+        else:
+            placement[op_id] = "reserved"
+    return placement
+
+
+def _place_computational(in_edges: Sequence[Edge], placement: Mapping[str, NodeClass]) -> NodeClass:
+    gathers = (Dependency.MANY_TO_MANY, Dependency.MANY_TO_ONE)
+    if any(e.dependency in gathers for e in in_edges):
+        return "reserved"
+    if all(e.dependency is Dependency.ONE_TO_ONE for e in in_edges) and all(
+        placement[e.src] == "reserved" for e in in_edges
+    ):
+        return "reserved"
+    return "transient"
+
+
+# ---------------------------------------------------------------------- Algorithm 2
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """A Pado stage: the operator that opened it (a reserved operator, or a sink),
+    every transient operator recursively reached from it through transient
+    parents, and the stages holding the reserved parents it reads from."""
+
+    stage_id: int
+    anchor: str
+    operators: tuple[str, ...]
+    parents: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.stage_id,
+            "anchor": self.anchor,
+            "operators": list(self.operators),
+            "parents": list(self.parents),
+        }
+
+
+def partition_stages(dag: LogicalDag, placement: Mapping[str, NodeClass]) -> list[Stage]:
+    """Algorithm 2 (Logical DAG Partitioning).
+
+    In topological order, every operator marked reserved or without out-edges
+    opens a new stage and RECURSIVEADDs itself: the stage takes the operator, then
+    each transient parent recursively; a reserved parent instead belongs to an
+    earlier stage, which gets the new stage as a child. A transient operator
+    reachable from several stages belongs to each of them (its outputs are never
+    kept, so each stage computes it). Stage ids follow creation order, hence are
+    topological: a parent stage's id is smaller than its child's.
+    """
+    _check_placement(dag, placement)
+    order = {op: i for i, op in enumerate(dag.topological_order())}
+    stage_of: dict[str, int] = {}
+    stages: list[Stage] = []
+    for op_id in dag.topological_order():
+        if placement[op_id] == "reserved" or not dag.out_edges(op_id):
+            members, parents = _recursive_add(dag, placement, stage_of, op_id)
+            stage_id = len(stages)
+            stage_of[op_id] = stage_id
+            stages.append(
+                Stage(
+                    stage_id,
+                    op_id,
+                    tuple(sorted(members, key=order.__getitem__)),
+                    tuple(sorted(parents)),
+                )
+            )
+    return stages
+
+
+def _recursive_add(
+    dag: LogicalDag, placement: Mapping[str, NodeClass], stage_of: Mapping[str, int], op_id: str
+) -> tuple[set[str], set[int]]:
+    members, parents, stack = {op_id}, set(), [op_id]
+    while stack:
+        for edge in dag.in_edges(stack.pop()):
+            if placement[edge.src] == "reserved":
+                parents.add(stage_of[edge.src])
+            elif edge.src not in members:
+                members.add(edge.src)
+                stack.append(edge.src)
+    return members, parents
+
+
+def _check_placement(dag: LogicalDag, placement: Mapping[str, NodeClass]) -> None:
+    ops = set(dag.topological_order())
+    if set(placement) != ops:
+        missing, extra = sorted(ops - set(placement)), sorted(set(placement) - ops)
+        raise ValueError(
+            f"placement must cover exactly the dag's operators: missing {missing}, unknown {extra}"
+        )
+    bad = {op: where for op, where in placement.items() if where not in ("reserved", "transient")}
+    if bad:
+        raise ValueError(f"placement must be 'reserved' or 'transient': {bad}")
+
+
+@dataclass(frozen=True)
+class PadoPlan:
+    """What the compiler hands the runtime; ``to_json`` is what the run directory keeps."""
+
+    dag: LogicalDag
+    placement: Mapping[str, NodeClass]
+    stages: tuple[Stage, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": "pado",
+            "dag": self.dag.to_dict(),
+            "placement": {op: self.placement[op] for op in self.dag.topological_order()},
+            "stages": [s.to_dict() for s in self.stages],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def compile_pado(dag: LogicalDag) -> PadoPlan:
+    placement = place_operators(dag)
+    return PadoPlan(dag, placement, tuple(partition_stages(dag, placement)))
+
+
+# ---------------------------------------------------------------------- runtime: a stage's tasks
+
+TaskStatus = Literal["pending", "running", "pushing", "committed", "done"]
+
+
+@dataclass(frozen=True, slots=True)
+class StageTask:
+    """One task of the running stage.
+
+    Transient: pending -> running -> pushing (computed; output being pushed, or
+    held for partial aggregation, on ``node``) -> committed (the master accepted its
+    commit). Reserved: pending -> running (set up, receiving pushes) -> done.
+    """
+
+    task_id: str
+    placement: NodeClass
+    status: TaskStatus = "pending"
+    node: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StageRunState:
+    stage_id: int
+    tasks: tuple[StageTask, ...]
+
+
+def ready_to_launch(stage: StageRunState) -> list[str]:
+    """Section 3.2.3: "the task scheduler first schedules and sets up the tasks placed
+    on reserved executors [...]. Once they are set up, the tasks placed on transient
+    executors are scheduled and run." Pending reserved tasks come first; transient
+    tasks become ready only when no reserved task of the stage is still pending."""
+    reserved = [
+        t.task_id for t in stage.tasks if t.placement == "reserved" and t.status == "pending"
+    ]
+    if reserved:
+        return reserved
+    return [t.task_id for t in stage.tasks if t.placement == "transient" and t.status == "pending"]
+
+
+def on_transient_eviction(stage: StageRunState, node: str) -> frozenset[str]:
+    """Section 3.2.5: "the task scheduler reschedules only the tasks that were
+    scheduled in the evicted executors, whose outputs were not transferred and
+    committed to their destinations." Committed outputs already live on reserved
+    executors, and no parent stage is touched."""
+    return frozenset(
+        t.task_id
+        for t in stage.tasks
+        if t.placement == "transient" and t.node == node and t.status in ("running", "pushing")
+    )
+
+
+# ---------------------------------------------------------------------- runtime: commits
+
+Verdict = Literal["accepted", "duplicate", "superseded", "incomplete"]
+Block = tuple[int, str]
+"""A pushed block as the reserved side verified it: (bytes, checksum)."""
+
+
+class CommitLedger:
+    """Exactly-once delivery of pushed task outputs (section 3.2.5).
+
+    Reserved executors report each block they received whole, with its checksum
+    verified (``receive``). A transient task's commit names every destination it
+    pushed to and what it sent (its manifest). The ledger accepts at most one
+    attempt per task, and only one whose every block has arrived as sent; reserved
+    tasks process exactly the accepted attempt's blocks (``inputs_for``) and drop
+    the rest. Bookkeeping only: no I/O, no clock.
+    """
+
+    def __init__(self) -> None:
+        self._received: dict[tuple[str, int], dict[str, Block]] = {}
+        self._committed: dict[str, int] = {}
+
+    def receive(self, task_id: str, attempt: int, destination: str, block: Block) -> None:
+        self._received.setdefault((task_id, attempt), {})[destination] = block
+
+    def discard(self, task_id: str, attempt: int) -> None:
+        """An attempt died (its node was evicted): forget what it pushed."""
+        self._received.pop((task_id, attempt), None)
+
+    def commit(self, task_id: str, attempt: int, manifest: Mapping[str, Block]) -> Verdict:
+        committed = self._committed.get(task_id)
+        if committed is not None:
+            return "duplicate" if committed == attempt else "superseded"
+        received = self._received.get((task_id, attempt), {})
+        if any(received.get(dest) != block for dest, block in manifest.items()):
+            return "incomplete"
+        self._committed[task_id] = attempt
+        self._received[(task_id, attempt)] = dict(manifest)
+        return "accepted"
+
+    def committed_attempt(self, task_id: str) -> int | None:
+        return self._committed.get(task_id)
+
+    def inputs_for(self, destination: str) -> dict[str, int]:
+        """The one attempt of each committed task whose block ``destination`` processes."""
+        return {
+            task: attempt
+            for task, attempt in self._committed.items()
+            if destination in self._received[(task, attempt)]
+        }
+
+
+# ---------------------------------------------------------------------- runtime: input cache
+
+
+@dataclass(frozen=True, slots=True)
+class LruCache:
+    """An executor's task-input cache (section 3.2.7), least recently used first."""
+
+    capacity_bytes: int
+    entries: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def used_bytes(self) -> int:
+        return sum(size for _, size in self.entries)
+
+    def __contains__(self, key: object) -> bool:
+        return any(k == key for k, _ in self.entries)
+
+    def cached_bytes(self, keys: Iterable[str]) -> int:
+        wanted = set(keys)
+        return sum(size for k, size in self.entries if k in wanted)
+
+    def access(self, key: str, nbytes: int) -> tuple[LruCache, bool]:
+        """Read ``key`` through the cache: (the cache afterwards, whether it was a hit).
+        A hit becomes most recent; a miss is inserted, evicting least recent entries
+        until it fits; an input larger than the whole cache is not kept."""
+        rest = tuple(e for e in self.entries if e[0] != key)
+        hit = len(rest) != len(self.entries)
+        if hit:
+            size = next(s for k, s in self.entries if k == key)
+            return replace(self, entries=(*rest, (key, size))), True
+        if nbytes > self.capacity_bytes:
+            return self, False
+        while sum(s for _, s in rest) + nbytes > self.capacity_bytes:
+            rest = rest[1:]
+        return replace(self, entries=(*rest, (key, nbytes))), False
+
+
+@dataclass(frozen=True, slots=True)
+class Executor:
+    node: str
+    free_slots: int
+
+
+def choose_executor(
+    inputs: Collection[str],
+    executors: Sequence[Executor],
+    caches: Mapping[str, LruCache],
+    cursor: int,
+) -> tuple[str | None, int]:
+    """Section 3.2.3's default policy: "first tries to pick an executor with the input
+    data of the task cached [...] If not applicable, it picks an available executor
+    in a round-robin manner, and waits until a task slot becomes available if none
+    of the executors are available."
+
+    ``executors`` is the stable round-robin order of the executors of the task's
+    class; ``cursor`` is where the round robin resumes. Returns the chosen node
+    (None: wait) and the next cursor. Among executors with some of the inputs
+    cached, the one with most cached bytes wins; ties go round robin.
+    """
+    if not executors:
+        return None, cursor
+    start = cursor % len(executors)
+    rotation = [executors[(start + k) % len(executors)] for k in range(len(executors))]
+    free = [e for e in rotation if e.free_slots > 0]
+    if not free:
+        return None, cursor
+
+    def cached(e: Executor) -> int:
+        cache = caches.get(e.node)
+        return cache.cached_bytes(inputs) if cache is not None else 0
+
+    best = max(free, key=cached)  # max keeps the first of equals: round-robin order
+    chosen = best if cached(best) > 0 else free[0]
+    return chosen.node, executors.index(chosen) + 1
+
+
+# ------------------------------------------------------------------ runtime: partial aggregation
+
+
+@dataclass(frozen=True, slots=True)
+class AggregationLimits:
+    """Section 3.2.7: "Pado can configure an upper limit for the time and the number of
+    aggregated tasks, so that data escapes once it reaches a certain point.\""""
+
+    max_delay_s: float
+    max_tasks: int
+
+    def __post_init__(self) -> None:
+        if self.max_delay_s < 0 or self.max_tasks < 1:
+            raise ValueError(f"aggregation limits need max_delay_s >= 0, max_tasks >= 1: {self}")
+
+
+def aggregates_partially(plan: PadoPlan, stage: Stage) -> bool:
+    """Whether the transient outputs of ``stage`` may be partially aggregated on their
+    transient node: the reserved operator they go to is commutative and associative."""
+    anchor = plan.dag.operator(stage.anchor)
+    return plan.placement[stage.anchor] == "reserved" and anchor.commutative_associative
+
+
+def should_flush(
+    limits: AggregationLimits, held_for_s: float, tasks_aggregated: int, more_tasks_coming: bool
+) -> bool:
+    """Push the partial aggregate held on a transient node now?
+
+    ``held_for_s``: time since the oldest output in the aggregate finished;
+    ``more_tasks_coming``: whether another task of the stage may still finish on
+    this node (if not, waiting gains nothing)."""
+    if tasks_aggregated == 0:
+        return False
+    return (
+        not more_tasks_coming
+        or tasks_aggregated >= limits.max_tasks
+        or held_for_s >= limits.max_delay_s
+    )
+
+
+# ---------------------------------------------------------------------- runtime: reserved failure
+
+
+@dataclass(frozen=True, slots=True)
+class ReservedFailurePlan:
+    """``paused``: the running stage, which waits for the recomputations.
+    ``recompute``: (stage, reserved task indices lost) in topological order; each is
+    rerun for those indices, its transient tasks pushing to them again.
+    ``restart``: the paused stage's own reserved tasks that were on the node."""
+
+    paused: int
+    recompute: tuple[tuple[int, frozenset[int]], ...]
+    restart: frozenset[int]
+
+
+def on_reserved_failure(
+    stages: Sequence[Stage],
+    running: int,
+    completed: Collection[int],
+    output_nodes: Mapping[int, Mapping[int, str]],
+    node: str,
+) -> ReservedFailurePlan:
+    """Section 3.2.6: on a reserved executor failure the runtime pauses "the currently
+    executing stage, and observ[es] its parent stages in a topological order to
+    identify stages whose intermediate results are unavailable, to relaunch the
+    corresponding tasks."
+
+    ``output_nodes[stage][index]`` is the reserved node holding reserved task
+    ``index``'s output (for the running stage: the node running it). A completed
+    stage is inspected when an unfinished stage reads it; a stage that lost
+    outputs has its own parents inspected in turn (they feed the recomputation),
+    and the walk stops at stages that lost nothing.
+    """
+    by_id = {s.stage_id: s for s in stages}
+    frontier = {p for s in by_id if s not in completed for p in by_id[s].parents}
+    inspected: set[int] = set()
+    lost: dict[int, frozenset[int]] = {}
+    while frontier:
+        stage_id = frontier.pop()
+        inspected.add(stage_id)
+        gone = _indices_on(output_nodes.get(stage_id, {}), node)
+        if gone:
+            lost[stage_id] = gone
+            frontier |= set(by_id[stage_id].parents) - inspected
+    return ReservedFailurePlan(
+        paused=running,
+        recompute=tuple(sorted(lost.items())),
+        restart=_indices_on(output_nodes.get(running, {}), node),
+    )
+
+
+def _indices_on(where: Mapping[int, str], node: str) -> frozenset[int]:
+    return frozenset(index for index, holder in where.items() if holder == node)
