@@ -156,7 +156,7 @@ class LogicalDag:
         return cls.from_dict(json.loads(text))
 
 
-# ---------------------------------------------------------------------- validation
+# ---------------------------------------------------------------- validation
 
 
 def _index_operators(operators: Iterable[Operator]) -> dict[str, Operator]:
@@ -235,7 +235,7 @@ def _check_sources(operators: tuple[Operator, ...], edges: tuple[Edge, ...]) -> 
             )
 
 
-# ---------------------------------------------------------------------- workloads
+# ---------------------------------------------------------------- workloads
 
 
 def wordcount_dag(maps: int, reduces: int) -> LogicalDag:

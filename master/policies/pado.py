@@ -21,7 +21,7 @@ from typing import Any, Literal
 from master.dag import Dependency, Edge, LogicalDag
 from master.policies.base import NodeClass
 
-# ---------------------------------------------------------------------- Algorithm 1
+# ---------------------------------------------------------------- Algorithm 1
 
 
 def place_operators(dag: LogicalDag) -> dict[str, NodeClass]:
@@ -55,7 +55,7 @@ def _place_computational(in_edges: Sequence[Edge], placement: Mapping[str, NodeC
     return "transient"
 
 
-# ---------------------------------------------------------------------- Algorithm 2
+# ---------------------------------------------------------------- Algorithm 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +160,7 @@ def compile_pado(dag: LogicalDag) -> PadoPlan:
     return PadoPlan(dag, placement, tuple(partition_stages(dag, placement)))
 
 
-# ---------------------------------------------------------------------- runtime: a stage's tasks
+# ---------------------------------------------------------------- runtime: a stage's tasks
 
 TaskStatus = Literal["pending", "running", "pushing", "committed", "done"]
 
@@ -211,7 +211,7 @@ def on_transient_eviction(stage: StageRunState, node: str) -> frozenset[str]:
     )
 
 
-# ---------------------------------------------------------------------- runtime: commits
+# ---------------------------------------------------------------- runtime: commits
 
 Verdict = Literal["accepted", "duplicate", "superseded", "incomplete"]
 Block = tuple[int, str]
@@ -223,47 +223,67 @@ class CommitLedger:
 
     Reserved executors report each block they received whole, with its checksum
     verified (``receive``). A transient task's commit names every destination it
-    pushed to and what it sent (its manifest). The ledger accepts at most one
-    attempt per task, and only one whose every block has arrived as sent; reserved
-    tasks process exactly the accepted attempt's blocks (``inputs_for``) and drop
-    the rest. Bookkeeping only: no I/O, no clock.
+    pushed to and what it sent (its manifest). A commit is accepted only when
+    every block it names has arrived as sent, and then atomically: each
+    destination processes the block of exactly one attempt of each task
+    (``inputs_for``) and drops the others; a later attempt's commit is refused,
+    and a redelivered one is recognised. When a reserved executor fails,
+    ``forget_destination`` reopens what was committed to it, so that the reruns
+    can push there again (and only there). Bookkeeping only: no I/O, no clock.
     """
 
     def __init__(self) -> None:
         self._received: dict[tuple[str, int], dict[str, Block]] = {}
-        self._committed: dict[str, int] = {}
+        self._committed: dict[tuple[str, str], int] = {}
+        self._done: dict[str, int] = {}
 
     def receive(self, task_id: str, attempt: int, destination: str, block: Block) -> None:
         self._received.setdefault((task_id, attempt), {})[destination] = block
 
     def discard(self, task_id: str, attempt: int) -> None:
-        """An attempt died (its node was evicted): forget what it pushed."""
+        """An attempt died (its node was evicted): forget what it pushed. What it had
+        committed is safe on the reserved executors and stays."""
         self._received.pop((task_id, attempt), None)
 
     def commit(self, task_id: str, attempt: int, manifest: Mapping[str, Block]) -> Verdict:
-        committed = self._committed.get(task_id)
-        if committed is not None:
-            return "duplicate" if committed == attempt else "superseded"
+        fresh = [dest for dest in manifest if (task_id, dest) not in self._committed]
+        if not fresh and task_id in self._done:
+            owners = {self._committed[(task_id, dest)] for dest in manifest} or {
+                self._done[task_id]
+            }
+            return "duplicate" if owners == {attempt} else "superseded"
         received = self._received.get((task_id, attempt), {})
-        if any(received.get(dest) != block for dest, block in manifest.items()):
+        if any(received.get(dest) != manifest[dest] for dest in fresh):
             return "incomplete"
-        self._committed[task_id] = attempt
-        self._received[(task_id, attempt)] = dict(manifest)
+        for dest in fresh:
+            self._committed[(task_id, dest)] = attempt
+        self._done[task_id] = attempt
+        for key in [k for k in self._received if k[0] == task_id]:
+            del self._received[key]
         return "accepted"
 
-    def committed_attempt(self, task_id: str) -> int | None:
-        return self._committed.get(task_id)
+    def is_committed(self, task_id: str) -> bool:
+        return task_id in self._done
 
     def inputs_for(self, destination: str) -> dict[str, int]:
         """The one attempt of each committed task whose block ``destination`` processes."""
         return {
             task: attempt
-            for task, attempt in self._committed.items()
-            if destination in self._received[(task, attempt)]
+            for (task, dest), attempt in self._committed.items()
+            if dest == destination
         }
 
+    def forget_destination(self, destination: str) -> frozenset[str]:
+        """A reserved task lost what it had received (its node failed): the tasks that
+        had committed to it, which must run again and push to it."""
+        tasks = frozenset(task for task, dest in self._committed if dest == destination)
+        for task in tasks:
+            del self._committed[(task, destination)]
+            self._done.pop(task, None)
+        return tasks
 
-# ---------------------------------------------------------------------- runtime: input cache
+
+# ---------------------------------------------------------------- runtime: input cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,7 +359,7 @@ def choose_executor(
     return chosen.node, executors.index(chosen) + 1
 
 
-# ------------------------------------------------------------------ runtime: partial aggregation
+# ---------------------------------------------------------------- runtime: partial aggregation
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,7 +399,7 @@ def should_flush(
     )
 
 
-# ---------------------------------------------------------------------- runtime: reserved failure
+# ---------------------------------------------------------------- runtime: reserved failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,7 +433,8 @@ def on_reserved_failure(
     and the walk stops at stages that lost nothing.
     """
     by_id = {s.stage_id: s for s in stages}
-    frontier = {p for s in by_id if s not in completed for p in by_id[s].parents}
+    done = set(completed)
+    frontier = {p for s in by_id if s not in done for p in by_id[s].parents} & done
     inspected: set[int] = set()
     lost: dict[int, frozenset[int]] = {}
     while frontier:
@@ -422,7 +443,7 @@ def on_reserved_failure(
         gone = _indices_on(output_nodes.get(stage_id, {}), node)
         if gone:
             lost[stage_id] = gone
-            frontier |= set(by_id[stage_id].parents) - inspected
+            frontier |= (set(by_id[stage_id].parents) & done) - inspected
     return ReservedFailurePlan(
         paused=running,
         recompute=tuple(sorted(lost.items())),
