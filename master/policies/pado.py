@@ -135,6 +135,54 @@ def _check_placement(dag: LogicalDag, placement: Mapping[str, NodeClass]) -> Non
         raise ValueError(f"placement must be 'reserved' or 'transient': {bad}")
 
 
+@dataclass(frozen=True, slots=True)
+class TaskGroup:
+    """Operators of one stage fused into one physical operator, run as ``tasks`` tasks."""
+
+    stage_id: int
+    operators: tuple[str, ...]
+    placement: NodeClass
+    tasks: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage_id,
+            "operators": list(self.operators),
+            "placement": self.placement,
+            "tasks": self.tasks,
+        }
+
+
+def task_groups(
+    dag: LogicalDag, placement: Mapping[str, NodeClass], stage: Stage
+) -> list[TaskGroup]:
+    """Section 3.2.2: "For each stage, neighboring operators placed on identical types
+    of containers are fused into a single operator [...] Such operators are expanded
+    into a number of multiple parallel tasks". We fuse neighbours joined one-to-one
+    (any other edge is a physical transfer between tasks), so a group's operators
+    share one parallelism. Groups come in topological order of their first operator."""
+    members = set(stage.operators)
+    group_of = {op: op for op in stage.operators}
+
+    def root(op: str) -> str:
+        while group_of[op] != op:
+            op = group_of[op]
+        return op
+
+    for op in stage.operators:
+        for edge in dag.in_edges(op):
+            fusable = edge.dependency is Dependency.ONE_TO_ONE
+            if edge.src in members and fusable and placement[edge.src] == placement[op]:
+                group_of[root(op)] = root(edge.src)
+    groups: dict[str, list[str]] = {}
+    for op in stage.operators:
+        groups.setdefault(root(op), []).append(op)
+    return [
+        TaskGroup(stage.stage_id, tuple(ops), placement[ops[0]], dag.operator(ops[0]).parallelism)
+        for ops in groups.values()
+    ]
+
+
 @dataclass(frozen=True)
 class PadoPlan:
     """What the compiler hands the runtime; ``to_json`` is what the run directory keeps."""
@@ -149,10 +197,20 @@ class PadoPlan:
             "dag": self.dag.to_dict(),
             "placement": {op: self.placement[op] for op in self.dag.topological_order()},
             "stages": [s.to_dict() for s in self.stages],
+            "task_groups": [g.to_dict() for g in self.task_groups()],
+            "total_tasks": self.total_tasks,
         }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+    def task_groups(self) -> list[TaskGroup]:
+        return [g for s in self.stages for g in task_groups(self.dag, self.placement, s)]
+
+    @property
+    def total_tasks(self) -> int:
+        """Tasks of one clean run: the denominator of the relaunched-task ratio."""
+        return sum(g.tasks for g in self.task_groups())
 
 
 def compile_pado(dag: LogicalDag) -> PadoPlan:

@@ -31,6 +31,7 @@ from master.policies.pado import (
     Stage,
     StageRunState,
     StageTask,
+    TaskGroup,
     aggregates_partially,
     choose_executor,
     compile_pado,
@@ -390,6 +391,49 @@ def test_plan_json_records_dag_placement_and_stages() -> None:
     assert doc["stages"] == [
         {"id": 0, "anchor": "reduce", "operators": ["read", "map", "reduce"], "parents": []},
         {"id": 1, "anchor": "write", "operators": ["write"], "parents": [0]},
+    ]
+    assert doc["task_groups"][0] == {
+        "stage": 0,
+        "operators": ["read", "map"],
+        "placement": "transient",
+        "tasks": 4,
+    }
+    assert doc["total_tasks"] == 4 + 2 + 2
+
+
+def test_neighbours_on_the_same_class_are_fused_into_task_groups() -> None:
+    """Section 3.2.2: "For each stage, neighboring operators placed on identical types
+    of containers are fused into a single operator. For example, a chain of Map
+    operators placed on transient containers are fused as a single Map operator." """
+    plan = compile_pado(als_dag())
+    assert plan.task_groups() == [
+        TaskGroup(0, ("read",), "transient", 8),
+        TaskGroup(0, ("group-items",), "reserved", 4),
+        TaskGroup(1, ("item-factor-1",), "reserved", 4),
+        TaskGroup(2, ("read", "user-partial"), "transient", 8),
+        TaskGroup(2, ("user-factor",), "reserved", 4),
+        TaskGroup(3, ("read", "item-partial"), "transient", 8),
+        TaskGroup(3, ("item-factor-2",), "reserved", 4),
+    ]
+    assert plan.total_tasks == 40
+    assert compile_pado(wordcount_dag(6, 3)).total_tasks == 6 + 3 + 3
+
+
+def test_transient_neighbours_across_a_broadcast_are_not_fused() -> None:
+    d = dag(
+        "broadcast",
+        [
+            Operator("read", "Read", 4, source="read"),
+            Operator("summarise", "Summarise", 4),
+            Operator("score", "Score", 2),
+            Operator("sum", "Sum", 1),
+        ],
+        [("read", "summarise", O2O), ("summarise", "score", O2M), ("score", "sum", M2O)],
+    )
+    assert compile_pado(d).task_groups() == [
+        TaskGroup(0, ("read", "summarise"), "transient", 4),
+        TaskGroup(0, ("score",), "transient", 2),
+        TaskGroup(0, ("sum",), "reserved", 1),
     ]
 
 
