@@ -276,68 +276,92 @@ Block = tuple[int, str]
 """A pushed block as the reserved side verified it: (bytes, checksum)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Push:
+    """One pushed output: a single task attempt's, or the partial aggregate of several
+    tasks' outputs held on one transient node (section 3.2.7). ``members`` pairs
+    each task id with the attempt whose output the push carries."""
+
+    push_id: str
+    members: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, task_id: str, attempt: int) -> Push:
+        return cls(f"{task_id}#{attempt}", ((task_id, attempt),))
+
+
 class CommitLedger:
-    """Exactly-once delivery of pushed task outputs (section 3.2.5).
+    """Exactly-once delivery of pushed outputs (section 3.2.5).
 
     Reserved executors report each block they received whole, with its checksum
-    verified (``receive``). A transient task's commit names every destination it
-    pushed to and what it sent (its manifest). A commit is accepted only when
-    every block it names has arrived as sent, and then atomically: each
-    destination processes the block of exactly one attempt of each task
-    (``inputs_for``) and drops the others; a later attempt's commit is refused,
-    and a redelivered one is recognised. When a reserved executor fails,
-    ``forget_destination`` reopens what was committed to it, so that the reruns
-    can push there again (and only there). Bookkeeping only: no I/O, no clock.
+    verified (``receive``). A commit names a push and every destination it sent to
+    with what it sent (its manifest). It is accepted only when every block it
+    names has arrived as sent, and then atomically: each destination processes,
+    for each task, the block of exactly one push (``inputs_for``, ``pushes_for``)
+    and drops the others. A push whose tasks already reached a destination through
+    another push is refused there (``superseded``; if only some of an aggregate's
+    tasks did, the whole push is refused and the rest must be relaunched), and a
+    redelivered commit is recognised (``duplicate``). When a reserved executor
+    fails, ``forget_destination`` reopens what was committed to it, so that reruns
+    push there again. Bookkeeping only: no I/O, no clock.
     """
 
     def __init__(self) -> None:
-        self._received: dict[tuple[str, int], dict[str, Block]] = {}
-        self._committed: dict[tuple[str, str], int] = {}
-        self._done: dict[str, int] = {}
+        self._received: dict[str, dict[str, Block]] = {}
+        self._owner: dict[tuple[str, str], tuple[str, int]] = {}
+        self._accepted: set[str] = set()
+        self._done: set[str] = set()
 
-    def receive(self, task_id: str, attempt: int, destination: str, block: Block) -> None:
-        self._received.setdefault((task_id, attempt), {})[destination] = block
+    def receive(self, push_id: str, destination: str, block: Block) -> None:
+        self._received.setdefault(push_id, {})[destination] = block
 
-    def discard(self, task_id: str, attempt: int) -> None:
-        """An attempt died (its node was evicted): forget what it pushed. What it had
-        committed is safe on the reserved executors and stays."""
-        self._received.pop((task_id, attempt), None)
+    def discard(self, push_id: str) -> None:
+        """The push's node was evicted before its commit: forget what it sent. What
+        it had committed is safe on the reserved executors and stays."""
+        self._received.pop(push_id, None)
 
-    def commit(self, task_id: str, attempt: int, manifest: Mapping[str, Block]) -> Verdict:
-        fresh = [dest for dest in manifest if (task_id, dest) not in self._committed]
-        if not fresh and task_id in self._done:
-            owners = {self._committed[(task_id, dest)] for dest in manifest} or {
-                self._done[task_id]
-            }
-            return "duplicate" if owners == {attempt} else "superseded"
-        received = self._received.get((task_id, attempt), {})
+    def commit(self, push: Push, manifest: Mapping[str, Block]) -> Verdict:
+        if push.push_id in self._accepted:
+            return "duplicate"
+        tasks = [task for task, _ in push.members]
+        fresh = []
+        for dest in manifest:
+            reached = sum((task, dest) in self._owner for task in tasks)
+            if 0 < reached < len(tasks):
+                return "superseded"
+            if reached == 0:
+                fresh.append(dest)
+        if not fresh and (manifest or all(task in self._done for task in tasks)):
+            return "superseded"
+        received = self._received.get(push.push_id, {})
         if any(received.get(dest) != manifest[dest] for dest in fresh):
             return "incomplete"
         for dest in fresh:
-            self._committed[(task_id, dest)] = attempt
-        self._done[task_id] = attempt
-        for key in [k for k in self._received if k[0] == task_id]:
-            del self._received[key]
+            for task, attempt in push.members:
+                self._owner[(task, dest)] = (push.push_id, attempt)
+        self._accepted.add(push.push_id)
+        self._done.update(tasks)
+        self._received.pop(push.push_id, None)
         return "accepted"
 
     def is_committed(self, task_id: str) -> bool:
         return task_id in self._done
 
     def inputs_for(self, destination: str) -> dict[str, int]:
-        """The one attempt of each committed task whose block ``destination`` processes."""
-        return {
-            task: attempt
-            for (task, dest), attempt in self._committed.items()
-            if dest == destination
-        }
+        """Task id -> the one attempt whose output ``destination`` processes."""
+        return {t: a for (t, d), (_, a) in self._owner.items() if d == destination}
+
+    def pushes_for(self, destination: str) -> frozenset[str]:
+        """The pushed blocks ``destination`` processes; it drops any other."""
+        return frozenset(p for (_, d), (p, _) in self._owner.items() if d == destination)
 
     def forget_destination(self, destination: str) -> frozenset[str]:
         """A reserved task lost what it had received (its node failed): the tasks that
         had committed to it, which must run again and push to it."""
-        tasks = frozenset(task for task, dest in self._committed if dest == destination)
+        tasks = frozenset(t for t, d in self._owner if d == destination)
         for task in tasks:
-            del self._committed[(task, destination)]
-            self._done.pop(task, None)
+            del self._owner[(task, destination)]
+        self._done -= tasks
         return tasks
 
 

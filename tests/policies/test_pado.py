@@ -28,6 +28,7 @@ from master.policies.pado import (
     CommitLedger,
     Executor,
     LruCache,
+    Push,
     Stage,
     StageRunState,
     StageTask,
@@ -561,32 +562,84 @@ def test_eviction_in_the_middle_of_a_push_is_committed_exactly_once() -> None:
     processed exactly once." """
     ledger = CommitLedger()
     manifest = {"reduce-0": (100, "c0"), "reduce-1": (80, "c1")}
-    ledger.receive("map-3", 0, "reduce-0", (100, "c0"))  # attempt 0 evicted here
-    assert ledger.commit("map-3", 0, manifest) == "incomplete"
-    ledger.discard("map-3", 0)
+    first, second = Push.of("map-3", 0), Push.of("map-3", 1)
+    ledger.receive(first.push_id, "reduce-0", (100, "c0"))  # evicted before reduce-1
+    assert ledger.commit(first, manifest) == "incomplete"
+    ledger.discard(first.push_id)
 
-    ledger.receive("map-3", 1, "reduce-0", (100, "c0"))
-    ledger.receive("map-3", 1, "reduce-1", (80, "c1"))
-    assert ledger.commit("map-3", 1, manifest) == "accepted"
-    assert ledger.commit("map-3", 1, manifest) == "duplicate"  # QoS 1 redelivery
-    assert ledger.commit("map-3", 0, manifest) == "superseded"
+    ledger.receive(second.push_id, "reduce-0", (100, "c0"))
+    ledger.receive(second.push_id, "reduce-1", (80, "c1"))
+    assert ledger.commit(second, manifest) == "accepted"
+    assert ledger.commit(second, manifest) == "duplicate"  # QoS 1 redelivery
+    ledger.receive(first.push_id, "reduce-1", (80, "c1"))  # a late block of the dead attempt
+    assert ledger.commit(first, manifest) == "superseded"
     assert ledger.is_committed("map-3")
-    assert ledger.inputs_for("reduce-0") == {"map-3": 1}
-    assert ledger.inputs_for("reduce-1") == {"map-3": 1}
+    assert ledger.inputs_for("reduce-0") == ledger.inputs_for("reduce-1") == {"map-3": 1}
+    assert ledger.pushes_for("reduce-1") == {"map-3#1"}
+
+
+def test_a_late_commit_from_an_evicted_attempt_is_refused() -> None:
+    """The master serialises commits and evictions: once it has discarded the evicted
+    attempt's blocks, that attempt's commit cannot be accepted any more."""
+    ledger = CommitLedger()
+    push = Push.of("map-0", 0)
+    ledger.receive(push.push_id, "reduce-0", (5, "x"))
+    ledger.discard(push.push_id)
+    assert ledger.commit(push, {"reduce-0": (5, "x")}) == "incomplete"
+    assert not ledger.is_committed("map-0")
 
 
 def test_a_block_that_arrived_altered_is_not_committed() -> None:
     ledger = CommitLedger()
-    ledger.receive("map-0", 0, "reduce-0", (100, "bad"))
-    assert ledger.commit("map-0", 0, {"reduce-0": (100, "good")}) == "incomplete"
+    push = Push.of("map-0", 0)
+    ledger.receive(push.push_id, "reduce-0", (100, "bad"))
+    assert ledger.commit(push, {"reduce-0": (100, "good")}) == "incomplete"
     assert not ledger.is_committed("map-0")
     assert ledger.inputs_for("reduce-0") == {}
 
 
 def test_an_output_with_nothing_to_push_commits_at_once() -> None:
     ledger = CommitLedger()
-    assert ledger.commit("map-0", 0, {}) == "accepted"
-    assert ledger.inputs_for("reduce-0") == {}
+    assert ledger.commit(Push.of("map-0", 0), {}) == "accepted"
+    assert ledger.is_committed("map-0")
+    assert ledger.commit(Push.of("map-0", 1), {}) == "superseded"
+
+
+def test_a_partial_aggregate_commits_all_its_tasks_at_once() -> None:
+    """Section 3.2.7: outputs of tasks on the same transient executor are partially
+    aggregated before being pushed. The aggregate commits its tasks together; one
+    that overlaps a task already delivered is refused whole."""
+    ledger = CommitLedger()
+    manifest = {"sum-0": (8, "s")}
+    aggregate = Push("t1/agg-0", (("grad-0", 0), ("grad-1", 0), ("grad-2", 0)))
+    ledger.receive(aggregate.push_id, "sum-0", (8, "s"))
+    assert ledger.commit(aggregate, manifest) == "accepted"
+    assert ledger.inputs_for("sum-0") == {"grad-0": 0, "grad-1": 0, "grad-2": 0}
+    assert ledger.pushes_for("sum-0") == {"t1/agg-0"}
+
+    overlapping = Push("t2/agg-0", (("grad-2", 1), ("grad-3", 0)))
+    ledger.receive(overlapping.push_id, "sum-0", (8, "o"))
+    assert ledger.commit(overlapping, {"sum-0": (8, "o")}) == "superseded"
+    assert not ledger.is_committed("grad-3")  # the shell relaunches it alone
+
+
+def test_an_aggregate_that_reached_a_destination_only_in_part_is_refused() -> None:
+    """After a reserved failure, a task may have reached one destination but not the
+    other; an aggregate mixing it with a fresh task cannot be split, so it is
+    refused rather than delivering the fresh task to only one destination."""
+    ledger = CommitLedger()
+    manifest = {"d0": (1, "x"), "d1": (1, "y")}
+    first = Push("agg-a", (("g0", 0), ("g1", 0)))
+    for dest, block in manifest.items():
+        ledger.receive(first.push_id, dest, block)
+    assert ledger.commit(first, manifest) == "accepted"
+    ledger.forget_destination("d1")
+    mixed = Push("agg-b", (("g1", 1), ("g2", 0)))
+    for dest, block in manifest.items():
+        ledger.receive(mixed.push_id, dest, block)
+    assert ledger.commit(mixed, manifest) == "superseded"
+    assert not ledger.is_committed("g2")
+    assert ledger.inputs_for("d0") == {"g0": 0, "g1": 0}
 
 
 def test_a_failed_reserved_destination_is_refilled_once_by_the_reruns() -> None:
@@ -595,63 +648,68 @@ def test_a_failed_reserved_destination_is_refilled_once_by_the_reruns() -> None:
     and the surviving one keeps processing each task's first output once."""
     ledger = CommitLedger()
     manifest = {"reduce-0": (10, "a"), "reduce-1": (20, "b")}
+    first, rerun = Push.of("map-0", 0), Push.of("map-0", 1)
     for dest, block in manifest.items():
-        ledger.receive("map-0", 0, dest, block)
-    assert ledger.commit("map-0", 0, manifest) == "accepted"
+        ledger.receive(first.push_id, dest, block)
+    assert ledger.commit(first, manifest) == "accepted"
 
     assert ledger.forget_destination("reduce-1") == {"map-0"}
     assert not ledger.is_committed("map-0")
-    ledger.receive("map-0", 1, "reduce-0", (10, "a"))
-    assert ledger.commit("map-0", 1, manifest) == "incomplete"  # reduce-1 not there yet
-    ledger.receive("map-0", 1, "reduce-1", (20, "b"))
-    assert ledger.commit("map-0", 1, manifest) == "accepted"
+    ledger.receive(rerun.push_id, "reduce-0", (10, "a"))
+    assert ledger.commit(rerun, manifest) == "incomplete"  # reduce-1 has not got it yet
+    ledger.receive(rerun.push_id, "reduce-1", (20, "b"))
+    assert ledger.commit(rerun, manifest) == "accepted"
     assert ledger.inputs_for("reduce-0") == {"map-0": 0}
     assert ledger.inputs_for("reduce-1") == {"map-0": 1}
-    assert ledger.commit("map-0", 0, manifest) == "superseded"
+    assert ledger.commit(first, manifest) == "duplicate"
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_commits_are_exactly_once_under_any_interleaving(seed: int) -> None:
-    """Random interleavings of pushes, evictions (discard), reserved failures (forget)
-    and commits from several attempts of several tasks. Each destination holds at
-    most one attempt of each task; an entry never changes until its destination is
-    forgotten; and the attempt it names had delivered every block of its commit,
-    intact, and had not been discarded."""
+    """Random interleavings of pushes (single tasks and aggregates), evictions
+    (discard), reserved failures (forget) and commits. A destination holds at most
+    one push per task; what it holds never changes until it is forgotten; and an
+    accepted push had delivered, intact, every block it newly committed."""
     rng = random.Random(seed)
     destinations = ["r0", "r1", "r2"]
-    manifests = {
-        f"m{t}": {d: (10 * t + i, f"c{t}{i}") for i, d in enumerate(destinations)} for t in range(4)
+    tasks = ["m0", "m1", "m2", "m3"]
+    pushes = [Push.of(t, a) for t in tasks for a in range(2)] + [
+        Push(f"agg{k}", tuple((t, 2) for t in rng.sample(tasks, 2))) for k in range(3)
+    ]
+    blocks = {
+        p.push_id: {d: (i, f"{p.push_id}@{d}") for i, d in enumerate(destinations)} for p in pushes
     }
     ledger = CommitLedger()
-    delivered: dict[tuple[str, int], set[str]] = {}
+    delivered: dict[str, set[str]] = {}
     accepted = 0
     for _ in range(300):
-        task_id, attempt = rng.choice(list(manifests)), rng.randrange(3)
+        push = rng.choice(pushes)
         action = rng.choice(["push", "push", "push", "discard", "commit", "commit", "forget"])
         before = {d: ledger.inputs_for(d) for d in destinations}
         if action == "push":
             dest = rng.choice(destinations)
-            ledger.receive(task_id, attempt, dest, manifests[task_id][dest])
-            delivered.setdefault((task_id, attempt), set()).add(dest)
+            ledger.receive(push.push_id, dest, blocks[push.push_id][dest])
+            delivered.setdefault(push.push_id, set()).add(dest)
         elif action == "discard":
-            ledger.discard(task_id, attempt)
-            delivered.pop((task_id, attempt), None)
+            ledger.discard(push.push_id)
+            delivered.pop(push.push_id, None)
         elif action == "forget":
             dest = rng.choice(destinations)
             ledger.forget_destination(dest)
             before[dest] = {}
             assert ledger.inputs_for(dest) == {}
-        elif ledger.commit(task_id, attempt, manifests[task_id]) == "accepted":
+        elif ledger.commit(push, blocks[push.push_id]) == "accepted":
             accepted += 1
             for dest in destinations:
-                if task_id not in before[dest]:
-                    assert dest in delivered.get((task_id, attempt), set())
-                    assert ledger.inputs_for(dest)[task_id] == attempt
-            assert ledger.is_committed(task_id)
-            delivered = {k: v for k, v in delivered.items() if k[0] != task_id}
+                if not any(task in before[dest] for task, _ in push.members):
+                    assert dest in delivered.get(push.push_id, set())
+                    assert push.push_id in ledger.pushes_for(dest)
+            assert all(ledger.is_committed(task) for task, _ in push.members)
+            delivered.pop(push.push_id, None)
         for dest in destinations:
             after = ledger.inputs_for(dest)
             assert {t: a for t, a in after.items() if t in before[dest]} == before[dest]
+            assert all(t in after for t in tasks if ledger.is_committed(t))
     assert accepted > 0
 
 
