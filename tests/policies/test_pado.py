@@ -1,0 +1,850 @@
+"""The logical DAG model, the Pado compiler (Algorithms 1 and 2) and its runtime decisions.
+
+The three DAGs of the Pado paper's Fig. 3 are rebuilt from the paper's text (the
+figure itself is not in our copy of the paper); every operator and edge below is
+justified by a quoted sentence, and each expectation cites the sentence it
+comes from. Section numbers refer to the Pado paper (EuroSys'17).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from master.dag import (
+    DagError,
+    Dependency,
+    Edge,
+    LogicalDag,
+    Operator,
+    pagerank_dag,
+    sort_dag,
+    wordcount_dag,
+)
+from master.policies.pado import (
+    AggregationLimits,
+    CommitLedger,
+    Executor,
+    LruCache,
+    Push,
+    Stage,
+    StageRunState,
+    StageTask,
+    TaskGroup,
+    aggregates_partially,
+    choose_executor,
+    compile_pado,
+    on_reserved_failure,
+    on_transient_eviction,
+    partition_stages,
+    place_operators,
+    ready_to_launch,
+    should_flush,
+)
+
+O2O, O2M, M2O, M2M = (
+    Dependency.ONE_TO_ONE,
+    Dependency.ONE_TO_MANY,
+    Dependency.MANY_TO_ONE,
+    Dependency.MANY_TO_MANY,
+)
+
+
+def dag(
+    name: str, operators: list[Operator], edges: list[tuple[str, str, Dependency]]
+) -> LogicalDag:
+    return LogicalDag(name, tuple(operators), tuple(Edge(s, d, t) for s, d, t in edges))
+
+
+def stage_by_anchor(stages: list[Stage]) -> dict[str, Stage]:
+    return {s.anchor: s for s in stages}
+
+
+# ---------------------------------------------------------------- the paper's Fig. 3
+
+
+def map_reduce_dag() -> LogicalDag:
+    """Fig. 3(a). Section 2.2: "the Reduce operator depends on the Map operator with a
+    many-to-many dependency"; section 3.1.3 names "the Read operator and the
+    following Map operator"."""
+    return dag(
+        "map-reduce",
+        [
+            Operator("read", "Read", 8, source="read"),
+            Operator("map", "Map", 8),
+            Operator("reduce", "Reduce", 3),
+        ],
+        [("read", "map", O2O), ("map", "reduce", M2M)],
+    )
+
+
+def mlr_dag() -> LogicalDag:
+    """Fig. 3(b), one iteration. Section 3.1.3: "Read Training Data reads its data from a
+    source", "Create 1st Model newly creates its data", "Aggregate Gradients has a
+    many-to-one incoming edge", "Compute 2nd Model only has one-to-one relations from
+    operators on reserved containers" (the gradient sum and the 1st model). Section
+    3.2.7: "the transient tasks of the Compute Gradient operator in Figure 3(b) takes
+    the latest model residing on reserved executors as their input" (a broadcast,
+    one-to-many) and "the Aggregate Gradients operator [...] computes the sum of
+    gradients" (commutative and associative)."""
+    return dag(
+        "mlr",
+        [
+            Operator("read-data", "Read Training Data", 8, source="read"),
+            Operator("model-1", "Create 1st Model", 1, source="create"),
+            Operator("gradient", "Compute Gradient", 8),
+            Operator("aggregate", "Aggregate Gradients", 1, commutative_associative=True),
+            Operator("model-2", "Compute 2nd Model", 1),
+        ],
+        [
+            ("read-data", "gradient", O2O),
+            ("model-1", "gradient", O2M),
+            ("gradient", "aggregate", M2O),
+            ("aggregate", "model-2", O2O),
+            ("model-1", "model-2", O2O),
+        ],
+    )
+
+
+def als_dag() -> LogicalDag:
+    """Fig. 3(c), one alternation. Section 3.1.3: ALS "alternates its computation and
+    aggregation between user and item factors"; "The Read operator is placed on
+    transient containers, then operators with many-to-many in-edges are placed on
+    reserved containers. Compute 1st Item Factor operator only has a single
+    one-to-one incoming edge from reserved containers"; there are "four operators on
+    reserved containers". Our reading: ratings are grouped by item (many-to-many)
+    to build the 1st item factor; each ratings partition computes partial user
+    factors from the broadcast item factor (computation), summed per user by a
+    shuffle (aggregation); then the same for items."""
+    return dag(
+        "als",
+        [
+            Operator("read", "Read", 8, source="read"),
+            Operator("group-items", "Group Ratings by Item", 4),
+            Operator("item-factor-1", "Compute 1st Item Factor", 4),
+            Operator("user-partial", "Compute User Factor", 8),
+            Operator("user-factor", "Aggregate User Factor", 4, commutative_associative=True),
+            Operator("item-partial", "Compute Item Factor", 8),
+            Operator("item-factor-2", "Aggregate Item Factor", 4, commutative_associative=True),
+        ],
+        [
+            ("read", "group-items", M2M),
+            ("group-items", "item-factor-1", O2O),
+            ("read", "user-partial", O2O),
+            ("item-factor-1", "user-partial", O2M),
+            ("user-partial", "user-factor", M2M),
+            ("read", "item-partial", O2O),
+            ("user-factor", "item-partial", O2M),
+            ("item-partial", "item-factor-2", M2M),
+        ],
+    )
+
+
+def test_fig3a_map_reduce_placement() -> None:
+    """Section 3.1.3: "the Read operator and the following Map operator are placed on
+    transient containers. Then, the next operator is placed on reserved containers,
+    as it has a many-to-many incoming edge." """
+    assert place_operators(map_reduce_dag()) == {
+        "read": "transient",
+        "map": "transient",
+        "reduce": "reserved",
+    }
+
+
+def test_fig3a_map_reduce_is_one_stage() -> None:
+    """Section 3.1.3: "the algorithm finds the Reduce operator on reserved containers
+    while traversing the logical DAG, and adds up the in-edges placed on transient
+    containers recursively to Stage a-1." """
+    d = map_reduce_dag()
+    assert partition_stages(d, place_operators(d)) == [
+        Stage(0, "reduce", ("read", "map", "reduce"), parents=())
+    ]
+
+
+def test_fig3b_mlr_placement() -> None:
+    """Section 3.1.3: "Aggregate Gradients has a many-to-one incoming edge, and Compute
+    2nd Model only has one-to-one relations from operators on reserved containers,
+    thus both are placed on reserved containers. [...] Create 1st Model newly
+    creates its data and hence is placed on reserved containers, and Read Training
+    Data reads its data from a source, thus is placed on transient containers. The
+    rest are placed on transient containers following the algorithm." """
+    assert place_operators(mlr_dag()) == {
+        "read-data": "transient",
+        "model-1": "reserved",
+        "gradient": "transient",
+        "aggregate": "reserved",
+        "model-2": "reserved",
+    }
+
+
+def test_fig3b_mlr_has_three_stages_one_per_reserved_operator() -> None:
+    """Section 3.1.3: "As a result of partitioning, we can observe that there are three
+    stages for the three operators on reserved containers." Section 3.1.2: "At each
+    of such operators, its parent operators placed on transient containers are
+    recursively added to the stage. If the parent operator is placed on reserved
+    containers, this indicates that it belongs to a previously created stage." """
+    d = mlr_dag()
+    stages = partition_stages(d, place_operators(d))
+    assert [s.anchor for s in stages] == ["model-1", "aggregate", "model-2"]
+    by = stage_by_anchor(stages)
+    assert by["model-1"].operators == ("model-1",)
+    assert by["aggregate"].operators == ("read-data", "gradient", "aggregate")
+    assert by["model-2"].operators == ("model-2",)
+    assert by["model-1"].parents == ()
+    assert by["aggregate"].parents == (by["model-1"].stage_id,)
+    assert by["model-2"].parents == (by["model-1"].stage_id, by["aggregate"].stage_id)
+
+
+def test_fig3c_als_placement() -> None:
+    """Section 3.1.3: "The Read operator is placed on transient containers, then
+    operators with many-to-many in-edges are placed on reserved containers. Compute
+    1st Item Factor operator only has a single one-to-one incoming edge from
+    reserved containers and is placed on reserved containers to ensure data
+    locality. The rest of the operators are placed on transient containers." """
+    assert place_operators(als_dag()) == {
+        "read": "transient",
+        "group-items": "reserved",
+        "item-factor-1": "reserved",
+        "user-partial": "transient",
+        "user-factor": "reserved",
+        "item-partial": "transient",
+        "item-factor-2": "reserved",
+    }
+
+
+def test_fig3c_als_has_four_stages_one_per_reserved_operator() -> None:
+    """Section 3.1.3: "By the partitioning algorithm, operators placed on transient
+    containers are recursively added by the four operators on reserved containers."
+    The Read operator feeds three of them, so Algorithm 2 adds it to each."""
+    d = als_dag()
+    stages = partition_stages(d, place_operators(d))
+    assert stages == [
+        Stage(0, "group-items", ("read", "group-items"), parents=()),
+        Stage(1, "item-factor-1", ("item-factor-1",), parents=(0,)),
+        Stage(2, "user-factor", ("read", "user-partial", "user-factor"), parents=(1,)),
+        Stage(3, "item-factor-2", ("read", "item-partial", "item-factor-2"), parents=(2,)),
+    ]
+
+
+@pytest.mark.parametrize("build", [map_reduce_dag, mlr_dag, als_dag])
+def test_every_stage_ends_on_reserved_and_starts_on_transient(build) -> None:
+    """Section 3.1.2: "computations of a stage start on transient containers, if any
+    exists, and finish on reserved containers, unless the DAG ends on a transient
+    container." Every operator is in some stage."""
+    plan = compile_pado(build())
+    covered = set()
+    for stage in plan.stages:
+        assert plan.placement[stage.anchor] == "reserved"
+        assert all(
+            plan.placement[op] == "transient" for op in stage.operators if op != stage.anchor
+        )
+        covered |= set(stage.operators)
+    assert covered == set(plan.dag.topological_order())
+
+
+# ---------------------------------------------------------------- Algorithm 1, rule by rule
+
+
+def chain(dependency: Dependency, parent_source: str) -> LogicalDag:
+    return dag(
+        "rule",
+        [Operator("p", "P", 4, source=parent_source), Operator("c", "C", 4)],  # type: ignore[arg-type]
+        [("p", "c", dependency)],
+    )
+
+
+@pytest.mark.parametrize(
+    ("dependency", "parent_source", "child"),
+    [
+        (M2M, "read", "reserved"),  # ANYMATCH(m-m)
+        (M2O, "read", "reserved"),  # ANYMATCH(m-o)
+        (O2O, "create", "reserved"),  # ALLMATCH(o-o) and ALLFROM(reserved)
+        (O2O, "read", "transient"),  # o-o from a transient parent
+        (O2M, "create", "transient"),  # o-m, even from a reserved parent
+        (O2M, "read", "transient"),
+    ],
+)
+def test_algorithm1_rules(dependency: Dependency, parent_source: str, child: str) -> None:
+    placement = place_operators(chain(dependency, parent_source))
+    assert placement["p"] == ("transient" if parent_source == "read" else "reserved")
+    assert placement["c"] == child
+
+
+def test_algorithm1_one_to_one_needs_all_parents_reserved() -> None:
+    d = dag(
+        "mixed",
+        [
+            Operator("made", "Created", 2, source="create"),
+            Operator("read", "Read", 2, source="read"),
+            Operator("join", "Join", 2),
+        ],
+        [("made", "join", O2O), ("read", "join", O2O)],
+    )
+    assert place_operators(d) == {"made": "reserved", "read": "transient", "join": "transient"}
+
+
+def test_algorithm2_transient_sink_opens_its_own_stage() -> None:
+    """Algorithm 2, line 4: "if op.ISMARKED(reserved) or op.outEdges = ∅"."""
+    d = dag(
+        "ends-transient",
+        [
+            Operator("read", "Read", 4, source="read"),
+            Operator("reduce", "Reduce", 2),
+            Operator("format", "Format", 2),
+            Operator("emit", "Emit", 2),
+        ],
+        [("read", "reduce", M2M), ("reduce", "format", O2M), ("format", "emit", O2O)],
+    )
+    placement = place_operators(d)
+    assert placement == {
+        "read": "transient",
+        "reduce": "reserved",
+        "format": "transient",
+        "emit": "transient",
+    }
+    assert partition_stages(d, placement) == [
+        Stage(0, "reduce", ("read", "reduce"), ()),
+        Stage(1, "emit", ("format", "emit"), (0,)),
+    ]
+
+
+def test_algorithm2_adds_a_shared_transient_ancestor_once_per_stage() -> None:
+    d = dag(
+        "diamond",
+        [
+            Operator("read", "Read", 4, source="read"),
+            Operator("left", "Left", 4),
+            Operator("right", "Right", 4),
+            Operator("merge", "Merge", 2),
+        ],
+        [
+            ("read", "left", O2O),
+            ("read", "right", O2O),
+            ("left", "merge", M2M),
+            ("right", "merge", M2M),
+        ],
+    )
+    stages = partition_stages(d, place_operators(d))
+    assert stages == [Stage(0, "merge", ("read", "left", "right", "merge"), ())]
+
+
+def test_partition_rejects_a_placement_that_does_not_cover_the_dag() -> None:
+    d = map_reduce_dag()
+    with pytest.raises(ValueError, match="missing \\['reduce'\\]"):
+        partition_stages(d, {"read": "transient", "map": "transient"})
+    with pytest.raises(ValueError, match="'reserved' or 'transient'"):
+        partition_stages(d, {"read": "transient", "map": "transient", "reduce": "spot"})  # type: ignore[dict-item]
+
+
+# ---------------------------------------------------------------- our workloads
+
+
+@pytest.mark.parametrize(("build", "shuffled"), [(wordcount_dag, "reduce"), (sort_dag, "sort")])
+def test_shuffle_workloads_compile_to_a_push_stage_and_a_write_stage(build, shuffled: str) -> None:
+    plan = compile_pado(build(6, 3))
+    first = plan.dag.topological_order()[:2]
+    assert {op: plan.placement[op] for op in plan.dag.topological_order()} == {
+        first[0]: "transient",
+        first[1]: "transient",
+        shuffled: "reserved",
+        "write": "reserved",
+    }
+    assert plan.stages == (
+        Stage(0, shuffled, (*first, shuffled), ()),
+        Stage(1, "write", ("write",), (0,)),
+    )
+
+
+def test_pagerank_runs_on_reserved_nodes_after_reading_its_edges() -> None:
+    """Links come through a shuffle (reserved); everything after joins reserved
+    operators one-to-one or through a shuffle, so Algorithm 1 keeps every iteration
+    on reserved executors and only the edge reader on transient ones."""
+    plan = compile_pado(pagerank_dag(partitions=4, iterations=3))
+    assert [op for op in plan.dag.topological_order() if plan.placement[op] == "transient"] == [
+        "read-edges"
+    ]
+    assert [(s.anchor, s.operators, s.parents) for s in plan.stages] == [
+        ("links", ("read-edges", "links"), ()),
+        ("ranks-0", ("ranks-0",), (0,)),
+        ("contribs-1", ("contribs-1",), (0, 1)),
+        ("ranks-1", ("ranks-1",), (2,)),
+        ("contribs-2", ("contribs-2",), (0, 3)),
+        ("ranks-2", ("ranks-2",), (4,)),
+        ("contribs-3", ("contribs-3",), (0, 5)),
+        ("ranks-3", ("ranks-3",), (6,)),
+        ("write", ("write",), (7,)),
+    ]
+
+
+def test_plan_json_records_dag_placement_and_stages() -> None:
+    plan = compile_pado(wordcount_dag(4, 2))
+    doc = json.loads(plan.to_json())
+    assert doc["strategy"] == "pado"
+    assert LogicalDag.from_dict(doc["dag"]) == plan.dag
+    assert doc["placement"] == {
+        "read": "transient",
+        "map": "transient",
+        "reduce": "reserved",
+        "write": "reserved",
+    }
+    assert doc["stages"] == [
+        {"id": 0, "anchor": "reduce", "operators": ["read", "map", "reduce"], "parents": []},
+        {"id": 1, "anchor": "write", "operators": ["write"], "parents": [0]},
+    ]
+    assert doc["task_groups"][0] == {
+        "stage": 0,
+        "operators": ["read", "map"],
+        "placement": "transient",
+        "tasks": 4,
+    }
+    assert doc["total_tasks"] == 4 + 2 + 2
+
+
+def test_neighbours_on_the_same_class_are_fused_into_task_groups() -> None:
+    """Section 3.2.2: "For each stage, neighboring operators placed on identical types
+    of containers are fused into a single operator. For example, a chain of Map
+    operators placed on transient containers are fused as a single Map operator." """
+    plan = compile_pado(als_dag())
+    assert plan.task_groups() == [
+        TaskGroup(0, ("read",), "transient", 8),
+        TaskGroup(0, ("group-items",), "reserved", 4),
+        TaskGroup(1, ("item-factor-1",), "reserved", 4),
+        TaskGroup(2, ("read", "user-partial"), "transient", 8),
+        TaskGroup(2, ("user-factor",), "reserved", 4),
+        TaskGroup(3, ("read", "item-partial"), "transient", 8),
+        TaskGroup(3, ("item-factor-2",), "reserved", 4),
+    ]
+    assert plan.total_tasks == 40
+    assert compile_pado(wordcount_dag(6, 3)).total_tasks == 6 + 3 + 3
+
+
+def test_transient_neighbours_across_a_broadcast_are_not_fused() -> None:
+    d = dag(
+        "broadcast",
+        [
+            Operator("read", "Read", 4, source="read"),
+            Operator("summarise", "Summarise", 4),
+            Operator("score", "Score", 2),
+            Operator("sum", "Sum", 1),
+        ],
+        [("read", "summarise", O2O), ("summarise", "score", O2M), ("score", "sum", M2O)],
+    )
+    assert compile_pado(d).task_groups() == [
+        TaskGroup(0, ("read", "summarise"), "transient", 4),
+        TaskGroup(0, ("score",), "transient", 2),
+        TaskGroup(0, ("sum",), "reserved", 1),
+    ]
+
+
+# ---------------------------------------------------------------- the DAG model
+
+
+def test_dag_json_round_trip() -> None:
+    d = pagerank_dag(3, 2)
+    again = LogicalDag.from_json(d.to_json())
+    assert again == d
+    assert again.topological_order() == d.topological_order()
+    assert d.sinks() == ("write",)
+
+
+@pytest.mark.parametrize(
+    ("operators", "edges", "message"),
+    [
+        (
+            [Operator("a", "A", 1, source="read"), Operator("a", "A again", 1)],
+            [],
+            "duplicate operator id 'a'",
+        ),
+        ([Operator("a", "A", 1, source="read")], [("a", "b", O2O)], "unknown operator 'b'"),
+        (
+            [Operator("s", "S", 1, source="read"), Operator("a", "A", 1), Operator("b", "B", 1)],
+            [("s", "a", O2O), ("a", "b", O2O), ("b", "a", O2O)],
+            "cycle through a, b",
+        ),
+        (
+            [Operator("a", "A", 2, source="read"), Operator("b", "B", 3)],
+            [("a", "b", O2O)],
+            "joins parallelism 2 to 3",
+        ),
+        (
+            [Operator("a", "A", 1, source="read"), Operator("b", "B", 1, source="create")],
+            [("a", "b", O2O)],
+            "'b' has incoming edges",
+        ),
+        ([Operator("a", "A", 1)], [], "'a' has no incoming edge"),
+        ([Operator("a", "A", 0, source="read")], [], "parallelism must be an integer >= 1"),
+        (
+            [Operator("a", "A", 1, source="read"), Operator("b", "B", 1)],
+            [("a", "b", O2O), ("a", "b", M2M)],
+            "appears twice",
+        ),
+    ],
+)
+def test_dag_validation_errors(operators, edges, message: str) -> None:
+    with pytest.raises(DagError, match=message):
+        dag("bad", operators, edges)
+
+
+def test_malformed_dag_document_is_a_dag_error() -> None:
+    with pytest.raises(DagError, match="malformed"):
+        LogicalDag.from_dict({"name": "x", "operators": [{"id": "a"}], "edges": []})
+    with pytest.raises(DagError, match="malformed"):
+        LogicalDag.from_dict(
+            {
+                "name": "x",
+                "operators": [{"id": "a", "name": "A", "parallelism": 1, "source": "read"}],
+                "edges": [{"src": "a", "dst": "a", "dependency": "some-to-some"}],
+            }
+        )
+
+
+def test_pagerank_needs_an_iteration() -> None:
+    with pytest.raises(DagError, match="at least one iteration"):
+        pagerank_dag(2, 0)
+
+
+# ---------------------------------------------------------------- runtime: launch order
+
+
+def task(
+    task_id: str, placement: str, status: str = "pending", node: str | None = None
+) -> StageTask:
+    return StageTask(task_id, placement, status, node)  # type: ignore[arg-type]
+
+
+def test_reserved_tasks_are_set_up_before_any_transient_task() -> None:
+    stage = StageRunState(
+        0,
+        (
+            task("m0", "transient"),
+            task("r0", "reserved", "running", "r1"),
+            task("m1", "transient"),
+            task("r1", "reserved"),
+        ),
+    )
+    assert ready_to_launch(stage) == ["r1"]
+    set_up = StageRunState(0, (*stage.tasks[:3], task("r1", "reserved", "running", "r2")))
+    assert ready_to_launch(set_up) == ["m0", "m1"]
+
+
+def test_a_stage_without_reserved_tasks_launches_its_transient_tasks() -> None:
+    stage = StageRunState(1, (task("e0", "transient", "committed", "t1"), task("e1", "transient")))
+    assert ready_to_launch(stage) == ["e1"]
+
+
+def test_eviction_relaunches_only_the_evicted_nodes_uncommitted_tasks() -> None:
+    """Section 3.2.5: only "the tasks that were scheduled in the evicted executors,
+    whose outputs were not transferred and committed to their destinations"."""
+    stage = StageRunState(
+        0,
+        (
+            task("m0", "transient", "committed", "t1"),
+            task("m1", "transient", "pushing", "t1"),
+            task("m2", "transient", "running", "t1"),
+            task("m3", "transient", "running", "t2"),
+            task("m4", "transient", "pending"),
+            task("r0", "reserved", "running", "r1"),
+        ),
+    )
+    assert on_transient_eviction(stage, "t1") == {"m1", "m2"}
+    assert on_transient_eviction(stage, "t3") == frozenset()
+
+
+# ---------------------------------------------------------------- runtime: exactly-once commits
+
+
+def test_eviction_in_the_middle_of_a_push_is_committed_exactly_once() -> None:
+    """Section 3.2.5: "task outputs can be partially pushed to only some of the reserved
+    executors [...] Only after receiving the commit messages, the tasks on the
+    reserved executors can process the outputs. This ensures that the outputs are
+    processed exactly once." """
+    ledger = CommitLedger()
+    manifest = {"reduce-0": (100, "c0"), "reduce-1": (80, "c1")}
+    first, second = Push.of("map-3", 0), Push.of("map-3", 1)
+    ledger.receive(first.push_id, "reduce-0", (100, "c0"))  # evicted before reduce-1
+    assert ledger.commit(first, manifest) == "incomplete"
+    ledger.discard(first.push_id)
+
+    ledger.receive(second.push_id, "reduce-0", (100, "c0"))
+    ledger.receive(second.push_id, "reduce-1", (80, "c1"))
+    assert ledger.commit(second, manifest) == "accepted"
+    assert ledger.commit(second, manifest) == "duplicate"  # QoS 1 redelivery
+    ledger.receive(first.push_id, "reduce-1", (80, "c1"))  # a late block of the dead attempt
+    assert ledger.commit(first, manifest) == "superseded"
+    assert ledger.is_committed("map-3")
+    assert ledger.inputs_for("reduce-0") == ledger.inputs_for("reduce-1") == {"map-3": 1}
+    assert ledger.pushes_for("reduce-1") == {"map-3#1"}
+
+
+def test_a_late_commit_from_an_evicted_attempt_is_refused() -> None:
+    """The master serialises commits and evictions: once it has discarded the evicted
+    attempt's blocks, that attempt's commit cannot be accepted any more."""
+    ledger = CommitLedger()
+    push = Push.of("map-0", 0)
+    ledger.receive(push.push_id, "reduce-0", (5, "x"))
+    ledger.discard(push.push_id)
+    assert ledger.commit(push, {"reduce-0": (5, "x")}) == "incomplete"
+    assert not ledger.is_committed("map-0")
+
+
+def test_a_block_that_arrived_altered_is_not_committed() -> None:
+    ledger = CommitLedger()
+    push = Push.of("map-0", 0)
+    ledger.receive(push.push_id, "reduce-0", (100, "bad"))
+    assert ledger.commit(push, {"reduce-0": (100, "good")}) == "incomplete"
+    assert not ledger.is_committed("map-0")
+    assert ledger.inputs_for("reduce-0") == {}
+
+
+def test_an_output_with_nothing_to_push_commits_at_once() -> None:
+    ledger = CommitLedger()
+    assert ledger.commit(Push.of("map-0", 0), {}) == "accepted"
+    assert ledger.is_committed("map-0")
+    assert ledger.commit(Push.of("map-0", 1), {}) == "superseded"
+
+
+def test_a_partial_aggregate_commits_all_its_tasks_at_once() -> None:
+    """Section 3.2.7: outputs of tasks on the same transient executor are partially
+    aggregated before being pushed. The aggregate commits its tasks together; one
+    that overlaps a task already delivered is refused whole."""
+    ledger = CommitLedger()
+    manifest = {"sum-0": (8, "s")}
+    aggregate = Push("t1/agg-0", (("grad-0", 0), ("grad-1", 0), ("grad-2", 0)))
+    ledger.receive(aggregate.push_id, "sum-0", (8, "s"))
+    assert ledger.commit(aggregate, manifest) == "accepted"
+    assert ledger.inputs_for("sum-0") == {"grad-0": 0, "grad-1": 0, "grad-2": 0}
+    assert ledger.pushes_for("sum-0") == {"t1/agg-0"}
+
+    overlapping = Push("t2/agg-0", (("grad-2", 1), ("grad-3", 0)))
+    ledger.receive(overlapping.push_id, "sum-0", (8, "o"))
+    assert ledger.commit(overlapping, {"sum-0": (8, "o")}) == "superseded"
+    assert not ledger.is_committed("grad-3")  # the shell relaunches it alone
+
+
+def test_an_aggregate_that_reached_a_destination_only_in_part_is_refused() -> None:
+    """After a reserved failure, a task may have reached one destination but not the
+    other; an aggregate mixing it with a fresh task cannot be split, so it is
+    refused rather than delivering the fresh task to only one destination."""
+    ledger = CommitLedger()
+    manifest = {"d0": (1, "x"), "d1": (1, "y")}
+    first = Push("agg-a", (("g0", 0), ("g1", 0)))
+    for dest, block in manifest.items():
+        ledger.receive(first.push_id, dest, block)
+    assert ledger.commit(first, manifest) == "accepted"
+    ledger.forget_destination("d1")
+    mixed = Push("agg-b", (("g1", 1), ("g2", 0)))
+    for dest, block in manifest.items():
+        ledger.receive(mixed.push_id, dest, block)
+    assert ledger.commit(mixed, manifest) == "superseded"
+    assert not ledger.is_committed("g2")
+    assert ledger.inputs_for("d0") == {"g0": 0, "g1": 0}
+
+
+def test_a_failed_reserved_destination_is_refilled_once_by_the_reruns() -> None:
+    """Section 3.2.6: a reserved executor failure loses what it held. The tasks that
+    had committed to it run again; their new commits fill only that destination,
+    and the surviving one keeps processing each task's first output once."""
+    ledger = CommitLedger()
+    manifest = {"reduce-0": (10, "a"), "reduce-1": (20, "b")}
+    first, rerun = Push.of("map-0", 0), Push.of("map-0", 1)
+    for dest, block in manifest.items():
+        ledger.receive(first.push_id, dest, block)
+    assert ledger.commit(first, manifest) == "accepted"
+
+    assert ledger.forget_destination("reduce-1") == {"map-0"}
+    assert not ledger.is_committed("map-0")
+    ledger.receive(rerun.push_id, "reduce-0", (10, "a"))
+    assert ledger.commit(rerun, manifest) == "incomplete"  # reduce-1 has not got it yet
+    ledger.receive(rerun.push_id, "reduce-1", (20, "b"))
+    assert ledger.commit(rerun, manifest) == "accepted"
+    assert ledger.inputs_for("reduce-0") == {"map-0": 0}
+    assert ledger.inputs_for("reduce-1") == {"map-0": 1}
+    assert ledger.commit(first, manifest) == "duplicate"
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_commits_are_exactly_once_under_any_interleaving(seed: int) -> None:
+    """Random interleavings of pushes (single tasks and aggregates), evictions
+    (discard), reserved failures (forget) and commits. A destination holds at most
+    one push per task; what it holds never changes until it is forgotten; and an
+    accepted push had delivered, intact, every block it newly committed."""
+    rng = random.Random(seed)
+    destinations = ["r0", "r1", "r2"]
+    tasks = ["m0", "m1", "m2", "m3"]
+    pushes = [Push.of(t, a) for t in tasks for a in range(2)] + [
+        Push(f"agg{k}", tuple((t, 2) for t in rng.sample(tasks, 2))) for k in range(3)
+    ]
+    blocks = {
+        p.push_id: {d: (i, f"{p.push_id}@{d}") for i, d in enumerate(destinations)} for p in pushes
+    }
+    ledger = CommitLedger()
+    delivered: dict[str, set[str]] = {}
+    accepted = 0
+    for _ in range(300):
+        push = rng.choice(pushes)
+        action = rng.choice(["push", "push", "push", "discard", "commit", "commit", "forget"])
+        before = {d: ledger.inputs_for(d) for d in destinations}
+        if action == "push":
+            dest = rng.choice(destinations)
+            ledger.receive(push.push_id, dest, blocks[push.push_id][dest])
+            delivered.setdefault(push.push_id, set()).add(dest)
+        elif action == "discard":
+            ledger.discard(push.push_id)
+            delivered.pop(push.push_id, None)
+        elif action == "forget":
+            dest = rng.choice(destinations)
+            ledger.forget_destination(dest)
+            before[dest] = {}
+            assert ledger.inputs_for(dest) == {}
+        elif ledger.commit(push, blocks[push.push_id]) == "accepted":
+            accepted += 1
+            for dest in destinations:
+                if not any(task in before[dest] for task, _ in push.members):
+                    assert dest in delivered.get(push.push_id, set())
+                    assert push.push_id in ledger.pushes_for(dest)
+            assert all(ledger.is_committed(task) for task, _ in push.members)
+            delivered.pop(push.push_id, None)
+        for dest in destinations:
+            after = ledger.inputs_for(dest)
+            assert {t: a for t, a in after.items() if t in before[dest]} == before[dest]
+            assert all(t in after for t in tasks if ledger.is_committed(t))
+    assert accepted > 0
+
+
+# ---------------------------------------------------------------- runtime: input cache
+
+
+def test_lru_cache_hits_refresh_and_misses_evict_the_least_recent() -> None:
+    cache = LruCache(capacity_bytes=100)
+    cache, hit = cache.access("model-1", 40)
+    assert not hit
+    cache, _ = cache.access("part-0", 40)
+    cache, hit = cache.access("model-1", 40)
+    assert hit
+    cache, hit = cache.access("part-1", 50)  # evicts part-0, the least recently used
+    assert not hit
+    assert [k for k, _ in cache.entries] == ["model-1", "part-1"]
+    assert cache.used_bytes == 90
+    assert "part-0" not in cache
+
+
+def test_lru_cache_does_not_keep_an_input_larger_than_itself() -> None:
+    cache, _ = LruCache(capacity_bytes=100).access("small", 10)
+    after, hit = cache.access("huge", 500)
+    assert not hit
+    assert after == cache
+
+
+def test_cache_aware_choice_prefers_the_executor_holding_the_input() -> None:
+    """Section 3.2.3: "The policy first tries to pick an executor with the input data of
+    the task cached"."""
+    executors = [Executor("t1", 2), Executor("t2", 2), Executor("t3", 2)]
+    caches = {
+        "t2": LruCache(100, (("model-1", 30),)),
+        "t3": LruCache(100, (("model-1", 30), ("part-7", 50))),
+    }
+    assert choose_executor(["model-1", "part-7"], executors, caches, cursor=0) == ("t3", 3)
+    assert choose_executor(["model-1"], executors, caches, cursor=0) == ("t2", 2)
+    assert choose_executor(["model-1"], executors, caches, cursor=2) == ("t3", 3)
+
+
+def test_without_cached_input_the_choice_is_round_robin_over_free_executors() -> None:
+    """Section 3.2.3: "If not applicable, it picks an available executor in a round-robin
+    manner, and waits until a task slot becomes available if none of the executors
+    are available." """
+    executors = [Executor("t1", 1), Executor("t2", 0), Executor("t3", 1)]
+    node, cursor = choose_executor(["x"], executors, {}, cursor=0)
+    assert (node, cursor) == ("t1", 1)
+    node, cursor = choose_executor(["x"], executors, {}, cursor)
+    assert (node, cursor) == ("t3", 3)
+    node, cursor = choose_executor(["x"], executors, {}, cursor)
+    assert (node, cursor) == ("t1", 1)
+    busy_but_cached = {"t2": LruCache(100, (("x", 10),))}
+    assert choose_executor(["x"], executors, busy_but_cached, 1) == ("t3", 3)
+    assert choose_executor(["x"], [Executor("t1", 0)], {}, 5) == (None, 5)
+    assert choose_executor(["x"], [], {}, 0) == (None, 0)
+
+
+# ---------------------------------------------------------------- runtime: partial aggregation
+
+
+def test_only_commutative_associative_reserved_operators_aggregate_partially() -> None:
+    wordcount, sort = compile_pado(wordcount_dag(4, 2)), compile_pado(sort_dag(4, 2))
+    assert aggregates_partially(wordcount, wordcount.stages[0])
+    assert not aggregates_partially(sort, sort.stages[0])
+    mlr = compile_pado(mlr_dag())
+    assert [aggregates_partially(mlr, s) for s in mlr.stages] == [False, True, False]
+
+
+@pytest.mark.parametrize(
+    ("held_for_s", "tasks", "more_coming", "flush"),
+    [
+        (0.0, 0, True, False),  # nothing held
+        (0.0, 0, False, False),
+        (1.0, 2, True, False),  # under both caps: keep aggregating
+        (5.0, 2, True, True),  # time cap reached
+        (1.0, 4, True, True),  # task cap reached
+        (0.1, 1, False, True),  # no further task will come: send now
+    ],
+)
+def test_partial_aggregate_flushes_at_the_time_or_task_cap(
+    held_for_s: float, tasks: int, more_coming: bool, flush: bool
+) -> None:
+    limits = AggregationLimits(max_delay_s=5.0, max_tasks=4)
+    assert should_flush(limits, held_for_s, tasks, more_coming) is flush
+
+
+def test_aggregation_limits_are_validated() -> None:
+    with pytest.raises(ValueError, match="max_tasks >= 1"):
+        AggregationLimits(max_delay_s=1.0, max_tasks=0)
+
+
+# ---------------------------------------------------------------- runtime: reserved failure
+
+
+def pagerank_outputs(stages: tuple[Stage, ...], upto: int) -> dict[int, dict[int, str]]:
+    """Reserved task 0 of every stage on r1, task 1 on r2."""
+    return {s.stage_id: {0: "r1", 1: "r2"} for s in stages if s.stage_id <= upto}
+
+
+def test_reserved_failure_pauses_the_stage_and_recomputes_lost_parents_in_order() -> None:
+    """Section 3.2.6: "pausing the currently executing stage, and observing its parent
+    stages in a topological order to identify stages whose intermediate results are
+    unavailable, to relaunch the corresponding tasks." Every reserved stage kept
+    partition 0 on r1, so losing r1 reaches back to the links."""
+    stages = compile_pado(pagerank_dag(partitions=2, iterations=2)).stages
+    plan = on_reserved_failure(
+        stages,
+        running=4,
+        completed={0, 1, 2, 3},
+        output_nodes=pagerank_outputs(stages, 4),
+        node="r1",
+    )
+    assert plan.paused == 4
+    assert plan.recompute == tuple((s, frozenset({0})) for s in (0, 1, 2, 3))
+    assert plan.restart == {0}
+
+
+def test_reserved_failure_stops_at_parents_that_lost_nothing() -> None:
+    stages = compile_pado(pagerank_dag(partitions=2, iterations=2)).stages
+    outputs = pagerank_outputs(stages, 4)
+    outputs[3] = {0: "r3", 1: "r2"}  # ranks-1 is whole: nothing before it is needed
+    outputs[0] = {0: "r3", 1: "r2"}  # links too
+    plan = on_reserved_failure(
+        stages, running=4, completed={0, 1, 2, 3}, output_nodes=outputs, node="r1"
+    )
+    assert plan.recompute == ()
+    assert plan.restart == {0}
+
+
+def test_reserved_failure_also_recovers_inputs_of_stages_not_yet_started() -> None:
+    """MLR: while Aggregate Gradients runs, Compute 2nd Model has not started yet but
+    will read the 1st model, so a lost 1st model is recomputed too."""
+    stages = compile_pado(mlr_dag()).stages
+    plan = on_reserved_failure(
+        stages, running=1, completed={0}, output_nodes={0: {0: "r1"}, 1: {0: "r2"}}, node="r1"
+    )
+    assert plan.recompute == ((0, frozenset({0})),)
+    assert plan.restart == frozenset()
