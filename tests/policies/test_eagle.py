@@ -196,12 +196,12 @@ def queue_snapshot() -> ClusterSnapshot:
 
 def test_fifo_starts_the_oldest_queued_task() -> None:
     decisions = EagleScheduler(queue_order="fifo").schedule(queue_snapshot())
-    assert [d for d in decisions if isinstance(d, Assign)][0].task_id == "a0"
+    assert next(d for d in decisions if isinstance(d, Assign)).task_id == "a0"
 
 
 def test_srpt_starts_the_task_of_the_job_with_the_least_work_left() -> None:
     decisions = EagleScheduler(queue_order="srpt").schedule(queue_snapshot())
-    assert [d for d in decisions if isinstance(d, Assign)][0].task_id == "b0"
+    assert next(d for d in decisions if isinstance(d, Assign)).task_id == "b0"
 
 
 def test_srpt_ranks_by_job_work_left_not_by_task_duration() -> None:
