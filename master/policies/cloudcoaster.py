@@ -155,12 +155,17 @@ class CloudCoasterAutoscaler:
         return math.ceil(self.p * self.short_on_demand - _EPSILON)
 
     def replaced_ids(self, snapshot: ClusterSnapshot) -> frozenset[str]:
-        """The short-only on-demand servers beyond the ``N - ceil(p*N)`` lowest ordinals."""
+        """The replaced servers: short-only on-demand ones ranked ``N - ceil(p*N) + 1 .. N``.
+
+        Ranked by ordinal among those in the snapshot, so nodes joining late or
+        out of order still leave exactly the ``N - ceil(p*N)`` lowest ones.
+        """
         short = sorted(
             (n for n in snapshot.nodes if n.node_class == "reserved" and n.partition == "short"),
             key=lambda n: node_ordinal(n.node_id),
         )
-        return frozenset(n.node_id for n in short[self.short_on_demand - self.replaced :])
+        kept = self.short_on_demand - self.replaced
+        return frozenset(n.node_id for n in short[kept : self.short_on_demand])
 
     def long_load(self, snapshot: ClusterSnapshot) -> LongLoad:
         """``l_r`` as observed: servers taking work, and those among them with long tasks."""

@@ -189,6 +189,13 @@ def test_the_replaced_on_demand_servers_are_drained_then_released() -> None:
     assert scaler.decide(later, provisioning=0) == [Release("s2", "drained")]
 
 
+def test_only_the_n_declared_short_on_demand_servers_are_candidates_for_replacement() -> None:
+    snapshot = ClusterSnapshot(0.0, (general(0, long=False), *map(short_reserved, range(3))), ())
+    replaced = {d.node_id for d in autoscaler(p=1.0, n=2).decide(snapshot, 0)}
+    assert replaced == {"s0", "s1"}
+    assert autoscaler(p=0.0, n=2).decide(snapshot, 0) == []
+
+
 def test_replaced_servers_do_not_count_in_the_ratio() -> None:
     # s1 is being replaced: 8 long of g0-g7 + s0 = 9 servers, so one transient is needed
     snapshot = cluster(short_reserved(1))
