@@ -201,6 +201,18 @@ class CloudCoasterAutoscaler:
         ]
         return decisions
 
+    def wake_at(self, snapshot: ClusterSnapshot, provisioning: int) -> float | None:
+        """When ``decide`` will change its answer with no event in between, if ever.
+
+        A removal waits for a server to reach the provisioning delay in age;
+        the shell sets a timer for that time and calls ``decide`` again.
+        """
+        active = [n for n in snapshot.nodes if n.node_class == "transient" and not n.draining]
+        if len(active) + provisioning <= self.target(snapshot):
+            return None
+        ages = [n.launched + self.provisioning_delay_s for n in active]
+        return min((t for t in ages if t > snapshot.now), default=None)
+
     def _counted(self, snapshot: ClusterSnapshot) -> list[NodeView]:
         """The servers of ``N_total``: not draining, not being replaced."""
         replaced = self.replaced_ids(snapshot)

@@ -8,11 +8,15 @@ replaced one), r = 3: the budget is K = floor(3 * 2 * 0.5) = 3.
 
 from __future__ import annotations
 
+import heapq
+from dataclasses import dataclass, field
+
 import pytest
 
 from master.policies.base import (
     Assign,
     ClusterSnapshot,
+    Decision,
     Dequeue,
     Drain,
     Enqueue,
@@ -22,6 +26,7 @@ from master.policies.base import (
     PendingTask,
     Release,
     RunningTask,
+    ScaleDecision,
     Undrain,
 )
 from master.policies.cloudcoaster import (
@@ -29,8 +34,9 @@ from master.policies.cloudcoaster import (
     RevocationOutcome,
     revocation_outcome,
 )
-from master.policies.eagle import EagleScheduler
+from master.policies.eagle import EagleScheduler, split_partitions
 from master.policies.static import StaticAutoscaler
+from testbed.arrivals import ArrivingJob
 
 DELAY = 120.0
 LAUNCH = Launch("transient", "long-load ratio above threshold", partition="short")
@@ -157,6 +163,14 @@ def test_a_server_younger_than_the_provisioning_delay_is_not_removed() -> None:
     assert autoscaler().decide(later, provisioning=0) == [
         Drain("t0", "long-load ratio below threshold")
     ]
+
+
+def test_wake_at_names_the_time_a_pending_removal_becomes_possible() -> None:
+    scaler = autoscaler()
+    snapshot = cluster(transient(0, launched=950.0), transient(1, launched=990.0), long=0)
+    assert scaler.decide(snapshot, provisioning=0) == []
+    assert scaler.wake_at(snapshot, provisioning=0) == 950.0 + DELAY
+    assert scaler.wake_at(cluster(transient(0, launched=950.0)), provisioning=0) is None
 
 
 def test_drain_before_release() -> None:
@@ -299,3 +313,160 @@ def test_the_first_copy_to_start_cancels_the_others() -> None:
         Assign("S0", "t0", 64, predicted_duration_s=1.0),
         Dequeue("S0", "s0", "copy started on t0"),
     ]
+
+
+# ------------------------------------------------ closed loop on a virtual clock
+
+
+@dataclass
+class _Server:
+    node_class: str
+    partition: str
+    launched: float = 0.0
+    running: dict[str, RunningTask] = field(default_factory=dict)
+    queue: list[str] = field(default_factory=list)
+    draining: bool = False
+
+    def view(self, node_id: str) -> NodeView:
+        running = tuple(self.running.values())
+        return NodeView(
+            node_id, self.node_class, 2, 4096, running, self.draining, self.launched,  # type: ignore[arg-type]
+            partition=self.partition, queued=tuple(self.queue),  # type: ignore[arg-type]
+        )  # fmt: skip
+
+
+class _VirtualShell:
+    """A minimal shell applying decisions literally, as docs/cloudcoaster.md asks of the master."""
+
+    def __init__(self, scaler: CloudCoasterAutoscaler, partitions: dict[str, str]) -> None:
+        self.scheduler = EagleScheduler(seed=1)
+        self.scaler = scaler
+        self.servers = {i: _Server("reserved", p) for i, p in partitions.items()}
+        self.pending: dict[str, PendingTask] = {}
+        self.tasks: dict[str, PendingTask] = {}
+        self.durations: dict[str, float] = {}
+        self.submitted: dict[str, float] = {}
+        self.events: list[tuple[float, int, str, str]] = []
+        self.now, self.sequence, self.provisioning, self.joined = 0.0, 0, 0, 0
+        self.survived = self.rerun = 0
+
+    def at(self, time: float, kind: str, what: str = "") -> None:
+        self.sequence += 1
+        heapq.heappush(self.events, (time, self.sequence, kind, what))
+
+    def snapshot(self) -> ClusterSnapshot:
+        nodes = tuple(s.view(i) for i, s in self.servers.items())
+        by_job: dict[str, list[PendingTask]] = {}
+        for t in self.pending.values():
+            by_job.setdefault(t.job_id, []).append(t)
+        jobs = tuple(JobView(j, self.submitted[j], tuple(ts)) for j, ts in by_job.items())
+        return ClusterSnapshot(self.now, nodes, jobs)
+
+    def handle(self, kind: str, what: str) -> None:
+        if kind == "end":
+            node_id, task_id = what.split("|")
+            if node_id in self.servers:
+                self.servers[node_id].running.pop(task_id, None)
+        elif kind == "join":
+            self.provisioning -= 1
+            self.joined += 1
+            self.servers[f"t{self.joined}"] = _Server("transient", "short", launched=self.now)
+        elif kind == "revoke":
+            self.revoke_one()
+
+    def revoke_one(self) -> None:
+        victim = next((i for i, s in self.servers.items() if s.node_class == "transient"), None)
+        if victim is None:
+            return
+        outcome = revocation_outcome(self.snapshot(), victim)
+        assert outcome.requeue == ()  # the copy rule: nothing was queued only there
+        self.survived += len(outcome.surviving)
+        self.rerun += len(outcome.rerun)
+        for task_id in outcome.rerun:
+            self.pending[task_id] = self.tasks[task_id]
+        del self.servers[victim]
+
+    def settle(self) -> None:
+        """Schedule and scale until neither has anything to say."""
+        while True:
+            decisions = self.scheduler.schedule(self.snapshot())
+            for d in decisions:
+                self.apply(d)
+            scaling = self.scaler.decide(self.snapshot(), self.provisioning)
+            for d in scaling:
+                self.apply(d)
+            transients = sum(s.node_class == "transient" for s in self.servers.values())
+            assert transients + self.provisioning <= self.scaler.budget
+            if not decisions and not scaling:
+                break
+        wake = self.scaler.wake_at(self.snapshot(), self.provisioning)
+        if wake is not None:
+            self.at(wake, "tick")
+
+    def apply(self, d: Decision | ScaleDecision) -> None:
+        if isinstance(d, Assign):
+            task, server = self.pending.pop(d.task_id), self.servers[d.node_id]
+            if d.task_id in server.queue:
+                server.queue.remove(d.task_id)
+            end = self.now + self.durations[d.task_id]
+            server.running[d.task_id] = RunningTask(
+                d.task_id, task.job_id, 64, self.now, end, long=task.long
+            )
+            assert len(server.running) <= 2
+            self.at(end, "end", f"{d.node_id}|{d.task_id}")
+        elif isinstance(d, Enqueue):
+            self.servers[d.node_id].queue.append(d.task_id)
+        elif isinstance(d, Dequeue):
+            self.servers[d.node_id].queue.remove(d.task_id)
+        elif isinstance(d, Launch):
+            self.provisioning += 1
+            self.at(self.now + DELAY, "join")
+        elif isinstance(d, Drain | Undrain):
+            self.servers[d.node_id].draining = isinstance(d, Drain)
+        elif isinstance(d, Release):
+            server = self.servers.pop(d.node_id)
+            assert not server.running and not server.queue  # drained before release
+
+    def run(self, jobs: list[ArrivingJob], revocations: list[float]) -> None:
+        for k, job in enumerate(jobs):
+            self.at(job.submit_s, "arrive", str(k))
+        for time in revocations:
+            self.at(time, "revoke")
+        while self.events:
+            self.now, _, kind, what = heapq.heappop(self.events)
+            if kind == "arrive":
+                self.arrive(f"j{what}", jobs[int(what)])
+            else:
+                self.handle(kind, what)
+            self.settle()
+
+    def arrive(self, job_id: str, job: ArrivingJob) -> None:
+        self.submitted[job_id] = job.submit_s
+        for i, duration in enumerate(job.task_durations):
+            task_id = f"{job_id}.{i}"
+            self.durations[task_id] = duration
+            self.tasks[task_id] = self.pending[task_id] = PendingTask(
+                task_id, job_id, 0, i, 64, est_duration_s=job.est_duration_s, long=job.long
+            )
+
+
+def test_closed_loop_with_revocations_loses_nothing_and_stays_within_budget() -> None:
+    """Long jobs fill the general partition, transient servers come, a short burst
+    queues on them, two of them are revoked mid-burst, the long jobs end, they go."""
+    partitions = split_partitions([f"r{i}" for i in range(6)], 2 / 6)  # r4, r5 short-only
+    scaler = CloudCoasterAutoscaler(
+        threshold=0.5, r=3, p=0.5, provisioning_delay_s=DELAY, short_on_demand=2
+    )
+    jobs = [
+        ArrivingJob(0.0, (400.0,) * 8, long=True),
+        ArrivingJob(200.0, (5.0,) * 40, long=False),
+        ArrivingJob(230.0, (5.0,) * 10, long=False),
+    ]
+    shell = _VirtualShell(scaler, partitions)
+    shell.run(jobs, revocations=[201.0, 206.0])
+    assert shell.joined == 3 + 2  # K = 3 came, and the 2 revoked ones were replaced
+    assert shell.survived > 0  # revoked servers had queued tasks: their copies survived
+    assert shell.rerun > 0  # and running tasks, which ran again
+    assert shell.pending == {}  # every task ran
+    assert all(not s.running and not s.queue for s in shell.servers.values())
+    assert sorted(shell.servers) == ["r0", "r1", "r2", "r3", "r4"]  # transients and r5 gone
