@@ -84,7 +84,9 @@ class RevocationOutcome:
 
 def revocation_outcome(snapshot: ClusterSnapshot, node_id: str) -> RevocationOutcome:
     """The fate of the tasks of ``node_id`` when it is revoked (``snapshot``: just before)."""
-    revoked = next(n for n in snapshot.nodes if n.node_id == node_id)
+    revoked = next((n for n in snapshot.nodes if n.node_id == node_id), None)
+    if revoked is None:
+        raise ValueError(f"node {node_id!r} is not in the snapshot")
     others = sorted(
         (n for n in snapshot.nodes if n.node_id != node_id),
         key=lambda n: (n.node_class != "reserved", node_ordinal(n.node_id)),

@@ -303,6 +303,11 @@ def test_a_task_queued_only_on_a_revoked_server_goes_back_to_the_scheduler() -> 
     assert revocation_outcome(before, "t0").requeue == ("S0",)
 
 
+def test_revocation_outcome_of_an_unknown_node_is_an_error() -> None:
+    with pytest.raises(ValueError, match="'t9' is not in the snapshot"):
+        revocation_outcome(cluster(), "t9")
+
+
 def test_the_first_copy_to_start_cancels_the_others() -> None:
     queues = {"t0": ("S0",), "s0": ("S0",)}
     snapshot = copy_cluster(s0_busy_until=50.0, queues=queues)
