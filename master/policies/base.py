@@ -83,6 +83,8 @@ class ClusterSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class Assign:
+    """Start a task on a node now; if it was queued on that node, it leaves that queue."""
+
     task_id: str
     node_id: str
     memory_mb: int
@@ -108,7 +110,33 @@ class LogDecision:
     detail: dict[str, float] = field(default_factory=dict)
 
 
-Decision = Assign | Reserve | LogDecision
+@dataclass(frozen=True, slots=True)
+class Enqueue:
+    """Append a task to a node's queue (a node-side queue, as in Eagle).
+
+    The queue is shell state shown back as ``NodeView.queued`` (in enqueue
+    order). A queued task is still pending: it stays in ``JobView.pending``
+    until it starts, and it starts only through a later ``Assign`` to that
+    node (the scheduler picks the order: FIFO, SRPT, ...). ``copy`` marks a
+    second copy of a task already queued elsewhere (CloudCoaster's on-demand
+    copy of a task queued on a transient node).
+    """
+
+    task_id: str
+    node_id: str
+    copy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Dequeue:
+    """Remove a task from a node's queue (another copy of it has started)."""
+
+    task_id: str
+    node_id: str
+    reason: str = ""
+
+
+Decision = Assign | Reserve | LogDecision | Enqueue | Dequeue
 
 
 class Scheduler(Protocol):
@@ -133,7 +161,26 @@ class Release:
     reason: str = ""
 
 
-ScaleDecision = Launch | Release
+@dataclass(frozen=True, slots=True)
+class Drain:
+    """Mark a node draining: it takes no new tasks but runs its queue to the end.
+
+    The autoscaler releases it (``Release``) once it has nothing running or queued.
+    """
+
+    node_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Undrain:
+    """Take a draining node back into service (cheaper than launching a new one)."""
+
+    node_id: str
+    reason: str = ""
+
+
+ScaleDecision = Launch | Release | Drain | Undrain
 
 
 class Autoscaler(Protocol):

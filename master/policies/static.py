@@ -1,0 +1,10 @@
+"""``autoscaler: static``: the cluster keeps the size the scenario gives it (the baseline)."""
+
+from __future__ import annotations
+
+from master.policies.base import ClusterSnapshot, ScaleDecision
+
+
+class StaticAutoscaler:
+    def decide(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]:
+        return []
