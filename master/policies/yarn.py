@@ -21,7 +21,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Literal
+from typing import Any, Literal
 
 from master.policies.base import (
     Assign,
@@ -52,6 +52,13 @@ def queue_key(ordering: Ordering, running: int, job: JobView) -> tuple[float, fl
     if ordering == "fifo":
         return (job.submitted, 0.0, job.job_id)
     return (running / max(job.weight, 1e-9), job.submitted, job.job_id)
+
+
+def checked_options(options: Mapping[str, Any], known: frozenset[str], name: str) -> dict:
+    unknown = set(options) - known
+    if unknown:
+        raise ValueError(f"unknown {name} options {sorted(unknown)}; known: {sorted(known)}")
+    return dict(options)
 
 
 class ModelLookup:
@@ -144,9 +151,6 @@ class JobQueue:
         self._ordering = ordering
         self._jobs = {job.view.job_id: job for job in jobs if job.remaining > 0}
         self._entries = sorted(self._key(job) for job in self._jobs.values())
-
-    def __bool__(self) -> bool:
-        return bool(self._entries)
 
     def in_order(self) -> Iterator[JobState]:
         """Jobs in queue order. Stop iterating after :meth:`started` changed the queue."""
@@ -284,11 +288,20 @@ class Round:
 class YarnScheduler:
     """``scheduler: yarn``. ``models`` (optional) override tasks' ideal memory and duration."""
 
+    OPTIONS = frozenset({"ordering"})
+
     def __init__(self, ordering: Ordering = "fair", models: ModelSource | None = None) -> None:
         if ordering not in ("fair", "fifo"):
             raise ValueError(f"ordering must be 'fair' or 'fifo', got {ordering!r}")
         self.ordering: Ordering = ordering
         self.lookup = ModelLookup(models)
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, Any], models: ModelSource | None = None
+    ) -> YarnScheduler:
+        """Build from a scenario's ``policy.options``."""
+        return cls(models=models, **checked_options(options, cls.OPTIONS, "yarn"))
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         rnd = Round(snapshot, self.lookup, self.ordering)

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from functools import lru_cache
 from heapq import heappop, heappush
 from itertools import chain, islice, repeat
 from operator import attrgetter
+from typing import Any
 
 from master.policies.base import ClusterSnapshot, Decision, NodeView
 from master.policies.task_model import TaskModel
@@ -44,6 +45,7 @@ from master.policies.yarn import (
     NodeState,
     Ordering,
     Round,
+    checked_options,
     queue_key,
     round_up,
 )
@@ -164,32 +166,26 @@ class RegularTimeline:
     # -- the walk
 
     def step(self) -> bool:
-        """Process the next event; False when nothing is left to happen."""
+        """Process the next event (a task ends, or a node is woken); False when none is left."""
         events, released = self._events, self._released
-        if released < len(self._order):
-            index = self._order[released]
-            end = self._ends[index]
-            if not events or end <= events[0][0]:
-                self._released = released + 1
-                self.time = max(end, self.now)
-                task = self._tasks[index]
-                job = self._index.get(task.job_id, -1)
-                self._free(self._owner[index], task.memory_mb, 1, job)
-                return True
-        if not events:
+        index = self._order[released] if released < len(self._order) else -1
+        if index >= 0 and (not events or self._ends[index] <= events[0][0]):
+            self._released = released + 1
+            self.time = max(self._ends[index], self.now)
+            task = self._tasks[index]
+            node, memory, slots = self._owner[index], task.memory_mb, 1
+            job = self._index.get(task.job_id, -1)
+        elif events:
+            self.time, _, node, memory, slots, job = heappop(events)
+        else:
             return False
-        self.time, _, node, memory, slots, job = heappop(events)
-        self._free(node, memory, slots, job)
-        return True
-
-    def _free(self, node: int, memory: int, slots: int, job: int) -> None:
-        """Give a node back memory and cores (a task of ``job`` ended), then fill it."""
         if job >= 0 and slots:
             self._set_running(job, max(0, self._running[job] - slots))
         if self._usable[node]:
             self._free_memory[node] += memory
             self._free_slots[node] += slots
             self._fill(node)
+        return True
 
     def _fill(self, node: int) -> None:
         """Offer a node with room to its reserving job, else to the queue, as YARN would.
@@ -410,6 +406,8 @@ class YarnMeScheduler:
     how many jobs, in queue order, may be tried on a reserved node.
     """
 
+    OPTIONS = frozenset({"ordering", "max_elastic_per_node", "min_fraction", "backfill_depth"})
+
     def __init__(
         self,
         ordering: Ordering = "fair",
@@ -430,6 +428,13 @@ class YarnMeScheduler:
         self.max_elastic_per_node = max_elastic_per_node
         self.min_fraction = min_fraction
         self.backfill_depth = backfill_depth
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, Any], models: ModelSource | None = None
+    ) -> YarnMeScheduler:
+        """Build from a scenario's ``policy.options``."""
+        return cls(models=models, **checked_options(options, cls.OPTIONS, "yarn-me"))
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         rnd = ElasticRound(snapshot, self.lookup, self.ordering)
@@ -502,33 +507,43 @@ class YarnMeScheduler:
         """Let other jobs use a reserved node, with tasks predicted to end before the
         reserving job's next task could start there regularly: they never delay it."""
         deadline: float | None = None
-        placed = True
-        while placed and rnd.can_allocate(node):
-            placed = False
-            for job in islice(rnd.queue.in_order(), self.backfill_depth + 1):
-                candidate = job.next_task(node.view.node_class) if job is not reserving else None
-                if candidate is None:
-                    continue
-                option = self._option(rnd, node, job.demand(candidate))
-                if option is None:
-                    continue
+        while rnd.can_allocate(node):
+            for job, candidate, option in self._backfill_options(rnd, node, reserving):
                 if deadline is None:
-                    memory = reserving.demand(position).memory_mb
-                    deadline = node.earliest_start(memory, rnd.now)
+                    deadline = node.earliest_start(reserving.demand(position).memory_mb, rnd.now)
                 if rnd.now + option.runtime_s > deadline:
                     continue
-                extra = {"backfill": 1.0}
-                if option.elastic:
-                    bound = self._elastic_allowed(rnd, node, job, candidate, option, False)
-                    if bound is None:
-                        continue
-                    extra["job_completion_bound"] = bound
-                rnd.assign(
-                    node, job, candidate, option.memory_mb, option.runtime_s,
-                    elastic=option.elastic, extra=extra,
-                )
-                placed = True
-                break
+                if self._place_backfill(rnd, node, job, candidate, option):
+                    break
+            else:
+                return
+
+    def _backfill_options(
+        self, rnd: ElasticRound, node: NodeState, reserving: JobState
+    ) -> Iterator[tuple[JobState, int, _Option]]:
+        """The first ``backfill_depth`` other jobs in queue order, with what the node could
+        give their next task. Stop iterating once a task is placed: the queue changes."""
+        others = (job for job in rnd.queue.in_order() if job is not reserving)
+        for job in islice(others, self.backfill_depth):
+            candidate = job.next_task(node.view.node_class)
+            option = None if candidate is None else self._option(rnd, node, job.demand(candidate))
+            if candidate is not None and option is not None:
+                yield job, candidate, option
+
+    def _place_backfill(
+        self, rnd: ElasticRound, node: NodeState, job: JobState, position: int, option: _Option
+    ) -> bool:
+        extra = {"backfill": 1.0}
+        if option.elastic:
+            bound = self._elastic_allowed(rnd, node, job, position, option, False)
+            if bound is None:
+                return False
+            extra["job_completion_bound"] = bound
+        rnd.assign(
+            node, job, position, option.memory_mb, option.runtime_s,
+            elastic=option.elastic, extra=extra,
+        )
+        return True
 
     def _option(self, rnd: ElasticRound, node: NodeState, demand: Demand) -> _Option | None:
         """The allocation the node can offer: regular if it fits, else the best elastic one."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from master.policies.base import (
     Assign,
     ClusterSnapshot,
@@ -211,3 +213,11 @@ def test_schedule_is_a_pure_function_of_the_snapshot() -> None:
     state = snap([n1, node("n2", slots=1)], [job("a", tasks("a", 3, 1_500))])
     scheduler = YarnScheduler()
     assert scheduler.schedule(state) == scheduler.schedule(state)
+
+
+def test_built_from_scenario_options_which_are_checked() -> None:
+    assert YarnScheduler.from_options({"ordering": "fifo"}).ordering == "fifo"
+    with pytest.raises(ValueError, match="unknown yarn options"):
+        YarnScheduler.from_options({"odering": "fifo"})
+    with pytest.raises(ValueError, match="ordering"):
+        YarnScheduler.from_options({"ordering": "drf"})

@@ -332,6 +332,16 @@ def test_other_jobs_use_a_reserved_node_only_if_they_end_before_it_is_needed() -
     assert reservations(decisions) == []
 
 
+def test_backfilling_looks_only_as_deep_into_the_queue_as_allowed() -> None:
+    nodes, jobs = backfill_setting()
+    assert assigned(YarnMeScheduler(backfill_depth=0).schedule(snap(nodes, jobs))) == []
+    shortest_last = [jobs[0], jobs[2], job("short", jobs[1].pending, submitted=3.0)]
+    assert assigned(YarnMeScheduler(backfill_depth=1).schedule(snap(nodes, shortest_last))) == []
+    assert assigned(YarnMeScheduler(backfill_depth=2).schedule(snap(nodes, shortest_last))) == [
+        ("short/t0", "n1", 1_000)
+    ]
+
+
 def test_backfilling_never_delays_the_reserving_job() -> None:
     nodes, jobs = backfill_setting()
     sim_jobs = [SimJob(j.job_id, j.submitted, (j.pending,)) for j in jobs]
@@ -452,3 +462,15 @@ def test_the_driver_runs_stages_one_after_the_other_and_jobs_on_arrival() -> Non
     assert result.finished == {"k": 6.0, "j": 12.0}
     assert result.jct == {"k": 3.0, "j": 12.0}
     assert result.unfinished == ()
+
+
+def test_yarn_me_is_built_from_scenario_options_which_are_checked() -> None:
+    options = {"ordering": "fifo", "max_elastic_per_node": 4, "min_fraction": 0.2,
+               "backfill_depth": 0}
+    scheduler = YarnMeScheduler.from_options(options, models={"j": STEP_2X})
+    assert (scheduler.ordering, scheduler.max_elastic_per_node, scheduler.min_fraction,
+            scheduler.backfill_depth) == ("fifo", 4, 0.2, 0)
+    with pytest.raises(ValueError, match="unknown yarn-me options"):
+        YarnMeScheduler.from_options({"max_elastic": 4})
+    with pytest.raises(ValueError, match="min_fraction"):
+        YarnMeScheduler.from_options({"min_fraction": 0.0})
