@@ -79,9 +79,7 @@ def _model(rng: random.Random) -> TaskModel:
     return spill.task_model(step=0.05)
 
 
-def _node(
-    rng: random.Random, i: int, job_ids: list[str], models: dict, room: float
-) -> NodeView:
+def _node(rng: random.Random, i: int, job_ids: list[str], models: dict, room: float) -> NodeView:
     slots, memory = 8, rng.choice([16_000, 32_000, 64_000])
     running: list[RunningTask] = []
     used = elastic = 0

@@ -207,8 +207,16 @@ def _start(cluster: _Cluster, assign: Assign, now: float, runtime: Runtime) -> N
     end = now + runtime(task, assign.memory_mb)
     cluster.true_end[task.task_id] = end
     cluster.runs.append(
-        TaskRun(task.task_id, task.job_id, node.node_id, assign.memory_mb, assign.elastic,
-                now, end, predicted)
+        TaskRun(
+            task.task_id,
+            task.job_id,
+            node.node_id,
+            assign.memory_mb,
+            assign.elastic,
+            now,
+            end,
+            predicted,
+        )
     )
 
 

@@ -93,8 +93,18 @@ class Demand:
 class JobState:
     """One job during one round: which of its pending tasks are still to place."""
 
-    __slots__ = ("_demands", "_lookup", "_no_task_for", "cursor", "increment",
-                 "latest_end", "placed", "remaining", "running", "view")
+    __slots__ = (
+        "_demands",
+        "_lookup",
+        "_no_task_for",
+        "cursor",
+        "increment",
+        "latest_end",
+        "placed",
+        "remaining",
+        "running",
+        "view",
+    )
 
     def __init__(self, view: JobView, lookup: ModelLookup, increment_mb: int) -> None:
         self.view = view
@@ -173,8 +183,14 @@ class JobQueue:
 class NodeState:
     """One node during one round: what is still free, and what started on it this round."""
 
-    __slots__ = ("elastic_running", "free_memory_mb", "free_slots", "reserved_for", "started",
-                 "view")
+    __slots__ = (
+        "elastic_running",
+        "free_memory_mb",
+        "free_slots",
+        "reserved_for",
+        "started",
+        "view",
+    )
 
     def __init__(self, view: NodeView) -> None:
         self.view = view

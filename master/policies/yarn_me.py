@@ -496,8 +496,13 @@ class YarnMeScheduler:
                 return False
             extra["job_completion_bound"] = bound
         rnd.assign(
-            node, job, position, option.memory_mb, option.runtime_s,
-            elastic=option.elastic, extra=extra,
+            node,
+            job,
+            position,
+            option.memory_mb,
+            option.runtime_s,
+            elastic=option.elastic,
+            extra=extra,
         )
         return True
 
@@ -540,8 +545,13 @@ class YarnMeScheduler:
                 return False
             extra["job_completion_bound"] = bound
         rnd.assign(
-            node, job, position, option.memory_mb, option.runtime_s,
-            elastic=option.elastic, extra=extra,
+            node,
+            job,
+            position,
+            option.memory_mb,
+            option.runtime_s,
+            elastic=option.elastic,
+            extra=extra,
         )
         return True
 

@@ -45,13 +45,15 @@ def tasks(job_id: str, count: int, memory: int, duration: float = 10.0, **kw) ->
     )
 
 
-def job(job_id: str, pending: tuple, *, submitted: float = 0.0, running: int = 0,
-        weight: float = 1.0) -> JobView:
+def job(
+    job_id: str, pending: tuple, *, submitted: float = 0.0, running: int = 0, weight: float = 1.0
+) -> JobView:
     return JobView(job_id, submitted, pending, running=running, weight=weight)
 
 
-def snap(nodes: list[NodeView], jobs: list[JobView], now: float = 0.0,
-         increment: int = 100) -> ClusterSnapshot:
+def snap(
+    nodes: list[NodeView], jobs: list[JobView], now: float = 0.0, increment: int = 100
+) -> ClusterSnapshot:
     return ClusterSnapshot(now, tuple(nodes), tuple(jobs), increment)
 
 
@@ -103,7 +105,9 @@ def test_fills_nodes_in_heartbeat_order_and_logs_regular_allocations() -> None:
     nodes = [node("n2", slots=2), node("n1", slots=2)]
     decisions = YarnScheduler().schedule(snap(nodes, [job("a", tasks("a", 3, 1_000))]))
     assert [(t, n) for t, n, _ in assigned(decisions)] == [
-        ("a/t0", "n2"), ("a/t1", "n2"), ("a/t2", "n1"),
+        ("a/t0", "n2"),
+        ("a/t1", "n2"),
+        ("a/t2", "n1"),
     ]
     assert labels(decisions) == [("a/t0", "regular"), ("a/t1", "regular"), ("a/t2", "regular")]
     log = next(d for d in decisions if isinstance(d, LogDecision))

@@ -55,9 +55,7 @@ from tests.policies.test_yarn import (
 )
 
 STEP_2X = TaskModel(2_500, 10.0, PenaltyCurve.step(2.0))
-SAWTOOTH = PenaltyCurve(
-    ((0.1, 1.6), (0.25, 1.2), (0.5, 1.9), (0.75, 1.3), (0.99, 1.9), (1.0, 1.0))
-)
+SAWTOOTH = PenaltyCurve(((0.1, 1.6), (0.25, 1.2), (0.5, 1.9), (0.75, 1.3), (0.99, 1.9), (1.0, 1.0)))
 
 
 def logs(decisions: list[Decision], label: str) -> list[LogDecision]:
@@ -92,8 +90,15 @@ def test_a_sawtooth_curve_is_not_monotone() -> None:
 
 @pytest.mark.parametrize(
     "points",
-    [(), ((0.5, 0.9),), ((0.0, 1.5),), ((1.2, 1.5),), ((0.6, 1.5), (0.3, 1.2)),
-     ((0.5, 1.5), (0.5, 1.4), (0.5, 1.3)), ((0.5, math.inf),)],
+    [
+        (),
+        ((0.5, 0.9),),
+        ((0.0, 1.5),),
+        ((1.2, 1.5),),
+        ((0.6, 1.5), (0.3, 1.2)),
+        ((0.5, 1.5), (0.5, 1.4), (0.5, 1.3)),
+        ((0.5, math.inf),),
+    ],
 )
 def test_invalid_penalty_curves_are_refused(points: tuple) -> None:
     with pytest.raises(ValueError):
@@ -120,8 +125,14 @@ def test_profile_files_round_trip(tmp_path: Path) -> None:
 
 
 def test_profile_files_tolerate_extra_measurements_but_not_missing_fields(tmp_path: Path) -> None:
-    data = {"workload": "sort", "role": "map", "ideal_memory_mb": 512, "ideal_duration_s": 3.0,
-            "points": [[0.1, 1.3], [1.0, 1.3], [1.0, 1.0]], "spilled_mb": [120, 0]}
+    data = {
+        "workload": "sort",
+        "role": "map",
+        "ideal_memory_mb": 512,
+        "ideal_duration_s": 3.0,
+        "points": [[0.1, 1.3], [1.0, 1.3], [1.0, 1.0]],
+        "spilled_mb": [120, 0],
+    }
     path = tmp_path / "p.json"
     path.write_text(json.dumps(data))
     assert load_profile(path).model.penalty == PenaltyCurve.step(1.3)
@@ -296,14 +307,13 @@ def test_no_elastic_allocation_below_the_floor_or_without_a_model() -> None:
 
 
 def test_the_disk_budget_caps_concurrent_elastic_tasks_per_node() -> None:
-    spilling = tuple(
-        RunningTask(f"x{i}", "x", 1_000, 0.0, 100.0, elastic=True) for i in range(2)
-    )
+    spilling = tuple(RunningTask(f"x{i}", "x", 1_000, 0.0, 100.0, elastic=True) for i in range(2))
     n1 = node(slots=4, memory=4_000, running=(*spilling, busy("y", 1_000, 100.0)))
     jobs = [job("j", tasks("j", 1, 2_500))]
     decisions = YarnMeScheduler(models={"j": STEP_2X}).schedule(snap([n1], jobs))
     assert [d.decision for d in decisions if isinstance(d, LogDecision)] == [
-        "elastic_rejected_disk", "reserved",
+        "elastic_rejected_disk",
+        "reserved",
     ]
     wider = YarnMeScheduler(models={"j": STEP_2X}, max_elastic_per_node=3)
     assert assigned(wider.schedule(snap([n1], jobs))) == [("j/t0", "n1", 300)]
@@ -385,8 +395,9 @@ def test_timeline_of_fig3() -> None:
 
 def test_timeline_honours_reservations() -> None:
     def state(reserved_for: str | None) -> ClusterSnapshot:
-        a = node("a", slots=2, memory=4_000, running=(busy("x", 3_000, 20.0),),
-                 reserved_for=reserved_for)
+        a = node(
+            "a", slots=2, memory=4_000, running=(busy("x", 3_000, 20.0),), reserved_for=reserved_for
+        )
         b = node("b", slots=2, memory=4_000)
         jobs = [job("r", tasks("r", 1, 3_000), running=2), job("k", tasks("k", 3, 1_000))]
         return snap([a, b], jobs)
@@ -407,22 +418,43 @@ def random_snapshot(rng: random.Random) -> tuple[ClusterSnapshot, ModelSource]:
         job_id = f"j{j}"
         pending = []
         for stage in range(rng.randint(1, 2)):
-            models[(job_id, stage)] = TaskModel(rng.randrange(300, 4_000, 100),
-                                                float(rng.randint(1, 30)))
-            pending += [PendingTask(f"{job_id}/{stage}/{i}", job_id, stage, i, 0)
-                        for i in range(rng.randint(1, 5))]
-        jobs.append(job(job_id, tuple(pending), submitted=rng.random(),
-                        running=rng.randint(0, 3), weight=rng.choice([1.0, 2.0])))
+            models[(job_id, stage)] = TaskModel(
+                rng.randrange(300, 4_000, 100), float(rng.randint(1, 30))
+            )
+            pending += [
+                PendingTask(f"{job_id}/{stage}/{i}", job_id, stage, i, 0)
+                for i in range(rng.randint(1, 5))
+            ]
+        jobs.append(
+            job(
+                job_id,
+                tuple(pending),
+                submitted=rng.random(),
+                running=rng.randint(0, 3),
+                weight=rng.choice([1.0, 2.0]),
+            )
+        )
     nodes = []
     for n in range(rng.randint(2, 5)):
         running = tuple(
-            busy(rng.choice([*(j.job_id for j in jobs), "bg"]), rng.randrange(100, 2_000, 100),
-                 rng.uniform(0, 40), task_id=f"n{n}/r{k}")
+            busy(
+                rng.choice([*(j.job_id for j in jobs), "bg"]),
+                rng.randrange(100, 2_000, 100),
+                rng.uniform(0, 40),
+                task_id=f"n{n}/r{k}",
+            )
             for k in range(rng.randint(0, 3))
         )
         reserved = rng.choice([None, None, *(j.job_id for j in jobs)])
-        nodes.append(node(f"n{n}", slots=rng.randint(3, 5), memory=rng.randrange(4_000, 8_001, 500),
-                          running=running, reserved_for=reserved))
+        nodes.append(
+            node(
+                f"n{n}",
+                slots=rng.randint(3, 5),
+                memory=rng.randrange(4_000, 8_001, 500),
+                running=running,
+                reserved_for=reserved,
+            )
+        )
     return snap(nodes, jobs, now=5.0), models
 
 
@@ -450,8 +482,12 @@ def test_the_driver_refuses_an_over_committing_scheduler() -> None:
             return [Assign(t.task_id, "n1", 600) for j in snapshot.jobs for t in j.pending]
 
     with pytest.raises(SchedulingError, match="over-commits"):
-        simulate(Greedy(), [node(memory=1_000)], [SimJob("j", 0.0, (tasks("j", 2, 500),))],
-                 model_runtime({}))
+        simulate(
+            Greedy(),
+            [node(memory=1_000)],
+            [SimJob("j", 0.0, (tasks("j", 2, 500),))],
+            model_runtime({}),
+        )
 
 
 def test_the_driver_runs_stages_one_after_the_other_and_jobs_on_arrival() -> None:
@@ -465,11 +501,19 @@ def test_the_driver_runs_stages_one_after_the_other_and_jobs_on_arrival() -> Non
 
 
 def test_yarn_me_is_built_from_scenario_options_which_are_checked() -> None:
-    options = {"ordering": "fifo", "max_elastic_per_node": 4, "min_fraction": 0.2,
-               "backfill_depth": 0}
+    options = {
+        "ordering": "fifo",
+        "max_elastic_per_node": 4,
+        "min_fraction": 0.2,
+        "backfill_depth": 0,
+    }
     scheduler = YarnMeScheduler.from_options(options, models={"j": STEP_2X})
-    assert (scheduler.ordering, scheduler.max_elastic_per_node, scheduler.min_fraction,
-            scheduler.backfill_depth) == ("fifo", 4, 0.2, 0)
+    assert (
+        scheduler.ordering,
+        scheduler.max_elastic_per_node,
+        scheduler.min_fraction,
+        scheduler.backfill_depth,
+    ) == ("fifo", 4, 0.2, 0)
     with pytest.raises(ValueError, match="unknown yarn-me options"):
         YarnMeScheduler.from_options({"max_elastic": 4})
     with pytest.raises(ValueError, match="min_fraction"):
