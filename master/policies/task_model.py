@@ -1,0 +1,225 @@
+"""What the memory-elastic scheduler knows about a task: ideal memory, ideal duration, penalty.
+
+The YARN-ME paper (section 2) calls a task *well-sized* when its memory covers
+its shuffle data, and *under-sized* (elastic) otherwise: it then spills to disk
+and runs longer. The *penalty curve* maps the allocated fraction of the ideal
+memory to a runtime multiplier. Curves are measured (``testbed profile``
+writes them as JSON files, format in docs/yarn-me.md) or derived from the
+paper's reducer model ``T(m) = T_ideal + spilledBytes(m) / diskRate``
+(:class:`ReducerSpillModel`).
+
+Curves are not monotone: a reducer whose input is just above a multiple of its
+buffer spills almost everything, one with a slightly smaller buffer spills
+less (the paper's sawtooth), so a smaller allocation can be the faster one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, Literal
+
+Role = Literal["map", "reduce"]
+PROFILE_FORMAT = "testbed-task-profile/1"
+
+
+@dataclass(frozen=True, slots=True)
+class PenaltyCurve:
+    """Runtime multiplier as a function of the allocated fraction of ideal memory.
+
+    ``points`` are ``(fraction, multiplier)`` pairs with fractions in (0, 1],
+    non-decreasing. Between points the multiplier is linearly interpolated;
+    below the first point and above the last it is held constant. A fraction
+    may appear twice to express a jump (a step): exactly at that fraction the
+    later point applies. At or above a fraction of 1.0 the task is well-sized
+    and the multiplier is 1.0 by definition, whatever the points say.
+    """
+
+    points: tuple[tuple[float, float], ...]
+    _fractions: tuple[float, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        points = tuple((float(f), float(m)) for f, m in self.points)
+        _validate_points(points)
+        object.__setattr__(self, "points", points)
+        object.__setattr__(self, "_fractions", tuple(f for f, _ in points))
+
+    @classmethod
+    def step(cls, multiplier: float) -> PenaltyCurve:
+        """Any under-sized allocation costs ``multiplier`` (the paper's model of a mapper)."""
+        return cls(((0.1, multiplier), (1.0, multiplier), (1.0, 1.0)))
+
+    @classmethod
+    def none(cls) -> PenaltyCurve:
+        """No penalty at all: memory does not matter to this task."""
+        return cls(((1.0, 1.0),))
+
+    def multiplier(self, fraction: float) -> float:
+        if fraction >= 1.0:
+            return 1.0
+        right = bisect_right(self._fractions, fraction)
+        if right == 0:
+            return self.points[0][1]
+        if right == len(self.points):
+            return self.points[-1][1]
+        (f0, m0), (f1, m1) = self.points[right - 1], self.points[right]
+        if f1 == f0:
+            return m1
+        return m0 + (m1 - m0) * (fraction - f0) / (f1 - f0)
+
+
+def _validate_points(points: tuple[tuple[float, float], ...]) -> None:
+    if not points:
+        raise ValueError("a penalty curve needs at least one (fraction, multiplier) point")
+    for fraction, multiplier in points:
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError(f"penalty fraction {fraction} is outside (0, 1]")
+        if not (math.isfinite(multiplier) and multiplier >= 1.0):
+            raise ValueError(f"penalty multiplier {multiplier} must be finite and >= 1")
+    fractions = [f for f, _ in points]
+    if any(b < a for a, b in pairwise(fractions)):
+        raise ValueError(f"penalty fractions must be non-decreasing, got {fractions}")
+    if any(a == b == c for a, b, c in zip(fractions, fractions[1:], fractions[2:], strict=False)):
+        raise ValueError("a fraction may appear at most twice (a jump) in a penalty curve")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskModel:
+    """The scheduler's model of one kind of task (a job's stage, or a workload role)."""
+
+    ideal_memory_mb: int
+    ideal_duration_s: float
+    penalty: PenaltyCurve = field(default_factory=PenaltyCurve.none)
+
+    def __post_init__(self) -> None:
+        if self.ideal_memory_mb <= 0:
+            raise ValueError(f"ideal_memory_mb must be positive, got {self.ideal_memory_mb}")
+        if not (math.isfinite(self.ideal_duration_s) and self.ideal_duration_s >= 0):
+            raise ValueError(f"ideal_duration_s must be >= 0, got {self.ideal_duration_s}")
+
+    def penalized_duration(self, memory_mb: float) -> float:
+        """Predicted runtime with ``memory_mb`` allocated (ideal duration if well-sized)."""
+        return self.ideal_duration_s * self.penalty.multiplier(memory_mb / self.ideal_memory_mb)
+
+
+# ------------------------------------------------------------------ profile files
+
+
+@dataclass(frozen=True, slots=True)
+class TaskProfile:
+    """A measured model with what it was measured on: the content of one profile file."""
+
+    workload: str
+    role: Role
+    model: TaskModel
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": PROFILE_FORMAT,
+            "workload": self.workload,
+            "role": self.role,
+            "ideal_memory_mb": self.model.ideal_memory_mb,
+            "ideal_duration_s": self.model.ideal_duration_s,
+            "points": [list(p) for p in self.model.penalty.points],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TaskProfile:
+        """Parse a profile; unknown keys are ignored so profilers may add measurements."""
+        fmt = data.get("format", PROFILE_FORMAT)
+        if fmt != PROFILE_FORMAT:
+            raise ValueError(f"unsupported profile format {fmt!r}, expected {PROFILE_FORMAT!r}")
+        missing = {"workload", "role", "ideal_memory_mb", "ideal_duration_s", "points"} - set(data)
+        if missing:
+            raise ValueError(f"profile lacks {sorted(missing)}")
+        if data["role"] not in ("map", "reduce"):
+            raise ValueError(f"profile role must be 'map' or 'reduce', got {data['role']!r}")
+        curve = PenaltyCurve(tuple((f, m) for f, m in data["points"]))
+        model = TaskModel(int(data["ideal_memory_mb"]), float(data["ideal_duration_s"]), curve)
+        return cls(str(data["workload"]), data["role"], model)
+
+
+def load_profile(path: str | Path) -> TaskProfile:
+    try:
+        return TaskProfile.from_dict(json.loads(Path(path).read_text()))
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{path}: {error}") from error
+
+
+def save_profile(profile: TaskProfile, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(profile.to_dict(), indent=2) + "\n")
+
+
+# ------------------------------------------------------------ the reducer model
+
+
+def spilled_mb(input_mb: float, buffer_mb: float) -> float:
+    """Data a Hadoop-style reducer spills: every full buffer goes to disk, the rest stays.
+
+    With a 2010 MB input, a 500 MB or a 2000 MB buffer spills 2000 MB, a 1500 MB
+    buffer only 1500 MB (the paper's example of the sawtooth).
+    """
+    if input_mb <= buffer_mb:
+        return 0.0
+    if buffer_mb <= 0:
+        return input_mb
+    return math.floor(input_mb / buffer_mb) * buffer_mb
+
+
+@dataclass(frozen=True, slots=True)
+class ReducerSpillModel:
+    """The paper's reducer model: ``T(m) = T_ideal + spilledBytes(m) / diskRate``.
+
+    ``buffer_fraction`` is the share of the task's memory used as shuffle buffer,
+    so the ideal memory is the input divided by it.
+    """
+
+    input_mb: float
+    ideal_duration_s: float
+    disk_rate_mb_s: float
+    buffer_fraction: float = 1.0
+
+    @classmethod
+    def from_profiling_runs(
+        cls,
+        input_mb: float,
+        ideal_duration_s: float,
+        undersized_memory_mb: float,
+        undersized_duration_s: float,
+        buffer_fraction: float = 1.0,
+    ) -> ReducerSpillModel:
+        """Learn the disk rate from one well-sized and one under-sized run (paper, 2.3)."""
+        spilled = spilled_mb(input_mb, undersized_memory_mb * buffer_fraction)
+        extra = undersized_duration_s - ideal_duration_s
+        if spilled <= 0 or extra <= 0:
+            raise ValueError("the under-sized run must spill and take longer than the ideal one")
+        return cls(input_mb, ideal_duration_s, spilled / extra, buffer_fraction)
+
+    @property
+    def ideal_memory_mb(self) -> int:
+        return math.ceil(self.input_mb / self.buffer_fraction)
+
+    def runtime_s(self, memory_mb: float) -> float:
+        spilled = spilled_mb(self.input_mb, memory_mb * self.buffer_fraction)
+        return self.ideal_duration_s + spilled / self.disk_rate_mb_s
+
+    def task_model(self, step: float = 0.01) -> TaskModel:
+        """Sample the model into a :class:`TaskModel` (fractions 0.1, 0.1+step, ... below 1).
+
+        A last point just below 1.0 keeps the jump at the ideal memory: one byte
+        less than ideal spills a whole buffer.
+        """
+        ideal = self.ideal_memory_mb
+        fractions = [round(0.1 + i * step, 10) for i in range(math.ceil(0.9 / step))]
+        points = [(f, self._multiplier(f * ideal)) for f in fractions if f < 1.0]
+        points += [(1.0, self._multiplier(ideal * (1.0 - 1e-9))), (1.0, 1.0)]
+        return TaskModel(ideal, self.ideal_duration_s, PenaltyCurve(tuple(points)))
+
+    def _multiplier(self, memory_mb: float) -> float:
+        if self.ideal_duration_s <= 0:
+            return 1.0
+        return self.runtime_s(memory_mb) / self.ideal_duration_s

@@ -1,0 +1,590 @@
+"""``scheduler: yarn-me``: YARN with memory-elastic allocations that never make a straggler.
+
+The decision process is our reading of the YARN-ME paper's Algorithm 1 (its
+text is garbled; see docs/yarn-me.md). For each node, in heartbeat order, the
+job at the head of the queue (or the job the node is reserved for) gets:
+
+1. a regular allocation if its next task's ideal memory and a core fit;
+2. else an elastic one, if at least ``min_fraction`` of the ideal memory
+   (rounded up to the increment) and a core are free and the node runs fewer
+   than ``max_elastic_per_node`` elastic tasks (its disk-bandwidth budget): the
+   smallest amount giving the lowest penalized runtime among those that fit,
+   and only if ``now + penalized runtime`` does not pass the job's estimated
+   completion time from the timeline generator;
+3. else the node is reserved for the job. Other jobs may still use a reserved
+   node, but only with tasks predicted to end before the reserving job's next
+   task could start there regularly (EASY-style backfilling), so the
+   reserving job is never delayed by them.
+
+The timeline generator (:class:`RegularTimeline`) estimates when each job
+would finish if its pending tasks ran regularly, under YARN's own rules
+(queue order, reservations): a discrete-event walk over every node's running
+tasks (their expected ends) and the pending tasks that would follow them.
+It runs lazily: a straggler check only advances it as far as it must.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from collections.abc import Iterable, Iterator, Mapping, Set
+from dataclasses import dataclass
+from functools import lru_cache
+from heapq import heappop, heappush
+from itertools import chain, islice, repeat
+from operator import attrgetter
+from typing import Any
+
+from master.policies.base import ClusterSnapshot, Decision, NodeView
+from master.policies.task_model import TaskModel
+from master.policies.yarn import (
+    Demand,
+    JobState,
+    ModelLookup,
+    ModelSource,
+    NodeState,
+    Ordering,
+    Round,
+    checked_options,
+    queue_key,
+    round_up,
+)
+
+_END = attrgetter("expected_end")
+_JOB = attrgetter("job_id")
+_MEMORY = attrgetter("memory_mb")
+
+# ------------------------------------------------------------ elastic amounts
+
+
+@dataclass(frozen=True, slots=True)
+class ElasticChoices:
+    """For each memory cap, the smallest elastic amount with the lowest penalized runtime."""
+
+    floor_mb: int
+    increment_mb: int
+    best: tuple[tuple[int, float], ...]
+    """``best[k]``: (memory, runtime) for a cap of ``floor_mb + k * increment_mb``."""
+
+    def within(self, free_memory_mb: int) -> tuple[int, float] | None:
+        if not self.best or free_memory_mb < self.floor_mb:
+            return None
+        index = min((free_memory_mb - self.floor_mb) // self.increment_mb, len(self.best) - 1)
+        return self.best[index]
+
+
+@lru_cache(maxsize=4096)
+def elastic_choices(model: TaskModel, increment_mb: int, min_fraction: float) -> ElasticChoices:
+    """All elastic amounts of ``model``: multiples of the increment below its regular allocation.
+
+    The curve is not monotone, so the best amount under a cap is a running
+    minimum; equal runtimes keep the smaller amount (it leaves more memory).
+    """
+    floor = round_up(min_fraction * model.ideal_memory_mb, increment_mb)
+    regular = round_up(model.ideal_memory_mb, increment_mb)
+    best: list[tuple[int, float]] = []
+    for memory in range(floor, regular, increment_mb):
+        runtime = model.penalized_duration(memory)
+        if not best or runtime < best[-1][1] * (1 - 1e-9):
+            best.append((memory, runtime))
+        else:
+            best.append(best[-1])
+    return ElasticChoices(floor, increment_mb, tuple(best))
+
+
+# ------------------------------------------------------------ timeline generator
+
+
+class RegularTimeline:
+    """Per-job completion estimates if every pending task ran regularly (paper, section 3).
+
+    Nodes free their running tasks' memory and cores at the tasks' expected ends
+    (overdue tasks: now). Whenever a node has room, it is offered as YARN would:
+    to the job it is reserved for, else to the jobs in queue order; that job
+    takes as many of its next identical tasks as fit, or reserves the node if
+    its next task does not fit. Tasks that fit no node at all never start
+    (estimate: infinity). The walk is lazy: :meth:`step` advances one event.
+    Placement constraints (allowed node classes, locality) are ignored.
+    """
+
+    def __init__(self, snapshot: ClusterSnapshot, jobs: Iterable[JobState], ordering: Ordering):
+        self.now = self.time = snapshot.now
+        self._ordering = ordering
+        self._jobs = [job for job in jobs if job.view.pending]
+        self._index = {job.view.job_id: i for i, job in enumerate(self._jobs)}
+        self._init_jobs()
+        self._init_nodes(snapshot.nodes)
+
+    # -- set-up
+
+    def _init_jobs(self) -> None:
+        count = len(self._jobs)
+        self._size = [len(job.view.pending) for job in self._jobs]
+        self._next = [0] * count
+        self._head: list[Demand | None] = [None] * count
+        self._running = [job.view.running for job in self._jobs]
+        self._batches: list[list[tuple[int, int, float]]] = [[] for _ in range(count)]
+        self._reserving: list[list[int]] = [[] for _ in range(count)]
+        self._shortest: dict[int, float] = {}
+        self._weight = [max(job.view.weight, 1e-9) for job in self._jobs]
+        self._queued = [True] * count
+        self._entry = [self._key(j) for j in range(count)]
+        self._queue = sorted(self._entry)
+
+    def _init_nodes(self, nodes: tuple[NodeView, ...]) -> None:
+        """Snapshot tasks end in one sorted order; the walk's own tasks end in a heap.
+
+        Built with C-level passes only (no object per running task): this set-up
+        is the fixed cost of every round that needs the timeline.
+        """
+        now, index = self.now, self._index
+        self._usable = [not node.draining for node in nodes]
+        self._free_memory = [node.memory_mb - sum(map(_MEMORY, node.running)) for node in nodes]
+        self._free_slots = [node.free_slots for node in nodes]
+        self._total_memory = [node.memory_mb for node in nodes]
+        self._reserved = [index.get(node.reserved_for or "", -1) for node in nodes]
+        for i, job in enumerate(self._reserved):
+            if job >= 0:
+                self._reserving[job].append(i)
+        self._tasks = list(chain.from_iterable(node.running for node in nodes))
+        self._owner = list(
+            chain.from_iterable(repeat(i, len(node.running)) for i, node in enumerate(nodes))
+        )
+        self._ends = list(map(_END, self._tasks))
+        self._order = sorted(range(len(self._tasks)), key=self._ends.__getitem__)
+        self._released = 0
+        by_end = list(map(self._tasks.__getitem__, self._order))
+        self.running_end = dict(zip(map(_JOB, by_end), map(_END, by_end), strict=True))
+        """Job id -> latest expected end of its running tasks."""
+        self._events = [
+            (now, i, i, 0, 0, -1)
+            for i, node in enumerate(nodes)
+            if node.free_slots > 0 and not node.draining
+        ]
+        self._seq = len(nodes)
+
+    # -- the walk
+
+    def step(self) -> bool:
+        """Process the next event (a task ends, or a node is woken); False when none is left."""
+        events, released = self._events, self._released
+        index = self._order[released] if released < len(self._order) else -1
+        if index >= 0 and (not events or self._ends[index] <= events[0][0]):
+            self._released = released + 1
+            self.time = max(self._ends[index], self.now)
+            task = self._tasks[index]
+            node, memory, slots = self._owner[index], task.memory_mb, 1
+            job = self._index.get(task.job_id, -1)
+        elif events:
+            self.time, _, node, memory, slots, job = heappop(events)
+        else:
+            return False
+        if job >= 0 and slots:
+            self._set_running(job, max(0, self._running[job] - slots))
+        if self._usable[node]:
+            self._free_memory[node] += memory
+            self._free_slots[node] += slots
+            self._fill(node)
+        return True
+
+    def _fill(self, node: int) -> None:
+        """Offer a node with room to its reserving job, else to the queue, as YARN would.
+
+        The hot loop of the walk, hence written with locals.
+        """
+        free_slots, free_memory = self._free_slots[node], self._free_memory[node]
+        total, head, next_, size = self._total_memory[node], self._head, self._next, self._size
+        while free_slots > 0:
+            job = self._job_for(node, total)
+            if job < 0:
+                break
+            demand = head[job] or self._head_demand(job)
+            memory = demand.memory_mb
+            if memory > free_memory:
+                if self._reserved[node] < 0:
+                    self._reserved[node] = job
+                    self._reserving[job].append(node)
+                break
+            first = next_[job]
+            stop = min(first + min(free_slots, free_memory // memory), size[job])
+            state, count = self._jobs[job], 1
+            while first + count < stop and state.demand(first + count) is demand:
+                count += 1
+            free_slots -= count
+            free_memory -= count * memory
+            end = self.time + demand.duration_s
+            self._seq += 1
+            heappush(self._events, (end, self._seq, node, count * memory, count, job))
+            self._batches[job].append((first, count, end))
+            next_[job] = first + count
+            head[job] = None
+            if self._reserved[node] == job:
+                self._reserved[node] = -1
+            self._set_running(job, self._running[job] + count)
+            if next_[job] >= size[job]:
+                self._wake_reserved_nodes(job)
+        self._free_slots[node], self._free_memory[node] = free_slots, free_memory
+
+    def _job_for(self, node: int, total_memory: int) -> int:
+        """The job the node goes to: its reserving job, else the first in queue that fits it."""
+        head = self._head
+        reserved = self._reserved[node]
+        if reserved >= 0:
+            unstarted = self._next[reserved] < self._size[reserved]
+            demand = head[reserved] or (self._head_demand(reserved) if unstarted else None)
+            if demand is not None and demand.memory_mb <= total_memory:
+                return reserved
+            self._reserved[node] = -1
+        for entry in self._queue:
+            job = entry[-1]
+            if (head[job] or self._head_demand(job)).memory_mb <= total_memory:
+                return job
+        return -1
+
+    def _head_demand(self, job: int) -> Demand:
+        demand = self._head[job]
+        if demand is None:
+            demand = self._head[job] = self._jobs[job].demand(self._next[job])
+        return demand
+
+    def _wake_reserved_nodes(self, job: int) -> None:
+        """A job with nothing left to start frees the nodes reserved for it."""
+        for node in self._reserving[job]:
+            if self._reserved[node] == job:
+                self._reserved[node] = -1
+                self._seq += 1
+                heappush(self._events, (self.time, self._seq, node, 0, 0, -1))
+        self._reserving[job].clear()
+
+    def _set_running(self, job: int, running: int) -> None:
+        """Update a job's running count and its place in the queue (gone once all started)."""
+        self._running[job] = running
+        if not self._queued[job]:
+            return
+        started_all = self._next[job] >= self._size[job]
+        if self._ordering == "fifo" and not started_all:
+            return
+        queue, old = self._queue, self._entry[job]
+        del queue[bisect_left(queue, old)]
+        if started_all:
+            self._queued[job] = False
+        else:
+            new = self._entry[job] = (running / self._weight[job], *old[1:])
+            insort(queue, new)
+
+    def _key(self, job: int) -> tuple[float, float, str, int]:
+        return (*queue_key(self._ordering, self._running[job], self._jobs[job].view), job)
+
+    # -- answers
+
+    def completion_times(self) -> dict[str, float]:
+        """Run the walk to its end; every job's estimated completion (inf: never)."""
+        while self.step():
+            pass
+        times = {}
+        for j, job in enumerate(self._jobs):
+            job_id = job.view.job_id
+            if self._next[j] < self._size[j]:
+                times[job_id] = math.inf
+            else:
+                ends = (end for _, _, end in self._batches[j])
+                times[job_id] = max(self.running_end.get(job_id, -math.inf), *ends)
+        return times
+
+    def pending_end_reaches(
+        self, job_id: str, threshold: float, excluded: Set[int]
+    ) -> tuple[bool, float]:
+        """Does a pending task of the job, other than ``excluded`` positions, end at ``threshold``
+        or later? Returns the answer and its evidence: an estimated end at or past the threshold,
+        or the latest estimated end of those tasks (all below it).
+
+        Walks only as far as needed: until such a task is placed, or until the walk's clock
+        is so late that any task of the job still to start must end past the threshold."""
+        job = self._index[job_id]
+        batches, latest = self._batches[job], -math.inf
+        shortest = self._shortest_duration(job)
+        horizon = threshold - shortest
+        checked = 0
+        while True:
+            for start, count, end in islice(batches, checked, None):
+                if _has_unexcluded(start, count, excluded):
+                    if end >= threshold:
+                        return True, end
+                    latest = max(latest, end)
+            checked = len(batches)
+            if not self._unstarted_remain(job, excluded):
+                return False, latest
+            while len(batches) == checked:
+                if self.time >= horizon:
+                    return True, self.time + shortest
+                if not self.step():
+                    return True, math.inf
+
+    def _unstarted_remain(self, job: int, excluded: Set[int]) -> bool:
+        unstarted = self._size[job] - self._next[job]
+        return unstarted > sum(1 for position in excluded if position >= self._next[job])
+
+    def _shortest_duration(self, job: int) -> float:
+        if job not in self._shortest:
+            state = self._jobs[job]
+            durations = (state.demand(p).duration_s for p in range(self._size[job]))
+            self._shortest[job] = min(durations)
+        return self._shortest[job]
+
+
+def _has_unexcluded(start: int, count: int, excluded: Set[int]) -> bool:
+    return not excluded or any(p not in excluded for p in range(start, start + count))
+
+
+def estimate_completion_times(
+    snapshot: ClusterSnapshot, models: ModelSource | None = None, ordering: Ordering = "fair"
+) -> dict[str, float]:
+    """The timeline generator as a pure function: job id -> estimated completion time.
+
+    Jobs with no pending task are not estimated (their running tasks' expected
+    ends are in the snapshot already).
+    """
+    lookup = ModelLookup(models)
+    jobs = [JobState(job, lookup, snapshot.memory_increment_mb) for job in snapshot.jobs]
+    return RegularTimeline(snapshot, jobs, ordering).completion_times()
+
+
+# ------------------------------------------------------------------ the scheduler
+
+
+class ElasticRound(Round):
+    """A round that can ask the timeline generator (built on first use)."""
+
+    def __init__(self, snapshot: ClusterSnapshot, lookup: ModelLookup, ordering: Ordering) -> None:
+        super().__init__(snapshot, lookup, ordering)
+        self._timeline: RegularTimeline | None = None
+        self._choices: dict[int, ElasticChoices] = {}
+
+    def elastic_choices(self, demand: Demand, min_fraction: float) -> ElasticChoices | None:
+        """The demand's elastic amounts (memoised by identity: demands live for the round)."""
+        if demand.model is None:
+            return None
+        found = self._choices.get(id(demand))
+        if found is None:
+            found = elastic_choices(demand.model, self.increment, min_fraction)
+            self._choices[id(demand)] = found
+        return found
+
+    def finishes_by(self, job: JobState, end: float) -> tuple[bool, float]:
+        """Would the job, as estimated now, finish at ``end`` or later anyway?
+
+        Its estimate covers its running tasks, the tasks placed this round, and
+        its other pending tasks run regularly (including the candidate itself).
+        Returns the answer and the estimate that decided it.
+        """
+        if job.latest_end >= end:
+            return True, job.latest_end
+        if self._timeline is None:
+            self._timeline = RegularTimeline(self.snapshot, self.jobs.values(), self.ordering)
+        running_end = self._timeline.running_end.get(job.view.job_id, -math.inf)
+        if running_end >= end:
+            return True, running_end
+        reaches, evidence = self._timeline.pending_end_reaches(job.view.job_id, end, job.placed)
+        return reaches, max(evidence, running_end, job.latest_end)
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    memory_mb: int
+    runtime_s: float
+    elastic: bool
+
+
+class YarnMeScheduler:
+    """``scheduler: yarn-me``.
+
+    ``models`` give each job stage's ideal memory, ideal duration and penalty
+    curve; tasks without a model are only ever allocated regularly.
+    ``max_elastic_per_node`` is the disk-bandwidth budget: how many elastic
+    (spilling) tasks a node may run at once. ``min_fraction`` is the smallest
+    share of the ideal memory an elastic task may get. ``backfill_depth`` is
+    how many jobs, in queue order, may be tried on a reserved node.
+    """
+
+    OPTIONS = frozenset({"ordering", "max_elastic_per_node", "min_fraction", "backfill_depth"})
+
+    def __init__(
+        self,
+        ordering: Ordering = "fair",
+        models: ModelSource | None = None,
+        *,
+        max_elastic_per_node: int = 2,
+        min_fraction: float = 0.1,
+        backfill_depth: int = 8,
+    ) -> None:
+        if ordering not in ("fair", "fifo"):
+            raise ValueError(f"ordering must be 'fair' or 'fifo', got {ordering!r}")
+        if max_elastic_per_node < 0 or backfill_depth < 0:
+            raise ValueError("max_elastic_per_node and backfill_depth must be >= 0")
+        if not 0.0 < min_fraction <= 1.0:
+            raise ValueError("min_fraction must be in (0, 1]")
+        self.ordering: Ordering = ordering
+        self.lookup = ModelLookup(models)
+        self.max_elastic_per_node = max_elastic_per_node
+        self.min_fraction = min_fraction
+        self.backfill_depth = backfill_depth
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, Any], models: ModelSource | None = None
+    ) -> YarnMeScheduler:
+        """Build from a scenario's ``policy.options``."""
+        return cls(models=models, **checked_options(options, cls.OPTIONS, "yarn-me"))
+
+    def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
+        rnd = ElasticRound(snapshot, self.lookup, self.ordering)
+        for view in snapshot.nodes:
+            if view.draining or (view.free_slots <= 0 and view.reserved_for is None):
+                continue
+            self._serve(rnd, NodeState(view))
+        return rnd.decisions
+
+    def _serve(self, rnd: ElasticRound, node: NodeState) -> None:
+        """Allocate on one node until it is full, reserved, or nobody can use it."""
+        while True:
+            rnd.lift_if_stale(node)
+            if not rnd.can_allocate(node):
+                return
+            reserving = rnd.pending_job(node.reserved_for)
+            if reserving is not None:
+                changed = self._serve_reserving_job(rnd, node, reserving)
+            else:
+                changed = self._serve_queue(rnd, node)
+            if not changed:
+                return
+
+    def _serve_reserving_job(self, rnd: ElasticRound, node: NodeState, job: JobState) -> bool:
+        """True if the node changed: a task placed or a pointless reservation lifted."""
+        position = job.next_task(node.view.node_class)
+        if position is None or not rnd.could_ever_fit(node, job, position):
+            rnd.lift(node)
+            return True
+        if not self._allocate(rnd, node, job, position):
+            self._backfill(rnd, node, job, position)
+            return False
+        rnd.lift(node)
+        return True
+
+    def _serve_queue(self, rnd: ElasticRound, node: NodeState) -> bool:
+        """True if a task was placed; reserves the node for the first job that could use it."""
+        for job in rnd.queue.in_order():
+            position = job.next_task(node.view.node_class)
+            if position is None:
+                continue
+            if self._allocate(rnd, node, job, position):
+                return True
+            if rnd.could_ever_fit(node, job, position):
+                rnd.reserve(node, job, position)
+                self._backfill(rnd, node, job, position)
+                return False
+        return False
+
+    def _allocate(self, rnd: ElasticRound, node: NodeState, job: JobState, position: int) -> bool:
+        """Steps 1 and 2 for the job's own turn: regular, else elastic; False if neither."""
+        option = self._option(rnd, node, job.demand(position))
+        if option is None:
+            return False
+        extra: dict[str, float] = {}
+        if option.elastic:
+            bound = self._elastic_allowed(rnd, node, job, position, option, True)
+            if bound is None:
+                return False
+            extra["job_completion_bound"] = bound
+        rnd.assign(
+            node,
+            job,
+            position,
+            option.memory_mb,
+            option.runtime_s,
+            elastic=option.elastic,
+            extra=extra,
+        )
+        return True
+
+    def _backfill(
+        self, rnd: ElasticRound, node: NodeState, reserving: JobState, position: int
+    ) -> None:
+        """Let other jobs use a reserved node, with tasks predicted to end before the
+        reserving job's next task could start there regularly: they never delay it."""
+        deadline: float | None = None
+        while rnd.can_allocate(node):
+            for job, candidate, option in self._backfill_options(rnd, node, reserving):
+                if deadline is None:
+                    deadline = node.earliest_start(reserving.demand(position).memory_mb, rnd.now)
+                if rnd.now + option.runtime_s > deadline:
+                    continue
+                if self._place_backfill(rnd, node, job, candidate, option):
+                    break
+            else:
+                return
+
+    def _backfill_options(
+        self, rnd: ElasticRound, node: NodeState, reserving: JobState
+    ) -> Iterator[tuple[JobState, int, _Option]]:
+        """The first ``backfill_depth`` other jobs in queue order, with what the node could
+        give their next task. Stop iterating once a task is placed: the queue changes."""
+        others = (job for job in rnd.queue.in_order() if job is not reserving)
+        for job in islice(others, self.backfill_depth):
+            candidate = job.next_task(node.view.node_class)
+            option = None if candidate is None else self._option(rnd, node, job.demand(candidate))
+            if candidate is not None and option is not None:
+                yield job, candidate, option
+
+    def _place_backfill(
+        self, rnd: ElasticRound, node: NodeState, job: JobState, position: int, option: _Option
+    ) -> bool:
+        extra = {"backfill": 1.0}
+        if option.elastic:
+            bound = self._elastic_allowed(rnd, node, job, position, option, False)
+            if bound is None:
+                return False
+            extra["job_completion_bound"] = bound
+        rnd.assign(
+            node,
+            job,
+            position,
+            option.memory_mb,
+            option.runtime_s,
+            elastic=option.elastic,
+            extra=extra,
+        )
+        return True
+
+    def _option(self, rnd: ElasticRound, node: NodeState, demand: Demand) -> _Option | None:
+        """The allocation the node can offer: regular if it fits, else the best elastic one."""
+        if demand.memory_mb <= node.free_memory_mb:
+            return _Option(demand.memory_mb, demand.duration_s, False)
+        choices = rnd.elastic_choices(demand, self.min_fraction)
+        choice = choices.within(node.free_memory_mb) if choices is not None else None
+        return _Option(choice[0], choice[1], True) if choice is not None else None
+
+    def _elastic_allowed(
+        self,
+        rnd: ElasticRound,
+        node: NodeState,
+        job: JobState,
+        position: int,
+        option: _Option,
+        log: bool,
+    ) -> float | None:
+        """The disk budget and the straggler rule: the job's completion estimate that allows
+        the elastic task, or None. Refusals are logged on the job's own turn (``log``), not
+        when it is only tried as a backfill."""
+        detail = {"memory_mb": float(option.memory_mb), "predicted_duration_s": option.runtime_s}
+        if node.elastic_running >= self.max_elastic_per_node:
+            if log:
+                rnd.log(node, job, position, "elastic_rejected_disk", detail)
+            return None
+        end = rnd.now + option.runtime_s
+        in_time, estimate = rnd.finishes_by(job, end)
+        if in_time:
+            return estimate
+        if log:
+            detail |= {"predicted_end": end, "job_completion_estimate": estimate}
+            rnd.log(node, job, position, "elastic_rejected_straggler", detail)
+        return None
