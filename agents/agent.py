@@ -23,6 +23,7 @@ from aiohttp import web
 
 from agents.shuffle import make_app
 from agents.worker import run_in_worker
+from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
     CancelTask,
     Codec,
@@ -35,7 +36,6 @@ from testbed.protocol import (
     TaskUpdate,
     Topics,
 )
-from testbed.mqtt import BrokerAddress, MqttLink
 
 log = logging.getLogger("agent")
 _forkserver = multiprocessing.get_context("forkserver")
@@ -86,8 +86,15 @@ class Agent:
     def _state_payload(self, state: str) -> bytes:
         c = self.config
         message = NodeState(
-            node_id=c.node_id, node_class=c.node_class, state=state, incarnation=self.incarnation,  # type: ignore[arg-type]
-            host=c.advertise, port=self.port, slots=c.slots, memory_mb=c.memory_mb, pid=os.getpid(),
+            node_id=c.node_id,
+            node_class=c.node_class,
+            state=state,
+            incarnation=self.incarnation,  # type: ignore[arg-type]
+            host=c.advertise,
+            port=self.port,
+            slots=c.slots,
+            memory_mb=c.memory_mb,
+            pid=os.getpid(),
         )
         return self.codec.encode(message)
 
@@ -112,7 +119,9 @@ class Agent:
             for attempt in list(self.running.values()):
                 attempt.cancelled = True
                 attempt.process.kill()
-            self.link.publish(self.topics.state(self.config.node_id), self._state_payload("gone"), retain=True)
+            self.link.publish(
+                self.topics.state(self.config.node_id), self._state_payload("gone"), retain=True
+            )
             await self.link.flush(2.0)
             await self.link.close()
             await runner.cleanup()
@@ -135,7 +144,9 @@ class Agent:
         while True:
             seq += 1
             beat = Heartbeat(
-                node_id=self.config.node_id, incarnation=self.incarnation, seq=seq,
+                node_id=self.config.node_id,
+                incarnation=self.incarnation,
+                seq=seq,
                 running=tuple(self.running),
             )
             await self.link.publish_now(topic, self.codec.encode(beat))
@@ -152,7 +163,9 @@ class Agent:
         elif isinstance(message, EvictionNotice):
             log.warning("eviction notice: %.1fs left", message.seconds)
             self.state = "draining"
-            self.link.publish(self.topics.state(self.config.node_id), self._state_payload("draining"), retain=True)
+            self.link.publish(
+                self.topics.state(self.config.node_id), self._state_payload("draining"), retain=True
+            )
         elif message is None:
             log.warning("dropped a malformed message on %s (%d so far)", topic, self.codec.malformed)
 
@@ -182,7 +195,8 @@ class Agent:
         if attempt is not None and attempt.cancelled:
             outcome = {"state": "failed", "failure": "cancelled", "error": "cancelled by the master"}
         update = self._update(
-            spec, outcome["state"],
+            spec,
+            outcome["state"],
             metrics=TaskMetrics(**outcome.get("metrics", {})),
             partition_bytes=tuple(outcome.get("partition_bytes", ())),
             result=outcome.get("result") or {},
@@ -200,7 +214,9 @@ class Agent:
             current.process.kill()
 
     def _update(self, spec: TaskSpec, state: str, **fields: Any) -> TaskUpdate:
-        return TaskUpdate(node_id=self.config.node_id, task_id=spec.task_id, attempt=spec.attempt, state=state, **fields)  # type: ignore[arg-type]
+        return TaskUpdate(
+            node_id=self.config.node_id, task_id=spec.task_id, attempt=spec.attempt, state=state, **fields
+        )  # type: ignore[arg-type]
 
     def _publish_update(self, update: TaskUpdate) -> None:
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))

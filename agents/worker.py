@@ -23,7 +23,9 @@ from testbed.workloads import OPERATIONS
 from testbed.workloads.base import TOKEN_HEADER, BlockFetcher, FetchFailed, TaskContext
 
 
-def run_in_worker(spec_data: dict[str, Any], node_dir: str, own_url: str, token: str, conn: Connection) -> None:
+def run_in_worker(
+    spec_data: dict[str, Any], node_dir: str, own_url: str, token: str, conn: Connection
+) -> None:
     """Process entry point: run the task, send one result dict, exit."""
     try:
         conn.send(execute(TaskSpec.model_validate(spec_data), Path(node_dir), own_url, token))
@@ -49,7 +51,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[st
     except OSError as exc:
         failure = "enospc" if exc.errno == errno.ENOSPC else "error"
         outcome = {"state": "failed", "failure": failure, "error": f"{exc.__class__.__name__}: {exc}"}
-    except Exception as exc:  # noqa: BLE001 - any task bug is reported, not raised into the agent
+    except Exception as exc:
         outcome = {"state": "failed", "failure": "error", "error": _short_trace(exc)}
     finally:
         ctx.cleanup()

@@ -45,9 +45,7 @@ from master.policies.yarn_me import YarnMeScheduler, estimate_completion_times
 NOW = 1_000.0
 
 
-def build(
-    nodes: int, tasks: int, jobs: int, seed: int, room: float
-) -> tuple[ClusterSnapshot, dict]:
+def build(nodes: int, tasks: int, jobs: int, seed: int, room: float) -> tuple[ClusterSnapshot, dict]:
     """A snapshot where a fraction ``room`` of the nodes has some free cores and memory."""
     rng = random.Random(seed)
     models = {f"job{j}": _model(rng) for j in range(jobs)}

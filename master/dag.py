@@ -143,9 +143,7 @@ class LogicalDag:
                 )
                 for o in data["operators"]
             )
-            edges = tuple(
-                Edge(e["src"], e["dst"], Dependency(e["dependency"])) for e in data["edges"]
-            )
+            edges = tuple(Edge(e["src"], e["dst"], Dependency(e["dependency"])) for e in data["edges"])
             name = data["name"]
         except (KeyError, TypeError, ValueError) as exc:
             raise DagError(f"malformed dag document: {exc!r}") from None
@@ -166,8 +164,7 @@ def _index_operators(operators: Iterable[Operator]) -> dict[str, Operator]:
             raise DagError(f"duplicate operator id {op.op_id!r}")
         if not isinstance(op.parallelism, int) or op.parallelism < 1:
             raise DagError(
-                f"operator {op.op_id!r}: parallelism must be an integer >= 1, "
-                f"got {op.parallelism!r}"
+                f"operator {op.op_id!r}: parallelism must be an integer >= 1, got {op.parallelism!r}"
             )
         if op.source not in (None, "read", "create"):
             raise DagError(
@@ -184,9 +181,7 @@ def _check_edges(edges: Iterable[Edge], by_id: dict[str, Operator]) -> None:
             if end not in by_id:
                 raise DagError(f"edge {edge.src!r} -> {edge.dst!r}: unknown operator {end!r}")
         if not isinstance(edge.dependency, Dependency):
-            raise DagError(
-                f"edge {edge.src!r} -> {edge.dst!r}: unknown dependency {edge.dependency!r}"
-            )
+            raise DagError(f"edge {edge.src!r} -> {edge.dst!r}: unknown dependency {edge.dependency!r}")
         if (edge.src, edge.dst) in seen:
             raise DagError(f"edge {edge.src!r} -> {edge.dst!r} appears twice")
         seen.add((edge.src, edge.dst))

@@ -138,7 +138,9 @@ class JobRuntime:
             self.status = "running"
         return record.attempt
 
-    def succeeded(self, key: TaskKey, attempt: int, location: str, block: str, partition_bytes: tuple[int, ...]) -> bool:
+    def succeeded(
+        self, key: TaskKey, attempt: int, location: str, block: str, partition_bytes: tuple[int, ...]
+    ) -> bool:
         """Record a successful attempt; False when it is stale (an older or duplicate attempt)."""
         record = self.tasks[key]
         if record.status != "running" or record.attempt != attempt:
@@ -207,9 +209,7 @@ class JobRuntime:
 
     @property
     def complete(self) -> bool:
-        return all(
-            r.status == "done" for r in self.tasks.values() if self.plan.stages[r.stage].final
-        )
+        return all(r.status == "done" for r in self.tasks.values() if self.plan.stages[r.stage].final)
 
     @property
     def relaunched(self) -> int:

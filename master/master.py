@@ -155,10 +155,20 @@ class Master:
         ordinal = self._ordinals[node_class]
         self._ordinals[node_class] += 1
         node_id = f"{node_class[0]}{ordinal:03d}"
-        record = NodeRecord(node_id, node_class, ordinal, self.journal.now(), spec.slots, spec.memory_mb, spec.price_per_hour)
+        record = NodeRecord(
+            node_id, node_class, ordinal, self.journal.now(), spec.slots, spec.memory_mb, spec.price_per_hour
+        )
         self.nodes[node_id] = record
         env = {"TESTBED_RUN_TOKEN": self.token}
-        await self.provider.launch(node_id, node_class, spec.slots, spec.memory_mb, spec.cpus, self.agent_command(node_id, node_class), env)
+        await self.provider.launch(
+            node_id,
+            node_class,
+            spec.slots,
+            spec.memory_mb,
+            spec.cpus,
+            self.agent_command(node_id, node_class),
+            env,
+        )
         return record
 
     async def _shutdown_nodes(self) -> None:
@@ -181,7 +191,14 @@ class Master:
         job_id = f"j{ordinal:03d}"
         seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
         plan = plan_job(spec, seed, self.scenario)
-        job = JobRuntime(job_id, spec.name or f"{spec.workload}-{ordinal}", spec.workload, plan, self.journal.now(), spec.memory_mb)
+        job = JobRuntime(
+            job_id,
+            spec.name or f"{spec.workload}-{ordinal}",
+            spec.workload,
+            plan,
+            self.journal.now(),
+            spec.memory_mb,
+        )
         self.jobs[job_id] = job
         (self.run_dir / "outputs" / job_id).mkdir(parents=True, exist_ok=True)
         self.journal.event("job_submitted", job=job_id, workload=spec.workload, tasks=plan.total_tasks)
@@ -213,7 +230,9 @@ class Master:
             node.status, node.incarnation = "up", state.incarnation
             node.url = f"http://{state.host}:{state.port}"
             node.last_seen = self.journal.now()
-            self.journal.event("node_up", node=node.node_id, **{"class": node.node_class}, pid=state.pid, url=node.url)
+            self.journal.event(
+                "node_up", node=node.node_id, **{"class": node.node_class}, pid=state.pid, url=node.url
+            )
             if all(n.status != "launching" for n in self.nodes.values()):
                 self._cluster_up.set()
             self.kick()
@@ -251,13 +270,17 @@ class Master:
         if ok and stage.final:
             ok = self._commit_output(job, key, update.attempt)
         if ok:
-            job.succeeded(key, update.attempt, node.url, f"{job.task_id(key)}.a{update.attempt}", update.partition_bytes)
+            job.succeeded(
+                key, update.attempt, node.url, f"{job.task_id(key)}.a{update.attempt}", update.partition_bytes
+            )
         else:
             if update.lost_blocks:
                 job.lose_blocks(set(update.lost_blocks))
             real_failure = update.failure not in ("fetch", "cancelled")
             job.failed(key, update.attempt, counts_as_failure=real_failure)
-        self._task_row(job, key, node, update.state if ok else "failed", update.failure or "", self.journal.now(), update)
+        self._task_row(
+            job, key, node, update.state if ok else "failed", update.failure or "", self.journal.now(), update
+        )
         if job.status == "failed":
             self._finish_job(job)
         elif job.complete:
@@ -309,7 +332,9 @@ class Master:
         site = web.TCPSite(runner, self.http_host, 0)
         await site.start()
         self.http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        (self.run_dir / "master.json").write_text(f'{{"status_url": "http://{self.advertise}:{self.http_port}/status", "pid": {os.getpid()}}}\n')
+        (self.run_dir / "master.json").write_text(
+            f'{{"status_url": "http://{self.advertise}:{self.http_port}/status", "pid": {os.getpid()}}}\n'
+        )
         return runner
 
     async def _status(self, _: web.Request) -> web.Response:
@@ -324,8 +349,15 @@ class Master:
                 for n in self.nodes.values()
             ],
             "jobs": [
-                {"job": j.job_id, "workload": j.workload, "status": j.status, "done": j.done_count,
-                 "running": j.running_count, "tasks": j.plan.total_tasks, "relaunched": j.relaunched}
+                {
+                    "job": j.job_id,
+                    "workload": j.workload,
+                    "status": j.status,
+                    "done": j.done_count,
+                    "running": j.running_count,
+                    "tasks": j.plan.total_tasks,
+                    "relaunched": j.relaunched,
+                }
                 for j in self.jobs.values()
             ],
             "evictions": self.evictions,
@@ -355,16 +387,38 @@ class Master:
             for key in job.ready():
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
-                tasks.append(PendingTask(task_id, job.job_id, key[0], key[1], job.memory_mb, job.est_duration_s))
-            jobs.append(JobView(job.job_id, job.submitted, tuple(tasks), job.running_count, job.done_count, job.plan.total_tasks))
+                tasks.append(
+                    PendingTask(task_id, job.job_id, key[0], key[1], job.memory_mb, job.est_duration_s)
+                )
+            jobs.append(
+                JobView(
+                    job.job_id,
+                    job.submitted,
+                    tuple(tasks),
+                    job.running_count,
+                    job.done_count,
+                    job.plan.total_tasks,
+                )
+            )
         nodes = tuple(
             NodeView(
-                n.node_id, n.node_class, n.slots, n.memory_mb,  # type: ignore[arg-type]
+                n.node_id,
+                n.node_class,
+                n.slots,
+                n.memory_mb,  # type: ignore[arg-type]
                 tuple(
-                    RunningTask(tid, j.job_id, j.tasks[k].memory_mb, j.tasks[k].started or now, (j.tasks[k].started or now) + j.est_duration_s)
+                    RunningTask(
+                        tid,
+                        j.job_id,
+                        j.tasks[k].memory_mb,
+                        j.tasks[k].started or now,
+                        (j.tasks[k].started or now) + j.est_duration_s,
+                    )
                     for tid, (j, k) in n.running.items()
                 ),
-                draining=n.status == "draining", launched=n.launched_t, reserved_for=n.reserved_for,
+                draining=n.status == "draining",
+                launched=n.launched_t,
+                reserved_for=n.reserved_for,
             )
             for n in self.nodes.values()
             if n.status in ("up", "draining")
@@ -383,7 +437,14 @@ class Master:
                 if node is not None:
                     node.reserved_for = decision.job_id
             elif isinstance(decision, LogDecision):
-                self.journal.event("decision", job=decision.job_id, task=decision.task_id, decision=decision.decision, node=decision.node_id, **decision.detail)
+                self.journal.event(
+                    "decision",
+                    job=decision.job_id,
+                    task=decision.task_id,
+                    decision=decision.decision,
+                    node=decision.node_id,
+                    **decision.detail,
+                )
 
     def _assign(self, decision: Assign, pending: dict[str, tuple[JobRuntime, TaskKey]]) -> None:
         node = self.nodes.get(decision.node_id)
@@ -395,16 +456,33 @@ class Master:
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
         stage = job.plan.stages[key[0]]
         spec = TaskSpec(
-            task_id=decision.task_id, job_id=job.job_id, stage=key[0], index=key[1], attempt=attempt,
-            op=stage.op, memory_mb=decision.memory_mb, params=stage.params(key[1]),
-            inputs=job.input_refs(key), partitions=stage.partitions, final=stage.final,
-            output_url=f"http://{self.advertise}:{self.http_port}/outputs/{job.job_id}/{key[1]}/{attempt}" if stage.final else None,
+            task_id=decision.task_id,
+            job_id=job.job_id,
+            stage=key[0],
+            index=key[1],
+            attempt=attempt,
+            op=stage.op,
+            memory_mb=decision.memory_mb,
+            params=stage.params(key[1]),
+            inputs=job.input_refs(key),
+            partitions=stage.partitions,
+            final=stage.final,
+            output_url=f"http://{self.advertise}:{self.http_port}/outputs/{job.job_id}/{key[1]}/{attempt}"
+            if stage.final
+            else None,
         )
         node.running[decision.task_id] = (job, key)
         self.link.publish(self.topics.command(node.node_id), self.codec.encode(LaunchTask(task=spec)))
         self.journal.event(
-            "task_started", task=decision.task_id, job=job.job_id, stage=key[0], index=key[1],
-            node=node.node_id, **{"class": node.node_class}, attempt=attempt, memory_mb=decision.memory_mb,
+            "task_started",
+            task=decision.task_id,
+            job=job.job_id,
+            stage=key[0],
+            index=key[1],
+            node=node.node_id,
+            **{"class": node.node_class},
+            attempt=attempt,
+            memory_mb=decision.memory_mb,
         )
 
     # ------------------------------------------------------------------ failure detection
@@ -426,13 +504,24 @@ class Master:
     def _finish_job(self, job: JobRuntime) -> None:
         job.finished = self.journal.now()
         jct = job.finished - job.submitted
-        self.journal.event("job_finished", job=job.job_id, status=job.status, jct_s=round(jct, 4), error=job.error)
+        self.journal.event(
+            "job_finished", job=job.job_id, status=job.status, jct_s=round(jct, 4), error=job.error
+        )
         self.journal.row(
-            "jobs", job_id=job.job_id, name=job.name, workload=job.workload, submit_s=job.submitted,
-            start_s=job.started, finish_s=job.finished, jct_s=jct,
+            "jobs",
+            job_id=job.job_id,
+            name=job.name,
+            workload=job.workload,
+            submit_s=job.submitted,
+            start_s=job.started,
+            finish_s=job.finished,
+            jct_s=jct,
             queue_s=(job.started - job.submitted) if job.started is not None else None,
-            status=job.status, tasks=job.plan.total_tasks, relaunched_tasks=job.relaunched,
-            relaunched_ratio=job.relaunched / job.plan.total_tasks, bytes_recomputed=job.bytes_recomputed,
+            status=job.status,
+            tasks=job.plan.total_tasks,
+            relaunched_tasks=job.relaunched,
+            relaunched_ratio=job.relaunched / job.plan.total_tasks,
+            bytes_recomputed=job.bytes_recomputed,
         )
         for node in self.nodes.values():
             if node.reserved_for == job.job_id:
@@ -447,22 +536,57 @@ class Master:
                 job.status, job.error = "failed", reason
                 self._finish_job(job)
 
-    def _task_row(self, job: JobRuntime, key: TaskKey, node: NodeRecord, status: str, failure: str, now: float, update: TaskUpdate | None = None) -> None:
+    def _task_row(
+        self,
+        job: JobRuntime,
+        key: TaskKey,
+        node: NodeRecord,
+        status: str,
+        failure: str,
+        now: float,
+        update: TaskUpdate | None = None,
+    ) -> None:
         record = job.tasks[key]
         metrics = update.metrics.model_dump() if update is not None else {}
         self.journal.row(
-            "tasks", task_id=job.task_id(key), job_id=job.job_id, stage=key[0], index=key[1],
-            attempt=record.attempt, node_id=node.node_id, node_class=node.node_class, memory_mb=record.memory_mb,
-            elastic=int(record.elastic), start_s=record.started, end_s=now, status=status, failure=failure, **metrics,
+            "tasks",
+            task_id=job.task_id(key),
+            job_id=job.job_id,
+            stage=key[0],
+            index=key[1],
+            attempt=record.attempt,
+            node_id=node.node_id,
+            node_class=node.node_class,
+            memory_mb=record.memory_mb,
+            elastic=int(record.elastic),
+            start_s=record.started,
+            end_s=now,
+            status=status,
+            failure=failure,
+            **metrics,
         )
         self.journal.event(
-            "task_finished", task=job.task_id(key), job=job.job_id, stage=key[0], node=node.node_id,
-            **{"class": node.node_class}, attempt=record.attempt, status=status, failure=failure or None,
-            spill_bytes=metrics.get("spill_bytes", 0), bytes_in=metrics.get("bytes_in", 0), bytes_out=metrics.get("bytes_out", 0),
+            "task_finished",
+            task=job.task_id(key),
+            job=job.job_id,
+            stage=key[0],
+            node=node.node_id,
+            **{"class": node.node_class},
+            attempt=record.attempt,
+            status=status,
+            failure=failure or None,
+            spill_bytes=metrics.get("spill_bytes", 0),
+            bytes_in=metrics.get("bytes_in", 0),
+            bytes_out=metrics.get("bytes_out", 0),
         )
 
     def _node_row(self, node: NodeRecord, now: float, reason: str) -> None:
         self.journal.row(
-            "nodes", node_id=node.node_id, node_class=node.node_class, launched_s=node.launched_t,
-            ended_s=now, end_reason=reason, price_per_hour=node.price_per_hour,
+            "nodes",
+            node_id=node.node_id,
+            node_class=node.node_class,
+            launched_s=node.launched_t,
+            ended_s=now,
+            end_reason=reason,
+            price_per_hour=node.price_per_hour,
         )

@@ -57,7 +57,13 @@ async def run_scenario(scenario: Scenario, run_dir: Path, backend: str = "local"
         await broker.start()
     try:
         master = Master(
-            scenario, run_id, run_dir, provider, address, make_scheduler(scenario), secrets.token_hex(16),
+            scenario,
+            run_id,
+            run_dir,
+            provider,
+            address,
+            make_scheduler(scenario),
+            secrets.token_hex(16),
             lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
         )
         try:
@@ -73,12 +79,26 @@ async def run_scenario(scenario: Scenario, run_dir: Path, backend: str = "local"
     return RunResult(run_dir, ok, summary)
 
 
-def agent_command(scenario: Scenario, run_id: str, broker: BrokerAddress, node_id: str, node_class: str) -> list[str]:
+def agent_command(
+    scenario: Scenario, run_id: str, broker: BrokerAddress, node_id: str, node_class: str
+) -> list[str]:
     spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
     return [
-        *python_command(), "--run", run_id, "--node-id", node_id, "--node-class", node_class,
-        "--broker", broker.url, "--slots", str(spec.slots), "--memory-mb", str(spec.memory_mb),
-        "--heartbeat-interval", str(scenario.cluster.heartbeat_interval),
+        *python_command(),
+        "--run",
+        run_id,
+        "--node-id",
+        node_id,
+        "--node-class",
+        node_class,
+        "--broker",
+        broker.url,
+        "--slots",
+        str(spec.slots),
+        "--memory-mb",
+        str(spec.memory_mb),
+        "--heartbeat-interval",
+        str(scenario.cluster.heartbeat_interval),
     ]
 
 

@@ -111,13 +111,9 @@ def _parse_job(fields: list[str], cutoff_s: float, where: str) -> ArrivingJob:
     if count < 1:
         raise ValueError(f"{where}: the number of tasks must be >= 1, found {count}")
     estimate = _seconds(fields[2], "estimated task duration", where)
-    durations = tuple(
-        _seconds(f, f"duration of task {i}", where) for i, f in enumerate(fields[3:], start=1)
-    )
+    durations = tuple(_seconds(f, f"duration of task {i}", where) for i, f in enumerate(fields[3:], start=1))
     if len(durations) != count:
-        raise ValueError(
-            f"{where}: the job says {count} task(s) but lists {len(durations)} duration(s)"
-        )
+        raise ValueError(f"{where}: the job says {count} task(s) but lists {len(durations)} duration(s)")
     return ArrivingJob(submit, durations, is_long(estimate, cutoff_s), estimate)
 
 
@@ -220,9 +216,7 @@ def _burst_arrivals(rng: np.random.Generator, mix: BurstyMix) -> list[float]:
     start, bursting = 0.0, False
     while start < mix.horizon_s:
         mean, rate = (
-            (mix.burst_mean_s, mix.burst_rate_per_s)
-            if bursting
-            else (mix.calm_mean_s, mix.calm_rate_per_s)
+            (mix.burst_mean_s, mix.burst_rate_per_s) if bursting else (mix.calm_mean_s, mix.calm_rate_per_s)
         )
         end = min(mix.horizon_s, start + rng.exponential(mean))
         times += rng.uniform(start, end, rng.poisson(rate * (end - start))).tolist()

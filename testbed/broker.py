@@ -61,8 +61,16 @@ class EmbeddedBroker:
 
     async def start(self, timeout: float = 15.0) -> None:
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "testbed.cli", "broker", "--host", self.host, "--port", str(self.port),
-            stdin=asyncio.subprocess.DEVNULL, env=child_env(),
+            sys.executable,
+            "-m",
+            "testbed.cli",
+            "broker",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            stdin=asyncio.subprocess.DEVNULL,
+            env=child_env(),
             start_new_session=True,
         )
         await wait_for_port(self.host, self.port, timeout, self.process)
@@ -78,7 +86,9 @@ class EmbeddedBroker:
             await self.process.wait()
 
 
-async def wait_for_port(host: str, port: int, timeout: float, process: asyncio.subprocess.Process | None = None) -> None:
+async def wait_for_port(
+    host: str, port: int, timeout: float, process: asyncio.subprocess.Process | None = None
+) -> None:
     """Until something accepts on host:port (or the process died, or the time is up)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

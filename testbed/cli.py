@@ -35,11 +35,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a scenario and report job completion times")
     run.add_argument("scenario", type=Path)
-    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                     help="override a scenario field, e.g. --set policy.scheduler=yarn (repeatable)")
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a scenario field, e.g. --set policy.scheduler=yarn (repeatable)",
+    )
     run.add_argument("--out", type=Path, help="run directory (default runs/<UTC time>-<name>)")
-    run.add_argument("--backend", choices=("local", "docker"), default="local",
-                     help="nodes as local processes (default) or Docker containers")
+    run.add_argument(
+        "--backend",
+        choices=("local", "docker"),
+        default="local",
+        help="nodes as local processes (default) or Docker containers",
+    )
     run.set_defaults(handler=cmd_run)
 
     validate = sub.add_parser("validate", help="check a scenario file without running it")
@@ -92,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
     jobs = sum(job.repeat for job in scenario.jobs)
-    print(f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, "
-          f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes)")
+    print(
+        f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, "
+        f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes)"
+    )
     return EXIT_OK
 
 
@@ -116,10 +128,18 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     die_with_parent()
     config = AgentConfig(
-        run_id=args.run_id, node_id=args.node_id, node_class=args.node_class,
-        broker=BrokerAddress.parse(args.broker), data_dir=args.data_dir, slots=args.slots,
-        memory_mb=args.memory_mb, listen=args.listen, advertise=args.advertise, port=args.port,
-        token=os.environ.get("TESTBED_RUN_TOKEN", ""), heartbeat_interval=args.heartbeat_interval,
+        run_id=args.run_id,
+        node_id=args.node_id,
+        node_class=args.node_class,
+        broker=BrokerAddress.parse(args.broker),
+        data_dir=args.data_dir,
+        slots=args.slots,
+        memory_mb=args.memory_mb,
+        listen=args.listen,
+        advertise=args.advertise,
+        port=args.port,
+        token=os.environ.get("TESTBED_RUN_TOKEN", ""),
+        heartbeat_interval=args.heartbeat_interval,
     )
     _run_async(Agent(config).run())
     return EXIT_OK
@@ -134,7 +154,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_async(coroutine) -> None:  # noqa: ANN001
+def _run_async(coroutine) -> None:
     try:
         import uvloop
     except ImportError:

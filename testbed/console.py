@@ -19,8 +19,14 @@ def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | N
     rows = list(csv.DictReader(jobs_csv.open(encoding="utf-8"))) if jobs_csv.exists() else []
     for row in sorted(rows, key=lambda r: r["job_id"]):
         table.add_row(
-            row["job_id"], row["workload"], row["status"], _num(row["submit_s"]), _num(row["queue_s"]),
-            _num(row["jct_s"]), row["tasks"], row["relaunched_tasks"],
+            row["job_id"],
+            row["workload"],
+            row["status"],
+            _num(row["submit_s"]),
+            _num(row["queue_s"]),
+            _num(row["jct_s"]),
+            row["tasks"],
+            row["relaunched_tasks"],
         )
     console.print(table)
     console.print(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -22,10 +23,8 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def kill_group(pgid: int, signum: int) -> None:
     """Signal a whole process group (a child started with ``start_new_session``)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signum)
-    except ProcessLookupError:
-        pass
 
 
 PARENT_PID_ENV = "TESTBED_PARENT_PID"

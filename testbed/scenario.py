@@ -60,9 +60,7 @@ def _node_class(default_price: float):
 
 class ClusterSpec(Strict):
     reserved: Annotated[NodeClassSpec, _node_class(1.0)] = NodeClassSpec(count=1)
-    transient: Annotated[NodeClassSpec, _node_class(0.3)] = NodeClassSpec(
-        count=3, price_per_hour=0.3
-    )
+    transient: Annotated[NodeClassSpec, _node_class(0.3)] = NodeClassSpec(count=3, price_per_hour=0.3)
     heartbeat_interval: Duration = Field(default=0.5, gt=0)
     heartbeat_timeout: Duration = Field(default=3.0, gt=0)
     memory_increment_mb: int = Field(default=100, ge=1)
@@ -108,9 +106,7 @@ class JobBase(Strict):
     @classmethod
     def _input_exists(cls, value: str | None) -> str | None:
         if value is not None and not resolve_inputs(value):
-            raise ValueError(
-                f"no input file matches {value!r}: give an existing file, directory or glob"
-            )
+            raise ValueError(f"no input file matches {value!r}: give an existing file, directory or glob")
         return value
 
 
@@ -143,9 +139,7 @@ class SleepJob(JobBase):
     cpu_bound: bool = False
 
 
-JobSpec = Annotated[
-    WordcountJob | SortJob | PagerankJob | SleepJob, Field(discriminator="workload")
-]
+JobSpec = Annotated[WordcountJob | SortJob | PagerankJob | SleepJob, Field(discriminator="workload")]
 WORKLOADS = ("wordcount", "sort", "pagerank", "sleep")
 
 
@@ -348,8 +342,10 @@ def _describe(source: str, err: Any) -> str:
     if kind == "missing":
         return f"{source}: {field}: required field is missing"
     if kind == "union_tag_invalid":
-        return f"{source}: {field}: unknown workload {err['input'].get('workload')!r}; " \
+        return (
+            f"{source}: {field}: unknown workload {err['input'].get('workload')!r}; "
             f"expected one of {', '.join(WORKLOADS)}"
+        )
     if kind == "union_tag_not_found":
         return f"{source}: {field}: every job needs a workload ({', '.join(WORKLOADS)})"
     found = err.get("input")
@@ -359,6 +355,4 @@ def _describe(source: str, err: Any) -> str:
 
 
 def to_yaml(scenario: Scenario) -> str:
-    return yaml.safe_dump(
-        scenario.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=False
-    )
+    return yaml.safe_dump(scenario.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=False)

@@ -231,9 +231,7 @@ def parse_lifetime(value: Any, base_dir: str | Path | None = None) -> LifetimeMo
     if family == "empirical":
         return load_empirical(_empirical_path(params, base_dir))
     if family not in _PARAMETERS:
-        raise ValueError(
-            f"unknown lifetime family {family!r}; expected one of {', '.join(_FAMILIES)}"
-        )
+        raise ValueError(f"unknown lifetime family {family!r}; expected one of {', '.join(_FAMILIES)}")
     return _parametric(family, _params(family, params))
 
 
@@ -267,9 +265,7 @@ def _parametric(family: str, params: dict[str, Any]) -> LifetimeModel:
     low = _duration(params["a"], "uniform a")
     high = _duration(params["b"], "uniform b")
     if high <= low:
-        raise ValueError(
-            f"uniform: b ({format_seconds(high)}) must exceed a ({format_seconds(low)})"
-        )
+        raise ValueError(f"uniform: b ({format_seconds(high)}) must exceed a ({format_seconds(low)})")
     return Uniform(low, high)
 
 
@@ -277,9 +273,7 @@ def _duration(value: Any, what: str, positive: bool = False) -> float:
     try:
         seconds = parse_duration(value)
     except (ValueError, TypeError):
-        raise ValueError(
-            f"{what}: expected a duration such as 30s, 5m or 2h; found {value!r}"
-        ) from None
+        raise ValueError(f"{what}: expected a duration such as 30s, 5m or 2h; found {value!r}") from None
     if positive and seconds <= 0:
         raise ValueError(f"{what}: must be longer than 0s; found {value!r}")
     return seconds

@@ -216,9 +216,7 @@ class _Simulation:
         lifetime = lifetime_for(state.model, self.scenario.seed, node_class, ordinal)
         node_id = f"{node_class}-{ordinal}"
         provisional = now > state.uncertain_since
-        self.alive[node_id] = _Node(
-            node_id, node_class, ordinal, now, lifetime, provisional=provisional
-        )
+        self.alive[node_id] = _Node(node_id, node_class, ordinal, now, lifetime, provisional=provisional)
         if lifetime is not None:
             self._push(max(now, now + lifetime - state.notice), _Warn(node_id))
             self._push(now + lifetime, _Kill(node_id))
@@ -277,9 +275,7 @@ def _matches(evict: EvictSpec, node: _Node) -> bool:
     return evict.kind in ("any", node.node_class)
 
 
-def _class_state(
-    scenario: Scenario, node_class: NodeClass, base_dir: str | Path | None
-) -> _ClassState:
+def _class_state(scenario: Scenario, node_class: NodeClass, base_dir: str | Path | None) -> _ClassState:
     spec = getattr(scenario.chaos, node_class)
     model = parse_lifetime(spec.lifetime, base_dir)
     notice = effective_notice(spec.notice, "notice" in spec.model_fields_set, model)
@@ -309,9 +305,7 @@ def format_plan(
     rows = [_row(eviction) for eviction in plan]
     widths = [max(len(text) for text in column) for column in zip(columns, *rows, strict=True)]
     for cells in (columns, *rows):
-        lines.append(
-            "  ".join(text.ljust(width) for text, width in zip(cells, widths, strict=True)).rstrip()
-        )
+        lines.append("  ".join(text.ljust(width) for text, width in zip(cells, widths, strict=True)).rstrip())
     lines.append(_footer(plan))
     return "\n".join(lines)
 
@@ -346,18 +340,14 @@ def _header(scenario: Scenario, base_dir: str | Path | None) -> list[str]:
         spec = getattr(scenario.chaos, node_class)
         state = _class_state(scenario, node_class, base_dir)
         replace = (
-            f"replaced after {format_seconds(spec.provisioning_delay)}"
-            if spec.replace
-            else "not replaced"
+            f"replaced after {format_seconds(spec.provisioning_delay)}" if spec.replace else "not replaced"
         )
         count = getattr(scenario.cluster, node_class).count
         lines.append(
             f"{node_class} ({count}): lifetime {state.model.describe()}; "
             f"notice {format_seconds(state.notice)}; {replace}"
         )
-    lines.extend(
-        f"storm {i}: {_describe_storm(storm)}" for i, storm in enumerate(scenario.chaos.storms)
-    )
+    lines.extend(f"storm {i}: {_describe_storm(storm)}" for i, storm in enumerate(scenario.chaos.storms))
     return lines
 
 

@@ -99,9 +99,7 @@ def revocation_outcome(snapshot: ClusterSnapshot, node_id: str) -> RevocationOut
             requeue.append(task_id)
         else:
             surviving.append((task_id, holder))
-    return RevocationOutcome(
-        tuple(surviving), tuple(requeue), tuple(t.task_id for t in revoked.running)
-    )
+    return RevocationOutcome(tuple(surviving), tuple(requeue), tuple(t.task_id for t in revoked.running))
 
 
 def _is_idle(node: NodeView) -> bool:

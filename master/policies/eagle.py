@@ -94,9 +94,7 @@ def long_node_ids(snapshot: ClusterSnapshot) -> frozenset[str]:
 
 
 def _holds_long(node: NodeView, pending: Mapping[str, PendingTask]) -> bool:
-    return any(t.long for t in node.running) or any(
-        q in pending and pending[q].long for q in node.queued
-    )
+    return any(t.long for t in node.running) or any(q in pending and pending[q].long for q in node.queued)
 
 
 def backlog_s(node: NodeView, pending: Mapping[str, PendingTask], now: float) -> float:
@@ -196,9 +194,7 @@ class _Round:
     def unplaced(self) -> list[PendingTask]:
         """Pending tasks neither queued anywhere nor started this round, in job order."""
         return [
-            t
-            for t in self.in_job_order
-            if t.task_id not in self.queued_on and t.task_id not in self.started
+            t for t in self.in_job_order if t.task_id not in self.queued_on and t.task_id not in self.started
         ]
 
     def start_queued(self, task: PendingTask, state: _NodeState) -> list[Decision]:
@@ -236,9 +232,7 @@ class _Round:
 
 
 def _assign(task: PendingTask, node_id: str) -> Assign:
-    return Assign(
-        task.task_id, node_id, task.ideal_memory_mb, predicted_duration_s=task.est_duration_s
-    )
+    return Assign(task.task_id, node_id, task.ideal_memory_mb, predicted_duration_s=task.est_duration_s)
 
 
 def _probe_rank(seed: int, task_id: str, node_id: str) -> int:
@@ -290,9 +284,7 @@ class EagleScheduler:
     def _start_queued(self, round_: _Round, state: _NodeState) -> list[Decision]:
         """Fill the node's free slots from its queue (draining nodes too: they finish it)."""
         queue = [
-            round_.pending[q]
-            for q in state.view.queued
-            if q in round_.pending and q not in round_.started
+            round_.pending[q] for q in state.view.queued if q in round_.pending and q not in round_.started
         ]
         if self.queue_order == "srpt":
             queue.sort(key=lambda t: round_.job_work_s[t.job_id])
@@ -327,11 +319,7 @@ class EagleScheduler:
             probed,
             key=lambda s: (s.wait_s(), s.queue_length, node_ordinal(s.view.node_id)),
         )
-        if (
-            self.on_demand_copies
-            and best.view.node_class == "transient"
-            and not best.can_start(task)
-        ):
+        if self.on_demand_copies and best.view.node_class == "transient" and not best.can_start(task):
             return self._queue_with_copy(round_, task, best, candidates)
         return [round_.place(task, best)]
 

@@ -85,9 +85,7 @@ class PhysicalPlan:
                 raise ValueError(f"stage {position} needs at least one task")
             for dep in stage.deps:
                 if not 0 <= dep.stage < position:
-                    raise ValueError(
-                        f"stage {position} depends on {dep.stage}, not an earlier stage"
-                    )
+                    raise ValueError(f"stage {position} depends on {dep.stage}, not an earlier stage")
                 if dep.kind == "narrow" and self.stages[dep.stage].tasks != stage.tasks:
                     raise ValueError(
                         f"narrow dependency {dep.stage} -> {position} joins "
@@ -242,9 +240,7 @@ class Recovery:
         return sorted({stage for stage, _ in self.recompute})
 
 
-def recover(
-    plan: PhysicalPlan, tasks: Mapping[TaskKey, TaskState], lost_nodes: Collection[str]
-) -> Recovery:
+def recover(plan: PhysicalPlan, tasks: Mapping[TaskKey, TaskState], lost_nodes: Collection[str]) -> Recovery:
     """What to run again once ``lost_nodes`` (every node lost so far) are gone.
 
     Tasks absent from ``tasks`` are pending. Call it on each node loss, and again

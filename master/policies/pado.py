@@ -153,9 +153,7 @@ class TaskGroup:
         }
 
 
-def task_groups(
-    dag: LogicalDag, placement: Mapping[str, NodeClass], stage: Stage
-) -> list[TaskGroup]:
+def task_groups(dag: LogicalDag, placement: Mapping[str, NodeClass], stage: Stage) -> list[TaskGroup]:
     """Section 3.2.2: "For each stage, neighboring operators placed on identical types
     of containers are fused into a single operator [...] Such operators are expanded
     into a number of multiple parallel tasks". We fuse neighbours joined one-to-one
@@ -249,9 +247,7 @@ def ready_to_launch(stage: StageRunState) -> list[str]:
     on reserved executors [...]. Once they are set up, the tasks placed on transient
     executors are scheduled and run." Pending reserved tasks come first; transient
     tasks become ready only when no reserved task of the stage is still pending."""
-    reserved = [
-        t.task_id for t in stage.tasks if t.placement == "reserved" and t.status == "pending"
-    ]
+    reserved = [t.task_id for t in stage.tasks if t.placement == "reserved" and t.status == "pending"]
     if reserved:
         return reserved
     return [t.task_id for t in stage.tasks if t.placement == "transient" and t.status == "pending"]
@@ -474,11 +470,7 @@ def should_flush(
     this node (if not, waiting gains nothing)."""
     if tasks_aggregated == 0:
         return False
-    return (
-        not more_tasks_coming
-        or tasks_aggregated >= limits.max_tasks
-        or held_for_s >= limits.max_delay_s
-    )
+    return not more_tasks_coming or tasks_aggregated >= limits.max_tasks or held_for_s >= limits.max_delay_s
 
 
 # ---------------------------------------------------------------- runtime: reserved failure

@@ -157,8 +157,7 @@ def _arrive(cluster: _Cluster, now: float) -> None:
 
 def _snapshot(cluster: _Cluster, now: float, increment: int) -> ClusterSnapshot:
     nodes = tuple(
-        replace(node, running=tuple(cluster.running[node.node_id]))
-        for node in cluster.nodes.values()
+        replace(node, running=tuple(cluster.running[node.node_id])) for node in cluster.nodes.values()
     )
     jobs = tuple(
         JobView(

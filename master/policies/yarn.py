@@ -229,9 +229,7 @@ class Round:
         self.increment = snapshot.memory_increment_mb
         self.ordering = ordering
         self.jobs = {
-            job.job_id: JobState(job, lookup, self.increment)
-            for job in snapshot.jobs
-            if job.pending
+            job.job_id: JobState(job, lookup, self.increment) for job in snapshot.jobs if job.pending
         }
         self.queue = JobQueue(self.jobs.values(), ordering)
         self.decisions: list[Decision] = []
@@ -313,9 +311,7 @@ class YarnScheduler:
         self.lookup = ModelLookup(models)
 
     @classmethod
-    def from_options(
-        cls, options: Mapping[str, Any], models: ModelSource | None = None
-    ) -> YarnScheduler:
+    def from_options(cls, options: Mapping[str, Any], models: ModelSource | None = None) -> YarnScheduler:
         """Build from a scenario's ``policy.options``."""
         return cls(models=models, **checked_options(options, cls.OPTIONS, "yarn"))
 

@@ -147,9 +147,7 @@ class RegularTimeline:
             if job >= 0:
                 self._reserving[job].append(i)
         self._tasks = list(chain.from_iterable(node.running for node in nodes))
-        self._owner = list(
-            chain.from_iterable(repeat(i, len(node.running)) for i, node in enumerate(nodes))
-        )
+        self._owner = list(chain.from_iterable(repeat(i, len(node.running)) for i, node in enumerate(nodes)))
         self._ends = list(map(_END, self._tasks))
         self._order = sorted(range(len(self._tasks)), key=self._ends.__getitem__)
         self._released = 0
@@ -157,9 +155,7 @@ class RegularTimeline:
         self.running_end = dict(zip(map(_JOB, by_end), map(_END, by_end), strict=True))
         """Job id -> latest expected end of its running tasks."""
         self._events = [
-            (now, i, i, 0, 0, -1)
-            for i, node in enumerate(nodes)
-            if node.free_slots > 0 and not node.draining
+            (now, i, i, 0, 0, -1) for i, node in enumerate(nodes) if node.free_slots > 0 and not node.draining
         ]
         self._seq = len(nodes)
 
@@ -291,9 +287,7 @@ class RegularTimeline:
                 times[job_id] = max(self.running_end.get(job_id, -math.inf), *ends)
         return times
 
-    def pending_end_reaches(
-        self, job_id: str, threshold: float, excluded: Set[int]
-    ) -> tuple[bool, float]:
+    def pending_end_reaches(self, job_id: str, threshold: float, excluded: Set[int]) -> tuple[bool, float]:
         """Does a pending task of the job, other than ``excluded`` positions, end at ``threshold``
         or later? Returns the answer and its evidence: an estimated end at or past the threshold,
         or the latest estimated end of those tasks (all below it).
@@ -430,9 +424,7 @@ class YarnMeScheduler:
         self.backfill_depth = backfill_depth
 
     @classmethod
-    def from_options(
-        cls, options: Mapping[str, Any], models: ModelSource | None = None
-    ) -> YarnMeScheduler:
+    def from_options(cls, options: Mapping[str, Any], models: ModelSource | None = None) -> YarnMeScheduler:
         """Build from a scenario's ``policy.options``."""
         return cls(models=models, **checked_options(options, cls.OPTIONS, "yarn-me"))
 
@@ -506,9 +498,7 @@ class YarnMeScheduler:
         )
         return True
 
-    def _backfill(
-        self, rnd: ElasticRound, node: NodeState, reserving: JobState, position: int
-    ) -> None:
+    def _backfill(self, rnd: ElasticRound, node: NodeState, reserving: JobState, position: int) -> None:
         """Let other jobs use a reserved node, with tasks predicted to end before the
         reserving job's next task could start there regularly: they never delay it."""
         deadline: float | None = None

@@ -13,8 +13,14 @@ class NodeProvider(Protocol):
     run_id: str
 
     async def launch(
-        self, node_id: str, node_class: str, slots: int, memory_mb: int, cpus: float | None,
-        command: list[str], env: dict[str, str],
+        self,
+        node_id: str,
+        node_class: str,
+        slots: int,
+        memory_mb: int,
+        cpus: float | None,
+        command: list[str],
+        env: dict[str, str],
     ) -> None:
         """Start a node running ``command`` (an agent command line lacking placement flags)."""
 

@@ -37,8 +37,14 @@ class LocalProvider:
         return node_id in self.nodes
 
     async def launch(
-        self, node_id: str, node_class: str, slots: int, memory_mb: int, cpus: float | None,
-        command: list[str], env: dict[str, str],
+        self,
+        node_id: str,
+        node_class: str,
+        slots: int,
+        memory_mb: int,
+        cpus: float | None,
+        command: list[str],
+        env: dict[str, str],
     ) -> None:
         del node_class, slots, memory_mb, cpus  # carried by the command line
         directory = self.nodes_dir / node_id
@@ -47,15 +53,21 @@ class LocalProvider:
         argv = [*command, "--data-dir", str(directory), "--listen", "127.0.0.1", "--advertise", "127.0.0.1"]
         with open(self.log_dir / f"{node_id}.log", "ab") as log:
             process = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
-                env=child_env(env), start_new_session=True,
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=child_env(env),
+                start_new_session=True,
             )
         self.nodes[node_id] = LocalNode(node_id, process, directory)
 
     def _node(self, node_id: str) -> LocalNode:
         node = self.nodes.get(node_id)
         if node is None:
-            raise ForeignNodeError(f"node {node_id!r} is not a live node of run {self.run_id}; refusing to touch it")
+            raise ForeignNodeError(
+                f"node {node_id!r} is not a live node of run {self.run_id}; refusing to touch it"
+            )
         return node
 
     async def evict(self, node_id: str) -> None:
@@ -78,7 +90,9 @@ class LocalProvider:
         await asyncio.to_thread(shutil.rmtree, node.directory, True)
 
     async def close(self) -> None:
-        await asyncio.gather(*(self.release(n, grace_s=2.0) for n in list(self.nodes)), return_exceptions=True)
+        await asyncio.gather(
+            *(self.release(n, grace_s=2.0) for n in list(self.nodes)), return_exceptions=True
+        )
 
     def pid(self, node_id: str) -> int:
         return self._node(node_id).process.pid

@@ -18,7 +18,7 @@ OPERATIONS: dict[str, TaskFunction] = {
 }
 
 
-def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:  # noqa: ANN001 - any JobSpec
+def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
     if job.workload == "wordcount":
         return wordcount.plan(job, seed)
     if job.workload == "sleep":

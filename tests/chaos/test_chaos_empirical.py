@@ -68,9 +68,7 @@ def test_a_single_observation_is_a_fixed_lifetime(tmp_path):
     assert set(draw(parse_lifetime({"empirical": "lifetimes.csv"}, tmp_path), 5)) == {300.0}
 
 
-def test_a_relative_path_without_base_dir_is_relative_to_the_working_directory(
-    tmp_path, monkeypatch
-):
+def test_a_relative_path_without_base_dir_is_relative_to_the_working_directory(tmp_path, monkeypatch):
     write(tmp_path, "120\n")
     monkeypatch.chdir(tmp_path)
     assert draw(parse_lifetime({"empirical": "lifetimes.csv"}), 1)[0] == 120.0

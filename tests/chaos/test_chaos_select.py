@@ -90,22 +90,16 @@ def test_same_seed_same_victims_whatever_the_input_order():
     evict = EvictSpec(count=2)
     shuffled = [CLUSTER[i] for i in (4, 2, 0, 3, 1)]
     for seed in range(20):
-        assert select_victims(CLUSTER, evict, rng(seed)) == select_victims(
-            shuffled, evict, rng(seed)
-        )
+        assert select_victims(CLUSTER, evict, rng(seed)) == select_victims(shuffled, evict, rng(seed))
 
 
 def test_random_selection_is_uniform_over_nodes():
-    picks = Counter(
-        select_victims(CLUSTER, EvictSpec(count=1), rng(seed))[0] for seed in range(2000)
-    )
+    picks = Counter(select_victims(CLUSTER, EvictSpec(count=1), rng(seed))[0] for seed in range(2000))
     assert set(picks) == {"transient-0", "transient-1", "transient-2", "transient-10"}
     assert all(450 <= count <= 550 for count in picks.values())
 
 
 def test_ties_are_broken_at_random_not_by_name():
     same_age = [node(f"transient-{i}", launched=5.0) for i in range(4)]
-    firsts = {
-        select_victims(same_age, EvictSpec(count=1, select="oldest"), rng(s))[0] for s in range(50)
-    }
+    firsts = {select_victims(same_age, EvictSpec(count=1, select="oldest"), rng(s))[0] for s in range(50)}
     assert len(firsts) == 4

@@ -65,9 +65,7 @@ def transient(i: int, launched: float = 0.0, **fields) -> NodeView:
     return NodeView(f"t{i}", "transient", 1, 1024, partition="short", launched=launched, **fields)
 
 
-def cluster(
-    *extra: NodeView, long: int = 8, idle: int = 0, now: float = 1000.0, jobs=()
-) -> ClusterSnapshot:
+def cluster(*extra: NodeView, long: int = 8, idle: int = 0, now: float = 1000.0, jobs=()) -> ClusterSnapshot:
     nodes = [general(i) for i in range(long)]
     nodes += [general(long + i, long=False) for i in range(idle)]
     return ClusterSnapshot(now, (*nodes, short_reserved(0), *extra), tuple(jobs))
@@ -143,26 +141,20 @@ def test_provisioning_launches_count_as_servers_already_added() -> None:
 
 def test_a_draining_server_is_taken_back_before_launching() -> None:
     snapshot = cluster(transient(0, draining=True, running=(running("a"),)))
-    assert autoscaler().decide(snapshot, provisioning=0) == [
-        Undrain("t0", "long-load ratio above threshold")
-    ]
+    assert autoscaler().decide(snapshot, provisioning=0) == [Undrain("t0", "long-load ratio above threshold")]
 
 
 def test_removes_one_server_per_decision_below_the_threshold() -> None:
     # no long task anywhere: the target is 0; the idlest transient server drains first
     snapshot = cluster(transient(0, running=(running("a"),)), transient(1), transient(2), long=0)
-    assert autoscaler().decide(snapshot, provisioning=0) == [
-        Drain("t2", "long-load ratio below threshold")
-    ]
+    assert autoscaler().decide(snapshot, provisioning=0) == [Drain("t2", "long-load ratio below threshold")]
 
 
 def test_a_server_younger_than_the_provisioning_delay_is_not_removed() -> None:
     young = cluster(transient(0, launched=950.0), long=0, now=1000.0)
     assert autoscaler().decide(young, provisioning=0) == []
     later = cluster(transient(0, launched=950.0), long=0, now=950.0 + DELAY)
-    assert autoscaler().decide(later, provisioning=0) == [
-        Drain("t0", "long-load ratio below threshold")
-    ]
+    assert autoscaler().decide(later, provisioning=0) == [Drain("t0", "long-load ratio below threshold")]
 
 
 def test_wake_at_names_the_time_a_pending_removal_becomes_possible() -> None:
@@ -292,9 +284,7 @@ def test_a_revoked_transient_server_loses_no_queued_short_task() -> None:
         surviving=(("S0", "s0"),), requeue=(), rerun=("t",)
     )
     # t0 is gone; when s0's slot frees, the surviving copy runs there, nothing is re-placed
-    after = ClusterSnapshot(
-        60.0, (general(0), short_reserved(0, queued=("S0",))), (short_job("S0"),)
-    )
+    after = ClusterSnapshot(60.0, (general(0), short_reserved(0, queued=("S0",))), (short_job("S0"),))
     assert EagleScheduler().schedule(after) == [Assign("S0", "s0", 64, predicted_duration_s=1.0)]
 
 
@@ -414,9 +404,7 @@ class _VirtualShell:
             if d.task_id in server.queue:
                 server.queue.remove(d.task_id)
             end = self.now + self.durations[d.task_id]
-            server.running[d.task_id] = RunningTask(
-                d.task_id, task.job_id, 64, self.now, end, long=task.long
-            )
+            server.running[d.task_id] = RunningTask(d.task_id, task.job_id, 64, self.now, end, long=task.long)
             assert len(server.running) <= 2
             self.at(end, "end", f"{d.node_id}|{d.task_id}")
         elif isinstance(d, Enqueue):
@@ -459,9 +447,7 @@ def test_closed_loop_with_revocations_loses_nothing_and_stays_within_budget() ->
     """Long jobs fill the general partition, transient servers come, a short burst
     queues on them, two of them are revoked mid-burst, the long jobs end, they go."""
     partitions = split_partitions([f"r{i}" for i in range(6)], 2 / 6)  # r4, r5 short-only
-    scaler = CloudCoasterAutoscaler(
-        threshold=0.5, r=3, p=0.5, provisioning_delay_s=DELAY, short_on_demand=2
-    )
+    scaler = CloudCoasterAutoscaler(threshold=0.5, r=3, p=0.5, provisioning_delay_s=DELAY, short_on_demand=2)
     jobs = [
         ArrivingJob(0.0, (400.0,) * 8, long=True),
         ArrivingJob(200.0, (5.0,) * 40, long=False),

@@ -104,9 +104,7 @@ def test_executor_classes_per_strategy() -> None:
 def test_checkpoints_spread_over_the_reserved_nodes_deterministically() -> None:
     reserved = ["r2", "r1", "r3"]
     chosen = [checkpoint_node((s, i), reserved) for s in range(3) for i in range(20)]
-    assert chosen == [
-        checkpoint_node((s, i), list(reversed(reserved))) for s in range(3) for i in range(20)
-    ]
+    assert chosen == [checkpoint_node((s, i), list(reversed(reserved))) for s in range(3) for i in range(20)]
     assert set(chosen) == {"r1", "r2", "r3"}
     with pytest.raises(ValueError, match="at least one reserved node"):
         checkpoint_node((0, 0), [])

@@ -52,9 +52,7 @@ O2O, O2M, M2O, M2M = (
 )
 
 
-def dag(
-    name: str, operators: list[Operator], edges: list[tuple[str, str, Dependency]]
-) -> LogicalDag:
+def dag(name: str, operators: list[Operator], edges: list[tuple[str, str, Dependency]]) -> LogicalDag:
     return LogicalDag(name, tuple(operators), tuple(Edge(s, d, t) for s, d, t in edges))
 
 
@@ -237,9 +235,7 @@ def test_every_stage_ends_on_reserved_and_starts_on_transient(build) -> None:
     covered = set()
     for stage in plan.stages:
         assert plan.placement[stage.anchor] == "reserved"
-        assert all(
-            plan.placement[op] == "transient" for op in stage.operators if op != stage.anchor
-        )
+        assert all(plan.placement[op] == "transient" for op in stage.operators if op != stage.anchor)
         covered |= set(stage.operators)
     assert covered == set(plan.dag.topological_order())
 
@@ -362,9 +358,7 @@ def test_pagerank_runs_on_reserved_nodes_after_reading_its_edges() -> None:
     operators one-to-one or through a shuffle, so Algorithm 1 keeps every iteration
     on reserved executors and only the edge reader on transient ones."""
     plan = compile_pado(pagerank_dag(partitions=4, iterations=3))
-    assert [op for op in plan.dag.topological_order() if plan.placement[op] == "transient"] == [
-        "read-edges"
-    ]
+    assert [op for op in plan.dag.topological_order() if plan.placement[op] == "transient"] == ["read-edges"]
     assert [(s.anchor, s.operators, s.parents) for s in plan.stages] == [
         ("links", ("read-edges", "links"), ()),
         ("ranks-0", ("ranks-0",), (0,)),
@@ -508,9 +502,7 @@ def test_pagerank_needs_an_iteration() -> None:
 # ---------------------------------------------------------------- runtime: launch order
 
 
-def task(
-    task_id: str, placement: str, status: str = "pending", node: str | None = None
-) -> StageTask:
+def task(task_id: str, placement: str, status: str = "pending", node: str | None = None) -> StageTask:
     return StageTask(task_id, placement, status, node)  # type: ignore[arg-type]
 
 
@@ -676,9 +668,7 @@ def test_commits_are_exactly_once_under_any_interleaving(seed: int) -> None:
     pushes = [Push.of(t, a) for t in tasks for a in range(2)] + [
         Push(f"agg{k}", tuple((t, 2) for t in rng.sample(tasks, 2))) for k in range(3)
     ]
-    blocks = {
-        p.push_id: {d: (i, f"{p.push_id}@{d}") for i, d in enumerate(destinations)} for p in pushes
-    }
+    blocks = {p.push_id: {d: (i, f"{p.push_id}@{d}") for i, d in enumerate(destinations)} for p in pushes}
     ledger = CommitLedger()
     delivered: dict[str, set[str]] = {}
     accepted = 0
@@ -832,9 +822,7 @@ def test_reserved_failure_stops_at_parents_that_lost_nothing() -> None:
     outputs = pagerank_outputs(stages, 4)
     outputs[3] = {0: "r3", 1: "r2"}  # ranks-1 is whole: nothing before it is needed
     outputs[0] = {0: "r3", 1: "r2"}  # links too
-    plan = on_reserved_failure(
-        stages, running=4, completed={0, 1, 2, 3}, output_nodes=outputs, node="r1"
-    )
+    plan = on_reserved_failure(stages, running=4, completed={0, 1, 2, 3}, output_nodes=outputs, node="r1")
     assert plan.recompute == ()
     assert plan.restart == {0}
 

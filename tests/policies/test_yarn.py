@@ -30,9 +30,7 @@ def node(
     node_class: NodeClass = "reserved",
     draining: bool = False,
 ) -> NodeView:
-    return NodeView(
-        node_id, node_class, slots, memory, running, draining, reserved_for=reserved_for
-    )
+    return NodeView(node_id, node_class, slots, memory, running, draining, reserved_for=reserved_for)
 
 
 def busy(job_id: str, memory: int, end: float, task_id: str | None = None) -> RunningTask:
@@ -40,9 +38,7 @@ def busy(job_id: str, memory: int, end: float, task_id: str | None = None) -> Ru
 
 
 def tasks(job_id: str, count: int, memory: int, duration: float = 10.0, **kw) -> tuple:
-    return tuple(
-        PendingTask(f"{job_id}/t{i}", job_id, 0, i, memory, duration, **kw) for i in range(count)
-    )
+    return tuple(PendingTask(f"{job_id}/t{i}", job_id, 0, i, memory, duration, **kw) for i in range(count))
 
 
 def job(

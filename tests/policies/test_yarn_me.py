@@ -395,9 +395,7 @@ def test_timeline_of_fig3() -> None:
 
 def test_timeline_honours_reservations() -> None:
     def state(reserved_for: str | None) -> ClusterSnapshot:
-        a = node(
-            "a", slots=2, memory=4_000, running=(busy("x", 3_000, 20.0),), reserved_for=reserved_for
-        )
+        a = node("a", slots=2, memory=4_000, running=(busy("x", 3_000, 20.0),), reserved_for=reserved_for)
         b = node("b", slots=2, memory=4_000)
         jobs = [job("r", tasks("r", 1, 3_000), running=2), job("k", tasks("k", 3, 1_000))]
         return snap([a, b], jobs)
@@ -418,12 +416,9 @@ def random_snapshot(rng: random.Random) -> tuple[ClusterSnapshot, ModelSource]:
         job_id = f"j{j}"
         pending = []
         for stage in range(rng.randint(1, 2)):
-            models[(job_id, stage)] = TaskModel(
-                rng.randrange(300, 4_000, 100), float(rng.randint(1, 30))
-            )
+            models[(job_id, stage)] = TaskModel(rng.randrange(300, 4_000, 100), float(rng.randint(1, 30)))
             pending += [
-                PendingTask(f"{job_id}/{stage}/{i}", job_id, stage, i, 0)
-                for i in range(rng.randint(1, 5))
+                PendingTask(f"{job_id}/{stage}/{i}", job_id, stage, i, 0) for i in range(rng.randint(1, 5))
             ]
         jobs.append(
             job(
