@@ -92,6 +92,7 @@ class Journal:
         self.t0 = clock()
         self._events = open(run_dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
         self._tables: dict[str, _Table] = {}
+        self.listeners: list[Any] = []
 
     def now(self) -> float:
         """Seconds since the run started."""
@@ -101,6 +102,8 @@ class Journal:
         record = {"t": round(self.now(), 4), "event": name, **fields}
         self._events.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
         self._events.flush()
+        for listener in self.listeners:
+            listener(record)
 
     def row(self, table: str, **fields: Any) -> None:
         entry = self._tables.get(table)

@@ -13,6 +13,7 @@ import os
 import secrets
 import signal
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,13 @@ def prepare_run_dir(scenario: Scenario, out: Path | None, runs_base: Path = Path
     return run_dir
 
 
-async def run_scenario(scenario: Scenario, run_dir: Path, backend: str = "local") -> RunResult:
+async def run_scenario(
+    scenario: Scenario,
+    run_dir: Path,
+    backend: str = "local",
+    on_event: Callable[[Master, dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """Run a scenario to its end. ``on_event(master, record)`` sees every journal event as it happens."""
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
@@ -66,6 +73,8 @@ async def run_scenario(scenario: Scenario, run_dir: Path, backend: str = "local"
             secrets.token_hex(16),
             lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
         )
+        if on_event is not None:
+            master.journal.listeners.append(lambda record: on_event(master, record))
         try:
             ok = await master.run()
         finally:

@@ -283,6 +283,16 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
     _set(node, parts[-1], value, assignment)
 
 
+def _expand_node_counts(data: dict[str, Any]) -> None:
+    """``transient: 3`` becomes ``transient: {count: 3}`` so ``--set cluster.transient.slots=4`` works."""
+    cluster = data.get("cluster")
+    if isinstance(cluster, dict):
+        for node_class in ("reserved", "transient"):
+            value = cluster.get(node_class)
+            if isinstance(value, int) and not isinstance(value, bool):
+                cluster[node_class] = {"count": value}
+
+
 def _child(node: Any, part: str) -> Any:
     if isinstance(node, list):
         return node[int(part)] if part.isdigit() and int(part) < len(node) else None
@@ -326,6 +336,8 @@ def parse_scenario(data: dict[str, Any], source: str = "<scenario>") -> Scenario
 
 def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
     data = load_raw(path)
+    if overrides:
+        _expand_node_counts(data)
     for assignment in overrides:
         apply_override(data, assignment)
     return parse_scenario(data, str(path))

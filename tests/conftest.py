@@ -1,0 +1,74 @@
+"""Shared fixtures: a real Mosquitto broker, scenario builders, leak checks."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed.broker import free_port
+from testbed.scenario import Scenario, parse_scenario
+
+
+def make_scenario(**fields: Any) -> Scenario:
+    """A small valid scenario; keyword arguments replace top-level fields."""
+    data: dict[str, Any] = {
+        "name": "test",
+        "seed": 7,
+        "cluster": {"reserved": 1, "transient": 3, "heartbeat_interval": 0.2, "heartbeat_timeout": 2},
+        "jobs": [{"workload": "wordcount", "size_mb": 4, "maps": 4, "reduces": 2}],
+        "timeout": 120,
+    }
+    data.update(fields)
+    return parse_scenario(data)
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def mosquitto(tmp_path: Path) -> Iterator[str]:
+    """A real Mosquitto broker on a free loopback port, stopped after the test."""
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    if not os.path.exists(binary):
+        pytest.skip("mosquitto is not installed (apt-get install mosquitto)")
+    port = free_port()
+    config = tmp_path / "mosquitto.conf"
+    config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+    process = subprocess.Popen([binary, "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_port(port, process)
+        yield f"mqtt://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _wait_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    """Poll until the broker accepts connections (readiness, not a timed sleep)."""
+    for _ in range(500):
+        if process.poll() is not None:
+            stderr = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"mosquitto exited: {stderr}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(0.02)
+    raise TimeoutError(f"mosquitto did not listen on {port}")

@@ -1,0 +1,78 @@
+"""The walking skeleton end to end: real agents, a real broker, a real HTTP shuffle."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from master.run import run_scenario
+from testbed.workloads.wordcount import generate_split, read_output, reference_counts
+from tests.conftest import make_scenario, process_alive
+
+pytestmark = pytest.mark.e2e
+
+
+def expected_counts(size_mb: float, maps: int, seed: int, vocabulary: int = 50_000):
+    nbytes = int(size_mb * 2**20 / maps)
+    return reference_counts(generate_split(seed, i, nbytes, vocabulary) for i in range(maps))
+
+
+def agent_pids(run_dir: Path) -> list[int]:
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    return [e["pid"] for e in events if e["event"] == "node_up"]
+
+
+def assert_clean(run_dir: Path) -> None:
+    """Nothing the run started is left: no agent process, no node directory."""
+    assert not any(process_alive(pid) for pid in agent_pids(run_dir))
+    assert not (run_dir / "nodes").exists() or not any((run_dir / "nodes").iterdir())
+
+
+async def test_wordcount_on_embedded_broker(tmp_path: Path) -> None:
+    scenario = make_scenario()
+    result = await run_scenario(scenario, tmp_path)
+    assert result.ok, result.summary
+    assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["succeeded"] == 1 and summary["mean_jct_s"] > 0
+    jobs = list(csv.DictReader((tmp_path / "jobs.csv").open()))
+    assert jobs[0]["status"] == "succeeded" and int(jobs[0]["tasks"]) == 6
+    assert_clean(tmp_path)
+
+
+async def test_wordcount_on_mosquitto(tmp_path: Path, mosquitto: str) -> None:
+    scenario = make_scenario(broker=mosquitto)
+    result = await run_scenario(scenario, tmp_path)
+    assert result.ok, result.summary
+    assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)
+    assert_clean(tmp_path)
+
+
+async def test_sigkilled_agent_mid_job_still_gives_exact_output(tmp_path: Path) -> None:
+    """Evict (SIGKILL + wipe its disk) the transient node that starts the first reduce task:
+    its running task is relaunched and its map outputs are recomputed through lineage."""
+    jobs = [{"workload": "wordcount", "size_mb": 6, "maps": 6, "reduces": 3}]
+    scenario = make_scenario(jobs=jobs)
+    victims: list[str] = []
+
+    def evict_first_reducer_node(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "task_started" and record["stage"] == 1 and not victims:
+            node = record["node"]
+            if record["class"] == "transient":
+                victims.append(node)
+                asyncio.get_running_loop().create_task(master.provider.evict(node))
+
+    result = await run_scenario(scenario, tmp_path, on_event=evict_first_reducer_node)
+    assert victims, "no reduce task started on a transient node"
+    assert result.ok, result.summary
+    assert read_output(tmp_path / "outputs" / "j000") == expected_counts(6, 6, seed=7000)
+    assert result.summary["relaunched_tasks"] > 0
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    lost = [e for e in events if e["event"] == "node_lost"]
+    assert [e["node"] for e in lost] == victims
+    assert_clean(tmp_path)

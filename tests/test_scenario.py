@@ -1,0 +1,104 @@
+"""Scenario validation: one clear line per problem, exit status 2 from the CLI, --set overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testbed.cli import main
+from testbed.scenario import ScenarioError, load_scenario
+
+GOOD = """\
+name: demo
+cluster: {reserved: 1, transient: 2}
+jobs:
+  - {workload: wordcount, size_mb: 4}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+def problems(tmp_path: Path, text: str) -> list[str]:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path, text))
+    return info.value.problems
+
+
+def test_good_scenario_loads(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, GOOD))
+    assert scenario.cluster.transient.count == 2
+    assert scenario.cluster.transient.price_per_hour < scenario.cluster.reserved.price_per_hour
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            GOOD.replace("transient: 2", "transient: three"),
+            "cluster.transient: expected a node count or a mapping with count, slots, memory_mb",
+        ),
+        (GOOD.replace("wordcount", "wc"), "jobs.0: unknown workload 'wc'"),
+        (GOOD.replace("size_mb: 4", "size_mb: -1"), "jobs.0.size_mb: Input should be greater than 0"),
+        (GOOD.replace("size_mb: 4", "submit_at: soon"), "jobs.0.submit_at: expected a duration such as 30s"),
+        (GOOD + "bogus: 1\n", "bogus: unknown field; remove it or check its spelling"),
+        (GOOD.replace("name: demo", "name: 'a b'"), "name: String should match pattern"),
+        (GOOD + "broker: tcp://x\n", "broker: expected 'embedded' or mqtt://HOST:PORT"),
+        (GOOD.replace("size_mb: 4", "input: /nonexistent/*.txt"), "jobs.0.input: no input file matches"),
+        (
+            "name: x\ncluster: {reserved: 0, transient: 0}\njobs: [{workload: sort}]\n",
+            "cluster: the cluster has no nodes",
+        ),
+        ("- a\n- b\n", "expected a mapping of scenario fields, found list"),
+        ("name: [unclosed\n", "not valid YAML"),
+    ],
+)
+def test_each_problem_names_the_field(tmp_path: Path, text: str, expected: str) -> None:
+    found = problems(tmp_path, text)
+    assert any(expected in line for line in found), found
+    assert all(line.startswith(str(tmp_path / "s.yaml")) for line in found)
+
+
+def test_every_problem_is_reported(tmp_path: Path) -> None:
+    text = GOOD.replace("transient: 2", "transient: -1") + "seed: x\n"
+    found = problems(tmp_path, text)
+    assert len(found) == 2
+    assert {line.split(": ")[1] for line in found} == {"cluster.transient.count", "seed"}
+
+
+def test_set_overrides_any_field(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    scenario = load_scenario(path, ["policy.scheduler=yarn", "jobs.0.size_mb=8", "cluster.transient.count=5"])
+    assert scenario.policy.scheduler == "yarn"
+    assert scenario.jobs[0].size_mb == 8
+    assert scenario.cluster.transient.count == 5
+
+
+def test_bad_override_is_a_clear_error(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    with pytest.raises(ScenarioError, match=r"policy\.scheduler: Input should be"):
+        load_scenario(path, ["policy.scheduler=nope"])
+    with pytest.raises(ScenarioError, match=r"expected KEY\.PATH=VALUE"):
+        load_scenario(path, ["nonsense"])
+
+
+def test_cli_validate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(write(tmp_path, GOOD))]) == 0
+    assert "ok" in capsys.readouterr().out
+    bad = write(tmp_path, GOOD.replace("size_mb: 4", "size_mb: big"))
+    assert main(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "jobs.0.size_mb" in err and "Traceback" not in err
+    assert main(["validate", str(tmp_path / "missing.yaml")]) == 2
+    assert "cannot read the file" in capsys.readouterr().err
+    assert main(["run"]) == 2
+    assert main(["frobnicate"]) == 2
+
+
+def test_shipped_scenarios_validate() -> None:
+    for path in sorted(Path(__file__).parents[1].joinpath("scenarios").glob("*.yaml")):
+        load_scenario(path)
