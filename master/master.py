@@ -10,6 +10,7 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey
 from master.journal import Journal
 from master.policies.base import (
@@ -32,10 +34,10 @@ from master.policies.base import (
     RunningTask,
     Scheduler,
 )
-from master.providers.base import NodeProvider
+from master.providers.base import ForeignNodeError, NodeProvider
 from testbed.mqtt import BrokerAddress, MqttLink
-from testbed.protocol import Codec, Heartbeat, LaunchTask, NodeState, TaskSpec, TaskUpdate, Topics
-from testbed.scenario import Scenario
+from testbed.protocol import Codec, Heartbeat, LaunchTask, Message, NodeState, TaskSpec, TaskUpdate, Topics
+from testbed.scenario import EvictSpec, Scenario
 from testbed.workloads import plan_job
 from testbed.workloads.base import TOKEN_HEADER
 
@@ -102,6 +104,7 @@ class Master:
         self._cluster_up = asyncio.Event()
         self._timers: list[asyncio.TimerHandle] = []
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
+        self.chaos = ChaosController(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -120,12 +123,14 @@ class Master:
             self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
             for node in self.nodes.values():
                 node.launched_t = 0.0
+            self.chaos.start()
             self._schedule_arrivals(loop)
             try:
                 await asyncio.wait_for(self._all_done.wait(), self.scenario.timeout)
             except TimeoutError:
                 self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout:.0f}s")
         finally:
+            self.chaos.stop()
             for timer in self._timers:
                 timer.cancel()
             for task in background:
@@ -154,7 +159,7 @@ class Master:
         spec = self.scenario.cluster.reserved if node_class == "reserved" else self.scenario.cluster.transient
         ordinal = self._ordinals[node_class]
         self._ordinals[node_class] += 1
-        node_id = f"{node_class[0]}{ordinal:03d}"
+        node_id = f"{node_class}-{ordinal}"
         record = NodeRecord(
             node_id, node_class, ordinal, self.journal.now(), spec.slots, spec.memory_mb, spec.price_per_hour
         )
@@ -240,6 +245,54 @@ class Master:
             node.status = "draining"
         elif state.state in ("lost", "gone") and node.alive and state.incarnation == node.incarnation:
             self.node_lost(node, "crashed" if state.state == "lost" else "released")
+
+    def drain(self, node: NodeRecord, reason: str) -> None:
+        """No new tasks go to the node (an eviction notice, an autoscaler removal)."""
+        if node.status == "up":
+            node.status = "draining"
+            self.journal.event("node_draining", node=node.node_id, reason=reason)
+
+    def send(self, node_id: str, message: Message) -> None:
+        self.link.publish(self.topics.command(node_id), self.codec.encode(message))
+
+    def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]:
+        now = self.journal.now()
+        views = []
+        for task_id, (job, key) in node.running.items():
+            record = job.tasks[key]
+            started = record.started if record.started is not None else now
+            views.append(
+                RunningTask(task_id, job.job_id, record.memory_mb, started, started + job.est_duration_s)
+            )
+        return tuple(views)
+
+    def stored_bytes(self) -> dict[str, int]:
+        """Bytes of live intermediate outputs held on each node (what an eviction would lose)."""
+        by_url = {n.url: n.node_id for n in self.nodes.values() if n.alive}
+        held: dict[str, int] = {}
+        for job in self.jobs.values():
+            if job.status not in ("waiting", "running"):
+                continue
+            for record in job.tasks.values():
+                node_id = by_url.get(record.location or "")
+                if record.available and node_id and not job.is_final(record):
+                    held[node_id] = held.get(node_id, 0) + sum(record.partition_bytes)
+        return held
+
+    def record_eviction(
+        self, node: NodeRecord, reason: str, lifetime_s: float | None, tasks_running: int, bytes_lost: int
+    ) -> None:
+        self.evictions += 1
+        facts = {
+            "reason": reason,
+            "lifetime_s": lifetime_s,
+            "tasks_running": tasks_running,
+            "bytes_lost": bytes_lost,
+        }
+        self.journal.event("eviction", node=node.node_id, **{"class": node.node_class}, **facts)
+        self.journal.row(
+            "evictions", t_s=self.journal.now(), node_id=node.node_id, node_class=node.node_class, **facts
+        )
 
     def node_lost(self, node: NodeRecord, reason: str) -> None:
         """Forget a node and recover what it held: its running tasks and its stored outputs."""
@@ -327,15 +380,37 @@ class Master:
         app = web.Application(client_max_size=0)
         app.router.add_put("/outputs/{job}/{index}/{attempt}", self._receive_output)
         app.router.add_get("/status", self._status)
+        app.router.add_post("/chaos/evict", self._chaos_evict)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.http_host, 0)
         await site.start()
         self.http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        (self.run_dir / "master.json").write_text(
-            f'{{"status_url": "http://{self.advertise}:{self.http_port}/status", "pid": {os.getpid()}}}\n'
-        )
+        self._write_master_info()
         return runner
+
+    def _write_master_info(self) -> None:
+        """Where scripts reach this run's API, with its token (readable by the owner only)."""
+        info = {"url": f"http://{self.advertise}:{self.http_port}", "token": self.token, "pid": os.getpid()}
+        path = self.run_dir / "master.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(info, handle)
+
+    async def _chaos_evict(self, request: web.Request) -> web.Response:
+        """A live storm: ``{"count"|"fraction", "kind", "select"}`` or ``{"nodes": [...]}``."""
+        if request.headers.get(TOKEN_HEADER) != self.token:
+            raise web.HTTPForbidden(text="missing or wrong run token")
+        try:
+            body = await request.json()
+            named = body.pop("nodes", None)
+            spec = EvictSpec.model_validate(body if not named else {"count": len(named), **body})
+            victims = await self.chaos.evict_now(spec, named)
+        except ForeignNodeError as exc:
+            return web.json_response({"error": str(exc)}, status=403)
+        except (ValueError, TypeError) as exc:
+            return web.json_response({"error": f"bad eviction request: {exc}"}, status=400)
+        return web.json_response({"evicted": victims})
 
     async def _status(self, _: web.Request) -> web.Response:
         return web.json_response(self.status())
@@ -406,16 +481,7 @@ class Master:
                 n.node_class,
                 n.slots,
                 n.memory_mb,  # type: ignore[arg-type]
-                tuple(
-                    RunningTask(
-                        tid,
-                        j.job_id,
-                        j.tasks[k].memory_mb,
-                        j.tasks[k].started or now,
-                        (j.tasks[k].started or now) + j.est_duration_s,
-                    )
-                    for tid, (j, k) in n.running.items()
-                ),
+                self.running_views(n),
                 draining=n.status == "draining",
                 launched=n.launched_t,
                 reserved_for=n.reserved_for,
@@ -472,7 +538,7 @@ class Master:
             else None,
         )
         node.running[decision.task_id] = (job, key)
-        self.link.publish(self.topics.command(node.node_id), self.codec.encode(LaunchTask(task=spec)))
+        self.send(node.node_id, LaunchTask(task=spec))
         self.journal.event(
             "task_started",
             task=decision.task_id,

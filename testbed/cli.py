@@ -13,7 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from testbed.scenario import ScenarioError, load_scenario
+from testbed.durations import parse_duration
+from testbed.scenario import Scenario, ScenarioError, load_scenario
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="local",
         help="nodes as local processes (default) or Docker containers",
     )
+    run.add_argument("--dry-run", action="store_true", help="print the planned eviction schedule and stop")
     run.set_defaults(handler=cmd_run)
 
     validate = sub.add_parser("validate", help="check a scenario file without running it")
@@ -70,6 +72,25 @@ def build_parser() -> argparse.ArgumentParser:
     agent.add_argument("--port", type=int, default=0)
     agent.add_argument("--heartbeat-interval", type=float, default=0.5)
     agent.set_defaults(handler=cmd_agent)
+
+    chaos = sub.add_parser("chaos", help="eviction plans and live eviction storms")
+    chaos_sub = chaos.add_subparsers(dest="chaos_command", required=True, parser_class=_Parser)
+    plan = chaos_sub.add_parser("plan", help="print a scenario's planned eviction schedule")
+    plan.add_argument("scenario", type=Path)
+    plan.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    plan.add_argument("--horizon", help="how far ahead, trace time (default: the scenario's timeout)")
+    plan.set_defaults(handler=cmd_chaos_plan)
+    evict = chaos_sub.add_parser("evict", help="evict nodes of a running scenario now")
+    evict.add_argument("--run", default="runs/latest", type=Path, help="run directory (default runs/latest)")
+    amount = evict.add_mutually_exclusive_group(required=True)
+    amount.add_argument("--count", type=int)
+    amount.add_argument("--fraction", type=float)
+    amount.add_argument("--node", action="append", dest="nodes", help="a node id (repeatable)")
+    evict.add_argument("--kind", choices=("transient", "reserved", "any"), default="transient")
+    evict.add_argument(
+        "--select", choices=("random", "oldest", "youngest", "busiest", "most-data"), default="random"
+    )
+    evict.set_defaults(handler=cmd_chaos_evict)
 
     broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
     broker.add_argument("--host", default="127.0.0.1")
@@ -94,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # e.g. `testbed chaos plan S | head`
+        sys.stderr.close()
+        return EXIT_OK
     except KeyboardInterrupt:
         print("interrupted; everything the run started has been stopped", file=sys.stderr)
         return 130
@@ -110,15 +134,52 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from master.policies import make_scheduler
     from master.run import prepare_run_dir, run_blocking
     from testbed.console import print_jct_table
 
     scenario = load_scenario(args.scenario, args.overrides)
+    if args.dry_run:
+        print(eviction_plan(scenario, args.scenario))
+        return EXIT_OK
+    make_scheduler(scenario)  # fail on policy problems before anything starts
     run_dir = prepare_run_dir(scenario, args.out)
     print(f"run directory: {run_dir}", file=sys.stderr)
     result = run_blocking(scenario, run_dir, args.backend)
     print_jct_table(result.run_dir, result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) -> str:
+    from master.chaos.plan import format_plan, plan_evictions
+
+    horizon = horizon if horizon is not None else scenario.timeout * scenario.time_scale
+    return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)
+
+
+def cmd_chaos_plan(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.scenario, args.overrides)
+    try:
+        horizon = parse_duration(args.horizon) if args.horizon else None
+    except ValueError as exc:
+        raise UsageError(f"--horizon: {exc}") from None
+    print(eviction_plan(scenario, args.scenario, horizon))
+    return EXIT_OK
+
+
+def cmd_chaos_evict(args: argparse.Namespace) -> int:
+    from testbed.chaos_client import ChaosClient, ChaosError
+
+    if args.fraction is not None and not 0 < args.fraction <= 1:
+        raise UsageError("--fraction: expected a number in (0, 1], e.g. 0.5")
+    if args.count is not None and args.count < 1:
+        raise UsageError("--count: expected a whole number >= 1")
+    try:
+        evicted = ChaosClient(args.run).evict(args.count, args.fraction, args.kind, args.select, args.nodes)
+    except ChaosError as exc:
+        raise UsageError(f"testbed chaos evict: {exc}") from None
+    print(f"evicted {len(evicted)} node(s): {', '.join(evicted) or '-'}")
+    return EXIT_OK
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
