@@ -59,6 +59,7 @@ class NodeRecord:
     incarnation: str = ""
     last_seen: float = 0.0
     reserved_for: str | None = None
+    evicted_at: float | None = None
     running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
 
     @property
@@ -244,7 +245,8 @@ class Master:
         elif state.state == "draining" and node.status == "up":
             node.status = "draining"
         elif state.state in ("lost", "gone") and node.alive and state.incarnation == node.incarnation:
-            self.node_lost(node, "crashed" if state.state == "lost" else "released")
+            crashed = "evicted" if node.evicted_at is not None else "crashed"
+            self.node_lost(node, crashed if state.state == "lost" else "released")
 
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""
@@ -283,6 +285,7 @@ class Master:
         self, node: NodeRecord, reason: str, lifetime_s: float | None, tasks_running: int, bytes_lost: int
     ) -> None:
         self.evictions += 1
+        node.evicted_at = self.journal.now()
         facts = {
             "reason": reason,
             "lifetime_s": lifetime_s,
@@ -293,6 +296,8 @@ class Master:
         self.journal.row(
             "evictions", t_s=self.journal.now(), node_id=node.node_id, node_class=node.node_class, **facts
         )
+        if node.status == "launching":  # it never connected: no Last Will or heartbeat will tell
+            self.node_lost(node, "evicted_while_launching")
 
     def node_lost(self, node: NodeRecord, reason: str) -> None:
         """Forget a node and recover what it held: its running tasks and its stored outputs."""
@@ -300,7 +305,10 @@ class Master:
             return
         node.status = "lost" if reason != "released" else "gone"
         now = self.journal.now()
-        self.journal.event("node_lost", node=node.node_id, **{"class": node.node_class}, reason=reason)
+        detect_s = now - node.evicted_at if node.evicted_at is not None else None
+        self.journal.event(
+            "node_lost", node=node.node_id, **{"class": node.node_class}, reason=reason, detect_s=detect_s
+        )
         self._node_row(node, now, reason)
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
@@ -562,8 +570,8 @@ class Master:
                 if node.status in ("up", "draining") and now - node.last_seen > timeout:
                     log.warning("node %s missed heartbeats for %.1fs", node.node_id, now - node.last_seen)
                     self.node_lost(node, "heartbeat_timeout")
-                    if self.provider.owns(node.node_id):
-                        await self.provider.evict(node.node_id)
+                    if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
+                        asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
 
     # ------------------------------------------------------------------ journal rows
 

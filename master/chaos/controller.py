@@ -122,7 +122,7 @@ class ChaosController:
         self._later(loop, notice, lambda: loop.create_task(self.evict(node_id, reason)))
 
     def choose(self, evict: EvictSpec, rng: np.random.Generator) -> list[str]:
-        """Victims among live nodes not already doomed."""
+        """Victims among nodes that are up and not already doomed."""
         candidates = [
             NodeView(
                 n.node_id,
@@ -133,7 +133,7 @@ class ChaosController:
                 running=self.master.running_views(n),
             )
             for n in self.master.nodes.values()
-            if n.alive and n.node_id not in self.doomed
+            if n.status in ("up", "draining") and n.node_id not in self.doomed
         ]
         return select_victims(candidates, evict, rng, self.master.stored_bytes())
 
@@ -144,9 +144,9 @@ class ChaosController:
             return False
         tasks_running = len(node.running)
         bytes_lost = self.master.stored_bytes().get(node_id, 0)
-        await self.master.provider.evict(node_id)
         self.doomed.add(node_id)
         self.master.record_eviction(node, reason, self.lifetimes.get(node_id), tasks_running, bytes_lost)
+        await self.master.provider.evict(node_id)
         policy = self.classes[node.node_class]
         if policy.replace:
             loop = asyncio.get_running_loop()

@@ -1,0 +1,126 @@
+"""The chaos controller for real: lifetimes and storms SIGKILL agents, outputs stay exact."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from master.chaos.plan import plan_evictions
+from master.run import run_scenario
+from testbed.chaos_client import ChaosClient, ChaosError
+from testbed.workloads.wordcount import read_output
+from tests.conftest import make_scenario, process_alive
+from tests.e2e.test_wordcount_run import assert_clean, expected_counts
+
+pytestmark = pytest.mark.e2e
+
+WORDCOUNTS = [
+    {"workload": "wordcount", "size_mb": 6, "maps": 6, "reduces": 3},
+    {"workload": "wordcount", "size_mb": 4, "maps": 4, "reduces": 2, "submit_at": "2m"},
+]
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(tmp_path: Path) -> None:
+    scenario = make_scenario(
+        time_scale=60,
+        jobs=WORDCOUNTS,
+        chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "60s"}},
+    )
+    result = await run_scenario(scenario, tmp_path)
+    assert result.ok, result.summary
+    assert read_output(tmp_path / "outputs/j000") == expected_counts(6, 6, seed=7000)
+    assert read_output(tmp_path / "outputs/j001") == expected_counts(4, 4, seed=7001)
+    evicted = list(csv.DictReader((tmp_path / "evictions.csv").open()))
+    assert evicted and result.summary["evictions"] == len(evicted)
+    # The same seed gives the same lifetimes by node ordinal: the run evicts what the plan says.
+    planned = {p.node_id: p.lifetime_s for p in plan_evictions(scenario, horizon_s=3600)}
+    for row in evicted:
+        assert float(row["lifetime_s"]) == pytest.approx(planned[row["node_id"]], abs=1e-3)
+    lost = {e["node"]: e for e in events(tmp_path) if e["event"] == "node_lost"}
+    assert {row["node_id"] for row in evicted} <= set(lost)
+    assert all(lost[row["node_id"]]["reason"] == "evicted" for row in evicted)
+    assert_clean(tmp_path)
+
+
+async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> None:
+    """`testbed chaos evict --fraction 0.5` into a running run, then one named eviction from Python."""
+    scenario = make_scenario(jobs=[{"workload": "wordcount", "size_mb": 8, "maps": 8, "reduces": 4}])
+    storms: list[asyncio.Task[Any]] = []
+
+    async def storm() -> tuple[int, str, list[str]]:
+        cli = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "testbed.cli",
+            "chaos",
+            "evict",
+            "--run",
+            str(tmp_path),
+            "--fraction",
+            "0.5",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await cli.communicate()
+        client = ChaosClient(tmp_path)
+        status = await asyncio.to_thread(client.status)
+        alive = [n["node"] for n in status["nodes"] if n["class"] == "transient" and n["status"] == "up"]
+        named = await asyncio.to_thread(client.evict, nodes=alive[:1])
+        return cli.returncode or 0, out.decode(), named
+
+    def on_event(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "task_started" and not storms:
+            storms.append(asyncio.get_running_loop().create_task(storm()))
+
+    result = await run_scenario(scenario, tmp_path, on_event=on_event)
+    code, out, named = await storms[0]
+    assert code == 0 and "evicted 2 node(s)" in out, out
+    assert len(named) == 1
+    assert result.ok, result.summary
+    assert read_output(tmp_path / "outputs/j000") == expected_counts(8, 8, seed=7000)
+    manual = [e for e in events(tmp_path) if e["event"] == "eviction" and e["reason"] == "manual"]
+    assert len(manual) == 3
+    assert_clean(tmp_path)
+
+
+async def test_chaos_refuses_nodes_of_other_runs(tmp_path: Path) -> None:
+    """Naming a node that is not this run's is refused; a decoy process outside the run survives."""
+    decoy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    scenario = make_scenario()
+    refusals: list[str] = []
+
+    async def attack() -> None:
+        client = ChaosClient(tmp_path)
+        for target in ("transient-99", str(decoy.pid), "../../etc"):
+            try:
+                await asyncio.to_thread(client.evict, nodes=[target])
+            except ChaosError as exc:
+                refusals.append(str(exc))
+
+    tasks: list[asyncio.Task[None]] = []
+
+    def on_event(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "task_started" and not tasks:
+            tasks.append(asyncio.get_running_loop().create_task(attack()))
+
+    try:
+        result = await run_scenario(scenario, tmp_path, on_event=on_event)
+        await tasks[0]
+        assert result.ok
+        assert len(refusals) == 3 and all("refusing to evict" in r for r in refusals), refusals
+        assert result.summary["evictions"] == 0
+        assert process_alive(decoy.pid)
+    finally:
+        decoy.kill()
+        decoy.wait()

@@ -1,0 +1,50 @@
+"""The local provider: real process groups, SIGKILL evictions, and refusal of foreign nodes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from master.providers.base import ForeignNodeError
+from master.providers.local import LocalProvider
+from tests.conftest import process_alive
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
+
+
+async def test_evict_kills_the_group_and_wipes_the_disk(tmp_path: Path) -> None:
+    provider = LocalProvider("run-a", tmp_path / "nodes")
+    await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
+    pid = provider.pid("transient-0")
+    (tmp_path / "nodes/transient-0/blocks").mkdir()
+    await provider.evict("transient-0")
+    assert not process_alive(pid)
+    assert not (tmp_path / "nodes/transient-0").exists()
+    assert not provider.owns("transient-0")
+
+
+async def test_foreign_nodes_are_refused_and_survive(tmp_path: Path) -> None:
+    mine = LocalProvider("run-a", tmp_path / "a")
+    other = LocalProvider("run-b", tmp_path / "b")
+    await other.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
+    try:
+        with pytest.raises(ForeignNodeError, match="refusing to touch it"):
+            await mine.evict("transient-0")
+        with pytest.raises(ForeignNodeError):
+            await mine.release(str(other.pid("transient-0")))
+        await mine.close()
+        assert process_alive(other.pid("transient-0"))
+    finally:
+        await other.close()
+
+
+async def test_close_stops_every_node(tmp_path: Path) -> None:
+    provider = LocalProvider("run-a", tmp_path / "nodes")
+    for i in range(3):
+        await provider.launch(f"reserved-{i}", "reserved", 1, 64, None, SLEEPER, {})
+    pids = [provider.pid(f"reserved-{i}") for i in range(3)]
+    await provider.close()
+    assert not any(process_alive(pid) for pid in pids)
+    assert not provider.nodes
