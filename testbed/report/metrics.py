@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from testbed.report.rundir import Job, RunData
+from testbed.report.rundir import Job, RunData, attempts_by_job
 
 FAILED_STATUSES = frozenset({"failed", "killed", "cancelled", "canceled", "lost", "timeout"})
 FAILED_ATTEMPTS = frozenset({"failed", "killed", "lost"})
@@ -170,10 +170,7 @@ def compute_metrics(run: RunData) -> RunMetrics:
         evictions=len(run.evictions),
         bytes_lost=sum(e.bytes_lost or 0.0 for e in run.evictions),
         data=_volumes(run.tasks),
-        data_by_job={
-            job: _volumes([t for t in run.tasks if t.job_id == job])
-            for job in dict.fromkeys(t.job_id for t in run.tasks)
-        },
+        data_by_job={job: _volumes(mine) for job, mine in attempts_by_job(run.tasks).items()},
         costs=class_costs(run),
         memory=memory_usage(run),
         nodes_alive=nodes_alive(run),
@@ -313,17 +310,17 @@ def utilisation_series(memory: MemoryUsage) -> StepSeries:
 
 def _pointwise_ratio(numerator: StepSeries, denominator: StepSeries) -> StepSeries:
     """numerator / denominator on the union of their breakpoints (0 where nothing is alive)."""
-    times = sorted(set(numerator.times) | set(denominator.times))
-    values = [
-        _value_at(numerator, t) / d if (d := _value_at(denominator, t)) > 0 else 0.0
-        for t in times
-    ]
-    return StepSeries(times, values)
+    times = np.union1d(numerator.times, denominator.times)
+    top, bottom = _values_at(numerator, times), _values_at(denominator, times)
+    ratios = np.divide(top, bottom, out=np.zeros_like(top), where=bottom > 0)
+    return StepSeries(times.tolist(), ratios.tolist())
 
 
-def _value_at(series: StepSeries, t: float) -> float:
-    index = int(np.searchsorted(series.times, t, side="right")) - 1
-    return series.values[index] if index >= 0 else 0.0
+def _values_at(series: StepSeries, times: np.ndarray) -> np.ndarray:
+    """The series' value at each of ``times`` (0 before its first breakpoint)."""
+    index = np.searchsorted(series.times, times, side="right") - 1
+    values = np.asarray(series.values, dtype=float)
+    return np.where(index >= 0, values[np.clip(index, 0, None)], 0.0)
 
 
 def nodes_alive(run: RunData) -> dict[str, StepSeries]:

@@ -18,6 +18,7 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +150,7 @@ class RunData:
             return str(finished[-1].get("status", "finished"))
         return "partial" if self.partial else "finished"
 
-    @property
+    @cached_property
     def end_s(self) -> float:
         """When the record stops: ``run_finished``, else the latest time seen anywhere."""
         finished = [e["t"] for e in self.events if e.get("event") == "run_finished"]
@@ -203,7 +204,9 @@ def load_run(run_dir: str | Path) -> RunData:
 
     job_rows = _read_csv(path / "jobs.csv", warnings)
     if job_rows is not None:
-        jobs, sources["jobs"] = [_job_from_row(r, tasks) for r in job_rows], "jobs.csv"
+        by_job = attempts_by_job(tasks)
+        jobs = [_job_from_row(r, by_job.get(_text(r.get("job_id")), [])) for r in job_rows]
+        sources["jobs"] = "jobs.csv"
     else:
         jobs, sources["jobs"] = _jobs_from_events(events, tasks), "events.jsonl"
 
@@ -407,10 +410,10 @@ def _tasks_from_events(events: list[dict[str, Any]]) -> list[TaskAttempt]:
 # --------------------------------------------------------------------- jobs
 
 
-def _job_from_row(row: dict[str, Any], tasks: list[TaskAttempt]) -> Job:
+def _job_from_row(row: dict[str, Any], mine: list[TaskAttempt]) -> Job:
+    """One row of jobs.csv; ``mine`` are the job's attempts, to fill blank task counts."""
     job_id = _text(row.get("job_id"))
     submit, start, finish = (_float(row.get(k)) for k in ("submit_s", "start_s", "finish_s"))
-    mine = [t for t in tasks if t.job_id == job_id]
     counted_tasks, counted_relaunches = _task_counts(mine)
     tasks_column, relaunched_column = _int(row.get("tasks")), _int(row.get("relaunched_tasks"))
     return Job(
@@ -437,10 +440,11 @@ def _job_from_row(row: dict[str, Any], tasks: list[TaskAttempt]) -> Job:
 
 def _jobs_from_events(events: list[dict[str, Any]], tasks: list[TaskAttempt]) -> list[Job]:
     finished = {e.get("job"): e for e in events if e.get("event") == "job_finished"}
+    by_job = attempts_by_job(tasks)
     jobs = []
     for submitted in (e for e in events if e.get("event") == "job_submitted"):
         job_id = _text(submitted.get("job"))
-        mine = [t for t in tasks if t.job_id == job_id]
+        mine = by_job.get(job_id, [])
         end = finished.get(submitted.get("job"))
         submit = float(submitted["t"])
         start = min((t.start_s for t in mine), default=None)
@@ -548,12 +552,8 @@ def _decision_from_row(row: dict[str, Any]) -> Decision:
     )
 
 
-def jobs_by_id(jobs: list[Job]) -> dict[str, Job]:
-    return {job.job_id: job for job in jobs}
-
-
-def attempts_by_node(tasks: list[TaskAttempt]) -> dict[str, list[TaskAttempt]]:
+def attempts_by_job(tasks: list[TaskAttempt]) -> dict[str, list[TaskAttempt]]:
     grouped: dict[str, list[TaskAttempt]] = defaultdict(list)
     for attempt in tasks:
-        grouped[attempt.node_id].append(attempt)
+        grouped[attempt.job_id].append(attempt)
     return dict(grouped)
