@@ -164,8 +164,10 @@ class RunData:
         return float(max(times, default=0.0))
 
     def class_spec(self, node_class: str) -> NodeClassSpec | None:
-        return getattr(self.cluster, node_class, None) if node_class in ("reserved", "transient") \
-            else None
+        """The scenario's spec of a node class, or None for a class it does not define."""
+        if node_class not in ("reserved", "transient"):
+            return None
+        return getattr(self.cluster, node_class)
 
     def _setting(self, key: str) -> Any:
         if self.summary and key in self.summary:
@@ -422,14 +424,11 @@ def _job_from_row(row: dict[str, Any], mine: list[TaskAttempt]) -> Job:
         submit_s=submit,
         start_s=start,
         finish_s=finish,
-        jct_s=_float(row.get("jct_s")) if _float(row.get("jct_s")) is not None
-        else _difference(finish, submit),
-        queue_s=_float(row.get("queue_s")) if _float(row.get("queue_s")) is not None
-        else _difference(start, submit),
+        jct_s=_first(_float(row.get("jct_s")), _difference(finish, submit)),
+        queue_s=_first(_float(row.get("queue_s")), _difference(start, submit)),
         status=_text(row.get("status"), "unknown"),
-        tasks=tasks_column if tasks_column is not None else counted_tasks,
-        relaunched_tasks=relaunched_column if relaunched_column is not None
-        else counted_relaunches,
+        tasks=_first(tasks_column, counted_tasks),
+        relaunched_tasks=_first(relaunched_column, counted_relaunches),
         extra={
             key: number
             for key, value in row.items()
@@ -439,32 +438,40 @@ def _job_from_row(row: dict[str, Any], mine: list[TaskAttempt]) -> Job:
 
 
 def _jobs_from_events(events: list[dict[str, Any]], tasks: list[TaskAttempt]) -> list[Job]:
+    """One job per ``job_submitted``; without a ``job_finished`` it is unfinished."""
     finished = {e.get("job"): e for e in events if e.get("event") == "job_finished"}
     by_job = attempts_by_job(tasks)
-    jobs = []
-    for submitted in (e for e in events if e.get("event") == "job_submitted"):
-        job_id = _text(submitted.get("job"))
-        mine = by_job.get(job_id, [])
-        end = finished.get(submitted.get("job"))
-        submit = float(submitted["t"])
-        start = min((t.start_s for t in mine), default=None)
-        finish = _float(end["t"]) if end else None
-        counted_tasks, counted_relaunches = _task_counts(mine)
-        jobs.append(
-            Job(
-                job_id=job_id,
-                workload=_text(submitted.get("workload"), "unknown"),
-                submit_s=submit,
-                start_s=start,
-                finish_s=finish,
-                jct_s=(_float(end.get("jct_s")) or _difference(finish, submit)) if end else None,
-                queue_s=_difference(start, submit),
-                status=_text(end.get("status"), "finished") if end else "unfinished",
-                tasks=counted_tasks,
-                relaunched_tasks=counted_relaunches,
-            )
-        )
-    return jobs
+    return [
+        _job_from_events(submitted, finished.get(submitted.get("job")),
+                         by_job.get(_text(submitted.get("job")), []))
+        for submitted in events
+        if submitted.get("event") == "job_submitted"
+    ]
+
+
+def _job_from_events(
+    submitted: dict[str, Any], end: dict[str, Any] | None, mine: list[TaskAttempt]
+) -> Job:
+    submit = float(submitted["t"])
+    start = min((t.start_s for t in mine), default=None)
+    counted_tasks, counted_relaunches = _task_counts(mine)
+    finish, jct, status = None, None, "unfinished"
+    if end is not None:
+        finish = float(end["t"])
+        jct = _first(_float(end.get("jct_s")), finish - submit)
+        status = _text(end.get("status"), "finished")
+    return Job(
+        job_id=_text(submitted.get("job")),
+        workload=_text(submitted.get("workload"), "unknown"),
+        submit_s=submit,
+        start_s=start,
+        finish_s=finish,
+        jct_s=jct,
+        queue_s=_difference(start, submit),
+        status=status,
+        tasks=counted_tasks,
+        relaunched_tasks=counted_relaunches,
+    )
 
 
 def _task_counts(attempts: list[TaskAttempt]) -> tuple[int | None, int | None]:
@@ -473,6 +480,11 @@ def _task_counts(attempts: list[TaskAttempt]) -> tuple[int | None, int | None]:
         return None, None
     logical = len({a.logical_key for a in attempts})
     return logical, len(attempts) - logical
+
+
+def _first(value: Any, fallback: Any) -> Any:
+    """``value`` unless it is None (0 is a real value here, so ``or`` will not do)."""
+    return fallback if value is None else value
 
 
 def _difference(later: float | None, earlier: float | None) -> float | None:
