@@ -66,7 +66,8 @@ class Comparison:
             ["run", "policy (scheduler / strategy / autoscaler)", "seed", "directory"],
             [[run.label + (" (baseline)" if i == 0 else "") + (" (partial)" if run.partial
                                                                else ""),
-              run.policy, str(run.seed), str(run.path)] for i, run in enumerate(self.runs)],
+              run.policy, "-" if run.seed is None else str(run.seed), str(run.path)]
+             for i, run in enumerate(self.runs)],
         )
         headers = ["metric", *(run.label for run in self.runs),
                    *(f"{run.label} / {self.baseline.label}" for run in self.runs[1:])]

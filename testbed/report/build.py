@@ -90,6 +90,8 @@ def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
     ]
     if policy.options:
         rows.append(["policy options", ", ".join(f"{k}={v}" for k, v in policy.options.items())])
+    if "cluster" not in run.scenario:
+        rows.append(["cluster", "not recorded: node memory and prices are the schema's defaults"])
     for node_class in ("reserved", "transient"):
         spec = getattr(cluster, node_class)
         rows.append([f"{node_class} nodes", f"{spec.count} x {spec.slots} slots, "

@@ -194,9 +194,9 @@ def load_run(run_dir: str | Path) -> RunData:
     warnings: list[str] = []
     sources: dict[str, str] = {}
     scenario = _read_yaml(path / "scenario.yaml", warnings)
-    cluster, policy = _specs(scenario, warnings)
-    events = _read_events(path / "events.jsonl", warnings)
     summary = _read_summary(path / "summary.json", warnings)
+    cluster, policy = _specs(scenario, summary, warnings)
+    events = _read_events(path / "events.jsonl", warnings)
 
     tasks_rows = _read_csv(path / "tasks.csv", warnings)
     if tasks_rows is not None:
@@ -253,11 +253,14 @@ def _read_yaml(path: Path, warnings: list[str]) -> dict[str, Any]:
     return data
 
 
-def _specs(scenario: dict[str, Any], warnings: list[str]) -> tuple[ClusterSpec, PolicySpec]:
+def _specs(
+    scenario: dict[str, Any], summary: dict[str, Any] | None, warnings: list[str]
+) -> tuple[ClusterSpec, PolicySpec]:
     """The cluster and policy sections with the schema's defaults filled in.
 
     Only these sections are validated: the whole scenario may name input files
-    that no longer exist where the report is made.
+    that no longer exist where the report is made. The policy falls back to
+    summary.json's when the scenario is missing.
     """
     try:
         cluster = ClusterSpec.model_validate(scenario.get("cluster") or {})
@@ -265,7 +268,9 @@ def _specs(scenario: dict[str, Any], warnings: list[str]) -> tuple[ClusterSpec, 
         warnings.append("scenario.yaml: the cluster section is invalid: defaults used")
         cluster = ClusterSpec()
     try:
-        policy = PolicySpec.model_validate(scenario.get("policy") or {})
+        policy = PolicySpec.model_validate(
+            scenario.get("policy") or (summary or {}).get("policy") or {}
+        )
     except ValidationError:
         warnings.append("scenario.yaml: the policy section is invalid: defaults used")
         policy = PolicySpec()

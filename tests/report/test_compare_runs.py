@@ -93,3 +93,12 @@ def test_a_partial_run_is_flagged(spark_run: RecordedRun, pado_run: RecordedRun)
     comparison = compare_runs([spark_run.path, pado_run.path])
     assert comparison.runs[1].partial
     assert "| pado (partial) |" in comparison.to_markdown()
+
+
+def test_policy_comes_from_the_summary_without_a_scenario(
+    spark_run: RecordedRun, pado_run: RecordedRun
+) -> None:
+    for run in (spark_run, pado_run):
+        (run.path / "scenario.yaml").unlink()
+    assert [r.label for r in compare_runs([spark_run.path, pado_run.path]).runs] == \
+        ["spark", "pado"]
