@@ -24,6 +24,7 @@ from testbed.report.document import (
 )
 from testbed.report.errors import UsageError
 from testbed.report.metrics import (
+    DataVolumes,
     RunMetrics,
     Stats,
     compute_metrics,
@@ -220,26 +221,29 @@ def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
 def _data(run: RunData, metrics: RunMetrics) -> list[Block]:
     extra = list(dict.fromkeys(key for job in run.jobs for key in job.extra))
     jobs = {j.job_id: j for j in run.jobs}
-    job_ids = list(dict.fromkeys([*jobs, *metrics.data_by_job]))
-    headers = ["job", "shuffle read", "shuffle written", "spill bytes", "spills", "merge passes",
-               *extra]
+    # the journal carries bytes but not spill counts or merge passes
+    counts = run.sources.get("tasks") == "tasks.csv"
+    headers = ["job", "shuffle read", "shuffle written", "spill bytes",
+               *(["spills", "merge passes"] if counts else []), *extra]
     rows = []
-    for job_id in job_ids:
+    for job_id in dict.fromkeys([*jobs, *metrics.data_by_job]):
         volumes = metrics.data_by_job.get(job_id)
-        cells = [job_id, *_volume_cells(volumes)] if volumes else [job_id, *["-"] * 5]
         values = jobs[job_id].extra if job_id in jobs else {}
-        rows.append(cells + [_extra_cell(key, values.get(key)) for key in extra])
-    totals = {key: sum(j.extra.get(key, 0.0) for j in run.jobs) for key in extra}
-    rows.append(["total", *_volume_cells(metrics.data),
-                 *[_extra_cell(key, totals[key]) for key in extra]])
+        rows.append([job_id, *_volume_cells(volumes, counts),
+                     *(_extra_cell(key, values.get(key)) for key in extra)])
+    rows.append(["total", *_volume_cells(metrics.data, counts),
+                 *(_extra_cell(key, sum(j.extra.get(key, 0.0) for j in run.jobs))
+                   for key in extra)])
     return [Heading("Spill and shuffle data"),
             Paragraph("Summed over every task attempt, including attempts that were lost."),
             Table(headers, rows)]
 
 
-def _volume_cells(volumes) -> list[str]:
-    return [size(volumes.bytes_in), size(volumes.bytes_out), size(volumes.spill_bytes),
-            number(volumes.spills), number(volumes.merge_passes)]
+def _volume_cells(volumes: DataVolumes | None, counts: bool) -> list[str]:
+    if volumes is None:
+        return ["-"] * (5 if counts else 3)
+    cells = [size(volumes.bytes_in), size(volumes.bytes_out), size(volumes.spill_bytes)]
+    return cells + ([number(volumes.spills), number(volumes.merge_passes)] if counts else [])
 
 
 def _extra_cell(key: str, value: float | None) -> str:

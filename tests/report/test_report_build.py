@@ -148,6 +148,7 @@ def test_a_crashed_run_gives_a_partial_report(spark_run: RecordedRun) -> None:
                and not any(f["event"] == "task_finished" and f["task"] == e["task"]
                            and f["attempt"] == e["attempt"] for f in kept)]
     assert row("running", len(running)) in text
+    assert "merge passes" not in text  # the journal does not carry them: no made-up zeros
     assert (spark_run.path / "plots" / "tasks_gantt.png").is_file()
 
 
