@@ -75,8 +75,12 @@ def _title(run: RunData, metrics: RunMetrics) -> list[Block]:
     blocks: list[Block] = [Heading(f"Run report: {run.name}", 1)]
     if run.partial:
         blocks.append(Callout(PARTIAL_NOTICE))
-    blocks.append(Paragraph(f"Run directory: {run.path}. Status: {run.status}. "
-                            f"Record ends at {seconds(run.end_s)} s (wall)."))
+    blocks.append(
+        Paragraph(
+            f"Run directory: {run.path}. Status: {run.status}. "
+            f"Record ends at {seconds(run.end_s)} s (wall)."
+        )
+    )
     return blocks
 
 
@@ -86,8 +90,10 @@ def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
         ["name", run.name],
         ["seed", str(run.seed if run.seed is not None else "-")],
         ["time scale", f"{run.time_scale:g} (trace seconds per wall second)"],
-        ["scheduler / strategy / autoscaler",
-         f"{policy.scheduler} / {policy.strategy} / {policy.autoscaler}"],
+        [
+            "scheduler / strategy / autoscaler",
+            f"{policy.scheduler} / {policy.strategy} / {policy.autoscaler}",
+        ],
     ]
     if policy.options:
         rows.append(["policy options", ", ".join(f"{k}={v}" for k, v in policy.options.items())])
@@ -95,8 +101,13 @@ def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
         rows.append(["cluster", "not recorded: node memory and prices are the schema's defaults"])
     for node_class in ("reserved", "transient"):
         spec = getattr(cluster, node_class)
-        rows.append([f"{node_class} nodes", f"{spec.count} x {spec.slots} slots, "
-                     f"{spec.memory_mb} MB, price {spec.price_per_hour:g}/h"])
+        rows.append(
+            [
+                f"{node_class} nodes",
+                f"{spec.count} x {spec.slots} slots, "
+                f"{spec.memory_mb} MB, price {spec.price_per_hour:g}/h",
+            ]
+        )
     rows += _scenario_jobs_and_chaos(run)
     return [Heading("Scenario"), Table(["setting", "value"], rows)]
 
@@ -119,8 +130,10 @@ def _scenario_jobs_and_chaos(run: RunData) -> list[list[str]]:
 def _summary(run: RunData, metrics: RunMetrics) -> list[Block]:
     m = metrics
     rows = [
-        ["jobs (succeeded / failed / unfinished)",
-         f"{m.jobs} ({m.succeeded} / {m.failed} / {m.unfinished})"],
+        [
+            "jobs (succeeded / failed / unfinished)",
+            f"{m.jobs} ({m.succeeded} / {m.failed} / {m.unfinished})",
+        ],
         ["mean JCT (s)", seconds(m.jct.mean)],
         ["p50 JCT (s)", seconds(m.jct.p50)],
         ["p95 JCT (s)", seconds(m.jct.p95)],
@@ -134,8 +147,10 @@ def _summary(run: RunData, metrics: RunMetrics) -> list[Block]:
         ["spill bytes", size(m.data.spill_bytes)],
         ["shuffle bytes read / written", f"{size(m.data.bytes_in)} / {size(m.data.bytes_out)}"],
         ["cost", money(m.total_cost)],
-        ["mean / peak memory utilisation",
-         f"{percent(m.memory.mean_utilisation)} / {percent(m.memory.peak_utilisation)}"],
+        [
+            "mean / peak memory utilisation",
+            f"{percent(m.memory.mean_utilisation)} / {percent(m.memory.peak_utilisation)}",
+        ],
     ]
     return [Heading("Summary"), Table(["metric", "value"], rows)]
 
@@ -145,76 +160,157 @@ def _stats_cells(stats: Stats) -> list[str]:
 
 
 def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
-    headers = ["workload", "jobs", "mean JCT (s)", "p50 JCT (s)", "p95 JCT (s)", "max JCT (s)",
-               "mean queue (s)", "p95 queue (s)"]
+    headers = [
+        "workload",
+        "jobs",
+        "mean JCT (s)",
+        "p50 JCT (s)",
+        "p95 JCT (s)",
+        "max JCT (s)",
+        "mean queue (s)",
+        "p95 queue (s)",
+    ]
     rows = []
     for workload, stats in [*metrics.jct_by_workload.items(), ("all", metrics.jct)]:
         queue = metrics.queue if workload == "all" else metrics.queue_by_workload.get(workload)
-        rows.append([workload, *_stats_cells(stats),
-                     seconds(queue.mean if queue else None), seconds(queue.p95 if queue else None)])
+        rows.append(
+            [
+                workload,
+                *_stats_cells(stats),
+                seconds(queue.mean if queue else None),
+                seconds(queue.p95 if queue else None),
+            ]
+        )
     completed = [j for j in run.jobs if is_completed(j)]
     jct_series = {"all": [j.jct_s for j in completed if j.jct_s is not None]}
     queue_series = {"all": [j.queue_s for j in run.jobs if j.queue_s is not None]}
     if len(metrics.jct_by_workload) > 1:
         for workload in metrics.jct_by_workload:
-            jct_series[workload] = [j.jct_s for j in completed
-                                    if j.workload == workload and j.jct_s is not None]
-            queue_series[workload] = [j.queue_s for j in run.jobs
-                                      if j.workload == workload and j.queue_s is not None]
+            jct_series[workload] = [
+                j.jct_s for j in completed if j.workload == workload and j.jct_s is not None
+            ]
+            queue_series[workload] = [
+                j.queue_s for j in run.jobs if j.workload == workload and j.queue_s is not None
+            ]
     return [
         Heading("Job completion times"),
-        Paragraph("JCT = finish of the job's last task - submission; queueing delay = start "
-                  "of its first task - submission. Statistics cover the jobs that finished "
-                  "without failing."),
+        Paragraph(
+            "JCT = finish of the job's last task - submission; queueing delay = start "
+            "of its first task - submission. Statistics cover the jobs that finished "
+            "without failing."
+        ),
         Table(headers, rows),
-        *_image("jct_cdf", "CDF of job completion times",
-                plots.cdf(jct_series, "JCT (s)", "Job completion time CDF")),
-        *_image("queue_cdf", "CDF of queueing delays",
-                plots.cdf(queue_series, "queueing delay (s)", "Queueing delay CDF")),
+        *_image(
+            "jct_cdf",
+            "CDF of job completion times",
+            plots.cdf(jct_series, "JCT (s)", "Job completion time CDF"),
+        ),
+        *_image(
+            "queue_cdf",
+            "CDF of queueing delays",
+            plots.cdf(queue_series, "queueing delay (s)", "Queueing delay CDF"),
+        ),
         Heading("Jobs", 3),
-        Table(["job", "workload", "status", "submit (s)", "start (s)", "finish (s)", "JCT (s)",
-               "queue (s)", "tasks", "relaunched"],
-              [[j.job_id, j.workload, j.status, seconds(j.submit_s), seconds(j.start_s),
-                seconds(j.finish_s), seconds(j.jct_s), seconds(j.queue_s), number(j.tasks),
-                number(j.relaunched_tasks)] for j in run.jobs]),
+        Table(
+            [
+                "job",
+                "workload",
+                "status",
+                "submit (s)",
+                "start (s)",
+                "finish (s)",
+                "JCT (s)",
+                "queue (s)",
+                "tasks",
+                "relaunched",
+            ],
+            [
+                [
+                    j.job_id,
+                    j.workload,
+                    j.status,
+                    seconds(j.submit_s),
+                    seconds(j.start_s),
+                    seconds(j.finish_s),
+                    seconds(j.jct_s),
+                    seconds(j.queue_s),
+                    number(j.tasks),
+                    number(j.relaunched_tasks),
+                ]
+                for j in run.jobs
+            ],
+        ),
     ]
 
 
 def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
     blocks: list[Block] = [
         Heading("Cluster timeline"),
-        *_image("nodes_alive", "Nodes alive per class; red crosses mark evictions",
-                plots.nodes_timeline(metrics.nodes_alive, run.evictions)),
+        *_image(
+            "nodes_alive",
+            "Nodes alive per class; red crosses mark evictions",
+            plots.nodes_timeline(metrics.nodes_alive, run.evictions),
+        ),
     ]
     if run.nodes:
-        blocks.append(Table(
-            ["node", "class", "launched (s)", "ended (s)", "end reason", "alive (s)"],
-            [[n.node_id, n.node_class, seconds(n.launched_s), seconds(n.ended_s),
-              n.end_reason or "-",
-              seconds((n.ended_s if n.ended_s is not None else run.end_s) - n.launched_s)]
-             for n in run.nodes],
-        ))
+        blocks.append(
+            Table(
+                ["node", "class", "launched (s)", "ended (s)", "end reason", "alive (s)"],
+                [
+                    [
+                        n.node_id,
+                        n.node_class,
+                        seconds(n.launched_s),
+                        seconds(n.ended_s),
+                        n.end_reason or "-",
+                        seconds((n.ended_s if n.ended_s is not None else run.end_s) - n.launched_s),
+                    ]
+                    for n in run.nodes
+                ],
+            )
+        )
     blocks.append(Heading("Evictions", 3))
     if not run.evictions:
         return [*blocks, Paragraph("No evictions.")]
-    return [*blocks, Table(
-        ["t (s)", "node", "class", "reason", "lifetime (s)", "tasks running", "bytes lost"],
-        [[seconds(e.t_s), e.node_id, e.node_class, e.reason or "-", seconds(e.lifetime_s),
-          number(e.tasks_running), size(e.bytes_lost)] for e in run.evictions],
-    )]
+    return [
+        *blocks,
+        Table(
+            ["t (s)", "node", "class", "reason", "lifetime (s)", "tasks running", "bytes lost"],
+            [
+                [
+                    seconds(e.t_s),
+                    e.node_id,
+                    e.node_class,
+                    e.reason or "-",
+                    seconds(e.lifetime_s),
+                    number(e.tasks_running),
+                    size(e.bytes_lost),
+                ]
+                for e in run.evictions
+            ],
+        ),
+    ]
 
 
 def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
     m = metrics
     return [
         Heading("Tasks"),
-        Paragraph(f"Relaunched tasks: {m.relaunched_tasks} of {m.tasks} tasks "
-                  f"(relaunched ratio {ratio(m.relaunched_ratio)}); {m.attempts} attempts "
-                  "recorded."),
-        *_image("tasks_gantt", "Task attempts per node (r = reserved, t = transient), coloured "
-                "by job; hatched red: failed, killed or lost attempts", plots.gantt(run)),
-        Table(["attempt status", "attempts"],
-              [[status, str(count)] for status, count in sorted(m.attempts_by_status.items())]),
+        Paragraph(
+            f"Relaunched tasks: {m.relaunched_tasks} of {m.tasks} tasks "
+            f"(relaunched ratio {ratio(m.relaunched_ratio)}); {m.attempts} attempts "
+            "recorded."
+        ),
+        *_image(
+            "tasks_gantt",
+            "Task attempts per node (r = reserved, t = transient), coloured "
+            "by job; hatched red: failed, killed or lost attempts",
+            plots.gantt(run),
+        ),
+        Table(
+            ["attempt status", "attempts"],
+            [[status, str(count)] for status, count in sorted(m.attempts_by_status.items())],
+        ),
     ]
 
 
@@ -223,20 +319,37 @@ def _data(run: RunData, metrics: RunMetrics) -> list[Block]:
     jobs = {j.job_id: j for j in run.jobs}
     # the journal carries bytes but not spill counts or merge passes
     counts = run.sources.get("tasks") == "tasks.csv"
-    headers = ["job", "shuffle read", "shuffle written", "spill bytes",
-               *(["spills", "merge passes"] if counts else []), *extra]
+    headers = [
+        "job",
+        "shuffle read",
+        "shuffle written",
+        "spill bytes",
+        *(["spills", "merge passes"] if counts else []),
+        *extra,
+    ]
     rows = []
     for job_id in dict.fromkeys([*jobs, *metrics.data_by_job]):
         volumes = metrics.data_by_job.get(job_id)
         values = jobs[job_id].extra if job_id in jobs else {}
-        rows.append([job_id, *_volume_cells(volumes, counts),
-                     *(_extra_cell(key, values.get(key)) for key in extra)])
-    rows.append(["total", *_volume_cells(metrics.data, counts),
-                 *(_extra_cell(key, sum(j.extra.get(key, 0.0) for j in run.jobs))
-                   for key in extra)])
-    return [Heading("Spill and shuffle data"),
-            Paragraph("Summed over every task attempt, including attempts that were lost."),
-            Table(headers, rows)]
+        rows.append(
+            [
+                job_id,
+                *_volume_cells(volumes, counts),
+                *(_extra_cell(key, values.get(key)) for key in extra),
+            ]
+        )
+    rows.append(
+        [
+            "total",
+            *_volume_cells(metrics.data, counts),
+            *(_extra_cell(key, sum(j.extra.get(key, 0.0) for j in run.jobs)) for key in extra),
+        ]
+    )
+    return [
+        Heading("Spill and shuffle data"),
+        Paragraph("Summed over every task attempt, including attempts that were lost."),
+        Table(headers, rows),
+    ]
 
 
 def _volume_cells(volumes: DataVolumes | None, counts: bool) -> list[str]:
@@ -257,18 +370,34 @@ def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
         headers.append("cost at trace time")
     rows = []
     for item in metrics.costs:
-        row = [item.node_class, str(item.nodes), seconds(item.node_seconds),
-               number(item.price_per_hour), money(item.cost)]
+        row = [
+            item.node_class,
+            str(item.nodes),
+            seconds(item.node_seconds),
+            number(item.price_per_hour),
+            money(item.cost),
+        ]
         rows.append(row + ([money(_scale(item.cost, run.time_scale))] if scaled else []))
     total = metrics.total_cost
-    rows.append(["total", str(sum(c.nodes for c in metrics.costs)),
-                 seconds(sum(c.node_seconds for c in metrics.costs)), "", money(total)]
-                + ([money(_scale(total, run.time_scale))] if scaled else []))
-    text = ("Node-seconds = sum over a class's nodes of (end, or the end of the record, - "
-            "launch), in wall time; cost = node-seconds / 3600 x price per hour.")
+    rows.append(
+        [
+            "total",
+            str(sum(c.nodes for c in metrics.costs)),
+            seconds(sum(c.node_seconds for c in metrics.costs)),
+            "",
+            money(total),
+        ]
+        + ([money(_scale(total, run.time_scale))] if scaled else [])
+    )
+    text = (
+        "Node-seconds = sum over a class's nodes of (end, or the end of the record, - "
+        "launch), in wall time; cost = node-seconds / 3600 x price per hour."
+    )
     if scaled:
-        text += f" At time scale {run.time_scale:g} a wall second stands for " \
-                f"{run.time_scale:g} trace seconds, hence the trace-time column."
+        text += (
+            f" At time scale {run.time_scale:g} a wall second stands for "
+            f"{run.time_scale:g} trace seconds, hence the trace-time column."
+        )
     return [Heading("Cost"), Paragraph(text), Table(headers, rows)]
 
 
@@ -280,11 +409,12 @@ def _memory(run: RunData, metrics: RunMetrics) -> list[Block]:
     usage = metrics.memory
     return [
         Heading("Memory utilisation"),
-        Paragraph("Utilisation(t) = memory allocated to running task attempts / memory of the "
-                  f"nodes alive at t. Mean (time-weighted): {percent(usage.mean_utilisation)}; "
-                  f"peak: {percent(usage.peak_utilisation)}."),
-        *_image("memory", "Memory allocated to tasks and memory utilisation",
-                plots.memory(usage)),
+        Paragraph(
+            "Utilisation(t) = memory allocated to running task attempts / memory of the "
+            f"nodes alive at t. Mean (time-weighted): {percent(usage.mean_utilisation)}; "
+            f"peak: {percent(usage.peak_utilisation)}."
+        ),
+        *_image("memory", "Memory allocated to tasks and memory utilisation", plots.memory(usage)),
     ]
 
 
@@ -296,19 +426,27 @@ def _decisions(run: RunData, metrics: RunMetrics) -> list[Block]:
     return [
         Heading("Scheduler decisions"),
         Table(["decision", "count"], [[kind, str(count)] for kind, count in counts.items()]),
-        Table(["job", *kinds],
-              [[job, *(str(per_job.get(kind, 0)) for kind in kinds)]
-               for job, per_job in by_job.items()]),
+        Table(
+            ["job", *kinds],
+            [
+                [job, *(str(per_job.get(kind, 0)) for kind in kinds)]
+                for job, per_job in by_job.items()
+            ],
+        ),
     ]
 
 
 def _policy(run: RunData, metrics: RunMetrics) -> list[Block]:
     if not metrics.policy_metrics:
         return []
-    return [Heading("Policy metrics"),
-            Paragraph("Keys of summary.json specific to the policies of this run."),
-            Table(["metric", "value"],
-                  [[key, number(value)] for key, value in metrics.policy_metrics.items()])]
+    return [
+        Heading("Policy metrics"),
+        Paragraph("Keys of summary.json specific to the policies of this run."),
+        Table(
+            ["metric", "value"],
+            [[key, number(value)] for key, value in metrics.policy_metrics.items()],
+        ),
+    ]
 
 
 def _notes(run: RunData, metrics: RunMetrics) -> list[Block]:

@@ -25,8 +25,14 @@ def add_report_commands(subparsers: argparse._SubParsersAction) -> None:
         "RUN_DIR: JCT tables and CDFs, node timeline with evictions, tasks per node, "
         "spill and shuffle bytes, cost, memory utilisation and policy metrics.",
     )
-    report.add_argument("run_dir", metavar="RUN_DIR", nargs="?", default="runs/latest",
-                        type=Path, help="a run directory (default: runs/latest)")
+    report.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        nargs="?",
+        default="runs/latest",
+        type=Path,
+        help="a run directory (default: runs/latest)",
+    )
     report.set_defaults(handler=run_report)
 
     compare = subparsers.add_parser(
@@ -35,8 +41,13 @@ def add_report_commands(subparsers: argparse._SubParsersAction) -> None:
         description="One table with each metric per run and its ratio to the first run "
         "(the baseline). Prints Markdown; --md and --csv also write it to files.",
     )
-    compare.add_argument("run_dirs", metavar="RUN_DIR", nargs="+", type=Path,
-                         help="run directories; the first is the baseline")
+    compare.add_argument(
+        "run_dirs",
+        metavar="RUN_DIR",
+        nargs="+",
+        type=Path,
+        help="run directories; the first is the baseline",
+    )
     compare.add_argument("--csv", metavar="FILE", type=Path, help="also write the table as CSV")
     compare.add_argument("--md", metavar="FILE", type=Path, help="also write it as Markdown")
     compare.set_defaults(handler=run_compare)

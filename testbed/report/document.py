@@ -166,7 +166,7 @@ _NUM = ' class="num"'
 def to_html(blocks: list[Block], title: str) -> str:
     body = "\n".join(_html_block(block) for block in blocks)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{html.escape(title)}</title>\n<style>{_STYLE}</style>\n</head>\n"
         f"<body>\n{body}\n</body>\n</html>\n"
     )
@@ -179,7 +179,7 @@ def _html_block(block: Block) -> str:
         case Paragraph(text):
             return f"<p>{html.escape(text)}</p>"
         case Callout(text):
-            return f"<p class=\"callout\"><strong>{html.escape(text)}</strong></p>"
+            return f'<p class="callout"><strong>{html.escape(text)}</strong></p>'
         case Bullets(items):
             return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
         case Table(headers, rows):
@@ -201,7 +201,7 @@ def _html_block(block: Block) -> str:
         case Image(name, title, png):
             data = base64.b64encode(png).decode("ascii")
             return (
-                f"<figure id=\"{html.escape(name)}\"><img src=\"data:image/png;base64,{data}\" "
-                f"alt=\"{html.escape(title)}\"><figcaption>{html.escape(title)}</figcaption></figure>"
+                f'<figure id="{html.escape(name)}"><img src="data:image/png;base64,{data}" '
+                f'alt="{html.escape(title)}"><figcaption>{html.escape(title)}</figcaption></figure>'
             )
     raise TypeError(f"unknown block {block!r}")

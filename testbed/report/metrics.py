@@ -227,8 +227,10 @@ def class_costs(run: RunData) -> list[ClassCost]:
         grouped[node.node_class].append(node)
     costs = []
     for node_class, nodes in sorted(grouped.items()):
-        seconds = sum(max(0.0, min(n.ended_s if n.ended_s is not None else end, end) - n.launched_s)
-                      for n in nodes)
+        seconds = sum(
+            max(0.0, min(n.ended_s if n.ended_s is not None else end, end) - n.launched_s)
+            for n in nodes
+        )
         costs.append(ClassCost(node_class, len(nodes), seconds, _price(run, node_class, nodes)))
     return costs
 

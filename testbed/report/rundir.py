@@ -183,9 +183,7 @@ def resolve_run_dir(run_dir: str | Path) -> Path:
     if not path.is_dir():
         raise UsageError(f"{run_dir}: not a directory (expected a run directory)")
     if not any((path / marker).is_file() for marker in RUN_MARKERS):
-        raise UsageError(
-            f"{run_dir}: not a run directory (none of {', '.join(RUN_MARKERS)} found)"
-        )
+        raise UsageError(f"{run_dir}: not a run directory (none of {', '.join(RUN_MARKERS)} found)")
     return path.resolve()
 
 
@@ -447,8 +445,11 @@ def _jobs_from_events(events: list[dict[str, Any]], tasks: list[TaskAttempt]) ->
     finished = {e.get("job"): e for e in events if e.get("event") == "job_finished"}
     by_job = attempts_by_job(tasks)
     return [
-        _job_from_events(submitted, finished.get(submitted.get("job")),
-                         by_job.get(_text(submitted.get("job")), []))
+        _job_from_events(
+            submitted,
+            finished.get(submitted.get("job")),
+            by_job.get(_text(submitted.get("job")), []),
+        )
         for submitted in events
         if submitted.get("event") == "job_submitted"
     ]

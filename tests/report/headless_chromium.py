@@ -72,8 +72,12 @@ async def render(page: Path, profile: Path, timeout: float = 60.0) -> PageResult
     """Load ``page`` in a fresh headless Chromium and collect what went wrong."""
     assert CHROMIUM, "chromium is not installed"
     process = await asyncio.create_subprocess_exec(
-        CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "about:blank",
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        CHROMIUM,
+        *FLAGS,
+        f"--user-data-dir={profile}",
+        "about:blank",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
     )
     assert process.stderr is not None
     drain: asyncio.Task | None = None
@@ -81,9 +85,10 @@ async def render(page: Path, profile: Path, timeout: float = 60.0) -> PageResult
         async with asyncio.timeout(timeout):
             endpoint = await _devtools_endpoint(process.stderr)
             drain = asyncio.create_task(_drain(process.stderr))  # keep its pipe from filling
-            async with aiohttp.ClientSession() as http, http.ws_connect(
-                endpoint, max_msg_size=0
-            ) as socket:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.ws_connect(endpoint, max_msg_size=0) as socket,
+            ):
                 return await _load(DevTools(socket), page)
     finally:
         await _stop(process)
@@ -107,17 +112,20 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 
 async def _load(devtools: DevTools, page: Path) -> PageResult:
     target = await devtools.call("Target.createTarget", url="about:blank")
-    attached = await devtools.call("Target.attachToTarget", targetId=target["targetId"],
-                                   flatten=True)
+    attached = await devtools.call(
+        "Target.attachToTarget", targetId=target["targetId"], flatten=True
+    )
     session = attached["sessionId"]
     for domain in ("Runtime", "Log", "Network", "Page"):
         await devtools.call(f"{domain}.enable", session)
     await devtools.call("Page.navigate", session, url=page.resolve().as_uri())
     await devtools.wait_for("Page.loadEventFired")
-    images = await devtools.call("Runtime.evaluate", session, expression=IMAGES_JS,
-                                 returnByValue=True)
-    title = await devtools.call("Runtime.evaluate", session, expression="document.title",
-                                returnByValue=True)
+    images = await devtools.call(
+        "Runtime.evaluate", session, expression=IMAGES_JS, returnByValue=True
+    )
+    title = await devtools.call(
+        "Runtime.evaluate", session, expression="document.title", returnByValue=True
+    )
     result = _collect(devtools.events)
     result.images = json.loads(images["result"]["value"])
     result.title = title["result"]["value"]

@@ -21,7 +21,8 @@ def mean_jct(run: RecordedRun) -> float:
 def cost(run: RecordedRun) -> float:
     return sum(
         ((n["ended_s"] if n["ended_s"] is not None else run.end) - n["launched_s"])
-        / 3600 * n["price_per_hour"]
+        / 3600
+        * n["price_per_hour"]
         for n in run.nodes
     )
 
@@ -100,5 +101,7 @@ def test_policy_comes_from_the_summary_without_a_scenario(
 ) -> None:
     for run in (spark_run, pado_run):
         (run.path / "scenario.yaml").unlink()
-    assert [r.label for r in compare_runs([spark_run.path, pado_run.path]).runs] == \
-        ["spark", "pado"]
+    assert [r.label for r in compare_runs([spark_run.path, pado_run.path]).runs] == [
+        "spark",
+        "pado",
+    ]

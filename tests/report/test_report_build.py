@@ -20,8 +20,11 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[94] if len(values) > 1 \
+    return (
+        statistics.quantiles(values, n=100, method="inclusive")[94]
+        if len(values) > 1
         else values[0]
+    )
 
 
 def row(*cells: object) -> str:
@@ -85,17 +88,41 @@ def test_report_md_shows_the_numbers(spark_run: RecordedRun) -> None:
     text = write_report(spark_run.path)[0].read_text()
     jcts = [j["jct_s"] for j in spark_run.jobs]
     queues = [j["queue_s"] for j in spark_run.jobs]
-    assert row("all", 3, *(f"{v:.2f}" for v in (statistics.mean(jcts), statistics.median(jcts),
-                                                p95(jcts), max(jcts), statistics.mean(queues),
-                                                p95(queues)))) in text
+    assert (
+        row(
+            "all",
+            3,
+            *(
+                f"{v:.2f}"
+                for v in (
+                    statistics.mean(jcts),
+                    statistics.median(jcts),
+                    p95(jcts),
+                    max(jcts),
+                    statistics.mean(queues),
+                    p95(queues),
+                )
+            ),
+        )
+        in text
+    )
     for job in spark_run.jobs:
-        assert row(job["job_id"], job["workload"], "succeeded",
-                   *(f"{job[k]:.2f}" for k in ("submit_s", "start_s", "finish_s", "jct_s",
-                                               "queue_s")),
-                   job["tasks"], job["relaunched_tasks"]) in text
+        assert (
+            row(
+                job["job_id"],
+                job["workload"],
+                "succeeded",
+                *(f"{job[k]:.2f}" for k in ("submit_s", "start_s", "finish_s", "jct_s", "queue_s")),
+                job["tasks"],
+                job["relaunched_tasks"],
+            )
+            in text
+        )
     relaunched, tasks = relaunches(spark_run)
-    assert f"Relaunched tasks: {relaunched} of {tasks} tasks " \
-           f"(relaunched ratio {relaunched / tasks:.3f})" in text
+    assert (
+        f"Relaunched tasks: {relaunched} of {tasks} tasks "
+        f"(relaunched ratio {relaunched / tasks:.3f})" in text
+    )
     assert PARTIAL_NOTICE not in text
 
 
@@ -118,8 +145,9 @@ def test_report_md_cost_data_decisions_and_policy_sections(spark_run: RecordedRu
 def test_plots_are_written_and_embedded(spark_run: RecordedRun) -> None:
     markdown_path, html_path = write_report(spark_run.path)
     linked = re.findall(r"!\[[^\]]*\]\((plots/[a-z_]+\.png)\)", markdown_path.read_text())
-    assert set(linked) == {f"plots/{n}.png" for n in
-                           ("jct_cdf", "queue_cdf", "nodes_alive", "tasks_gantt", "memory")}
+    assert set(linked) == {
+        f"plots/{n}.png" for n in ("jct_cdf", "queue_cdf", "nodes_alive", "tasks_gantt", "memory")
+    }
     for link in linked:
         assert (spark_run.path / link).read_bytes().startswith(PNG_MAGIC)
     page = html_path.read_text()
@@ -139,14 +167,24 @@ def test_a_crashed_run_gives_a_partial_report(spark_run: RecordedRun) -> None:
     text = write_report(spark_run.path)[0].read_text()
     assert PARTIAL_NOTICE in text
     unfinished = len(submitted) - len(finished)
-    assert f"| jobs (succeeded / failed / unfinished) | 3 ({len(finished)} / 0 / {unfinished}) |" \
+    assert (
+        f"| jobs (succeeded / failed / unfinished) | 3 ({len(finished)} / 0 / {unfinished}) |"
         in text
+    )
     assert f"| mean JCT (s) | {finished['j1']['jct_s']:.2f} |" in text
     assert "| j2 | sort | unfinished |" in text
     assert "jobs from events.jsonl" in text
-    running = [e for e in kept if e["event"] == "task_started"
-               and not any(f["event"] == "task_finished" and f["task"] == e["task"]
-                           and f["attempt"] == e["attempt"] for f in kept)]
+    running = [
+        e
+        for e in kept
+        if e["event"] == "task_started"
+        and not any(
+            f["event"] == "task_finished"
+            and f["task"] == e["task"]
+            and f["attempt"] == e["attempt"]
+            for f in kept
+        )
+    ]
     assert row("running", len(running)) in text
     assert "merge passes" not in text  # the journal does not carry them: no made-up zeros
     assert (spark_run.path / "plots" / "tasks_gantt.png").is_file()
@@ -158,9 +196,17 @@ def test_events_alone_give_the_same_headline_numbers(spark_run: RecordedRun) -> 
     for name in ("jobs.csv", "tasks.csv", "nodes.csv", "evictions.csv"):
         (spark_run.path / name).unlink()
     from_events = compute_metrics(load_run(spark_run.path))
-    keys = ["mean JCT (s)", "p95 JCT (s)", "mean queueing delay (s)", "makespan (s)",
-            "relaunched ratio", "evictions", "spill bytes", "cost",
-            "mean memory utilisation (0-1)"]
+    keys = [
+        "mean JCT (s)",
+        "p95 JCT (s)",
+        "mean queueing delay (s)",
+        "makespan (s)",
+        "relaunched ratio",
+        "evictions",
+        "spill bytes",
+        "cost",
+        "mean memory utilisation (0-1)",
+    ]
     tables, events = from_tables.headline(), from_events.headline()
     assert {k: pytest.approx(tables[k]) for k in keys} == {k: events[k] for k in keys}
 
@@ -183,11 +229,14 @@ def test_missing_optional_files_are_tolerated(spark_run: RecordedRun) -> None:
     assert f"Record ends at {RUN_END:.2f} s" in text
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda tmp: tmp / "nope", "no such run directory"),
-    (lambda tmp: tmp, "not a run directory"),
-    (lambda tmp: (tmp / "f.txt", (tmp / "f.txt").write_text("x"))[0], "not a directory"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda tmp: tmp / "nope", "no such run directory"),
+        (lambda tmp: tmp, "not a run directory"),
+        (lambda tmp: (tmp / "f.txt", (tmp / "f.txt").write_text("x"))[0], "not a directory"),
+    ],
+)
 def test_unusable_run_dirs_raise_a_usage_error(tmp_path: Path, make, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         write_report(make(tmp_path))

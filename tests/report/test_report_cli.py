@@ -49,8 +49,9 @@ def test_compare_prints_and_writes_tables(
     spark_run: RecordedRun, pado_run: RecordedRun, tmp_path: Path, capsys
 ) -> None:
     md, table = tmp_path / "cmp.md", tmp_path / "cmp.csv"
-    status = run_cli("compare", str(spark_run.path), str(pado_run.path),
-                     "--md", str(md), "--csv", str(table))
+    status = run_cli(
+        "compare", str(spark_run.path), str(pado_run.path), "--md", str(md), "--csv", str(table)
+    )
     assert status == 0
     out = capsys.readouterr().out
     assert "| metric | spark | pado | pado / spark |" in out

@@ -16,9 +16,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-async def test_report_html_renders_with_every_image(
-    spark_run: RecordedRun, tmp_path: Path
-) -> None:
+async def test_report_html_renders_with_every_image(spark_run: RecordedRun, tmp_path: Path) -> None:
     markdown_path, html_path = write_report(spark_run.path)
     plots = re.findall(r"!\[[^\]]*\]\(plots/", markdown_path.read_text())
     page = await render(html_path, tmp_path / "profile")
