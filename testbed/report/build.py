@@ -1,0 +1,456 @@
+"""``testbed report RUN_DIR``: report.md, a self-contained report.html and plots/*.png."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from testbed.report import plots
+from testbed.report.document import (
+    Block,
+    Bullets,
+    Callout,
+    Heading,
+    Image,
+    Paragraph,
+    Table,
+    money,
+    number,
+    percent,
+    ratio,
+    seconds,
+    size,
+    to_html,
+    to_markdown,
+)
+from testbed.report.errors import UsageError
+from testbed.report.metrics import (
+    DataVolumes,
+    RunMetrics,
+    Stats,
+    compute_metrics,
+    is_completed,
+    summary_disagreements,
+)
+from testbed.report.rundir import RunData, load_run
+
+PARTIAL_NOTICE = (
+    "Partial run: there is no summary.json (the run crashed, was interrupted or is still "
+    "going). Everything below is computed from what was recorded."
+)
+
+
+def write_report(run_dir: Path) -> tuple[Path, Path]:
+    """Write report.md, report.html and plots/*.png into ``run_dir``; return (md, html)."""
+    run = load_run(run_dir)
+    blocks = report_blocks(run, compute_metrics(run))
+    markdown_path, html_path = run.path / "report.md", run.path / "report.html"
+    try:
+        (run.path / "plots").mkdir(exist_ok=True)
+        for block in blocks:
+            if isinstance(block, Image):
+                (run.path / block.relative_path).write_bytes(block.png)
+        markdown_path.write_text(to_markdown(blocks), encoding="utf-8")
+        html_path.write_text(to_html(blocks, f"Run report: {run.name}"), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{run_dir}: cannot write the report: {exc.strerror or exc}") from None
+    return markdown_path, html_path
+
+
+def report_blocks(run: RunData, metrics: RunMetrics) -> list[Block]:
+    sections = (
+        _title, _scenario, _summary, _jct, _cluster, _tasks, _data, _cost, _memory,
+        _decisions, _policy, _notes,
+    )  # fmt: skip
+    return [block for section in sections for block in section(run, metrics)]
+
+
+def _image(name: str, title: str, png: bytes | None) -> list[Block]:
+    return [] if png is None else [Image(name, title, png)]
+
+
+# --------------------------------------------------------------------- sections
+
+
+def _title(run: RunData, metrics: RunMetrics) -> list[Block]:
+    blocks: list[Block] = [Heading(f"Run report: {run.name}", 1)]
+    if run.partial:
+        blocks.append(Callout(PARTIAL_NOTICE))
+    blocks.append(
+        Paragraph(
+            f"Run directory: {run.path}. Status: {run.status}. "
+            f"Record ends at {seconds(run.end_s)} s (wall)."
+        )
+    )
+    return blocks
+
+
+def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
+    policy, cluster = run.policy, run.cluster
+    rows = [
+        ["name", run.name],
+        ["seed", str(run.seed if run.seed is not None else "-")],
+        ["time scale", f"{run.time_scale:g} (trace seconds per wall second)"],
+        [
+            "scheduler / strategy / autoscaler",
+            f"{policy.scheduler} / {policy.strategy} / {policy.autoscaler}",
+        ],
+    ]
+    if policy.options:
+        rows.append(["policy options", ", ".join(f"{k}={v}" for k, v in policy.options.items())])
+    if "cluster" not in run.scenario:
+        rows.append(["cluster", "not recorded: node memory and prices are the schema's defaults"])
+    for node_class in ("reserved", "transient"):
+        spec = getattr(cluster, node_class)
+        rows.append(
+            [
+                f"{node_class} nodes",
+                f"{spec.count} x {spec.slots} slots, "
+                f"{spec.memory_mb} MB, price {spec.price_per_hour:g}/h",
+            ]
+        )
+    rows += _scenario_jobs_and_chaos(run)
+    return [Heading("Scenario"), Table(["setting", "value"], rows)]
+
+
+def _scenario_jobs_and_chaos(run: RunData) -> list[list[str]]:
+    specs = run.scenario.get("jobs")
+    rows = []
+    if isinstance(specs, list):
+        workloads = sorted({str(s.get("workload", "?")) for s in specs if isinstance(s, dict)})
+        rows.append(["job entries", f"{len(specs)} ({', '.join(workloads)})"])
+    chaos = run.scenario.get("chaos")
+    if isinstance(chaos, dict):
+        transient = chaos.get("transient") or {}
+        lifetime = transient.get("lifetime", "none") if isinstance(transient, dict) else "none"
+        rows.append(["transient lifetime model", str(lifetime)])
+        rows.append(["eviction storms", str(len(chaos.get("storms") or []))])
+    return rows
+
+
+def _summary(run: RunData, metrics: RunMetrics) -> list[Block]:
+    m = metrics
+    rows = [
+        [
+            "jobs (succeeded / failed / unfinished)",
+            f"{m.jobs} ({m.succeeded} / {m.failed} / {m.unfinished})",
+        ],
+        ["mean JCT (s)", seconds(m.jct.mean)],
+        ["p50 JCT (s)", seconds(m.jct.p50)],
+        ["p95 JCT (s)", seconds(m.jct.p95)],
+        ["max JCT (s)", seconds(m.jct.max)],
+        ["mean queueing delay (s)", seconds(m.queue.mean)],
+        ["makespan (s)", seconds(m.makespan_s)],
+        ["tasks / attempts", f"{m.tasks} / {m.attempts}"],
+        ["relaunched tasks", str(m.relaunched_tasks)],
+        ["relaunched ratio", ratio(m.relaunched_ratio)],
+        ["evictions", str(m.evictions)],
+        ["spill bytes", size(m.data.spill_bytes)],
+        ["shuffle bytes read / written", f"{size(m.data.bytes_in)} / {size(m.data.bytes_out)}"],
+        ["cost", money(m.total_cost)],
+        [
+            "mean / peak memory utilisation",
+            f"{percent(m.memory.mean_utilisation)} / {percent(m.memory.peak_utilisation)}",
+        ],
+    ]
+    return [Heading("Summary"), Table(["metric", "value"], rows)]
+
+
+def _stats_cells(stats: Stats) -> list[str]:
+    return [str(stats.count), *map(seconds, (stats.mean, stats.p50, stats.p95, stats.max))]
+
+
+def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
+    headers = [
+        "workload",
+        "jobs",
+        "mean JCT (s)",
+        "p50 JCT (s)",
+        "p95 JCT (s)",
+        "max JCT (s)",
+        "mean queue (s)",
+        "p95 queue (s)",
+    ]
+    rows = []
+    for workload, stats in [*metrics.jct_by_workload.items(), ("all", metrics.jct)]:
+        queue = metrics.queue if workload == "all" else metrics.queue_by_workload.get(workload)
+        rows.append(
+            [
+                workload,
+                *_stats_cells(stats),
+                seconds(queue.mean if queue else None),
+                seconds(queue.p95 if queue else None),
+            ]
+        )
+    completed = [j for j in run.jobs if is_completed(j)]
+    jct_series = {"all": [j.jct_s for j in completed if j.jct_s is not None]}
+    queue_series = {"all": [j.queue_s for j in run.jobs if j.queue_s is not None]}
+    if len(metrics.jct_by_workload) > 1:
+        for workload in metrics.jct_by_workload:
+            jct_series[workload] = [
+                j.jct_s for j in completed if j.workload == workload and j.jct_s is not None
+            ]
+            queue_series[workload] = [
+                j.queue_s for j in run.jobs if j.workload == workload and j.queue_s is not None
+            ]
+    return [
+        Heading("Job completion times"),
+        Paragraph(
+            "JCT = finish of the job's last task - submission; queueing delay = start "
+            "of its first task - submission. Statistics cover the jobs that finished "
+            "without failing."
+        ),
+        Table(headers, rows),
+        *_image(
+            "jct_cdf",
+            "CDF of job completion times",
+            plots.cdf(jct_series, "JCT (s)", "Job completion time CDF"),
+        ),
+        *_image(
+            "queue_cdf",
+            "CDF of queueing delays",
+            plots.cdf(queue_series, "queueing delay (s)", "Queueing delay CDF"),
+        ),
+        Heading("Jobs", 3),
+        Table(
+            [
+                "job",
+                "workload",
+                "status",
+                "submit (s)",
+                "start (s)",
+                "finish (s)",
+                "JCT (s)",
+                "queue (s)",
+                "tasks",
+                "relaunched",
+            ],
+            [
+                [
+                    j.job_id,
+                    j.workload,
+                    j.status,
+                    seconds(j.submit_s),
+                    seconds(j.start_s),
+                    seconds(j.finish_s),
+                    seconds(j.jct_s),
+                    seconds(j.queue_s),
+                    number(j.tasks),
+                    number(j.relaunched_tasks),
+                ]
+                for j in run.jobs
+            ],
+        ),
+    ]
+
+
+def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
+    blocks: list[Block] = [
+        Heading("Cluster timeline"),
+        *_image(
+            "nodes_alive",
+            "Nodes alive per class; red crosses mark evictions",
+            plots.nodes_timeline(metrics.nodes_alive, run.evictions),
+        ),
+    ]
+    if run.nodes:
+        blocks.append(
+            Table(
+                ["node", "class", "launched (s)", "ended (s)", "end reason", "alive (s)"],
+                [
+                    [
+                        n.node_id,
+                        n.node_class,
+                        seconds(n.launched_s),
+                        seconds(n.ended_s),
+                        n.end_reason or "-",
+                        seconds((n.ended_s if n.ended_s is not None else run.end_s) - n.launched_s),
+                    ]
+                    for n in run.nodes
+                ],
+            )
+        )
+    blocks.append(Heading("Evictions", 3))
+    if not run.evictions:
+        return [*blocks, Paragraph("No evictions.")]
+    return [
+        *blocks,
+        Table(
+            ["t (s)", "node", "class", "reason", "lifetime (s)", "tasks running", "bytes lost"],
+            [
+                [
+                    seconds(e.t_s),
+                    e.node_id,
+                    e.node_class,
+                    e.reason or "-",
+                    seconds(e.lifetime_s),
+                    number(e.tasks_running),
+                    size(e.bytes_lost),
+                ]
+                for e in run.evictions
+            ],
+        ),
+    ]
+
+
+def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
+    m = metrics
+    return [
+        Heading("Tasks"),
+        Paragraph(
+            f"Relaunched tasks: {m.relaunched_tasks} of {m.tasks} tasks "
+            f"(relaunched ratio {ratio(m.relaunched_ratio)}); {m.attempts} attempts "
+            "recorded."
+        ),
+        *_image(
+            "tasks_gantt",
+            "Task attempts per node (r = reserved, t = transient), coloured "
+            "by job; hatched red: failed, killed or lost attempts",
+            plots.gantt(run),
+        ),
+        Table(
+            ["attempt status", "attempts"],
+            [[status, str(count)] for status, count in sorted(m.attempts_by_status.items())],
+        ),
+    ]
+
+
+def _data(run: RunData, metrics: RunMetrics) -> list[Block]:
+    extra = list(dict.fromkeys(key for job in run.jobs for key in job.extra))
+    jobs = {j.job_id: j for j in run.jobs}
+    # the journal carries bytes but not spill counts or merge passes
+    counts = run.sources.get("tasks") == "tasks.csv"
+    headers = [
+        "job",
+        "shuffle read",
+        "shuffle written",
+        "spill bytes",
+        *(["spills", "merge passes"] if counts else []),
+        *extra,
+    ]
+    rows = []
+    for job_id in dict.fromkeys([*jobs, *metrics.data_by_job]):
+        volumes = metrics.data_by_job.get(job_id)
+        values = jobs[job_id].extra if job_id in jobs else {}
+        rows.append(
+            [
+                job_id,
+                *_volume_cells(volumes, counts),
+                *(_extra_cell(key, values.get(key)) for key in extra),
+            ]
+        )
+    rows.append(
+        [
+            "total",
+            *_volume_cells(metrics.data, counts),
+            *(_extra_cell(key, sum(j.extra.get(key, 0.0) for j in run.jobs)) for key in extra),
+        ]
+    )
+    return [
+        Heading("Spill and shuffle data"),
+        Paragraph("Summed over every task attempt, including attempts that were lost."),
+        Table(headers, rows),
+    ]
+
+
+def _volume_cells(volumes: DataVolumes | None, counts: bool) -> list[str]:
+    if volumes is None:
+        return ["-"] * (5 if counts else 3)
+    cells = [size(volumes.bytes_in), size(volumes.bytes_out), size(volumes.spill_bytes)]
+    return cells + ([number(volumes.spills), number(volumes.merge_passes)] if counts else [])
+
+
+def _extra_cell(key: str, value: float | None) -> str:
+    return size(value) if "bytes" in key else number(value)
+
+
+def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
+    scaled = run.time_scale != 1.0
+    headers = ["class", "nodes", "node-seconds", "price per hour", "cost"]
+    if scaled:
+        headers.append("cost at trace time")
+    rows = []
+    for item in metrics.costs:
+        row = [
+            item.node_class,
+            str(item.nodes),
+            seconds(item.node_seconds),
+            number(item.price_per_hour),
+            money(item.cost),
+        ]
+        rows.append(row + ([money(_scale(item.cost, run.time_scale))] if scaled else []))
+    total = metrics.total_cost
+    rows.append(
+        [
+            "total",
+            str(sum(c.nodes for c in metrics.costs)),
+            seconds(sum(c.node_seconds for c in metrics.costs)),
+            "",
+            money(total),
+        ]
+        + ([money(_scale(total, run.time_scale))] if scaled else [])
+    )
+    text = (
+        "Node-seconds = sum over a class's nodes of (end, or the end of the record, - "
+        "launch), in wall time; cost = node-seconds / 3600 x price per hour."
+    )
+    if scaled:
+        text += (
+            f" At time scale {run.time_scale:g} a wall second stands for "
+            f"{run.time_scale:g} trace seconds, hence the trace-time column."
+        )
+    return [Heading("Cost"), Paragraph(text), Table(headers, rows)]
+
+
+def _scale(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def _memory(run: RunData, metrics: RunMetrics) -> list[Block]:
+    usage = metrics.memory
+    return [
+        Heading("Memory utilisation"),
+        Paragraph(
+            "Utilisation(t) = memory allocated to running task attempts / memory of the "
+            f"nodes alive at t. Mean (time-weighted): {percent(usage.mean_utilisation)}; "
+            f"peak: {percent(usage.peak_utilisation)}."
+        ),
+        *_image("memory", "Memory allocated to tasks and memory utilisation", plots.memory(usage)),
+    ]
+
+
+def _decisions(run: RunData, metrics: RunMetrics) -> list[Block]:
+    counts, by_job = metrics.decision_counts, metrics.decisions_by_job
+    if counts is None or by_job is None:
+        return []
+    kinds = list(counts)
+    return [
+        Heading("Scheduler decisions"),
+        Table(["decision", "count"], [[kind, str(count)] for kind, count in counts.items()]),
+        Table(
+            ["job", *kinds],
+            [
+                [job, *(str(per_job.get(kind, 0)) for kind in kinds)]
+                for job, per_job in by_job.items()
+            ],
+        ),
+    ]
+
+
+def _policy(run: RunData, metrics: RunMetrics) -> list[Block]:
+    if not metrics.policy_metrics:
+        return []
+    return [
+        Heading("Policy metrics"),
+        Paragraph("Keys of summary.json specific to the policies of this run."),
+        Table(
+            ["metric", "value"],
+            [[key, number(value)] for key, value in metrics.policy_metrics.items()],
+        ),
+    ]
+
+
+def _notes(run: RunData, metrics: RunMetrics) -> list[Block]:
+    items = [f"{table} from {source}" for table, source in run.sources.items()]
+    items += run.warnings
+    items += summary_disagreements(run.summary, metrics)
+    return [Heading("Data sources and notes"), Bullets(items)]

@@ -1,0 +1,107 @@
+"""testbed compare: values and ratios against numbers computed from the fixtures' data."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+from recorded_run import RecordedRun, crash, write_run
+
+from testbed.compare import compare_runs
+
+
+def mean_jct(run: RecordedRun) -> float:
+    return statistics.mean(j["jct_s"] for j in run.jobs)
+
+
+def cost(run: RecordedRun) -> float:
+    return sum(
+        ((n["ended_s"] if n["ended_s"] is not None else run.end) - n["launched_s"])
+        / 3600
+        * n["price_per_hour"]
+        for n in run.nodes
+    )
+
+
+def test_ratios_are_to_the_first_run(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
+    comparison = compare_runs([spark_run.path, pado_run.path])
+    assert [run.label for run in comparison.runs] == ["spark", "pado"]
+    expected = mean_jct(pado_run) / mean_jct(spark_run)
+    assert comparison.ratio("mean JCT (s)", 1) == pytest.approx(expected)
+    assert comparison.ratio("cost", 1) == pytest.approx(cost(pado_run) / cost(spark_run))
+    assert comparison.ratio("evictions", 1) == 1.0
+    assert f"pado / spark mean JCT (s) {expected:.2f}x" in comparison.ratio_lines()
+
+
+def test_markdown_table(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
+    text = compare_runs([spark_run.path, pado_run.path]).to_markdown()
+    assert "| metric | spark | pado | pado / spark |" in text
+    spark, pado = mean_jct(spark_run), mean_jct(pado_run)
+    assert f"| mean JCT (s) | {spark:.4g} | {pado:.4g} | {pado / spark:.2f}x |" in text
+    assert "| spark (baseline) | fifo / spark / static |" in text
+    spill = sum(t["spill_bytes"] for t in spark_run.tasks)
+    assert f"| spill bytes | {spill} | {spill} | 1.00x |" in text
+
+
+def test_csv_table(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
+    comparison = compare_runs([spark_run.path, pado_run.path])
+    rows = {r["metric"]: r for r in csv.DictReader(io.StringIO(comparison.to_csv()))}
+    assert float(rows["mean JCT (s)"]["spark"]) == pytest.approx(mean_jct(spark_run))
+    assert float(rows["mean JCT (s)"]["pado"]) == pytest.approx(mean_jct(pado_run))
+    assert float(rows["mean JCT (s)"]["pado / spark"]) == pytest.approx(
+        mean_jct(pado_run) / mean_jct(spark_run)
+    )
+    jcts = [j["jct_s"] for j in spark_run.jobs]
+    assert float(rows["p95 JCT (s)"]["spark"]) == pytest.approx(
+        statistics.quantiles(jcts, n=100, method="inclusive")[94]
+    )
+    assert float(rows["cost"]["spark"]) == pytest.approx(cost(spark_run))
+    assert float(rows["mean_short_queue_s"]["pado"]) == pado_run.summary["mean_short_queue_s"]
+
+
+def test_only_shared_summary_keys_are_compared(
+    spark_run: RecordedRun, pado_run: RecordedRun
+) -> None:
+    summary = dict(pado_run.summary, pushed_bytes=123)
+    (pado_run.path / "summary.json").write_text(json.dumps(summary))
+    metrics = compare_runs([spark_run.path, pado_run.path]).metrics
+    assert "pushed_bytes" not in metrics
+    assert {"mean_short_queue_s", "max_short_queue_s"} <= set(metrics)
+
+
+def test_zero_baseline(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
+    header = (spark_run.path / "evictions.csv").read_text().splitlines()[0]
+    (spark_run.path / "evictions.csv").write_text(header + "\n")
+    comparison = compare_runs([spark_run.path, pado_run.path, spark_run.path])
+    assert comparison.ratio("evictions", 1) is None
+    assert comparison.ratio("evictions", 2) == 1.0
+    assert "| evictions | 0 | 1 | 0 | n/a | 1.00x |" in comparison.to_markdown()
+
+
+def test_labels_for_same_policy_use_seeds_then_directories(tmp_path: Path) -> None:
+    seeds = [write_run(tmp_path / f"s{seed}", seed=seed).path for seed in (1, 2)]
+    assert [r.label for r in compare_runs(seeds).runs] == ["spark seed=1", "spark seed=2"]
+    same = [write_run(tmp_path / name).path for name in ("a", "b")]
+    assert [r.label for r in compare_runs(same).runs] == ["spark (a)", "spark (b)"]
+
+
+def test_a_partial_run_is_flagged(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
+    crash(pado_run, at=5.0)
+    comparison = compare_runs([spark_run.path, pado_run.path])
+    assert comparison.runs[1].partial
+    assert "| pado (partial) |" in comparison.to_markdown()
+
+
+def test_policy_comes_from_the_summary_without_a_scenario(
+    spark_run: RecordedRun, pado_run: RecordedRun
+) -> None:
+    for run in (spark_run, pado_run):
+        (run.path / "scenario.yaml").unlink()
+    assert [r.label for r in compare_runs([spark_run.path, pado_run.path]).runs] == [
+        "spark",
+        "pado",
+    ]

@@ -1,0 +1,242 @@
+"""testbed report: the numbers in report.md against the fixture's own data."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from recorded_run import DECISIONS, NODE_MEMORY_MB, RUN_END, RecordedRun, crash
+
+from testbed.report.build import PARTIAL_NOTICE, write_report
+from testbed.report.errors import UsageError
+from testbed.report.metrics import compute_metrics
+from testbed.report.rundir import load_run
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def p95(values: list[float]) -> float:
+    return (
+        statistics.quantiles(values, n=100, method="inclusive")[94]
+        if len(values) > 1
+        else values[0]
+    )
+
+
+def row(*cells: object) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def relaunches(run: RecordedRun) -> tuple[int, int]:
+    logical = {(t["job_id"], t["stage"], t["index"]) for t in run.tasks}
+    return len(run.tasks) - len(logical), len(logical)
+
+
+def alive(node: dict, end: float) -> float:
+    return (node["ended_s"] if node["ended_s"] is not None else end) - node["launched_s"]
+
+
+def test_metrics_match_the_recorded_data(spark_run: RecordedRun) -> None:
+    metrics = compute_metrics(load_run(spark_run.path))
+    jcts = [j["jct_s"] for j in spark_run.jobs]
+    queues = [j["queue_s"] for j in spark_run.jobs]
+    assert metrics.jct.mean == pytest.approx(statistics.mean(jcts))
+    assert metrics.jct.p50 == pytest.approx(statistics.median(jcts))
+    assert metrics.jct.p95 == pytest.approx(p95(jcts))
+    assert metrics.jct.max == pytest.approx(max(jcts))
+    assert metrics.queue.mean == pytest.approx(statistics.mean(queues))
+    sorts = [j["jct_s"] for j in spark_run.jobs if j["workload"] == "sort"]
+    assert metrics.jct_by_workload["sort"].p95 == pytest.approx(p95(sorts))
+    relaunched, tasks = relaunches(spark_run)
+    assert (metrics.relaunched_tasks, metrics.tasks) == (relaunched, tasks) == (2, 8)
+    assert metrics.relaunched_ratio == pytest.approx(relaunched / tasks)
+    assert metrics.evictions == 1
+    assert metrics.data.spill_bytes == sum(t["spill_bytes"] for t in spark_run.tasks)
+    assert metrics.makespan_s == pytest.approx(
+        max(j["finish_s"] for j in spark_run.jobs) - min(j["submit_s"] for j in spark_run.jobs)
+    )
+
+
+def test_cost_and_memory_utilisation(spark_run: RecordedRun) -> None:
+    metrics = compute_metrics(load_run(spark_run.path))
+    end = spark_run.end
+    expected_cost = sum(alive(n, end) / 3600 * n["price_per_hour"] for n in spark_run.nodes)
+    assert metrics.total_cost == pytest.approx(expected_cost)
+    transient = next(c for c in metrics.costs if c.node_class == "transient")
+    assert transient.node_seconds == pytest.approx(
+        sum(alive(n, end) for n in spark_run.nodes if n["node_class"] == "transient")
+    )
+    allocated = sum(t["memory_mb"] * (t["end_s"] - t["start_s"]) for t in spark_run.tasks)
+    capacity = sum(NODE_MEMORY_MB * alive(n, end) for n in spark_run.nodes)
+    assert metrics.memory.mean_utilisation == pytest.approx(allocated / capacity)
+    assert metrics.memory.peak_utilisation == pytest.approx(
+        max(_utilisation_at(spark_run, t["start_s"]) for t in spark_run.tasks)
+    )
+
+
+def _utilisation_at(run: RecordedRun, t: float) -> float:
+    used = sum(a["memory_mb"] for a in run.tasks if a["start_s"] <= t < a["end_s"])
+    nodes = [n for n in run.nodes if n["launched_s"] <= t < (n["ended_s"] or run.end)]
+    return used / (NODE_MEMORY_MB * len(nodes))
+
+
+def test_report_md_shows_the_numbers(spark_run: RecordedRun) -> None:
+    text = write_report(spark_run.path)[0].read_text()
+    jcts = [j["jct_s"] for j in spark_run.jobs]
+    queues = [j["queue_s"] for j in spark_run.jobs]
+    assert (
+        row(
+            "all",
+            3,
+            *(
+                f"{v:.2f}"
+                for v in (
+                    statistics.mean(jcts),
+                    statistics.median(jcts),
+                    p95(jcts),
+                    max(jcts),
+                    statistics.mean(queues),
+                    p95(queues),
+                )
+            ),
+        )
+        in text
+    )
+    for job in spark_run.jobs:
+        assert (
+            row(
+                job["job_id"],
+                job["workload"],
+                "succeeded",
+                *(f"{job[k]:.2f}" for k in ("submit_s", "start_s", "finish_s", "jct_s", "queue_s")),
+                job["tasks"],
+                job["relaunched_tasks"],
+            )
+            in text
+        )
+    relaunched, tasks = relaunches(spark_run)
+    assert (
+        f"Relaunched tasks: {relaunched} of {tasks} tasks "
+        f"(relaunched ratio {relaunched / tasks:.3f})" in text
+    )
+    assert PARTIAL_NOTICE not in text
+
+
+def test_report_md_cost_data_decisions_and_policy_sections(spark_run: RecordedRun) -> None:
+    text = write_report(spark_run.path)[0].read_text()
+    end = spark_run.end
+    total_seconds = sum(alive(n, end) for n in spark_run.nodes)
+    total_cost = sum(alive(n, end) / 3600 * n["price_per_hour"] for n in spark_run.nodes)
+    assert row("total", 4, f"{total_seconds:.2f}", "", f"{total_cost:.4f}") in text
+    spill = sum(t["spill_bytes"] for t in spark_run.tasks)
+    assert f"| spill bytes | {spill / 2**20:.2f} MiB |" in text
+    assert "| merge passes | bytes_pushed |" in text  # the extra numeric column of jobs.csv
+    assert f"| {sum(j['bytes_pushed'] for j in spark_run.jobs) / 2**10:.2f} KiB |" in text
+    for kind, count in Counter(kind for _, kind in DECISIONS).items():
+        assert row(kind, count) in text
+    assert row("mean_short_queue_s", f"{spark_run.summary['mean_short_queue_s']:g}") in text
+    assert row("6.00", "t1", "transient", "lifetime", "6.00", 1, "976.56 KiB") in text
+
+
+def test_plots_are_written_and_embedded(spark_run: RecordedRun) -> None:
+    markdown_path, html_path = write_report(spark_run.path)
+    linked = re.findall(r"!\[[^\]]*\]\((plots/[a-z_]+\.png)\)", markdown_path.read_text())
+    assert set(linked) == {
+        f"plots/{n}.png" for n in ("jct_cdf", "queue_cdf", "nodes_alive", "tasks_gantt", "memory")
+    }
+    for link in linked:
+        assert (spark_run.path / link).read_bytes().startswith(PNG_MAGIC)
+    page = html_path.read_text()
+    assert page.count('src="data:image/png;base64,') == len(linked)
+    assert not re.search(r"""(src|href)=["']?(https?:|//)""", page), "external resource"
+
+
+def test_a_crashed_run_gives_a_partial_report(spark_run: RecordedRun) -> None:
+    kept = crash(spark_run, at=10.5)
+    run = load_run(spark_run.path)
+    assert run.partial
+    assert any("1 malformed line" in warning for warning in run.warnings)
+    finished = {e["job"]: e for e in kept if e["event"] == "job_finished"}
+    submitted = [e for e in kept if e["event"] == "job_submitted"]
+    assert list(finished) == ["j1"]
+
+    text = write_report(spark_run.path)[0].read_text()
+    assert PARTIAL_NOTICE in text
+    unfinished = len(submitted) - len(finished)
+    assert (
+        f"| jobs (succeeded / failed / unfinished) | 3 ({len(finished)} / 0 / {unfinished}) |"
+        in text
+    )
+    assert f"| mean JCT (s) | {finished['j1']['jct_s']:.2f} |" in text
+    assert "| j2 | sort | unfinished |" in text
+    assert "jobs from events.jsonl" in text
+    running = [
+        e
+        for e in kept
+        if e["event"] == "task_started"
+        and not any(
+            f["event"] == "task_finished"
+            and f["task"] == e["task"]
+            and f["attempt"] == e["attempt"]
+            for f in kept
+        )
+    ]
+    assert row("running", len(running)) in text
+    assert "merge passes" not in text  # the journal does not carry them: no made-up zeros
+    assert (spark_run.path / "plots" / "tasks_gantt.png").is_file()
+
+
+def test_events_alone_give_the_same_headline_numbers(spark_run: RecordedRun) -> None:
+    """A run whose tables were lost is rebuilt from the journal to the same numbers."""
+    from_tables = compute_metrics(load_run(spark_run.path))
+    for name in ("jobs.csv", "tasks.csv", "nodes.csv", "evictions.csv"):
+        (spark_run.path / name).unlink()
+    from_events = compute_metrics(load_run(spark_run.path))
+    keys = [
+        "mean JCT (s)",
+        "p95 JCT (s)",
+        "mean queueing delay (s)",
+        "makespan (s)",
+        "relaunched ratio",
+        "evictions",
+        "spill bytes",
+        "cost",
+        "mean memory utilisation (0-1)",
+    ]
+    tables, events = from_tables.headline(), from_events.headline()
+    assert {k: pytest.approx(tables[k]) for k in keys} == {k: events[k] for k in keys}
+
+
+def test_summary_disagreements_are_reported(spark_run: RecordedRun) -> None:
+    summary = dict(spark_run.summary, mean_jct_s=99.0)
+    (spark_run.path / "summary.json").write_text(json.dumps(summary))
+    text = write_report(spark_run.path)[0].read_text()
+    expected = statistics.mean(j["jct_s"] for j in spark_run.jobs)
+    assert f"summary.json says mean_jct_s = 99, the tables give {expected:g}" in text
+
+
+def test_missing_optional_files_are_tolerated(spark_run: RecordedRun) -> None:
+    for name in ("scenario.yaml", "decisions.csv", "summary.json"):
+        (spark_run.path / name).unlink()
+    text = write_report(spark_run.path)[0].read_text()
+    assert "## Scheduler decisions" not in text
+    assert "## Policy metrics" not in text
+    assert "scenario.yaml is missing" in text
+    assert f"Record ends at {RUN_END:.2f} s" in text
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda tmp: tmp / "nope", "no such run directory"),
+        (lambda tmp: tmp, "not a run directory"),
+        (lambda tmp: (tmp / "f.txt", (tmp / "f.txt").write_text("x"))[0], "not a directory"),
+    ],
+)
+def test_unusable_run_dirs_raise_a_usage_error(tmp_path: Path, make, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        write_report(make(tmp_path))
