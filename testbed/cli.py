@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from testbed.durations import parse_duration
+from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -91,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--select", choices=("random", "oldest", "youngest", "busiest", "most-data"), default="random"
     )
     evict.set_defaults(handler=cmd_chaos_evict)
+
+    add_report_commands(sub)
 
     broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
     broker.add_argument("--host", default="127.0.0.1")

@@ -66,9 +66,7 @@ class Comparison:
             ["run", "policy (scheduler / strategy / autoscaler)", "seed", "directory"],
             [
                 [
-                    run.label
-                    + (" (baseline)" if i == 0 else "")
-                    + (" (partial)" if run.partial else ""),
+                    run.label + (" (baseline)" if i == 0 else "") + (" (partial)" if run.partial else ""),
                     run.policy,
                     "-" if run.seed is None else str(run.seed),
                     str(run.path),
@@ -90,8 +88,7 @@ class Comparison:
             for metric in self.metrics
         ]
         return (
-            f"# Comparison (baseline: {self.baseline.label})\n\n{legend}\n\n"
-            f"{markdown_table(headers, rows)}\n"
+            f"# Comparison (baseline: {self.baseline.label})\n\n{legend}\n\n{markdown_table(headers, rows)}\n"
         )
 
     def to_csv(self) -> str:
@@ -126,18 +123,16 @@ def compare_runs(run_dirs: list[str | Path]) -> Comparison:
         values = compute_metrics(run).headline()
         extra = policy_metrics(run.summary)
         values.update({key: extra[key] for key in shared})
-        compared.append(
-            ComparedRun(label, run.path, _policy_text(run), run.seed, run.partial, values)
-        )
+        compared.append(ComparedRun(label, run.path, _policy_text(run), run.seed, run.partial, values))
     return Comparison(compared, list(compared[0].values))
 
 
 def run_labels(runs: list[RunData]) -> list[str]:
     """Short unique labels: the policy axes that differ (else the strategy), then the seed
     and then the directory name when that is not enough to tell the runs apart."""
-    varying = [
-        axis for axis in POLICY_AXES if len({getattr(run.policy, axis) for run in runs}) > 1
-    ] or ["strategy"]
+    varying = [axis for axis in POLICY_AXES if len({getattr(run.policy, axis) for run in runs}) > 1] or [
+        "strategy"
+    ]
     labels = ["+".join(getattr(run.policy, axis) for axis in varying) for run in runs]
     if len(set(labels)) < len(labels) and len({str(run.seed) for run in runs}) == len(runs):
         labels = [f"{label} seed={run.seed}" for label, run in zip(labels, runs, strict=True)]

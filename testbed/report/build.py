@@ -77,8 +77,7 @@ def _title(run: RunData, metrics: RunMetrics) -> list[Block]:
         blocks.append(Callout(PARTIAL_NOTICE))
     blocks.append(
         Paragraph(
-            f"Run directory: {run.path}. Status: {run.status}. "
-            f"Record ends at {seconds(run.end_s)} s (wall)."
+            f"Run directory: {run.path}. Status: {run.status}. Record ends at {seconds(run.end_s)} s (wall)."
         )
     )
     return blocks
@@ -104,8 +103,7 @@ def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
         rows.append(
             [
                 f"{node_class} nodes",
-                f"{spec.count} x {spec.slots} slots, "
-                f"{spec.memory_mb} MB, price {spec.price_per_hour:g}/h",
+                f"{spec.count} x {spec.slots} slots, {spec.memory_mb} MB, price {spec.price_per_hour:g}/h",
             ]
         )
     rows += _scenario_jobs_and_chaos(run)
@@ -428,10 +426,7 @@ def _decisions(run: RunData, metrics: RunMetrics) -> list[Block]:
         Table(["decision", "count"], [[kind, str(count)] for kind, count in counts.items()]),
         Table(
             ["job", *kinds],
-            [
-                [job, *(str(per_job.get(kind, 0)) for kind in kinds)]
-                for job, per_job in by_job.items()
-            ],
+            [[job, *(str(per_job.get(kind, 0)) for kind in kinds)] for job, per_job in by_job.items()],
         ),
     ]
 

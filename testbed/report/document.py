@@ -130,9 +130,7 @@ def _markdown_block(block: Block) -> str:
     raise TypeError(f"unknown block {block!r}")
 
 
-def markdown_table(
-    headers: list[str], rows: list[list[str]], numeric: list[bool] | None = None
-) -> str:
+def markdown_table(headers: list[str], rows: list[list[str]], numeric: list[bool] | None = None) -> str:
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 

@@ -228,8 +228,7 @@ def class_costs(run: RunData) -> list[ClassCost]:
     costs = []
     for node_class, nodes in sorted(grouped.items()):
         seconds = sum(
-            max(0.0, min(n.ended_s if n.ended_s is not None else end, end) - n.launched_s)
-            for n in nodes
+            max(0.0, min(n.ended_s if n.ended_s is not None else end, end) - n.launched_s) for n in nodes
         )
         costs.append(ClassCost(node_class, len(nodes), seconds, _price(run, node_class, nodes)))
     return costs
@@ -359,9 +358,7 @@ def policy_metrics(summary: dict[str, Any] | None) -> dict[str, float]:
     return {
         key: float(value)
         for key, value in summary.items()
-        if key not in KNOWN_SUMMARY_KEYS
-        and isinstance(value, int | float)
-        and not isinstance(value, bool)
+        if key not in KNOWN_SUMMARY_KEYS and isinstance(value, int | float) and not isinstance(value, bool)
     }
 
 

@@ -82,9 +82,7 @@ def nodes_timeline(alive: dict[str, StepSeries], evictions: list[Eviction]) -> b
     for eviction in evictions:
         series = alive.get(eviction.node_class)
         level = _level_before(series, eviction.t_s) if series else 0.0
-        axes.plot(
-            [eviction.t_s], [level], marker="X", color="#d62728", markersize=9, linestyle="none"
-        )
+        axes.plot([eviction.t_s], [level], marker="X", color="#d62728", markersize=9, linestyle="none")
         axes.axvline(eviction.t_s, color="#d62728", alpha=0.25, linewidth=1)
     handles, _ = axes.get_legend_handles_labels()
     if evictions:
@@ -176,9 +174,7 @@ def _node_rows(run: RunData) -> dict[str, int]:
 
 def _natural(name: str) -> list:
     """Sort key that puts t2 before t10."""
-    return [
-        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)
-    ]
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
 
 
 def _row_labels(run: RunData, rows: dict[str, int]) -> list[str]:

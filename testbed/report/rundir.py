@@ -266,9 +266,7 @@ def _specs(
         warnings.append("scenario.yaml: the cluster section is invalid: defaults used")
         cluster = ClusterSpec()
     try:
-        policy = PolicySpec.model_validate(
-            scenario.get("policy") or (summary or {}).get("policy") or {}
-        )
+        policy = PolicySpec.model_validate(scenario.get("policy") or (summary or {}).get("policy") or {})
     except ValidationError:
         warnings.append("scenario.yaml: the policy section is invalid: defaults used")
         policy = PolicySpec()
@@ -385,9 +383,7 @@ _TASK_NUMBERS = (
 
 def _tasks_from_events(events: list[dict[str, Any]]) -> list[TaskAttempt]:
     """Pair ``task_started`` with ``task_finished`` by (task, attempt)."""
-    finished = {
-        (e.get("task"), e.get("attempt")): e for e in events if e.get("event") == "task_finished"
-    }
+    finished = {(e.get("task"), e.get("attempt")): e for e in events if e.get("event") == "task_finished"}
     attempts = []
     for start in (e for e in events if e.get("event") == "task_started"):
         end = finished.get((start.get("task"), start.get("attempt")), {})
@@ -455,9 +451,7 @@ def _jobs_from_events(events: list[dict[str, Any]], tasks: list[TaskAttempt]) ->
     ]
 
 
-def _job_from_events(
-    submitted: dict[str, Any], end: dict[str, Any] | None, mine: list[TaskAttempt]
-) -> Job:
+def _job_from_events(submitted: dict[str, Any], end: dict[str, Any] | None, mine: list[TaskAttempt]) -> Job:
     submit = float(submitted["t"])
     start = min((t.start_s for t in mine), default=None)
     counted_tasks, counted_relaunches = _task_counts(mine)

@@ -112,20 +112,14 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 
 async def _load(devtools: DevTools, page: Path) -> PageResult:
     target = await devtools.call("Target.createTarget", url="about:blank")
-    attached = await devtools.call(
-        "Target.attachToTarget", targetId=target["targetId"], flatten=True
-    )
+    attached = await devtools.call("Target.attachToTarget", targetId=target["targetId"], flatten=True)
     session = attached["sessionId"]
     for domain in ("Runtime", "Log", "Network", "Page"):
         await devtools.call(f"{domain}.enable", session)
     await devtools.call("Page.navigate", session, url=page.resolve().as_uri())
     await devtools.wait_for("Page.loadEventFired")
-    images = await devtools.call(
-        "Runtime.evaluate", session, expression=IMAGES_JS, returnByValue=True
-    )
-    title = await devtools.call(
-        "Runtime.evaluate", session, expression="document.title", returnByValue=True
-    )
+    images = await devtools.call("Runtime.evaluate", session, expression=IMAGES_JS, returnByValue=True)
+    title = await devtools.call("Runtime.evaluate", session, expression="document.title", returnByValue=True)
     result = _collect(devtools.events)
     result.images = json.loads(images["result"]["value"])
     result.title = title["result"]["value"]

@@ -236,9 +236,7 @@ class RecordedRun:
         return RUN_END * self.scale
 
 
-def write_run(
-    path: Path, strategy: str = "spark", scale: float = 1.0, seed: int = 1
-) -> RecordedRun:
+def write_run(path: Path, strategy: str = "spark", scale: float = 1.0, seed: int = 1) -> RecordedRun:
     """Write a complete run directory; every time is multiplied by ``scale``."""
     path.mkdir(parents=True, exist_ok=True)
     run = RecordedRun(path, strategy, scale)
@@ -255,8 +253,7 @@ def write_run(
         for n, c, up, end, why, p in NODES
     ]
     run.jobs = [
-        _job(job_id, workload, submit * scale, pushed, run.tasks)
-        for job_id, workload, submit, pushed in JOBS
+        _job(job_id, workload, submit * scale, pushed, run.tasks) for job_id, workload, submit, pushed in JOBS
     ]
     run.summary = _summary(run, seed)
     (path / "scenario.yaml").write_text(yaml.safe_dump(_scenario(strategy, seed)))
@@ -405,9 +402,7 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
 
 def run_events(run: RecordedRun) -> list[dict]:
     """The journal the master would have written for this run, in time order."""
-    events = [
-        {"t": 0.0, "event": "run_started", "run_id": run.path.name, "name": run.summary["name"]}
-    ]
+    events = [{"t": 0.0, "event": "run_started", "run_id": run.path.name, "name": run.summary["name"]}]
     for node in run.nodes:
         events.append(
             {

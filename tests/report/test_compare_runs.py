@@ -63,9 +63,7 @@ def test_csv_table(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
     assert float(rows["mean_short_queue_s"]["pado"]) == pado_run.summary["mean_short_queue_s"]
 
 
-def test_only_shared_summary_keys_are_compared(
-    spark_run: RecordedRun, pado_run: RecordedRun
-) -> None:
+def test_only_shared_summary_keys_are_compared(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
     summary = dict(pado_run.summary, pushed_bytes=123)
     (pado_run.path / "summary.json").write_text(json.dumps(summary))
     metrics = compare_runs([spark_run.path, pado_run.path]).metrics

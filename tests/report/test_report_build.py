@@ -20,11 +20,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def p95(values: list[float]) -> float:
-    return (
-        statistics.quantiles(values, n=100, method="inclusive")[94]
-        if len(values) > 1
-        else values[0]
-    )
+    return statistics.quantiles(values, n=100, method="inclusive")[94] if len(values) > 1 else values[0]
 
 
 def row(*cells: object) -> str:
@@ -120,8 +116,7 @@ def test_report_md_shows_the_numbers(spark_run: RecordedRun) -> None:
         )
     relaunched, tasks = relaunches(spark_run)
     assert (
-        f"Relaunched tasks: {relaunched} of {tasks} tasks "
-        f"(relaunched ratio {relaunched / tasks:.3f})" in text
+        f"Relaunched tasks: {relaunched} of {tasks} tasks (relaunched ratio {relaunched / tasks:.3f})" in text
     )
     assert PARTIAL_NOTICE not in text
 
@@ -167,10 +162,7 @@ def test_a_crashed_run_gives_a_partial_report(spark_run: RecordedRun) -> None:
     text = write_report(spark_run.path)[0].read_text()
     assert PARTIAL_NOTICE in text
     unfinished = len(submitted) - len(finished)
-    assert (
-        f"| jobs (succeeded / failed / unfinished) | 3 ({len(finished)} / 0 / {unfinished}) |"
-        in text
-    )
+    assert f"| jobs (succeeded / failed / unfinished) | 3 ({len(finished)} / 0 / {unfinished}) |" in text
     assert f"| mean JCT (s) | {finished['j1']['jct_s']:.2f} |" in text
     assert "| j2 | sort | unfinished |" in text
     assert "jobs from events.jsonl" in text
@@ -179,9 +171,7 @@ def test_a_crashed_run_gives_a_partial_report(spark_run: RecordedRun) -> None:
         for e in kept
         if e["event"] == "task_started"
         and not any(
-            f["event"] == "task_finished"
-            and f["task"] == e["task"]
-            and f["attempt"] == e["attempt"]
+            f["event"] == "task_finished" and f["task"] == e["task"] and f["attempt"] == e["attempt"]
             for f in kept
         )
     ]

@@ -26,9 +26,7 @@ def test_report_writes_both_files(spark_run: RecordedRun, capsys) -> None:
     assert (spark_run.path / "report.html").is_file()
 
 
-def test_report_defaults_to_runs_latest(
-    spark_run: RecordedRun, tmp_path: Path, monkeypatch
-) -> None:
+def test_report_defaults_to_runs_latest(spark_run: RecordedRun, tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "latest").symlink_to(spark_run.path)
     monkeypatch.chdir(tmp_path)
@@ -49,9 +47,7 @@ def test_compare_prints_and_writes_tables(
     spark_run: RecordedRun, pado_run: RecordedRun, tmp_path: Path, capsys
 ) -> None:
     md, table = tmp_path / "cmp.md", tmp_path / "cmp.csv"
-    status = run_cli(
-        "compare", str(spark_run.path), str(pado_run.path), "--md", str(md), "--csv", str(table)
-    )
+    status = run_cli("compare", str(spark_run.path), str(pado_run.path), "--md", str(md), "--csv", str(table))
     assert status == 0
     out = capsys.readouterr().out
     assert "| metric | spark | pado | pado / spark |" in out
