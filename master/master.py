@@ -10,16 +10,13 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from aiohttp import web
-
+from master.api import MasterApi
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey
 from master.journal import Journal
@@ -34,12 +31,11 @@ from master.policies.base import (
     RunningTask,
     Scheduler,
 )
-from master.providers.base import ForeignNodeError, NodeProvider
+from master.providers.base import NodeProvider
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import Codec, Heartbeat, LaunchTask, Message, NodeState, TaskSpec, TaskUpdate, Topics
-from testbed.scenario import EvictSpec, Scenario
+from testbed.scenario import Scenario
 from testbed.workloads import plan_job
-from testbed.workloads.base import TOKEN_HEADER
 
 log = logging.getLogger("master")
 NodeStatus = Literal["launching", "up", "draining", "lost", "gone"]
@@ -98,7 +94,6 @@ class Master:
         self.jobs: dict[str, JobRuntime] = {}
         self.expected_jobs = sum(job.repeat for job in scenario.jobs)
         self.evictions = 0
-        self.http_port = 0
         self._ordinals = {"reserved": 0, "transient": 0}
         self._kick = asyncio.Event()
         self._all_done = asyncio.Event()
@@ -106,12 +101,13 @@ class Master:
         self._timers: list[asyncio.TimerHandle] = []
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
+        self.api = MasterApi(self)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def run(self) -> bool:
         """Run every job to completion (or the scenario timeout); True when all succeeded."""
-        runner = await self._start_http()
+        runner = await self.api.start()
         self.link.start()
         loop = asyncio.get_running_loop()
         background = [
@@ -329,7 +325,7 @@ class Master:
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
         if ok and stage.final:
-            ok = self._commit_output(job, key, update.attempt)
+            ok = self.api.commit_output(job.job_id, key[1], update.attempt)
         if ok:
             job.succeeded(
                 key, update.attempt, node.url, f"{job.task_id(key)}.a{update.attempt}", update.partition_bytes
@@ -353,99 +349,6 @@ class Master:
         job = self.jobs.get(task_id.partition(".")[0])
         key = job.key_of(task_id) if job else None
         return (job, key) if job and key else None
-
-    # ------------------------------------------------------------------ outputs
-
-    def _staged_path(self, job_id: str, index: int, attempt: int) -> Path:
-        return self.run_dir / "outputs" / job_id / f".part-{index:05d}.a{attempt}.tmp"
-
-    def _commit_output(self, job: JobRuntime, key: TaskKey, attempt: int) -> bool:
-        """Rename the attempt's uploaded part into place: exactly one attempt's output counts."""
-        staged = self._staged_path(job.job_id, key[1], attempt)
-        if not staged.exists():
-            return False
-        os.replace(staged, self.run_dir / "outputs" / job.job_id / f"part-{key[1]:05d}")
-        return True
-
-    async def _receive_output(self, request: web.Request) -> web.Response:
-        if request.headers.get(TOKEN_HEADER) != self.token:
-            raise web.HTTPForbidden(text="missing or wrong run token")
-        job_id, index, attempt = (request.match_info[k] for k in ("job", "index", "attempt"))
-        if job_id not in self.jobs or not index.isdigit() or not attempt.isdigit():
-            raise web.HTTPNotFound(text="no such job output")
-        staged = self._staged_path(job_id, int(index), int(attempt))
-        partial = staged.with_suffix(".partial")
-        with open(partial, "wb") as out:
-            async for chunk in request.content.iter_chunked(1 << 20):
-                out.write(chunk)
-        if request.content_length is not None and partial.stat().st_size != request.content_length:
-            partial.unlink(missing_ok=True)
-            raise web.HTTPBadRequest(text="truncated upload")
-        os.replace(partial, staged)
-        return web.Response(status=201)
-
-    async def _start_http(self) -> web.AppRunner:
-        app = web.Application(client_max_size=0)
-        app.router.add_put("/outputs/{job}/{index}/{attempt}", self._receive_output)
-        app.router.add_get("/status", self._status)
-        app.router.add_post("/chaos/evict", self._chaos_evict)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.http_host, 0)
-        await site.start()
-        self.http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self._write_master_info()
-        return runner
-
-    def _write_master_info(self) -> None:
-        """Where scripts reach this run's API, with its token (readable by the owner only)."""
-        info = {"url": f"http://{self.advertise}:{self.http_port}", "token": self.token, "pid": os.getpid()}
-        path = self.run_dir / "master.json"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            json.dump(info, handle)
-
-    async def _chaos_evict(self, request: web.Request) -> web.Response:
-        """A live storm: ``{"count"|"fraction", "kind", "select"}`` or ``{"nodes": [...]}``."""
-        if request.headers.get(TOKEN_HEADER) != self.token:
-            raise web.HTTPForbidden(text="missing or wrong run token")
-        try:
-            body = await request.json()
-            named = body.pop("nodes", None)
-            spec = EvictSpec.model_validate(body if not named else {"count": len(named), **body})
-            victims = await self.chaos.evict_now(spec, named)
-        except ForeignNodeError as exc:
-            return web.json_response({"error": str(exc)}, status=403)
-        except (ValueError, TypeError) as exc:
-            return web.json_response({"error": f"bad eviction request: {exc}"}, status=400)
-        return web.json_response({"evicted": victims})
-
-    async def _status(self, _: web.Request) -> web.Response:
-        return web.json_response(self.status())
-
-    def status(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "t": round(self.journal.now(), 3),
-            "nodes": [
-                {"node": n.node_id, "class": n.node_class, "status": n.status, "running": sorted(n.running)}
-                for n in self.nodes.values()
-            ],
-            "jobs": [
-                {
-                    "job": j.job_id,
-                    "workload": j.workload,
-                    "status": j.status,
-                    "done": j.done_count,
-                    "running": j.running_count,
-                    "tasks": j.plan.total_tasks,
-                    "relaunched": j.relaunched,
-                }
-                for j in self.jobs.values()
-            ],
-            "evictions": self.evictions,
-            "malformed_messages": self.codec.malformed,
-        }
 
     # ------------------------------------------------------------------ scheduling
 
@@ -541,9 +444,7 @@ class Master:
             inputs=job.input_refs(key),
             partitions=stage.partitions,
             final=stage.final,
-            output_url=f"http://{self.advertise}:{self.http_port}/outputs/{job.job_id}/{key[1]}/{attempt}"
-            if stage.final
-            else None,
+            output_url=self.api.output_url(job.job_id, key[1], attempt) if stage.final else None,
         )
         node.running[decision.task_id] = (job, key)
         self.send(node.node_id, LaunchTask(task=spec))

@@ -1,0 +1,134 @@
+"""The master's HTTP API: the output sink, the status endpoint and live evictions.
+
+``PUT /outputs/<job>/<index>/<attempt>``  a final task streams its part file here
+``GET /status``                           JSON: nodes, jobs, evictions (read-only)
+``POST /chaos/evict``                     a live storm (run token required)
+
+Where it listens, with the run token, is written to ``master.json`` in the run
+directory, readable by its owner only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from master.providers.base import ForeignNodeError
+from testbed.scenario import EvictSpec
+from testbed.workloads.base import TOKEN_HEADER
+
+if TYPE_CHECKING:
+    from master.master import Master
+
+
+class MasterApi:
+    def __init__(self, master: Master) -> None:
+        self.master = master
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.master.advertise}:{self.port}"
+
+    async def start(self) -> web.AppRunner:
+        app = web.Application(client_max_size=0)
+        app.router.add_put("/outputs/{job}/{index}/{attempt}", self._receive_output)
+        app.router.add_get("/status", self._status)
+        app.router.add_post("/chaos/evict", self._chaos_evict)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.master.http_host, 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._write_master_info()
+        return runner
+
+    def _write_master_info(self) -> None:
+        info = {"url": self.url, "token": self.master.token, "pid": os.getpid()}
+        fd = os.open(self.master.run_dir / "master.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(info, handle)
+
+    def _check_token(self, request: web.Request) -> None:
+        if request.headers.get(TOKEN_HEADER) != self.master.token:
+            raise web.HTTPForbidden(text="missing or wrong run token")
+
+    # ------------------------------------------------------------------ outputs
+
+    def output_url(self, job_id: str, index: int, attempt: int) -> str:
+        return f"{self.url}/outputs/{job_id}/{index}/{attempt}"
+
+    def _staged_path(self, job_id: str, index: int, attempt: int) -> Path:
+        return self.master.run_dir / "outputs" / job_id / f".part-{index:05d}.a{attempt}.tmp"
+
+    def commit_output(self, job_id: str, index: int, attempt: int) -> bool:
+        """Rename the attempt's uploaded part into place: exactly one attempt's output counts."""
+        staged = self._staged_path(job_id, index, attempt)
+        if not staged.exists():
+            return False
+        os.replace(staged, self.master.run_dir / "outputs" / job_id / f"part-{index:05d}")
+        return True
+
+    async def _receive_output(self, request: web.Request) -> web.Response:
+        self._check_token(request)
+        job_id, index, attempt = (request.match_info[k] for k in ("job", "index", "attempt"))
+        if job_id not in self.master.jobs or not index.isdigit() or not attempt.isdigit():
+            raise web.HTTPNotFound(text="no such job output")
+        staged = self._staged_path(job_id, int(index), int(attempt))
+        partial = staged.with_suffix(".partial")
+        with open(partial, "wb") as out:
+            async for chunk in request.content.iter_chunked(1 << 20):
+                out.write(chunk)
+        if request.content_length is not None and partial.stat().st_size != request.content_length:
+            partial.unlink(missing_ok=True)
+            raise web.HTTPBadRequest(text="truncated upload")
+        os.replace(partial, staged)
+        return web.Response(status=201)
+
+    # ------------------------------------------------------------------ status and chaos
+
+    async def _status(self, _: web.Request) -> web.Response:
+        return web.json_response(self.status())
+
+    def status(self) -> dict[str, Any]:
+        master = self.master
+        return {
+            "run_id": master.run_id,
+            "t": round(master.journal.now(), 3),
+            "nodes": [
+                {"node": n.node_id, "class": n.node_class, "status": n.status, "running": sorted(n.running)}
+                for n in master.nodes.values()
+            ],
+            "jobs": [
+                {
+                    "job": j.job_id,
+                    "workload": j.workload,
+                    "status": j.status,
+                    "done": j.done_count,
+                    "running": j.running_count,
+                    "tasks": j.plan.total_tasks,
+                    "relaunched": j.relaunched,
+                }
+                for j in master.jobs.values()
+            ],
+            "evictions": master.evictions,
+            "malformed_messages": master.codec.malformed,
+        }
+
+    async def _chaos_evict(self, request: web.Request) -> web.Response:
+        """A live storm: ``{"count"|"fraction", "kind", "select"}`` or ``{"nodes": [...]}``."""
+        self._check_token(request)
+        try:
+            body = await request.json()
+            named = body.pop("nodes", None)
+            spec = EvictSpec.model_validate(body if not named else {"count": len(named), **body})
+            victims = await self.master.chaos.evict_now(spec, named)
+        except ForeignNodeError as exc:
+            return web.json_response({"error": str(exc)}, status=403)
+        except (ValueError, TypeError) as exc:
+            return web.json_response({"error": f"bad eviction request: {exc}"}, status=400)
+        return web.json_response({"evicted": victims})
