@@ -115,6 +115,7 @@ class MasterApi:
                 }
                 for j in master.jobs.values()
             ],
+            "expected_jobs": master.expected_jobs,
             "evictions": master.evictions,
             "malformed_messages": master.codec.malformed,
         }

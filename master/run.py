@@ -24,6 +24,7 @@ from master.policies import make_scheduler
 from master.providers.local import LocalProvider, python_command
 from testbed.broker import EmbeddedBroker
 from testbed.mqtt import BrokerAddress
+from testbed.progress import show_progress
 from testbed.scenario import Scenario, to_yaml
 
 
@@ -49,6 +50,7 @@ async def run_scenario(
     run_dir: Path,
     backend: str = "local",
     on_event: Callable[[Master, dict[str, Any]], None] | None = None,
+    progress: bool = False,
 ) -> RunResult:
     """Run a scenario to its end. ``on_event(master, record)`` sees every journal event as it happens."""
     main = asyncio.current_task()
@@ -75,9 +77,13 @@ async def run_scenario(
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
+        shown = asyncio.create_task(show_progress(master.api.status)) if progress else None
         try:
             ok = await master.run()
         finally:
+            if shown is not None:
+                shown.cancel()
+                await asyncio.gather(shown, return_exceptions=True)
             await provider.close()
     finally:
         if broker is not None:
@@ -167,9 +173,12 @@ def _remove_empty(directory: Path) -> None:
         os.rmdir(directory)
 
 
-def run_blocking(scenario: Scenario, run_dir: Path, backend: str = "local") -> RunResult:
+def run_blocking(
+    scenario: Scenario, run_dir: Path, backend: str = "local", progress: bool = True
+) -> RunResult:
+    coroutine = run_scenario(scenario, run_dir, backend, progress=progress)
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(run_scenario(scenario, run_dir, backend))
-    return uvloop.run(run_scenario(scenario, run_dir, backend))
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)

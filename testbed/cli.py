@@ -95,6 +95,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_report_commands(sub)
 
+    sweep = sub.add_parser("sweep", help="run a grid of scenario variants over several seeds")
+    sweep.add_argument("scenario", type=Path)
+    sweep.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=V1,V2,...",
+        help="a field and its values (repeatable: the grid is their product)",
+    )
+    sweep.add_argument("--seeds", type=int, default=1, help="seeds per cell: seed, seed+1, ... (default 1)")
+    sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    sweep.add_argument("--out", type=Path, help="sweep directory (default sweeps/<name>); reruns resume it")
+    sweep.set_defaults(handler=cmd_sweep)
+
     broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
     broker.add_argument("--host", default="127.0.0.1")
     broker.add_argument("--port", type=int, default=1883)
@@ -182,6 +196,20 @@ def cmd_chaos_evict(args: argparse.Namespace) -> int:
     except ChaosError as exc:
         raise UsageError(f"testbed chaos evict: {exc}") from None
     print(f"evicted {len(evicted)} node(s): {', '.join(evicted) or '-'}")
+    return EXIT_OK
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from testbed.sweep import Variation, run_sweep
+
+    if args.seeds < 1:
+        raise UsageError("--seeds: expected a whole number >= 1")
+    variations = [Variation.parse(text) for text in args.vary]
+    out = args.out or Path("sweeps") / load_scenario(args.scenario, args.overrides).name
+    sweep_dir = run_sweep(args.scenario, variations, args.seeds, out, args.overrides)
+    table = sweep_dir / "sweep.md"
+    print(table.read_text() if table.exists() else "no run finished")
+    print(f"sweep directory: {sweep_dir} (sweep.csv, sweep.md, sweep.png)")
     return EXIT_OK
 
 
