@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
-import multiprocessing.forkserver
 import os
 import signal
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ import aiomqtt
 from aiohttp import web
 
 from agents.shuffle import make_app
-from agents.worker import run_in_worker
+from agents.worker import ready, run_in_worker
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
     CancelTask,
@@ -83,13 +82,14 @@ class Agent:
     def url(self) -> str:
         return f"http://{self.config.advertise}:{self.port}"
 
-    def _state_payload(self, state: str) -> bytes:
+    def _state_payload(self, state: str, session: int | None = None) -> bytes:
         c = self.config
         message = NodeState(
             node_id=c.node_id,
             node_class=c.node_class,
-            state=state,
-            incarnation=self.incarnation,  # type: ignore[arg-type]
+            state=state,  # type: ignore[arg-type]
+            incarnation=self.incarnation,
+            session=self.link.session if session is None else session,
             host=c.advertise,
             port=self.port,
             slots=c.slots,
@@ -102,14 +102,13 @@ class Agent:
 
     async def run(self) -> None:
         (self.config.data_dir / "blocks").mkdir(parents=True, exist_ok=True)
-        multiprocessing.forkserver.ensure_running()
+        await asyncio.to_thread(_warm_up_forkserver)
         runner = await self._start_http()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._stop.set)
-        will = aiomqtt.Will(self.topics.state(self.config.node_id), self._state_payload("lost"), 1, True)
         client_id = f"{self.config.run_id}-{self.config.node_id}-{self.incarnation}"
-        self.link = MqttLink(self.config.broker, client_id, self._on_message, self._on_connect, will)
+        self.link = MqttLink(self.config.broker, client_id, self._on_message, self._on_connect, self._will)
         self.link.start()
         heartbeat = asyncio.create_task(self._heartbeats())
         try:
@@ -126,8 +125,15 @@ class Agent:
             await self.link.close()
             await runner.cleanup()
 
+    def _will(self, session: int) -> aiomqtt.Will:
+        """``lost`` for this connection only: the master ignores it once a newer session spoke."""
+        topic = self.topics.state(self.config.node_id)
+        return aiomqtt.Will(topic, self._state_payload("lost", session), qos=1, retain=True)
+
     async def _start_http(self) -> web.AppRunner:
-        runner = web.AppRunner(make_app(self.config.data_dir / "blocks", self.config.token), access_log=None)
+        identity = {"node": self.config.node_id, "incarnation": self.incarnation}
+        app = make_app(self.config.data_dir / "blocks", self.config.token, identity)
+        runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.config.listen, self.config.port, reuse_address=True)
         await site.start()
@@ -149,8 +155,9 @@ class Agent:
                 seq=seq,
                 running=tuple(self.running),
             )
-            await self.link.publish_now(topic, self.codec.encode(beat))
-            await asyncio.sleep(self.config.heartbeat_interval)
+            interval = self.config.heartbeat_interval
+            await self.link.publish_now(topic, self.codec.encode(beat), timeout=interval)
+            await asyncio.sleep(interval)
 
     # ------------------------------------------------------------------ commands
 
@@ -220,6 +227,18 @@ class Agent:
 
     def _publish_update(self, update: TaskUpdate) -> None:
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))
+
+
+def _warm_up_forkserver() -> None:
+    """Start one no-op worker, so the forkserver has loaded the workloads before we announce ``up``.
+
+    Starting a worker blocks until the forkserver answers; the first start
+    would otherwise wait for its imports (seconds on a busy machine) inside
+    the event loop, and the node would miss its heartbeats.
+    """
+    process = _forkserver.Process(target=ready, daemon=True)
+    process.start()
+    process.join()
 
 
 async def _receive(receiver: Any, process: Any) -> dict[str, Any]:

@@ -20,12 +20,14 @@ BLOCK_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
 CHUNK = 1 << 20
 
 
-def make_app(blocks_dir: Path, token: str) -> web.Application:
+def make_app(blocks_dir: Path, token: str, identity: dict[str, str] | None = None) -> web.Application:
+    """``identity`` (node id, incarnation) is what ``/health`` answers, so a caller knows who answered."""
     app = web.Application()
     app["blocks_dir"] = blocks_dir
     app["token"] = token
     app.router.add_get("/blocks/{block}/{partition}", serve_block)
-    app.router.add_get("/health", lambda _: web.json_response({"ok": True}))
+    health = {"ok": True, **(identity or {})}
+    app.router.add_get("/health", lambda _: web.json_response(health))
     return app
 
 

@@ -33,6 +33,10 @@ def run_in_worker(
         conn.close()
 
 
+def ready() -> None:
+    """A worker that does nothing: started once to warm up the forkserver."""
+
+
 def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[str, Any]:
     blocks = node_dir / "blocks"
     scratch = node_dir / "scratch" / spec.block_id

@@ -10,11 +10,14 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import aiohttp
 
 from master.api import MasterApi
 from master.chaos.controller import ChaosController
@@ -32,7 +35,7 @@ from master.policies.base import (
     Scheduler,
 )
 from master.providers.base import NodeProvider
-from testbed.mqtt import BrokerAddress, MqttLink
+from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
 from testbed.protocol import Codec, Heartbeat, LaunchTask, Message, NodeState, TaskSpec, TaskUpdate, Topics
 from testbed.scenario import Scenario
 from testbed.workloads import plan_job
@@ -53,10 +56,14 @@ class NodeRecord:
     status: NodeStatus = "launching"
     url: str = ""
     incarnation: str = ""
+    session: int = 0
+    """The agent's MQTT session we last heard from: Wills of older sessions are stale."""
     last_seen: float = 0.0
     reserved_for: str | None = None
     evicted_at: float | None = None
     running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
+    launches: dict[str, LaunchTask] = field(default_factory=dict)
+    """The launch command of each running task, re-sent after a broker outage."""
 
     @property
     def alive(self) -> bool:
@@ -76,6 +83,7 @@ class Master:
         agent_command: Callable[[str, str], list[str]],
         http_host: str = "127.0.0.1",
         advertise: str = "127.0.0.1",
+        agent_env: dict[str, str] | None = None,
     ) -> None:
         self.scenario = scenario
         self.run_id = run_id
@@ -87,6 +95,8 @@ class Master:
         self.agent_command = agent_command
         self.http_host = http_host
         self.advertise = advertise
+        self.agent_env = agent_env or {}
+        """Extra environment of every agent (its broker login); never journaled."""
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
@@ -161,7 +171,7 @@ class Master:
             node_id, node_class, ordinal, self.journal.now(), spec.slots, spec.memory_mb, spec.price_per_hour
         )
         self.nodes[node_id] = record
-        env = {"TESTBED_RUN_TOKEN": self.token}
+        env = {**self.agent_env, "TESTBED_RUN_TOKEN": self.token}
         await self.provider.launch(
             node_id,
             node_class,
@@ -211,6 +221,8 @@ class Master:
     async def _on_connect(self, link: MqttLink) -> None:
         for topic in (self.topics.state(), self.topics.heartbeat(), self.topics.task_updates()):
             await link.subscribe(topic)
+        if link.session > 1:
+            self._rejoined_broker()
 
     def _on_message(self, topic: str, payload: bytes) -> None:
         message = self.codec.decode(payload)
@@ -229,7 +241,7 @@ class Master:
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
-            node.status, node.incarnation = "up", state.incarnation
+            node.status, node.incarnation, node.session = "up", state.incarnation, state.session
             node.url = f"http://{state.host}:{state.port}"
             node.last_seen = self.journal.now()
             self.journal.event(
@@ -238,11 +250,16 @@ class Master:
             if all(n.status != "launching" for n in self.nodes.values()):
                 self._cluster_up.set()
             self.kick()
+        elif state.incarnation != node.incarnation or not node.alive:
+            return
         elif state.state == "draining" and node.status == "up":
             node.status = "draining"
-        elif state.state in ("lost", "gone") and node.alive and state.incarnation == node.incarnation:
-            crashed = "evicted" if node.evicted_at is not None else "crashed"
-            self.node_lost(node, crashed if state.state == "lost" else "released")
+        elif state.state == "lost":
+            self._on_will(node, state.session)
+        elif state.state == "gone":
+            self.node_lost(node, "released")
+        if state.state in ("up", "draining") and state.session > node.session:
+            self._agent_reconnected(node, state.session)
 
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""
@@ -311,6 +328,7 @@ class Master:
                 for key in job.node_lost(node.node_id, node.url):
                     self._task_row(job, key, node, "lost", "node_lost", now)
         node.running.clear()
+        node.launches.clear()
         self.kick()
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
@@ -322,6 +340,7 @@ class Master:
         if record.attempt != update.attempt or record.status != "running" or record.node != node.node_id:
             return  # stale or duplicate (QoS 1 redelivery): already applied
         node.running.pop(update.task_id, None)
+        node.launches.pop(update.task_id, None)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
         if ok and stage.final:
@@ -447,7 +466,8 @@ class Master:
             output_url=self.api.output_url(job.job_id, key[1], attempt) if stage.final else None,
         )
         node.running[decision.task_id] = (job, key)
-        self.send(node.node_id, LaunchTask(task=spec))
+        node.launches[decision.task_id] = LaunchTask(task=spec)
+        self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
             task=decision.task_id,
@@ -466,6 +486,8 @@ class Master:
         timeout = self.scenario.cluster.heartbeat_timeout
         while True:
             await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            if not self.link.connected.is_set():  # our own outage says nothing about the nodes
+                continue
             now = self.journal.now()
             for node in list(self.nodes.values()):
                 if node.status in ("up", "draining") and now - node.last_seen > timeout:
@@ -473,6 +495,71 @@ class Master:
                     self.node_lost(node, "heartbeat_timeout")
                     if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
                         asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
+
+    # ------------------------------------------------------------------ broker outages
+
+    def _rejoined_broker(self) -> None:
+        """After our own reconnect: give agents time to reconnect too, and re-send what may be lost.
+
+        Messages published while we were away were not queued for us (clean
+        sessions), and a restarted broker forgets what it had not delivered.
+        Re-sending each running task's launch is safe: an agent that runs or
+        ran that attempt repeats its outcome instead of running it again.
+        """
+        now = self.journal.now()
+        grace = now + 1.5 * MAX_BACKOFF_S
+        resent = 0
+        for node in self.nodes.values():
+            if node.status in ("up", "draining"):
+                node.last_seen = max(node.last_seen, grace)
+                resent += self._resend_launches(node)
+        self.journal.event("broker_reconnected", session=self.link.session, resent=resent)
+
+    def _agent_reconnected(self, node: NodeRecord, session: int) -> None:
+        """The agent is back on a new connection: what was sent to it meanwhile may be lost."""
+        node.session = session
+        node.last_seen = max(node.last_seen, self.journal.now())
+        resent = self._resend_launches(node)
+        self.journal.event("node_reconnected", node=node.node_id, session=session, resent=resent)
+
+    def _resend_launches(self, node: NodeRecord) -> int:
+        for launch in node.launches.values():
+            self.send(node.node_id, launch)
+        return len(node.launches)
+
+    def _on_will(self, node: NodeRecord, session: int) -> None:
+        """The broker says the agent's connection died: trust it only if the agent is gone too.
+
+        A Will of an older session is stale (the agent has reconnected since).
+        A broker shutting down may publish the Wills of every connection it
+        drops, so unless we evicted the node ourselves we ask the agent
+        directly before declaring it lost.
+        """
+        if session < node.session:
+            return
+        if node.evicted_at is not None:
+            self.node_lost(node, "evicted")
+            return
+        asyncio.get_running_loop().create_task(self._confirm_lost(node, session))
+
+    async def _confirm_lost(self, node: NodeRecord, session: int) -> None:
+        if await self._agent_answers(node):
+            self.journal.event("will_ignored", node=node.node_id, session=session)
+            return
+        if node.alive and session >= node.session:
+            self.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
+
+    async def _agent_answers(self, node: NodeRecord) -> bool:
+        """Whether this very agent process (same incarnation) answers on its HTTP port."""
+        timeout = aiohttp.ClientTimeout(total=self.scenario.cluster.heartbeat_timeout)
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as http,
+                http.get(f"{node.url}/health") as response,
+            ):
+                body = await response.json()
+                return response.status == 200 and body.get("incarnation") == node.incarnation
+        return False
 
     # ------------------------------------------------------------------ journal rows
 

@@ -22,7 +22,7 @@ from master.journal import new_run_dir
 from master.master import Master
 from master.policies import make_scheduler
 from master.providers.local import LocalProvider, python_command
-from testbed.broker import EmbeddedBroker
+from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, to_yaml
@@ -51,14 +51,20 @@ async def run_scenario(
     backend: str = "local",
     on_event: Callable[[Master, dict[str, Any]], None] | None = None,
     progress: bool = False,
+    broker: ManagedBroker | None = None,
 ) -> RunResult:
-    """Run a scenario to its end. ``on_event(master, record)`` sees every journal event as it happens."""
+    """Run a scenario to its end. ``on_event(master, record)`` sees every journal event as it happens.
+
+    The run starts the broker the scenario names (``embedded``, ``mosquitto``)
+    with fresh credentials, unless ``broker`` hands it one (not yet started) to
+    use instead, e.g. one a test restarts mid-run.
+    """
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     run_id = f"{scenario.name}-{secrets.token_hex(3)}"
-    broker = EmbeddedBroker() if scenario.broker == "embedded" else None
-    address = BrokerAddress.parse(broker.url if broker else scenario.broker)
+    broker = broker or make_broker(scenario.broker)
+    address = master_address(broker) if broker else BrokerAddress.parse(scenario.broker)
     if backend != "local":
         raise ValueError(f"backend {backend!r} is not available yet; use --backend local")
     provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
@@ -74,6 +80,7 @@ async def run_scenario(
             make_scheduler(scenario),
             secrets.token_hex(16),
             lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
+            agent_env=agent_env(broker) if broker else None,
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
@@ -87,7 +94,7 @@ async def run_scenario(
             await provider.close()
     finally:
         if broker is not None:
-            await broker.stop()
+            await broker.close()
     summary = summarize(run_dir, scenario, master.evictions)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _remove_empty(run_dir / "nodes")

@@ -90,13 +90,18 @@ class TaskMetrics(BaseModel):
 
 
 class NodeState(Message):
-    """Retained on ``node/<id>/state``; the broker publishes ``lost`` as the Last Will."""
+    """Retained on ``node/<id>/state``; the broker publishes ``lost`` as the Last Will.
+
+    ``incarnation`` names the agent process, ``session`` its MQTT connection
+    (1, 2, ... after each reconnect): a Will speaks only for its own session.
+    """
 
     kind: Literal["node_state"] = "node_state"
     node_id: str = Field(max_length=100)
     node_class: NodeClass
     state: Literal["up", "draining", "lost", "gone"]
     incarnation: str = Field(max_length=64)
+    session: int = Field(default=0, ge=0)
     host: str = ""
     port: int = 0
     slots: int = 0

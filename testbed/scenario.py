@@ -233,8 +233,8 @@ class Scenario(Strict):
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
-        if value != "embedded" and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
-            raise ValueError("expected 'embedded' or mqtt://HOST:PORT")
+        if value not in ("embedded", "mosquitto") and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
+            raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT")
         return value
 
     def trace(self, seconds: float) -> float:
