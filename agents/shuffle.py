@@ -7,16 +7,17 @@ against a strict pattern, so a request can never leave the blocks directory.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import re
 from pathlib import Path
 
 from aiohttp import web
 
 from testbed.blocks import segment
+from testbed.tokens import token_matches
 from testbed.workloads.base import CRC_HEADER, TOKEN_HEADER
 
-BLOCK_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
+BLOCK_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
+PARTITION = re.compile(r"[0-9]{1,9}")
 CHUNK = 1 << 20
 
 
@@ -27,12 +28,16 @@ def make_app(blocks_dir: Path, token: str, identity: dict[str, str] | None = Non
     app["token"] = token
     app.router.add_get("/blocks/{block}/{partition}", serve_block)
     health = {"ok": True, **(identity or {})}
-    app.router.add_get("/health", lambda _: web.json_response(health))
+
+    async def answer_health(_: web.Request) -> web.Response:
+        return web.json_response(health)
+
+    app.router.add_get("/health", answer_health)
     return app
 
 
 def authorised(request: web.Request) -> bool:
-    return hmac.compare_digest(request.headers.get(TOKEN_HEADER, ""), request.app["token"])
+    return token_matches(request.headers.get(TOKEN_HEADER), request.app["token"])
 
 
 async def serve_block(request: web.Request) -> web.StreamResponse:
@@ -40,7 +45,7 @@ async def serve_block(request: web.Request) -> web.StreamResponse:
         raise web.HTTPForbidden(text="missing or wrong run token")
     block = request.match_info["block"]
     partition = request.match_info["partition"]
-    if not BLOCK_ID.match(block) or ".." in block or not partition.isdigit():
+    if not BLOCK_ID.fullmatch(block) or ".." in block or not PARTITION.fullmatch(partition):
         raise web.HTTPBadRequest(text="bad block id")
     seg = await asyncio.to_thread(segment, request.app["blocks_dir"], block, int(partition))
     if seg is None:

@@ -19,6 +19,7 @@ from aiohttp import web
 
 from master.providers.base import ForeignNodeError
 from testbed.scenario import EvictSpec
+from testbed.tokens import token_matches
 from testbed.workloads.base import TOKEN_HEADER
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class MasterApi:
             json.dump(info, handle)
 
     def _check_token(self, request: web.Request) -> None:
-        if request.headers.get(TOKEN_HEADER) != self.master.token:
+        if not token_matches(request.headers.get(TOKEN_HEADER), self.master.token):
             raise web.HTTPForbidden(text="missing or wrong run token")
 
     # ------------------------------------------------------------------ outputs
