@@ -79,7 +79,11 @@ async def received(subscriber: aiomqtt.Client, until: bytes) -> list[bytes]:
 async def test_only_the_master_may_publish_commands(broker: ManagedBroker) -> None:
     """An agent's identity publishing a command first, the master's second: only the master's arrives."""
     master, agent = broker.credentials.master, broker.credentials.agent
-    async with client(broker, agent) as listener, client(broker, agent) as rogue, client(broker, master) as boss:
+    async with (
+        client(broker, agent) as listener,
+        client(broker, agent) as rogue,
+        client(broker, master) as boss,
+    ):
         await listener.subscribe(CMD, qos=1)
         await rogue.publish(CMD, b"forged launch", qos=1)
         await boss.publish(CMD, b"real launch", qos=1)
@@ -88,7 +92,11 @@ async def test_only_the_master_may_publish_commands(broker: ManagedBroker) -> No
 
 async def test_only_agents_may_publish_node_state(broker: ManagedBroker) -> None:
     master, agent = broker.credentials.master, broker.credentials.agent
-    async with client(broker, master) as listener, client(broker, master) as forger, client(broker, agent) as node:
+    async with (
+        client(broker, master) as listener,
+        client(broker, master) as forger,
+        client(broker, agent) as node,
+    ):
         await listener.subscribe(STATE, qos=1)
         await forger.publish(STATE, b"forged state", qos=1)
         await node.publish(STATE, b"real state", qos=1)
