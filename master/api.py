@@ -72,6 +72,7 @@ class MasterApi:
         if not staged.exists():
             return False
         os.replace(staged, self.master.run_dir / "outputs" / job_id / f"part-{index:05d}")
+        self.master.journal.event("output_committed", job=job_id, index=index, attempt=attempt)
         return True
 
     async def _receive_output(self, request: web.Request) -> web.Response:

@@ -126,10 +126,7 @@ class Master:
         ]
         try:
             await self._launch_initial_nodes()
-            self.journal.t0 = self.journal.clock()
-            self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
-            for node in self.nodes.values():
-                node.launched_t = 0.0
+            self._start_clock()
             self.chaos.start()
             self._schedule_arrivals(loop)
             try:
@@ -150,6 +147,13 @@ class Master:
         self.journal.event("run_finished", status="succeeded" if ok else "failed")
         self.journal.close()
         return ok
+
+    def _start_clock(self) -> None:
+        """Time 0 of the run is when its initial cluster is up."""
+        self.journal.t0 = self.journal.clock()
+        self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
+        for node in self.nodes.values():
+            node.launched_t = 0.0
 
     async def _launch_initial_nodes(self) -> None:
         cluster = self.scenario.cluster
@@ -200,21 +204,25 @@ class Master:
                 ordinal += 1
 
     def submit_job(self, spec: Any, ordinal: int) -> None:
-        job_id = f"j{ordinal:03d}"
+        job = self.new_job(spec, ordinal, self.journal.now())
+        self.jobs[job.job_id] = job
+        (self.run_dir / "outputs" / job.job_id).mkdir(parents=True, exist_ok=True)
+        self.journal.event(
+            "job_submitted", job=job.job_id, workload=spec.workload, tasks=job.plan.total_tasks
+        )
+        self.kick()
+
+    def new_job(self, spec: Any, ordinal: int, submitted: float) -> JobRuntime:
+        """The ``ordinal``-th job of the scenario: the same id, seed and plan in every run of it."""
         seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
-        plan = plan_job(spec, seed, self.scenario)
-        job = JobRuntime(
-            job_id,
+        return JobRuntime(
+            f"j{ordinal:03d}",
             spec.name or f"{spec.workload}-{ordinal}",
             spec.workload,
-            plan,
-            self.journal.now(),
+            plan_job(spec, seed, self.scenario),
+            submitted,
             spec.memory_mb,
         )
-        self.jobs[job_id] = job
-        (self.run_dir / "outputs" / job_id).mkdir(parents=True, exist_ok=True)
-        self.journal.event("job_submitted", job=job_id, workload=spec.workload, tasks=plan.total_tasks)
-        self.kick()
 
     # ------------------------------------------------------------------ MQTT
 
