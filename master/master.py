@@ -351,6 +351,14 @@ class Master:
         node.launches.pop(update.task_id, None)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
+        if ok and not stage.final and len(update.partition_bytes) != stage.partitions:
+            log.warning(
+                "%s reported %d partitions, not %d",
+                update.task_id,
+                len(update.partition_bytes),
+                stage.partitions,
+            )
+            ok, update = False, update.model_copy(update={"failure": "error"})
         if ok and stage.final:
             ok = self.api.commit_output(job.job_id, key[1], update.attempt)
         if ok:

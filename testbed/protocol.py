@@ -143,7 +143,7 @@ class TaskUpdate(Message):
     attempt: int
     state: Literal["running", "succeeded", "failed"]
     metrics: TaskMetrics = TaskMetrics()
-    partition_bytes: tuple[int, ...] = ()
+    partition_bytes: tuple[Annotated[int, Field(ge=0)], ...] = ()
     result: dict[str, Any] = Field(default_factory=dict)
     failure: Literal["error", "fetch", "enospc", "oom", "killed", "cancelled"] | None = None
     error: str | None = Field(default=None, max_length=4000)
@@ -199,4 +199,6 @@ class Topics:
 
     @staticmethod
     def node_of(topic: str) -> str:
-        return topic.split("/")[3]
+        """The node a ``tb/<run>/node/<id>/...`` topic is about; "" for any other topic."""
+        parts = topic.split("/")
+        return parts[3] if len(parts) > 4 and parts[2] == "node" else ""
