@@ -147,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from master.policies import make_scheduler
+
     scenario = load_scenario(args.scenario, args.overrides)
+    make_scheduler(scenario)  # the policy and its options, as `testbed run` will build them
     jobs = sum(job.repeat for job in scenario.jobs)
     print(
         f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, "
