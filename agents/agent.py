@@ -56,6 +56,8 @@ class AgentConfig:
     token: str = ""
     heartbeat_interval: float = 0.5
     master_id: str = "master"
+    task_memory_limit_mb: int | None = None
+    """Extra memory a task worker may allocate (None: no limit); see agents.worker."""
 
 
 @dataclass
@@ -187,7 +189,14 @@ class Agent:
         receiver, sender = _forkserver.Pipe(duplex=False)
         process = _forkserver.Process(
             target=run_in_worker,
-            args=(spec.model_dump(), str(self.config.data_dir), self.url, self.config.token, sender),
+            args=(
+                spec.model_dump(),
+                str(self.config.data_dir),
+                self.url,
+                self.config.token,
+                sender,
+                self.config.task_memory_limit_mb,
+            ),
             daemon=True,
         )
         process.start()

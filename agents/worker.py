@@ -4,12 +4,20 @@ Each task runs in a process forked from the agent's forkserver, so the agent's
 event loop never blocks, a cancel or an eviction is a kill, the task's peak
 RSS is its own, and the kernel's OOM killer takes the task, not the agent.
 The result goes back to the agent through a pipe as a plain dict.
+
+A node may cap the memory of each task (``memory_limit_mb``): the worker's
+address space is limited (``RLIMIT_AS``) to what it had at start plus the cap,
+so a task that needs more gets ``MemoryError``, reported as ``oom``, as the
+kernel's OOM killer would report it inside a memory-limited container.
 """
 
 from __future__ import annotations
 
+import contextlib
+import encodings.idna  # noqa: F401 - loaded once in the forkserver, never mid-task under a memory cap
 import errno
 import http.client
+import os
 import resource
 import time
 import traceback
@@ -18,19 +26,46 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from testbed.blocks import delete_blocks
 from testbed.protocol import TaskSpec
 from testbed.workloads import OPERATIONS
 from testbed.workloads.base import TOKEN_HEADER, BlockFetcher, FetchFailed, TaskContext
 
 
 def run_in_worker(
-    spec_data: dict[str, Any], node_dir: str, own_url: str, token: str, conn: Connection
+    spec_data: dict[str, Any],
+    node_dir: str,
+    own_url: str,
+    token: str,
+    conn: Connection,
+    memory_limit_mb: int | None = None,
 ) -> None:
     """Process entry point: run the task, send one result dict, exit."""
     try:
-        conn.send(execute(TaskSpec.model_validate(spec_data), Path(node_dir), own_url, token))
+        spec = TaskSpec.model_validate(spec_data)
+        with memory_cap(memory_limit_mb):
+            outcome = execute(spec, Path(node_dir), own_url, token)
+        conn.send(outcome)
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def memory_cap(limit_mb: int | None):
+    """Limit the address space to its current size plus ``limit_mb`` (lifted again on exit,
+    so the outcome can still be sent)."""
+    if limit_mb is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as statm:
+        current = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    cap = current + limit_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def ready() -> None:
@@ -40,11 +75,11 @@ def ready() -> None:
 def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[str, Any]:
     blocks = node_dir / "blocks"
     scratch = node_dir / "scratch" / spec.block_id
-    scratch.mkdir(parents=True, exist_ok=True)
     ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token))
     started = time.perf_counter()
     outcome: dict[str, Any] = {"state": "succeeded"}
     try:
+        scratch.mkdir(parents=True, exist_ok=True)
         outcome["result"] = OPERATIONS[spec.op](ctx) or {}
         if spec.final:
             upload(ctx.final_path, spec.output_url or "", token)
@@ -59,11 +94,20 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[st
         outcome = {"state": "failed", "failure": "error", "error": _short_trace(exc)}
     finally:
         ctx.cleanup()
+        if outcome["state"] == "failed":  # e.g. a full disk: free what this attempt wrote
+            discard_attempt(blocks, spec.block_id)
     ctx.metrics.compute_s = time.perf_counter() - started
     ctx.metrics.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     outcome["metrics"] = ctx.metrics.model_dump()
     outcome["partition_bytes"] = list(ctx.partition_bytes)
     return outcome
+
+
+def discard_attempt(blocks: Path, block_id: str) -> None:
+    """The attempt's block, committed or half-written: nobody will read it."""
+    with contextlib.suppress(OSError):
+        delete_blocks(blocks, f"{block_id}.")
+        delete_blocks(blocks, f".{block_id}.")
 
 
 def upload(path: Path, url: str, token: str) -> None:

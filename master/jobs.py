@@ -37,6 +37,8 @@ class TaskRecord:
     memory_mb: int = 0
     started: float | None = None
     elastic: bool = False
+    excluded_nodes: set[str] = field(default_factory=set)
+    """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there."""
 
 
 @dataclass

@@ -21,7 +21,7 @@ import aiohttp
 
 from master.api import MasterApi
 from master.chaos.controller import ChaosController
-from master.jobs import JobRuntime, TaskKey
+from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
 from master.policies.base import (
     Assign,
@@ -370,6 +370,8 @@ class Master:
                 job.lose_blocks(set(update.lost_blocks))
             real_failure = update.failure not in ("fetch", "cancelled")
             job.failed(key, update.attempt, counts_as_failure=real_failure)
+            if update.failure in ("enospc", "oom"):
+                self._resource_fault(node, job, key, update.failure)
         self._task_row(
             job, key, node, update.state if ok else "failed", update.failure or "", self.journal.now(), update
         )
@@ -409,7 +411,15 @@ class Master:
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
                 tasks.append(
-                    PendingTask(task_id, job.job_id, key[0], key[1], job.memory_mb, job.est_duration_s)
+                    PendingTask(
+                        task_id,
+                        job.job_id,
+                        key[0],
+                        key[1],
+                        job.memory_mb,
+                        job.est_duration_s,
+                        excluded_nodes=self._exclusions(job.tasks[key]),
+                    )
                 )
             jobs.append(
                 JobView(
@@ -464,6 +474,8 @@ class Master:
         if node is None or node.status != "up" or located is None:
             return
         job, key = located
+        if node.node_id in self._exclusions(job.tasks[key]):
+            return  # a policy that ignores PendingTask.excluded_nodes: the task waits for another round
         now = self.journal.now()
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
         stage = job.plan.stages[key[0]]
@@ -511,6 +523,22 @@ class Master:
                     self.node_lost(node, "heartbeat_timeout")
                     if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
                         asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
+
+    # ------------------------------------------------------------------ node resource faults
+
+    def _resource_fault(self, node: NodeRecord, job: JobRuntime, key: TaskKey, failure: str) -> None:
+        """The task goes elsewhere next time; a node whose disk is full takes no new task at all."""
+        job.tasks[key].excluded_nodes.add(node.node_id)
+        self.journal.event("resource_fault", node=node.node_id, task=job.task_id(key), failure=failure)
+        if failure == "enospc":
+            self.drain(node, "disk_full")
+
+    def _exclusions(self, record: TaskRecord) -> frozenset[str]:
+        """The nodes a task must avoid, unless that is every node up: then anywhere will do."""
+        if not record.excluded_nodes:
+            return frozenset()
+        up = {n.node_id for n in self.nodes.values() if n.status == "up"}
+        return frozenset() if up <= record.excluded_nodes else frozenset(record.excluded_nodes & up)
 
     # ------------------------------------------------------------------ broker outages
 

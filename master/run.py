@@ -13,6 +13,7 @@ import os
 import secrets
 import signal
 import statistics
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,6 +135,7 @@ def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
     jobs = _read_csv(run_dir / "jobs.csv")
     tasks = _read_csv(run_dir / "tasks.csv")
     evictions = len(_read_csv(run_dir / "evictions.csv"))
+    failures = Counter(t["failure"] for t in tasks if t["status"] == "failed" and t["failure"])
     jcts = sorted(float(j["jct_s"]) for j in jobs if j["status"] == "succeeded")
     finishes = [float(j["finish_s"]) for j in jobs if j["finish_s"]]
     submits = [float(j["submit_s"]) for j in jobs if j["submit_s"]]
@@ -156,6 +158,9 @@ def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "relaunched_tasks": relaunched,
         "relaunched_ratio": _round(relaunched / total_tasks) if total_tasks else 0.0,
         "task_attempts": len(tasks),
+        "oom_failures": failures["oom"],
+        "enospc_failures": failures["enospc"],
+        "task_failures": dict(sorted(failures.items())),
         "spill_bytes": sum(int(t["spill_bytes"] or 0) for t in tasks),
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
     }

@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     agent.add_argument("--advertise", default="127.0.0.1")
     agent.add_argument("--port", type=int, default=0)
     agent.add_argument("--heartbeat-interval", type=float, default=0.5)
+    agent.add_argument(
+        "--task-memory-limit-mb", type=int, help="memory each task may allocate; beyond it the task fails oom"
+    )
     agent.set_defaults(handler=cmd_agent)
 
     chaos = sub.add_parser("chaos", help="eviction plans and live eviction storms")
@@ -266,6 +269,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         port=args.port,
         token=token,
         heartbeat_interval=args.heartbeat_interval,
+        task_memory_limit_mb=args.task_memory_limit_mb,
     )
     _run_async(Agent(config).run())
     return EXIT_OK

@@ -60,6 +60,9 @@ class PendingTask:
     preferred_nodes: tuple[str, ...] = ()
     allowed_classes: frozenset[NodeClass] = frozenset({"reserved", "transient"})
     long: bool = False
+    excluded_nodes: frozenset[str] = frozenset()
+    """Nodes where this task hit a resource fault (full disk, out of memory): place it elsewhere.
+    The master drops an assignment to one of them."""
 
 
 @dataclass(frozen=True, slots=True)

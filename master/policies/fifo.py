@@ -30,6 +30,7 @@ def _pick(task: PendingTask, nodes: list[NodeView], free: dict[str, list[int]]) 
         n
         for n in nodes
         if n.node_class in task.allowed_classes
+        and n.node_id not in task.excluded_nodes
         and free[n.node_id][0] > 0
         and free[n.node_id][1] >= task.ideal_memory_mb
     ]

@@ -141,6 +141,10 @@ def _summary(run: RunData, metrics: RunMetrics) -> list[Block]:
         ["tasks / attempts", f"{m.tasks} / {m.attempts}"],
         ["relaunched tasks", str(m.relaunched_tasks)],
         ["relaunched ratio", ratio(m.relaunched_ratio)],
+        [
+            "failed attempts by cause",
+            ", ".join(f"{cause} {count}" for cause, count in m.failures_by_cause.items()) or "none",
+        ],
         ["evictions", str(m.evictions)],
         ["spill bytes", size(m.data.spill_bytes)],
         ["shuffle bytes read / written", f"{size(m.data.bytes_in)} / {size(m.data.bytes_out)}"],

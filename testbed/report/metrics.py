@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from testbed.report.rundir import Job, RunData, attempts_by_job
+from testbed.report.rundir import Job, RunData, TaskAttempt, attempts_by_job
 
 FAILED_STATUSES = frozenset({"failed", "killed", "cancelled", "canceled", "lost", "timeout"})
 FAILED_ATTEMPTS = frozenset({"failed", "killed", "lost"})
@@ -29,7 +29,7 @@ FAILED_ATTEMPTS = frozenset({"failed", "killed", "lost"})
 KNOWN_SUMMARY_KEYS = frozenset({
     "jobs", "succeeded", "failed", "mean_jct_s", "p50_jct_s", "p95_jct_s", "max_jct_s",
     "makespan_s", "evictions", "relaunched_tasks", "relaunched_ratio", "policy", "name",
-    "seed", "time_scale",
+    "seed", "time_scale", "oom_failures", "enospc_failures", "task_failures",
 })  # fmt: skip
 
 
@@ -122,6 +122,8 @@ class RunMetrics:
     decision_counts: dict[str, int] | None
     decisions_by_job: dict[str, dict[str, int]] | None
     policy_metrics: dict[str, float] = field(default_factory=dict)
+    failures_by_cause: dict[str, int] = field(default_factory=dict)
+    """Failed attempts by their ``failure`` (oom, enospc, error, ...)."""
 
     @property
     def total_cost(self) -> float | None:
@@ -177,7 +179,13 @@ def compute_metrics(run: RunData) -> RunMetrics:
         decision_counts=_decision_counts(run),
         decisions_by_job=_decisions_by_job(run),
         policy_metrics=policy_metrics(run.summary),
+        failures_by_cause=_failures_by_cause(run.tasks),
     )
+
+
+def _failures_by_cause(attempts: list[TaskAttempt]) -> dict[str, int]:
+    causes = Counter(a.failure for a in attempts if a.status == "failed" and a.failure)
+    return dict(sorted(causes.items()))
 
 
 def is_completed(job: Job) -> bool:
@@ -375,6 +383,8 @@ _CROSS_CHECKS = {
     "evictions": lambda m: m.evictions,
     "relaunched_tasks": lambda m: m.relaunched_tasks,
     "relaunched_ratio": lambda m: m.relaunched_ratio,
+    "oom_failures": lambda m: m.failures_by_cause.get("oom", 0),
+    "enospc_failures": lambda m: m.failures_by_cause.get("enospc", 0),
 }
 
 

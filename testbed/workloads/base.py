@@ -7,6 +7,7 @@ and in a unit test (inputs read from local block files).
 
 from __future__ import annotations
 
+import errno
 import http.client
 import shutil
 import urllib.parse
@@ -49,6 +50,8 @@ class BlockFetcher:
                     yield from self._remote(location, ref)
                 return
             except (OSError, http.client.HTTPException, CorruptBlock, LookupError) as exc:
+                if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
+                    raise MemoryError(f"fetching {ref.block}: {exc}") from exc  # our fault, not the block's
                 reasons.append(f"{location}: {exc}")
         raise FetchFailed(ref.block, "; ".join(reasons) or "no location")
 

@@ -1,0 +1,151 @@
+"""Node resource faults for real: a full disk (a tiny tmpfs) and a task out of memory (RLIMIT_AS).
+
+Each fails the task cleanly (``enospc`` / ``oom``), the task is retried on
+another node, the run's outputs stay exact, and the report counts the faults.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import multiprocessing
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import master.run
+from agents.worker import execute, run_in_worker
+from master.run import run_scenario
+from testbed.protocol import TaskSpec
+from testbed.workloads.wordcount import read_output
+from tests.conftest import make_scenario
+from tests.e2e.test_wordcount_run import assert_clean, expected_counts
+
+MAP_SPEC = TaskSpec(
+    task_id="j000.s0.t0",
+    job_id="j000",
+    stage=0,
+    index=0,
+    attempt=0,
+    op="wordcount.map",
+    memory_mb=256,
+    params={"generate": {"seed": 1, "index": 0, "nbytes": 1 << 20, "vocabulary": 50_000}},
+    partitions=2,
+)
+
+
+@contextlib.contextmanager
+def tiny_disk(path: Path, size: str = "32k") -> Iterator[Path]:
+    """A real filesystem of ``size`` bytes mounted at ``path`` (skips where mounting is not allowed)."""
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=True)
+        path.rmdir()  # the mount point, which the provider cannot remove while mounted
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def failed_rows(run_dir: Path, failure: str) -> list[dict[str, str]]:
+    rows = csv.DictReader((run_dir / "tasks.csv").open())
+    return [r for r in rows if r["status"] == "failed" and r["failure"] == failure]
+
+
+def assert_retried_elsewhere(run_dir: Path, failures: list[dict[str, str]]) -> None:
+    rows = list(csv.DictReader((run_dir / "tasks.csv").open()))
+    for failed in failures:
+        later = [r for r in rows if r["task_id"] == failed["task_id"] and r["status"] == "succeeded"]
+        assert later and all(r["node_id"] != failed["node_id"] for r in later), (failed, later)
+
+
+# ------------------------------------------------------------------ in one worker
+
+
+def test_a_full_disk_fails_the_task_as_enospc_and_frees_what_it_wrote(tmp_path: Path) -> None:
+    with tiny_disk(tmp_path / "node") as node_dir:
+        outcome = execute(MAP_SPEC, node_dir, "http://127.0.0.1:1", "token")
+        assert outcome["state"] == "failed" and outcome["failure"] == "enospc", outcome
+        leftovers = [p for p in node_dir.rglob("*") if p.is_file()]
+        assert not leftovers, f"the failed attempt left {leftovers} on the full disk"
+
+
+def test_a_task_over_its_memory_cap_fails_as_oom(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    args = (MAP_SPEC.model_dump(), str(tmp_path), "http://127.0.0.1:1", "token", sender, 1)
+    worker = context.Process(target=run_in_worker, args=args)
+    worker.start()
+    sender.close()
+    outcome = receiver.recv()
+    worker.join()
+    assert outcome["state"] == "failed" and outcome["failure"] == "oom", outcome
+    # The same task without the cap succeeds: it is the cap that failed it.
+    assert execute(MAP_SPEC, tmp_path, "http://127.0.0.1:1", "token")["state"] == "succeeded"
+
+
+# ------------------------------------------------------------------ in a run
+
+
+@pytest.mark.e2e
+async def test_a_node_with_a_full_disk_is_drained_and_its_task_runs_elsewhere(tmp_path: Path) -> None:
+    with tiny_disk(tmp_path / "nodes" / "transient-0"):
+        result = await run_scenario(make_scenario(), tmp_path)
+    assert result.ok, result.summary
+    assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)
+    failures = failed_rows(tmp_path, "enospc")
+    assert failures and {r["node_id"] for r in failures} == {"transient-0"}, "no task hit the full disk"
+    assert result.summary["enospc_failures"] == len(failures)
+    assert_retried_elsewhere(tmp_path, failures)
+    journal = events(tmp_path)
+    drained = [
+        i for i, e in enumerate(journal) if e["event"] == "node_draining" and e["node"] == "transient-0"
+    ]
+    assert drained and journal[drained[0]]["reason"] == "disk_full"
+    later = journal[drained[0] :]
+    assert not [e for e in later if e["event"] == "task_started" and e["node"] == "transient-0"]
+    assert_clean(tmp_path)
+
+
+@pytest.mark.e2e
+async def test_a_task_out_of_memory_is_reported_as_oom_and_retried_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """transient-0's tasks may allocate 16 MB, a map of 1 MB of text needs about twice that. FIFO
+    prefers transient-0 whenever the two nodes are equally free, so only the exclusion of the
+    node that failed the task keeps the job from failing six times over."""
+    command = master.run.agent_command
+
+    def small_node(*args: Any) -> list[str]:
+        argv = command(*args)
+        return [*argv, "--task-memory-limit-mb", "16"] if "transient-0" in argv else argv
+
+    monkeypatch.setattr(master.run, "agent_command", small_node)
+    cluster = {"reserved": 1, "transient": 1, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
+    jobs = [{"workload": "wordcount", "size_mb": 2, "maps": 2, "reduces": 1}]
+    result = await run_scenario(make_scenario(cluster=cluster, jobs=jobs), tmp_path)
+    assert result.ok, result.summary
+    assert read_output(tmp_path / "outputs" / "j000") == expected_counts(2, 2, seed=7000)
+    failures = failed_rows(tmp_path, "oom")
+    assert failures and {r["node_id"] for r in failures} == {"transient-0"}, "no task ran out of memory"
+    assert {r["stage"] for r in failures} == {"0"}, "only maps need more than 16 MB"
+    assert result.summary["oom_failures"] == len(failures)
+    assert result.summary["task_failures"] == {"oom": len(failures)}
+    assert_retried_elsewhere(tmp_path, failures)
+    report = subprocess.run(
+        ["python", "-m", "testbed.cli", "report", str(tmp_path)], capture_output=True, text=True
+    )
+    assert report.returncode == 0, report.stderr
+    assert f"| failed attempts by cause | oom {len(failures)} |" in (tmp_path / "report.md").read_text()
+    assert_clean(tmp_path)
