@@ -82,9 +82,11 @@ def test_a_full_disk_fails_the_task_as_enospc_and_frees_what_it_wrote(tmp_path: 
 
 
 def test_a_task_over_its_memory_cap_fails_as_oom(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("fork")
+    """In a fresh process, as an agent's workers are: the cap bounds how much the address space
+    may grow, and a long-lived process (this one) could reuse memory it freed long ago."""
+    context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    args = (MAP_SPEC.model_dump(), str(tmp_path), "http://127.0.0.1:1", "token", sender, 1)
+    args = (MAP_SPEC.model_dump(), str(tmp_path), "http://127.0.0.1:1", "token", sender, 16)
     worker = context.Process(target=run_in_worker, args=args)
     worker.start()
     sender.close()
