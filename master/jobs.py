@@ -37,6 +37,7 @@ class TaskRecord:
     memory_mb: int = 0
     started: float | None = None
     elastic: bool = False
+    predicted_s: float | None = None
 
 
 @dataclass

@@ -10,6 +10,7 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from master.api import MasterApi
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey
 from master.journal import Journal
+from master.policies import make_scheduler
 from master.policies.base import (
     Assign,
     ClusterSnapshot,
@@ -71,7 +73,6 @@ class Master:
         run_dir: Path,
         provider: NodeProvider,
         broker: BrokerAddress,
-        scheduler: Scheduler,
         token: str,
         agent_command: Callable[[str, str], list[str]],
         http_host: str = "127.0.0.1",
@@ -82,7 +83,7 @@ class Master:
         self.run_dir = run_dir
         self.provider = provider
         self.broker = broker
-        self.scheduler = scheduler
+        self.scheduler: Scheduler = make_scheduler(scenario, self.workload_of)
         self.token = token
         self.agent_command = agent_command
         self.http_host = http_host
@@ -112,6 +113,7 @@ class Master:
         loop = asyncio.get_running_loop()
         background = [
             asyncio.create_task(self._scheduling_loop()),
+            asyncio.create_task(self._ticker()),
             asyncio.create_task(self._heartbeat_watch()),
         ]
         try:
@@ -259,8 +261,11 @@ class Master:
         for task_id, (job, key) in node.running.items():
             record = job.tasks[key]
             started = record.started if record.started is not None else now
+            duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
             views.append(
-                RunningTask(task_id, job.job_id, record.memory_mb, started, started + job.est_duration_s)
+                RunningTask(
+                    task_id, job.job_id, record.memory_mb, started, started + duration, record.elastic
+                )
             )
         return tuple(views)
 
@@ -352,15 +357,26 @@ class Master:
 
     # ------------------------------------------------------------------ scheduling
 
+    def workload_of(self, job_id: str) -> str | None:
+        job = self.jobs.get(job_id)
+        return job.workload if job else None
+
     def kick(self) -> None:
         self._kick.set()
 
     async def _scheduling_loop(self) -> None:
+        """A round on every kick (arrival, task end, node change) and every heartbeat interval."""
         while True:
             await self._kick.wait()
             self._kick.clear()
             self.schedule_once()
             await asyncio.sleep(0)
+
+    async def _ticker(self) -> None:
+        """Kick a scheduling round every heartbeat interval (YARN schedules on node heartbeats)."""
+        while True:
+            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            self.kick()
 
     def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]:
         now = self.journal.now()
@@ -414,14 +430,20 @@ class Master:
                 if node is not None:
                     node.reserved_for = decision.job_id
             elif isinstance(decision, LogDecision):
-                self.journal.event(
-                    "decision",
-                    job=decision.job_id,
-                    task=decision.task_id,
-                    decision=decision.decision,
-                    node=decision.node_id,
-                    **decision.detail,
-                )
+                self._log_decision(decision)
+
+    def _log_decision(self, decision: LogDecision) -> None:
+        """The scheduler's decision statistics (regular, elastic accepted or rejected, reserved)."""
+        self.journal.row(
+            "decisions",
+            t_s=self.journal.now(),
+            job_id=decision.job_id,
+            task_id=decision.task_id,
+            decision=decision.decision,
+            node_id=decision.node_id,
+            **decision.detail,
+            detail=json.dumps(decision.detail, separators=(",", ":")),
+        )
 
     def _assign(self, decision: Assign, pending: dict[str, tuple[JobRuntime, TaskKey]]) -> None:
         node = self.nodes.get(decision.node_id)
@@ -431,6 +453,7 @@ class Master:
         job, key = located
         now = self.journal.now()
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
+        job.tasks[key].predicted_s = decision.predicted_duration_s
         stage = job.plan.stages[key[0]]
         spec = TaskSpec(
             task_id=decision.task_id,
@@ -534,6 +557,8 @@ class Master:
             node_class=node.node_class,
             memory_mb=record.memory_mb,
             elastic=int(record.elastic),
+            ideal_memory_mb=job.memory_mb,
+            predicted_s=record.predicted_s,
             start_s=record.started,
             end_s=now,
             status=status,

@@ -20,7 +20,6 @@ from typing import Any
 
 from master.journal import new_run_dir
 from master.master import Master
-from master.policies import make_scheduler
 from master.providers.local import LocalProvider, python_command
 from testbed.broker import EmbeddedBroker
 from testbed.mqtt import BrokerAddress
@@ -71,7 +70,6 @@ async def run_scenario(
             run_dir,
             provider,
             address,
-            make_scheduler(scenario),
             secrets.token_hex(16),
             lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
         )

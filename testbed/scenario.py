@@ -229,6 +229,17 @@ class Scenario(Strict):
     jobs: list[JobSpec] = Field(min_length=1)
     chaos: ChaosSpec = ChaosSpec()
     timeout: Duration = Field(default=600.0, gt=0, description="wall-clock limit of the run")
+    profiles: list[str] = Field(
+        default_factory=list, description="task profiles (testbed profile files) for YARN/YARN-ME"
+    )
+
+    @field_validator("profiles")
+    @classmethod
+    def _profiles_exist(cls, paths: list[str]) -> list[str]:
+        missing = [p for p in paths if not Path(p).expanduser().is_file()]
+        if missing:
+            raise ValueError(f"no such profile file: {', '.join(missing)}; run `testbed profile` to make one")
+        return paths
 
     @field_validator("broker")
     @classmethod

@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from master.policies.base import Scheduler
+from master.policies.base import PendingTask, Scheduler
 from master.policies.fifo import FifoScheduler
-from master.policies.yarn import YarnScheduler
+from master.policies.task_model import TaskModel, load_profile
+from master.policies.yarn import ModelSource, YarnScheduler
 from master.policies.yarn_me import YarnMeScheduler
 from testbed.scenario import Scenario, ScenarioError
 
@@ -22,17 +24,46 @@ def options_for(scenario: Scenario, name: str) -> dict[str, Any]:
     return options
 
 
-def make_scheduler(scenario: Scenario) -> Scheduler:
-    """The scenario's scheduler; a ScenarioError (exit 2) when it cannot be built."""
+def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None]) -> ModelSource | None:
+    """Task models from the scenario's profile files, keyed by (workload, role).
+
+    A profile's penalty curve is in fractions of ideal memory, so it transfers to
+    tasks of other sizes: the task keeps its own ideal memory, and takes the
+    profile's ideal duration as its estimate.
+    """
+    try:
+        profiles = {(p.workload, p.role): p for p in map(load_profile, scenario.profiles)}
+    except ValueError as exc:
+        raise ScenarioError([f"profiles: {exc}"]) from None
+    if not profiles:
+        return None
+
+    def model_of(task: PendingTask) -> TaskModel | None:
+        role = "map" if task.stage == 0 else "reduce"
+        profile = profiles.get((workload_of(task.job_id) or "", role))
+        if profile is None:
+            return None
+        return TaskModel(task.ideal_memory_mb, profile.model.ideal_duration_s, profile.model.penalty)
+
+    return model_of
+
+
+def make_scheduler(
+    scenario: Scenario, workload_of: Callable[[str], str | None] = lambda _: None
+) -> Scheduler:
+    """The scenario's scheduler; a ScenarioError (exit 2) when it cannot be built.
+
+    ``workload_of`` maps a job id to its workload, for profile-based task models.
+    """
     name = scenario.policy.scheduler
     options = options_for(scenario, name)
     try:
         if name == "fifo" and not options:
             return FifoScheduler()
         if name == "yarn":
-            return YarnScheduler.from_options(options)
+            return YarnScheduler.from_options(options, profile_models(scenario, workload_of))
         if name == "yarn-me":
-            return YarnMeScheduler.from_options(options)
+            return YarnMeScheduler.from_options(options, profile_models(scenario, workload_of))
     except ValueError as exc:
         raise ScenarioError([f"policy.options.{name}: {exc}"]) from None
     if name == "fifo":
