@@ -408,7 +408,7 @@ def _scatter(
     header["from"] = me
     if ctx.params.get("tolerance") and previous is not None:
         header["delta"] = float(np.abs(part.ranks - previous).sum())
-    files = SpillFiles(ctx.scratch, ctx.metrics)
+    files = SpillFiles(ctx.scratch, ctx.metrics, part.nbytes)
     limit = max(1 << 16, int(ctx.budget_bytes * BUFFER_FRACTION) - part.nbytes)
     buffer = ArrayBuffer(CONTRIBS, partitions, limit, files)
     share = np.divide(part.ranks, part.outdeg, out=np.zeros(len(part.ranks)), where=part.outdeg > 0)
@@ -422,7 +422,6 @@ def _scatter(
         contribs["value"] = share[part.local(edges["src"])]
         ctx.metrics.records_in += len(edges)
         buffer.add(contribs, owner(edges["dst"], partitions))
-    ctx.note_buffered(part.nbytes + buffer.buffered_bytes)
     writer = ctx.open_output()
     for partition, chunks in buffer.finish(_chunk_bytes(ctx.budget_bytes)):
         writer.write(partition, HEADER + msgpack.packb(header))
