@@ -196,3 +196,13 @@ def format_profile(profile: RoleProfile) -> str:
             f"mean {model['mean_abs_error']:.1%}, max {model['max_abs_error']:.1%}"
         )
     return "\n".join(lines)
+
+
+def run_job_at_fraction(job: Any, seed: int, work: Path, fraction: float) -> LocalJob:
+    """Run a whole job locally with every task at ``fraction`` of its own ideal budget
+    (measured by an unconstrained run first, in ``work/ideal``)."""
+    ideal = LocalJob(plan_job(job, seed, None), work / "ideal").run(UNLIMITED)  # type: ignore[arg-type]
+    budgets = {key: ideal_budget(run.spec.op, run.metrics) for key, run in ideal.tasks.items()}
+    ideal.cleanup()
+    constrained = LocalJob(ideal.plan, work / "constrained")
+    return constrained.run(lambda stage, index: max(1, int(budgets[(stage, index)] * fraction)))

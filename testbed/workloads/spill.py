@@ -389,19 +389,22 @@ class PairBuffer:
                 buffer[key] = old + count
         self.files.note_buffered(self._bytes)
 
-    def _grouped(self) -> list[list[tuple[str, int]]]:
-        groups: list[list[tuple[str, int]]] = [[] for _ in range(self.partitions)]
+    def _grouped(self) -> list[Iterator[tuple[str, int]]]:
+        """Sorted pairs per partition. Only the keys are grouped and sorted (one pointer
+        per entry); the pairs are made as they are consumed."""
+        groups: list[list[str]] = [[] for _ in range(self.partitions)]
         partition_of = self.partition_of
-        for item in self._counts.items():
-            groups[partition_of(item[0])].append(item)
+        for key in self._counts:
+            groups[partition_of(key)].append(key)
         for group in groups:
             group.sort()
-        return groups
+        counts = self._counts
+        return [((key, counts[key]) for key in group) for group in groups]
 
     def _spill(self) -> None:
         path = self.files.new_path()
         with open(path, "wb") as handle:
-            bounds = _write_pair_sections(handle, (iter(g) for g in self._grouped()))
+            bounds = _write_pair_sections(handle, self._grouped())
             settle(handle)
         self.files.metrics.spill_bytes += bounds[-1]
         self.files.metrics.spills += 1
@@ -412,16 +415,16 @@ class PairBuffer:
     def finish(self) -> Iterator[tuple[int, Iterator[tuple[str, int]]]]:
         """(partition, word-sorted combined pairs) for every partition in order."""
         groups = self._grouped()
-        self._counts = {}
         if self.runs:
             self._reduce_runs()
             self.files.metrics.merge_passes += 1
         for partition, group in enumerate(groups):
             sources = [_read_pair_section(run, partition) for run in self.runs]
-            yield partition, _sum_sorted([*sources, iter(group)]) if sources else iter(group)
+            yield partition, _sum_sorted([*sources, group]) if sources else group
         for run in self.runs:
             run.path.unlink(missing_ok=True)
         self.runs = []
+        self._counts = {}
 
     def _reduce_runs(self) -> None:
         """Merge rounds over groups of runs until the final merge can read every run at once."""
