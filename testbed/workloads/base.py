@@ -80,9 +80,13 @@ class TaskContext:
     fetcher: BlockFetcher
     metrics: TaskMetrics = field(default_factory=TaskMetrics)
     partition_bytes: tuple[int, ...] = ()
+    budget_override: int | None = None
+    """A budget in bytes instead of ``spec.memory_mb`` (profiling below 1 MB steps)."""
 
     @property
     def budget_bytes(self) -> int:
+        if self.budget_override is not None:
+            return self.budget_override
         return self.spec.memory_mb * 1024 * 1024
 
     @property
