@@ -16,6 +16,7 @@ from pathlib import Path
 from testbed.durations import parse_duration
 from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
+from testbed.workloads.cli import add_workload_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     evict.set_defaults(handler=cmd_chaos_evict)
 
     add_report_commands(sub)
+    add_workload_commands(sub)
 
     sweep = sub.add_parser("sweep", help="run a grid of scenario variants over several seeds")
     sweep.add_argument("scenario", type=Path)
