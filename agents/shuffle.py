@@ -13,8 +13,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from testbed.blocks import segment
-from testbed.workloads.base import CRC_HEADER, TOKEN_HEADER
+from testbed.blocks import CRC_HEADER, TOKEN_HEADER, segment
 
 BLOCK_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
 CHUNK = 1 << 20
