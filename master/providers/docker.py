@@ -2,9 +2,13 @@
 
 Each node is one container of the testbed image, labelled with the run id, node id and
 node class. The labels are the provider's only notion of ownership: every operation on
-an existing container first checks them, and a container (or network) not labelled with
-this provider's run is refused with ForeignResourceError and never touched. This keeps
+an existing container first checks them, and a container, network or volume not labelled
+with this provider's run is refused with a ForeignNodeError and never touched. This keeps
 a chaos controller from killing anything else that runs on the same engine.
+
+`command` is an agent command line without placement flags (as for the local provider);
+the provider appends `--data-dir /data --listen 0.0.0.0 --advertise <node id> --port 7070`.
+With the testbed image it starts with the entrypoint's role, e.g. `["agent", "--run", ...]`.
 
 Per node:
 - memory limit = the node's memory plus AGENT_OVERHEAD_MB for the agent process itself,
@@ -29,6 +33,8 @@ from docker.models.networks import Network
 from docker.models.volumes import Volume
 from docker.types import Mount
 
+from master.providers.base import ForeignNodeError
+
 LABEL_RUN = "testbed.run"
 LABEL_NODE = "testbed.node"
 LABEL_CLASS = "testbed.class"
@@ -40,6 +46,8 @@ LABEL_MEMORY_MB = "testbed.memory_mb"
 # connections and buffers outside task budgets.
 AGENT_OVERHEAD_MB = 96
 DATA_DIR = "/data"
+# Every container has its own address, so every agent serves shuffle data on the same port.
+AGENT_PORT = 7070
 # How long a released node may take to shut down after SIGTERM before it is killed.
 RELEASE_TIMEOUT_S = 30
 HTTP_CONFLICT = 409
@@ -48,16 +56,12 @@ HTTP_CONFLICT = 409
 _DOCKER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
 
 
-class ForeignResourceError(PermissionError):
-    """A Docker object that does not belong to this run: the provider refuses to touch it."""
+class ForeignResourceError(ForeignNodeError):
+    """A network or volume that is not labelled with this run: the provider refuses to touch it."""
 
 
-class ForeignNodeError(ForeignResourceError):
-    """A container that is not labelled with this run (and this node id)."""
-
-
-class UnknownNodeError(LookupError):
-    """No container of this run has the node id."""
+class UnknownNodeError(ForeignNodeError):
+    """No container of this run has the node id (so there is nothing this run may touch)."""
 
 
 class NodeExistsError(RuntimeError):
@@ -110,9 +114,12 @@ class DockerProvider:
             LABEL_SLOTS: str(slots),
             LABEL_MEMORY_MB: str(memory_mb),
         }
-        await asyncio.to_thread(
-            self._create_and_start, node_id, labels, memory_mb, cpus, command, env
-        )
+        argv = [
+            *command,
+            *("--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", node_id),
+            *("--port", str(AGENT_PORT)),
+        ]
+        await asyncio.to_thread(self._create_and_start, node_id, labels, memory_mb, cpus, argv, env)
 
     async def evict(self, node_id: str) -> None:
         """Kill the node with SIGKILL, then remove it and its disk: nothing survives."""
@@ -138,7 +145,7 @@ class DockerProvider:
         """Whether a container labelled with this run and node id exists (blocking)."""
         try:
             self._owned_container(node_id)
-        except (ForeignResourceError, UnknownNodeError):
+        except ForeignNodeError:
             return False
         return True
 
@@ -182,9 +189,7 @@ class DockerProvider:
             )
         except APIError as error:
             if error.status_code == HTTP_CONFLICT:
-                raise NodeExistsError(
-                    f"container {self._container_name(node_id)} already exists"
-                ) from error
+                raise NodeExistsError(f"container {self._container_name(node_id)} already exists") from error
             raise
         try:
             container.start()
@@ -228,9 +233,7 @@ class DockerProvider:
             )
 
     def _run_containers(self) -> list[Container]:
-        containers = self._client.containers.list(
-            all=True, filters={"label": f"{LABEL_RUN}={self.run_id}"}
-        )
+        containers = self._client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={self.run_id}"})
         for container in containers:
             self._check_labels(container, None)
         return containers
@@ -281,16 +284,11 @@ class DockerProvider:
         return network
 
     def _remove_run_network(self) -> None:
-        try:
-            network = self._client.networks.get(self._network_name)
-        except NotFound:
-            return
-        if _labels(network).get(LABEL_RUN) != self.run_id:
-            raise ForeignResourceError(
-                f"network {self._network_name} is not labelled {LABEL_RUN}={self.run_id}; "
-                "leaving it in place"
-            )
-        network.remove()
+        """Remove the run's network; a network of that name not labelled with the run (which
+        launch refused to use) is left alone."""
+        for network in self._client.networks.list(filters={"label": f"{LABEL_RUN}={self.run_id}"}):
+            if network.name == self._network_name and _labels(network).get(LABEL_RUN) == self.run_id:
+                network.remove()
 
     @staticmethod
     def _gateway_of(network: Network) -> str:
