@@ -41,10 +41,10 @@ LABEL_CLASS = "testbed.class"
 LABEL_SLOTS = "testbed.slots"
 LABEL_MEMORY_MB = "testbed.memory_mb"
 
-# Resident memory of an idle agent (interpreter, asyncio, aiohttp, aiomqtt, msgpack and
-# numpy imported) is about 60 MiB (docs/docker.md); the rest is headroom for its
-# connections and buffers outside task budgets.
-AGENT_OVERHEAD_MB = 96
+# Memory of the agent itself, outside the task budgets: an idle agent container (the agent
+# and its task forkserver) uses about 72 MiB (docs/docker.md); the rest is headroom for the
+# private pages of task processes, connections and shuffle-serving buffers.
+AGENT_OVERHEAD_MB = 128
 DATA_DIR = "/data"
 # Every container has its own address, so every agent serves shuffle data on the same port.
 AGENT_PORT = 7070
