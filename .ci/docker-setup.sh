@@ -9,7 +9,8 @@
 #   PYTHON                 host interpreter that builds the wheelhouse (default python3)
 set -euo pipefail
 
-readonly REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
 readonly DOCKERD_LOG="${DOCKERD_LOG:-/var/log/dockerd.log}"
 readonly DOCKERD_WAIT_SECONDS="${DOCKERD_WAIT_SECONDS:-60}"
 

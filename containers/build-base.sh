@@ -19,7 +19,8 @@ readonly IMAGE="${BASE_IMAGE_TAG:-transient-testbed/base:bookworm}"
 readonly SUITE=bookworm
 readonly MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 readonly PACKAGES=python3,python3-venv,mosquitto,ca-certificates,tini
-readonly REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
 readonly CACHE_DIR="$REPO_ROOT/build/debootstrap"
 
 force=0
@@ -45,7 +46,8 @@ command -v debootstrap >/dev/null || { log "debootstrap is not installed (apt-ge
 
 mkdir -p "$CACHE_DIR"
 # The package list is part of the cache key: changing it downloads a fresh set.
-readonly PACKAGES_KEY="$(echo "$PACKAGES" | sha256sum | cut -c1-12)"
+PACKAGES_KEY="$(echo "$PACKAGES" | sha256sum | cut -c1-12)"
+readonly PACKAGES_KEY
 readonly DEBS_TARBALL="$CACHE_DIR/$SUITE-minbase-$PACKAGES_KEY.tgz"
 
 workdir="$(mktemp -d "$CACHE_DIR/work.XXXXXX")"

@@ -8,7 +8,8 @@
 #   IMAGE            testbed image tag (default transient-testbed:latest)
 set -euo pipefail
 
-readonly REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
 export BASE_IMAGE_TAG="${BASE_IMAGE_TAG:-transient-testbed/base:bookworm}"
 readonly IMAGE="${IMAGE:-transient-testbed:latest}"
 

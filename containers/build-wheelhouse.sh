@@ -14,7 +14,8 @@
 # result is checked by resolving the project offline from the wheelhouse for the target.
 set -euo pipefail
 
-readonly REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
 readonly WHEELHOUSE="$REPO_ROOT/wheelhouse"
 readonly PYTHON="${PYTHON:-python3}"
 readonly TARGET_PYTHON=3.11
