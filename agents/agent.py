@@ -25,6 +25,7 @@ from agents.shuffle import make_app
 from agents.worker_main import run_in_worker
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
+    INLINE_NOOP,
     CancelTask,
     Codec,
     EvictionNotice,
@@ -57,6 +58,7 @@ class AgentConfig:
     token: str = ""
     heartbeat_interval: float = 0.5
     master_id: str = "master"
+    warm_workers: bool = True
 
 
 @dataclass
@@ -112,7 +114,11 @@ class Agent:
         self.link.start()
         # Warm the task forkserver now, off the loop: it preloads numpy and the workloads, which
         # would otherwise delay this node's first task by seconds on a busy machine.
-        warmup = asyncio.create_task(asyncio.to_thread(multiprocessing.forkserver.ensure_running))
+        warmup = asyncio.create_task(
+            asyncio.to_thread(multiprocessing.forkserver.ensure_running)
+            if self.config.warm_workers
+            else asyncio.sleep(0)
+        )
         heartbeat = asyncio.create_task(self._heartbeats())
         try:
             await self._stop.wait()
@@ -180,6 +186,11 @@ class Agent:
             return
         current = self.running.get(spec.task_id)
         if current is not None and current.spec.attempt >= spec.attempt:
+            return
+        if spec.op == INLINE_NOOP:  # an empty task: the control plane's own cost, measured alone
+            update = self._update(spec, "succeeded")
+            self.finished[key] = update
+            self._publish_update(update)
             return
         attempt = RunningAttempt(spec, None)
         self.running[spec.task_id] = attempt

@@ -23,6 +23,9 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--advertise", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--heartbeat-interval", type=float, default=0.5)
+    parser.add_argument(
+        "--lazy-workers", action="store_true", help="start the task forkserver on the first task, not at once"
+    )
 
 
 def run_agent(args: argparse.Namespace) -> int:
@@ -46,6 +49,7 @@ def run_agent(args: argparse.Namespace) -> int:
         port=args.port,
         token=os.environ.get("TESTBED_RUN_TOKEN", ""),
         heartbeat_interval=args.heartbeat_interval,
+        warm_workers=not args.lazy_workers,
     )
     try:
         import uvloop

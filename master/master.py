@@ -329,7 +329,7 @@ class Master:
         node.running.pop(update.task_id, None)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
-        if ok and stage.final:
+        if ok and stage.final and stage.writes_output:
             ok = self.api.commit_output(job.job_id, key[1], update.attempt)
         if ok:
             job.succeeded(
@@ -466,7 +466,7 @@ class Master:
             params=stage.params(key[1]),
             inputs=job.input_refs(key),
             partitions=stage.partitions,
-            final=stage.final,
+            final=stage.final and stage.writes_output,
             output_url=self.api.output_url(job.job_id, key[1], attempt) if stage.final else None,
         )
         node.running[decision.task_id] = (job, key)

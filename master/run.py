@@ -112,6 +112,7 @@ def agent_command(
         str(spec.memory_mb),
         "--heartbeat-interval",
         str(scenario.cluster.heartbeat_interval),
+        *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),
     ]
 
 

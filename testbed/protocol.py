@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 PROTOCOL_VERSION = 1
 NodeClass = Literal["reserved", "transient"]
+INLINE_NOOP = "noop"
+"""The op of empty tasks: agents complete them at once, without a worker process."""
 _ids = itertools.count()
 _prefix = os.urandom(4).hex()
 

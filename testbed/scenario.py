@@ -64,6 +64,9 @@ class ClusterSpec(Strict):
     heartbeat_interval: Duration = Field(default=0.5, gt=0)
     heartbeat_timeout: Duration = Field(default=3.0, gt=0)
     memory_increment_mb: int = Field(default=100, ge=1)
+    warm_workers: bool = Field(
+        default=True, description="start each agent's task forkserver at once (faster first task)"
+    )
 
     @model_validator(mode="after")
     def _some_nodes(self) -> ClusterSpec:
@@ -139,8 +142,18 @@ class SleepJob(JobBase):
     cpu_bound: bool = False
 
 
-JobSpec = Annotated[WordcountJob | SortJob | PagerankJob | SleepJob, Field(discriminator="workload")]
-WORKLOADS = ("wordcount", "sort", "pagerank", "sleep")
+class NoopJob(JobBase):
+    """Empty tasks that the agent completes itself, with no worker process and no output:
+    a job that measures the control plane (dispatch throughput and latency) alone."""
+
+    workload: Literal["noop"]
+    tasks: int = Field(default=100, ge=1, le=1_000_000)
+
+
+JobSpec = Annotated[
+    WordcountJob | SortJob | PagerankJob | SleepJob | NoopJob, Field(discriminator="workload")
+]
+WORKLOADS = ("wordcount", "sort", "pagerank", "sleep", "noop")
 
 
 # --------------------------------------------------------------------- chaos

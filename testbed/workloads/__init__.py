@@ -6,10 +6,11 @@ to the function an agent's worker runs.
 
 from __future__ import annotations
 
+from testbed.protocol import INLINE_NOOP
 from testbed.scenario import Scenario
 from testbed.workloads import pagerank, sleep, sort, wordcount
 from testbed.workloads.base import TaskFunction
-from testbed.workloads.plan import JobPlan
+from testbed.workloads.plan import JobPlan, StagePlan
 
 OPERATIONS: dict[str, TaskFunction] = {
     "wordcount.map": wordcount.map_task,
@@ -33,4 +34,6 @@ def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
         return sort.plan(job, seed)
     if job.workload == "sleep":
         return sleep.plan(job, seed, scenario.time_scale)
+    if job.workload == "noop":
+        return JobPlan("noop", (StagePlan(INLINE_NOOP, job.tasks, final=True, writes_output=False),))
     raise ValueError(f"workload {job.workload!r} is not implemented yet")
