@@ -26,6 +26,8 @@ from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, to_yaml
 
+RECOVERY_BYTES = ("bytes_recomputed", "bytes_checkpointed", "bytes_pushed")
+
 
 @dataclass(frozen=True)
 class RunResult:
@@ -140,6 +142,7 @@ def summarize(run_dir: Path, scenario: Scenario, evictions: int) -> dict[str, An
         "evictions": evictions,
         "relaunched_tasks": relaunched,
         "relaunched_ratio": _round(relaunched / total_tasks) if total_tasks else 0.0,
+        **{key: sum(int(j.get(key) or 0) for j in jobs) for key in RECOVERY_BYTES},
         "task_attempts": len(tasks),
         "spill_bytes": sum(int(t["spill_bytes"] or 0) for t in tasks),
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
