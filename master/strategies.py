@@ -408,6 +408,9 @@ class PadoStrategy(SparkStrategy):
         for receiver in self._receivers_on(job, state, key[0], node.node_id):
             state.ledger.receive(push.push_id, job.task_id(receiver), parts.get(receiver[1], (0, 0)))
         job.bytes_pushed += sum(p.nbytes for p in message.parts)
+        self.master.journal.event(
+            "push_received", job=job.job_id, task=job.task_id(key), attempt=attempt, node=node.node_id
+        )
         if push.push_id in state.waiting:
             self._commit(job, state, *state.waiting.pop(push.push_id))
 
