@@ -39,8 +39,12 @@ def make_app(blocks_dir: Path, token: str, on_received: OnReceived | None = None
     app["on_received"] = on_received
     app.router.add_get("/blocks/{block}/{partition}", serve_block)
     app.router.add_put("/blocks/{block}", receive_block)
-    app.router.add_get("/health", lambda _: web.json_response({"ok": True}))
+    app.router.add_get("/health", health)
     return app
+
+
+async def health(_: web.Request) -> web.Response:
+    return web.json_response({"ok": True})
 
 
 def authorised(request: web.Request) -> bool:
