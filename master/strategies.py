@@ -504,4 +504,9 @@ STRATEGIES = {"spark": SparkStrategy, "spark-checkpoint": CheckpointStrategy, "p
 
 
 def make_strategy(master: Master) -> SparkStrategy:
-    return STRATEGIES[master.scenario.policy.strategy](master)
+    """The scenario's strategy; a ScenarioError when its cluster cannot run it."""
+    name = master.scenario.policy.strategy
+    cluster = master.scenario.cluster
+    if name != "spark" and (cluster.reserved.count == 0 or cluster.transient.count == 0):
+        raise ScenarioError([f"policy.strategy: {name} needs at least one reserved and one transient node"])
+    return STRATEGIES[name](master)
