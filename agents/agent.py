@@ -24,7 +24,7 @@ from aiohttp import web
 
 from agents.push import push_block
 from agents.shuffle import make_app
-from agents.worker import run_in_worker
+from agents.worker_main import run_in_worker
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
     BlockReceived,
@@ -67,7 +67,7 @@ class AgentConfig:
 @dataclass
 class RunningAttempt:
     spec: TaskSpec
-    process: Any
+    process: Any  # None until the worker process has started
     cancelled: bool = False
 
 
@@ -107,7 +107,6 @@ class Agent:
 
     async def run(self) -> None:
         (self.config.data_dir / "blocks").mkdir(parents=True, exist_ok=True)
-        multiprocessing.forkserver.ensure_running()
         runner = await self._start_http()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -116,14 +115,19 @@ class Agent:
         client_id = f"{self.config.run_id}-{self.config.node_id}-{self.incarnation}"
         self.link = MqttLink(self.config.broker, client_id, self._on_message, self._on_connect, will)
         self.link.start()
+        # Warm the task forkserver now, off the loop: it preloads numpy and the workloads, which
+        # would otherwise delay this node's first task by seconds on a busy machine.
+        warmup = asyncio.create_task(asyncio.to_thread(multiprocessing.forkserver.ensure_running))
         heartbeat = asyncio.create_task(self._heartbeats())
         try:
             await self._stop.wait()
         finally:
             heartbeat.cancel()
+            warmup.cancel()
             for attempt in list(self.running.values()):
                 attempt.cancelled = True
-                attempt.process.kill()
+                if attempt.process is not None:
+                    attempt.process.kill()
             self.link.publish(
                 self.topics.state(self.config.node_id), self._state_payload("gone"), retain=True
             )
@@ -183,22 +187,40 @@ class Agent:
         current = self.running.get(spec.task_id)
         if current is not None and current.spec.attempt >= spec.attempt:
             return
+        attempt = RunningAttempt(spec, None)
+        self.running[spec.task_id] = attempt
+        self._publish_update(self._update(spec, "running"))
+        asyncio.get_running_loop().create_task(self._run_attempt(attempt))
+
+    async def _run_attempt(self, attempt: RunningAttempt) -> None:
+        spec = attempt.spec
+        if attempt.cancelled:
+            await self._await_worker(spec, None, None)
+            return
         receiver, sender = _forkserver.Pipe(duplex=False)
-        process = _forkserver.Process(
+        attempt.process = _forkserver.Process(
             target=run_in_worker,
             args=(spec.model_dump(), str(self.config.data_dir), self.url, self.config.token, sender),
             daemon=True,
         )
-        process.start()
-        sender.close()
-        self.running[spec.task_id] = RunningAttempt(spec, process)
-        self._publish_update(self._update(spec, "running"))
-        asyncio.get_running_loop().create_task(self._await_worker(spec, process, receiver))
+        try:  # off the loop: the first start waits for the forkserver to preload the workloads
+            await asyncio.to_thread(attempt.process.start)
+        except OSError as exc:
+            log.error("cannot start a worker for %s: %s", spec.task_id, exc)
+            attempt.process = None
+            receiver.close()
+            await self._await_worker(spec, None, None, error=f"cannot start a worker process: {exc}")
+            return
+        finally:
+            sender.close()
+        await self._await_worker(spec, attempt.process, receiver)
 
-    async def _await_worker(self, spec: TaskSpec, process: Any, receiver: Any) -> None:
-        outcome = await _receive(receiver, process)
+    async def _await_worker(self, spec: TaskSpec, process: Any, receiver: Any, error: str = "") -> None:
+        outcome = await _receive(receiver, process) if process is not None else {}
         attempt = self.running.pop(spec.task_id, None)
-        if attempt is not None and attempt.cancelled:
+        if error:
+            outcome = {"state": "failed", "failure": "error", "error": error}
+        elif attempt is not None and attempt.cancelled:
             outcome = {"state": "failed", "failure": "cancelled", "error": "cancelled by the master"}
         update = self._update(
             spec,
@@ -261,7 +283,8 @@ class Agent:
         current = self.running.get(task_id)
         if current is not None and current.spec.attempt == attempt:
             current.cancelled = True
-            current.process.kill()
+            if current.process is not None:
+                current.process.kill()
 
     def _update(self, spec: TaskSpec, state: str, **fields: Any) -> TaskUpdate:
         return TaskUpdate(

@@ -18,9 +18,8 @@ from pathlib import Path
 import aiohttp
 import msgpack
 
-from testbed.blocks import read_segment_chunks, segment
+from testbed.blocks import TOKEN_HEADER, read_segment_chunks, segment
 from testbed.protocol import PushedPart
-from testbed.workloads.base import TOKEN_HEADER
 
 INDEX_HEADER = "X-Block-Index"
 CHUNK = 1 << 18

@@ -21,9 +21,8 @@ import msgpack
 from aiohttp import web
 
 from agents.push import INDEX_HEADER, decode_index
-from testbed.blocks import segment
+from testbed.blocks import CRC_HEADER, TOKEN_HEADER, segment
 from testbed.protocol import PushedPart
-from testbed.workloads.base import CRC_HEADER, TOKEN_HEADER
 
 OnReceived = Callable[[str, tuple[PushedPart, ...]], None]
 

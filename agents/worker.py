@@ -15,23 +15,13 @@ import resource
 import time
 import traceback
 import urllib.parse
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from testbed.blocks import TOKEN_HEADER
 from testbed.protocol import TaskSpec
 from testbed.workloads import OPERATIONS
-from testbed.workloads.base import TOKEN_HEADER, BlockFetcher, FetchFailed, TaskContext
-
-
-def run_in_worker(
-    spec_data: dict[str, Any], node_dir: str, own_url: str, token: str, conn: Connection
-) -> None:
-    """Process entry point: run the task, send one result dict, exit."""
-    try:
-        conn.send(execute(TaskSpec.model_validate(spec_data), Path(node_dir), own_url, token))
-    finally:
-        conn.close()
+from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext
 
 
 def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[str, Any]:

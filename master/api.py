@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from master.providers.base import ForeignNodeError
+from testbed.blocks import TOKEN_HEADER
 from testbed.scenario import EvictSpec
-from testbed.workloads.base import TOKEN_HEADER
 
 if TYPE_CHECKING:
     from master.master import Master

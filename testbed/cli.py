@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import sys
 from pathlib import Path
 
+from agents.cli import add_agent_arguments, run_agent
 from testbed.durations import parse_duration
 from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
@@ -62,17 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(handler=cmd_validate)
 
     agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
-    agent.add_argument("--run", required=True, dest="run_id")
-    agent.add_argument("--node-id", required=True)
-    agent.add_argument("--node-class", choices=("reserved", "transient"), required=True)
-    agent.add_argument("--broker", required=True, help="mqtt://HOST:PORT")
-    agent.add_argument("--data-dir", type=Path, required=True)
-    agent.add_argument("--slots", type=int, default=2)
-    agent.add_argument("--memory-mb", type=int, default=1024)
-    agent.add_argument("--listen", default="127.0.0.1")
-    agent.add_argument("--advertise", default="127.0.0.1")
-    agent.add_argument("--port", type=int, default=0)
-    agent.add_argument("--heartbeat-interval", type=float, default=0.5)
+    add_agent_arguments(agent)
     agent.set_defaults(handler=cmd_agent)
 
     chaos = sub.add_parser("chaos", help="eviction plans and live eviction storms")
@@ -216,27 +206,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
-    from agents.agent import Agent, AgentConfig
-    from testbed.mqtt import BrokerAddress
-    from testbed.processes import die_with_parent
-
-    die_with_parent()
-    config = AgentConfig(
-        run_id=args.run_id,
-        node_id=args.node_id,
-        node_class=args.node_class,
-        broker=BrokerAddress.parse(args.broker),
-        data_dir=args.data_dir,
-        slots=args.slots,
-        memory_mb=args.memory_mb,
-        listen=args.listen,
-        advertise=args.advertise,
-        port=args.port,
-        token=os.environ.get("TESTBED_RUN_TOKEN", ""),
-        heartbeat_interval=args.heartbeat_interval,
-    )
-    _run_async(Agent(config).run())
-    return EXIT_OK
+    return run_agent(args)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:

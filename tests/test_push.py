@@ -12,9 +12,8 @@ from aiohttp.test_utils import TestServer
 
 from agents.push import INDEX_HEADER, encode_index, push_block
 from agents.shuffle import make_app
-from testbed.blocks import BlockWriter, iter_frames, read_segment_chunks, segment
+from testbed.blocks import TOKEN_HEADER, BlockWriter, iter_frames, read_segment_chunks, segment
 from testbed.protocol import PushedPart
-from testbed.workloads.base import TOKEN_HEADER
 
 TOKEN = "secret"
 

@@ -15,11 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.blocks import BlockWriter, CorruptBlock, iter_frames, read_segment_chunks, segment
+from testbed.blocks import (
+    CRC_HEADER,
+    TOKEN_HEADER,
+    BlockWriter,
+    CorruptBlock,
+    iter_frames,
+    read_segment_chunks,
+    segment,
+)
 from testbed.protocol import BlockRef, TaskMetrics, TaskSpec
-
-TOKEN_HEADER = "X-Testbed-Token"
-CRC_HEADER = "X-Block-CRC32"
 
 
 class FetchFailed(Exception):
