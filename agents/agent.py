@@ -18,20 +18,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import aiomqtt
 from aiohttp import web
 
+from agents.push import push_block
 from agents.shuffle import make_app
 from agents.worker_main import run_in_worker
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
     INLINE_NOOP,
+    BlockReceived,
     CancelTask,
     Codec,
     EvictionNotice,
     Heartbeat,
     LaunchTask,
     NodeState,
+    PushDelivered,
+    PushedPart,
     TaskMetrics,
     TaskSpec,
     TaskUpdate,
@@ -137,7 +142,8 @@ class Agent:
             await runner.cleanup()
 
     async def _start_http(self) -> web.AppRunner:
-        runner = web.AppRunner(make_app(self.config.data_dir / "blocks", self.config.token), access_log=None)
+        app = make_app(self.config.data_dir / "blocks", self.config.token, self._on_block_received)
+        runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.config.listen, self.config.port, reuse_address=True)
         await site.start()
@@ -239,6 +245,50 @@ class Agent:
         )
         self.finished[(spec.task_id, spec.attempt)] = update
         self._publish_update(update)
+        if update.state == "succeeded" and spec.push:  # the slot is free already; the push goes on
+            asyncio.get_running_loop().create_task(self._push(spec))
+
+    async def _push(self, spec: TaskSpec) -> None:
+        """Copy the attempt's output to every push target, then ask the master to commit."""
+        blocks = self.config.data_dir / "blocks"
+        delivered: dict[str, tuple[PushedPart, ...]] = {}
+        failed, errors = [], []
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=60)) as session:
+            results = await asyncio.gather(
+                *(
+                    push_block(
+                        session,
+                        blocks,
+                        spec.block_id,
+                        t.url,
+                        t.partitions,
+                        self.config.token,
+                        spec.push_rate_bytes_s,
+                    )
+                    for t in spec.push
+                ),
+                return_exceptions=True,
+            )
+        for target, result in zip(spec.push, results, strict=True):
+            if isinstance(result, BaseException):
+                failed.append(target.node_id)
+                errors.append(f"{target.node_id}: {result}")
+            else:
+                delivered[target.node_id] = result
+        message = PushDelivered(
+            node_id=self.config.node_id,
+            task_id=spec.task_id,
+            attempt=spec.attempt,
+            block=spec.block_id,
+            delivered=delivered,
+            failed=tuple(failed),
+            error="; ".join(errors)[:2000] or None,
+        )
+        self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
+
+    def _on_block_received(self, block: str, parts: tuple[PushedPart, ...]) -> None:
+        message = BlockReceived(node_id=self.config.node_id, block=block, parts=parts)
+        self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
 
     def _cancel(self, task_id: str, attempt: int) -> None:
         current = self.running.get(task_id)

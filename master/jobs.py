@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from testbed.protocol import BlockRef
-from testbed.workloads.plan import JobPlan
+from testbed.workloads.plan import Dependency, JobPlan
 
 TaskKey = tuple[int, int]
-Status = Literal["pending", "running", "done"]
+Status = Literal["pending", "running", "pushing", "done"]
+"""``pushing``: computed, its output being pushed to reserved executors (Pado), not yet committed."""
 MAX_FAILURES = 6
 
 
@@ -29,15 +30,24 @@ class TaskRecord:
     attempt: int = -1
     node: str | None = None
     location: str | None = None
+    """The producer's URL while it holds the output."""
+    replicas: tuple[str, ...] = ()
+    """Other agents holding a copy (a checkpoint, pushed partitions)."""
     block: str | None = None
     available: bool = False
     partition_bytes: tuple[int, ...] = ()
     launches: int = 0
+    completions: int = 0
     failures: int = 0
     memory_mb: int = 0
     started: float | None = None
     elastic: bool = False
     predicted_s: float | None = None
+
+    @property
+    def locations(self) -> tuple[str, ...]:
+        """Every agent holding the output, the producer first."""
+        return (self.location, *self.replicas) if self.location else self.replicas
 
 
 @dataclass
@@ -55,6 +65,9 @@ class JobRuntime:
     status: Literal["waiting", "running", "succeeded", "failed"] = "waiting"
     error: str | None = None
     bytes_recomputed: int = 0
+    """Output bytes of tasks computed again after a first success (lineage recomputation)."""
+    bytes_checkpointed: int = 0
+    bytes_pushed: int = 0
     tasks: dict[TaskKey, TaskRecord] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -105,23 +118,23 @@ class JobRuntime:
         return ready
 
     def input_refs(self, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
-        stage, index = key
-        refs = []
-        for dep in self.plan.stages[stage].deps:
-            if dep.kind == "narrow":
-                parents = [self.tasks[(dep.stage, index)]]
-                partition = 0
-            else:
-                parents = [self.tasks[(dep.stage, i)] for i in range(self.plan.stages[dep.stage].tasks)]
-                partition = index
-            refs.append(
-                tuple(
-                    BlockRef(block=p.block, partition=partition, locations=(p.location,))  # type: ignore[arg-type]
-                    for p in parents
-                    if not p.partition_bytes or p.partition_bytes[partition] > 0
-                )
-            )
-        return tuple(refs)
+        return tuple(self.dep_refs(key, dep) for dep in self.plan.stages[key[0]].deps)
+
+    def dep_refs(self, key: TaskKey, dep: Dependency) -> tuple[BlockRef, ...]:
+        """The blocks task ``key`` reads through one dependency: the producer's copy
+        first, then any replica (a checkpoint)."""
+        index = key[1]
+        if dep.kind == "narrow":
+            parents = [self.tasks[(dep.stage, index)]]
+            partition = 0
+        else:
+            parents = [self.tasks[(dep.stage, i)] for i in range(self.plan.stages[dep.stage].tasks)]
+            partition = index
+        return tuple(
+            BlockRef(block=p.block, partition=partition, locations=p.locations)  # type: ignore[arg-type]
+            for p in parents
+            if not p.partition_bytes or p.partition_bytes[partition] > 0
+        )
 
     # ------------------------------------------------------------------ transitions
 
@@ -140,20 +153,73 @@ class JobRuntime:
         return record.attempt
 
     def succeeded(
-        self, key: TaskKey, attempt: int, location: str, block: str, partition_bytes: tuple[int, ...]
+        self,
+        key: TaskKey,
+        attempt: int,
+        location: str,
+        block: str,
+        partition_bytes: tuple[int, ...],
+        pushing: bool = False,
     ) -> bool:
-        """Record a successful attempt; False when it is stale (an older or duplicate attempt)."""
+        """Record a successful attempt; False when it is stale (an older or duplicate attempt).
+
+        ``pushing``: the output still has to be pushed and committed (``committed``)
+        before anyone may read it."""
         record = self.tasks[key]
         if record.status != "running" or record.attempt != attempt:
             return False
-        if record.launches > 1:
-            self.bytes_recomputed += sum(partition_bytes)
-        record.status = "done"
         record.location = location
+        record.replicas = ()
         record.block = block
         record.partition_bytes = partition_bytes
+        if pushing:
+            record.status = "pushing"
+            record.available = False
+        else:
+            self._done(record)
+        return True
+
+    def committed(self, key: TaskKey, attempt: int, holders: tuple[str, ...]) -> bool:
+        """A pushed output was committed on the agents ``holders``; False when stale."""
+        record = self.tasks[key]
+        if record.status != "pushing" or record.attempt != attempt:
+            return False
+        record.replicas = holders
+        self._done(record)
+        return True
+
+    def _done(self, record: TaskRecord) -> None:
+        if record.completions:
+            self.bytes_recomputed += sum(record.partition_bytes)
+        record.completions += 1
+        record.status = "done"
+        record.available = True
+
+    def add_replica(self, key: TaskKey, block: str, url: str) -> bool:
+        """A copy of the task's current output now lives at ``url``; False when stale."""
+        record = self.tasks[key]
+        if record.status != "done" or record.block != block or url in record.replicas:
+            return False
+        record.replicas = (*record.replicas, url)
         record.available = True
         return True
+
+    def abandon_push(self, key: TaskKey, attempt: int) -> bool:
+        """The output could not be pushed whole: compute it again."""
+        record = self.tasks[key]
+        if record.status != "pushing" or record.attempt != attempt:
+            return False
+        record.status = "pending"
+        record.node = None
+        return True
+
+    def reopen(self, key: TaskKey) -> None:
+        """A committed output must be produced and pushed again (its receiver was lost)."""
+        record = self.tasks[key]
+        if record.status == "done":
+            record.status = "pending"
+            record.available = False
+            record.node = None
 
     def failed(self, key: TaskKey, attempt: int, counts_as_failure: bool) -> bool:
         """Back to pending; False when stale. Too many real failures fail the job."""
@@ -178,22 +244,26 @@ class JobRuntime:
         self.recover()
 
     def node_lost(self, node: str, url: str) -> list[TaskKey]:
-        """Tasks that were running on the lost node (now pending again)."""
+        """Tasks that were running (or pushing their output) on the lost node, now
+        pending again. A stored output is lost when no copy of it survives."""
         interrupted = []
         for key, record in self.tasks.items():
-            if record.status == "running" and record.node == node:
+            if record.status in ("running", "pushing") and record.node == node:
                 record.status = "pending"
                 record.node = None
                 interrupted.append(key)
-            elif record.status == "done" and record.location == url and not self.is_final(record):
-                record.available = False
+            elif record.status == "done" and not self.is_final(record):
+                if record.location == url:
+                    record.location = None
+                record.replicas = tuple(r for r in record.replicas if r != url)
+                record.available = record.location is not None or bool(record.replicas)
         self.recover()
         return interrupted
 
     def recover(self) -> None:
         """Recompute every lost output that an unfinished task still needs (lineage)."""
         for key, record in list(self.tasks.items()):
-            if record.status != "done":
+            if record.status in ("pending", "running"):
                 self.require_inputs(key)
 
     def require_inputs(self, key: TaskKey) -> None:

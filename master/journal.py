@@ -55,6 +55,8 @@ TABLES: dict[str, tuple[str, ...]] = {
         "relaunched_tasks",
         "relaunched_ratio",
         "bytes_recomputed",
+        "bytes_checkpointed",
+        "bytes_pushed",
     ),
     "nodes": ("node_id", "node_class", "launched_s", "ended_s", "end_reason", "price_per_hour"),
     "decisions": (

@@ -34,8 +34,20 @@ from master.policies.base import (
     Scheduler,
 )
 from master.providers.base import NodeProvider
+from master.strategies import make_strategy
 from testbed.mqtt import BrokerAddress, MqttLink
-from testbed.protocol import Codec, Heartbeat, LaunchTask, Message, NodeState, TaskSpec, TaskUpdate, Topics
+from testbed.protocol import (
+    BlockReceived,
+    Codec,
+    Heartbeat,
+    LaunchTask,
+    Message,
+    NodeState,
+    PushDelivered,
+    TaskSpec,
+    TaskUpdate,
+    Topics,
+)
 from testbed.scenario import Scenario
 from testbed.workloads import plan_job
 
@@ -103,6 +115,7 @@ class Master:
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
+        self.strategy = make_strategy(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -205,6 +218,7 @@ class Master:
         )
         self.jobs[job_id] = job
         (self.run_dir / "outputs" / job_id).mkdir(parents=True, exist_ok=True)
+        self.strategy.job_submitted(job)
         self.journal.event("job_submitted", job=job_id, workload=spec.workload, tasks=plan.total_tasks)
         self.kick()
 
@@ -226,6 +240,10 @@ class Master:
             self._on_task_update(node, message)
         elif isinstance(message, NodeState):
             self._on_node_state(node, message)
+        elif isinstance(message, BlockReceived):
+            self.strategy.block_received(node, message)
+        elif isinstance(message, PushDelivered):
+            self.strategy.push_delivered(node, message)
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
             node.last_seen = self.journal.now()
 
@@ -311,10 +329,12 @@ class Master:
             "node_lost", node=node.node_id, **{"class": node.node_class}, reason=reason, detect_s=detect_s
         )
         self._node_row(node, now, reason)
+        self.strategy.before_node_lost(node)
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
                 for key in job.node_lost(node.node_id, node.url):
                     self._task_row(job, key, node, "lost", "node_lost", now)
+        self.strategy.after_node_lost(node)
         node.running.clear()
         self.kick()
 
@@ -332,9 +352,7 @@ class Master:
         if ok and stage.final and stage.writes_output:
             ok = self.api.commit_output(job.job_id, key[1], update.attempt)
         if ok:
-            job.succeeded(
-                key, update.attempt, node.url, f"{job.task_id(key)}.a{update.attempt}", update.partition_bytes
-            )
+            self.strategy.task_succeeded(job, key, node, update)
         else:
             if update.lost_blocks:
                 job.lose_blocks(set(update.lost_blocks))
@@ -386,11 +404,20 @@ class Master:
             if job.status not in ("waiting", "running"):
                 continue
             tasks = []
-            for key in job.ready():
+            for key in self.strategy.ready(job):
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
                 tasks.append(
-                    PendingTask(task_id, job.job_id, key[0], key[1], job.memory_mb, job.est_duration_s)
+                    PendingTask(
+                        task_id,
+                        job.job_id,
+                        key[0],
+                        key[1],
+                        job.memory_mb,
+                        job.est_duration_s,
+                        preferred_nodes=self.strategy.preferred_nodes(job, key),
+                        allowed_classes=self.strategy.allowed_classes(job, key),
+                    )
                 )
             jobs.append(
                 JobView(
@@ -464,10 +491,12 @@ class Master:
             op=stage.op,
             memory_mb=decision.memory_mb,
             params=stage.params(key[1]),
-            inputs=job.input_refs(key),
+            inputs=self.strategy.input_refs(job, key),
             partitions=stage.partitions,
             final=stage.final and stage.writes_output,
             output_url=self.api.output_url(job.job_id, key[1], attempt) if stage.final else None,
+            push=self.strategy.push_targets(job, key),
+            push_rate_bytes_s=self.strategy.push_rate(),
         )
         node.running[decision.task_id] = (job, key)
         self.send(node.node_id, LaunchTask(task=spec))
@@ -520,6 +549,8 @@ class Master:
             relaunched_tasks=job.relaunched,
             relaunched_ratio=job.relaunched / job.plan.total_tasks,
             bytes_recomputed=job.bytes_recomputed,
+            bytes_checkpointed=job.bytes_checkpointed,
+            bytes_pushed=job.bytes_pushed,
         )
         for node in self.nodes.values():
             if node.reserved_for == job.job_id:

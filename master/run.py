@@ -26,6 +26,8 @@ from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, to_yaml
 
+RECOVERY_BYTES = ("bytes_recomputed", "bytes_checkpointed", "bytes_pushed")
+
 
 @dataclass(frozen=True)
 class RunResult:
@@ -141,10 +143,25 @@ def summarize(run_dir: Path, scenario: Scenario, evictions: int) -> dict[str, An
         "evictions": evictions,
         "relaunched_tasks": relaunched,
         "relaunched_ratio": _round(relaunched / total_tasks) if total_tasks else 0.0,
+        **{key: sum(int(j.get(key) or 0) for j in jobs) for key in RECOVERY_BYTES},
+        **per_workload(jobs),
         "task_attempts": len(tasks),
         "spill_bytes": sum(int(t["spill_bytes"] or 0) for t in tasks),
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
     }
+
+
+def per_workload(jobs: list[dict[str, str]]) -> dict[str, float | None]:
+    """Mean JCT and relaunched-task ratio of each workload (a mixed run's jobs differ a lot)."""
+    numbers: dict[str, float | None] = {}
+    for workload in sorted({j["workload"] for j in jobs}):
+        mine = [j for j in jobs if j["workload"] == workload]
+        jcts = [float(j["jct_s"]) for j in mine if j["status"] == "succeeded"]
+        tasks = sum(int(j["tasks"] or 0) for j in mine)
+        relaunched = sum(int(j["relaunched_tasks"] or 0) for j in mine)
+        numbers[f"mean_jct_s_{workload}"] = _round(statistics.fmean(jcts)) if jcts else None
+        numbers[f"relaunched_ratio_{workload}"] = _round(relaunched / tasks) if tasks else None
+    return numbers
 
 
 def _percentile(values: list[float], q: float) -> float | None:
