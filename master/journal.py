@@ -55,6 +55,8 @@ TABLES: dict[str, tuple[str, ...]] = {
         "relaunched_tasks",
         "relaunched_ratio",
         "bytes_recomputed",
+        "map_phase_s",
+        "reduce_phase_s",
     ),
     "nodes": ("node_id", "node_class", "launched_s", "ended_s", "end_reason", "price_per_hour"),
     "decisions": (

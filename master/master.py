@@ -21,7 +21,7 @@ from master.api import MasterApi
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey
 from master.journal import Journal
-from master.policies import make_scheduler
+from master.policies import make_scheduler, stage_memory
 from master.policies.base import (
     Assign,
     ClusterSnapshot,
@@ -84,6 +84,7 @@ class Master:
         self.provider = provider
         self.broker = broker
         self.scheduler: Scheduler = make_scheduler(scenario, self.workload_of)
+        self.stage_memory = stage_memory(scenario)
         self.token = token
         self.agent_command = agent_command
         self.http_host = http_host
@@ -195,13 +196,15 @@ class Master:
         job_id = f"j{ordinal:03d}"
         seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
         plan = plan_job(spec, seed, self.scenario)
+        memory = tuple(self.stage_memory(spec, stage) for stage in range(len(plan.stages)))
         job = JobRuntime(
             job_id,
             spec.name or f"{spec.workload}-{ordinal}",
             spec.workload,
             plan,
             self.journal.now(),
-            spec.memory_mb,
+            max(memory),
+            stage_memory_mb=memory,
         )
         self.jobs[job_id] = job
         (self.run_dir / "outputs" / job_id).mkdir(parents=True, exist_ok=True)
@@ -332,9 +335,8 @@ class Master:
         if ok and stage.final:
             ok = self.api.commit_output(job.job_id, key[1], update.attempt)
         if ok:
-            job.succeeded(
-                key, update.attempt, node.url, f"{job.task_id(key)}.a{update.attempt}", update.partition_bytes
-            )
+            block = f"{job.task_id(key)}.a{update.attempt}"
+            job.succeeded(key, update.attempt, node.url, block, update.partition_bytes, self.journal.now())
         else:
             if update.lost_blocks:
                 job.lose_blocks(set(update.lost_blocks))
@@ -390,7 +392,9 @@ class Master:
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
                 tasks.append(
-                    PendingTask(task_id, job.job_id, key[0], key[1], job.memory_mb, job.est_duration_s)
+                    PendingTask(
+                        task_id, job.job_id, key[0], key[1], job.ideal_memory_mb(key[0]), job.est_duration_s
+                    )
                 )
             jobs.append(
                 JobView(
@@ -502,6 +506,7 @@ class Master:
     def _finish_job(self, job: JobRuntime) -> None:
         job.finished = self.journal.now()
         jct = job.finished - job.submitted
+        map_phase_s, reduce_phase_s = job.phase_durations()
         self.journal.event(
             "job_finished", job=job.job_id, status=job.status, jct_s=round(jct, 4), error=job.error
         )
@@ -520,6 +525,8 @@ class Master:
             relaunched_tasks=job.relaunched,
             relaunched_ratio=job.relaunched / job.plan.total_tasks,
             bytes_recomputed=job.bytes_recomputed,
+            map_phase_s=map_phase_s,
+            reduce_phase_s=reduce_phase_s,
         )
         for node in self.nodes.values():
             if node.reserved_for == job.job_id:
@@ -557,7 +564,7 @@ class Master:
             node_class=node.node_class,
             memory_mb=record.memory_mb,
             elastic=int(record.elastic),
-            ideal_memory_mb=job.memory_mb,
+            ideal_memory_mb=job.ideal_memory_mb(key[0]),
             predicted_s=record.predicted_s,
             start_s=record.started,
             end_s=now,
