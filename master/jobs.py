@@ -59,6 +59,8 @@ class JobRuntime:
     submitted: float
     memory_mb: int
     est_duration_s: float = 1.0
+    stage_memory_mb: tuple[int, ...] = ()
+    """Ideal memory of each stage's tasks (``memory_mb`` for stages not listed)."""
     params: dict[str, Any] = field(default_factory=dict)
     started: float | None = None
     finished: float | None = None
@@ -69,6 +71,8 @@ class JobRuntime:
     bytes_checkpointed: int = 0
     bytes_pushed: int = 0
     tasks: dict[TaskKey, TaskRecord] = field(default_factory=dict)
+    stage_first_start: dict[int, float] = field(default_factory=dict)
+    stage_last_end: dict[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for s, stage in enumerate(self.plan.stages):
@@ -87,6 +91,9 @@ class JobRuntime:
             return None
         key = (int(stage), int(index))
         return key if key in self.tasks else None
+
+    def ideal_memory_mb(self, stage: int) -> int:
+        return self.stage_memory_mb[stage] if stage < len(self.stage_memory_mb) else self.memory_mb
 
     # ------------------------------------------------------------------ readiness
 
@@ -147,6 +154,7 @@ class JobRuntime:
         record.memory_mb = memory_mb
         record.started = now
         record.elastic = elastic
+        self.stage_first_start.setdefault(key[0], now)
         if self.started is None:
             self.started = now
             self.status = "running"
@@ -160,14 +168,18 @@ class JobRuntime:
         block: str,
         partition_bytes: tuple[int, ...],
         pushing: bool = False,
+        now: float | None = None,
     ) -> bool:
-        """Record a successful attempt; False when it is stale (an older or duplicate attempt).
+        """Record a successful attempt (ended at ``now``); False when it is stale (an older or
+        duplicate attempt).
 
         ``pushing``: the output still has to be pushed and committed (``committed``)
         before anyone may read it."""
         record = self.tasks[key]
         if record.status != "running" or record.attempt != attempt:
             return False
+        if now is not None:
+            self.stage_last_end[key[0]] = max(now, self.stage_last_end.get(key[0], now))
         record.location = location
         record.replicas = ()
         record.block = block
@@ -277,6 +289,18 @@ class JobRuntime:
         return self.plan.stages[record.stage].final
 
     # ------------------------------------------------------------------ progress
+
+    def phase_durations(self) -> tuple[float | None, float | None]:
+        """(map, reduce) phase durations as in the YARN-ME paper: the map phase runs from the
+        first start of a stage-0 task to the last successful end of one; the reduce phase from
+        the first start of a later stage's task to the job's finish. None: never started."""
+        map_s = reduce_s = None
+        if 0 in self.stage_first_start and 0 in self.stage_last_end:
+            map_s = self.stage_last_end[0] - self.stage_first_start[0]
+        later = [t for stage, t in self.stage_first_start.items() if stage > 0]
+        if later and self.finished is not None:
+            reduce_s = self.finished - min(later)
+        return map_s, reduce_s
 
     @property
     def complete(self) -> bool:

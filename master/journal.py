@@ -57,6 +57,8 @@ TABLES: dict[str, tuple[str, ...]] = {
         "bytes_recomputed",
         "bytes_checkpointed",
         "bytes_pushed",
+        "map_phase_s",
+        "reduce_phase_s",
     ),
     "nodes": ("node_id", "node_class", "launched_s", "ended_s", "end_reason", "price_per_hour"),
     "decisions": (

@@ -21,7 +21,7 @@ from master.api import MasterApi
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey
 from master.journal import Journal
-from master.policies import make_scheduler
+from master.policies import make_scheduler, stage_memory
 from master.policies.base import (
     Assign,
     ClusterSnapshot,
@@ -96,6 +96,7 @@ class Master:
         self.provider = provider
         self.broker = broker
         self.scheduler: Scheduler = make_scheduler(scenario, self.workload_of)
+        self.stage_memory = stage_memory(scenario)
         self.token = token
         self.agent_command = agent_command
         self.http_host = http_host
@@ -208,13 +209,15 @@ class Master:
         job_id = f"j{ordinal:03d}"
         seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
         plan = plan_job(spec, seed, self.scenario)
+        memory = tuple(self.stage_memory(spec, stage) for stage in range(len(plan.stages)))
         job = JobRuntime(
             job_id,
             spec.name or f"{spec.workload}-{ordinal}",
             spec.workload,
             plan,
             self.journal.now(),
-            spec.memory_mb,
+            max(memory),
+            stage_memory_mb=memory,
         )
         self.jobs[job_id] = job
         (self.run_dir / "outputs" / job_id).mkdir(parents=True, exist_ok=True)
@@ -352,7 +355,7 @@ class Master:
         if ok and stage.final and stage.writes_output:
             ok = self.api.commit_output(job.job_id, key[1], update.attempt)
         if ok:
-            self.strategy.task_succeeded(job, key, node, update)
+            self.strategy.task_succeeded(job, key, node, update, self.journal.now())
         else:
             if update.lost_blocks:
                 job.lose_blocks(set(update.lost_blocks))
@@ -413,7 +416,7 @@ class Master:
                         job.job_id,
                         key[0],
                         key[1],
-                        job.memory_mb,
+                        job.ideal_memory_mb(key[0]),
                         job.est_duration_s,
                         preferred_nodes=self.strategy.preferred_nodes(job, key),
                         allowed_classes=self.strategy.allowed_classes(job, key),
@@ -531,6 +534,7 @@ class Master:
     def _finish_job(self, job: JobRuntime) -> None:
         job.finished = self.journal.now()
         jct = job.finished - job.submitted
+        map_phase_s, reduce_phase_s = job.phase_durations()
         self.journal.event(
             "job_finished", job=job.job_id, status=job.status, jct_s=round(jct, 4), error=job.error
         )
@@ -551,6 +555,8 @@ class Master:
             bytes_recomputed=job.bytes_recomputed,
             bytes_checkpointed=job.bytes_checkpointed,
             bytes_pushed=job.bytes_pushed,
+            map_phase_s=map_phase_s,
+            reduce_phase_s=reduce_phase_s,
         )
         for node in self.nodes.values():
             if node.reserved_for == job.job_id:
@@ -588,7 +594,7 @@ class Master:
             node_class=node.node_class,
             memory_mb=record.memory_mb,
             elastic=int(record.elastic),
-            ideal_memory_mb=job.memory_mb,
+            ideal_memory_mb=job.ideal_memory_mb(key[0]),
             predicted_s=record.predicted_s,
             start_s=record.started,
             end_s=now,

@@ -148,6 +148,7 @@ def summarize(run_dir: Path, scenario: Scenario, evictions: int) -> dict[str, An
         "task_attempts": len(tasks),
         "spill_bytes": sum(int(t["spill_bytes"] or 0) for t in tasks),
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
+        **elastic_summary(tasks),
     }
 
 
@@ -162,6 +163,34 @@ def per_workload(jobs: list[dict[str, str]]) -> dict[str, float | None]:
         numbers[f"mean_jct_s_{workload}"] = _round(statistics.fmean(jcts)) if jcts else None
         numbers[f"relaunched_ratio_{workload}"] = _round(relaunched / tasks) if tasks else None
     return numbers
+
+
+def elastic_summary(tasks: list[dict[str, str]]) -> dict[str, Any]:
+    """Memory elasticity (yarn, yarn-me): how many succeeded attempts ran elastically, what they
+    spilled, allocation ratios (memory / ideal), and the task model's mean absolute error
+    (predicted runtime vs measured end - start) for elastic and for regular attempts.
+    Empty when the scheduler predicts no runtimes."""
+    done = [t for t in tasks if t["status"] == "succeeded" and t.get("predicted_s")]
+    if not done:
+        return {}
+    elastic = [t for t in done if t.get("elastic") == "1"]
+    regular = [t for t in done if t.get("elastic") != "1"]
+    ratios = [float(t["memory_mb"]) / float(t["ideal_memory_mb"]) for t in done if t.get("ideal_memory_mb")]
+    return {
+        "elastic_tasks": len(elastic),
+        "elastic_spill_bytes": sum(int(t["spill_bytes"] or 0) for t in elastic),
+        "regular_spill_bytes": sum(int(t["spill_bytes"] or 0) for t in regular),
+        "mean_allocation_ratio": _round(statistics.fmean(ratios)) if ratios else None,
+        "min_allocation_ratio": _round(min(ratios)) if ratios else None,
+        "elastic_model_mae_s": _model_error(elastic),
+        "regular_model_mae_s": _model_error(regular),
+    }
+
+
+def _model_error(tasks: list[dict[str, str]]) -> float | None:
+    """Mean |predicted - measured| runtime in seconds (None without tasks)."""
+    errors = [abs(float(t["predicted_s"]) - (float(t["end_s"]) - float(t["start_s"]))) for t in tasks]
+    return _round(statistics.fmean(errors)) if errors else None
 
 
 def _percentile(values: list[float], q: float) -> float | None:

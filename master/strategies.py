@@ -156,9 +156,11 @@ class SparkStrategy:
     def push_rate(self) -> float | None:
         return None
 
-    def task_succeeded(self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate) -> bool:
+    def task_succeeded(
+        self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate, now: float
+    ) -> bool:
         block = f"{job.task_id(key)}.a{update.attempt}"
-        return job.succeeded(key, update.attempt, node.url, block, update.partition_bytes)
+        return job.succeeded(key, update.attempt, node.url, block, update.partition_bytes, now=now)
 
     def block_received(self, node: NodeRecord, message: BlockReceived) -> None:
         """A spark run pushes nothing; a stray report is ignored."""
@@ -367,12 +369,16 @@ class PadoStrategy(SparkStrategy):
             for n, p in sorted(by_node.items())
         )
 
-    def task_succeeded(self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate) -> bool:
+    def task_succeeded(
+        self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate, now: float
+    ) -> bool:
         state = self.jobs.get(job.job_id)
         if state is None or key[0] not in state.pushed:
-            return super().task_succeeded(job, key, node, update)
+            return super().task_succeeded(job, key, node, update, now)
         block = f"{job.task_id(key)}.a{update.attempt}"
-        ok = job.succeeded(key, update.attempt, node.url, block, update.partition_bytes, pushing=True)
+        ok = job.succeeded(
+            key, update.attempt, node.url, block, update.partition_bytes, pushing=True, now=now
+        )
         if ok:
             self.master.journal.event(
                 "task_pushing",

@@ -94,6 +94,9 @@ class PolicySpec(Strict):
 # --------------------------------------------------------------------- jobs
 
 
+DEFAULT_TASK_MEMORY_MB = 256
+
+
 class JobBase(Strict):
     name: str | None = None
     submit_at: Duration = 0.0
@@ -101,7 +104,12 @@ class JobBase(Strict):
     every: Duration = Field(default=0.0, description="gap between repeats (trace time)")
     maps: int | None = Field(default=None, ge=1, le=10_000, description="map tasks")
     reduces: int = Field(default=2, ge=1, le=10_000, description="reduce partitions")
-    memory_mb: int = Field(default=256, ge=1, description="ideal memory of one task")
+    memory_mb: int | None = Field(
+        default=None,
+        ge=1,
+        description="ideal memory of one task; default: each stage's ideal from the scenario's "
+        f"profiles, else {DEFAULT_TASK_MEMORY_MB} MB",
+    )
     input: str | None = Field(default=None, description="a file, a directory or a glob")
     seed: int | None = None
 

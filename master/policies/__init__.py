@@ -11,10 +11,10 @@ from typing import Any
 
 from master.policies.base import PendingTask, Scheduler
 from master.policies.fifo import FifoScheduler
-from master.policies.task_model import TaskModel, load_profile
+from master.policies.task_model import Role, TaskModel, TaskProfile, load_profile
 from master.policies.yarn import ModelSource, YarnScheduler
 from master.policies.yarn_me import YarnMeScheduler
-from testbed.scenario import Scenario, ScenarioError
+from testbed.scenario import DEFAULT_TASK_MEMORY_MB, Scenario, ScenarioError
 
 
 def options_for(scenario: Scenario, name: str) -> dict[str, Any]:
@@ -24,6 +24,47 @@ def options_for(scenario: Scenario, name: str) -> dict[str, Any]:
     return options
 
 
+Profiles = dict[tuple[str, Role], TaskProfile]
+
+
+def role_of(stage: int) -> Role:
+    """Stage 0 reads the input (the map side of the first shuffle); later stages reduce."""
+    return "map" if stage == 0 else "reduce"
+
+
+def load_profiles(scenario: Scenario) -> Profiles:
+    """The scenario's profile files keyed by (workload, role); a ScenarioError if one is malformed."""
+    try:
+        return {(p.workload, p.role): p for p in map(load_profile, scenario.profiles)}
+    except ValueError as exc:
+        raise ScenarioError([f"profiles: {exc}"]) from None
+
+
+def stage_memory(scenario: Scenario) -> Callable[[Any, int], int]:
+    """``ideal(job_spec, stage)``: the ideal memory (MB) of the tasks of a job's stage.
+
+    The job's own ``memory_mb`` when it sets one; else the stage's ideal from the
+    profile of (workload, role) (a stage the profile did not see gets the largest
+    ideal of the profiled stages of its role, so it does not spill at it); else
+    ``DEFAULT_TASK_MEMORY_MB``.
+    """
+    profiles = load_profiles(scenario)
+
+    def ideal(job: Any, stage: int) -> int:
+        if job.memory_mb is not None:
+            return int(job.memory_mb)
+        profile = profiles.get((job.workload, role_of(stage)))
+        if profile is None:
+            return DEFAULT_TASK_MEMORY_MB
+        stages = profile.stage_ideal_memory_mb
+        if stage < len(stages):
+            return stages[stage]
+        same_role = [mb for s, mb in enumerate(stages) if role_of(s) == role_of(stage)]
+        return max(same_role, default=profile.model.ideal_memory_mb)
+
+    return ideal
+
+
 def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None]) -> ModelSource | None:
     """Task models from the scenario's profile files, keyed by (workload, role).
 
@@ -31,16 +72,12 @@ def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None])
     tasks of other sizes: the task keeps its own ideal memory, and takes the
     profile's ideal duration as its estimate.
     """
-    try:
-        profiles = {(p.workload, p.role): p for p in map(load_profile, scenario.profiles)}
-    except ValueError as exc:
-        raise ScenarioError([f"profiles: {exc}"]) from None
+    profiles = load_profiles(scenario)
     if not profiles:
         return None
 
     def model_of(task: PendingTask) -> TaskModel | None:
-        role = "map" if task.stage == 0 else "reduce"
-        profile = profiles.get((workload_of(task.job_id) or "", role))
+        profile = profiles.get((workload_of(task.job_id) or "", role_of(task.stage)))
         if profile is None:
             return None
         return TaskModel(task.ideal_memory_mb, profile.model.ideal_duration_s, profile.model.penalty)

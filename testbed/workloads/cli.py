@@ -169,7 +169,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     for profile in profile_workload(job, args.seed, fractions, args.repeat):
         print(format_profile(profile))
         path = out / f"{profile.workload}-{profile.role}.json"
-        path.write_text(json.dumps(profile.to_dict(), indent=2) + "\n")
+        measured_on = {"job": job.model_dump(mode="json", exclude_none=True), "seed": args.seed}
+        path.write_text(json.dumps({**profile.to_dict(), **measured_on}, indent=2) + "\n")
         print(f"saved {path}\n")
     return 0
 

@@ -68,6 +68,8 @@ class RoleProfile:
     stage: int
     input_bytes: int
     ideal_bytes: int
+    stage_ideal_bytes: tuple[int, ...] = ()
+    """Per stage of the job, the largest ideal budget of its tasks (from the unconstrained run)."""
     measurements: list[Measurement] = field(default_factory=list)
 
     @property
@@ -87,8 +89,8 @@ class RoleProfile:
         return PenaltyCurve(tuple(points))
 
     def task_profile(self) -> TaskProfile:
-        model = TaskModel(max(1, math.ceil(self.ideal_bytes / MB)), self.ideal.seconds, self.penalty_curve())
-        return TaskProfile(self.workload, self.role, model)
+        model = TaskModel(_mb(self.ideal_bytes), self.ideal.seconds, self.penalty_curve())
+        return TaskProfile(self.workload, self.role, model, tuple(map(_mb, self.stage_ideal_bytes)))
 
     def to_dict(self) -> dict[str, Any]:
         """The profile file: the task_model format plus what it was measured on."""
@@ -131,6 +133,19 @@ class RoleProfile:
         }
 
 
+def _mb(budget_bytes: int) -> int:
+    """Whole MB (a task's memory unit), rounded up so the task does not spill."""
+    return max(1, math.ceil(budget_bytes / MB))
+
+
+def stage_ideal_budgets(local: LocalJob) -> tuple[int, ...]:
+    """The largest ideal budget among each stage's tasks of an unconstrained local run."""
+    budgets: dict[int, int] = {}
+    for (stage, _), run in local.tasks.items():
+        budgets[stage] = max(budgets.get(stage, 0), ideal_budget(run.spec.op, run.metrics))
+    return tuple(budgets[stage] for stage in sorted(budgets))
+
+
 def _asdict(m: Measurement) -> dict[str, Any]:
     return {name: getattr(m, name) for name in Measurement.__slots__}
 
@@ -146,11 +161,12 @@ def profile_workload(
     with tempfile.TemporaryDirectory(prefix="profile-", dir=work) as tmp:
         local = LocalJob(plan_job(job, seed, None), Path(tmp))  # type: ignore[arg-type]
         local.run(UNLIMITED)
+        stage_budgets = stage_ideal_budgets(local)
         profiles = []
         for role, stage in PROFILED_STAGES[job.workload].items():
             base = local.tasks[(stage, 0)]
             ideal = ideal_budget(base.spec.op, base.metrics)
-            profile = RoleProfile(job.workload, role, stage, base.metrics.bytes_in, ideal)
+            profile = RoleProfile(job.workload, role, stage, base.metrics.bytes_in, ideal, stage_budgets)
             for fraction in fractions:
                 runs = [
                     local.run_task(stage, 0, max(1, int(ideal * fraction)), attempt=len(local.tasks) + r + 1)

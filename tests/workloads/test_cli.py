@@ -64,6 +64,9 @@ def test_profile_prints_a_penalty_curve_and_saves_loadable_profiles(tmp_path: Pa
         data = json.loads((tmp_path / f"wordcount-{role}.json").read_text())
         spilled = {m["fraction"]: m["spill_bytes"] for m in data["measurements"]}
         assert spilled[1.0] == 0 and spilled[0.1] > 0
+        assert len(profile.stage_ideal_memory_mb) == 2  # map and reduce stages of the job
+        assert profile.stage_ideal_memory_mb[0 if role == "map" else 1] >= profile.model.ideal_memory_mb
+        assert data["job"]["size_mb"] == 0.5 and data["seed"] == 1
 
 
 @pytest.mark.parametrize(
