@@ -167,8 +167,8 @@ class JobRuntime:
         location: str,
         block: str,
         partition_bytes: tuple[int, ...],
-        pushing: bool = False,
         now: float | None = None,
+        pushing: bool = False,
     ) -> bool:
         """Record a successful attempt (ended at ``now``); False when it is stale (an older or
         duplicate attempt).
