@@ -106,13 +106,13 @@ class JobRuntime:
                 for i in range(self.plan.stages[dep.stage].tasks):
                     yield (dep.stage, i)
 
-    def ready(self) -> list[TaskKey]:
-        """Pending tasks whose every input is available, in stage then index order."""
+    def ready(self) -> Iterator[TaskKey]:
+        """Pending tasks whose every input is available, in stage then index order (lazily,
+        so a caller that needs only the head of the queue stops early)."""
         stage_available = [
             all(self.tasks[(s, i)].available for i in range(stage.tasks))
             for s, stage in enumerate(self.plan.stages)
         ]
-        ready = []
         for key, record in self.tasks.items():
             if record.status != "pending":
                 continue
@@ -121,8 +121,7 @@ class JobRuntime:
                 self.tasks[(d.stage, key[1])].available if d.kind == "narrow" else stage_available[d.stage]
                 for d in deps
             ):
-                ready.append(key)
-        return ready
+                yield key
 
     def input_refs(self, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
         return tuple(self.dep_refs(key, dep) for dep in self.plan.stages[key[0]].deps)

@@ -403,11 +403,17 @@ class Master:
         now = self.journal.now()
         pending: dict[str, tuple[JobRuntime, TaskKey]] = {}
         jobs = []
+        limit = self._pending_limit()
         for job in self.jobs.values():
             if job.status not in ("waiting", "running"):
                 continue
             tasks = []
+            classes: dict[int, frozenset[str]] = {}
             for key in self.strategy.ready(job):
+                if limit is not None and len(pending) >= limit:
+                    break
+                if key[0] not in classes:
+                    classes[key[0]] = self.strategy.allowed_classes(job, key)
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
                 tasks.append(
@@ -419,7 +425,7 @@ class Master:
                         job.ideal_memory_mb(key[0]),
                         job.est_duration_s,
                         preferred_nodes=self.strategy.preferred_nodes(job, key),
-                        allowed_classes=self.strategy.allowed_classes(job, key),
+                        allowed_classes=classes[key[0]],  # type: ignore[arg-type]
                     )
                 )
             jobs.append(
@@ -447,6 +453,13 @@ class Master:
             if n.status in ("up", "draining")
         )
         return ClusterSnapshot(now, nodes, tuple(jobs), self.scenario.cluster.memory_increment_mb), pending
+
+    def _pending_limit(self) -> int | None:
+        """How many ready tasks a snapshot needs: all of them for schedulers that look ahead
+        (YARN-ME's timeline), at most the free slots for those that place the head (FIFO)."""
+        if getattr(self.scheduler, "needs_all_pending", True):
+            return None
+        return sum(max(0, n.slots - len(n.running)) for n in self.nodes.values() if n.status == "up")
 
     def schedule_once(self) -> None:
         snapshot, pending = self.snapshot()

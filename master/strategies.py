@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -144,7 +145,7 @@ class SparkStrategy:
     def preferred_nodes(self, job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
         return ()
 
-    def ready(self, job: JobRuntime) -> list[TaskKey]:
+    def ready(self, job: JobRuntime) -> Iterable[TaskKey]:
         return job.ready()
 
     def input_refs(self, job: JobRuntime, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
@@ -303,7 +304,7 @@ class PadoStrategy(SparkStrategy):
         narrow = [d.stage for d in job.plan.stages[key[0]].deps if d.kind == "narrow"]
         return tuple(job.tasks[(s, key[1])].node for s in narrow if job.tasks[(s, key[1])].node)  # type: ignore[misc]
 
-    def ready(self, job: JobRuntime) -> list[TaskKey]:
+    def ready(self, job: JobRuntime) -> Iterable[TaskKey]:
         """Section 3.2.3: a stage's reserved receivers are set up first; its transient
         tasks become ready only once every receiver has its reserved node."""
         state = self.jobs.get(job.job_id)
@@ -311,7 +312,7 @@ class PadoStrategy(SparkStrategy):
         if state is None:
             return keys
         set_up = {s: self._set_up_receivers(job, state, s) for s in state.pushed}
-        return [k for k in keys if set_up.get(k[0], True)]
+        return (k for k in keys if set_up.get(k[0], True))
 
     def _set_up_receivers(self, job: JobRuntime, state: PadoJob, stage: int) -> bool:
         reserved = self.reserved_nodes()

@@ -10,6 +10,9 @@ from master.policies.base import Assign, ClusterSnapshot, Decision, NodeView, Pe
 
 
 class FifoScheduler:
+    needs_all_pending = False
+    """It places tasks in order until the cluster is full: the head of the queue is enough."""
+
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         nodes = [n for n in snapshot.nodes if not n.draining and n.free_slots > 0]
         free = {n.node_id: [n.free_slots, n.free_memory_mb] for n in nodes}
