@@ -499,22 +499,7 @@ class YarnMeScheduler:
         option = self._option(rnd, node, job.demand(position))
         if option is None:
             return False
-        extra: dict[str, float] = {}
-        if option.elastic:
-            bound = self._elastic_allowed(rnd, node, job, position, option, True)
-            if bound is None:
-                return False
-            extra["job_completion_bound"] = bound
-        rnd.assign(
-            node,
-            job,
-            position,
-            option.memory_mb,
-            option.runtime_s,
-            elastic=option.elastic,
-            extra=extra,
-        )
-        return True
+        return self._place(rnd, node, job, position, option, own_turn=True)
 
     def _backfill(self, rnd: ElasticRound, node: NodeState, reserving: JobState, position: int) -> None:
         """Let other jobs use a reserved node, with tasks predicted to end before the
@@ -526,7 +511,7 @@ class YarnMeScheduler:
                     deadline = node.earliest_start(reserving.demand(position).memory_mb, rnd.now)
                 if rnd.now + option.runtime_s > deadline:
                     continue
-                if self._place_backfill(rnd, node, job, candidate, option):
+                if self._place(rnd, node, job, candidate, option, own_turn=False):
                     break
             else:
                 return
@@ -543,23 +528,24 @@ class YarnMeScheduler:
             if candidate is not None and option is not None:
                 yield job, candidate, option
 
-    def _place_backfill(
-        self, rnd: ElasticRound, node: NodeState, job: JobState, position: int, option: _Option
+    def _place(
+        self,
+        rnd: ElasticRound,
+        node: NodeState,
+        job: JobState,
+        position: int,
+        option: _Option,
+        own_turn: bool,
     ) -> bool:
-        extra = {"backfill": 1.0}
+        """Assign the option; an elastic one only if it does not make the job's straggler."""
+        extra = {} if own_turn else {"backfill": 1.0}
         if option.elastic:
-            bound = self._elastic_allowed(rnd, node, job, position, option, False)
+            bound = self._elastic_allowed(rnd, node, job, position, option, own_turn)
             if bound is None:
                 return False
             extra["job_completion_bound"] = bound
         rnd.assign(
-            node,
-            job,
-            position,
-            option.memory_mb,
-            option.runtime_s,
-            elastic=option.elastic,
-            extra=extra,
+            node, job, position, option.memory_mb, option.runtime_s, elastic=option.elastic, extra=extra
         )
         return True
 
