@@ -48,6 +48,9 @@ class JobRuntime:
     submitted: float
     memory_mb: int
     est_duration_s: float = 1.0
+    """Estimated task duration in wall seconds (what the scheduler sees)."""
+    long: bool = False
+    """Eagle's job class: the estimate reached the scenario's long/short cutoff."""
     params: dict[str, Any] = field(default_factory=dict)
     started: float | None = None
     finished: float | None = None

@@ -17,12 +17,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from master.api import MasterApi
+from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey
 from master.journal import Journal
+from master.policies import reserved_partitions
 from master.policies.base import (
     Assign,
+    Autoscaler,
     ClusterSnapshot,
+    Dequeue,
+    Enqueue,
     JobView,
     LogDecision,
     NodeView,
@@ -31,7 +36,10 @@ from master.policies.base import (
     RunningTask,
     Scheduler,
 )
+from master.policies.cloudcoaster import revocation_outcome
+from master.policies.static import StaticAutoscaler
 from master.providers.base import NodeProvider
+from testbed.arrivals import is_long
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import Codec, Heartbeat, LaunchTask, Message, NodeState, TaskSpec, TaskUpdate, Topics
 from testbed.scenario import Scenario
@@ -57,6 +65,9 @@ class NodeRecord:
     reserved_for: str | None = None
     evicted_at: float | None = None
     running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
+    partition: Literal["general", "short"] = "general"
+    queued: list[str] = field(default_factory=list)
+    """The node-side queue (Eagle): pending task ids in enqueue order."""
 
     @property
     def alive(self) -> bool:
@@ -76,6 +87,7 @@ class Master:
         agent_command: Callable[[str, str], list[str]],
         http_host: str = "127.0.0.1",
         advertise: str = "127.0.0.1",
+        autoscaler: Autoscaler | None = None,
     ) -> None:
         self.scenario = scenario
         self.run_id = run_id
@@ -92,7 +104,10 @@ class Master:
         self.journal = Journal(run_dir)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
-        self.expected_jobs = sum(job.repeat for job in scenario.jobs)
+        self.arriving = scenario.arriving_jobs()
+        self.expected_jobs = sum(job.repeat for job in scenario.jobs) + len(self.arriving)
+        reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
+        self.partitions = reserved_partitions(scenario, reserved_ids)
         self.evictions = 0
         self._ordinals = {"reserved": 0, "transient": 0}
         self._kick = asyncio.Event()
@@ -102,6 +117,7 @@ class Master:
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
+        self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -121,6 +137,7 @@ class Master:
             for node in self.nodes.values():
                 node.launched_t = 0.0
             self.chaos.start()
+            self.autoscaling.start()
             self._schedule_arrivals(loop)
             try:
                 await asyncio.wait_for(self._all_done.wait(), self.scenario.timeout)
@@ -133,6 +150,7 @@ class Master:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
+            await self.autoscaling.stop()
             await self._shutdown_nodes()
             await self.link.close()
             await runner.cleanup()
@@ -160,6 +178,7 @@ class Master:
         record = NodeRecord(
             node_id, node_class, ordinal, self.journal.now(), spec.slots, spec.memory_mb, spec.price_per_hour
         )
+        record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.nodes[node_id] = record
         env = {"TESTBED_RUN_TOKEN": self.token}
         await self.provider.launch(
@@ -183,7 +202,7 @@ class Master:
 
     def _schedule_arrivals(self, loop: asyncio.AbstractEventLoop) -> None:
         ordinal = 0
-        for spec in self.scenario.jobs:
+        for spec in [*self.scenario.jobs, *self.arriving]:
             for repeat in range(spec.repeat):
                 delay = self.scenario.trace(spec.submit_at + repeat * spec.every)
                 self._timers.append(loop.call_later(delay, self.submit_job, spec, ordinal))
@@ -201,9 +220,19 @@ class Master:
             self.journal.now(),
             spec.memory_mb,
         )
+        if spec.workload == "sleep":
+            job.est_duration_s = self.scenario.trace(spec.estimate_s)
+            job.long = is_long(spec.estimate_s, self.scenario.long_cutoff)
         self.jobs[job_id] = job
         (self.run_dir / "outputs" / job_id).mkdir(parents=True, exist_ok=True)
-        self.journal.event("job_submitted", job=job_id, workload=spec.workload, tasks=plan.total_tasks)
+        self.journal.event(
+            "job_submitted",
+            job=job_id,
+            workload=spec.workload,
+            tasks=plan.total_tasks,
+            long=job.long,
+            est_s=round(job.est_duration_s, 4),
+        )
         self.kick()
 
     # ------------------------------------------------------------------ MQTT
@@ -250,6 +279,19 @@ class Master:
             node.status = "draining"
             self.journal.event("node_draining", node=node.node_id, reason=reason)
 
+    def undrain(self, node: NodeRecord, reason: str) -> None:
+        """Take a draining node back into service (an autoscaler needs it again)."""
+        if node.status == "draining":
+            node.status = "up"
+            self.journal.event("node_undrained", node=node.node_id, reason=reason)
+
+    def release_node(self, node: NodeRecord, reason: str) -> None:
+        """Stop a node gracefully (an autoscaler removal); nodes.csv says ``released``."""
+        if not node.alive:
+            return
+        self.journal.event("node_release", node=node.node_id, **{"class": node.node_class}, reason=reason)
+        self.node_lost(node, "released")
+
     def send(self, node_id: str, message: Message) -> None:
         self.link.publish(self.topics.command(node_id), self.codec.encode(message))
 
@@ -260,7 +302,14 @@ class Master:
             record = job.tasks[key]
             started = record.started if record.started is not None else now
             views.append(
-                RunningTask(task_id, job.job_id, record.memory_mb, started, started + job.est_duration_s)
+                RunningTask(
+                    task_id,
+                    job.job_id,
+                    record.memory_mb,
+                    started,
+                    started + job.est_duration_s,
+                    long=job.long,
+                )
             )
         return tuple(views)
 
@@ -299,6 +348,7 @@ class Master:
         """Forget a node and recover what it held: its running tasks and its stored outputs."""
         if not node.alive:
             return
+        self._forget_queue(node)
         node.status = "lost" if reason != "released" else "gone"
         now = self.journal.now()
         detect_s = now - node.evicted_at if node.evicted_at is not None else None
@@ -360,6 +410,7 @@ class Master:
             await self._kick.wait()
             self._kick.clear()
             self.schedule_once()
+            self.autoscaling.step()
             await asyncio.sleep(0)
 
     def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]:
@@ -374,7 +425,9 @@ class Master:
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
                 tasks.append(
-                    PendingTask(task_id, job.job_id, key[0], key[1], job.memory_mb, job.est_duration_s)
+                    PendingTask(
+                        task_id, job.job_id, key[0], key[1], job.memory_mb, job.est_duration_s, long=job.long
+                    )
                 )
             jobs.append(
                 JobView(
@@ -386,6 +439,7 @@ class Master:
                     job.plan.total_tasks,
                 )
             )
+        self._prune_queues(pending)
         nodes = tuple(
             NodeView(
                 n.node_id,
@@ -396,6 +450,8 @@ class Master:
                 draining=n.status == "draining",
                 launched=n.launched_t,
                 reserved_for=n.reserved_for,
+                partition=n.partition,
+                queued=tuple(n.queued),
             )
             for n in self.nodes.values()
             if n.status in ("up", "draining")
@@ -422,12 +478,16 @@ class Master:
                     node=decision.node_id,
                     **decision.detail,
                 )
+            elif isinstance(decision, Enqueue | Dequeue):
+                self._apply_queue_decision(decision, pending)
 
     def _assign(self, decision: Assign, pending: dict[str, tuple[JobRuntime, TaskKey]]) -> None:
         node = self.nodes.get(decision.node_id)
         located = pending.pop(decision.task_id, None)
-        if node is None or node.status != "up" or located is None:
+        if node is None or located is None or not self._may_start(node, decision.task_id):
             return
+        if decision.task_id in node.queued:
+            node.queued.remove(decision.task_id)
         job, key = located
         now = self.journal.now()
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
@@ -459,6 +519,58 @@ class Master:
             attempt=attempt,
             memory_mb=decision.memory_mb,
         )
+
+    # ------------------------------------------------------------------ node-side queues
+
+    @staticmethod
+    def _may_start(node: NodeRecord, task_id: str) -> bool:
+        """A node that is up takes any task; a draining one only runs its own queue to the end."""
+        return node.status == "up" or (node.status == "draining" and task_id in node.queued)
+
+    def _apply_queue_decision(
+        self, decision: Enqueue | Dequeue, pending: dict[str, tuple[JobRuntime, TaskKey]]
+    ) -> None:
+        """Apply Enqueue (append to the node's queue) or Dequeue (remove from it) literally."""
+        node = self.nodes.get(decision.node_id)
+        if node is None:
+            return
+        if isinstance(decision, Enqueue):
+            if node.status == "up" and decision.task_id in pending and decision.task_id not in node.queued:
+                node.queued.append(decision.task_id)
+                self.journal.event(
+                    "task_queued", task=decision.task_id, node=node.node_id, copy=decision.copy or None
+                )
+        elif decision.task_id in node.queued:
+            node.queued.remove(decision.task_id)
+            self.journal.event(
+                "task_dequeued", task=decision.task_id, node=node.node_id, reason=decision.reason
+            )
+
+    def _prune_queues(self, pending: dict[str, tuple[JobRuntime, TaskKey]]) -> None:
+        """Queues hold pending tasks only: drop tasks that started, or whose job ended, elsewhere."""
+        for node in self.nodes.values():
+            if node.queued:
+                node.queued[:] = [task_id for task_id in node.queued if task_id in pending]
+
+    def _forget_queue(self, node: NodeRecord) -> None:
+        """A node leaves: its queue goes with it (CloudCoaster's copy rule keeps a copy elsewhere).
+
+        Journals ``revocation_outcome``: copies that survive on other nodes, tasks
+        queued only there (the scheduler places them again: they are pending and
+        unqueued), and running tasks (re-pended by ``node_lost``).
+        """
+        if node.queued and node.status in ("up", "draining"):
+            snapshot, _ = self.snapshot()
+            if any(n.node_id == node.node_id for n in snapshot.nodes):
+                outcome = revocation_outcome(snapshot, node.node_id)
+                self.journal.event(
+                    "revocation_outcome",
+                    node=node.node_id,
+                    surviving=[task for task, _ in outcome.surviving],
+                    requeue=list(outcome.requeue),
+                    rerun=list(outcome.rerun),
+                )
+        node.queued.clear()
 
     # ------------------------------------------------------------------ failure detection
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from master.coaster_summary import job_class_summary
 from master.journal import new_run_dir
 from master.master import Master
-from master.policies import make_scheduler
+from master.policies import make_autoscaler, make_scheduler
 from master.providers.local import LocalProvider, python_command
 from testbed.broker import EmbeddedBroker
 from testbed.mqtt import BrokerAddress
@@ -59,6 +60,7 @@ async def run_scenario(
     address = BrokerAddress.parse(broker.url if broker else scenario.broker)
     if backend != "local":
         raise ValueError(f"backend {backend!r} is not available yet; use --backend local")
+    scheduler, autoscaler = make_scheduler(scenario), make_autoscaler(scenario)
     provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
     if broker is not None:
         await broker.start()
@@ -69,9 +71,10 @@ async def run_scenario(
             run_dir,
             provider,
             address,
-            make_scheduler(scenario),
+            scheduler,
             secrets.token_hex(16),
             lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
+            autoscaler=autoscaler,
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
@@ -139,6 +142,7 @@ def summarize(run_dir: Path, scenario: Scenario, evictions: int) -> dict[str, An
         "task_attempts": len(tasks),
         "spill_bytes": sum(int(t["spill_bytes"] or 0) for t in tasks),
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
+        **job_class_summary(run_dir, scenario),
     }
 
 
