@@ -33,9 +33,9 @@ def job_class_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
     """The keys above for an Eagle run or a run with ``arrivals``; nothing for other runs."""
     if scenario.policy.scheduler != "eagle" and scenario.arrivals is None:
         return {}
-    jobs = _read_csv(run_dir / "jobs.csv")
-    long_jobs = _long_jobs(run_dir / "events.jsonl")
-    delays = short_queue_delays(jobs, _read_csv(run_dir / "tasks.csv"), long_jobs)
+    jobs = read_table(run_dir / "jobs.csv")
+    long_jobs = long_job_ids(run_dir / "events.jsonl")
+    delays = short_queue_delays(jobs, read_table(run_dir / "tasks.csv"), long_jobs)
     return {
         "short_tasks": len(delays),
         "mean_short_queue_s": _mean(delays),
@@ -44,7 +44,7 @@ def job_class_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "long_jobs": sum(1 for j in jobs if j["job_id"] in long_jobs),
         "mean_long_jct_s": _mean(_jcts(jobs, lambda job: job in long_jobs)),
         "mean_short_jct_s": _mean(_jcts(jobs, lambda job: job not in long_jobs)),
-        **transient_cost(_read_csv(run_dir / "nodes.csv"), scenario),
+        **transient_cost(read_table(run_dir / "nodes.csv"), scenario),
     }
 
 
@@ -96,7 +96,7 @@ def _active_s(node: dict[str, str], run_end: float) -> float:
     return max(0.0, ended - float(node["launched_s"] or 0.0))
 
 
-def _long_jobs(events_path: Path) -> set[str]:
+def long_job_ids(events_path: Path) -> set[str]:
     long_jobs: set[str] = set()
     if not events_path.exists():
         return long_jobs
@@ -129,7 +129,7 @@ def _round(value: float) -> float:
     return round(value, 4)
 
 
-def _read_csv(path: Path) -> list[dict[str, str]]:
+def read_table(path: Path) -> list[dict[str, str]]:
     if not path.exists():
         return []
     with open(path, newline="", encoding="utf-8") as handle:
