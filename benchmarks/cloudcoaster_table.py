@@ -52,6 +52,22 @@ def delays(run: dict[str, Any]) -> list[float]:
     return [d * run["scale"] for d in short_queue_delays(jobs, tasks, long_jobs)]
 
 
+def join_delays(run: dict[str, Any]) -> list[float]:
+    """Launch decision to node up, in trace seconds: the provisioning delay plus the agent's start-up.
+
+    Launch decisions and transient nodes pair up in order (nodes are numbered as they launch).
+    """
+    launches, ups = [], []
+    with open(run["dir"] / "events.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            event = json.loads(line)
+            if event["event"] == "autoscale" and event["action"] == "launch":
+                launches.append(event["t"])
+            elif event["event"] == "node_up" and event.get("class") == "transient":
+                ups.append((int(event["node"].rpartition("-")[2]), event["t"]))
+    return [(up - launch) * run["scale"] for launch, (_, up) in zip(launches, sorted(ups), strict=False)]
+
+
 def _mean(values: list[float]) -> float:
     return statistics.fmean(values) if values else float("nan")
 
@@ -67,8 +83,8 @@ def tables(runs: list[dict[str, Any]]) -> str:
     cost = [
         "| config | active time mean (s) | active time max (s) | avg transient servers "
         "| r-normalised on-demand | avg short-only on-demand | short partition (on-demand equiv.) "
-        "| saving on the replaced servers | saving on the short partition |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| saving on the replaced servers | saving on the short partition | launch to up (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for config in configs:
         group = [r for r in runs if r["config"] == config]
@@ -96,7 +112,8 @@ def tables(runs: list[dict[str, Any]]) -> str:
             f"| {_mean([x['transient_on_demand_equiv'] for x in s]):.2f} "
             f"| {_mean([x['avg_short_on_demand_servers'] for x in s]):.2f} "
             f"| {_mean([x['short_partition_cost_servers'] for x in s]):.2f} "
-            f"| {_percent(on_replaced)} | {_percent(part)} |"
+            f"| {_percent(on_replaced)} | {_percent(part)} "
+            f"| {_mean([d for r in group for d in join_delays(r)]):.0f} |"
         )
     return "\n".join(lines) + "\n\n" + "\n".join(cost) + "\n"
 

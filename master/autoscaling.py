@@ -14,6 +14,9 @@ this shell follows docs/cloudcoaster.md section 6:
   time / time_scale); until it is up it counts as ``provisioning``.
 - ``Drain``/``Undrain``: the master's draining flag (no new tasks; the node
   still runs its queue). ``Release``: the provider stops the node gracefully.
+- ``NodeView.launched`` of a transient server is the time it joined (came
+  up), so the minimum age before a removal counts from when it could first
+  take work, not from its process launch (the agent's start-up would eat it).
 - Nodes under an eviction notice are left out of the autoscaler's snapshot:
   they are on their way out, so it may replace them, and it must not take them
   back. The chaos controller does not replace revoked transient servers under
@@ -47,6 +50,7 @@ class AutoscalingShell:
         self.waiting = 0
         """Launches decided and not yet started (in their provisioning delay)."""
         self._joining: set[str] = set()
+        self._joined: dict[str, float] = {}
         self._work: set[asyncio.Task[None]] = set()
         self._timers: list[asyncio.TimerHandle] = []
         self._wake: asyncio.TimerHandle | None = None
@@ -98,12 +102,18 @@ class AutoscalingShell:
         self._set_wake(snapshot)
 
     def snapshot(self) -> ClusterSnapshot:
-        """The master's snapshot without the nodes under an eviction notice."""
+        """The master's snapshot without the nodes under an eviction notice, with join times."""
         snapshot, _ = self.master.snapshot()
+        for view in snapshot.nodes:
+            if view.node_id in self._joining:
+                self._joined.setdefault(view.node_id, snapshot.now)
         doomed = self.master.chaos.doomed
-        return dataclasses.replace(
-            snapshot, nodes=tuple(n for n in snapshot.nodes if n.node_id not in doomed)
+        nodes = tuple(
+            dataclasses.replace(view, launched=self._joined.get(view.node_id, view.launched))
+            for view in snapshot.nodes
+            if view.node_id not in doomed
         )
+        return dataclasses.replace(snapshot, nodes=nodes)
 
     def _apply(self, decision: ScaleDecision) -> None:
         if isinstance(decision, Launch):

@@ -537,9 +537,8 @@ class Master:
         if isinstance(decision, Enqueue):
             if node.status == "up" and decision.task_id in pending and decision.task_id not in node.queued:
                 node.queued.append(decision.task_id)
-                self.journal.event(
-                    "task_queued", task=decision.task_id, node=node.node_id, copy=decision.copy or None
-                )
+                copy = {"copy": True} if decision.copy else {}
+                self.journal.event("task_queued", task=decision.task_id, node=node.node_id, **copy)
         elif decision.task_id in node.queued:
             node.queued.remove(decision.task_id)
             self.journal.event(
@@ -559,17 +558,15 @@ class Master:
         queued only there (the scheduler places them again: they are pending and
         unqueued), and running tasks (re-pended by ``node_lost``).
         """
-        if node.queued and node.status in ("up", "draining"):
-            snapshot, _ = self.snapshot()
-            if any(n.node_id == node.node_id for n in snapshot.nodes):
-                outcome = revocation_outcome(snapshot, node.node_id)
-                self.journal.event(
-                    "revocation_outcome",
-                    node=node.node_id,
-                    surviving=[task for task, _ in outcome.surviving],
-                    requeue=list(outcome.requeue),
-                    rerun=list(outcome.rerun),
-                )
+        if node.queued and node.status in ("up", "draining"):  # so it is in the snapshot
+            outcome = revocation_outcome(self.snapshot()[0], node.node_id)
+            self.journal.event(
+                "revocation_outcome",
+                node=node.node_id,
+                surviving=[task for task, _ in outcome.surviving],
+                requeue=list(outcome.requeue),
+                rerun=list(outcome.rerun),
+            )
         node.queued.clear()
 
     # ------------------------------------------------------------------ failure detection

@@ -85,6 +85,10 @@ async def test_transient_servers_come_and_go_as_processes(tmp_path: Path) -> Non
     long_ends = [e["t"] for e in log if e["event"] == "task_finished" and e["task"].startswith("j000.")]
     released = [e for e in log if e["event"] == "node_release" and e["class"] == "transient"]
     assert len(released) == 2 and all(e["t"] >= min(long_ends) for e in released)
+    # and never younger than the provisioning delay (20 s of trace time: 2 s), counted from joining
+    up_at = {e["node"]: e["t"] for e in log if e["event"] == "node_up"}
+    drains = [e for e in log if e["event"] == "node_draining" and e["node"] in ups]
+    assert len(drains) == 2 and all(e["t"] >= up_at[e["node"]] + 2.0 for e in drains)
     # they took short tasks, and no short task ran on a general (long) server
     tasks = rows(tmp_path, "tasks")
     assert any(t["node_class"] == "transient" for t in tasks)
