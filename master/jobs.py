@@ -59,6 +59,9 @@ class JobRuntime:
     submitted: float
     memory_mb: int
     est_duration_s: float = 1.0
+    """Estimated task duration in wall seconds (what the scheduler sees)."""
+    long: bool = False
+    """Eagle's job class: the estimate reached the scenario's long/short cutoff."""
     stage_memory_mb: tuple[int, ...] = ()
     """Ideal memory of each stage's tasks (``memory_mb`` for stages not listed)."""
     params: dict[str, Any] = field(default_factory=dict)

@@ -18,13 +18,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from master.api import MasterApi
+from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey
 from master.journal import Journal
-from master.policies import make_scheduler, stage_memory
+from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
+    Autoscaler,
     ClusterSnapshot,
+    Dequeue,
+    Enqueue,
     JobView,
     LogDecision,
     NodeView,
@@ -33,8 +37,11 @@ from master.policies.base import (
     RunningTask,
     Scheduler,
 )
+from master.policies.cloudcoaster import revocation_outcome
+from master.policies.static import StaticAutoscaler
 from master.providers.base import NodeProvider
 from master.strategies import make_strategy
+from testbed.arrivals import is_long
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
     BlockReceived,
@@ -71,6 +78,9 @@ class NodeRecord:
     reserved_for: str | None = None
     evicted_at: float | None = None
     running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
+    partition: Literal["general", "short"] = "general"
+    queued: list[str] = field(default_factory=list)
+    """The node-side queue (Eagle): pending task ids in enqueue order."""
 
     @property
     def alive(self) -> bool:
@@ -89,6 +99,7 @@ class Master:
         agent_command: Callable[[str, str], list[str]],
         http_host: str = "127.0.0.1",
         advertise: str = "127.0.0.1",
+        autoscaler: Autoscaler | None = None,
     ) -> None:
         self.scenario = scenario
         self.run_id = run_id
@@ -106,7 +117,10 @@ class Master:
         self.journal = Journal(run_dir)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
-        self.expected_jobs = sum(job.repeat for job in scenario.jobs)
+        self.arriving = scenario.arriving_jobs()
+        self.expected_jobs = sum(job.repeat for job in scenario.jobs) + len(self.arriving)
+        reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
+        self.partitions = reserved_partitions(scenario, reserved_ids)
         self.evictions = 0
         self._ordinals = {"reserved": 0, "transient": 0}
         self._kick = asyncio.Event()
@@ -117,6 +131,7 @@ class Master:
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
         self.strategy = make_strategy(self)
+        self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -137,6 +152,7 @@ class Master:
             for node in self.nodes.values():
                 node.launched_t = 0.0
             self.chaos.start()
+            self.autoscaling.start()
             self._schedule_arrivals(loop)
             try:
                 await asyncio.wait_for(self._all_done.wait(), self.scenario.timeout)
@@ -149,6 +165,7 @@ class Master:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
+            await self.autoscaling.stop()
             await self._shutdown_nodes()
             await self.link.close()
             await runner.cleanup()
@@ -176,6 +193,7 @@ class Master:
         record = NodeRecord(
             node_id, node_class, ordinal, self.journal.now(), spec.slots, spec.memory_mb, spec.price_per_hour
         )
+        record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.nodes[node_id] = record
         env = {"TESTBED_RUN_TOKEN": self.token}
         await self.provider.launch(
@@ -199,7 +217,7 @@ class Master:
 
     def _schedule_arrivals(self, loop: asyncio.AbstractEventLoop) -> None:
         ordinal = 0
-        for spec in self.scenario.jobs:
+        for spec in [*self.scenario.jobs, *self.arriving]:
             for repeat in range(spec.repeat):
                 delay = self.scenario.trace(spec.submit_at + repeat * spec.every)
                 self._timers.append(loop.call_later(delay, self.submit_job, spec, ordinal))
@@ -219,10 +237,20 @@ class Master:
             max(memory),
             stage_memory_mb=memory,
         )
+        if spec.workload == "sleep":
+            job.est_duration_s = self.scenario.trace(spec.estimate_s)
+            job.long = is_long(spec.estimate_s, self.scenario.long_cutoff)
         self.jobs[job_id] = job
         (self.run_dir / "outputs" / job_id).mkdir(parents=True, exist_ok=True)
         self.strategy.job_submitted(job)
-        self.journal.event("job_submitted", job=job_id, workload=spec.workload, tasks=plan.total_tasks)
+        self.journal.event(
+            "job_submitted",
+            job=job_id,
+            workload=spec.workload,
+            tasks=plan.total_tasks,
+            long=job.long,
+            est_s=round(job.est_duration_s, 4),
+        )
         self.kick()
 
     # ------------------------------------------------------------------ MQTT
@@ -273,6 +301,19 @@ class Master:
             node.status = "draining"
             self.journal.event("node_draining", node=node.node_id, reason=reason)
 
+    def undrain(self, node: NodeRecord, reason: str) -> None:
+        """Take a draining node back into service (an autoscaler needs it again)."""
+        if node.status == "draining":
+            node.status = "up"
+            self.journal.event("node_undrained", node=node.node_id, reason=reason)
+
+    def release_node(self, node: NodeRecord, reason: str) -> None:
+        """Stop a node gracefully (an autoscaler removal); nodes.csv says ``released``."""
+        if not node.alive:
+            return
+        self.journal.event("node_release", node=node.node_id, **{"class": node.node_class}, reason=reason)
+        self.node_lost(node, "released")
+
     def send(self, node_id: str, message: Message) -> None:
         self.link.publish(self.topics.command(node_id), self.codec.encode(message))
 
@@ -285,7 +326,13 @@ class Master:
             duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
             views.append(
                 RunningTask(
-                    task_id, job.job_id, record.memory_mb, started, started + duration, record.elastic
+                    task_id,
+                    job.job_id,
+                    record.memory_mb,
+                    started,
+                    started + duration,
+                    record.elastic,
+                    long=job.long,
                 )
             )
         return tuple(views)
@@ -325,6 +372,7 @@ class Master:
         """Forget a node and recover what it held: its running tasks and its stored outputs."""
         if not node.alive:
             return
+        self._forget_queue(node)
         node.status = "lost" if reason != "released" else "gone"
         now = self.journal.now()
         detect_s = now - node.evicted_at if node.evicted_at is not None else None
@@ -391,6 +439,7 @@ class Master:
             await self._kick.wait()
             self._kick.clear()
             self.schedule_once()
+            self.autoscaling.step()
             await asyncio.sleep(0)
 
     async def _ticker(self) -> None:
@@ -426,6 +475,7 @@ class Master:
                         job.est_duration_s,
                         preferred_nodes=self.strategy.preferred_nodes(job, key),
                         allowed_classes=classes[key[0]],  # type: ignore[arg-type]
+                        long=job.long,
                     )
                 )
             jobs.append(
@@ -438,6 +488,7 @@ class Master:
                     job.plan.total_tasks,
                 )
             )
+        self._prune_queues(pending)
         nodes = tuple(
             NodeView(
                 n.node_id,
@@ -448,6 +499,8 @@ class Master:
                 draining=n.status == "draining",
                 launched=n.launched_t,
                 reserved_for=n.reserved_for,
+                partition=n.partition,
+                queued=tuple(n.queued),
             )
             for n in self.nodes.values()
             if n.status in ("up", "draining")
@@ -474,6 +527,8 @@ class Master:
                     node.reserved_for = decision.job_id
             elif isinstance(decision, LogDecision):
                 self._log_decision(decision)
+            elif isinstance(decision, Enqueue | Dequeue):
+                self._apply_queue_decision(decision, pending)
 
     def _log_decision(self, decision: LogDecision) -> None:
         """The scheduler's decision statistics (regular, elastic accepted or rejected, reserved)."""
@@ -491,8 +546,10 @@ class Master:
     def _assign(self, decision: Assign, pending: dict[str, tuple[JobRuntime, TaskKey]]) -> None:
         node = self.nodes.get(decision.node_id)
         located = pending.pop(decision.task_id, None)
-        if node is None or node.status != "up" or located is None:
+        if node is None or located is None or not self._may_start(node, decision.task_id):
             return
+        if decision.task_id in node.queued:
+            node.queued.remove(decision.task_id)
         job, key = located
         now = self.journal.now()
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
@@ -527,6 +584,55 @@ class Master:
             attempt=attempt,
             memory_mb=decision.memory_mb,
         )
+
+    # ------------------------------------------------------------------ node-side queues
+
+    @staticmethod
+    def _may_start(node: NodeRecord, task_id: str) -> bool:
+        """A node that is up takes any task; a draining one only runs its own queue to the end."""
+        return node.status == "up" or (node.status == "draining" and task_id in node.queued)
+
+    def _apply_queue_decision(
+        self, decision: Enqueue | Dequeue, pending: dict[str, tuple[JobRuntime, TaskKey]]
+    ) -> None:
+        """Apply Enqueue (append to the node's queue) or Dequeue (remove from it) literally."""
+        node = self.nodes.get(decision.node_id)
+        if node is None:
+            return
+        if isinstance(decision, Enqueue):
+            if node.status == "up" and decision.task_id in pending and decision.task_id not in node.queued:
+                node.queued.append(decision.task_id)
+                copy = {"copy": True} if decision.copy else {}
+                self.journal.event("task_queued", task=decision.task_id, node=node.node_id, **copy)
+        elif decision.task_id in node.queued:
+            node.queued.remove(decision.task_id)
+            self.journal.event(
+                "task_dequeued", task=decision.task_id, node=node.node_id, reason=decision.reason
+            )
+
+    def _prune_queues(self, pending: dict[str, tuple[JobRuntime, TaskKey]]) -> None:
+        """Queues hold pending tasks only: drop tasks that started, or whose job ended, elsewhere."""
+        for node in self.nodes.values():
+            if node.queued:
+                node.queued[:] = [task_id for task_id in node.queued if task_id in pending]
+
+    def _forget_queue(self, node: NodeRecord) -> None:
+        """A node leaves: its queue goes with it (CloudCoaster's copy rule keeps a copy elsewhere).
+
+        Journals ``revocation_outcome``: copies that survive on other nodes, tasks
+        queued only there (the scheduler places them again: they are pending and
+        unqueued), and running tasks (re-pended by ``node_lost``).
+        """
+        if node.queued and node.status in ("up", "draining"):  # so it is in the snapshot
+            outcome = revocation_outcome(self.snapshot()[0], node.node_id)
+            self.journal.event(
+                "revocation_outcome",
+                node=node.node_id,
+                surviving=[task for task, _ in outcome.surviving],
+                requeue=list(outcome.requeue),
+                rerun=list(outcome.rerun),
+            )
+        node.queued.clear()
 
     # ------------------------------------------------------------------ failure detection
 

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from master.coaster_summary import job_class_summary
 from master.journal import new_run_dir
 from master.master import Master
+from master.policies import make_autoscaler
 from master.providers.local import LocalProvider, python_command
 from testbed.broker import EmbeddedBroker
 from testbed.mqtt import BrokerAddress
@@ -62,6 +64,7 @@ async def run_scenario(
     address = BrokerAddress.parse(broker.url if broker else scenario.broker)
     if backend != "local":
         raise ValueError(f"backend {backend!r} is not available yet; use --backend local")
+    autoscaler = make_autoscaler(scenario)
     provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
     if broker is not None:
         await broker.start()
@@ -74,6 +77,7 @@ async def run_scenario(
             address,
             secrets.token_hex(16),
             lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
+            autoscaler=autoscaler,
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
@@ -149,6 +153,7 @@ def summarize(run_dir: Path, scenario: Scenario, evictions: int) -> dict[str, An
         "spill_bytes": sum(int(t["spill_bytes"] or 0) for t in tasks),
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
         **elastic_summary(tasks),
+        **job_class_summary(run_dir, scenario),
     }
 
 

@@ -143,7 +143,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from master.policies import make_scheduler
+    from master.policies import make_autoscaler, make_scheduler
     from master.run import prepare_run_dir, run_blocking
     from testbed.console import print_jct_table
 
@@ -152,6 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(eviction_plan(scenario, args.scenario))
         return EXIT_OK
     make_scheduler(scenario)  # fail on policy problems before anything starts
+    make_autoscaler(scenario)
     run_dir = prepare_run_dir(scenario, args.out)
     print(f"run directory: {run_dir}", file=sys.stderr)
     result = run_blocking(scenario, run_dir, args.backend)
