@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
-import multiprocessing.forkserver
 import os
 import signal
 from dataclasses import dataclass
@@ -90,13 +89,14 @@ class Agent:
     def url(self) -> str:
         return f"http://{self.config.advertise}:{self.port}"
 
-    def _state_payload(self, state: str) -> bytes:
+    def _state_payload(self, state: str, session: int | None = None) -> bytes:
         c = self.config
         message = NodeState(
             node_id=c.node_id,
             node_class=c.node_class,
-            state=state,
-            incarnation=self.incarnation,  # type: ignore[arg-type]
+            state=state,  # type: ignore[arg-type]
+            incarnation=self.incarnation,
+            session=self.link.session if session is None else session,
             host=c.advertise,
             port=self.port,
             slots=c.slots,
@@ -113,9 +113,8 @@ class Agent:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._stop.set)
-        will = aiomqtt.Will(self.topics.state(self.config.node_id), self._state_payload("lost"), 1, True)
         client_id = f"{self.config.run_id}-{self.config.node_id}-{self.incarnation}"
-        self.link = MqttLink(self.config.broker, client_id, self._on_message, self._on_connect, will)
+        self.link = MqttLink(self.config.broker, client_id, self._on_message, self._on_connect, self._will)
         self.link.start()
         # Warm the task forkserver now, off the loop: it preloads numpy and the workloads, which
         # would otherwise delay this node's first task by seconds on a busy machine.
@@ -141,8 +140,14 @@ class Agent:
             await self.link.close()
             await runner.cleanup()
 
+    def _will(self, session: int) -> aiomqtt.Will:
+        """``lost`` for this connection only: the master ignores it once a newer session spoke."""
+        topic = self.topics.state(self.config.node_id)
+        return aiomqtt.Will(topic, self._state_payload("lost", session), qos=1, retain=True)
+
     async def _start_http(self) -> web.AppRunner:
-        app = make_app(self.config.data_dir / "blocks", self.config.token, self._on_block_received)
+        identity = {"node": self.config.node_id, "incarnation": self.incarnation}
+        app = make_app(self.config.data_dir / "blocks", self.config.token, self._on_block_received, identity)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.config.listen, self.config.port, reuse_address=True)
@@ -165,8 +170,9 @@ class Agent:
                 seq=seq,
                 running=tuple(self.running),
             )
-            await self.link.publish_now(topic, self.codec.encode(beat))
-            await asyncio.sleep(self.config.heartbeat_interval)
+            interval = self.config.heartbeat_interval
+            await self.link.publish_now(topic, self.codec.encode(beat), timeout=interval)
+            await asyncio.sleep(interval)
 
     # ------------------------------------------------------------------ commands
 

@@ -36,18 +36,22 @@ def run_agent(args: argparse.Namespace) -> int:
     from testbed.processes import die_with_parent
 
     die_with_parent()
+    broker = BrokerAddress.parse(args.broker)  # reads the TESTBED_MQTT_* login
+    token = os.environ.get("TESTBED_RUN_TOKEN", "")
+    for secret in ("TESTBED_MQTT_USERNAME", "TESTBED_MQTT_PASSWORD", "TESTBED_RUN_TOKEN"):
+        os.environ.pop(secret, None)  # task workers need none of them
     config = AgentConfig(
         run_id=args.run_id,
         node_id=args.node_id,
         node_class=args.node_class,
-        broker=BrokerAddress.parse(args.broker),
+        broker=broker,
         data_dir=args.data_dir,
         slots=args.slots,
         memory_mb=args.memory_mb,
         listen=args.listen,
         advertise=args.advertise,
         port=args.port,
-        token=os.environ.get("TESTBED_RUN_TOKEN", ""),
+        token=token,
         heartbeat_interval=args.heartbeat_interval,
         warm_workers=not args.lazy_workers,
     )

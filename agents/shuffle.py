@@ -10,7 +10,6 @@ can never leave the blocks directory.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import os
 import re
 import zlib
@@ -23,38 +22,47 @@ from aiohttp import web
 from agents.push import INDEX_HEADER, decode_index
 from testbed.blocks import CRC_HEADER, TOKEN_HEADER, segment
 from testbed.protocol import PushedPart
+from testbed.tokens import token_matches
 
 OnReceived = Callable[[str, tuple[PushedPart, ...]], None]
 
-BLOCK_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
+BLOCK_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
+PARTITION = re.compile(r"[0-9]{1,9}")
 CHUNK = 1 << 20
 
 
-def make_app(blocks_dir: Path, token: str, on_received: OnReceived | None = None) -> web.Application:
-    """``on_received(block, parts)`` is told of every block received whole."""
+def make_app(
+    blocks_dir: Path,
+    token: str,
+    on_received: OnReceived | None = None,
+    identity: dict[str, str] | None = None,
+) -> web.Application:
+    """``on_received(block, parts)`` is told of every block received whole; ``identity``
+    (node id, incarnation) is what ``/health`` answers, so a caller knows who answered."""
     app = web.Application(client_max_size=0)
     app["blocks_dir"] = blocks_dir
     app["token"] = token
     app["on_received"] = on_received
     app.router.add_get("/blocks/{block}/{partition}", serve_block)
     app.router.add_put("/blocks/{block}", receive_block)
-    app.router.add_get("/health", health)
+    health = {"ok": True, **(identity or {})}
+
+    async def answer_health(_: web.Request) -> web.Response:
+        return web.json_response(health)
+
+    app.router.add_get("/health", answer_health)
     return app
 
 
-async def health(_: web.Request) -> web.Response:
-    return web.json_response({"ok": True})
-
-
 def authorised(request: web.Request) -> bool:
-    return hmac.compare_digest(request.headers.get(TOKEN_HEADER, ""), request.app["token"])
+    return token_matches(request.headers.get(TOKEN_HEADER), request.app["token"])
 
 
 def checked_block_id(request: web.Request) -> str:
     if not authorised(request):
         raise web.HTTPForbidden(text="missing or wrong run token")
     block = request.match_info["block"]
-    if not BLOCK_ID.match(block) or ".." in block:
+    if not BLOCK_ID.fullmatch(block) or ".." in block:
         raise web.HTTPBadRequest(text="bad block id")
     return block
 

@@ -10,12 +10,15 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import aiohttp
 
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
@@ -42,7 +45,7 @@ from master.policies.static import StaticAutoscaler
 from master.providers.base import NodeProvider
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
-from testbed.mqtt import BrokerAddress, MqttLink
+from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
 from testbed.protocol import (
     BlockReceived,
     Codec,
@@ -74,6 +77,8 @@ class NodeRecord:
     status: NodeStatus = "launching"
     url: str = ""
     incarnation: str = ""
+    session: int = 0
+    """The agent's MQTT session we last heard from: Wills of older sessions are stale."""
     last_seen: float = 0.0
     reserved_for: str | None = None
     evicted_at: float | None = None
@@ -81,6 +86,8 @@ class NodeRecord:
     partition: Literal["general", "short"] = "general"
     queued: list[str] = field(default_factory=list)
     """The node-side queue (Eagle): pending task ids in enqueue order."""
+    launches: dict[str, LaunchTask] = field(default_factory=dict)
+    """The launch command of each running task, re-sent after a broker outage."""
 
     @property
     def alive(self) -> bool:
@@ -100,6 +107,7 @@ class Master:
         http_host: str = "127.0.0.1",
         advertise: str = "127.0.0.1",
         autoscaler: Autoscaler | None = None,
+        agent_env: dict[str, str] | None = None,
     ) -> None:
         self.scenario = scenario
         self.run_id = run_id
@@ -112,6 +120,8 @@ class Master:
         self.agent_command = agent_command
         self.http_host = http_host
         self.advertise = advertise
+        self.agent_env = agent_env or {}
+        """Extra environment of every agent (its broker login); never journaled."""
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
@@ -147,10 +157,7 @@ class Master:
         ]
         try:
             await self._launch_initial_nodes()
-            self.journal.t0 = self.journal.clock()
-            self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
-            for node in self.nodes.values():
-                node.launched_t = 0.0
+            self._start_clock()
             self.chaos.start()
             self.autoscaling.start()
             self._schedule_arrivals(loop)
@@ -174,6 +181,13 @@ class Master:
         self.journal.close()
         return ok
 
+    def _start_clock(self) -> None:
+        """Time 0 of the run is when its initial cluster is up."""
+        self.journal.t0 = self.journal.clock()
+        self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
+        for node in self.nodes.values():
+            node.launched_t = 0.0
+
     async def _launch_initial_nodes(self) -> None:
         cluster = self.scenario.cluster
         for node_class, spec in (("reserved", cluster.reserved), ("transient", cluster.transient)):
@@ -195,7 +209,7 @@ class Master:
         )
         record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.nodes[node_id] = record
-        env = {"TESTBED_RUN_TOKEN": self.token}
+        env = {**self.agent_env, "TESTBED_RUN_TOKEN": self.token}
         await self.provider.launch(
             node_id,
             node_class,
@@ -224,40 +238,46 @@ class Master:
                 ordinal += 1
 
     def submit_job(self, spec: Any, ordinal: int) -> None:
-        job_id = f"j{ordinal:03d}"
+        job = self.new_job(spec, ordinal, self.journal.now())
+        self.jobs[job.job_id] = job
+        (self.run_dir / "outputs" / job.job_id).mkdir(parents=True, exist_ok=True)
+        self.strategy.job_submitted(job)
+        self.journal.event(
+            "job_submitted",
+            job=job.job_id,
+            workload=spec.workload,
+            tasks=job.plan.total_tasks,
+            long=job.long,
+            est_s=round(job.est_duration_s, 4),
+        )
+        self.kick()
+
+    def new_job(self, spec: Any, ordinal: int, submitted: float) -> JobRuntime:
+        """The ``ordinal``-th job of the scenario: the same id, seed and plan in every run of it."""
         seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
         plan = plan_job(spec, seed, self.scenario)
         memory = tuple(self.stage_memory(spec, stage) for stage in range(len(plan.stages)))
         job = JobRuntime(
-            job_id,
+            f"j{ordinal:03d}",
             spec.name or f"{spec.workload}-{ordinal}",
             spec.workload,
             plan,
-            self.journal.now(),
+            submitted,
             max(memory),
             stage_memory_mb=memory,
         )
         if spec.workload == "sleep":
             job.est_duration_s = self.scenario.trace(spec.estimate_s)
             job.long = is_long(spec.estimate_s, self.scenario.long_cutoff)
-        self.jobs[job_id] = job
-        (self.run_dir / "outputs" / job_id).mkdir(parents=True, exist_ok=True)
-        self.strategy.job_submitted(job)
-        self.journal.event(
-            "job_submitted",
-            job=job_id,
-            workload=spec.workload,
-            tasks=plan.total_tasks,
-            long=job.long,
-            est_s=round(job.est_duration_s, 4),
-        )
-        self.kick()
+        return job
 
     # ------------------------------------------------------------------ MQTT
 
     async def _on_connect(self, link: MqttLink) -> None:
         for topic in (self.topics.state(), self.topics.heartbeat(), self.topics.task_updates()):
             await link.subscribe(topic)
+        if link.session > 1:
+            self._rejoined_broker()
 
     def _on_message(self, topic: str, payload: bytes) -> None:
         message = self.codec.decode(payload)
@@ -280,7 +300,7 @@ class Master:
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
-            node.status, node.incarnation = "up", state.incarnation
+            node.status, node.incarnation, node.session = "up", state.incarnation, state.session
             node.url = f"http://{state.host}:{state.port}"
             node.last_seen = self.journal.now()
             self.journal.event(
@@ -289,11 +309,16 @@ class Master:
             if all(n.status != "launching" for n in self.nodes.values()):
                 self._cluster_up.set()
             self.kick()
+        elif state.incarnation != node.incarnation or not node.alive:
+            return
         elif state.state == "draining" and node.status == "up":
             node.status = "draining"
-        elif state.state in ("lost", "gone") and node.alive and state.incarnation == node.incarnation:
-            crashed = "evicted" if node.evicted_at is not None else "crashed"
-            self.node_lost(node, crashed if state.state == "lost" else "released")
+        elif state.state == "lost":
+            self._on_will(node, state.session)
+        elif state.state == "gone":
+            self.node_lost(node, "released")
+        if state.state in ("up", "draining") and state.session > node.session:
+            self._agent_reconnected(node, state.session)
 
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""
@@ -387,6 +412,7 @@ class Master:
                     self._task_row(job, key, node, "lost", "node_lost", now)
         self.strategy.after_node_lost(node)
         node.running.clear()
+        node.launches.clear()
         self.kick()
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
@@ -398,8 +424,17 @@ class Master:
         if record.attempt != update.attempt or record.status != "running" or record.node != node.node_id:
             return  # stale or duplicate (QoS 1 redelivery): already applied
         node.running.pop(update.task_id, None)
+        node.launches.pop(update.task_id, None)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
+        if ok and not stage.final and len(update.partition_bytes) != stage.partitions:
+            log.warning(
+                "%s reported %d partitions, not %d",
+                update.task_id,
+                len(update.partition_bytes),
+                stage.partitions,
+            )
+            ok, update = False, update.model_copy(update={"failure": "error"})
         if ok and stage.final and stage.writes_output:
             ok = self.api.commit_output(job.job_id, key[1], update.attempt)
         if ok:
@@ -572,7 +607,8 @@ class Master:
             push_rate_bytes_s=self.strategy.push_rate(),
         )
         node.running[decision.task_id] = (job, key)
-        self.send(node.node_id, LaunchTask(task=spec))
+        node.launches[decision.task_id] = LaunchTask(task=spec)
+        self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
             task=decision.task_id,
@@ -640,6 +676,8 @@ class Master:
         timeout = self.scenario.cluster.heartbeat_timeout
         while True:
             await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            if not self.link.connected.is_set():  # our own outage says nothing about the nodes
+                continue
             now = self.journal.now()
             for node in list(self.nodes.values()):
                 if node.status in ("up", "draining") and now - node.last_seen > timeout:
@@ -647,6 +685,71 @@ class Master:
                     self.node_lost(node, "heartbeat_timeout")
                     if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
                         asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
+
+    # ------------------------------------------------------------------ broker outages
+
+    def _rejoined_broker(self) -> None:
+        """After our own reconnect: give agents time to reconnect too, and re-send what may be lost.
+
+        Messages published while we were away were not queued for us (clean
+        sessions), and a restarted broker forgets what it had not delivered.
+        Re-sending each running task's launch is safe: an agent that runs or
+        ran that attempt repeats its outcome instead of running it again.
+        """
+        now = self.journal.now()
+        grace = now + 1.5 * MAX_BACKOFF_S
+        resent = 0
+        for node in self.nodes.values():
+            if node.status in ("up", "draining"):
+                node.last_seen = max(node.last_seen, grace)
+                resent += self._resend_launches(node)
+        self.journal.event("broker_reconnected", session=self.link.session, resent=resent)
+
+    def _agent_reconnected(self, node: NodeRecord, session: int) -> None:
+        """The agent is back on a new connection: what was sent to it meanwhile may be lost."""
+        node.session = session
+        node.last_seen = max(node.last_seen, self.journal.now())
+        resent = self._resend_launches(node)
+        self.journal.event("node_reconnected", node=node.node_id, session=session, resent=resent)
+
+    def _resend_launches(self, node: NodeRecord) -> int:
+        for launch in node.launches.values():
+            self.send(node.node_id, launch)
+        return len(node.launches)
+
+    def _on_will(self, node: NodeRecord, session: int) -> None:
+        """The broker says the agent's connection died: trust it only if the agent is gone too.
+
+        A Will of an older session is stale (the agent has reconnected since).
+        A broker shutting down may publish the Wills of every connection it
+        drops, so unless we evicted the node ourselves we ask the agent
+        directly before declaring it lost.
+        """
+        if session < node.session:
+            return
+        if node.evicted_at is not None:
+            self.node_lost(node, "evicted")
+            return
+        asyncio.get_running_loop().create_task(self._confirm_lost(node, session))
+
+    async def _confirm_lost(self, node: NodeRecord, session: int) -> None:
+        if await self._agent_answers(node):
+            self.journal.event("will_ignored", node=node.node_id, session=session)
+            return
+        if node.alive and session >= node.session:
+            self.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
+
+    async def _agent_answers(self, node: NodeRecord) -> bool:
+        """Whether this very agent process (same incarnation) answers on its HTTP port."""
+        timeout = aiohttp.ClientTimeout(total=self.scenario.cluster.heartbeat_timeout)
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as http,
+                http.get(f"{node.url}/health") as response,
+            ):
+                body = await response.json()
+                return response.status == 200 and body.get("incarnation") == node.incarnation
+        return False
 
     # ------------------------------------------------------------------ journal rows
 

@@ -23,10 +23,11 @@ from master.journal import new_run_dir
 from master.master import Master
 from master.policies import make_autoscaler
 from master.providers.local import LocalProvider, python_command
-from testbed.broker import EmbeddedBroker
+from master.resume import Recovered, ResumedMaster, check_resumable, recover
+from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
-from testbed.scenario import Scenario, to_yaml
+from testbed.scenario import Scenario, load_scenario, to_yaml
 
 RECOVERY_BYTES = ("bytes_recomputed", "bytes_checkpointed", "bytes_pushed")
 
@@ -54,14 +55,22 @@ async def run_scenario(
     backend: str = "local",
     on_event: Callable[[Master, dict[str, Any]], None] | None = None,
     progress: bool = False,
+    broker: ManagedBroker | None = None,
+    recovered: Recovered | None = None,
 ) -> RunResult:
-    """Run a scenario to its end. ``on_event(master, record)`` sees every journal event as it happens."""
+    """Run a scenario to its end. ``on_event(master, record)`` sees every journal event as it happens.
+
+    The run starts the broker the scenario names (``embedded``, ``mosquitto``)
+    with fresh credentials, unless ``broker`` hands it one (not yet started) to
+    use instead, e.g. one a test restarts mid-run. With ``recovered`` (what
+    the journal of a crashed run says) it continues that run instead.
+    """
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     run_id = f"{scenario.name}-{secrets.token_hex(3)}"
-    broker = EmbeddedBroker() if scenario.broker == "embedded" else None
-    address = BrokerAddress.parse(broker.url if broker else scenario.broker)
+    broker = broker or make_broker(scenario.broker)
+    address = master_address(broker) if broker else BrokerAddress.parse(scenario.broker)
     if backend != "local":
         raise ValueError(f"backend {backend!r} is not available yet; use --backend local")
     autoscaler = make_autoscaler(scenario)
@@ -69,7 +78,8 @@ async def run_scenario(
     if broker is not None:
         await broker.start()
     try:
-        master = Master(
+        resumed = {"recovered": recovered} if recovered is not None else {}
+        master = (ResumedMaster if recovered is not None else Master)(
             scenario,
             run_id,
             run_dir,
@@ -78,6 +88,8 @@ async def run_scenario(
             secrets.token_hex(16),
             lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
             autoscaler=autoscaler,
+            agent_env=agent_env(broker) if broker else None,
+            **resumed,
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
@@ -91,8 +103,8 @@ async def run_scenario(
             await provider.close()
     finally:
         if broker is not None:
-            await broker.stop()
-    summary = summarize(run_dir, scenario, master.evictions)
+            await broker.close()
+    summary = summarize(run_dir, scenario)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _remove_empty(run_dir / "nodes")
     return RunResult(run_dir, ok, summary)
@@ -122,10 +134,11 @@ def agent_command(
     ]
 
 
-def summarize(run_dir: Path, scenario: Scenario, evictions: int) -> dict[str, Any]:
+def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
     """summary.json from the journal's tables (so a resumed or crashed run gets the same)."""
     jobs = _read_csv(run_dir / "jobs.csv")
     tasks = _read_csv(run_dir / "tasks.csv")
+    evictions = len(_read_csv(run_dir / "evictions.csv"))
     jcts = sorted(float(j["jct_s"]) for j in jobs if j["status"] == "succeeded")
     finishes = [float(j["finish_s"]) for j in jobs if j["finish_s"]]
     submits = [float(j["submit_s"]) for j in jobs if j["submit_s"]]
@@ -223,10 +236,18 @@ def _remove_empty(directory: Path) -> None:
         os.rmdir(directory)
 
 
+def load_resumable(run_dir: Path) -> Scenario:
+    """The scenario of a crashed run, or ``ResumeError`` saying why it cannot be resumed."""
+    check_resumable(run_dir)
+    return load_scenario(run_dir / "scenario.yaml")
+
+
 def run_blocking(
-    scenario: Scenario, run_dir: Path, backend: str = "local", progress: bool = True
+    scenario: Scenario, run_dir: Path, backend: str = "local", progress: bool = True, resume: bool = False
 ) -> RunResult:
-    coroutine = run_scenario(scenario, run_dir, backend, progress=progress)
+    """Run a scenario; with ``resume``, continue the crashed run in ``run_dir`` instead."""
+    recovered = recover(run_dir) if resume else None
+    coroutine = run_scenario(scenario, run_dir, backend, progress=progress, recovered=recovered)
     try:
         import uvloop
     except ImportError:

@@ -37,7 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run a scenario and report job completion times")
-    run.add_argument("scenario", type=Path)
+    run.add_argument("scenario", type=Path, nargs="?", help="the scenario file (not with --resume)")
+    run.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="continue a run whose master crashed, in its own directory",
+    )
     run.add_argument(
         "--set",
         dest="overrides",
@@ -133,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from master.policies import make_scheduler
+
     scenario = load_scenario(args.scenario, args.overrides)
+    make_scheduler(scenario)  # the policy and its options, as `testbed run` will build them
     jobs = sum(job.repeat for job in scenario.jobs)
     print(
         f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, "
@@ -147,6 +156,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from master.run import prepare_run_dir, run_blocking
     from testbed.console import print_jct_table
 
+    if args.resume is not None:
+        return cmd_resume(args)
+    if args.scenario is None:
+        raise UsageError("testbed run: give a scenario file, or --resume RUN_DIR")
     scenario = load_scenario(args.scenario, args.overrides)
     if args.dry_run:
         print(eviction_plan(scenario, args.scenario))
@@ -156,6 +169,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_dir = prepare_run_dir(scenario, args.out)
     print(f"run directory: {run_dir}", file=sys.stderr)
     result = run_blocking(scenario, run_dir, args.backend)
+    print_jct_table(result.run_dir, result.summary)
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from master.resume import ResumeError
+    from master.run import load_resumable, run_blocking
+    from testbed.console import print_jct_table
+
+    if args.scenario is not None or args.overrides or args.out or args.dry_run:
+        raise UsageError("testbed run --resume RUN_DIR: the run directory already has its scenario")
+    try:
+        scenario = load_resumable(args.resume)
+    except ResumeError as exc:
+        raise UsageError(f"testbed run --resume: {exc}") from None
+    print(f"resuming run directory: {args.resume}", file=sys.stderr)
+    result = run_blocking(scenario, args.resume, args.backend, resume=True)
     print_jct_table(result.run_dir, result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
 

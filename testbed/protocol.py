@@ -109,13 +109,18 @@ class TaskMetrics(BaseModel):
 
 
 class NodeState(Message):
-    """Retained on ``node/<id>/state``; the broker publishes ``lost`` as the Last Will."""
+    """Retained on ``node/<id>/state``; the broker publishes ``lost`` as the Last Will.
+
+    ``incarnation`` names the agent process, ``session`` its MQTT connection
+    (1, 2, ... after each reconnect): a Will speaks only for its own session.
+    """
 
     kind: Literal["node_state"] = "node_state"
     node_id: str = Field(max_length=100)
     node_class: NodeClass
     state: Literal["up", "draining", "lost", "gone"]
     incarnation: str = Field(max_length=64)
+    session: int = Field(default=0, ge=0)
     host: str = ""
     port: int = 0
     slots: int = 0
@@ -157,7 +162,7 @@ class TaskUpdate(Message):
     attempt: int
     state: Literal["running", "succeeded", "failed"]
     metrics: TaskMetrics = TaskMetrics()
-    partition_bytes: tuple[int, ...] = ()
+    partition_bytes: tuple[Annotated[int, Field(ge=0)], ...] = ()
     result: dict[str, Any] = Field(default_factory=dict)
     failure: Literal["error", "fetch", "enospc", "oom", "killed", "cancelled"] | None = None
     error: str | None = Field(default=None, max_length=4000)
@@ -253,4 +258,6 @@ class Topics:
 
     @staticmethod
     def node_of(topic: str) -> str:
-        return topic.split("/")[3]
+        """The node a ``tb/<run>/node/<id>/...`` topic is about; "" for any other topic."""
+        parts = topic.split("/")
+        return parts[3] if len(parts) > 4 and parts[2] == "node" else ""

@@ -117,8 +117,20 @@ class JobBase(Strict):
     @field_validator("input")
     @classmethod
     def _input_exists(cls, value: str | None) -> str | None:
-        if value is not None and not resolve_inputs(value):
+        if value is None:
+            return value
+        paths = resolve_inputs(value)
+        if not paths:
             raise ValueError(f"no input file matches {value!r}: give an existing file, directory or glob")
+        for path in paths:
+            try:
+                with open(path, "rb") as handle:
+                    handle.read(1)
+            except OSError as exc:
+                raise ValueError(
+                    f"cannot read input file {str(path)!r} ({exc.strerror}): "
+                    "make it readable or point input at other files"
+                ) from None
         return value
 
 
@@ -348,11 +360,28 @@ class Scenario(Strict):
             raise ValueError(f"no such profile file: {', '.join(missing)}; run `testbed profile` to make one")
         return paths
 
+    @model_validator(mode="after")
+    def _tasks_fit_some_node(self) -> Scenario:
+        """A task whose ideal memory exceeds every node would wait forever: refuse it now."""
+        cluster = self.cluster
+        classes = [name for name in ("reserved", "transient") if getattr(cluster, name).count > 0]
+        if self.policy.autoscaler != "static" and "transient" not in classes:
+            classes.append("transient")  # an autoscaler may launch transient nodes
+        largest = max(getattr(cluster, name).memory_mb for name in classes)
+        for index, job in enumerate(self.jobs):
+            if job.memory_mb is not None and job.memory_mb > largest:
+                raise ValueError(
+                    f"jobs.{index}.memory_mb: a task of this {job.workload} job needs {job.memory_mb} MB "
+                    f"but the largest node has {largest} MB; lower jobs.{index}.memory_mb to at most "
+                    f"{largest} or raise cluster.{'/'.join(classes)}.memory_mb"
+                )
+        return self
+
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
-        if value != "embedded" and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
-            raise ValueError("expected 'embedded' or mqtt://HOST:PORT")
+        if value not in ("embedded", "mosquitto") and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
+            raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT")
         return value
 
     @model_validator(mode="after")

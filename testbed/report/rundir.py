@@ -217,6 +217,9 @@ def load_run(run_dir: str | Path) -> RunData:
         by_job = attempts_by_job(tasks)
         jobs = [_job_from_row(r, by_job.get(_text(r.get("job_id")), [])) for r in job_rows]
         sources["jobs"] = "jobs.csv"
+        if summary is None:  # a crashed run: jobs.csv has a row per *finished* job only
+            listed = {job.job_id for job in jobs}
+            jobs += [j for j in _jobs_from_events(events, tasks) if j.job_id not in listed]
     else:
         jobs, sources["jobs"] = _jobs_from_events(events, tasks), "events.jsonl"
 
