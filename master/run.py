@@ -10,7 +10,6 @@ import asyncio
 import csv
 import json
 import os
-import secrets
 import signal
 import statistics
 from collections.abc import Callable
@@ -18,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from master.backends import open_backend, run_id_for, run_token
 from master.journal import new_run_dir
 from master.master import Master
-from master.providers.local import LocalProvider, python_command
+from master.providers.local import python_command
 from testbed.broker import EmbeddedBroker
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
@@ -55,23 +55,29 @@ async def run_scenario(
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
-    run_id = f"{scenario.name}-{secrets.token_hex(3)}"
-    broker = EmbeddedBroker() if scenario.broker == "embedded" else None
-    address = BrokerAddress.parse(broker.url if broker else scenario.broker)
-    if backend != "local":
-        raise ValueError(f"backend {backend!r} is not available yet; use --backend local")
-    provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
-    if broker is not None:
-        await broker.start()
+    run_id = run_id_for(scenario.name)
+    backend_ = await open_backend(backend, run_id, run_dir)
+    provider = backend_.provider
+    broker = None
     try:
+        broker_url = backend_.broker_url or scenario.broker
+        broker = EmbeddedBroker(backend_.host) if broker_url == "embedded" else None
+        address = BrokerAddress.parse(broker.url if broker else broker_url)
+        if broker is not None:
+            await broker.start()
         master = Master(
             scenario,
             run_id,
             run_dir,
             provider,
             address,
-            secrets.token_hex(16),
-            lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
+            run_token(),
+            lambda node_id, node_class: agent_command(
+                scenario, run_id, address, node_id, node_class, backend_.agent_prefix
+            ),
+            http_host=backend_.host,
+            advertise=backend_.advertise,
+            attach=backend_.attach,
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
@@ -82,10 +88,12 @@ async def run_scenario(
             if shown is not None:
                 shown.cancel()
                 await asyncio.gather(shown, return_exceptions=True)
-            await provider.close()
     finally:
-        if broker is not None:
-            await broker.stop()
+        try:
+            await provider.close()
+        finally:
+            if broker is not None:
+                await broker.stop()
     summary = summarize(run_dir, scenario, master.evictions)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _remove_empty(run_dir / "nodes")
@@ -93,11 +101,16 @@ async def run_scenario(
 
 
 def agent_command(
-    scenario: Scenario, run_id: str, broker: BrokerAddress, node_id: str, node_class: str
+    scenario: Scenario,
+    run_id: str,
+    broker: BrokerAddress,
+    node_id: str,
+    node_class: str,
+    prefix: list[str] | None = None,
 ) -> list[str]:
     spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
     return [
-        *python_command(),
+        *(python_command() if prefix is None else prefix),
         "--run",
         run_id,
         "--node-id",
