@@ -6,15 +6,16 @@ hostname is its short id unless set). The provider finds a node's container by t
 labels and that hostname, and refuses anything else (ForeignNodeError), like
 DockerProvider.
 
-- compose: ``evict`` = SIGKILL and remove the container with its volumes; a replacement
-  is a new container cloned from a live node of the class (image, command, environment,
-  labels, limits, network), with the new node id as hostname, a fresh /data volume and
-  the label ``testbed.node``; ``close`` removes the replacements (compose removes its own).
+- compose: ``evict`` = SIGKILL and remove the container with its volumes; a new node
+  (a replacement, or one an autoscaler asks for) is a container running the master's
+  agent command, with the image, environment, labels and network of a live node of the
+  run, the limits of its class, the node id as hostname, a fresh /data volume and the
+  label ``testbed.node``; ``close`` removes those (compose removes its own).
 - Swarm: a node is a task of a service. ``evict`` kills the task's container (on the
   engine the master talks to: the master runs on the manager, the single node of a
   one-node swarm) and removes it; the agents' ``restart_policy`` is ``none``, so Swarm
-  does not restart it. A replacement is a new one-replica service created through the
-  manager from the class's service spec, with the node id as hostname and the stack's
+  does not restart it. A new node is a one-replica service created through the manager
+  from a live node's service spec, with the master's command, the node id as hostname and the stack's
   namespace label (``docker stack rm`` removes it); ``close`` removes those services.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 import docker
@@ -31,6 +33,7 @@ from docker.models.containers import Container
 
 from master.providers.base import ForeignNodeError
 from master.providers.docker import (
+    AGENT_OVERHEAD_MB,
     DATA_DIR,
     HTTP_CONFLICT,
     LABEL_CLASS,
@@ -39,6 +42,17 @@ from master.providers.docker import (
     RELEASE_TIMEOUT_S,
     UnknownNodeError,
 )
+
+
+@dataclass(frozen=True)
+class _NewNode:
+    node_id: str
+    node_class: str
+    command: list[str]
+    env: dict[str, str]
+    memory_bytes: int
+    nano_cpus: int
+
 
 SWARM_SERVICE_ID = "com.docker.swarm.service.id"
 STACK_NAMESPACE = "com.docker.stack.namespace"
@@ -63,14 +77,22 @@ class AttachProvider:
         command: list[str],
         env: dict[str, str],
     ) -> None:
-        """A replacement node of `node_class`, configured like the live nodes of that class
-        (their command, limits and environment: `command` and `env` of the master are not
-        used, the compose file or stack is the configuration)."""
+        """A new node running the master's `command`, with the image, environment and
+        network of a live node of the run (of the same class when there is one) and the
+        limits of its class, like DockerProvider's."""
         template = await asyncio.to_thread(self._template, node_class)
+        node = _NewNode(
+            node_id,
+            node_class,
+            [*command, "--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", "auto"],
+            env,
+            (memory_mb + AGENT_OVERHEAD_MB) * 1024 * 1024,
+            round(cpus * 1e9) if cpus is not None else 0,
+        )
         if SWARM_SERVICE_ID in template.labels:
-            await asyncio.to_thread(self._create_service, template, node_id)
+            await asyncio.to_thread(self._create_service, template, node)
         else:
-            await asyncio.to_thread(self._clone_container, template, node_id)
+            await asyncio.to_thread(self._create_container, template, node)
 
     async def evict(self, node_id: str) -> None:
         container = await asyncio.to_thread(self._owned_container, node_id)
@@ -114,31 +136,30 @@ class AttachProvider:
         )
 
     def _template(self, node_class: str) -> Container:
-        running = [c for c in self._run_containers(f"{LABEL_CLASS}={node_class}") if c.status == "running"]
+        """A running node of the run, of `node_class` if any (a class may start with none)."""
+        running = [c for c in self._run_containers(LABEL_CLASS) if c.status == "running"]
         if not running:
-            raise RuntimeError(f"no running {node_class} node of run {self.run_id} to copy a replacement of")
-        return running[0]
+            raise RuntimeError(f"no running node of run {self.run_id} to copy a new node's setup from")
+        return next((c for c in running if c.labels.get(LABEL_CLASS) == node_class), running[0])
 
     # -- compose: containers ----------------------------------------------------------
 
-    def _clone_container(self, template: Container, node_id: str) -> None:
-        config, host = template.attrs["Config"], template.attrs["HostConfig"]
+    def _create_container(self, template: Container, node: _NewNode) -> None:
+        config = template.attrs["Config"]
         labels = {k: v for k, v in config["Labels"].items() if not k.startswith("com.docker.compose.")}
-        network = next(iter(template.attrs["NetworkSettings"]["Networks"]))
-        limits = {
-            "mem_limit": host.get("Memory") or None,
-            "memswap_limit": host.get("MemorySwap") or None,
-            "nano_cpus": host.get("NanoCpus") or None,
-        }
+        env = [*config["Env"], *(f"{k}={v}" for k, v in node.env.items())]
+        limits = {"mem_limit": node.memory_bytes, "memswap_limit": node.memory_bytes}
+        if node.nano_cpus:
+            limits["nano_cpus"] = node.nano_cpus
         container = self._client.containers.create(
             config["Image"],
-            config["Cmd"],
-            hostname=node_id,
-            labels={**labels, LABEL_NODE: node_id},
-            environment=config["Env"],
-            network=network,
+            node.command,
+            hostname=node.node_id,
+            labels={**labels, LABEL_CLASS: node.node_class, LABEL_NODE: node.node_id},
+            environment=env,
+            network=next(iter(template.attrs["NetworkSettings"]["Networks"])),
             mounts=[docker.types.Mount(DATA_DIR, None, type="volume", labels={LABEL_RUN: self.run_id})],
-            **{k: v for k, v in limits.items() if v is not None},
+            **limits,
         )
         try:
             container.start()
@@ -158,16 +179,28 @@ class AttachProvider:
 
     # -- Swarm: services --------------------------------------------------------------
 
-    def _create_service(self, template: Container, node_id: str) -> None:
+    def _create_service(self, template: Container, node: _NewNode) -> None:
         spec: dict[str, Any] = self._client.api.inspect_service(template.labels[SWARM_SERVICE_ID])["Spec"]
         task = copy.deepcopy(spec["TaskTemplate"])
-        task["ContainerSpec"]["Hostname"] = node_id
-        task["ContainerSpec"]["Labels"] = {**task["ContainerSpec"].get("Labels", {}), LABEL_NODE: node_id}
+        container = task["ContainerSpec"]
+        container["Hostname"] = node.node_id
+        container["Args"] = node.command
+        container["Env"] = [*container.get("Env", []), *(f"{k}={v}" for k, v in node.env.items())]
+        container["Labels"] = {
+            **container.get("Labels", {}),
+            LABEL_CLASS: node.node_class,
+            LABEL_NODE: node.node_id,
+        }
+        limits = {
+            "MemoryBytes": node.memory_bytes,
+            **({"NanoCPUs": node.nano_cpus} if node.nano_cpus else {}),
+        }
+        task.setdefault("Resources", {})["Limits"] = limits
         kept = {k: v for k, v in spec.get("Labels", {}).items() if k == STACK_NAMESPACE}
         self._client.api.create_service(
             task,
-            name=f"{spec['Name']}-{node_id}",
-            labels={**kept, LABEL_RUN: self.run_id, LABEL_NODE: node_id},
+            name=f"{spec['Name']}-{node.node_id}",
+            labels={**kept, LABEL_RUN: self.run_id, LABEL_NODE: node.node_id},
             mode={"Replicated": {"Replicas": 1}},
         )
 
