@@ -33,7 +33,7 @@ async def test_container_killed_mid_job_output_exact_and_foreign_containers_refu
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    run_id = new_run_id()
+    run_id = f"run-{new_run_id()}"  # distinct from the decoys' run ids
     monkeypatch.setenv("TESTBED_RUN_ID", run_id)
     monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
     scenario = make_scenario(
@@ -86,7 +86,7 @@ def assert_quickstart_results(results: Path) -> None:
 def test_compose_quickstart_end_to_end(
     docker_client: docker.DockerClient, image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run_id = new_run_id()
+    run_id = f"compose-{new_run_id()}"
     monkeypatch.setenv("TESTBED_RUN_ID", run_id)
     monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
     monkeypatch.setenv("TESTBED_RESULTS", str(tmp_path))
@@ -120,7 +120,7 @@ def test_swarm_stack_quickstart(docker_client: docker.DockerClient, image: str, 
         )
         if init.returncode != 0:
             pytest.skip(f"docker swarm init is impossible here: {init.stderr.strip()}")
-    stack = new_run_id().replace("-", "")
+    stack = f"stack{new_run_id()}".replace("-", "")
     env = {"TESTBED_RUN_ID": stack, "TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(tmp_path)}
     try:
         deploy = subprocess.run(
