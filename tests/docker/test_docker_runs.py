@@ -134,10 +134,12 @@ def test_swarm_stack_quickstart(docker_client: docker.DockerClient, image: str, 
         assert state == "complete", f"master task ended {state}: {service_logs(stack)}"
         assert_quickstart_results(tmp_path)
     finally:
-        subprocess.run(["docker", "stack", "rm", stack], capture_output=True)
-        wait_until_gone(docker_client, stack)
-        if created_swarm:
-            subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True)
+        try:
+            subprocess.run(["docker", "stack", "rm", stack], capture_output=True)
+            wait_until_gone(docker_client, stack)
+        finally:
+            if created_swarm:
+                subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True)
     assert run_leftovers(docker_client, stack) == []
 
 
@@ -157,7 +159,7 @@ def wait_until_gone(client: docker.DockerClient, stack: str, limit_s: float = 12
     label = {"label": f"com.docker.stack.namespace={stack}"}
     deadline = _now() + limit_s
     while _now() < deadline and (
-        client.containers.list(all=True, filters=label) or client.networks.list(filters=label)
+        client.containers.list(all=True, sparse=True, filters=label) or client.networks.list(filters=label)
     ):
         _pause()
 
