@@ -8,19 +8,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 from pathlib import Path
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, dest="run_id")
-    parser.add_argument("--node-id", required=True)
+    parser.add_argument(
+        "--node-id", help="default: the hostname (a container's, under compose or Swarm, is unique)"
+    )
     parser.add_argument("--node-class", choices=("reserved", "transient"), required=True)
     parser.add_argument("--broker", required=True, help="mqtt://HOST:PORT")
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--slots", type=int, default=2)
     parser.add_argument("--memory-mb", type=int, default=1024)
     parser.add_argument("--listen", default="127.0.0.1")
-    parser.add_argument("--advertise", default="127.0.0.1")
+    parser.add_argument(
+        "--advertise",
+        default="127.0.0.1",
+        help="address peers and the master reach this node at; 'auto': the address that routes to the broker",
+    )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--heartbeat-interval", type=float, default=0.5)
     parser.add_argument(
@@ -42,14 +49,14 @@ def run_agent(args: argparse.Namespace) -> int:
         os.environ.pop(secret, None)  # task workers need none of them
     config = AgentConfig(
         run_id=args.run_id,
-        node_id=args.node_id,
+        node_id=args.node_id or socket.gethostname(),
         node_class=args.node_class,
         broker=broker,
         data_dir=args.data_dir,
         slots=args.slots,
         memory_mb=args.memory_mb,
         listen=args.listen,
-        advertise=args.advertise,
+        advertise=route_address(broker.host) if args.advertise == "auto" else args.advertise,
         port=args.port,
         token=token,
         heartbeat_interval=args.heartbeat_interval,
@@ -62,6 +69,14 @@ def run_agent(args: argparse.Namespace) -> int:
     else:
         uvloop.run(Agent(config).run())
     return 0
+
+
+def route_address(peer_host: str) -> str:
+    """This host's address on the route to ``peer_host``: what a container on a compose or
+    Swarm network advertises (its hostname may not resolve for others, its address does)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect((peer_host, 9))  # UDP: picks the route and source address, sends nothing
+        return probe.getsockname()[0]
 
 
 def main(argv: list[str]) -> int:

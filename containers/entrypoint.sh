@@ -2,7 +2,7 @@
 # Entrypoint of the transient-testbed image: the first argument picks the role.
 #
 #   agent  ARGS...   testbed agent ARGS...     (an emulated node)
-#   master ARGS...   testbed run ARGS...       (runs a scenario)
+#   master ARGS...   testbed run ARGS... (then testbed report $TESTBED_REPORT_DIR when set)       (runs a scenario)
 #   broker ARGS...   mosquitto -c <generated config> ARGS...
 #   anything else    executed as given (e.g. `testbed report runs/x`, `sh`)
 #
@@ -47,6 +47,22 @@ write_broker_config() {
     echo "$config"
 }
 
+# testbed run ARGS, then `testbed report` of $TESTBED_REPORT_DIR (the run's --out) whatever
+# the run's outcome; the exit status is the run's. SIGTERM/SIGINT go to the run, whose
+# cleanup must finish before the report.
+run_then_report() {
+    testbed run "$@" &
+    run_pid=$!
+    trap 'kill -TERM "$run_pid" 2>/dev/null' TERM INT
+    status=0
+    while kill -0 "$run_pid" 2>/dev/null; do
+        wait "$run_pid" && status=0 || status=$?
+    done
+    trap - TERM INT
+    testbed report "$TESTBED_REPORT_DIR" || echo "testbed report failed" >&2
+    exit "$status"
+}
+
 role="${1:-}"
 case "$role" in
     agent)
@@ -57,7 +73,10 @@ case "$role" in
     master)
         shift
         echo "master" >"$PROBE_FILE"
-        exec testbed run "$@"
+        if [ -z "${TESTBED_REPORT_DIR:-}" ]; then
+            exec testbed run "$@"
+        fi
+        run_then_report "$@"
         ;;
     broker)
         shift

@@ -108,7 +108,10 @@ class Master:
         advertise: str = "127.0.0.1",
         autoscaler: Autoscaler | None = None,
         agent_env: dict[str, str] | None = None,
+        attach: bool = False,
     ) -> None:
+        """``attach``: the initial nodes are started by someone else (compose, Swarm); the
+        master waits for the scenario's node counts to come up and adopts them."""
         self.scenario = scenario
         self.run_id = run_id
         self.run_dir = run_dir
@@ -122,6 +125,7 @@ class Master:
         self.advertise = advertise
         self.agent_env = agent_env or {}
         """Extra environment of every agent (its broker login); never journaled."""
+        self.attach = attach
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
@@ -191,8 +195,14 @@ class Master:
     async def _launch_initial_nodes(self) -> None:
         cluster = self.scenario.cluster
         for node_class, spec in (("reserved", cluster.reserved), ("transient", cluster.transient)):
-            for _ in range(spec.count):
+            for _ in range(0 if self.attach else spec.count):
                 await self.launch_node(node_class)
+        if self.attach:
+            log.info(
+                "waiting for %d reserved and %d transient nodes",
+                cluster.reserved.count,
+                cluster.transient.count,
+            )
         try:
             await asyncio.wait_for(self._cluster_up.wait(), 60 + 0.5 * len(self.nodes))
         except TimeoutError:
@@ -285,6 +295,8 @@ class Master:
             log.warning("dropped a malformed message on %s (%d so far)", topic, self.codec.malformed)
             return
         node = self.nodes.get(Topics.node_of(topic))
+        if node is None and self.attach and isinstance(message, NodeState) and message.state == "up":
+            node = self._adopt(message)
         if node is None or getattr(message, "node_id", node.node_id) != node.node_id:
             return
         if isinstance(message, TaskUpdate):
@@ -306,7 +318,7 @@ class Master:
             self.journal.event(
                 "node_up", node=node.node_id, **{"class": node.node_class}, pid=state.pid, url=node.url
             )
-            if all(n.status != "launching" for n in self.nodes.values()):
+            if self._all_up():
                 self._cluster_up.set()
             self.kick()
         elif state.incarnation != node.incarnation or not node.alive:
@@ -319,6 +331,35 @@ class Master:
             self.node_lost(node, "released")
         if state.state in ("up", "draining") and state.session > node.session:
             self._agent_reconnected(node, state.session)
+
+    def _all_up(self) -> bool:
+        if any(n.status == "launching" for n in self.nodes.values()):
+            return False
+        cluster = self.scenario.cluster
+        return not self.attach or all(
+            sum(1 for n in self.nodes.values() if n.node_class == node_class and n.status == "up")
+            >= spec.count
+            for node_class, spec in (("reserved", cluster.reserved), ("transient", cluster.transient))
+        )
+
+    def _adopt(self, state: NodeState) -> NodeRecord:
+        """A node the master did not launch (attach mode) announced itself: register it."""
+        spec = (
+            self.scenario.cluster.reserved
+            if state.node_class == "reserved"
+            else self.scenario.cluster.transient
+        )
+        record = NodeRecord(
+            state.node_id,
+            state.node_class,
+            sum(1 for n in self.nodes.values() if n.node_class == state.node_class),
+            self.journal.now(),
+            state.slots,
+            state.memory_mb,
+            spec.price_per_hour,
+        )
+        self.nodes[state.node_id] = record
+        return record
 
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""

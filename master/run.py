@@ -10,7 +10,6 @@ import asyncio
 import csv
 import json
 import os
-import secrets
 import signal
 import statistics
 from collections.abc import Callable
@@ -18,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from master.backends import open_backend, run_id_for, run_token
 from master.coaster_summary import job_class_summary
 from master.journal import new_run_dir
 from master.master import Master
 from master.policies import make_autoscaler
-from master.providers.local import LocalProvider, python_command
+from master.providers.local import python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.mqtt import BrokerAddress
@@ -68,16 +68,16 @@ async def run_scenario(
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
-    run_id = f"{scenario.name}-{secrets.token_hex(3)}"
-    broker = broker or make_broker(scenario.broker)
-    address = master_address(broker) if broker else BrokerAddress.parse(scenario.broker)
-    if backend != "local":
-        raise ValueError(f"backend {backend!r} is not available yet; use --backend local")
+    run_id = run_id_for(scenario.name)
     autoscaler = make_autoscaler(scenario)
-    provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
-    if broker is not None:
-        await broker.start()
+    backend_ = await open_backend(backend, run_id, run_dir)
+    provider = backend_.provider
+    broker_url = backend_.broker_url or scenario.broker
+    broker = broker or make_broker(broker_url, backend_.host)
+    address = master_address(broker) if broker else BrokerAddress.parse(broker_url)
     try:
+        if broker is not None:
+            await broker.start()
         resumed = {"recovered": recovered} if recovered is not None else {}
         master = (ResumedMaster if recovered is not None else Master)(
             scenario,
@@ -85,10 +85,15 @@ async def run_scenario(
             run_dir,
             provider,
             address,
-            secrets.token_hex(16),
-            lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
+            run_token(),
+            lambda node_id, node_class: agent_command(
+                scenario, run_id, address, node_id, node_class, backend_.agent_prefix
+            ),
+            http_host=backend_.host,
+            advertise=backend_.advertise,
+            attach=backend_.attach,
             autoscaler=autoscaler,
-            agent_env=agent_env(broker) if broker else None,
+            agent_env={**backend_.agent_env, **(agent_env(broker) if broker else {})},
             **resumed,
         )
         if on_event is not None:
@@ -100,10 +105,12 @@ async def run_scenario(
             if shown is not None:
                 shown.cancel()
                 await asyncio.gather(shown, return_exceptions=True)
-            await provider.close()
     finally:
-        if broker is not None:
-            await broker.close()
+        try:
+            await provider.close()
+        finally:
+            if broker is not None:
+                await broker.close()
     summary = summarize(run_dir, scenario)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _remove_empty(run_dir / "nodes")
@@ -111,11 +118,16 @@ async def run_scenario(
 
 
 def agent_command(
-    scenario: Scenario, run_id: str, broker: BrokerAddress, node_id: str, node_class: str
+    scenario: Scenario,
+    run_id: str,
+    broker: BrokerAddress,
+    node_id: str,
+    node_class: str,
+    prefix: list[str] | None = None,
 ) -> list[str]:
     spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
     return [
-        *python_command(),
+        *(python_command() if prefix is None else prefix),
         "--run",
         run_id,
         "--node-id",

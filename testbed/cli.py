@@ -55,9 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="run directory (default runs/<UTC time>-<name>)")
     run.add_argument(
         "--backend",
-        choices=("local", "docker"),
+        choices=("local", "docker", "attach"),
         default="local",
-        help="nodes as local processes (default) or Docker containers",
+        help="nodes as local processes (default), Docker containers, or compose/Swarm agents (attach)",
     )
     run.add_argument("--dry-run", action="store_true", help="print the planned eviction schedule and stop")
     run.set_defaults(handler=cmd_run)

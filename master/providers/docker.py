@@ -80,10 +80,13 @@ def _check_docker_name(kind: str, value: str) -> None:
 class DockerProvider:
     """Launch, evict and release emulated nodes as containers of one run."""
 
-    def __init__(self, run_id: str, image: str, network: str | None = None) -> None:
+    def __init__(
+        self, run_id: str, image: str, network: str | None = None, env: dict[str, str] | None = None
+    ) -> None:
         """`network`: an existing network to attach nodes to (e.g. made by compose),
         left in place by close(). Without it, the run gets its own bridge network,
-        created on the first launch and removed by close()."""
+        created on the first launch and removed by close(). `env`: environment of every
+        node (e.g. broker credentials), under the one given to launch()."""
         _check_docker_name("run id", run_id)
         self.run_id = run_id
         self.image = image
@@ -91,6 +94,7 @@ class DockerProvider:
         self._network_name = network or f"testbed-{run_id}"
         self._network_lock = asyncio.Lock()
         self._network: Network | None = None
+        self._env = dict(env or {})
         self._client = docker.from_env()
 
     # -- public interface -------------------------------------------------------------
@@ -119,7 +123,9 @@ class DockerProvider:
             *("--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", node_id),
             *("--port", str(AGENT_PORT)),
         ]
-        await asyncio.to_thread(self._create_and_start, node_id, labels, memory_mb, cpus, argv, env)
+        await asyncio.to_thread(
+            self._create_and_start, node_id, labels, memory_mb, cpus, argv, {**self._env, **env}
+        )
 
     async def evict(self, node_id: str) -> None:
         """Kill the node with SIGKILL, then remove it and its disk: nothing survives."""
