@@ -22,32 +22,13 @@ import resource
 import time
 import traceback
 import urllib.parse
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from testbed.blocks import delete_blocks
+from testbed.blocks import TOKEN_HEADER, delete_blocks
 from testbed.protocol import TaskSpec
 from testbed.workloads import OPERATIONS
-from testbed.workloads.base import TOKEN_HEADER, BlockFetcher, FetchFailed, TaskContext
-
-
-def run_in_worker(
-    spec_data: dict[str, Any],
-    node_dir: str,
-    own_url: str,
-    token: str,
-    conn: Connection,
-    memory_limit_mb: int | None = None,
-) -> None:
-    """Process entry point: run the task, send one result dict, exit."""
-    try:
-        spec = TaskSpec.model_validate(spec_data)
-        with memory_cap(memory_limit_mb):
-            outcome = execute(spec, Path(node_dir), own_url, token)
-        conn.send(outcome)
-    finally:
-        conn.close()
+from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext
 
 
 @contextlib.contextmanager
@@ -68,14 +49,11 @@ def memory_cap(limit_mb: int | None):
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def ready() -> None:
-    """A worker that does nothing: started once to warm up the forkserver."""
-
-
 def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[str, Any]:
     blocks = node_dir / "blocks"
     scratch = node_dir / "scratch" / spec.block_id
     ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token))
+    reset_peak_rss()
     started = time.perf_counter()
     outcome: dict[str, Any] = {"state": "succeeded"}
     try:
@@ -88,7 +66,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[st
     except MemoryError:
         outcome = {"state": "failed", "failure": "oom", "error": "MemoryError"}
     except OSError as exc:
-        failure = "enospc" if exc.errno == errno.ENOSPC else "error"
+        failure = {errno.ENOSPC: "enospc", errno.ENOMEM: "oom"}.get(exc.errno or 0, "error")
         outcome = {"state": "failed", "failure": failure, "error": f"{exc.__class__.__name__}: {exc}"}
     except Exception as exc:
         outcome = {"state": "failed", "failure": "error", "error": _short_trace(exc)}
@@ -97,7 +75,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[st
         if outcome["state"] == "failed":  # e.g. a full disk: free what this attempt wrote
             discard_attempt(blocks, spec.block_id)
     ctx.metrics.compute_s = time.perf_counter() - started
-    ctx.metrics.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    ctx.metrics.peak_rss_bytes = peak_rss_bytes()
     outcome["metrics"] = ctx.metrics.model_dump()
     outcome["partition_bytes"] = list(ctx.partition_bytes)
     return outcome
@@ -108,6 +86,23 @@ def discard_attempt(blocks: Path, block_id: str) -> None:
     with contextlib.suppress(OSError):
         delete_blocks(blocks, f"{block_id}.")
         delete_blocks(blocks, f".{block_id}.")
+
+
+def reset_peak_rss() -> None:
+    """Start the task's peak-RSS count now (Linux: writing 5 to clear_refs resets VmHWM)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def peak_rss_bytes() -> int:
+    """The kernel's high-water mark of this process's resident memory (VmHWM)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def upload(path: Path, url: str, token: str) -> None:

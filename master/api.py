@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from master.providers.base import ForeignNodeError
+from testbed.blocks import TOKEN_HEADER
 from testbed.scenario import EvictSpec
 from testbed.tokens import token_matches
-from testbed.workloads.base import TOKEN_HEADER
 
 if TYPE_CHECKING:
     from master.master import Master

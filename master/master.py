@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,12 +21,17 @@ from typing import Any, Literal
 import aiohttp
 
 from master.api import MasterApi
+from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
+from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
+    Autoscaler,
     ClusterSnapshot,
+    Dequeue,
+    Enqueue,
     JobView,
     LogDecision,
     NodeView,
@@ -34,9 +40,24 @@ from master.policies.base import (
     RunningTask,
     Scheduler,
 )
+from master.policies.cloudcoaster import revocation_outcome
+from master.policies.static import StaticAutoscaler
 from master.providers.base import NodeProvider
+from master.strategies import make_strategy
+from testbed.arrivals import is_long
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
-from testbed.protocol import Codec, Heartbeat, LaunchTask, Message, NodeState, TaskSpec, TaskUpdate, Topics
+from testbed.protocol import (
+    BlockReceived,
+    Codec,
+    Heartbeat,
+    LaunchTask,
+    Message,
+    NodeState,
+    PushDelivered,
+    TaskSpec,
+    TaskUpdate,
+    Topics,
+)
 from testbed.scenario import Scenario
 from testbed.workloads import plan_job
 
@@ -62,6 +83,9 @@ class NodeRecord:
     reserved_for: str | None = None
     evicted_at: float | None = None
     running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
+    partition: Literal["general", "short"] = "general"
+    queued: list[str] = field(default_factory=list)
+    """The node-side queue (Eagle): pending task ids in enqueue order."""
     launches: dict[str, LaunchTask] = field(default_factory=dict)
     """The launch command of each running task, re-sent after a broker outage."""
 
@@ -78,31 +102,39 @@ class Master:
         run_dir: Path,
         provider: NodeProvider,
         broker: BrokerAddress,
-        scheduler: Scheduler,
         token: str,
         agent_command: Callable[[str, str], list[str]],
         http_host: str = "127.0.0.1",
         advertise: str = "127.0.0.1",
+        autoscaler: Autoscaler | None = None,
         agent_env: dict[str, str] | None = None,
+        attach: bool = False,
     ) -> None:
+        """``attach``: the initial nodes are started by someone else (compose, Swarm); the
+        master waits for the scenario's node counts to come up and adopts them."""
         self.scenario = scenario
         self.run_id = run_id
         self.run_dir = run_dir
         self.provider = provider
         self.broker = broker
-        self.scheduler = scheduler
+        self.scheduler: Scheduler = make_scheduler(scenario, self.workload_of)
+        self.stage_memory = stage_memory(scenario)
         self.token = token
         self.agent_command = agent_command
         self.http_host = http_host
         self.advertise = advertise
         self.agent_env = agent_env or {}
         """Extra environment of every agent (its broker login); never journaled."""
+        self.attach = attach
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
-        self.expected_jobs = sum(job.repeat for job in scenario.jobs)
+        self.arriving = scenario.arriving_jobs()
+        self.expected_jobs = sum(job.repeat for job in scenario.jobs) + len(self.arriving)
+        reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
+        self.partitions = reserved_partitions(scenario, reserved_ids)
         self.evictions = 0
         self._ordinals = {"reserved": 0, "transient": 0}
         self._kick = asyncio.Event()
@@ -112,6 +144,8 @@ class Master:
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
+        self.strategy = make_strategy(self)
+        self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -122,12 +156,14 @@ class Master:
         loop = asyncio.get_running_loop()
         background = [
             asyncio.create_task(self._scheduling_loop()),
+            asyncio.create_task(self._ticker()),
             asyncio.create_task(self._heartbeat_watch()),
         ]
         try:
             await self._launch_initial_nodes()
             self._start_clock()
             self.chaos.start()
+            self.autoscaling.start()
             self._schedule_arrivals(loop)
             try:
                 await asyncio.wait_for(self._all_done.wait(), self.scenario.timeout)
@@ -140,6 +176,7 @@ class Master:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
+            await self.autoscaling.stop()
             await self._shutdown_nodes()
             await self.link.close()
             await runner.cleanup()
@@ -158,8 +195,14 @@ class Master:
     async def _launch_initial_nodes(self) -> None:
         cluster = self.scenario.cluster
         for node_class, spec in (("reserved", cluster.reserved), ("transient", cluster.transient)):
-            for _ in range(spec.count):
+            for _ in range(0 if self.attach else spec.count):
                 await self.launch_node(node_class)
+        if self.attach:
+            log.info(
+                "waiting for %d reserved and %d transient nodes",
+                cluster.reserved.count,
+                cluster.transient.count,
+            )
         try:
             await asyncio.wait_for(self._cluster_up.wait(), 60 + 0.5 * len(self.nodes))
         except TimeoutError:
@@ -174,6 +217,7 @@ class Master:
         record = NodeRecord(
             node_id, node_class, ordinal, self.journal.now(), spec.slots, spec.memory_mb, spec.price_per_hour
         )
+        record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.nodes[node_id] = record
         env = {**self.agent_env, "TESTBED_RUN_TOKEN": self.token}
         await self.provider.launch(
@@ -197,7 +241,7 @@ class Master:
 
     def _schedule_arrivals(self, loop: asyncio.AbstractEventLoop) -> None:
         ordinal = 0
-        for spec in self.scenario.jobs:
+        for spec in [*self.scenario.jobs, *self.arriving]:
             for repeat in range(spec.repeat):
                 delay = self.scenario.trace(spec.submit_at + repeat * spec.every)
                 self._timers.append(loop.call_later(delay, self.submit_job, spec, ordinal))
@@ -207,22 +251,35 @@ class Master:
         job = self.new_job(spec, ordinal, self.journal.now())
         self.jobs[job.job_id] = job
         (self.run_dir / "outputs" / job.job_id).mkdir(parents=True, exist_ok=True)
+        self.strategy.job_submitted(job)
         self.journal.event(
-            "job_submitted", job=job.job_id, workload=spec.workload, tasks=job.plan.total_tasks
+            "job_submitted",
+            job=job.job_id,
+            workload=spec.workload,
+            tasks=job.plan.total_tasks,
+            long=job.long,
+            est_s=round(job.est_duration_s, 4),
         )
         self.kick()
 
     def new_job(self, spec: Any, ordinal: int, submitted: float) -> JobRuntime:
         """The ``ordinal``-th job of the scenario: the same id, seed and plan in every run of it."""
         seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
-        return JobRuntime(
+        plan = plan_job(spec, seed, self.scenario)
+        memory = tuple(self.stage_memory(spec, stage) for stage in range(len(plan.stages)))
+        job = JobRuntime(
             f"j{ordinal:03d}",
             spec.name or f"{spec.workload}-{ordinal}",
             spec.workload,
-            plan_job(spec, seed, self.scenario),
+            plan,
             submitted,
-            spec.memory_mb,
+            max(memory),
+            stage_memory_mb=memory,
         )
+        if spec.workload == "sleep":
+            job.est_duration_s = self.scenario.trace(spec.estimate_s)
+            job.long = is_long(spec.estimate_s, self.scenario.long_cutoff)
+        return job
 
     # ------------------------------------------------------------------ MQTT
 
@@ -238,12 +295,18 @@ class Master:
             log.warning("dropped a malformed message on %s (%d so far)", topic, self.codec.malformed)
             return
         node = self.nodes.get(Topics.node_of(topic))
+        if node is None and self.attach and isinstance(message, NodeState) and message.state == "up":
+            node = self._adopt(message)
         if node is None or getattr(message, "node_id", node.node_id) != node.node_id:
             return
         if isinstance(message, TaskUpdate):
             self._on_task_update(node, message)
         elif isinstance(message, NodeState):
             self._on_node_state(node, message)
+        elif isinstance(message, BlockReceived):
+            self.strategy.block_received(node, message)
+        elif isinstance(message, PushDelivered):
+            self.strategy.push_delivered(node, message)
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
             node.last_seen = self.journal.now()
 
@@ -255,7 +318,7 @@ class Master:
             self.journal.event(
                 "node_up", node=node.node_id, **{"class": node.node_class}, pid=state.pid, url=node.url
             )
-            if all(n.status != "launching" for n in self.nodes.values()):
+            if self._all_up():
                 self._cluster_up.set()
             self.kick()
         elif state.incarnation != node.incarnation or not node.alive:
@@ -269,11 +332,53 @@ class Master:
         if state.state in ("up", "draining") and state.session > node.session:
             self._agent_reconnected(node, state.session)
 
+    def _all_up(self) -> bool:
+        if any(n.status == "launching" for n in self.nodes.values()):
+            return False
+        cluster = self.scenario.cluster
+        return not self.attach or all(
+            sum(1 for n in self.nodes.values() if n.node_class == node_class and n.status == "up")
+            >= spec.count
+            for node_class, spec in (("reserved", cluster.reserved), ("transient", cluster.transient))
+        )
+
+    def _adopt(self, state: NodeState) -> NodeRecord:
+        """A node the master did not launch (attach mode) announced itself: register it."""
+        spec = (
+            self.scenario.cluster.reserved
+            if state.node_class == "reserved"
+            else self.scenario.cluster.transient
+        )
+        record = NodeRecord(
+            state.node_id,
+            state.node_class,
+            sum(1 for n in self.nodes.values() if n.node_class == state.node_class),
+            self.journal.now(),
+            state.slots,
+            state.memory_mb,
+            spec.price_per_hour,
+        )
+        self.nodes[state.node_id] = record
+        return record
+
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""
         if node.status == "up":
             node.status = "draining"
             self.journal.event("node_draining", node=node.node_id, reason=reason)
+
+    def undrain(self, node: NodeRecord, reason: str) -> None:
+        """Take a draining node back into service (an autoscaler needs it again)."""
+        if node.status == "draining":
+            node.status = "up"
+            self.journal.event("node_undrained", node=node.node_id, reason=reason)
+
+    def release_node(self, node: NodeRecord, reason: str) -> None:
+        """Stop a node gracefully (an autoscaler removal); nodes.csv says ``released``."""
+        if not node.alive:
+            return
+        self.journal.event("node_release", node=node.node_id, **{"class": node.node_class}, reason=reason)
+        self.node_lost(node, "released")
 
     def send(self, node_id: str, message: Message) -> None:
         self.link.publish(self.topics.command(node_id), self.codec.encode(message))
@@ -284,8 +389,17 @@ class Master:
         for task_id, (job, key) in node.running.items():
             record = job.tasks[key]
             started = record.started if record.started is not None else now
+            duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
             views.append(
-                RunningTask(task_id, job.job_id, record.memory_mb, started, started + job.est_duration_s)
+                RunningTask(
+                    task_id,
+                    job.job_id,
+                    record.memory_mb,
+                    started,
+                    started + duration,
+                    record.elastic,
+                    long=job.long,
+                )
             )
         return tuple(views)
 
@@ -324,6 +438,7 @@ class Master:
         """Forget a node and recover what it held: its running tasks and its stored outputs."""
         if not node.alive:
             return
+        self._forget_queue(node)
         node.status = "lost" if reason != "released" else "gone"
         now = self.journal.now()
         detect_s = now - node.evicted_at if node.evicted_at is not None else None
@@ -331,10 +446,12 @@ class Master:
             "node_lost", node=node.node_id, **{"class": node.node_class}, reason=reason, detect_s=detect_s
         )
         self._node_row(node, now, reason)
+        self.strategy.before_node_lost(node)
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
                 for key in job.node_lost(node.node_id, node.url):
                     self._task_row(job, key, node, "lost", "node_lost", now)
+        self.strategy.after_node_lost(node)
         node.running.clear()
         node.launches.clear()
         self.kick()
@@ -359,12 +476,10 @@ class Master:
                 stage.partitions,
             )
             ok, update = False, update.model_copy(update={"failure": "error"})
-        if ok and stage.final:
+        if ok and stage.final and stage.writes_output:
             ok = self.api.commit_output(job.job_id, key[1], update.attempt)
         if ok:
-            job.succeeded(
-                key, update.attempt, node.url, f"{job.task_id(key)}.a{update.attempt}", update.partition_bytes
-            )
+            self.strategy.task_succeeded(job, key, node, update, self.journal.now())
         else:
             if update.lost_blocks:
                 job.lose_blocks(set(update.lost_blocks))
@@ -389,25 +504,43 @@ class Master:
 
     # ------------------------------------------------------------------ scheduling
 
+    def workload_of(self, job_id: str) -> str | None:
+        job = self.jobs.get(job_id)
+        return job.workload if job else None
+
     def kick(self) -> None:
         self._kick.set()
 
     async def _scheduling_loop(self) -> None:
+        """A round on every kick (arrival, task end, node change) and every heartbeat interval."""
         while True:
             await self._kick.wait()
             self._kick.clear()
             self.schedule_once()
+            self.autoscaling.step()
             await asyncio.sleep(0)
+
+    async def _ticker(self) -> None:
+        """Kick a scheduling round every heartbeat interval (YARN schedules on node heartbeats)."""
+        while True:
+            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            self.kick()
 
     def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]:
         now = self.journal.now()
         pending: dict[str, tuple[JobRuntime, TaskKey]] = {}
         jobs = []
+        limit = self._pending_limit()
         for job in self.jobs.values():
             if job.status not in ("waiting", "running"):
                 continue
             tasks = []
-            for key in job.ready():
+            classes: dict[int, frozenset[str]] = {}
+            for key in self.strategy.ready(job):
+                if limit is not None and len(pending) >= limit:
+                    break
+                if key[0] not in classes:
+                    classes[key[0]] = self.strategy.allowed_classes(job, key)
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
                 tasks.append(
@@ -416,8 +549,11 @@ class Master:
                         job.job_id,
                         key[0],
                         key[1],
-                        job.memory_mb,
+                        job.ideal_memory_mb(key[0]),
                         job.est_duration_s,
+                        preferred_nodes=self.strategy.preferred_nodes(job, key),
+                        allowed_classes=classes[key[0]],  # type: ignore[arg-type]
+                        long=job.long,
                         excluded_nodes=self._exclusions(job.tasks[key]),
                     )
                 )
@@ -431,6 +567,7 @@ class Master:
                     job.plan.total_tasks,
                 )
             )
+        self._prune_queues(pending)
         nodes = tuple(
             NodeView(
                 n.node_id,
@@ -441,11 +578,20 @@ class Master:
                 draining=n.status == "draining",
                 launched=n.launched_t,
                 reserved_for=n.reserved_for,
+                partition=n.partition,
+                queued=tuple(n.queued),
             )
             for n in self.nodes.values()
             if n.status in ("up", "draining")
         )
         return ClusterSnapshot(now, nodes, tuple(jobs), self.scenario.cluster.memory_increment_mb), pending
+
+    def _pending_limit(self) -> int | None:
+        """How many ready tasks a snapshot needs: all of them for schedulers that look ahead
+        (YARN-ME's timeline), at most the free slots for those that place the head (FIFO)."""
+        if getattr(self.scheduler, "needs_all_pending", True):
+            return None
+        return sum(max(0, n.slots - len(n.running)) for n in self.nodes.values() if n.status == "up")
 
     def schedule_once(self) -> None:
         snapshot, pending = self.snapshot()
@@ -459,25 +605,36 @@ class Master:
                 if node is not None:
                     node.reserved_for = decision.job_id
             elif isinstance(decision, LogDecision):
-                self.journal.event(
-                    "decision",
-                    job=decision.job_id,
-                    task=decision.task_id,
-                    decision=decision.decision,
-                    node=decision.node_id,
-                    **decision.detail,
-                )
+                self._log_decision(decision)
+            elif isinstance(decision, Enqueue | Dequeue):
+                self._apply_queue_decision(decision, pending)
+
+    def _log_decision(self, decision: LogDecision) -> None:
+        """The scheduler's decision statistics (regular, elastic accepted or rejected, reserved)."""
+        self.journal.row(
+            "decisions",
+            t_s=self.journal.now(),
+            job_id=decision.job_id,
+            task_id=decision.task_id,
+            decision=decision.decision,
+            node_id=decision.node_id,
+            **decision.detail,
+            detail=json.dumps(decision.detail, separators=(",", ":")),
+        )
 
     def _assign(self, decision: Assign, pending: dict[str, tuple[JobRuntime, TaskKey]]) -> None:
         node = self.nodes.get(decision.node_id)
         located = pending.pop(decision.task_id, None)
-        if node is None or node.status != "up" or located is None:
+        if node is None or located is None or not self._may_start(node, decision.task_id):
             return
+        if decision.task_id in node.queued:
+            node.queued.remove(decision.task_id)
         job, key = located
         if node.node_id in self._exclusions(job.tasks[key]):
             return  # a policy that ignores PendingTask.excluded_nodes: the task waits for another round
         now = self.journal.now()
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
+        job.tasks[key].predicted_s = decision.predicted_duration_s
         stage = job.plan.stages[key[0]]
         spec = TaskSpec(
             task_id=decision.task_id,
@@ -488,10 +645,12 @@ class Master:
             op=stage.op,
             memory_mb=decision.memory_mb,
             params=stage.params(key[1]),
-            inputs=job.input_refs(key),
+            inputs=self.strategy.input_refs(job, key),
             partitions=stage.partitions,
-            final=stage.final,
+            final=stage.final and stage.writes_output,
             output_url=self.api.output_url(job.job_id, key[1], attempt) if stage.final else None,
+            push=self.strategy.push_targets(job, key),
+            push_rate_bytes_s=self.strategy.push_rate(),
         )
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)
@@ -507,6 +666,55 @@ class Master:
             attempt=attempt,
             memory_mb=decision.memory_mb,
         )
+
+    # ------------------------------------------------------------------ node-side queues
+
+    @staticmethod
+    def _may_start(node: NodeRecord, task_id: str) -> bool:
+        """A node that is up takes any task; a draining one only runs its own queue to the end."""
+        return node.status == "up" or (node.status == "draining" and task_id in node.queued)
+
+    def _apply_queue_decision(
+        self, decision: Enqueue | Dequeue, pending: dict[str, tuple[JobRuntime, TaskKey]]
+    ) -> None:
+        """Apply Enqueue (append to the node's queue) or Dequeue (remove from it) literally."""
+        node = self.nodes.get(decision.node_id)
+        if node is None:
+            return
+        if isinstance(decision, Enqueue):
+            if node.status == "up" and decision.task_id in pending and decision.task_id not in node.queued:
+                node.queued.append(decision.task_id)
+                copy = {"copy": True} if decision.copy else {}
+                self.journal.event("task_queued", task=decision.task_id, node=node.node_id, **copy)
+        elif decision.task_id in node.queued:
+            node.queued.remove(decision.task_id)
+            self.journal.event(
+                "task_dequeued", task=decision.task_id, node=node.node_id, reason=decision.reason
+            )
+
+    def _prune_queues(self, pending: dict[str, tuple[JobRuntime, TaskKey]]) -> None:
+        """Queues hold pending tasks only: drop tasks that started, or whose job ended, elsewhere."""
+        for node in self.nodes.values():
+            if node.queued:
+                node.queued[:] = [task_id for task_id in node.queued if task_id in pending]
+
+    def _forget_queue(self, node: NodeRecord) -> None:
+        """A node leaves: its queue goes with it (CloudCoaster's copy rule keeps a copy elsewhere).
+
+        Journals ``revocation_outcome``: copies that survive on other nodes, tasks
+        queued only there (the scheduler places them again: they are pending and
+        unqueued), and running tasks (re-pended by ``node_lost``).
+        """
+        if node.queued and node.status in ("up", "draining"):  # so it is in the snapshot
+            outcome = revocation_outcome(self.snapshot()[0], node.node_id)
+            self.journal.event(
+                "revocation_outcome",
+                node=node.node_id,
+                surviving=[task for task, _ in outcome.surviving],
+                requeue=list(outcome.requeue),
+                rerun=list(outcome.rerun),
+            )
+        node.queued.clear()
 
     # ------------------------------------------------------------------ failure detection
 
@@ -610,6 +818,7 @@ class Master:
     def _finish_job(self, job: JobRuntime) -> None:
         job.finished = self.journal.now()
         jct = job.finished - job.submitted
+        map_phase_s, reduce_phase_s = job.phase_durations()
         self.journal.event(
             "job_finished", job=job.job_id, status=job.status, jct_s=round(jct, 4), error=job.error
         )
@@ -628,6 +837,10 @@ class Master:
             relaunched_tasks=job.relaunched,
             relaunched_ratio=job.relaunched / job.plan.total_tasks,
             bytes_recomputed=job.bytes_recomputed,
+            bytes_checkpointed=job.bytes_checkpointed,
+            bytes_pushed=job.bytes_pushed,
+            map_phase_s=map_phase_s,
+            reduce_phase_s=reduce_phase_s,
         )
         for node in self.nodes.values():
             if node.reserved_for == job.job_id:
@@ -665,6 +878,8 @@ class Master:
             node_class=node.node_class,
             memory_mb=record.memory_mb,
             elastic=int(record.elastic),
+            ideal_memory_mb=job.ideal_memory_mb(key[0]),
+            predicted_s=record.predicted_s,
             start_s=record.started,
             end_s=now,
             status=status,

@@ -253,7 +253,7 @@ class ResumedMaster(Master):
     def _schedule_arrivals(self, loop: Any) -> None:
         now = self.journal.now()
         ordinal = 0
-        for spec in self.scenario.jobs:
+        for spec in [*self.scenario.jobs, *self.arriving]:
             for repeat in range(spec.repeat):
                 job_id = f"j{ordinal:03d}"
                 if job_id in self.recovered.submitted:
@@ -280,6 +280,7 @@ class ResumedMaster(Master):
         if job.job_id in self.recovered.job_started:
             job.started, job.status = self.recovered.job_started[job.job_id], "running"
         self.jobs[job.job_id] = job
+        self.strategy.job_submitted(job)
         _remove_uncommitted_outputs(self.run_dir / "outputs" / job.job_id, set(committed))
         self.journal.event("job_restored", job=job.job_id, tasks=job.plan.total_tasks, kept=len(committed))
         if job.complete:

@@ -10,7 +10,6 @@ import asyncio
 import csv
 import json
 import os
-import secrets
 import signal
 import statistics
 from collections import Counter
@@ -19,15 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from master.backends import open_backend, run_id_for, run_token
+from master.coaster_summary import job_class_summary
 from master.journal import new_run_dir
 from master.master import Master
-from master.policies import make_scheduler
-from master.providers.local import LocalProvider, python_command
+from master.policies import make_autoscaler
+from master.providers.local import python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, load_scenario, to_yaml
+
+RECOVERY_BYTES = ("bytes_recomputed", "bytes_checkpointed", "bytes_pushed")
 
 
 @dataclass(frozen=True)
@@ -66,15 +69,16 @@ async def run_scenario(
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
-    run_id = f"{scenario.name}-{secrets.token_hex(3)}"
-    broker = broker or make_broker(scenario.broker)
-    address = master_address(broker) if broker else BrokerAddress.parse(scenario.broker)
-    if backend != "local":
-        raise ValueError(f"backend {backend!r} is not available yet; use --backend local")
-    provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
-    if broker is not None:
-        await broker.start()
+    run_id = run_id_for(scenario.name)
+    autoscaler = make_autoscaler(scenario)
+    backend_ = await open_backend(backend, run_id, run_dir)
+    provider = backend_.provider
+    broker_url = backend_.broker_url or scenario.broker
+    broker = broker or make_broker(broker_url, backend_.host)
+    address = master_address(broker) if broker else BrokerAddress.parse(broker_url)
     try:
+        if broker is not None:
+            await broker.start()
         resumed = {"recovered": recovered} if recovered is not None else {}
         master = (ResumedMaster if recovered is not None else Master)(
             scenario,
@@ -82,10 +86,15 @@ async def run_scenario(
             run_dir,
             provider,
             address,
-            make_scheduler(scenario),
-            secrets.token_hex(16),
-            lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
-            agent_env=agent_env(broker) if broker else None,
+            run_token(),
+            lambda node_id, node_class: agent_command(
+                scenario, run_id, address, node_id, node_class, backend_.agent_prefix
+            ),
+            http_host=backend_.host,
+            advertise=backend_.advertise,
+            attach=backend_.attach,
+            autoscaler=autoscaler,
+            agent_env={**backend_.agent_env, **(agent_env(broker) if broker else {})},
             **resumed,
         )
         if on_event is not None:
@@ -97,10 +106,12 @@ async def run_scenario(
             if shown is not None:
                 shown.cancel()
                 await asyncio.gather(shown, return_exceptions=True)
-            await provider.close()
     finally:
-        if broker is not None:
-            await broker.close()
+        try:
+            await provider.close()
+        finally:
+            if broker is not None:
+                await broker.close()
     summary = summarize(run_dir, scenario)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _remove_empty(run_dir / "nodes")
@@ -108,11 +119,16 @@ async def run_scenario(
 
 
 def agent_command(
-    scenario: Scenario, run_id: str, broker: BrokerAddress, node_id: str, node_class: str
+    scenario: Scenario,
+    run_id: str,
+    broker: BrokerAddress,
+    node_id: str,
+    node_class: str,
+    prefix: list[str] | None = None,
 ) -> list[str]:
     spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
     return [
-        *python_command(),
+        *(python_command() if prefix is None else prefix),
         "--run",
         run_id,
         "--node-id",
@@ -127,6 +143,7 @@ def agent_command(
         str(spec.memory_mb),
         "--heartbeat-interval",
         str(scenario.cluster.heartbeat_interval),
+        *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),
     ]
 
 
@@ -157,13 +174,58 @@ def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "evictions": evictions,
         "relaunched_tasks": relaunched,
         "relaunched_ratio": _round(relaunched / total_tasks) if total_tasks else 0.0,
+        **{key: sum(int(j.get(key) or 0) for j in jobs) for key in RECOVERY_BYTES},
+        **per_workload(jobs),
         "task_attempts": len(tasks),
         "oom_failures": failures["oom"],
         "enospc_failures": failures["enospc"],
         "task_failures": dict(sorted(failures.items())),
         "spill_bytes": sum(int(t["spill_bytes"] or 0) for t in tasks),
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
+        **elastic_summary(tasks),
+        **job_class_summary(run_dir, scenario),
     }
+
+
+def per_workload(jobs: list[dict[str, str]]) -> dict[str, float | None]:
+    """Mean JCT and relaunched-task ratio of each workload (a mixed run's jobs differ a lot)."""
+    numbers: dict[str, float | None] = {}
+    for workload in sorted({j["workload"] for j in jobs}):
+        mine = [j for j in jobs if j["workload"] == workload]
+        jcts = [float(j["jct_s"]) for j in mine if j["status"] == "succeeded"]
+        tasks = sum(int(j["tasks"] or 0) for j in mine)
+        relaunched = sum(int(j["relaunched_tasks"] or 0) for j in mine)
+        numbers[f"mean_jct_s_{workload}"] = _round(statistics.fmean(jcts)) if jcts else None
+        numbers[f"relaunched_ratio_{workload}"] = _round(relaunched / tasks) if tasks else None
+    return numbers
+
+
+def elastic_summary(tasks: list[dict[str, str]]) -> dict[str, Any]:
+    """Memory elasticity (yarn, yarn-me): how many succeeded attempts ran elastically, what they
+    spilled, allocation ratios (memory / ideal), and the task model's mean absolute error
+    (predicted runtime vs measured end - start) for elastic and for regular attempts.
+    Empty when the scheduler predicts no runtimes."""
+    done = [t for t in tasks if t["status"] == "succeeded" and t.get("predicted_s")]
+    if not done:
+        return {}
+    elastic = [t for t in done if t.get("elastic") == "1"]
+    regular = [t for t in done if t.get("elastic") != "1"]
+    ratios = [float(t["memory_mb"]) / float(t["ideal_memory_mb"]) for t in done if t.get("ideal_memory_mb")]
+    return {
+        "elastic_tasks": len(elastic),
+        "elastic_spill_bytes": sum(int(t["spill_bytes"] or 0) for t in elastic),
+        "regular_spill_bytes": sum(int(t["spill_bytes"] or 0) for t in regular),
+        "mean_allocation_ratio": _round(statistics.fmean(ratios)) if ratios else None,
+        "min_allocation_ratio": _round(min(ratios)) if ratios else None,
+        "elastic_model_mae_s": _model_error(elastic),
+        "regular_model_mae_s": _model_error(regular),
+    }
+
+
+def _model_error(tasks: list[dict[str, str]]) -> float | None:
+    """Mean |predicted - measured| runtime in seconds (None without tasks)."""
+    errors = [abs(float(t["predicted_s"]) - (float(t["end_s"]) - float(t["start_s"]))) for t in tasks]
+    return _round(statistics.fmean(errors)) if errors else None
 
 
 def _percentile(values: list[float], q: float) -> float | None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import sys
 from pathlib import Path
 
+from agents.cli import add_agent_arguments, run_agent
 from testbed.durations import parse_duration
 from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
+from testbed.workloads.cli import add_workload_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -54,9 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="run directory (default runs/<UTC time>-<name>)")
     run.add_argument(
         "--backend",
-        choices=("local", "docker"),
+        choices=("local", "docker", "attach"),
         default="local",
-        help="nodes as local processes (default) or Docker containers",
+        help="nodes as local processes (default), Docker containers, or compose/Swarm agents (attach)",
     )
     run.add_argument("--dry-run", action="store_true", help="print the planned eviction schedule and stop")
     run.set_defaults(handler=cmd_run)
@@ -67,20 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(handler=cmd_validate)
 
     agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
-    agent.add_argument("--run", required=True, dest="run_id")
-    agent.add_argument("--node-id", required=True)
-    agent.add_argument("--node-class", choices=("reserved", "transient"), required=True)
-    agent.add_argument("--broker", required=True, help="mqtt://HOST:PORT")
-    agent.add_argument("--data-dir", type=Path, required=True)
-    agent.add_argument("--slots", type=int, default=2)
-    agent.add_argument("--memory-mb", type=int, default=1024)
-    agent.add_argument("--listen", default="127.0.0.1")
-    agent.add_argument("--advertise", default="127.0.0.1")
-    agent.add_argument("--port", type=int, default=0)
-    agent.add_argument("--heartbeat-interval", type=float, default=0.5)
-    agent.add_argument(
-        "--task-memory-limit-mb", type=int, help="memory each task may allocate; beyond it the task fails oom"
-    )
+    add_agent_arguments(agent)
     agent.set_defaults(handler=cmd_agent)
 
     chaos = sub.add_parser("chaos", help="eviction plans and live eviction storms")
@@ -103,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     evict.set_defaults(handler=cmd_chaos_evict)
 
     add_report_commands(sub)
+    add_workload_commands(sub)
 
     sweep = sub.add_parser("sweep", help="run a grid of scenario variants over several seeds")
     sweep.add_argument("scenario", type=Path)
@@ -163,7 +152,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from master.policies import make_scheduler
+    from master.policies import make_autoscaler, make_scheduler
     from master.run import prepare_run_dir, run_blocking
     from testbed.console import print_jct_table
 
@@ -176,6 +165,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(eviction_plan(scenario, args.scenario))
         return EXIT_OK
     make_scheduler(scenario)  # fail on policy problems before anything starts
+    make_autoscaler(scenario)
     run_dir = prepare_run_dir(scenario, args.out)
     print(f"run directory: {run_dir}", file=sys.stderr)
     result = run_blocking(scenario, run_dir, args.backend)
@@ -247,32 +237,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
-    from agents.agent import Agent, AgentConfig
-    from testbed.mqtt import BrokerAddress
-    from testbed.processes import die_with_parent
-
-    die_with_parent()
-    broker = BrokerAddress.parse(args.broker)  # reads the TESTBED_MQTT_* login
-    token = os.environ.get("TESTBED_RUN_TOKEN", "")
-    for secret in ("TESTBED_MQTT_USERNAME", "TESTBED_MQTT_PASSWORD", "TESTBED_RUN_TOKEN"):
-        os.environ.pop(secret, None)  # task workers need none of them
-    config = AgentConfig(
-        run_id=args.run_id,
-        node_id=args.node_id,
-        node_class=args.node_class,
-        broker=broker,
-        data_dir=args.data_dir,
-        slots=args.slots,
-        memory_mb=args.memory_mb,
-        listen=args.listen,
-        advertise=args.advertise,
-        port=args.port,
-        token=token,
-        heartbeat_interval=args.heartbeat_interval,
-        task_memory_limit_mb=args.task_memory_limit_mb,
-    )
-    _run_async(Agent(config).run())
-    return EXIT_OK
+    return run_agent(args)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
 from testbed.durations import parse_duration, parse_rate
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
@@ -64,6 +65,9 @@ class ClusterSpec(Strict):
     heartbeat_interval: Duration = Field(default=0.5, gt=0)
     heartbeat_timeout: Duration = Field(default=3.0, gt=0)
     memory_increment_mb: int = Field(default=100, ge=1)
+    warm_workers: bool = Field(
+        default=True, description="start each agent's task forkserver at once (faster first task)"
+    )
 
     @model_validator(mode="after")
     def _some_nodes(self) -> ClusterSpec:
@@ -91,6 +95,9 @@ class PolicySpec(Strict):
 # --------------------------------------------------------------------- jobs
 
 
+DEFAULT_TASK_MEMORY_MB = 256
+
+
 class JobBase(Strict):
     name: str | None = None
     submit_at: Duration = 0.0
@@ -98,7 +105,12 @@ class JobBase(Strict):
     every: Duration = Field(default=0.0, description="gap between repeats (trace time)")
     maps: int | None = Field(default=None, ge=1, le=10_000, description="map tasks")
     reduces: int = Field(default=2, ge=1, le=10_000, description="reduce partitions")
-    memory_mb: int = Field(default=256, ge=1, description="ideal memory of one task")
+    memory_mb: int | None = Field(
+        default=None,
+        ge=1,
+        description="ideal memory of one task; default: each stage's ideal from the scenario's "
+        f"profiles, else {DEFAULT_TASK_MEMORY_MB} MB",
+    )
     input: str | None = Field(default=None, description="a file, a directory or a glob")
     seed: int | None = None
 
@@ -143,16 +155,110 @@ class PagerankJob(JobBase):
 
 
 class SleepJob(JobBase):
-    """Synthetic tasks that run for a given duration (CloudCoaster/Eagle traces)."""
+    """Synthetic tasks that run for a given duration (CloudCoaster/Eagle traces).
+
+    ``durations`` gives each task its own duration (a trace job); otherwise
+    ``tasks`` tasks run ``duration`` each. ``estimate`` is the estimated task
+    duration the scheduler sees (default: the mean duration); the job is long
+    when it reaches the scenario's cutoff (``Scenario.long_cutoff``).
+    """
 
     workload: Literal["sleep"]
     tasks: int = Field(default=4, ge=1)
     duration: Duration = Field(default=1.0, ge=0)
+    durations: list[Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]] | None = Field(
+        default=None, min_length=1, description="per-task durations (trace time)"
+    )
+    estimate: Duration | None = Field(default=None, ge=0, description="estimated task duration")
     cpu_bound: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _tasks_from_durations(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("durations"), list) and "tasks" not in data:
+            return {**data, "tasks": len(data["durations"]) or 1}
+        return data
 
-JobSpec = Annotated[WordcountJob | SortJob | PagerankJob | SleepJob, Field(discriminator="workload")]
-WORKLOADS = ("wordcount", "sort", "pagerank", "sleep")
+    @model_validator(mode="after")
+    def _tasks_match_durations(self) -> SleepJob:
+        if self.durations is not None and self.tasks != len(self.durations):
+            raise ValueError(f"tasks is {self.tasks} but durations lists {len(self.durations)}")
+        return self
+
+    @property
+    def task_durations(self) -> list[float]:
+        """Each task's duration in trace seconds."""
+        return list(self.durations) if self.durations is not None else [self.duration] * self.tasks
+
+    @property
+    def estimate_s(self) -> float:
+        """The estimated task duration in trace seconds."""
+        if self.estimate is not None:
+            return self.estimate
+        durations = self.task_durations
+        return sum(durations) / len(durations)
+
+
+class NoopJob(JobBase):
+    """Empty tasks that the agent completes itself, with no worker process and no output:
+    a job that measures the control plane (dispatch throughput and latency) alone."""
+
+    workload: Literal["noop"]
+    tasks: int = Field(default=100, ge=1, le=1_000_000)
+
+
+JobSpec = Annotated[
+    WordcountJob | SortJob | PagerankJob | SleepJob | NoopJob, Field(discriminator="workload")
+]
+WORKLOADS = ("wordcount", "sort", "pagerank", "sleep", "noop")
+
+
+# --------------------------------------------------------------------- arrivals
+
+DEFAULT_CUTOFF_S = 10.0
+
+
+class ArrivalsSpec(Strict):
+    """Jobs arriving from a trace file or the seeded bursty generator (``testbed.arrivals``).
+
+    Every arriving job becomes a ``sleep`` job whose tasks run for the trace's
+    durations (divided by ``time_scale``), in addition to the ``jobs`` list.
+    """
+
+    trace: str | None = Field(default=None, description="an Eagle/Hawk simulator trace file")
+    synthetic: dict[str, Any] | None = Field(default=None, description="seed and BurstyMix knobs")
+    cutoff: Duration = Field(default=DEFAULT_CUTOFF_S, gt=0, description="long/short cutoff (trace time)")
+    cpu_bound: bool = False
+    memory_mb: int = Field(default=64, ge=1, description="ideal memory of one task")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ArrivalsSpec:
+        if (self.trace is None) == (self.synthetic is None):
+            raise ValueError("give exactly one of trace (a file) or synthetic (generator knobs)")
+        if self.synthetic is not None:
+            self.mix()
+        else:
+            self.jobs(seed=0)  # a bad trace is a scenario error, with its line number
+        return self
+
+    def mix(self) -> BurstyMix:
+        """The generator's knobs: ``synthetic`` minus ``seed``, with ``cutoff_s`` from ``cutoff``."""
+        knobs = {k: v for k, v in (self.synthetic or {}).items() if k != "seed"}
+        if "cutoff_s" in knobs:
+            raise ValueError("synthetic.cutoff_s: set arrivals.cutoff instead (one cutoff for all jobs)")
+        known = [f for f in BurstyMix.__dataclass_fields__ if f != "cutoff_s"]
+        unknown = sorted(set(knobs) - set(known))
+        if unknown:
+            raise ValueError(f"synthetic: unknown knobs {unknown}; known: seed, {', '.join(known)}")
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in knobs.values()):
+            raise ValueError("synthetic: every knob is a number (seconds, or per second for rates)")
+        return BurstyMix(**knobs, cutoff_s=self.cutoff)
+
+    def jobs(self, seed: int) -> list[ArrivingJob]:
+        """The arriving jobs; ``seed`` is the generator's unless ``synthetic.seed`` is given."""
+        if self.trace is not None:
+            return load_trace(self.trace, self.cutoff)
+        return bursty_jobs(int((self.synthetic or {}).get("seed", seed)), self.mix())
 
 
 # --------------------------------------------------------------------- chaos
@@ -238,9 +344,21 @@ class Scenario(Strict):
     broker: str = "embedded"
     cluster: ClusterSpec = ClusterSpec()
     policy: PolicySpec = PolicySpec()
-    jobs: list[JobSpec] = Field(min_length=1)
+    jobs: list[JobSpec] = Field(default_factory=list)
+    arrivals: ArrivalsSpec | None = None
     chaos: ChaosSpec = ChaosSpec()
     timeout: Duration = Field(default=600.0, gt=0, description="wall-clock limit of the run")
+    profiles: list[str] = Field(
+        default_factory=list, description="task profiles (testbed profile files) for YARN/YARN-ME"
+    )
+
+    @field_validator("profiles")
+    @classmethod
+    def _profiles_exist(cls, paths: list[str]) -> list[str]:
+        missing = [p for p in paths if not Path(p).expanduser().is_file()]
+        if missing:
+            raise ValueError(f"no such profile file: {', '.join(missing)}; run `testbed profile` to make one")
+        return paths
 
     @model_validator(mode="after")
     def _tasks_fit_some_node(self) -> Scenario:
@@ -251,7 +369,7 @@ class Scenario(Strict):
             classes.append("transient")  # an autoscaler may launch transient nodes
         largest = max(getattr(cluster, name).memory_mb for name in classes)
         for index, job in enumerate(self.jobs):
-            if job.memory_mb > largest:
+            if job.memory_mb is not None and job.memory_mb > largest:
                 raise ValueError(
                     f"jobs.{index}.memory_mb: a task of this {job.workload} job needs {job.memory_mb} MB "
                     f"but the largest node has {largest} MB; lower jobs.{index}.memory_mb to at most "
@@ -266,9 +384,38 @@ class Scenario(Strict):
             raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT")
         return value
 
+    @model_validator(mode="after")
+    def _some_jobs(self) -> Scenario:
+        if not self.jobs and self.arrivals is None:
+            raise ValueError("the scenario has no jobs: give jobs (at least one) or arrivals")
+        return self
+
     def trace(self, seconds: float) -> float:
         """Wall seconds for a trace-time duration (trace times are divided by time_scale)."""
         return seconds / self.time_scale
+
+    @property
+    def long_cutoff(self) -> float:
+        """Trace seconds: a job whose estimated task duration reaches this is long."""
+        return self.arrivals.cutoff if self.arrivals is not None else DEFAULT_CUTOFF_S
+
+    def arriving_jobs(self) -> list[SleepJob]:
+        """The ``arrivals`` as sleep jobs (empty without an ``arrivals`` section)."""
+        if self.arrivals is None:
+            return []
+        spec = self.arrivals
+        return [
+            SleepJob(
+                workload="sleep",
+                name=f"{'long' if job.long else 'short'}-{k}",
+                submit_at=job.submit_s,
+                durations=list(job.task_durations),
+                estimate=job.est_duration_s,
+                cpu_bound=spec.cpu_bound,
+                memory_mb=spec.memory_mb,
+            )
+            for k, job in enumerate(spec.jobs(self.seed))
+        ]
 
 
 # --------------------------------------------------------------------- loading

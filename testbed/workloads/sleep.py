@@ -15,11 +15,13 @@ from testbed.workloads.plan import JobPlan, StagePlan
 
 def plan(job: SleepJob, seed: int, time_scale: float = 1.0) -> JobPlan:
     del seed
+    durations = job.task_durations
     stage = StagePlan(
         "sleep.run",
-        job.tasks,
+        len(durations),
         final=True,
-        shared_params={"duration_s": job.duration / time_scale, "cpu_bound": job.cpu_bound},
+        task_params=tuple({"duration_s": d / time_scale} for d in durations),
+        shared_params={"cpu_bound": job.cpu_bound},
     )
     return JobPlan("sleep", (stage,))
 

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from agents.agent import Agent, AgentConfig
 from master.master import Master, NodeRecord
-from master.policies import make_scheduler
 from testbed.mqtt import BrokerAddress
 from testbed.protocol import (
     CancelTask,
@@ -89,7 +88,6 @@ def idle_master(tmp_path: Path) -> Master:
         tmp_path,
         provider=None,  # type: ignore[arg-type]
         broker=BrokerAddress("127.0.0.1", 1),
-        scheduler=make_scheduler(scenario),
         token="t",
         agent_command=lambda node_id, node_class: [],
     )

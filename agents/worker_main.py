@@ -1,0 +1,34 @@
+"""The entry point of a task's worker process, kept free of heavy imports.
+
+The agent names this function as the worker's target, so importing it must
+not pull numpy and the workloads into the agent itself; the worker process
+(forked from the forkserver, which preloads ``agents.worker``) imports them.
+"""
+
+from __future__ import annotations
+
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+def run_in_worker(
+    spec_data: dict[str, Any],
+    node_dir: str,
+    own_url: str,
+    token: str,
+    conn: Connection,
+    memory_limit_mb: int | None = None,
+) -> None:
+    """Run the task (its memory capped, if the node says so), send one result dict, exit."""
+    from pathlib import Path
+
+    from agents.worker import execute, memory_cap
+    from testbed.protocol import TaskSpec
+
+    try:
+        spec = TaskSpec.model_validate(spec_data)
+        with memory_cap(memory_limit_mb):
+            outcome = execute(spec, Path(node_dir), own_url, token)
+        conn.send(outcome)
+    finally:
+        conn.close()

@@ -1,0 +1,215 @@
+"""Nodes started by compose or a Swarm stack, evicted and replaced through the Docker API.
+
+The agents of a compose file or stack carry the container labels ``testbed.run=<run>``
+and ``testbed.class=<class>``, and take their node id from their hostname (a container's
+hostname is its short id unless set). The provider finds a node's container by those
+labels and that hostname, and refuses anything else (ForeignNodeError), like
+DockerProvider.
+
+- compose: ``evict`` = SIGKILL and remove the container with its volumes; a new node
+  (a replacement, or one an autoscaler asks for) is a container running the master's
+  agent command, with the image, environment, labels and network of a live node of the
+  run, the limits of its class, the node id as hostname, a fresh /data volume and the
+  label ``testbed.node``; ``close`` removes those (compose removes its own).
+- Swarm: a node is a task of a service. ``evict`` kills the task's container (on the
+  engine the master talks to: the master runs on the manager, the single node of a
+  one-node swarm) and removes it; the agents' ``restart_policy`` is ``none``, so Swarm
+  does not restart it. A new node is a one-replica service created through the manager
+  from a live node's service spec, with the master's command, the node id as hostname and the stack's
+  namespace label (``docker stack rm`` removes it); ``close`` removes those services.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import docker
+from docker.errors import APIError, NotFound
+from docker.models.containers import Container
+
+from master.providers.base import ForeignNodeError
+from master.providers.docker import (
+    AGENT_OVERHEAD_MB,
+    DATA_DIR,
+    HTTP_CONFLICT,
+    LABEL_CLASS,
+    LABEL_NODE,
+    LABEL_RUN,
+    RELEASE_TIMEOUT_S,
+    UnknownNodeError,
+)
+
+
+@dataclass(frozen=True)
+class _NewNode:
+    node_id: str
+    node_class: str
+    command: list[str]
+    env: dict[str, str]
+    memory_bytes: int
+    nano_cpus: int
+
+
+SWARM_SERVICE_ID = "com.docker.swarm.service.id"
+STACK_NAMESPACE = "com.docker.stack.namespace"
+
+
+class AttachProvider:
+    """Evict, release and replace nodes that compose or a Swarm stack started."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self._client = docker.from_env()
+
+    # -- public interface -------------------------------------------------------------
+
+    async def launch(
+        self,
+        node_id: str,
+        node_class: str,
+        slots: int,
+        memory_mb: int,
+        cpus: float | None,
+        command: list[str],
+        env: dict[str, str],
+    ) -> None:
+        """A new node running the master's `command`, with the image, environment and
+        network of a live node of the run (of the same class when there is one) and the
+        limits of its class, like DockerProvider's."""
+        template = await asyncio.to_thread(self._template, node_class)
+        node = _NewNode(
+            node_id,
+            node_class,
+            [*command, "--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", "auto"],
+            env,
+            (memory_mb + AGENT_OVERHEAD_MB) * 1024 * 1024,
+            round(cpus * 1e9) if cpus is not None else 0,
+        )
+        if SWARM_SERVICE_ID in template.labels:
+            await asyncio.to_thread(self._create_service, template, node)
+        else:
+            await asyncio.to_thread(self._create_container, template, node)
+
+    async def evict(self, node_id: str) -> None:
+        container = await asyncio.to_thread(self._owned_container, node_id)
+        await asyncio.to_thread(self._kill_and_remove, container)
+
+    async def release(self, node_id: str) -> None:
+        container = await asyncio.to_thread(self._owned_container, node_id)
+        await asyncio.to_thread(container.stop, timeout=RELEASE_TIMEOUT_S)
+        await asyncio.to_thread(self._kill_and_remove, container)
+
+    async def close(self) -> None:
+        """Remove the replacements this run made; compose and the stack own the rest."""
+        await asyncio.to_thread(self._remove_replacements)
+
+    def owns(self, node_id: str) -> bool:
+        try:
+            self._owned_container(node_id)
+        except ForeignNodeError:
+            return False
+        return True
+
+    # -- lookups ----------------------------------------------------------------------
+
+    def _run_containers(self, *labels: str) -> list[Container]:
+        wanted = [f"{LABEL_RUN}={self.run_id}", *labels]
+        containers = self._client.containers.list(all=True, filters={"label": wanted})
+        return [c for c in containers if c.labels.get(LABEL_RUN) == self.run_id]
+
+    def _owned_container(self, node_id: str) -> Container:
+        matches = [c for c in self._run_containers() if c.attrs["Config"]["Hostname"] == node_id]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise RuntimeError(f"{len(matches)} containers of run {self.run_id} claim node {node_id}")
+        try:
+            other = self._client.containers.get(node_id)
+        except NotFound:
+            raise UnknownNodeError(f"no container of run {self.run_id} for node {node_id}") from None
+        raise ForeignNodeError(
+            f"container {other.name} is not labelled {LABEL_RUN}={self.run_id}; refusing to touch it"
+        )
+
+    def _template(self, node_class: str) -> Container:
+        """A running node of the run, of `node_class` if any (a class may start with none)."""
+        running = [c for c in self._run_containers(LABEL_CLASS) if c.status == "running"]
+        if not running:
+            raise RuntimeError(f"no running node of run {self.run_id} to copy a new node's setup from")
+        return next((c for c in running if c.labels.get(LABEL_CLASS) == node_class), running[0])
+
+    # -- compose: containers ----------------------------------------------------------
+
+    def _create_container(self, template: Container, node: _NewNode) -> None:
+        config = template.attrs["Config"]
+        labels = {k: v for k, v in config["Labels"].items() if not k.startswith("com.docker.compose.")}
+        env = [*config["Env"], *(f"{k}={v}" for k, v in node.env.items())]
+        limits = {"mem_limit": node.memory_bytes, "memswap_limit": node.memory_bytes}
+        if node.nano_cpus:
+            limits["nano_cpus"] = node.nano_cpus
+        container = self._client.containers.create(
+            config["Image"],
+            node.command,
+            hostname=node.node_id,
+            labels={**labels, LABEL_CLASS: node.node_class, LABEL_NODE: node.node_id},
+            environment=env,
+            network=next(iter(template.attrs["NetworkSettings"]["Networks"])),
+            mounts=[docker.types.Mount(DATA_DIR, None, type="volume", labels={LABEL_RUN: self.run_id})],
+            **limits,
+        )
+        try:
+            container.start()
+        except APIError:
+            container.remove(force=True, v=True)
+            raise
+
+    @staticmethod
+    def _kill_and_remove(container: Container) -> None:
+        try:
+            container.kill(signal="SIGKILL")
+        except APIError as error:
+            if error.status_code != HTTP_CONFLICT:  # already exited
+                raise
+        with contextlib.suppress(NotFound):  # Swarm may reap a dead task's container first
+            container.remove(v=True, force=True)
+
+    # -- Swarm: services --------------------------------------------------------------
+
+    def _create_service(self, template: Container, node: _NewNode) -> None:
+        spec: dict[str, Any] = self._client.api.inspect_service(template.labels[SWARM_SERVICE_ID])["Spec"]
+        task = copy.deepcopy(spec["TaskTemplate"])
+        container = task["ContainerSpec"]
+        container["Hostname"] = node.node_id
+        container["Args"] = node.command
+        container["Env"] = [*container.get("Env", []), *(f"{k}={v}" for k, v in node.env.items())]
+        container["Labels"] = {
+            **container.get("Labels", {}),
+            LABEL_CLASS: node.node_class,
+            LABEL_NODE: node.node_id,
+        }
+        limits = {
+            "MemoryBytes": node.memory_bytes,
+            **({"NanoCPUs": node.nano_cpus} if node.nano_cpus else {}),
+        }
+        task.setdefault("Resources", {})["Limits"] = limits
+        kept = {k: v for k, v in spec.get("Labels", {}).items() if k == STACK_NAMESPACE}
+        self._client.api.create_service(
+            task,
+            name=f"{spec['Name']}-{node.node_id}",
+            labels={**kept, LABEL_RUN: self.run_id, LABEL_NODE: node.node_id},
+            mode={"Replicated": {"Replicas": 1}},
+        )
+
+    def _remove_replacements(self) -> None:
+        filters = {"label": [f"{LABEL_RUN}={self.run_id}", LABEL_NODE]}
+        if self._client.info().get("Swarm", {}).get("ControlAvailable"):
+            for service in self._client.services.list(filters=filters):
+                if service.attrs["Spec"].get("Labels", {}).get(LABEL_RUN) == self.run_id:
+                    service.remove()
+        for container in self._client.containers.list(all=True, filters=filters):
+            if container.labels.get(LABEL_RUN) == self.run_id:
+                self._kill_and_remove(container)

@@ -1,0 +1,177 @@
+"""Whole runs with containers as nodes: `--backend docker`, compose, and a Swarm stack."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from master.providers.base import ForeignNodeError
+from master.run import run_scenario
+from testbed.scenario import EvictSpec, load_scenario
+from tests.conftest import make_scenario
+from tests.docker.conftest import Decoys, new_run_id, remove_run, run_leftovers
+from tests.e2e.test_workloads_run import assert_exact
+
+pytestmark = [pytest.mark.docker, pytest.mark.e2e]
+REPO = Path(__file__).resolve().parents[2]
+QUICKSTART = REPO / "compose" / "quickstart.yaml"
+
+
+async def test_container_killed_mid_job_output_exact_and_foreign_containers_refused(
+    docker_client: docker.DockerClient,
+    image: str,
+    decoys: Decoys,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_id = f"run-{new_run_id()}"  # distinct from the decoys' run ids
+    monkeypatch.setenv("TESTBED_RUN_ID", run_id)
+    monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
+    scenario = make_scenario(
+        jobs=[{"workload": "wordcount", "size_mb": 4, "maps": 4, "reduces": 2, "memory_mb": 64}]
+    )
+    victims: list[str] = []
+    refusals: list[str] = []
+
+    async def kill_and_attack(master: Any, node_id: str) -> None:
+        await master.chaos.evict_now(EvictSpec(count=1), named=[node_id])
+        for target in (decoys.unlabelled.name, decoys.other_run.name, decoys.other_run_node_id):
+            try:
+                await master.chaos.evict_now(EvictSpec(count=1), named=[target])
+            except ForeignNodeError as error:
+                refusals.append(str(error))
+
+    def on_event(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "task_started" and record["class"] == "transient" and not victims:
+            victims.append(record["node"])
+            asyncio.get_running_loop().create_task(kill_and_attack(master, record["node"]))
+
+    try:
+        result = await run_scenario(scenario, tmp_path, backend="docker", on_event=on_event)
+        assert result.ok, result.summary
+        assert result.summary["evictions"] == 1 and result.summary["relaunched_tasks"] > 0
+        assert_exact(scenario, tmp_path)
+        assert len(refusals) == 3 and all("refusing to evict" in r for r in refusals), refusals
+        decoys.assert_alive()
+        assert run_leftovers(docker_client, run_id) == []
+    finally:
+        remove_run(docker_client, run_id)
+
+
+def compose_command() -> list[str]:
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    pytest.skip("neither docker-compose nor the docker compose plugin is installed")
+
+
+def assert_quickstart_results(results: Path) -> None:
+    run_dir = results / "quickstart"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["succeeded"] == summary["jobs"] == 2, summary
+    assert (run_dir / "report.md").exists() and (run_dir / "report.html").exists()
+    assert_exact(load_scenario(REPO / "scenarios" / "quickstart.yaml"), run_dir)
+
+
+def test_compose_quickstart_end_to_end(
+    docker_client: docker.DockerClient, image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id = f"compose-{new_run_id()}"
+    monkeypatch.setenv("TESTBED_RUN_ID", run_id)
+    monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
+    monkeypatch.setenv("TESTBED_RESULTS", str(tmp_path))
+    compose = [*compose_command(), "-f", str(QUICKSTART), "-p", run_id]
+    try:
+        up = subprocess.run([*compose, "up", "--exit-code-from", "master"], capture_output=True, text=True)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        assert_quickstart_results(tmp_path)
+    finally:
+        subprocess.run([*compose, "down", "-v"], capture_output=True)
+        remove_run(docker_client, run_id)
+    assert run_leftovers(docker_client, run_id) == []
+
+
+def swarm_state(client: docker.DockerClient) -> str:
+    return client.info().get("Swarm", {}).get("LocalNodeState", "inactive")
+
+
+def master_task_state(client: docker.DockerClient, stack: str) -> str:
+    tasks = client.api.tasks(filters={"service": f"{stack}_master"})
+    return tasks[0]["Status"]["State"] if tasks else "pending"
+
+
+def test_swarm_stack_quickstart(docker_client: docker.DockerClient, image: str, tmp_path: Path) -> None:
+    if swarm_state(docker_client) != "inactive" and not docker_client.info()["Swarm"].get("ControlAvailable"):
+        pytest.skip("this engine is in a swarm but not a manager: the stack cannot be deployed from here")
+    created_swarm = swarm_state(docker_client) == "inactive"
+    if created_swarm:
+        init = subprocess.run(
+            ["docker", "swarm", "init", "--advertise-addr", "127.0.0.1"], capture_output=True, text=True
+        )
+        if init.returncode != 0:
+            pytest.skip(f"docker swarm init is impossible here: {init.stderr.strip()}")
+    stack = f"stack{new_run_id()}".replace("-", "")
+    env = {"TESTBED_RUN_ID": stack, "TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(tmp_path)}
+    try:
+        deploy = subprocess.run(
+            ["docker", "stack", "deploy", "-c", str(QUICKSTART), stack],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+        )
+        assert deploy.returncode == 0, deploy.stderr
+        state = wait_for_master(docker_client, stack)
+        assert state == "complete", f"master task ended {state}: {service_logs(stack)}"
+        assert_quickstart_results(tmp_path)
+    finally:
+        try:
+            subprocess.run(["docker", "stack", "rm", stack], capture_output=True)
+            wait_until_gone(docker_client, stack)
+        finally:
+            if created_swarm:
+                subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True)
+    assert run_leftovers(docker_client, stack) == []
+
+
+def wait_for_master(client: docker.DockerClient, stack: str, limit_s: float = 600) -> str:
+    """The master task's final state (Swarm reports it through the manager)."""
+    deadline = _now() + limit_s
+    while _now() < deadline:
+        state = master_task_state(client, stack)
+        if state in ("complete", "failed", "rejected", "shutdown", "orphaned"):
+            return state
+        _pause()
+    return f"still {master_task_state(client, stack)} after {limit_s:.0f}s"
+
+
+def wait_until_gone(client: docker.DockerClient, stack: str, limit_s: float = 120) -> None:
+    """`docker stack rm` returns before the tasks' containers and the network are removed."""
+    label = {"label": f"com.docker.stack.namespace={stack}"}
+    deadline = _now() + limit_s
+    while _now() < deadline and (
+        client.containers.list(all=True, sparse=True, filters=label) or client.networks.list(filters=label)
+    ):
+        _pause()
+
+
+def service_logs(stack: str) -> str:
+    logs = subprocess.run(["docker", "service", "logs", f"{stack}_master"], capture_output=True, text=True)
+    return (logs.stdout + logs.stderr)[-3000:]
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+def _pause() -> None:
+    time.sleep(1)  # polling the engine's record of an external process, not synchronising ours
