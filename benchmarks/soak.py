@@ -1,7 +1,7 @@
 """Soak test (opt-in, not part of the test suite): runs back to back under eviction storms.
 
-Each run is a mixed workload (wordcount jobs of several sizes, short and long
-sleep tasks) on 1 reserved + 5 transient nodes, with scripted eviction storms
+Each run is a mixed workload (wordcount, sort and PageRank jobs, short and
+long sleep tasks) on 1 reserved + 5 transient nodes, with scripted eviction storms
 (a different victim choice each run), exponential transient lifetimes and
 replacements, and, every other run, a restart of the embedded broker. After
 each run it checks every output against an independent reference and looks
@@ -31,20 +31,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from master.run import run_scenario
 from testbed.broker import EmbeddedBroker
 from testbed.scenario import Scenario, parse_scenario
-from testbed.workloads.wordcount import generate_split, read_output, reference_counts
+from testbed.workloads.check import check_output
 
 SELECTS = ("random", "busiest", "most-data", "oldest", "youngest")
-WORDCOUNTS = [(6, 6, 3), (4, 4, 2), (8, 8, 4), (2, 2, 1)]
-SLEEPS = [(8, 3.0), (4, 8.0)]
+JOBS: list[dict[str, Any]] = [
+    {"workload": "wordcount", "size_mb": 6, "maps": 6, "reduces": 3, "submit_at": "0s"},
+    {"workload": "sort", "size_mb": 4, "maps": 4, "reduces": 2, "submit_at": "2s"},
+    {"workload": "sleep", "tasks": 8, "duration": 3.0, "submit_at": "3s"},
+    {"workload": "pagerank", "nodes": 2000, "edges": 10000, "iterations": 4, "submit_at": "5s"},
+    {"workload": "wordcount", "size_mb": 4, "maps": 4, "reduces": 2, "submit_at": "8s"},
+    {"workload": "sleep", "tasks": 4, "duration": 8.0, "submit_at": "11s"},
+    {"workload": "sort", "size_mb": 2, "maps": 2, "reduces": 2, "submit_at": "14s"},
+]
 
 
 def scenario_for(run: int, seed: int) -> Scenario:
-    jobs: list[dict[str, Any]] = []
-    for k, (size, maps, reduces) in enumerate(WORDCOUNTS):
-        jobs.append({"workload": "wordcount", "size_mb": size, "maps": maps, "reduces": reduces})
-        jobs[-1]["submit_at"] = f"{6 * k}s"
-    for k, (tasks, duration) in enumerate(SLEEPS):
-        jobs.append({"workload": "sleep", "tasks": tasks, "duration": duration, "submit_at": f"{3 + 8 * k}s"})
     return parse_scenario(
         {
             "name": f"soak-{run:03d}",
@@ -65,7 +66,7 @@ def scenario_for(run: int, seed: int) -> Scenario:
                     }
                 ],
             },
-            "jobs": jobs,
+            "jobs": JOBS,
             "timeout": 300,
         }
     )
@@ -76,13 +77,9 @@ def check_outputs(run_dir: Path, scenario: Scenario) -> list[str]:
     problems = []
     for ordinal, job in enumerate(scenario.jobs):
         outputs = run_dir / "outputs" / f"j{ordinal:03d}"
-        seed = scenario.seed * 1000 + ordinal
-        if job.workload == "wordcount":
-            nbytes = int(job.size_mb * 2**20 / job.maps)
-            splits = (generate_split(seed, i, nbytes, job.vocabulary) for i in range(job.maps))
-            expected = reference_counts(splits)
-            if read_output(outputs) != expected:
-                problems.append(f"j{ordinal:03d}: wordcount output differs from the reference")
+        if job.workload != "sleep":
+            seed = scenario.seed * 1000 + ordinal
+            problems += [f"j{ordinal:03d}: {p}" for p in check_output(job, seed, outputs)]
         else:
             for index in range(job.tasks):
                 part = outputs / f"part-{index:05d}"
