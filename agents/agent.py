@@ -11,26 +11,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
-import multiprocessing.forkserver
 import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import aiomqtt
 from aiohttp import web
 
+from agents.push import push_block
 from agents.shuffle import make_app
-from agents.worker import run_in_worker
+from agents.worker_main import run_in_worker
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
+    INLINE_NOOP,
+    BlockReceived,
     CancelTask,
     Codec,
     EvictionNotice,
     Heartbeat,
     LaunchTask,
     NodeState,
+    PushDelivered,
+    PushedPart,
     TaskMetrics,
     TaskSpec,
     TaskUpdate,
@@ -57,12 +62,13 @@ class AgentConfig:
     token: str = ""
     heartbeat_interval: float = 0.5
     master_id: str = "master"
+    warm_workers: bool = True
 
 
 @dataclass
 class RunningAttempt:
     spec: TaskSpec
-    process: Any
+    process: Any  # None until the worker process has started
     cancelled: bool = False
 
 
@@ -83,13 +89,14 @@ class Agent:
     def url(self) -> str:
         return f"http://{self.config.advertise}:{self.port}"
 
-    def _state_payload(self, state: str) -> bytes:
+    def _state_payload(self, state: str, session: int | None = None) -> bytes:
         c = self.config
         message = NodeState(
             node_id=c.node_id,
             node_class=c.node_class,
-            state=state,
-            incarnation=self.incarnation,  # type: ignore[arg-type]
+            state=state,  # type: ignore[arg-type]
+            incarnation=self.incarnation,
+            session=self.link.session if session is None else session,
             host=c.advertise,
             port=self.port,
             slots=c.slots,
@@ -102,23 +109,30 @@ class Agent:
 
     async def run(self) -> None:
         (self.config.data_dir / "blocks").mkdir(parents=True, exist_ok=True)
-        multiprocessing.forkserver.ensure_running()
         runner = await self._start_http()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._stop.set)
-        will = aiomqtt.Will(self.topics.state(self.config.node_id), self._state_payload("lost"), 1, True)
         client_id = f"{self.config.run_id}-{self.config.node_id}-{self.incarnation}"
-        self.link = MqttLink(self.config.broker, client_id, self._on_message, self._on_connect, will)
+        self.link = MqttLink(self.config.broker, client_id, self._on_message, self._on_connect, self._will)
         self.link.start()
+        # Warm the task forkserver now, off the loop: it preloads numpy and the workloads, which
+        # would otherwise delay this node's first task by seconds on a busy machine.
+        warmup = asyncio.create_task(
+            asyncio.to_thread(multiprocessing.forkserver.ensure_running)
+            if self.config.warm_workers
+            else asyncio.sleep(0)
+        )
         heartbeat = asyncio.create_task(self._heartbeats())
         try:
             await self._stop.wait()
         finally:
             heartbeat.cancel()
+            warmup.cancel()
             for attempt in list(self.running.values()):
                 attempt.cancelled = True
-                attempt.process.kill()
+                if attempt.process is not None:
+                    attempt.process.kill()
             self.link.publish(
                 self.topics.state(self.config.node_id), self._state_payload("gone"), retain=True
             )
@@ -126,8 +140,15 @@ class Agent:
             await self.link.close()
             await runner.cleanup()
 
+    def _will(self, session: int) -> aiomqtt.Will:
+        """``lost`` for this connection only: the master ignores it once a newer session spoke."""
+        topic = self.topics.state(self.config.node_id)
+        return aiomqtt.Will(topic, self._state_payload("lost", session), qos=1, retain=True)
+
     async def _start_http(self) -> web.AppRunner:
-        runner = web.AppRunner(make_app(self.config.data_dir / "blocks", self.config.token), access_log=None)
+        identity = {"node": self.config.node_id, "incarnation": self.incarnation}
+        app = make_app(self.config.data_dir / "blocks", self.config.token, self._on_block_received, identity)
+        runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.config.listen, self.config.port, reuse_address=True)
         await site.start()
@@ -149,8 +170,9 @@ class Agent:
                 seq=seq,
                 running=tuple(self.running),
             )
-            await self.link.publish_now(topic, self.codec.encode(beat))
-            await asyncio.sleep(self.config.heartbeat_interval)
+            interval = self.config.heartbeat_interval
+            await self.link.publish_now(topic, self.codec.encode(beat), timeout=interval)
+            await asyncio.sleep(interval)
 
     # ------------------------------------------------------------------ commands
 
@@ -177,22 +199,45 @@ class Agent:
         current = self.running.get(spec.task_id)
         if current is not None and current.spec.attempt >= spec.attempt:
             return
+        if spec.op == INLINE_NOOP:  # an empty task: the control plane's own cost, measured alone
+            update = self._update(spec, "succeeded")
+            self.finished[key] = update
+            self._publish_update(update)
+            return
+        attempt = RunningAttempt(spec, None)
+        self.running[spec.task_id] = attempt
+        self._publish_update(self._update(spec, "running"))
+        asyncio.get_running_loop().create_task(self._run_attempt(attempt))
+
+    async def _run_attempt(self, attempt: RunningAttempt) -> None:
+        spec = attempt.spec
+        if attempt.cancelled:
+            await self._await_worker(spec, None, None)
+            return
         receiver, sender = _forkserver.Pipe(duplex=False)
-        process = _forkserver.Process(
+        attempt.process = _forkserver.Process(
             target=run_in_worker,
             args=(spec.model_dump(), str(self.config.data_dir), self.url, self.config.token, sender),
             daemon=True,
         )
-        process.start()
-        sender.close()
-        self.running[spec.task_id] = RunningAttempt(spec, process)
-        self._publish_update(self._update(spec, "running"))
-        asyncio.get_running_loop().create_task(self._await_worker(spec, process, receiver))
+        try:  # off the loop: the first start waits for the forkserver to preload the workloads
+            await asyncio.to_thread(attempt.process.start)
+        except OSError as exc:
+            log.error("cannot start a worker for %s: %s", spec.task_id, exc)
+            attempt.process = None
+            receiver.close()
+            await self._await_worker(spec, None, None, error=f"cannot start a worker process: {exc}")
+            return
+        finally:
+            sender.close()
+        await self._await_worker(spec, attempt.process, receiver)
 
-    async def _await_worker(self, spec: TaskSpec, process: Any, receiver: Any) -> None:
-        outcome = await _receive(receiver, process)
+    async def _await_worker(self, spec: TaskSpec, process: Any, receiver: Any, error: str = "") -> None:
+        outcome = await _receive(receiver, process) if process is not None else {}
         attempt = self.running.pop(spec.task_id, None)
-        if attempt is not None and attempt.cancelled:
+        if error:
+            outcome = {"state": "failed", "failure": "error", "error": error}
+        elif attempt is not None and attempt.cancelled:
             outcome = {"state": "failed", "failure": "cancelled", "error": "cancelled by the master"}
         update = self._update(
             spec,
@@ -206,12 +251,57 @@ class Agent:
         )
         self.finished[(spec.task_id, spec.attempt)] = update
         self._publish_update(update)
+        if update.state == "succeeded" and spec.push:  # the slot is free already; the push goes on
+            asyncio.get_running_loop().create_task(self._push(spec))
+
+    async def _push(self, spec: TaskSpec) -> None:
+        """Copy the attempt's output to every push target, then ask the master to commit."""
+        blocks = self.config.data_dir / "blocks"
+        delivered: dict[str, tuple[PushedPart, ...]] = {}
+        failed, errors = [], []
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=60)) as session:
+            results = await asyncio.gather(
+                *(
+                    push_block(
+                        session,
+                        blocks,
+                        spec.block_id,
+                        t.url,
+                        t.partitions,
+                        self.config.token,
+                        spec.push_rate_bytes_s,
+                    )
+                    for t in spec.push
+                ),
+                return_exceptions=True,
+            )
+        for target, result in zip(spec.push, results, strict=True):
+            if isinstance(result, BaseException):
+                failed.append(target.node_id)
+                errors.append(f"{target.node_id}: {result}")
+            else:
+                delivered[target.node_id] = result
+        message = PushDelivered(
+            node_id=self.config.node_id,
+            task_id=spec.task_id,
+            attempt=spec.attempt,
+            block=spec.block_id,
+            delivered=delivered,
+            failed=tuple(failed),
+            error="; ".join(errors)[:2000] or None,
+        )
+        self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
+
+    def _on_block_received(self, block: str, parts: tuple[PushedPart, ...]) -> None:
+        message = BlockReceived(node_id=self.config.node_id, block=block, parts=parts)
+        self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
 
     def _cancel(self, task_id: str, attempt: int) -> None:
         current = self.running.get(task_id)
         if current is not None and current.spec.attempt == attempt:
             current.cancelled = True
-            current.process.kill()
+            if current.process is not None:
+                current.process.kill()
 
     def _update(self, spec: TaskSpec, state: str, **fields: Any) -> TaskUpdate:
         return TaskUpdate(

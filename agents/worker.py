@@ -8,29 +8,20 @@ The result goes back to the agent through a pipe as a plain dict.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import http.client
 import resource
 import time
 import traceback
 import urllib.parse
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from testbed.blocks import TOKEN_HEADER
 from testbed.protocol import TaskSpec
 from testbed.workloads import OPERATIONS
-from testbed.workloads.base import TOKEN_HEADER, BlockFetcher, FetchFailed, TaskContext
-
-
-def run_in_worker(
-    spec_data: dict[str, Any], node_dir: str, own_url: str, token: str, conn: Connection
-) -> None:
-    """Process entry point: run the task, send one result dict, exit."""
-    try:
-        conn.send(execute(TaskSpec.model_validate(spec_data), Path(node_dir), own_url, token))
-    finally:
-        conn.close()
+from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext
 
 
 def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[str, Any]:
@@ -38,6 +29,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[st
     scratch = node_dir / "scratch" / spec.block_id
     scratch.mkdir(parents=True, exist_ok=True)
     ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token))
+    reset_peak_rss()
     started = time.perf_counter()
     outcome: dict[str, Any] = {"state": "succeeded"}
     try:
@@ -56,10 +48,27 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[st
     finally:
         ctx.cleanup()
     ctx.metrics.compute_s = time.perf_counter() - started
-    ctx.metrics.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    ctx.metrics.peak_rss_bytes = peak_rss_bytes()
     outcome["metrics"] = ctx.metrics.model_dump()
     outcome["partition_bytes"] = list(ctx.partition_bytes)
     return outcome
+
+
+def reset_peak_rss() -> None:
+    """Start the task's peak-RSS count now (Linux: writing 5 to clear_refs resets VmHWM)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def peak_rss_bytes() -> int:
+    """The kernel's high-water mark of this process's resident memory (VmHWM)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def upload(path: Path, url: str, token: str) -> None:

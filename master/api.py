@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from master.providers.base import ForeignNodeError
+from testbed.blocks import TOKEN_HEADER
 from testbed.scenario import EvictSpec
-from testbed.workloads.base import TOKEN_HEADER
+from testbed.tokens import token_matches
 
 if TYPE_CHECKING:
     from master.master import Master
@@ -54,7 +55,7 @@ class MasterApi:
             json.dump(info, handle)
 
     def _check_token(self, request: web.Request) -> None:
-        if request.headers.get(TOKEN_HEADER) != self.master.token:
+        if not token_matches(request.headers.get(TOKEN_HEADER), self.master.token):
             raise web.HTTPForbidden(text="missing or wrong run token")
 
     # ------------------------------------------------------------------ outputs
@@ -71,6 +72,7 @@ class MasterApi:
         if not staged.exists():
             return False
         os.replace(staged, self.master.run_dir / "outputs" / job_id / f"part-{index:05d}")
+        self.master.journal.event("output_committed", job=job_id, index=index, attempt=attempt)
         return True
 
     async def _receive_output(self, request: web.Request) -> web.Response:
@@ -115,6 +117,7 @@ class MasterApi:
                 }
                 for j in master.jobs.values()
             ],
+            "expected_jobs": master.expected_jobs,
             "evictions": master.evictions,
             "malformed_messages": master.codec.malformed,
         }

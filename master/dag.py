@@ -269,7 +269,7 @@ def sort_dag(maps: int, reduces: int) -> LogicalDag:
     )
 
 
-def pagerank_dag(partitions: int, iterations: int) -> LogicalDag:
+def pagerank_dag(partitions: int, iterations: int, readers: int | None = None) -> LogicalDag:
     """PageRank as in the RDD paper (section 3.2.2), iterations unrolled.
 
     read-edges =shuffle=> links (adjacency lists, hash-partitioned by source);
@@ -277,12 +277,13 @@ def pagerank_dag(partitions: int, iterations: int) -> LogicalDag:
     contribs-i = join(links, ranks-(i-1)) one-to-one on both sides (co-partitioned,
     no shuffle) emitting each page's contributions, =shuffle=> ranks-i (sum, then
     damping); write the final ranks. The dangling mass and N travel with the
-    shuffles, so they need no edges of their own.
+    shuffles, so they need no edges of their own. ``readers``: edge-reading tasks
+    (default: ``partitions``).
     """
     if iterations < 1:
         raise DagError(f"pagerank needs at least one iteration, got {iterations}")
     operators = [
-        Operator("read-edges", "Read edges", partitions, source="read"),
+        Operator("read-edges", "Read edges", readers or partitions, source="read"),
         Operator("links", "Group links by source", partitions),
         Operator("ranks-0", "Initial ranks", partitions),
     ]

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from testbed.protocol import BlockRef
-from testbed.workloads.plan import JobPlan
+from testbed.workloads.plan import Dependency, JobPlan
 
 TaskKey = tuple[int, int]
-Status = Literal["pending", "running", "done"]
+Status = Literal["pending", "running", "pushing", "done"]
+"""``pushing``: computed, its output being pushed to reserved executors (Pado), not yet committed."""
 MAX_FAILURES = 6
 
 
@@ -29,14 +30,24 @@ class TaskRecord:
     attempt: int = -1
     node: str | None = None
     location: str | None = None
+    """The producer's URL while it holds the output."""
+    replicas: tuple[str, ...] = ()
+    """Other agents holding a copy (a checkpoint, pushed partitions)."""
     block: str | None = None
     available: bool = False
     partition_bytes: tuple[int, ...] = ()
     launches: int = 0
+    completions: int = 0
     failures: int = 0
     memory_mb: int = 0
     started: float | None = None
     elastic: bool = False
+    predicted_s: float | None = None
+
+    @property
+    def locations(self) -> tuple[str, ...]:
+        """Every agent holding the output, the producer first."""
+        return (self.location, *self.replicas) if self.location else self.replicas
 
 
 @dataclass
@@ -51,13 +62,20 @@ class JobRuntime:
     """Estimated task duration in wall seconds (what the scheduler sees)."""
     long: bool = False
     """Eagle's job class: the estimate reached the scenario's long/short cutoff."""
+    stage_memory_mb: tuple[int, ...] = ()
+    """Ideal memory of each stage's tasks (``memory_mb`` for stages not listed)."""
     params: dict[str, Any] = field(default_factory=dict)
     started: float | None = None
     finished: float | None = None
     status: Literal["waiting", "running", "succeeded", "failed"] = "waiting"
     error: str | None = None
     bytes_recomputed: int = 0
+    """Output bytes of tasks computed again after a first success (lineage recomputation)."""
+    bytes_checkpointed: int = 0
+    bytes_pushed: int = 0
     tasks: dict[TaskKey, TaskRecord] = field(default_factory=dict)
+    stage_first_start: dict[int, float] = field(default_factory=dict)
+    stage_last_end: dict[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for s, stage in enumerate(self.plan.stages):
@@ -77,6 +95,9 @@ class JobRuntime:
         key = (int(stage), int(index))
         return key if key in self.tasks else None
 
+    def ideal_memory_mb(self, stage: int) -> int:
+        return self.stage_memory_mb[stage] if stage < len(self.stage_memory_mb) else self.memory_mb
+
     # ------------------------------------------------------------------ readiness
 
     def parents(self, key: TaskKey) -> Iterator[TaskKey]:
@@ -88,13 +109,13 @@ class JobRuntime:
                 for i in range(self.plan.stages[dep.stage].tasks):
                     yield (dep.stage, i)
 
-    def ready(self) -> list[TaskKey]:
-        """Pending tasks whose every input is available, in stage then index order."""
+    def ready(self) -> Iterator[TaskKey]:
+        """Pending tasks whose every input is available, in stage then index order (lazily,
+        so a caller that needs only the head of the queue stops early)."""
         stage_available = [
             all(self.tasks[(s, i)].available for i in range(stage.tasks))
             for s, stage in enumerate(self.plan.stages)
         ]
-        ready = []
         for key, record in self.tasks.items():
             if record.status != "pending":
                 continue
@@ -103,27 +124,26 @@ class JobRuntime:
                 self.tasks[(d.stage, key[1])].available if d.kind == "narrow" else stage_available[d.stage]
                 for d in deps
             ):
-                ready.append(key)
-        return ready
+                yield key
 
     def input_refs(self, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
-        stage, index = key
-        refs = []
-        for dep in self.plan.stages[stage].deps:
-            if dep.kind == "narrow":
-                parents = [self.tasks[(dep.stage, index)]]
-                partition = 0
-            else:
-                parents = [self.tasks[(dep.stage, i)] for i in range(self.plan.stages[dep.stage].tasks)]
-                partition = index
-            refs.append(
-                tuple(
-                    BlockRef(block=p.block, partition=partition, locations=(p.location,))  # type: ignore[arg-type]
-                    for p in parents
-                    if not p.partition_bytes or p.partition_bytes[partition] > 0
-                )
-            )
-        return tuple(refs)
+        return tuple(self.dep_refs(key, dep) for dep in self.plan.stages[key[0]].deps)
+
+    def dep_refs(self, key: TaskKey, dep: Dependency) -> tuple[BlockRef, ...]:
+        """The blocks task ``key`` reads through one dependency: the producer's copy
+        first, then any replica (a checkpoint)."""
+        index = key[1]
+        if dep.kind == "narrow":
+            parents = [self.tasks[(dep.stage, index)]]
+            partition = 0
+        else:
+            parents = [self.tasks[(dep.stage, i)] for i in range(self.plan.stages[dep.stage].tasks)]
+            partition = index
+        return tuple(
+            BlockRef(block=p.block, partition=partition, locations=p.locations)  # type: ignore[arg-type]
+            for p in parents
+            if not p.partition_bytes or p.partition_bytes[partition] > 0
+        )
 
     # ------------------------------------------------------------------ transitions
 
@@ -136,26 +156,84 @@ class JobRuntime:
         record.memory_mb = memory_mb
         record.started = now
         record.elastic = elastic
+        self.stage_first_start.setdefault(key[0], now)
         if self.started is None:
             self.started = now
             self.status = "running"
         return record.attempt
 
     def succeeded(
-        self, key: TaskKey, attempt: int, location: str, block: str, partition_bytes: tuple[int, ...]
+        self,
+        key: TaskKey,
+        attempt: int,
+        location: str,
+        block: str,
+        partition_bytes: tuple[int, ...],
+        now: float | None = None,
+        pushing: bool = False,
     ) -> bool:
-        """Record a successful attempt; False when it is stale (an older or duplicate attempt)."""
+        """Record a successful attempt (ended at ``now``); False when it is stale (an older or
+        duplicate attempt).
+
+        ``pushing``: the output still has to be pushed and committed (``committed``)
+        before anyone may read it."""
         record = self.tasks[key]
         if record.status != "running" or record.attempt != attempt:
             return False
-        if record.launches > 1:
-            self.bytes_recomputed += sum(partition_bytes)
-        record.status = "done"
+        if now is not None:
+            self.stage_last_end[key[0]] = max(now, self.stage_last_end.get(key[0], now))
         record.location = location
+        record.replicas = ()
         record.block = block
         record.partition_bytes = partition_bytes
+        if pushing:
+            record.status = "pushing"
+            record.available = False
+        else:
+            self._done(record)
+        return True
+
+    def committed(self, key: TaskKey, attempt: int, holders: tuple[str, ...]) -> bool:
+        """A pushed output was committed on the agents ``holders``; False when stale."""
+        record = self.tasks[key]
+        if record.status != "pushing" or record.attempt != attempt:
+            return False
+        record.replicas = holders
+        self._done(record)
+        return True
+
+    def _done(self, record: TaskRecord) -> None:
+        if record.completions:
+            self.bytes_recomputed += sum(record.partition_bytes)
+        record.completions += 1
+        record.status = "done"
+        record.available = True
+
+    def add_replica(self, key: TaskKey, block: str, url: str) -> bool:
+        """A copy of the task's current output now lives at ``url``; False when stale."""
+        record = self.tasks[key]
+        if record.status != "done" or record.block != block or url in record.replicas:
+            return False
+        record.replicas = (*record.replicas, url)
         record.available = True
         return True
+
+    def abandon_push(self, key: TaskKey, attempt: int) -> bool:
+        """The output could not be pushed whole: compute it again."""
+        record = self.tasks[key]
+        if record.status != "pushing" or record.attempt != attempt:
+            return False
+        record.status = "pending"
+        record.node = None
+        return True
+
+    def reopen(self, key: TaskKey) -> None:
+        """A committed output must be produced and pushed again (its receiver was lost)."""
+        record = self.tasks[key]
+        if record.status == "done":
+            record.status = "pending"
+            record.available = False
+            record.node = None
 
     def failed(self, key: TaskKey, attempt: int, counts_as_failure: bool) -> bool:
         """Back to pending; False when stale. Too many real failures fail the job."""
@@ -180,22 +258,26 @@ class JobRuntime:
         self.recover()
 
     def node_lost(self, node: str, url: str) -> list[TaskKey]:
-        """Tasks that were running on the lost node (now pending again)."""
+        """Tasks that were running (or pushing their output) on the lost node, now
+        pending again. A stored output is lost when no copy of it survives."""
         interrupted = []
         for key, record in self.tasks.items():
-            if record.status == "running" and record.node == node:
+            if record.status in ("running", "pushing") and record.node == node:
                 record.status = "pending"
                 record.node = None
                 interrupted.append(key)
-            elif record.status == "done" and record.location == url and not self.is_final(record):
-                record.available = False
+            elif record.status == "done" and not self.is_final(record):
+                if record.location == url:
+                    record.location = None
+                record.replicas = tuple(r for r in record.replicas if r != url)
+                record.available = record.location is not None or bool(record.replicas)
         self.recover()
         return interrupted
 
     def recover(self) -> None:
         """Recompute every lost output that an unfinished task still needs (lineage)."""
         for key, record in list(self.tasks.items()):
-            if record.status != "done":
+            if record.status in ("pending", "running"):
                 self.require_inputs(key)
 
     def require_inputs(self, key: TaskKey) -> None:
@@ -209,6 +291,18 @@ class JobRuntime:
         return self.plan.stages[record.stage].final
 
     # ------------------------------------------------------------------ progress
+
+    def phase_durations(self) -> tuple[float | None, float | None]:
+        """(map, reduce) phase durations as in the YARN-ME paper: the map phase runs from the
+        first start of a stage-0 task to the last successful end of one; the reduce phase from
+        the first start of a later stage's task to the job's finish. None: never started."""
+        map_s = reduce_s = None
+        if 0 in self.stage_first_start and 0 in self.stage_last_end:
+            map_s = self.stage_last_end[0] - self.stage_first_start[0]
+        later = [t for stage, t in self.stage_first_start.items() if stage > 0]
+        if later and self.finished is not None:
+            reduce_s = self.finished - min(later)
+        return map_s, reduce_s
 
     @property
     def complete(self) -> bool:

@@ -10,18 +10,22 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import aiohttp
+
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey
 from master.journal import Journal
-from master.policies import reserved_partitions
+from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
     Autoscaler,
@@ -39,9 +43,21 @@ from master.policies.base import (
 from master.policies.cloudcoaster import revocation_outcome
 from master.policies.static import StaticAutoscaler
 from master.providers.base import NodeProvider
+from master.strategies import make_strategy
 from testbed.arrivals import is_long
-from testbed.mqtt import BrokerAddress, MqttLink
-from testbed.protocol import Codec, Heartbeat, LaunchTask, Message, NodeState, TaskSpec, TaskUpdate, Topics
+from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
+from testbed.protocol import (
+    BlockReceived,
+    Codec,
+    Heartbeat,
+    LaunchTask,
+    Message,
+    NodeState,
+    PushDelivered,
+    TaskSpec,
+    TaskUpdate,
+    Topics,
+)
 from testbed.scenario import Scenario
 from testbed.workloads import plan_job
 
@@ -61,6 +77,8 @@ class NodeRecord:
     status: NodeStatus = "launching"
     url: str = ""
     incarnation: str = ""
+    session: int = 0
+    """The agent's MQTT session we last heard from: Wills of older sessions are stale."""
     last_seen: float = 0.0
     reserved_for: str | None = None
     evicted_at: float | None = None
@@ -68,6 +86,8 @@ class NodeRecord:
     partition: Literal["general", "short"] = "general"
     queued: list[str] = field(default_factory=list)
     """The node-side queue (Eagle): pending task ids in enqueue order."""
+    launches: dict[str, LaunchTask] = field(default_factory=dict)
+    """The launch command of each running task, re-sent after a broker outage."""
 
     @property
     def alive(self) -> bool:
@@ -82,23 +102,26 @@ class Master:
         run_dir: Path,
         provider: NodeProvider,
         broker: BrokerAddress,
-        scheduler: Scheduler,
         token: str,
         agent_command: Callable[[str, str], list[str]],
         http_host: str = "127.0.0.1",
         advertise: str = "127.0.0.1",
         autoscaler: Autoscaler | None = None,
+        agent_env: dict[str, str] | None = None,
     ) -> None:
         self.scenario = scenario
         self.run_id = run_id
         self.run_dir = run_dir
         self.provider = provider
         self.broker = broker
-        self.scheduler = scheduler
+        self.scheduler: Scheduler = make_scheduler(scenario, self.workload_of)
+        self.stage_memory = stage_memory(scenario)
         self.token = token
         self.agent_command = agent_command
         self.http_host = http_host
         self.advertise = advertise
+        self.agent_env = agent_env or {}
+        """Extra environment of every agent (its broker login); never journaled."""
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
@@ -117,6 +140,7 @@ class Master:
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
+        self.strategy = make_strategy(self)
         self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
 
     # ------------------------------------------------------------------ lifecycle
@@ -128,14 +152,12 @@ class Master:
         loop = asyncio.get_running_loop()
         background = [
             asyncio.create_task(self._scheduling_loop()),
+            asyncio.create_task(self._ticker()),
             asyncio.create_task(self._heartbeat_watch()),
         ]
         try:
             await self._launch_initial_nodes()
-            self.journal.t0 = self.journal.clock()
-            self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
-            for node in self.nodes.values():
-                node.launched_t = 0.0
+            self._start_clock()
             self.chaos.start()
             self.autoscaling.start()
             self._schedule_arrivals(loop)
@@ -159,6 +181,13 @@ class Master:
         self.journal.close()
         return ok
 
+    def _start_clock(self) -> None:
+        """Time 0 of the run is when its initial cluster is up."""
+        self.journal.t0 = self.journal.clock()
+        self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
+        for node in self.nodes.values():
+            node.launched_t = 0.0
+
     async def _launch_initial_nodes(self) -> None:
         cluster = self.scenario.cluster
         for node_class, spec in (("reserved", cluster.reserved), ("transient", cluster.transient)):
@@ -180,7 +209,7 @@ class Master:
         )
         record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.nodes[node_id] = record
-        env = {"TESTBED_RUN_TOKEN": self.token}
+        env = {**self.agent_env, "TESTBED_RUN_TOKEN": self.token}
         await self.provider.launch(
             node_id,
             node_class,
@@ -209,37 +238,46 @@ class Master:
                 ordinal += 1
 
     def submit_job(self, spec: Any, ordinal: int) -> None:
-        job_id = f"j{ordinal:03d}"
-        seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
-        plan = plan_job(spec, seed, self.scenario)
-        job = JobRuntime(
-            job_id,
-            spec.name or f"{spec.workload}-{ordinal}",
-            spec.workload,
-            plan,
-            self.journal.now(),
-            spec.memory_mb,
-        )
-        if spec.workload == "sleep":
-            job.est_duration_s = self.scenario.trace(spec.estimate_s)
-            job.long = is_long(spec.estimate_s, self.scenario.long_cutoff)
-        self.jobs[job_id] = job
-        (self.run_dir / "outputs" / job_id).mkdir(parents=True, exist_ok=True)
+        job = self.new_job(spec, ordinal, self.journal.now())
+        self.jobs[job.job_id] = job
+        (self.run_dir / "outputs" / job.job_id).mkdir(parents=True, exist_ok=True)
+        self.strategy.job_submitted(job)
         self.journal.event(
             "job_submitted",
-            job=job_id,
+            job=job.job_id,
             workload=spec.workload,
-            tasks=plan.total_tasks,
+            tasks=job.plan.total_tasks,
             long=job.long,
             est_s=round(job.est_duration_s, 4),
         )
         self.kick()
+
+    def new_job(self, spec: Any, ordinal: int, submitted: float) -> JobRuntime:
+        """The ``ordinal``-th job of the scenario: the same id, seed and plan in every run of it."""
+        seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
+        plan = plan_job(spec, seed, self.scenario)
+        memory = tuple(self.stage_memory(spec, stage) for stage in range(len(plan.stages)))
+        job = JobRuntime(
+            f"j{ordinal:03d}",
+            spec.name or f"{spec.workload}-{ordinal}",
+            spec.workload,
+            plan,
+            submitted,
+            max(memory),
+            stage_memory_mb=memory,
+        )
+        if spec.workload == "sleep":
+            job.est_duration_s = self.scenario.trace(spec.estimate_s)
+            job.long = is_long(spec.estimate_s, self.scenario.long_cutoff)
+        return job
 
     # ------------------------------------------------------------------ MQTT
 
     async def _on_connect(self, link: MqttLink) -> None:
         for topic in (self.topics.state(), self.topics.heartbeat(), self.topics.task_updates()):
             await link.subscribe(topic)
+        if link.session > 1:
+            self._rejoined_broker()
 
     def _on_message(self, topic: str, payload: bytes) -> None:
         message = self.codec.decode(payload)
@@ -253,12 +291,16 @@ class Master:
             self._on_task_update(node, message)
         elif isinstance(message, NodeState):
             self._on_node_state(node, message)
+        elif isinstance(message, BlockReceived):
+            self.strategy.block_received(node, message)
+        elif isinstance(message, PushDelivered):
+            self.strategy.push_delivered(node, message)
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
             node.last_seen = self.journal.now()
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
-            node.status, node.incarnation = "up", state.incarnation
+            node.status, node.incarnation, node.session = "up", state.incarnation, state.session
             node.url = f"http://{state.host}:{state.port}"
             node.last_seen = self.journal.now()
             self.journal.event(
@@ -267,11 +309,16 @@ class Master:
             if all(n.status != "launching" for n in self.nodes.values()):
                 self._cluster_up.set()
             self.kick()
+        elif state.incarnation != node.incarnation or not node.alive:
+            return
         elif state.state == "draining" and node.status == "up":
             node.status = "draining"
-        elif state.state in ("lost", "gone") and node.alive and state.incarnation == node.incarnation:
-            crashed = "evicted" if node.evicted_at is not None else "crashed"
-            self.node_lost(node, crashed if state.state == "lost" else "released")
+        elif state.state == "lost":
+            self._on_will(node, state.session)
+        elif state.state == "gone":
+            self.node_lost(node, "released")
+        if state.state in ("up", "draining") and state.session > node.session:
+            self._agent_reconnected(node, state.session)
 
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""
@@ -301,13 +348,15 @@ class Master:
         for task_id, (job, key) in node.running.items():
             record = job.tasks[key]
             started = record.started if record.started is not None else now
+            duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
             views.append(
                 RunningTask(
                     task_id,
                     job.job_id,
                     record.memory_mb,
                     started,
-                    started + job.est_duration_s,
+                    started + duration,
+                    record.elastic,
                     long=job.long,
                 )
             )
@@ -356,11 +405,14 @@ class Master:
             "node_lost", node=node.node_id, **{"class": node.node_class}, reason=reason, detect_s=detect_s
         )
         self._node_row(node, now, reason)
+        self.strategy.before_node_lost(node)
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
                 for key in job.node_lost(node.node_id, node.url):
                     self._task_row(job, key, node, "lost", "node_lost", now)
+        self.strategy.after_node_lost(node)
         node.running.clear()
+        node.launches.clear()
         self.kick()
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
@@ -372,14 +424,21 @@ class Master:
         if record.attempt != update.attempt or record.status != "running" or record.node != node.node_id:
             return  # stale or duplicate (QoS 1 redelivery): already applied
         node.running.pop(update.task_id, None)
+        node.launches.pop(update.task_id, None)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
-        if ok and stage.final:
+        if ok and not stage.final and len(update.partition_bytes) != stage.partitions:
+            log.warning(
+                "%s reported %d partitions, not %d",
+                update.task_id,
+                len(update.partition_bytes),
+                stage.partitions,
+            )
+            ok, update = False, update.model_copy(update={"failure": "error"})
+        if ok and stage.final and stage.writes_output:
             ok = self.api.commit_output(job.job_id, key[1], update.attempt)
         if ok:
-            job.succeeded(
-                key, update.attempt, node.url, f"{job.task_id(key)}.a{update.attempt}", update.partition_bytes
-            )
+            self.strategy.task_succeeded(job, key, node, update, self.journal.now())
         else:
             if update.lost_blocks:
                 job.lose_blocks(set(update.lost_blocks))
@@ -402,10 +461,15 @@ class Master:
 
     # ------------------------------------------------------------------ scheduling
 
+    def workload_of(self, job_id: str) -> str | None:
+        job = self.jobs.get(job_id)
+        return job.workload if job else None
+
     def kick(self) -> None:
         self._kick.set()
 
     async def _scheduling_loop(self) -> None:
+        """A round on every kick (arrival, task end, node change) and every heartbeat interval."""
         while True:
             await self._kick.wait()
             self._kick.clear()
@@ -413,20 +477,40 @@ class Master:
             self.autoscaling.step()
             await asyncio.sleep(0)
 
+    async def _ticker(self) -> None:
+        """Kick a scheduling round every heartbeat interval (YARN schedules on node heartbeats)."""
+        while True:
+            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            self.kick()
+
     def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]:
         now = self.journal.now()
         pending: dict[str, tuple[JobRuntime, TaskKey]] = {}
         jobs = []
+        limit = self._pending_limit()
         for job in self.jobs.values():
             if job.status not in ("waiting", "running"):
                 continue
             tasks = []
-            for key in job.ready():
+            classes: dict[int, frozenset[str]] = {}
+            for key in self.strategy.ready(job):
+                if limit is not None and len(pending) >= limit:
+                    break
+                if key[0] not in classes:
+                    classes[key[0]] = self.strategy.allowed_classes(job, key)
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
                 tasks.append(
                     PendingTask(
-                        task_id, job.job_id, key[0], key[1], job.memory_mb, job.est_duration_s, long=job.long
+                        task_id,
+                        job.job_id,
+                        key[0],
+                        key[1],
+                        job.ideal_memory_mb(key[0]),
+                        job.est_duration_s,
+                        preferred_nodes=self.strategy.preferred_nodes(job, key),
+                        allowed_classes=classes[key[0]],  # type: ignore[arg-type]
+                        long=job.long,
                     )
                 )
             jobs.append(
@@ -458,6 +542,13 @@ class Master:
         )
         return ClusterSnapshot(now, nodes, tuple(jobs), self.scenario.cluster.memory_increment_mb), pending
 
+    def _pending_limit(self) -> int | None:
+        """How many ready tasks a snapshot needs: all of them for schedulers that look ahead
+        (YARN-ME's timeline), at most the free slots for those that place the head (FIFO)."""
+        if getattr(self.scheduler, "needs_all_pending", True):
+            return None
+        return sum(max(0, n.slots - len(n.running)) for n in self.nodes.values() if n.status == "up")
+
     def schedule_once(self) -> None:
         snapshot, pending = self.snapshot()
         if not any(job.pending for job in snapshot.jobs):
@@ -470,16 +561,22 @@ class Master:
                 if node is not None:
                     node.reserved_for = decision.job_id
             elif isinstance(decision, LogDecision):
-                self.journal.event(
-                    "decision",
-                    job=decision.job_id,
-                    task=decision.task_id,
-                    decision=decision.decision,
-                    node=decision.node_id,
-                    **decision.detail,
-                )
+                self._log_decision(decision)
             elif isinstance(decision, Enqueue | Dequeue):
                 self._apply_queue_decision(decision, pending)
+
+    def _log_decision(self, decision: LogDecision) -> None:
+        """The scheduler's decision statistics (regular, elastic accepted or rejected, reserved)."""
+        self.journal.row(
+            "decisions",
+            t_s=self.journal.now(),
+            job_id=decision.job_id,
+            task_id=decision.task_id,
+            decision=decision.decision,
+            node_id=decision.node_id,
+            **decision.detail,
+            detail=json.dumps(decision.detail, separators=(",", ":")),
+        )
 
     def _assign(self, decision: Assign, pending: dict[str, tuple[JobRuntime, TaskKey]]) -> None:
         node = self.nodes.get(decision.node_id)
@@ -491,6 +588,7 @@ class Master:
         job, key = located
         now = self.journal.now()
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
+        job.tasks[key].predicted_s = decision.predicted_duration_s
         stage = job.plan.stages[key[0]]
         spec = TaskSpec(
             task_id=decision.task_id,
@@ -501,13 +599,16 @@ class Master:
             op=stage.op,
             memory_mb=decision.memory_mb,
             params=stage.params(key[1]),
-            inputs=job.input_refs(key),
+            inputs=self.strategy.input_refs(job, key),
             partitions=stage.partitions,
-            final=stage.final,
+            final=stage.final and stage.writes_output,
             output_url=self.api.output_url(job.job_id, key[1], attempt) if stage.final else None,
+            push=self.strategy.push_targets(job, key),
+            push_rate_bytes_s=self.strategy.push_rate(),
         )
         node.running[decision.task_id] = (job, key)
-        self.send(node.node_id, LaunchTask(task=spec))
+        node.launches[decision.task_id] = LaunchTask(task=spec)
+        self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
             task=decision.task_id,
@@ -575,6 +676,8 @@ class Master:
         timeout = self.scenario.cluster.heartbeat_timeout
         while True:
             await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            if not self.link.connected.is_set():  # our own outage says nothing about the nodes
+                continue
             now = self.journal.now()
             for node in list(self.nodes.values()):
                 if node.status in ("up", "draining") and now - node.last_seen > timeout:
@@ -583,11 +686,77 @@ class Master:
                     if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
                         asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
 
+    # ------------------------------------------------------------------ broker outages
+
+    def _rejoined_broker(self) -> None:
+        """After our own reconnect: give agents time to reconnect too, and re-send what may be lost.
+
+        Messages published while we were away were not queued for us (clean
+        sessions), and a restarted broker forgets what it had not delivered.
+        Re-sending each running task's launch is safe: an agent that runs or
+        ran that attempt repeats its outcome instead of running it again.
+        """
+        now = self.journal.now()
+        grace = now + 1.5 * MAX_BACKOFF_S
+        resent = 0
+        for node in self.nodes.values():
+            if node.status in ("up", "draining"):
+                node.last_seen = max(node.last_seen, grace)
+                resent += self._resend_launches(node)
+        self.journal.event("broker_reconnected", session=self.link.session, resent=resent)
+
+    def _agent_reconnected(self, node: NodeRecord, session: int) -> None:
+        """The agent is back on a new connection: what was sent to it meanwhile may be lost."""
+        node.session = session
+        node.last_seen = max(node.last_seen, self.journal.now())
+        resent = self._resend_launches(node)
+        self.journal.event("node_reconnected", node=node.node_id, session=session, resent=resent)
+
+    def _resend_launches(self, node: NodeRecord) -> int:
+        for launch in node.launches.values():
+            self.send(node.node_id, launch)
+        return len(node.launches)
+
+    def _on_will(self, node: NodeRecord, session: int) -> None:
+        """The broker says the agent's connection died: trust it only if the agent is gone too.
+
+        A Will of an older session is stale (the agent has reconnected since).
+        A broker shutting down may publish the Wills of every connection it
+        drops, so unless we evicted the node ourselves we ask the agent
+        directly before declaring it lost.
+        """
+        if session < node.session:
+            return
+        if node.evicted_at is not None:
+            self.node_lost(node, "evicted")
+            return
+        asyncio.get_running_loop().create_task(self._confirm_lost(node, session))
+
+    async def _confirm_lost(self, node: NodeRecord, session: int) -> None:
+        if await self._agent_answers(node):
+            self.journal.event("will_ignored", node=node.node_id, session=session)
+            return
+        if node.alive and session >= node.session:
+            self.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
+
+    async def _agent_answers(self, node: NodeRecord) -> bool:
+        """Whether this very agent process (same incarnation) answers on its HTTP port."""
+        timeout = aiohttp.ClientTimeout(total=self.scenario.cluster.heartbeat_timeout)
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as http,
+                http.get(f"{node.url}/health") as response,
+            ):
+                body = await response.json()
+                return response.status == 200 and body.get("incarnation") == node.incarnation
+        return False
+
     # ------------------------------------------------------------------ journal rows
 
     def _finish_job(self, job: JobRuntime) -> None:
         job.finished = self.journal.now()
         jct = job.finished - job.submitted
+        map_phase_s, reduce_phase_s = job.phase_durations()
         self.journal.event(
             "job_finished", job=job.job_id, status=job.status, jct_s=round(jct, 4), error=job.error
         )
@@ -606,6 +775,10 @@ class Master:
             relaunched_tasks=job.relaunched,
             relaunched_ratio=job.relaunched / job.plan.total_tasks,
             bytes_recomputed=job.bytes_recomputed,
+            bytes_checkpointed=job.bytes_checkpointed,
+            bytes_pushed=job.bytes_pushed,
+            map_phase_s=map_phase_s,
+            reduce_phase_s=reduce_phase_s,
         )
         for node in self.nodes.values():
             if node.reserved_for == job.job_id:
@@ -643,6 +816,8 @@ class Master:
             node_class=node.node_class,
             memory_mb=record.memory_mb,
             elastic=int(record.elastic),
+            ideal_memory_mb=job.ideal_memory_mb(key[0]),
+            predicted_s=record.predicted_s,
             start_s=record.started,
             end_s=now,
             status=status,

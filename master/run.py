@@ -21,11 +21,15 @@ from typing import Any
 from master.coaster_summary import job_class_summary
 from master.journal import new_run_dir
 from master.master import Master
-from master.policies import make_autoscaler, make_scheduler
+from master.policies import make_autoscaler
 from master.providers.local import LocalProvider, python_command
-from testbed.broker import EmbeddedBroker
+from master.resume import Recovered, ResumedMaster, check_resumable, recover
+from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.mqtt import BrokerAddress
-from testbed.scenario import Scenario, to_yaml
+from testbed.progress import show_progress
+from testbed.scenario import Scenario, load_scenario, to_yaml
+
+RECOVERY_BYTES = ("bytes_recomputed", "bytes_checkpointed", "bytes_pushed")
 
 
 @dataclass(frozen=True)
@@ -50,42 +54,57 @@ async def run_scenario(
     run_dir: Path,
     backend: str = "local",
     on_event: Callable[[Master, dict[str, Any]], None] | None = None,
+    progress: bool = False,
+    broker: ManagedBroker | None = None,
+    recovered: Recovered | None = None,
 ) -> RunResult:
-    """Run a scenario to its end. ``on_event(master, record)`` sees every journal event as it happens."""
+    """Run a scenario to its end. ``on_event(master, record)`` sees every journal event as it happens.
+
+    The run starts the broker the scenario names (``embedded``, ``mosquitto``)
+    with fresh credentials, unless ``broker`` hands it one (not yet started) to
+    use instead, e.g. one a test restarts mid-run. With ``recovered`` (what
+    the journal of a crashed run says) it continues that run instead.
+    """
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     run_id = f"{scenario.name}-{secrets.token_hex(3)}"
-    broker = EmbeddedBroker() if scenario.broker == "embedded" else None
-    address = BrokerAddress.parse(broker.url if broker else scenario.broker)
+    broker = broker or make_broker(scenario.broker)
+    address = master_address(broker) if broker else BrokerAddress.parse(scenario.broker)
     if backend != "local":
         raise ValueError(f"backend {backend!r} is not available yet; use --backend local")
-    scheduler, autoscaler = make_scheduler(scenario), make_autoscaler(scenario)
+    autoscaler = make_autoscaler(scenario)
     provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
     if broker is not None:
         await broker.start()
     try:
-        master = Master(
+        resumed = {"recovered": recovered} if recovered is not None else {}
+        master = (ResumedMaster if recovered is not None else Master)(
             scenario,
             run_id,
             run_dir,
             provider,
             address,
-            scheduler,
             secrets.token_hex(16),
             lambda node_id, node_class: agent_command(scenario, run_id, address, node_id, node_class),
             autoscaler=autoscaler,
+            agent_env=agent_env(broker) if broker else None,
+            **resumed,
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
+        shown = asyncio.create_task(show_progress(master.api.status)) if progress else None
         try:
             ok = await master.run()
         finally:
+            if shown is not None:
+                shown.cancel()
+                await asyncio.gather(shown, return_exceptions=True)
             await provider.close()
     finally:
         if broker is not None:
-            await broker.stop()
-    summary = summarize(run_dir, scenario, master.evictions)
+            await broker.close()
+    summary = summarize(run_dir, scenario)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _remove_empty(run_dir / "nodes")
     return RunResult(run_dir, ok, summary)
@@ -111,13 +130,15 @@ def agent_command(
         str(spec.memory_mb),
         "--heartbeat-interval",
         str(scenario.cluster.heartbeat_interval),
+        *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),
     ]
 
 
-def summarize(run_dir: Path, scenario: Scenario, evictions: int) -> dict[str, Any]:
+def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
     """summary.json from the journal's tables (so a resumed or crashed run gets the same)."""
     jobs = _read_csv(run_dir / "jobs.csv")
     tasks = _read_csv(run_dir / "tasks.csv")
+    evictions = len(_read_csv(run_dir / "evictions.csv"))
     jcts = sorted(float(j["jct_s"]) for j in jobs if j["status"] == "succeeded")
     finishes = [float(j["finish_s"]) for j in jobs if j["finish_s"]]
     submits = [float(j["submit_s"]) for j in jobs if j["submit_s"]]
@@ -139,11 +160,55 @@ def summarize(run_dir: Path, scenario: Scenario, evictions: int) -> dict[str, An
         "evictions": evictions,
         "relaunched_tasks": relaunched,
         "relaunched_ratio": _round(relaunched / total_tasks) if total_tasks else 0.0,
+        **{key: sum(int(j.get(key) or 0) for j in jobs) for key in RECOVERY_BYTES},
+        **per_workload(jobs),
         "task_attempts": len(tasks),
         "spill_bytes": sum(int(t["spill_bytes"] or 0) for t in tasks),
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
+        **elastic_summary(tasks),
         **job_class_summary(run_dir, scenario),
     }
+
+
+def per_workload(jobs: list[dict[str, str]]) -> dict[str, float | None]:
+    """Mean JCT and relaunched-task ratio of each workload (a mixed run's jobs differ a lot)."""
+    numbers: dict[str, float | None] = {}
+    for workload in sorted({j["workload"] for j in jobs}):
+        mine = [j for j in jobs if j["workload"] == workload]
+        jcts = [float(j["jct_s"]) for j in mine if j["status"] == "succeeded"]
+        tasks = sum(int(j["tasks"] or 0) for j in mine)
+        relaunched = sum(int(j["relaunched_tasks"] or 0) for j in mine)
+        numbers[f"mean_jct_s_{workload}"] = _round(statistics.fmean(jcts)) if jcts else None
+        numbers[f"relaunched_ratio_{workload}"] = _round(relaunched / tasks) if tasks else None
+    return numbers
+
+
+def elastic_summary(tasks: list[dict[str, str]]) -> dict[str, Any]:
+    """Memory elasticity (yarn, yarn-me): how many succeeded attempts ran elastically, what they
+    spilled, allocation ratios (memory / ideal), and the task model's mean absolute error
+    (predicted runtime vs measured end - start) for elastic and for regular attempts.
+    Empty when the scheduler predicts no runtimes."""
+    done = [t for t in tasks if t["status"] == "succeeded" and t.get("predicted_s")]
+    if not done:
+        return {}
+    elastic = [t for t in done if t.get("elastic") == "1"]
+    regular = [t for t in done if t.get("elastic") != "1"]
+    ratios = [float(t["memory_mb"]) / float(t["ideal_memory_mb"]) for t in done if t.get("ideal_memory_mb")]
+    return {
+        "elastic_tasks": len(elastic),
+        "elastic_spill_bytes": sum(int(t["spill_bytes"] or 0) for t in elastic),
+        "regular_spill_bytes": sum(int(t["spill_bytes"] or 0) for t in regular),
+        "mean_allocation_ratio": _round(statistics.fmean(ratios)) if ratios else None,
+        "min_allocation_ratio": _round(min(ratios)) if ratios else None,
+        "elastic_model_mae_s": _model_error(elastic),
+        "regular_model_mae_s": _model_error(regular),
+    }
+
+
+def _model_error(tasks: list[dict[str, str]]) -> float | None:
+    """Mean |predicted - measured| runtime in seconds (None without tasks)."""
+    errors = [abs(float(t["predicted_s"]) - (float(t["end_s"]) - float(t["start_s"]))) for t in tasks]
+    return _round(statistics.fmean(errors)) if errors else None
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -171,9 +236,20 @@ def _remove_empty(directory: Path) -> None:
         os.rmdir(directory)
 
 
-def run_blocking(scenario: Scenario, run_dir: Path, backend: str = "local") -> RunResult:
+def load_resumable(run_dir: Path) -> Scenario:
+    """The scenario of a crashed run, or ``ResumeError`` saying why it cannot be resumed."""
+    check_resumable(run_dir)
+    return load_scenario(run_dir / "scenario.yaml")
+
+
+def run_blocking(
+    scenario: Scenario, run_dir: Path, backend: str = "local", progress: bool = True, resume: bool = False
+) -> RunResult:
+    """Run a scenario; with ``resume``, continue the crashed run in ``run_dir`` instead."""
+    recovered = recover(run_dir) if resume else None
+    coroutine = run_scenario(scenario, run_dir, backend, progress=progress, recovered=recovered)
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(run_scenario(scenario, run_dir, backend))
-    return uvloop.run(run_scenario(scenario, run_dir, backend))
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)

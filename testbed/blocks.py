@@ -21,6 +21,10 @@ from typing import BinaryIO
 import msgpack
 
 FRAME_HEADER = struct.Struct("<I")
+TOKEN_HEADER = "X-Testbed-Token"
+"""HTTP header carrying the run token on every data-plane and API request."""
+CRC_HEADER = "X-Block-CRC32"
+"""HTTP header carrying a served segment's CRC32."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,18 +1,43 @@
-"""The embedded MQTT broker (amqtt), run as its own process for the length of a run.
+"""The run's own MQTT broker: amqtt (embedded) or Mosquitto, each in its own process.
 
-Running it in a child process keeps broker work off the master's event loop
-and lets tests restart it mid-run like any real broker.
+Running the broker in a child process keeps broker work off the master's event
+loop and lets tests restart it mid-run like any real broker (``stop`` then
+``start`` keeps the port and the credentials).
+
+A broker the run starts requires credentials made for that run: one identity
+for the master and one for the agents, with random names and passwords. The
+broker's access rules let only the master publish commands and only agents
+publish node state, heartbeats and task updates. Credentials travel in
+environment variables and private files (mode 0600), never on a command line,
+in a log or in the run directory.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
+import secrets
+import shutil
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
+from testbed.mqtt import BrokerAddress
 from testbed.processes import child_env
+
+AUTH_ENV = "TESTBED_BROKER_AUTH"
+"""How the embedded broker's child process receives its users and access rules (JSON)."""
+
+NODE_TOPICS = "tb/+/node/+"
+MASTER_PUBLISHES = (f"{NODE_TOPICS}/cmd",)
+AGENT_PUBLISHES = (f"{NODE_TOPICS}/state", f"{NODE_TOPICS}/hb", f"{NODE_TOPICS}/task")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -21,22 +46,98 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def amqtt_config(host: str, port: int) -> dict[str, object]:
-    return {
-        "listeners": {"default": {"type": "tcp", "bind": f"{host}:{port}", "max_connections": 0}},
-        "plugins": {"amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}},
-    }
+@dataclass(frozen=True)
+class Credentials:
+    username: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class RunCredentials:
+    """The two identities of one run; ``generate`` makes fresh random ones."""
+
+    master: Credentials
+    agent: Credentials
+
+    @classmethod
+    def generate(cls) -> RunCredentials:
+        return cls(
+            Credentials(f"master-{secrets.token_hex(4)}", secrets.token_urlsafe(24)),
+            Credentials(f"agent-{secrets.token_hex(4)}", secrets.token_urlsafe(24)),
+        )
+
+    def publish_acl(self) -> dict[str, list[str]]:
+        """Who may publish where; everyone may subscribe to what they may not publish."""
+        return {self.master.username: list(MASTER_PUBLISHES), self.agent.username: list(AGENT_PUBLISHES)}
+
+    def subscribe_acl(self) -> dict[str, list[str]]:
+        return {self.master.username: list(AGENT_PUBLISHES), self.agent.username: list(MASTER_PUBLISHES)}
+
+
+class ManagedBroker(Protocol):
+    """A broker the run starts and stops (and a test may restart)."""
+
+    host: str
+    port: int
+    credentials: RunCredentials
+
+    async def start(self, timeout: float = 15.0) -> None: ...
+    async def stop(self) -> None: ...
+    async def close(self) -> None: ...
+
+
+def master_address(broker: ManagedBroker) -> BrokerAddress:
+    creds = broker.credentials.master
+    return BrokerAddress(broker.host, broker.port, creds.username, creds.password)
+
+
+def agent_env(broker: ManagedBroker) -> dict[str, str]:
+    """What an agent needs to log in (read by ``BrokerAddress.parse``)."""
+    creds = broker.credentials.agent
+    return {"TESTBED_MQTT_USERNAME": creds.username, "TESTBED_MQTT_PASSWORD": creds.password}
+
+
+def make_broker(kind: str, host: str = "127.0.0.1") -> ManagedBroker | None:
+    """The broker a scenario's ``broker`` field asks the run to start (None: an external one)."""
+    if kind == "embedded":
+        return EmbeddedBroker(host)
+    if kind == "mosquitto":
+        return MosquittoBroker(host)
+    return None
+
+
+# ------------------------------------------------------------------ amqtt
+
+
+def amqtt_config(host: str, port: int, auth: dict[str, Any] | None = None) -> dict[str, object]:
+    listeners = {"default": {"type": "tcp", "bind": f"{host}:{port}", "max_connections": 0}}
+    if auth is None:
+        plugins: dict[str, object] = {
+            "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}
+        }
+    else:
+        plugins = {
+            "testbed.broker_auth.RunAuthPlugin": {"users": auth["users"]},
+            "amqtt.plugins.topic_checking.TopicAccessControlListPlugin": {
+                "publish_acl": auth["publish"],
+                "acl": auth["subscribe"],
+            },
+        }
+    return {"listeners": listeners, "plugins": plugins}
 
 
 async def serve(host: str, port: int) -> None:
-    """Run an amqtt broker until SIGTERM/SIGINT."""
+    """Run an amqtt broker until SIGTERM/SIGINT; users and access rules come from ``AUTH_ENV``."""
     import logging
+    import warnings
 
     from amqtt.broker import Broker
 
     logging.getLogger("amqtt").setLevel(logging.CRITICAL)  # connection probes log as errors
     logging.getLogger("transitions").setLevel(logging.WARNING)
-    broker = Broker(amqtt_config(host, port))
+    warnings.filterwarnings("ignore", category=DeprecationWarning)  # amqtt's own 'acl' option
+    raw = os.environ.pop(AUTH_ENV, None)
+    broker = Broker(amqtt_config(host, port, json.loads(raw) if raw else None))
     await broker.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -48,16 +149,24 @@ async def serve(host: str, port: int) -> None:
 
 
 class EmbeddedBroker:
-    """Start/stop the broker process; ``url`` is what agents and the master connect to."""
+    """The amqtt broker in a child process; ``url`` is what agents and the master connect to."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int | None = None) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int | None = None, credentials: RunCredentials | None = None
+    ) -> None:
         self.host = host
         self.port = port or free_port(host)
+        self.credentials = credentials or RunCredentials.generate()
         self.process: asyncio.subprocess.Process | None = None
 
     @property
     def url(self) -> str:
         return f"mqtt://{self.host}:{self.port}"
+
+    def _auth(self) -> str:
+        c = self.credentials
+        users = {c.master.username: c.master.password, c.agent.username: c.agent.password}
+        return json.dumps({"users": users, "publish": c.publish_acl(), "subscribe": c.subscribe_acl()})
 
     async def start(self, timeout: float = 15.0) -> None:
         self.process = await asyncio.create_subprocess_exec(
@@ -70,20 +179,120 @@ class EmbeddedBroker:
             "--port",
             str(self.port),
             stdin=asyncio.subprocess.DEVNULL,
+            env=child_env({AUTH_ENV: self._auth()}),
+            start_new_session=True,
+        )
+        await wait_for_port(self.host, self.port, timeout, self.process)
+
+    async def stop(self) -> None:
+        await _terminate(self.process)
+
+    async def close(self) -> None:
+        await self.stop()
+
+
+# ------------------------------------------------------------------ Mosquitto
+
+
+def mosquitto_binary() -> str | None:
+    found = shutil.which("mosquitto")
+    return found or ("/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else None)
+
+
+class MosquittoBroker:
+    """A private Mosquitto for one run: its own config, password file and ACL file (mode 0600)."""
+
+    def __init__(
+        self, host: str = "127.0.0.1", port: int | None = None, credentials: RunCredentials | None = None
+    ) -> None:
+        self.host = host
+        self.port = port or free_port(host)
+        self.credentials = credentials or RunCredentials.generate()
+        self.process: asyncio.subprocess.Process | None = None
+        self.directory: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{self.host}:{self.port}"
+
+    def _write_config(self) -> Path:
+        directory = Path(tempfile.mkdtemp(prefix="testbed-mosquitto-"))
+        self.directory = directory
+        c = self.credentials
+        passwords = directory / "passwd"
+        _private_file(passwords, "".join(f"{u.username}:{u.password}\n" for u in (c.master, c.agent)))
+        _hash_password_file(passwords)
+        acl = []
+        for user, topics in c.publish_acl().items():
+            acl.append(f"user {user}")
+            acl += [f"topic write {topic}" for topic in topics]
+            acl += [f"topic read {topic}" for topic in c.subscribe_acl()[user]]
+        _private_file(directory / "acl", "\n".join(acl) + "\n")
+        config = directory / "mosquitto.conf"
+        lines = [
+            f"listener {self.port} {self.host}",
+            "allow_anonymous false",
+            f"password_file {passwords}",
+            f"acl_file {directory / 'acl'}",
+            "persistence false",
+            "log_dest none",
+        ]
+        if os.geteuid() == 0:  # else Mosquitto drops to its own user and cannot read our 0600 files
+            lines.append("user root")
+        _private_file(config, "\n".join(lines) + "\n")
+        return config
+
+    async def start(self, timeout: float = 15.0) -> None:
+        binary = mosquitto_binary()
+        if binary is None:
+            raise RuntimeError("broker: mosquitto needs Mosquitto installed (apt-get install mosquitto)")
+        config = self.directory / "mosquitto.conf" if self.directory else self._write_config()
+        self.process = await asyncio.create_subprocess_exec(
+            binary,
+            "-c",
+            str(config),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
             env=child_env(),
             start_new_session=True,
         )
         await wait_for_port(self.host, self.port, timeout, self.process)
 
     async def stop(self) -> None:
-        if self.process is None or self.process.returncode is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(self.process.wait(), 5)
-        except TimeoutError:
-            self.process.kill()
-            await self.process.wait()
+        await _terminate(self.process)
+
+    async def close(self) -> None:
+        await self.stop()
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.directory = None
+
+
+def _private_file(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _hash_password_file(path: Path) -> None:
+    """``mosquitto_passwd -U`` hashes the plain passwords in place (none ever appears on a command line)."""
+    tool = shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd"
+    subprocess.run([tool, "-U", str(path)], check=True, capture_output=True)
+
+
+# ------------------------------------------------------------------ processes
+
+
+async def _terminate(process: asyncio.subprocess.Process | None) -> None:
+    if process is None or process.returncode is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(process.wait(), 5)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
 
 
 async def wait_for_port(

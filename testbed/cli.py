@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import sys
 from pathlib import Path
 
+from agents.cli import add_agent_arguments, run_agent
 from testbed.durations import parse_duration
 from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
+from testbed.workloads.cli import add_workload_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -36,7 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run a scenario and report job completion times")
-    run.add_argument("scenario", type=Path)
+    run.add_argument("scenario", type=Path, nargs="?", help="the scenario file (not with --resume)")
+    run.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="continue a run whose master crashed, in its own directory",
+    )
     run.add_argument(
         "--set",
         dest="overrides",
@@ -61,17 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(handler=cmd_validate)
 
     agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
-    agent.add_argument("--run", required=True, dest="run_id")
-    agent.add_argument("--node-id", required=True)
-    agent.add_argument("--node-class", choices=("reserved", "transient"), required=True)
-    agent.add_argument("--broker", required=True, help="mqtt://HOST:PORT")
-    agent.add_argument("--data-dir", type=Path, required=True)
-    agent.add_argument("--slots", type=int, default=2)
-    agent.add_argument("--memory-mb", type=int, default=1024)
-    agent.add_argument("--listen", default="127.0.0.1")
-    agent.add_argument("--advertise", default="127.0.0.1")
-    agent.add_argument("--port", type=int, default=0)
-    agent.add_argument("--heartbeat-interval", type=float, default=0.5)
+    add_agent_arguments(agent)
     agent.set_defaults(handler=cmd_agent)
 
     chaos = sub.add_parser("chaos", help="eviction plans and live eviction storms")
@@ -94,6 +91,21 @@ def build_parser() -> argparse.ArgumentParser:
     evict.set_defaults(handler=cmd_chaos_evict)
 
     add_report_commands(sub)
+    add_workload_commands(sub)
+
+    sweep = sub.add_parser("sweep", help="run a grid of scenario variants over several seeds")
+    sweep.add_argument("scenario", type=Path)
+    sweep.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=V1,V2,...",
+        help="a field and its values (repeatable: the grid is their product)",
+    )
+    sweep.add_argument("--seeds", type=int, default=1, help="seeds per cell: seed, seed+1, ... (default 1)")
+    sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    sweep.add_argument("--out", type=Path, help="sweep directory (default sweeps/<name>); reruns resume it")
+    sweep.set_defaults(handler=cmd_sweep)
 
     broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
     broker.add_argument("--host", default="127.0.0.1")
@@ -127,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from master.policies import make_scheduler
+
     scenario = load_scenario(args.scenario, args.overrides)
+    make_scheduler(scenario)  # the policy and its options, as `testbed run` will build them
     jobs = sum(job.repeat for job in scenario.jobs)
     print(
         f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, "
@@ -137,18 +152,40 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from master.policies import make_scheduler
+    from master.policies import make_autoscaler, make_scheduler
     from master.run import prepare_run_dir, run_blocking
     from testbed.console import print_jct_table
 
+    if args.resume is not None:
+        return cmd_resume(args)
+    if args.scenario is None:
+        raise UsageError("testbed run: give a scenario file, or --resume RUN_DIR")
     scenario = load_scenario(args.scenario, args.overrides)
     if args.dry_run:
         print(eviction_plan(scenario, args.scenario))
         return EXIT_OK
     make_scheduler(scenario)  # fail on policy problems before anything starts
+    make_autoscaler(scenario)
     run_dir = prepare_run_dir(scenario, args.out)
     print(f"run directory: {run_dir}", file=sys.stderr)
     result = run_blocking(scenario, run_dir, args.backend)
+    print_jct_table(result.run_dir, result.summary)
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from master.resume import ResumeError
+    from master.run import load_resumable, run_blocking
+    from testbed.console import print_jct_table
+
+    if args.scenario is not None or args.overrides or args.out or args.dry_run:
+        raise UsageError("testbed run --resume RUN_DIR: the run directory already has its scenario")
+    try:
+        scenario = load_resumable(args.resume)
+    except ResumeError as exc:
+        raise UsageError(f"testbed run --resume: {exc}") from None
+    print(f"resuming run directory: {args.resume}", file=sys.stderr)
+    result = run_blocking(scenario, args.resume, args.backend, resume=True)
     print_jct_table(result.run_dir, result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
 
@@ -185,28 +222,22 @@ def cmd_chaos_evict(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_agent(args: argparse.Namespace) -> int:
-    from agents.agent import Agent, AgentConfig
-    from testbed.mqtt import BrokerAddress
-    from testbed.processes import die_with_parent
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from testbed.sweep import Variation, run_sweep
 
-    die_with_parent()
-    config = AgentConfig(
-        run_id=args.run_id,
-        node_id=args.node_id,
-        node_class=args.node_class,
-        broker=BrokerAddress.parse(args.broker),
-        data_dir=args.data_dir,
-        slots=args.slots,
-        memory_mb=args.memory_mb,
-        listen=args.listen,
-        advertise=args.advertise,
-        port=args.port,
-        token=os.environ.get("TESTBED_RUN_TOKEN", ""),
-        heartbeat_interval=args.heartbeat_interval,
-    )
-    _run_async(Agent(config).run())
+    if args.seeds < 1:
+        raise UsageError("--seeds: expected a whole number >= 1")
+    variations = [Variation.parse(text) for text in args.vary]
+    out = args.out or Path("sweeps") / load_scenario(args.scenario, args.overrides).name
+    sweep_dir = run_sweep(args.scenario, variations, args.seeds, out, args.overrides)
+    table = sweep_dir / "sweep.md"
+    print(table.read_text() if table.exists() else "no run finished")
+    print(f"sweep directory: {sweep_dir} (sweep.csv, sweep.md, sweep.png)")
     return EXIT_OK
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    return run_agent(args)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:

@@ -13,8 +13,10 @@ from rich.table import Table
 def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
     table = Table(title=f"{summary['name']}: job completion times", title_justify="left")
-    for column in ("job", "workload", "status", "submit s", "queue s", "JCT s", "tasks", "relaunched"):
-        table.add_column(column, justify="right" if column.endswith(("s", "tasks", "relaunched")) else "left")
+    for column in ("job", "workload", "status"):
+        table.add_column(column)
+    for column in ("submit s", "queue s", "JCT s", "tasks", "relaunched"):
+        table.add_column(column, justify="right", no_wrap=True)
     jobs_csv = run_dir / "jobs.csv"
     rows = list(csv.DictReader(jobs_csv.open(encoding="utf-8"))) if jobs_csv.exists() else []
     for row in sorted(rows, key=lambda r: r["job_id"]):

@@ -3,7 +3,16 @@
 aiomqtt gives one connection; this keeps one alive: it reconnects with jittered
 exponential backoff, re-runs ``on_connect`` (subscriptions, retained state)
 after every reconnect, and keeps QoS 1 publications in an outbox until the
-broker has acknowledged them, so a broker restart loses nothing.
+broker has acknowledged them.
+
+Each connection is a numbered *session* (``MqttLink.session``, 1, 2, ...). The
+Last Will may depend on it (``will`` can be a function of the session number),
+so a peer can tell the Will of a connection that has since been replaced from
+the Will of the current one (see docs/reliability.md).
+
+What the outbox cannot cover: a message the broker acknowledged but had not
+yet delivered when it died is gone. The master re-sends what it has not heard
+back about after every reconnect, and every handler is idempotent.
 """
 
 from __future__ import annotations
@@ -14,13 +23,16 @@ import os
 import random
 import urllib.parse
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import aiomqtt
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, bytes], Awaitable[None] | None]
+WillFactory = Callable[[int], aiomqtt.Will | None]
+MAX_BACKOFF_S = 1.0
+"""The longest wait between reconnection attempts (before jitter of up to +50%)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +40,7 @@ class BrokerAddress:
     host: str
     port: int
     username: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, url: str) -> BrokerAddress:
@@ -55,7 +67,7 @@ class MqttLink:
         client_id: str,
         handler: Handler,
         on_connect: Callable[[MqttLink], Awaitable[None]],
-        will: aiomqtt.Will | None = None,
+        will: aiomqtt.Will | WillFactory | None = None,
         keepalive: int = 5,
     ) -> None:
         self.broker = broker
@@ -66,6 +78,9 @@ class MqttLink:
         self.keepalive = keepalive
         self.connected = asyncio.Event()
         self.reconnects = 0
+        self.session = 0
+        self.handler_errors = 0
+        """The number of the current (or last) connection: 1 for the first."""
         self._client: aiomqtt.Client | None = None
         self._outbox: asyncio.Queue[tuple[str, bytes, bool]] = asyncio.Queue()
         self._stopping = False
@@ -75,13 +90,17 @@ class MqttLink:
         """Queue a QoS 1 publication; it is sent (again after a reconnect) until acknowledged."""
         self._outbox.put_nowait((topic, payload, retain))
 
-    async def publish_now(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False) -> bool:
-        """Best-effort publication for data that is stale once missed (heartbeats)."""
+    async def publish_now(self, topic: str, payload: bytes, timeout: float = 1.0) -> bool:
+        """Best-effort QoS 0 publication for data that is stale once missed (heartbeats).
+
+        Gives up after ``timeout``: on a connection that just died, the client
+        would otherwise wait for its default 10 s, and the caller with it.
+        """
         client = self._client
         if client is None or not self.connected.is_set():
             return False
         try:
-            await client.publish(topic, payload, qos=qos, retain=retain)
+            await client.publish(topic, payload, qos=0, timeout=timeout)
         except aiomqtt.MqttError:
             return False
         return True
@@ -105,17 +124,19 @@ class MqttLink:
             if self._stopping:
                 return
             await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 2.0)
+            delay = min(delay * 2, MAX_BACKOFF_S)
             self.reconnects += 1
 
     async def _session(self) -> None:
+        self.session += 1
+        will = self.will(self.session) if callable(self.will) else self.will
         async with aiomqtt.Client(
             self.broker.host,
             self.broker.port,
             identifier=self.client_id,
             username=self.broker.username,
             password=self.broker.password,
-            will=self.will,
+            will=will,
             keepalive=self.keepalive,
             clean_session=True,
             max_queued_incoming_messages=0,
@@ -123,15 +144,30 @@ class MqttLink:
             self._client = client
             await self.on_connect(self)
             self.connected.set()
-            sender = asyncio.create_task(self._drain_outbox(client))
-            try:
-                async for message in client.messages:
-                    result = self.handler(str(message.topic), bytes(message.payload or b""))
-                    if asyncio.iscoroutine(result):
-                        await result
+            workers = [
+                asyncio.create_task(self._receive(client)),
+                asyncio.create_task(self._drain_outbox(client)),
+            ]
+            try:  # whichever ends first (a lost connection, a publish timeout) ends the session
+                done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                sender.cancel()
-                await asyncio.gather(sender, return_exceptions=True)
+                for worker in workers:
+                    worker.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+            for worker in done:
+                worker.result()
+
+    async def _receive(self, client: aiomqtt.Client) -> None:
+        async for message in client.messages:
+            topic = str(message.topic)
+            try:
+                result = self.handler(topic, bytes(message.payload or b""))
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:  # one bad message must not end the actor's connection
+                self.handler_errors += 1
+                log.exception("%s: the handler failed on a message on %s", self.client_id, topic)
+        raise aiomqtt.MqttError("the message stream ended")
 
     async def _drain_outbox(self, client: aiomqtt.Client) -> None:
         while True:

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 PROTOCOL_VERSION = 1
 NodeClass = Literal["reserved", "transient"]
+INLINE_NOOP = "noop"
+"""The op of empty tasks: agents complete them at once, without a worker process."""
 _ids = itertools.count()
 _prefix = os.urandom(4).hex()
 
@@ -46,6 +48,17 @@ class BlockRef(BaseModel):
     locations: tuple[str, ...] = Field(min_length=1)
 
 
+class PushTarget(BaseModel):
+    """Where an agent copies a task's output block once the task has succeeded:
+    the partitions ``partitions`` go to the agent at ``url`` (a reserved node)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node_id: str = Field(max_length=100)
+    url: str = Field(max_length=300)
+    partitions: tuple[int, ...] = Field(min_length=1)
+
+
 class TaskSpec(BaseModel):
     """Everything an agent needs to run one task attempt."""
 
@@ -63,6 +76,12 @@ class TaskSpec(BaseModel):
     partitions: int = Field(default=1, ge=1, description="output partitions")
     final: bool = False
     output_url: str | None = None
+    push: tuple[PushTarget, ...] = Field(
+        default=(), description="copy the output there in the background once the task succeeded"
+    )
+    push_rate_bytes_s: float | None = Field(
+        default=None, gt=0, description="the emulated bandwidth of each push (None: unlimited)"
+    )
 
     @property
     def block_id(self) -> str:
@@ -90,13 +109,18 @@ class TaskMetrics(BaseModel):
 
 
 class NodeState(Message):
-    """Retained on ``node/<id>/state``; the broker publishes ``lost`` as the Last Will."""
+    """Retained on ``node/<id>/state``; the broker publishes ``lost`` as the Last Will.
+
+    ``incarnation`` names the agent process, ``session`` its MQTT connection
+    (1, 2, ... after each reconnect): a Will speaks only for its own session.
+    """
 
     kind: Literal["node_state"] = "node_state"
     node_id: str = Field(max_length=100)
     node_class: NodeClass
     state: Literal["up", "draining", "lost", "gone"]
     incarnation: str = Field(max_length=64)
+    session: int = Field(default=0, ge=0)
     host: str = ""
     port: int = 0
     slots: int = 0
@@ -138,15 +162,55 @@ class TaskUpdate(Message):
     attempt: int
     state: Literal["running", "succeeded", "failed"]
     metrics: TaskMetrics = TaskMetrics()
-    partition_bytes: tuple[int, ...] = ()
+    partition_bytes: tuple[Annotated[int, Field(ge=0)], ...] = ()
     result: dict[str, Any] = Field(default_factory=dict)
     failure: Literal["error", "fetch", "enospc", "oom", "killed", "cancelled"] | None = None
     error: str | None = Field(default=None, max_length=4000)
     lost_blocks: tuple[str, ...] = Field(default=(), description="inputs a fetch could not get")
 
 
+class PushedPart(BaseModel):
+    """One partition of a pushed block, as its sender indexed it or its receiver verified it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    partition: int = Field(ge=0)
+    nbytes: int = Field(ge=0)
+    crc32: int = Field(ge=0)
+
+
+class BlockReceived(Message):
+    """A receiving agent stored a pushed block whole, every partition's CRC verified."""
+
+    kind: Literal["received"] = "received"
+    node_id: str = Field(max_length=100)
+    block: str = Field(max_length=200)
+    parts: tuple[PushedPart, ...]
+
+
+class PushDelivered(Message):
+    """The producing agent's commit request: where each push of a task attempt's output
+    went (``delivered``: node -> parts as sent) and which destinations failed."""
+
+    kind: Literal["pushed"] = "pushed"
+    node_id: str = Field(max_length=100)
+    task_id: str = Field(max_length=200)
+    attempt: int = Field(ge=0)
+    block: str = Field(max_length=200)
+    delivered: dict[str, tuple[PushedPart, ...]] = Field(default_factory=dict)
+    failed: tuple[str, ...] = ()
+    error: str | None = Field(default=None, max_length=2000)
+
+
 AnyMessage = Annotated[
-    NodeState | Heartbeat | LaunchTask | CancelTask | EvictionNotice | TaskUpdate,
+    NodeState
+    | Heartbeat
+    | LaunchTask
+    | CancelTask
+    | EvictionNotice
+    | TaskUpdate
+    | BlockReceived
+    | PushDelivered,
     Field(discriminator="kind"),
 ]
 _adapter: TypeAdapter[Any] = TypeAdapter(AnyMessage)
@@ -194,4 +258,6 @@ class Topics:
 
     @staticmethod
     def node_of(topic: str) -> str:
-        return topic.split("/")[3]
+        """The node a ``tb/<run>/node/<id>/...`` topic is about; "" for any other topic."""
+        parts = topic.split("/")
+        return parts[3] if len(parts) > 4 and parts[2] == "node" else ""

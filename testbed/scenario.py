@@ -65,6 +65,9 @@ class ClusterSpec(Strict):
     heartbeat_interval: Duration = Field(default=0.5, gt=0)
     heartbeat_timeout: Duration = Field(default=3.0, gt=0)
     memory_increment_mb: int = Field(default=100, ge=1)
+    warm_workers: bool = Field(
+        default=True, description="start each agent's task forkserver at once (faster first task)"
+    )
 
     @model_validator(mode="after")
     def _some_nodes(self) -> ClusterSpec:
@@ -92,6 +95,9 @@ class PolicySpec(Strict):
 # --------------------------------------------------------------------- jobs
 
 
+DEFAULT_TASK_MEMORY_MB = 256
+
+
 class JobBase(Strict):
     name: str | None = None
     submit_at: Duration = 0.0
@@ -99,15 +105,32 @@ class JobBase(Strict):
     every: Duration = Field(default=0.0, description="gap between repeats (trace time)")
     maps: int | None = Field(default=None, ge=1, le=10_000, description="map tasks")
     reduces: int = Field(default=2, ge=1, le=10_000, description="reduce partitions")
-    memory_mb: int = Field(default=256, ge=1, description="ideal memory of one task")
+    memory_mb: int | None = Field(
+        default=None,
+        ge=1,
+        description="ideal memory of one task; default: each stage's ideal from the scenario's "
+        f"profiles, else {DEFAULT_TASK_MEMORY_MB} MB",
+    )
     input: str | None = Field(default=None, description="a file, a directory or a glob")
     seed: int | None = None
 
     @field_validator("input")
     @classmethod
     def _input_exists(cls, value: str | None) -> str | None:
-        if value is not None and not resolve_inputs(value):
+        if value is None:
+            return value
+        paths = resolve_inputs(value)
+        if not paths:
             raise ValueError(f"no input file matches {value!r}: give an existing file, directory or glob")
+        for path in paths:
+            try:
+                with open(path, "rb") as handle:
+                    handle.read(1)
+            except OSError as exc:
+                raise ValueError(
+                    f"cannot read input file {str(path)!r} ({exc.strerror}): "
+                    "make it readable or point input at other files"
+                ) from None
         return value
 
 
@@ -176,8 +199,18 @@ class SleepJob(JobBase):
         return sum(durations) / len(durations)
 
 
-JobSpec = Annotated[WordcountJob | SortJob | PagerankJob | SleepJob, Field(discriminator="workload")]
-WORKLOADS = ("wordcount", "sort", "pagerank", "sleep")
+class NoopJob(JobBase):
+    """Empty tasks that the agent completes itself, with no worker process and no output:
+    a job that measures the control plane (dispatch throughput and latency) alone."""
+
+    workload: Literal["noop"]
+    tasks: int = Field(default=100, ge=1, le=1_000_000)
+
+
+JobSpec = Annotated[
+    WordcountJob | SortJob | PagerankJob | SleepJob | NoopJob, Field(discriminator="workload")
+]
+WORKLOADS = ("wordcount", "sort", "pagerank", "sleep", "noop")
 
 
 # --------------------------------------------------------------------- arrivals
@@ -315,12 +348,40 @@ class Scenario(Strict):
     arrivals: ArrivalsSpec | None = None
     chaos: ChaosSpec = ChaosSpec()
     timeout: Duration = Field(default=600.0, gt=0, description="wall-clock limit of the run")
+    profiles: list[str] = Field(
+        default_factory=list, description="task profiles (testbed profile files) for YARN/YARN-ME"
+    )
+
+    @field_validator("profiles")
+    @classmethod
+    def _profiles_exist(cls, paths: list[str]) -> list[str]:
+        missing = [p for p in paths if not Path(p).expanduser().is_file()]
+        if missing:
+            raise ValueError(f"no such profile file: {', '.join(missing)}; run `testbed profile` to make one")
+        return paths
+
+    @model_validator(mode="after")
+    def _tasks_fit_some_node(self) -> Scenario:
+        """A task whose ideal memory exceeds every node would wait forever: refuse it now."""
+        cluster = self.cluster
+        classes = [name for name in ("reserved", "transient") if getattr(cluster, name).count > 0]
+        if self.policy.autoscaler != "static" and "transient" not in classes:
+            classes.append("transient")  # an autoscaler may launch transient nodes
+        largest = max(getattr(cluster, name).memory_mb for name in classes)
+        for index, job in enumerate(self.jobs):
+            if job.memory_mb is not None and job.memory_mb > largest:
+                raise ValueError(
+                    f"jobs.{index}.memory_mb: a task of this {job.workload} job needs {job.memory_mb} MB "
+                    f"but the largest node has {largest} MB; lower jobs.{index}.memory_mb to at most "
+                    f"{largest} or raise cluster.{'/'.join(classes)}.memory_mb"
+                )
+        return self
 
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
-        if value != "embedded" and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
-            raise ValueError("expected 'embedded' or mqtt://HOST:PORT")
+        if value not in ("embedded", "mosquitto") and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
+            raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT")
         return value
 
     @model_validator(mode="after")

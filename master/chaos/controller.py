@@ -65,12 +65,18 @@ class ChaosController:
     # ------------------------------------------------------------------ timers
 
     def start(self) -> None:
-        """At run start: storms are timed from now, initial nodes' lifetimes from launch (now)."""
+        """At run start: storms are timed from the run's time 0, initial nodes' lifetimes from now.
+
+        A resumed run starts later than time 0: storms already past are not replayed.
+        """
         loop = asyncio.get_running_loop()
         for node in list(self.master.nodes.values()):
             self.node_launched(node)
+        elapsed = self.master.journal.now()
         for event in storm_events(self.master.scenario.chaos.storms, self.seed):
-            self._later(loop, self.master.scenario.trace(event.at), self._storm, event)
+            delay = self.master.scenario.trace(event.at) - elapsed
+            if delay >= -1e-3:
+                self._later(loop, delay, self._storm, event)
 
     def stop(self) -> None:
         for timer in self._timers:

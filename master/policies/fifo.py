@@ -10,17 +10,24 @@ from master.policies.base import Assign, ClusterSnapshot, Decision, NodeView, Pe
 
 
 class FifoScheduler:
+    needs_all_pending = False
+    """It places tasks in order until the cluster is full: the head of the queue is enough."""
+
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
-        free = {n.node_id: [n.free_slots, n.free_memory_mb] for n in snapshot.nodes if not n.draining}
-        nodes = [n for n in snapshot.nodes if not n.draining]
+        nodes = [n for n in snapshot.nodes if not n.draining and n.free_slots > 0]
+        free = {n.node_id: [n.free_slots, n.free_memory_mb] for n in nodes}
+        slots_left = sum(n.free_slots for n in nodes)
         decisions: list[Decision] = []
         for job in sorted(snapshot.jobs, key=lambda j: (j.submitted, j.job_id)):
             for task in job.pending:
+                if slots_left == 0:  # the cluster is full: nothing else can start this round
+                    return decisions
                 node = _pick(task, nodes, free)
                 if node is None:
                     continue
                 free[node.node_id][0] -= 1
                 free[node.node_id][1] -= task.ideal_memory_mb
+                slots_left -= 1
                 decisions.append(Assign(task.task_id, node.node_id, task.ideal_memory_mb))
         return decisions
 

@@ -111,14 +111,20 @@ class TaskModel:
 
 @dataclass(frozen=True, slots=True)
 class TaskProfile:
-    """A measured model with what it was measured on: the content of one profile file."""
+    """A measured model with what it was measured on: the content of one profile file.
+
+    ``stage_ideal_memory_mb`` (optional) is the ideal memory of every stage of
+    the profiled job: the most any task of the stage needs not to spill. The
+    master gives it to the tasks of jobs that do not set their own memory.
+    """
 
     workload: str
     role: Role
     model: TaskModel
+    stage_ideal_memory_mb: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "format": PROFILE_FORMAT,
             "workload": self.workload,
             "role": self.role,
@@ -126,6 +132,9 @@ class TaskProfile:
             "ideal_duration_s": self.model.ideal_duration_s,
             "points": [list(p) for p in self.model.penalty.points],
         }
+        if self.stage_ideal_memory_mb:
+            data["stage_ideal_memory_mb"] = list(self.stage_ideal_memory_mb)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskProfile:
@@ -140,7 +149,10 @@ class TaskProfile:
             raise ValueError(f"profile role must be 'map' or 'reduce', got {data['role']!r}")
         curve = PenaltyCurve(tuple((f, m) for f, m in data["points"]))
         model = TaskModel(int(data["ideal_memory_mb"]), float(data["ideal_duration_s"]), curve)
-        return cls(str(data["workload"]), data["role"], model)
+        stages = tuple(int(mb) for mb in data.get("stage_ideal_memory_mb", ()))
+        if any(mb <= 0 for mb in stages):
+            raise ValueError(f"stage_ideal_memory_mb must be positive, got {list(stages)}")
+        return cls(str(data["workload"]), data["role"], model, stages)
 
 
 def load_profile(path: str | Path) -> TaskProfile:

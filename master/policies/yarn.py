@@ -38,6 +38,8 @@ from master.policies.task_model import TaskModel
 Ordering = Literal["fair", "fifo"]
 _MEMORY = attrgetter("memory_mb")
 _ELASTIC = attrgetter("elastic")
+_DEMAND_KEY = attrgetter("stage", "ideal_memory_mb", "est_duration_s")
+"""What a task's demand depends on: tasks with equal keys share one :class:`Demand`."""
 ModelSource = Mapping[str | tuple[str, int], TaskModel] | Callable[[PendingTask], TaskModel | None]
 
 
@@ -133,11 +135,15 @@ class JobState:
 
     def demand(self, position: int) -> Demand:
         task = self.view.pending[position]
-        key = (task.stage, task.ideal_memory_mb, task.est_duration_s)
+        key = _DEMAND_KEY(task)
         found = self._demands.get(key)
         if found is None:
             found = self._demands[key] = self._resolve(task)
         return found
+
+    def uniform(self) -> bool:
+        """Do all pending tasks share one demand (one stage, one size)? One C-level pass."""
+        return len(set(map(_DEMAND_KEY, self.view.pending))) <= 1
 
     def mark_placed(self, position: int, end: float) -> None:
         self.placed.add(position)

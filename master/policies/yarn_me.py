@@ -122,6 +122,8 @@ class RegularTimeline:
         self._size = [len(job.view.pending) for job in self._jobs]
         self._next = [0] * count
         self._head: list[Demand | None] = [None] * count
+        self._uniform: list[bool | None] = [None] * count
+        """Per job, whether all its pending tasks share one demand (found on first use)."""
         self._running = [job.view.running for job in self._jobs]
         self._batches: list[list[tuple[int, int, float]]] = [[] for _ in range(count)]
         self._reserving: list[list[int]] = [[] for _ in range(count)]
@@ -129,6 +131,9 @@ class RegularTimeline:
         self._weight = [max(job.view.weight, 1e-9) for job in self._jobs]
         self._queued = [True] * count
         self._entry = [self._key(j) for j in range(count)]
+        self._tail = [entry[1:] for entry in self._entry]
+        """The fixed part of each job's queue key (all but the fair-share term)."""
+        self._fifo = self._ordering == "fifo"
         self._queue = sorted(self._entry)
 
     def _init_nodes(self, nodes: tuple[NodeView, ...]) -> None:
@@ -146,13 +151,18 @@ class RegularTimeline:
         for i, job in enumerate(self._reserved):
             if job >= 0:
                 self._reserving[job].append(i)
-        self._tasks = list(chain.from_iterable(node.running for node in nodes))
-        self._owner = list(chain.from_iterable(repeat(i, len(node.running)) for i, node in enumerate(nodes)))
-        self._ends = list(map(_END, self._tasks))
-        self._order = sorted(range(len(self._tasks)), key=self._ends.__getitem__)
+        tasks = list(chain.from_iterable(node.running for node in nodes))
+        owner = list(chain.from_iterable(repeat(i, len(node.running)) for i, node in enumerate(nodes)))
+        ends = list(map(_END, tasks))
+        order = sorted(range(len(tasks)), key=ends.__getitem__)
+        by_end = list(map(tasks.__getitem__, order))
+        # the snapshot's running tasks as parallel arrays in order of their ends
+        self._release_end = list(map(ends.__getitem__, order))
+        self._release_node = list(map(owner.__getitem__, order))
+        self._release_memory = list(map(_MEMORY, by_end))
+        self._release_job = list(map(index.get, map(_JOB, by_end), repeat(-1)))
         self._released = 0
-        by_end = list(map(self._tasks.__getitem__, self._order))
-        self.running_end = dict(zip(map(_JOB, by_end), map(_END, by_end), strict=True))
+        self.running_end = dict(zip(map(_JOB, by_end), self._release_end, strict=True))
         """Job id -> latest expected end of its running tasks."""
         self._events = [
             (now, i, i, 0, 0, -1) for i, node in enumerate(nodes) if node.free_slots > 0 and not node.draining
@@ -164,13 +174,12 @@ class RegularTimeline:
     def step(self) -> bool:
         """Process the next event (a task ends, or a node is woken); False when none is left."""
         events, released = self._events, self._released
-        index = self._order[released] if released < len(self._order) else -1
-        if index >= 0 and (not events or self._ends[index] <= events[0][0]):
+        if released < len(self._release_end) and (not events or self._release_end[released] <= events[0][0]):
             self._released = released + 1
-            self.time = max(self._ends[index], self.now)
-            task = self._tasks[index]
-            node, memory, slots = self._owner[index], task.memory_mb, 1
-            job = self._index.get(task.job_id, -1)
+            end = self._release_end[released]
+            self.time = end if end > self.now else self.now
+            node, memory, slots = self._release_node[released], self._release_memory[released], 1
+            job = self._release_job[released]
         elif events:
             self.time, _, node, memory, slots, job = heappop(events)
         else:
@@ -203,9 +212,12 @@ class RegularTimeline:
                 break
             first = next_[job]
             stop = min(first + min(free_slots, free_memory // memory), size[job])
-            state, count = self._jobs[job], 1
-            while first + count < stop and state.demand(first + count) is demand:
-                count += 1
+            if self._uniform[job]:
+                count = stop - first
+            else:
+                state, count = self._jobs[job], 1
+                while first + count < stop and state.demand(first + count) is demand:
+                    count += 1
             free_slots -= count
             free_memory -= count * memory
             end = self.time + demand.duration_s
@@ -213,11 +225,13 @@ class RegularTimeline:
             heappush(self._events, (end, self._seq, node, count * memory, count, job))
             self._batches[job].append((first, count, end))
             next_[job] = first + count
-            head[job] = None
+            if not self._uniform[job]:
+                head[job] = None
             if self._reserved[node] == job:
                 self._reserved[node] = -1
             self._set_running(job, self._running[job] + count)
             if next_[job] >= size[job]:
+                head[job] = None
                 self._wake_reserved_nodes(job)
         self._free_slots[node], self._free_memory[node] = free_slots, free_memory
 
@@ -238,9 +252,13 @@ class RegularTimeline:
         return -1
 
     def _head_demand(self, job: int) -> Demand:
+        """The demand of the job's next task; kept for a job whose tasks all share one."""
         demand = self._head[job]
         if demand is None:
-            demand = self._head[job] = self._jobs[job].demand(self._next[job])
+            state = self._jobs[job]
+            if self._uniform[job] is None:
+                self._uniform[job] = state.uniform()
+            demand = self._head[job] = state.demand(self._next[job])
         return demand
 
     def _wake_reserved_nodes(self, job: int) -> None:
@@ -258,14 +276,14 @@ class RegularTimeline:
         if not self._queued[job]:
             return
         started_all = self._next[job] >= self._size[job]
-        if self._ordering == "fifo" and not started_all:
+        if self._fifo and not started_all:
             return
-        queue, old = self._queue, self._entry[job]
-        del queue[bisect_left(queue, old)]
+        queue = self._queue
+        del queue[bisect_left(queue, self._entry[job])]
         if started_all:
             self._queued[job] = False
         else:
-            new = self._entry[job] = (running / self._weight[job], *old[1:])
+            new = self._entry[job] = (running / self._weight[job], *self._tail[job])
             insort(queue, new)
 
     def _key(self, job: int) -> tuple[float, float, str, int]:
@@ -481,22 +499,7 @@ class YarnMeScheduler:
         option = self._option(rnd, node, job.demand(position))
         if option is None:
             return False
-        extra: dict[str, float] = {}
-        if option.elastic:
-            bound = self._elastic_allowed(rnd, node, job, position, option, True)
-            if bound is None:
-                return False
-            extra["job_completion_bound"] = bound
-        rnd.assign(
-            node,
-            job,
-            position,
-            option.memory_mb,
-            option.runtime_s,
-            elastic=option.elastic,
-            extra=extra,
-        )
-        return True
+        return self._place(rnd, node, job, position, option, own_turn=True)
 
     def _backfill(self, rnd: ElasticRound, node: NodeState, reserving: JobState, position: int) -> None:
         """Let other jobs use a reserved node, with tasks predicted to end before the
@@ -508,7 +511,7 @@ class YarnMeScheduler:
                     deadline = node.earliest_start(reserving.demand(position).memory_mb, rnd.now)
                 if rnd.now + option.runtime_s > deadline:
                     continue
-                if self._place_backfill(rnd, node, job, candidate, option):
+                if self._place(rnd, node, job, candidate, option, own_turn=False):
                     break
             else:
                 return
@@ -525,23 +528,24 @@ class YarnMeScheduler:
             if candidate is not None and option is not None:
                 yield job, candidate, option
 
-    def _place_backfill(
-        self, rnd: ElasticRound, node: NodeState, job: JobState, position: int, option: _Option
+    def _place(
+        self,
+        rnd: ElasticRound,
+        node: NodeState,
+        job: JobState,
+        position: int,
+        option: _Option,
+        own_turn: bool,
     ) -> bool:
-        extra = {"backfill": 1.0}
+        """Assign the option; an elastic one only if it does not make the job's straggler."""
+        extra = {} if own_turn else {"backfill": 1.0}
         if option.elastic:
-            bound = self._elastic_allowed(rnd, node, job, position, option, False)
+            bound = self._elastic_allowed(rnd, node, job, position, option, own_turn)
             if bound is None:
                 return False
             extra["job_completion_bound"] = bound
         rnd.assign(
-            node,
-            job,
-            position,
-            option.memory_mb,
-            option.runtime_s,
-            elastic=option.elastic,
-            extra=extra,
+            node, job, position, option.memory_mb, option.runtime_s, elastic=option.elastic, extra=extra
         )
         return True
 

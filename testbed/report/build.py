@@ -25,9 +25,11 @@ from testbed.report.document import (
 from testbed.report.errors import UsageError
 from testbed.report.metrics import (
     DataVolumes,
+    Elasticity,
     RunMetrics,
     Stats,
     compute_metrics,
+    elastic_measured,
     is_completed,
     summary_disagreements,
 )
@@ -59,7 +61,7 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
 def report_blocks(run: RunData, metrics: RunMetrics) -> list[Block]:
     sections = (
         _title, _scenario, _summary, _jct, _cluster, _tasks, _data, _cost, _memory,
-        _decisions, _policy, _notes,
+        _decisions, _elasticity, _policy, _notes,
     )  # fmt: skip
     return [block for section in sections for block in section(run, metrics)]
 
@@ -221,6 +223,8 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
                 "queue (s)",
                 "tasks",
                 "relaunched",
+                "map phase (s)",
+                "reduce phase (s)",
             ],
             [
                 [
@@ -234,6 +238,8 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
                     seconds(j.queue_s),
                     number(j.tasks),
                     number(j.relaunched_tasks),
+                    seconds(j.map_phase_s),
+                    seconds(j.reduce_phase_s),
                 ]
                 for j in run.jobs
             ],
@@ -428,6 +434,75 @@ def _decisions(run: RunData, metrics: RunMetrics) -> list[Block]:
             ["job", *kinds],
             [[job, *(str(per_job.get(kind, 0)) for kind in kinds)] for job, per_job in by_job.items()],
         ),
+    ]
+
+
+def _elasticity(run: RunData, metrics: RunMetrics) -> list[Block]:
+    by_job, total = metrics.elasticity_by_job, metrics.elasticity
+    if by_job is None or total is None:
+        return []
+    workloads = {j.job_id: j.workload for j in run.jobs}
+    rows = [[job, workloads.get(job, "-"), *_elasticity_cells(stats)] for job, stats in by_job.items()]
+    rows.append(["all", "", *_elasticity_cells(total)])
+    elastic = sorted((t for t in elastic_measured(run.tasks) if t.elastic), key=lambda t: t.start_s)
+    blocks: list[Block] = [
+        Heading("Memory elasticity"),
+        Paragraph(
+            "Succeeded task attempts placed by a memory-aware scheduler. Allocation ratio = "
+            "allocated / ideal memory (elastic attempts run below 1 and spill). Model error = "
+            "|predicted - measured runtime|, measured = end - start as the master saw it; "
+            "the prediction is the profile's ideal duration times its penalty at the ratio."
+        ),
+        Table(
+            [
+                "job",
+                "workload",
+                "attempts",
+                "elastic",
+                "mean ratio",
+                "min ratio",
+                "elastic spill",
+                "model error elastic (s)",
+                "model error regular (s)",
+            ],
+            rows,
+        ),
+    ]
+    if elastic:
+        blocks += [
+            Heading("Elastic task attempts", 3),
+            Table(
+                [
+                    *("task", "node", "memory (MB)", "ideal (MB)", "ratio"),
+                    *("predicted (s)", "measured (s)", "spill"),
+                ],
+                [
+                    [
+                        t.task_id,
+                        t.node_id,
+                        number(t.memory_mb),
+                        number(t.ideal_memory_mb),
+                        ratio(t.allocation_ratio),
+                        seconds(t.predicted_s),
+                        seconds((t.end_s or t.start_s) - t.start_s),
+                        size(t.spill_bytes),
+                    ]
+                    for t in elastic
+                ],
+            ),
+        ]
+    return blocks
+
+
+def _elasticity_cells(stats: Elasticity) -> list[str]:
+    return [
+        str(stats.attempts),
+        str(stats.elastic),
+        ratio(stats.mean_ratio),
+        ratio(stats.min_ratio),
+        size(stats.elastic_spill_bytes),
+        seconds(stats.elastic_error_s),
+        seconds(stats.regular_error_s),
     ]
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from testbed.report.rundir import Job, RunData, attempts_by_job
+from testbed.report.rundir import Job, RunData, TaskAttempt, attempts_by_job
 
 FAILED_STATUSES = frozenset({"failed", "killed", "cancelled", "canceled", "lost", "timeout"})
 FAILED_ATTEMPTS = frozenset({"failed", "killed", "lost"})
@@ -96,6 +96,19 @@ class DataVolumes:
     merge_passes: float
 
 
+@dataclass(frozen=True)
+class Elasticity:
+    """Memory elasticity of some succeeded task attempts (one job's, or all of them)."""
+
+    attempts: int
+    elastic: int
+    mean_ratio: float | None
+    min_ratio: float | None
+    elastic_spill_bytes: float
+    elastic_error_s: float | None
+    regular_error_s: float | None
+
+
 @dataclass
 class RunMetrics:
     jobs: int
@@ -121,6 +134,8 @@ class RunMetrics:
     nodes_alive: dict[str, StepSeries]
     decision_counts: dict[str, int] | None
     decisions_by_job: dict[str, dict[str, int]] | None
+    elasticity_by_job: dict[str, Elasticity] | None = None
+    elasticity: Elasticity | None = None
     policy_metrics: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -176,6 +191,8 @@ def compute_metrics(run: RunData) -> RunMetrics:
         nodes_alive=nodes_alive(run),
         decision_counts=_decision_counts(run),
         decisions_by_job=_decisions_by_job(run),
+        elasticity_by_job=_elasticity_by_job(run),
+        elasticity=elasticity(run.tasks),
         policy_metrics=policy_metrics(run.summary),
     )
 
@@ -349,6 +366,51 @@ def _decisions_by_job(run: RunData) -> dict[str, dict[str, int]] | None:
     for decision in run.decisions:
         grouped[decision.job_id][decision.decision] += 1
     return {job: dict(counts) for job, counts in grouped.items()}
+
+
+def elastic_measured(tasks: list[TaskAttempt]) -> list[TaskAttempt]:
+    """Succeeded attempts placed by a memory-aware scheduler (they carry an ideal memory and a
+    predicted runtime): the ones an elasticity report covers."""
+    return [
+        t
+        for t in tasks
+        if t.status == "succeeded" and t.end_s is not None and t.ideal_memory_mb and t.predicted_s is not None
+    ]
+
+
+def model_error_s(task: TaskAttempt) -> float:
+    """Measured (end - start) minus predicted runtime: > 0 when the task ran longer."""
+    return (task.end_s or task.start_s) - task.start_s - (task.predicted_s or 0.0)
+
+
+def elasticity(tasks: list[TaskAttempt]) -> Elasticity | None:
+    """Allocation ratios (memory / ideal), elastic attempts, their spill, and the task model's
+    mean absolute error; None when no attempt was placed by a memory-aware scheduler."""
+    measured = elastic_measured(tasks)
+    if not measured:
+        return None
+    ratios = [t.allocation_ratio or 0.0 for t in measured]
+    elastic = [t for t in measured if t.elastic]
+    regular = [t for t in measured if not t.elastic]
+    return Elasticity(
+        attempts=len(measured),
+        elastic=len(elastic),
+        mean_ratio=float(np.mean(ratios)),
+        min_ratio=min(ratios),
+        elastic_spill_bytes=sum(t.spill_bytes for t in elastic),
+        elastic_error_s=_mean_abs_error(elastic),
+        regular_error_s=_mean_abs_error(regular),
+    )
+
+
+def _mean_abs_error(tasks: list[TaskAttempt]) -> float | None:
+    return float(np.mean([abs(model_error_s(t)) for t in tasks])) if tasks else None
+
+
+def _elasticity_by_job(run: RunData) -> dict[str, Elasticity] | None:
+    by_job = {job: elasticity(mine) for job, mine in attempts_by_job(run.tasks).items()}
+    known = {job: stats for job, stats in by_job.items() if stats is not None}
+    return known or None
 
 
 def policy_metrics(summary: dict[str, Any] | None) -> dict[str, float]:

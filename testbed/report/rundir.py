@@ -31,7 +31,7 @@ from testbed.scenario import ClusterSpec, NodeClassSpec, PolicySpec
 RUN_MARKERS = ("events.jsonl", "jobs.csv", "summary.json")
 JOB_COLUMNS = (
     "job_id", "workload", "submit_s", "start_s", "finish_s", "jct_s", "queue_s", "status",
-    "tasks", "relaunched_tasks",
+    "tasks", "relaunched_tasks", "map_phase_s", "reduce_phase_s",
 )  # fmt: skip
 
 
@@ -48,6 +48,8 @@ class Job:
     tasks: int | None = None
     relaunched_tasks: int | None = None
     extra: dict[str, float] = field(default_factory=dict)
+    map_phase_s: float | None = None
+    reduce_phase_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,14 @@ class TaskAttempt:
     merge_passes: float = 0.0
     peak_buffered_bytes: float = 0.0
     peak_rss_bytes: float = 0.0
+    elastic: bool = False
+    ideal_memory_mb: float | None = None
+    predicted_s: float | None = None
+
+    @property
+    def allocation_ratio(self) -> float | None:
+        """Allocated / ideal memory (None when the ideal was not recorded)."""
+        return self.memory_mb / self.ideal_memory_mb if self.ideal_memory_mb else None
 
     @property
     def logical_key(self) -> tuple[str, str, int]:
@@ -207,6 +217,9 @@ def load_run(run_dir: str | Path) -> RunData:
         by_job = attempts_by_job(tasks)
         jobs = [_job_from_row(r, by_job.get(_text(r.get("job_id")), [])) for r in job_rows]
         sources["jobs"] = "jobs.csv"
+        if summary is None:  # a crashed run: jobs.csv has a row per *finished* job only
+            listed = {job.job_id for job in jobs}
+            jobs += [j for j in _jobs_from_events(events, tasks) if j.job_id not in listed]
     else:
         jobs, sources["jobs"] = _jobs_from_events(events, tasks), "events.jsonl"
 
@@ -372,6 +385,9 @@ def _task_from_row(row: dict[str, Any]) -> TaskAttempt:
         status=_text(row.get("status"), "running"),
         failure=_text(row.get("failure")),
         **{key: _float(row.get(key)) or 0.0 for key in _TASK_NUMBERS},
+        elastic=_int(row.get("elastic")) == 1,
+        ideal_memory_mb=_float(row.get("ideal_memory_mb")),
+        predicted_s=_float(row.get("predicted_s")),
     )
 
 
@@ -428,6 +444,8 @@ def _job_from_row(row: dict[str, Any], mine: list[TaskAttempt]) -> Job:
         status=_text(row.get("status"), "unknown"),
         tasks=_first(tasks_column, counted_tasks),
         relaunched_tasks=_first(relaunched_column, counted_relaunches),
+        map_phase_s=_float(row.get("map_phase_s")),
+        reduce_phase_s=_float(row.get("reduce_phase_s")),
         extra={
             key: number
             for key, value in row.items()

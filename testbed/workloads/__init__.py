@@ -6,14 +6,21 @@ to the function an agent's worker runs.
 
 from __future__ import annotations
 
+from testbed.protocol import INLINE_NOOP
 from testbed.scenario import Scenario
-from testbed.workloads import sleep, wordcount
+from testbed.workloads import pagerank, sleep, sort, wordcount
 from testbed.workloads.base import TaskFunction
-from testbed.workloads.plan import JobPlan
+from testbed.workloads.plan import JobPlan, StagePlan
 
 OPERATIONS: dict[str, TaskFunction] = {
     "wordcount.map": wordcount.map_task,
     "wordcount.reduce": wordcount.reduce_task,
+    "pagerank.edges": pagerank.edges_task,
+    "pagerank.links": pagerank.links_task,
+    "pagerank.scatter": pagerank.scatter_task,
+    "pagerank.iterate": pagerank.iterate_task,
+    "sort.map": sort.map_task,
+    "sort.reduce": sort.reduce_task,
     "sleep.run": sleep.run_task,
 }
 
@@ -21,6 +28,12 @@ OPERATIONS: dict[str, TaskFunction] = {
 def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
     if job.workload == "wordcount":
         return wordcount.plan(job, seed)
+    if job.workload == "pagerank":
+        return pagerank.plan(job, seed)
+    if job.workload == "sort":
+        return sort.plan(job, seed)
     if job.workload == "sleep":
         return sleep.plan(job, seed, scenario.time_scale)
+    if job.workload == "noop":
+        return JobPlan("noop", (StagePlan(INLINE_NOOP, job.tasks, final=True, writes_output=False),))
     raise ValueError(f"workload {job.workload!r} is not implemented yet")

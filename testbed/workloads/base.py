@@ -15,11 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.blocks import BlockWriter, CorruptBlock, iter_frames, read_segment_chunks, segment
+from testbed.blocks import (
+    CRC_HEADER,
+    TOKEN_HEADER,
+    BlockWriter,
+    CorruptBlock,
+    iter_frames,
+    read_segment_chunks,
+    segment,
+)
 from testbed.protocol import BlockRef, TaskMetrics, TaskSpec
-
-TOKEN_HEADER = "X-Testbed-Token"
-CRC_HEADER = "X-Block-CRC32"
 
 
 class FetchFailed(Exception):
@@ -80,9 +85,13 @@ class TaskContext:
     fetcher: BlockFetcher
     metrics: TaskMetrics = field(default_factory=TaskMetrics)
     partition_bytes: tuple[int, ...] = ()
+    budget_override: int | None = None
+    """A budget in bytes instead of ``spec.memory_mb`` (profiling below 1 MB steps)."""
 
     @property
     def budget_bytes(self) -> int:
+        if self.budget_override is not None:
+            return self.budget_override
         return self.spec.memory_mb * 1024 * 1024
 
     @property

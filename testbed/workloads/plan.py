@@ -22,6 +22,8 @@ class StagePlan:
     partitions: int = 1
     deps: tuple[Dependency, ...] = ()
     final: bool = False
+    writes_output: bool = True
+    """False for final tasks that produce no part file (noop tasks)."""
     task_params: tuple[dict[str, Any], ...] = ()
     shared_params: dict[str, Any] = field(default_factory=dict)
 

@@ -55,7 +55,11 @@ async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(tmp_path:
 
 async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> None:
     """`testbed chaos evict --fraction 0.5` into a running run, then one named eviction from Python."""
-    scenario = make_scenario(jobs=[{"workload": "wordcount", "size_mb": 8, "maps": 8, "reduces": 4}])
+    jobs = [
+        {"workload": "wordcount", "size_mb": 8, "maps": 8, "reduces": 4},
+        {"workload": "sleep", "tasks": 1, "duration": 30},  # keeps the run alive until the storm lands
+    ]
+    scenario = make_scenario(jobs=jobs)
     storms: list[asyncio.Task[Any]] = []
 
     async def storm() -> tuple[int, str, list[str]]:

@@ -11,15 +11,16 @@ from typing import Any
 import pytest
 
 from master.run import run_scenario
-from testbed.workloads.wordcount import generate_split, read_output, reference_counts
+from testbed.scenario import WordcountJob
+from testbed.workloads.wordcount import read_output, reference_output
 from tests.conftest import make_scenario, process_alive
 
 pytestmark = pytest.mark.e2e
 
 
-def expected_counts(size_mb: float, maps: int, seed: int, vocabulary: int = 50_000):
-    nbytes = int(size_mb * 2**20 / maps)
-    return reference_counts(generate_split(seed, i, nbytes, vocabulary) for i in range(maps))
+def expected_counts(size_mb: float, maps: int, seed: int):
+    job = WordcountJob(workload="wordcount", size_mb=size_mb, maps=maps)
+    return reference_output(job, seed)
 
 
 def agent_pids(run_dir: Path) -> list[int]:

@@ -1,0 +1,26 @@
+"""The entry point of a task's worker process, kept free of heavy imports.
+
+The agent names this function as the worker's target, so importing it must
+not pull numpy and the workloads into the agent itself; the worker process
+(forked from the forkserver, which preloads ``agents.worker``) imports them.
+"""
+
+from __future__ import annotations
+
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+def run_in_worker(
+    spec_data: dict[str, Any], node_dir: str, own_url: str, token: str, conn: Connection
+) -> None:
+    """Run the task, send one result dict through the pipe, exit."""
+    from pathlib import Path
+
+    from agents.worker import execute
+    from testbed.protocol import TaskSpec
+
+    try:
+        conn.send(execute(TaskSpec.model_validate(spec_data), Path(node_dir), own_url, token))
+    finally:
+        conn.close()

@@ -1,0 +1,47 @@
+"""Live progress of a run: jobs done/total, tasks running per node class, evictions, elapsed.
+
+On a terminal it is a line redrawn in place (rich); otherwise a plain log line
+every few seconds, so CI logs and ``nohup`` output stay readable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+
+def progress_line(status: dict[str, Any]) -> str:
+    jobs = status["jobs"]
+    done = sum(1 for j in jobs if j["status"] in ("succeeded", "failed"))
+    failed = sum(1 for j in jobs if j["status"] == "failed")
+    running: dict[str, int] = {"reserved": 0, "transient": 0}
+    alive: dict[str, int] = {"reserved": 0, "transient": 0}
+    for node in status["nodes"]:
+        if node["status"] in ("up", "draining"):
+            alive[node["class"]] += 1
+            running[node["class"]] += len(node["running"])
+    return (
+        f"[{status['t']:7.1f}s] jobs {done}/{status['expected_jobs']}"
+        + (f" ({failed} failed)" if failed else "")
+        + f" | running tasks: reserved {running['reserved']}, transient {running['transient']}"
+        + f" | nodes up: {alive['reserved']}r {alive['transient']}t | evictions {status['evictions']}"
+    )
+
+
+async def show_progress(status: Any, interactive: bool | None = None) -> None:
+    """Render ``status()`` until cancelled."""
+    console = Console(stderr=True)
+    interactive = console.is_terminal if interactive is None else interactive
+    if not interactive:
+        while True:
+            await asyncio.sleep(5)
+            print(progress_line(status()), file=sys.stderr, flush=True)
+    with Live(Text(""), console=console, refresh_per_second=4, transient=True) as live:
+        while True:
+            live.update(Text(progress_line(status())))
+            await asyncio.sleep(0.25)

@@ -1,0 +1,219 @@
+"""``testbed gen``, ``testbed profile`` and ``testbed check-output``.
+
+All three describe a job with the same options as a scenario's job entry
+(``--input`` or the generator's size options, ``--seed``, ...), so a
+profile, a generated file or a check refers to exactly the data a scenario
+job would process. ``check-output --run RUN_DIR`` checks every job of a run.
+Handlers return an exit status: 0 fine, 1 a failed check, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from testbed.scenario import PagerankJob, ScenarioError, SortJob, WordcountJob, load_scenario
+from testbed.workloads import pagerank, sort, wordcount
+
+JOB_MODELS = {"sort": SortJob, "wordcount": WordcountJob, "pagerank": PagerankJob}
+DEFAULT_SEED = 1
+
+
+def add_workload_commands(subparsers: Any) -> None:
+    gen = subparsers.add_parser("gen", help="write a workload's generated input to a file")
+    _job_options(gen, with_input=False)
+    gen.add_argument("--out", required=True, help="file to write")
+    gen.set_defaults(handler=cmd_gen)
+
+    profile = subparsers.add_parser(
+        "profile", help="memory-elasticity profile of a workload's map and reduce tasks"
+    )
+    _job_options(profile)
+    profile.add_argument(
+        "--fractions",
+        default="1.0,0.9,0.8,0.7,0.6,0.5,0.4,0.3,0.2,0.1",
+        help="fractions of the ideal memory to run at (comma separated)",
+    )
+    profile.add_argument("--repeat", type=int, default=1, help="runs per fraction; the fastest counts")
+    profile.add_argument("--out", default=".", help="directory for <workload>-<role>.json profiles")
+    profile.set_defaults(handler=cmd_profile)
+
+    check = subparsers.add_parser("check-output", help="verify a job's output against a reference")
+    check.add_argument("workload", nargs="?", choices=sorted(JOB_MODELS), help="omit with --run")
+    check.add_argument("output", nargs="?", help="the job's output directory (outputs/<job_id>)")
+    _job_options(check, positional=False)
+    check.add_argument("--run", help="a run directory: check every job of it")
+    check.set_defaults(handler=cmd_check_output)
+
+
+def _job_options(parser: argparse.ArgumentParser, with_input: bool = True, positional: bool = True) -> None:
+    if positional:
+        parser.add_argument("workload", choices=sorted(JOB_MODELS))
+    if with_input:
+        parser.add_argument("--input", help="input file, directory or glob (instead of generated data)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the generated input")
+    parser.add_argument("--size-mb", type=float, help="sort, wordcount: generated size")
+    parser.add_argument("--maps", type=int, help="map tasks (input splits)")
+    parser.add_argument("--reduces", type=int, help="reduce tasks (partitions)")
+    parser.add_argument("--vocabulary", type=int, help="wordcount: distinct generated words")
+    parser.add_argument("--nodes", type=int, help="pagerank: generated node id space")
+    parser.add_argument("--edges", type=int, help="pagerank: generated edges")
+    parser.add_argument("--iterations", type=int, help="pagerank iterations")
+    parser.add_argument("--damping", type=float, help="pagerank damping factor")
+    parser.add_argument("--tolerance", type=float, help="pagerank: stop when the L1 change is below")
+
+
+def job_from_args(args: argparse.Namespace) -> Any:
+    """The job spec the options describe; ``ValueError`` (one line) when they are invalid."""
+    fields = {
+        "input": getattr(args, "input", None),
+        "size_mb": args.size_mb,
+        "maps": args.maps,
+        "reduces": args.reduces,
+        "vocabulary": args.vocabulary,
+        "nodes": args.nodes,
+        "edges": args.edges,
+        "iterations": args.iterations,
+        "damping": args.damping,
+        "tolerance": args.tolerance,
+    }
+    model = JOB_MODELS[args.workload]
+    given = {k: v for k, v in fields.items() if v is not None}
+    unknown = sorted(k for k in given if k not in model.model_fields)
+    if unknown:
+        options = ", ".join("--" + k.replace("_", "-") for k in unknown)
+        raise ValueError(f"{args.workload} does not take {options}")
+    try:
+        return model(workload=args.workload, **given)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = "--" + "-".join(str(p) for p in err["loc"]).replace("_", "-")
+        raise ValueError(f"{where}: {err['msg'].removeprefix('Value error, ')}") from None
+
+
+def _fail(message: str) -> int:
+    print(f"testbed: {message}", file=sys.stderr)
+    return 2
+
+
+# ------------------------------------------------------------------ gen
+
+
+def cmd_gen(args: argparse.Namespace) -> int:
+    try:
+        job = job_from_args(args)
+    except ValueError as exc:
+        return _fail(str(exc))
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        return _fail(f"--out: directory {out.parent} does not exist")
+    with open(out, "wb") as handle:
+        write_generated(job, args.seed, handle)
+    print(f"wrote {out} ({out.stat().st_size / 2**20:.1f} MB)")
+    return 0
+
+
+def write_generated(job: Any, seed: int, handle: Any) -> None:
+    """The job's generated input as a file the same job could read with ``input:``."""
+    if job.workload == "sort":
+        for source in sort.sources_of(job, seed):
+            for records in sort.source_chunks(source):
+                records.tofile(handle)
+    elif job.workload == "wordcount":
+        for source in wordcount.sources_of(job, seed):
+            for chunk in wordcount.source_chunks(source):
+                handle.write(chunk)
+    else:
+        handle.write(b"# R-MAT edges: src dst\n")
+        for source in pagerank.sources_of(job, seed):
+            for src, dst in pagerank.source_edges(source):
+                lines = np.char.add(np.char.add(src.astype(str), " "), dst.astype(str))
+                handle.write(("\n".join(lines.tolist()) + "\n").encode())
+
+
+# ------------------------------------------------------------------ profile
+
+
+def parse_fractions(text: str) -> tuple[float, ...]:
+    try:
+        fractions = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"--fractions: expected numbers like 1.0,0.5,0.1, got {text!r}") from None
+    if not fractions or any(not 0 < f <= 1 for f in fractions):
+        raise ValueError(f"--fractions: every fraction must be in (0, 1], got {text!r}")
+    if 1.0 not in fractions:
+        fractions = (1.0, *fractions)
+    return fractions
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from testbed.workloads.profile import format_profile, profile_workload
+
+    try:
+        job = job_from_args(args)
+        fractions = parse_fractions(args.fractions)
+    except ValueError as exc:
+        return _fail(str(exc))
+    if args.repeat < 1:
+        return _fail("--repeat: must be at least 1")
+    out = Path(args.out)
+    if not out.is_dir():
+        return _fail(f"--out: {out} is not a directory")
+    for profile in profile_workload(job, args.seed, fractions, args.repeat):
+        print(format_profile(profile))
+        path = out / f"{profile.workload}-{profile.role}.json"
+        measured_on = {"job": job.model_dump(mode="json", exclude_none=True), "seed": args.seed}
+        path.write_text(json.dumps({**profile.to_dict(), **measured_on}, indent=2) + "\n")
+        print(f"saved {path}\n")
+    return 0
+
+
+# ------------------------------------------------------------------ check-output
+
+
+def cmd_check_output(args: argparse.Namespace) -> int:
+    from testbed.workloads.check import check_output
+
+    if args.run:
+        if args.workload or args.output:
+            return _fail("give either --run RUN_DIR or WORKLOAD OUTPUT_DIR, not both")
+        try:
+            jobs = run_jobs(Path(args.run))
+        except (ScenarioError, OSError) as exc:
+            return _fail(f"--run: {exc}")
+    else:
+        if not args.workload or not args.output:
+            return _fail("check-output needs WORKLOAD OUTPUT_DIR (or --run RUN_DIR)")
+        try:
+            jobs = [(args.output, job_from_args(args), args.seed)]
+        except ValueError as exc:
+            return _fail(str(exc))
+    failed = 0
+    for directory, job, seed in jobs:
+        problems = check_output(job, seed, Path(directory))
+        failed += bool(problems)
+        print(f"{directory}: {job.workload} " + ("OK" if not problems else "FAILED"))
+        for problem in problems:
+            print(f"  {problem}")
+    return 1 if failed else 0
+
+
+def run_jobs(run: Path) -> list[tuple[Path, Any, int]]:
+    """(output directory, job spec, seed) of every checkable job of a run, numbered as the master does."""
+    scenario = load_scenario(run / "scenario.yaml")
+    jobs = []
+    ordinal = itertools.count()
+    for spec in scenario.jobs:
+        for _ in range(spec.repeat):
+            number = next(ordinal)
+            if spec.workload in JOB_MODELS:
+                seed = spec.seed if spec.seed is not None else scenario.seed * 1000 + number
+                jobs.append((run / "outputs" / f"j{number:03d}", spec, seed))
+    return jobs

@@ -1,0 +1,224 @@
+"""Memory-elasticity profiles: one map and one reduce task run alone at fractions of ideal memory.
+
+The *ideal* budget of a task is the least budget at which it runs exactly as
+with unlimited memory, i.e. does not spill: its buffer limit
+(``BUFFER_FRACTIONS`` of the budget) must exceed the peak of what it buffered
+unconstrained. ``profile_workload`` runs the whole job once unconstrained (so
+the profiled tasks have their inputs), then the chosen map and reduce tasks
+again at each fraction of their ideal budget, and records runtime and spilled
+bytes. The result is the paper's Fig. 1 (runtime normalised to the ideal run)
+and a profile file per role in the format of ``master.policies.task_model``.
+
+The reducer model of the paper, ``T(m) = T_ideal + spilledBytes(m) / diskRate``,
+is fitted from the ideal run and one under-sized run (the fraction nearest
+0.5, as the paper's 52%), and its error is reported on the other fractions
+(with the spilled bytes each run measured).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from master.policies.task_model import PenaltyCurve, Role, TaskModel, TaskProfile
+from testbed.protocol import TaskMetrics
+from testbed.workloads import pagerank, plan_job, sort, wordcount
+from testbed.workloads.local import LocalJob
+
+MB = 2**20
+UNLIMITED = 64 * 2**30
+BUFFER_FRACTIONS = {
+    "sort": sort.BUFFER_FRACTION,
+    "wordcount": wordcount.BUFFER_FRACTION,
+    "pagerank": pagerank.BUFFER_FRACTION,
+}
+PROFILED_STAGES: dict[str, dict[Role, int]] = {
+    "sort": {"map": 0, "reduce": 1},
+    "wordcount": {"map": 0, "reduce": 1},
+    "pagerank": {"map": 0, "reduce": 3},  # the first iterate stage: K of the job's K + 2 later stages
+}
+DEFAULT_FRACTIONS = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+
+
+def ideal_budget(op: str, metrics: TaskMetrics) -> int:
+    """Bytes of budget at which a task buffers what it did unconstrained without spilling."""
+    fraction = BUFFER_FRACTIONS[op.partition(".")[0]]
+    return max(MB // 16, math.ceil((metrics.peak_buffered_bytes + 1) / fraction))
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    fraction: float
+    budget_bytes: int
+    seconds: float
+    spill_bytes: int
+    spills: int
+    merge_passes: int
+    peak_rss_bytes: int = 0
+
+
+@dataclass
+class RoleProfile:
+    workload: str
+    role: Role
+    stage: int
+    input_bytes: int
+    ideal_bytes: int
+    stage_ideal_bytes: tuple[int, ...] = ()
+    """Per stage of the job, the largest ideal budget of its tasks (from the unconstrained run)."""
+    measurements: list[Measurement] = field(default_factory=list)
+
+    @property
+    def ideal(self) -> Measurement:
+        return min(self.measurements, key=lambda m: abs(m.fraction - 1.0))
+
+    def multiplier(self, m: Measurement) -> float:
+        return m.seconds / self.ideal.seconds if self.ideal.seconds > 0 else 1.0
+
+    def penalty_curve(self) -> PenaltyCurve:
+        """Measured multipliers below 1.0 (at least 1), then the jump to 1.0 at the ideal memory."""
+        under = sorted((m for m in self.measurements if m.fraction < 1.0), key=lambda m: m.fraction)
+        points = [(m.fraction, max(1.0, self.multiplier(m))) for m in under]
+        if points:
+            points.append((1.0, points[-1][1]))
+        points.append((1.0, 1.0))
+        return PenaltyCurve(tuple(points))
+
+    def task_profile(self) -> TaskProfile:
+        model = TaskModel(_mb(self.ideal_bytes), self.ideal.seconds, self.penalty_curve())
+        return TaskProfile(self.workload, self.role, model, tuple(map(_mb, self.stage_ideal_bytes)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The profile file: the task_model format plus what it was measured on."""
+        data = self.task_profile().to_dict()
+        data.update(
+            stage=self.stage,
+            input_bytes=self.input_bytes,
+            ideal_budget_bytes=self.ideal_bytes,
+            measurements=[_asdict(m) for m in self.measurements],
+            spill_model=self.spill_model(),
+        )
+        return data
+
+    def spill_model(self) -> dict[str, Any] | None:
+        """Fit ``T(m) = T_ideal + spilled(m) / diskRate`` on the ideal run and the under-sized run
+        nearest 0.5; report its relative error on every other run."""
+        spilled = [m for m in self.measurements if m.fraction < 1.0 and m.spill_bytes > 0]
+        if not spilled:
+            return None
+        fit = min(spilled, key=lambda m: abs(m.fraction - 0.5))
+        extra = fit.seconds - self.ideal.seconds
+        if extra <= 0:
+            return {
+                "fit_fraction": fit.fraction,
+                "error": "the under-sized run was not slower than the ideal",
+            }
+        rate = fit.spill_bytes / extra
+        errors = {
+            f"{m.fraction:g}": (self.ideal.seconds + m.spill_bytes / rate - m.seconds) / m.seconds
+            for m in self.measurements
+            if m is not fit and m is not self.ideal
+        }
+        absolute = [abs(e) for e in errors.values()]
+        return {
+            "fit_fraction": fit.fraction,
+            "disk_rate_mb_s": rate / MB,
+            "relative_errors": errors,
+            "mean_abs_error": statistics.fmean(absolute) if absolute else 0.0,
+            "max_abs_error": max(absolute, default=0.0),
+        }
+
+
+def _mb(budget_bytes: int) -> int:
+    """Whole MB (a task's memory unit), rounded up so the task does not spill."""
+    return max(1, math.ceil(budget_bytes / MB))
+
+
+def stage_ideal_budgets(local: LocalJob) -> tuple[int, ...]:
+    """The largest ideal budget among each stage's tasks of an unconstrained local run."""
+    budgets: dict[int, int] = {}
+    for (stage, _), run in local.tasks.items():
+        budgets[stage] = max(budgets.get(stage, 0), ideal_budget(run.spec.op, run.metrics))
+    return tuple(budgets[stage] for stage in sorted(budgets))
+
+
+def _asdict(m: Measurement) -> dict[str, Any]:
+    return {name: getattr(m, name) for name in Measurement.__slots__}
+
+
+def profile_workload(
+    job: Any,
+    seed: int,
+    fractions: tuple[float, ...] = DEFAULT_FRACTIONS,
+    repeat: int = 1,
+    work: Path | None = None,
+) -> list[RoleProfile]:
+    """Profile the job's map and reduce roles (see ``PROFILED_STAGES``); fastest of ``repeat`` runs."""
+    with tempfile.TemporaryDirectory(prefix="profile-", dir=work) as tmp:
+        local = LocalJob(plan_job(job, seed, None), Path(tmp))  # type: ignore[arg-type]
+        local.run(UNLIMITED)
+        stage_budgets = stage_ideal_budgets(local)
+        profiles = []
+        for role, stage in PROFILED_STAGES[job.workload].items():
+            base = local.tasks[(stage, 0)]
+            ideal = ideal_budget(base.spec.op, base.metrics)
+            profile = RoleProfile(job.workload, role, stage, base.metrics.bytes_in, ideal, stage_budgets)
+            for fraction in fractions:
+                runs = [
+                    local.run_task(stage, 0, max(1, int(ideal * fraction)), attempt=len(local.tasks) + r + 1)
+                    for r in range(repeat)
+                ]
+                best = min(runs, key=lambda r: r.seconds)
+                profile.measurements.append(
+                    Measurement(
+                        fraction,
+                        int(ideal * fraction),
+                        best.seconds,
+                        best.metrics.spill_bytes,
+                        best.metrics.spills,
+                        best.metrics.merge_passes,
+                    )
+                )
+            profiles.append(profile)
+        return profiles
+
+
+def format_profile(profile: RoleProfile) -> str:
+    lines = [
+        f"{profile.workload} {profile.role} (stage {profile.stage}): "
+        f"input {profile.input_bytes / MB:.1f} MB, ideal budget {profile.ideal_bytes / MB:.2f} MB, "
+        f"ideal runtime {profile.ideal.seconds:.3f} s",
+        f"{'fraction':>8} {'budget MB':>10} {'runtime s':>10} {'normalised':>10} {'spilled MB':>11} "
+        f"{'spills':>6} {'passes':>6}",
+    ]
+    for m in profile.measurements:
+        lines.append(
+            f"{m.fraction:>8.2f} {m.budget_bytes / MB:>10.2f} {m.seconds:>10.3f} "
+            f"{profile.multiplier(m):>10.2f} {m.spill_bytes / MB:>11.2f} {m.spills:>6} {m.merge_passes:>6}"
+        )
+    model = profile.spill_model()
+    if model is None:
+        lines.append("reducer model: no run spilled, nothing to fit")
+    elif "error" in model:
+        lines.append(f"reducer model: cannot fit at fraction {model['fit_fraction']}: {model['error']}")
+    else:
+        lines.append(
+            f"reducer model T(m) = T_ideal + spilled(m)/diskRate, fitted at {model['fit_fraction']:g}: "
+            f"diskRate {model['disk_rate_mb_s']:.1f} MB/s, error on the other runs: "
+            f"mean {model['mean_abs_error']:.1%}, max {model['max_abs_error']:.1%}"
+        )
+    return "\n".join(lines)
+
+
+def run_job_at_fraction(job: Any, seed: int, work: Path, fraction: float) -> LocalJob:
+    """Run a whole job locally with every task at ``fraction`` of its own ideal budget
+    (measured by an unconstrained run first, in ``work/ideal``)."""
+    ideal = LocalJob(plan_job(job, seed, None), work / "ideal").run(UNLIMITED)  # type: ignore[arg-type]
+    budgets = {key: ideal_budget(run.spec.op, run.metrics) for key, run in ideal.tasks.items()}
+    ideal.cleanup()
+    constrained = LocalJob(ideal.plan, work / "constrained")
+    return constrained.run(lambda stage, index: max(1, int(budgets[(stage, index)] * fraction)))

@@ -1,0 +1,480 @@
+"""Buffers that obey a task's memory budget by spilling sorted runs to disk.
+
+Two engines implement the external merge sort of MapReduce-style shuffles:
+
+- ``ArrayBuffer`` holds numpy record arrays (sort records, PageRank
+  contributions). Its memory is the arrays' ``nbytes``, counted exactly.
+- ``PairBuffer`` holds ``key -> count`` pairs in a dict, combining on insert
+  (wordcount). Its memory is estimated conservatively per entry from
+  CPython's object sizes (see ``PAIR_ENTRY_BYTES``).
+
+Both are partitioned: every record belongs to one output partition. When the
+buffer is full it is sorted by (partition, key), combined when the workload
+has a combiner, and written as one *run*: a file holding each partition's
+sorted section back to back, plus the section offsets kept in memory. At the
+end the runs and what is still buffered are merged partition by partition
+(k-way, streaming, a bounded read buffer per run). When there are more runs
+than the budget can read at once, groups of runs are merged into longer runs
+first (one *merge pass* each); the final merge is a pass too.
+
+Every spill file lives in the task's scratch directory, is deleted as soon as
+it is merged, and the scratch directory goes when the task ends. Counters go
+to ``TaskMetrics``: ``spill_bytes`` (bytes written to spill files, including
+intermediate merge passes), ``spills``, ``merge_passes`` and
+``peak_buffered_bytes``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import operator
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import msgpack
+import numpy as np
+
+from testbed.protocol import TaskMetrics
+
+MIN_READ_BYTES = 64 * 1024
+"""Smallest read buffer per run during a merge; fewer bytes make the merge seek-bound."""
+
+
+def settle(handle: BinaryIO) -> None:
+    """Push a finished spill file to the disk and drop it from the page cache.
+
+    Without this a spill costs a memory copy: every emulated node shares one
+    page cache. Like the YARN-ME paper's measurements (direct I/O), a spill
+    then pays a real write, and the merge a real read.
+    """
+    handle.flush()
+    os.fsync(handle.fileno())
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+class SpillFiles:
+    """Names spill files in a scratch directory and accounts for them in the metrics."""
+
+    def __init__(self, scratch: Path, metrics: TaskMetrics, base_bytes: int = 0) -> None:
+        """``base_bytes``: memory the task holds besides the buffer (reported with it)."""
+        self.scratch = scratch
+        self.metrics = metrics
+        self.base_bytes = base_bytes
+        self._count = 0
+        scratch.mkdir(parents=True, exist_ok=True)
+
+    def new_path(self) -> Path:
+        self._count += 1
+        return self.scratch / f"spill-{self._count:05d}.run"
+
+    def note_buffered(self, nbytes: int) -> None:
+        self.metrics.peak_buffered_bytes = max(self.metrics.peak_buffered_bytes, self.base_bytes + nbytes)
+
+
+# ====================================================================== numpy records
+
+
+@dataclass(frozen=True)
+class ArrayKind:
+    """How to sort, search and combine one kind of numpy record.
+
+    ``order`` returns the permutation sorting a batch by key; ``keys`` returns
+    a key column that ``np.searchsorted`` orders the same way; ``combine``
+    (optional) turns a key-sorted batch into one record per key.
+    """
+
+    dtype: np.dtype
+    order: Callable[[np.ndarray], np.ndarray]
+    keys: Callable[[np.ndarray], np.ndarray]
+    combine: Callable[[np.ndarray], np.ndarray] | None = None
+    keyed: bool = True
+    """False when a run needs only to be grouped by partition, not sorted by key (a sort's map side)."""
+
+
+@dataclass
+class ArrayRun:
+    """A spilled run: sections of records per partition, stored back to back."""
+
+    path: Path
+    dtype: np.dtype
+    bounds: list[int]  # record offsets, one per partition plus the end
+
+    def section(self, partition: int, chunk_records: int) -> Iterator[np.ndarray]:
+        start, end = self.bounds[partition], self.bounds[partition + 1]
+        with open(self.path, "rb") as handle:
+            handle.seek(start * self.dtype.itemsize)
+            while start < end:
+                count = min(chunk_records, end - start)
+                chunk = np.fromfile(handle, dtype=self.dtype, count=count)
+                if len(chunk) != count:
+                    raise OSError(f"spill run {self.path} is shorter than its index")
+                start += count
+                yield chunk
+
+
+def merge_sorted(sources: list[Iterator[np.ndarray]], kind: ArrayKind) -> Iterator[np.ndarray]:
+    """K-way merge of key-sorted chunk streams into key-sorted batches.
+
+    Each round takes, from every source's current chunk, the records whose key
+    is at most the smallest *last* key among the current chunks: no record not
+    yet read can be smaller, so the round's records can be emitted after one
+    sort (of concatenated sorted pieces). The source holding that smallest last
+    key is used up, so every round reads at least one new chunk. Keys never
+    decrease across batches; equal keys may straddle two batches.
+    """
+    heads: list[tuple[np.ndarray, Iterator[np.ndarray]]] = []
+    for source in sources:
+        first = next(source, None)
+        if first is not None and len(first):
+            heads.append((first, source))
+    while heads:
+        bound = min(kind.keys(chunk)[-1] for chunk, _ in heads)
+        pieces, remaining = [], []
+        for chunk, source in heads:
+            cut = int(np.searchsorted(kind.keys(chunk), bound, side="right"))
+            pieces.append(chunk[:cut])
+            rest = chunk[cut:] if cut < len(chunk) else next(source, None)
+            if rest is not None and len(rest):
+                remaining.append((rest, source))
+        heads = remaining
+        batch = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+        yield batch[kind.order(batch)] if len(pieces) > 1 else batch
+
+
+def combine_stream(batches: Iterable[np.ndarray], kind: ArrayKind) -> Iterator[np.ndarray]:
+    """Combine a key-sorted batch stream, holding back the last key of each batch
+    because its records may continue in the next batch."""
+    assert kind.combine is not None
+    carry: np.ndarray | None = None
+    for batch in batches:
+        if carry is not None:
+            batch = np.concatenate([carry, batch])
+        combined = kind.combine(batch)
+        keys = kind.keys(combined)
+        split = int(np.searchsorted(keys, keys[-1], side="left"))
+        carry = combined[split:]
+        if split:
+            yield combined[:split]
+    if carry is not None and len(carry):
+        yield carry
+
+
+@dataclass
+class _Ordered:
+    """Buffered records with the permutation that sorts them by (partition, key).
+
+    Records are gathered into that order chunk by chunk when written, so a
+    spill needs no second full-size copy of the buffer.
+    """
+
+    records: np.ndarray
+    parts: np.ndarray  # already in sorted order
+    order: np.ndarray | None  # None: records are already in order
+
+    @property
+    def nbytes(self) -> int:
+        extra = self.order.nbytes if self.order is not None else 0
+        return self.records.nbytes + self.parts.nbytes + extra
+
+    def bounds(self, partitions: int) -> list[int]:
+        return np.searchsorted(self.parts, np.arange(partitions + 1)).tolist()
+
+    def chunks(self, start: int, end: int, size: int) -> Iterator[np.ndarray]:
+        for low in range(start, end, size):
+            high = min(end, low + size)
+            if self.order is None:
+                yield self.records[low:high]
+            else:
+                yield self.records.take(self.order[low:high])
+
+
+class ArrayBuffer:
+    """Partitioned numpy records under a byte limit; spills sorted runs when full.
+
+    The limit bounds the records (and their partition numbers) held in the
+    buffer; sorting them takes at most one key column and one index array on
+    top, so a task sets the limit to a fraction of its budget.
+    """
+
+    def __init__(self, kind: ArrayKind, partitions: int, limit_bytes: int, files: SpillFiles) -> None:
+        self.kind = kind
+        self.partitions = partitions
+        self.limit = max(limit_bytes, kind.dtype.itemsize)
+        self.files = files
+        self.runs: list[ArrayRun] = []
+        self._records: list[np.ndarray] = []
+        self._parts: list[np.ndarray] = []
+        self._bytes = 0
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._bytes
+
+    def add(self, records: np.ndarray, partitions: np.ndarray) -> None:
+        """Buffer records, ``partitions[i]`` being record i's partition (an integer array)."""
+        self._records.append(records)
+        self._parts.append(partitions)
+        self._bytes += records.nbytes + partitions.nbytes
+        self.files.note_buffered(self._bytes)
+        if self._bytes >= self.limit:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Combine in memory when that frees at least half the buffer; spill otherwise."""
+        ordered = self._ordered()
+        if self.kind.combine is not None and ordered.nbytes <= self.limit // 2:
+            self._records, self._parts = [ordered.records], [ordered.parts]
+            self._bytes = ordered.records.nbytes + ordered.parts.nbytes
+            return
+        self._spill(ordered)
+
+    def _ordered(self) -> _Ordered:
+        records = np.concatenate(self._records) if len(self._records) > 1 else self._records[0]
+        parts = np.concatenate(self._parts) if len(self._parts) > 1 else self._parts[0]
+        self._records, self._parts, self._bytes = [], [], 0
+        if self.kind.keyed:
+            order = self.kind.order(records)
+            order = order[np.argsort(parts[order], kind="stable")]
+        else:
+            order = np.argsort(parts, kind="stable")
+        ordered = _Ordered(records, parts[order], order)
+        if self.kind.combine is not None:
+            ordered = self._combined(ordered)
+        return ordered
+
+    def _combined(self, ordered: _Ordered) -> _Ordered:
+        assert self.kind.combine is not None
+        pieces, part_pieces = [], []
+        bounds = ordered.bounds(self.partitions)
+        for partition in range(self.partitions):
+            start, end = bounds[partition], bounds[partition + 1]
+            if end > start:
+                combined = self.kind.combine(next(ordered.chunks(start, end, end - start)))
+                pieces.append(combined)
+                part_pieces.append(np.full(len(combined), partition, dtype=ordered.parts.dtype))
+        if not pieces:
+            return _Ordered(ordered.records[:0], ordered.parts[:0], None)
+        return _Ordered(np.concatenate(pieces), np.concatenate(part_pieces), None)
+
+    def _spill(self, ordered: _Ordered) -> None:
+        path = self.files.new_path()
+        chunk = max(1, MIN_READ_BYTES * 16 // self.kind.dtype.itemsize)
+        with open(path, "wb") as handle:
+            for records in ordered.chunks(0, len(ordered.records), chunk):
+                records.tofile(handle)
+            settle(handle)
+        self.files.metrics.spill_bytes += ordered.records.nbytes
+        self.files.metrics.spills += 1
+        self.runs.append(ArrayRun(path, self.kind.dtype, ordered.bounds(self.partitions)))
+
+    def finish(self, max_chunk_bytes: int = 1 << 20) -> Iterator[tuple[int, Iterator[np.ndarray]]]:
+        """(partition, stream of record chunks) for every partition in order; for a keyed
+        kind each stream is sorted by key (and combined, when the kind combines).
+
+        What is still buffered stays in memory for the final merge (as in
+        Hadoop, hence the sawtooth of runtime over memory) unless the merge's
+        read buffers would not fit beside it; then it is spilled too.
+        """
+        empty = np.empty(0, self.kind.dtype)
+        ordered = self._ordered() if self._records else _Ordered(empty, empty.view(np.uint8), None)
+        free = self.limit - ordered.nbytes
+        if self.runs and free < 6 * MIN_READ_BYTES:
+            self._spill(ordered)
+            ordered, free = _Ordered(empty, empty.view(np.uint8), None), self.limit
+        chunk_bytes = max_chunk_bytes
+        if self.runs:
+            fan_in = max(2, free // (3 * MIN_READ_BYTES) - 1)
+            self._reduce_runs(fan_in, free)
+            self.files.metrics.merge_passes += 1
+            chunk_bytes = min(max_chunk_bytes, max(MIN_READ_BYTES, free // (3 * (len(self.runs) + 1))))
+        chunk_records = max(1, chunk_bytes // self.kind.dtype.itemsize)
+        bounds = ordered.bounds(self.partitions) if len(ordered.records) else [0] * (self.partitions + 1)
+        for partition in range(self.partitions):
+            sources = [run.section(partition, chunk_records) for run in self.runs]
+            start, end = bounds[partition], bounds[partition + 1]
+            if end > start:
+                sources.append(ordered.chunks(start, end, chunk_records))
+            yield partition, self._merged(sources)
+        for run in self.runs:
+            run.path.unlink(missing_ok=True)
+        self.runs = []
+
+    def _merged(self, sources: list[Iterator[np.ndarray]]) -> Iterator[np.ndarray]:
+        if not self.kind.keyed or len(sources) <= 1:
+            return itertools.chain.from_iterable(sources)
+        merged = merge_sorted(sources, self.kind)
+        return combine_stream(merged, self.kind) if self.kind.combine is not None else merged
+
+    def _reduce_runs(self, fan_in: int, free: int) -> None:
+        """Merge rounds over groups of runs until the final merge can read every run at once
+        (a kind that only concatenates reads one run at a time and needs no round)."""
+        if not self.kind.keyed:
+            return
+        chunk_records = max(1, free // (3 * fan_in) // self.kind.dtype.itemsize)
+        while len(self.runs) + 1 > fan_in:
+            groups = [self.runs[i : i + fan_in] for i in range(0, len(self.runs), fan_in)]
+            self.runs = [self._merge_group(group, chunk_records) for group in groups]
+            self.files.metrics.merge_passes += 1
+
+    def _merge_group(self, group: list[ArrayRun], chunk_records: int) -> ArrayRun:
+        path = self.files.new_path()
+        bounds, written = [0], 0
+        with open(path, "wb") as handle:
+            for partition in range(self.partitions):
+                for chunk in self._merged([run.section(partition, chunk_records) for run in group]):
+                    chunk.tofile(handle)
+                    written += len(chunk)
+                bounds.append(written)
+            settle(handle)
+        for run in group:
+            run.path.unlink(missing_ok=True)
+        self.files.metrics.spill_bytes += written * self.kind.dtype.itemsize
+        return ArrayRun(path, self.kind.dtype, bounds)
+
+
+# ====================================================================== key/count pairs
+
+PAIR_ENTRY_BYTES = 120
+"""Conservative bytes per dict entry besides the key's characters: a str header
+(49 bytes on CPython 3.11), a boxed int (28-32), the dict's index and entry
+slots at its worst load factor (~40)."""
+
+PAIRS_PER_FRAME = 512
+
+
+def pair_bytes(key: str) -> int:
+    return PAIR_ENTRY_BYTES + len(key) * (1 if key.isascii() else 4)
+
+
+@dataclass
+class PairRun:
+    path: Path
+    bounds: list[int]  # byte offsets per partition plus the end
+
+
+@dataclass
+class PairBuffer:
+    """``key -> count`` pairs combined by summing, partitioned, spilled when over the limit."""
+
+    partition_of: Callable[[str], int]
+    partitions: int
+    limit: int
+    files: SpillFiles
+    runs: list[PairRun] = field(default_factory=list)
+    _counts: dict[str, int] = field(default_factory=dict)
+    _bytes: int = 0
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._bytes
+
+    def add_counts(self, counts: Iterable[tuple[str, int]]) -> None:
+        """Combine pairs into the buffer, spilling whenever it reaches the limit."""
+        buffer = self._counts
+        for key, count in counts:
+            old = buffer.get(key)
+            if old is None:
+                buffer[key] = count
+                self._bytes += pair_bytes(key)
+                if self._bytes >= self.limit:
+                    self.files.note_buffered(self._bytes)
+                    self._spill()
+                    buffer = self._counts
+            else:
+                buffer[key] = old + count
+        self.files.note_buffered(self._bytes)
+
+    def _grouped(self) -> list[Iterator[tuple[str, int]]]:
+        """Sorted pairs per partition. Only the keys are grouped and sorted (one pointer
+        per entry); the pairs are made as they are consumed."""
+        groups: list[list[str]] = [[] for _ in range(self.partitions)]
+        partition_of = self.partition_of
+        for key in self._counts:
+            groups[partition_of(key)].append(key)
+        for group in groups:
+            group.sort()
+        counts = self._counts
+        return [((key, counts[key]) for key in group) for group in groups]
+
+    def _spill(self) -> None:
+        path = self.files.new_path()
+        with open(path, "wb") as handle:
+            bounds = _write_pair_sections(handle, self._grouped())
+            settle(handle)
+        self.files.metrics.spill_bytes += bounds[-1]
+        self.files.metrics.spills += 1
+        self.runs.append(PairRun(path, bounds))
+        self._counts = {}
+        self._bytes = 0
+
+    def finish(self) -> Iterator[tuple[int, Iterator[tuple[str, int]]]]:
+        """(partition, word-sorted combined pairs) for every partition in order."""
+        groups = self._grouped()
+        if self.runs:
+            self._reduce_runs()
+            self.files.metrics.merge_passes += 1
+        for partition, group in enumerate(groups):
+            sources = [_read_pair_section(run, partition) for run in self.runs]
+            yield partition, _sum_sorted([*sources, group]) if sources else group
+        for run in self.runs:
+            run.path.unlink(missing_ok=True)
+        self.runs = []
+        self._counts = {}
+
+    def _reduce_runs(self) -> None:
+        """Merge rounds over groups of runs until the final merge can read every run at once."""
+        fan_in = max(2, (self.limit - self._bytes) // (2 * MIN_READ_BYTES))
+        while len(self.runs) + 1 > fan_in:
+            groups = [self.runs[i : i + fan_in] for i in range(0, len(self.runs), fan_in)]
+            self.runs = [self._merge_group(group) for group in groups]
+            self.files.metrics.merge_passes += 1
+
+    def _merge_group(self, group: list[PairRun]) -> PairRun:
+        path = self.files.new_path()
+        with open(path, "wb") as handle:
+            sections = (
+                _sum_sorted([_read_pair_section(run, p) for run in group]) for p in range(self.partitions)
+            )
+            bounds = _write_pair_sections(handle, sections)
+            settle(handle)
+        for run in group:
+            run.path.unlink(missing_ok=True)
+        self.files.metrics.spill_bytes += bounds[-1]
+        return PairRun(path, bounds)
+
+
+def _write_pair_sections(handle, sections: Iterable[Iterator[tuple[str, int]]]) -> list[int]:
+    bounds = [0]
+    for pairs in sections:
+        while frame := list(itertools.islice(pairs, PAIRS_PER_FRAME)):
+            handle.write(msgpack.packb(frame))
+        bounds.append(handle.tell())
+    return bounds
+
+
+def _read_pair_section(run: PairRun, partition: int) -> Iterator[tuple[str, int]]:
+    start, end = run.bounds[partition], run.bounds[partition + 1]
+    unpacker = msgpack.Unpacker(use_list=False)
+    with open(run.path, "rb") as handle:
+        handle.seek(start)
+        left = end - start
+        while left > 0:
+            data = handle.read(min(MIN_READ_BYTES, left))
+            if not data:
+                raise OSError(f"spill run {run.path} is shorter than its index")
+            left -= len(data)
+            unpacker.feed(data)
+            for frame in unpacker:
+                yield from frame
+
+
+def _sum_sorted(sources: list[Iterator[tuple[str, int]]]) -> Iterator[tuple[str, int]]:
+    """Merge key-sorted pair streams, summing the counts of equal keys."""
+    merged = heapq.merge(*sources, key=operator.itemgetter(0))
+    for key, group in itertools.groupby(merged, key=operator.itemgetter(0)):
+        yield key, sum(count for _, count in group)

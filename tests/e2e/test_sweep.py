@@ -1,0 +1,58 @@
+"""`testbed sweep`: the grid runs, an interrupted sweep resumes without redoing finished cells."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from testbed.cli import main
+from testbed.sweep import Variation, grid
+
+pytestmark = pytest.mark.e2e
+
+SCENARIO = """\
+name: tiny
+cluster: {reserved: 1, transient: 1, heartbeat_interval: 0.2}
+jobs:
+  - {workload: sleep, tasks: 2, duration: 0.2}
+"""
+
+
+def test_grid_is_the_product_of_variations_and_seeds() -> None:
+    cells = grid(
+        [Variation.parse("policy.scheduler=fifo,yarn"), Variation.parse("jobs.0.tasks=1,2,3")], [1, 2]
+    )
+    assert len(cells) == 12
+    assert cells[0].overrides() == ["policy.scheduler=fifo", "jobs.0.tasks=1", "seed=1"]
+    assert len({c.name for c in cells}) == 12
+
+
+def test_sweep_resumes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
+    out = tmp_path / "sweep"
+    # A cell finished before the interruption: it must be skipped, its summary kept.
+    done = out / "tasks-1_seed-1"
+    done.mkdir(parents=True)
+    (done / "summary.json").write_text(json.dumps({"mean_jct_s": 123.0, "evictions": 0}))
+    args = ["sweep", str(scenario), "--vary", "jobs.0.tasks=1,2", "--seeds", "1", "--out", str(out)]
+    assert main(args) == 0
+    assert not (done / "run.log").exists()
+    assert (out / "tasks-2_seed-1" / "summary.json").exists()
+    rows = {r["run"]: r for r in csv.DictReader((out / "sweep.csv").open())}
+    assert float(rows["tasks-1_seed-1"]["mean_jct_s"]) == 123.0
+    assert 0 < float(rows["tasks-2_seed-1"]["mean_jct_s"]) < 60
+    assert (out / "sweep.png").stat().st_size > 0
+    assert "123" in (out / "sweep.md").read_text()
+    assert main(["sweep", str(scenario), "--vary", "jobs.0.tasks=1,2", "--out", str(out)]) == 0
+    assert "resuming: 2 of 2 runs already done" in capsys.readouterr().err
+
+
+def test_bad_variation_is_exit_2(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
+    assert main(["sweep", str(scenario), "--vary", "nonsense"]) == 2
+    assert main(["sweep", str(scenario), "--vary", "policy.scheduler=fifo,nope"]) == 2

@@ -1,0 +1,155 @@
+"""The master is SIGKILLed mid-run: the journal gives a partial report, and --resume finishes the run.
+
+``testbed run`` runs as a subprocess so it can be killed for real; its agents
+and its broker die with it (``PR_SET_PDEATHSIG``). The resumed run must not
+rerun the finished job nor the committed partitions of the running one, and
+every output must be exact.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from testbed.processes import child_env
+from testbed.workloads.wordcount import read_output
+from tests.conftest import process_alive
+from tests.e2e.test_wordcount_run import expected_counts
+
+pytestmark = pytest.mark.e2e
+
+SLEEP_TASKS, SLEEP_S = 16, 3.0
+SCENARIO = {
+    "name": "crash",
+    "seed": 7,
+    "cluster": {"reserved": 1, "transient": 3, "heartbeat_interval": 0.2, "heartbeat_timeout": 2},
+    "jobs": [
+        {"workload": "wordcount", "size_mb": 2, "maps": 2, "reduces": 2},
+        {"workload": "sleep", "tasks": SLEEP_TASKS, "duration": SLEEP_S, "submit_at": "1s"},
+        {"workload": "wordcount", "size_mb": 2, "maps": 2, "reduces": 2, "submit_at": "15s"},
+    ],
+    "timeout": 120,
+}
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "events.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "testbed.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env(),
+    )
+
+
+def crash_point(journal: list[dict[str, Any]]) -> bool:
+    """The first job is done, the second has committed some partitions but not all."""
+    finished = {e["job"] for e in journal if e["event"] == "job_finished"}
+    committed = [e for e in journal if e["event"] == "output_committed" and e["job"] == "j001"]
+    return "j000" in finished and bool(committed) and "j001" not in finished
+
+
+def run_until_crash_point(scenario: Path, run_dir: Path) -> list[dict[str, Any]]:
+    master = subprocess.Popen(
+        [sys.executable, "-m", "testbed.cli", "run", str(scenario), "--out", str(run_dir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=child_env(),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not crash_point(journal := events(run_dir)):  # readiness polling on the journal
+            assert master.poll() is None, "the run ended before the crash point"
+            assert time.monotonic() < deadline, "the crash point never came"
+            time.sleep(0.05)
+        master.send_signal(signal.SIGKILL)
+        master.wait(10)
+    finally:
+        master.kill()
+        master.wait(10)
+    return journal
+
+
+def agent_pids(journal: list[dict[str, Any]]) -> list[int]:
+    return [e["pid"] for e in journal if e["event"] == "node_up"]
+
+
+def test_sigkilled_master_then_partial_report_then_resume(tmp_path: Path) -> None:
+    scenario, run_dir = tmp_path / "crash.yaml", tmp_path / "run"
+    scenario.write_text(yaml.safe_dump(SCENARIO))
+    before = run_until_crash_point(scenario, run_dir)
+    kept = {e["index"] for e in before if e["event"] == "output_committed" and e["job"] == "j001"}
+    assert 0 < len(kept) < SLEEP_TASKS
+
+    # The agents and the broker died with the master: nothing of the first segment survives.
+    deadline = time.monotonic() + 10
+    while any(process_alive(pid) for pid in agent_pids(before)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(process_alive(pid) for pid in agent_pids(before))
+
+    report = cli("report", str(run_dir))
+    assert report.returncode == 0, report.stderr
+    partial = (run_dir / "report.md").read_text()
+    assert "Partial run" in partial
+    assert "| j000 | wordcount | succeeded |" in partial
+    assert "| j001 | sleep | unfinished |" in partial, "the running job is missing from the report"
+
+    resumed = cli("run", "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr
+    after = events(run_dir)[len(before) :]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["succeeded"] == 3 and summary["failed"] == 0, summary
+
+    # Exact outputs, whichever segment computed them.
+    assert read_output(run_dir / "outputs" / "j000") == expected_counts(2, 2, seed=7000)
+    assert read_output(run_dir / "outputs" / "j002") == expected_counts(2, 2, seed=7002)
+    parts = sorted((run_dir / "outputs" / "j001").iterdir())
+    assert [p.name for p in parts] == [f"part-{i:05d}" for i in range(SLEEP_TASKS)]
+    for index, part in enumerate(parts):
+        assert part.read_text() == f"j001.s0.t{index}\t{SLEEP_S:.3f}\n"
+
+    # Only what had not completed ran again.
+    relaunched = [e for e in after if e["event"] == "task_started"]
+    assert not [e for e in relaunched if e["job"] == "j000"], "a finished job ran again"
+    assert not [e for e in relaunched if e["job"] == "j001" and e["index"] in kept]
+    assert {e["index"] for e in relaunched if e["job"] == "j001"} == set(range(SLEEP_TASKS)) - kept
+    restarted = {(e["task"], e["attempt"]) for e in relaunched}
+    earlier = {(e["task"], e["attempt"]) for e in before if e["event"] == "task_started"}
+    assert not restarted & earlier, "an attempt number was reused"
+
+    # The crash is in the tables: attempts cut short, nodes ended by it, one row per job.
+    rows = list(csv.DictReader((run_dir / "tasks.csv").open()))
+    assert any(r["status"] == "lost" and r["failure"] == "master_crashed" for r in rows)
+    nodes = list(csv.DictReader((run_dir / "nodes.csv").open()))
+    assert sum(r["end_reason"] == "master_crashed" for r in nodes) == 4
+    assert len({r["node_id"] for r in nodes}) == len(nodes) == 8, "a node id was reused"
+    jobs = list(csv.DictReader((run_dir / "jobs.csv").open()))
+    assert sorted(r["job_id"] for r in jobs) == ["j000", "j001", "j002"]
+    assert not any(process_alive(pid) for pid in agent_pids(events(run_dir)))
+
+
+def test_resume_refuses_a_finished_run_and_a_directory_that_is_not_a_run(tmp_path: Path) -> None:
+    (tmp_path / "finished").mkdir()
+    for name in ("events.jsonl", "scenario.yaml", "summary.json"):
+        (tmp_path / "finished" / name).write_text("{}\n")
+    done = cli("run", "--resume", str(tmp_path / "finished"))
+    assert done.returncode == 2 and "the run finished" in done.stderr, done.stderr
+    empty = cli("run", "--resume", str(tmp_path))
+    assert empty.returncode == 2 and "not a run directory" in empty.stderr, empty.stderr
+    assert "Traceback" not in done.stderr + empty.stderr

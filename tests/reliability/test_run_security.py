@@ -1,0 +1,79 @@
+"""A real run: broker credentials stay secret, and nothing listens beyond loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from master.run import run_scenario
+from testbed.broker import EmbeddedBroker
+from tests.conftest import make_scenario
+from tests.e2e.test_wordcount_run import assert_clean
+
+pytestmark = pytest.mark.e2e
+
+
+def run_processes() -> list[psutil.Process]:
+    """This process (the master) and everything it started: broker, agents, forkservers, workers."""
+    me = psutil.Process(os.getpid())
+    return [me, *me.children(recursive=True)]
+
+
+def snapshot() -> dict[str, Any]:
+    listening, cmdlines, worker_envs = [], [], []
+    for process in run_processes():
+        try:
+            cmdlines.append(" ".join(process.cmdline()))
+            listening += [
+                (process.pid, c.laddr.ip, c.laddr.port)
+                for c in process.net_connections(kind="inet")
+                if c.status == psutil.CONN_LISTEN
+            ]
+            if "forkserver" in " ".join(process.cmdline()):
+                worker_envs.append(process.environ())
+        except psutil.NoSuchProcess:
+            continue
+    return {"listening": listening, "cmdlines": cmdlines, "worker_envs": worker_envs}
+
+
+def all_bytes(run_dir: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file())
+
+
+async def test_credentials_stay_secret_and_everything_listens_on_loopback(tmp_path: Path) -> None:
+    broker = EmbeddedBroker()
+    secrets = [
+        broker.credentials.master.password,
+        broker.credentials.agent.password,
+        broker.credentials.master.username,
+        broker.credentials.agent.username,
+    ]
+    seen: list[dict[str, Any]] = []
+
+    def on_event(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "task_started" and not seen:
+            seen.append(snapshot())
+
+    result = await asyncio.wait_for(
+        run_scenario(make_scenario(), tmp_path, on_event=on_event, broker=broker), 300
+    )
+    assert result.ok, result.summary
+    found = seen[0]
+    # The master API, the broker and four agents at least: the check is not vacuous.
+    assert len(found["listening"]) >= 6, found["listening"]
+    for pid, ip, port in found["listening"]:
+        assert ipaddress.ip_address(ip).is_loopback, f"pid {pid} listens on {ip}:{port}"
+    assert len(found["worker_envs"]) >= 4, "no agent forkserver seen"
+    for env in found["worker_envs"]:
+        assert not {"TESTBED_MQTT_PASSWORD", "TESTBED_RUN_TOKEN"} & set(env), "task workers inherit secrets"
+    everything = all_bytes(tmp_path)
+    for secret in secrets:
+        assert not any(secret in line for line in found["cmdlines"]), "a secret is on a command line"
+        assert secret.encode() not in everything, "a broker credential was written to the run directory"
+    assert_clean(tmp_path)

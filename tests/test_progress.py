@@ -1,0 +1,19 @@
+from testbed.progress import progress_line
+
+
+def test_progress_line_counts_jobs_tasks_and_evictions() -> None:
+    status = {
+        "t": 12.5,
+        "expected_jobs": 3,
+        "evictions": 2,
+        "jobs": [{"status": "succeeded"}, {"status": "failed"}, {"status": "running"}],
+        "nodes": [
+            {"class": "reserved", "status": "up", "running": ["a", "b"]},
+            {"class": "transient", "status": "up", "running": ["c"]},
+            {"class": "transient", "status": "lost", "running": []},
+        ],
+    }
+    line = progress_line(status)
+    assert "jobs 2/3 (1 failed)" in line
+    assert "reserved 2, transient 1" in line
+    assert "nodes up: 1r 1t" in line and "evictions 2" in line
