@@ -30,6 +30,22 @@ install_missing_packages() {
     fi
 }
 
+# Starts dockerd and waits until it answers; returns 1 when it exits or times out.
+launch_dockerd() {
+    setsid dockerd >"$DOCKERD_LOG" 2>&1 </dev/null &
+    local pid=$!
+    local waited=0
+    until docker info >/dev/null 2>&1; do
+        if ! kill -0 "$pid" 2>/dev/null || [[ $waited -ge $DOCKERD_WAIT_SECONDS ]]; then
+            kill "$pid" 2>/dev/null || true
+            return 1
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+    log "dockerd (pid $pid) answers after ${waited}s"
+}
+
 start_dockerd() {
     if docker info >/dev/null 2>&1; then
         log "a Docker engine is already running"
@@ -37,24 +53,19 @@ start_dockerd() {
     fi
     log "starting dockerd (log: $DOCKERD_LOG)"
     # setsid: the engine outlives this script and is not killed with its process group.
-    setsid dockerd >"$DOCKERD_LOG" 2>&1 </dev/null &
-    local pid=$!
-    local waited=0
-    until docker info >/dev/null 2>&1; do
-        if ! kill -0 "$pid" 2>/dev/null; then
-            log "dockerd exited; last lines of its log:"
-            tail -n 30 "$DOCKERD_LOG" >&2
-            exit 1
-        fi
-        if [[ $waited -ge $DOCKERD_WAIT_SECONDS ]]; then
-            log "dockerd did not answer within ${DOCKERD_WAIT_SECONDS}s; last lines of its log:"
-            tail -n 30 "$DOCKERD_LOG" >&2
-            exit 1
-        fi
-        sleep 1
-        waited=$((waited + 1))
-    done
-    log "dockerd (pid $pid) answers after ${waited}s"
+    launch_dockerd && return
+    # A daemon killed uncleanly (e.g. with the machine's session) can leave swarm-scope
+    # networks in its network store that dockerd 20.10 panics on while restoring
+    # (libnetwork reservePools). Images live elsewhere, so set the store aside and retry.
+    local store=/var/lib/docker/network/files/local-kv.db
+    if [[ -f $store ]]; then
+        log "dockerd failed to start; moving its network store aside and retrying"
+        mv "$store" "$store.broken.$(date +%s)"
+        launch_dockerd && return
+    fi
+    log "dockerd did not start; last lines of its log:"
+    tail -n 30 "$DOCKERD_LOG" >&2
+    exit 1
 }
 
 if [[ $(id -u) -ne 0 ]]; then

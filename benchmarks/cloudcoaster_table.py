@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.coaster_summary import long_job_ids, read_table, short_queue_delays
 
@@ -73,12 +76,14 @@ def _mean(values: list[float]) -> float:
 
 
 def tables(runs: list[dict[str, Any]]) -> str:
+    """Queueing (pooled over seeds, and per seed against the same seed's baseline) and cost."""
     base = {r["seed"]: r["summary"] for r in runs if r["config"] == "baseline"}
+    pooled_base = [d for r in runs if r["config"] == "baseline" for d in delays(r)]
     configs = sorted({r["config"] for r in runs}, key=lambda c: (c != "baseline", c))
     lines = [
-        "| config | seeds | mean short queue (s) | max short queue (s) | mean ratio vs baseline "
-        "| max ratio vs baseline | long-job mean JCT (s) | failed jobs |",
-        "|---|---|---|---|---|---|---|---|",
+        "| config | seeds | mean short queue (s) | max short queue (s) | baseline / config, mean "
+        "| baseline / config, max | per seed, mean | per seed, max | long-job mean JCT (s) | failed jobs |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     cost = [
         "| config | active time mean (s) | active time max (s) | avg transient servers "
@@ -87,17 +92,18 @@ def tables(runs: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for config in configs:
-        group = [r for r in runs if r["config"] == config]
+        group = sorted((r for r in runs if r["config"] == config), key=lambda r: r["seed"])
         s = [r["summary"] for r in group]
         scale = group[0]["scale"]
+        pooled = [d for r in group for d in delays(r)]
         paired = [(r["summary"], base[r["seed"]]) for r in group if r["seed"] in base]
-        mean_ratio = _mean([b["mean_short_queue_s"] / x["mean_short_queue_s"] for x, b in paired])
-        max_ratio = _mean([b["max_short_queue_s"] / x["max_short_queue_s"] for x, b in paired])
+        per_mean = " / ".join(f"{b['mean_short_queue_s'] / x['mean_short_queue_s']:.2f}" for x, b in paired)
+        per_max = " / ".join(f"{b['max_short_queue_s'] / x['max_short_queue_s']:.2f}" for x, b in paired)
         lines.append(
             f"| {config} | {','.join(str(r['seed']) for r in group)} "
-            f"| {_mean([x['mean_short_queue_s'] for x in s]) * scale:.1f} "
-            f"| {_mean([x['max_short_queue_s'] for x in s]) * scale:.1f} "
-            f"| {mean_ratio:.2f}x | {max_ratio:.2f}x "
+            f"| {_mean(pooled):.1f} | {max(pooled):.0f} "
+            f"| {_mean(pooled_base) / _mean(pooled):.2f}x | {max(pooled_base) / max(pooled):.2f}x "
+            f"| {per_mean} | {per_max} "
             f"| {_mean([x['mean_long_jct_s'] for x in s]) * scale:.0f} | {sum(x['failed'] for x in s)} |"
         )
         replaced = [b["avg_short_on_demand_servers"] - x["avg_short_on_demand_servers"] for x, b in paired]
@@ -107,15 +113,19 @@ def tables(runs: list[dict[str, Any]]) -> str:
         active = [x["mean_transient_active_s"] for x in s if x["mean_transient_active_s"] is not None]
         longest = [x["max_transient_active_s"] for x in s if x["max_transient_active_s"] is not None]
         cost.append(
-            f"| {config} | {_mean(active) * scale:.0f} | {_mean(longest) * scale:.0f} "
+            f"| {config} | {_number(_mean(active) * scale)} | {_number(max(longest, default=None), scale)} "
             f"| {_mean([x['avg_transient_servers'] for x in s]):.2f} "
             f"| {_mean([x['transient_on_demand_equiv'] for x in s]):.2f} "
             f"| {_mean([x['avg_short_on_demand_servers'] for x in s]):.2f} "
             f"| {_mean([x['short_partition_cost_servers'] for x in s]):.2f} "
             f"| {_percent(on_replaced)} | {_percent(part)} "
-            f"| {_mean([d for r in group for d in join_delays(r)]):.0f} |"
+            f"| {_number(_mean([d for r in group for d in join_delays(r)]))} |"
         )
     return "\n".join(lines) + "\n\n" + "\n".join(cost) + "\n"
+
+
+def _number(value: float | None, scale: float = 1.0) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value * scale:.0f}"
 
 
 def _percent(values: list[float]) -> str:
@@ -155,8 +165,9 @@ def cdf_png(runs: list[dict[str, Any]], path: Path) -> None:
         ylim=(0, 1.02),
     )
     axes.set_xscale("symlog", linthresh=1.0)
+    axes.set_xlim(left=0)
     axes.grid(alpha=0.3)
-    axes.legend(loc="lower right", fontsize="small")
+    axes.legend(loc="upper left", fontsize="small")
     figure.savefig(path, dpi=110, bbox_inches="tight")
 
 
