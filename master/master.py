@@ -48,6 +48,7 @@ from testbed.arrivals import is_long
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
 from testbed.protocol import (
     BlockReceived,
+    CancelTask,
     Codec,
     Heartbeat,
     LaunchTask,
@@ -816,7 +817,11 @@ class Master:
     # ------------------------------------------------------------------ journal rows
 
     def _finish_job(self, job: JobRuntime) -> None:
+        if job.finished is not None:
+            return  # a late update of a job that already failed
         job.finished = self.journal.now()
+        if job.status == "failed":
+            self._cancel_running(job)
         jct = job.finished - job.submitted
         map_phase_s, reduce_phase_s = job.phase_durations()
         self.journal.event(
@@ -848,6 +853,13 @@ class Master:
         finished = [j for j in self.jobs.values() if j.status in ("succeeded", "failed")]
         if len(finished) == self.expected_jobs:
             self._all_done.set()
+
+    def _cancel_running(self, job: JobRuntime) -> None:
+        """Stop the tasks still running for a failed job: their slots go to other jobs."""
+        for node in self.nodes.values():
+            for task_id, (owner, key) in node.running.items():
+                if owner is job:
+                    self.send(node.node_id, CancelTask(task_id=task_id, attempt=job.tasks[key].attempt))
 
     def _fail_unfinished(self, reason: str) -> None:
         for job in self.jobs.values():

@@ -152,3 +152,29 @@ async def test_a_task_out_of_memory_is_reported_as_oom_and_retried_elsewhere(
     assert report.returncode == 0, report.stderr
     assert f"| failed attempts by cause | oom {len(failures)} |" in (tmp_path / "report.md").read_text()
     assert_clean(tmp_path)
+
+
+@pytest.mark.e2e
+async def test_a_job_that_fails_is_finished_once_and_its_running_tasks_are_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every node too small: each map fails as oom until the job fails. The other map is then
+    usually still running; its late update (the sleep job keeps the run going for it to arrive)
+    must not finish the job a second time."""
+    command = master.run.agent_command
+    monkeypatch.setattr(
+        master.run, "agent_command", lambda *args: [*command(*args), "--task-memory-limit-mb", str(CAP_MB)]
+    )
+    node = {"count": 1, "slots": 2}
+    cluster = {"reserved": node, "transient": node, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
+    jobs = [
+        {"workload": "wordcount", "size_mb": 2, "maps": 2, "reduces": 1},
+        {"workload": "sleep", "tasks": 1, "duration": 6.0},
+    ]
+    result = await run_scenario(make_scenario(cluster=cluster, jobs=jobs), tmp_path)
+    assert not result.ok
+    finished = [(e["job"], e["status"]) for e in events(tmp_path) if e["event"] == "job_finished"]
+    assert sorted(finished) == [("j000", "failed"), ("j001", "succeeded")]
+    rows = list(csv.DictReader((tmp_path / "jobs.csv").open()))
+    assert sorted((r["job_id"], r["status"]) for r in rows) == sorted(finished)
+    assert_clean(tmp_path)
