@@ -18,6 +18,7 @@ back about after every reconnect, and every handler is idempotent.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import random
@@ -189,6 +190,7 @@ class MqttLink:
             self._outbox.put_nowait(pending)
 
     def start(self) -> asyncio.Task[None]:
+        ignore_writers_of_closed_sockets(asyncio.get_running_loop())
         self._task = asyncio.create_task(self.run(), name=f"mqtt-{self.client_id}")
         return self._task
 
@@ -206,3 +208,34 @@ class MqttLink:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+
+
+def ignore_writers_of_closed_sockets(loop: asyncio.AbstractEventLoop) -> None:
+    """Silence aiomqtt's harmless race on a dropped connection, keep every other loop error.
+
+    aiomqtt asks the loop to watch its socket for writing through
+    ``call_soon_threadsafe(loop.add_writer, fd, ...)``; when the broker drops the
+    connection in between, the socket is closed by the time the loop runs that call,
+    and asyncio prints the ``EBADF`` with a traceback. The connection's loss is
+    already handled (the link reconnects), so that one error is logged at debug level.
+    """
+    previous = loop.get_exception_handler()
+    if getattr(previous, "ignores_closed_socket_writers", False):
+        return
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        handle = context.get("handle")
+        exception = context.get("exception")
+        if (
+            isinstance(exception, OSError)
+            and exception.errno == errno.EBADF
+            and getattr(handle, "_callback", None) == loop.add_writer
+        ):
+            log.debug("ignored a write watch on a closed MQTT socket: %s", exception)
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    handler.ignores_closed_socket_writers = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)
