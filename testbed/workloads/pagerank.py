@@ -468,10 +468,22 @@ def job_edges(job: PagerankJob, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([s for s, _ in pieces]), np.concatenate([d for _, d in pieces])
 
 
-def reference_ranks(
-    src: np.ndarray, dst: np.ndarray, damping: float, iterations: int, tolerance: float | None = None
-) -> Ranks:
-    """Single-process power iteration with scipy.sparse, the same formula and stopping rule."""
+@dataclass(frozen=True)
+class LinkMatrix:
+    """A graph as the column-stochastic matrix of the single-process reference."""
+
+    ids: np.ndarray
+    matrix: Any
+    dangling: np.ndarray
+
+    def step(self, ranks: np.ndarray, damping: float) -> np.ndarray:
+        """One power iteration: dangling pages spread their rank evenly over all pages."""
+        n = len(self.ids)
+        return (1 - damping) / n + damping * (self.matrix @ ranks + ranks[self.dangling].sum() / n)
+
+
+def link_matrix(src: np.ndarray, dst: np.ndarray) -> LinkMatrix:
+    """Duplicate edges count once; pages are the ids that appear in any edge."""
     import scipy.sparse as sp
 
     ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
@@ -481,15 +493,22 @@ def reference_ranks(
     s, t = unique // n, unique % n
     outdeg = np.bincount(s, minlength=n).astype(float)
     matrix = sp.csr_matrix((1.0 / outdeg[s], (t, s)), shape=(n, n))
-    dangling = outdeg == 0
-    ranks = np.full(n, 1.0 / n)
+    return LinkMatrix(ids, matrix, outdeg == 0)
+
+
+def reference_ranks(
+    src: np.ndarray, dst: np.ndarray, damping: float, iterations: int, tolerance: float | None = None
+) -> Ranks:
+    """Single-process power iteration with scipy.sparse, the same formula and stopping rule."""
+    links = link_matrix(src, dst)
+    ranks = np.full(len(links.ids), 1.0 / len(links.ids))
     for _ in range(iterations):
-        new = (1 - damping) / n + damping * (matrix @ ranks + ranks[dangling].sum() / n)
+        new = links.step(ranks, damping)
         change = np.abs(new - ranks).sum()
         ranks = new
         if tolerance and change < tolerance:
             break
-    return Ranks(ids, ranks)
+    return Ranks(links.ids, ranks)
 
 
 def reference_output(job: PagerankJob, seed: int) -> Ranks:
