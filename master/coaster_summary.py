@@ -25,6 +25,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from master.policies import reserved_partitions
 from testbed.scenario import Scenario
 
@@ -39,7 +41,7 @@ def job_class_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
     return {
         "short_tasks": len(delays),
         "mean_short_queue_s": _mean(delays),
-        "p95_short_queue_s": _percentile(sorted(delays), 95),
+        "p95_short_queue_s": _round(percentile(delays, 95)),
         "max_short_queue_s": _round(max(delays)) if delays else None,
         "long_jobs": sum(1 for j in jobs if j["job_id"] in long_jobs),
         "mean_long_jct_s": _mean(_jcts(jobs, lambda job: job in long_jobs)),
@@ -112,21 +114,17 @@ def _jcts(jobs: list[dict[str, str]], chosen: Any) -> list[float]:
     return [float(j["jct_s"]) for j in jobs if j["status"] == "succeeded" and chosen(j["job_id"])]
 
 
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    rank = (len(values) - 1) * q / 100
-    low = int(rank)
-    high = min(low + 1, len(values) - 1)
-    return _round(values[low] + (values[high] - values[low]) * (rank - low))
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile, linearly interpolated (numpy's default); None without values."""
+    return float(np.percentile(values, q)) if values else None
 
 
 def _mean(values: list[float]) -> float | None:
     return _round(statistics.fmean(values)) if values else None
 
 
-def _round(value: float) -> float:
-    return round(value, 4)
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def read_table(path: Path) -> list[dict[str, str]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from master.backends import open_backend, run_id_for, run_token
-from master.coaster_summary import job_class_summary
+from master.coaster_summary import job_class_summary, percentile
 from master.journal import new_run_dir
 from master.master import Master
 from master.policies import make_autoscaler
@@ -167,8 +167,8 @@ def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "succeeded": sum(1 for j in jobs if j["status"] == "succeeded"),
         "failed": sum(1 for j in jobs if j["status"] != "succeeded"),
         "mean_jct_s": _round(statistics.fmean(jcts)) if jcts else None,
-        "p50_jct_s": _round(_percentile(jcts, 50)),
-        "p95_jct_s": _round(_percentile(jcts, 95)),
+        "p50_jct_s": _round(percentile(jcts, 50)),
+        "p95_jct_s": _round(percentile(jcts, 95)),
         "max_jct_s": _round(max(jcts)) if jcts else None,
         "makespan_s": _round(max(finishes) - min(submits)) if finishes and submits else None,
         "evictions": evictions,
@@ -226,15 +226,6 @@ def _model_error(tasks: list[dict[str, str]]) -> float | None:
     """Mean |predicted - measured| runtime in seconds (None without tasks)."""
     errors = [abs(float(t["predicted_s"]) - (float(t["end_s"]) - float(t["start_s"]))) for t in tasks]
     return _round(statistics.fmean(errors)) if errors else None
-
-
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    rank = (len(values) - 1) * q / 100
-    low = int(rank)
-    high = min(low + 1, len(values) - 1)
-    return values[low] + (values[high] - values[low]) * (rank - low)
 
 
 def _round(value: float | None) -> float | None:
