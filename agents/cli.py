@@ -7,9 +7,13 @@ aiohttp, aiomqtt, the protocol), not the workloads, numpy or the CLI.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import socket
+import time
 from pathlib import Path
+
+log = logging.getLogger("agents.cli")
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,12 +79,23 @@ def run_agent(args: argparse.Namespace) -> int:
     return 0
 
 
-def route_address(peer_host: str) -> str:
+def route_address(peer_host: str, wait_s: float = 60.0) -> str:
     """This host's address on the route to ``peer_host``: what a container on a compose or
-    Swarm network advertises (its hostname may not resolve for others, its address does)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect((peer_host, 9))  # UDP: picks the route and source address, sends nothing
-        return probe.getsockname()[0]
+    Swarm network advertises (its hostname may not resolve for others, its address does).
+
+    Services of a Swarm stack start in any order, and a peer's name resolves only once
+    its task is scheduled: an unknown name is retried for up to ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+                probe.connect((peer_host, 9))  # UDP: picks the route and source address, sends nothing
+                return probe.getsockname()[0]
+        except socket.gaierror as exc:
+            if time.monotonic() >= deadline:
+                raise ValueError(f"{peer_host!r} did not resolve within {wait_s:g}s: {exc}") from exc
+            log.info("%s does not resolve yet; retrying", peer_host)
+            time.sleep(0.5)
 
 
 def main(argv: list[str]) -> int:
