@@ -70,9 +70,9 @@ class BlockWriter:
         return tuple(entry[1] for entry in self._index)
 
     def commit(self) -> tuple[int, ...]:
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        with self._file:
+            self._file.flush()
+            os.fsync(self._file.fileno())
         data = self.directory / f"{self.block_id}.data"
         os.replace(self._tmp, data)
         index_tmp = self.directory / f".{self.block_id}.index.tmp"
@@ -81,6 +81,7 @@ class BlockWriter:
         return self.partition_bytes
 
     def abort(self) -> None:
+        """Drop the block unless it was committed (then nothing is left to drop)."""
         self._file.close()
         self._tmp.unlink(missing_ok=True)
 

@@ -90,6 +90,7 @@ class TaskContext:
     partition_bytes: tuple[int, ...] = ()
     budget_override: int | None = None
     """A budget in bytes instead of ``spec.memory_mb`` (profiling below 1 MB steps)."""
+    writers: list[BlockWriter] = field(default_factory=list)
 
     @property
     def budget_bytes(self) -> int:
@@ -109,7 +110,9 @@ class TaskContext:
                 yield frame
 
     def open_output(self) -> BlockWriter:
-        return BlockWriter(self.blocks_dir, self.spec.block_id, self.spec.partitions)
+        writer = BlockWriter(self.blocks_dir, self.spec.block_id, self.spec.partitions)
+        self.writers.append(writer)
+        return writer
 
     def commit_output(self, writer: BlockWriter) -> None:
         self.partition_bytes = writer.commit()
@@ -124,6 +127,9 @@ class TaskContext:
         self.metrics.peak_buffered_bytes = max(self.metrics.peak_buffered_bytes, nbytes)
 
     def cleanup(self) -> None:
+        """Scratch files go; so does an output the task did not commit (e.g. a full disk)."""
+        for writer in self.writers:
+            writer.abort()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
