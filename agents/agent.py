@@ -13,7 +13,7 @@ import logging
 import multiprocessing
 import os
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,12 @@ from aiohttp import web
 from agents.push import push_block
 from agents.shuffle import make_app
 from agents.worker_main import run_in_worker
+from testbed.lru import LruCache
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
     INLINE_NOOP,
     BlockReceived,
+    CachedInput,
     CancelTask,
     Codec,
     EvictionNotice,
@@ -81,6 +83,8 @@ class Agent:
         self.running: dict[str, RunningAttempt] = {}
         self.finished: dict[tuple[str, int], TaskUpdate] = {}
         self.port = config.port
+        self.input_cache = LruCache(0)
+        """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
         self.state = "up"
         self.link: MqttLink
         self._stop = asyncio.Event()
@@ -169,6 +173,7 @@ class Agent:
                 incarnation=self.incarnation,
                 seq=seq,
                 running=tuple(self.running),
+                cached_inputs=self._cached_inputs(),
             )
             interval = self.config.heartbeat_interval
             await self.link.publish_now(topic, self.codec.encode(beat), timeout=interval)
@@ -204,6 +209,8 @@ class Agent:
             self.finished[key] = update
             self._publish_update(update)
             return
+        if spec.input_cache_mb:
+            self.input_cache = replace(self.input_cache, capacity_bytes=spec.input_cache_mb << 20)
         attempt = RunningAttempt(spec, None)
         self.running[spec.task_id] = attempt
         self._publish_update(self._update(spec, "running"))
@@ -234,6 +241,8 @@ class Agent:
 
     async def _await_worker(self, spec: TaskSpec, process: Any, receiver: Any, error: str = "") -> None:
         outcome = await _receive(receiver, process) if process is not None else {}
+        if outcome.get("cache"):
+            self._cache_accessed(outcome["cache"]["key"], outcome["cache"]["nbytes"])
         attempt = self.running.pop(spec.task_id, None)
         if error:
             outcome = {"state": "failed", "failure": "error", "error": error}
@@ -292,6 +301,17 @@ class Agent:
         )
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
 
+    def _cache_accessed(self, key: str, nbytes: int) -> None:
+        """A task read ``key`` through the input cache: the LRU learns it and the files it
+        no longer keeps (least recently used, or this one if it cannot fit) are deleted."""
+        before = {k for k, _ in self.input_cache.entries} | {key}
+        self.input_cache, _ = self.input_cache.access(key, nbytes)
+        for gone in before - {k for k, _ in self.input_cache.entries}:
+            (self.config.data_dir / "cache" / gone).unlink(missing_ok=True)
+
+    def _cached_inputs(self) -> tuple[CachedInput, ...]:
+        return tuple(CachedInput(key=k, nbytes=n) for k, n in self.input_cache.entries)
+
     def _on_block_received(self, block: str, parts: tuple[PushedPart, ...]) -> None:
         message = BlockReceived(node_id=self.config.node_id, block=block, parts=parts)
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
@@ -305,8 +325,13 @@ class Agent:
 
     def _update(self, spec: TaskSpec, state: str, **fields: Any) -> TaskUpdate:
         return TaskUpdate(
-            node_id=self.config.node_id, task_id=spec.task_id, attempt=spec.attempt, state=state, **fields
-        )  # type: ignore[arg-type]
+            node_id=self.config.node_id,
+            task_id=spec.task_id,
+            attempt=spec.attempt,
+            state=state,  # type: ignore[arg-type]
+            cached_inputs=self._cached_inputs(),
+            **fields,
+        )
 
     def _publish_update(self, update: TaskUpdate) -> None:
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))

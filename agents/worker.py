@@ -51,6 +51,8 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[st
     ctx.metrics.peak_rss_bytes = peak_rss_bytes()
     outcome["metrics"] = ctx.metrics.model_dump()
     outcome["partition_bytes"] = list(ctx.partition_bytes)
+    if ctx.cache_report is not None:
+        outcome["cache"] = ctx.cache_report.to_dict()
     return outcome
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from testbed.protocol import BlockRef
+from testbed.protocol import BlockRef, TaskMetrics
 from testbed.workloads.plan import Dependency, JobPlan
 
 TaskKey = tuple[int, int]
@@ -73,6 +73,11 @@ class JobRuntime:
     """Output bytes of tasks computed again after a first success (lineage recomputation)."""
     bytes_checkpointed: int = 0
     bytes_pushed: int = 0
+    cache_hits: int = 0
+    """Task attempts that read their source from their node's input cache (Pado)."""
+    cache_misses: int = 0
+    """Task attempts that read their source through the cache and kept it there."""
+    bytes_from_cache: int = 0
     tasks: dict[TaskKey, TaskRecord] = field(default_factory=dict)
     stage_first_start: dict[int, float] = field(default_factory=dict)
     stage_last_end: dict[int, float] = field(default_factory=dict)
@@ -289,6 +294,11 @@ class JobRuntime:
 
     def is_final(self, record: TaskRecord) -> bool:
         return self.plan.stages[record.stage].final
+
+    def count_cache_use(self, metrics: TaskMetrics) -> None:
+        self.cache_hits += metrics.cache_hits
+        self.cache_misses += metrics.cache_misses
+        self.bytes_from_cache += metrics.cache_bytes_read
 
     # ------------------------------------------------------------------ progress
 

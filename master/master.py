@@ -88,6 +88,8 @@ class NodeRecord:
     """The node-side queue (Eagle): pending task ids in enqueue order."""
     launches: dict[str, LaunchTask] = field(default_factory=dict)
     """The launch command of each running task, re-sent after a broker outage."""
+    cached_inputs: tuple[tuple[str, int], ...] = ()
+    """The agent's task input cache as it last reported it (key, bytes), least recent first."""
 
     @property
     def alive(self) -> bool:
@@ -299,6 +301,8 @@ class Master:
             node = self._adopt(message)
         if node is None or getattr(message, "node_id", node.node_id) != node.node_id:
             return
+        if isinstance(message, TaskUpdate | Heartbeat) and message.cached_inputs is not None:
+            node.cached_inputs = tuple((c.key, c.nbytes) for c in message.cached_inputs)
         if isinstance(message, TaskUpdate):
             self._on_task_update(node, message)
         elif isinstance(message, NodeState):
@@ -466,6 +470,7 @@ class Master:
             return  # stale or duplicate (QoS 1 redelivery): already applied
         node.running.pop(update.task_id, None)
         node.launches.pop(update.task_id, None)
+        job.count_cache_use(update.metrics)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
         if ok and not stage.final and len(update.partition_bytes) != stage.partitions:
@@ -646,6 +651,7 @@ class Master:
             output_url=self.api.output_url(job.job_id, key[1], attempt) if stage.final else None,
             push=self.strategy.push_targets(job, key),
             push_rate_bytes_s=self.strategy.push_rate(),
+            input_cache_mb=self.strategy.input_cache_mb(job, key),
         )
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)
@@ -818,6 +824,9 @@ class Master:
             bytes_recomputed=job.bytes_recomputed,
             bytes_checkpointed=job.bytes_checkpointed,
             bytes_pushed=job.bytes_pushed,
+            cache_hits=job.cache_hits,
+            cache_misses=job.cache_misses,
+            bytes_from_cache=job.bytes_from_cache,
             map_phase_s=map_phase_s,
             reduce_phase_s=reduce_phase_s,
         )

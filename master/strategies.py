@@ -35,9 +35,19 @@ from master.dag import LogicalDag, pagerank_dag, sort_dag, wordcount_dag
 from master.jobs import JobRuntime, TaskKey
 from master.policies.base import NodeClass
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
-from master.policies.pado import Block, CommitLedger, PadoPlan, Push, compile_pado
+from master.policies.pado import (
+    Block,
+    CommitLedger,
+    Executor,
+    LruCache,
+    PadoPlan,
+    Push,
+    choose_executor,
+    compile_pado,
+)
 from testbed.protocol import BlockReceived, BlockRef, PushDelivered, PushedPart, PushTarget, TaskUpdate
 from testbed.scenario import ScenarioError
+from testbed.workloads.input_cache import input_cache_key
 from testbed.workloads.plan import Dependency, JobPlan
 
 if TYPE_CHECKING:
@@ -45,6 +55,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("master.strategies")
 BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
+DEFAULT_INPUT_CACHE_MB = 64
+"""Each transient agent's task input cache under ``pado`` (``policy.options.pado.input_cache_mb``)."""
 
 
 # ---------------------------------------------------------------- logical DAG of a physical plan
@@ -157,6 +169,10 @@ class SparkStrategy:
     def push_rate(self) -> float | None:
         return None
 
+    def input_cache_mb(self, job: JobRuntime, key: TaskKey) -> int:
+        """The size of the node's input cache the task reads its source through (0: none)."""
+        return 0
+
     def task_succeeded(
         self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate, now: float
     ) -> bool:
@@ -255,14 +271,20 @@ class PadoStrategy(SparkStrategy):
         super().__init__(master)
         self.jobs: dict[str, PadoJob] = {}
         options = master.scenario.policy.options.get("pado", {})
-        unknown = set(options) - {"push_bandwidth_mbps"}
+        unknown = set(options) - {"push_bandwidth_mbps", "input_cache_mb"}
         if unknown:
             raise ScenarioError([f"policy.options.pado: unknown option(s) {sorted(unknown)}"])
         mbps = options.get("push_bandwidth_mbps")
         self.rate = float(mbps) * 1e6 / 8 if mbps else None
+        self.cache_mb = _non_negative_int(options, "input_cache_mb", DEFAULT_INPUT_CACHE_MB)
 
     def push_rate(self) -> float | None:
         return self.rate
+
+    def input_cache_mb(self, job: JobRuntime, key: TaskKey) -> int:
+        """Section 3.2.7: transient executors cache their tasks' inputs."""
+        state = self.jobs.get(job.job_id)
+        return self.cache_mb if state is not None and state.classes[key[0]] == "transient" else 0
 
     def job_submitted(self, job: JobRuntime) -> None:
         dag = logical_dag(job.plan)
@@ -299,10 +321,29 @@ class PadoStrategy(SparkStrategy):
         state = self.jobs.get(job.job_id)
         if state is None:
             return ()
+        if state.classes[key[0]] == "transient":
+            return self._cached_at(job, key)
         if key in state.receivers:
             return (state.receivers[key],)
         narrow = [d.stage for d in job.plan.stages[key[0]].deps if d.kind == "narrow"]
         return tuple(job.tasks[(s, key[1])].node for s in narrow if job.tasks[(s, key[1])].node)  # type: ignore[misc]
+
+    def _cached_at(self, job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
+        """Section 3.2.3's cache-aware choice (``choose_executor``) among the transient
+        executors with a free slot: the one caching most of the task's input, if any
+        caches it. Otherwise no preference: the scenario's scheduler places the task."""
+        stage = job.plan.stages[key[0]]
+        cache_key = input_cache_key(stage.op, stage.params(key[1])) if self.cache_mb else None
+        if cache_key is None:
+            return ()
+        nodes = sorted(
+            (n for n in self.master.nodes.values() if n.node_class == "transient" and n.status == "up"),
+            key=lambda n: n.ordinal,
+        )
+        executors = [Executor(n.node_id, n.slots - len(n.running)) for n in nodes]
+        caches = {n.node_id: LruCache(self.cache_mb << 20, n.cached_inputs) for n in nodes}
+        chosen, _ = choose_executor([cache_key], executors, caches, 0)
+        return (chosen,) if chosen is not None and cache_key in caches[chosen] else ()
 
     def ready(self, job: JobRuntime) -> Iterable[TaskKey]:
         """Section 3.2.3: a stage's reserved receivers are set up first; its transient
@@ -501,6 +542,13 @@ class PadoStrategy(SparkStrategy):
                 for task_id in state.ledger.forget_destination(job.task_id(key)):
                     job.reopen(job.key_of(task_id))  # type: ignore[arg-type]
             job.recover()
+
+
+def _non_negative_int(options: dict[str, Any], name: str, default: int) -> int:
+    value = options.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ScenarioError([f"policy.options.pado.{name}: a whole number >= 0, not {value!r}"])
+    return value
 
 
 def _blocks_by_partition(parts: tuple[PushedPart, ...]) -> dict[int, Block]:

@@ -82,6 +82,9 @@ class TaskSpec(BaseModel):
     push_rate_bytes_s: float | None = Field(
         default=None, gt=0, description="the emulated bandwidth of each push (None: unlimited)"
     )
+    input_cache_mb: int = Field(
+        default=0, ge=0, description="read the source through the node's input cache of this size (0: none)"
+    )
 
     @property
     def block_id(self) -> str:
@@ -103,6 +106,9 @@ class TaskMetrics(BaseModel):
     peak_rss_bytes: int = 0
     fetch_s: float = 0.0
     compute_s: float = 0.0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    cache_bytes_read: int = 0
 
 
 # ------------------------------------------------------------------ messages
@@ -128,12 +134,26 @@ class NodeState(Message):
     pid: int = 0
 
 
+class CachedInput(BaseModel):
+    """One entry of an agent's task input cache (Pado, section 3.2.7)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str = Field(max_length=100)
+    nbytes: int = Field(ge=0)
+
+
+CachedInputs = tuple[CachedInput, ...] | None
+"""An agent's input cache, least recently used first; None: the sender does not say."""
+
+
 class Heartbeat(Message):
     kind: Literal["heartbeat"] = "heartbeat"
     node_id: str = Field(max_length=100)
     incarnation: str = Field(max_length=64)
     seq: int
     running: tuple[str, ...] = ()
+    cached_inputs: CachedInputs = Field(default=None, max_length=10_000)
 
 
 class LaunchTask(Message):
@@ -167,6 +187,7 @@ class TaskUpdate(Message):
     failure: Literal["error", "fetch", "enospc", "oom", "killed", "cancelled"] | None = None
     error: str | None = Field(default=None, max_length=4000)
     lost_blocks: tuple[str, ...] = Field(default=(), description="inputs a fetch could not get")
+    cached_inputs: CachedInputs = Field(default=None, max_length=10_000)
 
 
 class PushedPart(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import http.client
 import shutil
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from testbed.blocks import (
     segment,
 )
 from testbed.protocol import BlockRef, TaskMetrics, TaskSpec
+from testbed.workloads.input_cache import CacheReport, InputCache, input_cache_key
 
 
 class FetchFailed(Exception):
@@ -87,6 +88,8 @@ class TaskContext:
     partition_bytes: tuple[int, ...] = ()
     budget_override: int | None = None
     """A budget in bytes instead of ``spec.memory_mb`` (profiling below 1 MB steps)."""
+    cache_report: CacheReport | None = None
+    """What the task did with the node's input cache (the agent's LRU learns it)."""
 
     @property
     def budget_bytes(self) -> int:
@@ -104,6 +107,27 @@ class TaskContext:
             for frame in self.fetcher.frames(ref):
                 self.metrics.bytes_in += len(frame)
                 yield frame
+
+    @property
+    def caches_input(self) -> bool:
+        """Whether the task reads a source through the node's input cache (``input_cache_mb``)."""
+        return bool(self.spec.input_cache_mb) and input_cache_key(self.spec.op, self.spec.params) is not None
+
+    def through_input_cache(self, produce: Iterable[bytes]) -> Iterator[bytes]:
+        """The task's source chunks, read through the node's input cache when ``caches_input``;
+        ``produce`` is lazy and not started on a hit."""
+        key = input_cache_key(self.spec.op, self.spec.params)
+        if not self.spec.input_cache_mb or key is None:
+            yield from produce
+            return
+        cache = InputCache(self.blocks_dir.parent / "cache", self.scratch)
+        yield from cache.read(key, produce)
+        self.cache_report = cache.report
+        if cache.report is not None and cache.report.hit:
+            self.metrics.cache_hits += 1
+            self.metrics.cache_bytes_read += cache.report.nbytes
+        elif cache.report is not None:
+            self.metrics.cache_misses += 1
 
     def open_output(self) -> BlockWriter:
         return BlockWriter(self.blocks_dir, self.spec.block_id, self.spec.partitions)

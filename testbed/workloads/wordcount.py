@@ -192,7 +192,7 @@ def new_buffer(ctx: TaskContext, partitions: int) -> PairBuffer:
 def map_task(ctx: TaskContext) -> None:
     buffer = new_buffer(ctx, ctx.spec.partitions)
     size = slice_bytes(ctx.budget_bytes)
-    for chunk in source_chunks(ctx.params):
+    for chunk in ctx.through_input_cache(source_chunks(ctx.params)):
         ctx.metrics.bytes_in += len(chunk)
         for piece in slices(chunk, size):
             buffer.add_counts(count_words(piece))

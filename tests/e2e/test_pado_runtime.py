@@ -1,8 +1,10 @@
-"""Pado's runtime with real agents: a reserved node failure mid-stage (section 3.2.6)."""
+"""Pado's runtime with real agents: cache-aware scheduling over the agents' task input
+caches (section 3.2.7) and a reserved node failure mid-stage (section 3.2.6)."""
 
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 from master.run import run_scenario
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
+from testbed.workloads.wordcount import generate_split
 from tests.e2e.test_workloads_run import assert_exact
 
 pytestmark = pytest.mark.e2e
@@ -82,3 +85,45 @@ async def test_pado_reserved_failure_pauses_the_stage_and_recomputes_lost_parent
     assert restarted and min(r["t"] for r in restarted) >= links_back
     assert all(r["node"] != "reserved-1" for r in restarted)
     assert_clean(tmp_path)
+
+
+def job_rows(run_dir: Path) -> dict[str, dict[str, str]]:
+    return {r["job_id"]: r for r in csv.DictReader((run_dir / "jobs.csv").open())}
+
+
+async def test_pado_places_a_task_where_its_input_is_cached(tmp_path: Path) -> None:
+    """Job A reads files a and b (one map each); job B, submitted once A is done, reads b
+    again. The scheduler alone would put B's map on transient-2 (the least loaded node,
+    highest id), where A read a; the cache-aware choice puts it on the node that read b,
+    which serves it from its cache."""
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    text = b"".join(generate_split(3, 0, 400_000, 2000))
+    for name in ("a", "b"):
+        (inputs / name).write_bytes(text)
+    job_a = {"workload": "wordcount", "input": str(inputs), "maps": 2, "reduces": 2, "memory_mb": 64}
+    job_b = {**job_a, "input": str(inputs / "b"), "maps": 1, "submit_at": "600s"}
+    scenario = make_scenario(
+        cluster={"reserved": 1, "transient": {"count": 3, "slots": 1}, "heartbeat_interval": 0.2},
+        jobs=[job_a, job_b],
+        policy={"strategy": "pado"},
+    )
+
+    def submit_b_after_a(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "job_finished" and record["job"] == "j000":
+            asyncio.get_running_loop().call_soon(master.submit_job, scenario.jobs[1], 1)
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    result = await run_scenario(scenario, run_dir, on_event=submit_b_after_a)
+    assert result.ok, result.summary
+    assert_exact(scenario, run_dir)
+    rows = job_rows(run_dir)
+    assert (rows["j000"]["cache_hits"], rows["j000"]["cache_misses"]) == ("0", "2")
+    assert (rows["j001"]["cache_hits"], rows["j001"]["cache_misses"]) == ("1", "0")
+    assert int(rows["j001"]["bytes_from_cache"]) >= len(text)
+    started = {r["task"]: r["node"] for r in events(run_dir, "task_started")}
+    reader_of_b = started["j000.s0.t1"]
+    assert started["j001.s0.t0"] == reader_of_b != "transient-2"
+    assert result.summary["cache_hits"] == 1
+    assert_clean(run_dir)
