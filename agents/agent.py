@@ -23,7 +23,7 @@ from aiohttp import web
 
 from agents.push import push_block
 from agents.shuffle import make_app
-from agents.worker_main import run_in_worker
+from agents.worker_main import combine_in_worker, run_in_worker
 from testbed.lru import LruCache
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
@@ -33,11 +33,13 @@ from testbed.protocol import (
     CancelTask,
     Codec,
     EvictionNotice,
+    FlushAggregate,
     Heartbeat,
     LaunchTask,
     NodeState,
     PushDelivered,
     PushedPart,
+    PushTarget,
     TaskMetrics,
     TaskSpec,
     TaskUpdate,
@@ -82,6 +84,8 @@ class Agent:
         self.incarnation = os.urandom(6).hex()
         self.running: dict[str, RunningAttempt] = {}
         self.finished: dict[tuple[str, int], TaskUpdate] = {}
+        self.flushed: set[str] = set()
+        """Aggregate blocks already being made (a redelivered flush is ignored)."""
         self.port = config.port
         self.input_cache = LruCache(0)
         """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
@@ -185,6 +189,10 @@ class Agent:
         message = self.codec.decode(payload)
         if isinstance(message, LaunchTask):
             self._launch(message.task)
+        elif isinstance(message, FlushAggregate):
+            if message.block not in self.flushed:
+                self.flushed.add(message.block)
+                asyncio.get_running_loop().create_task(self._aggregate_and_push(message))
         elif isinstance(message, CancelTask):
             self._cancel(message.task_id, message.attempt)
         elif isinstance(message, EvictionNotice):
@@ -261,45 +269,78 @@ class Agent:
         self.finished[(spec.task_id, spec.attempt)] = update
         self._publish_update(update)
         if update.state == "succeeded" and spec.push:  # the slot is free already; the push goes on
-            asyncio.get_running_loop().create_task(self._push(spec))
+            push = self._push(spec.block_id, spec.push, spec.push_rate_bytes_s, spec.task_id, spec.attempt)
+            asyncio.get_running_loop().create_task(push)
 
-    async def _push(self, spec: TaskSpec) -> None:
-        """Copy the attempt's output to every push target, then ask the master to commit."""
+    async def _push(
+        self,
+        block: str,
+        targets: tuple[PushTarget, ...],
+        rate: float | None,
+        task_id: str,
+        attempt: int,
+    ) -> None:
+        """Copy a stored block to every push target, then ask the master to commit."""
         blocks = self.config.data_dir / "blocks"
         delivered: dict[str, tuple[PushedPart, ...]] = {}
         failed, errors = [], []
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=60)) as session:
             results = await asyncio.gather(
                 *(
-                    push_block(
-                        session,
-                        blocks,
-                        spec.block_id,
-                        t.url,
-                        t.partitions,
-                        self.config.token,
-                        spec.push_rate_bytes_s,
-                    )
-                    for t in spec.push
+                    push_block(session, blocks, block, t.url, t.partitions, self.config.token, rate)
+                    for t in targets
                 ),
                 return_exceptions=True,
             )
-        for target, result in zip(spec.push, results, strict=True):
+        for target, result in zip(targets, results, strict=True):
             if isinstance(result, BaseException):
                 failed.append(target.node_id)
                 errors.append(f"{target.node_id}: {result}")
             else:
                 delivered[target.node_id] = result
+        self._push_delivered(block, task_id, attempt, delivered, failed, "; ".join(errors))
+
+    def _push_delivered(
+        self,
+        block: str,
+        task_id: str,
+        attempt: int,
+        delivered: dict[str, tuple[PushedPart, ...]],
+        failed: list[str],
+        error: str,
+    ) -> None:
         message = PushDelivered(
             node_id=self.config.node_id,
-            task_id=spec.task_id,
-            attempt=spec.attempt,
-            block=spec.block_id,
+            task_id=task_id,
+            attempt=attempt,
+            block=block,
             delivered=delivered,
             failed=tuple(failed),
-            error="; ".join(errors)[:2000] or None,
+            error=error[:2000] or None,
         )
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
+
+    async def _aggregate_and_push(self, flush: FlushAggregate) -> None:
+        """Pado's partial aggregation: merge the held outputs into one block in a worker
+        process (the op's combiner), then push it and ask the master to commit it."""
+        receiver, sender = _forkserver.Pipe(duplex=False)
+        args = (flush.op, list(flush.members), flush.block, flush.partitions, str(self.config.data_dir))
+        process = _forkserver.Process(target=combine_in_worker, args=(*args, sender), daemon=True)
+        try:
+            await asyncio.to_thread(process.start)
+        except OSError as exc:
+            receiver.close()
+            outcome = {"state": "failed", "error": f"cannot start a worker process: {exc}"}
+        else:
+            sender.close()  # so that the worker's death reads as end of file
+            outcome = await _receive(receiver, process)
+        finally:
+            sender.close()
+        if outcome["state"] != "succeeded":
+            failed = [t.node_id for t in flush.push]
+            self._push_delivered(flush.block, flush.block, 0, {}, failed, f"aggregation: {outcome['error']}")
+            return
+        await self._push(flush.block, flush.push, flush.push_rate_bytes_s, flush.block, 0)
 
     def _cache_accessed(self, key: str, nbytes: int) -> None:
         """A task read ``key`` through the input cache: the LRU learns it and the files it

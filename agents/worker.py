@@ -15,12 +15,13 @@ import resource
 import time
 import traceback
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from testbed.blocks import TOKEN_HEADER
+from testbed.blocks import TOKEN_HEADER, BlockWriter, iter_frames, read_segment_chunks, segment
 from testbed.protocol import TaskSpec
-from testbed.workloads import OPERATIONS
+from testbed.workloads import COMBINERS, OPERATIONS
 from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext
 
 
@@ -54,6 +55,27 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[st
     if ctx.cache_report is not None:
         outcome["cache"] = ctx.cache_report.to_dict()
     return outcome
+
+
+def combine(op: str, members: list[str], block: str, partitions: int, node_dir: Path) -> dict[str, Any]:
+    """Merge the stored outputs ``members`` of one op into the block ``block`` (Pado's
+    partial aggregation); the block is committed whole, or not at all."""
+    blocks = node_dir / "blocks"
+
+    def frames_of(partition: int) -> Iterator[bytes]:
+        for member in members:
+            seg = segment(blocks, member, partition)
+            if seg is None:
+                raise LookupError(f"block {member} has no partition {partition} here")
+            yield from iter_frames(read_segment_chunks(seg), seg.crc32)
+
+    writer = BlockWriter(blocks, block, partitions)
+    try:
+        COMBINERS[op](frames_of, writer)
+        return {"state": "succeeded", "partition_bytes": list(writer.commit())}
+    except Exception as exc:
+        writer.abort()
+        return {"state": "failed", "failure": "error", "error": _short_trace(exc)}
 
 
 def reset_peak_rss() -> None:

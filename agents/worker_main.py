@@ -24,3 +24,17 @@ def run_in_worker(
         conn.send(execute(TaskSpec.model_validate(spec_data), Path(node_dir), own_url, token))
     finally:
         conn.close()
+
+
+def combine_in_worker(
+    op: str, members: list[str], block: str, partitions: int, node_dir: str, conn: Connection
+) -> None:
+    """Merge held outputs into one block (Pado's partial aggregation), send the result, exit."""
+    from pathlib import Path
+
+    from agents.worker import combine
+
+    try:
+        conn.send(combine(op, members, block, partitions, Path(node_dir)))
+    finally:
+        conn.close()

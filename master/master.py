@@ -596,6 +596,7 @@ class Master:
         return sum(max(0, n.slots - len(n.running)) for n in self.nodes.values() if n.status == "up")
 
     def schedule_once(self) -> None:
+        self.strategy.tick(self.journal.now())
         snapshot, pending = self.snapshot()
         if not any(job.pending for job in snapshot.jobs):
             return

@@ -36,17 +36,29 @@ from master.jobs import JobRuntime, TaskKey
 from master.policies.base import NodeClass
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
 from master.policies.pado import (
+    AggregationLimits,
     Block,
     CommitLedger,
     Executor,
     LruCache,
     PadoPlan,
     Push,
+    aggregates_partially,
     choose_executor,
     compile_pado,
+    should_flush,
 )
-from testbed.protocol import BlockReceived, BlockRef, PushDelivered, PushedPart, PushTarget, TaskUpdate
+from testbed.protocol import (
+    BlockReceived,
+    BlockRef,
+    FlushAggregate,
+    PushDelivered,
+    PushedPart,
+    PushTarget,
+    TaskUpdate,
+)
 from testbed.scenario import ScenarioError
+from testbed.workloads import COMBINERS
 from testbed.workloads.input_cache import input_cache_key
 from testbed.workloads.plan import Dependency, JobPlan
 
@@ -56,6 +68,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("master.strategies")
 BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
 DEFAULT_INPUT_CACHE_MB = 64
+DEFAULT_AGGREGATION = AggregationLimits(max_delay_s=1.0, max_tasks=4)
+"""``policy.options.pado.aggregate_max_delay_s`` / ``aggregate_max_tasks`` (1: no aggregation)."""
 """Each transient agent's task input cache under ``pado`` (``policy.options.pado.input_cache_mb``)."""
 
 
@@ -185,6 +199,9 @@ class SparkStrategy:
     def push_delivered(self, node: NodeRecord, message: PushDelivered) -> None:
         """A spark run pushes nothing; a stray report is ignored."""
 
+    def tick(self, now: float) -> None:
+        """Called before every scheduling round (time-driven decisions)."""
+
     def before_node_lost(self, node: NodeRecord) -> None:
         """Nothing beyond JobRuntime's lineage recovery."""
 
@@ -246,6 +263,25 @@ class CheckpointStrategy(SparkStrategy):
 # ---------------------------------------------------------------- pado
 
 
+@dataclass(frozen=True)
+class Held:
+    """A finished task's output held on its transient node for partial aggregation."""
+
+    key: TaskKey
+    attempt: int
+    since: float
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A partial aggregate being made and pushed by ``node``: one push for ``keys``."""
+
+    push: Push
+    node: str
+    stage: int
+    keys: tuple[TaskKey, ...]
+
+
 @dataclass
 class PadoJob:
     """Pado's runtime state of one job."""
@@ -253,11 +289,18 @@ class PadoJob:
     classes: list[NodeClass]
     pushed: frozenset[int]
     """Transient stages whose outputs are pushed to the reserved tasks reading them."""
+    aggregated: frozenset[int] = frozenset()
+    """Pushed stages whose outputs are partially aggregated on their node (section 3.2.7)."""
     ledger: CommitLedger = field(default_factory=CommitLedger)
     receivers: dict[TaskKey, str] = field(default_factory=dict)
     """Reserved task -> the reserved node it was set up on (receives its pushes)."""
-    waiting: dict[str, tuple[TaskKey, Push, dict[str, Block]]] = field(default_factory=dict)
+    waiting: dict[str, tuple[tuple[TaskKey, ...], Push, dict[str, Block]]] = field(default_factory=dict)
     """Commits that arrived before every receiver's report: retried on each report."""
+    held: dict[tuple[int, str], list[Held]] = field(default_factory=dict)
+    """(stage, transient node) -> outputs held there, oldest first, not yet flushed."""
+    aggregates: dict[str, Aggregate] = field(default_factory=dict)
+    """Aggregate block id -> the aggregate, from its flush until its commit or loss."""
+    flushes: int = 0
     early: dict[str, tuple[NodeRecord, PushDelivered]] = field(default_factory=dict)
     """Commit requests that overtook their task's success message (by block id)."""
 
@@ -271,12 +314,19 @@ class PadoStrategy(SparkStrategy):
         super().__init__(master)
         self.jobs: dict[str, PadoJob] = {}
         options = master.scenario.policy.options.get("pado", {})
-        unknown = set(options) - {"push_bandwidth_mbps", "input_cache_mb"}
+        known = {"push_bandwidth_mbps", "input_cache_mb", "aggregate_max_tasks", "aggregate_max_delay_s"}
+        unknown = set(options) - known
         if unknown:
             raise ScenarioError([f"policy.options.pado: unknown option(s) {sorted(unknown)}"])
         mbps = options.get("push_bandwidth_mbps")
         self.rate = float(mbps) * 1e6 / 8 if mbps else None
         self.cache_mb = _non_negative_int(options, "input_cache_mb", DEFAULT_INPUT_CACHE_MB)
+        max_tasks = _non_negative_int(options, "aggregate_max_tasks", DEFAULT_AGGREGATION.max_tasks)
+        delay = options.get("aggregate_max_delay_s", DEFAULT_AGGREGATION.max_delay_s)
+        try:
+            self.limits = AggregationLimits(float(delay), max_tasks)
+        except (TypeError, ValueError) as exc:
+            raise ScenarioError([f"policy.options.pado: {exc}"]) from None
 
     def push_rate(self) -> float | None:
         return self.rate
@@ -289,7 +339,8 @@ class PadoStrategy(SparkStrategy):
     def job_submitted(self, job: JobRuntime) -> None:
         dag = logical_dag(job.plan)
         if dag is not None:
-            classes = stage_classes(compile_pado(dag), job.plan)
+            pado = compile_pado(dag)
+            classes = stage_classes(pado, job.plan)
             pushed = frozenset(
                 s
                 for s, cls in enumerate(classes)
@@ -297,7 +348,10 @@ class PadoStrategy(SparkStrategy):
                 and shuffle_consumers(job.plan, s)
                 and all(classes[c] == "reserved" for c in shuffle_consumers(job.plan, s))
             )
-            self.jobs[job.job_id] = PadoJob(classes, pushed)
+            aggregated = frozenset(
+                s for s in pushed if self.limits.max_tasks > 1 and aggregates_into(pado, job.plan, s)
+            )
+            self.jobs[job.job_id] = PadoJob(classes, pushed, aggregated)
         super().job_submitted(job)
 
     def describe(self, job: JobRuntime, dag: LogicalDag) -> dict[str, Any]:
@@ -309,6 +363,7 @@ class PadoStrategy(SparkStrategy):
             "plan": compile_pado(dag).to_dict(),
             "physical_stages": self.physical(job),
             "pushed_stages": sorted(state.pushed),
+            "aggregated_stages": sorted(state.aggregated),
         }
 
     def allowed_classes(self, job: JobRuntime, key: TaskKey) -> frozenset[NodeClass]:
@@ -383,22 +438,23 @@ class PadoStrategy(SparkStrategy):
     def _committed_refs(
         self, job: JobRuntime, state: PadoJob, key: TaskKey, dep: Dependency
     ) -> tuple[BlockRef, ...]:
-        """Exactly the blocks the ledger committed to this receiver, one attempt per task."""
+        """Exactly the blocks the ledger committed to this receiver: one push per task (a
+        task's own output, or a partial aggregate covering it and others)."""
         url = self.master.nodes[state.receivers[key]].url
-        committed = state.ledger.inputs_for(job.task_id(key))
-        refs = []
-        for index in range(job.plan.stages[dep.stage].tasks):
-            task_id = job.task_id((dep.stage, index))
-            refs.append(
-                BlockRef(block=f"{task_id}.a{committed[task_id]}", partition=key[1], locations=(url,))
-            )
-        return tuple(refs)
+        parents = {job.task_id((dep.stage, i)) for i in range(job.plan.stages[dep.stage].tasks)}
+        owners = state.ledger.owners_for(job.task_id(key))
+        pushes = sorted({push for task, push in owners.items() if task in parents})
+        return tuple(BlockRef(block=push_block_id(p), partition=key[1], locations=(url,)) for p in pushes)
 
     def push_targets(self, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
-        """The receivers this task has not committed to yet, grouped by node."""
+        """The receivers this task has not committed to yet, grouped by node; none for a task
+        whose output is held on its node for partial aggregation (``tick`` flushes it)."""
         state = self.jobs.get(job.job_id)
-        if state is None or key[0] not in state.pushed:
+        if state is None or key[0] not in state.pushed or key[0] in state.aggregated:
             return ()
+        return self._receiver_targets(job, state, key)
+
+    def _receiver_targets(self, job: JobRuntime, state: PadoJob, key: TaskKey) -> tuple[PushTarget, ...]:
         task_id = job.task_id(key)
         by_node: dict[str, list[int]] = {}
         for consumer in shuffle_consumers(job.plan, key[0]):
@@ -428,10 +484,75 @@ class PadoStrategy(SparkStrategy):
                 task=job.task_id(key),
                 attempt=update.attempt,
                 node=node.node_id,
+                held=key[0] in state.aggregated,
             )
+            if key[0] in state.aggregated:
+                state.held.setdefault((key[0], node.node_id), []).append(Held(key, update.attempt, now))
+                self._flush_due(job, state, now)
             if block in state.early:
                 self.push_delivered(*state.early.pop(block))
         return ok
+
+    # ------------------------------------------------------------ partial aggregation
+
+    def tick(self, now: float) -> None:
+        for job in self.master.jobs.values():
+            state = self.jobs.get(job.job_id)
+            if state is not None and state.held and job.status in ("waiting", "running"):
+                self._flush_due(job, state, now)
+
+    def _flush_due(self, job: JobRuntime, state: PadoJob, now: float) -> None:
+        """Section 3.2.7: push each node's held outputs of a stage once ``should_flush`` says
+        so (task cap reached, time cap reached, or no further task of the stage may end
+        there), at most ``max_tasks`` outputs per aggregate."""
+        for (stage, node_id), held in list(state.held.items()):
+            held[:] = [
+                h
+                for h in held
+                if (job.tasks[h.key].status, job.tasks[h.key].attempt) == ("pushing", h.attempt)
+            ]
+            if not self._set_up_receivers(job, state, stage):
+                continue  # a reserved node failed and no other can receive yet
+            coming = any(
+                r.status == "pending" or (r.status == "running" and r.node == node_id)
+                for k, r in job.tasks.items()
+                if k[0] == stage
+            )
+            while held and should_flush(self.limits, now - held[0].since, len(held), coming):
+                batch, held[:] = held[: self.limits.max_tasks], held[self.limits.max_tasks :]
+                self._flush(job, state, stage, node_id, batch)
+            if not held:
+                del state.held[(stage, node_id)]
+
+    def _flush(self, job: JobRuntime, state: PadoJob, stage: int, node_id: str, batch: list[Held]) -> None:
+        """One aggregate per set of outputs going to the same receivers (after a reserved
+        failure, rerun tasks push only to the reopened receivers)."""
+        groups: dict[tuple[PushTarget, ...], list[Held]] = {}
+        for held in batch:
+            groups.setdefault(self._receiver_targets(job, state, held.key), []).append(held)
+        for targets, members in groups.items():
+            block = f"{job.job_id}.s{stage}.x{state.flushes}"
+            state.flushes += 1
+            push = Push(block, tuple((job.task_id(h.key), h.attempt) for h in members))
+            state.aggregates[block] = Aggregate(push, node_id, stage, tuple(h.key for h in members))
+            self.master.send(
+                node_id,
+                FlushAggregate(
+                    block=block,
+                    op=job.plan.stages[stage].op,
+                    members=tuple(job.tasks[h.key].block for h in members),  # type: ignore[misc]
+                    partitions=job.plan.stages[stage].partitions,
+                    push=targets,
+                    push_rate_bytes_s=self.rate,
+                ),
+            )
+            self.master.journal.event(
+                "aggregate_flush",
+                job=job.job_id,
+                block=block,
+                node=node_id,
+                tasks=[t for t, _ in push.members],
+            )
 
     def _receivers_on(self, job: JobRuntime, state: PadoJob, stage: int, node_id: str) -> list[TaskKey]:
         return [
@@ -441,87 +562,131 @@ class PadoStrategy(SparkStrategy):
             if state.receivers.get((c, i)) == node_id
         ]
 
+    def _pushed(self, block: str) -> tuple[JobRuntime, PadoJob, Push, tuple[TaskKey, ...], int] | None:
+        """The push a block carries: (job, its state, the push, its tasks, their stage), for a
+        task's own output (``<task>.a<attempt>``) or a partial aggregate."""
+        job = self.master.jobs.get(block.partition(".")[0])
+        state = self.jobs.get(job.job_id) if job is not None else None
+        if job is None or state is None:
+            return None
+        if block in state.aggregates:
+            aggregate = state.aggregates[block]
+            return job, state, aggregate.push, aggregate.keys, aggregate.stage
+        located = self.located(block)
+        if located is None or located[1][0] not in state.pushed:
+            return None
+        _, key, attempt = located
+        return job, state, Push.of(job.task_id(key), attempt), (key,), key[0]
+
     def block_received(self, node: NodeRecord, message: BlockReceived) -> None:
         """A reserved agent verified a pushed block: the ledger records what each of the
         receivers on it got (``receive``)."""
-        located = self.located(message.block)
-        if located is None:
+        pushed = self._pushed(message.block)
+        if pushed is None:
             return
-        job, key, attempt = located
-        state = self.jobs.get(job.job_id)
-        if state is None or key[0] not in state.pushed:
-            return
+        job, state, push, _, stage = pushed
         parts = _blocks_by_partition(message.parts)
-        push = Push.of(job.task_id(key), attempt)
-        for receiver in self._receivers_on(job, state, key[0], node.node_id):
+        for receiver in self._receivers_on(job, state, stage, node.node_id):
             state.ledger.receive(push.push_id, job.task_id(receiver), parts.get(receiver[1], (0, 0)))
         job.bytes_pushed += sum(p.nbytes for p in message.parts)
-        self.master.journal.event(
-            "push_received", job=job.job_id, task=job.task_id(key), attempt=attempt, node=node.node_id
-        )
+        for task_id, attempt in push.members:
+            self.master.journal.event(
+                "push_received", job=job.job_id, task=task_id, attempt=attempt, node=node.node_id
+            )
         if push.push_id in state.waiting:
             self._commit(job, state, *state.waiting.pop(push.push_id))
 
     def push_delivered(self, node: NodeRecord, message: PushDelivered) -> None:
         """The transient agent's commit request, through the master (section 3.2.5).
         Ignored from a node already declared lost: commits and evictions are serialised."""
-        located = self.located(message.block)
-        if located is None or not node.alive:
+        pushed = self._pushed(message.block)
+        if pushed is None or not node.alive:
             return
-        job, key, attempt = located
-        state = self.jobs.get(job.job_id)
-        record = job.tasks[key]
-        if state is None or record.attempt != attempt:
-            return
-        if record.status == "running":
-            state.early[message.block] = (node, message)
-            return
-        if record.status != "pushing":
+        job, state, push, keys, stage = pushed
+        if message.block not in state.aggregates:
+            record = job.tasks[keys[0]]
+            if record.attempt != push.members[0][1]:
+                return
+            if record.status == "running":
+                state.early[message.block] = (node, message)
+                return
+        current = [(k, a) for k, (_, a) in zip(keys, push.members, strict=True) if job.tasks[k].attempt == a]
+        if not any(job.tasks[k].status == "pushing" for k, _ in current):
             return
         if message.failed:
             log.warning("push of %s failed: %s", message.block, message.error)
-            if job.abandon_push(key, attempt):
-                self.master.journal.event(
-                    "push_failed", job=job.job_id, task=job.task_id(key), error=message.error
-                )
-                self.master.kick()
+            state.aggregates.pop(message.block, None)
+            for key, attempt in current:
+                if job.abandon_push(key, attempt):
+                    self.master.journal.event(
+                        "push_failed", job=job.job_id, task=job.task_id(key), error=message.error
+                    )
+            self.master.kick()
             return
         manifest: dict[str, Block] = {}
         for node_id, parts in message.delivered.items():
             by_partition = _blocks_by_partition(parts)
-            for receiver in self._receivers_on(job, state, key[0], node_id):
+            for receiver in self._receivers_on(job, state, stage, node_id):
                 manifest[job.task_id(receiver)] = by_partition.get(receiver[1], (0, 0))
-        self._commit(job, state, key, Push.of(message.task_id, attempt), manifest)
+        self._commit(job, state, keys, push, manifest)
 
     def _commit(
-        self, job: JobRuntime, state: PadoJob, key: TaskKey, push: Push, manifest: dict[str, Block]
+        self,
+        job: JobRuntime,
+        state: PadoJob,
+        keys: tuple[TaskKey, ...],
+        push: Push,
+        manifest: dict[str, Block],
     ) -> None:
+        """Commit one push for all its tasks at once. Accepted: every task is done, held by
+        the reserved nodes. Refused as superseded: its tasks that some other push already
+        committed are done; the others (an aggregate overlapping another push in part)
+        run again."""
         verdict = state.ledger.commit(push, manifest)
-        attempt = push.members[0][1]
         if verdict == "incomplete":
-            state.waiting[push.push_id] = (key, push, manifest)
+            state.waiting[push.push_id] = (keys, push, manifest)
             return
-        self.master.journal.event(
-            "push_commit", job=job.job_id, task=job.task_id(key), attempt=attempt, verdict=verdict
-        )
-        if verdict in ("accepted", "superseded") and state.ledger.is_committed(job.task_id(key)):
-            holders = tuple(sorted({self.master.nodes[n].url for n in state.receivers.values()}))
-            job.committed(key, attempt, holders)
-            self.master.kick()
+        state.aggregates.pop(push.push_id, None)
+        holders = tuple(sorted({self.master.nodes[n].url for n in state.receivers.values()}))
+        for key, (task_id, attempt) in zip(keys, push.members, strict=True):
+            self.master.journal.event(
+                "push_commit",
+                job=job.job_id,
+                task=task_id,
+                attempt=attempt,
+                verdict=verdict,
+                push=push.push_id,
+            )
+            if verdict == "duplicate":
+                continue
+            if state.ledger.is_committed(task_id):
+                job.committed(key, attempt, holders)
+            else:
+                job.abandon_push(key, attempt)
+        self.master.kick()
 
     def before_node_lost(self, node: NodeRecord) -> None:
-        """A lost transient node's uncommitted pushes are discarded before anything else
-        (``CommitLedger.discard``); its tasks go back to pending in ``JobRuntime.node_lost``
-        (section 3.2.5: only the evicted stage's uncommitted tasks)."""
+        """A lost transient node's uncommitted pushes, its partial aggregates and the outputs
+        it held for aggregation are discarded before anything else
+        (``CommitLedger.discard``); its tasks, held or pushing, go back to pending in
+        ``JobRuntime.node_lost`` (section 3.2.5: only the evicted stage's uncommitted tasks)."""
         for job in self.master.jobs.values():
             state = self.jobs.get(job.job_id)
             if state is None:
                 continue
-            for key, record in job.tasks.items():
-                if record.status == "pushing" and record.node == node.node_id:
-                    push = Push.of(job.task_id(key), record.attempt)
-                    state.ledger.discard(push.push_id)
-                    state.waiting.pop(push.push_id, None)
+            pushes = [
+                Push.of(job.task_id(key), record.attempt).push_id
+                for key, record in job.tasks.items()
+                if record.status == "pushing" and record.node == node.node_id
+            ]
+            pushes += [block for block, a in state.aggregates.items() if a.node == node.node_id]
+            for push_id in pushes:
+                state.ledger.discard(push_id)
+                state.waiting.pop(push_id, None)
+                state.aggregates.pop(push_id, None)
+            for stage, holder in list(state.held):
+                if holder == node.node_id:
+                    del state.held[(stage, holder)]
 
     def after_node_lost(self, node: NodeRecord) -> None:
         """Section 3.2.6, a reserved node failure: each receiver set up on it that has not
@@ -542,6 +707,24 @@ class PadoStrategy(SparkStrategy):
                 for task_id in state.ledger.forget_destination(job.task_id(key)):
                     job.reopen(job.key_of(task_id))  # type: ignore[arg-type]
             job.recover()
+
+
+def aggregates_into(pado: PadoPlan, plan: JobPlan, stage: int) -> bool:
+    """Whether a pushed physical stage's outputs may be partially aggregated: the Pado
+    stage anchored on the reserved operator receiving them is commutative and associative
+    (``aggregates_partially``) and the stage's op has a combiner."""
+    if plan.stages[stage].op not in COMBINERS:
+        return False
+    receiving = {physical_operators(plan)[c][0] for c in shuffle_consumers(plan, stage)}
+    anchored = [s for s in pado.stages if s.anchor in receiving]
+    return bool(anchored) and all(aggregates_partially(pado, s) for s in anchored)
+
+
+def push_block_id(push_id: str) -> str:
+    """The block a committed push left on its receivers: ``<task>.a<attempt>`` for a task's
+    own output (push id ``<task>#<attempt>``), the aggregate's block id otherwise."""
+    task_id, mark, attempt = push_id.rpartition("#")
+    return f"{task_id}.a{attempt}" if mark else push_id
 
 
 def _non_negative_int(options: dict[str, Any], name: str, default: int) -> int:

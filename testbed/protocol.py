@@ -167,6 +167,23 @@ class CancelTask(Message):
     attempt: int
 
 
+class FlushAggregate(Message):
+    """Pado's partial aggregation (section 3.2.7): merge the outputs ``members`` (block ids
+    of finished tasks of one stage, held on this node) into the block ``block``, one
+    partition per receiver partition, with the op's combiner, then push it like a task
+    output and ask the master to commit it (``PushDelivered`` with ``block``)."""
+
+    kind: Literal["flush"] = "flush"
+    block: str = Field(max_length=200, pattern=r"^[A-Za-z0-9_.-]+$")
+    op: str = Field(max_length=100)
+    members: tuple[Annotated[str, Field(max_length=200, pattern=r"^[A-Za-z0-9_.-]+$")], ...] = Field(
+        min_length=1, max_length=10_000
+    )
+    partitions: int = Field(ge=1)
+    push: tuple[PushTarget, ...] = Field(min_length=1)
+    push_rate_bytes_s: float | None = Field(default=None, gt=0)
+
+
 class EvictionNotice(Message):
     """Warning that the node will be evicted ``seconds`` from now (spot-style notice)."""
 
@@ -228,6 +245,7 @@ AnyMessage = Annotated[
     | Heartbeat
     | LaunchTask
     | CancelTask
+    | FlushAggregate
     | EvictionNotice
     | TaskUpdate
     | BlockReceived

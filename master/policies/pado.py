@@ -348,6 +348,10 @@ class CommitLedger:
         """Task id -> the one attempt whose output ``destination`` processes."""
         return {t: a for (t, d), (_, a) in self._owner.items() if d == destination}
 
+    def owners_for(self, destination: str) -> dict[str, str]:
+        """Task id -> the push whose block ``destination`` processes for that task."""
+        return {t: p for (t, d), (p, _) in self._owner.items() if d == destination}
+
     def pushes_for(self, destination: str) -> frozenset[str]:
         """The pushed blocks ``destination`` processes; it drops any other."""
         return frozenset(p for (_, d), (p, _) in self._owner.items() if d == destination)

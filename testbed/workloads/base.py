@@ -149,3 +149,6 @@ class TaskContext:
 
 
 TaskFunction = Callable[[TaskContext], dict[str, Any] | None]
+Combiner = Callable[[Callable[[int], Iterator[bytes]], BlockWriter], None]
+"""Merges several outputs of one op, partition by partition (``frames_of(partition)``),
+into the writer's block (Pado's partial aggregation)."""

@@ -1,5 +1,6 @@
-"""Pado's runtime with real agents: cache-aware scheduling over the agents' task input
-caches (section 3.2.7) and a reserved node failure mid-stage (section 3.2.6)."""
+"""Pado's runtime with real agents: partial aggregation on transient nodes and
+cache-aware scheduling over the agents' task input caches (section 3.2.7), and a
+reserved node failure mid-stage (section 3.2.6)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Any
 import pytest
 
 from master.run import run_scenario
+from testbed.workloads.wordcount import generate_split
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
-from testbed.workloads.wordcount import generate_split
 from tests.e2e.test_workloads_run import assert_exact
 
 pytestmark = pytest.mark.e2e
@@ -74,6 +75,8 @@ async def test_pado_reserved_failure_pauses_the_stage_and_recomputes_lost_parent
         if r["t"] >= t_lost and r["verdict"] == "accepted" and stage_of(r["task"]) == 0
     ]
     assert {r["task"] for r in recommits} == {f"j000.s0.t{i}" for i in range(3)}
+    # the edge readers run again on their nodes and read their splits from the input cache
+    assert result.summary["cache_hits"] == 3
     # the lost partitions of the finished iterations were recomputed, parents first
     recomputed = {r["task"] for r in after if stage_of(r["task"]) in (2, 3)}
     assert {"j000.s2.t1", "j000.s2.t3", "j000.s3.t1", "j000.s3.t3"} <= recomputed
@@ -127,3 +130,65 @@ async def test_pado_places_a_task_where_its_input_is_cached(tmp_path: Path) -> N
     assert started["j001.s0.t0"] == reader_of_b != "transient-2"
     assert result.summary["cache_hits"] == 1
     assert_clean(run_dir)
+
+
+def accepted_commits(run_dir: Path) -> list[dict[str, Any]]:
+    return [r for r in events(run_dir, "push_commit") if r["verdict"] == "accepted"]
+
+
+def map_bytes_out(run_dir: Path) -> int:
+    rows = csv.DictReader((run_dir / "tasks.csv").open())
+    return sum(int(r["bytes_out"]) for r in rows if r["stage"] == "0" and r["status"] == "succeeded")
+
+
+def aggregating_wordcount(**pado: Any) -> Any:
+    return make_scenario(
+        cluster={"reserved": 1, "transient": {"count": 2, "slots": 1}, "heartbeat_interval": 0.2},
+        jobs=[{"workload": "wordcount", "size_mb": 3, "maps": 6, "reduces": 2, "memory_mb": 64}],
+        policy={
+            "strategy": "pado",
+            "options": {"pado": {"aggregate_max_tasks": 3, "aggregate_max_delay_s": 60, **pado}},
+        },
+    )
+
+
+async def test_pado_aggregates_map_outputs_on_their_node_and_commits_each_once(tmp_path: Path) -> None:
+    """Six wordcount maps on two transient nodes: each node merges its finished outputs
+    (at most three) into one block per receiver partition, pushed and committed as one
+    push naming all its tasks. Counts merge, so fewer bytes travel than the maps wrote."""
+    scenario = aggregating_wordcount()
+    result = await run_scenario(scenario, tmp_path)
+    assert result.ok, result.summary
+    assert_exact(scenario, tmp_path)
+    flushes = events(tmp_path, "aggregate_flush")
+    assert flushes and max(len(f["tasks"]) for f in flushes) >= 2
+    assert all(len(f["tasks"]) <= 3 for f in flushes)
+    commits = accepted_commits(tmp_path)
+    assert sorted(r["task"] for r in commits) == [f"j000.s0.t{i}" for i in range(6)]
+    assert {r["push"] for r in commits} == {f["block"] for f in flushes}
+    assert 0 < result.summary["bytes_pushed"] < map_bytes_out(tmp_path)
+    assert_clean(tmp_path)
+
+
+async def test_pado_relaunches_every_task_of_an_aggregate_lost_before_its_commit(tmp_path: Path) -> None:
+    """The node holding the first aggregate of two or more outputs is killed as soon as
+    the aggregate is flushed (pushes slowed to 1 Mbit/s): the aggregate never commits,
+    every task it covered runs again, and each map output is still counted once."""
+    scenario = aggregating_wordcount(push_bandwidth_mbps=1)
+    victim: dict[str, Any] = {}
+
+    def evict_first_aggregator(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "aggregate_flush" and len(record["tasks"]) >= 2 and not victim:
+            victim.update(record)
+            asyncio.get_running_loop().create_task(master.provider.evict(record["node"]))
+
+    result = await run_scenario(scenario, tmp_path, on_event=evict_first_aggregator)
+    assert victim and result.ok, result.summary
+    assert_exact(scenario, tmp_path)
+    commits = accepted_commits(tmp_path)
+    assert victim["block"] not in {r["push"] for r in commits}
+    assert sorted(r["task"] for r in commits) == [f"j000.s0.t{i}" for i in range(6)]
+    relaunched = {r["task"] for r in events(tmp_path, "task_started") if r["attempt"] >= 1}
+    assert set(victim["tasks"]) <= relaunched
+    assert all(r["attempt"] >= 1 for r in commits if r["task"] in victim["tasks"])
+    assert_clean(tmp_path)
