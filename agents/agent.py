@@ -13,7 +13,7 @@ import logging
 import multiprocessing
 import os
 import signal
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from testbed.protocol import (
     PushDelivered,
     PushedPart,
     PushTarget,
+    TaskInputs,
     TaskMetrics,
     TaskSpec,
     TaskUpdate,
@@ -74,6 +75,11 @@ class RunningAttempt:
     spec: TaskSpec
     process: Any  # None until the worker process has started
     cancelled: bool = False
+    feed: Any = None
+    """The writing end of the worker's input feed (streamed dependencies), once it runs."""
+    unsent: dict[int, TaskInputs] = field(default_factory=dict)
+    """The latest TaskInputs of each streamed dependency not yet written to the feed."""
+    feeding: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class Agent:
@@ -193,6 +199,8 @@ class Agent:
             if message.block not in self.flushed:
                 self.flushed.add(message.block)
                 asyncio.get_running_loop().create_task(self._aggregate_and_push(message))
+        elif isinstance(message, TaskInputs):
+            self._more_inputs(message)
         elif isinstance(message, CancelTask):
             self._cancel(message.task_id, message.attempt)
         elif isinstance(message, EvictionNotice):
@@ -230,9 +238,17 @@ class Agent:
             await self._await_worker(spec, None, None)
             return
         receiver, sender = _forkserver.Pipe(duplex=False)
+        feed_out, feed_in = _forkserver.Pipe(duplex=False) if spec.streamed else (None, None)
         attempt.process = _forkserver.Process(
             target=run_in_worker,
-            args=(spec.model_dump(), str(self.config.data_dir), self.url, self.config.token, sender),
+            args=(
+                spec.model_dump(),
+                str(self.config.data_dir),
+                self.url,
+                self.config.token,
+                sender,
+                feed_out,
+            ),
             daemon=True,
         )
         try:  # off the loop: the first start waits for the forkserver to preload the workloads
@@ -241,11 +257,24 @@ class Agent:
             log.error("cannot start a worker for %s: %s", spec.task_id, exc)
             attempt.process = None
             receiver.close()
+            if feed_in is not None:
+                feed_in.close()
             await self._await_worker(spec, None, None, error=f"cannot start a worker process: {exc}")
             return
         finally:
             sender.close()
-        await self._await_worker(spec, attempt.process, receiver)
+            if feed_out is not None:
+                feed_out.close()
+        if feed_in is not None:
+            attempt.feed = feed_in
+            asyncio.get_running_loop().create_task(self._feed(attempt))
+        try:
+            await self._await_worker(spec, attempt.process, receiver)
+        finally:
+            if feed_in is not None:
+                async with attempt.feeding:
+                    attempt.feed = None
+                    feed_in.close()
 
     async def _await_worker(self, spec: TaskSpec, process: Any, receiver: Any, error: str = "") -> None:
         outcome = await _receive(receiver, process) if process is not None else {}
@@ -356,6 +385,25 @@ class Agent:
     def _on_block_received(self, block: str, parts: tuple[PushedPart, ...]) -> None:
         message = BlockReceived(node_id=self.config.node_id, block=block, parts=parts)
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
+
+    def _more_inputs(self, message: TaskInputs) -> None:
+        """Blocks committed to a running receiver (Pado's incremental receivers): handed to
+        its worker, the latest per dependency (each message names all blocks so far)."""
+        current = self.running.get(message.task_id)
+        if current is None or current.spec.attempt != message.attempt:
+            return
+        current.unsent[message.dependency] = message
+        if current.feed is not None:
+            asyncio.get_running_loop().create_task(self._feed(current))
+
+    async def _feed(self, attempt: RunningAttempt) -> None:
+        async with attempt.feeding:
+            while attempt.unsent and attempt.feed is not None:
+                _, message = attempt.unsent.popitem()
+                try:  # off the loop: a busy worker may leave the pipe full
+                    await asyncio.to_thread(attempt.feed.send, message.model_dump(mode="python"))
+                except (OSError, ValueError):  # the worker is gone; its outcome says why
+                    return
 
     def _cancel(self, task_id: str, attempt: int) -> None:
         current = self.running.get(task_id)

@@ -25,11 +25,12 @@ from testbed.workloads import COMBINERS, OPERATIONS
 from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext
 
 
-def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[str, Any]:
+def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str, feed: Any = None) -> dict[str, Any]:
+    """Run one attempt; ``feed`` brings the blocks of its streamed dependencies."""
     blocks = node_dir / "blocks"
     scratch = node_dir / "scratch" / spec.block_id
     scratch.mkdir(parents=True, exist_ok=True)
-    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token))
+    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token), feed=feed)
     reset_peak_rss()
     started = time.perf_counter()
     outcome: dict[str, Any] = {"state": "succeeded"}

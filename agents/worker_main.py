@@ -12,16 +12,22 @@ from typing import Any
 
 
 def run_in_worker(
-    spec_data: dict[str, Any], node_dir: str, own_url: str, token: str, conn: Connection
+    spec_data: dict[str, Any],
+    node_dir: str,
+    own_url: str,
+    token: str,
+    conn: Connection,
+    feed: Connection | None = None,
 ) -> None:
-    """Run the task, send one result dict through the pipe, exit."""
+    """Run the task, send one result dict through the pipe, exit. ``feed`` brings the
+    blocks of streamed dependencies (``TaskInputs`` as dicts) while it runs."""
     from pathlib import Path
 
     from agents.worker import execute
     from testbed.protocol import TaskSpec
 
     try:
-        conn.send(execute(TaskSpec.model_validate(spec_data), Path(node_dir), own_url, token))
+        conn.send(execute(TaskSpec.model_validate(spec_data), Path(node_dir), own_url, token, feed))
     finally:
         conn.close()
 

@@ -114,13 +114,11 @@ class JobRuntime:
                 for i in range(self.plan.stages[dep.stage].tasks):
                     yield (dep.stage, i)
 
-    def ready(self) -> Iterator[TaskKey]:
+    def ready(self, streamed: frozenset[int] = frozenset()) -> Iterator[TaskKey]:
         """Pending tasks whose every input is available, in stage then index order (lazily,
-        so a caller that needs only the head of the queue stops early)."""
-        stage_available = [
-            all(self.tasks[(s, i)].available for i in range(stage.tasks))
-            for s, stage in enumerate(self.plan.stages)
-        ]
+        so a caller that needs only the head of the queue stops early). A shuffle from a
+        ``streamed`` stage does not wait: its outputs reach the task while it runs."""
+        stage_available = [s in streamed or self.stage_available(s) for s in range(len(self.plan.stages))]
         for key, record in self.tasks.items():
             if record.status != "pending":
                 continue
@@ -130,6 +128,9 @@ class JobRuntime:
                 for d in deps
             ):
                 yield key
+
+    def stage_available(self, stage: int) -> bool:
+        return all(self.tasks[(stage, i)].available for i in range(self.plan.stages[stage].tasks))
 
     def input_refs(self, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
         return tuple(self.dep_refs(key, dep) for dep in self.plan.stages[key[0]].deps)

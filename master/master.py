@@ -653,6 +653,7 @@ class Master:
             push=self.strategy.push_targets(job, key),
             push_rate_bytes_s=self.strategy.push_rate(),
             input_cache_mb=self.strategy.input_cache_mb(job, key),
+            streamed=self.strategy.streamed_deps(job, key),
         )
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)

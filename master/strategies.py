@@ -55,6 +55,7 @@ from testbed.protocol import (
     PushDelivered,
     PushedPart,
     PushTarget,
+    TaskInputs,
     TaskUpdate,
 )
 from testbed.scenario import ScenarioError
@@ -187,6 +188,10 @@ class SparkStrategy:
         """The size of the node's input cache the task reads its source through (0: none)."""
         return 0
 
+    def streamed_deps(self, job: JobRuntime, key: TaskKey) -> tuple[int, ...]:
+        """Dependencies whose blocks reach the task while it runs (asked once, at launch)."""
+        return ()
+
     def task_succeeded(
         self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate, now: float
     ) -> bool:
@@ -301,6 +306,8 @@ class PadoJob:
     aggregates: dict[str, Aggregate] = field(default_factory=dict)
     """Aggregate block id -> the aggregate, from its flush until its commit or loss."""
     flushes: int = 0
+    streaming: dict[TaskKey, int] = field(default_factory=dict)
+    """Receivers launched before all their inputs were committed -> their attempt."""
     early: dict[str, tuple[NodeRecord, PushDelivered]] = field(default_factory=dict)
     """Commit requests that overtook their task's success message (by block id)."""
 
@@ -314,7 +321,13 @@ class PadoStrategy(SparkStrategy):
         super().__init__(master)
         self.jobs: dict[str, PadoJob] = {}
         options = master.scenario.policy.options.get("pado", {})
-        known = {"push_bandwidth_mbps", "input_cache_mb", "aggregate_max_tasks", "aggregate_max_delay_s"}
+        known = {
+            "push_bandwidth_mbps",
+            "input_cache_mb",
+            "aggregate_max_tasks",
+            "aggregate_max_delay_s",
+            "incremental_receivers",
+        }
         unknown = set(options) - known
         if unknown:
             raise ScenarioError([f"policy.options.pado: unknown option(s) {sorted(unknown)}"])
@@ -327,6 +340,11 @@ class PadoStrategy(SparkStrategy):
             self.limits = AggregationLimits(float(delay), max_tasks)
         except (TypeError, ValueError) as exc:
             raise ScenarioError([f"policy.options.pado: {exc}"]) from None
+        self.incremental = options.get("incremental_receivers", True)
+        if not isinstance(self.incremental, bool):
+            raise ScenarioError(
+                [f"policy.options.pado.incremental_receivers: true or false, not {self.incremental!r}"]
+            )
 
     def push_rate(self) -> float | None:
         return self.rate
@@ -402,13 +420,68 @@ class PadoStrategy(SparkStrategy):
 
     def ready(self, job: JobRuntime) -> Iterable[TaskKey]:
         """Section 3.2.3: a stage's reserved receivers are set up first; its transient
-        tasks become ready only once every receiver has its reserved node."""
+        tasks become ready only once every receiver has its reserved node, and ready
+        receivers come before any other task. With incremental receivers, a receiver is
+        ready as soon as it is set up: it runs while the pushes arrive, reading each
+        committed block as it comes."""
         state = self.jobs.get(job.job_id)
-        keys = job.ready()
         if state is None:
-            return keys
+            return job.ready()
+        keys = job.ready(state.pushed if self.incremental else frozenset())
         set_up = {s: self._set_up_receivers(job, state, s) for s in state.pushed}
-        return (k for k in keys if set_up.get(k[0], True))
+        ready = [k for k in keys if set_up.get(k[0], True) and self._may_receive(job, state, k)]
+        return sorted(ready, key=lambda k: k not in state.receivers)  # receivers first (stable)
+
+    def _may_receive(self, job: JobRuntime, state: PadoJob, key: TaskKey) -> bool:
+        """A receiver starts before its pushed inputs are all committed only when it has its
+        node and the pushing stage can run to its end on transient nodes (its own inputs
+        are available), so that waiting receivers never hold the reserved slots a producer
+        would need."""
+        for dep in job.plan.stages[key[0]].deps:
+            if dep.stage in state.pushed and not job.stage_available(dep.stage):
+                producer = job.plan.stages[dep.stage]
+                if key not in state.receivers or not all(job.stage_available(d.stage) for d in producer.deps):
+                    return False
+        return True
+
+    def streamed_deps(self, job: JobRuntime, key: TaskKey) -> tuple[int, ...]:
+        state = self.jobs.get(job.job_id)
+        if state is None:
+            return ()
+        deps = job.plan.stages[key[0]].deps
+        streamed = tuple(
+            i
+            for i, d in enumerate(deps)
+            if d.stage in state.pushed and not self._all_committed(job, state, key, d)
+        )
+        if streamed:
+            state.streaming[key] = job.tasks[key].attempt
+        return streamed
+
+    def _all_committed(self, job: JobRuntime, state: PadoJob, key: TaskKey, dep: Dependency) -> bool:
+        owners = state.ledger.owners_for(job.task_id(key))
+        return all(job.task_id((dep.stage, i)) in owners for i in range(job.plan.stages[dep.stage].tasks))
+
+    def _feed_receivers(self, job: JobRuntime, state: PadoJob) -> None:
+        """Tell every running incremental receiver what is committed to it now (all of it:
+        the message is cumulative), and whether that is the last of it."""
+        for key, attempt in list(state.streaming.items()):
+            record = job.tasks[key]
+            if record.status != "running" or record.attempt != attempt or record.node is None:
+                del state.streaming[key]
+                continue
+            complete = True
+            for i, dep in enumerate(job.plan.stages[key[0]].deps):
+                if dep.stage in state.pushed:
+                    last = self._all_committed(job, state, key, dep)
+                    complete &= last
+                    refs = self._committed_refs(job, state, key, dep)
+                    message = TaskInputs(
+                        task_id=job.task_id(key), attempt=attempt, dependency=i, refs=refs, last=last
+                    )
+                    self.master.send(record.node, message)
+            if complete:
+                del state.streaming[key]
 
     def _set_up_receivers(self, job: JobRuntime, state: PadoJob, stage: int) -> bool:
         reserved = self.reserved_nodes()
@@ -647,6 +720,8 @@ class PadoStrategy(SparkStrategy):
             state.waiting[push.push_id] = (keys, push, manifest)
             return
         state.aggregates.pop(push.push_id, None)
+        if verdict == "accepted":
+            self._feed_receivers(job, state)
         holders = tuple(sorted({self.master.nodes[n].url for n in state.receivers.values()}))
         for key, (task_id, attempt) in zip(keys, push.members, strict=True):
             self.master.journal.event(

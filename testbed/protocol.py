@@ -85,6 +85,10 @@ class TaskSpec(BaseModel):
     input_cache_mb: int = Field(
         default=0, ge=0, description="read the source through the node's input cache of this size (0: none)"
     )
+    streamed: tuple[Annotated[int, Field(ge=0)], ...] = Field(
+        default=(),
+        description="dependencies whose blocks keep arriving while the task runs (TaskInputs)",
+    )
 
     @property
     def block_id(self) -> str:
@@ -184,6 +188,19 @@ class FlushAggregate(Message):
     push_rate_bytes_s: float | None = Field(default=None, gt=0)
 
 
+class TaskInputs(Message):
+    """Pado's incremental receivers: every block committed so far to a running task
+    through its streamed dependency ``dependency`` (cumulative, so a lost or repeated
+    message does no harm); ``last``: there will be no other."""
+
+    kind: Literal["inputs"] = "inputs"
+    task_id: str = Field(max_length=200)
+    attempt: int = Field(ge=0)
+    dependency: int = Field(ge=0)
+    refs: tuple[BlockRef, ...] = Field(max_length=100_000)
+    last: bool = False
+
+
 class EvictionNotice(Message):
     """Warning that the node will be evicted ``seconds`` from now (spot-style notice)."""
 
@@ -246,6 +263,7 @@ AnyMessage = Annotated[
     | LaunchTask
     | CancelTask
     | FlushAggregate
+    | TaskInputs
     | EvictionNotice
     | TaskUpdate
     | BlockReceived

@@ -90,6 +90,9 @@ class TaskContext:
     """A budget in bytes instead of ``spec.memory_mb`` (profiling below 1 MB steps)."""
     cache_report: CacheReport | None = None
     """What the task did with the node's input cache (the agent's LRU learns it)."""
+    feed: Any = None
+    """Where the blocks of streamed dependencies arrive while the task runs (a pipe's
+    reading end, ``TaskInputs`` as dicts), for ``input_frames``."""
 
     @property
     def budget_bytes(self) -> int:
@@ -102,11 +105,29 @@ class TaskContext:
         return self.spec.params
 
     def input_frames(self, dependency: int = 0) -> Iterator[bytes]:
-        """Every frame of every block of one input dependency, block after block."""
-        for ref in self.spec.inputs[dependency]:
-            for frame in self.fetcher.frames(ref):
-                self.metrics.bytes_in += len(frame)
-                yield frame
+        """Every frame of every block of one input dependency, block after block. For a
+        streamed dependency, blocks named by the feed are read as they arrive, each once,
+        until the feed says the last one has come (Pado's incremental receivers)."""
+        refs, last = self.spec.inputs[dependency], dependency not in self.spec.streamed
+        seen: set[str] = set()
+        while True:
+            for ref in refs:
+                if ref.block not in seen:
+                    seen.add(ref.block)
+                    for frame in self.fetcher.frames(ref):
+                        self.metrics.bytes_in += len(frame)
+                        yield frame
+            if last:
+                return
+            refs, last = self._more_inputs(dependency)
+
+    def _more_inputs(self, dependency: int) -> tuple[tuple[BlockRef, ...], bool]:
+        if self.feed is None:
+            raise RuntimeError(f"dependency {dependency} is streamed but the task has no feed")
+        while True:
+            message = self.feed.recv()  # blocks until the master commits more, EOFError if gone
+            if message["dependency"] == dependency:
+                return tuple(BlockRef.model_validate(r) for r in message["refs"]), message["last"]
 
     @property
     def caches_input(self) -> bool:

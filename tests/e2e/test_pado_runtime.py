@@ -192,3 +192,31 @@ async def test_pado_relaunches_every_task_of_an_aggregate_lost_before_its_commit
     assert set(victim["tasks"]) <= relaunched
     assert all(r["attempt"] >= 1 for r in commits if r["task"] in victim["tasks"])
     assert_clean(tmp_path)
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+async def test_pado_receivers_process_pushes_as_they_are_committed(tmp_path: Path, incremental: bool) -> None:
+    """Four wordcount maps on two one-slot transient nodes push to two reducers. Incremental
+    receivers start as soon as they are set up, before any push is committed, and read
+    each committed push as it comes; otherwise a receiver starts once all of its inputs
+    are committed. Either way every map output is counted once."""
+    scenario = make_scenario(
+        cluster={"reserved": 1, "transient": {"count": 2, "slots": 1}, "heartbeat_interval": 0.2},
+        jobs=[{"workload": "wordcount", "size_mb": 2, "maps": 4, "reduces": 2, "memory_mb": 64}],
+        policy={
+            "strategy": "pado",
+            "options": {"pado": {"aggregate_max_tasks": 1, "incremental_receivers": incremental}},
+        },
+    )
+    result = await run_scenario(scenario, tmp_path)
+    assert result.ok, result.summary
+    assert_exact(scenario, tmp_path)
+    commits = [r["t"] for r in accepted_commits(tmp_path)]
+    assert len(commits) == 4
+    receivers = [r["t"] for r in events(tmp_path, "task_started") if r["stage"] == 1]
+    assert len(receivers) == 2
+    if incremental:
+        assert max(receivers) < min(commits)
+    else:
+        assert min(receivers) >= max(commits)
+    assert_clean(tmp_path)
