@@ -79,6 +79,8 @@ class RunningAttempt:
     """The writing end of the worker's input feed (streamed dependencies), once it runs."""
     unsent: dict[int, TaskInputs] = field(default_factory=dict)
     """The latest TaskInputs of each streamed dependency not yet written to the feed."""
+    complete: set[int] = field(default_factory=set)
+    """Streamed dependencies whose last TaskInputs the worker has (later ones are dropped)."""
     feeding: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -390,7 +392,11 @@ class Agent:
         """Blocks committed to a running receiver (Pado's incremental receivers): handed to
         its worker, the latest per dependency (each message names all blocks so far)."""
         current = self.running.get(message.task_id)
-        if current is None or current.spec.attempt != message.attempt:
+        if (
+            current is None
+            or current.spec.attempt != message.attempt
+            or message.dependency in current.complete
+        ):
             return
         current.unsent[message.dependency] = message
         if current.feed is not None:
@@ -399,11 +405,15 @@ class Agent:
     async def _feed(self, attempt: RunningAttempt) -> None:
         async with attempt.feeding:
             while attempt.unsent and attempt.feed is not None:
-                _, message = attempt.unsent.popitem()
+                dependency, message = attempt.unsent.popitem()
+                if dependency in attempt.complete:
+                    continue
                 try:  # off the loop: a busy worker may leave the pipe full
                     await asyncio.to_thread(attempt.feed.send, message.model_dump(mode="python"))
                 except (OSError, ValueError):  # the worker is gone; its outcome says why
                     return
+                if message.last:
+                    attempt.complete.add(dependency)
 
     def _cancel(self, task_id: str, attempt: int) -> None:
         current = self.running.get(task_id)

@@ -764,6 +764,7 @@ class Master:
     def _resend_launches(self, node: NodeRecord) -> int:
         for launch in node.launches.values():
             self.send(node.node_id, launch)
+        self.strategy.resend(node)
         return len(node.launches)
 
     def _on_will(self, node: NodeRecord, session: int) -> None:

@@ -207,6 +207,9 @@ class SparkStrategy:
     def tick(self, now: float) -> None:
         """Called before every scheduling round (time-driven decisions)."""
 
+    def resend(self, node: NodeRecord) -> None:
+        """Messages to ``node`` may have been lost (a reconnect): send again what must arrive."""
+
     def before_node_lost(self, node: NodeRecord) -> None:
         """Nothing beyond JobRuntime's lineage recovery."""
 
@@ -462,26 +465,31 @@ class PadoStrategy(SparkStrategy):
         owners = state.ledger.owners_for(job.task_id(key))
         return all(job.task_id((dep.stage, i)) in owners for i in range(job.plan.stages[dep.stage].tasks))
 
-    def _feed_receivers(self, job: JobRuntime, state: PadoJob) -> None:
-        """Tell every running incremental receiver what is committed to it now (all of it:
-        the message is cumulative), and whether that is the last of it."""
+    def _feed_receivers(self, job: JobRuntime, state: PadoJob, node_id: str | None = None) -> None:
+        """Tell every running incremental receiver (on ``node_id``, or anywhere) what is
+        committed to it now (all of it: the message is cumulative), and whether that is
+        the last of it; the agent ignores what comes after a last."""
         for key, attempt in list(state.streaming.items()):
             record = job.tasks[key]
             if record.status != "running" or record.attempt != attempt or record.node is None:
                 del state.streaming[key]
                 continue
-            complete = True
+            if node_id not in (None, record.node):
+                continue
             for i, dep in enumerate(job.plan.stages[key[0]].deps):
                 if dep.stage in state.pushed:
                     last = self._all_committed(job, state, key, dep)
-                    complete &= last
                     refs = self._committed_refs(job, state, key, dep)
                     message = TaskInputs(
                         task_id=job.task_id(key), attempt=attempt, dependency=i, refs=refs, last=last
                     )
                     self.master.send(record.node, message)
-            if complete:
-                del state.streaming[key]
+
+    def resend(self, node: NodeRecord) -> None:
+        for job in self.master.jobs.values():
+            state = self.jobs.get(job.job_id)
+            if state is not None and state.streaming:
+                self._feed_receivers(job, state, node.node_id)
 
     def _set_up_receivers(self, job: JobRuntime, state: PadoJob, stage: int) -> bool:
         reserved = self.reserved_nodes()

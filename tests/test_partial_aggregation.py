@@ -1,10 +1,9 @@
 """Pado's partial aggregation (section 3.2.7) below the running system: which stages
-aggregate, the combiner an agent runs on held map outputs, how a receiver names the
-blocks the ledger committed to it, and how an incremental receiver reads them."""
+aggregate, the combiner an agent runs on held map outputs, and how a receiver names
+the blocks the ledger committed to it."""
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import Counter
 from pathlib import Path
 
@@ -15,11 +14,9 @@ from master.dag import pagerank_dag, sort_dag, wordcount_dag
 from master.policies.pado import CommitLedger, Push, compile_pado
 from master.strategies import aggregates_into, push_block_id
 from testbed.blocks import iter_frames, read_segment_chunks, segment
-from testbed.protocol import BlockRef
 from testbed.scenario import parse_scenario
 from testbed.workloads import plan_job
-from testbed.workloads.base import BlockFetcher, TaskContext
-from testbed.workloads.local import LOCAL, LocalJob
+from testbed.workloads.local import LocalJob
 from tests.test_recovery_shell import pagerank_plan
 
 
@@ -88,21 +85,3 @@ def test_a_receiver_reads_one_block_per_committed_push() -> None:
     owners = ledger.owners_for("j.s1.t0")
     assert owners == {"j.s0.t0": "j.s0.x0", "j.s0.t2": "j.s0.x0", "j.s0.t1": "j.s0.t1#0"}
     assert sorted(map(push_block_id, set(owners.values()))) == ["j.s0.t1.a0", "j.s0.x0"]
-
-
-def test_a_streamed_dependency_reads_each_committed_block_once_until_the_last(tmp_path: Path) -> None:
-    """Pado's incremental receivers, the worker's side: the feed names every block committed
-    so far (cumulative, possibly repeated); the task reads each once and stops at ``last``."""
-    local = local_wordcount(tmp_path)
-    refs = [
-        BlockRef(block=local.tasks[(0, i)].spec.block_id, partition=1, locations=(LOCAL,)) for i in range(3)
-    ]
-    spec = local.spec(1, 1).model_copy(update={"inputs": ((refs[0],),), "streamed": (0,)})
-    reading, writing = multiprocessing.Pipe(duplex=False)
-    for sent, last in ((refs[:1], False), (refs[:2], False), (refs[:2], False), (refs, True)):
-        writing.send({"dependency": 0, "refs": [r.model_dump() for r in sent], "last": last})
-    ctx = TaskContext(spec, local.blocks, tmp_path, BlockFetcher(local.blocks, LOCAL), feed=reading)
-    streamed = [frame for frame in ctx.input_frames(0)]
-    plain = [frame for ref in refs for frame in BlockFetcher(local.blocks, LOCAL).frames(ref)]
-    assert streamed == plain
-    assert not reading.poll()  # it stopped at the last message
