@@ -20,7 +20,10 @@ docs/strategies.md, section 6.
   a transient task pushes each partition to its receiver's node as soon as it
   ends, in the agent's background, and asks the master to commit; the
   ``CommitLedger`` accepts one attempt per (task, receiver), and the receiver
-  reads exactly the committed blocks.
+  reads exactly the committed blocks, as they are committed (incremental
+  receivers). Outputs bound for a commutative and associative receiver are held
+  on their node and pushed as partial aggregates; transient tasks read their
+  sources through their agent's input cache and prefer a node that caches them.
 """
 
 from __future__ import annotations
