@@ -13,7 +13,7 @@ import logging
 import multiprocessing
 import os
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +23,24 @@ from aiohttp import web
 
 from agents.push import push_block
 from agents.shuffle import make_app
-from agents.worker_main import run_in_worker
+from agents.worker_main import combine_in_worker, run_in_worker
+from testbed.lru import LruCache
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
     INLINE_NOOP,
     BlockReceived,
+    CachedInput,
     CancelTask,
     Codec,
     EvictionNotice,
+    FlushAggregate,
     Heartbeat,
     LaunchTask,
     NodeState,
     PushDelivered,
     PushedPart,
+    PushTarget,
+    TaskInputs,
     TaskMetrics,
     TaskSpec,
     TaskUpdate,
@@ -72,6 +77,13 @@ class RunningAttempt:
     spec: TaskSpec
     process: Any  # None until the worker process has started
     cancelled: bool = False
+    feed: Any = None
+    """The writing end of the worker's input feed (streamed dependencies), once it runs."""
+    unsent: dict[int, TaskInputs] = field(default_factory=dict)
+    """The latest TaskInputs of each streamed dependency not yet written to the feed."""
+    complete: set[int] = field(default_factory=set)
+    """Streamed dependencies whose last TaskInputs the worker has (later ones are dropped)."""
+    feeding: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class Agent:
@@ -82,7 +94,11 @@ class Agent:
         self.incarnation = os.urandom(6).hex()
         self.running: dict[str, RunningAttempt] = {}
         self.finished: dict[tuple[str, int], TaskUpdate] = {}
+        self.flushed: set[str] = set()
+        """Aggregate blocks already being made (a redelivered flush is ignored)."""
         self.port = config.port
+        self.input_cache = LruCache(0)
+        """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
         self.state = "up"
         self.link: MqttLink
         self._stop = asyncio.Event()
@@ -171,6 +187,7 @@ class Agent:
                 incarnation=self.incarnation,
                 seq=seq,
                 running=tuple(self.running),
+                cached_inputs=self._cached_inputs(),
             )
             interval = self.config.heartbeat_interval
             await self.link.publish_now(topic, self.codec.encode(beat), timeout=interval)
@@ -182,6 +199,12 @@ class Agent:
         message = self.codec.decode(payload)
         if isinstance(message, LaunchTask):
             self._launch(message.task)
+        elif isinstance(message, FlushAggregate):
+            if message.block not in self.flushed:
+                self.flushed.add(message.block)
+                asyncio.get_running_loop().create_task(self._aggregate_and_push(message))
+        elif isinstance(message, TaskInputs):
+            self._more_inputs(message)
         elif isinstance(message, CancelTask):
             self._cancel(message.task_id, message.attempt)
         elif isinstance(message, EvictionNotice):
@@ -206,6 +229,8 @@ class Agent:
             self.finished[key] = update
             self._publish_update(update)
             return
+        if spec.input_cache_mb:
+            self.input_cache = replace(self.input_cache, capacity_bytes=spec.input_cache_mb << 20)
         attempt = RunningAttempt(spec, None)
         self.running[spec.task_id] = attempt
         self._publish_update(self._update(spec, "running"))
@@ -217,6 +242,7 @@ class Agent:
             await self._await_worker(spec, None, None)
             return
         receiver, sender = _forkserver.Pipe(duplex=False)
+        feed_out, feed_in = _forkserver.Pipe(duplex=False) if spec.streamed else (None, None)
         attempt.process = _forkserver.Process(
             target=run_in_worker,
             args=(
@@ -226,6 +252,7 @@ class Agent:
                 self.config.token,
                 sender,
                 self.config.task_memory_limit_mb,
+                feed_out,
             ),
             daemon=True,
         )
@@ -235,14 +262,29 @@ class Agent:
             log.error("cannot start a worker for %s: %s", spec.task_id, exc)
             attempt.process = None
             receiver.close()
+            if feed_in is not None:
+                feed_in.close()
             await self._await_worker(spec, None, None, error=f"cannot start a worker process: {exc}")
             return
         finally:
             sender.close()
-        await self._await_worker(spec, attempt.process, receiver)
+            if feed_out is not None:
+                feed_out.close()
+        if feed_in is not None:
+            attempt.feed = feed_in
+            asyncio.get_running_loop().create_task(self._feed(attempt))
+        try:
+            await self._await_worker(spec, attempt.process, receiver)
+        finally:
+            if feed_in is not None:
+                async with attempt.feeding:
+                    attempt.feed = None
+                    feed_in.close()
 
     async def _await_worker(self, spec: TaskSpec, process: Any, receiver: Any, error: str = "") -> None:
         outcome = await _receive(receiver, process) if process is not None else {}
+        if outcome.get("cache"):
+            self._cache_accessed(outcome["cache"]["key"], outcome["cache"]["nbytes"])
         attempt = self.running.pop(spec.task_id, None)
         if error:
             outcome = {"state": "failed", "failure": "error", "error": error}
@@ -261,49 +303,120 @@ class Agent:
         self.finished[(spec.task_id, spec.attempt)] = update
         self._publish_update(update)
         if update.state == "succeeded" and spec.push:  # the slot is free already; the push goes on
-            asyncio.get_running_loop().create_task(self._push(spec))
+            push = self._push(spec.block_id, spec.push, spec.push_rate_bytes_s, spec.task_id, spec.attempt)
+            asyncio.get_running_loop().create_task(push)
 
-    async def _push(self, spec: TaskSpec) -> None:
-        """Copy the attempt's output to every push target, then ask the master to commit."""
+    async def _push(
+        self,
+        block: str,
+        targets: tuple[PushTarget, ...],
+        rate: float | None,
+        task_id: str,
+        attempt: int,
+    ) -> None:
+        """Copy a stored block to every push target, then ask the master to commit."""
         blocks = self.config.data_dir / "blocks"
         delivered: dict[str, tuple[PushedPart, ...]] = {}
         failed, errors = [], []
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=60)) as session:
             results = await asyncio.gather(
                 *(
-                    push_block(
-                        session,
-                        blocks,
-                        spec.block_id,
-                        t.url,
-                        t.partitions,
-                        self.config.token,
-                        spec.push_rate_bytes_s,
-                    )
-                    for t in spec.push
+                    push_block(session, blocks, block, t.url, t.partitions, self.config.token, rate)
+                    for t in targets
                 ),
                 return_exceptions=True,
             )
-        for target, result in zip(spec.push, results, strict=True):
+        for target, result in zip(targets, results, strict=True):
             if isinstance(result, BaseException):
                 failed.append(target.node_id)
                 errors.append(f"{target.node_id}: {result}")
             else:
                 delivered[target.node_id] = result
+        self._push_delivered(block, task_id, attempt, delivered, failed, "; ".join(errors))
+
+    def _push_delivered(
+        self,
+        block: str,
+        task_id: str,
+        attempt: int,
+        delivered: dict[str, tuple[PushedPart, ...]],
+        failed: list[str],
+        error: str,
+    ) -> None:
         message = PushDelivered(
             node_id=self.config.node_id,
-            task_id=spec.task_id,
-            attempt=spec.attempt,
-            block=spec.block_id,
+            task_id=task_id,
+            attempt=attempt,
+            block=block,
             delivered=delivered,
             failed=tuple(failed),
-            error="; ".join(errors)[:2000] or None,
+            error=error[:2000] or None,
         )
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
+
+    async def _aggregate_and_push(self, flush: FlushAggregate) -> None:
+        """Pado's partial aggregation: merge the held outputs into one block in a worker
+        process (the op's combiner), then push it and ask the master to commit it."""
+        receiver, sender = _forkserver.Pipe(duplex=False)
+        args = (flush.op, list(flush.members), flush.block, flush.partitions, str(self.config.data_dir))
+        process = _forkserver.Process(target=combine_in_worker, args=(*args, sender), daemon=True)
+        try:
+            await asyncio.to_thread(process.start)
+        except OSError as exc:
+            receiver.close()
+            outcome = {"state": "failed", "error": f"cannot start a worker process: {exc}"}
+        else:
+            sender.close()  # so that the worker's death reads as end of file
+            outcome = await _receive(receiver, process)
+        finally:
+            sender.close()
+        if outcome["state"] != "succeeded":
+            failed = [t.node_id for t in flush.push]
+            self._push_delivered(flush.block, flush.block, 0, {}, failed, f"aggregation: {outcome['error']}")
+            return
+        await self._push(flush.block, flush.push, flush.push_rate_bytes_s, flush.block, 0)
+
+    def _cache_accessed(self, key: str, nbytes: int) -> None:
+        """A task read ``key`` through the input cache: the LRU learns it and the files it
+        no longer keeps (least recently used, or this one if it cannot fit) are deleted."""
+        before = {k for k, _ in self.input_cache.entries} | {key}
+        self.input_cache, _ = self.input_cache.access(key, nbytes)
+        for gone in before - {k for k, _ in self.input_cache.entries}:
+            (self.config.data_dir / "cache" / gone).unlink(missing_ok=True)
+
+    def _cached_inputs(self) -> tuple[CachedInput, ...]:
+        return tuple(CachedInput(key=k, nbytes=n) for k, n in self.input_cache.entries)
 
     def _on_block_received(self, block: str, parts: tuple[PushedPart, ...]) -> None:
         message = BlockReceived(node_id=self.config.node_id, block=block, parts=parts)
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
+
+    def _more_inputs(self, message: TaskInputs) -> None:
+        """Blocks committed to a running receiver (Pado's incremental receivers): handed to
+        its worker, the latest per dependency (each message names all blocks so far)."""
+        current = self.running.get(message.task_id)
+        if (
+            current is None
+            or current.spec.attempt != message.attempt
+            or message.dependency in current.complete
+        ):
+            return
+        current.unsent[message.dependency] = message
+        if current.feed is not None:
+            asyncio.get_running_loop().create_task(self._feed(current))
+
+    async def _feed(self, attempt: RunningAttempt) -> None:
+        async with attempt.feeding:
+            while attempt.unsent and attempt.feed is not None:
+                dependency, message = attempt.unsent.popitem()
+                if dependency in attempt.complete:
+                    continue
+                try:  # off the loop: a busy worker may leave the pipe full
+                    await asyncio.to_thread(attempt.feed.send, message.model_dump(mode="python"))
+                except (OSError, ValueError):  # the worker is gone; its outcome says why
+                    return
+                if message.last:
+                    attempt.complete.add(dependency)
 
     def _cancel(self, task_id: str, attempt: int) -> None:
         current = self.running.get(task_id)
@@ -314,8 +427,13 @@ class Agent:
 
     def _update(self, spec: TaskSpec, state: str, **fields: Any) -> TaskUpdate:
         return TaskUpdate(
-            node_id=self.config.node_id, task_id=spec.task_id, attempt=spec.attempt, state=state, **fields
-        )  # type: ignore[arg-type]
+            node_id=self.config.node_id,
+            task_id=spec.task_id,
+            attempt=spec.attempt,
+            state=state,  # type: ignore[arg-type]
+            cached_inputs=self._cached_inputs(),
+            **fields,
+        )
 
     def _publish_update(self, update: TaskUpdate) -> None:
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))

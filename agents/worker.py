@@ -22,12 +22,13 @@ import resource
 import time
 import traceback
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from testbed.blocks import TOKEN_HEADER, delete_blocks
+from testbed.blocks import TOKEN_HEADER, BlockWriter, delete_blocks, iter_frames, read_segment_chunks, segment
 from testbed.protocol import TaskSpec
-from testbed.workloads import OPERATIONS
+from testbed.workloads import COMBINERS, OPERATIONS
 from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext
 
 
@@ -49,10 +50,11 @@ def memory_cap(limit_mb: int | None):
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[str, Any]:
+def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str, feed: Any = None) -> dict[str, Any]:
+    """Run one attempt; ``feed`` brings the blocks of its streamed dependencies."""
     blocks = node_dir / "blocks"
     scratch = node_dir / "scratch" / spec.block_id
-    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token))
+    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token), feed=feed)
     reset_peak_rss()
     started = time.perf_counter()
     outcome: dict[str, Any] = {"state": "succeeded"}
@@ -78,6 +80,8 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str) -> dict[st
     ctx.metrics.peak_rss_bytes = peak_rss_bytes()
     outcome["metrics"] = ctx.metrics.model_dump()
     outcome["partition_bytes"] = list(ctx.partition_bytes)
+    if ctx.cache_report is not None:
+        outcome["cache"] = ctx.cache_report.to_dict()
     return outcome
 
 
@@ -86,6 +90,27 @@ def discard_attempt(blocks: Path, block_id: str) -> None:
     with contextlib.suppress(OSError):
         delete_blocks(blocks, f"{block_id}.")
         delete_blocks(blocks, f".{block_id}.")
+
+
+def combine(op: str, members: list[str], block: str, partitions: int, node_dir: Path) -> dict[str, Any]:
+    """Merge the stored outputs ``members`` of one op into the block ``block`` (Pado's
+    partial aggregation); the block is committed whole, or not at all."""
+    blocks = node_dir / "blocks"
+
+    def frames_of(partition: int) -> Iterator[bytes]:
+        for member in members:
+            seg = segment(blocks, member, partition)
+            if seg is None:
+                raise LookupError(f"block {member} has no partition {partition} here")
+            yield from iter_frames(read_segment_chunks(seg), seg.crc32)
+
+    writer = BlockWriter(blocks, block, partitions)
+    try:
+        COMBINERS[op](frames_of, writer)
+        return {"state": "succeeded", "partition_bytes": list(writer.commit())}
+    except Exception as exc:
+        writer.abort()
+        return {"state": "failed", "failure": "error", "error": _short_trace(exc)}
 
 
 def reset_peak_rss() -> None:

@@ -18,8 +18,10 @@ def run_in_worker(
     token: str,
     conn: Connection,
     memory_limit_mb: int | None = None,
+    feed: Connection | None = None,
 ) -> None:
-    """Run the task (its memory capped, if the node says so), send one result dict, exit."""
+    """Run the task (its memory capped, if the node says so), send one result dict, exit.
+    ``feed`` brings the blocks of streamed dependencies (``TaskInputs`` as dicts) while it runs."""
     from pathlib import Path
 
     from agents.worker import execute, memory_cap
@@ -28,7 +30,21 @@ def run_in_worker(
     try:
         spec = TaskSpec.model_validate(spec_data)
         with memory_cap(memory_limit_mb):
-            outcome = execute(spec, Path(node_dir), own_url, token)
+            outcome = execute(spec, Path(node_dir), own_url, token, feed)
         conn.send(outcome)
+    finally:
+        conn.close()
+
+
+def combine_in_worker(
+    op: str, members: list[str], block: str, partitions: int, node_dir: str, conn: Connection
+) -> None:
+    """Merge held outputs into one block (Pado's partial aggregation), send the result, exit."""
+    from pathlib import Path
+
+    from agents.worker import combine
+
+    try:
+        conn.send(combine(op, members, block, partitions, Path(node_dir)))
     finally:
         conn.close()

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from testbed.protocol import BlockRef
+from testbed.protocol import BlockRef, TaskMetrics
 from testbed.workloads.plan import Dependency, JobPlan
 
 TaskKey = tuple[int, int]
@@ -75,6 +75,11 @@ class JobRuntime:
     """Output bytes of tasks computed again after a first success (lineage recomputation)."""
     bytes_checkpointed: int = 0
     bytes_pushed: int = 0
+    cache_hits: int = 0
+    """Task attempts that read their source from their node's input cache (Pado)."""
+    cache_misses: int = 0
+    """Task attempts that read their source through the cache and kept it there."""
+    bytes_from_cache: int = 0
     tasks: dict[TaskKey, TaskRecord] = field(default_factory=dict)
     stage_first_start: dict[int, float] = field(default_factory=dict)
     stage_last_end: dict[int, float] = field(default_factory=dict)
@@ -111,13 +116,11 @@ class JobRuntime:
                 for i in range(self.plan.stages[dep.stage].tasks):
                     yield (dep.stage, i)
 
-    def ready(self) -> Iterator[TaskKey]:
+    def ready(self, streamed: frozenset[int] = frozenset()) -> Iterator[TaskKey]:
         """Pending tasks whose every input is available, in stage then index order (lazily,
-        so a caller that needs only the head of the queue stops early)."""
-        stage_available = [
-            all(self.tasks[(s, i)].available for i in range(stage.tasks))
-            for s, stage in enumerate(self.plan.stages)
-        ]
+        so a caller that needs only the head of the queue stops early). A shuffle from a
+        ``streamed`` stage does not wait: its outputs reach the task while it runs."""
+        stage_available = [s in streamed or self.stage_available(s) for s in range(len(self.plan.stages))]
         for key, record in self.tasks.items():
             if record.status != "pending":
                 continue
@@ -127,6 +130,9 @@ class JobRuntime:
                 for d in deps
             ):
                 yield key
+
+    def stage_available(self, stage: int) -> bool:
+        return all(self.tasks[(stage, i)].available for i in range(self.plan.stages[stage].tasks))
 
     def input_refs(self, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
         return tuple(self.dep_refs(key, dep) for dep in self.plan.stages[key[0]].deps)
@@ -291,6 +297,11 @@ class JobRuntime:
 
     def is_final(self, record: TaskRecord) -> bool:
         return self.plan.stages[record.stage].final
+
+    def count_cache_use(self, metrics: TaskMetrics) -> None:
+        self.cache_hits += metrics.cache_hits
+        self.cache_misses += metrics.cache_misses
+        self.bytes_from_cache += metrics.cache_bytes_read
 
     # ------------------------------------------------------------------ progress
 

@@ -89,6 +89,8 @@ class NodeRecord:
     """The node-side queue (Eagle): pending task ids in enqueue order."""
     launches: dict[str, LaunchTask] = field(default_factory=dict)
     """The launch command of each running task, re-sent after a broker outage."""
+    cached_inputs: tuple[tuple[str, int], ...] = ()
+    """The agent's task input cache as it last reported it (key, bytes), least recent first."""
 
     @property
     def alive(self) -> bool:
@@ -300,6 +302,8 @@ class Master:
             node = self._adopt(message)
         if node is None or getattr(message, "node_id", node.node_id) != node.node_id:
             return
+        if isinstance(message, TaskUpdate | Heartbeat) and message.cached_inputs is not None:
+            node.cached_inputs = tuple((c.key, c.nbytes) for c in message.cached_inputs)
         if isinstance(message, TaskUpdate):
             self._on_task_update(node, message)
         elif isinstance(message, NodeState):
@@ -467,6 +471,7 @@ class Master:
             return  # stale or duplicate (QoS 1 redelivery): already applied
         node.running.pop(update.task_id, None)
         node.launches.pop(update.task_id, None)
+        job.count_cache_use(update.metrics)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
         if ok and not stage.final and len(update.partition_bytes) != stage.partitions:
@@ -595,6 +600,7 @@ class Master:
         return sum(max(0, n.slots - len(n.running)) for n in self.nodes.values() if n.status == "up")
 
     def schedule_once(self) -> None:
+        self.strategy.tick(self.journal.now())
         snapshot, pending = self.snapshot()
         if not any(job.pending for job in snapshot.jobs):
             return
@@ -652,6 +658,8 @@ class Master:
             output_url=self.api.output_url(job.job_id, key[1], attempt) if stage.final else None,
             push=self.strategy.push_targets(job, key),
             push_rate_bytes_s=self.strategy.push_rate(),
+            input_cache_mb=self.strategy.input_cache_mb(job, key),
+            streamed=self.strategy.streamed_deps(job, key),
         )
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)
@@ -778,6 +786,7 @@ class Master:
     def _resend_launches(self, node: NodeRecord) -> int:
         for launch in node.launches.values():
             self.send(node.node_id, launch)
+        self.strategy.resend(node)
         return len(node.launches)
 
     def _on_will(self, node: NodeRecord, session: int) -> None:
@@ -844,6 +853,9 @@ class Master:
             bytes_recomputed=job.bytes_recomputed,
             bytes_checkpointed=job.bytes_checkpointed,
             bytes_pushed=job.bytes_pushed,
+            cache_hits=job.cache_hits,
+            cache_misses=job.cache_misses,
+            bytes_from_cache=job.bytes_from_cache,
             map_phase_s=map_phase_s,
             reduce_phase_s=reduce_phase_s,
         )

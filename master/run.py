@@ -30,7 +30,14 @@ from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, load_scenario, to_yaml
 
-RECOVERY_BYTES = ("bytes_recomputed", "bytes_checkpointed", "bytes_pushed")
+JOB_TOTALS = (
+    "bytes_recomputed",
+    "bytes_checkpointed",
+    "bytes_pushed",
+    "cache_hits",
+    "cache_misses",
+    "bytes_from_cache",
+)
 
 
 @dataclass(frozen=True)
@@ -174,7 +181,7 @@ def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "evictions": evictions,
         "relaunched_tasks": relaunched,
         "relaunched_ratio": _round(relaunched / total_tasks) if total_tasks else 0.0,
-        **{key: sum(int(j.get(key) or 0) for j in jobs) for key in RECOVERY_BYTES},
+        **{key: sum(int(j.get(key) or 0) for j in jobs) for key in JOB_TOTALS},
         **per_workload(jobs),
         "task_attempts": len(tasks),
         "oom_failures": failures["oom"],

@@ -20,7 +20,10 @@ docs/strategies.md, section 6.
   a transient task pushes each partition to its receiver's node as soon as it
   ends, in the agent's background, and asks the master to commit; the
   ``CommitLedger`` accepts one attempt per (task, receiver), and the receiver
-  reads exactly the committed blocks.
+  reads exactly the committed blocks, as they are committed (incremental
+  receivers). Outputs bound for a commutative and associative receiver are held
+  on their node and pushed as partial aggregates; transient tasks read their
+  sources through their agent's input cache and prefer a node that caches them.
 """
 
 from __future__ import annotations
@@ -35,9 +38,32 @@ from master.dag import LogicalDag, pagerank_dag, sort_dag, wordcount_dag
 from master.jobs import JobRuntime, TaskKey
 from master.policies.base import NodeClass
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
-from master.policies.pado import Block, CommitLedger, PadoPlan, Push, compile_pado
-from testbed.protocol import BlockReceived, BlockRef, PushDelivered, PushedPart, PushTarget, TaskUpdate
+from master.policies.pado import (
+    AggregationLimits,
+    Block,
+    CommitLedger,
+    Executor,
+    LruCache,
+    PadoPlan,
+    Push,
+    aggregates_partially,
+    choose_executor,
+    compile_pado,
+    should_flush,
+)
+from testbed.protocol import (
+    BlockReceived,
+    BlockRef,
+    FlushAggregate,
+    PushDelivered,
+    PushedPart,
+    PushTarget,
+    TaskInputs,
+    TaskUpdate,
+)
 from testbed.scenario import ScenarioError
+from testbed.workloads import COMBINERS
+from testbed.workloads.input_cache import input_cache_key
 from testbed.workloads.plan import Dependency, JobPlan
 
 if TYPE_CHECKING:
@@ -45,6 +71,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("master.strategies")
 BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
+DEFAULT_INPUT_CACHE_MB = 64
+DEFAULT_AGGREGATION = AggregationLimits(max_delay_s=1.0, max_tasks=4)
+"""``policy.options.pado.aggregate_max_delay_s`` / ``aggregate_max_tasks`` (1: no aggregation)."""
+"""Each transient agent's task input cache under ``pado`` (``policy.options.pado.input_cache_mb``)."""
 
 
 # ---------------------------------------------------------------- logical DAG of a physical plan
@@ -157,6 +187,14 @@ class SparkStrategy:
     def push_rate(self) -> float | None:
         return None
 
+    def input_cache_mb(self, job: JobRuntime, key: TaskKey) -> int:
+        """The size of the node's input cache the task reads its source through (0: none)."""
+        return 0
+
+    def streamed_deps(self, job: JobRuntime, key: TaskKey) -> tuple[int, ...]:
+        """Dependencies whose blocks reach the task while it runs (asked once, at launch)."""
+        return ()
+
     def task_succeeded(
         self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate, now: float
     ) -> bool:
@@ -168,6 +206,12 @@ class SparkStrategy:
 
     def push_delivered(self, node: NodeRecord, message: PushDelivered) -> None:
         """A spark run pushes nothing; a stray report is ignored."""
+
+    def tick(self, now: float) -> None:
+        """Called before every scheduling round (time-driven decisions)."""
+
+    def resend(self, node: NodeRecord) -> None:
+        """Messages to ``node`` may have been lost (a reconnect): send again what must arrive."""
 
     def before_node_lost(self, node: NodeRecord) -> None:
         """Nothing beyond JobRuntime's lineage recovery."""
@@ -230,6 +274,25 @@ class CheckpointStrategy(SparkStrategy):
 # ---------------------------------------------------------------- pado
 
 
+@dataclass(frozen=True)
+class Held:
+    """A finished task's output held on its transient node for partial aggregation."""
+
+    key: TaskKey
+    attempt: int
+    since: float
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A partial aggregate being made and pushed by ``node``: one push for ``keys``."""
+
+    push: Push
+    node: str
+    stage: int
+    keys: tuple[TaskKey, ...]
+
+
 @dataclass
 class PadoJob:
     """Pado's runtime state of one job."""
@@ -237,11 +300,20 @@ class PadoJob:
     classes: list[NodeClass]
     pushed: frozenset[int]
     """Transient stages whose outputs are pushed to the reserved tasks reading them."""
+    aggregated: frozenset[int] = frozenset()
+    """Pushed stages whose outputs are partially aggregated on their node (section 3.2.7)."""
     ledger: CommitLedger = field(default_factory=CommitLedger)
     receivers: dict[TaskKey, str] = field(default_factory=dict)
     """Reserved task -> the reserved node it was set up on (receives its pushes)."""
-    waiting: dict[str, tuple[TaskKey, Push, dict[str, Block]]] = field(default_factory=dict)
+    waiting: dict[str, tuple[tuple[TaskKey, ...], Push, dict[str, Block]]] = field(default_factory=dict)
     """Commits that arrived before every receiver's report: retried on each report."""
+    held: dict[tuple[int, str], list[Held]] = field(default_factory=dict)
+    """(stage, transient node) -> outputs held there, oldest first, not yet flushed."""
+    aggregates: dict[str, Aggregate] = field(default_factory=dict)
+    """Aggregate block id -> the aggregate, from its flush until its commit or loss."""
+    flushes: int = 0
+    streaming: dict[TaskKey, int] = field(default_factory=dict)
+    """Receivers launched before all their inputs were committed -> their attempt."""
     early: dict[str, tuple[NodeRecord, PushDelivered]] = field(default_factory=dict)
     """Commit requests that overtook their task's success message (by block id)."""
 
@@ -255,19 +327,44 @@ class PadoStrategy(SparkStrategy):
         super().__init__(master)
         self.jobs: dict[str, PadoJob] = {}
         options = master.scenario.policy.options.get("pado", {})
-        unknown = set(options) - {"push_bandwidth_mbps"}
+        known = {
+            "push_bandwidth_mbps",
+            "input_cache_mb",
+            "aggregate_max_tasks",
+            "aggregate_max_delay_s",
+            "incremental_receivers",
+        }
+        unknown = set(options) - known
         if unknown:
             raise ScenarioError([f"policy.options.pado: unknown option(s) {sorted(unknown)}"])
         mbps = options.get("push_bandwidth_mbps")
         self.rate = float(mbps) * 1e6 / 8 if mbps else None
+        self.cache_mb = _non_negative_int(options, "input_cache_mb", DEFAULT_INPUT_CACHE_MB)
+        max_tasks = _non_negative_int(options, "aggregate_max_tasks", DEFAULT_AGGREGATION.max_tasks)
+        delay = options.get("aggregate_max_delay_s", DEFAULT_AGGREGATION.max_delay_s)
+        try:
+            self.limits = AggregationLimits(float(delay), max_tasks)
+        except (TypeError, ValueError) as exc:
+            raise ScenarioError([f"policy.options.pado: {exc}"]) from None
+        self.incremental = options.get("incremental_receivers", True)
+        if not isinstance(self.incremental, bool):
+            raise ScenarioError(
+                [f"policy.options.pado.incremental_receivers: true or false, not {self.incremental!r}"]
+            )
 
     def push_rate(self) -> float | None:
         return self.rate
 
+    def input_cache_mb(self, job: JobRuntime, key: TaskKey) -> int:
+        """Section 3.2.7: transient executors cache their tasks' inputs."""
+        state = self.jobs.get(job.job_id)
+        return self.cache_mb if state is not None and state.classes[key[0]] == "transient" else 0
+
     def job_submitted(self, job: JobRuntime) -> None:
         dag = logical_dag(job.plan)
         if dag is not None:
-            classes = stage_classes(compile_pado(dag), job.plan)
+            pado = compile_pado(dag)
+            classes = stage_classes(pado, job.plan)
             pushed = frozenset(
                 s
                 for s, cls in enumerate(classes)
@@ -275,7 +372,10 @@ class PadoStrategy(SparkStrategy):
                 and shuffle_consumers(job.plan, s)
                 and all(classes[c] == "reserved" for c in shuffle_consumers(job.plan, s))
             )
-            self.jobs[job.job_id] = PadoJob(classes, pushed)
+            aggregated = frozenset(
+                s for s in pushed if self.limits.max_tasks > 1 and aggregates_into(pado, job.plan, s)
+            )
+            self.jobs[job.job_id] = PadoJob(classes, pushed, aggregated)
         super().job_submitted(job)
 
     def describe(self, job: JobRuntime, dag: LogicalDag) -> dict[str, Any]:
@@ -287,6 +387,7 @@ class PadoStrategy(SparkStrategy):
             "plan": compile_pado(dag).to_dict(),
             "physical_stages": self.physical(job),
             "pushed_stages": sorted(state.pushed),
+            "aggregated_stages": sorted(state.aggregated),
         }
 
     def allowed_classes(self, job: JobRuntime, key: TaskKey) -> frozenset[NodeClass]:
@@ -299,20 +400,99 @@ class PadoStrategy(SparkStrategy):
         state = self.jobs.get(job.job_id)
         if state is None:
             return ()
+        if state.classes[key[0]] == "transient":
+            return self._cached_at(job, key)
         if key in state.receivers:
             return (state.receivers[key],)
         narrow = [d.stage for d in job.plan.stages[key[0]].deps if d.kind == "narrow"]
         return tuple(job.tasks[(s, key[1])].node for s in narrow if job.tasks[(s, key[1])].node)  # type: ignore[misc]
 
+    def _cached_at(self, job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
+        """Section 3.2.3's cache-aware choice (``choose_executor``) among the transient
+        executors with a free slot: the one caching most of the task's input, if any
+        caches it. Otherwise no preference: the scenario's scheduler places the task."""
+        stage = job.plan.stages[key[0]]
+        cache_key = input_cache_key(stage.op, stage.params(key[1])) if self.cache_mb else None
+        if cache_key is None:
+            return ()
+        nodes = sorted(
+            (n for n in self.master.nodes.values() if n.node_class == "transient" and n.status == "up"),
+            key=lambda n: n.ordinal,
+        )
+        executors = [Executor(n.node_id, n.slots - len(n.running)) for n in nodes]
+        caches = {n.node_id: LruCache(self.cache_mb << 20, n.cached_inputs) for n in nodes}
+        chosen, _ = choose_executor([cache_key], executors, caches, 0)
+        return (chosen,) if chosen is not None and cache_key in caches[chosen] else ()
+
     def ready(self, job: JobRuntime) -> Iterable[TaskKey]:
         """Section 3.2.3: a stage's reserved receivers are set up first; its transient
-        tasks become ready only once every receiver has its reserved node."""
+        tasks become ready only once every receiver has its reserved node, and ready
+        receivers come before any other task. With incremental receivers, a receiver is
+        ready as soon as it is set up: it runs while the pushes arrive, reading each
+        committed block as it comes."""
         state = self.jobs.get(job.job_id)
-        keys = job.ready()
         if state is None:
-            return keys
+            return job.ready()
+        keys = job.ready(state.pushed if self.incremental else frozenset())
         set_up = {s: self._set_up_receivers(job, state, s) for s in state.pushed}
-        return (k for k in keys if set_up.get(k[0], True))
+        ready = [k for k in keys if set_up.get(k[0], True) and self._may_receive(job, state, k)]
+        return sorted(ready, key=lambda k: k not in state.receivers)  # receivers first (stable)
+
+    def _may_receive(self, job: JobRuntime, state: PadoJob, key: TaskKey) -> bool:
+        """A receiver starts before its pushed inputs are all committed only when it has its
+        node and the pushing stage can run to its end on transient nodes (its own inputs
+        are available), so that waiting receivers never hold the reserved slots a producer
+        would need."""
+        for dep in job.plan.stages[key[0]].deps:
+            if dep.stage in state.pushed and not job.stage_available(dep.stage):
+                producer = job.plan.stages[dep.stage]
+                if key not in state.receivers or not all(job.stage_available(d.stage) for d in producer.deps):
+                    return False
+        return True
+
+    def streamed_deps(self, job: JobRuntime, key: TaskKey) -> tuple[int, ...]:
+        state = self.jobs.get(job.job_id)
+        if state is None:
+            return ()
+        deps = job.plan.stages[key[0]].deps
+        streamed = tuple(
+            i
+            for i, d in enumerate(deps)
+            if d.stage in state.pushed and not self._all_committed(job, state, key, d)
+        )
+        if streamed:
+            state.streaming[key] = job.tasks[key].attempt
+        return streamed
+
+    def _all_committed(self, job: JobRuntime, state: PadoJob, key: TaskKey, dep: Dependency) -> bool:
+        owners = state.ledger.owners_for(job.task_id(key))
+        return all(job.task_id((dep.stage, i)) in owners for i in range(job.plan.stages[dep.stage].tasks))
+
+    def _feed_receivers(self, job: JobRuntime, state: PadoJob, node_id: str | None = None) -> None:
+        """Tell every running incremental receiver (on ``node_id``, or anywhere) what is
+        committed to it now (all of it: the message is cumulative), and whether that is
+        the last of it; the agent ignores what comes after a last."""
+        for key, attempt in list(state.streaming.items()):
+            record = job.tasks[key]
+            if record.status != "running" or record.attempt != attempt or record.node is None:
+                del state.streaming[key]
+                continue
+            if node_id not in (None, record.node):
+                continue
+            for i, dep in enumerate(job.plan.stages[key[0]].deps):
+                if dep.stage in state.pushed:
+                    last = self._all_committed(job, state, key, dep)
+                    refs = self._committed_refs(job, state, key, dep)
+                    message = TaskInputs(
+                        task_id=job.task_id(key), attempt=attempt, dependency=i, refs=refs, last=last
+                    )
+                    self.master.send(record.node, message)
+
+    def resend(self, node: NodeRecord) -> None:
+        for job in self.master.jobs.values():
+            state = self.jobs.get(job.job_id)
+            if state is not None and state.streaming:
+                self._feed_receivers(job, state, node.node_id)
 
     def _set_up_receivers(self, job: JobRuntime, state: PadoJob, stage: int) -> bool:
         reserved = self.reserved_nodes()
@@ -342,22 +522,23 @@ class PadoStrategy(SparkStrategy):
     def _committed_refs(
         self, job: JobRuntime, state: PadoJob, key: TaskKey, dep: Dependency
     ) -> tuple[BlockRef, ...]:
-        """Exactly the blocks the ledger committed to this receiver, one attempt per task."""
+        """Exactly the blocks the ledger committed to this receiver: one push per task (a
+        task's own output, or a partial aggregate covering it and others)."""
         url = self.master.nodes[state.receivers[key]].url
-        committed = state.ledger.inputs_for(job.task_id(key))
-        refs = []
-        for index in range(job.plan.stages[dep.stage].tasks):
-            task_id = job.task_id((dep.stage, index))
-            refs.append(
-                BlockRef(block=f"{task_id}.a{committed[task_id]}", partition=key[1], locations=(url,))
-            )
-        return tuple(refs)
+        parents = {job.task_id((dep.stage, i)) for i in range(job.plan.stages[dep.stage].tasks)}
+        owners = state.ledger.owners_for(job.task_id(key))
+        pushes = sorted({push for task, push in owners.items() if task in parents})
+        return tuple(BlockRef(block=push_block_id(p), partition=key[1], locations=(url,)) for p in pushes)
 
     def push_targets(self, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
-        """The receivers this task has not committed to yet, grouped by node."""
+        """The receivers this task has not committed to yet, grouped by node; none for a task
+        whose output is held on its node for partial aggregation (``tick`` flushes it)."""
         state = self.jobs.get(job.job_id)
-        if state is None or key[0] not in state.pushed:
+        if state is None or key[0] not in state.pushed or key[0] in state.aggregated:
             return ()
+        return self._receiver_targets(job, state, key)
+
+    def _receiver_targets(self, job: JobRuntime, state: PadoJob, key: TaskKey) -> tuple[PushTarget, ...]:
         task_id = job.task_id(key)
         by_node: dict[str, list[int]] = {}
         for consumer in shuffle_consumers(job.plan, key[0]):
@@ -387,10 +568,75 @@ class PadoStrategy(SparkStrategy):
                 task=job.task_id(key),
                 attempt=update.attempt,
                 node=node.node_id,
+                held=key[0] in state.aggregated,
             )
+            if key[0] in state.aggregated:
+                state.held.setdefault((key[0], node.node_id), []).append(Held(key, update.attempt, now))
+                self._flush_due(job, state, now)
             if block in state.early:
                 self.push_delivered(*state.early.pop(block))
         return ok
+
+    # ------------------------------------------------------------ partial aggregation
+
+    def tick(self, now: float) -> None:
+        for job in self.master.jobs.values():
+            state = self.jobs.get(job.job_id)
+            if state is not None and state.held and job.status in ("waiting", "running"):
+                self._flush_due(job, state, now)
+
+    def _flush_due(self, job: JobRuntime, state: PadoJob, now: float) -> None:
+        """Section 3.2.7: push each node's held outputs of a stage once ``should_flush`` says
+        so (task cap reached, time cap reached, or no further task of the stage may end
+        there), at most ``max_tasks`` outputs per aggregate."""
+        for (stage, node_id), held in list(state.held.items()):
+            held[:] = [
+                h
+                for h in held
+                if (job.tasks[h.key].status, job.tasks[h.key].attempt) == ("pushing", h.attempt)
+            ]
+            if not self._set_up_receivers(job, state, stage):
+                continue  # a reserved node failed and no other can receive yet
+            coming = any(
+                r.status == "pending" or (r.status == "running" and r.node == node_id)
+                for k, r in job.tasks.items()
+                if k[0] == stage
+            )
+            while held and should_flush(self.limits, now - held[0].since, len(held), coming):
+                batch, held[:] = held[: self.limits.max_tasks], held[self.limits.max_tasks :]
+                self._flush(job, state, stage, node_id, batch)
+            if not held:
+                del state.held[(stage, node_id)]
+
+    def _flush(self, job: JobRuntime, state: PadoJob, stage: int, node_id: str, batch: list[Held]) -> None:
+        """One aggregate per set of outputs going to the same receivers (after a reserved
+        failure, rerun tasks push only to the reopened receivers)."""
+        groups: dict[tuple[PushTarget, ...], list[Held]] = {}
+        for held in batch:
+            groups.setdefault(self._receiver_targets(job, state, held.key), []).append(held)
+        for targets, members in groups.items():
+            block = f"{job.job_id}.s{stage}.x{state.flushes}"
+            state.flushes += 1
+            push = Push(block, tuple((job.task_id(h.key), h.attempt) for h in members))
+            state.aggregates[block] = Aggregate(push, node_id, stage, tuple(h.key for h in members))
+            self.master.send(
+                node_id,
+                FlushAggregate(
+                    block=block,
+                    op=job.plan.stages[stage].op,
+                    members=tuple(job.tasks[h.key].block for h in members),  # type: ignore[misc]
+                    partitions=job.plan.stages[stage].partitions,
+                    push=targets,
+                    push_rate_bytes_s=self.rate,
+                ),
+            )
+            self.master.journal.event(
+                "aggregate_flush",
+                job=job.job_id,
+                block=block,
+                node=node_id,
+                tasks=[t for t, _ in push.members],
+            )
 
     def _receivers_on(self, job: JobRuntime, state: PadoJob, stage: int, node_id: str) -> list[TaskKey]:
         return [
@@ -400,87 +646,133 @@ class PadoStrategy(SparkStrategy):
             if state.receivers.get((c, i)) == node_id
         ]
 
+    def _pushed(self, block: str) -> tuple[JobRuntime, PadoJob, Push, tuple[TaskKey, ...], int] | None:
+        """The push a block carries: (job, its state, the push, its tasks, their stage), for a
+        task's own output (``<task>.a<attempt>``) or a partial aggregate."""
+        job = self.master.jobs.get(block.partition(".")[0])
+        state = self.jobs.get(job.job_id) if job is not None else None
+        if job is None or state is None:
+            return None
+        if block in state.aggregates:
+            aggregate = state.aggregates[block]
+            return job, state, aggregate.push, aggregate.keys, aggregate.stage
+        located = self.located(block)
+        if located is None or located[1][0] not in state.pushed:
+            return None
+        _, key, attempt = located
+        return job, state, Push.of(job.task_id(key), attempt), (key,), key[0]
+
     def block_received(self, node: NodeRecord, message: BlockReceived) -> None:
         """A reserved agent verified a pushed block: the ledger records what each of the
         receivers on it got (``receive``)."""
-        located = self.located(message.block)
-        if located is None:
+        pushed = self._pushed(message.block)
+        if pushed is None:
             return
-        job, key, attempt = located
-        state = self.jobs.get(job.job_id)
-        if state is None or key[0] not in state.pushed:
-            return
+        job, state, push, _, stage = pushed
         parts = _blocks_by_partition(message.parts)
-        push = Push.of(job.task_id(key), attempt)
-        for receiver in self._receivers_on(job, state, key[0], node.node_id):
+        for receiver in self._receivers_on(job, state, stage, node.node_id):
             state.ledger.receive(push.push_id, job.task_id(receiver), parts.get(receiver[1], (0, 0)))
         job.bytes_pushed += sum(p.nbytes for p in message.parts)
-        self.master.journal.event(
-            "push_received", job=job.job_id, task=job.task_id(key), attempt=attempt, node=node.node_id
-        )
+        for task_id, attempt in push.members:
+            self.master.journal.event(
+                "push_received", job=job.job_id, task=task_id, attempt=attempt, node=node.node_id
+            )
         if push.push_id in state.waiting:
             self._commit(job, state, *state.waiting.pop(push.push_id))
 
     def push_delivered(self, node: NodeRecord, message: PushDelivered) -> None:
         """The transient agent's commit request, through the master (section 3.2.5).
         Ignored from a node already declared lost: commits and evictions are serialised."""
-        located = self.located(message.block)
-        if located is None or not node.alive:
+        pushed = self._pushed(message.block)
+        if pushed is None or not node.alive:
             return
-        job, key, attempt = located
-        state = self.jobs.get(job.job_id)
-        record = job.tasks[key]
-        if state is None or record.attempt != attempt:
-            return
-        if record.status == "running":
-            state.early[message.block] = (node, message)
-            return
-        if record.status != "pushing":
+        job, state, push, keys, stage = pushed
+        if message.block not in state.aggregates:
+            record = job.tasks[keys[0]]
+            if record.attempt != push.members[0][1]:
+                return
+            if record.status == "running":
+                state.early[message.block] = (node, message)
+                return
+        current = [(k, a) for k, (_, a) in zip(keys, push.members, strict=True) if job.tasks[k].attempt == a]
+        if not any(job.tasks[k].status == "pushing" for k, _ in current):
             return
         if message.failed:
             log.warning("push of %s failed: %s", message.block, message.error)
-            if job.abandon_push(key, attempt):
-                self.master.journal.event(
-                    "push_failed", job=job.job_id, task=job.task_id(key), error=message.error
-                )
-                self.master.kick()
+            state.aggregates.pop(message.block, None)
+            for key, attempt in current:
+                if job.abandon_push(key, attempt):
+                    self.master.journal.event(
+                        "push_failed", job=job.job_id, task=job.task_id(key), error=message.error
+                    )
+            self.master.kick()
             return
         manifest: dict[str, Block] = {}
         for node_id, parts in message.delivered.items():
             by_partition = _blocks_by_partition(parts)
-            for receiver in self._receivers_on(job, state, key[0], node_id):
+            for receiver in self._receivers_on(job, state, stage, node_id):
                 manifest[job.task_id(receiver)] = by_partition.get(receiver[1], (0, 0))
-        self._commit(job, state, key, Push.of(message.task_id, attempt), manifest)
+        self._commit(job, state, keys, push, manifest)
 
     def _commit(
-        self, job: JobRuntime, state: PadoJob, key: TaskKey, push: Push, manifest: dict[str, Block]
+        self,
+        job: JobRuntime,
+        state: PadoJob,
+        keys: tuple[TaskKey, ...],
+        push: Push,
+        manifest: dict[str, Block],
     ) -> None:
+        """Commit one push for all its tasks at once. Accepted: every task is done, held by
+        the reserved nodes. Refused as superseded: its tasks that some other push already
+        committed are done; the others (an aggregate overlapping another push in part)
+        run again."""
         verdict = state.ledger.commit(push, manifest)
-        attempt = push.members[0][1]
         if verdict == "incomplete":
-            state.waiting[push.push_id] = (key, push, manifest)
+            state.waiting[push.push_id] = (keys, push, manifest)
             return
-        self.master.journal.event(
-            "push_commit", job=job.job_id, task=job.task_id(key), attempt=attempt, verdict=verdict
-        )
-        if verdict in ("accepted", "superseded") and state.ledger.is_committed(job.task_id(key)):
-            holders = tuple(sorted({self.master.nodes[n].url for n in state.receivers.values()}))
-            job.committed(key, attempt, holders)
-            self.master.kick()
+        state.aggregates.pop(push.push_id, None)
+        if verdict == "accepted":
+            self._feed_receivers(job, state)
+        holders = tuple(sorted({self.master.nodes[n].url for n in state.receivers.values()}))
+        for key, (task_id, attempt) in zip(keys, push.members, strict=True):
+            self.master.journal.event(
+                "push_commit",
+                job=job.job_id,
+                task=task_id,
+                attempt=attempt,
+                verdict=verdict,
+                push=push.push_id,
+            )
+            if verdict == "duplicate":
+                continue
+            if state.ledger.is_committed(task_id):
+                job.committed(key, attempt, holders)
+            else:
+                job.abandon_push(key, attempt)
+        self.master.kick()
 
     def before_node_lost(self, node: NodeRecord) -> None:
-        """A lost transient node's uncommitted pushes are discarded before anything else
-        (``CommitLedger.discard``); its tasks go back to pending in ``JobRuntime.node_lost``
-        (section 3.2.5: only the evicted stage's uncommitted tasks)."""
+        """A lost transient node's uncommitted pushes, its partial aggregates and the outputs
+        it held for aggregation are discarded before anything else
+        (``CommitLedger.discard``); its tasks, held or pushing, go back to pending in
+        ``JobRuntime.node_lost`` (section 3.2.5: only the evicted stage's uncommitted tasks)."""
         for job in self.master.jobs.values():
             state = self.jobs.get(job.job_id)
             if state is None:
                 continue
-            for key, record in job.tasks.items():
-                if record.status == "pushing" and record.node == node.node_id:
-                    push = Push.of(job.task_id(key), record.attempt)
-                    state.ledger.discard(push.push_id)
-                    state.waiting.pop(push.push_id, None)
+            pushes = [
+                Push.of(job.task_id(key), record.attempt).push_id
+                for key, record in job.tasks.items()
+                if record.status == "pushing" and record.node == node.node_id
+            ]
+            pushes += [block for block, a in state.aggregates.items() if a.node == node.node_id]
+            for push_id in pushes:
+                state.ledger.discard(push_id)
+                state.waiting.pop(push_id, None)
+                state.aggregates.pop(push_id, None)
+            for stage, holder in list(state.held):
+                if holder == node.node_id:
+                    del state.held[(stage, holder)]
 
     def after_node_lost(self, node: NodeRecord) -> None:
         """Section 3.2.6, a reserved node failure: each receiver set up on it that has not
@@ -501,6 +793,31 @@ class PadoStrategy(SparkStrategy):
                 for task_id in state.ledger.forget_destination(job.task_id(key)):
                     job.reopen(job.key_of(task_id))  # type: ignore[arg-type]
             job.recover()
+
+
+def aggregates_into(pado: PadoPlan, plan: JobPlan, stage: int) -> bool:
+    """Whether a pushed physical stage's outputs may be partially aggregated: the Pado
+    stage anchored on the reserved operator receiving them is commutative and associative
+    (``aggregates_partially``) and the stage's op has a combiner."""
+    if plan.stages[stage].op not in COMBINERS:
+        return False
+    receiving = {physical_operators(plan)[c][0] for c in shuffle_consumers(plan, stage)}
+    anchored = [s for s in pado.stages if s.anchor in receiving]
+    return bool(anchored) and all(aggregates_partially(pado, s) for s in anchored)
+
+
+def push_block_id(push_id: str) -> str:
+    """The block a committed push left on its receivers: ``<task>.a<attempt>`` for a task's
+    own output (push id ``<task>#<attempt>``), the aggregate's block id otherwise."""
+    task_id, mark, attempt = push_id.rpartition("#")
+    return f"{task_id}.a{attempt}" if mark else push_id
+
+
+def _non_negative_int(options: dict[str, Any], name: str, default: int) -> int:
+    value = options.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ScenarioError([f"policy.options.pado.{name}: a whole number >= 0, not {value!r}"])
+    return value
 
 
 def _blocks_by_partition(parts: tuple[PushedPart, ...]) -> dict[int, Block]:

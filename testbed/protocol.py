@@ -82,6 +82,13 @@ class TaskSpec(BaseModel):
     push_rate_bytes_s: float | None = Field(
         default=None, gt=0, description="the emulated bandwidth of each push (None: unlimited)"
     )
+    input_cache_mb: int = Field(
+        default=0, ge=0, description="read the source through the node's input cache of this size (0: none)"
+    )
+    streamed: tuple[Annotated[int, Field(ge=0)], ...] = Field(
+        default=(),
+        description="dependencies whose blocks keep arriving while the task runs (TaskInputs)",
+    )
 
     @property
     def block_id(self) -> str:
@@ -103,6 +110,9 @@ class TaskMetrics(BaseModel):
     peak_rss_bytes: int = 0
     fetch_s: float = 0.0
     compute_s: float = 0.0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    cache_bytes_read: int = 0
 
 
 # ------------------------------------------------------------------ messages
@@ -128,12 +138,26 @@ class NodeState(Message):
     pid: int = 0
 
 
+class CachedInput(BaseModel):
+    """One entry of an agent's task input cache (Pado, section 3.2.7)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str = Field(max_length=100)
+    nbytes: int = Field(ge=0)
+
+
+CachedInputs = tuple[CachedInput, ...] | None
+"""An agent's input cache, least recently used first; None: the sender does not say."""
+
+
 class Heartbeat(Message):
     kind: Literal["heartbeat"] = "heartbeat"
     node_id: str = Field(max_length=100)
     incarnation: str = Field(max_length=64)
     seq: int
     running: tuple[str, ...] = ()
+    cached_inputs: CachedInputs = Field(default=None, max_length=10_000)
 
 
 class LaunchTask(Message):
@@ -145,6 +169,36 @@ class CancelTask(Message):
     kind: Literal["cancel"] = "cancel"
     task_id: str
     attempt: int
+
+
+class FlushAggregate(Message):
+    """Pado's partial aggregation (section 3.2.7): merge the outputs ``members`` (block ids
+    of finished tasks of one stage, held on this node) into the block ``block``, one
+    partition per receiver partition, with the op's combiner, then push it like a task
+    output and ask the master to commit it (``PushDelivered`` with ``block``)."""
+
+    kind: Literal["flush"] = "flush"
+    block: str = Field(max_length=200, pattern=r"^[A-Za-z0-9_.-]+$")
+    op: str = Field(max_length=100)
+    members: tuple[Annotated[str, Field(max_length=200, pattern=r"^[A-Za-z0-9_.-]+$")], ...] = Field(
+        min_length=1, max_length=10_000
+    )
+    partitions: int = Field(ge=1)
+    push: tuple[PushTarget, ...] = Field(min_length=1)
+    push_rate_bytes_s: float | None = Field(default=None, gt=0)
+
+
+class TaskInputs(Message):
+    """Pado's incremental receivers: every block committed so far to a running task
+    through its streamed dependency ``dependency`` (cumulative, so a lost or repeated
+    message does no harm); ``last``: there will be no other."""
+
+    kind: Literal["inputs"] = "inputs"
+    task_id: str = Field(max_length=200)
+    attempt: int = Field(ge=0)
+    dependency: int = Field(ge=0)
+    refs: tuple[BlockRef, ...] = Field(max_length=100_000)
+    last: bool = False
 
 
 class EvictionNotice(Message):
@@ -167,6 +221,7 @@ class TaskUpdate(Message):
     failure: Literal["error", "fetch", "enospc", "oom", "killed", "cancelled"] | None = None
     error: str | None = Field(default=None, max_length=4000)
     lost_blocks: tuple[str, ...] = Field(default=(), description="inputs a fetch could not get")
+    cached_inputs: CachedInputs = Field(default=None, max_length=10_000)
 
 
 class PushedPart(BaseModel):
@@ -207,6 +262,8 @@ AnyMessage = Annotated[
     | Heartbeat
     | LaunchTask
     | CancelTask
+    | FlushAggregate
+    | TaskInputs
     | EvictionNotice
     | TaskUpdate
     | BlockReceived

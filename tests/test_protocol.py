@@ -7,12 +7,15 @@ import pytest
 
 from testbed.protocol import (
     BlockRef,
+    CachedInput,
     CancelTask,
     Codec,
     EvictionNotice,
+    FlushAggregate,
     Heartbeat,
     LaunchTask,
     NodeState,
+    PushTarget,
     TaskMetrics,
     TaskSpec,
     TaskUpdate,
@@ -39,6 +42,19 @@ MESSAGES = [
         node_id="t001", node_class="transient", state="up", incarnation="ab", host="h", port=1, slots=2
     ),
     Heartbeat(node_id="t001", incarnation="ab", seq=5, running=("a", "b")),
+    Heartbeat(
+        node_id="t001",
+        incarnation="ab",
+        seq=6,
+        cached_inputs=(CachedInput(key="wordcount-map-ab", nbytes=7),),
+    ),
+    FlushAggregate(
+        block="j000.s0.x1",
+        op="wordcount.map",
+        members=("j000.s0.t0.a0", "j000.s0.t3.a1"),
+        partitions=2,
+        push=(PushTarget(node_id="reserved-0", url="http://127.0.0.1:9", partitions=(0, 1)),),
+    ),
     LaunchTask(task=SPEC),
     CancelTask(task_id="x", attempt=1),
     EvictionNotice(node_id="t001", seconds=30.0),

@@ -14,12 +14,13 @@ reserved node fails. The master shell applies them.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from master.dag import Dependency, Edge, LogicalDag
 from master.policies.base import NodeClass
+from testbed.lru import LruCache
 
 # ---------------------------------------------------------------- Algorithm 1
 
@@ -347,6 +348,10 @@ class CommitLedger:
         """Task id -> the one attempt whose output ``destination`` processes."""
         return {t: a for (t, d), (_, a) in self._owner.items() if d == destination}
 
+    def owners_for(self, destination: str) -> dict[str, str]:
+        """Task id -> the push whose block ``destination`` processes for that task."""
+        return {t: p for (t, d), (p, _) in self._owner.items() if d == destination}
+
     def pushes_for(self, destination: str) -> frozenset[str]:
         """The pushed blocks ``destination`` processes; it drops any other."""
         return frozenset(p for (_, d), (p, _) in self._owner.items() if d == destination)
@@ -362,40 +367,6 @@ class CommitLedger:
 
 
 # ---------------------------------------------------------------- runtime: input cache
-
-
-@dataclass(frozen=True, slots=True)
-class LruCache:
-    """An executor's task-input cache (section 3.2.7), least recently used first."""
-
-    capacity_bytes: int
-    entries: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def used_bytes(self) -> int:
-        return sum(size for _, size in self.entries)
-
-    def __contains__(self, key: object) -> bool:
-        return any(k == key for k, _ in self.entries)
-
-    def cached_bytes(self, keys: Iterable[str]) -> int:
-        wanted = set(keys)
-        return sum(size for k, size in self.entries if k in wanted)
-
-    def access(self, key: str, nbytes: int) -> tuple[LruCache, bool]:
-        """Read ``key`` through the cache: (the cache afterwards, whether it was a hit).
-        A hit becomes most recent; a miss is inserted, evicting least recent entries
-        until it fits; an input larger than the whole cache is not kept."""
-        rest = tuple(e for e in self.entries if e[0] != key)
-        hit = len(rest) != len(self.entries)
-        if hit:
-            size = next(s for k, s in self.entries if k == key)
-            return replace(self, entries=(*rest, (key, size))), True
-        if nbytes > self.capacity_bytes:
-            return self, False
-        while sum(s for _, s in rest) + nbytes > self.capacity_bytes:
-            rest = rest[1:]
-        return replace(self, entries=(*rest, (key, nbytes))), False
 
 
 @dataclass(frozen=True, slots=True)

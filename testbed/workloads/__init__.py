@@ -9,7 +9,7 @@ from __future__ import annotations
 from testbed.protocol import INLINE_NOOP
 from testbed.scenario import Scenario
 from testbed.workloads import pagerank, sleep, sort, wordcount
-from testbed.workloads.base import TaskFunction
+from testbed.workloads.base import Combiner, TaskFunction
 from testbed.workloads.plan import JobPlan, StagePlan
 
 OPERATIONS: dict[str, TaskFunction] = {
@@ -23,6 +23,10 @@ OPERATIONS: dict[str, TaskFunction] = {
     "sort.reduce": sort.reduce_task,
     "sleep.run": sleep.run_task,
 }
+
+
+COMBINERS: dict[str, Combiner] = {"wordcount.map": wordcount.combine_outputs}
+"""Ops whose outputs may be partially aggregated on their node before a push (Pado)."""
 
 
 def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:

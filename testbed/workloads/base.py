@@ -11,7 +11,7 @@ import errno
 import http.client
 import shutil
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from testbed.blocks import (
     segment,
 )
 from testbed.protocol import BlockRef, TaskMetrics, TaskSpec
+from testbed.workloads.input_cache import CacheReport, InputCache, input_cache_key
 
 
 class FetchFailed(Exception):
@@ -91,6 +92,11 @@ class TaskContext:
     budget_override: int | None = None
     """A budget in bytes instead of ``spec.memory_mb`` (profiling below 1 MB steps)."""
     writers: list[BlockWriter] = field(default_factory=list)
+    cache_report: CacheReport | None = None
+    """What the task did with the node's input cache (the agent's LRU learns it)."""
+    feed: Any = None
+    """Where the blocks of streamed dependencies arrive while the task runs (a pipe's
+    reading end, ``TaskInputs`` as dicts), for ``input_frames``."""
 
     @property
     def budget_bytes(self) -> int:
@@ -103,11 +109,50 @@ class TaskContext:
         return self.spec.params
 
     def input_frames(self, dependency: int = 0) -> Iterator[bytes]:
-        """Every frame of every block of one input dependency, block after block."""
-        for ref in self.spec.inputs[dependency]:
-            for frame in self.fetcher.frames(ref):
-                self.metrics.bytes_in += len(frame)
-                yield frame
+        """Every frame of every block of one input dependency, block after block. For a
+        streamed dependency, blocks named by the feed are read as they arrive, each once,
+        until the feed says the last one has come (Pado's incremental receivers)."""
+        refs, last = self.spec.inputs[dependency], dependency not in self.spec.streamed
+        seen: set[str] = set()
+        while True:
+            for ref in refs:
+                if ref.block not in seen:
+                    seen.add(ref.block)
+                    for frame in self.fetcher.frames(ref):
+                        self.metrics.bytes_in += len(frame)
+                        yield frame
+            if last:
+                return
+            refs, last = self._more_inputs(dependency)
+
+    def _more_inputs(self, dependency: int) -> tuple[tuple[BlockRef, ...], bool]:
+        if self.feed is None:
+            raise RuntimeError(f"dependency {dependency} is streamed but the task has no feed")
+        while True:
+            message = self.feed.recv()  # blocks until the master commits more, EOFError if gone
+            if message["dependency"] == dependency:
+                return tuple(BlockRef.model_validate(r) for r in message["refs"]), message["last"]
+
+    @property
+    def caches_input(self) -> bool:
+        """Whether the task reads a source through the node's input cache (``input_cache_mb``)."""
+        return bool(self.spec.input_cache_mb) and input_cache_key(self.spec.op, self.spec.params) is not None
+
+    def through_input_cache(self, produce: Iterable[bytes]) -> Iterator[bytes]:
+        """The task's source chunks, read through the node's input cache when ``caches_input``;
+        ``produce`` is lazy and not started on a hit."""
+        key = input_cache_key(self.spec.op, self.spec.params)
+        if not self.spec.input_cache_mb or key is None:
+            yield from produce
+            return
+        cache = InputCache(self.blocks_dir.parent / "cache", self.scratch)
+        yield from cache.read(key, produce)
+        self.cache_report = cache.report
+        if cache.report is not None and cache.report.hit:
+            self.metrics.cache_hits += 1
+            self.metrics.cache_bytes_read += cache.report.nbytes
+        elif cache.report is not None:
+            self.metrics.cache_misses += 1
 
     def open_output(self) -> BlockWriter:
         writer = BlockWriter(self.blocks_dir, self.spec.block_id, self.spec.partitions)
@@ -134,3 +179,6 @@ class TaskContext:
 
 
 TaskFunction = Callable[[TaskContext], dict[str, Any] | None]
+Combiner = Callable[[Callable[[int], Iterator[bytes]], BlockWriter], None]
+"""Merges several outputs of one op, partition by partition (``frames_of(partition)``),
+into the writer's block (Pado's partial aggregation)."""

@@ -232,7 +232,10 @@ def edges_task(ctx: TaskContext) -> None:
     partitions = ctx.spec.partitions
     files = SpillFiles(ctx.scratch, ctx.metrics)
     buffer = ArrayBuffer(EDGES_BY_PARTITION, partitions, int(ctx.budget_bytes * BUFFER_FRACTION), files)
-    for src, dst in source_edges(ctx.params):
+    pieces = source_edges(ctx.params)
+    if ctx.caches_input:
+        pieces = _edge_arrays(ctx.through_input_cache(_edge_bytes(pieces)))
+    for src, dst in pieces:
         ctx.metrics.records_in += len(src)
         ctx.metrics.bytes_in += src.nbytes + dst.nbytes
         edges = np.empty(len(src), dtype=EDGE_DTYPE)
@@ -243,6 +246,20 @@ def edges_task(ctx: TaskContext) -> None:
         markers["src"], markers["dst"] = targets, MARKER
         buffer.add(markers, owner(targets, partitions))
     _write_arrays(ctx, buffer)
+
+
+def _edge_bytes(pieces: Iterator[tuple[np.ndarray, np.ndarray]]) -> Iterator[bytes]:
+    """Parsed or generated edges as they are kept in the input cache (packed ``EDGE_DTYPE``)."""
+    for src, dst in pieces:
+        edges = np.empty(len(src), dtype=EDGE_DTYPE)
+        edges["src"], edges["dst"] = src, dst
+        yield edges.tobytes()
+
+
+def _edge_arrays(chunks: Iterator[bytes]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    for chunk in chunks:
+        edges = np.frombuffer(chunk, dtype=EDGE_DTYPE)
+        yield edges["src"], edges["dst"]
 
 
 def _write_arrays(ctx: TaskContext, buffer: ArrayBuffer, prefix: bytes = b"") -> None:

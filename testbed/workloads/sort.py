@@ -220,7 +220,10 @@ def map_task(ctx: TaskContext) -> None:
     budget = ctx.budget_bytes
     files = SpillFiles(ctx.scratch, ctx.metrics)
     buffer = ArrayBuffer(MAP_KIND, ctx.spec.partitions, int(budget * BUFFER_FRACTION), files)
-    for records in source_chunks(ctx.params, chunk_bytes_for(budget)):
+    chunks = source_chunks(ctx.params, chunk_bytes_for(budget))
+    if ctx.caches_input:
+        chunks = map(as_records, ctx.through_input_cache(r.tobytes() for r in chunks))
+    for records in chunks:
         ctx.metrics.bytes_in += records.nbytes
         ctx.metrics.records_in += len(records)
         parts = np.searchsorted(boundaries, records["key"], side="right").astype(np.uint16)

@@ -29,13 +29,14 @@ import itertools
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import numpy as np
 
+from testbed.blocks import BlockWriter
 from testbed.scenario import WordcountJob, resolve_inputs
 from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
@@ -192,7 +193,7 @@ def new_buffer(ctx: TaskContext, partitions: int) -> PairBuffer:
 def map_task(ctx: TaskContext) -> None:
     buffer = new_buffer(ctx, ctx.spec.partitions)
     size = slice_bytes(ctx.budget_bytes)
-    for chunk in source_chunks(ctx.params):
+    for chunk in ctx.through_input_cache(source_chunks(ctx.params)):
         ctx.metrics.bytes_in += len(chunk)
         for piece in slices(chunk, size):
             buffer.add_counts(count_words(piece))
@@ -207,6 +208,20 @@ def map_task(ctx: TaskContext) -> None:
 def _frames(pairs: Iterator[tuple[str, int]]) -> Iterator[list[tuple[str, int]]]:
     while frame := list(itertools.islice(pairs, PAIRS_PER_FRAME)):
         yield frame
+
+
+def combine_outputs(frames_of: Callable[[int], Iterator[bytes]], writer: BlockWriter) -> None:
+    """Pado's partial aggregation of map outputs (section 3.2.7): each partition of several
+    map tasks' outputs (``frames_of(partition)``) becomes one frame list of summed counts,
+    sorted by word. Sums are commutative and associative, so the reducer gets the same
+    totals whether it reads the map outputs or this aggregate."""
+    for partition in range(writer.partitions):
+        counts: Counter[str] = Counter()
+        for frame in frames_of(partition):
+            for word, count in msgpack.unpackb(frame, use_list=False):
+                counts[word] += count
+        for frame in _frames(iter(sorted(counts.items()))):
+            writer.write(partition, msgpack.packb(frame))
 
 
 def reduce_task(ctx: TaskContext) -> None:

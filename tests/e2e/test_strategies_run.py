@@ -61,11 +61,15 @@ def events_tasks(run_dir: Path) -> list[dict[str, str]]:
 async def test_pado_commits_exactly_once_when_a_node_dies_mid_push(tmp_path: Path) -> None:
     """Wordcount sums counts, so a map output processed twice (or not at all) would
     change the result. Pushes are slowed to 1 Mbit/s; the node of the first task to
-    start pushing is killed at once, in the middle of its push."""
+    start pushing is killed at once, in the middle of its push. Each task pushes its
+    own output here (no partial aggregation: tests/e2e/test_pado_runtime.py covers it)."""
     scenario = make_scenario(
         cluster=CLUSTER,
         jobs=[{"workload": "wordcount", "size_mb": 3, "maps": 3, "reduces": 2, "memory_mb": 64}],
-        policy={"strategy": "pado", "options": {"pado": {"push_bandwidth_mbps": 1}}},
+        policy={
+            "strategy": "pado",
+            "options": {"pado": {"push_bandwidth_mbps": 1, "aggregate_max_tasks": 1}},
+        },
     )
     victim: dict[str, Any] = {}
 
