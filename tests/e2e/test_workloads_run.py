@@ -49,12 +49,27 @@ async def test_every_workload_exact_under_high_eviction_rate(tmp_path: Path) -> 
         jobs=JOBS,
         chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
     )
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
     assert spilled(tmp_path) > 0
     assert_exact(scenario, tmp_path)
     assert_clean(tmp_path)
+
+
+def evict_first_if_none() -> Any:
+    """A fast run may end before the first drawn lifetime does: then evict, through the chaos
+    controller, the first transient node to finish a task, so every run sees an eviction."""
+    evicted: list[str] = []
+
+    def hook(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "eviction":
+            evicted.append(record["node"])
+        elif record["event"] == "task_finished" and record["class"] == "transient" and not evicted:
+            evicted.append(record["node"])
+            asyncio.get_running_loop().create_task(master.chaos.evict(record["node"], "manual"))
+
+    return hook
 
 
 async def test_every_workload_exact_with_ideal_memory_and_an_agent_killed(tmp_path: Path) -> None:
