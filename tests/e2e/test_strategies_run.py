@@ -14,7 +14,7 @@ import pytest
 from master.run import run_scenario
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
-from tests.e2e.test_workloads_run import JOBS, assert_exact
+from tests.e2e.test_workloads_run import JOBS, assert_exact, evict_first_if_none
 
 pytestmark = pytest.mark.e2e
 
@@ -35,7 +35,7 @@ async def test_every_workload_exact_under_high_eviction_rate(tmp_path: Path, str
         policy={"strategy": strategy},
         chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
     )
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
     assert_exact(scenario, tmp_path)
