@@ -29,6 +29,9 @@ OnReceived = Callable[[str, tuple[PushedPart, ...]], None]
 BLOCK_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
 PARTITION = re.compile(r"[0-9]{1,9}")
 CHUNK = 1 << 20
+BLOCKS_DIR = web.AppKey("blocks_dir", Path)
+TOKEN = web.AppKey("token", str)
+ON_RECEIVED: web.AppKey[OnReceived | None] = web.AppKey("on_received")
 
 
 def make_app(
@@ -40,9 +43,9 @@ def make_app(
     """``on_received(block, parts)`` is told of every block received whole; ``identity``
     (node id, incarnation) is what ``/health`` answers, so a caller knows who answered."""
     app = web.Application(client_max_size=0)
-    app["blocks_dir"] = blocks_dir
-    app["token"] = token
-    app["on_received"] = on_received
+    app[BLOCKS_DIR] = blocks_dir
+    app[TOKEN] = token
+    app[ON_RECEIVED] = on_received
     app.router.add_get("/blocks/{block}/{partition}", serve_block)
     app.router.add_put("/blocks/{block}", receive_block)
     health = {"ok": True, **(identity or {})}
@@ -55,7 +58,7 @@ def make_app(
 
 
 def authorised(request: web.Request) -> bool:
-    return token_matches(request.headers.get(TOKEN_HEADER), request.app["token"])
+    return token_matches(request.headers.get(TOKEN_HEADER), request.app[TOKEN])
 
 
 def checked_block_id(request: web.Request) -> str:
@@ -72,7 +75,7 @@ async def serve_block(request: web.Request) -> web.StreamResponse:
     partition = request.match_info["partition"]
     if not partition.isdigit():
         raise web.HTTPBadRequest(text="bad partition")
-    seg = await asyncio.to_thread(segment, request.app["blocks_dir"], block, int(partition))
+    seg = await asyncio.to_thread(segment, request.app[BLOCKS_DIR], block, int(partition))
     if seg is None:
         raise web.HTTPNotFound(text=f"block {block} partition {partition} is not here")
     response = web.StreamResponse(headers={CRC_HEADER: str(seg.crc32)})
@@ -98,7 +101,7 @@ async def receive_block(request: web.Request) -> web.Response:
         index = decode_index(request.headers.get(INDEX_HEADER, ""))
     except ValueError as exc:
         raise web.HTTPBadRequest(text=f"bad block index: {exc}") from None
-    blocks_dir: Path = request.app["blocks_dir"]
+    blocks_dir: Path = request.app[BLOCKS_DIR]
     staged = blocks_dir / f".{block}.data.{os.urandom(4).hex()}.recv"
     try:
         with open(staged, "wb") as out:
@@ -115,7 +118,7 @@ async def receive_block(request: web.Request) -> web.Response:
         for p, (_, length, crc) in enumerate(index)
         if length
     )
-    callback = request.app["on_received"]
+    callback = request.app[ON_RECEIVED]
     if callback is not None:
         callback(block, parts)
     return web.Response(status=201)
