@@ -229,7 +229,7 @@ def ignore_writers_of_closed_sockets(loop: asyncio.AbstractEventLoop) -> None:
         if (
             isinstance(exception, OSError)
             and exception.errno == errno.EBADF
-            and getattr(handle, "_callback", None) == loop.add_writer
+            and "add_writer" in repr(handle)  # asyncio's and uvloop's handles alike
         ):
             log.debug("ignored a write watch on a closed MQTT socket: %s", exception)
         elif previous is not None:

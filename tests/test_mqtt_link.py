@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
+import uvloop
 
 from testbed.mqtt import ignore_writers_of_closed_sockets
 
@@ -20,16 +23,21 @@ async def run_callbacks(loop: asyncio.AbstractEventLoop, *callbacks: tuple) -> N
     await done
 
 
-async def test_a_write_watch_on_a_closed_socket_is_logged_at_debug_only(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+async def write_watch_on_a_closed_socket() -> None:
     loop = asyncio.get_running_loop()
     ignore_writers_of_closed_sockets(loop)
     sock = socket.socket()
     fd = sock.fileno()
     sock.close()  # the broker dropped the connection before the loop got to the call
+    await run_callbacks(loop, (loop.add_writer, fd, lambda: None))
+
+
+@pytest.mark.parametrize("run", [asyncio.run, uvloop.run], ids=["asyncio", "uvloop"])
+def test_a_write_watch_on_a_closed_socket_is_logged_at_debug_only(
+    caplog: pytest.LogCaptureFixture, run: Callable[[Coroutine[Any, Any, None]], None]
+) -> None:
     with caplog.at_level(logging.DEBUG):
-        await run_callbacks(loop, (loop.add_writer, fd, lambda: None))
+        run(write_watch_on_a_closed_socket())
     assert [r.levelno for r in caplog.records if "closed MQTT socket" in r.getMessage()] == [logging.DEBUG]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
