@@ -26,7 +26,7 @@ def run_processes() -> list[psutil.Process]:
 
 
 def snapshot() -> dict[str, Any]:
-    listening, cmdlines, worker_envs = [], [], []
+    listening, cmdlines, worker_envs = [], [], {}
     for process in run_processes():
         try:
             cmdlines.append(" ".join(process.cmdline()))
@@ -36,7 +36,7 @@ def snapshot() -> dict[str, Any]:
                 if c.status == psutil.CONN_LISTEN
             ]
             if "forkserver" in " ".join(process.cmdline()):
-                worker_envs.append(process.environ())
+                worker_envs[process.pid] = process.environ()
         except psutil.NoSuchProcess:
             continue
     return {"listening": listening, "cmdlines": cmdlines, "worker_envs": worker_envs}
@@ -57,7 +57,9 @@ async def test_credentials_stay_secret_and_everything_listens_on_loopback(tmp_pa
     seen: list[dict[str, Any]] = []
 
     def on_event(master: Any, record: dict[str, Any]) -> None:
-        if record["event"] == "task_started" and not seen:
+        """Every task ran in a worker of its agent's forkserver, which exists once the task ends
+        (agents start theirs in the background, so the first task start may come before some)."""
+        if (record["event"] == "task_started" and not seen) or record["event"] == "task_finished":
             seen.append(snapshot())
 
     result = await asyncio.wait_for(
@@ -69,11 +71,12 @@ async def test_credentials_stay_secret_and_everything_listens_on_loopback(tmp_pa
     assert len(found["listening"]) >= 6, found["listening"]
     for pid, ip, port in found["listening"]:
         assert ipaddress.ip_address(ip).is_loopback, f"pid {pid} listens on {ip}:{port}"
-    assert len(found["worker_envs"]) >= 4, "no agent forkserver seen"
-    for env in found["worker_envs"]:
+    worker_envs = {pid: env for snap in seen for pid, env in snap["worker_envs"].items()}
+    assert worker_envs, "no agent forkserver seen"
+    for env in worker_envs.values():
         assert not {"TESTBED_MQTT_PASSWORD", "TESTBED_RUN_TOKEN"} & set(env), "task workers inherit secrets"
     everything = all_bytes(tmp_path)
     for secret in secrets:
-        assert not any(secret in line for line in found["cmdlines"]), "a secret is on a command line"
+        assert not any(secret in line for snap in seen for line in snap["cmdlines"]), "a secret in a cmdline"
         assert secret.encode() not in everything, "a broker credential was written to the run directory"
     assert_clean(tmp_path)
