@@ -23,7 +23,7 @@ import aiohttp
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
-from master.jobs import JobRuntime, TaskKey
+from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
@@ -88,6 +88,8 @@ class NodeRecord:
     """The node-side queue (Eagle): pending task ids in enqueue order."""
     launches: dict[str, LaunchTask] = field(default_factory=dict)
     """The launch command of each running task, re-sent after a broker outage."""
+    views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
+    """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
 
     @property
     def alive(self) -> bool:
@@ -384,24 +386,29 @@ class Master:
         self.link.publish(self.topics.command(node_id), self.codec.encode(message))
 
     def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]:
-        now = self.journal.now()
-        views = []
+        """The node's running tasks as the policies see them. A task's view is fixed once it
+        has started, so each is built once per attempt, not in every scheduling round."""
+        cache, views = node.views, []
         for task_id, (job, key) in node.running.items():
             record = job.tasks[key]
-            started = record.started if record.started is not None else now
-            duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
-            views.append(
-                RunningTask(
-                    task_id,
-                    job.job_id,
-                    record.memory_mb,
-                    started,
-                    started + duration,
-                    record.elastic,
-                    long=job.long,
-                )
-            )
+            cached = cache.get(task_id)
+            if cached is not None and cached[0] == record.attempt:
+                views.append(cached[1])
+                continue
+            view = self._running_view(task_id, job, record)
+            if record.started is not None:
+                cache[task_id] = (record.attempt, view)
+            views.append(view)
+        if len(cache) > 2 * len(node.running) + 16:  # forget tasks that ended
+            node.views = {task_id: cache[task_id] for task_id in node.running if task_id in cache}
         return tuple(views)
+
+    def _running_view(self, task_id: str, job: JobRuntime, record: TaskRecord) -> RunningTask:
+        started = record.started if record.started is not None else self.journal.now()
+        duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
+        return RunningTask(
+            task_id, job.job_id, record.memory_mb, started, started + duration, record.elastic, long=job.long
+        )
 
     def stored_bytes(self) -> dict[str, int]:
         """Bytes of live intermediate outputs held on each node (what an eviction would lose)."""

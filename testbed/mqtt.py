@@ -148,6 +148,7 @@ class MqttLink:
             max_queued_incoming_messages=0,
             max_inflight_messages=MAX_IN_FLIGHT,
         ) as client:
+            client.pending_calls_threshold = 2 * MAX_IN_FLIGHT  # it warns above this, by default 10
             self._client = client
             await self.on_connect(self)
             self.connected.set()
