@@ -45,8 +45,9 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.run import run_scenario
-from testbed.broker import EmbeddedBroker, free_port, mosquitto_binary, wait_for_port
+from testbed.broker import free_port, mosquitto_binary, wait_for_port
 from testbed.mqtt import BrokerAddress
+from testbed.processes import child_env
 from testbed.scenario import parse_scenario
 
 WINDOW = 200
@@ -183,30 +184,28 @@ async def testbed_dispatch(
 
 @contextlib.asynccontextmanager
 async def peer_broker(kind: str) -> AsyncIterator[str]:
-    """The broker the peer measures: the embedded one, a private Mosquitto, or the given URL."""
+    """The broker the peer measures: a private, anonymous embedded broker or Mosquitto (the
+    same software as the run's, without its logins), or the given URL."""
+    if kind.startswith("mqtt://"):
+        yield kind
+        return
+    port = free_port()
     if kind == "embedded":
-        broker = EmbeddedBroker()
-        await broker.start()
-        try:
-            yield broker.url
-        finally:
-            await broker.stop()
-    elif kind == "mosquitto":
+        command = [sys.executable, "-m", "testbed.cli", "broker", "--host", "127.0.0.1", "--port", str(port)]
+    else:
         binary = mosquitto_binary()
         if binary is None:
             raise SystemExit("--broker mosquitto needs Mosquitto installed")
-        port = free_port()
-        process = await asyncio.create_subprocess_exec(  # local-only, anonymous: a bare broker
-            binary, "-p", str(port), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
-        )
-        try:
-            await wait_for_port("127.0.0.1", port, 15, process)
-            yield f"mqtt://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            await process.wait()
-    else:
-        yield kind
+        command = [binary, "-p", str(port)]  # local-only and anonymous
+    process = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, env=child_env()
+    )
+    try:
+        await wait_for_port("127.0.0.1", port, 15, process)
+        yield f"mqtt://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        await process.wait()
 
 
 async def main(args: argparse.Namespace) -> None:
