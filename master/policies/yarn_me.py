@@ -186,8 +186,8 @@ class RegularTimeline:
         the clock has reached ``horizon`` (HORIZON), or no event is left (EXHAUSTED).
 
         An event is a task end (the snapshot's, in order of their ends, or the walk's own,
-        from a heap) or a node woken by a lifted reservation. The hot loop of the
-        policy, hence one function with locals, the fair-share re-sort inlined.
+        from a heap) or a node woken by a lifted reservation; after it, the node is filled
+        (:meth:`_fill`). The hot loop of the policy: one function with locals.
         """
         events, batches = self._events, self._batches
         release_end, release_node = self._release_end, self._release_node
@@ -195,7 +195,7 @@ class RegularTimeline:
         releases, released, now = len(release_end), self._released, self.now
         running, queued, queue, entry = self._running, self._queued, self._queue, self._entry
         weight, rank, fifo = self._weight, self._rank, self._fifo
-        usable, free_memory, free_slots = self._usable, self._free_memory, self._free_slots
+        usable, fill = self._usable, self._fill
         watched_batches = batches[watched] if watched >= 0 else None
         outcome = EXHAUSTED
         while True:
@@ -208,12 +208,8 @@ class RegularTimeline:
             if released < releases and (not events or release_end[released] <= events[0][0]):
                 end = release_end[released]
                 self.time = end if end > now else now
-                node, memory, slots, job = (
-                    release_node[released],
-                    release_memory[released],
-                    1,
-                    release_job[released],
-                )
+                node, memory, job = release_node[released], release_memory[released], release_job[released]
+                slots = 1
                 released += 1
             elif events:
                 self.time, _, node, memory, slots, job = heappop(events)
@@ -227,31 +223,38 @@ class RegularTimeline:
                     key = entry[job] = (running[job] / weight[job], rank[job])
                     insort(queue, key)
             if usable[node]:
-                free_memory[node] += memory
-                free_slots[node] += slots
-                self._released = released
-                self._fill(node)
+                fill(node, memory, slots)
         self._released = released
         return outcome
 
-    def _fill(self, node: int) -> None:
-        """Offer a node with room to its reserving job, else to the queue, as YARN would."""
-        free_slots, free_memory = self._free_slots[node], self._free_memory[node]
+    def _fill(self, node: int, memory: int, slots: int) -> None:
+        """The node got ``memory`` and ``slots`` back: offer it to its reserving job, else to
+        the queue, as YARN would. The chosen job takes as many of its next identical tasks
+        as fit, then moves down the queue (or leaves it, having nothing left to start)."""
+        free_slots, free_memory = self._free_slots[node] + slots, self._free_memory[node] + memory
         total, head, next_, size = self._total_memory[node], self._head, self._next, self._size
-        reserved = self._reserved
+        reserved, queue, entry, by_rank = self._reserved, self._queue, self._entry, self._by_rank
         while free_slots > 0:
-            job = self._job_for(node, total)
+            if reserved[node] >= 0:
+                job = self._job_for(node, total)
+            else:  # the first job in queue whose next task fits the node at all
+                job = -1
+                for _, place in queue:
+                    candidate = by_rank[place]
+                    if (head[candidate] or self._head_demand(candidate)).memory_mb <= total:
+                        job = candidate
+                        break
             if job < 0:
                 break
             demand = head[job] or self._head_demand(job)
-            memory = demand.memory_mb
-            if memory > free_memory:
+            need = demand.memory_mb
+            if need > free_memory:
                 if reserved[node] < 0:
                     reserved[node] = job
                     self._reserving[job].append(node)
                 break
             first = next_[job]
-            stop = min(first + min(free_slots, free_memory // memory), size[job])
+            stop = min(first + min(free_slots, free_memory // need), size[job])
             if self._uniform[job]:
                 count = stop - first
             else:
@@ -260,31 +263,26 @@ class RegularTimeline:
                     count += 1
                 head[job] = None
             free_slots -= count
-            free_memory -= count * memory
+            free_memory -= count * need
             end = self.time + demand.duration_s
             self._seq += 1
-            heappush(self._events, (end, self._seq, node, count * memory, count, job))
+            heappush(self._events, (end, self._seq, node, count * need, count, job))
             self._batches[job].append((first, count, end))
-            next_[job] = first + count
+            first += count
+            next_[job] = first
             if reserved[node] == job:
                 reserved[node] = -1
-            self._started(job, count)
+            self._running[job] += count
+            if first >= size[job]:
+                del queue[bisect_left(queue, entry[job])]
+                self._queued[job] = False
+                head[job] = None
+                self._wake_reserved_nodes(job)
+            elif not self._fifo:
+                del queue[bisect_left(queue, entry[job])]
+                key = entry[job] = (self._running[job] / self._weight[job], self._rank[job])
+                insort(queue, key)
         self._free_slots[node], self._free_memory[node] = free_slots, free_memory
-
-    def _started(self, job: int, count: int) -> None:
-        """The job started ``count`` tasks: it moves down the queue, or leaves it when it has
-        nothing left to start (and frees the nodes reserved for it)."""
-        self._running[job] += count
-        queue, entry = self._queue, self._entry
-        if self._next[job] >= self._size[job]:
-            del queue[bisect_left(queue, entry[job])]
-            self._queued[job] = False
-            self._head[job] = None
-            self._wake_reserved_nodes(job)
-        elif not self._fifo:
-            del queue[bisect_left(queue, entry[job])]
-            key = entry[job] = (self._running[job] / self._weight[job], self._rank[job])
-            insort(queue, key)
 
     def _job_for(self, node: int, total_memory: int) -> int:
         """The job the node goes to: its reserving job, else the first in queue that fits it."""
