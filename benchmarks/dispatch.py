@@ -113,7 +113,8 @@ class CpuMeter:
 
     def __init__(self, broker_port: int | None) -> None:
         self.me = psutil.Process()
-        self.broker_port = broker_port
+        self.external = _listener(broker_port) if broker_port else None
+        """A broker this run did not start (found before the run: the lookup is slow)."""
 
     def sample(self) -> dict[int, tuple[str, float]]:
         found: dict[int, tuple[str, float]] = {self.me.pid: ("master", _cpu(self.me))}
@@ -121,9 +122,9 @@ class CpuMeter:
             with contextlib.suppress(psutil.Error):
                 role = "agents" if "agents" in child.cmdline() else "broker"
                 found[child.pid] = (role, _cpu(child))
-        external = _listener(self.broker_port) if self.broker_port else None
-        if external is not None and external.pid not in found:
-            found[external.pid] = ("broker", _cpu(external))
+        if self.external is not None:
+            with contextlib.suppress(psutil.Error):
+                found[self.external.pid] = ("broker", _cpu(self.external))
         return found
 
     @staticmethod
