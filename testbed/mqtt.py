@@ -229,7 +229,7 @@ class _Sender:
         topic, payload, retain = item
         try:
             await self._client.publish(topic, payload, qos=1, retain=retain)
-        except aiomqtt.MqttError as exc:
+        except Exception as exc:  # as when publications were awaited one by one: the session ends
             if not self.failure.done():
                 self.failure.set_exception(exc)
             return
