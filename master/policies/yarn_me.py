@@ -372,9 +372,7 @@ class RegularTimeline:
 
     def _shortest_duration(self, job: int) -> float:
         if job not in self._shortest:
-            state = self._jobs[job]
-            durations = (state.demand(p).duration_s for p in range(self._size[job]))
-            self._shortest[job] = min(durations)
+            self._shortest[job] = min(demand.duration_s for demand in self._jobs[job].distinct_demands())
         return self._shortest[job]
 
 
