@@ -63,6 +63,8 @@ from testbed.workloads import plan_job
 
 log = logging.getLogger("master")
 NodeStatus = Literal["launching", "up", "draining", "lost", "gone"]
+BACKLOG_TURNS = 256
+"""At most this many event-loop turns go to received messages before a scheduling round."""
 
 
 @dataclass
@@ -520,9 +522,19 @@ class Master:
         """A round on every kick (arrival, task end, node change) and every heartbeat interval."""
         while True:
             await self._kick.wait()
+            await self._let_backlog_in()
             self._kick.clear()
             self.schedule_once()
             self.autoscaling.step()
+            await asyncio.sleep(0)
+
+    async def _let_backlog_in(self) -> None:
+        """Messages the link has already received are handled before the round: one round
+        for a burst of task ends, not one per message (each takes the receiver a few turns
+        of the event loop). Bounded, so a flood of messages cannot hold rounds back."""
+        for _ in range(BACKLOG_TURNS):
+            if not self.link.backlog:
+                return
             await asyncio.sleep(0)
 
     async def _ticker(self) -> None:

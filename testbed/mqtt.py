@@ -111,6 +111,12 @@ class MqttLink:
             return False
         return True
 
+    @property
+    def backlog(self) -> int:
+        """Messages received from the broker but not yet given to the handler."""
+        client = self._client
+        return len(client.messages) if client is not None else 0
+
     async def subscribe(self, topic: str) -> None:
         assert self._client is not None
         await self._client.subscribe(topic, qos=1)
