@@ -12,6 +12,9 @@ eager, non-lazy straggler check would cost). Two cluster states:
 - burst: 90% of the nodes have that room (e.g. right after a wave of tasks ends).
 
     python benchmarks/yarn_me_decision.py [--scales 100:1000:20,1000:10000:100] [--repeat 20]
+
+After each state, where one yarn-me round's time goes: the timeline's set-up,
+its walk (how many events, CPU per event) and the rest of the round.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from master.policies.base import (
 from master.policies.fifo import FifoScheduler
 from master.policies.task_model import PenaltyCurve, ReducerSpillModel, TaskModel
 from master.policies.yarn import YarnScheduler
-from master.policies.yarn_me import YarnMeScheduler, estimate_completion_times
+from master.policies.yarn_me import RegularTimeline, YarnMeScheduler, estimate_completion_times
 
 NOW = 1_000.0
 
@@ -160,6 +163,56 @@ def run_scenario(name: str, snapshot: ClusterSnapshot, models: dict, repeat: int
             f"{label:26}{statistics.median(cpu):9.1f}ms{min(cpu):7.1f}ms"
             f"{statistics.median(wall):10.1f}ms  {runs:4}  {describe(result)}"
         )
+    print(breakdown(snapshot, models, repeat))
+
+
+class _TimedTimeline(RegularTimeline):
+    """The timeline with its set-up and walk timed (CPU), and its events counted."""
+
+    setup_s = walk_s = 0.0
+    events = 0
+
+    def __init__(self, *args: object) -> None:
+        start = time.process_time()
+        super().__init__(*args)  # type: ignore[arg-type]
+        _TimedTimeline.setup_s += time.process_time() - start
+        self._initial_events = len(self._events)
+
+    def _walk(self, watched: int, known: int, horizon: float) -> int:
+        start, released, pushed = time.process_time(), self._released, self._seq
+        heap_before = len(self._events)
+        try:
+            return super()._walk(watched, known, horizon)
+        finally:
+            _TimedTimeline.walk_s += time.process_time() - start
+            popped = heap_before + (self._seq - pushed) - len(self._events)
+            _TimedTimeline.events += self._released - released + popped
+
+
+def breakdown(snapshot: ClusterSnapshot, models: dict, repeat: int) -> str:
+    """Median round's split: timeline set-up, walk (events, CPU per event), the rest."""
+    import master.policies.yarn_me as yarn_me_module
+
+    rows = []
+    original = yarn_me_module.RegularTimeline
+    yarn_me_module.RegularTimeline = _TimedTimeline  # type: ignore[misc]
+    try:
+        for _ in range(repeat):
+            _TimedTimeline.setup_s = _TimedTimeline.walk_s = 0.0
+            _TimedTimeline.events = 0
+            start = time.process_time()
+            YarnMeScheduler(models=models).schedule(snapshot)
+            total = time.process_time() - start
+            rows.append((total, _TimedTimeline.setup_s, _TimedTimeline.walk_s, _TimedTimeline.events))
+    finally:
+        yarn_me_module.RegularTimeline = original  # type: ignore[misc]
+    total, setup, walk, events = sorted(rows)[len(rows) // 2]
+    per_event = f"{1e6 * walk / events:.2f} us/event" if events else "no walk"
+    return (
+        f"yarn-me round {1000 * total:.1f} ms cpu: timeline set-up {1000 * setup:.1f} ms, "
+        f"walk {1000 * walk:.1f} ms ({events} events, {per_event}), "
+        f"rest {1000 * (total - setup - walk):.1f} ms"
+    )
 
 
 if __name__ == "__main__":

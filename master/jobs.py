@@ -45,11 +45,90 @@ class TaskRecord:
     predicted_s: float | None = None
     excluded_nodes: set[str] = field(default_factory=set)
     """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there."""
+    progress: JobProgress | None = field(default=None, repr=False, compare=False)
+    """Told of every change of ``status`` and ``available`` (set by the owning job)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _TRACKED:
+            progress = self.__dict__.get("progress")
+            if progress is not None:
+                progress.changing(self, name, value)
+        object.__setattr__(self, name, value)
 
     @property
     def locations(self) -> tuple[str, ...]:
         """Every agent holding the output, the producer first."""
         return (self.location, *self.replicas) if self.location else self.replicas
+
+
+_TRACKED = frozenset({"status", "available"})
+
+
+class JobProgress:
+    """A job's task counts and pending tasks per stage, kept up to date on every transition.
+
+    Whatever sets a record's ``status`` or ``available`` (the job's own methods,
+    a resumed run) updates these, so the scheduling round asks in O(1) how many
+    tasks run or are done and visits only pending tasks, not every task of the job.
+    """
+
+    def __init__(self, plan: JobPlan) -> None:
+        sizes = [stage.tasks for stage in plan.stages]
+        self.final = [stage.final for stage in plan.stages]
+        self.counts: dict[str, int] = {"pending": 0, "running": 0, "pushing": 0, "done": 0}
+        self.final_total = sum(size for size, final in zip(sizes, self.final, strict=True) if final)
+        self.final_done = 0
+        self.available = [0] * len(sizes)
+        """Per stage, how many of its tasks' outputs are available."""
+        self.pending: list[set[int]] = [set() for _ in sizes]
+        self._low = [0] * len(sizes)
+        """Per stage, a lower bound of its pending indices."""
+
+    def add(self, record: TaskRecord) -> None:
+        self._enter(record, record.status)
+        self.available[record.stage] += record.available
+        record.progress = self
+
+    def changing(self, record: TaskRecord, name: str, value: Any) -> None:
+        old = getattr(record, name)
+        if old == value:
+            return
+        if name == "available":
+            self.available[record.stage] += 1 if value else -1
+            return
+        self.counts[old] -= 1
+        if old == "pending":
+            self.pending[record.stage].discard(record.index)
+        elif old == "done" and self.final[record.stage]:
+            self.final_done -= 1
+        self._enter(record, value)
+
+    def _enter(self, record: TaskRecord, status: Status) -> None:
+        self.counts[status] += 1
+        if status == "pending":
+            self.pending[record.stage].add(record.index)
+            self._low[record.stage] = min(self._low[record.stage], record.index)
+        elif status == "done" and self.final[record.stage]:
+            self.final_done += 1
+
+    def pending_in_order(self, stage: int, size: int) -> Iterator[int]:
+        """The stage's pending indices in increasing order: a scan from the lowest pending
+        index while they are dense, a sort when they are sparse."""
+        pending = self.pending[stage]
+        low = self._low[stage]
+        while low < size and low not in pending:
+            low += 1
+        self._low[stage] = low
+        if 8 * len(pending) < size - low:
+            yield from sorted(pending)
+            return
+        remaining = len(pending)
+        for index in range(low, size):
+            if not remaining:
+                return
+            if index in pending:
+                remaining -= 1
+                yield index
 
 
 @dataclass
@@ -83,11 +162,17 @@ class JobRuntime:
     tasks: dict[TaskKey, TaskRecord] = field(default_factory=dict)
     stage_first_start: dict[int, float] = field(default_factory=dict)
     stage_last_end: dict[int, float] = field(default_factory=dict)
+    progress: JobProgress = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.progress = JobProgress(self.plan)
+        self._by_stage: list[list[TaskRecord]] = []
         for s, stage in enumerate(self.plan.stages):
-            for i in range(stage.tasks):
-                self.tasks[(s, i)] = TaskRecord(s, i)
+            records = [TaskRecord(s, i) for i in range(stage.tasks)]
+            self._by_stage.append(records)
+            for record in records:
+                self.tasks[(s, record.index)] = record
+                self.progress.add(record)
 
     # ------------------------------------------------------------------ naming
 
@@ -118,21 +203,27 @@ class JobRuntime:
 
     def ready(self, streamed: frozenset[int] = frozenset()) -> Iterator[TaskKey]:
         """Pending tasks whose every input is available, in stage then index order (lazily,
-        so a caller that needs only the head of the queue stops early). A shuffle from a
+        so a caller that needs only the head of the queue stops early). Visits pending
+        tasks only, and none of a stage waiting for a whole stage's outputs. A shuffle from a
         ``streamed`` stage does not wait: its outputs reach the task while it runs."""
-        stage_available = [s in streamed or self.stage_available(s) for s in range(len(self.plan.stages))]
-        for key, record in self.tasks.items():
-            if record.status != "pending":
+        stages, progress = self.plan.stages, self.progress
+        for s, stage in enumerate(stages):
+            if not progress.pending[s]:
                 continue
-            deps = self.plan.stages[key[0]].deps
-            if all(
-                self.tasks[(d.stage, key[1])].available if d.kind == "narrow" else stage_available[d.stage]
-                for d in deps
+            if any(
+                d.kind != "narrow"
+                and d.stage not in streamed
+                and progress.available[d.stage] < stages[d.stage].tasks
+                for d in stage.deps
             ):
-                yield key
+                continue
+            narrow = [self._by_stage[d.stage] for d in stage.deps if d.kind == "narrow"]
+            for index in progress.pending_in_order(s, stage.tasks):
+                if all(parents[index].available for parents in narrow):
+                    yield (s, index)
 
     def stage_available(self, stage: int) -> bool:
-        return all(self.tasks[(stage, i)].available for i in range(self.plan.stages[stage].tasks))
+        return self.progress.available[stage] == self.plan.stages[stage].tasks
 
     def input_refs(self, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
         return tuple(self.dep_refs(key, dep) for dep in self.plan.stages[key[0]].deps)
@@ -319,7 +410,8 @@ class JobRuntime:
 
     @property
     def complete(self) -> bool:
-        return all(r.status == "done" for r in self.tasks.values() if self.plan.stages[r.stage].final)
+        """Every final-stage task is done."""
+        return self.progress.final_done == self.progress.final_total
 
     @property
     def relaunched(self) -> int:
@@ -327,8 +419,8 @@ class JobRuntime:
 
     @property
     def running_count(self) -> int:
-        return sum(1 for r in self.tasks.values() if r.status == "running")
+        return self.progress.counts["running"]
 
     @property
     def done_count(self) -> int:
-        return sum(1 for r in self.tasks.values() if r.status == "done")
+        return self.progress.counts["done"]

@@ -64,6 +64,8 @@ from testbed.workloads import plan_job
 
 log = logging.getLogger("master")
 NodeStatus = Literal["launching", "up", "draining", "lost", "gone"]
+BACKLOG_TURNS = 256
+"""At most this many event-loop turns go to received messages before a scheduling round."""
 
 
 @dataclass
@@ -91,6 +93,8 @@ class NodeRecord:
     """The launch command of each running task, re-sent after a broker outage."""
     cached_inputs: tuple[tuple[str, int], ...] = ()
     """The agent's task input cache as it last reported it (key, bytes), least recent first."""
+    views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
+    """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
 
     @property
     def alive(self) -> bool:
@@ -389,24 +393,29 @@ class Master:
         self.link.publish(self.topics.command(node_id), self.codec.encode(message))
 
     def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]:
-        now = self.journal.now()
-        views = []
+        """The node's running tasks as the policies see them. A task's view is fixed once it
+        has started, so each is built once per attempt, not in every scheduling round."""
+        cache, views = node.views, []
         for task_id, (job, key) in node.running.items():
             record = job.tasks[key]
-            started = record.started if record.started is not None else now
-            duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
-            views.append(
-                RunningTask(
-                    task_id,
-                    job.job_id,
-                    record.memory_mb,
-                    started,
-                    started + duration,
-                    record.elastic,
-                    long=job.long,
-                )
-            )
+            cached = cache.get(task_id)
+            if cached is not None and cached[0] == record.attempt:
+                views.append(cached[1])
+                continue
+            view = self._running_view(task_id, job, record)
+            if record.started is not None:
+                cache[task_id] = (record.attempt, view)
+            views.append(view)
+        if len(cache) > 2 * len(node.running) + 16:  # forget tasks that ended
+            node.views = {task_id: cache[task_id] for task_id in node.running if task_id in cache}
         return tuple(views)
+
+    def _running_view(self, task_id: str, job: JobRuntime, record: TaskRecord) -> RunningTask:
+        started = record.started if record.started is not None else self.journal.now()
+        duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
+        return RunningTask(
+            task_id, job.job_id, record.memory_mb, started, started + duration, record.elastic, long=job.long
+        )
 
     def stored_bytes(self) -> dict[str, int]:
         """Bytes of live intermediate outputs held on each node (what an eviction would lose)."""
@@ -521,9 +530,19 @@ class Master:
         """A round on every kick (arrival, task end, node change) and every heartbeat interval."""
         while True:
             await self._kick.wait()
+            await self._let_backlog_in()
             self._kick.clear()
             self.schedule_once()
             self.autoscaling.step()
+            await asyncio.sleep(0)
+
+    async def _let_backlog_in(self) -> None:
+        """Messages the link has already received are handled before the round: one round
+        for a burst of task ends, not one per message (each takes the receiver a few turns
+        of the event loop). Bounded, so a flood of messages cannot hold rounds back."""
+        for _ in range(BACKLOG_TURNS):
+            if not self.link.backlog:
+                return
             await asyncio.sleep(0)
 
     async def _ticker(self) -> None:

@@ -3,7 +3,9 @@
 aiomqtt gives one connection; this keeps one alive: it reconnects with jittered
 exponential backoff, re-runs ``on_connect`` (subscriptions, retained state)
 after every reconnect, and keeps QoS 1 publications in an outbox until the
-broker has acknowledged them.
+broker has acknowledged them. Up to ``MAX_IN_FLIGHT`` publications await their
+acknowledgement at once (in order on the wire), so a busy actor is not limited
+to one broker round trip per message.
 
 Each connection is a numbered *session* (``MqttLink.session``, 1, 2, ...). The
 Last Will may depend on it (``will`` can be a function of the session number),
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import itertools
 import logging
 import os
 import random
@@ -34,6 +37,9 @@ Handler = Callable[[str, bytes], Awaitable[None] | None]
 WillFactory = Callable[[int], aiomqtt.Will | None]
 MAX_BACKOFF_S = 1.0
 """The longest wait between reconnection attempts (before jitter of up to +50%)."""
+MAX_IN_FLIGHT = 64
+"""QoS 1 publications sent but not yet acknowledged, per link."""
+Outgoing = tuple[str, bytes, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +89,7 @@ class MqttLink:
         self.handler_errors = 0
         """The number of the current (or last) connection: 1 for the first."""
         self._client: aiomqtt.Client | None = None
-        self._outbox: asyncio.Queue[tuple[str, bytes, bool]] = asyncio.Queue()
+        self._outbox: asyncio.Queue[Outgoing] = asyncio.Queue()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
 
@@ -105,6 +111,12 @@ class MqttLink:
         except aiomqtt.MqttError:
             return False
         return True
+
+    @property
+    def backlog(self) -> int:
+        """Messages received from the broker but not yet given to the handler."""
+        client = self._client
+        return len(client.messages) if client is not None else 0
 
     async def subscribe(self, topic: str) -> None:
         assert self._client is not None
@@ -141,20 +153,24 @@ class MqttLink:
             keepalive=self.keepalive,
             clean_session=True,
             max_queued_incoming_messages=0,
+            max_inflight_messages=MAX_IN_FLIGHT,
         ) as client:
+            client.pending_calls_threshold = 2 * MAX_IN_FLIGHT  # it warns above this, by default 10
             self._client = client
             await self.on_connect(self)
             self.connected.set()
+            sender = _Sender(client, self._outbox)
             workers = [
                 asyncio.create_task(self._receive(client)),
-                asyncio.create_task(self._drain_outbox(client)),
+                asyncio.create_task(sender.drain()),
             ]
             try:  # whichever ends first (a lost connection, a publish timeout) ends the session
-                done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait([*workers, sender.failure], return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for worker in workers:
                     worker.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
+                await sender.requeue_unacknowledged()
             for worker in done:
                 worker.result()
 
@@ -169,25 +185,6 @@ class MqttLink:
                 self.handler_errors += 1
                 log.exception("%s: the handler failed on a message on %s", self.client_id, topic)
         raise aiomqtt.MqttError("the message stream ended")
-
-    async def _drain_outbox(self, client: aiomqtt.Client) -> None:
-        while True:
-            topic, payload, retain = await self._outbox.get()
-            try:
-                await client.publish(topic, payload, qos=1, retain=retain)
-            except BaseException:
-                self._requeue_front((topic, payload, retain))
-                raise
-            finally:
-                self._outbox.task_done()
-
-    def _requeue_front(self, item: tuple[str, bytes, bool]) -> None:
-        rest = []
-        while not self._outbox.empty():
-            rest.append(self._outbox.get_nowait())
-            self._outbox.task_done()
-        for pending in (item, *rest):
-            self._outbox.put_nowait(pending)
 
     def start(self) -> asyncio.Task[None]:
         ignore_writers_of_closed_sockets(asyncio.get_running_loop())
@@ -208,6 +205,62 @@ class MqttLink:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+
+
+class _Sender:
+    """One session's publisher: sends from the outbox in order, up to ``MAX_IN_FLIGHT``
+    awaiting their acknowledgement. A publication leaves the outbox (``task_done``)
+    only when acknowledged; at the end of the session the unacknowledged ones go
+    back to the front of the outbox, in their order, for the next session."""
+
+    def __init__(self, client: aiomqtt.Client, outbox: asyncio.Queue[Outgoing]) -> None:
+        self._client = client
+        self._outbox = outbox
+        self._window = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._unacknowledged: dict[int, Outgoing] = {}
+        self._confirming: set[asyncio.Task[None]] = set()
+        self._numbers = itertools.count()
+        self.failure: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        """Fails with the first publication that fails (ends the session)."""
+
+    async def drain(self) -> None:
+        while True:
+            await self._window.acquire()
+            item = await self._outbox.get()
+            number = next(self._numbers)
+            self._unacknowledged[number] = item
+            task = asyncio.create_task(self._confirm(number, item))  # sends in creation order
+            self._confirming.add(task)
+            task.add_done_callback(self._confirming.discard)
+
+    async def _confirm(self, number: int, item: Outgoing) -> None:
+        topic, payload, retain = item
+        try:
+            await self._client.publish(topic, payload, qos=1, retain=retain)
+        except Exception as exc:  # as when publications were awaited one by one: the session ends
+            if not self.failure.done():
+                self.failure.set_exception(exc)
+            return
+        del self._unacknowledged[number]
+        self._outbox.task_done()
+        self._window.release()
+
+    async def requeue_unacknowledged(self) -> None:
+        for task in self._confirming:
+            task.cancel()
+        await asyncio.gather(*self._confirming, return_exceptions=True)
+        if not self.failure.done():
+            self.failure.cancel()
+        elif not self.failure.cancelled():
+            self.failure.exception()  # retrieved: the session reports it
+        unacknowledged = [self._unacknowledged[n] for n in sorted(self._unacknowledged)]
+        rest = []
+        while not self._outbox.empty():
+            rest.append(self._outbox.get_nowait())
+        for item in (*unacknowledged, *rest):  # put back before task_done: join() never sees zero
+            self._outbox.put_nowait(item)
+        for _ in range(len(unacknowledged) + len(rest)):
+            self._outbox.task_done()
 
 
 def ignore_writers_of_closed_sockets(loop: asyncio.AbstractEventLoop) -> None:

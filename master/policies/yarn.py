@@ -141,6 +141,11 @@ class JobState:
             found = self._demands[key] = self._resolve(task)
         return found
 
+    def distinct_demands(self) -> list[Demand]:
+        """One demand per distinct (stage, size) among the pending tasks: one C-level pass."""
+        last = {key: position for position, key in enumerate(map(_DEMAND_KEY, self.view.pending))}
+        return [self.demand(position) for position in last.values()]
+
     def uniform(self) -> bool:
         """Do all pending tasks share one demand (one stage, one size)? One C-level pass."""
         return len(set(map(_DEMAND_KEY, self.view.pending))) <= 1

@@ -46,7 +46,6 @@ from master.policies.yarn import (
     Ordering,
     Round,
     checked_options,
-    queue_key,
     round_up,
 )
 
@@ -94,6 +93,9 @@ def elastic_choices(model: TaskModel, increment_mb: int, min_fraction: float) ->
 
 # ------------------------------------------------------------ timeline generator
 
+NEW_BATCH, HORIZON, EXHAUSTED = range(3)
+"""How :meth:`RegularTimeline._walk` stopped."""
+
 
 class RegularTimeline:
     """Per-job completion estimates if every pending task ran regularly (paper, section 3).
@@ -103,8 +105,9 @@ class RegularTimeline:
     to the job it is reserved for, else to the jobs in queue order; that job
     takes as many of its next identical tasks as fit, or reserves the node if
     its next task does not fit. Tasks that fit no node at all never start
-    (estimate: infinity). The walk is lazy: :meth:`step` advances one event.
-    Placement constraints (allowed node classes, locality) are ignored.
+    (estimate: infinity). The walk is lazy: :meth:`_walk` advances only until
+    the question asked is answered. Placement constraints (allowed node
+    classes, locality) are ignored.
     """
 
     def __init__(self, snapshot: ClusterSnapshot, jobs: Iterable[JobState], ordering: Ordering):
@@ -130,11 +133,18 @@ class RegularTimeline:
         self._shortest: dict[int, float] = {}
         self._weight = [max(job.view.weight, 1e-9) for job in self._jobs]
         self._queued = [True] * count
-        self._entry = [self._key(j) for j in range(count)]
-        self._tail = [entry[1:] for entry in self._entry]
-        """The fixed part of each job's queue key (all but the fair-share term)."""
+        """Whether the job is in the queue: it still has tasks to start."""
         self._fifo = self._ordering == "fifo"
+        order = sorted(range(count), key=lambda j: (self._jobs[j].view.submitted, self._jobs[j].view.job_id))
+        self._rank = [0] * count
+        """Each job's place in submission order (then job id): the queue's tie-break."""
+        for rank, job in enumerate(order):
+            self._rank[job] = rank
+        self._by_rank = order
+        self._entry = [self._key(j) for j in range(count)]
         self._queue = sorted(self._entry)
+        """Queued jobs' keys in queue order: (running / weight, rank) under fair share, (0, rank)
+        under FIFO; ``_by_rank[key[1]]`` is the job."""
 
     def _init_nodes(self, nodes: tuple[NodeView, ...]) -> None:
         """Snapshot tasks end in one sorted order; the walk's own tasks end in a heap.
@@ -171,68 +181,107 @@ class RegularTimeline:
 
     # -- the walk
 
-    def step(self) -> bool:
-        """Process the next event (a task ends, or a node is woken); False when none is left."""
-        events, released = self._events, self._released
-        if released < len(self._release_end) and (not events or self._release_end[released] <= events[0][0]):
-            self._released = released + 1
-            end = self._release_end[released]
-            self.time = end if end > self.now else self.now
-            node, memory, slots = self._release_node[released], self._release_memory[released], 1
-            job = self._release_job[released]
-        elif events:
-            self.time, _, node, memory, slots, job = heappop(events)
-        else:
-            return False
-        if job >= 0 and slots:
-            self._set_running(job, max(0, self._running[job] - slots))
-        if self._usable[node]:
-            self._free_memory[node] += memory
-            self._free_slots[node] += slots
-            self._fill(node)
-        return True
+    def _walk(self, watched: int, known: int, horizon: float) -> int:
+        """Process events until the ``watched`` job has more than ``known`` batches (NEW_BATCH),
+        the clock has reached ``horizon`` (HORIZON), or no event is left (EXHAUSTED).
 
-    def _fill(self, node: int) -> None:
-        """Offer a node with room to its reserving job, else to the queue, as YARN would.
-
-        The hot loop of the walk, hence written with locals.
+        An event is a task end (the snapshot's, in order of their ends, or the walk's own,
+        from a heap) or a node woken by a lifted reservation; after it, the node is filled
+        (:meth:`_fill`). The hot loop of the policy: one function with locals.
         """
-        free_slots, free_memory = self._free_slots[node], self._free_memory[node]
+        events, batches = self._events, self._batches
+        release_end, release_node = self._release_end, self._release_node
+        release_memory, release_job = self._release_memory, self._release_job
+        releases, released, now = len(release_end), self._released, self.now
+        running, queued, queue, entry = self._running, self._queued, self._queue, self._entry
+        weight, rank, fifo = self._weight, self._rank, self._fifo
+        usable, fill = self._usable, self._fill
+        watched_batches = batches[watched] if watched >= 0 else None
+        outcome = EXHAUSTED
+        while True:
+            if watched_batches is not None and len(watched_batches) != known:
+                outcome = NEW_BATCH
+                break
+            if self.time >= horizon:
+                outcome = HORIZON
+                break
+            if released < releases and (not events or release_end[released] <= events[0][0]):
+                end = release_end[released]
+                self.time = end if end > now else now
+                node, memory, job = release_node[released], release_memory[released], release_job[released]
+                slots = 1
+                released += 1
+            elif events:
+                self.time, _, node, memory, slots, job = heappop(events)
+            else:
+                break
+            if job >= 0 and slots:
+                count = running[job] - slots
+                running[job] = count if count > 0 else 0
+                if queued[job] and not fifo:  # a queued job has tasks to start: it moves up
+                    del queue[bisect_left(queue, entry[job])]
+                    key = entry[job] = (running[job] / weight[job], rank[job])
+                    insort(queue, key)
+            if usable[node]:
+                fill(node, memory, slots)
+        self._released = released
+        return outcome
+
+    def _fill(self, node: int, memory: int, slots: int) -> None:
+        """The node got ``memory`` and ``slots`` back: offer it to its reserving job, else to
+        the queue, as YARN would. The chosen job takes as many of its next identical tasks
+        as fit, then moves down the queue (or leaves it, having nothing left to start)."""
+        free_slots, free_memory = self._free_slots[node] + slots, self._free_memory[node] + memory
         total, head, next_, size = self._total_memory[node], self._head, self._next, self._size
+        reserved, queue, entry, by_rank = self._reserved, self._queue, self._entry, self._by_rank
         while free_slots > 0:
-            job = self._job_for(node, total)
+            if reserved[node] >= 0:
+                job = self._job_for(node, total)
+            else:  # the first job in queue whose next task fits the node at all
+                job = -1
+                for _, place in queue:
+                    candidate = by_rank[place]
+                    if (head[candidate] or self._head_demand(candidate)).memory_mb <= total:
+                        job = candidate
+                        break
             if job < 0:
                 break
             demand = head[job] or self._head_demand(job)
-            memory = demand.memory_mb
-            if memory > free_memory:
-                if self._reserved[node] < 0:
-                    self._reserved[node] = job
+            need = demand.memory_mb
+            if need > free_memory:
+                if reserved[node] < 0:
+                    reserved[node] = job
                     self._reserving[job].append(node)
                 break
             first = next_[job]
-            stop = min(first + min(free_slots, free_memory // memory), size[job])
+            stop = min(first + min(free_slots, free_memory // need), size[job])
             if self._uniform[job]:
                 count = stop - first
             else:
                 state, count = self._jobs[job], 1
                 while first + count < stop and state.demand(first + count) is demand:
                     count += 1
+                head[job] = None
             free_slots -= count
-            free_memory -= count * memory
+            free_memory -= count * need
             end = self.time + demand.duration_s
             self._seq += 1
-            heappush(self._events, (end, self._seq, node, count * memory, count, job))
+            heappush(self._events, (end, self._seq, node, count * need, count, job))
             self._batches[job].append((first, count, end))
-            next_[job] = first + count
-            if not self._uniform[job]:
-                head[job] = None
-            if self._reserved[node] == job:
-                self._reserved[node] = -1
-            self._set_running(job, self._running[job] + count)
-            if next_[job] >= size[job]:
+            first += count
+            next_[job] = first
+            if reserved[node] == job:
+                reserved[node] = -1
+            self._running[job] += count
+            if first >= size[job]:
+                del queue[bisect_left(queue, entry[job])]
+                self._queued[job] = False
                 head[job] = None
                 self._wake_reserved_nodes(job)
+            elif not self._fifo:
+                del queue[bisect_left(queue, entry[job])]
+                key = entry[job] = (self._running[job] / self._weight[job], self._rank[job])
+                insort(queue, key)
         self._free_slots[node], self._free_memory[node] = free_slots, free_memory
 
     def _job_for(self, node: int, total_memory: int) -> int:
@@ -245,8 +294,9 @@ class RegularTimeline:
             if demand is not None and demand.memory_mb <= total_memory:
                 return reserved
             self._reserved[node] = -1
-        for entry in self._queue:
-            job = entry[-1]
+        by_rank = self._by_rank
+        for _, rank in self._queue:
+            job = by_rank[rank]
             if (head[job] or self._head_demand(job)).memory_mb <= total_memory:
                 return job
         return -1
@@ -270,31 +320,15 @@ class RegularTimeline:
                 heappush(self._events, (self.time, self._seq, node, 0, 0, -1))
         self._reserving[job].clear()
 
-    def _set_running(self, job: int, running: int) -> None:
-        """Update a job's running count and its place in the queue (gone once all started)."""
-        self._running[job] = running
-        if not self._queued[job]:
-            return
-        started_all = self._next[job] >= self._size[job]
-        if self._fifo and not started_all:
-            return
-        queue = self._queue
-        del queue[bisect_left(queue, self._entry[job])]
-        if started_all:
-            self._queued[job] = False
-        else:
-            new = self._entry[job] = (running / self._weight[job], *self._tail[job])
-            insort(queue, new)
-
-    def _key(self, job: int) -> tuple[float, float, str, int]:
-        return (*queue_key(self._ordering, self._running[job], self._jobs[job].view), job)
+    def _key(self, job: int) -> tuple[float, int]:
+        fair_share = 0.0 if self._fifo else self._running[job] / self._weight[job]
+        return (fair_share, self._rank[job])
 
     # -- answers
 
     def completion_times(self) -> dict[str, float]:
         """Run the walk to its end; every job's estimated completion (inf: never)."""
-        while self.step():
-            pass
+        self._walk(-1, 0, math.inf)
         times = {}
         for j, job in enumerate(self._jobs):
             job_id = job.view.job_id
@@ -326,11 +360,11 @@ class RegularTimeline:
             checked = len(batches)
             if not self._unstarted_remain(job, excluded):
                 return False, latest
-            while len(batches) == checked:
-                if self.time >= horizon:
-                    return True, self.time + shortest
-                if not self.step():
-                    return True, math.inf
+            outcome = self._walk(job, checked, horizon)
+            if outcome == HORIZON:
+                return True, self.time + shortest
+            if outcome == EXHAUSTED:
+                return True, math.inf
 
     def _unstarted_remain(self, job: int, excluded: Set[int]) -> bool:
         unstarted = self._size[job] - self._next[job]
@@ -338,9 +372,7 @@ class RegularTimeline:
 
     def _shortest_duration(self, job: int) -> float:
         if job not in self._shortest:
-            state = self._jobs[job]
-            durations = (state.demand(p).duration_s for p in range(self._size[job]))
-            self._shortest[job] = min(durations)
+            self._shortest[job] = min(demand.duration_s for demand in self._jobs[job].distinct_demands())
         return self._shortest[job]
 
 
