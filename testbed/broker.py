@@ -236,6 +236,9 @@ class MosquittoBroker:
             f"acl_file {directory / 'acl'}",
             "persistence false",
             "log_dest none",
+            # Mosquitto drops what a client has not taken beyond 1,000 queued messages: a
+            # master behind thousands of task updates would lose some.
+            "max_queued_messages 1000000",
         ]
         if os.geteuid() == 0:  # else Mosquitto drops to its own user and cannot read our 0600 files
             lines.append("user root")
