@@ -81,7 +81,7 @@ async def run_scenario(
     backend_ = await open_backend(backend, run_id, run_dir)
     provider = backend_.provider
     broker_url = backend_.broker_url or scenario.broker
-    broker = broker or make_broker(broker_url, backend_.host)
+    broker = broker or make_broker(broker_url, backend_.host, run_dir / "logs" / "broker.log")
     address = master_address(broker) if broker else BrokerAddress.parse(broker_url)
     try:
         if broker is not None:

@@ -97,10 +97,11 @@ def agent_env(broker: ManagedBroker) -> dict[str, str]:
     return {"TESTBED_MQTT_USERNAME": creds.username, "TESTBED_MQTT_PASSWORD": creds.password}
 
 
-def make_broker(kind: str, host: str = "127.0.0.1") -> ManagedBroker | None:
-    """The broker a scenario's ``broker`` field asks the run to start (None: an external one)."""
+def make_broker(kind: str, host: str = "127.0.0.1", log_path: Path | None = None) -> ManagedBroker | None:
+    """The broker a scenario's ``broker`` field asks the run to start (None: an external one);
+    the embedded broker's own output goes to ``log_path``."""
     if kind == "embedded":
-        return EmbeddedBroker(host)
+        return EmbeddedBroker(host, log_path=log_path)
     if kind == "mosquitto":
         return MosquittoBroker(host)
     return None
@@ -152,11 +153,17 @@ class EmbeddedBroker:
     """The amqtt broker in a child process; ``url`` is what agents and the master connect to."""
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int | None = None, credentials: RunCredentials | None = None
+        self,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        credentials: RunCredentials | None = None,
+        log_path: Path | None = None,
     ) -> None:
         self.host = host
         self.port = port or free_port(host)
         self.credentials = credentials or RunCredentials.generate()
+        self.log_path = log_path
+        """Where the broker's output goes (appended across restarts); None: this process's."""
         self.process: asyncio.subprocess.Process | None = None
 
     @property
@@ -169,19 +176,26 @@ class EmbeddedBroker:
         return json.dumps({"users": users, "publish": c.publish_acl(), "subscribe": c.subscribe_acl()})
 
     async def start(self, timeout: float = 15.0) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "testbed.cli",
-            "broker",
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            stdin=asyncio.subprocess.DEVNULL,
-            env=child_env({AUTH_ENV: self._auth()}),
-            start_new_session=True,
-        )
+        with contextlib.ExitStack() as files:
+            output = None
+            if self.log_path is not None:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                output = files.enter_context(self.log_path.open("ab"))
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "testbed.cli",
+                "broker",
+                "--host",
+                self.host,
+                "--port",
+                str(self.port),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                env=child_env({AUTH_ENV: self._auth()}),
+                start_new_session=True,
+            )
         await wait_for_port(self.host, self.port, timeout, self.process)
 
     async def stop(self) -> None:
@@ -203,11 +217,17 @@ class MosquittoBroker:
     """A private Mosquitto for one run: its own config, password file and ACL file (mode 0600)."""
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int | None = None, credentials: RunCredentials | None = None
+        self,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        credentials: RunCredentials | None = None,
+        log_path: Path | None = None,
     ) -> None:
         self.host = host
         self.port = port or free_port(host)
         self.credentials = credentials or RunCredentials.generate()
+        self.log_path = log_path
+        """Where the broker's output goes (appended across restarts); None: this process's."""
         self.process: asyncio.subprocess.Process | None = None
         self.directory: Path | None = None
 

@@ -47,7 +47,7 @@ def all_bytes(run_dir: Path) -> bytes:
 
 
 async def test_credentials_stay_secret_and_everything_listens_on_loopback(tmp_path: Path) -> None:
-    broker = EmbeddedBroker()
+    broker = EmbeddedBroker(log_path=tmp_path / "logs" / "broker.log")  # as a run makes it
     secrets = [
         broker.credentials.master.password,
         broker.credentials.agent.password,
