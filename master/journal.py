@@ -16,6 +16,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+JOB_TOTALS = (
+    "bytes_recomputed",
+    "bytes_checkpointed",
+    "bytes_pushed",
+    "cache_hits",
+    "cache_misses",
+    "bytes_from_cache",
+)
+"""Per-job counters that summary.json also totals over the run."""
+
 TABLES: dict[str, tuple[str, ...]] = {
     "tasks": (
         "task_id",
@@ -57,12 +67,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "tasks",
         "relaunched_tasks",
         "relaunched_ratio",
-        "bytes_recomputed",
-        "bytes_checkpointed",
-        "bytes_pushed",
-        "cache_hits",
-        "cache_misses",
-        "bytes_from_cache",
+        *JOB_TOTALS,
         "map_phase_s",
         "reduce_phase_s",
     ),
