@@ -6,15 +6,23 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 
 def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
-    table = Table(title=f"{summary['name']}: job completion times", title_justify="left")
+    # No vertical rules: the eight columns then fit an 80-column terminal (or a pipe) unclipped.
+    table = Table(
+        title=f"{summary['name']}: job completion times",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
     for column in ("job", "workload", "status"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=True)
     for column in ("submit s", "queue s", "JCT s", "tasks", "relaunched"):
         table.add_column(column, justify="right", no_wrap=True)
     jobs_csv = run_dir / "jobs.csv"
