@@ -6,7 +6,7 @@ tasks use) streams it, parsing frames and checking the CRC. Peer, in the same
 run: raw loopback TCP, a server process ``sendfile``-ing the same data file to
 a client that reads and discards it.
 
-    python benchmarks/shuffle.py [--mb 1024]
+    python benchmarks/shuffle.py [--mb 1024] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import socket
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -37,40 +39,32 @@ def write_block(directory: Path, megabytes: int) -> None:
     writer.commit()
 
 
-def serve_blocks(directory: str, port: int) -> None:
+def serve_blocks(directory: str, server: socket.socket) -> None:
     from aiohttp import web
 
     from agents.shuffle import make_app
 
-    web.run_app(make_app(Path(directory), TOKEN), host="127.0.0.1", port=port, print=None)
+    web.run_app(make_app(Path(directory), TOKEN), sock=server, print=None)
 
 
-def serve_raw(path: str, offset: int, length: int, port: int) -> None:
-    """Send the data to the first connection that asks for it with one byte (probes ask nothing)."""
-    with socket.create_server(("127.0.0.1", port)) as server:
+def serve_raw(path: str, offset: int, length: int, server: socket.socket) -> None:
+    """Send the data to every connection, one after the other, until terminated."""
+    with server, open(path, "rb") as handle:
         while True:
             conn, _ = server.accept()
             with conn:
-                if conn.recv(1) == b"G":
-                    with open(path, "rb") as handle:
-                        conn.sendfile(handle, offset, length)
-                    return
+                conn.sendfile(handle, offset, length)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_listening(port: int) -> None:
-    for _ in range(500):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return
-        except OSError:
-            time.sleep(0.02)
-    raise TimeoutError(port)
+def start_server(target: Callable[..., None], *args: object) -> tuple[multiprocessing.Process, int]:
+    """A server process on a loopback port that is listening before the process starts: no
+    readiness probe to race with (a probe of a port nobody listens on can even connect to itself)."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        process = multiprocessing.get_context("fork").Process(
+            target=target, args=(*args, server), daemon=True
+        )
+        process.start()
+        return process, server.getsockname()[1]
 
 
 def fetch_ours(directory: Path, port: int) -> tuple[float, int]:
@@ -85,7 +79,6 @@ def fetch_raw(port: int, length: int) -> tuple[float, int]:
     start = time.perf_counter()
     received = 0
     with socket.create_connection(("127.0.0.1", port)) as conn:
-        conn.sendall(b"G")
         buffer = bytearray(FRAME)
         while received < length:
             n = conn.recv_into(buffer)
@@ -98,39 +91,30 @@ def fetch_raw(port: int, length: int) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=5, help="fetches of each kind (median reported)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         write_block(directory, args.mb)
         seg = segment(directory, "bench.s0.t0.a0", 0)
         assert seg is not None
-        port = free_port()
-        server = multiprocessing.Process(target=serve_blocks, args=(str(directory), port), daemon=True)
-        server.start()
-        wait_listening(port)
-        ours_s, ours_bytes = fetch_ours(directory, port)
+        server, port = start_server(serve_blocks, str(directory))
+        raw, raw_port = start_server(serve_raw, str(seg.path), seg.offset, seg.length)
+        ours, peer = [], []
+        for _ in range(args.repeat):  # alternated, so both see the same machine
+            ours.append(rate(*fetch_ours(directory, port)))
+            peer.append(rate(*fetch_raw(raw_port, seg.length)))
         server.terminate()
-        raw_port = free_port()
-        raw = multiprocessing.Process(
-            target=serve_raw, args=(str(seg.path), seg.offset, seg.length, raw_port)
-        )
-        raw.start()
-        wait_listening(raw_port)  # the probe is accepted as the one connection: serve again
-        raw.join()
-        raw = multiprocessing.Process(
-            target=serve_raw, args=(str(seg.path), seg.offset, seg.length, raw_port)
-        )
-        raw.start()
-        time.sleep(0.2)
-        raw_s, raw_bytes = fetch_raw(raw_port, seg.length)
-        raw.join()
-    ours = ours_bytes / ours_s / 2**20
-    peer = raw_bytes / raw_s / 2**20
-    print(
-        f"testbed data plane (aiohttp + frames + CRC) {ours:8.0f} MB/s  ({ours_bytes / 2**20:.0f} MB payload)"
-    )
-    print(f"peer: raw loopback TCP (sendfile)          {peer:8.0f} MB/s  ({raw_bytes / 2**20:.0f} MB)")
-    print(f"ratio ours / raw loopback: {ours / peer:.2f}")
+        raw.terminate()
+    ours_mb_s, peer_mb_s = statistics.median(ours), statistics.median(peer)
+    fetches = f"median of {args.repeat} fetches of {args.mb} MB"
+    print(f"testbed data plane (aiohttp + frames + CRC) {ours_mb_s:8.0f} MB/s  ({fetches})")
+    print(f"peer: raw loopback TCP (sendfile)          {peer_mb_s:8.0f} MB/s  (same)")
+    print(f"ratio ours / raw loopback: {ours_mb_s / peer_mb_s:.2f}")
+
+
+def rate(seconds: float, received: int) -> float:
+    return received / seconds / 2**20
 
 
 if __name__ == "__main__":
