@@ -24,7 +24,7 @@ import aiomqtt
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.providers.local import LocalProvider, python_command
-from testbed.broker import EmbeddedBroker
+from testbed.broker import EmbeddedBroker, agent_env, master_address
 from testbed.mqtt import BrokerAddress
 from testbed.protocol import Codec, NodeState, Topics
 
@@ -51,10 +51,11 @@ def memory_of_group(pgid: int) -> tuple[int, int]:
     return rss, pss
 
 
-async def wait_up(url: str, run_id: str, count: int) -> None:
-    address = BrokerAddress.parse(url)
+async def wait_up(address: BrokerAddress, run_id: str, count: int) -> None:
     codec, seen = Codec(), set()
-    async with aiomqtt.Client(address.host, address.port, identifier=f"density-{run_id}") as client:
+    async with aiomqtt.Client(
+        address.host, address.port, username=address.username, password=address.password
+    ) as client:
         await client.subscribe(Topics(run_id).state(), qos=1)
         async for message in client.messages:
             state = codec.decode(bytes(message.payload))
@@ -85,11 +86,12 @@ async def measure(count: int, lazy: bool | None, broker: EmbeddedBroker, tmp: Pa
                     *(["--lazy-workers"] if lazy else []),
                 ]
             )
-            await provider.launch(f"transient-{i}", "transient", 2, 1024, None, command, {})
+            env = {} if lazy is None else agent_env(broker)  # the run's agent login
+            await provider.launch(f"transient-{i}", "transient", 2, 1024, None, command, env)
         if lazy is None:
             await asyncio.sleep(3)  # a bare interpreter is idle once started; nothing to wait on
         else:
-            await asyncio.wait_for(wait_up(broker.url, run_id, count), 300)
+            await asyncio.wait_for(wait_up(master_address(broker), run_id, count), 300)
             await asyncio.sleep(5 if not lazy else 1)  # let warm forkservers finish preloading
         totals = [memory_of_group(provider.pid(f"transient-{i}")) for i in range(count)]
     finally:
