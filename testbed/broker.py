@@ -99,11 +99,11 @@ def agent_env(broker: ManagedBroker) -> dict[str, str]:
 
 def make_broker(kind: str, host: str = "127.0.0.1", log_path: Path | None = None) -> ManagedBroker | None:
     """The broker a scenario's ``broker`` field asks the run to start (None: an external one);
-    the embedded broker's own output goes to ``log_path``."""
+    its own output goes to ``log_path``."""
     if kind == "embedded":
         return EmbeddedBroker(host, log_path=log_path)
     if kind == "mosquitto":
-        return MosquittoBroker(host)
+        return MosquittoBroker(host, log_path=log_path)
     return None
 
 
@@ -149,8 +149,9 @@ async def serve(host: str, port: int) -> None:
         await broker.shutdown()
 
 
-class EmbeddedBroker:
-    """The amqtt broker in a child process; ``url`` is what agents and the master connect to."""
+class _BrokerProcess:
+    """What both managed brokers share: an address, the run's credentials, a child process
+    and where its output goes (``log_path``, appended across restarts; None: this process's)."""
 
     def __init__(
         self,
@@ -163,12 +164,34 @@ class EmbeddedBroker:
         self.port = port or free_port(host)
         self.credentials = credentials or RunCredentials.generate()
         self.log_path = log_path
-        """Where the broker's output goes (appended across restarts); None: this process's."""
         self.process: asyncio.subprocess.Process | None = None
 
     @property
     def url(self) -> str:
         return f"mqtt://{self.host}:{self.port}"
+
+    async def _spawn(self, argv: list[str], env: dict[str, str], timeout: float) -> None:
+        with contextlib.ExitStack() as files:
+            output = None
+            if self.log_path is not None:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                output = files.enter_context(self.log_path.open("ab"))
+            self.process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                env=env,
+                start_new_session=True,
+            )
+        await wait_for_port(self.host, self.port, timeout, self.process)
+
+    async def stop(self) -> None:
+        await _terminate(self.process)
+
+
+class EmbeddedBroker(_BrokerProcess):
+    """The amqtt broker in a child process; ``url`` is what agents and the master connect to."""
 
     def _auth(self) -> str:
         c = self.credentials
@@ -176,30 +199,8 @@ class EmbeddedBroker:
         return json.dumps({"users": users, "publish": c.publish_acl(), "subscribe": c.subscribe_acl()})
 
     async def start(self, timeout: float = 15.0) -> None:
-        with contextlib.ExitStack() as files:
-            output = None
-            if self.log_path is not None:
-                self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                output = files.enter_context(self.log_path.open("ab"))
-            self.process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "testbed.cli",
-                "broker",
-                "--host",
-                self.host,
-                "--port",
-                str(self.port),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=output,
-                stderr=output,
-                env=child_env({AUTH_ENV: self._auth()}),
-                start_new_session=True,
-            )
-        await wait_for_port(self.host, self.port, timeout, self.process)
-
-    async def stop(self) -> None:
-        await _terminate(self.process)
+        argv = [sys.executable, "-m", "testbed.cli", "broker", "--host", self.host, "--port", str(self.port)]
+        await self._spawn(argv, child_env({AUTH_ENV: self._auth()}), timeout)
 
     async def close(self) -> None:
         await self.stop()
@@ -213,7 +214,7 @@ def mosquitto_binary() -> str | None:
     return found or ("/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else None)
 
 
-class MosquittoBroker:
+class MosquittoBroker(_BrokerProcess):
     """A private Mosquitto for one run: its own config, password file and ACL file (mode 0600)."""
 
     def __init__(
@@ -223,17 +224,8 @@ class MosquittoBroker:
         credentials: RunCredentials | None = None,
         log_path: Path | None = None,
     ) -> None:
-        self.host = host
-        self.port = port or free_port(host)
-        self.credentials = credentials or RunCredentials.generate()
-        self.log_path = log_path
-        """Where the broker's output goes (appended across restarts); None: this process's."""
-        self.process: asyncio.subprocess.Process | None = None
+        super().__init__(host, port, credentials, log_path)
         self.directory: Path | None = None
-
-    @property
-    def url(self) -> str:
-        return f"mqtt://{self.host}:{self.port}"
 
     def _write_config(self) -> Path:
         directory = Path(tempfile.mkdtemp(prefix="testbed-mosquitto-"))
@@ -255,7 +247,9 @@ class MosquittoBroker:
             f"password_file {passwords}",
             f"acl_file {directory / 'acl'}",
             "persistence false",
-            "log_dest none",
+            "log_dest stderr",  # its errors and warnings, into log_path when there is one
+            "log_type error",
+            "log_type warning",
             # Mosquitto drops what a client has not taken beyond 1,000 queued messages: a
             # master behind thousands of task updates would lose some.
             "max_queued_messages 1000000",
@@ -270,20 +264,7 @@ class MosquittoBroker:
         if binary is None:
             raise RuntimeError("broker: mosquitto needs Mosquitto installed (apt-get install mosquitto)")
         config = self.directory / "mosquitto.conf" if self.directory else self._write_config()
-        self.process = await asyncio.create_subprocess_exec(
-            binary,
-            "-c",
-            str(config),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            env=child_env(),
-            start_new_session=True,
-        )
-        await wait_for_port(self.host, self.port, timeout, self.process)
-
-    async def stop(self) -> None:
-        await _terminate(self.process)
+        await self._spawn([binary, "-c", str(config)], child_env(), timeout)
 
     async def close(self) -> None:
         await self.stop()
