@@ -19,6 +19,7 @@ credentials (passed on to the containers' environment, never on a command line).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -80,6 +81,6 @@ async def open_backend(name: str, run_id: str, run_dir: Path) -> Backend:
 
         if broker_url is None:
             raise ValueError("--backend attach needs TESTBED_BROKER=mqtt://HOST:PORT (the agents' broker)")
-        advertise = route_address(BrokerAddress.parse(broker_url).host)
+        advertise = await asyncio.to_thread(route_address, BrokerAddress.parse(broker_url).host)
         return Backend(AttachProvider(run_id), "0.0.0.0", advertise, ["agent"], True, broker_url)
     raise ValueError(f"unknown backend {name!r}; one of {', '.join(BACKENDS)}")
