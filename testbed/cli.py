@@ -166,7 +166,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_OK
     make_scheduler(scenario)  # fail on policy problems before anything starts
     make_autoscaler(scenario)
-    run_dir = prepare_run_dir(scenario, args.out)
+    try:
+        run_dir = prepare_run_dir(scenario, args.out)
+    except OSError as exc:
+        raise UsageError(f"testbed run --out: cannot create the run directory: {exc}") from None
     print(f"run directory: {run_dir}", file=sys.stderr)
     result = run_blocking(scenario, run_dir, args.backend)
     print_jct_table(result.run_dir, result.summary)

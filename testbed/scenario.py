@@ -444,7 +444,11 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
     key, sep, raw = assignment.partition("=")
     if not sep or not key.strip():
         raise ScenarioError([f"--set {assignment!r}: expected KEY.PATH=VALUE, e.g. seed=3"])
-    value = yaml.safe_load(raw) if raw.strip() else ""
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ScenarioError([f"--set {assignment!r}: the value is not valid YAML: {problem}"]) from None
     node: Any = data
     parts = key.strip().split(".")
     for depth, part in enumerate(parts[:-1]):
@@ -490,6 +494,10 @@ def load_raw(path: str | Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError([f"{path}: cannot read the file: {exc.strerror}"]) from None
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        found = f"byte 0x{byte:02x} at offset {exc.start}"
+        raise ScenarioError([f"{path}: cannot read the file: not UTF-8 text ({found})"]) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

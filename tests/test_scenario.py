@@ -86,6 +86,20 @@ def test_bad_override_is_a_clear_error(tmp_path: Path) -> None:
         load_scenario(path, ["nonsense"])
 
 
+def test_a_value_that_is_not_yaml_is_a_clear_error(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    for assignment in ("seed=[", "seed=!!python/object:os.system x", "name={a"):
+        with pytest.raises(ScenarioError, match=r"--set '.*': the value is not valid YAML"):
+            load_scenario(path, [assignment])
+
+
+def test_a_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_bytes(GOOD.encode() + b"# caf\xe9\n")
+    with pytest.raises(ScenarioError, match=r"s\.yaml: cannot read the file: not UTF-8 text \(byte 0xe9"):
+        load_scenario(path)
+
+
 def test_cli_validate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(write(tmp_path, GOOD))]) == 0
     assert "ok" in capsys.readouterr().out
@@ -96,6 +110,12 @@ def test_cli_validate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["validate", str(tmp_path / "missing.yaml")]) == 2
     assert "cannot read the file" in capsys.readouterr().err
     assert main(["run"]) == 2
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD)
+    assert main(["validate", str(good), "--set", "seed=["]) == 2
+    assert "seed=[" in capsys.readouterr().err
+    assert main(["run", str(good), "--out", str(good / "run")]) == 2  # a file is in the way
+    assert "--out" in capsys.readouterr().err
     assert main(["frobnicate"]) == 2
 
 
