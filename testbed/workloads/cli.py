@@ -114,7 +114,11 @@ def cmd_gen(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.parent.is_dir():
         return _fail(f"--out: directory {out.parent} does not exist")
-    with open(out, "wb") as handle:
+    try:
+        handle = open(out, "wb")  # noqa: SIM115 (the with below closes it)
+    except OSError as exc:
+        return _fail(f"--out: cannot write {out}: {exc.strerror}")
+    with handle:
         write_generated(job, args.seed, handle)
     print(f"wrote {out} ({out.stat().st_size / 2**20:.1f} MB)")
     return 0

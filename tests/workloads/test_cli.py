@@ -76,6 +76,7 @@ def test_profile_prints_a_penalty_curve_and_saves_loadable_profiles(tmp_path: Pa
         ["profile", "sort", "--fractions", "abc"],
         ["gen", "sort", "--nodes", "5", "--out", "x"],
         ["gen", "wordcount", "--size-mb", "-2", "--out", "x"],
+        ["gen", "sort", "--size-mb", "0.1", "--out", "/"],
         ["check-output", "sort"],
         ["check-output", "--run", "/nonexistent-run"],
     ],
