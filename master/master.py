@@ -148,6 +148,8 @@ class Master:
         self._all_done = asyncio.Event()
         self._cluster_up = asyncio.Event()
         self._timers: list[asyncio.TimerHandle] = []
+        self._unsubmitted: dict[int, Any] = {}
+        """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
@@ -187,7 +189,7 @@ class Master:
             await self._shutdown_nodes()
             await self.link.close()
             await runner.cleanup()
-        ok = all(job.status == "succeeded" for job in self.jobs.values())
+        ok = not self._unsubmitted and all(job.status == "succeeded" for job in self.jobs.values())
         self.journal.event("run_finished", status="succeeded" if ok else "failed")
         self.journal.close()
         return ok
@@ -250,11 +252,17 @@ class Master:
         ordinal = 0
         for spec in [*self.scenario.jobs, *self.arriving]:
             for repeat in range(spec.repeat):
-                delay = self.scenario.trace(spec.submit_at + repeat * spec.every)
-                self._timers.append(loop.call_later(delay, self.submit_job, spec, ordinal))
+                self.submit_later(
+                    loop, self.scenario.trace(spec.submit_at + repeat * spec.every), spec, ordinal
+                )
                 ordinal += 1
 
+    def submit_later(self, loop: asyncio.AbstractEventLoop, delay: float, spec: Any, ordinal: int) -> None:
+        self._unsubmitted[ordinal] = spec
+        self._timers.append(loop.call_later(delay, self.submit_job, spec, ordinal))
+
     def submit_job(self, spec: Any, ordinal: int) -> None:
+        self._unsubmitted.pop(ordinal, None)
         job = self.new_job(spec, ordinal, self.journal.now())
         self.jobs[job.job_id] = job
         (self.run_dir / "outputs" / job.job_id).mkdir(parents=True, exist_ok=True)
@@ -897,6 +905,15 @@ class Master:
             if job.status in ("waiting", "running"):
                 job.status, job.error = "failed", reason
                 self._finish_job(job)
+        for ordinal, spec in sorted(self._unsubmitted.items()):
+            self._fail_unsubmitted(ordinal, spec, reason)
+
+    def _fail_unsubmitted(self, ordinal: int, spec: Any, reason: str) -> None:
+        """A job whose submission time the run did not reach: a failed row, no times, no tasks."""
+        job_id, error = f"j{ordinal:03d}", f"not submitted: {reason}"
+        self.journal.event("job_finished", job=job_id, status="failed", jct_s=None, error=error)
+        name = spec.name or f"{spec.workload}-{ordinal}"
+        self.journal.row("jobs", job_id=job_id, name=name, workload=spec.workload, status="failed")
 
     def _task_row(
         self,

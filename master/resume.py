@@ -260,7 +260,7 @@ class ResumedMaster(Master):
                     self.restore_job(spec, ordinal)
                 elif job_id not in self.recovered.finished_jobs:
                     delay = self.scenario.trace(spec.submit_at + repeat * spec.every) - now
-                    self._timers.append(loop.call_later(max(0.0, delay), self.submit_job, spec, ordinal))
+                    self.submit_later(loop, max(0.0, delay), spec, ordinal)
                 ordinal += 1
         if self.expected_jobs == 0:
             self._all_done.set()

@@ -77,3 +77,20 @@ async def test_sigkilled_agent_mid_job_still_gives_exact_output(tmp_path: Path) 
     lost = [e for e in events if e["event"] == "node_lost"]
     assert [e["node"] for e in lost] == victims
     assert_clean(tmp_path)
+
+
+async def test_a_job_the_timeout_kept_from_being_submitted_fails_the_run(tmp_path: Path) -> None:
+    """Exit status 0 means every job of the scenario succeeded: one still waiting for its
+    submission time when the run times out is a failed job, not a job that never existed."""
+    jobs = [
+        {"workload": "sleep", "tasks": 1, "duration": "0.1s"},
+        {"workload": "sleep", "tasks": 1, "duration": "0.1s", "submit_at": "10m"},
+    ]
+    scenario = make_scenario(jobs=jobs, timeout="2s")
+    result = await run_scenario(scenario, tmp_path)
+    assert not result.ok
+    assert (result.summary["jobs"], result.summary["failed"]) == (2, 1), result.summary
+    rows = {r["job_id"]: r for r in csv.DictReader((tmp_path / "jobs.csv").open())}
+    assert rows["j000"]["status"] == "succeeded"
+    assert rows["j001"]["status"] == "failed" and rows["j001"]["submit_s"] == ""
+    assert_clean(tmp_path)
