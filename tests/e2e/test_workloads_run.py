@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from master.run import run_scenario
+from testbed.scenario import PagerankJob, SortJob
 from testbed.workloads.check import check_output
+from testbed.workloads.cli import write_generated
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
 
@@ -88,3 +90,53 @@ async def test_every_workload_exact_with_ideal_memory_and_an_agent_killed(tmp_pa
     assert spilled(tmp_path) == 0
     assert_exact(scenario, tmp_path)
     assert_clean(tmp_path)
+
+
+def user_inputs(directory: Path) -> list[dict[str, Any]]:
+    """Each workload on the user's files, one per form of ``input:``: sort on a directory,
+    wordcount on a glob, PageRank on one file. Each task's ideal memory is about 10 MB
+    (measured unconstrained), so a 1 MB budget is about 10% of it."""
+    (directory / "records").mkdir()
+    for seed in (1, 2):
+        with open(directory / "records" / f"part{seed}.dat", "wb") as handle:
+            write_generated(SortJob(workload="sort", size_mb=4), seed, handle)
+    for file in (1, 2):  # 60,000 distinct words per file, a third of them capitalised
+        words = (f"{'Ww'[j % 3 > 0]}{file}x{j}" for j in range(60_000))
+        (directory / f"text{file}.txt").write_text(" ".join(words) + "\n")
+    with open(directory / "graph.txt", "wb") as handle:
+        write_generated(PagerankJob(workload="pagerank", nodes=20_000, edges=300_000), 3, handle)
+    return [
+        {"workload": "sort", "input": str(directory / "records"), "maps": 2, "reduces": 2},
+        {"workload": "wordcount", "input": str(directory / "text*.txt"), "maps": 2, "reduces": 2},
+        {
+            "workload": "pagerank",
+            "input": str(directory / "graph.txt"),
+            "maps": 2,
+            "reduces": 2,
+            "iterations": 3,
+        },
+    ]
+
+
+@pytest.mark.parametrize("memory_mb", [1, 256])
+async def test_every_workload_exact_on_user_inputs_with_an_agent_killed(
+    tmp_path: Path, memory_mb: int
+) -> None:
+    inputs, run_dir = tmp_path / "inputs", tmp_path / "run"
+    inputs.mkdir()
+    run_dir.mkdir()
+    jobs = [{**job, "memory_mb": memory_mb} for job in user_inputs(inputs)]
+    scenario = make_scenario(jobs=jobs)
+    victims: list[str] = []
+
+    def evict_first_transient_to_finish_a_task(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "task_finished" and record["class"] == "transient" and not victims:
+            victims.append(record["node"])
+            asyncio.get_running_loop().create_task(master.provider.evict(record["node"]))
+
+    result = await run_scenario(scenario, run_dir, on_event=evict_first_transient_to_finish_a_task)
+    assert victims and result.ok, result.summary
+    assert result.summary["relaunched_tasks"] > 0
+    assert (spilled(run_dir) > 0) == (memory_mb == 1)
+    assert_exact(scenario, run_dir)
+    assert_clean(run_dir)
