@@ -196,10 +196,18 @@ class Master:
 
     def _start_clock(self) -> None:
         """Time 0 of the run is when its initial cluster is up."""
-        self.journal.t0 = self.journal.clock()
+        self.set_time_zero(self.journal.clock())
         self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
         for node in self.nodes.values():
             node.launched_t = 0.0
+
+    def set_time_zero(self, t0: float) -> None:
+        """Move the journal's time 0 to the clock reading ``t0``; the nodes' last heartbeats
+        move with it, so a node silent since before keeps its silence (and is found lost)."""
+        shift = t0 - self.journal.t0
+        self.journal.t0 = t0
+        for node in self.nodes.values():
+            node.last_seen -= shift
 
     async def _launch_initial_nodes(self) -> None:
         cluster = self.scenario.cluster

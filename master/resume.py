@@ -237,7 +237,7 @@ class ResumedMaster(Master):
     def _start_clock(self) -> None:
         """The clock continues from the crash once the new cluster is up: the time to restart
         the master and its agents (all of which died with it here) is not the policy's."""
-        self.journal.t0 = self.journal.clock() - self.recovered.crashed_at
+        self.set_time_zero(self.journal.clock() - self.recovered.crashed_at)
         self.journal.event(
             "run_resumed",
             run_id=self.run_id,
