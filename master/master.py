@@ -150,6 +150,8 @@ class Master:
         self._timers: list[asyncio.TimerHandle] = []
         self._unsubmitted: dict[int, Any] = {}
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
+        self._never_ran: set[str] = set()
+        """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
@@ -189,7 +191,7 @@ class Master:
             await self._shutdown_nodes()
             await self.link.close()
             await runner.cleanup()
-        ok = not self._unsubmitted and all(job.status == "succeeded" for job in self.jobs.values())
+        ok = not self._never_ran and all(job.status == "succeeded" for job in self.jobs.values())
         self.journal.event("run_finished", status="succeeded" if ok else "failed")
         self.journal.close()
         return ok
@@ -271,7 +273,13 @@ class Master:
 
     def submit_job(self, spec: Any, ordinal: int) -> None:
         self._unsubmitted.pop(ordinal, None)
-        job = self.new_job(spec, ordinal, self.journal.now())
+        try:
+            job = self.new_job(spec, ordinal, self.journal.now())
+        except Exception as exc:  # e.g. its input changed since validation: the job fails, not the run
+            log.warning("job j%03d cannot be planned: %s", ordinal, exc)
+            self._fail_unplanned(ordinal, spec, f"cannot plan the job: {exc}")
+            self._check_all_done()
+            return
         self.jobs[job.job_id] = job
         (self.run_dir / "outputs" / job.job_id).mkdir(parents=True, exist_ok=True)
         self.strategy.job_submitted(job)
@@ -897,8 +905,11 @@ class Master:
         for node in self.nodes.values():
             if node.reserved_for == job.job_id:
                 node.reserved_for = None
+        self._check_all_done()
+
+    def _check_all_done(self) -> None:
         finished = [j for j in self.jobs.values() if j.status in ("succeeded", "failed")]
-        if len(finished) == self.expected_jobs:
+        if len(finished) + len(self._never_ran) == self.expected_jobs:
             self._all_done.set()
 
     def _cancel_running(self, job: JobRuntime) -> None:
@@ -914,11 +925,13 @@ class Master:
                 job.status, job.error = "failed", reason
                 self._finish_job(job)
         for ordinal, spec in sorted(self._unsubmitted.items()):
-            self._fail_unsubmitted(ordinal, spec, reason)
+            self._fail_unplanned(ordinal, spec, f"not submitted: {reason}")
 
-    def _fail_unsubmitted(self, ordinal: int, spec: Any, reason: str) -> None:
-        """A job whose submission time the run did not reach: a failed row, no times, no tasks."""
-        job_id, error = f"j{ordinal:03d}", f"not submitted: {reason}"
+    def _fail_unplanned(self, ordinal: int, spec: Any, error: str) -> None:
+        """A job that never had a plan (its submission time was not reached, or planning
+        failed): a failed row with no times and no tasks."""
+        job_id = f"j{ordinal:03d}"
+        self._never_ran.add(job_id)
         self.journal.event("job_finished", job=job_id, status="failed", jct_s=None, error=error)
         name = spec.name or f"{spec.workload}-{ordinal}"
         self.journal.row("jobs", job_id=job_id, name=name, workload=spec.workload, status="failed")

@@ -134,6 +134,9 @@ class JobBase(Strict):
         return value
 
 
+SORT_RECORD_BYTES = 100
+
+
 class WordcountJob(JobBase):
     workload: Literal["wordcount"]
     size_mb: float = Field(default=16, gt=0, le=100_000)
@@ -143,6 +146,18 @@ class WordcountJob(JobBase):
 class SortJob(JobBase):
     workload: Literal["sort"]
     size_mb: float = Field(default=16, gt=0, le=100_000)
+
+    @field_validator("input")
+    @classmethod
+    def _whole_records(cls, value: str | None) -> str | None:
+        for path in resolve_inputs(value) if value else []:
+            size = path.stat().st_size
+            if size % SORT_RECORD_BYTES:
+                raise ValueError(
+                    f"expected files of whole {SORT_RECORD_BYTES}-byte records; "
+                    f"found {size} bytes in {str(path)!r}"
+                )
+        return value
 
 
 class PagerankJob(JobBase):

@@ -63,6 +63,16 @@ def test_each_problem_names_the_field(tmp_path: Path, text: str, expected: str) 
     assert all(line.startswith(str(tmp_path / "s.yaml")) for line in found)
 
 
+def test_sort_input_must_be_whole_records(tmp_path: Path) -> None:
+    (tmp_path / "records.dat").write_bytes(b"k" * 1050)
+    text = GOOD.replace("wordcount, size_mb: 4", f"sort, input: {tmp_path / 'records.dat'}")
+    found = problems(tmp_path, text)
+    assert len(found) == 1 and "jobs.0.input: expected files of whole 100-byte records" in found[0]
+    assert "found 1050 bytes in" in found[0]
+    (tmp_path / "records.dat").write_bytes(b"k" * 1000)
+    assert load_scenario(write(tmp_path, text)).jobs[0].input == str(tmp_path / "records.dat")
+
+
 def test_every_problem_is_reported(tmp_path: Path) -> None:
     text = GOOD.replace("transient: 2", "transient: -1") + "seed: x\n"
     found = problems(tmp_path, text)

@@ -94,3 +94,29 @@ async def test_a_job_the_timeout_kept_from_being_submitted_fails_the_run(tmp_pat
     assert rows["j000"]["status"] == "succeeded"
     assert rows["j001"]["status"] == "failed" and rows["j001"]["submit_s"] == ""
     assert_clean(tmp_path)
+
+
+async def test_a_job_that_cannot_be_planned_fails_at_once_and_the_run_goes_on(tmp_path: Path) -> None:
+    """The sort input was whole records when the scenario was validated, not when the job is
+    submitted: that job fails with the planner's reason, the other job runs, the run ends."""
+    records = tmp_path / "records.dat"
+    records.write_bytes(b"k" * 1000)
+    jobs = [
+        {"workload": "sort", "input": str(records)},
+        {"workload": "sleep", "tasks": 1, "duration": "0.1s"},
+    ]
+    scenario = make_scenario(jobs=jobs, timeout="10m")
+    records.write_bytes(b"k" * 1050)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    result = await asyncio.wait_for(run_scenario(scenario, run_dir), 120)  # a guard against a hang
+    assert not result.ok
+    rows = {r["job_id"]: r for r in csv.DictReader((run_dir / "jobs.csv").open())}
+    assert (rows["j000"]["status"], rows["j001"]["status"]) == ("failed", "succeeded")
+    finished = {
+        e["job"]: e
+        for e in map(json.loads, (run_dir / "events.jsonl").open())
+        if e["event"] == "job_finished"
+    }
+    assert "not a multiple of 100-byte records" in finished["j000"]["error"]
+    assert_clean(run_dir)

@@ -82,8 +82,13 @@ def test_boundaries_split_the_sample_evenly():
 
 def test_file_not_made_of_whole_records_is_refused(tmp_path):
     (tmp_path / "bad").write_bytes(b"x" * 150)
+    with pytest.raises(ValueError, match="expected files of whole 100-byte records; found 150 bytes"):
+        SortJob(workload="sort", input=str(tmp_path / "bad"))
+    (tmp_path / "bad").write_bytes(b"x" * 200)
+    job = SortJob(workload="sort", input=str(tmp_path / "bad"))
+    (tmp_path / "bad").write_bytes(b"x" * 150)  # changed since the scenario was validated
     with pytest.raises(ValueError, match="not a multiple of 100"):
-        sort.plan(SortJob(workload="sort", input=str(tmp_path / "bad")), SEED)
+        sort.plan(job, SEED)
 
 
 @pytest.mark.parametrize("corruption", ["swap", "byte", "drop"])
