@@ -334,8 +334,9 @@ class JobRuntime:
             record.available = False
             record.node = None
 
-    def failed(self, key: TaskKey, attempt: int, counts_as_failure: bool) -> bool:
-        """Back to pending; False when stale. Too many real failures fail the job."""
+    def failed(self, key: TaskKey, attempt: int, counts_as_failure: bool, error: str | None = None) -> bool:
+        """Back to pending; False when stale. Too many real failures fail the job, whose error
+        ends with the last line of the task's (``error``, e.g. the exception of a bad input)."""
         record = self.tasks[key]
         if record.status != "running" or record.attempt != attempt:
             return False
@@ -345,7 +346,9 @@ class JobRuntime:
             record.failures += 1
             if record.failures >= MAX_FAILURES:
                 self.status = "failed"
-                self.error = f"task {self.task_id(key)} failed {record.failures} times"
+                last = (error or "").strip().splitlines()[-1:]
+                reason = f": {last[0]}" if last else ""
+                self.error = f"task {self.task_id(key)} failed {record.failures} times{reason}"
         self.require_inputs(key)
         return True
 

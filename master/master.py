@@ -523,7 +523,7 @@ class Master:
             if update.lost_blocks:
                 job.lose_blocks(set(update.lost_blocks))
             real_failure = update.failure not in ("fetch", "cancelled")
-            job.failed(key, update.attempt, counts_as_failure=real_failure)
+            job.failed(key, update.attempt, counts_as_failure=real_failure, error=update.error)
             if update.failure in ("enospc", "oom"):
                 self._resource_fault(node, job, key, update.failure)
         self._task_row(

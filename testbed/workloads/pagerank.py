@@ -141,15 +141,21 @@ def parse_edges(data: bytes, where: str = "input") -> tuple[np.ndarray, np.ndarr
     lines = sum(1 for line in data.splitlines() if line.strip())
     if len(tokens) != 2 * lines:
         bad = next(line for line in data.splitlines() if line.strip() and len(line.split()) != 2)
-        raise ValueError(f"{where}: expected 'src dst' per line, found {bad[:80]!r}")
+        raise ValueError(f"{where}: expected 'src dst' per line, found {_text(bad[:80])!r}")
     try:
         pairs = np.array(tokens, dtype=np.int64).reshape(-1, 2) if tokens else np.empty((0, 2), np.int64)
     except ValueError:
         bad_token = next(t for t in tokens if not t.isdigit())
-        raise ValueError(f"{where}: node ids are non-negative integers, found {bad_token[:40]!r}") from None
+        raise ValueError(
+            f"{where}: node ids are non-negative integers, found {_text(bad_token[:40])!r}"
+        ) from None
     if len(pairs) and pairs.min() < 0:
         raise ValueError(f"{where}: node ids are non-negative integers, found {int(pairs.min())}")
     return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
 
 
 def rmat_piece(seed: int, index: int, piece: int, count: int, nodes: int) -> tuple[np.ndarray, np.ndarray]:

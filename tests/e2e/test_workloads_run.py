@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -139,4 +140,17 @@ async def test_every_workload_exact_on_user_inputs_with_an_agent_killed(
     assert result.summary["relaunched_tasks"] > 0
     assert (spilled(run_dir) > 0) == (memory_mb == 1)
     assert_exact(scenario, run_dir)
+    assert_clean(run_dir)
+
+
+async def test_a_malformed_edge_list_fails_its_job_with_the_reason(tmp_path: Path) -> None:
+    graph = tmp_path / "graph.txt"
+    graph.write_text("# edges\n1 2\n2 3\n3 x\n")
+    scenario = make_scenario(jobs=[{"workload": "pagerank", "input": str(graph), "maps": 1}])
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    result = await run_scenario(scenario, run_dir)
+    assert not result.ok
+    finished = [e for e in map(json.loads, (run_dir / "events.jsonl").open()) if e["event"] == "job_finished"]
+    assert finished[0]["error"].endswith(f"{graph}: node ids are non-negative integers, found 'x'")
     assert_clean(run_dir)
