@@ -28,6 +28,9 @@ from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
 from testbed.durations import parse_duration, parse_rate
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+MAX_SEED = 2**32 - 1
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+"""Seeds of numpy's generators are non-negative; the bound keeps every derived seed encodable."""
 Rate = Annotated[float, BeforeValidator(parse_rate)]
 
 
@@ -112,7 +115,7 @@ class JobBase(Strict):
         f"profiles, else {DEFAULT_TASK_MEMORY_MB} MB",
     )
     input: str | None = Field(default=None, description="a file, a directory or a glob")
-    seed: int | None = None
+    seed: Seed | None = None
 
     @field_validator("input")
     @classmethod
@@ -354,7 +357,7 @@ class ChaosSpec(Strict):
 
 class Scenario(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)
-    seed: int = 1
+    seed: Seed = 1
     time_scale: float = Field(default=1.0, gt=0)
     broker: str = "embedded"
     cluster: ClusterSpec = ClusterSpec()

@@ -54,6 +54,9 @@ def test_good_scenario_loads(tmp_path: Path) -> None:
             "cluster: the cluster has no nodes",
         ),
         ("- a\n- b\n", "expected a mapping of scenario fields, found list"),
+        (GOOD + "seed: -1\n", "seed: Input should be greater than or equal to 0; found -1"),
+        (GOOD + "seed: 99999999999999999999\n", "seed: Input should be less than or equal to 4294967295"),
+        (GOOD.replace("size_mb: 4", "seed: -3"), "jobs.0.seed: Input should be greater than or equal to 0"),
         ("name: [unclosed\n", "not valid YAML"),
     ],
 )

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from testbed.scenario import PagerankJob, ScenarioError, SortJob, WordcountJob, load_scenario
+from testbed.scenario import MAX_SEED, PagerankJob, ScenarioError, SortJob, WordcountJob, load_scenario
 from testbed.workloads import pagerank, sort, wordcount
 
 JOB_MODELS = {"sort": SortJob, "wordcount": WordcountJob, "pagerank": PagerankJob}
@@ -84,6 +84,8 @@ def job_from_args(args: argparse.Namespace) -> Any:
         "damping": args.damping,
         "tolerance": args.tolerance,
     }
+    if not 0 <= args.seed <= MAX_SEED:
+        raise ValueError(f"--seed: expected a whole number from 0 to {MAX_SEED}, found {args.seed}")
     model = JOB_MODELS[args.workload]
     given = {k: v for k, v in fields.items() if v is not None}
     unknown = sorted(k for k in given if k not in model.model_fields)
