@@ -176,10 +176,7 @@ class Master:
             self.chaos.start()
             self.autoscaling.start()
             self._schedule_arrivals(loop)
-            try:
-                await asyncio.wait_for(self._all_done.wait(), self.scenario.timeout)
-            except TimeoutError:
-                self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout:.0f}s")
+            await self._until_done(background)
         finally:
             self.chaos.stop()
             for timer in self._timers:
@@ -195,6 +192,26 @@ class Master:
         self.journal.event("run_finished", status="succeeded" if ok else "failed")
         self.journal.close()
         return ok
+
+    async def _until_done(self, background: list[asyncio.Task[None]]) -> None:
+        """Wait for every job to end, or the timeout. A background loop that dies (a bug in a
+        policy or in the shell) ends the run at once with its jobs failed and the error in the
+        journal, rather than leaving the run without a scheduler until its timeout."""
+        all_done = asyncio.ensure_future(self._all_done.wait())
+        try:
+            done, _ = await asyncio.wait(
+                [all_done, *background], timeout=self.scenario.timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            all_done.cancel()
+        crashed = [task for task in done if task is not all_done]
+        if crashed:
+            error = crashed[0].exception()
+            log.error("the master stopped on an internal error", exc_info=error)
+            self.journal.event("master_error", error=repr(error))
+            self._fail_unfinished(f"internal error in the master: {error!r}")
+        elif not done:
+            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout:.0f}s")
 
     def _start_clock(self) -> None:
         """Time 0 of the run is when its initial cluster is up."""

@@ -123,3 +123,26 @@ async def test_a_job_that_cannot_be_planned_fails_at_once_and_the_run_goes_on(tm
     }
     assert "not a multiple of 100-byte records" in finished["j000"]["error"]
     assert_clean(run_dir)
+
+
+async def test_an_error_in_the_scheduling_loop_ends_the_run_with_its_jobs_failed(tmp_path: Path) -> None:
+    """A bug in a policy must not leave the run without a scheduler until its timeout."""
+    jobs = [{"workload": "sleep", "tasks": 2, "duration": "0.1s"}]
+    scenario = make_scenario(jobs=jobs, timeout="10m")
+
+    def broken_policy(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "run_started":
+
+            def schedule_once() -> None:
+                raise RuntimeError("policy bug")
+
+            master.schedule_once = schedule_once
+
+    result = await asyncio.wait_for(run_scenario(scenario, tmp_path, on_event=broken_policy), 120)
+    assert not result.ok
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["error"] for e in events if e["event"] == "master_error"] == ["RuntimeError('policy bug')"]
+    finished = [e for e in events if e["event"] == "job_finished"]
+    assert [e["status"] for e in finished] == ["failed"]
+    assert "internal error in the master" in finished[0]["error"]
+    assert_clean(tmp_path)
