@@ -31,7 +31,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 import numpy as np
@@ -67,39 +67,60 @@ def partition_of(word: str, partitions: int) -> int:
 # ------------------------------------------------------------------ generated input
 
 
-@functools.lru_cache(maxsize=4)
-def vocabulary(size: int, seed: int) -> list[str]:
-    """Distinct synthetic words (some capitalised, some non-ASCII), deterministic in seed.
+class Vocabulary(NamedTuple):
+    """Words packed in one buffer: a few bytes per word, where a list of Python strings
+    costs about 60, so generating input stays within a small task's memory budget."""
 
-    Word i spells i in base len(_SYLLABLES) with syllables as digits, so words
-    are distinct by construction; the seed shuffles which word gets which rank.
-    """
-    base = len(_SYLLABLES)
-    words = []
-    for i in range(size):
-        digits, n = [], i
-        while True:
-            n, digit = divmod(n, base)
-            digits.append(_SYLLABLES[digit])
-            if n == 0:
-                break
-        word = "".join(digits) + ("x" * (len(digits) == 1 and i >= base))
-        words.append(word.capitalize() if i % 5 == 0 else word)
-    order = np.random.default_rng([seed, 0x70CAB]).permutation(size)
-    return [words[j] for j in order]
+    blob: bytes  # every word's UTF-8, word i at blob[offsets[i]:offsets[i + 1]]
+    offsets: np.ndarray
+    by_rank: np.ndarray  # by_rank[r] is the word of Zipf rank r
+
+    def words(self, ranks: np.ndarray) -> np.ndarray:
+        """The words of these ranks, as an object array of bytes."""
+        distinct, where = np.unique(ranks, return_inverse=True)
+        word = self.by_rank[distinct]
+        spans = zip(self.offsets[word].tolist(), self.offsets[word + 1].tolist(), strict=True)
+        chosen = np.array([self.blob[start:end] for start, end in spans], dtype=object)
+        return chosen[where]
+
+
+def spell(i: int) -> str:
+    """Word i: i in base len(_SYLLABLES) with syllables as digits, so words are distinct by
+    construction (some capitalised, some non-ASCII)."""
+    digits, n = [], i
+    while True:
+        n, digit = divmod(n, len(_SYLLABLES))
+        digits.append(_SYLLABLES[digit])
+        if n == 0:
+            break
+    word = "".join(digits) + ("x" * (len(digits) == 1 and i >= len(_SYLLABLES)))
+    return word.capitalize() if i % 5 == 0 else word
+
+
+@functools.lru_cache(maxsize=4)
+def vocabulary(size: int, seed: int) -> Vocabulary:
+    """``size`` distinct synthetic words; the seed shuffles which word gets which rank."""
+    chunks, lengths = [], np.empty(size, dtype=np.int64)
+    for first in range(0, size, 65_536):
+        encoded = [spell(i).encode() for i in range(first, min(size, first + 65_536))]
+        lengths[first : first + len(encoded)] = [len(word) for word in encoded]
+        chunks.append(b"".join(encoded))
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.uint32)
+    by_rank = np.random.default_rng([seed, 0x70CAB]).permutation(size).astype(np.int32)
+    return Vocabulary(b"".join(chunks), offsets, by_rank)
 
 
 def generate_split(seed: int, index: int, nbytes: int, vocabulary_size: int) -> Iterator[bytes]:
     """About ``nbytes`` of Zipf-distributed text with punctuation, deterministic in (seed, index),
     in pieces of 20,000 words each ending with a newline."""
-    vocab = np.array([w.encode() for w in vocabulary(vocabulary_size, seed)], dtype=object)
+    vocab = vocabulary(vocabulary_size, seed)
     rng = np.random.default_rng([seed, index])
     separators = np.array([b" ", b" ", b" ", b", ", b". ", b"_", b"-", b"\n"], dtype=object)
     produced = 0
     while produced < nbytes:
         ranks = np.minimum(rng.zipf(1.3, 20_000), vocabulary_size) - 1
         tokens = np.empty(40_001, dtype=object)
-        tokens[0:-1:2] = vocab[ranks]
+        tokens[0:-1:2] = vocab.words(ranks)
         tokens[1:-1:2] = separators[rng.integers(0, len(separators), 20_000)]
         tokens[-1] = b"\n"
         piece = b"".join(tokens.tolist())

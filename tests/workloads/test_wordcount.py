@@ -92,3 +92,15 @@ def test_check_output_catches_a_wrong_count(run_at):
     part.write_text("\n".join(lines) + "\n", encoding="utf-8")
     problems = check_output(job, SEED, local.outputs)
     assert len(problems) == 1 and "1 words have wrong counts" in problems[0]
+
+
+def test_the_generated_vocabulary_is_packed_distinct_and_seeded():
+    """Generating input stays within a small task's budget: a few bytes per word, where a
+    list of Python strings costs about 60."""
+    vocab = wordcount.vocabulary(200_000, 1)
+    packed = len(vocab.blob) + vocab.offsets.nbytes + vocab.by_rank.nbytes
+    assert packed < 200_000 * 30
+    words = vocab.words(vocab.by_rank.argsort()[:1000])  # the first 1,000 words, by index
+    assert [w.decode() for w in words] == [wordcount.spell(i) for i in range(1000)]
+    assert len(set(vocab.words(vocab.by_rank))) == 200_000
+    assert not (wordcount.vocabulary(1000, 2).by_rank == wordcount.vocabulary(1000, 3).by_rank).all()
