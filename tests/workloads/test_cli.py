@@ -69,6 +69,16 @@ def test_profile_prints_a_penalty_curve_and_saves_loadable_profiles(tmp_path: Pa
         assert data["job"]["size_mb"] == 0.5 and data["seed"] == 1
 
 
+def test_profiled_ideal_is_where_spilling_starts_for_a_combining_reducer(tmp_path: Path):
+    """PageRank's reduce combines its contributions in memory, so the peak it held
+    unconstrained overstates its need; the profile's ideal budget is where it starts to spill."""
+    argv = ["profile", "pagerank", "--iterations", "2"]
+    assert run_cli(*argv, "--fractions", "1.0,0.9,0.5", "--out", str(tmp_path)) == 0
+    data = json.loads((tmp_path / "pagerank-reduce.json").read_text())
+    spilled = {m["fraction"]: m["spill_bytes"] for m in data["measurements"]}
+    assert spilled[1.0] == 0 and spilled[0.9] > 0 and spilled[0.5] > 0
+
+
 @pytest.mark.parametrize(
     "argv",
     [
