@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,17 +76,23 @@ def evict_first_if_none() -> Any:
     return hook
 
 
-async def test_every_workload_exact_with_ideal_memory_and_an_agent_killed(tmp_path: Path) -> None:
-    jobs = [{**job, "memory_mb": 256} for job in JOBS]
-    scenario = make_scenario(jobs=jobs)
-    victims: list[str] = []
+def kill_first_transient_to_finish_a_task(victims: list[str]) -> Callable[[Any, dict[str, Any]], None]:
+    """A hook that SIGKILLs (through the provider) the first transient node to finish a task:
+    it holds map outputs, so they must be recomputed."""
 
-    def evict_busiest_transient(master: Any, record: dict[str, Any]) -> None:
+    def hook(master: Any, record: dict[str, Any]) -> None:
         if record["event"] == "task_finished" and record["class"] == "transient" and not victims:
             victims.append(record["node"])
             asyncio.get_running_loop().create_task(master.provider.evict(record["node"]))
 
-    result = await run_scenario(scenario, tmp_path, on_event=evict_busiest_transient)
+    return hook
+
+
+async def test_every_workload_exact_with_ideal_memory_and_an_agent_killed(tmp_path: Path) -> None:
+    jobs = [{**job, "memory_mb": 256} for job in JOBS]
+    scenario = make_scenario(jobs=jobs)
+    victims: list[str] = []
+    result = await run_scenario(scenario, tmp_path, on_event=kill_first_transient_to_finish_a_task(victims))
     assert victims and result.ok, result.summary
     assert result.summary["relaunched_tasks"] > 0
     assert spilled(tmp_path) == 0
@@ -129,13 +136,7 @@ async def test_every_workload_exact_on_user_inputs_with_an_agent_killed(
     jobs = [{**job, "memory_mb": memory_mb} for job in user_inputs(inputs)]
     scenario = make_scenario(jobs=jobs)
     victims: list[str] = []
-
-    def evict_first_transient_to_finish_a_task(master: Any, record: dict[str, Any]) -> None:
-        if record["event"] == "task_finished" and record["class"] == "transient" and not victims:
-            victims.append(record["node"])
-            asyncio.get_running_loop().create_task(master.provider.evict(record["node"]))
-
-    result = await run_scenario(scenario, run_dir, on_event=evict_first_transient_to_finish_a_task)
+    result = await run_scenario(scenario, run_dir, on_event=kill_first_transient_to_finish_a_task(victims))
     assert victims and result.ok, result.summary
     assert result.summary["relaunched_tasks"] > 0
     assert (spilled(run_dir) > 0) == (memory_mb == 1)
