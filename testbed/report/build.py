@@ -358,7 +358,10 @@ def _data(run: RunData, metrics: RunMetrics) -> list[Block]:
     )
     return [
         Heading("Spill and shuffle data"),
-        Paragraph("Summed over every task attempt, including attempts that were lost."),
+        Paragraph(
+            "Summed over every task attempt that reported its metrics: failed ones too, but an "
+            "attempt lost with its node reports none."
+        ),
         Table(headers, rows),
     ]
 
