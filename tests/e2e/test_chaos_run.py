@@ -62,7 +62,7 @@ async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> No
     scenario = make_scenario(jobs=jobs)
     storms: list[asyncio.Task[Any]] = []
 
-    async def storm() -> tuple[int, str, list[str]]:
+    async def storm() -> tuple[int, str, list[str], dict[str, Any]]:
         cli = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -81,21 +81,31 @@ async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> No
         status = await asyncio.to_thread(client.status)
         alive = [n["node"] for n in status["nodes"] if n["class"] == "transient" and n["status"] == "up"]
         named = await asyncio.to_thread(client.evict, nodes=alive[:1])
-        return cli.returncode or 0, out.decode(), named
+        return cli.returncode or 0, out.decode(), named, status
 
     def on_event(master: Any, record: dict[str, Any]) -> None:
         if record["event"] == "task_started" and not storms:
             storms.append(asyncio.get_running_loop().create_task(storm()))
 
     result = await run_scenario(scenario, tmp_path, on_event=on_event)
-    code, out, named = await storms[0]
+    code, out, named, status = await storms[0]
     assert code == 0 and "evicted 2 node(s)" in out, out
     assert len(named) == 1
+    assert_status_lists_tasks_and_evictions(status)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs/j000") == expected_counts(8, 8, seed=7000)
     manual = [e for e in events(tmp_path) if e["event"] == "eviction" and e["reason"] == "manual"]
     assert len(manual) == 3
     assert_clean(tmp_path)
+
+
+def assert_status_lists_tasks_and_evictions(status: dict[str, Any]) -> None:
+    """GET /status after the CLI's storm: each running attempt, and each eviction so far."""
+    running = {(t, n["node"]) for n in status["nodes"] for t in n["running"]}
+    assert running and {(t["task"], t["node"]) for t in status["tasks"]} == running
+    assert all(t["task"].startswith(t["job"] + ".") and t["attempt"] >= 0 for t in status["tasks"])
+    assert status["evictions"] == len(status["evicted"]) == 2
+    assert all(e["reason"] == "manual" and e["class"] == "transient" for e in status["evicted"])
 
 
 async def test_chaos_refuses_nodes_of_other_runs(tmp_path: Path) -> None:
