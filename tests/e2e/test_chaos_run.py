@@ -35,7 +35,9 @@ async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(tmp_path:
     scenario = make_scenario(
         time_scale=60,
         jobs=WORDCOUNTS,
-        chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "60s"}},
+        chaos={
+            "transient": {"lifetime": "high", "notice": "30s", "replace": True, "provisioning_delay": "60s"}
+        },
     )
     result = await run_scenario(scenario, tmp_path)
     assert result.ok, result.summary
@@ -50,7 +52,24 @@ async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(tmp_path:
     lost = {e["node"]: e for e in events(tmp_path) if e["event"] == "node_lost"}
     assert {row["node_id"] for row in evicted} <= set(lost)
     assert all(lost[row["node_id"]]["reason"] == "evicted" for row in evicted)
+    assert_notices_reached_master_and_agents(tmp_path)
     assert_clean(tmp_path)
+
+
+def assert_notices_reached_master_and_agents(run_dir: Path) -> None:
+    """A warned node drains at the master, and its agent logs the notice, if it was up to hear it."""
+    record = events(run_dir)
+    notices = [e for e in record if e["event"] == "eviction_notice"]
+    assert notices
+    draining = {
+        e["node"] for e in record if e["event"] == "node_draining" and e["reason"] == "eviction_notice"
+    }
+    # by position: the initial nodes' node_up events come before run_started resets the clock
+    up_at = {e["node"]: i for i, e in enumerate(record) if e["event"] == "node_up"}
+    heard = [e["node"] for i, e in enumerate(record) if e in notices and up_at.get(e["node"], i) < i]
+    assert heard and set(heard) <= draining
+    for node in heard:
+        assert "eviction notice" in (run_dir / "logs" / f"{node}.log").read_text(), node
 
 
 async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> None:
