@@ -1,7 +1,7 @@
 """The master's HTTP API: the output sink, the status endpoint and live evictions.
 
 ``PUT /outputs/<job>/<index>/<attempt>``  a final task streams its part file here
-``GET /status``                           JSON: nodes, jobs, evictions (read-only)
+``GET /status``                           JSON: nodes, jobs, running tasks, evictions (read-only)
 ``POST /chaos/evict``                     a live storm (run token required)
 
 Where it listens, with the run token, is written to ``master.json`` in the run
@@ -117,10 +117,30 @@ class MasterApi:
                 }
                 for j in master.jobs.values()
             ],
+            "tasks": self._running_tasks(),
             "expected_jobs": master.expected_jobs,
             "evictions": master.evictions,
+            "evicted": master.evicted,
             "malformed_messages": master.codec.malformed,
         }
+
+    def _running_tasks(self) -> list[dict[str, Any]]:
+        tasks = []
+        for node in self.master.nodes.values():
+            for task_id, (job, key) in sorted(node.running.items()):
+                record = job.tasks[key]
+                tasks.append(
+                    {
+                        "task": task_id,
+                        "job": job.job_id,
+                        "node": node.node_id,
+                        "class": node.node_class,
+                        "attempt": record.attempt,
+                        "memory_mb": record.memory_mb,
+                        "started": record.started,
+                    }
+                )
+        return tasks
 
     async def _chaos_evict(self, request: web.Request) -> web.Response:
         """A live storm: ``{"count"|"fraction", "kind", "select"}`` or ``{"nodes": [...]}``."""

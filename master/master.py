@@ -143,6 +143,8 @@ class Master:
         reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
         self.partitions = reserved_partitions(scenario, reserved_ids)
         self.evictions = 0
+        self.evicted: list[dict[str, Any]] = []
+        """Each eviction so far (time, node, class, reason), for the status API."""
         self._ordinals = {"reserved": 0, "transient": 0}
         self._kick = asyncio.Event()
         self._all_done = asyncio.Event()
@@ -476,6 +478,9 @@ class Master:
     ) -> None:
         self.evictions += 1
         node.evicted_at = self.journal.now()
+        self.evicted.append(
+            {"t": round(node.evicted_at, 3), "node": node.node_id, "class": node.node_class, "reason": reason}
+        )
         facts = {
             "reason": reason,
             "lifetime_s": lifetime_s,

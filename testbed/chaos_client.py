@@ -1,7 +1,7 @@
 """Script eviction storms into a running scenario from Python.
 
     from testbed.chaos_client import ChaosClient
-    chaos = ChaosClient("runs/latest")
+    chaos = ChaosClient("runs/latest")          # or "latest": a name is looked up under runs/
     chaos.evict(fraction=0.5)                 # half the live transient nodes, at random
     chaos.evict(count=1, select="busiest")
     chaos.evict(nodes=["t002"])               # by name; refused unless it is a node of this run
@@ -26,9 +26,18 @@ class ChaosError(Exception):
     """The master refused the request, or no run is reachable."""
 
 
+def run_directory(run: str | Path) -> Path:
+    """The run directory ``run`` names: a path, else a run's name under ``runs/`` (``latest``)."""
+    path = Path(run)
+    under_runs = Path("runs") / path
+    if not path.exists() and not path.is_absolute() and under_runs.exists():
+        return under_runs
+    return path
+
+
 class ChaosClient:
     def __init__(self, run_dir: str | Path) -> None:
-        info_path = Path(run_dir) / "master.json"
+        info_path = run_directory(run_dir) / "master.json"
         try:
             info = json.loads(info_path.read_text())
         except (OSError, ValueError) as exc:

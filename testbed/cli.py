@@ -79,7 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--horizon", help="how far ahead, trace time (default: the scenario's timeout)")
     plan.set_defaults(handler=cmd_chaos_plan)
     evict = chaos_sub.add_parser("evict", help="evict nodes of a running scenario now")
-    evict.add_argument("--run", default="runs/latest", type=Path, help="run directory (default runs/latest)")
+    evict.add_argument(
+        "--run",
+        default="runs/latest",
+        type=Path,
+        help="run directory, or a run's name under runs/ such as latest (default runs/latest)",
+    )
     amount = evict.add_mutually_exclusive_group(required=True)
     amount.add_argument("--count", type=int)
     amount.add_argument("--fraction", type=float)

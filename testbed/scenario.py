@@ -338,12 +338,18 @@ class ClassChaosSpec(Strict):
     @field_validator("lifetime", mode="before")
     @classmethod
     def _known_model(cls, value: Any, info: ValidationInfo) -> Any:
-        """Parse the model now so a typo is a scenario error; an ``empirical`` path is
-        relative to the validation context's ``base_dir``, else the working directory."""
+        """Parse the model now so a typo is a scenario error. A relative ``empirical`` path
+        is relative to the validation context's ``base_dir`` (the scenario file's folder),
+        else the working directory; with a ``base_dir`` it is kept made absolute, so the
+        run's controller, its ``scenario.yaml`` and ``--resume`` read the same file."""
         from master.chaos.lifetimes import parse_lifetime  # late: master.chaos imports this module
 
-        parse_lifetime(value, (info.context or {}).get("base_dir"))
-        return value
+        base_dir = (info.context or {}).get("base_dir")
+        parse_lifetime(value, base_dir)
+        if base_dir is None or not isinstance(value, dict) or not isinstance(value.get("empirical"), str):
+            return value
+        path = Path(value["empirical"]).expanduser()
+        return {"empirical": str(path if path.is_absolute() else Path(base_dir).resolve() / path)}
 
 
 class ChaosSpec(Strict):
@@ -529,9 +535,12 @@ def load_raw(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def parse_scenario(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
+def parse_scenario(
+    data: dict[str, Any], source: str = "<scenario>", base_dir: str | Path | None = None
+) -> Scenario:
+    """``base_dir`` anchors relative file paths of the scenario (``empirical`` lifetimes)."""
     try:
-        return Scenario.model_validate(data)
+        return Scenario.model_validate(data, context={"base_dir": base_dir} if base_dir is not None else None)
     except ValidationError as exc:
         raise ScenarioError([_describe(source, err) for err in exc.errors()]) from None
 
@@ -542,7 +551,7 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
         _expand_node_counts(data)
     for assignment in overrides:
         apply_override(data, assignment)
-    return parse_scenario(data, str(path))
+    return parse_scenario(data, str(path), Path(path).parent)
 
 
 def _describe(source: str, err: Any) -> str:

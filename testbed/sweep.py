@@ -3,9 +3,10 @@
 Each cell is one ``testbed run`` in a child process, with ``--set`` overrides
 for its values and seed, writing ``<sweep dir>/<cell>/``. A cell whose
 ``summary.json`` exists is finished and skipped, so an interrupted sweep
-resumes where it stopped. At the end the sweep writes ``sweep.csv`` (one row
-per run), ``sweep.md`` (mean JCT with its standard deviation over seeds, per
-cell) and ``sweep.png``: mean JCT against the last varied field, one line per
+resumes where it stopped; the cell it stopped in runs again from scratch.
+At the end the sweep writes ``sweep.csv`` (one row per run), ``sweep.md``
+(mean JCT with its standard deviation over seeds, per cell) and
+``sweep.png``: mean JCT against the last varied field, one line per
 value of the first, with error bars.
 """
 
@@ -15,6 +16,7 @@ import csv
 import itertools
 import json
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -116,10 +118,13 @@ def run_sweep(
 
 
 def _run_cell(scenario_path: Path, cell: Cell, run_dir: Path, extra: list[str]) -> int:
+    """Run one unfinished cell from scratch: a directory left by an interrupted run of it
+    goes first (a run appends to its journal and tables, which would mix the two runs)."""
     args = [sys.executable, "-m", "testbed.cli", "run", str(scenario_path), "--out", str(run_dir)]
     for assignment in [*extra, *cell.overrides()]:
         args += ["--set", assignment]
-    run_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
     with open(run_dir / "run.log", "wb") as log:
         return subprocess.run(
             args, stdout=log, stderr=subprocess.STDOUT, env=child_env(), check=False

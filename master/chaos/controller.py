@@ -52,6 +52,9 @@ class ChaosController:
             "transient": self._policy(scenario.chaos.transient),
         }
         self.doomed: set[str] = set()
+        self.evicted: set[str] = set()
+        """Nodes whose kill has begun: the provider's kill takes a moment, and a second
+        request in that moment (a lifetime expiring just after a storm's kill) is moot."""
         self.lifetimes: dict[str, float] = {}
         self._timers: list[asyncio.TimerHandle] = []
         self._manual = np.random.default_rng([scenario.seed, 0xC4A05])
@@ -146,8 +149,14 @@ class ChaosController:
     async def evict(self, node_id: str, reason: Reason) -> bool:
         """SIGKILL the node and destroy its disk, journal it, and schedule its replacement."""
         node = self.master.nodes.get(node_id)
-        if node is None or not node.alive or not self.master.provider.owns(node_id):
+        if (
+            node is None
+            or not node.alive
+            or node_id in self.evicted
+            or not self.master.provider.owns(node_id)
+        ):
             return False
+        self.evicted.add(node_id)
         tasks_running = len(node.running)
         bytes_lost = self.master.stored_bytes().get(node_id, 0)
         self.doomed.add(node_id)

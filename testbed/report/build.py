@@ -149,7 +149,10 @@ def _summary(run: RunData, metrics: RunMetrics) -> list[Block]:
         ],
         ["evictions", str(m.evictions)],
         ["spill bytes", size(m.data.spill_bytes)],
-        ["shuffle bytes read / written", f"{size(m.data.bytes_in)} / {size(m.data.bytes_out)}"],
+        [
+            "bytes read (input + shuffle) / shuffle written",
+            f"{size(m.data.bytes_in)} / {size(m.data.bytes_out)}",
+        ],
         ["cost", money(m.total_cost)],
         [
             "mean / peak memory utilisation",
@@ -329,7 +332,7 @@ def _data(run: RunData, metrics: RunMetrics) -> list[Block]:
     counts = run.sources.get("tasks") == "tasks.csv"
     headers = [
         "job",
-        "shuffle read",
+        "read (input + shuffle)",
         "shuffle written",
         "spill bytes",
         *(["spills", "merge passes"] if counts else []),
@@ -350,12 +353,15 @@ def _data(run: RunData, metrics: RunMetrics) -> list[Block]:
         [
             "total",
             *_volume_cells(metrics.data, counts),
-            *(_extra_cell(key, sum(j.extra.get(key, 0.0) for j in run.jobs)) for key in extra),
+            *(_extra_total(key, run) for key in extra),
         ]
     )
     return [
         Heading("Spill and shuffle data"),
-        Paragraph("Summed over every task attempt, including attempts that were lost."),
+        Paragraph(
+            "Summed over every task attempt that reported its metrics: failed ones too, but an "
+            "attempt lost with its node reports none."
+        ),
         Table(headers, rows),
     ]
 
@@ -369,6 +375,13 @@ def _volume_cells(volumes: DataVolumes | None, counts: bool) -> list[str]:
 
 def _extra_cell(key: str, value: float | None) -> str:
     return size(value) if "bytes" in key else number(value)
+
+
+def _extra_total(key: str, run: RunData) -> str:
+    """The column's sum over jobs; a ratio (``relaunched_ratio``) does not add up."""
+    if "ratio" in key:
+        return "-"
+    return _extra_cell(key, sum(j.extra.get(key, 0.0) for j in run.jobs))
 
 
 def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:

@@ -158,7 +158,8 @@ class RunMetrics:
             "relaunched ratio": self.relaunched_ratio,
             "evictions": float(self.evictions),
             "spill bytes": self.data.spill_bytes,
-            "shuffle bytes read": self.data.bytes_in,
+            "shuffle bytes written": self.data.bytes_out,
+            "bytes read (input + shuffle)": self.data.bytes_in,
             "cost": self.total_cost,
             "mean memory utilisation (0-1)": self.memory.mean_utilisation,
         }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.scenario import Scenario, ScenarioError, parse_scenario
+from master.chaos.lifetimes import parse_lifetime
+from testbed.scenario import Scenario, ScenarioError, load_scenario, parse_scenario, to_yaml
 
 
 def chaos_scenario(chaos: dict) -> dict:
@@ -39,7 +40,7 @@ def test_empirical_paths_resolve_against_the_context_base_dir(tmp_path):
     with pytest.raises(ScenarioError):
         parse_scenario(data)
     scenario = Scenario.model_validate(data, context={"base_dir": tmp_path})
-    assert scenario.chaos.transient.lifetime == {"empirical": "life.csv"}
+    assert scenario.chaos.transient.lifetime == {"empirical": str(tmp_path.resolve() / "life.csv")}
 
 
 @pytest.mark.parametrize(
@@ -54,3 +55,26 @@ def test_storm_repetition_needs_at_and_every(storm, message):
     with pytest.raises(ScenarioError) as error:
         parse_scenario(chaos_scenario({"storms": [storm]}))
     assert message in str(error.value)
+
+
+def test_a_scenario_file_reads_its_empirical_lifetimes_next_to_it(tmp_path, monkeypatch):
+    """Wherever testbed runs from: the plan, the run (controller, the run's scenario.yaml) and
+    --resume all read the file next to the scenario."""
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "life.csv").write_text("60\n120\n")
+    scenario_path = folder / "s.yaml"
+    scenario_path.write_text(
+        "name: s\njobs: [{workload: sleep}]\nchaos: {transient: {lifetime: {empirical: life.csv}}}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    scenario = load_scenario(scenario_path)
+    resolved = scenario.chaos.transient.lifetime
+    assert resolved == {"empirical": str(folder / "life.csv")}
+    assert parse_lifetime(resolved).describe() == parse_lifetime({"empirical": "life.csv"}, folder).describe()
+    rewritten = tmp_path / "run" / "scenario.yaml"
+    rewritten.parent.mkdir()
+    rewritten.write_text(to_yaml(scenario))
+    assert load_scenario(rewritten).chaos.transient.lifetime == resolved
+    overridden = load_scenario(scenario_path, ["chaos.transient.lifetime={empirical: life.csv}"])
+    assert overridden.chaos.transient.lifetime == resolved

@@ -35,7 +35,9 @@ async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(tmp_path:
     scenario = make_scenario(
         time_scale=60,
         jobs=WORDCOUNTS,
-        chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "60s"}},
+        chaos={
+            "transient": {"lifetime": "high", "notice": "30s", "replace": True, "provisioning_delay": "60s"}
+        },
     )
     result = await run_scenario(scenario, tmp_path)
     assert result.ok, result.summary
@@ -50,7 +52,24 @@ async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(tmp_path:
     lost = {e["node"]: e for e in events(tmp_path) if e["event"] == "node_lost"}
     assert {row["node_id"] for row in evicted} <= set(lost)
     assert all(lost[row["node_id"]]["reason"] == "evicted" for row in evicted)
+    assert_notices_reached_master_and_agents(tmp_path)
     assert_clean(tmp_path)
+
+
+def assert_notices_reached_master_and_agents(run_dir: Path) -> None:
+    """A warned node drains at the master, and its agent logs the notice, if it was up to hear it."""
+    record = events(run_dir)
+    notices = [e for e in record if e["event"] == "eviction_notice"]
+    assert notices
+    draining = {
+        e["node"] for e in record if e["event"] == "node_draining" and e["reason"] == "eviction_notice"
+    }
+    # by position: the initial nodes' node_up events come before run_started resets the clock
+    up_at = {e["node"]: i for i, e in enumerate(record) if e["event"] == "node_up"}
+    heard = [e["node"] for i, e in enumerate(record) if e in notices and up_at.get(e["node"], i) < i]
+    assert heard and set(heard) <= draining
+    for node in heard:
+        assert "eviction notice" in (run_dir / "logs" / f"{node}.log").read_text(), node
 
 
 async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> None:
@@ -62,7 +81,7 @@ async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> No
     scenario = make_scenario(jobs=jobs)
     storms: list[asyncio.Task[Any]] = []
 
-    async def storm() -> tuple[int, str, list[str]]:
+    async def storm() -> tuple[int, str, list[str], dict[str, Any]]:
         cli = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -81,21 +100,31 @@ async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> No
         status = await asyncio.to_thread(client.status)
         alive = [n["node"] for n in status["nodes"] if n["class"] == "transient" and n["status"] == "up"]
         named = await asyncio.to_thread(client.evict, nodes=alive[:1])
-        return cli.returncode or 0, out.decode(), named
+        return cli.returncode or 0, out.decode(), named, status
 
     def on_event(master: Any, record: dict[str, Any]) -> None:
         if record["event"] == "task_started" and not storms:
             storms.append(asyncio.get_running_loop().create_task(storm()))
 
     result = await run_scenario(scenario, tmp_path, on_event=on_event)
-    code, out, named = await storms[0]
+    code, out, named, status = await storms[0]
     assert code == 0 and "evicted 2 node(s)" in out, out
     assert len(named) == 1
+    assert_status_lists_tasks_and_evictions(status)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs/j000") == expected_counts(8, 8, seed=7000)
     manual = [e for e in events(tmp_path) if e["event"] == "eviction" and e["reason"] == "manual"]
     assert len(manual) == 3
     assert_clean(tmp_path)
+
+
+def assert_status_lists_tasks_and_evictions(status: dict[str, Any]) -> None:
+    """GET /status after the CLI's storm: each running attempt, and each eviction so far."""
+    running = {(t, n["node"]) for n in status["nodes"] for t in n["running"]}
+    assert running and {(t["task"], t["node"]) for t in status["tasks"]} == running
+    assert all(t["task"].startswith(t["job"] + ".") and t["attempt"] >= 0 for t in status["tasks"])
+    assert status["evictions"] == len(status["evicted"]) == 2
+    assert all(e["reason"] == "manual" and e["class"] == "transient" for e in status["evicted"])
 
 
 async def test_chaos_refuses_nodes_of_other_runs(tmp_path: Path) -> None:

@@ -38,10 +38,18 @@ def test_sweep_resumes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixt
     done = out / "tasks-1_seed-1"
     done.mkdir(parents=True)
     (done / "summary.json").write_text(json.dumps({"mean_jct_s": 123.0, "evictions": 0}))
+    # The cell the interruption stopped: its partial record must not leak into its rerun.
+    stopped = out / "tasks-2_seed-1"
+    stopped.mkdir()
+    (stopped / "events.jsonl").write_text('{"t": 0.0, "event": "run_started", "run_id": "stopped"}\n')
+    (stopped / "evictions.csv").write_text(
+        "t_s,node_id,node_class,reason,lifetime_s,tasks_running,bytes_lost\n0.1,transient-0,transient,lifetime,6,0,0\n"
+    )
     args = ["sweep", str(scenario), "--vary", "jobs.0.tasks=1,2", "--seeds", "1", "--out", str(out)]
     assert main(args) == 0
     assert not (done / "run.log").exists()
-    assert (out / "tasks-2_seed-1" / "summary.json").exists()
+    assert json.loads((stopped / "summary.json").read_text())["evictions"] == 0
+    assert (stopped / "events.jsonl").read_text().count('"run_started"') == 1
     rows = {r["run"]: r for r in csv.DictReader((out / "sweep.csv").open())}
     assert float(rows["tasks-1_seed-1"]["mean_jct_s"]) == 123.0
     assert 0 < float(rows["tasks-2_seed-1"]["mean_jct_s"]) < 60

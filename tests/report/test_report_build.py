@@ -230,3 +230,18 @@ def test_missing_optional_files_are_tolerated(spark_run: RecordedRun) -> None:
 def test_unusable_run_dirs_raise_a_usage_error(tmp_path: Path, make, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         write_report(make(tmp_path))
+
+
+def test_data_section_labels_reads_and_adds_no_ratios(spark_run: RecordedRun) -> None:
+    """Task bytes_in include the input a map reads, so they are no "shuffle read"; and a
+    per-job ratio column of jobs.csv (the master writes relaunched_ratio) has no sum."""
+    jobs_csv = spark_run.path / "jobs.csv"
+    header, *rows = jobs_csv.read_text().splitlines()
+    ratios = [0.5, 0.25, 0.0]
+    with_ratios = [f"{job},{ratio}" for job, ratio in zip(rows, ratios, strict=True)]
+    jobs_csv.write_text("\n".join([header + ",relaunched_ratio", *with_ratios]) + "\n")
+    text = write_report(spark_run.path)[0].read_text()
+    assert "| job | read (input + shuffle) | shuffle written | spill bytes |" in text
+    data = text[text.index("## Spill and shuffle data") :]
+    total = next(line for line in data.splitlines() if line.startswith("| total |"))
+    assert total.endswith("| - |"), total  # not 0.75

@@ -1,0 +1,59 @@
+"""The runtime chaos controller against a stand-in master: each node is evicted at most once.
+
+No agent process and no broker: the stand-in provider's kill waits for a gate the
+test opens, so two eviction requests for one node overlap the way a storm kill and
+a lifetime expiry a moment apart do in a real run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from master.chaos.controller import ChaosController
+from master.master import NodeRecord
+from tests.conftest import make_scenario
+
+
+class StandInMaster:
+    """Just what ``ChaosController.evict`` uses of ``master.master.Master``."""
+
+    def __init__(self) -> None:
+        self.scenario = make_scenario(chaos={"transient": {"lifetime": "none", "replace": False}})
+        node = NodeRecord("transient-0", "transient", 0, 0.0, 1, 256, 0.3, status="up")
+        self.nodes = {node.node_id: node}
+        self.provider = self
+        self.live = set(self.nodes)
+        self.gate = asyncio.Event()
+        self.kills: list[str] = []
+        self.recorded: list[tuple[str, str]] = []
+
+    def owns(self, node_id: str) -> bool:
+        return node_id in self.live
+
+    async def evict(self, node_id: str) -> None:
+        """Like the local provider: the node is the run's until its process has died."""
+        self.kills.append(node_id)
+        await self.gate.wait()
+        self.live.remove(node_id)
+
+    def stored_bytes(self) -> dict[str, int]:
+        return {}
+
+    def record_eviction(self, node: NodeRecord, reason: str, *_: Any) -> None:
+        self.recorded.append((node.node_id, reason))
+
+
+async def test_a_node_killed_by_a_storm_is_not_evicted_again_by_its_lifetime() -> None:
+    master = StandInMaster()
+    controller = ChaosController(master)  # type: ignore[arg-type]
+
+    async def open_gate() -> None:
+        master.gate.set()
+
+    done = await asyncio.gather(
+        controller.evict("transient-0", "storm"), controller.evict("transient-0", "lifetime"), open_gate()
+    )
+    assert done[:2] == [True, False]
+    assert master.recorded == [("transient-0", "storm")]
+    assert master.kills == ["transient-0"]
