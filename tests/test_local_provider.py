@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -23,6 +24,15 @@ async def test_evict_kills_the_group_and_wipes_the_disk(tmp_path: Path) -> None:
     assert not process_alive(pid)
     assert not (tmp_path / "nodes/transient-0").exists()
     assert not provider.owns("transient-0")
+
+
+async def test_two_concurrent_evictions_of_a_node_both_end_cleanly(tmp_path: Path) -> None:
+    """A lifetime expiry and a heartbeat timeout may evict the same node at once."""
+    provider = LocalProvider("run-a", tmp_path / "nodes")
+    await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
+    pid = provider.pid("transient-0")
+    await asyncio.gather(provider.evict("transient-0"), provider.evict("transient-0"))
+    assert not process_alive(pid) and not provider.owns("transient-0")
 
 
 async def test_foreign_nodes_are_refused_and_survive(tmp_path: Path) -> None:

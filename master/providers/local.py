@@ -74,7 +74,7 @@ class LocalProvider:
         node = self._node(node_id)
         kill_group(node.process.pid, signal.SIGKILL)
         await node.process.wait()
-        del self.nodes[node_id]
+        self.nodes.pop(node_id, None)  # a concurrent evict or release may have gone first
         await asyncio.to_thread(shutil.rmtree, node.directory, True)
 
     async def release(self, node_id: str, grace_s: float = 5.0) -> None:
@@ -86,7 +86,7 @@ class LocalProvider:
             kill_group(node.process.pid, signal.SIGKILL)
             await node.process.wait()
         kill_group(node.process.pid, signal.SIGKILL)  # stray task workers of a finished agent
-        del self.nodes[node_id]
+        self.nodes.pop(node_id, None)  # a concurrent evict or release may have gone first
         await asyncio.to_thread(shutil.rmtree, node.directory, True)
 
     async def close(self) -> None:
