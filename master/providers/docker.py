@@ -246,13 +246,16 @@ class DockerProvider:
 
     @staticmethod
     def _kill_and_remove(container: Container) -> None:
-        try:
-            container.kill(signal="SIGKILL")
-        except APIError as error:
-            # Already exited (e.g. the agent crashed): there is nothing left to kill.
-            if error.status_code != HTTP_CONFLICT:
-                raise
-        container.remove(v=True, force=True)
+        """Conflicts and a missing container mean the work is done: the agent had exited, or
+        a concurrent eviction (a lifetime expiry and a heartbeat timeout) went first."""
+        for step in (lambda: container.kill(signal="SIGKILL"), lambda: container.remove(v=True, force=True)):
+            try:
+                step()
+            except NotFound:
+                return
+            except APIError as error:
+                if error.status_code != HTTP_CONFLICT:
+                    raise
 
     @staticmethod
     def _stop_and_remove(container: Container) -> None:
