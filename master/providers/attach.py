@@ -34,6 +34,7 @@ from docker.models.containers import Container
 from master.providers.base import ForeignNodeError
 from master.providers.docker import (
     AGENT_OVERHEAD_MB,
+    AGENT_PORT,
     DATA_DIR,
     HTTP_CONFLICT,
     LABEL_CLASS,
@@ -84,7 +85,12 @@ class AttachProvider:
         node = _NewNode(
             node_id,
             node_class,
-            [*command, "--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", "auto"],
+            [
+                *command,
+                *("--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", "auto"),
+                # the port the image's healthcheck probes (the agent's own default is any free port)
+                *("--port", str(AGENT_PORT)),
+            ],
             env,
             (memory_mb + AGENT_OVERHEAD_MB) * 1024 * 1024,
             round(cpus * 1e9) if cpus is not None else 0,
