@@ -124,7 +124,8 @@ class AttachProvider:
 
     def _run_containers(self, *labels: str) -> list[Container]:
         wanted = [f"{LABEL_RUN}={self.run_id}", *labels]
-        containers = self._client.containers.list(all=True, filters={"label": wanted})
+        # ignore_removed: another node's container may go (a concurrent release) while listing
+        containers = self._client.containers.list(all=True, filters={"label": wanted}, ignore_removed=True)
         return [c for c in containers if c.labels.get(LABEL_RUN) == self.run_id]
 
     def _owned_container(self, node_id: str) -> Container:
@@ -216,6 +217,6 @@ class AttachProvider:
             for service in self._client.services.list(filters=filters):
                 if service.attrs["Spec"].get("Labels", {}).get(LABEL_RUN) == self.run_id:
                     service.remove()
-        for container in self._client.containers.list(all=True, filters=filters):
+        for container in self._client.containers.list(all=True, filters=filters, ignore_removed=True):
             if container.labels.get(LABEL_RUN) == self.run_id:
                 self._kill_and_remove(container)

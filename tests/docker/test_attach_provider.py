@@ -7,7 +7,7 @@ import time
 
 import docker
 import pytest
-from docker.models.containers import Container
+from docker.models.containers import Container, ContainerCollection
 
 from master.providers.attach import AttachProvider
 from master.providers.base import ForeignNodeError
@@ -82,3 +82,35 @@ async def test_a_replacement_node_is_healthy_and_evicted_with_sigkill(
             await provider.close()
         finally:
             remove_run(docker_client, run_id)
+
+
+def test_a_node_removed_while_the_run_is_listed_does_not_break_a_lookup(
+    docker_client: docker.DockerClient, image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two releases at once (an autoscaler draining two nodes): one removes its container
+    while the other lists the run's containers; the lookup must not fail on it."""
+    run_id = new_run_id()
+    labels = {LABEL_RUN: run_id, LABEL_CLASS: "transient"}
+    try:
+        for hostname in ("n1", "n2"):
+            docker_client.containers.run(
+                image, ["sleep", "infinity"], hostname=hostname, labels=labels, detach=True
+            )
+        (removed_meanwhile,) = docker_client.containers.list(
+            filters={"label": f"{LABEL_RUN}={run_id}"}, limit=1
+        )
+        survivor = "n2" if removed_meanwhile.attrs["Config"]["Hostname"] == "n1" else "n1"
+        inspect = ContainerCollection.get
+        removals: list[str] = []
+
+        def get_after_a_concurrent_removal(collection: ContainerCollection, container_id: str) -> Container:
+            if not removals:
+                removals.append(removed_meanwhile.id)
+                removed_meanwhile.remove(force=True)
+            return inspect(collection, container_id)
+
+        monkeypatch.setattr(ContainerCollection, "get", get_after_a_concurrent_removal)
+        assert AttachProvider(run_id).owns(survivor)
+    finally:
+        monkeypatch.undo()
+        remove_run(docker_client, run_id)
