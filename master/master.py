@@ -401,15 +401,21 @@ class Master:
             if state.node_class == "reserved"
             else self.scenario.cluster.transient
         )
+        ordinal = sum(1 for n in self.nodes.values() if n.node_class == state.node_class)
         record = NodeRecord(
             state.node_id,
             state.node_class,
-            sum(1 for n in self.nodes.values() if n.node_class == state.node_class),
+            ordinal,
             self.journal.now(),
             state.slots,
             state.memory_mb,
             spec.price_per_hour,
         )
+        # the partition the launched node of that ordinal would get (launch_node)
+        if state.node_class == "transient":
+            record.partition = "short"
+        else:
+            record.partition = self.partitions.get(f"reserved-{ordinal}", "general")
         self.nodes[state.node_id] = record
         return record
 

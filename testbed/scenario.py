@@ -551,7 +551,22 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
         _expand_node_counts(data)
     for assignment in overrides:
         apply_override(data, assignment)
+    _resolve_profiles(data, Path(path).resolve().parent)
     return parse_scenario(data, str(path), Path(path).parent)
+
+
+def _resolve_profiles(data: dict[str, Any], scenario_dir: Path) -> None:
+    """A relative profile path names a file next to the scenario file when one is there (so the
+    scenario loads from any directory, e.g. mounted in a container); else it stays relative to
+    the working directory. Found files are stored with their absolute path."""
+    profiles = data.get("profiles")
+    if not isinstance(profiles, list):
+        return
+    for index, entry in enumerate(profiles):
+        if isinstance(entry, str) and not Path(entry).expanduser().is_absolute():
+            beside = scenario_dir / entry
+            if beside.is_file():
+                profiles[index] = str(beside)
 
 
 def _describe(source: str, err: Any) -> str:

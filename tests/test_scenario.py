@@ -135,3 +135,34 @@ def test_cli_validate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_shipped_scenarios_validate() -> None:
     for path in sorted(Path(__file__).parents[1].joinpath("scenarios").glob("*.yaml")):
         load_scenario(path)
+
+
+def test_shipped_scenarios_validate_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As compose runs them: the scenarios directory mounted elsewhere, another working directory."""
+    monkeypatch.chdir(tmp_path)
+    for path in sorted(Path(__file__).parents[1].joinpath("scenarios").glob("*.yaml")):
+        load_scenario(path)
+
+
+PROFILE = (
+    '{"workload": "sort", "role": "map", "ideal_memory_mb": 4, "ideal_duration_s": 1.0,'
+    ' "points": [[0.5, 2.0], [1.0, 1.0]]}'
+)
+
+
+def test_profile_paths_resolve_beside_the_scenario_file_then_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "scenarios" / "profiles").mkdir(parents=True)
+    (tmp_path / "scenarios" / "profiles" / "sort-map.json").write_text(PROFILE)
+    (tmp_path / "cwd.json").write_text(PROFILE)
+    scenario_file = tmp_path / "scenarios" / "s.yaml"
+    scenario_file.write_text(GOOD + "profiles: [profiles/sort-map.json, cwd.json]\n")
+    monkeypatch.chdir(tmp_path)
+    scenario = load_scenario(scenario_file)
+    assert scenario.profiles == [str(tmp_path / "scenarios" / "profiles" / "sort-map.json"), "cwd.json"]
+    monkeypatch.chdir(tmp_path / "scenarios")
+    with pytest.raises(ScenarioError, match=r"no such profile file: cwd\.json"):
+        load_scenario(scenario_file)

@@ -34,6 +34,7 @@ from docker.models.containers import Container
 from master.providers.base import ForeignNodeError
 from master.providers.docker import (
     AGENT_OVERHEAD_MB,
+    AGENT_PORT,
     DATA_DIR,
     HTTP_CONFLICT,
     LABEL_CLASS,
@@ -84,7 +85,12 @@ class AttachProvider:
         node = _NewNode(
             node_id,
             node_class,
-            [*command, "--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", "auto"],
+            [
+                *command,
+                *("--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", "auto"),
+                # the port the image's healthcheck probes (the agent's own default is any free port)
+                *("--port", str(AGENT_PORT)),
+            ],
             env,
             (memory_mb + AGENT_OVERHEAD_MB) * 1024 * 1024,
             round(cpus * 1e9) if cpus is not None else 0,
@@ -118,7 +124,8 @@ class AttachProvider:
 
     def _run_containers(self, *labels: str) -> list[Container]:
         wanted = [f"{LABEL_RUN}={self.run_id}", *labels]
-        containers = self._client.containers.list(all=True, filters={"label": wanted})
+        # ignore_removed: another node's container may go (a concurrent release) while listing
+        containers = self._client.containers.list(all=True, filters={"label": wanted}, ignore_removed=True)
         return [c for c in containers if c.labels.get(LABEL_RUN) == self.run_id]
 
     def _owned_container(self, node_id: str) -> Container:
@@ -210,6 +217,6 @@ class AttachProvider:
             for service in self._client.services.list(filters=filters):
                 if service.attrs["Spec"].get("Labels", {}).get(LABEL_RUN) == self.run_id:
                     service.remove()
-        for container in self._client.containers.list(all=True, filters=filters):
+        for container in self._client.containers.list(all=True, filters=filters, ignore_removed=True):
             if container.labels.get(LABEL_RUN) == self.run_id:
                 self._kill_and_remove(container)

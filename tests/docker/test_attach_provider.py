@@ -1,0 +1,116 @@
+"""AttachProvider against a real engine: the nodes of a compose project, as the master sees them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import docker
+import pytest
+from docker.models.containers import Container, ContainerCollection
+
+from master.providers.attach import AttachProvider
+from master.providers.base import ForeignNodeError
+from master.providers.docker import AGENT_OVERHEAD_MB, LABEL_CLASS, LABEL_NODE, LABEL_RUN
+from tests.docker.conftest import Decoys, container_events, new_run_id, remove_run
+from tests.docker.test_docker_image import wait_healthy
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(180)]
+MiB = 1024 * 1024
+
+
+def compose_like_run(client: docker.DockerClient, image: str, run_id: str) -> None:
+    """What a compose file starts: a broker and an agent labelled with the run and its class
+    on one network (the agent only has to be a running template here)."""
+    network = client.networks.create(f"testbed-{run_id}", labels={LABEL_RUN: run_id})
+    client.containers.run(
+        image,
+        ["broker"],
+        name=f"{run_id}-broker",
+        network=network.name,
+        labels={LABEL_RUN: run_id},
+        detach=True,
+    )
+    client.containers.run(
+        image,
+        ["sleep", "infinity"],
+        network=network.name,
+        labels={LABEL_RUN: run_id, LABEL_CLASS: "transient"},
+        environment={"TESTBED_RUN_TOKEN": "token"},
+        detach=True,
+    )
+
+
+def node_container(client: docker.DockerClient, run_id: str, node_id: str) -> Container:
+    (container,) = client.containers.list(
+        all=True, filters={"label": [f"{LABEL_RUN}={run_id}", f"{LABEL_NODE}={node_id}"]}
+    )
+    return container
+
+
+async def test_a_replacement_node_is_healthy_and_evicted_with_sigkill(
+    docker_client: docker.DockerClient, image: str, decoys: Decoys
+) -> None:
+    run_id = new_run_id()
+    provider = AttachProvider(run_id)
+    try:
+        compose_like_run(docker_client, image, run_id)
+        since = time.time() - 1
+        command = [
+            *("agent", "--run", run_id, "--node-id", "transient-7", "--node-class", "transient"),
+            *("--broker", f"mqtt://{run_id}-broker:1883", "--slots", "1", "--memory-mb", "64"),
+        ]
+        await provider.launch("transient-7", "transient", 1, 64, None, command, {})
+        node = node_container(docker_client, run_id, "transient-7")
+        # The image's healthcheck probes the agent's port: on Swarm an unhealthy task is stopped.
+        await asyncio.to_thread(wait_healthy, docker_client, node, since)
+        assert node.attrs["HostConfig"]["Memory"] == (64 + AGENT_OVERHEAD_MB) * MiB
+        assert provider.owns("transient-7")
+
+        for foreign in (decoys.unlabelled.name, decoys.other_run.name):
+            with pytest.raises(ForeignNodeError):
+                await provider.evict(foreign)
+        decoys.assert_alive()
+
+        since = time.time() - 1
+        await provider.evict("transient-7")
+        kills = [e for e in container_events(docker_client, node.id, since) if e.action == "kill"]
+        assert [e.attributes["signal"] for e in kills] == ["9"]
+        assert not provider.owns("transient-7")
+    finally:
+        try:
+            await provider.close()
+        finally:
+            remove_run(docker_client, run_id)
+
+
+def test_a_node_removed_while_the_run_is_listed_does_not_break_a_lookup(
+    docker_client: docker.DockerClient, image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two releases at once (an autoscaler draining two nodes): one removes its container
+    while the other lists the run's containers; the lookup must not fail on it."""
+    run_id = new_run_id()
+    labels = {LABEL_RUN: run_id, LABEL_CLASS: "transient"}
+    try:
+        for hostname in ("n1", "n2"):
+            docker_client.containers.run(
+                image, ["sleep", "infinity"], hostname=hostname, labels=labels, detach=True
+            )
+        (removed_meanwhile,) = docker_client.containers.list(
+            filters={"label": f"{LABEL_RUN}={run_id}"}, limit=1
+        )
+        survivor = "n2" if removed_meanwhile.attrs["Config"]["Hostname"] == "n1" else "n1"
+        inspect = ContainerCollection.get
+        removals: list[str] = []
+
+        def get_after_a_concurrent_removal(collection: ContainerCollection, container_id: str) -> Container:
+            if not removals:
+                removals.append(removed_meanwhile.id)
+                removed_meanwhile.remove(force=True)
+            return inspect(collection, container_id)
+
+        monkeypatch.setattr(ContainerCollection, "get", get_after_a_concurrent_removal)
+        assert AttachProvider(run_id).owns(survivor)
+    finally:
+        monkeypatch.undo()
+        remove_run(docker_client, run_id)
