@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -237,6 +238,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError("--seeds: expected a whole number >= 1")
     variations = [Variation.parse(text) for text in args.vary]
     out = args.out or Path("sweeps") / load_scenario(args.scenario, args.overrides).name
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"testbed sweep --out: cannot create the sweep directory: {exc}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise UsageError(f"testbed sweep --out: cannot write into {out}; choose another directory")
     sweep_dir = run_sweep(args.scenario, variations, args.seeds, out, args.overrides)
     table = sweep_dir / "sweep.md"
     print(table.read_text() if table.exists() else "no run finished")

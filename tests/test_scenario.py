@@ -129,6 +129,8 @@ def test_cli_validate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "seed=[" in capsys.readouterr().err
     assert main(["run", str(good), "--out", str(good / "run")]) == 2  # a file is in the way
     assert "--out" in capsys.readouterr().err
+    assert main(["sweep", str(good), "--vary", "seed=1,2", "--out", str(good / "sweep")]) == 2
+    assert "testbed sweep --out" in capsys.readouterr().err
     assert main(["frobnicate"]) == 2
 
 
