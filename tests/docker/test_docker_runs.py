@@ -75,12 +75,15 @@ def compose_command() -> list[str]:
     pytest.skip("neither docker-compose nor the docker compose plugin is installed")
 
 
-def assert_quickstart_results(results: Path) -> None:
-    run_dir = results / "quickstart"
+def assert_scenario_results(results: Path, name: str = "quickstart") -> dict[str, Any]:
+    """Every job of the shipped scenario succeeded with exact outputs, and the report is there."""
+    run_dir = results / name
+    scenario = load_scenario(REPO / "scenarios" / f"{name}.yaml")
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["succeeded"] == summary["jobs"] == 2, summary
+    assert summary["succeeded"] == summary["jobs"] == len(scenario.jobs), summary
     assert (run_dir / "report.md").exists() and (run_dir / "report.html").exists()
-    assert_exact(load_scenario(REPO / "scenarios" / "quickstart.yaml"), run_dir)
+    assert_exact(scenario, run_dir)
+    return summary
 
 
 def test_compose_quickstart_end_to_end(
@@ -94,7 +97,7 @@ def test_compose_quickstart_end_to_end(
     try:
         up = subprocess.run([*compose, "up", "--exit-code-from", "master"], capture_output=True, text=True)
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        assert_quickstart_results(tmp_path)
+        assert_scenario_results(tmp_path)
     finally:
         subprocess.run([*compose, "down", "-v"], capture_output=True)
         remove_run(docker_client, run_id)
@@ -110,7 +113,10 @@ def master_task_state(client: docker.DockerClient, stack: str) -> str:
     return tasks[0]["Status"]["State"] if tasks else "pending"
 
 
-def test_swarm_stack_quickstart(docker_client: docker.DockerClient, image: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["quickstart", "eviction-storm"])
+def test_swarm_stack(docker_client: docker.DockerClient, image: str, tmp_path: Path, name: str) -> None:
+    """A shipped compose file as a stack; in eviction-storm the chaos controller kills agents
+    and launches replacements through the Swarm manager."""
     if swarm_state(docker_client) != "inactive" and not docker_client.info()["Swarm"].get("ControlAvailable"):
         pytest.skip("this engine is in a swarm but not a manager: the stack cannot be deployed from here")
     created_swarm = swarm_state(docker_client) == "inactive"
@@ -124,7 +130,7 @@ def test_swarm_stack_quickstart(docker_client: docker.DockerClient, image: str, 
     env = {"TESTBED_RUN_ID": stack, "TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(tmp_path)}
     try:
         deploy = subprocess.run(
-            ["docker", "stack", "deploy", "-c", str(QUICKSTART), stack],
+            ["docker", "stack", "deploy", "-c", str(REPO / "compose" / f"{name}.yaml"), stack],
             capture_output=True,
             text=True,
             env={**os.environ, **env},
@@ -132,7 +138,10 @@ def test_swarm_stack_quickstart(docker_client: docker.DockerClient, image: str, 
         assert deploy.returncode == 0, deploy.stderr
         state = wait_for_master(docker_client, stack)
         assert state == "complete", f"master task ended {state}: {service_logs(stack)}"
-        assert_quickstart_results(tmp_path)
+        summary = assert_scenario_results(tmp_path, name)
+        if name == "eviction-storm":
+            evictions = (tmp_path / name / "evictions.csv").read_text()
+            assert summary["evictions"] >= 2 and ",storm," in evictions, evictions
     finally:
         try:
             subprocess.run(["docker", "stack", "rm", stack], capture_output=True)
