@@ -74,7 +74,7 @@ def run_until_crash_point(scenario: Path, run_dir: Path) -> list[dict[str, Any]]
     )
     try:
         deadline = time.monotonic() + 120
-        while not crash_point(journal := events(run_dir)):  # readiness polling on the journal
+        while not crash_point(events(run_dir)):  # readiness polling on the journal
             assert master.poll() is None, "the run ended before the crash point"
             assert time.monotonic() < deadline, "the crash point never came"
             time.sleep(0.05)
@@ -83,7 +83,7 @@ def run_until_crash_point(scenario: Path, run_dir: Path) -> list[dict[str, Any]]
     finally:
         master.kill()
         master.wait(10)
-    return journal
+    return events(run_dir)  # the master may have journaled more between our last read and the kill
 
 
 def agent_pids(journal: list[dict[str, Any]]) -> list[int]:
