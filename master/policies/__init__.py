@@ -1,7 +1,7 @@
 """Scheduling, placement and autoscaling policies: pure decisions over cluster snapshots.
 
 ``policy.options`` in a scenario holds one mapping per policy name, e.g.
-``options: {yarn-me: {max_elastic_per_node: 2}}``.
+``options: {yarn-me: {elastic_disk_mb_s: 100}}``.
 """
 
 from __future__ import annotations
@@ -74,11 +74,11 @@ def stage_memory(scenario: Scenario) -> Callable[[Any, int], int]:
 
 
 def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None]) -> ModelSource | None:
-    """Task models from the scenario's profile files, keyed by (workload, role).
+    """Task models from the scenario's profiles, keyed by (workload, role).
 
-    A profile's penalty curve is in fractions of ideal memory, so it transfers to
-    tasks of other sizes: the task keeps its own ideal memory, and takes the
-    profile's ideal duration as its estimate.
+    A profile's curves are in fractions of ideal memory, so they transfer to
+    tasks of other sizes: the task keeps its own ideal memory (its measured
+    spill scales with it), and takes the profile's ideal duration as its estimate.
     """
     profiles = load_profiles(scenario)
     if not profiles:
@@ -88,7 +88,7 @@ def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None])
         profile = profiles.get((workload_of(task.job_id) or "", role_of(task.stage)))
         if profile is None:
             return None
-        return TaskModel(task.ideal_memory_mb, profile.model.ideal_duration_s, profile.model.penalty)
+        return profile.model.resized(task.ideal_memory_mb)
 
     return model_of
 

@@ -10,7 +10,14 @@ import pytest
 from master.jobs import JobRuntime
 from master.policies import profile_models, stage_memory
 from master.policies.base import PendingTask
-from master.policies.task_model import PenaltyCurve, TaskModel, TaskProfile, load_profile, save_profile
+from master.policies.task_model import (
+    PenaltyCurve,
+    SpillCurve,
+    TaskModel,
+    TaskProfile,
+    load_profile,
+    save_profile,
+)
 from master.run import elastic_summary
 from testbed.scenario import DEFAULT_TASK_MEMORY_MB, ScenarioError
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
@@ -68,6 +75,18 @@ def test_task_models_keep_the_tasks_ideal_and_take_the_profiles_duration_and_cur
     reduce = model_of(PendingTask("j000.s1.t0", "j000", 1, 0, 33))
     assert reduce == TaskModel(33, 2.0, CURVE)
     assert model_of(PendingTask("j001.s0.t0", "j001", 0, 0, 33)) is None
+
+
+def test_task_models_spill_in_proportion_to_the_tasks_ideal(tmp_path: Path) -> None:
+    model = TaskModel(10, 2.0, CURVE, SpillCurve(((0.5, 4.0),)))
+    path = tmp_path / "sort-map.json"
+    save_profile(TaskProfile("sort", "map", model), path)
+    scenario = make_scenario(profiles=[str(path)], jobs=[{"workload": "sort"}])
+    model_of = profile_models(scenario, {"j000": "sort"}.get)
+    assert model_of is not None
+    bigger = model_of(PendingTask("j000.s0.t0", "j000", 0, 0, 30))
+    assert bigger.expected_spill_mb(15) == 12.0  # half of 30 MB spills 3 x 4 MB
+    assert bigger.disk_bandwidth_mb_s(15) == pytest.approx(12.0 / 3.0)
 
 
 def test_a_malformed_profile_is_a_scenario_error(tmp_path: Path) -> None:
