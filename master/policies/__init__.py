@@ -18,7 +18,7 @@ from master.policies.task_model import Role, TaskModel, TaskProfile, load_profil
 from master.policies.yarn import ModelSource, YarnScheduler, checked_options
 from master.policies.yarn_me import YarnMeScheduler
 from testbed.durations import parse_duration
-from testbed.scenario import DEFAULT_TASK_MEMORY_MB, Scenario, ScenarioError
+from testbed.scenario import DEFAULT_TASK_MEMORY_MB, InlineProfile, Scenario, ScenarioError
 
 EAGLE_OPTIONS = frozenset({"short_fraction", "probes", "queue_order", "on_demand_copies"})
 CLOUDCOASTER_OPTIONS = frozenset({"threshold", "r", "p", "provisioning_delay"})
@@ -41,11 +41,18 @@ def role_of(stage: int) -> Role:
 
 
 def load_profiles(scenario: Scenario) -> Profiles:
-    """The scenario's profile files keyed by (workload, role); a ScenarioError if one is malformed."""
+    """The scenario's profiles (files, or models written inline) keyed by (workload, role);
+    a ScenarioError if a file is malformed (inline models are checked with the scenario)."""
     try:
-        return {(p.workload, p.role): p for p in map(load_profile, scenario.profiles)}
+        return {(p.workload, p.role): p for p in map(_profile, scenario.profiles)}
     except ValueError as exc:
         raise ScenarioError([f"profiles: {exc}"]) from None
+
+
+def _profile(entry: str | InlineProfile) -> TaskProfile:
+    if isinstance(entry, str):
+        return load_profile(entry)
+    return TaskProfile.from_dict(entry.model_dump(exclude_none=True))
 
 
 def stage_memory(scenario: Scenario) -> Callable[[Any, int], int]:

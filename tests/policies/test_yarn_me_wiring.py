@@ -3,12 +3,13 @@ models from profile files, map/reduce phases of a job, and the elastic model err
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from master.jobs import JobRuntime
-from master.policies import profile_models, stage_memory
+from master.policies import load_profiles, profile_models, stage_memory
 from master.policies.base import PendingTask
 from master.policies.task_model import (
     PenaltyCurve,
@@ -87,6 +88,33 @@ def test_task_models_spill_in_proportion_to_the_tasks_ideal(tmp_path: Path) -> N
     bigger = model_of(PendingTask("j000.s0.t0", "j000", 0, 0, 30))
     assert bigger.expected_spill_mb(15) == 12.0  # half of 30 MB spills 3 x 4 MB
     assert bigger.disk_bandwidth_mb_s(15) == pytest.approx(12.0 / 3.0)
+
+
+INLINE_MODEL = {
+    "workload": "wordcount",
+    "role": "map",
+    "ideal_memory_mb": 300,
+    "ideal_duration_s": 2.5,
+    "points": [[0.1, 2.0], [0.5, 1.4], [1.0, 1.0]],
+    "spill_mb": [[0.1, 40], [0.5, 20]],
+    "stage_ideal_memory_mb": [280, 120],
+}
+
+
+def test_an_inline_model_gives_the_same_profile_as_the_equivalent_file(tmp_path: Path) -> None:
+    path = tmp_path / "wordcount-map.json"
+    path.write_text(json.dumps(INLINE_MODEL))
+    from_file = load_profiles(make_scenario(profiles=[str(path)]))
+    inline = load_profiles(make_scenario(profiles=[INLINE_MODEL]))
+    assert inline == from_file
+    profile = inline[("wordcount", "map")]
+    assert profile.model.spill == SpillCurve(((0.1, 40.0), (0.5, 20.0)))
+    assert profile.stage_ideal_memory_mb == (280, 120)
+    assert stage_memory(make_scenario(profiles=[INLINE_MODEL]))(make_scenario().jobs[0], 0) == 280
+    rated = {**INLINE_MODEL, "disk_rate_mb_s": 30.0}
+    del rated["spill_mb"]
+    [only] = load_profiles(make_scenario(profiles=[rated])).values()
+    assert only.model.disk_rate_mb_s == 30.0 and only.model.spill is None
 
 
 def test_a_malformed_profile_is_a_scenario_error(tmp_path: Path) -> None:
