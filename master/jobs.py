@@ -43,6 +43,8 @@ class TaskRecord:
     started: float | None = None
     elastic: bool = False
     predicted_s: float | None = None
+    disk_mb_s: float = 0.0
+    """Disk bandwidth the scheduler charged the running attempt to its node (elastic tasks)."""
     excluded_nodes: set[str] = field(default_factory=set)
     """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there."""
     progress: JobProgress | None = field(default=None, repr=False, compare=False)

@@ -463,7 +463,14 @@ class Master:
         started = record.started if record.started is not None else self.journal.now()
         duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
         return RunningTask(
-            task_id, job.job_id, record.memory_mb, started, started + duration, record.elastic, long=job.long
+            task_id,
+            job.job_id,
+            record.memory_mb,
+            started,
+            started + duration,
+            record.elastic,
+            long=job.long,
+            disk_mb_s=record.disk_mb_s,
         )
 
     def stored_bytes(self) -> dict[str, int]:
@@ -713,6 +720,7 @@ class Master:
         now = self.journal.now()
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
         job.tasks[key].predicted_s = decision.predicted_duration_s
+        job.tasks[key].disk_mb_s = decision.disk_mb_s
         stage = job.plan.stages[key[0]]
         spec = TaskSpec(
             task_id=decision.task_id,

@@ -17,7 +17,9 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -358,6 +360,71 @@ class ChaosSpec(Strict):
     storms: list[StormSpec] = Field(default_factory=list)
 
 
+# --------------------------------------------------------------------- task models
+
+CurvePoints = list[tuple[float, float]]
+
+
+class InlineProfile(Strict):
+    """A task model written in the scenario instead of a profile file: the same fields."""
+
+    workload: str
+    role: Literal["map", "reduce"]
+    ideal_memory_mb: int = Field(gt=0, description="least memory with no spill")
+    ideal_duration_s: float = Field(ge=0, allow_inf_nan=False, description="runtime with the ideal memory")
+    points: CurvePoints = Field(description="penalty curve: [fraction, runtime multiplier] points")
+    spill_mb: CurvePoints | None = Field(default=None, description="[fraction, MB spilled] points")
+    disk_rate_mb_s: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="spill rate, when spill_mb is not given"
+    )
+    stage_ideal_memory_mb: list[Annotated[int, Field(gt=0)]] = Field(default_factory=list)
+
+    @field_validator("workload")
+    @classmethod
+    def _known_workload(cls, value: str) -> str:
+        if value not in WORKLOADS:
+            raise ValueError(f"unknown workload; expected one of {', '.join(WORKLOADS)}")
+        return value
+
+    @field_validator("points")
+    @classmethod
+    def _penalty_curve(cls, points: CurvePoints) -> CurvePoints:
+        from master.policies.task_model import PenaltyCurve  # not at the top: master.policies imports us
+
+        PenaltyCurve(tuple(points))
+        return points
+
+    @field_validator("spill_mb")
+    @classmethod
+    def _spill_curve(cls, points: CurvePoints | None) -> CurvePoints | None:
+        from master.policies.task_model import SpillCurve  # not at the top: master.policies imports us
+
+        if points is not None:
+            SpillCurve(tuple(points))
+        return points
+
+
+PROFILE_FILE, INLINE_PROFILE = "profile file", "inline model"
+"""Union tags of a ``profiles`` entry (not field names: they never appear in error paths)."""
+
+
+def _profile_kind(entry: Any) -> str | None:
+    if isinstance(entry, str):
+        return PROFILE_FILE
+    return INLINE_PROFILE if isinstance(entry, dict | InlineProfile) else None
+
+
+ProfileEntry = Annotated[
+    Annotated[str, Tag(PROFILE_FILE)] | Annotated[InlineProfile, Tag(INLINE_PROFILE)],
+    Discriminator(
+        _profile_kind,
+        custom_error_type="profile_entry",
+        custom_error_message="expected a profile file path or a task model (workload, role, "
+        "ideal_memory_mb, ideal_duration_s, points)",
+    ),
+]
+
+
 # --------------------------------------------------------------------- scenario
 
 
@@ -372,17 +439,19 @@ class Scenario(Strict):
     arrivals: ArrivalsSpec | None = None
     chaos: ChaosSpec = ChaosSpec()
     timeout: Duration = Field(default=600.0, gt=0, description="wall-clock limit of the run")
-    profiles: list[str] = Field(
-        default_factory=list, description="task profiles (testbed profile files) for YARN/YARN-ME"
+    profiles: list[ProfileEntry] = Field(
+        default_factory=list,
+        description="task models for YARN/YARN-ME: testbed profile files, or written inline",
     )
 
     @field_validator("profiles")
     @classmethod
-    def _profiles_exist(cls, paths: list[str]) -> list[str]:
+    def _profiles_exist(cls, entries: list[str | InlineProfile]) -> list[str | InlineProfile]:
+        paths = [entry for entry in entries if isinstance(entry, str)]
         missing = [p for p in paths if not Path(p).expanduser().is_file()]
         if missing:
             raise ValueError(f"no such profile file: {', '.join(missing)}; run `testbed profile` to make one")
-        return paths
+        return entries
 
     @model_validator(mode="after")
     def _tasks_fit_some_node(self) -> Scenario:
@@ -569,8 +638,12 @@ def _resolve_profiles(data: dict[str, Any], scenario_dir: Path) -> None:
                 profiles[index] = str(beside)
 
 
+UNION_TAGS = {*WORKLOADS, PROFILE_FILE, INLINE_PROFILE}
+"""Tags pydantic puts in an error's path for a union member; a field path shows none of them."""
+
+
 def _describe(source: str, err: Any) -> str:
-    loc = [str(part) for part in err["loc"] if str(part) not in WORKLOADS]
+    loc = [str(part) for part in err["loc"] if str(part) not in UNION_TAGS]
     field = ".".join(loc) or "(top level)"
     message = str(err["msg"])
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")

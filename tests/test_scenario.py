@@ -168,3 +168,64 @@ def test_profile_paths_resolve_beside_the_scenario_file_then_in_the_working_dire
     monkeypatch.chdir(tmp_path / "scenarios")
     with pytest.raises(ScenarioError, match=r"no such profile file: cwd\.json"):
         load_scenario(scenario_file)
+
+
+INLINE = (
+    "{workload: sort, role: map, ideal_memory_mb: 4, ideal_duration_s: 1.0, points: [[0.5, 2.0], [1.0, 1.0]]}"
+)
+
+
+def test_profiles_may_mix_files_and_inline_models(tmp_path: Path) -> None:
+    (tmp_path / "sort-reduce.json").write_text(PROFILE.replace('"map"', '"reduce"'))
+    scenario = load_scenario(write(tmp_path, GOOD + f"profiles: [{INLINE}, sort-reduce.json]\n"))
+    inline, path = scenario.profiles
+    assert path == str(tmp_path / "sort-reduce.json")
+    assert not isinstance(inline, str)
+    assert (inline.workload, inline.role, inline.points) == ("sort", "map", [(0.5, 2.0), (1.0, 1.0)])
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("[[0.5, 2.0]", "[[0.5, 0.5]"), "profiles.0.points: penalty multiplier 0.5 must be finite and >= 1"),
+        (("[[0.5, 2.0]", "[[1.5, 2.0]"), "profiles.0.points: penalty fraction 1.5 is outside (0, 1]"),
+        (
+            ("points: [[0.5, 2.0], [1.0, 1.0]]", "points: []"),
+            "profiles.0.points: a penalty curve needs at least one (fraction, multiplier) point",
+        ),
+        (
+            ("ideal_duration_s: 1.0", "ideal_duration_s: 1.0, spill_mb: [[0.5, -3]]"),
+            "profiles.0.spill_mb: spill MB -3.0 must be finite and >= 0",
+        ),
+        (("role: map", "role: mapper"), "profiles.0.role: Input should be 'map' or 'reduce'; found 'mapper'"),
+        (
+            ("workload: sort", "workload: sorting"),
+            "profiles.0.workload: unknown workload; expected one of wordcount, sort, pagerank, sleep, noop; "
+            "found 'sorting'",
+        ),
+        (
+            ("ideal_memory_mb: 4", "ideal_memory_mb: 0"),
+            "profiles.0.ideal_memory_mb: Input should be greater than 0; found 0",
+        ),
+        (("ideal_memory_mb: 4, ", ""), "profiles.0.ideal_memory_mb: required field is missing"),
+        (
+            (INLINE, "7"),
+            "profiles.0: expected a profile file path or a task model "
+            "(workload, role, ideal_memory_mb, ideal_duration_s, points); found 7",
+        ),
+    ],
+)
+def test_a_bad_inline_model_is_one_line_naming_its_field(
+    tmp_path: Path, change: tuple[str, str], expected: str
+) -> None:
+    assert problems(tmp_path, GOOD + f"profiles: [{INLINE.replace(*change)}]\n") == [
+        f"{tmp_path / 's.yaml'}: {expected}"
+    ]
+
+
+def test_cli_validate_exits_2_on_a_bad_inline_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = write(tmp_path, GOOD + f"profiles: [{INLINE.replace('[[0.5, 2.0]', '[[0.5, 0.5]')}]\n")
+    assert main(["validate", str(bad)]) == 2
+    assert capsys.readouterr().err.count("profiles.0.points: penalty multiplier 0.5") == 1

@@ -1,7 +1,7 @@
 """Scheduling, placement and autoscaling policies: pure decisions over cluster snapshots.
 
 ``policy.options`` in a scenario holds one mapping per policy name, e.g.
-``options: {yarn-me: {max_elastic_per_node: 2}}``.
+``options: {yarn-me: {elastic_disk_mb_s: 100}}``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from master.policies.task_model import Role, TaskModel, TaskProfile, load_profil
 from master.policies.yarn import ModelSource, YarnScheduler, checked_options
 from master.policies.yarn_me import YarnMeScheduler
 from testbed.durations import parse_duration
-from testbed.scenario import DEFAULT_TASK_MEMORY_MB, Scenario, ScenarioError
+from testbed.scenario import DEFAULT_TASK_MEMORY_MB, InlineProfile, Scenario, ScenarioError
 
 EAGLE_OPTIONS = frozenset({"short_fraction", "probes", "queue_order", "on_demand_copies"})
 CLOUDCOASTER_OPTIONS = frozenset({"threshold", "r", "p", "provisioning_delay"})
@@ -41,11 +41,18 @@ def role_of(stage: int) -> Role:
 
 
 def load_profiles(scenario: Scenario) -> Profiles:
-    """The scenario's profile files keyed by (workload, role); a ScenarioError if one is malformed."""
+    """The scenario's profiles (files, or models written inline) keyed by (workload, role);
+    a ScenarioError if a file is malformed (inline models are checked with the scenario)."""
     try:
-        return {(p.workload, p.role): p for p in map(load_profile, scenario.profiles)}
+        return {(p.workload, p.role): p for p in map(_profile, scenario.profiles)}
     except ValueError as exc:
         raise ScenarioError([f"profiles: {exc}"]) from None
+
+
+def _profile(entry: str | InlineProfile) -> TaskProfile:
+    if isinstance(entry, str):
+        return load_profile(entry)
+    return TaskProfile.from_dict(entry.model_dump(exclude_none=True))
 
 
 def stage_memory(scenario: Scenario) -> Callable[[Any, int], int]:
@@ -74,11 +81,11 @@ def stage_memory(scenario: Scenario) -> Callable[[Any, int], int]:
 
 
 def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None]) -> ModelSource | None:
-    """Task models from the scenario's profile files, keyed by (workload, role).
+    """Task models from the scenario's profiles, keyed by (workload, role).
 
-    A profile's penalty curve is in fractions of ideal memory, so it transfers to
-    tasks of other sizes: the task keeps its own ideal memory, and takes the
-    profile's ideal duration as its estimate.
+    A profile's curves are in fractions of ideal memory, so they transfer to
+    tasks of other sizes: the task keeps its own ideal memory (its measured
+    spill scales with it), and takes the profile's ideal duration as its estimate.
     """
     profiles = load_profiles(scenario)
     if not profiles:
@@ -88,7 +95,7 @@ def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None])
         profile = profiles.get((workload_of(task.job_id) or "", role_of(task.stage)))
         if profile is None:
             return None
-        return TaskModel(task.ideal_memory_mb, profile.model.ideal_duration_s, profile.model.penalty)
+        return profile.model.resized(task.ideal_memory_mb)
 
     return model_of
 

@@ -23,6 +23,8 @@ class RunningTask:
     expected_end: float
     elastic: bool = False
     long: bool = False
+    disk_mb_s: float = 0.0
+    """Disk bandwidth charged to the node's elastic budget (``Assign.disk_mb_s``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,9 @@ class Assign:
     memory_mb: int
     elastic: bool = False
     predicted_duration_s: float | None = None
+    disk_mb_s: float = 0.0
+    """Disk bandwidth an elastic task is expected to use for its spills (MB/s). The shell
+    shows it back as ``RunningTask.disk_mb_s`` while the task runs."""
 
 
 @dataclass(frozen=True, slots=True)

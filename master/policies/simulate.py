@@ -201,7 +201,15 @@ def _start(cluster: _Cluster, assign: Assign, now: float, runtime: Runtime) -> N
     predicted = assign.predicted_duration_s
     expected_end = now + (predicted if predicted is not None else task.est_duration_s)
     running.append(
-        RunningTask(task.task_id, task.job_id, assign.memory_mb, now, expected_end, assign.elastic)
+        RunningTask(
+            task.task_id,
+            task.job_id,
+            assign.memory_mb,
+            now,
+            expected_end,
+            assign.elastic,
+            disk_mb_s=assign.disk_mb_s,
+        )
     )
     end = now + runtime(task, assign.memory_mb)
     cluster.true_end[task.task_id] = end

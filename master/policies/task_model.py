@@ -3,10 +3,12 @@
 The YARN-ME paper (section 2) calls a task *well-sized* when its memory covers
 its shuffle data, and *under-sized* (elastic) otherwise: it then spills to disk
 and runs longer. The *penalty curve* maps the allocated fraction of the ideal
-memory to a runtime multiplier. Curves are measured (``testbed profile``
-writes them as JSON files, format in docs/yarn-me.md) or derived from the
-paper's reducer model ``T(m) = T_ideal + spilledBytes(m) / diskRate``
-(:class:`ReducerSpillModel`).
+memory to a runtime multiplier, the *spill curve* to the megabytes spilled.
+Curves are measured (``testbed profile`` writes them as JSON files, format in
+docs/yarn-me.md) or derived from the paper's reducer model
+``T(m) = T_ideal + spilledBytes(m) / diskRate`` (:class:`ReducerSpillModel`).
+The spill over the penalized runtime is the disk bandwidth an elastic task
+needs (paper, section 3: YARN-ME budgets each node's disk bandwidth).
 
 Curves are not monotone: a reducer whose input is just above a multiple of its
 buffer spills almost everything, one with a slightly smaller buffer spills
@@ -18,35 +20,79 @@ from __future__ import annotations
 import json
 import math
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 Role = Literal["map", "reduce"]
+MB = 2**20
 PROFILE_FORMAT = "testbed-task-profile/1"
 
 
 @dataclass(frozen=True, slots=True)
-class PenaltyCurve:
-    """Runtime multiplier as a function of the allocated fraction of ideal memory.
+class FractionCurve:
+    """A value as a function of the allocated fraction of ideal memory (base of the curves).
 
-    ``points`` are ``(fraction, multiplier)`` pairs with fractions in (0, 1],
-    non-decreasing. Between points the multiplier is linearly interpolated;
-    below the first point and above the last it is held constant. A fraction
-    may appear twice to express a jump (a step): exactly at that fraction the
+    ``points`` are ``(fraction, value)`` pairs with fractions in (0, 1],
+    non-decreasing. Between points the value is linearly interpolated; below
+    the first point and above the last it is held constant. A fraction may
+    appear twice to express a jump (a step): exactly at that fraction the
     later point applies. At or above a fraction of 1.0 the task is well-sized
-    and the multiplier is 1.0 by definition, whatever the points say.
+    and the value is ``WELL_SIZED``, whatever the points say.
     """
+
+    KIND: ClassVar[str] = "curve"
+    VALUE: ClassVar[str] = "value"
+    LEAST: ClassVar[float] = 0.0
+    WELL_SIZED: ClassVar[float] = 0.0
 
     points: tuple[tuple[float, float], ...]
     _fractions: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        points = tuple((float(f), float(m)) for f, m in self.points)
-        _validate_points(points)
+        points = tuple((float(f), float(v)) for f, v in self.points)
+        self._validate(points)
         object.__setattr__(self, "points", points)
         object.__setattr__(self, "_fractions", tuple(f for f, _ in points))
+
+    def at(self, fraction: float) -> float:
+        if fraction >= 1.0:
+            return self.WELL_SIZED
+        right = bisect_right(self._fractions, fraction)
+        if right == 0:
+            return self.points[0][1]
+        if right == len(self.points):
+            return self.points[-1][1]
+        (f0, v0), (f1, v1) = self.points[right - 1], self.points[right]
+        if f1 == f0:
+            return v1
+        return v0 + (v1 - v0) * (fraction - f0) / (f1 - f0)
+
+    @classmethod
+    def _validate(cls, points: tuple[tuple[float, float], ...]) -> None:
+        if not points:
+            raise ValueError(f"a {cls.KIND} curve needs at least one (fraction, {cls.VALUE}) point")
+        for fraction, value in points:
+            if not 0.0 < fraction <= 1.0:
+                raise ValueError(f"{cls.KIND} fraction {fraction} is outside (0, 1]")
+            if not (math.isfinite(value) and value >= cls.LEAST):
+                raise ValueError(f"{cls.KIND} {cls.VALUE} {value} must be finite and >= {cls.LEAST:g}")
+        fractions = [f for f, _ in points]
+        if any(b < a for a, b in pairwise(fractions)):
+            raise ValueError(f"{cls.KIND} fractions must be non-decreasing, got {fractions}")
+        if any(a == b == c for a, b, c in zip(fractions, fractions[1:], fractions[2:], strict=False)):
+            raise ValueError(f"a fraction may appear at most twice (a jump) in a {cls.KIND} curve")
+
+
+@dataclass(frozen=True, slots=True)
+class PenaltyCurve(FractionCurve):
+    """Runtime multiplier (>= 1) by allocated fraction of ideal memory; 1.0 when well-sized."""
+
+    KIND: ClassVar[str] = "penalty"
+    VALUE: ClassVar[str] = "multiplier"
+    LEAST: ClassVar[float] = 1.0
+    WELL_SIZED: ClassVar[float] = 1.0
 
     @classmethod
     def step(cls, multiplier: float) -> PenaltyCurve:
@@ -59,51 +105,81 @@ class PenaltyCurve:
         return cls(((1.0, 1.0),))
 
     def multiplier(self, fraction: float) -> float:
-        if fraction >= 1.0:
-            return 1.0
-        right = bisect_right(self._fractions, fraction)
-        if right == 0:
-            return self.points[0][1]
-        if right == len(self.points):
-            return self.points[-1][1]
-        (f0, m0), (f1, m1) = self.points[right - 1], self.points[right]
-        if f1 == f0:
-            return m1
-        return m0 + (m1 - m0) * (fraction - f0) / (f1 - f0)
+        return self.at(fraction)
 
 
-def _validate_points(points: tuple[tuple[float, float], ...]) -> None:
-    if not points:
-        raise ValueError("a penalty curve needs at least one (fraction, multiplier) point")
-    for fraction, multiplier in points:
-        if not 0.0 < fraction <= 1.0:
-            raise ValueError(f"penalty fraction {fraction} is outside (0, 1]")
-        if not (math.isfinite(multiplier) and multiplier >= 1.0):
-            raise ValueError(f"penalty multiplier {multiplier} must be finite and >= 1")
-    fractions = [f for f, _ in points]
-    if any(b < a for a, b in pairwise(fractions)):
-        raise ValueError(f"penalty fractions must be non-decreasing, got {fractions}")
-    if any(a == b == c for a, b, c in zip(fractions, fractions[1:], fractions[2:], strict=False)):
-        raise ValueError("a fraction may appear at most twice (a jump) in a penalty curve")
+@dataclass(frozen=True, slots=True)
+class SpillCurve(FractionCurve):
+    """Megabytes spilled (>= 0) by allocated fraction of ideal memory; none when well-sized."""
+
+    KIND: ClassVar[str] = "spill"
+    VALUE: ClassVar[str] = "MB"
+
+    def spilled_mb(self, fraction: float) -> float:
+        return self.at(fraction)
+
+    def scaled(self, factor: float) -> SpillCurve:
+        return SpillCurve(tuple((f, mb * factor) for f, mb in self.points))
 
 
 @dataclass(frozen=True, slots=True)
 class TaskModel:
-    """The scheduler's model of one kind of task (a job's stage, or a workload role)."""
+    """The scheduler's model of one kind of task (a job's stage, or a workload role).
+
+    What an under-sized task spills comes from ``spill`` (measured) when known,
+    else from the paper's reducer model with the task's ``disk_rate_mb_s``:
+    ``spilled(m) = (T(m) - T_ideal) * diskRate``; with neither it is unknown.
+    """
 
     ideal_memory_mb: int
     ideal_duration_s: float
     penalty: PenaltyCurve = field(default_factory=PenaltyCurve.none)
+    spill: SpillCurve | None = None
+    disk_rate_mb_s: float | None = None
+    """The paper's diskRate: how fast the task uses the disk while it spills."""
 
     def __post_init__(self) -> None:
         if self.ideal_memory_mb <= 0:
             raise ValueError(f"ideal_memory_mb must be positive, got {self.ideal_memory_mb}")
         if not (math.isfinite(self.ideal_duration_s) and self.ideal_duration_s >= 0):
             raise ValueError(f"ideal_duration_s must be >= 0, got {self.ideal_duration_s}")
+        rate = self.disk_rate_mb_s
+        if rate is not None and not (math.isfinite(rate) and rate > 0):
+            raise ValueError(f"disk_rate_mb_s must be positive, got {rate}")
 
     def penalized_duration(self, memory_mb: float) -> float:
         """Predicted runtime with ``memory_mb`` allocated (ideal duration if well-sized)."""
         return self.ideal_duration_s * self.penalty.multiplier(memory_mb / self.ideal_memory_mb)
+
+    def expected_spill_mb(self, memory_mb: float) -> float | None:
+        """Megabytes the task is expected to spill with ``memory_mb`` (None: unknown)."""
+        fraction = memory_mb / self.ideal_memory_mb
+        if fraction >= 1.0:
+            return 0.0
+        if self.spill is not None:
+            return self.spill.spilled_mb(fraction)
+        if self.disk_rate_mb_s is not None:
+            return (self.penalized_duration(memory_mb) - self.ideal_duration_s) * self.disk_rate_mb_s
+        return None
+
+    def disk_bandwidth_mb_s(self, memory_mb: float) -> float | None:
+        """Disk bandwidth the task needs with ``memory_mb``: its expected spill over its
+        penalized runtime (None: unknown)."""
+        spilled = self.expected_spill_mb(memory_mb)
+        if spilled is None or spilled == 0:
+            return spilled
+        duration = self.penalized_duration(memory_mb)
+        return spilled / duration if duration > 0 else math.inf
+
+    def resized(self, ideal_memory_mb: int) -> TaskModel:
+        """The same kind of task with another ideal memory (a larger or smaller partition).
+
+        The curves are in fractions of the ideal memory, so they transfer; the
+        measured spill grows in proportion (ideal memory and spill both follow
+        the task's input). Duration and disk rate stay.
+        """
+        spill = None if self.spill is None else self.spill.scaled(ideal_memory_mb / self.ideal_memory_mb)
+        return replace(self, ideal_memory_mb=ideal_memory_mb, spill=spill)
 
 
 # ------------------------------------------------------------------ profile files
@@ -132,13 +208,20 @@ class TaskProfile:
             "ideal_duration_s": self.model.ideal_duration_s,
             "points": [list(p) for p in self.model.penalty.points],
         }
+        if self.model.spill is not None:
+            data["spill_mb"] = [list(p) for p in self.model.spill.points]
+        if self.model.disk_rate_mb_s is not None:
+            data["disk_rate_mb_s"] = self.model.disk_rate_mb_s
         if self.stage_ideal_memory_mb:
             data["stage_ideal_memory_mb"] = list(self.stage_ideal_memory_mb)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskProfile:
-        """Parse a profile; unknown keys are ignored so profilers may add measurements."""
+        """Parse a profile; unknown keys are ignored so profilers may add measurements.
+
+        The spill curve is ``spill_mb`` when given, else the ``measurements``
+        ``testbed profile`` records (spilled bytes at each profiled fraction)."""
         fmt = data.get("format", PROFILE_FORMAT)
         if fmt != PROFILE_FORMAT:
             raise ValueError(f"unsupported profile format {fmt!r}, expected {PROFILE_FORMAT!r}")
@@ -148,11 +231,29 @@ class TaskProfile:
         if data["role"] not in ("map", "reduce"):
             raise ValueError(f"profile role must be 'map' or 'reduce', got {data['role']!r}")
         curve = PenaltyCurve(tuple((f, m) for f, m in data["points"]))
-        model = TaskModel(int(data["ideal_memory_mb"]), float(data["ideal_duration_s"]), curve)
+        rate = data.get("disk_rate_mb_s")
+        model = TaskModel(
+            int(data["ideal_memory_mb"]),
+            float(data["ideal_duration_s"]),
+            curve,
+            _spill_curve(data),
+            None if rate is None else float(rate),
+        )
         stages = tuple(int(mb) for mb in data.get("stage_ideal_memory_mb", ()))
         if any(mb <= 0 for mb in stages):
             raise ValueError(f"stage_ideal_memory_mb must be positive, got {list(stages)}")
         return cls(str(data["workload"]), data["role"], model, stages)
+
+
+def _spill_curve(data: dict[str, Any]) -> SpillCurve | None:
+    if "spill_mb" in data:
+        return SpillCurve(tuple((f, mb) for f, mb in data["spill_mb"]))
+    try:
+        measured = sorted((float(m["fraction"]), m["spill_bytes"] / MB) for m in data.get("measurements", ()))
+    except KeyError as missing:
+        raise ValueError(f"a measurement lacks {missing}") from None
+    under = tuple(point for point in measured if point[0] < 1.0)
+    return SpillCurve(under) if under else None
 
 
 def load_profile(path: str | Path) -> TaskProfile:
@@ -223,13 +324,15 @@ class ReducerSpillModel:
         """Sample the model into a :class:`TaskModel` (fractions 0.1, 0.1+step, ... below 1).
 
         A last point just below 1.0 keeps the jump at the ideal memory: one byte
-        less than ideal spills a whole buffer.
+        less than ideal spills a whole buffer. The model keeps the disk rate, so
+        its expected spill at a sampled fraction is the reducer model's.
         """
         ideal = self.ideal_memory_mb
         fractions = [round(0.1 + i * step, 10) for i in range(math.ceil(0.9 / step))]
         points = [(f, self._multiplier(f * ideal)) for f in fractions if f < 1.0]
         points += [(1.0, self._multiplier(ideal * (1.0 - 1e-9))), (1.0, 1.0)]
-        return TaskModel(ideal, self.ideal_duration_s, PenaltyCurve(tuple(points)))
+        curve = PenaltyCurve(tuple(points))
+        return TaskModel(ideal, self.ideal_duration_s, curve, disk_rate_mb_s=self.disk_rate_mb_s)
 
     def _multiplier(self, memory_mb: float) -> float:
         if self.ideal_duration_s <= 0:

@@ -37,7 +37,7 @@ from master.policies.task_model import TaskModel
 
 Ordering = Literal["fair", "fifo"]
 _MEMORY = attrgetter("memory_mb")
-_ELASTIC = attrgetter("elastic")
+_DISK = attrgetter("disk_mb_s")
 _DEMAND_KEY = attrgetter("stage", "ideal_memory_mb", "est_duration_s")
 """What a task's demand depends on: tasks with equal keys share one :class:`Demand`."""
 ModelSource = Mapping[str | tuple[str, int], TaskModel] | Callable[[PendingTask], TaskModel | None]
@@ -195,7 +195,7 @@ class NodeState:
     """One node during one round: what is still free, and what started on it this round."""
 
     __slots__ = (
-        "elastic_running",
+        "elastic_disk_mb_s",
         "free_memory_mb",
         "free_slots",
         "reserved_for",
@@ -208,13 +208,13 @@ class NodeState:
         self.free_slots = view.free_slots
         self.free_memory_mb = view.memory_mb - sum(map(_MEMORY, view.running))
         self.reserved_for = view.reserved_for
-        self.elastic_running = sum(map(_ELASTIC, view.running))
+        self.elastic_disk_mb_s = sum(map(_DISK, view.running))  # of elastic tasks; regular: 0
         self.started: list[tuple[float, int]] = []
 
-    def take(self, memory_mb: int, end: float, elastic: bool) -> None:
+    def take(self, memory_mb: int, end: float, disk_mb_s: float) -> None:
         self.free_slots -= 1
         self.free_memory_mb -= memory_mb
-        self.elastic_running += elastic
+        self.elastic_disk_mb_s += disk_mb_s
         self.started.append((end, memory_mb))
 
     def earliest_start(self, memory_mb: int, now: float) -> float:
@@ -266,12 +266,13 @@ class Round:
         duration_s: float,
         *,
         elastic: bool = False,
+        disk_mb_s: float = 0.0,
         extra: Mapping[str, float] | None = None,
     ) -> None:
         task = job.view.pending[position]
         ideal = job.demand(position).ideal_memory_mb
         node_id = node.view.node_id
-        self.decisions.append(Assign(task.task_id, node_id, memory_mb, elastic, duration_s))
+        self.decisions.append(Assign(task.task_id, node_id, memory_mb, elastic, duration_s, disk_mb_s))
         detail = {
             "memory_mb": float(memory_mb),
             "ideal_memory_mb": float(ideal),
@@ -282,7 +283,7 @@ class Round:
         label = "elastic_accepted" if elastic else "regular"
         self.decisions.append(LogDecision(job.view.job_id, task.task_id, label, node_id, detail))
         end = self.now + duration_s
-        node.take(memory_mb, end, elastic)
+        node.take(memory_mb, end, disk_mb_s)
         previous_running = job.running
         job.mark_placed(position, end)
         self.queue.started(job, previous_running)

@@ -6,11 +6,12 @@ job at the head of the queue (or the job the node is reserved for) gets:
 
 1. a regular allocation if its next task's ideal memory and a core fit;
 2. else an elastic one, if at least ``min_fraction`` of the ideal memory
-   (rounded up to the increment) and a core are free and the node runs fewer
-   than ``max_elastic_per_node`` elastic tasks (its disk-bandwidth budget): the
-   smallest amount giving the lowest penalized runtime among those that fit,
-   and only if ``now + penalized runtime`` does not pass the job's estimated
-   completion time from the timeline generator;
+   (rounded up to the increment) and a core are free: the smallest amount
+   giving the lowest penalized runtime among those that fit, and only if the
+   disk bandwidth it needs (its expected spill over its penalized runtime)
+   fits in what the node's elastic tasks leave of ``elastic_disk_mb_s``, and
+   ``now + penalized runtime`` does not pass the job's estimated completion
+   time from the timeline generator;
 3. else the node is reserved for the job. Other jobs may still use a reserved
    node, but only with tasks predicted to end before the reserving job's next
    task could start there regularly (EASY-style backfilling), so the
@@ -48,6 +49,9 @@ from master.policies.yarn import (
     checked_options,
     round_up,
 )
+
+DEFAULT_ELASTIC_DISK_MB_S = 100.0
+"""Per node; how it was chosen (a measurement of this testbed's spill path) is in docs/yarn-me.md."""
 
 _END = attrgetter("expected_end")
 _JOB = attrgetter("job_id")
@@ -437,39 +441,47 @@ class _Option:
     memory_mb: int
     runtime_s: float
     elastic: bool
+    disk_mb_s: float = 0.0
 
 
 class YarnMeScheduler:
     """``scheduler: yarn-me``.
 
-    ``models`` give each job stage's ideal memory, ideal duration and penalty
-    curve; tasks without a model are only ever allocated regularly.
-    ``max_elastic_per_node`` is the disk-bandwidth budget: how many elastic
-    (spilling) tasks a node may run at once. ``min_fraction`` is the smallest
-    share of the ideal memory an elastic task may get. ``backfill_depth`` is
-    how many jobs, in queue order, may be tried on a reserved node.
+    ``models`` give each job stage's ideal memory, ideal duration, penalty
+    curve and spill; tasks without a model are only ever allocated regularly.
+    ``elastic_disk_mb_s`` is each node's disk-bandwidth budget for elastic
+    tasks (MB/s): the bandwidths of the elastic tasks on a node (expected
+    spill over penalized runtime) may not add up to more. A task whose spill
+    its model does not know is charged the whole budget. ``min_fraction`` is
+    the smallest share of the ideal memory an elastic task may get.
+    ``backfill_depth`` is how many jobs, in queue order, may be tried on a
+    reserved node.
     """
 
-    OPTIONS = frozenset({"ordering", "max_elastic_per_node", "min_fraction", "backfill_depth"})
+    OPTIONS = frozenset({"ordering", "elastic_disk_mb_s", "min_fraction", "backfill_depth"})
 
     def __init__(
         self,
         ordering: Ordering = "fair",
         models: ModelSource | None = None,
         *,
-        max_elastic_per_node: int = 2,
+        elastic_disk_mb_s: float = DEFAULT_ELASTIC_DISK_MB_S,
         min_fraction: float = 0.1,
         backfill_depth: int = 8,
     ) -> None:
         if ordering not in ("fair", "fifo"):
             raise ValueError(f"ordering must be 'fair' or 'fifo', got {ordering!r}")
-        if max_elastic_per_node < 0 or backfill_depth < 0:
-            raise ValueError("max_elastic_per_node and backfill_depth must be >= 0")
+        if isinstance(elastic_disk_mb_s, bool) or not isinstance(elastic_disk_mb_s, int | float):
+            raise ValueError(f"elastic_disk_mb_s must be a number (MB/s), got {elastic_disk_mb_s!r}")
+        if not elastic_disk_mb_s > 0:
+            raise ValueError(f"elastic_disk_mb_s must be > 0 (MB/s), got {elastic_disk_mb_s!r}")
+        if backfill_depth < 0:
+            raise ValueError("backfill_depth must be >= 0")
         if not 0.0 < min_fraction <= 1.0:
             raise ValueError("min_fraction must be in (0, 1]")
         self.ordering: Ordering = ordering
         self.lookup = ModelLookup(models)
-        self.max_elastic_per_node = max_elastic_per_node
+        self.elastic_disk_mb_s = float(elastic_disk_mb_s)
         self.min_fraction = min_fraction
         self.backfill_depth = backfill_depth
 
@@ -575,9 +587,16 @@ class YarnMeScheduler:
             bound = self._elastic_allowed(rnd, node, job, position, option, own_turn)
             if bound is None:
                 return False
-            extra["job_completion_bound"] = bound
+            extra |= {"job_completion_bound": bound, "disk_mb_s": option.disk_mb_s}
         rnd.assign(
-            node, job, position, option.memory_mb, option.runtime_s, elastic=option.elastic, extra=extra
+            node,
+            job,
+            position,
+            option.memory_mb,
+            option.runtime_s,
+            elastic=option.elastic,
+            disk_mb_s=option.disk_mb_s,
+            extra=extra,
         )
         return True
 
@@ -587,7 +606,11 @@ class YarnMeScheduler:
             return _Option(demand.memory_mb, demand.duration_s, False)
         choices = rnd.elastic_choices(demand, self.min_fraction)
         choice = choices.within(node.free_memory_mb) if choices is not None else None
-        return _Option(choice[0], choice[1], True) if choice is not None else None
+        if choice is None or demand.model is None:
+            return None
+        memory, runtime = choice
+        bandwidth = demand.model.disk_bandwidth_mb_s(memory)
+        return _Option(memory, runtime, True, self.elastic_disk_mb_s if bandwidth is None else bandwidth)
 
     def _elastic_allowed(
         self,
@@ -602,8 +625,10 @@ class YarnMeScheduler:
         the elastic task, or None. Refusals are logged on the job's own turn (``log``), not
         when it is only tried as a backfill."""
         detail = {"memory_mb": float(option.memory_mb), "predicted_duration_s": option.runtime_s}
-        if node.elastic_running >= self.max_elastic_per_node:
+        in_use = node.elastic_disk_mb_s
+        if in_use + option.disk_mb_s > self.elastic_disk_mb_s * (1 + 1e-9):
             if log:
+                detail |= {"disk_mb_s": option.disk_mb_s, "elastic_disk_in_use_mb_s": in_use}
                 rnd.log(node, job, position, "elastic_rejected_disk", detail)
             return None
         end = rnd.now + option.runtime_s

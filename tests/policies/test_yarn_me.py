@@ -17,6 +17,7 @@ from master.policies.base import (
     ClusterSnapshot,
     Decision,
     LogDecision,
+    NodeView,
     PendingTask,
     RunningTask,
 )
@@ -30,6 +31,7 @@ from master.policies.simulate import (
 from master.policies.task_model import (
     PenaltyCurve,
     ReducerSpillModel,
+    SpillCurve,
     TaskModel,
     TaskProfile,
     load_profile,
@@ -38,6 +40,7 @@ from master.policies.task_model import (
 )
 from master.policies.yarn import JobState, ModelLookup, ModelSource, YarnScheduler
 from master.policies.yarn_me import (
+    DEFAULT_ELASTIC_DISK_MB_S,
     RegularTimeline,
     YarnMeScheduler,
     elastic_choices,
@@ -55,6 +58,9 @@ from tests.policies.test_yarn import (
 )
 
 STEP_2X = TaskModel(2_500, 10.0, PenaltyCurve.step(2.0))
+"""Its spill is unknown: an elastic allocation of it is charged a node's whole disk budget."""
+SPILLING_2X = TaskModel(2_500, 10.0, PenaltyCurve.step(2.0), disk_rate_mb_s=50.0)
+"""Under-sized, it runs 10 s longer spilling at 50 MB/s: 500 MB in 20 s, 25 MB/s on average."""
 SAWTOOTH = PenaltyCurve(((0.1, 1.6), (0.25, 1.2), (0.5, 1.9), (0.75, 1.3), (0.99, 1.9), (1.0, 1.0)))
 
 
@@ -114,6 +120,38 @@ def test_penalized_duration_scales_the_ideal_duration() -> None:
         TaskModel(0, 1.0)
 
 
+def test_a_spill_curve_interpolates_like_a_penalty_curve_and_is_empty_when_well_sized() -> None:
+    curve = SpillCurve(((0.1, 40.0), (0.5, 20.0)))
+    assert curve.spilled_mb(0.3) == pytest.approx(30.0)
+    assert curve.spilled_mb(0.05) == 40.0 and curve.spilled_mb(0.9) == 20.0  # held outside
+    assert curve.spilled_mb(1.0) == 0.0
+    with pytest.raises(ValueError, match="spill MB -1"):
+        SpillCurve(((0.5, -1.0),))
+    assert curve != PenaltyCurve(((0.1, 40.0), (0.5, 20.0)))
+
+
+def test_the_disk_bandwidth_of_a_task_is_its_expected_spill_over_its_penalized_runtime() -> None:
+    measured = TaskModel(1_000, 10.0, PenaltyCurve(((0.5, 1.5), (1.0, 1.0))), SpillCurve(((0.5, 300.0),)))
+    assert measured.expected_spill_mb(500) == 300.0
+    assert measured.disk_bandwidth_mb_s(500) == pytest.approx(300.0 / 15.0)
+    assert measured.disk_bandwidth_mb_s(1_000) == 0.0  # well-sized: no spill
+    # the paper's reducer model as the fallback: spilled(m) = (T(m) - T_ideal) * diskRate
+    modelled = TaskModel(1_000, 10.0, PenaltyCurve(((0.5, 1.5), (1.0, 1.0))), disk_rate_mb_s=40.0)
+    assert modelled.expected_spill_mb(500) == pytest.approx(200.0)
+    assert modelled.disk_bandwidth_mb_s(500) == pytest.approx(200.0 / 15.0)
+    assert STEP_2X.expected_spill_mb(300) is None and STEP_2X.disk_bandwidth_mb_s(300) is None
+    with pytest.raises(ValueError, match="disk_rate_mb_s"):
+        TaskModel(1_000, 10.0, disk_rate_mb_s=0.0)
+
+
+def test_a_resized_model_keeps_its_curves_and_spills_in_proportion() -> None:
+    model = TaskModel(1_000, 10.0, SAWTOOTH, SpillCurve(((0.5, 300.0),)), disk_rate_mb_s=40.0)
+    bigger = model.resized(2_000)
+    assert bigger.penalized_duration(1_000) == model.penalized_duration(500)
+    assert bigger.expected_spill_mb(1_000) == 600.0
+    assert (bigger.ideal_duration_s, bigger.disk_rate_mb_s) == (10.0, 40.0)
+
+
 def test_profile_files_round_trip(tmp_path: Path) -> None:
     profile = TaskProfile("wordcount", "reduce", TaskModel(2_048, 12.5, SAWTOOTH))
     path = tmp_path / "wordcount-reduce.json"
@@ -122,6 +160,37 @@ def test_profile_files_round_trip(tmp_path: Path) -> None:
     data = json.loads(path.read_text())
     assert data["points"][0] == [0.1, 1.6]
     assert data["format"] == "testbed-task-profile/1"
+    spilling = TaskModel(2_048, 12.5, SAWTOOTH, SpillCurve(((0.1, 900.0), (0.5, 400.0))), 60.0)
+    save_profile(TaskProfile("wordcount", "reduce", spilling), path)
+    assert load_profile(path).model == spilling
+    assert json.loads(path.read_text())["spill_mb"] == [[0.1, 900.0], [0.5, 400.0]]
+
+
+def test_the_spill_curve_of_a_profile_file_comes_from_its_measurements(tmp_path: Path) -> None:
+    """As ``testbed profile`` writes them: spilled bytes measured at each profiled fraction."""
+    mb = 2**20
+    measurements = [
+        {"fraction": f, "seconds": 1.0, "spill_bytes": spilled * mb}
+        for f, spilled in ((1.0, 0), (0.2, 48), (0.6, 8))
+    ]
+    data = {
+        "workload": "sort",
+        "role": "reduce",
+        "ideal_memory_mb": 100,
+        "ideal_duration_s": 1.0,
+        "points": [[0.1, 2.0], [1.0, 2.0], [1.0, 1.0]],
+        "measurements": measurements,
+    }
+    path = tmp_path / "sort-reduce.json"
+    path.write_text(json.dumps(data))
+    model = load_profile(path).model
+    assert model.spill == SpillCurve(((0.2, 48.0), (0.6, 8.0)))
+    assert model.disk_bandwidth_mb_s(40) == pytest.approx(28.0 / 2.0)
+    path.write_text(json.dumps({**data, "spill_mb": [[0.5, 5.0]]}))
+    assert load_profile(path).model.spill == SpillCurve(((0.5, 5.0),))  # given beats measured
+    path.write_text(json.dumps({**data, "measurements": [{"fraction": 0.5}]}))
+    with pytest.raises(ValueError, match="spill_bytes"):
+        load_profile(path)
 
 
 def test_profile_files_tolerate_extra_measurements_but_not_missing_fields(tmp_path: Path) -> None:
@@ -161,6 +230,7 @@ def test_reducer_model_from_two_profiling_runs() -> None:
     assert model.runtime_s(2_010) == 20.0
     task = model.task_model(step=0.01)
     assert task.ideal_memory_mb == 2_010
+    assert task.expected_spill_mb(1_000) == pytest.approx(2_000.0)  # the model's own spill
     assert task.penalized_duration(1_508) < task.penalized_duration(2_000)  # sawtooth
     assert task.penalized_duration(2_000) == pytest.approx(30.0)  # jump just below ideal
     with pytest.raises(ValueError):
@@ -197,10 +267,10 @@ def test_the_elastic_floor_is_ten_percent_rounded_up_to_the_increment() -> None:
 
 def fig3() -> tuple[list, list[SimJob], dict]:
     """One highly utilised node: another job holds 8 of its 10 GB for 100 s. A job of three
-    tasks (2.5 GB, 10 s each, twice as slow when under-sized) arrives at t = 0."""
+    tasks (2.5 GB, 10 s each, twice as slow when under-sized, 25 MB/s of spill) arrives at t = 0."""
     busy_node = node(slots=4, memory=10_000, running=(busy("other", 8_000, 100.0),))
     three = SimJob("j", 0.0, (tasks("j", 3, 2_500),))
-    return [busy_node], [three], {"j": STEP_2X}
+    return [busy_node], [three], {"j": SPILLING_2X}
 
 
 def test_fig3_yarn_makes_every_task_wait_for_memory() -> None:
@@ -213,18 +283,22 @@ def test_fig3_yarn_makes_every_task_wait_for_memory() -> None:
 def test_fig3_yarn_me_starts_every_task_at_once_and_finishes_in_well_under_half() -> None:
     nodes, jobs, models = fig3()
     yarn = run(YarnScheduler(models=models), nodes, jobs, models)
-    yarn_me = run(YarnMeScheduler(models=models, max_elastic_per_node=3), nodes, jobs, models)
+    yarn_me = run(YarnMeScheduler(models=models, elastic_disk_mb_s=75.0), nodes, jobs, models)
     assert yarn_me.jct == {"j": 20.0}
     assert yarn_me.jct["j"] < 0.3 * yarn.jct["j"]  # the paper: "less than 30%"
     assert [(r.start, r.memory_mb, r.elastic) for r in yarn_me.runs] == [(0.0, 300, True)] * 3
     assert [d.decision for d in yarn_me.log] == ["elastic_accepted"] * 3
 
 
-def test_fig3_under_a_tighter_disk_budget_the_third_task_waits_for_the_second_wave() -> None:
+def test_fig3_under_a_tighter_disk_budget_the_third_task_waits_for_the_bandwidth_to_free() -> None:
     nodes, jobs, models = fig3()
-    result = run(YarnMeScheduler(models=models, max_elastic_per_node=2), nodes, jobs, models)
+    result = run(YarnMeScheduler(models=models, elastic_disk_mb_s=50.0), nodes, jobs, models)
     assert result.jct == {"j": 40.0}
-    assert logs(list(result.log), "elastic_rejected_disk")
+    # 2 x 25 MB/s fill the budget; the third starts, still elastic, when the first two end
+    assert [(r.start, r.elastic) for r in result.runs] == [(0.0, True), (0.0, True), (20.0, True)]
+    [refusal] = logs(list(result.log), "elastic_rejected_disk")
+    assert refusal.detail["disk_mb_s"] == pytest.approx(25.0)
+    assert refusal.detail["elastic_disk_in_use_mb_s"] == pytest.approx(50.0)
 
 
 # ---------------------------------------------------------------- the straggler rule
@@ -254,7 +328,7 @@ def test_an_elastic_task_that_would_become_the_straggler_is_refused() -> None:
 def test_the_same_elastic_task_is_accepted_when_the_job_ends_later_anyway() -> None:
     nodes, jobs, models = straggler_setting(25.0)
     decisions = YarnMeScheduler(models=models).schedule(snap(nodes, jobs))
-    assert decisions[0] == Assign("j/t0", "n1", 200, True, 20.0)
+    assert decisions[0] == Assign("j/t0", "n1", 200, True, 20.0, DEFAULT_ELASTIC_DISK_MB_S)
     [accepted] = logs(decisions, "elastic_accepted")
     assert accepted.detail["job_completion_bound"] == 25.0
     assert accepted.detail["allocation_ratio"] == 0.1
@@ -278,7 +352,8 @@ def test_a_task_placed_earlier_in_the_round_no_longer_props_up_the_estimate() ->
     }
     n1 = node(slots=4, memory=10_000, running=(busy("x", 6_500, 50.0),))  # 3,500 MB free
     pending = (PendingTask("j/a", "j", 0, 0, 4_000), PendingTask("j/b", "j", 1, 0, 3_500))
-    decisions = YarnMeScheduler(models=models).schedule(snap([n1], [job("j", pending)]))
+    no_disk_budget = YarnMeScheduler(models=models, elastic_disk_mb_s=math.inf)  # the straggler rule decides
+    decisions = no_disk_budget.schedule(snap([n1], [job("j", pending)]))
     assert assigned(decisions) == [("j/a", "n1", 400)]
     [refusal] = logs(decisions, "elastic_rejected_straggler")
     assert refusal.task_id == "j/b"
@@ -293,7 +368,7 @@ def test_the_scheduler_picks_the_smaller_allocation_on_a_sawtooth() -> None:
     n1 = node(slots=4, memory=4_000, running=(busy("x", 2_100, 100.0),))  # 1,900 MB free
     state = snap([n1], [job("j", tasks("j", 1, 2_000))])
     decisions = YarnMeScheduler(models=models).schedule(state)
-    assert decisions[0] == Assign("j/t0", "n1", 500, True, pytest.approx(12.0))
+    assert decisions[0] == Assign("j/t0", "n1", 500, True, pytest.approx(12.0), DEFAULT_ELASTIC_DISK_MB_S)
 
 
 def test_no_elastic_allocation_below_the_floor_or_without_a_model() -> None:
@@ -306,17 +381,53 @@ def test_no_elastic_allocation_below_the_floor_or_without_a_model() -> None:
     assert labels(decisions) == [("j/t0", "reserved")]
 
 
-def test_the_disk_budget_caps_concurrent_elastic_tasks_per_node() -> None:
-    spilling = tuple(RunningTask(f"x{i}", "x", 1_000, 0.0, 100.0, elastic=True) for i in range(2))
-    n1 = node(slots=4, memory=4_000, running=(*spilling, busy("y", 1_000, 100.0)))
+def spilling_node(*bandwidths: float) -> NodeView:
+    """A node with 1,000 MB free and an elastic task using each of ``bandwidths`` (MB/s)."""
+    running = tuple(
+        RunningTask(f"x{i}", "x", 1_000, 0.0, 100.0, elastic=True, disk_mb_s=mb_s)
+        for i, mb_s in enumerate(bandwidths)
+    )
+    return node(slots=4, memory=4_000, running=(*running, busy("y", 3_000 - 1_000 * len(running), 100.0)))
+
+
+def test_an_elastic_allocation_is_refused_when_the_nodes_elastic_bandwidth_would_be_exceeded() -> None:
     jobs = [job("j", tasks("j", 1, 2_500))]
-    decisions = YarnMeScheduler(models={"j": STEP_2X}).schedule(snap([n1], jobs))
-    assert [d.decision for d in decisions if isinstance(d, LogDecision)] == [
-        "elastic_rejected_disk",
-        "reserved",
-    ]
-    wider = YarnMeScheduler(models={"j": STEP_2X}, max_elastic_per_node=3)
-    assert assigned(wider.schedule(snap([n1], jobs))) == [("j/t0", "n1", 300)]
+    decisions = YarnMeScheduler(models={"j": SPILLING_2X}).schedule(snap([spilling_node(40.0, 40.0)], jobs))
+    assert assigned(decisions) == []
+    [refusal] = logs(decisions, "elastic_rejected_disk")
+    assert refusal.detail == {
+        "memory_mb": 300.0,
+        "predicted_duration_s": 20.0,
+        "disk_mb_s": 25.0,
+        "elastic_disk_in_use_mb_s": 80.0,
+    }
+    assert reservations(decisions) == [("n1", "j")]
+
+
+def test_an_elastic_allocation_is_accepted_when_its_bandwidth_fits_the_budget() -> None:
+    jobs = [job("j", tasks("j", 1, 2_500))]
+    decisions = YarnMeScheduler(models={"j": SPILLING_2X}).schedule(snap([spilling_node(40.0, 35.0)], jobs))
+    assert decisions[0] == Assign("j/t0", "n1", 300, True, 20.0, 25.0)  # 75 + 25: exactly full
+    [accepted] = logs(decisions, "elastic_accepted")
+    assert accepted.detail["disk_mb_s"] == 25.0
+
+
+def test_an_elastic_task_that_ends_frees_its_bandwidth() -> None:
+    jobs = [job("j", tasks("j", 1, 2_500))]
+    scheduler = YarnMeScheduler(models={"j": SPILLING_2X})
+    assert assigned(scheduler.schedule(snap([spilling_node(40.0, 40.0)], jobs))) == []
+    # one of the two spilling tasks has ended: 40 + 25 fit
+    assert assigned(scheduler.schedule(snap([spilling_node(40.0)], jobs, now=50.0))) == [("j/t0", "n1", 300)]
+
+
+def test_a_task_of_unknown_spill_is_charged_the_whole_budget_and_one_spilling_nothing_none() -> None:
+    jobs = [job("j", tasks("j", 1, 2_500))]
+    unknown = YarnMeScheduler(models={"j": STEP_2X}, elastic_disk_mb_s=60.0)
+    assert unknown.schedule(snap([spilling_node()], jobs))[0] == Assign("j/t0", "n1", 300, True, 20.0, 60.0)
+    assert assigned(unknown.schedule(snap([spilling_node(1.0)], jobs))) == []
+    silent = TaskModel(2_500, 10.0, PenaltyCurve.step(2.0), SpillCurve(((0.1, 0.0),)))
+    full = YarnMeScheduler(models={"j": silent}, elastic_disk_mb_s=60.0)
+    assert full.schedule(snap([spilling_node(60.0)], jobs))[0] == Assign("j/t0", "n1", 300, True, 20.0, 0.0)
 
 
 # ---------------------------------------------------------------- reservations
@@ -367,7 +478,7 @@ def test_the_reserving_job_may_run_elastically_on_its_node_which_lifts_the_reser
     n1 = node(slots=4, memory=10_000, running=(busy("other", 8_000, 100.0),), reserved_for="j")
     jobs = [job("j", tasks("j", 1, 2_500), running=9)]
     decisions = YarnMeScheduler(models={"j": STEP_2X}).schedule(snap([n1], jobs))
-    assert decisions[0] == Assign("j/t0", "n1", 300, True, 20.0)
+    assert decisions[0] == Assign("j/t0", "n1", 300, True, 20.0, DEFAULT_ELASTIC_DISK_MB_S)
     assert reservations(decisions) == [("n1", None)]
 
 
@@ -498,18 +609,22 @@ def test_the_driver_runs_stages_one_after_the_other_and_jobs_on_arrival() -> Non
 def test_yarn_me_is_built_from_scenario_options_which_are_checked() -> None:
     options = {
         "ordering": "fifo",
-        "max_elastic_per_node": 4,
+        "elastic_disk_mb_s": 40,
         "min_fraction": 0.2,
         "backfill_depth": 0,
     }
     scheduler = YarnMeScheduler.from_options(options, models={"j": STEP_2X})
     assert (
         scheduler.ordering,
-        scheduler.max_elastic_per_node,
+        scheduler.elastic_disk_mb_s,
         scheduler.min_fraction,
         scheduler.backfill_depth,
-    ) == ("fifo", 4, 0.2, 0)
+    ) == ("fifo", 40.0, 0.2, 0)
+    assert YarnMeScheduler.from_options({"elastic_disk_mb_s": math.inf}).elastic_disk_mb_s == math.inf
     with pytest.raises(ValueError, match="unknown yarn-me options"):
-        YarnMeScheduler.from_options({"max_elastic": 4})
+        YarnMeScheduler.from_options({"max_elastic_per_node": 4})
+    for budget in (0, -5.0, math.nan, "fast", True):
+        with pytest.raises(ValueError, match="elastic_disk_mb_s"):
+            YarnMeScheduler.from_options({"elastic_disk_mb_s": budget})
     with pytest.raises(ValueError, match="min_fraction"):
         YarnMeScheduler.from_options({"min_fraction": 0.0})

@@ -199,8 +199,9 @@ def random_cluster(seed: int) -> tuple[ClusterSnapshot, dict]:
                 curve = PenaltyCurve(
                     ((0.1, 1.6), (0.25, 1.2), (0.5, 1.9), (0.75, 1.3), (0.99, 1.9), (1.0, 1.0))
                 )
+            disk_rate = rng.choice([None, 5.0, 50.0])  # None: spill unknown
             models[(job_id, stage)] = TaskModel(
-                rng.randrange(300, 6_000, 100), float(rng.randint(1, 60)), curve
+                rng.randrange(300, 6_000, 100), float(rng.randint(1, 60)), curve, disk_rate_mb_s=disk_rate
             )
             pending += [
                 PendingTask(f"{job_id}/{stage}/{i}", job_id, stage, i, 0) for i in range(rng.randint(1, 12))
@@ -225,6 +226,7 @@ def random_cluster(seed: int) -> tuple[ClusterSnapshot, dict]:
                 break
             used += need
             started = now - rng.uniform(0, 40)
+            elastic = rng.random() < 0.2
             running.append(
                 RunningTask(
                     f"n{n}/r{k}",
@@ -232,7 +234,8 @@ def random_cluster(seed: int) -> tuple[ClusterSnapshot, dict]:
                     need,
                     started,
                     started + rng.uniform(1, 80),
-                    rng.random() < 0.2,
+                    elastic,
+                    disk_mb_s=rng.uniform(0, 60) if elastic else 0.0,
                 )
             )
         reserved = rng.choice([None, None, None, "gone", *job_ids])
@@ -259,7 +262,10 @@ def job_states(snapshot: ClusterSnapshot, models: dict) -> list[JobState]:
 @given(seed=st.integers(0, 2**32 - 1), ordering=st.sampled_from(["fair", "fifo"]))
 def test_decisions_equal_those_with_the_reference_timeline(seed: int, ordering: Ordering) -> None:
     snapshot, models = random_cluster(seed)
-    options = {"max_elastic_per_node": seed % 3, "min_fraction": (0.1, 0.3, 0.6)[seed % 3]}
+    options = {
+        "elastic_disk_mb_s": (20.0, 100.0, math.inf)[seed % 3],
+        "min_fraction": (0.1, 0.3, 0.6)[seed % 3],
+    }
     optimised = YarnMeScheduler(ordering, models, **options).schedule(snapshot)
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(yarn_me, "RegularTimeline", ReferenceTimeline)

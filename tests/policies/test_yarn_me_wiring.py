@@ -3,14 +3,22 @@ models from profile files, map/reduce phases of a job, and the elastic model err
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from master.jobs import JobRuntime
-from master.policies import profile_models, stage_memory
+from master.policies import load_profiles, profile_models, stage_memory
 from master.policies.base import PendingTask
-from master.policies.task_model import PenaltyCurve, TaskModel, TaskProfile, load_profile, save_profile
+from master.policies.task_model import (
+    PenaltyCurve,
+    SpillCurve,
+    TaskModel,
+    TaskProfile,
+    load_profile,
+    save_profile,
+)
 from master.run import elastic_summary
 from testbed.scenario import DEFAULT_TASK_MEMORY_MB, ScenarioError
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
@@ -68,6 +76,45 @@ def test_task_models_keep_the_tasks_ideal_and_take_the_profiles_duration_and_cur
     reduce = model_of(PendingTask("j000.s1.t0", "j000", 1, 0, 33))
     assert reduce == TaskModel(33, 2.0, CURVE)
     assert model_of(PendingTask("j001.s0.t0", "j001", 0, 0, 33)) is None
+
+
+def test_task_models_spill_in_proportion_to_the_tasks_ideal(tmp_path: Path) -> None:
+    model = TaskModel(10, 2.0, CURVE, SpillCurve(((0.5, 4.0),)))
+    path = tmp_path / "sort-map.json"
+    save_profile(TaskProfile("sort", "map", model), path)
+    scenario = make_scenario(profiles=[str(path)], jobs=[{"workload": "sort"}])
+    model_of = profile_models(scenario, {"j000": "sort"}.get)
+    assert model_of is not None
+    bigger = model_of(PendingTask("j000.s0.t0", "j000", 0, 0, 30))
+    assert bigger.expected_spill_mb(15) == 12.0  # half of 30 MB spills 3 x 4 MB
+    assert bigger.disk_bandwidth_mb_s(15) == pytest.approx(12.0 / 3.0)
+
+
+INLINE_MODEL = {
+    "workload": "wordcount",
+    "role": "map",
+    "ideal_memory_mb": 300,
+    "ideal_duration_s": 2.5,
+    "points": [[0.1, 2.0], [0.5, 1.4], [1.0, 1.0]],
+    "spill_mb": [[0.1, 40], [0.5, 20]],
+    "stage_ideal_memory_mb": [280, 120],
+}
+
+
+def test_an_inline_model_gives_the_same_profile_as_the_equivalent_file(tmp_path: Path) -> None:
+    path = tmp_path / "wordcount-map.json"
+    path.write_text(json.dumps(INLINE_MODEL))
+    from_file = load_profiles(make_scenario(profiles=[str(path)]))
+    inline = load_profiles(make_scenario(profiles=[INLINE_MODEL]))
+    assert inline == from_file
+    profile = inline[("wordcount", "map")]
+    assert profile.model.spill == SpillCurve(((0.1, 40.0), (0.5, 20.0)))
+    assert profile.stage_ideal_memory_mb == (280, 120)
+    assert stage_memory(make_scenario(profiles=[INLINE_MODEL]))(make_scenario().jobs[0], 0) == 280
+    rated = {**INLINE_MODEL, "disk_rate_mb_s": 30.0}
+    del rated["spill_mb"]
+    [only] = load_profiles(make_scenario(profiles=[rated])).values()
+    assert only.model.disk_rate_mb_s == 30.0 and only.model.spill is None
 
 
 def test_a_malformed_profile_is_a_scenario_error(tmp_path: Path) -> None:
