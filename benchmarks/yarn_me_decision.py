@@ -43,7 +43,12 @@ from master.policies.base import (
 from master.policies.fifo import FifoScheduler
 from master.policies.task_model import PenaltyCurve, ReducerSpillModel, TaskModel
 from master.policies.yarn import YarnScheduler
-from master.policies.yarn_me import RegularTimeline, YarnMeScheduler, estimate_completion_times
+from master.policies.yarn_me import (
+    DEFAULT_ELASTIC_DISK_MB_S,
+    RegularTimeline,
+    YarnMeScheduler,
+    estimate_completion_times,
+)
 
 NOW = 1_000.0
 
@@ -83,20 +88,24 @@ def _model(rng: random.Random) -> TaskModel:
 def _node(rng: random.Random, i: int, job_ids: list[str], models: dict, room: float) -> NodeView:
     slots, memory = 8, rng.choice([16_000, 32_000, 64_000])
     running: list[RunningTask] = []
-    used = elastic = 0
+    used, disk = 0, 0.0
     for k in range(slots):
         job_id = rng.choice(job_ids)
         need = ideal = models[job_id].ideal_memory_mb
-        if used + need > memory:  # as yarn-me would: an elastic task, while the budget lasts
+        bandwidth = 0.0
+        if used + need > memory:  # as yarn-me would: an elastic task, while the disk budget lasts
             need = (memory - used) // 100 * 100
-            if elastic == 2 or need < ideal // 10:
+            bandwidth = models[job_id].disk_bandwidth_mb_s(need) or DEFAULT_ELASTIC_DISK_MB_S
+            if need < ideal // 10 or disk + bandwidth > DEFAULT_ELASTIC_DISK_MB_S:
                 break
-            elastic += 1
+            disk += bandwidth
         used += need
         runtime = models[job_id].penalized_duration(need)
         started = NOW - rng.uniform(0, runtime)
         end = started + runtime
-        running.append(RunningTask(f"n{i}/r{k}", job_id, need, started, end, need < ideal))
+        running.append(
+            RunningTask(f"n{i}/r{k}", job_id, need, started, end, need < ideal, disk_mb_s=bandwidth)
+        )
     if rng.random() < room:
         del running[: rng.randint(1, 3)]
     reserved = rng.choice(job_ids) if rng.random() < 0.1 else None
