@@ -9,12 +9,15 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from testbed.broker import free_port
 from testbed.scenario import Scenario, parse_scenario
+
+if TYPE_CHECKING:
+    from master.master import Master
 
 
 def make_scenario(**fields: Any) -> Scenario:
@@ -28,6 +31,24 @@ def make_scenario(**fields: Any) -> Scenario:
     }
     data.update(fields)
     return parse_scenario(data)
+
+
+def offline_master(scenario: Scenario, run_dir: Path, **options: Any) -> Master:
+    """A master that is never started: no broker, no provider, no agents. Tests drive its
+    handlers directly."""
+    from master.master import Master
+    from testbed.mqtt import BrokerAddress
+
+    return Master(
+        scenario,
+        "offline",
+        run_dir,
+        provider=None,  # type: ignore[arg-type]
+        broker=BrokerAddress("127.0.0.1", 1),
+        token="t",
+        agent_command=lambda node_id, node_class: [],
+        **options,
+    )
 
 
 def process_alive(pid: int) -> bool:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from master.master import Master
-from testbed.mqtt import BrokerAddress
 from testbed.protocol import Codec, NodeState, Topics
-from tests.conftest import make_scenario
+from tests.conftest import make_scenario, offline_master
 
 # Container hostnames, as compose and Swarm agents take them for node ids.
 RESERVED_IDS = ("a1b2c3d4e5f6", "0f1e2d3c4b5a", "99aa88bb77cc", "123456abcdef")
@@ -17,16 +16,7 @@ TRANSIENT_ID = "fedcba654321"
 
 def attached_master(tmp_path: Path, policy: dict) -> Master:
     scenario = make_scenario(cluster={"reserved": 4, "transient": 1}, policy=policy)
-    return Master(
-        scenario,
-        "attach",
-        tmp_path,
-        provider=None,  # type: ignore[arg-type]
-        broker=BrokerAddress("127.0.0.1", 1),
-        token="t",
-        agent_command=lambda node_id, node_class: [],
-        attach=True,
-    )
+    return offline_master(scenario, tmp_path, attach=True)
 
 
 def announce(master: Master, node_id: str, node_class: str) -> None:

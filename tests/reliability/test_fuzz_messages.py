@@ -29,7 +29,7 @@ from testbed.protocol import (
     TaskUpdate,
     Topics,
 )
-from tests.conftest import make_scenario
+from tests.conftest import make_scenario, offline_master
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -82,15 +82,7 @@ def test_the_codec_never_raises_and_counts_every_drop(payload: bytes) -> None:
 def idle_master(tmp_path: Path) -> Master:
     """A master with a job, two nodes up and tasks running, never connected to anything."""
     scenario = make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 2, "reduces": 2}])
-    master = Master(
-        scenario,
-        "fuzz",
-        tmp_path,
-        provider=None,  # type: ignore[arg-type]
-        broker=BrokerAddress("127.0.0.1", 1),
-        token="t",
-        agent_command=lambda node_id, node_class: [],
-    )
+    master = offline_master(scenario, tmp_path)
     for ordinal in range(2):
         node = NodeRecord(f"transient-{ordinal}", "transient", ordinal, 0.0, 2, 1024, 0.3)
         node.status, node.incarnation, node.session, node.url = "up", f"inc{ordinal}", 1, "http://127.0.0.1:9"
