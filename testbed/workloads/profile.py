@@ -139,11 +139,19 @@ def _mb(budget_bytes: int) -> int:
     return max(1, math.ceil(budget_bytes / MB))
 
 
-def stage_ideal_budgets(local: LocalJob) -> tuple[int, ...]:
-    """The largest ideal budget among each stage's tasks of an unconstrained local run."""
+def task_ideal_budgets(local: LocalJob) -> dict[tuple[int, int], int]:
+    """Every task's ideal budget, after an unconstrained local run of the job."""
+    return {
+        (stage, index): least_spill_free_budget(local, stage, index, ideal_budget(run.spec.op, run.metrics))
+        for (stage, index), run in list(local.tasks.items())
+    }
+
+
+def stage_ideal_budgets(task_budgets: dict[tuple[int, int], int]) -> tuple[int, ...]:
+    """The largest ideal budget among each stage's tasks."""
     budgets: dict[int, int] = {}
-    for (stage, _), run in local.tasks.items():
-        budgets[stage] = max(budgets.get(stage, 0), ideal_budget(run.spec.op, run.metrics))
+    for (stage, _), budget in task_budgets.items():
+        budgets[stage] = max(budgets.get(stage, 0), budget)
     return tuple(budgets[stage] for stage in sorted(budgets))
 
 
@@ -151,16 +159,18 @@ def _asdict(m: Measurement) -> dict[str, Any]:
     return {name: getattr(m, name) for name in Measurement.__slots__}
 
 
-def least_spill_free_budget(local: LocalJob, stage: int, upper: int, precision: float = 0.02) -> int:
-    """The least budget (within ``precision`` of ``upper``) at which the stage's first task
-    does not spill, found by bisection from ``upper``, which does not spill by construction.
+def least_spill_free_budget(
+    local: LocalJob, stage: int, index: int, upper: int, precision: float = 0.02
+) -> int:
+    """The least budget (within ``precision`` of ``upper``) at which a task does not spill,
+    found by bisection from ``upper``, which does not spill by construction.
 
     For a buffer that combines in memory (wordcount, PageRank contributions) the peak it held
     unconstrained overstates its need: under pressure it combines instead of spilling."""
     low, high = 0, upper
     while high - low > upper * precision:
         middle = (low + high) // 2
-        run = local.run_task(stage, 0, max(1, middle), attempt=len(local.tasks) + 1)
+        run = local.run_task(stage, index, max(1, middle), attempt=len(local.tasks) + 1)
         low, high = (low, middle) if run.metrics.spill_bytes == 0 else (middle, high)
     return high
 
@@ -176,11 +186,12 @@ def profile_workload(
     with tempfile.TemporaryDirectory(prefix="profile-", dir=work) as tmp:
         local = LocalJob(plan_job(job, seed, None), Path(tmp))  # type: ignore[arg-type]
         local.run(UNLIMITED)
-        stage_budgets = stage_ideal_budgets(local)
+        task_budgets = task_ideal_budgets(local)
+        stage_budgets = stage_ideal_budgets(task_budgets)
         profiles = []
         for role, stage in PROFILED_STAGES[job.workload].items():
             base = local.tasks[(stage, 0)]
-            ideal = least_spill_free_budget(local, stage, ideal_budget(base.spec.op, base.metrics))
+            ideal = task_budgets[(stage, 0)]
             profile = RoleProfile(job.workload, role, stage, base.metrics.bytes_in, ideal, stage_budgets)
             for fraction in fractions:
                 runs = [
