@@ -128,12 +128,15 @@ def compare_runs(run_dirs: list[str | Path]) -> Comparison:
 
 
 def run_labels(runs: list[RunData]) -> list[str]:
-    """Short unique labels: the policy axes that differ (else the strategy), then the seed
-    and then the directory name when that is not enough to tell the runs apart."""
+    """Short unique labels: the policy axes that differ (else the strategy), then the
+    scenario's name, the seed and the directory name, as far as needed to tell the runs
+    apart."""
     varying = [axis for axis in POLICY_AXES if len({getattr(run.policy, axis) for run in runs}) > 1] or [
         "strategy"
     ]
     labels = ["+".join(getattr(run.policy, axis) for axis in varying) for run in runs]
+    if len(set(labels)) < len(labels) and len({run.name for run in runs}) > 1:
+        labels = [f"{run.name}: {label}" for label, run in zip(labels, runs, strict=True)]
     if len(set(labels)) < len(labels) and len({str(run.seed) for run in runs}) == len(runs):
         labels = [f"{label} seed={run.seed}" for label, run in zip(labels, runs, strict=True)]
     if len(set(labels)) < len(labels):

@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+import yaml
 from recorded_run import RecordedRun, crash, write_run
 
 from testbed.compare import compare_runs
@@ -85,6 +86,14 @@ def test_labels_for_same_policy_use_seeds_then_directories(tmp_path: Path) -> No
     assert [r.label for r in compare_runs(seeds).runs] == ["spark seed=1", "spark seed=2"]
     same = [write_run(tmp_path / name).path for name in ("a", "b")]
     assert [r.label for r in compare_runs(same).runs] == ["spark (a)", "spark (b)"]
+
+
+def test_runs_of_several_scenarios_are_labelled_by_scenario(tmp_path: Path) -> None:
+    runs = [write_run(tmp_path / name).path for name in ("a", "b")]
+    scenario, summary = runs[1] / "scenario.yaml", runs[1] / "summary.json"  # both name it
+    scenario.write_text(yaml.safe_dump({**yaml.safe_load(scenario.read_text()), "name": "storm"}))
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "name": "storm"}))
+    assert [r.label for r in compare_runs(runs).runs] == ["fixture-spark: spark", "storm: spark"]
 
 
 def test_a_partial_run_is_flagged(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
