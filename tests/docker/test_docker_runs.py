@@ -24,6 +24,7 @@ from tests.e2e.test_workloads_run import assert_exact
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "compose" / "quickstart.yaml"
+SWARM_BRIDGE = "docker_gwbridge"
 
 
 async def test_container_killed_mid_job_output_exact_and_foreign_containers_refused(
@@ -120,6 +121,7 @@ def test_swarm_stack(docker_client: docker.DockerClient, image: str, tmp_path: P
     if swarm_state(docker_client) != "inactive" and not docker_client.info()["Swarm"].get("ControlAvailable"):
         pytest.skip("this engine is in a swarm but not a manager: the stack cannot be deployed from here")
     created_swarm = swarm_state(docker_client) == "inactive"
+    had_gateway_bridge = bool(docker_client.networks.list(names=[SWARM_BRIDGE]))
     if created_swarm:
         init = subprocess.run(
             ["docker", "swarm", "init", "--advertise-addr", "127.0.0.1"], capture_output=True, text=True
@@ -149,6 +151,8 @@ def test_swarm_stack(docker_client: docker.DockerClient, image: str, tmp_path: P
         finally:
             if created_swarm:
                 subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True)
+            if created_swarm and not had_gateway_bridge:  # swarm init made it; leave keeps it
+                subprocess.run(["docker", "network", "rm", SWARM_BRIDGE], capture_output=True)
     assert run_leftovers(docker_client, stack) == []
 
 
