@@ -110,8 +110,14 @@ def make_broker(kind: str, host: str = "127.0.0.1", log_path: Path | None = None
 # ------------------------------------------------------------------ amqtt
 
 
+LISTENER = "default"
+SHUTDOWN_TIMEOUT_S = 2.0
+"""How long amqtt may tidy up once every client is gone; the process exits regardless."""
+
+
 def amqtt_config(host: str, port: int, auth: dict[str, Any] | None = None) -> dict[str, object]:
-    listeners = {"default": {"type": "tcp", "bind": f"{host}:{port}", "max_connections": 0}}
+    """An external listener: ``serve`` owns the socket, so it can stop accepting before amqtt stops."""
+    listeners = {LISTENER: {"type": "external", "bind": f"{host}:{port}", "max_connections": 0}}
     if auth is None:
         plugins: dict[str, object] = {
             "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}
@@ -128,10 +134,18 @@ def amqtt_config(host: str, port: int, auth: dict[str, Any] | None = None) -> di
 
 
 async def serve(host: str, port: int) -> None:
-    """Run an amqtt broker until SIGTERM/SIGINT; users and access rules come from ``AUTH_ENV``."""
+    """Run an amqtt broker until SIGTERM/SIGINT; users and access rules come from ``AUTH_ENV``.
+
+    On the signal it stops as a crashed broker would: it closes its port, resets
+    every connection at once and only then lets amqtt shut down. amqtt's own
+    shutdown closes clients one by one while still accepting, and can hang on
+    one of them; a client that had reconnected meanwhile sat on a broker that
+    no longer routed anything, and took the silence for the loss of every node.
+    """
     import logging
     import warnings
 
+    from amqtt.adapters import StreamReaderAdapter, StreamWriterAdapter
     from amqtt.broker import Broker
 
     logging.getLogger("amqtt").setLevel(logging.CRITICAL)  # connection probes log as errors
@@ -140,13 +154,28 @@ async def serve(host: str, port: int) -> None:
     raw = os.environ.pop(AUTH_ENV, None)
     broker = Broker(amqtt_config(host, port, json.loads(raw) if raw else None))
     await broker.start()
+    connections: set[asyncio.StreamWriter] = set()
+
+    async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.add(writer)
+        try:
+            await broker.external_connected(
+                StreamReaderAdapter(reader), StreamWriterAdapter(writer), LISTENER
+            )
+        finally:
+            connections.discard(writer)
+
+    server = await asyncio.start_server(on_connection, host, port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
+    server.close()
+    for writer in list(connections):
+        writer.transport.abort()
     with contextlib.suppress(Exception):
-        await broker.shutdown()
+        await asyncio.wait_for(broker.shutdown(), SHUTDOWN_TIMEOUT_S)
 
 
 class _BrokerProcess:

@@ -20,6 +20,7 @@ import pytest
 
 from master.run import run_scenario
 from testbed.broker import EmbeddedBroker, ManagedBroker, MosquittoBroker, master_address, mosquitto_binary
+from testbed.mqtt import MqttLink
 from testbed.protocol import Codec, NodeState
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario
@@ -70,6 +71,7 @@ async def run_with_restart(broker: ManagedBroker, run_dir: Path, hard: bool) -> 
             await broker.process.wait()
         else:
             await broker.stop()
+            assert broker.process is not None and broker.process.returncode == 0, "it had to be killed"
         await broker.start()
         async with asyncio.timeout(60):  # fail, not hang, if an agent never comes back
             await all_back.wait()
@@ -159,3 +161,53 @@ async def test_a_will_is_trusted_only_for_the_current_session_of_a_dead_agent(tm
     assert len(ignored) == 1 and ignored[0]["session"] == 1, ignored
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 6, seed=7000)
     assert_clean(tmp_path)
+
+
+async def busy_clients(
+    broker: EmbeddedBroker, count: int, connections: list[int]
+) -> tuple[list[MqttLink], list[asyncio.Task[None]]]:
+    """Clients that publish (QoS 1 and 0) to each other as fast as the broker takes them;
+    each connection they make appends its session number to ``connections``."""
+
+    async def subscribe(link: MqttLink) -> None:
+        await link.subscribe("tb/#")
+        connections.append(link.session)
+
+    address = master_address(broker)
+    links = [MqttLink(address, f"c{i}", lambda topic, payload: None, subscribe) for i in range(count)]
+    for link in links:
+        link.start()
+    await asyncio.gather(*(link.connected.wait() for link in links))
+
+    async def publish(link: MqttLink, topic: str) -> None:
+        while True:
+            link.publish(topic, bytes(200))
+            await link.publish_now(f"{topic}/beat", b"beat")
+            await asyncio.sleep(0)
+
+    return links, [asyncio.create_task(publish(link, f"tb/c/{i}")) for i, link in enumerate(links)]
+
+
+async def test_the_embedded_broker_drops_every_client_at_once_when_told_to_stop() -> None:
+    """SIGTERM under traffic: the broker exits by itself, and no client gets back onto it meanwhile.
+
+    amqtt's own shutdown closed clients one at a time while it still accepted
+    connections, and sometimes hung on one until killed: a client that had
+    reconnected sat on a broker that no longer routed anything.
+    """
+    for _ in range(8):  # the hang took about 1 stop in 15
+        broker = EmbeddedBroker()
+        await broker.start()
+        connections: list[int] = []
+        links, publishers = await busy_clients(broker, 5, connections)
+        try:
+            await asyncio.sleep(0.2)  # the traffic flows
+            await broker.stop()
+            assert broker.process is not None and broker.process.returncode == 0, "it had to be killed"
+            assert connections == [1] * 5, "a client reconnected to the stopping broker"
+        finally:
+            for task in publishers:
+                task.cancel()
+            await asyncio.gather(*publishers, return_exceptions=True)
+            for link in links:
+                await link.close()
