@@ -154,6 +154,8 @@ class Master:
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
         self._never_ran: set[str] = set()
         """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
+        self._probes: dict[str, asyncio.Task[None]] = {}
+        """Silent nodes being asked directly whether they live (see ``_check_heartbeats``)."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
@@ -183,9 +185,10 @@ class Master:
             self.chaos.stop()
             for timer in self._timers:
                 timer.cancel()
-            for task in background:
+            stopping = [*background, *self._probes.values()]
+            for task in stopping:
                 task.cancel()
-            await asyncio.gather(*background, return_exceptions=True)
+            await asyncio.gather(*stopping, return_exceptions=True)
             await self.autoscaling.stop()
             await self._shutdown_nodes()
             await self.link.close()
@@ -807,18 +810,49 @@ class Master:
     # ------------------------------------------------------------------ failure detection
 
     async def _heartbeat_watch(self) -> None:
-        timeout = self.scenario.cluster.heartbeat_timeout
         while True:
             await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
-            if not self.link.connected.is_set():  # our own outage says nothing about the nodes
-                continue
-            now = self.journal.now()
-            for node in list(self.nodes.values()):
-                if node.status in ("up", "draining") and now - node.last_seen > timeout:
-                    log.warning("node %s missed heartbeats for %.1fs", node.node_id, now - node.last_seen)
-                    self.node_lost(node, "heartbeat_timeout")
-                    if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
-                        asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
+            if self.link.connected.is_set():  # our own outage says nothing about the nodes
+                self._check_heartbeats()
+
+    def _check_heartbeats(self) -> None:
+        """Nodes silent for ``heartbeat_timeout`` are lost, unless every node fell silent at once.
+
+        A whole cluster silent at the same moment says more about the control
+        plane (a broker that stalls, or stops routing on its way out) than about
+        the nodes, as Kubernetes' node controller reasons for a zone. Then each
+        agent is asked directly (``_agent_answers``), and only those that do not
+        answer are lost: a frozen or dead one, a moment later than alone.
+        """
+        now = self.journal.now()
+        live = [n for n in self.nodes.values() if n.status in ("up", "draining")]
+        silent = [n for n in live if now - n.last_seen > self.scenario.cluster.heartbeat_timeout]
+        if len(live) > 1 and len(silent) == len(live):
+            unasked = [n for n in silent if n.node_id not in self._probes]
+            if unasked:
+                self.journal.event("cluster_silent", nodes=[n.node_id for n in unasked])
+            for node in unasked:
+                probe = asyncio.get_running_loop().create_task(self._probe_silent(node))
+                self._probes[node.node_id] = probe
+            return
+        for node in silent:
+            self._lost_by_silence(node)
+
+    async def _probe_silent(self, node: NodeRecord) -> None:
+        try:
+            answers = await self._agent_answers(node)
+        finally:
+            del self._probes[node.node_id]
+        if answers:
+            node.last_seen = max(node.last_seen, self.journal.now())
+        elif node.status in ("up", "draining"):
+            self._lost_by_silence(node)
+
+    def _lost_by_silence(self, node: NodeRecord) -> None:
+        log.warning("node %s missed heartbeats for %.1fs", node.node_id, self.journal.now() - node.last_seen)
+        self.node_lost(node, "heartbeat_timeout")
+        if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
+            asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
 
     # ------------------------------------------------------------------ node resource faults
 

@@ -1,11 +1,25 @@
-"""Failure detection's clock: heartbeats heard while the cluster came up still count once the
-run's time 0 is set, so a node that falls silent right then is lost after heartbeat_timeout."""
+"""Failure detection by heartbeats, on a virtual clock.
+
+Heartbeats heard while the cluster came up still count once the run's time 0
+is set, so a node that falls silent right then is lost after heartbeat_timeout.
+A node silent alone is lost at once; a whole cluster silent at once is asked
+over HTTP first, and only the agents that do not answer are lost.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+from aiohttp import web
+
+from agents.shuffle import make_app
 from master.master import Master, NodeRecord
+from master.providers.local import LocalProvider
 from testbed.mqtt import BrokerAddress
 from tests.conftest import make_scenario
 
@@ -23,7 +37,7 @@ def master_with_a_node(tmp_path: Path, clock: Clock) -> tuple[Master, NodeRecord
         make_scenario(),
         "run",
         tmp_path,
-        provider=object(),  # type: ignore[arg-type]  (not used before run())
+        provider=LocalProvider("run", tmp_path / "nodes"),  # it owns no node: nothing to kill
         broker=BrokerAddress.parse("mqtt://127.0.0.1:1"),
         token="t",
         agent_command=lambda node_id, node_class: [],
@@ -43,3 +57,80 @@ async def test_silence_before_time_zero_counts(tmp_path: Path) -> None:
     master._start_clock()
     assert master.journal.now() == 0
     assert master.journal.now() - node.last_seen == 1.5
+
+
+TIMEOUT = 2.0  # make_scenario's heartbeat_timeout
+
+
+@pytest.fixture
+async def live_agent_url(tmp_path: Path) -> AsyncIterator[str]:
+    """An agent's real HTTP app, answering ``/health`` as incarnation ``i1`` of transient-0."""
+    runner = web.AppRunner(make_app(tmp_path, "t", identity={"node": "transient-0", "incarnation": "i1"}))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+def closed_port_url() -> str:
+    """The URL of a port nobody listens on: a dead agent."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def two_nodes(tmp_path: Path, clock: Clock, live_url: str) -> tuple[Master, NodeRecord, NodeRecord]:
+    master, alive = master_with_a_node(tmp_path, clock)
+    alive.url, alive.incarnation = live_url, "i1"
+    dead = NodeRecord("transient-1", "transient", 1, 0.0, 2, 1024, 0.3, status="up")
+    dead.url, dead.incarnation = closed_port_url(), "i2"
+    master.nodes[dead.node_id] = dead
+    return master, alive, dead
+
+
+def journal_events(master: Master, name: str) -> list[dict]:
+    lines = (master.run_dir / "events.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["event"] == name]
+
+
+async def test_a_node_silent_alone_is_lost_at_once(tmp_path: Path, live_agent_url: str) -> None:
+    clock = Clock()
+    master, alive, dead = two_nodes(tmp_path, clock, live_agent_url)
+    clock.now += TIMEOUT + 0.1
+    alive.last_seen = master.journal.now()  # the other node is heard: the broker works
+    master._check_heartbeats()
+    assert not master._probes
+    assert (alive.status, dead.status) == ("up", "lost")
+    assert [e["reason"] for e in journal_events(master, "node_lost")] == ["heartbeat_timeout"]
+
+
+async def test_a_whole_silent_cluster_is_asked_before_any_node_is_lost(
+    tmp_path: Path, live_agent_url: str
+) -> None:
+    clock = Clock()
+    master, alive, dead = two_nodes(tmp_path, clock, live_agent_url)
+    clock.now += TIMEOUT + 0.1  # nobody heard: a broker that stalls, or one that no longer routes
+    master._check_heartbeats()
+    assert (alive.status, dead.status) == ("up", "up")
+    probes = list(master._probes.values())
+    assert len(probes) == 2
+    master._check_heartbeats()  # the next interval, the probes still out: not asked twice
+    assert list(master._probes.values()) == probes
+    await asyncio.gather(*probes)
+    assert (alive.status, dead.status) == ("up", "lost")
+    assert alive.last_seen == master.journal.now()  # it answered: a fresh timeout from now
+    assert [e["nodes"] for e in journal_events(master, "cluster_silent")] == [["transient-0", "transient-1"]]
+    assert [e["node"] for e in journal_events(master, "node_lost")] == ["transient-1"]
+
+
+async def test_a_single_node_cluster_silent_is_lost_at_once(tmp_path: Path, live_agent_url: str) -> None:
+    """One node is the whole cluster: its silence says nothing about the broker."""
+    clock = Clock()
+    master, node = master_with_a_node(tmp_path, clock)
+    node.url, node.incarnation = live_agent_url, "i1"
+    clock.now += TIMEOUT + 0.1
+    master._check_heartbeats()
+    assert not master._probes and node.status == "lost"
