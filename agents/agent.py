@@ -40,6 +40,7 @@ from testbed.protocol import (
     PushDelivered,
     PushedPart,
     PushTarget,
+    Resync,
     TaskInputs,
     TaskMetrics,
     TaskSpec,
@@ -96,6 +97,9 @@ class Agent:
         self.finished: dict[tuple[str, int], TaskUpdate] = {}
         self.flushed: set[str] = set()
         """Aggregate blocks already being made (a redelivered flush is ignored)."""
+        self.push_reports: dict[tuple[str, str], bytes] = {}
+        """(kind, block) -> each push report made (``PushDelivered``, ``BlockReceived``), encoded,
+        repeated on ``Resync``."""
         self.port = config.port
         self.input_cache = LruCache(0)
         """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
@@ -205,6 +209,9 @@ class Agent:
                 asyncio.get_running_loop().create_task(self._aggregate_and_push(message))
         elif isinstance(message, TaskInputs):
             self._more_inputs(message)
+        elif isinstance(message, Resync):
+            for payload in self.push_reports.values():
+                self.link.publish(self.topics.task_updates(self.config.node_id), payload)
         elif isinstance(message, CancelTask):
             self._cancel(message.task_id, message.attempt)
         elif isinstance(message, EvictionNotice):
@@ -352,7 +359,7 @@ class Agent:
             failed=tuple(failed),
             error=error[:2000] or None,
         )
-        self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
+        self._report(message)
 
     async def _aggregate_and_push(self, flush: FlushAggregate) -> None:
         """Pado's partial aggregation: merge the held outputs into one block in a worker
@@ -388,8 +395,12 @@ class Agent:
         return tuple(CachedInput(key=k, nbytes=n) for k, n in self.input_cache.entries)
 
     def _on_block_received(self, block: str, parts: tuple[PushedPart, ...]) -> None:
-        message = BlockReceived(node_id=self.config.node_id, block=block, parts=parts)
-        self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(message))
+        self._report(BlockReceived(node_id=self.config.node_id, block=block, parts=parts))
+
+    def _report(self, message: PushDelivered | BlockReceived) -> None:
+        payload = self.codec.encode(message)
+        self.push_reports[(message.kind, message.block)] = payload
+        self.link.publish(self.topics.task_updates(self.config.node_id), payload)
 
     def _more_inputs(self, message: TaskInputs) -> None:
         """Blocks committed to a running receiver (Pado's incremental receivers): handed to

@@ -55,6 +55,7 @@ from testbed.protocol import (
     Message,
     NodeState,
     PushDelivered,
+    Resync,
     TaskSpec,
     TaskUpdate,
     Topics,
@@ -886,20 +887,23 @@ class Master:
         for node in self.nodes.values():
             if node.status in ("up", "draining"):
                 node.last_seen = max(node.last_seen, grace)
-                resent += self._resend_launches(node)
+                resent += self._resend_commands(node)
         self.journal.event("broker_reconnected", session=self.link.session, resent=resent)
 
     def _agent_reconnected(self, node: NodeRecord, session: int) -> None:
         """The agent is back on a new connection: what was sent to it meanwhile may be lost."""
         node.session = session
         node.last_seen = max(node.last_seen, self.journal.now())
-        resent = self._resend_launches(node)
+        resent = self._resend_commands(node)
         self.journal.event("node_reconnected", node=node.node_id, session=session, resent=resent)
 
-    def _resend_launches(self, node: NodeRecord) -> int:
+    def _resend_commands(self, node: NodeRecord) -> int:
+        """Re-send the node's launches and the strategy's commands, then ask for its push reports
+        again (``Resync``): after the repeated task outcomes, so a push follows its task's success."""
         for launch in node.launches.values():
             self.send(node.node_id, launch)
         self.strategy.resend(node)
+        self.send(node.node_id, Resync())
         return len(node.launches)
 
     def _on_will(self, node: NodeRecord, session: int) -> None:

@@ -291,6 +291,8 @@ class Aggregate:
     node: str
     stage: int
     keys: tuple[TaskKey, ...]
+    command: FlushAggregate
+    """Sent again after a broker outage: the agent ignores a flush it has seen."""
 
 
 @dataclass
@@ -316,6 +318,8 @@ class PadoJob:
     """Receivers launched before all their inputs were committed -> their attempt."""
     early: dict[str, tuple[NodeRecord, PushDelivered]] = field(default_factory=dict)
     """Commit requests that overtook their task's success message (by block id)."""
+    receipts: set[tuple[str, str]] = field(default_factory=set)
+    """(block, reserved node) of every receipt (``BlockReceived``) taken into account."""
 
 
 class PadoStrategy(SparkStrategy):
@@ -491,8 +495,13 @@ class PadoStrategy(SparkStrategy):
     def resend(self, node: NodeRecord) -> None:
         for job in self.master.jobs.values():
             state = self.jobs.get(job.job_id)
-            if state is not None and state.streaming:
+            if state is None:
+                continue
+            if state.streaming:
                 self._feed_receivers(job, state, node.node_id)
+            for aggregate in state.aggregates.values():
+                if aggregate.node == node.node_id:
+                    self.master.send(node.node_id, aggregate.command)
 
     def _set_up_receivers(self, job: JobRuntime, state: PadoJob, stage: int) -> bool:
         reserved = self.reserved_nodes()
@@ -618,18 +627,16 @@ class PadoStrategy(SparkStrategy):
             block = f"{job.job_id}.s{stage}.x{state.flushes}"
             state.flushes += 1
             push = Push(block, tuple((job.task_id(h.key), h.attempt) for h in members))
-            state.aggregates[block] = Aggregate(push, node_id, stage, tuple(h.key for h in members))
-            self.master.send(
-                node_id,
-                FlushAggregate(
-                    block=block,
-                    op=job.plan.stages[stage].op,
-                    members=tuple(job.tasks[h.key].block for h in members),  # type: ignore[misc]
-                    partitions=job.plan.stages[stage].partitions,
-                    push=targets,
-                    push_rate_bytes_s=self.rate,
-                ),
+            command = FlushAggregate(
+                block=block,
+                op=job.plan.stages[stage].op,
+                members=tuple(job.tasks[h.key].block for h in members),  # type: ignore[misc]
+                partitions=job.plan.stages[stage].partitions,
+                push=targets,
+                push_rate_bytes_s=self.rate,
             )
+            state.aggregates[block] = Aggregate(push, node_id, stage, tuple(h.key for h in members), command)
+            self.master.send(node_id, command)
             self.master.journal.event(
                 "aggregate_flush",
                 job=job.job_id,
@@ -669,6 +676,9 @@ class PadoStrategy(SparkStrategy):
         if pushed is None:
             return
         job, state, push, _, stage = pushed
+        if (message.block, node.node_id) in state.receipts:
+            return  # repeated after a broker outage (``Resync``)
+        state.receipts.add((message.block, node.node_id))
         parts = _blocks_by_partition(message.parts)
         for receiver in self._receivers_on(job, state, stage, node.node_id):
             state.ledger.receive(push.push_id, job.task_id(receiver), parts.get(receiver[1], (0, 0)))

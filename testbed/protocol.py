@@ -201,6 +201,14 @@ class TaskInputs(Message):
     last: bool = False
 
 
+class Resync(Message):
+    """Sent to an agent after a broker outage (the master's reconnect or the agent's): repeat
+    every push report made so far (``PushDelivered``, ``BlockReceived``). A dying broker may
+    have acknowledged them without delivering; the master ignores what it already knows."""
+
+    kind: Literal["resync"] = "resync"
+
+
 class EvictionNotice(Message):
     """Warning that the node will be evicted ``seconds`` from now (spot-style notice)."""
 
@@ -264,6 +272,7 @@ AnyMessage = Annotated[
     | CancelTask
     | FlushAggregate
     | TaskInputs
+    | Resync
     | EvictionNotice
     | TaskUpdate
     | BlockReceived

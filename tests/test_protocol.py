@@ -16,6 +16,7 @@ from testbed.protocol import (
     LaunchTask,
     NodeState,
     PushTarget,
+    Resync,
     TaskMetrics,
     TaskSpec,
     TaskUpdate,
@@ -58,6 +59,7 @@ MESSAGES = [
     LaunchTask(task=SPEC),
     CancelTask(task_id="x", attempt=1),
     EvictionNotice(node_id="t001", seconds=30.0),
+    Resync(),
     TaskUpdate(
         node_id="t001",
         task_id="x",

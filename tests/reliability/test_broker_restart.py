@@ -25,6 +25,7 @@ from testbed.protocol import Codec, NodeState
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean, expected_counts
+from tests.e2e.test_workloads_run import assert_exact
 
 pytestmark = pytest.mark.e2e
 
@@ -160,6 +161,42 @@ async def test_a_will_is_trusted_only_for_the_current_session_of_a_dead_agent(tm
     ignored = [e for e in journal if e["event"] == "will_ignored"]
     assert len(ignored) == 1 and ignored[0]["session"] == 1, ignored
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 6, seed=7000)
+    assert_clean(tmp_path)
+
+
+@pytest.mark.parametrize("moment", ["aggregate_flush", "push_received"])
+async def test_pado_pushes_survive_a_broker_restart(tmp_path: Path, moment: str) -> None:
+    """Pado's push protocol under a broker restart right after the first flush command, or
+    the first receipt: a flush, a push report or a receipt the broker lost is sent again
+    (``Resync``), and every pushed task is committed exactly once."""
+    scenario = make_scenario(
+        cluster={"reserved": 2, "transient": 3, "heartbeat_interval": 0.2, "heartbeat_timeout": 2},
+        jobs=[{"workload": "wordcount", "size_mb": 8, "maps": 12, "reduces": 3}],
+        policy={"strategy": "pado"},
+        timeout=90,
+    )
+    broker = EmbeddedBroker()
+    restarts: list[asyncio.Task[None]] = []
+
+    async def restart() -> None:
+        await broker.stop()
+        await broker.start()
+
+    def on_event(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == moment and not restarts:
+            restarts.append(asyncio.get_running_loop().create_task(restart()))
+
+    result = await run_scenario(scenario, tmp_path, on_event=on_event, broker=broker)
+    await restarts[0]
+    assert result.ok, result.summary
+    assert_exact(scenario, tmp_path)
+    journal = events(tmp_path)
+    assert not [e for e in journal if e["event"] == "node_lost"]
+    assert [e for e in journal if e["event"] == "broker_reconnected"]
+    accepted = Counter(
+        e["task"] for e in journal if e["event"] == "push_commit" and e["verdict"] == "accepted"
+    )
+    assert accepted == Counter(f"j000.s0.t{i}" for i in range(12))
     assert_clean(tmp_path)
 
 
