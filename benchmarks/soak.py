@@ -3,7 +3,9 @@
 Each run is a mixed workload (wordcount, sort and PageRank jobs, short and
 long sleep tasks) on 1 reserved + 5 transient nodes, with scripted eviction storms
 (a different victim choice each run), exponential transient lifetimes and
-replacements, and, every other run, a restart of the embedded broker. After
+replacements, and, every other run, a restart of the embedded broker. The
+scheduler and strategy rotate too: fifo and yarn-me with Spark's lineage
+recovery, yarn with checkpointing, fifo and yarn-me with Pado. After
 each run it checks every output against an independent reference and looks
 for leaks: child processes, listening sockets and open files of this process,
 node directories. It stops at the first problem.
@@ -34,6 +36,13 @@ from testbed.scenario import Scenario, parse_scenario
 from testbed.workloads.check import check_output
 
 SELECTS = ("random", "busiest", "most-data", "oldest", "youngest")
+POLICIES = (
+    {"scheduler": "fifo", "strategy": "spark"},
+    {"scheduler": "yarn", "strategy": "spark-checkpoint"},
+    {"scheduler": "fifo", "strategy": "pado"},
+    {"scheduler": "yarn-me", "strategy": "spark"},
+    {"scheduler": "yarn-me", "strategy": "pado"},
+)
 JOBS: list[dict[str, Any]] = [
     {"workload": "wordcount", "size_mb": 6, "maps": 6, "reduces": 3, "submit_at": "0s"},
     {"workload": "sort", "size_mb": 4, "maps": 4, "reduces": 2, "submit_at": "2s"},
@@ -66,6 +75,7 @@ def scenario_for(run: int, seed: int) -> Scenario:
                     }
                 ],
             },
+            "policy": POLICIES[run // 2 % len(POLICIES)],  # each with and without a broker restart
             "jobs": JOBS,
             "timeout": 300,
         }
@@ -126,6 +136,7 @@ async def one_run(run: int, seed: int, out: Path) -> dict[str, Any]:
     problems += check_outputs(run_dir, scenario) + leaks(run_dir, fds_before)
     return {
         "run": scenario.name,
+        "policy": f"{scenario.policy.scheduler}/{scenario.policy.strategy}",
         "wall_s": round(time.monotonic() - started, 1),
         "jobs": result.summary["jobs"],
         "succeeded": result.summary["succeeded"],
@@ -145,7 +156,8 @@ async def soak(minutes: float, seed: int, out: Path) -> list[dict[str, Any]]:
         outcome = await one_run(run, seed, out)
         results.append(outcome)
         print(
-            f"{outcome['run']}  {outcome['wall_s']:6.1f}s  jobs {outcome['succeeded']}/{outcome['jobs']}  "
+            f"{outcome['run']}  {outcome['policy']:22s} {outcome['wall_s']:6.1f}s  "
+            f"jobs {outcome['succeeded']}/{outcome['jobs']}  "
             f"evictions {outcome['evictions']:3d}  relaunched {outcome['relaunched_tasks']:3d}  "
             f"broker restart {'yes' if outcome['broker_restarted'] else 'no '}  "
             f"{'OK' if not outcome['problems'] else 'PROBLEMS: ' + '; '.join(outcome['problems'])}",
