@@ -119,13 +119,9 @@ async def one_run(run: int, seed: int, out: Path) -> dict[str, Any]:
     broker = EmbeddedBroker()
     restarts: list[asyncio.Task[None]] = []
 
-    async def restart() -> None:
-        await broker.stop()
-        await broker.start()
-
     def on_event(master: Any, record: dict[str, Any]) -> None:
         if run % 2 == 1 and record["event"] == "storm" and record["firing"] == 1 and not restarts:
-            restarts.append(asyncio.get_running_loop().create_task(restart()))
+            restarts.append(asyncio.get_running_loop().create_task(broker.restart()))
 
     fds_before = psutil.Process().num_fds()
     started = time.monotonic()

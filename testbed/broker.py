@@ -83,6 +83,7 @@ class ManagedBroker(Protocol):
 
     async def start(self, timeout: float = 15.0) -> None: ...
     async def stop(self) -> None: ...
+    async def restart(self) -> None: ...
     async def close(self) -> None: ...
 
 
@@ -217,6 +218,11 @@ class _BrokerProcess:
 
     async def stop(self) -> None:
         await _terminate(self.process)
+
+    async def restart(self) -> None:
+        """Stop (SIGTERM) and start again: same port, same logins, nothing remembered."""
+        await self.stop()
+        await self.start()
 
 
 class EmbeddedBroker(_BrokerProcess):

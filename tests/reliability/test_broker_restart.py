@@ -178,13 +178,9 @@ async def test_pado_pushes_survive_a_broker_restart(tmp_path: Path, moment: str)
     broker = EmbeddedBroker()
     restarts: list[asyncio.Task[None]] = []
 
-    async def restart() -> None:
-        await broker.stop()
-        await broker.start()
-
     def on_event(master: Any, record: dict[str, Any]) -> None:
         if record["event"] == moment and not restarts:
-            restarts.append(asyncio.get_running_loop().create_task(restart()))
+            restarts.append(asyncio.get_running_loop().create_task(broker.restart()))
 
     result = await run_scenario(scenario, tmp_path, on_event=on_event, broker=broker)
     await restarts[0]
