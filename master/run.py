@@ -15,19 +15,21 @@ import statistics
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from master.backends import open_backend, run_id_for, run_token
+from master.backends import broker_credentials, open_backend, run_id_for, run_token
 from master.coaster_summary import job_class_summary, percentile
 from master.journal import JOB_TOTALS, new_run_dir
 from master.master import Master
 from master.policies import make_autoscaler
 from master.providers.local import python_command
-from master.resume import Recovered, ResumedMaster, check_resumable, recover
+from master.resume import Recovered, ResumedMaster, ResumeError, check_resumable, recover
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
+from testbed.rundir import RunDirError, secure_run_dir
 from testbed.scenario import Scenario, load_scenario, to_yaml
 
 
@@ -39,11 +41,8 @@ class RunResult:
 
 
 def prepare_run_dir(scenario: Scenario, out: Path | None, runs_base: Path = Path("runs")) -> Path:
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        run_dir = out
-    else:
-        run_dir = new_run_dir(runs_base, scenario.name)
+    """The run's directory, only its owner can enter (``testbed.rundir.secure_run_dir``)."""
+    run_dir = secure_run_dir(out) if out is not None else new_run_dir(runs_base, scenario.name)
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
     return run_dir
 
@@ -64,6 +63,7 @@ async def run_scenario(
     use instead, e.g. one a test restarts mid-run. With ``recovered`` (what
     the journal of a crashed run says) it continues that run instead.
     """
+    secure_run_dir(run_dir)
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
@@ -92,7 +92,8 @@ async def run_scenario(
             advertise=backend_.advertise,
             attach=backend_.attach,
             autoscaler=autoscaler,
-            agent_env={**backend_.agent_env, **(agent_env(broker) if broker else {})},
+            agent_env=backend_.agent_env,
+            node_env=partial(agent_env, broker) if broker else lambda _: broker_credentials(),
             **resumed,
         )
         if on_event is not None:
@@ -245,6 +246,10 @@ def _remove_empty(directory: Path) -> None:
 def load_resumable(run_dir: Path) -> Scenario:
     """The scenario of a crashed run, or ``ResumeError`` saying why it cannot be resumed."""
     check_resumable(run_dir)
+    try:
+        secure_run_dir(run_dir)
+    except RunDirError as exc:
+        raise ResumeError(str(exc)) from None
     return load_scenario(run_dir / "scenario.yaml")
 
 
