@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -155,6 +155,8 @@ class Master:
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
         self._never_ran: set[str] = set()
         """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
+        self.stoppers: list[Callable[[], Awaitable[None]]] = []
+        """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
         self._probes: dict[str, asyncio.Task[None]] = {}
         """Silent nodes being asked directly whether they live (see ``_check_heartbeats``)."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
@@ -190,6 +192,8 @@ class Master:
             for task in stopping:
                 task.cancel()
             await asyncio.gather(*stopping, return_exceptions=True)
+            for stop in self.stoppers:
+                await stop()
             await self.autoscaling.stop()
             await self._shutdown_nodes()
             await self.link.close()
@@ -218,6 +222,13 @@ class Master:
             self._fail_unfinished(f"internal error in the master: {error!r}")
         elif not done:
             self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout:.0f}s")
+
+    def abort(self, reason: str) -> None:
+        """End the run at once (its broker is gone for good): unfinished jobs fail with ``reason``."""
+        log.error("the run cannot go on: %s", reason)
+        self.journal.event("run_aborted", reason=reason)
+        self._fail_unfinished(reason)
+        self._all_done.set()
 
     def _start_clock(self) -> None:
         """Time 0 of the run is when its initial cluster is up."""

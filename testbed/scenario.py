@@ -473,8 +473,9 @@ class Scenario(Strict):
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
-        if value not in ("embedded", "mosquitto") and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
-            raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT")
+        managed = ("embedded", "mosquitto", "amqtt")
+        if value not in managed and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
+            raise ValueError("expected 'embedded', 'mosquitto', 'amqtt' or mqtt://HOST:PORT")
         return value
 
     @model_validator(mode="after")
