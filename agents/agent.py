@@ -191,6 +191,7 @@ class Agent:
                 incarnation=self.incarnation,
                 seq=seq,
                 running=tuple(self.running),
+                attempts={task_id: a.spec.attempt for task_id, a in self.running.items()},
                 cached_inputs=self._cached_inputs(),
             )
             interval = self.config.heartbeat_interval

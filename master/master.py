@@ -25,6 +25,7 @@ from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
+from master.liveness import Launched, reconcile
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
@@ -96,6 +97,10 @@ class NodeRecord:
     """The agent's task input cache as it last reported it (key, bytes), least recent first."""
     views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
     """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
+    sent_at: dict[str, float] = field(default_factory=dict)
+    """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
+    strikes: dict[str, int] = field(default_factory=dict)
+    """Running tasks that the node's last heartbeats did not list, and in how many."""
 
     @property
     def alive(self) -> bool:
@@ -376,6 +381,8 @@ class Master:
             self.strategy.push_delivered(node, message)
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
             node.last_seen = self.journal.now()
+            if node.status in ("up", "draining"):
+                self._reconcile(node, message)
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
@@ -542,6 +549,7 @@ class Master:
         self.strategy.after_node_lost(node)
         node.running.clear()
         node.launches.clear()
+        node.sent_at.clear()
         self.kick()
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
@@ -554,6 +562,7 @@ class Master:
             return  # stale or duplicate (QoS 1 redelivery): already applied
         node.running.pop(update.task_id, None)
         node.launches.pop(update.task_id, None)
+        node.sent_at.pop(update.task_id, None)
         job.count_cache_use(update.metrics)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
@@ -757,6 +766,7 @@ class Master:
         )
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)
+        node.sent_at[decision.task_id] = now
         self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
@@ -866,6 +876,36 @@ class Master:
         if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
             asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
 
+    def _reconcile(self, node: NodeRecord, beat: Heartbeat) -> None:
+        """What the node says it runs against what we think it runs (``master.liveness.reconcile``):
+        a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
+        now = self.journal.now()
+        expected = {
+            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now))
+            for task_id, (job, key) in node.running.items()
+        }
+        verdict = reconcile(
+            expected, beat.attempts, node.strikes, now, self.scenario.cluster.heartbeat_interval
+        )
+        node.strikes = verdict.strikes
+        for task_id, attempt in verdict.stray:
+            self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
+        for task_id in verdict.vanished:
+            self._task_vanished(node, task_id, now)
+
+    def _task_vanished(self, node: NodeRecord, task_id: str, now: float) -> None:
+        job, key = node.running.pop(task_id)
+        node.launches.pop(task_id, None)
+        node.sent_at.pop(task_id, None)
+        attempt = job.tasks[key].attempt
+        log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
+        self.journal.event("task_vanished", task=task_id, node=node.node_id, attempt=attempt)
+        job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it")
+        self._task_row(job, key, node, "failed", "vanished", now)
+        if job.status == "failed":
+            self._finish_job(job)
+        self.kick()
+
     # ------------------------------------------------------------------ node resource faults
 
     def _resource_fault(self, node: NodeRecord, job: JobRuntime, key: TaskKey, failure: str) -> None:
@@ -911,8 +951,10 @@ class Master:
     def _resend_commands(self, node: NodeRecord) -> int:
         """Re-send the node's launches and the strategy's commands, then ask for its push reports
         again (``Resync``): after the repeated task outcomes, so a push follows its task's success."""
-        for launch in node.launches.values():
+        now = self.journal.now()
+        for task_id, launch in node.launches.items():
             self.send(node.node_id, launch)
+            node.sent_at[task_id] = now
         self.strategy.resend(node)
         self.send(node.node_id, Resync())
         return len(node.launches)
