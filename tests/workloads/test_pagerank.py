@@ -97,8 +97,14 @@ def test_integers_are_their_own_ids_and_other_tokens_are_named():
 
 
 NAMED_EDGES = [
-    ("0ad", "libc"), ("libc", "linux-kernel"), ("foo-bar", "0ad"), ("linux-kernel", "libc"),
-    ("https://x.org/a?b=1", "0ad"), ("12", "libc"), ("012", "12"), ("über", "foo-bar"),
+    ("0ad", "libc"),
+    ("libc", "linux-kernel"),
+    ("foo-bar", "0ad"),
+    ("linux-kernel", "libc"),
+    ("https://x.org/a?b=1", "0ad"),
+    ("12", "libc"),
+    ("012", "12"),
+    ("über", "foo-bar"),
     ("dangling", "nobody"),
 ]
 
