@@ -146,6 +146,8 @@ class Master:
         reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
         self.partitions = reserved_partitions(scenario, reserved_ids)
         self.evictions = 0
+        self.clock_started = False
+        """Whether time 0 is set: before it, the journal's clock counts the cluster's launch."""
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
         self._ordinals = {"reserved": 0, "transient": 0}
@@ -233,6 +235,7 @@ class Master:
         move with it, so a node silent since before keeps its silence (and is found lost)."""
         shift = t0 - self.journal.t0
         self.journal.t0 = t0
+        self.clock_started = True
         for node in self.nodes.values():
             node.last_seen -= shift
 

@@ -522,6 +522,17 @@ class ScenarioError(Exception):
         self.problems = problems
 
 
+def input_files(scenario: Scenario) -> list[Path]:
+    """Every file the scenario's jobs read (``input``), each once."""
+    files = {
+        path.resolve()
+        for job in scenario.jobs
+        if getattr(job, "input", None)
+        for path in resolve_inputs(job.input)
+    }
+    return sorted(files)
+
+
 def resolve_inputs(pattern: str) -> list[Path]:
     """The files a job's ``input`` names: a file, every file in a directory, or a glob."""
     path = Path(pattern).expanduser()
