@@ -52,9 +52,7 @@ class NodeClassSpec(Strict):
     cpus: float | None = Field(
         default=None, gt=0, le=1024, description="cores of one node (default: slots); its CPU share"
     )
-    network_mbps: float = Field(
-        default=1000, gt=0, description="NIC bandwidth in Mbit/s, each direction"
-    )
+    network_mbps: float = Field(default=1000, gt=0, description="NIC bandwidth in Mbit/s, each direction")
     disk_mb_s: float | None = Field(
         default=None, gt=0, description="spill bandwidth in MB/s (default: unlimited)"
     )
