@@ -46,6 +46,7 @@ from master.policies.cloudcoaster import revocation_outcome
 from master.policies.static import StaticAutoscaler
 from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
+from master.scale_model import NodeShares
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
@@ -219,7 +220,7 @@ class Master:
         all_done = asyncio.ensure_future(self._all_done.wait())
         try:
             done, _ = await asyncio.wait(
-                [all_done, *background], timeout=self.scenario.timeout, return_when=asyncio.FIRST_COMPLETED
+                [all_done, *background], timeout=self.scenario.timeout_s, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             all_done.cancel()
@@ -230,7 +231,7 @@ class Master:
             self.journal.event("master_error", error=repr(error))
             self._fail_unfinished(f"internal error in the master: {error!r}")
         elif not done:
-            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout:.0f}s")
+            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")
 
     def abort(self, reason: str) -> None:
         """End the run at once (its broker is gone for good): unfinished jobs fail with ``reason``."""
@@ -288,7 +289,7 @@ class Master:
             node_class,
             spec.slots,
             spec.memory_mb,
-            spec.cpus,
+            NodeShares.of(self.scenario, spec).cpus,
             self.agent_command(node_id, node_class),
             env,
         )
@@ -636,7 +637,7 @@ class Master:
     async def _ticker(self) -> None:
         """Kick a scheduling round every heartbeat interval (YARN schedules on node heartbeats)."""
         while True:
-            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            await asyncio.sleep(self.scenario.heartbeat_interval_s)
             self.kick()
 
     def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]:
@@ -852,7 +853,7 @@ class Master:
 
     async def _heartbeat_watch(self) -> None:
         while True:
-            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            await asyncio.sleep(self.scenario.heartbeat_interval_s)
             if self.link.connected.is_set():  # our own outage says nothing about the nodes
                 self._check_heartbeats()
 
@@ -867,7 +868,7 @@ class Master:
         """
         now = self.journal.now()
         live = [n for n in self.nodes.values() if n.status in ("up", "draining")]
-        silent = [n for n in live if now - n.last_seen > self.scenario.cluster.heartbeat_timeout]
+        silent = [n for n in live if now - n.last_seen > self.scenario.heartbeat_timeout_s]
         if len(live) > 1 and len(silent) == len(live):
             unasked = [n for n in silent if n.node_id not in self._probes]
             if unasked:
@@ -1002,7 +1003,7 @@ class Master:
 
     async def _agent_answers(self, node: NodeRecord) -> bool:
         """Whether this very agent process (same incarnation) answers on its HTTP port."""
-        timeout = aiohttp.ClientTimeout(total=self.scenario.cluster.heartbeat_timeout)
+        timeout = aiohttp.ClientTimeout(total=self.scenario.heartbeat_timeout_s)
         with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
             async with (
                 aiohttp.ClientSession(timeout=timeout) as http,
