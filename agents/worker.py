@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from testbed.bandwidth import bind_worker
 from testbed.blocks import TOKEN_HEADER, BlockWriter, delete_blocks, iter_frames, read_segment_chunks, segment
 from testbed.protocol import TaskSpec
 from testbed.workloads import COMBINERS, OPERATIONS
@@ -55,6 +56,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, feed: Any = None) -> d
     and uploads with the capabilities its spec carries, and holds no other secret."""
     blocks = node_dir / "blocks"
     scratch = node_dir / "scratch" / spec.block_id
+    bind_worker(node_dir)
     ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url), feed=feed)
     reset_peak_rss()
     started = time.perf_counter()

@@ -28,13 +28,14 @@ import signal
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from testbed.capabilities import derive
 from testbed.mqtt import BrokerAddress
-from testbed.processes import child_env, private_env, take_secrets
+from testbed.processes import child_env, dying_with_parent, private_env, take_secrets
 
 AGENT_PUBLISHES = ("state", "hb", "task")
 AGENT_READS = ("cmd",)
@@ -100,11 +101,14 @@ def agent_password(agent_secret: str, node_id: str) -> str:
 class ManagedBroker(Protocol):
     """A broker the run starts and stops (and a test may restart)."""
 
+    kind: str
+    """Which broker it is: ``amqtt`` or ``mosquitto``."""
     host: str
     port: int
     credentials: RunCredentials
+    process: asyncio.subprocess.Process | None
 
-    def agent_login(self, node_id: str) -> Credentials:
+    async def agent_login(self, node_id: str) -> Credentials:
         """The login of the agent of ``node_id``, which the broker accepts from now on."""
         ...
 
@@ -119,16 +123,20 @@ def master_address(broker: ManagedBroker) -> BrokerAddress:
     return BrokerAddress(broker.host, broker.port, creds.username, creds.password)
 
 
-def agent_env(broker: ManagedBroker, node_id: str) -> dict[str, str]:
+async def agent_env(broker: ManagedBroker, node_id: str) -> dict[str, str]:
     """What the agent of ``node_id`` needs to log in (read by ``BrokerAddress.parse``)."""
-    creds = broker.agent_login(node_id)
+    creds = await broker.agent_login(node_id)
     return {"TESTBED_MQTT_USERNAME": creds.username, "TESTBED_MQTT_PASSWORD": creds.password}
 
 
 def make_broker(kind: str, host: str = "127.0.0.1", log_path: Path | None = None) -> ManagedBroker | None:
     """The broker a scenario's ``broker`` field asks the run to start (None: an external one);
-    its own output goes to ``log_path``."""
+    its own output goes to ``log_path``. ``embedded`` is a private Mosquitto when its binary
+    is installed (it takes hundreds of clients in its stride), amqtt otherwise; ``amqtt``
+    forces the latter."""
     if kind == "embedded":
+        kind = "mosquitto" if mosquitto_binary() is not None else "amqtt"
+    if kind == "amqtt":
         return EmbeddedBroker(host, log_path=log_path)
     if kind == "mosquitto":
         return MosquittoBroker(host, log_path=log_path)
@@ -205,9 +213,10 @@ async def serve(host: str, port: int) -> None:
 
 
 class _BrokerProcess:
-    """What both managed brokers share: an address, the run's credentials, a private
-    directory for the files that hold them, a child process and where its output goes
-    (``log_path``, appended across restarts; None: this process's)."""
+    """What both managed brokers share: an address, the run's credentials, a child process
+    and where its output goes (``log_path``, appended across restarts; None: this process's)."""
+
+    kind: str
 
     def __init__(
         self,
@@ -221,18 +230,16 @@ class _BrokerProcess:
         self.credentials = credentials or RunCredentials.generate()
         self.log_path = log_path
         self.process: asyncio.subprocess.Process | None = None
-        self.directory: Path | None = None
 
     @property
     def url(self) -> str:
         return f"mqtt://{self.host}:{self.port}"
 
-    def _private_directory(self) -> Path:
-        if self.directory is None:
-            self.directory = Path(tempfile.mkdtemp(prefix="testbed-broker-"))  # mode 0700
-        return self.directory
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.returncode is None
 
-    def agent_login(self, node_id: str) -> Credentials:
+    async def agent_login(self, node_id: str) -> Credentials:
         return self.credentials.agent_for(node_id)
 
     async def _spawn(self, argv: list[str], env: dict[str, str], timeout: float) -> None:
@@ -241,6 +248,8 @@ class _BrokerProcess:
             if self.log_path is not None:
                 self.log_path.parent.mkdir(parents=True, exist_ok=True)
                 output = files.enter_context(self.log_path.open("ab"))
+                output.write(f"testbed: starting the {self.kind} broker on {self.url}\n".encode())
+                output.flush()
             self.process = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -261,14 +270,24 @@ class _BrokerProcess:
 
     async def close(self) -> None:
         await self.stop()
-        if self.directory is not None:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            self.directory = None
+
+
+@contextlib.contextmanager
+def private_directory(prefix: str) -> Iterator[Path]:
+    """A new temporary directory only this user can enter (0700), removed on exit."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 class EmbeddedBroker(_BrokerProcess):
     """The amqtt broker in a child process; ``url`` is what agents and the master connect to.
-    It derives each agent's password itself (``testbed.broker_auth``): no list of nodes."""
+    It derives each agent's password itself (``testbed.broker_auth``): no list of nodes. Its
+    logins reach it in a private file it deletes once read (gone once it listens)."""
+
+    kind = "amqtt"
 
     def _auth(self) -> dict[str, str]:
         c = self.credentials
@@ -280,8 +299,8 @@ class EmbeddedBroker(_BrokerProcess):
 
     async def start(self, timeout: float = 15.0) -> None:
         argv = [sys.executable, "-m", "testbed.cli", "broker", "--host", self.host, "--port", str(self.port)]
-        secrets_file = private_env(self._auth(), self._private_directory(), f"amqtt-{os.urandom(4).hex()}")
-        await self._spawn(argv, child_env(secrets_file), timeout)
+        with private_directory("testbed-amqtt-") as directory:
+            await self._spawn(argv, child_env(private_env(self._auth(), directory, "amqtt")), timeout)
 
 
 # ------------------------------------------------------------------ Mosquitto
@@ -292,17 +311,41 @@ def mosquitto_binary() -> str | None:
     return found or ("/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else None)
 
 
+LOGIN_ACCEPTED_S = 10.0
+"""How long Mosquitto may take to accept a new agent login after a reload."""
+
+
 class MosquittoBroker(_BrokerProcess):
     """A private Mosquitto for one run: its own config, password file and ACL file (mode 0600).
 
-    Mosquitto checks passwords against its file only, so each agent's login is added
-    to the file as its node is launched, and Mosquitto re-reads it (SIGHUP). An agent
-    that connects before the reload is refused once and connects again (``MqttLink``).
+    Mosquitto reads them as it starts, so they are deleted as soon as it listens (and
+    written again for a restart): a master killed with SIGKILL leaves no directory of
+    secrets behind, and Mosquitto itself dies with it (``dying_with_parent``).
+
+    Mosquitto checks passwords against its file only, so a new agent's login means
+    writing the files again where Mosquitto first read them, a SIGHUP (Mosquitto
+    re-reads them) and, once the new login is accepted, deleting them again
+    (``agent_login``; a master killed in that moment leaves them behind).
     """
 
-    def _write_config(self) -> Path:
-        directory = self._private_directory()
-        _private_file(directory / "passwd", password_line(self.credentials.master))
+    kind = "mosquitto"
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        credentials: RunCredentials | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        super().__init__(host, port, credentials, log_path)
+        self.agents: dict[str, Credentials] = {}
+        """Every agent login so far (a restart or a reload writes them all)."""
+        self._config: Path | None = None
+        self._reloading = asyncio.Lock()
+
+    def _write_config(self, directory: Path) -> Path:
+        passwords = [self.credentials.master, *self.agents.values()]
+        _private_file(directory / "passwd", "".join(password_line(c) for c in passwords))
         master = self.credentials.master.username
         acl = [f"pattern write {node_topic('%u', leaf)}" for leaf in AGENT_PUBLISHES]
         acl += [f"pattern read {node_topic('%u', leaf)}" for leaf in AGENT_READS]
@@ -329,27 +372,58 @@ class MosquittoBroker(_BrokerProcess):
         _private_file(config, "\n".join(lines) + "\n")
         return config
 
-    def agent_login(self, node_id: str) -> Credentials:
-        creds = self.credentials.agent_for(node_id)
-        passwords = self._private_directory() / "passwd"
-        if not passwords.exists():
-            self._write_config()
-        known = {line.split(":", 1)[0] for line in passwords.read_text(encoding="utf-8").splitlines()}
-        if creds.username not in known:
-            with open(passwords, "a", encoding="utf-8") as handle:
-                handle.write(password_line(creds))
-            if self.process is not None and self.process.returncode is None:
-                self.process.send_signal(signal.SIGHUP)  # re-read the password file
-        return creds
-
     async def start(self, timeout: float = 15.0) -> None:
         binary = mosquitto_binary()
         if binary is None:
             raise RuntimeError("broker: mosquitto needs Mosquitto installed (apt-get install mosquitto)")
-        config = self._private_directory() / "mosquitto.conf"
-        if not config.exists():
-            config = self._write_config()
-        await self._spawn([binary, "-c", str(config)], child_env(), timeout)
+        with private_directory("testbed-mosquitto-") as directory:
+            self._config = self._write_config(directory)
+            await self._spawn(dying_with_parent([binary, "-c", str(self._config)]), child_env(), timeout)
+
+    async def agent_login(self, node_id: str) -> Credentials:
+        creds = self.credentials.agent_for(node_id)
+        if node_id not in self.agents:
+            self.agents[node_id] = creds
+            if self.running and self._config is not None:
+                async with self._reloading:
+                    await self._reload(self._config, creds)
+        return creds
+
+    async def _reload(self, config: Path, creds: Credentials) -> None:
+        """Write the files again where Mosquitto first read them (a directory made anew, only
+        ours: ``mkdir`` fails if anyone else made it meanwhile), SIGHUP, wait until the new
+        login is accepted, then delete them."""
+        os.mkdir(config.parent, 0o700)
+        try:
+            self._write_config(config.parent)
+            assert self.process is not None
+            self.process.send_signal(signal.SIGHUP)
+            await until_login_accepted(self.host, self.port, creds, LOGIN_ACCEPTED_S)
+        finally:
+            shutil.rmtree(config.parent, ignore_errors=True)
+
+
+async def until_login_accepted(host: str, port: int, creds: Credentials, timeout: float) -> None:
+    """Until the broker lets ``creds`` in (readiness polling, bounded)."""
+    import aiomqtt
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            async with aiomqtt.Client(
+                host,
+                port,
+                username=creds.username,
+                password=creds.password,
+                identifier=f"probe-{os.urandom(4).hex()}",
+            ):
+                return
+        except aiomqtt.MqttError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(
+                    f"the broker did not accept the login of {creds.username} within {timeout:g}s"
+                ) from None
+            await asyncio.sleep(0.02)
 
 
 def password_line(creds: Credentials, iterations: int = 101) -> str:

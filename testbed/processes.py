@@ -49,6 +49,12 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def dying_with_parent(argv: list[str]) -> list[str]:
+    """``argv`` run through this module: it asks for ``die_with_parent`` and then execs the
+    program (the request survives exec), for children that are not ours to change (Mosquitto)."""
+    return [sys.executable, "-m", "testbed.processes", *argv]
+
+
 SECRETS_FILE_ENV = "TESTBED_SECRETS_FILE"
 SECRET_ENV = (
     "TESTBED_MQTT_USERNAME",
@@ -82,3 +88,8 @@ def take_secrets() -> dict[str, str]:
             found.update(json.load(handle))
         os.unlink(path)
     return found
+
+
+if __name__ == "__main__":
+    die_with_parent()
+    os.execv(sys.argv[1], sys.argv[1:])

@@ -31,7 +31,7 @@ OTHER = "transient-1"
 async def broker(request: pytest.FixtureRequest) -> AsyncIterator[ManagedBroker]:
     started: ManagedBroker = request.param()
     for node in ("transient-0", OTHER):  # as a run does before it launches the node
-        started.agent_login(node)
+        await started.agent_login(node)
     await started.start()
     try:
         yield started
@@ -67,7 +67,7 @@ async def test_the_broker_refuses_strangers(broker: ManagedBroker, who: str) -> 
         "anonymous": None,
         "wrong-password": Credentials(broker.credentials.master.username, "guess"),
         "other-run": RunCredentials.generate().master,
-        "other-node's-password": Credentials("transient-0", broker.agent_login(OTHER).password),
+        "other-node's-password": Credentials("transient-0", (await broker.agent_login(OTHER)).password),
     }[who]
     with pytest.raises(aiomqtt.MqttError):
         async with client(broker, creds):
@@ -87,7 +87,7 @@ async def received(subscriber: aiomqtt.Client, until: bytes) -> list[bytes]:
 
 async def test_only_the_master_may_publish_commands(broker: ManagedBroker) -> None:
     """An agent's identity publishing a command first, the master's second: only the master's arrives."""
-    master, agent = broker.credentials.master, broker.agent_login("transient-0")
+    master, agent = broker.credentials.master, await broker.agent_login("transient-0")
     async with (
         client(broker, agent) as listener,
         client(broker, agent) as rogue,
@@ -100,7 +100,7 @@ async def test_only_the_master_may_publish_commands(broker: ManagedBroker) -> No
 
 
 async def test_only_agents_may_publish_node_state(broker: ManagedBroker) -> None:
-    master, agent = broker.credentials.master, broker.agent_login("transient-0")
+    master, agent = broker.credentials.master, await broker.agent_login("transient-0")
     async with (
         client(broker, master) as listener,
         client(broker, master) as forger,
@@ -119,8 +119,8 @@ async def test_an_agent_speaks_for_its_own_node_only(broker: ManagedBroker, leaf
     topic = f"tb/run1/node/transient-0/{leaf}"
     async with (
         client(broker, broker.credentials.master) as listener,
-        client(broker, broker.agent_login(OTHER)) as forger,
-        client(broker, broker.agent_login("transient-0")) as node,
+        client(broker, await broker.agent_login(OTHER)) as forger,
+        client(broker, await broker.agent_login("transient-0")) as node,
     ):
         await listener.subscribe(topic, qos=1)
         await forger.publish(topic, b"forged", qos=1)
@@ -131,7 +131,7 @@ async def test_an_agent_speaks_for_its_own_node_only(broker: ManagedBroker, leaf
 async def test_an_agent_reads_its_own_commands_only(broker: ManagedBroker) -> None:
     """Subscribed to another node's commands and to every node's, an agent receives its own only."""
     async with (
-        client(broker, broker.agent_login(OTHER)) as snoop,
+        client(broker, await broker.agent_login(OTHER)) as snoop,
         client(broker, broker.credentials.master) as boss,
     ):
         for topic in (CMD, "tb/run1/node/+/cmd", "tb/#", f"tb/run1/node/{OTHER}/cmd"):

@@ -34,8 +34,8 @@ MAPS, REDUCES = 8, 2
 JOBS = [{"workload": "wordcount", "size_mb": 4, "maps": MAPS, "reduces": REDUCES}]
 
 
-def login_of(broker: ManagedBroker, node_id: str) -> tuple[str, str]:
-    creds = broker.agent_login(node_id)
+async def login_of(broker: ManagedBroker, node_id: str) -> tuple[str, str]:
+    creds = await broker.agent_login(node_id)
     return creds.username, creds.password
 
 
@@ -58,7 +58,7 @@ class Attacker:
         self.events.put_nowait((master, record))
 
     async def run(self, master: Any) -> None:
-        username, password = login_of(self.broker, COMPROMISED)
+        username, password = await login_of(self.broker, COMPROMISED)
         async with aiomqtt.Client(
             self.broker.host, self.broker.port, username=username, password=password
         ) as client:
@@ -189,7 +189,7 @@ class ForgedGone(Attacker):
         )
         topic = Topics(master.run_id).state(self.victim)
         await client.publish(topic, Codec.encode(gone), qos=1)
-        victim = self.broker.agent_login(self.victim)
+        victim = await self.broker.agent_login(self.victim)
         async with aiomqtt.Client(
             self.broker.host, self.broker.port, username=victim.username, password=victim.password
         ) as own:
