@@ -23,6 +23,7 @@ import aiohttp
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
+from master.disk_faults import DiskFullNodes
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
 from master.policies import make_scheduler, reserved_partitions, stage_memory
@@ -164,6 +165,7 @@ class Master:
         self.api = MasterApi(self)
         self.strategy = make_strategy(self)
         self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
+        self.full_disks = DiskFullNodes(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -597,6 +599,7 @@ class Master:
             await self._kick.wait()
             await self._let_backlog_in()
             self._kick.clear()
+            self.full_disks.step()
             self.schedule_once()
             self.autoscaling.step()
             await asyncio.sleep(0)
@@ -874,11 +877,12 @@ class Master:
     # ------------------------------------------------------------------ node resource faults
 
     def _resource_fault(self, node: NodeRecord, job: JobRuntime, key: TaskKey, failure: str) -> None:
-        """The task goes elsewhere next time; a node whose disk is full takes no new task at all."""
+        """The task goes elsewhere next time; a node whose disk is full takes no new task until
+        it is taken back (``master/disk_faults.py``)."""
         job.tasks[key].excluded_nodes.add(node.node_id)
         self.journal.event("resource_fault", node=node.node_id, task=job.task_id(key), failure=failure)
         if failure == "enospc":
-            self.drain(node, "disk_full")
+            self.full_disks.node_full(node)
 
     def _exclusions(self, record: TaskRecord) -> frozenset[str]:
         """The nodes a task must avoid, unless that is every node up: then anywhere will do."""

@@ -84,6 +84,25 @@ def test_a_full_disk_fails_the_task_as_enospc_and_frees_what_it_wrote(tmp_path: 
         assert not leftovers, f"the failed attempt left {leftovers} on the full disk"
 
 
+def test_a_disk_full_from_the_start_fails_the_task_as_enospc_too(tmp_path: Path) -> None:
+    """Not one byte free: the block writer's buffered bytes cannot be flushed even when it
+    drops the block; the worker died of that (status 1, reported ``killed``)."""
+    with tiny_disk(tmp_path / "node", "1m") as node_dir:
+        filler = fill(node_dir)
+        outcome = execute(MAP_SPEC, node_dir, "http://127.0.0.1:1", "token")
+        assert outcome["state"] == "failed" and outcome["failure"] == "enospc", outcome
+        assert [p for p in node_dir.rglob("*") if p.is_file()] == [filler]
+
+
+def fill(disk: Path) -> Path:
+    """Fill a filesystem to the last byte with one file."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\0" * 4096)
+    return filler
+
+
 def test_a_task_over_its_memory_cap_fails_as_oom(tmp_path: Path) -> None:
     """In a worker forked from the agents' forkserver, as every task is: the cap bounds how much
     the address space may grow (a long-lived process could reuse memory it freed long ago)."""
@@ -118,7 +137,49 @@ async def test_a_node_with_a_full_disk_is_drained_and_its_task_runs_elsewhere(tm
     ]
     assert drained and journal[drained[0]]["reason"] == "disk_full"
     later = journal[drained[0] :]
-    assert not [e for e in later if e["event"] == "task_started" and e["node"] == "transient-0"]
+    back = next((i for i, e in enumerate(later) if e["event"] == "node_undrained"), len(later))
+    assert not [e for e in later[:back] if e["event"] == "task_started" and e["node"] == "transient-0"]
+    assert_clean(tmp_path)
+
+
+NODES = ("reserved-0", "transient-0", "transient-1", "transient-2")
+
+
+@pytest.mark.e2e
+async def test_nodes_whose_disks_were_full_are_taken_back_once_space_returns(tmp_path: Path) -> None:
+    """Every node's disk is full when the run starts; each gets its space back as soon as the
+    master drains it. Drained for good, the nodes left the run idle until its timeout."""
+    with contextlib.ExitStack() as stack:
+        fillers = {n: fill(stack.enter_context(tiny_disk(tmp_path / "nodes" / n, "1m"))) for n in NODES}
+
+        def on_event(_: Any, record: dict[str, Any]) -> None:
+            if record["event"] == "node_draining":
+                fillers[record["node"]].unlink(missing_ok=True)
+
+        result = await run_scenario(make_scenario(timeout=30), tmp_path, on_event=on_event)
+    assert result.ok, result.summary
+    assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)
+    assert result.summary["enospc_failures"] >= 1
+    journal = events(tmp_path)
+    drained = {e["node"] for e in journal if e["event"] == "node_draining"}
+    assert drained and drained <= {e["node"] for e in journal if e["event"] == "node_undrained"}
+    assert_clean(tmp_path)
+
+
+@pytest.mark.e2e
+async def test_when_every_nodes_disk_stays_full_the_run_fails_at_once_saying_so(tmp_path: Path) -> None:
+    """Bounded: each node is taken back twice after a back-off, then drained for good, or a
+    task fails six times first; either way the jobs fail with the full disk as the reason,
+    long before the timeout. Drained for good at once, the nodes idled until the timeout."""
+    with contextlib.ExitStack() as stack:
+        for node in NODES:
+            fill(stack.enter_context(tiny_disk(tmp_path / "nodes" / node, "1m")))
+        result = await run_scenario(make_scenario(timeout=30), tmp_path)
+    assert not result.ok
+    finished = [e for e in events(tmp_path) if e["event"] == "job_finished"]
+    assert [e["status"] for e in finished] == ["failed"]
+    assert "No space left" in finished[0]["error"] or "disk of every node is full" in finished[0]["error"]
+    assert result.summary["enospc_failures"] >= len(NODES)
     assert_clean(tmp_path)
 
 
