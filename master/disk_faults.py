@@ -10,15 +10,28 @@ that reason, instead of waiting for the scenario's timeout (issue 23, point 8).
 
 ``disk_full_verdict`` is the pure decision; ``DiskFullNodes`` applies it to the
 master's nodes on every scheduling round.
+
+A full disk at the master's output sink fails the job whose output did not fit at
+once (``output_disk_full``): a retry at once would meet the same full disk, and the
+half-written upload is deleted.
+
+A full disk under the journal ends the run (``journal_disk_full``): the journal gives
+back the space it held in reserve, so the unfinished jobs' failure, the end of the
+run and summary.json are still recorded.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from master.master import Master, NodeRecord
+
+log = logging.getLogger(__name__)
 
 MAX_DISK_FULL = 3
 """Full disks a node may have before it is drained for good."""
@@ -88,3 +101,39 @@ class DiskFullNodes:
     def _every_node_retired(self) -> bool:
         alive = [n for n in self.master.nodes.values() if n.status in ("launching", "up", "draining")]
         return bool(alive) and all(n.node_id in self.full and self.full[n.node_id].retired for n in alive)
+
+
+def output_disk_full(master: Master, job_id: str, error: OSError) -> None:
+    """An upload of the job's output hit ENOSPC at the master: the job fails now, saying so."""
+    job = master.jobs.get(job_id)
+    if job is None or job.status not in ("waiting", "running"):
+        return
+    outputs = master.run_dir / "outputs" / job_id
+    free = shutil.disk_usage(outputs).free
+    master.journal.event("output_disk_full", job=job_id, free_bytes=free)
+    job.status = "failed"
+    job.error = (
+        f"the master's output disk is full ({outputs}: {free / 1e6:.1f} MB free, {error.strerror}); "
+        "free space there and run the job again"
+    )
+    master._finish_job(job)
+    master.kick()
+
+
+def journal_disk_full(master: Master, error: OSError) -> None:
+    """The journal's disk is full: fail the unfinished jobs and so end the run (after the
+    handler that was writing, which may be half-way through a change of state)."""
+    reason = (
+        f"the journal's disk is full ({master.run_dir}: {error.strerror}); "
+        "free space there and run the scenario again"
+    )
+    log.error("%s", reason)
+
+    def fail() -> None:
+        master.journal.event("journal_disk_full", error=str(error))
+        master._fail_unfinished(reason)
+
+    try:
+        asyncio.get_running_loop().call_soon(fail)
+    except RuntimeError:  # no event loop: nothing is half-way
+        fail()

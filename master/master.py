@@ -23,7 +23,7 @@ import aiohttp
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
-from master.disk_faults import DiskFullNodes
+from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
 from master.policies import make_scheduler, reserved_partitions, stage_memory
@@ -140,6 +140,7 @@ class Master:
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
+        self.journal.on_disk_full = lambda error: journal_disk_full(self, error)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
         self.arriving = scenario.arriving_jobs()

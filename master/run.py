@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import logging
 import os
 import signal
 import statistics
@@ -29,6 +30,8 @@ from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, load_scenario, to_yaml
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,10 @@ async def run_scenario(
             if broker is not None:
                 await broker.close()
     summary = summarize(run_dir, scenario)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    try:
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:  # a disk full even after the journal gave its reserve back
+        log.error("cannot write %s: %s", run_dir / "summary.json", exc.strerror)
     _remove_empty(run_dir / "nodes")
     return RunResult(run_dir, ok, summary)
 

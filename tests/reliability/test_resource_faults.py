@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import json
 import subprocess
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import master.run
 from agents.agent import _forkserver
 from agents.worker import execute
 from agents.worker_main import run_in_worker
+from master.journal import Journal
 from master.run import run_scenario
 from testbed.protocol import TaskSpec
 from testbed.workloads.wordcount import read_output
@@ -101,6 +103,23 @@ def fill(disk: Path) -> Path:
         while True:
             out.write(b"\0" * 4096)
     return filler
+
+
+def test_the_journal_on_a_full_disk_gives_its_reserve_back_and_says_so_once(tmp_path: Path) -> None:
+    with tiny_disk(tmp_path / "run", "1m") as run_dir:
+        journal = Journal(run_dir)
+        calls: list[OSError] = []
+        journal.on_disk_full = calls.append
+        filler = fill(run_dir)
+        journal.event("after_the_disk_filled", n=1)
+        journal.row("jobs", job_id="j000", status="failed")
+        journal.close()
+        lines = (run_dir / "events.jsonl").read_text().splitlines()
+        rows = (run_dir / "jobs.csv").read_text().splitlines()
+        filler.unlink()
+    assert [e.errno for e in calls] == [errno.ENOSPC]
+    assert [json.loads(line)["event"] for line in lines] == ["after_the_disk_filled"]
+    assert rows[1].startswith("j000,") and journal.dropped == 0
 
 
 def test_a_task_over_its_memory_cap_fails_as_oom(tmp_path: Path) -> None:
@@ -239,3 +258,52 @@ async def test_a_job_that_fails_is_finished_once_and_its_running_tasks_are_cance
     rows = list(csv.DictReader((tmp_path / "jobs.csv").open()))
     assert sorted((r["job_id"], r["status"]) for r in rows) == sorted(finished)
     assert_clean(tmp_path)
+
+
+@pytest.mark.e2e
+async def test_a_full_output_disk_at_the_master_fails_the_job_at_once_and_leaves_no_partial_file(
+    tmp_path: Path,
+) -> None:
+    """The job's output directory is a 64 KiB disk, its parts are larger: the job fails on its
+    first upload that does not fit, saying why. It was retried six times at once as an
+    ``error`` and left ``.partial`` files behind."""
+    outputs = tmp_path / "outputs" / "j000"
+    with contextlib.ExitStack() as stack:
+
+        def on_event(_: Any, record: dict[str, Any]) -> None:
+            if record["event"] == "job_submitted":  # its output directory exists now
+                stack.enter_context(tiny_disk(outputs, "64k"))
+
+        result = await run_scenario(make_scenario(timeout=30), tmp_path, on_event=on_event)
+        left = sorted(p.name for p in outputs.iterdir())
+    assert not result.ok
+    finished = [e for e in events(tmp_path) if e["event"] == "job_finished"]
+    assert [e["status"] for e in finished] == ["failed"]
+    assert "the master's output disk is full" in finished[0]["error"], finished[0]["error"]
+    reduces = [r for r in csv.DictReader((tmp_path / "tasks.csv").open()) if r["stage"] == "1"]
+    assert len(reduces) <= 2, "a reduce was retried after the output disk was full"
+    assert not [name for name in left if name.endswith(".partial")], left
+    assert_clean(tmp_path)
+
+
+@pytest.mark.e2e
+async def test_a_full_journal_disk_ends_the_run_at_once_and_still_records_how(tmp_path: Path) -> None:
+    """The run directory is a disk of 160 KiB (each node, the logs and outputs have their own),
+    too small for the journal of 400 tasks. The master stalled with an OSError in its
+    handlers, then died at shutdown with a traceback and no summary.json."""
+    run_dir = tmp_path / "run"
+    jobs = [{"workload": "sleep", "tasks": 400, "duration": 0.0}]
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(tiny_disk(run_dir, "160k"))
+        for roomy in ("logs", "outputs", *(f"nodes/{node}" for node in NODES)):
+            stack.enter_context(tiny_disk(run_dir / roomy, "64m"))
+        result = await run_scenario(make_scenario(jobs=jobs, timeout=60), run_dir)
+        summary = json.loads((run_dir / "summary.json").read_text())
+        journal = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+        reserve_left = (run_dir / ".journal-reserve").exists()
+    assert not result.ok
+    assert summary["jobs"] == 1 and summary["failed"] == 1, summary
+    finished = [e for e in journal if e["event"] == "job_finished"]
+    assert len(finished) == 1 and "the journal's disk is full" in finished[0]["error"], finished
+    assert journal[-1]["event"] == "run_finished"
+    assert not reserve_left
