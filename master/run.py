@@ -27,6 +27,7 @@ from master.providers.local import python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
 from master.scale_model import NodeShares, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
+from testbed.fidelity import emulated, is_duration_key
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, load_scenario, to_yaml
@@ -152,7 +153,22 @@ def agent_command(
 
 
 def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
-    """summary.json from the journal's tables (so a resumed or crashed run gets the same)."""
+    """summary.json from the journal's tables (so a resumed or crashed run gets the same).
+
+    Times are emulated seconds (wall seconds / the run's dilation); ``wall`` keeps each
+    time as measured."""
+    measured = measured_summary(run_dir, scenario)
+    dilation = scenario.fidelity.factor
+    return {
+        **emulated(measured, dilation),
+        "fidelity_mode": scenario.fidelity.mode,
+        "dilation": dilation,
+        "wall": {key: value for key, value in measured.items() if is_duration_key(key)},
+    }
+
+
+def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
+    """The summary's figures with times in wall seconds."""
     jobs = _read_csv(run_dir / "jobs.csv")
     tasks = _read_csv(run_dir / "tasks.csv")
     evictions = len(_read_csv(run_dir / "evictions.csv"))

@@ -10,6 +10,7 @@ import pytest
 
 from master.run import run_scenario
 from testbed.cgroups import CgroupUnavailable, detect
+from testbed.report.rundir import load_run
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
 from tests.e2e.test_workloads_run import JOBS, assert_exact
@@ -50,3 +51,24 @@ async def test_a_faithful_pado_run_is_exact_with_each_agent_in_its_cgroup(tmp_pa
         assert f"/testbed/{run_id}/{node}\n" in table
     assert not cgroups.run_dir(run_id).exists()
     assert_clean(tmp_path)
+
+
+async def test_a_dilated_run_stretches_trace_time_and_reports_emulated_seconds(tmp_path: Path) -> None:
+    try:
+        detect()
+    except CgroupUnavailable as exc:
+        pytest.skip(str(exc))
+    scenario = make_scenario(
+        cluster={"reserved": {"count": 1, "slots": 2}, "transient": 0},
+        jobs=[{"workload": "sleep", "tasks": 2, "duration": "1s", "submit_at": "1s"}],
+        fidelity={"mode": "faithful", "dilation": 2},
+    )
+    result = await run_scenario(scenario, tmp_path)
+    assert result.ok, result.summary
+    summary = result.summary
+    assert (summary["dilation"], summary["fidelity_mode"]) == (2.0, "faithful")
+    assert summary["wall"]["mean_jct_s"] >= 2.0  # each task slept 1 trace second, stretched to 2
+    assert summary["mean_jct_s"] == pytest.approx(summary["wall"]["mean_jct_s"] / 2, abs=1e-3)
+    [job] = load_run(tmp_path).jobs
+    assert job.jct_s == pytest.approx(summary["mean_jct_s"], abs=1e-3)
+    assert job.submit_s == pytest.approx(1.0, abs=0.2)  # submitted at 2 wall seconds: 1 emulated
