@@ -199,6 +199,7 @@ class Agent:
                 incarnation=self.incarnation,
                 seq=seq,
                 running=tuple(self.running),
+                attempts={task_id: a.spec.attempt for task_id, a in self.running.items()},
                 cached_inputs=self._cached_inputs(),
             )
             interval = self.config.heartbeat_interval
@@ -249,7 +250,16 @@ class Agent:
         attempt = RunningAttempt(spec, None)
         self.running[spec.task_id] = attempt
         self._publish_update(self._update(spec, "running"))
-        asyncio.get_running_loop().create_task(self._run_attempt(attempt))
+        asyncio.get_running_loop().create_task(self._run_attempt_or_fail(attempt))
+
+    async def _run_attempt_or_fail(self, attempt: RunningAttempt) -> None:
+        """Whatever goes wrong, the attempt ends with an outcome the master hears of."""
+        try:
+            await self._run_attempt(attempt)
+        except Exception as exc:
+            log.exception("the attempt %s/%d failed in the agent", attempt.spec.task_id, attempt.spec.attempt)
+            if self.running.get(attempt.spec.task_id) is attempt:
+                await self._await_worker(attempt.spec, None, None, error=f"agent error: {exc!r}")
 
     async def _run_attempt(self, attempt: RunningAttempt) -> None:
         spec = attempt.spec
@@ -271,9 +281,9 @@ class Agent:
             ),
             daemon=True,
         )
-        try:  # off the loop: the first start waits for the forkserver to preload the workloads
-            await asyncio.to_thread(attempt.process.start)
-        except OSError as exc:
+        try:
+            await _start_worker(attempt.process)
+        except (OSError, EOFError) as exc:
             log.error("cannot start a worker for %s: %s", spec.task_id, exc)
             attempt.process = None
             receiver.close()
@@ -378,8 +388,8 @@ class Agent:
         args = (flush.op, list(flush.members), flush.block, flush.partitions, str(self.config.data_dir))
         process = _forkserver.Process(target=combine_in_worker, args=(*args, sender), daemon=True)
         try:
-            await asyncio.to_thread(process.start)
-        except OSError as exc:
+            await _start_worker(process)
+        except (OSError, EOFError) as exc:
             receiver.close()
             outcome = {"state": "failed", "error": f"cannot start a worker process: {exc}"}
         else:
@@ -458,6 +468,24 @@ class Agent:
 
     def _publish_update(self, update: TaskUpdate) -> None:
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))
+
+
+WORKER_START_TRIES = 3
+
+
+async def _start_worker(process: Any) -> None:
+    """Start a worker process through the node's forkserver, off the loop (the first start
+    waits for the forkserver to preload the workloads). A forkserver that died (killed, or
+    out of memory) fails the start in flight with EOFError or OSError; the next start
+    launches a new forkserver, so a start is tried again before the task is failed."""
+    for tries_left in range(WORKER_START_TRIES - 1, -1, -1):
+        try:
+            await asyncio.to_thread(process.start)
+            return
+        except (OSError, EOFError) as exc:
+            if not tries_left:
+                raise
+            log.warning("the task forkserver failed a worker start (%r); starting it again", exc)
 
 
 async def _receive(receiver: Any, process: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +25,7 @@ from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
+from master.liveness import Launched, reconcile
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
@@ -34,6 +35,7 @@ from master.policies.base import (
     Enqueue,
     JobView,
     LogDecision,
+    NodeClass,
     NodeView,
     PendingTask,
     Reserve,
@@ -42,6 +44,7 @@ from master.policies.base import (
 )
 from master.policies.cloudcoaster import revocation_outcome
 from master.policies.static import StaticAutoscaler
+from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
 from master.scale_model import NodeShares
 from master.strategies import make_strategy
@@ -97,6 +100,10 @@ class NodeRecord:
     """The agent's task input cache as it last reported it (key, bytes), least recent first."""
     views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
     """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
+    sent_at: dict[str, float] = field(default_factory=dict)
+    """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
+    strikes: dict[str, int] = field(default_factory=dict)
+    """Running tasks that the node's last heartbeats did not list, and in how many."""
 
     @property
     def alive(self) -> bool:
@@ -145,6 +152,8 @@ class Master:
         reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
         self.partitions = reserved_partitions(scenario, reserved_ids)
         self.evictions = 0
+        self.clock_started = False
+        """Whether time 0 is set: before it, the journal's clock counts the cluster's launch."""
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
         self._ordinals = {"reserved": 0, "transient": 0}
@@ -156,6 +165,8 @@ class Master:
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
         self._never_ran: set[str] = set()
         """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
+        self.stoppers: list[Callable[[], Awaitable[None]]] = []
+        """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
         self._probes: dict[str, asyncio.Task[None]] = {}
         """Silent nodes being asked directly whether they live (see ``_check_heartbeats``)."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
@@ -191,6 +202,8 @@ class Master:
             for task in stopping:
                 task.cancel()
             await asyncio.gather(*stopping, return_exceptions=True)
+            for stop in self.stoppers:
+                await stop()
             await self.autoscaling.stop()
             await self._shutdown_nodes()
             await self.link.close()
@@ -220,6 +233,13 @@ class Master:
         elif not done:
             self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")
 
+    def abort(self, reason: str) -> None:
+        """End the run at once (its broker is gone for good): unfinished jobs fail with ``reason``."""
+        log.error("the run cannot go on: %s", reason)
+        self.journal.event("run_aborted", reason=reason)
+        self._fail_unfinished(reason)
+        self._all_done.set()
+
     def _start_clock(self) -> None:
         """Time 0 of the run is when its initial cluster is up."""
         self.set_time_zero(self.journal.clock())
@@ -232,6 +252,7 @@ class Master:
         move with it, so a node silent since before keeps its silence (and is found lost)."""
         shift = t0 - self.journal.t0
         self.journal.t0 = t0
+        self.clock_started = True
         for node in self.nodes.values():
             node.last_seen -= shift
 
@@ -366,6 +387,8 @@ class Master:
             self.strategy.push_delivered(node, message)
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
             node.last_seen = self.journal.now()
+            if node.status in ("up", "draining"):
+                self._reconcile(node, message)
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
@@ -532,6 +555,7 @@ class Master:
         self.strategy.after_node_lost(node)
         node.running.clear()
         node.launches.clear()
+        node.sent_at.clear()
         self.kick()
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
@@ -544,6 +568,7 @@ class Master:
             return  # stale or duplicate (QoS 1 redelivery): already applied
         node.running.pop(update.task_id, None)
         node.launches.pop(update.task_id, None)
+        node.sent_at.pop(update.task_id, None)
         job.count_cache_use(update.metrics)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
@@ -619,17 +644,22 @@ class Master:
         now = self.journal.now()
         pending: dict[str, tuple[JobRuntime, TaskKey]] = {}
         jobs = []
-        limit = self._pending_limit()
+        window = self._pending_window()
         for job in self.jobs.values():
             if job.status not in ("waiting", "running"):
                 continue
             tasks = []
-            classes: dict[int, frozenset[str]] = {}
+            classes: dict[int, frozenset[NodeClass]] = {}
             for key in self.strategy.ready(job):
-                if limit is not None and len(pending) >= limit:
+                if window is not None and window.full:
                     break
                 if key[0] not in classes:
                     classes[key[0]] = self.strategy.allowed_classes(job, key)
+                excluded = self._exclusions(job.tasks[key])
+                if window is not None and not window.admits(
+                    classes[key[0]], excluded, job.ideal_memory_mb(key[0])
+                ):
+                    continue
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
                 tasks.append(
@@ -641,9 +671,9 @@ class Master:
                         job.ideal_memory_mb(key[0]),
                         job.est_duration_s,
                         preferred_nodes=self.strategy.preferred_nodes(job, key),
-                        allowed_classes=classes[key[0]],  # type: ignore[arg-type]
+                        allowed_classes=classes[key[0]],
                         long=job.long,
-                        excluded_nodes=self._exclusions(job.tasks[key]),
+                        excluded_nodes=excluded,
                     )
                 )
             jobs.append(
@@ -675,12 +705,21 @@ class Master:
         )
         return ClusterSnapshot(now, nodes, tuple(jobs), self.scenario.cluster.memory_increment_mb), pending
 
-    def _pending_limit(self) -> int | None:
-        """How many ready tasks a snapshot needs: all of them for schedulers that look ahead
-        (YARN-ME's timeline), at most the free slots for those that place the head (FIFO)."""
+    def _pending_window(self) -> PendingWindow | None:
+        """Which ready tasks a snapshot needs: all of them for schedulers that look ahead
+        (YARN-ME's timeline), a window per node class for those that place the head (FIFO)."""
         if getattr(self.scheduler, "needs_all_pending", True):
             return None
-        return sum(max(0, n.slots - len(n.running)) for n in self.nodes.values() if n.status == "up")
+        return PendingWindow(
+            FreeNode(
+                n.node_id,
+                n.node_class,  # type: ignore[arg-type]
+                n.slots - len(n.running),
+                n.memory_mb - sum(t.memory_mb for t in self.running_views(n)),
+            )
+            for n in self.nodes.values()
+            if n.status == "up"
+        )
 
     def schedule_once(self) -> None:
         self.strategy.tick(self.journal.now())
@@ -747,6 +786,7 @@ class Master:
         )
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)
+        node.sent_at[decision.task_id] = now
         self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
@@ -856,6 +896,36 @@ class Master:
         if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
             asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
 
+    def _reconcile(self, node: NodeRecord, beat: Heartbeat) -> None:
+        """What the node says it runs against what we think it runs (``master.liveness.reconcile``):
+        a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
+        now = self.journal.now()
+        expected = {
+            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now))
+            for task_id, (job, key) in node.running.items()
+        }
+        verdict = reconcile(
+            expected, beat.attempts, node.strikes, now, self.scenario.cluster.heartbeat_interval
+        )
+        node.strikes = verdict.strikes
+        for task_id, attempt in verdict.stray:
+            self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
+        for task_id in verdict.vanished:
+            self._task_vanished(node, task_id, now)
+
+    def _task_vanished(self, node: NodeRecord, task_id: str, now: float) -> None:
+        job, key = node.running.pop(task_id)
+        node.launches.pop(task_id, None)
+        node.sent_at.pop(task_id, None)
+        attempt = job.tasks[key].attempt
+        log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
+        self.journal.event("task_vanished", task=task_id, node=node.node_id, attempt=attempt)
+        job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it")
+        self._task_row(job, key, node, "failed", "vanished", now)
+        if job.status == "failed":
+            self._finish_job(job)
+        self.kick()
+
     # ------------------------------------------------------------------ node resource faults
 
     def _resource_fault(self, node: NodeRecord, job: JobRuntime, key: TaskKey, failure: str) -> None:
@@ -901,8 +971,10 @@ class Master:
     def _resend_commands(self, node: NodeRecord) -> int:
         """Re-send the node's launches and the strategy's commands, then ask for its push reports
         again (``Resync``): after the repeated task outcomes, so a push follows its task's success."""
-        for launch in node.launches.values():
+        now = self.journal.now()
+        for task_id, launch in node.launches.items():
             self.send(node.node_id, launch)
+            node.sent_at[task_id] = now
         self.strategy.resend(node)
         self.send(node.node_id, Resync())
         return len(node.launches)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from master.backends import open_backend, run_id_for, run_token
+from master.broker_keeper import BrokerKeeper
 from master.coaster_summary import job_class_summary, percentile
 from master.journal import JOB_TOTALS, new_run_dir
 from master.master import Master
@@ -30,7 +31,7 @@ from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.fidelity import emulated, is_duration_key
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
-from testbed.scenario import Scenario, load_scenario, to_yaml
+from testbed.scenario import Scenario, input_files, load_scenario, to_yaml
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,10 @@ async def run_scenario(
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
     autoscaler = make_autoscaler(scenario)
     cgroups = local_isolation(scenario) if backend == "local" else None
-    backend_ = await open_backend(backend, run_id, run_dir, cgroups)
+    backend_ = await open_backend(backend, run_id, run_dir, input_files(scenario), cgroups)
     provider = backend_.provider
     broker_url = backend_.broker_url or scenario.broker
+    owned = broker is None  # a broker handed in is the caller's to restart
     broker = broker or make_broker(broker_url, backend_.host, run_dir / "logs" / "broker.log")
     address = master_address(broker) if broker else BrokerAddress.parse(broker_url)
     try:
@@ -102,6 +104,10 @@ async def run_scenario(
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
+        if broker is not None:
+            keeper = BrokerKeeper(broker, master.journal.event, master.abort, master.journal.now)
+            keeper.start(restart=owned)
+            master.stoppers.append(keeper.stop)
         shown = asyncio.create_task(show_progress(master.api.status)) if progress else None
         try:
             ok = await master.run()

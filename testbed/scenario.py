@@ -486,8 +486,9 @@ class Scenario(Strict):
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
-        if value not in ("embedded", "mosquitto") and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
-            raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT")
+        managed = ("embedded", "mosquitto", "amqtt")
+        if value not in managed and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
+            raise ValueError("expected 'embedded', 'mosquitto', 'amqtt' or mqtt://HOST:PORT")
         return value
 
     @model_validator(mode="after")
@@ -555,6 +556,17 @@ class ScenarioError(Exception):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+def input_files(scenario: Scenario) -> list[Path]:
+    """Every file the scenario's jobs read (``input``), each once."""
+    files = {
+        path.resolve()
+        for job in scenario.jobs
+        if getattr(job, "input", None)
+        for path in resolve_inputs(job.input)
+    }
+    return sorted(files)
 
 
 def resolve_inputs(pattern: str) -> list[Path]:
