@@ -25,6 +25,7 @@ from testbed.report.document import (
     to_markdown,
 )
 from testbed.report.errors import UsageError
+from testbed.report.fidelity_section import fidelity_section
 from testbed.report.metrics import (
     DataVolumes,
     Elasticity,
@@ -63,7 +64,7 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
 def report_blocks(run: RunData, metrics: RunMetrics) -> list[Block]:
     sections = (
         _title, _scenario, _summary, _jct, _cluster, _tasks, _data, _cost, _memory,
-        _decisions, _elasticity, _policy, _notes,
+        _decisions, _elasticity, _policy, fidelity_section, _notes,
     )  # fmt: skip
     return [block for section in sections for block in section(run, metrics)]
 
