@@ -168,6 +168,8 @@ class Master:
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
         self._ordinals = {"reserved": 0, "transient": 0}
+        self.launch_acks: dict[tuple[str, int], float] = {}
+        """Seconds from sending each launch to the agent's ``running`` (the fidelity monitor's)."""
         self._kick = asyncio.Event()
         self._all_done = asyncio.Event()
         self._cluster_up = asyncio.Event()
@@ -576,6 +578,9 @@ class Master:
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
         located = self._locate(update.task_id)
+        if update.state == "running" and update.task_id in node.sent_at:  # the first, not a redelivery
+            key = (update.task_id, update.attempt)
+            self.launch_acks.setdefault(key, self.journal.now() - node.sent_at[update.task_id])
         if located is None or update.state == "running":
             return
         job, key = located
