@@ -60,6 +60,8 @@ TABLES: dict[str, tuple[str, ...]] = {
         "cache_hits",
         "cache_misses",
         "cache_bytes_read",
+        "compute_s",
+        "cpu_s",
     ),
     "jobs": (
         "job_id",
