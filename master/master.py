@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +25,7 @@ from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
+from master.liveness import Launched, reconcile
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
@@ -34,6 +35,7 @@ from master.policies.base import (
     Enqueue,
     JobView,
     LogDecision,
+    NodeClass,
     NodeView,
     PendingTask,
     Reserve,
@@ -42,7 +44,9 @@ from master.policies.base import (
 )
 from master.policies.cloudcoaster import revocation_outcome
 from master.policies.static import StaticAutoscaler
+from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
+from master.scale_model import NodeShares
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
@@ -96,6 +100,10 @@ class NodeRecord:
     """The agent's task input cache as it last reported it (key, bytes), least recent first."""
     views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
     """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
+    sent_at: dict[str, float] = field(default_factory=dict)
+    """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
+    strikes: dict[str, int] = field(default_factory=dict)
+    """Running tasks that the node's last heartbeats did not list, and in how many."""
 
     @property
     def alive(self) -> bool:
@@ -157,6 +165,8 @@ class Master:
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
         self._never_ran: set[str] = set()
         """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
+        self.stoppers: list[Callable[[], Awaitable[None]]] = []
+        """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
         self._probes: dict[str, asyncio.Task[None]] = {}
         """Silent nodes being asked directly whether they live (see ``_check_heartbeats``)."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
@@ -192,6 +202,8 @@ class Master:
             for task in stopping:
                 task.cancel()
             await asyncio.gather(*stopping, return_exceptions=True)
+            for stop in self.stoppers:
+                await stop()
             await self.autoscaling.stop()
             await self._shutdown_nodes()
             await self.link.close()
@@ -208,7 +220,7 @@ class Master:
         all_done = asyncio.ensure_future(self._all_done.wait())
         try:
             done, _ = await asyncio.wait(
-                [all_done, *background], timeout=self.scenario.timeout, return_when=asyncio.FIRST_COMPLETED
+                [all_done, *background], timeout=self.scenario.timeout_s, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             all_done.cancel()
@@ -219,7 +231,14 @@ class Master:
             self.journal.event("master_error", error=repr(error))
             self._fail_unfinished(f"internal error in the master: {error!r}")
         elif not done:
-            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout:.0f}s")
+            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")
+
+    def abort(self, reason: str) -> None:
+        """End the run at once (its broker is gone for good): unfinished jobs fail with ``reason``."""
+        log.error("the run cannot go on: %s", reason)
+        self.journal.event("run_aborted", reason=reason)
+        self._fail_unfinished(reason)
+        self._all_done.set()
 
     def _start_clock(self) -> None:
         """Time 0 of the run is when its initial cluster is up."""
@@ -270,7 +289,7 @@ class Master:
             node_class,
             spec.slots,
             spec.memory_mb,
-            spec.cpus,
+            NodeShares.of(self.scenario, spec).cpus,
             self.agent_command(node_id, node_class),
             env,
         )
@@ -368,6 +387,8 @@ class Master:
             self.strategy.push_delivered(node, message)
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
             node.last_seen = self.journal.now()
+            if node.status in ("up", "draining"):
+                self._reconcile(node, message)
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
@@ -534,6 +555,7 @@ class Master:
         self.strategy.after_node_lost(node)
         node.running.clear()
         node.launches.clear()
+        node.sent_at.clear()
         self.kick()
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
@@ -546,6 +568,7 @@ class Master:
             return  # stale or duplicate (QoS 1 redelivery): already applied
         node.running.pop(update.task_id, None)
         node.launches.pop(update.task_id, None)
+        node.sent_at.pop(update.task_id, None)
         job.count_cache_use(update.metrics)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
@@ -614,24 +637,29 @@ class Master:
     async def _ticker(self) -> None:
         """Kick a scheduling round every heartbeat interval (YARN schedules on node heartbeats)."""
         while True:
-            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            await asyncio.sleep(self.scenario.heartbeat_interval_s)
             self.kick()
 
     def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]:
         now = self.journal.now()
         pending: dict[str, tuple[JobRuntime, TaskKey]] = {}
         jobs = []
-        limit = self._pending_limit()
+        window = self._pending_window()
         for job in self.jobs.values():
             if job.status not in ("waiting", "running"):
                 continue
             tasks = []
-            classes: dict[int, frozenset[str]] = {}
+            classes: dict[int, frozenset[NodeClass]] = {}
             for key in self.strategy.ready(job):
-                if limit is not None and len(pending) >= limit:
+                if window is not None and window.full:
                     break
                 if key[0] not in classes:
                     classes[key[0]] = self.strategy.allowed_classes(job, key)
+                excluded = self._exclusions(job.tasks[key])
+                if window is not None and not window.admits(
+                    classes[key[0]], excluded, job.ideal_memory_mb(key[0])
+                ):
+                    continue
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
                 tasks.append(
@@ -643,9 +671,9 @@ class Master:
                         job.ideal_memory_mb(key[0]),
                         job.est_duration_s,
                         preferred_nodes=self.strategy.preferred_nodes(job, key),
-                        allowed_classes=classes[key[0]],  # type: ignore[arg-type]
+                        allowed_classes=classes[key[0]],
                         long=job.long,
-                        excluded_nodes=self._exclusions(job.tasks[key]),
+                        excluded_nodes=excluded,
                     )
                 )
             jobs.append(
@@ -677,12 +705,21 @@ class Master:
         )
         return ClusterSnapshot(now, nodes, tuple(jobs), self.scenario.cluster.memory_increment_mb), pending
 
-    def _pending_limit(self) -> int | None:
-        """How many ready tasks a snapshot needs: all of them for schedulers that look ahead
-        (YARN-ME's timeline), at most the free slots for those that place the head (FIFO)."""
+    def _pending_window(self) -> PendingWindow | None:
+        """Which ready tasks a snapshot needs: all of them for schedulers that look ahead
+        (YARN-ME's timeline), a window per node class for those that place the head (FIFO)."""
         if getattr(self.scheduler, "needs_all_pending", True):
             return None
-        return sum(max(0, n.slots - len(n.running)) for n in self.nodes.values() if n.status == "up")
+        return PendingWindow(
+            FreeNode(
+                n.node_id,
+                n.node_class,  # type: ignore[arg-type]
+                n.slots - len(n.running),
+                n.memory_mb - sum(t.memory_mb for t in self.running_views(n)),
+            )
+            for n in self.nodes.values()
+            if n.status == "up"
+        )
 
     def schedule_once(self) -> None:
         self.strategy.tick(self.journal.now())
@@ -749,6 +786,7 @@ class Master:
         )
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)
+        node.sent_at[decision.task_id] = now
         self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
@@ -815,7 +853,7 @@ class Master:
 
     async def _heartbeat_watch(self) -> None:
         while True:
-            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            await asyncio.sleep(self.scenario.heartbeat_interval_s)
             if self.link.connected.is_set():  # our own outage says nothing about the nodes
                 self._check_heartbeats()
 
@@ -830,7 +868,7 @@ class Master:
         """
         now = self.journal.now()
         live = [n for n in self.nodes.values() if n.status in ("up", "draining")]
-        silent = [n for n in live if now - n.last_seen > self.scenario.cluster.heartbeat_timeout]
+        silent = [n for n in live if now - n.last_seen > self.scenario.heartbeat_timeout_s]
         if len(live) > 1 and len(silent) == len(live):
             unasked = [n for n in silent if n.node_id not in self._probes]
             if unasked:
@@ -857,6 +895,36 @@ class Master:
         self.node_lost(node, "heartbeat_timeout")
         if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
             asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
+
+    def _reconcile(self, node: NodeRecord, beat: Heartbeat) -> None:
+        """What the node says it runs against what we think it runs (``master.liveness.reconcile``):
+        a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
+        now = self.journal.now()
+        expected = {
+            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now))
+            for task_id, (job, key) in node.running.items()
+        }
+        verdict = reconcile(
+            expected, beat.attempts, node.strikes, now, self.scenario.cluster.heartbeat_interval
+        )
+        node.strikes = verdict.strikes
+        for task_id, attempt in verdict.stray:
+            self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
+        for task_id in verdict.vanished:
+            self._task_vanished(node, task_id, now)
+
+    def _task_vanished(self, node: NodeRecord, task_id: str, now: float) -> None:
+        job, key = node.running.pop(task_id)
+        node.launches.pop(task_id, None)
+        node.sent_at.pop(task_id, None)
+        attempt = job.tasks[key].attempt
+        log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
+        self.journal.event("task_vanished", task=task_id, node=node.node_id, attempt=attempt)
+        job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it")
+        self._task_row(job, key, node, "failed", "vanished", now)
+        if job.status == "failed":
+            self._finish_job(job)
+        self.kick()
 
     # ------------------------------------------------------------------ node resource faults
 
@@ -903,8 +971,10 @@ class Master:
     def _resend_commands(self, node: NodeRecord) -> int:
         """Re-send the node's launches and the strategy's commands, then ask for its push reports
         again (``Resync``): after the repeated task outcomes, so a push follows its task's success."""
-        for launch in node.launches.values():
+        now = self.journal.now()
+        for task_id, launch in node.launches.items():
             self.send(node.node_id, launch)
+            node.sent_at[task_id] = now
         self.strategy.resend(node)
         self.send(node.node_id, Resync())
         return len(node.launches)
@@ -933,7 +1003,7 @@ class Master:
 
     async def _agent_answers(self, node: NodeRecord) -> bool:
         """Whether this very agent process (same incarnation) answers on its HTTP port."""
-        timeout = aiohttp.ClientTimeout(total=self.scenario.cluster.heartbeat_timeout)
+        timeout = aiohttp.ClientTimeout(total=self.scenario.heartbeat_timeout_s)
         with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
             async with (
                 aiohttp.ClientSession(timeout=timeout) as http,
