@@ -146,8 +146,9 @@ def _summary(run: RunData, metrics: RunMetrics) -> list[Block]:
         ["mean queueing delay (s, wall)", seconds(m.queue.mean)],
         ["makespan (s, wall)", seconds(m.makespan_s)],
         ["tasks / attempts", f"{m.tasks} / {m.attempts}"],
-        ["relaunched tasks", str(m.relaunched_tasks)],
+        ["relaunched tasks (evictions, lost data)", str(m.relaunched_tasks)],
         ["relaunched ratio", ratio(m.relaunched_ratio)],
+        ["relaunches after task errors", str(m.error_relaunches)],
         [
             "failed attempts by cause",
             ", ".join(f"{cause} {count}" for cause, count in m.failures_by_cause.items()) or "none",
@@ -331,8 +332,9 @@ def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
         Heading("Tasks"),
         Paragraph(
             f"Relaunched tasks: {m.relaunched_tasks} of {m.tasks} tasks "
-            f"(relaunched ratio {ratio(m.relaunched_ratio)}); {m.attempts} attempts "
-            "recorded."
+            f"(relaunched ratio {ratio(m.relaunched_ratio)}), caused by evictions or lost data; "
+            f"{m.error_relaunches} more relaunches retried a task's own failure (an error, out "
+            f"of memory, a full disk); {m.attempts} attempts recorded."
         ),
         *_image(
             "tasks_gantt",

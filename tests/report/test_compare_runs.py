@@ -112,3 +112,14 @@ def test_policy_comes_from_the_summary_without_a_scenario(
         "spark",
         "pado",
     ]
+
+
+def test_each_metric_is_listed_once(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
+    for run in (spark_run, pado_run):  # keys the master writes beside the headline numbers
+        summary = json.loads((run.path / "summary.json").read_text())
+        summary.update(spill_bytes=10, shuffle_bytes=20, error_relaunches=0, task_attempts=10)
+        (run.path / "summary.json").write_text(json.dumps(summary))
+    metrics = compare_runs([spark_run.path, pado_run.path]).metrics
+    assert {"spill bytes", "shuffle bytes written", "relaunches after task errors"} <= set(metrics)
+    assert not {"spill_bytes", "shuffle_bytes", "error_relaunches"} & set(metrics)
+    assert len(metrics) == len(set(metrics))

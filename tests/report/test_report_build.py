@@ -263,3 +263,17 @@ def test_data_section_labels_reads_and_adds_no_ratios(spark_run: RecordedRun) ->
     data = text[text.index("## Spill and shuffle data") :]
     total = next(line for line in data.splitlines() if line.startswith("| total |"))
     assert total.endswith("| - |"), total  # not 0.75
+
+
+def test_retries_of_a_tasks_own_failure_are_not_eviction_relaunches(spark_run: RecordedRun) -> None:
+    tasks = spark_run.path / "tasks.csv"
+    tasks.write_text(tasks.read_text().replace(",failed,MemoryError,", ",failed,oom,"))
+    metrics = compute_metrics(load_run(spark_run.path))
+    assert (metrics.relaunched_tasks, metrics.error_relaunches) == (1, 1)  # the eviction's, the oom's
+    text = write_report(spark_run.path)[0].read_text()
+    assert row("relaunched tasks (evictions, lost data)", 1) in text
+    assert row("relaunches after task errors", 1) in text
+    jobs = spark_run.path / "jobs.csv"  # a master that counts them apart: its numbers stand
+    lines = jobs.read_text().splitlines()
+    jobs.write_text("\n".join([lines[0] + ",error_relaunches", *(line + ",0" for line in lines[1:])]) + "\n")
+    assert compute_metrics(load_run(spark_run.path)).error_relaunches == 0
