@@ -25,6 +25,7 @@ from testbed.report.document import (
     to_markdown,
 )
 from testbed.report.errors import UsageError
+from testbed.report.fidelity_section import fidelity_section
 from testbed.report.gantt import MAX_LANES
 from testbed.report.metrics import (
     DataVolumes,
@@ -66,7 +67,7 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
 def report_blocks(run: RunData, metrics: RunMetrics) -> list[Block]:
     sections = (
         _title, _scenario, _summary, _jct, _cluster, _tasks, _data, _cost, _memory,
-        _decisions, _elasticity, _policy, _notes,
+        _decisions, _elasticity, _policy, fidelity_section, _notes,
     )  # fmt: skip
     return [block for section in sections for block in section(run, metrics)]
 
@@ -84,10 +85,28 @@ def _title(run: RunData, metrics: RunMetrics) -> list[Block]:
         blocks.append(Callout(PARTIAL_NOTICE))
     blocks.append(
         Paragraph(
-            f"Run directory: {run.path}. Status: {run.status}. Record ends at {seconds(run.end_s)} s (wall)."
+            f"Run directory: {run.path}. Status: {run.status}. Record ends at {seconds(run.end_s)} s"
+            + (
+                f" (emulated; {seconds(run.end_s * run.dilation)} s wall)."
+                if run.dilation != 1.0
+                else " (wall)."
+            )
         )
     )
+    if run.dilation != 1.0:
+        blocks.append(
+            Paragraph(
+                f"Every time in this report is in emulated seconds: wall seconds divided by the run's "
+                f"time dilation, {run.dilation:g} (docs/fidelity.md). The run's files keep wall seconds."
+            )
+        )
     return blocks
+
+
+def _fidelity_setting(run: RunData) -> str:
+    fidelity = run.scenario.get("fidelity")
+    mode = fidelity.get("mode", "unisolated") if isinstance(fidelity, dict) else "unisolated"
+    return f"{mode}, dilation {run.dilation:g}"
 
 
 def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
@@ -95,7 +114,8 @@ def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
     rows = [
         ["name", run.name],
         ["seed", str(run.seed if run.seed is not None else "-")],
-        ["time scale", f"{run.time_scale:g} (trace seconds per wall second)"],
+        ["time scale", f"{run.time_scale:g} (trace seconds per emulated second)"],
+        ["fidelity", _fidelity_setting(run)],
         [
             "scheduler / strategy / autoscaler",
             f"{policy.scheduler} / {policy.strategy} / {policy.autoscaler}",
@@ -437,11 +457,11 @@ def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
     )
     text = (
         "Node-seconds = sum over a class's nodes of (end, or the end of the record, - "
-        "launch), in wall time; cost = node-seconds / 3600 x price per hour."
+        "launch), in emulated time (wall / dilation); cost = node-seconds / 3600 x price per hour."
     )
     if scaled:
         text += (
-            f" At time scale {run.time_scale:g} a wall second stands for "
+            f" At time scale {run.time_scale:g} an emulated second stands for "
             f"{run.time_scale:g} trace seconds, hence the trace-time column."
         )
     return [Heading("Cost"), Paragraph(text), Table(headers, rows)]

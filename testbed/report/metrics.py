@@ -34,6 +34,7 @@ KNOWN_SUMMARY_KEYS = frozenset({
     "makespan_s", "evictions", "relaunched_tasks", "relaunched_ratio", "policy", "name",
     "seed", "time_scale", "oom_failures", "enospc_failures", "task_failures",
     "error_relaunches", "spill_bytes", "shuffle_bytes",
+    "dilation", "fidelity_mode", "wall", "fidelity",
 })  # fmt: skip
 OWN_FAILURES = frozenset({"error", "oom", "enospc", "killed"})
 """Failures of an attempt by itself, whose retry is not a relaunch caused by an eviction."""
