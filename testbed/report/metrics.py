@@ -156,12 +156,12 @@ class RunMetrics:
     def headline(self) -> dict[str, float | None]:
         """The metrics a comparison puts side by side, keyed by a readable name."""
         return {
-            "mean JCT (s, wall)": self.jct.mean,
-            "p50 JCT (s, wall)": self.jct.p50,
-            "p95 JCT (s, wall)": self.jct.p95,
-            "max JCT (s, wall)": self.jct.max,
-            "mean queueing delay (s, wall)": self.queue.mean,
-            "makespan (s, wall)": self.makespan_s,
+            "mean JCT (s, emulated)": self.jct.mean,
+            "p50 JCT (s, emulated)": self.jct.p50,
+            "p95 JCT (s, emulated)": self.jct.p95,
+            "max JCT (s, emulated)": self.jct.max,
+            "mean queueing delay (s, emulated)": self.queue.mean,
+            "makespan (s, emulated)": self.makespan_s,
             "jobs succeeded": float(self.succeeded),
             "relaunched ratio": self.relaunched_ratio,
             "relaunches after task errors": float(self.error_relaunches),
