@@ -81,11 +81,20 @@ def test_zero_baseline(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
     assert "| evictions | 0 | 1 | 0 | n/a | 1.00x |" in comparison.to_markdown()
 
 
-def test_labels_for_same_policy_use_seeds_then_directories(tmp_path: Path) -> None:
+def test_labels_for_same_policy_use_seeds_then_settings_then_numbers(tmp_path: Path) -> None:
     seeds = [write_run(tmp_path / f"s{seed}", seed=seed).path for seed in (1, 2)]
     assert [r.label for r in compare_runs(seeds).runs] == ["spark seed=1", "spark seed=2"]
-    same = [write_run(tmp_path / name).path for name in ("a", "b")]
-    assert [r.label for r in compare_runs(same).runs] == ["spark (a)", "spark (b)"]
+    names = ("20261123T145528.942469Z-eviction-storm", "20261123T150102.118200Z-eviction-storm")
+    same = [write_run(tmp_path / name).path for name in names]
+    comparison = compare_runs(same)
+    assert [r.label for r in comparison.runs] == ["spark run 1", "spark run 2"]
+    assert all(name in comparison.to_markdown() for name in names)  # the legend names the directories
+    scenario = same[1] / "scenario.yaml"
+    data = yaml.safe_load(scenario.read_text())
+    data["chaos"]["transient"]["lifetime"] = "high"
+    scenario.write_text(yaml.safe_dump(data))
+    labels = [r.label for r in compare_runs(same).runs]
+    assert labels == ["spark lifetime=exponential(mean=6s)", "spark lifetime=high"]
 
 
 def test_runs_of_several_scenarios_are_labelled_by_scenario(tmp_path: Path) -> None:
