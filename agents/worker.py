@@ -30,7 +30,7 @@ from testbed.bandwidth import bind_worker
 from testbed.blocks import TOKEN_HEADER, BlockWriter, delete_blocks, iter_frames, read_segment_chunks, segment
 from testbed.protocol import TaskSpec
 from testbed.workloads import COMBINERS, OPERATIONS
-from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext
+from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext, peak_rss_bytes, reset_peak_rss
 
 
 @contextlib.contextmanager
@@ -114,23 +114,6 @@ def combine(op: str, members: list[str], block: str, partitions: int, node_dir: 
     except Exception as exc:
         writer.abort()
         return {"state": "failed", "failure": "error", "error": _short_trace(exc)}
-
-
-def reset_peak_rss() -> None:
-    """Start the task's peak-RSS count now (Linux: writing 5 to clear_refs resets VmHWM)."""
-    with contextlib.suppress(OSError):
-        Path("/proc/self/clear_refs").write_text("5")
-
-
-def peak_rss_bytes() -> int:
-    """The kernel's high-water mark of this process's resident memory (VmHWM)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def upload(path: Path, url: str, token: str) -> None:

@@ -76,6 +76,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "tasks",
         "relaunched_tasks",
         "relaunched_ratio",
+        "error_relaunches",
         *JOB_TOTALS,
         "map_phase_s",
         "reduce_phase_s",

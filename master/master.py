@@ -1070,6 +1070,7 @@ class Master:
             tasks=job.plan.total_tasks,
             relaunched_tasks=job.relaunched,
             relaunched_ratio=job.relaunched / job.plan.total_tasks,
+            error_relaunches=job.error_relaunches,
             bytes_recomputed=job.bytes_recomputed,
             bytes_checkpointed=job.bytes_checkpointed,
             bytes_pushed=job.bytes_pushed,

@@ -217,6 +217,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "evictions": evictions,
         "relaunched_tasks": relaunched,
         "relaunched_ratio": _round(relaunched / total_tasks) if total_tasks else 0.0,
+        "error_relaunches": sum(int(j.get("error_relaunches") or 0) for j in jobs),
         **{key: sum(int(j.get(key) or 0) for j in jobs) for key in JOB_TOTALS},
         **per_workload(jobs),
         "task_attempts": len(tasks),

@@ -137,7 +137,7 @@ def _figure(
     _mark_failed(ax, flagged)
     ax.set_xticks(range(len(x_values)), [str(v) for v in x_values])
     ax.set_xlabel(x_var.key if x_var else "")
-    ax.set_ylabel("mean JCT (s, wall), mean ± sd over seeds")
+    ax.set_ylabel("mean JCT (s, emulated), mean ± sd over seeds")
     if line_var or flagged:
         ax.legend(title=line_var.key if line_var else None)
     ax.grid(alpha=0.3)
