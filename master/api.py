@@ -11,6 +11,7 @@ directory, readable by its owner only.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from master.chaos.controller import NotRunning
+from master.disk_faults import output_disk_full
 from master.providers.base import ForeignNodeError
 from testbed.blocks import TOKEN_HEADER
 from testbed.scenario import EvictSpec
@@ -84,9 +86,16 @@ class MasterApi:
             raise web.HTTPNotFound(text="no such job output")
         staged = self._staged_path(job_id, int(index), int(attempt))
         partial = staged.with_suffix(".partial")
-        with open(partial, "wb") as out:
-            async for chunk in request.content.iter_chunked(1 << 20):
-                out.write(chunk)
+        try:
+            with open(partial, "wb") as out:
+                async for chunk in request.content.iter_chunked(1 << 20):
+                    out.write(chunk)
+        except BaseException as exc:  # a full disk, a dropped connection: nothing half-written stays
+            partial.unlink(missing_ok=True)
+            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                output_disk_full(self.master, job_id, exc)
+                raise web.HTTPInsufficientStorage(text="the master's output disk is full") from None
+            raise
         if request.content_length is not None and partial.stat().st_size != request.content_length:
             partial.unlink(missing_ok=True)
             raise web.HTTPBadRequest(text="truncated upload")
@@ -103,6 +112,7 @@ class MasterApi:
         return {
             "run_id": master.run_id,
             "t": round(master.journal.now(), 3),
+            "started": master.clock_started,
             "nodes": [
                 {"node": n.node_id, "class": n.node_class, "status": n.status, "running": sorted(n.running)}
                 for n in master.nodes.values()

@@ -22,11 +22,13 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from master.providers.base import NodeProvider
 from master.providers.local import LocalProvider, python_command
+from testbed.cgroups import CpuCgroups
 
 BACKENDS = ("local", "docker", "attach")
 DEFAULT_IMAGE = "transient-testbed:latest"
@@ -56,17 +58,21 @@ def broker_credentials() -> dict[str, str]:
     return {name: os.environ[name] for name in names if os.environ.get(name)}
 
 
-async def open_backend(name: str, run_id: str, run_dir: Path) -> Backend:
-    """The provider and addresses of a backend; the caller closes ``provider`` in any case."""
+async def open_backend(
+    name: str, run_id: str, run_dir: Path, inputs: Sequence[Path] = (), cgroups: CpuCgroups | None = None
+) -> Backend:
+    """The provider and addresses of a backend; the caller closes ``provider`` in any case.
+    ``inputs``: the jobs' input files, which containers mount read-only at the same path;
+    ``cgroups``: where local nodes get their CPU quotas (a faithful run)."""
     broker_url = os.environ.get("TESTBED_BROKER") or None
     if name == "local":
-        provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
+        provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs", cgroups)
         return Backend(provider, "127.0.0.1", "127.0.0.1", python_command(), broker_url=broker_url)
     if name == "docker":
         from master.providers.docker import DockerProvider
 
         image = os.environ.get("TESTBED_DOCKER_IMAGE", DEFAULT_IMAGE)
-        docker_provider = DockerProvider(run_id, image, env=broker_credentials())
+        docker_provider = DockerProvider(run_id, image, env=broker_credentials(), inputs=inputs)
         backend = Backend(docker_provider, "", "", ["agent"], broker_url=broker_url)
         try:
             backend.host = backend.advertise = await docker_provider.host_address()

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from testbed.inputs import first_change, input_fingerprints
-from testbed.scenario import Scenario
+from testbed.scenario import Scenario, input_files
 
 LOCK_FILE = "master.lock"
 INPUTS_FILE = "inputs.json"
@@ -123,22 +123,18 @@ def _refuse_unusable(out: Path, clean: bool) -> None:
 # ------------------------------------------------------------------ inputs
 
 
-def input_patterns(scenario: Scenario) -> list[str]:
-    return [job.input for job in scenario.jobs if getattr(job, "input", None)]
-
-
 def record_inputs(run_dir: Path, scenario: Scenario) -> None:
     """``inputs.json``: the fingerprint of every input file of the scenario, as the run starts."""
-    fingerprints = input_fingerprints(input_patterns(scenario))
+    fingerprints = input_fingerprints(input_files(scenario))
     (run_dir / INPUTS_FILE).write_text(json.dumps(fingerprints, indent=1) + "\n", encoding="utf-8")
 
 
 def check_inputs(run_dir: Path, scenario: Scenario) -> None:
     """Refuse a resume whose input files differ from those the run started with."""
-    patterns = input_patterns(scenario)
+    files = input_files(scenario)
     path = run_dir / INPUTS_FILE
     if not path.is_file():
-        if patterns:
+        if files:
             raise RunDirError(
                 f"{run_dir}: no {INPUTS_FILE} (the run predates input fingerprints), so its input "
                 "files cannot be checked; start a new run"
@@ -148,7 +144,7 @@ def check_inputs(run_dir: Path, scenario: Scenario) -> None:
         recorded = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RunDirError(f"{path}: unreadable ({exc}); start a new run") from None
-    change = first_change(recorded, patterns)
+    change = first_change(recorded, files)
     if change is not None:
         raise RunDirError(f"{run_dir}: {change}; restore it or start a new run")
 

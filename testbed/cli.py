@@ -166,18 +166,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     from master.policies import make_autoscaler, make_scheduler
     from master.run import prepare_run_dir, run_blocking
     from master.rundir import RunDirError, fresh_run_dir
+    from master.scale_model import local_isolation, resolve
     from testbed.console import print_jct_table
 
     if args.resume is not None:
         return cmd_resume(args)
     if args.scenario is None:
         raise UsageError("testbed run: give a scenario file, or --resume RUN_DIR")
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
     if args.dry_run:
         print(eviction_plan(scenario, args.scenario))
         return EXIT_OK
     make_scheduler(scenario)  # fail on policy problems before anything starts
     make_autoscaler(scenario)
+    if args.backend == "local":
+        local_isolation(scenario)  # a faithful run without cgroups is refused now, in one line
     with contextlib.ExitStack() as owned:
         try:
             run_dir = args.out if args.out is not None else new_run_dir(Path("runs"), scenario.name)
@@ -190,7 +193,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"run directory: {run_dir}", file=sys.stderr)
         result = run_blocking(scenario, run_dir, args.backend)
     print_jct_table(result.run_dir, result.summary)
+    warn_if_distorted(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def warn_if_distorted(summary: dict) -> None:
+    """One line when the fidelity monitor found the run distorted (docs/fidelity.md)."""
+    fidelity = summary.get("fidelity") or {}
+    if fidelity.get("distorted"):
+        problems = "; ".join(fidelity.get("problems") or [])
+        print(
+            f"warning: distorted run: {problems} (summary.json fidelity, docs/fidelity.md)", file=sys.stderr
+        )
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -211,12 +225,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
         print(f"resuming run directory: {args.resume}", file=sys.stderr)
         result = run_blocking(scenario, args.resume, args.backend, resume=True)
     print_jct_table(result.run_dir, result.summary)
+    warn_if_distorted(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
 def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) -> str:
     from master.chaos.plan import format_plan, plan_evictions
+    from master.scale_model import resolve
 
+    scenario = resolve(scenario)  # wall times under this host's dilation
     horizon = horizon if horizon is not None else scenario.timeout * scenario.time_scale
     return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)
 

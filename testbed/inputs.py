@@ -150,20 +150,18 @@ def fingerprint(path: Path) -> dict[str, Any]:
     return {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "head_sha256": head}
 
 
-def input_fingerprints(patterns: list[str]) -> list[dict[str, Any]]:
-    """A fingerprint of every file the patterns name (each file once), sorted by path."""
-    files = sorted({path for pattern in patterns for path in resolve_inputs(pattern)})
+def input_fingerprints(files: list[Path]) -> list[dict[str, Any]]:
     return [fingerprint(path) for path in files]
 
 
 CHANGES = (("size", "its size"), ("mtime_ns", "its modification time"), ("head_sha256", "its content"))
 
 
-def first_change(recorded: list[dict[str, Any]], patterns: list[str]) -> str | None:
-    """How the files ``patterns`` name now differ from the ``recorded`` fingerprints
+def first_change(recorded: list[dict[str, Any]], files: list[Path]) -> str | None:
+    """How ``files`` (a scenario's input files now) differ from the ``recorded`` fingerprints
     (the first difference, naming the file), or None when they are the same."""
     before = {entry["path"]: entry for entry in recorded}
-    now = {entry["path"]: entry for entry in input_fingerprints(patterns)}
+    now = {entry["path"]: entry for entry in input_fingerprints(files)}
     for path in sorted(before.keys() | now.keys()):
         old, new = before.get(path), now.get(path)
         if new is None:

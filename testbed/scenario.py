@@ -27,6 +27,7 @@ from pydantic import (
 
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
 from testbed.durations import parse_duration, parse_rate
+from testbed.fidelity import FidelitySpec
 from testbed.inputs import absolute_input, resolve_inputs
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
@@ -49,8 +50,19 @@ class NodeClassSpec(Strict):
     count: int = Field(ge=0, le=500)
     slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
     memory_mb: int = Field(default=1024, ge=16, description="memory for tasks")
-    cpus: float | None = Field(default=None, gt=0, description="Docker CPU limit")
+    cpus: float | None = Field(
+        default=None, gt=0, le=1024, description="cores of one node (default: slots); its CPU share"
+    )
+    network_mbps: float = Field(default=1000, gt=0, description="NIC bandwidth in Mbit/s, each direction")
+    disk_mb_s: float | None = Field(
+        default=None, gt=0, description="spill bandwidth in MB/s (default: unlimited)"
+    )
     price_per_hour: float = Field(default=1.0, ge=0, description="for the cost report")
+
+    @property
+    def cores(self) -> float:
+        """The node's cores: ``cpus``, else one per slot."""
+        return self.cpus if self.cpus is not None else float(self.slots)
 
 
 def _node_class(default_price: float):
@@ -439,6 +451,7 @@ class Scenario(Strict):
     arrivals: ArrivalsSpec | None = None
     chaos: ChaosSpec = ChaosSpec()
     timeout: Duration = Field(default=600.0, gt=0, description="wall-clock limit of the run")
+    fidelity: FidelitySpec = FidelitySpec()
     profiles: list[ProfileEntry] = Field(
         default_factory=list,
         description="task models for YARN/YARN-ME: testbed profile files, or written inline",
@@ -473,8 +486,9 @@ class Scenario(Strict):
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
-        if value not in ("embedded", "mosquitto") and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
-            raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT")
+        managed = ("embedded", "mosquitto", "amqtt")
+        if value not in managed and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
+            raise ValueError("expected 'embedded', 'mosquitto', 'amqtt' or mqtt://HOST:PORT")
         return value
 
     @model_validator(mode="after")
@@ -484,8 +498,30 @@ class Scenario(Strict):
         return self
 
     def trace(self, seconds: float) -> float:
-        """Wall seconds for a trace-time duration (trace times are divided by time_scale)."""
-        return seconds / self.time_scale
+        """Wall seconds for a trace-time duration (divided by time_scale, stretched by the dilation)."""
+        return seconds * self.wall_per_trace
+
+    @property
+    def wall_per_trace(self) -> float:
+        return self.fidelity.factor / self.time_scale
+
+    def dilated(self, seconds: float) -> float:
+        """Wall seconds for an emulated duration that time_scale does not compress (timeouts,
+        heartbeats): stretched by the dilation."""
+        return seconds * self.fidelity.factor
+
+    @property
+    def timeout_s(self) -> float:
+        """The run's wall-clock limit, stretched by the dilation."""
+        return self.dilated(self.timeout)
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        return self.dilated(self.cluster.heartbeat_interval)
+
+    @property
+    def heartbeat_timeout_s(self) -> float:
+        return self.dilated(self.cluster.heartbeat_timeout)
 
     @property
     def long_cutoff(self) -> float:
@@ -520,6 +556,17 @@ class ScenarioError(Exception):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+def input_files(scenario: Scenario) -> list[Path]:
+    """Every file the scenario's jobs read (``input``), each once."""
+    files = {
+        path.resolve()
+        for job in scenario.jobs
+        if getattr(job, "input", None)
+        for path in resolve_inputs(job.input)
+    }
+    return sorted(files)
 
 
 def apply_override(data: dict[str, Any], assignment: str) -> None:

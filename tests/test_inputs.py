@@ -141,21 +141,21 @@ def test_fingerprints_name_the_first_changed_file(tmp_path: Path) -> None:
     for name in ("a.txt", "b.txt"):
         (tmp_path / name).write_text("same words\n")
     pattern = f"{tmp_path}/*.txt"
-    recorded = input_fingerprints([pattern])
-    assert first_change(recorded, [pattern]) is None
+    recorded = input_fingerprints(resolve_inputs(pattern))
+    assert first_change(recorded, resolve_inputs(pattern)) is None
     b = (tmp_path / "b.txt").resolve()
     stat = b.stat()
     b.write_text("other word\n")  # same size, same modification time: only the content differs
     os.utime(b, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    changed = first_change(recorded, [pattern])
+    changed = first_change(recorded, resolve_inputs(pattern))
     assert changed == f"input file {b} changed since the run started (its content differs)"
     b.unlink()
-    assert first_change(recorded, [pattern]) == f"input file {b} is gone"
+    assert first_change(recorded, resolve_inputs(pattern)) == f"input file {b} is gone"
     (tmp_path / "c.txt").write_text("new\n")
     b.write_text("same words\n")
-    assert "its modification time differs" in str(first_change(recorded, [pattern]))
+    assert "its modification time differs" in str(first_change(recorded, resolve_inputs(pattern)))
     os.utime(b, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     new = (tmp_path / "c.txt").resolve()
-    assert first_change(recorded, [pattern]) == (
+    assert first_change(recorded, resolve_inputs(pattern)) == (
         f"input file {new} is new: the job's input did not match it when the run started"
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from testbed.report import plots
 from testbed.report.document import (
     Block,
@@ -23,6 +25,8 @@ from testbed.report.document import (
     to_markdown,
 )
 from testbed.report.errors import UsageError
+from testbed.report.fidelity_section import fidelity_section
+from testbed.report.gantt import MAX_LANES
 from testbed.report.metrics import (
     DataVolumes,
     Elasticity,
@@ -51,6 +55,8 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
         for block in blocks:
             if isinstance(block, Image):
                 (run.path / block.relative_path).write_bytes(block.png)
+                if block.svg is not None:
+                    (run.path / block.svg_path).write_bytes(block.svg)
         markdown_path.write_text(to_markdown(blocks), encoding="utf-8")
         html_path.write_text(to_html(blocks, f"Run report: {run.name}"), encoding="utf-8")
     except OSError as exc:
@@ -61,13 +67,13 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
 def report_blocks(run: RunData, metrics: RunMetrics) -> list[Block]:
     sections = (
         _title, _scenario, _summary, _jct, _cluster, _tasks, _data, _cost, _memory,
-        _decisions, _elasticity, _policy, _notes,
+        _decisions, _elasticity, _policy, fidelity_section, _notes,
     )  # fmt: skip
     return [block for section in sections for block in section(run, metrics)]
 
 
-def _image(name: str, title: str, png: bytes | None) -> list[Block]:
-    return [] if png is None else [Image(name, title, png)]
+def _image(name: str, title: str, plot: plots.Plot | None) -> list[Block]:
+    return [] if plot is None else [Image(name, title, plot.png, plot.svg)]
 
 
 # --------------------------------------------------------------------- sections
@@ -79,10 +85,28 @@ def _title(run: RunData, metrics: RunMetrics) -> list[Block]:
         blocks.append(Callout(PARTIAL_NOTICE))
     blocks.append(
         Paragraph(
-            f"Run directory: {run.path}. Status: {run.status}. Record ends at {seconds(run.end_s)} s (wall)."
+            f"Run directory: {run.path}. Status: {run.status}. Record ends at {seconds(run.end_s)} s"
+            + (
+                f" (emulated; {seconds(run.end_s * run.dilation)} s wall)."
+                if run.dilation != 1.0
+                else " (wall)."
+            )
         )
     )
+    if run.dilation != 1.0:
+        blocks.append(
+            Paragraph(
+                f"Every time in this report is in emulated seconds: wall seconds divided by the run's "
+                f"time dilation, {run.dilation:g} (docs/fidelity.md). The run's files keep wall seconds."
+            )
+        )
     return blocks
+
+
+def _fidelity_setting(run: RunData) -> str:
+    fidelity = run.scenario.get("fidelity")
+    mode = fidelity.get("mode", "unisolated") if isinstance(fidelity, dict) else "unisolated"
+    return f"{mode}, dilation {run.dilation:g}"
 
 
 def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
@@ -90,7 +114,8 @@ def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
     rows = [
         ["name", run.name],
         ["seed", str(run.seed if run.seed is not None else "-")],
-        ["time scale", f"{run.time_scale:g} (trace seconds per wall second)"],
+        ["time scale", f"{run.time_scale:g} (trace seconds per emulated second)"],
+        ["fidelity", _fidelity_setting(run)],
         [
             "scheduler / strategy / autoscaler",
             f"{policy.scheduler} / {policy.strategy} / {policy.autoscaler}",
@@ -122,7 +147,7 @@ def _scenario_jobs_and_chaos(run: RunData) -> list[list[str]]:
     if isinstance(chaos, dict):
         transient = chaos.get("transient") or {}
         lifetime = transient.get("lifetime", "none") if isinstance(transient, dict) else "none"
-        rows.append(["transient lifetime model", str(lifetime)])
+        rows.append(["transient lifetime model (trace time)", as_written(lifetime)])
         rows.append(["eviction storms", str(len(chaos.get("storms") or []))])
     return rows
 
@@ -134,12 +159,12 @@ def _summary(run: RunData, metrics: RunMetrics) -> list[Block]:
             "jobs (succeeded / failed / unfinished)",
             f"{m.jobs} ({m.succeeded} / {m.failed} / {m.unfinished})",
         ],
-        ["mean JCT (s)", seconds(m.jct.mean)],
-        ["p50 JCT (s)", seconds(m.jct.p50)],
-        ["p95 JCT (s)", seconds(m.jct.p95)],
-        ["max JCT (s)", seconds(m.jct.max)],
-        ["mean queueing delay (s)", seconds(m.queue.mean)],
-        ["makespan (s)", seconds(m.makespan_s)],
+        ["mean JCT (s, wall)", seconds(m.jct.mean)],
+        ["p50 JCT (s, wall)", seconds(m.jct.p50)],
+        ["p95 JCT (s, wall)", seconds(m.jct.p95)],
+        ["max JCT (s, wall)", seconds(m.jct.max)],
+        ["mean queueing delay (s, wall)", seconds(m.queue.mean)],
+        ["makespan (s, wall)", seconds(m.makespan_s)],
         ["tasks / attempts", f"{m.tasks} / {m.attempts}"],
         ["relaunched tasks", str(m.relaunched_tasks)],
         ["relaunched ratio", ratio(m.relaunched_ratio)],
@@ -170,12 +195,12 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
     headers = [
         "workload",
         "jobs",
-        "mean JCT (s)",
-        "p50 JCT (s)",
-        "p95 JCT (s)",
-        "max JCT (s)",
-        "mean queue (s)",
-        "p95 queue (s)",
+        "mean JCT (s, wall)",
+        "p50 JCT (s, wall)",
+        "p95 JCT (s, wall)",
+        "max JCT (s, wall)",
+        "mean queue (s, wall)",
+        "p95 queue (s, wall)",
     ]
     rows = []
     for workload, stats in [*metrics.jct_by_workload.items(), ("all", metrics.jct)]:
@@ -210,12 +235,12 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
         *_image(
             "jct_cdf",
             "CDF of job completion times",
-            plots.cdf(jct_series, "JCT (s)", "Job completion time CDF"),
+            plots.cdf(jct_series, "JCT (s, wall)", "Job completion time CDF"),
         ),
         *_image(
             "queue_cdf",
             "CDF of queueing delays",
-            plots.cdf(queue_series, "queueing delay (s)", "Queueing delay CDF"),
+            plots.cdf(queue_series, "queueing delay (s, wall)", "Queueing delay CDF"),
         ),
         Heading("Jobs", 3),
         Table(
@@ -223,15 +248,15 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
                 "job",
                 "workload",
                 "status",
-                "submit (s)",
-                "start (s)",
-                "finish (s)",
-                "JCT (s)",
-                "queue (s)",
+                "submit (s, wall)",
+                "start (s, wall)",
+                "finish (s, wall)",
+                "JCT (s, wall)",
+                "queue (s, wall)",
                 "tasks",
                 "relaunched",
-                "map phase (s)",
-                "reduce phase (s)",
+                "map phase (s, wall)",
+                "reduce phase (s, wall)",
             ],
             [
                 [
@@ -266,7 +291,7 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
     if run.nodes:
         blocks.append(
             Table(
-                ["node", "class", "launched (s)", "ended (s)", "end reason", "alive (s)"],
+                ["node", "class", "launched (s, wall)", "ended (s, wall)", "end reason", "alive (s, wall)"],
                 [
                     [
                         n.node_id,
@@ -283,16 +308,25 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
     blocks.append(Heading("Evictions", 3))
     if not run.evictions:
         return [*blocks, Paragraph("No evictions.")]
+    launched = {n.node_id: n.launched_s for n in run.nodes}
     return [
         *blocks,
+        Paragraph(
+            "Lived = eviction - launch, wall seconds; lifetime drawn = what the lifetime model "
+            f"gave the node, in trace seconds (wall seconds x time scale {run.time_scale:g})."
+        ),
         Table(
-            ["t (s)", "node", "class", "reason", "lifetime (s)", "tasks running", "bytes lost"],
+            [
+                *("t (s, wall)", "node", "class", "reason", "lived (s, wall)"),
+                *("lifetime drawn (s, trace)", "tasks running", "bytes lost"),
+            ],
             [
                 [
                     seconds(e.t_s),
                     e.node_id,
                     e.node_class,
                     e.reason or "-",
+                    seconds(e.t_s - launched[e.node_id] if e.node_id in launched else None),
                     seconds(e.lifetime_s),
                     number(e.tasks_running),
                     size(e.bytes_lost),
@@ -301,6 +335,14 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
             ],
         ),
     ]
+
+
+def as_written(value: object) -> str:
+    """A scenario value as YAML would write it inline (``weibull: {shape: 0.6, scale: 3m}``)."""
+    if isinstance(value, str | int | float):
+        return str(value)
+    text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=10**6).strip()
+    return text[1:-1] if isinstance(value, dict) and text.startswith("{") else text
 
 
 def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
@@ -314,8 +356,9 @@ def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
         ),
         *_image(
             "tasks_gantt",
-            "Task attempts per node (r = reserved, t = transient), coloured "
-            "by job; hatched red: failed, killed or lost attempts",
+            "Task attempts per node (r = reserved, t = transient), one lane per slot, coloured "
+            "by job; hatched red: failed, killed or lost attempts (runs with more than "
+            f"{MAX_LANES} slots: busy slots per group of nodes instead)",
             plots.gantt(run),
         ),
         Table(
@@ -386,7 +429,7 @@ def _extra_total(key: str, run: RunData) -> str:
 
 def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
     scaled = run.time_scale != 1.0
-    headers = ["class", "nodes", "node-seconds", "price per hour", "cost"]
+    headers = ["class", "nodes", "node-seconds (wall)", "price per hour", "cost"]
     if scaled:
         headers.append("cost at trace time")
     rows = []
@@ -412,11 +455,11 @@ def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
     )
     text = (
         "Node-seconds = sum over a class's nodes of (end, or the end of the record, - "
-        "launch), in wall time; cost = node-seconds / 3600 x price per hour."
+        "launch), in emulated time (wall / dilation); cost = node-seconds / 3600 x price per hour."
     )
     if scaled:
         text += (
-            f" At time scale {run.time_scale:g} a wall second stands for "
+            f" At time scale {run.time_scale:g} an emulated second stands for "
             f"{run.time_scale:g} trace seconds, hence the trace-time column."
         )
     return [Heading("Cost"), Paragraph(text), Table(headers, rows)]
@@ -479,8 +522,8 @@ def _elasticity(run: RunData, metrics: RunMetrics) -> list[Block]:
                 "mean ratio",
                 "min ratio",
                 "elastic spill",
-                "model error elastic (s)",
-                "model error regular (s)",
+                "model error elastic (s, wall)",
+                "model error regular (s, wall)",
             ],
             rows,
         ),
@@ -491,7 +534,7 @@ def _elasticity(run: RunData, metrics: RunMetrics) -> list[Block]:
             Table(
                 [
                     *("task", "node", "memory (MB)", "ideal (MB)", "ratio"),
-                    *("predicted (s)", "measured (s)", "spill"),
+                    *("predicted (s, wall)", "measured (s, wall)", "spill"),
                 ],
                 [
                     [

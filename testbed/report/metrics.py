@@ -30,6 +30,7 @@ KNOWN_SUMMARY_KEYS = frozenset({
     "jobs", "succeeded", "failed", "mean_jct_s", "p50_jct_s", "p95_jct_s", "max_jct_s",
     "makespan_s", "evictions", "relaunched_tasks", "relaunched_ratio", "policy", "name",
     "seed", "time_scale", "oom_failures", "enospc_failures", "task_failures",
+    "dilation", "fidelity_mode", "wall", "fidelity",
 })  # fmt: skip
 
 
@@ -148,12 +149,12 @@ class RunMetrics:
     def headline(self) -> dict[str, float | None]:
         """The metrics a comparison puts side by side, keyed by a readable name."""
         return {
-            "mean JCT (s)": self.jct.mean,
-            "p50 JCT (s)": self.jct.p50,
-            "p95 JCT (s)": self.jct.p95,
-            "max JCT (s)": self.jct.max,
-            "mean queueing delay (s)": self.queue.mean,
-            "makespan (s)": self.makespan_s,
+            "mean JCT (s, wall)": self.jct.mean,
+            "p50 JCT (s, wall)": self.jct.p50,
+            "p95 JCT (s, wall)": self.jct.p95,
+            "max JCT (s, wall)": self.jct.max,
+            "mean queueing delay (s, wall)": self.queue.mean,
+            "makespan (s, wall)": self.makespan_s,
             "jobs succeeded": float(self.succeeded),
             "relaunched ratio": self.relaunched_ratio,
             "evictions": float(self.evictions),
