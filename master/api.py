@@ -2,7 +2,8 @@
 
 ``PUT /outputs/<job>/<index>/<attempt>``  a final task streams its part file here
 ``GET /status``                           JSON: nodes, jobs, running tasks, evictions (read-only)
-``POST /chaos/evict``                     a live storm (run token required)
+``POST /chaos/evict``                     a live storm (run token required; 409 before the
+                                          run's time 0 and once it is ending)
 
 Where it listens, with the run token, is written to ``master.json`` in the run
 directory, readable by its owner only.
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from master.chaos.controller import NotRunning
 from master.disk_faults import output_disk_full
 from master.providers.base import ForeignNodeError
 from testbed.blocks import TOKEN_HEADER
@@ -162,6 +164,8 @@ class MasterApi:
             victims = await self.master.chaos.evict_now(spec, named)
         except ForeignNodeError as exc:
             return web.json_response({"error": str(exc)}, status=403)
+        except NotRunning as exc:
+            return web.json_response({"error": str(exc)}, status=409)
         except (ValueError, TypeError) as exc:
             return web.json_response({"error": f"bad eviction request: {exc}"}, status=400)
         return web.json_response({"evicted": victims})

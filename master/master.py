@@ -562,7 +562,9 @@ class Master:
         self.journal.event(
             "node_lost", node=node.node_id, **{"class": node.node_class}, reason=reason, detect_s=detect_s
         )
-        self._node_row(node, now, reason)
+        # An evicted node ended when it was killed, not when its loss was heard: its replacement
+        # may already be launching, and the record never shows more nodes than were alive.
+        self._node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
         self.strategy.before_node_lost(node)
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
