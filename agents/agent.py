@@ -13,6 +13,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import aiohttp
 import aiomqtt
 from aiohttp import web
 
+from agents.oom import death_outcome, oom_kill_count
 from agents.push import push_block
 from agents.shuffle import make_app
 from agents.worker_main import combine_in_worker, run_in_worker
@@ -468,6 +470,8 @@ class Agent:
 
 
 WORKER_START_TRIES = 3
+_oom_kills_at_start: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKeyDictionary()
+"""The cgroup's OOM kill count when each worker was started (``agents.oom``)."""
 
 
 async def _start_worker(process: Any) -> None:
@@ -475,6 +479,7 @@ async def _start_worker(process: Any) -> None:
     waits for the forkserver to preload the workloads). A forkserver that died (killed, or
     out of memory) fails the start in flight with EOFError or OSError; the next start
     launches a new forkserver, so a start is tried again before the task is failed."""
+    _oom_kills_at_start[process] = oom_kill_count()
     for tries_left in range(WORKER_START_TRIES - 1, -1, -1):
         try:
             await asyncio.to_thread(process.start)
@@ -498,10 +503,7 @@ async def _receive(receiver: Any, process: Any) -> dict[str, Any]:
         outcome = receiver.recv()
     except (EOFError, OSError):
         await asyncio.to_thread(process.join)
-        code = process.exitcode
-        if code == -signal.SIGKILL:
-            return {"state": "failed", "failure": "oom", "error": "killed by SIGKILL (out of memory?)"}
-        return {"state": "failed", "failure": "killed", "error": f"worker exited with status {code}"}
+        return death_outcome(process.exitcode, _oom_kills_at_start.get(process), oom_kill_count())
     finally:
         receiver.close()
     await asyncio.to_thread(process.join)

@@ -30,7 +30,7 @@ from testbed.bandwidth import bind_worker
 from testbed.blocks import TOKEN_HEADER, BlockWriter, delete_blocks, iter_frames, read_segment_chunks, segment
 from testbed.protocol import TaskSpec
 from testbed.workloads import COMBINERS, OPERATIONS
-from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext
+from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext, peak_rss_bytes, reset_peak_rss
 
 
 @contextlib.contextmanager
@@ -59,7 +59,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, feed: Any = None) -> d
     bind_worker(node_dir)
     ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url), feed=feed)
     reset_peak_rss()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     outcome: dict[str, Any] = {"state": "succeeded"}
     try:
         scratch.mkdir(parents=True, exist_ok=True)
@@ -80,6 +80,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, feed: Any = None) -> d
         if outcome["state"] == "failed":  # e.g. a full disk: free what this attempt wrote
             discard_attempt(blocks, spec.block_id)
     ctx.metrics.compute_s = time.perf_counter() - started
+    ctx.metrics.cpu_s = time.process_time() - cpu_started
     ctx.metrics.peak_rss_bytes = peak_rss_bytes()
     outcome["metrics"] = ctx.metrics.model_dump()
     outcome["partition_bytes"] = list(ctx.partition_bytes)
@@ -114,23 +115,6 @@ def combine(op: str, members: list[str], block: str, partitions: int, node_dir: 
     except Exception as exc:
         writer.abort()
         return {"state": "failed", "failure": "error", "error": _short_trace(exc)}
-
-
-def reset_peak_rss() -> None:
-    """Start the task's peak-RSS count now (Linux: writing 5 to clear_refs resets VmHWM)."""
-    with contextlib.suppress(OSError):
-        Path("/proc/self/clear_refs").write_text("5")
-
-
-def peak_rss_bytes() -> int:
-    """The kernel's high-water mark of this process's resident memory (VmHWM)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def upload(path: Path, url: str, token: str) -> None:

@@ -3,7 +3,8 @@
 ``PUT /outputs/<job>/<index>/<attempt>``  a final task streams its part file here (with the
                                           capability of that attempt's upload)
 ``GET /status``                           JSON: nodes, jobs, running tasks, evictions (read-only)
-``POST /chaos/evict``                     a live storm
+``POST /chaos/evict``                     a live storm (run token required; 409 before the
+                                          run's time 0 and once it is ending)
 
 ``/status`` and ``/chaos/evict`` need the API token. Where the API listens, with
 that token, is written to ``master.json`` in the run directory: created anew
@@ -12,6 +13,7 @@ that token, is written to ``master.json`` in the run directory: created anew
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from master.chaos.controller import NotRunning
+from master.disk_faults import output_disk_full
 from master.providers.base import ForeignNodeError
 from testbed.blocks import TOKEN_HEADER
 from testbed.rundir import write_secret_file
@@ -91,9 +95,16 @@ class MasterApi:
             raise web.HTTPNotFound(text="no such job output")
         staged = self._staged_path(job_id, int(index), int(attempt))
         partial = staged.with_suffix(".partial")
-        with open(partial, "wb") as out:
-            async for chunk in request.content.iter_chunked(1 << 20):
-                out.write(chunk)
+        try:
+            with open(partial, "wb") as out:
+                async for chunk in request.content.iter_chunked(1 << 20):
+                    out.write(chunk)
+        except BaseException as exc:  # a full disk, a dropped connection: nothing half-written stays
+            partial.unlink(missing_ok=True)
+            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                output_disk_full(self.master, job_id, exc)
+                raise web.HTTPInsufficientStorage(text="the master's output disk is full") from None
+            raise
         if request.content_length is not None and partial.stat().st_size != request.content_length:
             partial.unlink(missing_ok=True)
             raise web.HTTPBadRequest(text="truncated upload")
@@ -166,6 +177,8 @@ class MasterApi:
             victims = await self.master.chaos.evict_now(spec, named)
         except ForeignNodeError as exc:
             return web.json_response({"error": str(exc)}, status=403)
+        except NotRunning as exc:
+            return web.json_response({"error": str(exc)}, status=409)
         except (ValueError, TypeError, AttributeError) as exc:  # json errors are ValueErrors
             return web.json_response({"error": f"bad eviction request: {exc}"}, status=400)
         return web.json_response({"evicted": victims})
