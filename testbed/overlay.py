@@ -56,7 +56,8 @@ def plot_cdfs(samples: Samples, xlabel: str, stem: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, HEIGHT_IN))
         for label, runs in samples.items():
             pooled, low, high = band(runs, xs)
-            (line,) = ax.step(xs, pooled, where="post", linewidth=1.0, label=f"{label} (n={len(runs)})")
+            legend = f"{label} ({len(runs)} run{'s' * (len(runs) > 1)})"
+            (line,) = ax.step(xs, pooled, where="post", linewidth=1.0, label=legend)
             ax.fill_between(xs, low, high, step="post", alpha=0.2, color=line.get_color(), linewidth=0)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("fraction of jobs")

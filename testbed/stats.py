@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000
@@ -60,6 +59,8 @@ def estimate(values: Sequence[float], statistic: Statistic = mean) -> Estimate |
         return Estimate(value)
     if np.all(data == data[0]):
         return Estimate(value, value, value)
+    from scipy import stats  # seconds to import: only when an interval is asked for
+
     result = stats.bootstrap(
         (data,),
         statistic,

@@ -158,7 +158,7 @@ def _aa_table(baseline: tuple[tuple[str, ...], list[dict[str, Any]]]) -> list[st
     return [
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
-        "| " + " | ".join([f"{label}: odd runs / even runs", f"{len(second)} / {len(first)}", *cells]) + " |",
+        "| " + " | ".join([f"{label}: even runs / odd runs", f"{len(second)} / {len(first)}", *cells]) + " |",
     ]
 
 

@@ -71,7 +71,7 @@ def test_sweep_md_has_intervals_ratios_the_aa_row_and_paper_sized_overlays(tmp_p
     low, high = map(float, re.search(r"\| 0\.5 \[(0\.\d+), (0\.\d+)\] \|", pado).groups())
     assert low < 0.5 < high < 1.0
     assert re.search(r"\| 1 \[0\.\d+, 1\.\d+\] \|", spark)  # the baseline over itself
-    aa = next(line for line in table.splitlines() if line.startswith("| spark: odd runs / even runs"))
+    aa = next(line for line in table.splitlines() if line.startswith("| spark: even runs / odd runs"))
     assert "| 2 / 2 |" in aa and re.search(r"\| [01]\.\d+ \[0\.\d+, 1\.\d+\] \|", aa)
     for stem in ("sweep-jct-cdf", "sweep-queue-cdf"):
         assert (tmp_path / f"{stem}.png").stat().st_size > 0
