@@ -1,7 +1,8 @@
 """``testbed sweep``: run a grid of scenario variants over several seeds.
 
 Each cell is one ``testbed run`` in a child process, with ``--set`` overrides
-for its values and seed, writing ``<sweep dir>/<cell>/``. A cell whose
+for its values and seed, writing ``<sweep dir>/<cell>/`` (its console output
+to ``<sweep dir>/logs/<cell>.log``). A cell whose
 ``summary.json`` exists is finished and skipped, so an interrupted sweep
 resumes where it stopped; the cell it stopped in runs again from scratch.
 At the end the sweep writes ``sweep.csv``, ``sweep.md`` and ``sweep.png``
@@ -125,13 +126,15 @@ def run_sweep(
 
 def _run_cell(scenario_path: Path, cell: Cell, run_dir: Path, extra: list[str]) -> int:
     """Run one unfinished cell from scratch: a directory left by an interrupted run of it
-    goes first (a run appends to its journal and tables, which would mix the two runs)."""
+    goes first (``testbed run`` wants a new or empty directory). Its output goes to
+    ``logs/<cell>.log`` beside the cells."""
     args = [sys.executable, "-m", "testbed.cli", "run", str(scenario_path), "--out", str(run_dir)]
     for assignment in [*extra, *cell.overrides()]:
         args += ["--set", assignment]
     shutil.rmtree(run_dir, ignore_errors=True)
-    run_dir.mkdir(parents=True)
-    with open(run_dir / "run.log", "wb") as log:
+    log_path = run_dir.parent / "logs" / f"{run_dir.name}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
         return subprocess.run(
             args, stdout=log, stderr=subprocess.STDOUT, env=child_env(), check=False
         ).returncode

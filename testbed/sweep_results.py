@@ -132,7 +132,7 @@ def _markdown(groups: dict[tuple[str, ...], list[dict[str, Any]]], keys: list[st
     lines += ["", *_aa_table(next(iter(groups.items())))]
     failed = sum(1 for rows in groups.values() for r in rows if r["status"] != "ok")
     if failed:
-        lines += ["", f"**{failed} run(s) failed**: their numbers are left out; see `<run>/run.log`."]
+        lines += ["", f"**{failed} run(s) failed**: their numbers are left out; see `logs/<run>.log`."]
     return "\n".join(lines) + "\n"
 
 
@@ -171,12 +171,15 @@ def _overlays(out: Path, groups: dict[tuple[str, ...], list[dict[str, Any]]]) ->
         for row in rows:
             if row["status"] == "ok":
                 jobs = _read_jobs(out / row["run"] / "jobs.csv")
+                dilation = float(row.get("dilation") or 1.0)  # jobs.csv has wall seconds
                 jct.setdefault(label, []).append(
-                    [float(j["jct_s"]) for j in jobs if j["status"] == "succeeded" and j["jct_s"]]
+                    [float(j["jct_s"]) / dilation for j in jobs if j["status"] == "succeeded" and j["jct_s"]]
                 )
-                queue.setdefault(label, []).append([float(j["queue_s"]) for j in jobs if j.get("queue_s")])
-    plot_cdfs(jct, "job completion time (s, wall)", out / "sweep-jct-cdf")
-    plot_cdfs(queue, "queueing delay (s, wall)", out / "sweep-queue-cdf")
+                queue.setdefault(label, []).append(
+                    [float(j["queue_s"]) / dilation for j in jobs if j.get("queue_s")]
+                )
+    plot_cdfs(jct, "job completion time (s, emulated)", out / "sweep-jct-cdf")
+    plot_cdfs(queue, "queueing delay (s, emulated)", out / "sweep-queue-cdf")
 
 
 def _read_jobs(path: Path) -> list[dict[str, str]]:
@@ -221,7 +224,7 @@ def _figure(
     _mark_failed(ax, flagged)
     ax.set_xticks(range(len(x_values)), [str(v) for v in x_values])
     ax.set_xlabel(x_var.key if x_var else "")
-    ax.set_ylabel("mean JCT (s, wall), mean and 95% CI over runs")
+    ax.set_ylabel("mean JCT (s, emulated), mean and 95% CI over runs")
     if line_var or flagged:
         ax.legend(title=line_var.key if line_var else None)
     ax.grid(alpha=0.3)

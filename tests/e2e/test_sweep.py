@@ -47,7 +47,7 @@ def test_sweep_resumes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixt
     )
     args = ["sweep", str(scenario), "--vary", "jobs.0.tasks=1,2", "--seeds", "1", "--out", str(out)]
     assert main(args) == 0
-    assert not (done / "run.log").exists()
+    assert not (out / "logs" / "tasks-1_seed-1.log").exists()
     assert json.loads((stopped / "summary.json").read_text())["evictions"] == 0
     assert (stopped / "events.jsonl").read_text().count('"run_started"') == 1
     rows = {r["run"]: r for r in csv.DictReader((out / "sweep.csv").open())}
