@@ -113,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a field and its values (repeatable: the grid is their product)",
     )
     sweep.add_argument("--seeds", type=int, default=1, help="seeds per cell: seed, seed+1, ... (default 1)")
+    sweep.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs of each seed (default 1): their spread is the host's noise, not the eviction schedule's",
+    )
     sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     sweep.add_argument("--out", type=Path, help="sweep directory (default sweeps/<name>); reruns resume it")
     sweep.set_defaults(handler=cmd_sweep)
@@ -268,6 +274,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.seeds < 1:
         raise UsageError("--seeds: expected a whole number >= 1")
+    if args.repeats < 1:
+        raise UsageError("--repeats: expected a whole number >= 1")
     variations = [Variation.parse(text) for text in args.vary]
     out = args.out or Path("sweeps") / load_scenario(args.scenario, args.overrides).name
     try:
@@ -276,14 +284,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError(f"testbed sweep --out: cannot create the sweep directory: {exc}") from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise UsageError(f"testbed sweep --out: cannot write into {out}; choose another directory")
-    results = run_sweep(args.scenario, variations, args.seeds, out, args.overrides)
+    results = run_sweep(args.scenario, variations, args.seeds, out, args.overrides, args.repeats)
     table = out / "sweep.md"
     print(table.read_text() if table.exists() else "no run finished")
-    print(f"sweep directory: {out} (sweep.csv, sweep.md, sweep.png)")
+    print(f"sweep directory: {out} (sweep.csv, sweep.md, sweep.png, CDF overlays)")
     failed = [r for r in results if r.status != "ok"]
     if failed:
         names = ", ".join(f"{r.name} ({r.status})" for r in failed)
-        print(f"{len(failed)} of {len(results)} runs failed: {names}; see <run>/run.log", file=sys.stderr)
+        print(f"{len(failed)} of {len(results)} runs failed: {names}; see logs/<run>.log", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
