@@ -68,7 +68,8 @@ class AgentConfig:
     listen: str = "127.0.0.1"
     advertise: str = "127.0.0.1"
     port: int = 0
-    token: str = ""
+    node_key: str = ""
+    """Checks the capabilities presented to this node's shuffle server (testbed.capabilities)."""
     heartbeat_interval: float = 0.5
     master_id: str = "master"
     warm_workers: bool = True
@@ -163,12 +164,12 @@ class Agent:
                 attempt.cancelled = True
                 if attempt.process is not None:
                     attempt.process.kill()
+            await runner.cleanup()  # first: the master believes "gone" once nothing answers
             self.link.publish(
                 self.topics.state(self.config.node_id), self._state_payload("gone"), retain=True
             )
             await self.link.flush(2.0)
             await self.link.close()
-            await runner.cleanup()
 
     def _will(self, session: int) -> aiomqtt.Will:
         """``lost`` for this connection only: the master ignores it once a newer session spoke."""
@@ -177,9 +178,8 @@ class Agent:
 
     async def _start_http(self) -> web.AppRunner:
         identity = {"node": self.config.node_id, "incarnation": self.incarnation}
-        app = make_app(
-            self.config.data_dir / "blocks", self.config.token, self._on_block_received, identity, self.limits
-        )
+        blocks = self.config.data_dir / "blocks"
+        app = make_app(blocks, self.config.node_key, self._on_block_received, identity, self.limits)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.config.listen, self.config.port, reuse_address=True)
@@ -276,7 +276,6 @@ class Agent:
                 spec.model_dump(),
                 str(self.config.data_dir),
                 self.url,
-                self.config.token,
                 sender,
                 self.config.task_memory_limit_mb,
                 feed_out,
@@ -348,9 +347,7 @@ class Agent:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=60)) as session:
             results = await asyncio.gather(
                 *(
-                    push_block(
-                        session, blocks, block, t.url, t.partitions, self.config.token, rate, self.limits
-                    )
+                    push_block(session, blocks, block, t.url, t.partitions, t.token, rate, self.limits)
                     for t in targets
                 ),
                 return_exceptions=True,

@@ -51,12 +51,13 @@ def memory_cap(limit_mb: int | None):
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str, feed: Any = None) -> dict[str, Any]:
-    """Run one attempt; ``feed`` brings the blocks of its streamed dependencies."""
+def execute(spec: TaskSpec, node_dir: Path, own_url: str, feed: Any = None) -> dict[str, Any]:
+    """Run one attempt; ``feed`` brings the blocks of its streamed dependencies. It reads
+    and uploads with the capabilities its spec carries, and holds no other secret."""
     blocks = node_dir / "blocks"
     scratch = node_dir / "scratch" / spec.block_id
     bind_worker(node_dir)
-    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token), feed=feed)
+    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url), feed=feed)
     reset_peak_rss()
     started, cpu_started = time.perf_counter(), time.process_time()
     outcome: dict[str, Any] = {"state": "succeeded"}
@@ -64,7 +65,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str, feed: Any 
         scratch.mkdir(parents=True, exist_ok=True)
         outcome["result"] = OPERATIONS[spec.op](ctx) or {}
         if spec.final:
-            upload(ctx.final_path, spec.output_url or "", token)
+            upload(ctx.final_path, spec.output_url or "", spec.output_token)
     except FetchFailed as exc:
         outcome = {"state": "failed", "failure": "fetch", "error": str(exc), "lost_blocks": [exc.block]}
     except MemoryError:

@@ -46,7 +46,6 @@ class BlockFetcher:
 
     blocks_dir: Path
     own_url: str = ""
-    token: str = ""
     timeout_s: float = 30.0
 
     def frames(self, ref: BlockRef) -> Iterator[bytes]:
@@ -74,7 +73,8 @@ class BlockFetcher:
         url = urllib.parse.urlsplit(location)
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=self.timeout_s)
         try:
-            conn.request("GET", f"/blocks/{ref.block}/{ref.partition}", headers={TOKEN_HEADER: self.token})
+            headers = {TOKEN_HEADER: ref.cap_at(location)}
+            conn.request("GET", f"/blocks/{ref.block}/{ref.partition}", headers=headers)
             response = conn.getresponse()
             if response.status != 200:
                 raise LookupError(f"HTTP {response.status}")
