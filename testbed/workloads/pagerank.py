@@ -634,7 +634,7 @@ def reference_output(job: PagerankJob, seed: int) -> Ranks:
     """The ranks by node name: files are read by a parser of their own, which numbers the
     distinct tokens densely (no hashing), generated graphs keep their integer ids."""
     if job.input:
-        names, src, dst = _dense_edges(resolve_inputs(job.input))
+        names, src, dst = _dense_edges(reference_files(job.input))
     else:
         src, dst = job_edges(job, seed)
         names = None
@@ -648,7 +648,7 @@ def _dense_edges(paths: list[Path]) -> tuple[list[str], np.ndarray, np.ndarray]:
     numbers: dict[bytes, int] = {}
     ends: list[int] = []
     for path in paths:
-        for line in path.read_bytes().splitlines():
+        for line in (line for chunk in line_chunks(path) for line in chunk.splitlines()):
             tokens = line.split(b"#", 1)[0].split()
             if len(tokens) not in (0, 2):
                 raise ValueError(f"{path}: expected 'src dst' per line, found {_text(line[:80])!r}")
