@@ -10,7 +10,6 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -23,9 +22,18 @@ import aiohttp
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
+from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
-from master.liveness import Launched, reconcile
+from master.liveness import (
+    Launched,
+    ProbeOutcome,
+    after_probe,
+    everyone_quiet,
+    is_silent,
+    patience_s,
+    reconcile,
+)
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
@@ -69,6 +77,8 @@ from testbed.workloads import plan_job
 
 log = logging.getLogger("master")
 NodeStatus = Literal["launching", "up", "draining", "lost", "gone"]
+REPLACED_LOSSES = ("heartbeat_timeout", "crashed")
+"""Losses the chaos controller did not cause (it replaces its own evictions itself)."""
 BACKLOG_TURNS = 256
 """At most this many event-loop turns go to received messages before a scheduling round."""
 
@@ -145,6 +155,7 @@ class Master:
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
+        self.journal.on_disk_full = lambda error: journal_disk_full(self, error)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
         self.arriving = scenario.arriving_jobs()
@@ -170,12 +181,15 @@ class Master:
         self.stoppers: list[Callable[[], Awaitable[None]]] = []
         """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
         self._probes: dict[str, asyncio.Task[None]] = {}
+        self._answered: dict[str, float] = {}
+        """When each silent node last answered a probe (a fresh timeout from then)."""
         """Silent nodes being asked directly whether they live (see ``_check_heartbeats``)."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
         self.strategy = make_strategy(self)
         self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
+        self.full_disks = DiskFullNodes(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -558,6 +572,8 @@ class Master:
         node.running.clear()
         node.launches.clear()
         node.sent_at.clear()
+        if reason in REPLACED_LOSSES and not self.attach and not self._all_done.is_set():
+            self.chaos.replace_lost(node)
         self.kick()
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
@@ -626,6 +642,7 @@ class Master:
             await self._kick.wait()
             await self._let_backlog_in()
             self._kick.clear()
+            self.full_disks.step()
             self.schedule_once()
             self.autoscaling.step()
             await asyncio.sleep(0)
@@ -863,36 +880,39 @@ class Master:
                 self._check_heartbeats()
 
     def _check_heartbeats(self) -> None:
-        """Nodes silent for ``heartbeat_timeout`` are lost, unless every node fell silent at once.
-
-        A whole cluster silent at the same moment says more about the control
-        plane (a broker that stalls, or stops routing on its way out) than about
-        the nodes, as Kubernetes' node controller reasons for a zone. Then each
-        agent is asked directly (``_agent_answers``), and only those that do not
-        answer are lost: a frozen or dead one, a moment later than alone.
-        """
+        """Every node silent for ``heartbeat_timeout`` is asked directly before anything else
+        (``_probe_silent``); ``master.liveness.after_probe`` decides from the answer."""
         now = self.journal.now()
+        timeout = self.scenario.heartbeat_timeout_s
         live = [n for n in self.nodes.values() if n.status in ("up", "draining")]
-        silent = [n for n in live if now - n.last_seen > self.scenario.heartbeat_timeout_s]
-        if len(live) > 1 and len(silent) == len(live):
-            unasked = [n for n in silent if n.node_id not in self._probes]
-            if unasked:
-                self.journal.event("cluster_silent", nodes=[n.node_id for n in unasked])
-            for node in unasked:
-                probe = asyncio.get_running_loop().create_task(self._probe_silent(node))
-                self._probes[node.node_id] = probe
-            return
-        for node in silent:
-            self._lost_by_silence(node)
+        unasked = [
+            n
+            for n in live
+            if n.node_id not in self._probes
+            and is_silent(max(n.last_seen, self._answered.get(n.node_id, n.last_seen)), now, timeout)
+        ]
+        if unasked and self._everyone_quiet(now):
+            self.journal.event("cluster_silent", nodes=[n.node_id for n in unasked])
+        for node in unasked:
+            self._probes[node.node_id] = asyncio.get_running_loop().create_task(self._probe_silent(node))
+
+    def _everyone_quiet(self, now: float) -> bool:
+        live = [n.last_seen for n in self.nodes.values() if n.status in ("up", "draining")]
+        return everyone_quiet(live, now, self.scenario.heartbeat_interval_s)
 
     async def _probe_silent(self, node: NodeRecord) -> None:
         try:
-            answers = await self._agent_answers(node)
+            outcome = await self._probe(node)
         finally:
             del self._probes[node.node_id]
-        if answers:
-            node.last_seen = max(node.last_seen, self.journal.now())
-        elif node.status in ("up", "draining"):
+        if node.status not in ("up", "draining"):
+            return
+        now = self.journal.now()
+        patience = patience_s(self.scenario.heartbeat_timeout_s)
+        verdict = after_probe(outcome, now - node.last_seen, self._everyone_quiet(now), patience)
+        if verdict == "alive":
+            self._answered[node.node_id] = now
+        elif verdict == "lost":
             self._lost_by_silence(node)
 
     def _lost_by_silence(self, node: NodeRecord) -> None:
@@ -910,7 +930,7 @@ class Master:
             for task_id, (job, key) in node.running.items()
         }
         verdict = reconcile(
-            expected, beat.attempts, node.strikes, now, self.scenario.cluster.heartbeat_interval
+            expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_interval_s
         )
         node.strikes = verdict.strikes
         for task_id, attempt in verdict.stray:
@@ -934,11 +954,12 @@ class Master:
     # ------------------------------------------------------------------ node resource faults
 
     def _resource_fault(self, node: NodeRecord, job: JobRuntime, key: TaskKey, failure: str) -> None:
-        """The task goes elsewhere next time; a node whose disk is full takes no new task at all."""
+        """The task goes elsewhere next time; a node whose disk is full takes no new task until
+        it is taken back (``master/disk_faults.py``)."""
         job.tasks[key].excluded_nodes.add(node.node_id)
         self.journal.event("resource_fault", node=node.node_id, task=job.task_id(key), failure=failure)
         if failure == "enospc":
-            self.drain(node, "disk_full")
+            self.full_disks.node_full(node)
 
     def _exclusions(self, record: TaskRecord) -> frozenset[str]:
         """The nodes a task must avoid, unless that is every node up: then anywhere will do."""
@@ -1000,23 +1021,27 @@ class Master:
         asyncio.get_running_loop().create_task(self._confirm_lost(node, session))
 
     async def _confirm_lost(self, node: NodeRecord, session: int) -> None:
-        if await self._agent_answers(node):
+        if await self._probe(node) == "answered":
             self.journal.event("will_ignored", node=node.node_id, session=session)
             return
         if node.alive and session >= node.session:
             self.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
 
-    async def _agent_answers(self, node: NodeRecord) -> bool:
-        """Whether this very agent process (same incarnation) answers on its HTTP port."""
+    async def _probe(self, node: NodeRecord) -> ProbeOutcome:
+        """Whether this very agent process (same incarnation) answers on its HTTP port in time."""
         timeout = aiohttp.ClientTimeout(total=self.scenario.heartbeat_timeout_s)
-        with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+        try:
             async with (
                 aiohttp.ClientSession(timeout=timeout) as http,
                 http.get(f"{node.url}/health") as response,
             ):
                 body = await response.json()
-                return response.status == 200 and body.get("incarnation") == node.incarnation
-        return False
+        except TimeoutError:
+            return "silent"
+        except (aiohttp.ClientError, ValueError):
+            return "refused"
+        same = response.status == 200 and body.get("incarnation") == node.incarnation
+        return "answered" if same else "refused"
 
     # ------------------------------------------------------------------ journal rows
 

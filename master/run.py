@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import logging
 import os
 import signal
 import statistics
@@ -33,6 +34,8 @@ from testbed.fidelity import emulated, is_duration_key
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, input_files, load_scenario, to_yaml
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,10 @@ async def run_scenario(
     throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
     write_assessment(run_dir, scenario, observations, throttling, enforced=not backend_.attach)
     summary = summarize(run_dir, scenario)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    try:
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:  # a disk full even after the journal gave its reserve back
+        log.error("cannot write %s: %s", run_dir / "summary.json", exc.strerror)
     _remove_empty(run_dir / "nodes")
     return RunResult(run_dir, ok, summary)
 

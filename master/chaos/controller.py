@@ -168,6 +168,15 @@ class ChaosController:
             self._later(loop, policy.provisioning_delay_s, self._replace, node.node_class)
         return True
 
+    def replace_lost(self, node: NodeRecord) -> None:
+        """A node lost to something else than our eviction (a crash, silence) is replaced as an
+        evicted one would be; a reserved node always (the run depends on its reserved capacity)."""
+        policy = self.classes[node.node_class]
+        if node.node_class == "reserved" or policy.replace:
+            self.master.journal.event("node_replacing", node=node.node_id, **{"class": node.node_class})
+            loop = asyncio.get_running_loop()
+            self._later(loop, policy.provisioning_delay_s, self._replace, node.node_class)
+
     def _replace(self, node_class: str) -> None:
         async def launch() -> None:
             node = await self.master.launch_node(node_class)

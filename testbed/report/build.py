@@ -26,6 +26,7 @@ from testbed.report.document import (
 )
 from testbed.report.errors import UsageError
 from testbed.report.fidelity_section import fidelity_section
+from testbed.report.gantt import MAX_LANES
 from testbed.report.metrics import (
     DataVolumes,
     Elasticity,
@@ -54,6 +55,8 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
         for block in blocks:
             if isinstance(block, Image):
                 (run.path / block.relative_path).write_bytes(block.png)
+                if block.svg is not None:
+                    (run.path / block.svg_path).write_bytes(block.svg)
         markdown_path.write_text(to_markdown(blocks), encoding="utf-8")
         html_path.write_text(to_html(blocks, f"Run report: {run.name}"), encoding="utf-8")
     except OSError as exc:
@@ -69,8 +72,8 @@ def report_blocks(run: RunData, metrics: RunMetrics) -> list[Block]:
     return [block for section in sections for block in section(run, metrics)]
 
 
-def _image(name: str, title: str, png: bytes | None) -> list[Block]:
-    return [] if png is None else [Image(name, title, png)]
+def _image(name: str, title: str, plot: plots.Plot | None) -> list[Block]:
+    return [] if plot is None else [Image(name, title, plot.png, plot.svg)]
 
 
 # --------------------------------------------------------------------- sections
@@ -353,8 +356,9 @@ def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
         ),
         *_image(
             "tasks_gantt",
-            "Task attempts per node (r = reserved, t = transient), coloured "
-            "by job; hatched red: failed, killed or lost attempts",
+            "Task attempts per node (r = reserved, t = transient), one lane per slot, coloured "
+            "by job; hatched red: failed, killed or lost attempts (runs with more than "
+            f"{MAX_LANES} slots: busy slots per group of nodes instead)",
             plots.gantt(run),
         ),
         Table(
