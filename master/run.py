@@ -146,7 +146,7 @@ async def _run_owned(
                 await broker.close()
     observations.launch_ack_s = list(master.launch_acks.values())
     throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
-    write_assessment(run_dir, scenario, observations, throttling)
+    write_assessment(run_dir, scenario, observations, throttling, enforced=not backend_.attach)
     summary = summarize(run_dir, scenario)
     try:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

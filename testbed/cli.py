@@ -156,13 +156,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from master.policies import make_scheduler
+    from master.scale_model import resolve
 
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
     make_scheduler(scenario)  # the policy and its options, as `testbed run` will build them
     jobs = sum(job.repeat for job in scenario.jobs)
+    fidelity = scenario.fidelity
     print(
         f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, "
-        f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes)"
+        f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes; "
+        f"{fidelity.mode}, dilation {fidelity.factor:g} on this host)"
     )
     return EXIT_OK
 
