@@ -13,21 +13,19 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
+from master.ports import ApiPort
 from master.providers.base import ForeignNodeError
 from testbed.blocks import TOKEN_HEADER
 from testbed.scenario import EvictSpec
 from testbed.tokens import token_matches
 
-if TYPE_CHECKING:
-    from master.master import Master
-
 
 class MasterApi:
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: ApiPort) -> None:
         self.master = master
         self.port = 0
 

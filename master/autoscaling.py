@@ -28,13 +28,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from master.policies.base import Autoscaler, ClusterSnapshot, Drain, Launch, Release, ScaleDecision, Undrain
 from master.policies.static import StaticAutoscaler
-
-if TYPE_CHECKING:
-    from master.master import Master
+from master.ports import ScalingPort
 
 log = logging.getLogger("autoscaling")
 MAX_ROUNDS = 64
@@ -42,7 +40,7 @@ _WAKE_SLACK_S = 0.001
 
 
 class AutoscalingShell:
-    def __init__(self, master: Master, autoscaler: Autoscaler) -> None:
+    def __init__(self, master: ScalingPort, autoscaler: Autoscaler) -> None:
         self.master = master
         self.autoscaler = autoscaler
         self.enabled = not isinstance(autoscaler, StaticAutoscaler)
@@ -68,8 +66,7 @@ class AutoscalingShell:
         if not self.enabled:
             return
         self._running = True
-        chaos = self.master.chaos
-        chaos.classes["transient"] = dataclasses.replace(chaos.classes["transient"], replace=False)
+        self.master.chaos.stop_replacing("transient")
         self.master.kick()
 
     async def stop(self) -> None:

@@ -14,17 +14,18 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
+from master.core.lifecycle import NODE
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
+from master.nodes import NodeRecord
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
@@ -64,42 +65,8 @@ from testbed.scenario import Scenario
 from testbed.workloads import plan_job
 
 log = logging.getLogger("master")
-NodeStatus = Literal["launching", "up", "draining", "lost", "gone"]
 BACKLOG_TURNS = 256
 """At most this many event-loop turns go to received messages before a scheduling round."""
-
-
-@dataclass
-class NodeRecord:
-    node_id: str
-    node_class: str
-    ordinal: int
-    launched_t: float
-    slots: int
-    memory_mb: int
-    price_per_hour: float
-    status: NodeStatus = "launching"
-    url: str = ""
-    incarnation: str = ""
-    session: int = 0
-    """The agent's MQTT session we last heard from: Wills of older sessions are stale."""
-    last_seen: float = 0.0
-    reserved_for: str | None = None
-    evicted_at: float | None = None
-    running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
-    partition: Literal["general", "short"] = "general"
-    queued: list[str] = field(default_factory=list)
-    """The node-side queue (Eagle): pending task ids in enqueue order."""
-    launches: dict[str, LaunchTask] = field(default_factory=dict)
-    """The launch command of each running task, re-sent after a broker outage."""
-    cached_inputs: tuple[tuple[str, int], ...] = ()
-    """The agent's task input cache as it last reported it (key, bytes), least recent first."""
-    views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
-    """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
-
-    @property
-    def alive(self) -> bool:
-        return self.status in ("launching", "up", "draining")
 
 
 class Master:
@@ -277,7 +244,7 @@ class Master:
         now = self.journal.now()
         for node in self.nodes.values():
             if node.alive:
-                node.status = "gone"
+                node.status = NODE.next(node.status, "run_ended")
                 self._node_row(node, now, "run_end")
         await self.provider.close()
 
@@ -368,7 +335,8 @@ class Master:
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
-            node.status, node.incarnation, node.session = "up", state.incarnation, state.session
+            node.status = NODE.next(node.status, "joined")
+            node.incarnation, node.session = state.incarnation, state.session
             node.url = f"http://{state.host}:{state.port}"
             node.last_seen = self.journal.now()
             self.journal.event(
@@ -380,7 +348,7 @@ class Master:
         elif state.incarnation != node.incarnation or not node.alive:
             return
         elif state.state == "draining" and node.status == "up":
-            node.status = "draining"
+            node.status = NODE.next(node.status, "drain")
         elif state.state == "lost":
             self._on_will(node, state.session)
         elif state.state == "gone":
@@ -426,13 +394,13 @@ class Master:
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""
         if node.status == "up":
-            node.status = "draining"
+            node.status = NODE.next(node.status, "drain")
             self.journal.event("node_draining", node=node.node_id, reason=reason)
 
     def undrain(self, node: NodeRecord, reason: str) -> None:
         """Take a draining node back into service (an autoscaler needs it again)."""
         if node.status == "draining":
-            node.status = "up"
+            node.status = NODE.next(node.status, "undrain")
             self.journal.event("node_undrained", node=node.node_id, reason=reason)
 
     def release_node(self, node: NodeRecord, reason: str) -> None:
@@ -516,7 +484,7 @@ class Master:
         if not node.alive:
             return
         self._forget_queue(node)
-        node.status = "lost" if reason != "released" else "gone"
+        node.status = NODE.next(node.status, "released" if reason == "released" else "lost")
         now = self.journal.now()
         detect_s = now - node.evicted_at if node.evicted_at is not None else None
         self.journal.event(

@@ -32,10 +32,11 @@ import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from master.dag import LogicalDag, pagerank_dag, sort_dag, wordcount_dag
 from master.jobs import JobRuntime, TaskKey
+from master.nodes import NodeRecord
 from master.policies.base import NodeClass
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
 from master.policies.pado import (
@@ -51,6 +52,7 @@ from master.policies.pado import (
     compile_pado,
     should_flush,
 )
+from master.ports import StrategyPort
 from testbed.protocol import (
     BlockReceived,
     BlockRef,
@@ -65,9 +67,6 @@ from testbed.scenario import ScenarioError
 from testbed.workloads import COMBINERS
 from testbed.workloads.input_cache import input_cache_key
 from testbed.workloads.plan import Dependency, JobPlan
-
-if TYPE_CHECKING:
-    from master.master import Master, NodeRecord
 
 log = logging.getLogger("master.strategies")
 BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
@@ -132,7 +131,7 @@ class SparkStrategy:
 
     name = "spark"
 
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: StrategyPort) -> None:
         self.master = master
 
     def job_submitted(self, job: JobRuntime) -> None:
@@ -327,7 +326,7 @@ class PadoStrategy(SparkStrategy):
 
     name = "pado"
 
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: StrategyPort) -> None:
         super().__init__(master)
         self.jobs: dict[str, PadoJob] = {}
         options = master.scenario.policy.options.get("pado", {})
@@ -837,7 +836,7 @@ def _blocks_by_partition(parts: tuple[PushedPart, ...]) -> dict[int, Block]:
 STRATEGIES = {"spark": SparkStrategy, "spark-checkpoint": CheckpointStrategy, "pado": PadoStrategy}
 
 
-def make_strategy(master: Master) -> SparkStrategy:
+def make_strategy(master: StrategyPort) -> SparkStrategy:
     """The scenario's strategy; a ScenarioError when its cluster cannot run it."""
     name = master.scenario.policy.strategy
     cluster = master.scenario.cluster

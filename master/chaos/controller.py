@@ -11,22 +11,22 @@ it would of any crash (the broker's Last Will, or missed heartbeats).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
-from master.chaos.lifetimes import LifetimeModel, effective_notice, lifetime_for, parse_lifetime
 from master.chaos.plan import StormEvent, storm_events, storm_victim_rng
 from master.chaos.select import select_victims
+from master.nodes import NodeRecord
 from master.policies.base import NodeView
+from master.ports import ChaosPort
 from master.providers.base import ForeignNodeError
+from testbed.lifetimes import LifetimeModel, effective_notice, lifetime_for, parse_lifetime
 from testbed.protocol import EvictionNotice
 from testbed.scenario import ClassChaosSpec, EvictSpec
-
-if TYPE_CHECKING:
-    from master.master import Master, NodeRecord
 
 log = logging.getLogger("chaos")
 Reason = Literal["lifetime", "storm", "manual"]
@@ -43,7 +43,7 @@ class ClassPolicy:
 
 
 class ChaosController:
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: ChaosPort) -> None:
         self.master = master
         scenario = master.scenario
         self.seed = scenario.seed
@@ -84,6 +84,10 @@ class ChaosController:
     def stop(self) -> None:
         for timer in self._timers:
             timer.cancel()
+
+    def stop_replacing(self, node_class: str) -> None:
+        """Evicted nodes of the class are not replaced (an autoscaler launches what it needs)."""
+        self.classes[node_class] = dataclasses.replace(self.classes[node_class], replace=False)
 
     def _later(self, loop: asyncio.AbstractEventLoop, delay: float, callback, *args) -> None:
         self._timers.append(loop.call_later(max(0.0, delay), callback, *args))

@@ -21,7 +21,9 @@ from typing import Literal
 
 import numpy as np
 
-from master.chaos.lifetimes import (
+from master.chaos.select import select_victims
+from master.policies.base import NodeClass, NodeView
+from testbed.lifetimes import (
     NODE_CLASSES,
     STORM_VICTIM_STREAM,
     STORM_WINDOW_STREAM,
@@ -32,8 +34,6 @@ from master.chaos.lifetimes import (
     parse_lifetime,
     rng_for,
 )
-from master.chaos.select import select_victims
-from master.policies.base import NodeClass, NodeView
 from testbed.scenario import EvictSpec, Scenario, StormSpec
 
 MAX_STORM_EVENTS = 100_000

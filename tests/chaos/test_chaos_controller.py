@@ -8,10 +8,11 @@ a lifetime expiry a moment apart do in a real run.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from master.chaos.controller import ChaosController
-from master.master import NodeRecord
+from master.nodes import NodeRecord
 from tests.conftest import make_scenario
 
 
@@ -57,3 +58,11 @@ async def test_a_node_killed_by_a_storm_is_not_evicted_again_by_its_lifetime() -
     assert done[:2] == [True, False]
     assert master.recorded == [("transient-0", "storm")]
     assert master.kills == ["transient-0"]
+
+
+def test_a_class_the_autoscaler_manages_is_not_replaced_after_an_eviction() -> None:
+    controller = ChaosController(StandInMaster())  # type: ignore[arg-type]
+    assert controller.classes["transient"].replace is False  # the scenario's own setting
+    controller.classes["reserved"] = dataclasses.replace(controller.classes["reserved"], replace=True)
+    controller.stop_replacing("reserved")
+    assert controller.classes["reserved"].replace is False
