@@ -472,10 +472,8 @@ class Master:
             "tasks_running": tasks_running,
             "bytes_lost": bytes_lost,
         }
+        # evictions.csv gets its row from this event (testbed.journal.ROWS_FROM_EVENTS)
         self.journal.event("eviction", node=node.node_id, **{"class": node.node_class}, **facts)
-        self.journal.row(
-            "evictions", t_s=self.journal.now(), node_id=node.node_id, node_class=node.node_class, **facts
-        )
         if node.status == "launching":  # it never connected: no Last Will or heartbeat will tell
             self.node_lost(node, "evicted_while_launching")
 

@@ -20,12 +20,13 @@ from typing import Any
 
 from master.backends import open_backend, run_id_for, run_token
 from master.coaster_summary import job_class_summary, percentile
-from master.journal import JOB_TOTALS, new_run_dir
+from master.journal import new_run_dir
 from master.master import Master
 from master.policies import make_autoscaler
 from master.providers.local import python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
+from testbed.journal import JOB_TOTALS
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, load_scenario, to_yaml
