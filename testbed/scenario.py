@@ -51,8 +51,19 @@ class NodeClassSpec(Strict):
     count: int = Field(ge=0, le=500)
     slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
     memory_mb: int = Field(default=1024, ge=16, description="memory for tasks")
-    cpus: float | None = Field(default=None, gt=0, description="Docker CPU limit")
+    cpus: float | None = Field(
+        default=None, gt=0, le=1024, description="cores of one node (default: slots); its CPU share"
+    )
+    network_mbps: float = Field(default=1000, gt=0, description="NIC bandwidth in Mbit/s, each direction")
+    disk_mb_s: float | None = Field(
+        default=None, gt=0, description="spill bandwidth in MB/s (default: unlimited)"
+    )
     price_per_hour: float = Field(default=1.0, ge=0, description="for the cost report")
+
+    @property
+    def cores(self) -> float:
+        """The node's cores: ``cpus``, else one per slot."""
+        return self.cpus if self.cpus is not None else float(self.slots)
 
 
 def _node_class(default_price: float):
@@ -516,6 +527,17 @@ class ScenarioError(Exception):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+def input_files(scenario: Scenario) -> list[Path]:
+    """Every file the scenario's jobs read (``input``), each once."""
+    files = {
+        path.resolve()
+        for job in scenario.jobs
+        if getattr(job, "input", None)
+        for path in resolve_inputs(job.input)
+    }
+    return sorted(files)
 
 
 def resolve_inputs(pattern: str) -> list[Path]:
