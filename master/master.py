@@ -653,7 +653,7 @@ class Master:
     def _pending_window(self) -> PendingWindow | None:
         """Which ready tasks a snapshot needs: all of them for schedulers that look ahead
         (YARN-ME's timeline), a window per node class for those that place the head (FIFO)."""
-        if getattr(self.scheduler, "needs_all_pending", True):
+        if self.scheduler.needs_all_pending:
             return None
         return PendingWindow(
             FreeNode(
