@@ -94,7 +94,7 @@ class Master:
         self.run_dir = run_dir
         self.provider = provider
         self.broker = broker
-        self.scheduler: Scheduler = make_scheduler(scenario, self.workload_of)
+        self.scheduler: Scheduler = make_scheduler(scenario)
         self.stage_memory = stage_memory(scenario)
         self.token = token
         self.agent_command = agent_command
@@ -553,10 +553,6 @@ class Master:
 
     # ------------------------------------------------------------------ scheduling
 
-    def workload_of(self, job_id: str) -> str | None:
-        job = self.jobs.get(job_id)
-        return job.workload if job else None
-
     def kick(self) -> None:
         self._kick.set()
 
@@ -619,6 +615,7 @@ class Master:
                         allowed_classes=classes[key[0]],
                         long=job.long,
                         excluded_nodes=excluded,
+                        workload=job.workload,
                     )
                 )
             jobs.append(

@@ -65,6 +65,8 @@ class PendingTask:
     excluded_nodes: frozenset[str] = frozenset()
     """Nodes where this task hit a resource fault (full disk, out of memory): place it elsewhere.
     The master drops an assignment to one of them."""
+    workload: str = ""
+    """The job's workload (``sort``, ...): the key of its profiled task models."""
 
 
 @dataclass(frozen=True, slots=True)
