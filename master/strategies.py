@@ -437,7 +437,7 @@ class PadoStrategy(SparkStrategy):
         if state is None:
             return job.ready()
         keys = job.ready(state.pushed if self.incremental else frozenset())
-        set_up = {s: self._set_up_receivers(job, state, s) for s in state.pushed}
+        set_up = {s: self._has_receivers(job, state, s) for s in state.pushed}
         ready = [k for k in keys if set_up.get(k[0], True) and self._may_receive(job, state, k)]
         return sorted(ready, key=lambda k: k not in state.receivers)  # receivers first (stable)
 
@@ -503,6 +503,8 @@ class PadoStrategy(SparkStrategy):
                     self.master.send(node.node_id, aggregate.command)
 
     def _set_up_receivers(self, job: JobRuntime, state: PadoJob, stage: int) -> bool:
+        """Give each receiver of the stage's pushes a reserved node; False while some lack one
+        (no reserved node is up)."""
         reserved = self.reserved_nodes()
         for consumer in shuffle_consumers(job.plan, stage):
             for index in range(job.plan.stages[consumer].tasks):
@@ -515,6 +517,14 @@ class PadoStrategy(SparkStrategy):
                 if key not in state.receivers:
                     return False
         return True
+
+    def _has_receivers(self, job: JobRuntime, state: PadoJob, stage: int) -> bool:
+        """Whether every receiver of the stage's pushes has its reserved node (a pure query)."""
+        return all(
+            (consumer, index) in state.receivers
+            for consumer in shuffle_consumers(job.plan, stage)
+            for index in range(job.plan.stages[consumer].tasks)
+        )
 
     def input_refs(self, job: JobRuntime, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
         state = self.jobs.get(job.job_id)
@@ -588,9 +598,16 @@ class PadoStrategy(SparkStrategy):
     # ------------------------------------------------------------ partial aggregation
 
     def tick(self, now: float) -> None:
+        """Before each scheduling round: set up the receivers that lack a reserved node (at
+        submission, or after their node was lost), then flush what partial aggregation holds.
+        The round's snapshot (``ready``) only reads what this decided."""
         for job in self.master.jobs.values():
             state = self.jobs.get(job.job_id)
-            if state is not None and state.held and job.status in ("waiting", "running"):
+            if state is None or job.status not in ("waiting", "running"):
+                continue
+            for stage in sorted(state.pushed):
+                self._set_up_receivers(job, state, stage)
+            if state.held:
                 self._flush_due(job, state, now)
 
     def _flush_due(self, job: JobRuntime, state: PadoJob, now: float) -> None:
