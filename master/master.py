@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from master.chaos.controller import ChaosController
 from master.core.lifecycle import NODE
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
+from master.liveness import Launched, reconcile
 from master.nodes import NodeRecord
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
@@ -46,6 +47,7 @@ from master.policies.cloudcoaster import revocation_outcome
 from master.policies.static import StaticAutoscaler
 from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
+from master.scale_model import NodeShares
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
@@ -126,6 +128,8 @@ class Master:
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
         self._never_ran: set[str] = set()
         """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
+        self.stoppers: list[Callable[[], Awaitable[None]]] = []
+        """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
         self._probes: dict[str, asyncio.Task[None]] = {}
         """Silent nodes being asked directly whether they live (see ``_check_heartbeats``)."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
@@ -161,6 +165,8 @@ class Master:
             for task in stopping:
                 task.cancel()
             await asyncio.gather(*stopping, return_exceptions=True)
+            for stop in self.stoppers:
+                await stop()
             await self.autoscaling.stop()
             await self._shutdown_nodes()
             await self.link.close()
@@ -177,7 +183,7 @@ class Master:
         all_done = asyncio.ensure_future(self._all_done.wait())
         try:
             done, _ = await asyncio.wait(
-                [all_done, *background], timeout=self.scenario.timeout, return_when=asyncio.FIRST_COMPLETED
+                [all_done, *background], timeout=self.scenario.timeout_s, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             all_done.cancel()
@@ -188,7 +194,14 @@ class Master:
             self.journal.event("master_error", error=repr(error))
             self._fail_unfinished(f"internal error in the master: {error!r}")
         elif not done:
-            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout:.0f}s")
+            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")
+
+    def abort(self, reason: str) -> None:
+        """End the run at once (its broker is gone for good): unfinished jobs fail with ``reason``."""
+        log.error("the run cannot go on: %s", reason)
+        self.journal.event("run_aborted", reason=reason)
+        self._fail_unfinished(reason)
+        self._all_done.set()
 
     def _start_clock(self) -> None:
         """Time 0 of the run is when its initial cluster is up."""
@@ -239,7 +252,7 @@ class Master:
             node_class,
             spec.slots,
             spec.memory_mb,
-            spec.cpus,
+            NodeShares.of(self.scenario, spec).cpus,
             self.agent_command(node_id, node_class),
             env,
         )
@@ -337,6 +350,8 @@ class Master:
             self.strategy.push_delivered(node, message)
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
             node.last_seen = self.journal.now()
+            if node.status in ("up", "draining"):
+                self._reconcile(node, message)
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
@@ -502,6 +517,7 @@ class Master:
         self.strategy.after_node_lost(node)
         node.running.clear()
         node.launches.clear()
+        node.sent_at.clear()
         self.kick()
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
@@ -514,6 +530,7 @@ class Master:
             return  # stale or duplicate (QoS 1 redelivery): already applied
         node.running.pop(update.task_id, None)
         node.launches.pop(update.task_id, None)
+        node.sent_at.pop(update.task_id, None)
         job.count_cache_use(update.metrics)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
@@ -578,7 +595,7 @@ class Master:
     async def _ticker(self) -> None:
         """Kick a scheduling round every heartbeat interval (YARN schedules on node heartbeats)."""
         while True:
-            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            await asyncio.sleep(self.scenario.heartbeat_interval_s)
             self.kick()
 
     def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]:
@@ -728,6 +745,7 @@ class Master:
         )
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)
+        node.sent_at[decision.task_id] = now
         self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
@@ -794,7 +812,7 @@ class Master:
 
     async def _heartbeat_watch(self) -> None:
         while True:
-            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            await asyncio.sleep(self.scenario.heartbeat_interval_s)
             if self.link.connected.is_set():  # our own outage says nothing about the nodes
                 self._check_heartbeats()
 
@@ -809,7 +827,7 @@ class Master:
         """
         now = self.journal.now()
         live = [n for n in self.nodes.values() if n.status in ("up", "draining")]
-        silent = [n for n in live if now - n.last_seen > self.scenario.cluster.heartbeat_timeout]
+        silent = [n for n in live if now - n.last_seen > self.scenario.heartbeat_timeout_s]
         if len(live) > 1 and len(silent) == len(live):
             unasked = [n for n in silent if n.node_id not in self._probes]
             if unasked:
@@ -836,6 +854,36 @@ class Master:
         self.node_lost(node, "heartbeat_timeout")
         if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
             asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
+
+    def _reconcile(self, node: NodeRecord, beat: Heartbeat) -> None:
+        """What the node says it runs against what we think it runs (``master.liveness.reconcile``):
+        a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
+        now = self.journal.now()
+        expected = {
+            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now))
+            for task_id, (job, key) in node.running.items()
+        }
+        verdict = reconcile(
+            expected, beat.attempts, node.strikes, now, self.scenario.cluster.heartbeat_interval
+        )
+        node.strikes = verdict.strikes
+        for task_id, attempt in verdict.stray:
+            self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
+        for task_id in verdict.vanished:
+            self._task_vanished(node, task_id, now)
+
+    def _task_vanished(self, node: NodeRecord, task_id: str, now: float) -> None:
+        job, key = node.running.pop(task_id)
+        node.launches.pop(task_id, None)
+        node.sent_at.pop(task_id, None)
+        attempt = job.tasks[key].attempt
+        log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
+        self.journal.event("task_vanished", task=task_id, node=node.node_id, attempt=attempt)
+        job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it")
+        self._task_row(job, key, node, "failed", "vanished", now)
+        if job.status == "failed":
+            self._finish_job(job)
+        self.kick()
 
     # ------------------------------------------------------------------ node resource faults
 
@@ -882,8 +930,10 @@ class Master:
     def _resend_commands(self, node: NodeRecord) -> int:
         """Re-send the node's launches and the strategy's commands, then ask for its push reports
         again (``Resync``): after the repeated task outcomes, so a push follows its task's success."""
-        for launch in node.launches.values():
+        now = self.journal.now()
+        for task_id, launch in node.launches.items():
             self.send(node.node_id, launch)
+            node.sent_at[task_id] = now
         self.strategy.resend(node)
         self.send(node.node_id, Resync())
         return len(node.launches)
@@ -912,7 +962,7 @@ class Master:
 
     async def _agent_answers(self, node: NodeRecord) -> bool:
         """Whether this very agent process (same incarnation) answers on its HTTP port."""
-        timeout = aiohttp.ClientTimeout(total=self.scenario.cluster.heartbeat_timeout)
+        timeout = aiohttp.ClientTimeout(total=self.scenario.heartbeat_timeout_s)
         with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
             async with (
                 aiohttp.ClientSession(timeout=timeout) as http,

@@ -42,6 +42,10 @@ class NodeRecord:
     """The agent's task input cache as it last reported it (key, bytes), least recent first."""
     views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
     """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
+    sent_at: dict[str, float] = field(default_factory=dict)
+    """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
+    strikes: dict[str, int] = field(default_factory=dict)
+    """Running tasks that the node's last heartbeats did not list, and in how many."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "status" and "status" in self.__dict__:

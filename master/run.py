@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from master.backends import open_backend, run_id_for, run_token
+from master.broker_keeper import BrokerKeeper
 from master.coaster_summary import job_class_summary, percentile
 from master.journal import new_run_dir
 from master.master import Master
 from master.policies import make_autoscaler
 from master.providers.local import python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
+from master.scale_model import NodeShares, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.journal import JOB_TOTALS
 from testbed.mqtt import BrokerAddress
@@ -69,10 +71,14 @@ async def run_scenario(
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     run_id = run_id_for(scenario.name)
+    scenario = resolve(scenario)
+    (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
     autoscaler = make_autoscaler(scenario)
-    backend_ = await open_backend(backend, run_id, run_dir, input_files(scenario))
+    cgroups = local_isolation(scenario) if backend == "local" else None
+    backend_ = await open_backend(backend, run_id, run_dir, input_files(scenario), cgroups)
     provider = backend_.provider
     broker_url = backend_.broker_url or scenario.broker
+    owned = broker is None  # a broker handed in is the caller's to restart
     broker = broker or make_broker(broker_url, backend_.host, run_dir / "logs" / "broker.log")
     address = master_address(broker) if broker else BrokerAddress.parse(broker_url)
     try:
@@ -98,6 +104,10 @@ async def run_scenario(
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
+        if broker is not None:
+            keeper = BrokerKeeper(broker, master.journal.event, master.abort, master.journal.now)
+            keeper.start(restart=owned)
+            master.stoppers.append(keeper.stop)
         shown = asyncio.create_task(show_progress(master.api.status)) if progress else None
         try:
             ok = await master.run()
@@ -126,6 +136,7 @@ def agent_command(
     prefix: list[str] | None = None,
 ) -> list[str]:
     spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
+    shares = NodeShares.of(scenario, spec)
     return [
         *(python_command() if prefix is None else prefix),
         "--run",
@@ -141,8 +152,9 @@ def agent_command(
         "--memory-mb",
         str(spec.memory_mb),
         "--heartbeat-interval",
-        str(scenario.cluster.heartbeat_interval),
+        str(scenario.heartbeat_interval_s),
         *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),
+        *shares.agent_flags(),
     ]
 
 

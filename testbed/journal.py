@@ -63,6 +63,26 @@ class MasterError(Event):
     error: str
 
 
+class RunAborted(Event):
+    reason: str
+
+
+class BrokerStarted(Event):
+    broker: str
+    url: str
+    pid: int | None
+
+
+class BrokerDied(Event):
+    broker: str
+    status: int | None
+
+
+class BrokerRestarted(Event):
+    broker: str
+    pid: int | None
+
+
 class Resuming(Event):
     run_id: str
     crashed_at: float
@@ -186,6 +206,12 @@ class TaskFinished(Event, _MaybeClass):
     bytes_out: NotRequired[int]
 
 
+class TaskVanished(Event):
+    task: str
+    node: str
+    attempt: int
+
+
 class TaskQueued(Event):
     task: str
     node: str
@@ -286,6 +312,10 @@ EVENTS: dict[str, type[Event]] = {
     "run_started": RunStarted,
     "run_finished": RunFinished,
     "master_error": MasterError,
+    "run_aborted": RunAborted,
+    "broker_started": BrokerStarted,
+    "broker_died": BrokerDied,
+    "broker_restarted": BrokerRestarted,
     "resuming": Resuming,
     "run_resumed": RunResumed,
     "job_submitted": JobSubmitted,
@@ -305,6 +335,7 @@ EVENTS: dict[str, type[Event]] = {
     "storm": Storm,
     "task_started": TaskStarted,
     "task_finished": TaskFinished,
+    "task_vanished": TaskVanished,
     "task_queued": TaskQueued,
     "task_dequeued": TaskDequeued,
     "revocation_outcome": RevocationOutcome,

@@ -157,6 +157,8 @@ class Heartbeat(Message):
     incarnation: str = Field(max_length=64)
     seq: int
     running: tuple[str, ...] = ()
+    attempts: dict[str, int] = Field(default_factory=dict, max_length=10_000)
+    """The attempt of each running task (the master reconciles them with its own view)."""
     cached_inputs: CachedInputs = Field(default=None, max_length=10_000)
 
 

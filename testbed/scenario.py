@@ -29,6 +29,7 @@ from pydantic import (
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
 from testbed.curves import PenaltyCurve, SpillCurve
 from testbed.durations import parse_duration, parse_rate
+from testbed.fidelity import FidelitySpec
 from testbed.lifetimes import parse_lifetime
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
@@ -446,6 +447,7 @@ class Scenario(Strict):
     arrivals: ArrivalsSpec | None = None
     chaos: ChaosSpec = ChaosSpec()
     timeout: Duration = Field(default=600.0, gt=0, description="wall-clock limit of the run")
+    fidelity: FidelitySpec = FidelitySpec()
     profiles: list[ProfileEntry] = Field(
         default_factory=list,
         description="task models for YARN/YARN-ME: testbed profile files, or written inline",
@@ -480,8 +482,9 @@ class Scenario(Strict):
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
-        if value not in ("embedded", "mosquitto") and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
-            raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT")
+        managed = ("embedded", "mosquitto", "amqtt")
+        if value not in managed and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
+            raise ValueError("expected 'embedded', 'mosquitto', 'amqtt' or mqtt://HOST:PORT")
         return value
 
     @model_validator(mode="after")
@@ -491,8 +494,30 @@ class Scenario(Strict):
         return self
 
     def trace(self, seconds: float) -> float:
-        """Wall seconds for a trace-time duration (trace times are divided by time_scale)."""
-        return seconds / self.time_scale
+        """Wall seconds for a trace-time duration (divided by time_scale, stretched by the dilation)."""
+        return seconds * self.wall_per_trace
+
+    @property
+    def wall_per_trace(self) -> float:
+        return self.fidelity.factor / self.time_scale
+
+    def dilated(self, seconds: float) -> float:
+        """Wall seconds for an emulated duration that time_scale does not compress (timeouts,
+        heartbeats): stretched by the dilation."""
+        return seconds * self.fidelity.factor
+
+    @property
+    def timeout_s(self) -> float:
+        """The run's wall-clock limit, stretched by the dilation."""
+        return self.dilated(self.timeout)
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        return self.dilated(self.cluster.heartbeat_interval)
+
+    @property
+    def heartbeat_timeout_s(self) -> float:
+        return self.dilated(self.cluster.heartbeat_timeout)
 
     @property
     def long_cutoff(self) -> float:
