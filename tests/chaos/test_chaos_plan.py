@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from master.chaos.plan import format_plan, plan_evictions, storm_events
+from master.chaos.plan import format_plan, plan_evictions
+from master.chaos.rules import storm_events
 from testbed.scenario import StormSpec, parse_scenario
 
 
