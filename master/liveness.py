@@ -7,8 +7,9 @@ on hand-built states with a virtual clock (tests/test_liveness.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 STRIKES_TO_VANISH = 2
 """Consecutive heartbeats that must omit a task before the master stops believing it runs."""
@@ -62,3 +63,45 @@ def reconcile(
         if task_id not in expected or expected[task_id].attempt != attempt
     )
     return Reconciled(new_strikes, tuple(vanished), stray)
+
+
+# ------------------------------------------------------------------ silent nodes
+
+ProbeOutcome = Literal["answered", "refused", "silent"]
+"""What asking an agent directly (``GET /health``) gave: an answer from the same incarnation;
+a refusal (nothing listens, another process answers: it is dead); or no answer in time (frozen,
+or too busy to answer)."""
+Verdict = Literal["alive", "lost", "wait"]
+QUIET_BEATS = 2
+"""A node that missed this many heartbeat intervals is quiet (not yet silent)."""
+
+
+def is_silent(heard_at: float, now: float, timeout_s: float) -> bool:
+    """Silent: not heard from (by heartbeat, or by a probe it answered) for ``timeout_s``."""
+    return now - heard_at > timeout_s
+
+
+def everyone_quiet(last_seen: Iterable[float], now: float, interval_s: float) -> bool:
+    """Every live node (two or more) has missed heartbeats: judged over a window of
+    ``QUIET_BEATS`` intervals, not at the one instant the first of them passes its timeout
+    (heartbeats are not synchronised, so a stalled broker silences nodes one by one)."""
+    seen = list(last_seen)
+    return len(seen) > 1 and all(now - t > QUIET_BEATS * interval_s for t in seen)
+
+
+def patience_s(timeout_s: float) -> float:
+    """How long a whole quiet cluster may stay silent before its unanswering nodes are lost."""
+    return max(30.0, 10 * timeout_s)
+
+
+def after_probe(outcome: ProbeOutcome, silent_for: float, quiet: bool, patience: float) -> Verdict:
+    """A silent node was asked directly. Dead (refused) is lost at once. A node silent alone
+    that does not answer is frozen or overloaded: lost. When the whole cluster is quiet,
+    the control plane (a stalled broker) or the whole host (a pause) is more likely at fault:
+    wait and ask again, up to ``patience`` seconds of silence. A node that answers but
+    stays silent on MQTT longer than that cannot be commanded either: lost."""
+    if outcome == "refused" or silent_for > patience:
+        return "lost"
+    if outcome == "answered":
+        return "alive"
+    return "wait" if quiet else "lost"

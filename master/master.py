@@ -10,7 +10,6 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -23,9 +22,18 @@ from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
 from master.core.lifecycle import NODE
+from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
-from master.liveness import Launched, reconcile
+from master.liveness import (
+    Launched,
+    ProbeOutcome,
+    after_probe,
+    everyone_quiet,
+    is_silent,
+    patience_s,
+    reconcile,
+)
 from master.nodes import NodeRecord
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
@@ -48,8 +56,11 @@ from master.policies.static import StaticAutoscaler
 from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
 from master.scale_model import NodeShares
+from master.senders import SenderCheck
+from master.signing import CommandSigner
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
+from testbed.capabilities import NODE_KEY_ENV, RunKeys
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
 from testbed.protocol import (
     BlockReceived,
@@ -69,6 +80,8 @@ from testbed.scenario import Scenario
 from testbed.workloads import plan_job
 
 log = logging.getLogger("master")
+REPLACED_LOSSES = ("heartbeat_timeout", "crashed")
+"""Losses the chaos controller did not cause (it replaces its own evictions itself)."""
 BACKLOG_TURNS = 256
 """At most this many event-loop turns go to received messages before a scheduling round."""
 
@@ -88,9 +101,12 @@ class Master:
         autoscaler: Autoscaler | None = None,
         agent_env: dict[str, str] | None = None,
         attach: bool = False,
+        node_env: Callable[[str], Awaitable[dict[str, str]]] | None = None,
     ) -> None:
-        """``attach``: the initial nodes are started by someone else (compose, Swarm); the
-        master waits for the scenario's node counts to come up and adopts them."""
+        """``token`` is the run secret (``testbed.capabilities``); ``node_env(node_id)``: the
+        extra environment of one agent (its broker login). ``attach``: the initial nodes are
+        started by someone else (compose, Swarm); the master waits for the scenario's node
+        counts to come up and adopts them."""
         self.scenario = scenario
         self.run_id = run_id
         self.run_dir = run_dir
@@ -98,16 +114,20 @@ class Master:
         self.broker = broker
         self.scheduler: Scheduler = make_scheduler(scenario)
         self.stage_memory = stage_memory(scenario)
-        self.token = token
+        self.keys = RunKeys(token)
+        self.signer = CommandSigner(self)
         self.agent_command = agent_command
         self.http_host = http_host
         self.advertise = advertise
         self.agent_env = agent_env or {}
-        """Extra environment of every agent (its broker login); never journaled."""
+        """Extra environment of every agent; never journaled."""
+        self.node_env = node_env
         self.attach = attach
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
+        self.journal.on_disk_full = lambda error: journal_disk_full(self, error)
+        self.senders = SenderCheck(self.journal)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
         self.arriving = scenario.arriving_jobs()
@@ -120,6 +140,8 @@ class Master:
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
         self._ordinals = {"reserved": 0, "transient": 0}
+        self.launch_acks: dict[tuple[str, int], float] = {}
+        """Seconds from sending each launch to the agent's ``running`` (the fidelity monitor's)."""
         self._kick = asyncio.Event()
         self._all_done = asyncio.Event()
         self._cluster_up = asyncio.Event()
@@ -131,12 +153,15 @@ class Master:
         self.stoppers: list[Callable[[], Awaitable[None]]] = []
         """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
         self._probes: dict[str, asyncio.Task[None]] = {}
+        self._answered: dict[str, float] = {}
+        """When each silent node last answered a probe (a fresh timeout from then)."""
         """Silent nodes being asked directly whether they live (see ``_check_heartbeats``)."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
         self.strategy = make_strategy(self)
         self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
+        self.full_disks = DiskFullNodes(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -246,7 +271,11 @@ class Master:
         )
         record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.nodes[node_id] = record
-        env = {**self.agent_env, "TESTBED_RUN_TOKEN": self.token}
+        env = {
+            **self.agent_env,
+            **(await self.node_env(node_id) if self.node_env else {}),
+            NODE_KEY_ENV: self.keys.node_key(node_id),
+        }
         await self.provider.launch(
             node_id,
             node_class,
@@ -336,7 +365,7 @@ class Master:
         node = self.nodes.get(Topics.node_of(topic))
         if node is None and self.attach and isinstance(message, NodeState) and message.state == "up":
             node = self._adopt(message)
-        if node is None or getattr(message, "node_id", node.node_id) != node.node_id:
+        if node is None or not self.senders.allows(node.node_id, message, self._latest_attempt(message)):
             return
         if isinstance(message, TaskUpdate | Heartbeat) and message.cached_inputs is not None:
             node.cached_inputs = tuple((c.key, c.nbytes) for c in message.cached_inputs)
@@ -372,7 +401,7 @@ class Master:
         elif state.state == "lost":
             self._on_will(node, state.session)
         elif state.state == "gone":
-            self.node_lost(node, "released")
+            asyncio.get_running_loop().create_task(self._confirm_gone(node))
         if state.state in ("up", "draining") and state.session > node.session:
             self._agent_reconnected(node, state.session)
 
@@ -431,7 +460,14 @@ class Master:
         self.node_lost(node, "released")
 
     def send(self, node_id: str, message: Message) -> None:
+        """Publish a command, with the capabilities it needs minted for ``node_id``."""
+        message = self.signer.sign(message)
+        self.senders.sent(node_id, message)
         self.link.publish(self.topics.command(node_id), self.codec.encode(message))
+
+    def _latest_attempt(self, message: Message) -> int | None:
+        located = self._locate(message.task_id) if isinstance(message, TaskUpdate) else None
+        return located[0].tasks[located[1]].attempt if located else None
 
     def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]:
         """The node's running tasks as the policies see them. A task's view is fixed once it
@@ -508,7 +544,9 @@ class Master:
         self.journal.event(
             "node_lost", node=node.node_id, **{"class": node.node_class}, reason=reason, detect_s=detect_s
         )
-        self._node_row(node, now, reason)
+        # An evicted node ended when it was killed, not when its loss was heard: its replacement
+        # may already be launching, and the record never shows more nodes than were alive.
+        self._node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
         self.strategy.before_node_lost(node)
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
@@ -518,10 +556,15 @@ class Master:
         node.running.clear()
         node.launches.clear()
         node.sent_at.clear()
+        if reason in REPLACED_LOSSES and not self.attach and not self._all_done.is_set():
+            self.chaos.replace_lost(node)
         self.kick()
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
         located = self._locate(update.task_id)
+        if update.state == "running" and update.task_id in node.sent_at:  # the first, not a redelivery
+            key = (update.task_id, update.attempt)
+            self.launch_acks.setdefault(key, self.journal.now() - node.sent_at[update.task_id])
         if located is None or update.state == "running":
             return
         job, key = located
@@ -579,6 +622,7 @@ class Master:
             await self._kick.wait()
             await self._let_backlog_in()
             self._kick.clear()
+            self.full_disks.step()
             self.schedule_once()
             self.autoscaling.step()
             await asyncio.sleep(0)
@@ -722,6 +766,7 @@ class Master:
             return  # a policy that ignores PendingTask.excluded_nodes: the task waits for another round
         now = self.journal.now()
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
+        self.senders.launched(decision.task_id, attempt, node.node_id)
         job.tasks[key].predicted_s = decision.predicted_duration_s
         job.tasks[key].disk_mb_s = decision.disk_mb_s
         stage = job.plan.stages[key[0]]
@@ -817,36 +862,39 @@ class Master:
                 self._check_heartbeats()
 
     def _check_heartbeats(self) -> None:
-        """Nodes silent for ``heartbeat_timeout`` are lost, unless every node fell silent at once.
-
-        A whole cluster silent at the same moment says more about the control
-        plane (a broker that stalls, or stops routing on its way out) than about
-        the nodes, as Kubernetes' node controller reasons for a zone. Then each
-        agent is asked directly (``_agent_answers``), and only those that do not
-        answer are lost: a frozen or dead one, a moment later than alone.
-        """
+        """Every node silent for ``heartbeat_timeout`` is asked directly before anything else
+        (``_probe_silent``); ``master.liveness.after_probe`` decides from the answer."""
         now = self.journal.now()
+        timeout = self.scenario.heartbeat_timeout_s
         live = [n for n in self.nodes.values() if n.status in ("up", "draining")]
-        silent = [n for n in live if now - n.last_seen > self.scenario.heartbeat_timeout_s]
-        if len(live) > 1 and len(silent) == len(live):
-            unasked = [n for n in silent if n.node_id not in self._probes]
-            if unasked:
-                self.journal.event("cluster_silent", nodes=[n.node_id for n in unasked])
-            for node in unasked:
-                probe = asyncio.get_running_loop().create_task(self._probe_silent(node))
-                self._probes[node.node_id] = probe
-            return
-        for node in silent:
-            self._lost_by_silence(node)
+        unasked = [
+            n
+            for n in live
+            if n.node_id not in self._probes
+            and is_silent(max(n.last_seen, self._answered.get(n.node_id, n.last_seen)), now, timeout)
+        ]
+        if unasked and self._everyone_quiet(now):
+            self.journal.event("cluster_silent", nodes=[n.node_id for n in unasked])
+        for node in unasked:
+            self._probes[node.node_id] = asyncio.get_running_loop().create_task(self._probe_silent(node))
+
+    def _everyone_quiet(self, now: float) -> bool:
+        live = [n.last_seen for n in self.nodes.values() if n.status in ("up", "draining")]
+        return everyone_quiet(live, now, self.scenario.heartbeat_interval_s)
 
     async def _probe_silent(self, node: NodeRecord) -> None:
         try:
-            answers = await self._agent_answers(node)
+            outcome = await self._probe(node)
         finally:
             del self._probes[node.node_id]
-        if answers:
-            node.last_seen = max(node.last_seen, self.journal.now())
-        elif node.status in ("up", "draining"):
+        if node.status not in ("up", "draining"):
+            return
+        now = self.journal.now()
+        patience = patience_s(self.scenario.heartbeat_timeout_s)
+        verdict = after_probe(outcome, now - node.last_seen, self._everyone_quiet(now), patience)
+        if verdict == "alive":
+            self._answered[node.node_id] = now
+        elif verdict == "lost":
             self._lost_by_silence(node)
 
     def _lost_by_silence(self, node: NodeRecord) -> None:
@@ -863,9 +911,7 @@ class Master:
             task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now))
             for task_id, (job, key) in node.running.items()
         }
-        verdict = reconcile(
-            expected, beat.attempts, node.strikes, now, self.scenario.cluster.heartbeat_interval
-        )
+        verdict = reconcile(expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_interval_s)
         node.strikes = verdict.strikes
         for task_id, attempt in verdict.stray:
             self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
@@ -888,11 +934,12 @@ class Master:
     # ------------------------------------------------------------------ node resource faults
 
     def _resource_fault(self, node: NodeRecord, job: JobRuntime, key: TaskKey, failure: str) -> None:
-        """The task goes elsewhere next time; a node whose disk is full takes no new task at all."""
+        """The task goes elsewhere next time; a node whose disk is full takes no new task until
+        it is taken back (``master/disk_faults.py``)."""
         job.tasks[key].excluded_nodes.add(node.node_id)
         self.journal.event("resource_fault", node=node.node_id, task=job.task_id(key), failure=failure)
         if failure == "enospc":
-            self.drain(node, "disk_full")
+            self.full_disks.node_full(node)
 
     def _exclusions(self, record: TaskRecord) -> frozenset[str]:
         """The nodes a task must avoid, unless that is every node up: then anywhere will do."""
@@ -953,24 +1000,36 @@ class Master:
             return
         asyncio.get_running_loop().create_task(self._confirm_lost(node, session))
 
+    async def _confirm_gone(self, node: NodeRecord) -> None:
+        """An agent says it stopped (it closes its HTTP server first): believed once it no
+        longer answers; one that still answers is kept (heartbeats watch it as before)."""
+        if await self._probe(node) == "answered":
+            self.journal.event("gone_ignored", node=node.node_id)
+            return
+        self.node_lost(node, "released")
+
     async def _confirm_lost(self, node: NodeRecord, session: int) -> None:
-        if await self._agent_answers(node):
+        if await self._probe(node) == "answered":
             self.journal.event("will_ignored", node=node.node_id, session=session)
             return
         if node.alive and session >= node.session:
             self.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
 
-    async def _agent_answers(self, node: NodeRecord) -> bool:
-        """Whether this very agent process (same incarnation) answers on its HTTP port."""
+    async def _probe(self, node: NodeRecord) -> ProbeOutcome:
+        """Whether this very agent process (same incarnation) answers on its HTTP port in time."""
         timeout = aiohttp.ClientTimeout(total=self.scenario.heartbeat_timeout_s)
-        with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+        try:
             async with (
                 aiohttp.ClientSession(timeout=timeout) as http,
                 http.get(f"{node.url}/health") as response,
             ):
                 body = await response.json()
-                return response.status == 200 and body.get("incarnation") == node.incarnation
-        return False
+        except TimeoutError:
+            return "silent"
+        except (aiohttp.ClientError, ValueError):
+            return "refused"
+        same = response.status == 200 and body.get("incarnation") == node.incarnation
+        return "answered" if same else "refused"
 
     # ------------------------------------------------------------------ journal rows
 
@@ -999,6 +1058,7 @@ class Master:
             tasks=job.plan.total_tasks,
             relaunched_tasks=job.relaunched,
             relaunched_ratio=job.relaunched / job.plan.total_tasks,
+            error_relaunches=job.error_relaunches,
             bytes_recomputed=job.bytes_recomputed,
             bytes_checkpointed=job.bytes_checkpointed,
             bytes_pushed=job.bytes_pushed,

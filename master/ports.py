@@ -18,6 +18,8 @@ from master.journal import Journal
 from master.nodes import NodeRecord
 from master.policies.base import ClusterSnapshot, RunningTask
 from master.providers.base import NodeProvider
+from master.senders import SenderCheck
+from testbed.capabilities import RunKeys
 from testbed.protocol import Codec, Message
 from testbed.scenario import EvictSpec, Scenario
 
@@ -94,11 +96,33 @@ class ApiPort(ClusterPort, Protocol):
 
     run_id: str
     run_dir: Path
-    token: str
+    keys: RunKeys
     http_host: str
     advertise: str
+    clock_started: bool
     expected_jobs: int
     evictions: int
     evicted: list[dict[str, object]]
     codec: Codec
+    senders: SenderCheck
     chaos: ChaosControl
+
+
+class SignerPort(Protocol):
+    """What the command signer uses (``master.signing``)."""
+
+    keys: RunKeys
+    nodes: dict[str, NodeRecord]
+
+
+class DiskFaultsPort(ClusterPort, Protocol):
+    """What the disk-fault handling uses (``master.disk_faults``). It ends jobs and runs
+    through the master's own ``_finish_job`` and ``_fail_unfinished``."""
+
+    run_dir: Path
+
+    def undrain(self, node: NodeRecord, reason: str) -> None: ...
+
+    def _finish_job(self, job: JobRuntime) -> None: ...
+
+    def _fail_unfinished(self, reason: str) -> None: ...

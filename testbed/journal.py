@@ -144,6 +144,34 @@ class NodeLost(Event, _MaybeClass):
     detect_s: float | None
 
 
+class GoneIgnored(Event):
+    node: str
+
+
+class ForgedMessage(Event):
+    node: str
+    kind: str
+    why: str
+
+
+class NodeDiskFull(Event):
+    node: str
+    times: int
+
+
+class OutputDiskFull(Event):
+    job: str
+    free_bytes: int
+
+
+class JournalDiskFull(Event):
+    error: str
+
+
+class NodeReplacing(Event, _Class):
+    node: str
+
+
 class NodeReconnected(Event):
     node: str
     session: int
@@ -326,6 +354,12 @@ EVENTS: dict[str, type[Event]] = {
     "node_undrained": NodeUndrained,
     "node_release": NodeRelease,
     "node_lost": NodeLost,
+    "node_replacing": NodeReplacing,
+    "gone_ignored": GoneIgnored,
+    "forged_message": ForgedMessage,
+    "node_disk_full": NodeDiskFull,
+    "output_disk_full": OutputDiskFull,
+    "journal_disk_full": JournalDiskFull,
     "node_reconnected": NodeReconnected,
     "broker_reconnected": BrokerReconnected,
     "will_ignored": WillIgnored,
@@ -383,6 +417,8 @@ class TaskRow(TypedDict, total=False):
     cache_hits: int
     cache_misses: int
     cache_bytes_read: int
+    compute_s: float
+    cpu_s: float
 
 
 class JobRow(TypedDict, total=False):
@@ -398,6 +434,7 @@ class JobRow(TypedDict, total=False):
     tasks: int
     relaunched_tasks: int
     relaunched_ratio: float
+    error_relaunches: int
     bytes_recomputed: int
     bytes_checkpointed: int
     bytes_pushed: int

@@ -6,7 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from master.liveness import STRIKES_TO_VANISH, Launched, reconcile
+from master.liveness import (
+    STRIKES_TO_VANISH,
+    Launched,
+    after_probe,
+    everyone_quiet,
+    is_silent,
+    patience_s,
+    reconcile,
+)
 from master.master import Master
 from testbed.protocol import CancelTask, Codec, Heartbeat
 from tests.test_failure_detection import Clock, master_with_a_node
@@ -89,3 +97,40 @@ def cancel_sent(master: Master, task_id: str, attempt: int) -> bool:
     queued = list(master.link._outbox._queue)  # type: ignore[attr-defined]
     cancels = [m for _, payload, _ in queued if isinstance(m := codec.decode(payload), CancelTask)]
     return (task_id, attempt) in [(m.task_id, m.attempt) for m in cancels]
+
+
+# ------------------------------------------------------------------ silent nodes
+
+INTERVAL, TIMEOUT = 0.5, 3.0
+
+
+def test_quiet_is_judged_over_a_window_not_at_one_instant() -> None:
+    """A stalled broker silences nodes one by one (heartbeats are not synchronised): when
+    the first passes its timeout, the others have missed beats too, though not the timeout."""
+    now = 10.0
+    staggered = [now - TIMEOUT - 0.1, now - TIMEOUT + 0.4, now - 1.2]
+    assert everyone_quiet(staggered, now, INTERVAL)
+    assert not everyone_quiet([*staggered, now - 0.2], now, INTERVAL)  # one is still heard
+    assert not everyone_quiet([now - TIMEOUT - 1], now, INTERVAL)  # one node is not a cluster
+
+
+def test_probe_verdicts() -> None:
+    patience = patience_s(TIMEOUT)
+    assert after_probe("refused", 3.5, quiet=True, patience=patience) == "lost"
+    assert after_probe("silent", 3.5, quiet=False, patience=patience) == "lost"
+    assert after_probe("silent", 3.5, quiet=True, patience=patience) == "wait"
+    assert after_probe("answered", 3.5, quiet=False, patience=patience) == "alive"
+    assert after_probe("answered", patience + 1, quiet=True, patience=patience) == "lost"
+    assert after_probe("silent", patience + 1, quiet=True, patience=patience) == "lost"
+
+
+def test_a_ten_second_freeze_of_everyone_is_within_the_patience() -> None:
+    """The scenario of issue 23.6 on a virtual clock: every agent frozen for 10 s, each probed
+    every timeout; none is lost, whatever the phase of its heartbeats."""
+    for timeout in (2.0, 3.0):
+        last_seen = [0.0, 0.2, 0.4]
+        for now in [t / 10 for t in range(0, 101)]:
+            for heard in last_seen:
+                if is_silent(heard, now, timeout):
+                    quiet = everyone_quiet(last_seen, now, INTERVAL)
+                    assert after_probe("silent", now - heard, quiet, patience_s(timeout)) == "wait"

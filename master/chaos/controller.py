@@ -16,7 +16,7 @@ import heapq
 import itertools
 import logging
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -30,6 +30,10 @@ from testbed.protocol import EvictionNotice, NodeClass
 from testbed.scenario import EvictSpec
 
 log = logging.getLogger("chaos")
+
+
+class NotRunning(Exception):
+    """A live eviction outside the run (before its time 0, or as it ends); the message says when."""
 
 
 class RealClock:
@@ -72,6 +76,9 @@ class ChaosController:
         request in that moment (a manual eviction just after a storm's kill) is moot."""
         self._work: set[asyncio.Task[None]] = set()
         self._manual = np.random.default_rng([scenario.seed, 0xC4A05])
+        self.state: Literal["starting", "running", "ended"] = "starting"
+        """Live evictions are taken only while ``running``: between ``start`` (the run's time 0,
+        once its initial cluster is up) and ``stop``, so every eviction is on the run's clock."""
 
     @property
     def doomed(self) -> set[str]:
@@ -86,12 +93,20 @@ class ChaosController:
         for node in list(self.master.nodes.values()):
             self.node_launched(node)
         self.rules.start()
+        self.state = "running"
 
     def stop(self) -> None:
         self.clock.stop()
+        self.state = "ended"
 
     def node_launched(self, node: NodeRecord) -> None:
         self.rules.launched(node.node_id, node.node_class, node.ordinal)  # type: ignore[arg-type]
+
+    def replace_lost(self, node: NodeRecord) -> None:
+        """A node lost to something else than our eviction (a crash, silence) is replaced as an
+        evicted one would be; a reserved node always (the run depends on its reserved capacity)."""
+        if self.rules.replace_lost(node.node_class):  # type: ignore[arg-type]
+            self.master.journal.event("node_replacing", node=node.node_id, **{"class": node.node_class})
 
     def stop_replacing(self, node_class: str) -> None:
         """Evicted nodes of the class are not replaced (an autoscaler launches what it needs)."""
@@ -172,7 +187,9 @@ class ChaosController:
         return True
 
     async def evict_now(self, evict: EvictSpec, named: list[str] | None = None) -> list[str]:
-        """A live storm (CLI, HTTP API, Python API): evict at once, reason ``manual``."""
+        """A live storm (CLI, HTTP API, Python API): evict at once, reason ``manual``.
+        ``NotRunning`` before the run's time 0 and once it is ending."""
+        self._refuse_unless_running()
         if named:
             foreign = [n for n in named if n not in self.master.nodes or not self.master.provider.owns(n)]
             if foreign:
@@ -184,3 +201,15 @@ class ChaosController:
             _, victims = self.rules.choose(evict, self._manual)
         done = await asyncio.gather(*(self.evict(v, "manual") for v in victims))
         return [v for v, ok in zip(victims, done, strict=True) if ok]
+
+    def _refuse_unless_running(self) -> None:
+        if self.state == "ended":
+            raise NotRunning(f"run {self.master.run_id} is ending: no more evictions")
+        if self.state == "starting":
+            nodes = self.master.nodes.values()
+            up = sum(1 for n in nodes if n.status in ("up", "draining"))
+            raise NotRunning(
+                f"run {self.master.run_id} has not started: its cluster is coming up ({up} of "
+                f"{len(nodes)} nodes up); evictions are taken from its time 0, once every node is up; "
+                "try again in a few seconds"
+            )

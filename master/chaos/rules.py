@@ -209,6 +209,16 @@ class ChaosRules:
         if rules.replace:
             self.clock.at(self.clock.now() + rules.delay, LAUNCH, lambda: self.world.launch(node_class))
 
+    def replace_lost(self, node_class: NodeClass) -> bool:
+        """A node lost to something else than a chaos kill (a crash, silence) is replaced as a
+        killed one would be; a reserved node always (the run depends on its reserved
+        capacity). Whether a replacement comes."""
+        rules = self.classes[node_class]
+        if node_class != "reserved" and not rules.replace:
+            return False
+        self.clock.at(self.clock.now() + rules.delay, LAUNCH, lambda: self.world.launch(node_class))
+        return True
+
     def stop_replacing(self, node_class: NodeClass) -> None:
         self.classes[node_class].replace = False
 

@@ -25,6 +25,8 @@ from testbed.report.document import (
     to_markdown,
 )
 from testbed.report.errors import UsageError
+from testbed.report.fidelity_section import fidelity_section
+from testbed.report.gantt import MAX_LANES
 from testbed.report.metrics import (
     DataVolumes,
     Elasticity,
@@ -53,6 +55,8 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
         for block in blocks:
             if isinstance(block, Image):
                 (run.path / block.relative_path).write_bytes(block.png)
+                if block.svg is not None:
+                    (run.path / block.svg_path).write_bytes(block.svg)
         markdown_path.write_text(to_markdown(blocks), encoding="utf-8")
         html_path.write_text(to_html(blocks, f"Run report: {run.name}"), encoding="utf-8")
     except OSError as exc:
@@ -63,13 +67,13 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
 def report_blocks(run: RunData, metrics: RunMetrics) -> list[Block]:
     sections = (
         _title, _scenario, _summary, _jct, _cluster, _tasks, _data, _cost, _memory,
-        _decisions, _elasticity, _policy, _notes,
+        _decisions, _elasticity, _policy, fidelity_section, _notes,
     )  # fmt: skip
     return [block for section in sections for block in section(run, metrics)]
 
 
-def _image(name: str, title: str, png: bytes | None) -> list[Block]:
-    return [] if png is None else [Image(name, title, png)]
+def _image(name: str, title: str, plot: plots.Plot | None) -> list[Block]:
+    return [] if plot is None else [Image(name, title, plot.png, plot.svg)]
 
 
 # --------------------------------------------------------------------- sections
@@ -81,10 +85,36 @@ def _title(run: RunData, metrics: RunMetrics) -> list[Block]:
         blocks.append(Callout(PARTIAL_NOTICE))
     blocks.append(
         Paragraph(
-            f"Run directory: {run.path}. Status: {run.status}. Record ends at {seconds(run.end_s)} s (wall)."
+            f"Run directory: {run.path}. Status: {run.status}. Record ends at {seconds(run.end_s)} s"
+            + (
+                f" (emulated; {seconds(run.end_s * run.dilation)} s wall)."
+                if run.dilation != 1.0
+                else " (wall)."
+            )
         )
     )
+    if run.dilation != 1.0:
+        blocks.append(
+            Paragraph(
+                f"Every time in this report is in emulated seconds: wall seconds divided by the run's "
+                f"time dilation, {run.dilation:g} (docs/fidelity.md). The run's files keep wall seconds."
+            )
+        )
+    else:
+        blocks.append(
+            Paragraph(
+                "Times marked (s, emulated) are seconds since the run started on the emulated "
+                "cluster's clock, here the wall clock (time dilation 1); (s, trace) is the "
+                "scenario's clock (emulated x time scale)."
+            )
+        )
     return blocks
+
+
+def _fidelity_setting(run: RunData) -> str:
+    fidelity = run.scenario.get("fidelity")
+    mode = fidelity.get("mode", "unisolated") if isinstance(fidelity, dict) else "unisolated"
+    return f"{mode}, dilation {run.dilation:g}"
 
 
 def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
@@ -92,7 +122,8 @@ def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
     rows = [
         ["name", run.name],
         ["seed", str(run.seed if run.seed is not None else "-")],
-        ["time scale", f"{run.time_scale:g} (trace seconds per wall second)"],
+        ["time scale", f"{run.time_scale:g} (trace seconds per emulated second)"],
+        ["fidelity", _fidelity_setting(run)],
         [
             "scheduler / strategy / autoscaler",
             f"{policy.scheduler} / {policy.strategy} / {policy.autoscaler}",
@@ -136,15 +167,16 @@ def _summary(run: RunData, metrics: RunMetrics) -> list[Block]:
             "jobs (succeeded / failed / unfinished)",
             f"{m.jobs} ({m.succeeded} / {m.failed} / {m.unfinished})",
         ],
-        ["mean JCT (s, wall)", seconds(m.jct.mean)],
-        ["p50 JCT (s, wall)", seconds(m.jct.p50)],
-        ["p95 JCT (s, wall)", seconds(m.jct.p95)],
-        ["max JCT (s, wall)", seconds(m.jct.max)],
-        ["mean queueing delay (s, wall)", seconds(m.queue.mean)],
-        ["makespan (s, wall)", seconds(m.makespan_s)],
+        ["mean JCT (s, emulated)", seconds(m.jct.mean)],
+        ["p50 JCT (s, emulated)", seconds(m.jct.p50)],
+        ["p95 JCT (s, emulated)", seconds(m.jct.p95)],
+        ["max JCT (s, emulated)", seconds(m.jct.max)],
+        ["mean queueing delay (s, emulated)", seconds(m.queue.mean)],
+        ["makespan (s, emulated)", seconds(m.makespan_s)],
         ["tasks / attempts", f"{m.tasks} / {m.attempts}"],
-        ["relaunched tasks", str(m.relaunched_tasks)],
+        ["relaunched tasks (evictions, lost data)", str(m.relaunched_tasks)],
         ["relaunched ratio", ratio(m.relaunched_ratio)],
+        ["relaunches after task errors", str(m.error_relaunches)],
         [
             "failed attempts by cause",
             ", ".join(f"{cause} {count}" for cause, count in m.failures_by_cause.items()) or "none",
@@ -172,12 +204,12 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
     headers = [
         "workload",
         "jobs",
-        "mean JCT (s, wall)",
-        "p50 JCT (s, wall)",
-        "p95 JCT (s, wall)",
-        "max JCT (s, wall)",
-        "mean queue (s, wall)",
-        "p95 queue (s, wall)",
+        "mean JCT (s, emulated)",
+        "p50 JCT (s, emulated)",
+        "p95 JCT (s, emulated)",
+        "max JCT (s, emulated)",
+        "mean queue (s, emulated)",
+        "p95 queue (s, emulated)",
     ]
     rows = []
     for workload, stats in [*metrics.jct_by_workload.items(), ("all", metrics.jct)]:
@@ -212,12 +244,12 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
         *_image(
             "jct_cdf",
             "CDF of job completion times",
-            plots.cdf(jct_series, "JCT (s, wall)", "Job completion time CDF"),
+            plots.cdf(jct_series, "JCT (s, emulated)", "Job completion time CDF"),
         ),
         *_image(
             "queue_cdf",
             "CDF of queueing delays",
-            plots.cdf(queue_series, "queueing delay (s, wall)", "Queueing delay CDF"),
+            plots.cdf(queue_series, "queueing delay (s, emulated)", "Queueing delay CDF"),
         ),
         Heading("Jobs", 3),
         Table(
@@ -225,15 +257,15 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
                 "job",
                 "workload",
                 "status",
-                "submit (s, wall)",
-                "start (s, wall)",
-                "finish (s, wall)",
-                "JCT (s, wall)",
-                "queue (s, wall)",
+                "submit (s, emulated)",
+                "start (s, emulated)",
+                "finish (s, emulated)",
+                "JCT (s, emulated)",
+                "queue (s, emulated)",
                 "tasks",
                 "relaunched",
-                "map phase (s, wall)",
-                "reduce phase (s, wall)",
+                "map phase (s, emulated)",
+                "reduce phase (s, emulated)",
             ],
             [
                 [
@@ -268,7 +300,14 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
     if run.nodes:
         blocks.append(
             Table(
-                ["node", "class", "launched (s, wall)", "ended (s, wall)", "end reason", "alive (s, wall)"],
+                [
+                    "node",
+                    "class",
+                    "launched (s, emulated)",
+                    "ended (s, emulated)",
+                    "end reason",
+                    "alive (s, emulated)",
+                ],
                 [
                     [
                         n.node_id,
@@ -289,12 +328,12 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
     return [
         *blocks,
         Paragraph(
-            "Lived = eviction - launch, wall seconds; lifetime drawn = what the lifetime model "
-            f"gave the node, in trace seconds (wall seconds x time scale {run.time_scale:g})."
+            "Lived = eviction - launch, emulated seconds; lifetime drawn = what the lifetime model "
+            f"gave the node, in trace seconds (emulated seconds x time scale {run.time_scale:g})."
         ),
         Table(
             [
-                *("t (s, wall)", "node", "class", "reason", "lived (s, wall)"),
+                *("t (s, emulated)", "node", "class", "reason", "lived (s, emulated)"),
                 *("lifetime drawn (s, trace)", "tasks running", "bytes lost"),
             ],
             [
@@ -328,13 +367,15 @@ def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
         Heading("Tasks"),
         Paragraph(
             f"Relaunched tasks: {m.relaunched_tasks} of {m.tasks} tasks "
-            f"(relaunched ratio {ratio(m.relaunched_ratio)}); {m.attempts} attempts "
-            "recorded."
+            f"(relaunched ratio {ratio(m.relaunched_ratio)}), caused by evictions or lost data; "
+            f"{m.error_relaunches} more relaunches retried a task's own failure (an error, out "
+            f"of memory, a full disk); {m.attempts} attempts recorded."
         ),
         *_image(
             "tasks_gantt",
-            "Task attempts per node (r = reserved, t = transient), coloured "
-            "by job; hatched red: failed, killed or lost attempts",
+            "Task attempts per node (r = reserved, t = transient), one lane per slot, coloured "
+            "by job; hatched red: failed, killed or lost attempts (runs with more than "
+            f"{MAX_LANES} slots: busy slots per group of nodes instead)",
             plots.gantt(run),
         ),
         Table(
@@ -405,7 +446,7 @@ def _extra_total(key: str, run: RunData) -> str:
 
 def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
     scaled = run.time_scale != 1.0
-    headers = ["class", "nodes", "node-seconds (wall)", "price per hour", "cost"]
+    headers = ["class", "nodes", "node-seconds (emulated)", "price per hour", "cost"]
     if scaled:
         headers.append("cost at trace time")
     rows = []
@@ -431,11 +472,11 @@ def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
     )
     text = (
         "Node-seconds = sum over a class's nodes of (end, or the end of the record, - "
-        "launch), in wall time; cost = node-seconds / 3600 x price per hour."
+        "launch), in emulated time (wall / dilation); cost = node-seconds / 3600 x price per hour."
     )
     if scaled:
         text += (
-            f" At time scale {run.time_scale:g} a wall second stands for "
+            f" At time scale {run.time_scale:g} an emulated second stands for "
             f"{run.time_scale:g} trace seconds, hence the trace-time column."
         )
     return [Heading("Cost"), Paragraph(text), Table(headers, rows)]
@@ -498,8 +539,8 @@ def _elasticity(run: RunData, metrics: RunMetrics) -> list[Block]:
                 "mean ratio",
                 "min ratio",
                 "elastic spill",
-                "model error elastic (s, wall)",
-                "model error regular (s, wall)",
+                "model error elastic (s, emulated)",
+                "model error regular (s, emulated)",
             ],
             rows,
         ),
@@ -510,7 +551,7 @@ def _elasticity(run: RunData, metrics: RunMetrics) -> list[Block]:
             Table(
                 [
                     *("task", "node", "memory (MB)", "ideal (MB)", "ratio"),
-                    *("predicted (s, wall)", "measured (s, wall)", "spill"),
+                    *("predicted (s, emulated)", "measured (s, emulated)", "spill"),
                 ],
                 [
                     [
