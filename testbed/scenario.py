@@ -28,6 +28,7 @@ from pydantic import (
 
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
 from testbed.durations import parse_duration, parse_rate
+from testbed.scenario_yaml import ScenarioError, apply_override, expand_node_counts, load_raw
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 MAX_SEED = 2**32 - 1
@@ -514,14 +515,6 @@ class Scenario(Strict):
 # --------------------------------------------------------------------- loading
 
 
-class ScenarioError(Exception):
-    """A scenario could not be used; ``problems`` holds one line per problem."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = problems
-
-
 def resolve_inputs(pattern: str) -> list[Path]:
     """The files a job's ``input`` names: a file, every file in a directory, or a glob."""
     path = Path(pattern).expanduser()
@@ -530,78 +523,6 @@ def resolve_inputs(pattern: str) -> list[Path]:
     if path.is_dir():
         return sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
     return sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
-
-
-def apply_override(data: dict[str, Any], assignment: str) -> None:
-    """Apply ``key.path=value`` (value parsed as YAML) to a raw scenario mapping."""
-    key, sep, raw = assignment.partition("=")
-    if not sep or not key.strip():
-        raise ScenarioError([f"--set {assignment!r}: expected KEY.PATH=VALUE, e.g. seed=3"])
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ScenarioError([f"--set {assignment!r}: the value is not valid YAML: {problem}"]) from None
-    node: Any = data
-    parts = key.strip().split(".")
-    for depth, part in enumerate(parts[:-1]):
-        child = _child(node, part)
-        if child is None:
-            child = {}
-            _set(node, part, child, assignment)
-        if not isinstance(child, dict | list):
-            where = ".".join(parts[: depth + 1])
-            raise ScenarioError([f"--set {assignment!r}: {where} is not a mapping or a list"])
-        node = child
-    _set(node, parts[-1], value, assignment)
-
-
-def _expand_node_counts(data: dict[str, Any]) -> None:
-    """``transient: 3`` becomes ``transient: {count: 3}`` so ``--set cluster.transient.slots=4`` works."""
-    cluster = data.get("cluster")
-    if isinstance(cluster, dict):
-        for node_class in ("reserved", "transient"):
-            value = cluster.get(node_class)
-            if isinstance(value, int) and not isinstance(value, bool):
-                cluster[node_class] = {"count": value}
-
-
-def _child(node: Any, part: str) -> Any:
-    if isinstance(node, list):
-        return node[int(part)] if part.isdigit() and int(part) < len(node) else None
-    return node.get(part)
-
-
-def _set(node: Any, part: str, value: Any, assignment: str) -> None:
-    if isinstance(node, list):
-        if not part.isdigit() or int(part) >= len(node):
-            raise ScenarioError([f"--set {assignment!r}: no list item {part}"])
-        node[int(part)] = value
-    else:
-        node[part] = value
-
-
-def load_raw(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError([f"{path}: cannot read the file: {exc.strerror}"]) from None
-    except UnicodeDecodeError as exc:
-        byte = exc.object[exc.start]
-        found = f"byte 0x{byte:02x} at offset {exc.start}"
-        raise ScenarioError([f"{path}: cannot read the file: not UTF-8 text ({found})"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ScenarioError([f"{path}:{where}: not valid YAML: {problem}"]) from None
-    if not isinstance(data, dict):
-        found = type(data).__name__ if data is not None else "an empty file"
-        raise ScenarioError([f"{path}: expected a mapping of scenario fields, found {found}"])
-    return data
 
 
 def parse_scenario(
@@ -617,7 +538,7 @@ def parse_scenario(
 def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
     data = load_raw(path)
     if overrides:
-        _expand_node_counts(data)
+        expand_node_counts(data)
     for assignment in overrides:
         apply_override(data, assignment)
     _resolve_profiles(data, Path(path).resolve().parent)

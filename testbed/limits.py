@@ -1,0 +1,41 @@
+"""Limits on what a scenario may ask for, so that bad or hostile input fails fast with one line.
+
+Every limit is far above what an experiment on one machine uses (README, "Limits"); a
+value beyond one is refused when the scenario loads, with the limit in the message.
+"""
+
+from __future__ import annotations
+
+MAX_SCENARIO_BYTES = 1 << 20
+"""A scenario file (1 MiB: the shipped ones are under 4 KiB; traces belong in trace files)."""
+MAX_YAML_DEPTH = 32
+"""Nesting of YAML collections (a scenario needs 5)."""
+MAX_ALIAS_NODES = 10_000
+"""YAML nodes that aliases (``*name``, ``<<: *name``) may add in all by repeating their anchors."""
+MAX_DATA_FILE_BYTES = 64 << 20
+"""An arrivals trace or an empirical lifetimes file (64 MiB); regular files only."""
+
+MAX_JOBS = 100_000
+"""Jobs a scenario submits: ``repeat`` of every job, plus the arriving jobs."""
+MAX_TASKS_PER_JOB = 1_000_000
+"""Tasks (or map tasks) of one job."""
+MAX_TASKS = 1_000_000
+"""Tasks of all jobs together."""
+MAX_NODES_PER_CLASS = 500
+"""Reserved nodes, and transient nodes, at once."""
+
+MAX_DURATION_S = 366 * 86400.0
+"""Any duration or time in a scenario (trace seconds): a year and a day."""
+MIN_TIME_SCALE, MAX_TIME_SCALE = 1e-3, 1e6
+"""``time_scale`` (trace seconds per wall second)."""
+MAX_TIMEOUT_S = 7 * 86400.0
+"""``timeout``: a run's wall-clock limit (a week)."""
+MAX_STORM_FIRINGS = 100_000
+"""Firings of one storm (``times``, or ``rate`` x window)."""
+MAX_PLANNED_EVICTIONS = 100_000
+"""Evictions in one chaos plan (``testbed chaos plan``, ``run --dry-run``)."""
+
+
+def too_large(what: str, found: float, limit: float, unit: str = "") -> str:
+    """The message of a value beyond its limit: ``what`` is at most ``limit`` (found ``found``)."""
+    return f"{what} is at most {limit:,g}{unit} (a testbed limit); found {found:,g}{unit}"
