@@ -6,14 +6,18 @@ value beyond one is refused when the scenario loads, with the limit in the messa
 
 from __future__ import annotations
 
+import os
+import stat
+from pathlib import Path
+
 MAX_SCENARIO_BYTES = 1 << 20
 """A scenario file (1 MiB: the shipped ones are under 4 KiB; traces belong in trace files)."""
 MAX_YAML_DEPTH = 32
 """Nesting of YAML collections (a scenario needs 5)."""
 MAX_ALIAS_NODES = 10_000
 """YAML nodes that aliases (``*name``, ``<<: *name``) may add in all by repeating their anchors."""
-MAX_DATA_FILE_BYTES = 64 << 20
-"""An arrivals trace or an empirical lifetimes file (64 MiB); regular files only."""
+MAX_DATA_FILE_BYTES = 16 << 20
+"""An arrivals trace or an empirical lifetimes file (16 MiB); regular files only."""
 
 MAX_JOBS = 100_000
 """Jobs a scenario submits: ``repeat`` of every job, plus the arriving jobs."""
@@ -39,3 +43,32 @@ MAX_PLANNED_EVICTIONS = 100_000
 def too_large(what: str, found: float, limit: float, unit: str = "") -> str:
     """The message of a value beyond its limit: ``what`` is at most ``limit`` (found ``found``)."""
     return f"{what} is at most {limit:,g}{unit} (a testbed limit); found {found:,g}{unit}"
+
+
+def within_max_duration(seconds: float) -> float:
+    """``seconds`` if at most ``MAX_DURATION_S``, else ``ValueError`` naming the limit."""
+    if seconds > MAX_DURATION_S:
+        raise ValueError(too_large("a duration", seconds / 86400, MAX_DURATION_S / 86400, " days"))
+    return seconds
+
+
+def read_data_file(path: Path, what: str, limit: int = MAX_DATA_FILE_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most ``limit`` bytes; ``ValueError`` saying why not.
+
+    A FIFO would block the reader and ``/dev/zero`` never ends: only regular files are read,
+    opened without blocking and read no further than the limit."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ValueError(f"{what} {path}: cannot read the file: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{what} {path}: not a regular file; give a file, not a pipe or a device")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{what} {path}: " + too_large("the file", len(data) >> 20, limit >> 20, " MiB"))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        found = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        raise ValueError(f"{what} {path}: not UTF-8 text ({found})") from None

@@ -28,9 +28,22 @@ from pydantic import (
 
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
 from testbed.durations import parse_duration, parse_rate
+from testbed.limits import (
+    MAX_JOBS,
+    MAX_NODES_PER_CLASS,
+    MAX_STORM_FIRINGS,
+    MAX_TASKS,
+    MAX_TASKS_PER_JOB,
+    MAX_TIME_SCALE,
+    MAX_TIMEOUT_S,
+    MIN_TIME_SCALE,
+    too_large,
+    within_max_duration,
+)
 from testbed.scenario_yaml import ScenarioError, apply_override, expand_node_counts, load_raw
 
-Duration = Annotated[float, BeforeValidator(parse_duration)]
+Duration = Annotated[float, BeforeValidator(lambda value: within_max_duration(parse_duration(value)))]
+"""Seconds, written ``30s``, ``5m``, ``2h`` or as a number; at most ``MAX_DURATION_S``."""
 MAX_SEED = 2**32 - 1
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 """Seeds of numpy's generators are non-negative; the bound keeps every derived seed encodable."""
@@ -47,7 +60,7 @@ class Strict(BaseModel):
 class NodeClassSpec(Strict):
     """One class of nodes (reserved or transient)."""
 
-    count: int = Field(ge=0, le=500)
+    count: int = Field(ge=0, le=MAX_NODES_PER_CLASS)
     slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
     memory_mb: int = Field(default=1024, ge=16, description="memory for tasks")
     cpus: float | None = Field(default=None, gt=0, description="Docker CPU limit")
@@ -79,6 +92,12 @@ class ClusterSpec(Strict):
     def _some_nodes(self) -> ClusterSpec:
         if self.reserved.count + self.transient.count == 0:
             raise ValueError("the cluster has no nodes: give reserved or transient a count >= 1")
+        if self.heartbeat_timeout < 2 * self.heartbeat_interval:
+            raise ValueError(
+                f"heartbeat_timeout ({self.heartbeat_timeout:g}s) must be at least twice heartbeat_interval "
+                f"({self.heartbeat_interval:g}s), or the master declares healthy nodes lost; raise "
+                f"heartbeat_timeout to {2 * self.heartbeat_interval:g}s or more"
+            )
         return self
 
 
@@ -126,6 +145,8 @@ class JobBase(Strict):
         if value is None:
             return value
         paths = resolve_inputs(value)
+        if not paths and Path(value).expanduser().exists():
+            raise ValueError(f"{value!r} is not a regular file or a directory (a pipe or a device?)")
         if not paths:
             raise ValueError(f"no input file matches {value!r}: give an existing file, directory or glob")
         for path in paths:
@@ -146,7 +167,7 @@ SORT_RECORD_BYTES = 100
 class WordcountJob(JobBase):
     workload: Literal["wordcount"]
     size_mb: float = Field(default=16, gt=0, le=100_000)
-    vocabulary: int = Field(default=50_000, ge=1)
+    vocabulary: int = Field(default=50_000, ge=1, le=100_000_000)
 
 
 class SortJob(JobBase):
@@ -168,8 +189,8 @@ class SortJob(JobBase):
 
 class PagerankJob(JobBase):
     workload: Literal["pagerank"]
-    nodes: int = Field(default=10_000, ge=2)
-    edges: int = Field(default=100_000, ge=1)
+    nodes: int = Field(default=10_000, ge=2, le=1_000_000_000)
+    edges: int = Field(default=100_000, ge=1, le=1_000_000_000)
     iterations: int = Field(default=10, ge=1, le=1000)
     damping: float = Field(default=0.85, gt=0, lt=1)
     tolerance: float | None = Field(default=None, gt=0)
@@ -185,10 +206,13 @@ class SleepJob(JobBase):
     """
 
     workload: Literal["sleep"]
-    tasks: int = Field(default=4, ge=1)
+    tasks: int = Field(default=4, ge=1, le=MAX_TASKS_PER_JOB)
     duration: Duration = Field(default=1.0, ge=0)
-    durations: list[Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]] | None = Field(
-        default=None, min_length=1, description="per-task durations (trace time)"
+    durations: list[Duration] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_TASKS_PER_JOB,
+        description="per-task durations (trace time)",
     )
     estimate: Duration | None = Field(default=None, ge=0, description="estimated task duration")
     cpu_bound: bool = False
@@ -225,13 +249,20 @@ class NoopJob(JobBase):
     a job that measures the control plane (dispatch throughput and latency) alone."""
 
     workload: Literal["noop"]
-    tasks: int = Field(default=100, ge=1, le=1_000_000)
+    tasks: int = Field(default=100, ge=1, le=MAX_TASKS_PER_JOB)
 
 
 JobSpec = Annotated[
     WordcountJob | SortJob | PagerankJob | SleepJob | NoopJob, Field(discriminator="workload")
 ]
 WORKLOADS = ("wordcount", "sort", "pagerank", "sleep", "noop")
+
+
+def _tasks_of(job: JobBase) -> int:
+    """A job's tasks as far as the scenario says (maps, when not given, count as one)."""
+    if isinstance(job, SleepJob | NoopJob):
+        return job.tasks
+    return (job.maps or 1) + job.reduces
 
 
 # --------------------------------------------------------------------- arrivals
@@ -273,13 +304,26 @@ class ArrivalsSpec(Strict):
             raise ValueError(f"synthetic: unknown knobs {unknown}; known: seed, {', '.join(known)}")
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in knobs.values()):
             raise ValueError("synthetic: every knob is a number (seconds, or per second for rates)")
-        return BurstyMix(**knobs, cutoff_s=self.cutoff)
+        return _bounded(BurstyMix(**knobs, cutoff_s=self.cutoff))
 
     def jobs(self, seed: int) -> list[ArrivingJob]:
         """The arriving jobs; ``seed`` is the generator's unless ``synthetic.seed`` is given."""
         if self.trace is not None:
             return load_trace(self.trace, self.cutoff)
         return bursty_jobs(int((self.synthetic or {}).get("seed", seed)), self.mix())
+
+
+def _bounded(mix: BurstyMix) -> BurstyMix:
+    """``mix`` if the jobs and tasks it generates stay within the limits (in expectation)."""
+    within_max_duration(max(mix.horizon_s, mix.long_max_s, mix.short_max_s))
+    rate = max(mix.calm_rate_per_s, mix.burst_rate_per_s) + mix.long_rate_per_s
+    if rate * mix.horizon_s > MAX_JOBS:
+        expected = rate * mix.horizon_s
+        raise ValueError(too_large("synthetic: the jobs expected (rates x horizon_s)", expected, MAX_JOBS))
+    if max(mix.short_tasks_mean, mix.long_tasks) > MAX_TASKS_PER_JOB:
+        found = max(mix.short_tasks_mean, mix.long_tasks)
+        raise ValueError(too_large("synthetic: short_tasks_mean and long_tasks", found, MAX_TASKS_PER_JOB))
+    return mix
 
 
 # --------------------------------------------------------------------- chaos
@@ -303,7 +347,7 @@ class StormSpec(Strict):
 
     at: Duration | None = None
     every: Duration | None = Field(default=None, gt=0)
-    times: int = Field(default=1, ge=1)
+    times: int = Field(default=1, ge=1, le=MAX_STORM_FIRINGS)
     start: Duration | None = Field(default=None, alias="from")
     to: Duration | None = None
     rate: Rate | None = Field(default=None, gt=0)
@@ -322,6 +366,9 @@ class StormSpec(Strict):
             raise ValueError("a storm needs at: TIME, or from/to/rate")
         if window and self.to <= self.start:  # type: ignore[operator]
             raise ValueError("to must come after from")
+        expected = self.rate * (self.to - self.start) if window else 0.0  # type: ignore[operator]
+        if expected > MAX_STORM_FIRINGS:
+            raise ValueError(too_large("rate x (to - from)", expected, MAX_STORM_FIRINGS))
         if self.every is not None and self.at is None:
             raise ValueError("every repeats a scheduled storm: give at (the first time) with it")
         if self.times > 1 and self.every is None:
@@ -432,14 +479,16 @@ ProfileEntry = Annotated[
 class Scenario(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)
     seed: Seed = 1
-    time_scale: float = Field(default=1.0, gt=0)
+    time_scale: float = Field(default=1.0, ge=MIN_TIME_SCALE, le=MAX_TIME_SCALE)
     broker: str = "embedded"
     cluster: ClusterSpec = ClusterSpec()
     policy: PolicySpec = PolicySpec()
     jobs: list[JobSpec] = Field(default_factory=list)
     arrivals: ArrivalsSpec | None = None
     chaos: ChaosSpec = ChaosSpec()
-    timeout: Duration = Field(default=600.0, gt=0, description="wall-clock limit of the run")
+    timeout: Duration = Field(
+        default=600.0, gt=0, le=MAX_TIMEOUT_S, description="wall-clock limit of the run (at most a week)"
+    )
     profiles: list[ProfileEntry] = Field(
         default_factory=list,
         description="task models for YARN/YARN-ME: testbed profile files, or written inline",
@@ -474,14 +523,24 @@ class Scenario(Strict):
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
-        if value not in ("embedded", "mosquitto") and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
-            raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT")
+        if value in ("embedded", "mosquitto"):
+            return value
+        match = re.match(r"^mqtt://[^:/\s]+(:\d{1,5})?/?$", value)
+        if not match or not 1 <= int((match.group(1) or ":1883")[1:]) <= 65535:
+            raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT (a port from 1 to 65535)")
         return value
 
     @model_validator(mode="after")
     def _some_jobs(self) -> Scenario:
         if not self.jobs and self.arrivals is None:
             raise ValueError("the scenario has no jobs: give jobs (at least one) or arrivals")
+        arriving = self.arriving_jobs()
+        jobs = sum(job.repeat for job in self.jobs) + len(arriving)
+        if jobs > MAX_JOBS:
+            raise ValueError(too_large("the jobs submitted (repeats and arrivals included)", jobs, MAX_JOBS))
+        tasks = sum(job.repeat * _tasks_of(job) for job in self.jobs) + sum(job.tasks for job in arriving)
+        if tasks > MAX_TASKS:
+            raise ValueError(too_large("the tasks of all jobs", tasks, MAX_TASKS))
         return self
 
     def trace(self, seconds: float) -> float:

@@ -80,8 +80,8 @@ def test_different_windows_of_one_seed_are_independent():
 
 
 def test_an_absurd_window_is_refused():
-    with pytest.raises(ValueError, match="at most 100000"):
-        storm_events([storm(**{"from": 0, "to": "10h", "rate": "10/s"})], seed=1)
+    with pytest.raises(ValueError, match=r"rate x \(to - from\) is at most 100,000"):
+        storm(**{"from": 0, "to": "10h", "rate": "10/s"})
 
 
 # ------------------------------------------------------------------ lifetimes and replacement
