@@ -101,6 +101,7 @@ class MasterApi:
         return {
             "run_id": master.run_id,
             "t": round(master.journal.now(), 3),
+            "started": master.clock_started,
             "nodes": [
                 {"node": n.node_id, "class": n.node_class, "status": n.status, "running": sorted(n.running)}
                 for n in master.nodes.values()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,8 +57,9 @@ def broker_credentials() -> dict[str, str]:
     return {name: os.environ[name] for name in names if os.environ.get(name)}
 
 
-async def open_backend(name: str, run_id: str, run_dir: Path) -> Backend:
-    """The provider and addresses of a backend; the caller closes ``provider`` in any case."""
+async def open_backend(name: str, run_id: str, run_dir: Path, inputs: Sequence[Path] = ()) -> Backend:
+    """The provider and addresses of a backend; the caller closes ``provider`` in any case.
+    ``inputs``: the jobs' input files, which containers mount read-only at the same path."""
     broker_url = os.environ.get("TESTBED_BROKER") or None
     if name == "local":
         provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
@@ -66,7 +68,7 @@ async def open_backend(name: str, run_id: str, run_dir: Path) -> Backend:
         from master.providers.docker import DockerProvider
 
         image = os.environ.get("TESTBED_DOCKER_IMAGE", DEFAULT_IMAGE)
-        docker_provider = DockerProvider(run_id, image, env=broker_credentials())
+        docker_provider = DockerProvider(run_id, image, env=broker_credentials(), inputs=inputs)
         backend = Backend(docker_provider, "", "", ["agent"], broker_url=broker_url)
         try:
             backend.host = backend.advertise = await docker_provider.host_address()

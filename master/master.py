@@ -34,6 +34,7 @@ from master.policies.base import (
     Enqueue,
     JobView,
     LogDecision,
+    NodeClass,
     NodeView,
     PendingTask,
     Reserve,
@@ -42,6 +43,7 @@ from master.policies.base import (
 )
 from master.policies.cloudcoaster import revocation_outcome
 from master.policies.static import StaticAutoscaler
+from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
@@ -144,6 +146,8 @@ class Master:
         reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
         self.partitions = reserved_partitions(scenario, reserved_ids)
         self.evictions = 0
+        self.clock_started = False
+        """Whether time 0 is set: before it, the journal's clock counts the cluster's launch."""
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
         self._ordinals = {"reserved": 0, "transient": 0}
@@ -231,6 +235,7 @@ class Master:
         move with it, so a node silent since before keeps its silence (and is found lost)."""
         shift = t0 - self.journal.t0
         self.journal.t0 = t0
+        self.clock_started = True
         for node in self.nodes.values():
             node.last_seen -= shift
 
@@ -618,17 +623,22 @@ class Master:
         now = self.journal.now()
         pending: dict[str, tuple[JobRuntime, TaskKey]] = {}
         jobs = []
-        limit = self._pending_limit()
+        window = self._pending_window()
         for job in self.jobs.values():
             if job.status not in ("waiting", "running"):
                 continue
             tasks = []
-            classes: dict[int, frozenset[str]] = {}
+            classes: dict[int, frozenset[NodeClass]] = {}
             for key in self.strategy.ready(job):
-                if limit is not None and len(pending) >= limit:
+                if window is not None and window.full:
                     break
                 if key[0] not in classes:
                     classes[key[0]] = self.strategy.allowed_classes(job, key)
+                excluded = self._exclusions(job.tasks[key])
+                if window is not None and not window.admits(
+                    classes[key[0]], excluded, job.ideal_memory_mb(key[0])
+                ):
+                    continue
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
                 tasks.append(
@@ -640,9 +650,9 @@ class Master:
                         job.ideal_memory_mb(key[0]),
                         job.est_duration_s,
                         preferred_nodes=self.strategy.preferred_nodes(job, key),
-                        allowed_classes=classes[key[0]],  # type: ignore[arg-type]
+                        allowed_classes=classes[key[0]],
                         long=job.long,
-                        excluded_nodes=self._exclusions(job.tasks[key]),
+                        excluded_nodes=excluded,
                     )
                 )
             jobs.append(
@@ -674,12 +684,21 @@ class Master:
         )
         return ClusterSnapshot(now, nodes, tuple(jobs), self.scenario.cluster.memory_increment_mb), pending
 
-    def _pending_limit(self) -> int | None:
-        """How many ready tasks a snapshot needs: all of them for schedulers that look ahead
-        (YARN-ME's timeline), at most the free slots for those that place the head (FIFO)."""
+    def _pending_window(self) -> PendingWindow | None:
+        """Which ready tasks a snapshot needs: all of them for schedulers that look ahead
+        (YARN-ME's timeline), a window per node class for those that place the head (FIFO)."""
         if getattr(self.scheduler, "needs_all_pending", True):
             return None
-        return sum(max(0, n.slots - len(n.running)) for n in self.nodes.values() if n.status == "up")
+        return PendingWindow(
+            FreeNode(
+                n.node_id,
+                n.node_class,  # type: ignore[arg-type]
+                n.slots - len(n.running),
+                n.memory_mb - sum(t.memory_mb for t in self.running_views(n)),
+            )
+            for n in self.nodes.values()
+            if n.status == "up"
+        )
 
     def schedule_once(self) -> None:
         self.strategy.tick(self.journal.now())

@@ -28,7 +28,7 @@ from master.resume import Recovered, ResumedMaster, check_resumable, recover
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
-from testbed.scenario import Scenario, load_scenario, to_yaml
+from testbed.scenario import Scenario, input_files, load_scenario, to_yaml
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ async def run_scenario(
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     run_id = run_id_for(scenario.name)
     autoscaler = make_autoscaler(scenario)
-    backend_ = await open_backend(backend, run_id, run_dir)
+    backend_ = await open_backend(backend, run_id, run_dir, input_files(scenario))
     provider = backend_.provider
     broker_url = backend_.broker_url or scenario.broker
     broker = broker or make_broker(broker_url, backend_.host, run_dir / "logs" / "broker.log")

@@ -4,7 +4,7 @@ Every number is recomputed from each run's tables with the same formulas as
 the report (testbed.report.metrics), so that runs recorded by different
 versions of a policy are compared like for like. Runs are labelled by the part
 of their policy that differs between them (e.g. ``spark`` and ``pado``), so a
-ratio reads ``pado / spark mean JCT (s) 0.41x``.
+ratio reads ``pado / spark mean JCT (s, wall) 0.41x``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class Comparison:
         return value / base
 
     def ratio_lines(self) -> list[str]:
-        """One sentence per metric and run, e.g. ``pado / spark mean JCT (s) 0.41x``."""
+        """One sentence per metric and run, e.g. ``pado / spark mean JCT (s, wall) 0.41x``."""
         return [
             f"{self.runs[i].label} / {self.baseline.label} {metric} {_times(self.ratio(metric, i))}"
             for i in range(1, len(self.runs))

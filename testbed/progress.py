@@ -26,11 +26,20 @@ def progress_line(status: dict[str, Any]) -> str:
             alive[node["class"]] += 1
             running[node["class"]] += len(node["running"])
     return (
-        f"[{status['t']:7.1f}s] jobs {done}/{status['expected_jobs']}"
+        _clock(status)
+        + f" jobs {done}/{status['expected_jobs']}"
         + (f" ({failed} failed)" if failed else "")
         + f" | running tasks: reserved {running['reserved']}, transient {running['transient']}"
         + f" | nodes up: {alive['reserved']}r {alive['transient']}t | evictions {status['evictions']}"
     )
+
+
+def _clock(status: dict[str, Any]) -> str:
+    """Wall seconds since the run started (time 0 of the report), or, while the initial
+    cluster is still launching, since the master started (a different origin, so said)."""
+    if status.get("started", True):
+        return f"[run {status['t']:7.1f}s wall]"
+    return f"[launching nodes {status['t']:5.1f}s wall]"
 
 
 async def show_progress(status: Any, interactive: bool | None = None) -> None:

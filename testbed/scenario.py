@@ -63,8 +63,19 @@ class NodeClassSpec(Strict):
     count: int = Field(ge=0, le=MAX_NODES_PER_CLASS)
     slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
     memory_mb: int = Field(default=1024, ge=16, description="memory for tasks")
-    cpus: float | None = Field(default=None, gt=0, description="Docker CPU limit")
+    cpus: float | None = Field(
+        default=None, gt=0, le=1024, description="cores of one node (default: slots); its CPU share"
+    )
+    network_mbps: float = Field(default=1000, gt=0, description="NIC bandwidth in Mbit/s, each direction")
+    disk_mb_s: float | None = Field(
+        default=None, gt=0, description="spill bandwidth in MB/s (default: unlimited)"
+    )
     price_per_hour: float = Field(default=1.0, ge=0, description="for the cost report")
+
+    @property
+    def cores(self) -> float:
+        """The node's cores: ``cpus``, else one per slot."""
+        return self.cpus if self.cpus is not None else float(self.slots)
 
 
 def _node_class(default_price: float):
@@ -572,6 +583,17 @@ class Scenario(Strict):
 
 
 # --------------------------------------------------------------------- loading
+
+
+def input_files(scenario: Scenario) -> list[Path]:
+    """Every file the scenario's jobs read (``input``), each once."""
+    files = {
+        path.resolve()
+        for job in scenario.jobs
+        if getattr(job, "input", None)
+        for path in resolve_inputs(job.input)
+    }
+    return sorted(files)
 
 
 def resolve_inputs(pattern: str) -> list[Path]:

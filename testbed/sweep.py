@@ -212,7 +212,7 @@ def _figure(
         ax.errorbar(xs, means, yerr=errors, marker="o", capsize=4, label=str(line_value))
     ax.set_xticks(range(len(x_values)), [str(v) for v in x_values])
     ax.set_xlabel(x_var.key if x_var else "")
-    ax.set_ylabel("mean JCT (s), mean ± sd over seeds")
+    ax.set_ylabel("mean JCT (s, wall), mean ± sd over seeds")
     if line_var:
         ax.legend(title=line_var.key)
     ax.grid(alpha=0.3)

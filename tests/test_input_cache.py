@@ -64,11 +64,15 @@ JOBS: list[dict[str, Any]] = [
     {"workload": "wordcount", "size_mb": 0.3, "maps": 2, "reduces": 2},
     {"workload": "sort", "size_mb": 0.3, "maps": 2, "reduces": 2},
     {"workload": "pagerank", "nodes": 500, "edges": 3000, "iterations": 1, "maps": 2, "reduces": 2},
+    {"workload": "pagerank", "input": "named.tsv", "iterations": 1, "maps": 2, "reduces": 2},
 ]
 
 
-@pytest.mark.parametrize("job", JOBS, ids=lambda j: j["workload"])
+@pytest.mark.parametrize("job", JOBS, ids=lambda j: j["workload"] + ("-named" if "input" in j else ""))
 def test_every_source_reading_op_gives_the_same_output_from_the_cache(tmp_path: Path, job: dict) -> None:
+    if "input" in job:
+        (tmp_path / job["input"]).write_text("".join(f"n{i} pkg-{i * 7 % 300}\n" for i in range(3000)))
+        job = {**job, "input": str(tmp_path / job["input"])}
     scenario = parse_scenario({"name": "t", "jobs": [job]})
     local = LocalJob(plan_job(scenario.jobs[0], 5, scenario), tmp_path)
     plain = local.spec(0, 1, memory_mb=16)

@@ -25,6 +25,8 @@ The SDK blocks: every call into it runs in a worker thread (asyncio.to_thread).
 
 import asyncio
 import re
+from collections.abc import Sequence
+from pathlib import Path
 
 import docker
 from docker.errors import APIError, NotFound
@@ -81,12 +83,19 @@ class DockerProvider:
     """Launch, evict and release emulated nodes as containers of one run."""
 
     def __init__(
-        self, run_id: str, image: str, network: str | None = None, env: dict[str, str] | None = None
+        self,
+        run_id: str,
+        image: str,
+        network: str | None = None,
+        env: dict[str, str] | None = None,
+        inputs: Sequence[Path] = (),
     ) -> None:
         """`network`: an existing network to attach nodes to (e.g. made by compose),
         left in place by close(). Without it, the run gets its own bridge network,
         created on the first launch and removed by close(). `env`: environment of every
-        node (e.g. broker credentials), under the one given to launch()."""
+        node (e.g. broker credentials), under the one given to launch(). `inputs`: host
+        files every node mounts read-only at the same path (the jobs' input files, which
+        tasks open by their absolute path)."""
         _check_docker_name("run id", run_id)
         self.run_id = run_id
         self.image = image
@@ -95,6 +104,7 @@ class DockerProvider:
         self._network_lock = asyncio.Lock()
         self._network: Network | None = None
         self._env = dict(env or {})
+        self._inputs = sorted({str(Path(p).resolve()) for p in inputs})
         self._client = docker.from_env()
 
     # -- public interface -------------------------------------------------------------
@@ -190,7 +200,10 @@ class DockerProvider:
                 environment=env,
                 network=self._network_name,
                 networking_config={self._network_name: endpoint},
-                mounts=[Mount(DATA_DIR, None, type="volume", labels={LABEL_RUN: self.run_id})],
+                mounts=[
+                    Mount(DATA_DIR, None, type="volume", labels={LABEL_RUN: self.run_id}),
+                    *(Mount(path, path, type="bind", read_only=True) for path in self._inputs),
+                ],
                 **limits,
             )
         except APIError as error:

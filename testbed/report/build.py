@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from testbed.report import plots
 from testbed.report.document import (
     Block,
@@ -122,7 +124,7 @@ def _scenario_jobs_and_chaos(run: RunData) -> list[list[str]]:
     if isinstance(chaos, dict):
         transient = chaos.get("transient") or {}
         lifetime = transient.get("lifetime", "none") if isinstance(transient, dict) else "none"
-        rows.append(["transient lifetime model", str(lifetime)])
+        rows.append(["transient lifetime model (trace time)", as_written(lifetime)])
         rows.append(["eviction storms", str(len(chaos.get("storms") or []))])
     return rows
 
@@ -134,12 +136,12 @@ def _summary(run: RunData, metrics: RunMetrics) -> list[Block]:
             "jobs (succeeded / failed / unfinished)",
             f"{m.jobs} ({m.succeeded} / {m.failed} / {m.unfinished})",
         ],
-        ["mean JCT (s)", seconds(m.jct.mean)],
-        ["p50 JCT (s)", seconds(m.jct.p50)],
-        ["p95 JCT (s)", seconds(m.jct.p95)],
-        ["max JCT (s)", seconds(m.jct.max)],
-        ["mean queueing delay (s)", seconds(m.queue.mean)],
-        ["makespan (s)", seconds(m.makespan_s)],
+        ["mean JCT (s, wall)", seconds(m.jct.mean)],
+        ["p50 JCT (s, wall)", seconds(m.jct.p50)],
+        ["p95 JCT (s, wall)", seconds(m.jct.p95)],
+        ["max JCT (s, wall)", seconds(m.jct.max)],
+        ["mean queueing delay (s, wall)", seconds(m.queue.mean)],
+        ["makespan (s, wall)", seconds(m.makespan_s)],
         ["tasks / attempts", f"{m.tasks} / {m.attempts}"],
         ["relaunched tasks", str(m.relaunched_tasks)],
         ["relaunched ratio", ratio(m.relaunched_ratio)],
@@ -170,12 +172,12 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
     headers = [
         "workload",
         "jobs",
-        "mean JCT (s)",
-        "p50 JCT (s)",
-        "p95 JCT (s)",
-        "max JCT (s)",
-        "mean queue (s)",
-        "p95 queue (s)",
+        "mean JCT (s, wall)",
+        "p50 JCT (s, wall)",
+        "p95 JCT (s, wall)",
+        "max JCT (s, wall)",
+        "mean queue (s, wall)",
+        "p95 queue (s, wall)",
     ]
     rows = []
     for workload, stats in [*metrics.jct_by_workload.items(), ("all", metrics.jct)]:
@@ -210,12 +212,12 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
         *_image(
             "jct_cdf",
             "CDF of job completion times",
-            plots.cdf(jct_series, "JCT (s)", "Job completion time CDF"),
+            plots.cdf(jct_series, "JCT (s, wall)", "Job completion time CDF"),
         ),
         *_image(
             "queue_cdf",
             "CDF of queueing delays",
-            plots.cdf(queue_series, "queueing delay (s)", "Queueing delay CDF"),
+            plots.cdf(queue_series, "queueing delay (s, wall)", "Queueing delay CDF"),
         ),
         Heading("Jobs", 3),
         Table(
@@ -223,15 +225,15 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
                 "job",
                 "workload",
                 "status",
-                "submit (s)",
-                "start (s)",
-                "finish (s)",
-                "JCT (s)",
-                "queue (s)",
+                "submit (s, wall)",
+                "start (s, wall)",
+                "finish (s, wall)",
+                "JCT (s, wall)",
+                "queue (s, wall)",
                 "tasks",
                 "relaunched",
-                "map phase (s)",
-                "reduce phase (s)",
+                "map phase (s, wall)",
+                "reduce phase (s, wall)",
             ],
             [
                 [
@@ -266,7 +268,7 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
     if run.nodes:
         blocks.append(
             Table(
-                ["node", "class", "launched (s)", "ended (s)", "end reason", "alive (s)"],
+                ["node", "class", "launched (s, wall)", "ended (s, wall)", "end reason", "alive (s, wall)"],
                 [
                     [
                         n.node_id,
@@ -283,16 +285,25 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
     blocks.append(Heading("Evictions", 3))
     if not run.evictions:
         return [*blocks, Paragraph("No evictions.")]
+    launched = {n.node_id: n.launched_s for n in run.nodes}
     return [
         *blocks,
+        Paragraph(
+            "Lived = eviction - launch, wall seconds; lifetime drawn = what the lifetime model "
+            f"gave the node, in trace seconds (wall seconds x time scale {run.time_scale:g})."
+        ),
         Table(
-            ["t (s)", "node", "class", "reason", "lifetime (s)", "tasks running", "bytes lost"],
+            [
+                *("t (s, wall)", "node", "class", "reason", "lived (s, wall)"),
+                *("lifetime drawn (s, trace)", "tasks running", "bytes lost"),
+            ],
             [
                 [
                     seconds(e.t_s),
                     e.node_id,
                     e.node_class,
                     e.reason or "-",
+                    seconds(e.t_s - launched[e.node_id] if e.node_id in launched else None),
                     seconds(e.lifetime_s),
                     number(e.tasks_running),
                     size(e.bytes_lost),
@@ -301,6 +312,14 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
             ],
         ),
     ]
+
+
+def as_written(value: object) -> str:
+    """A scenario value as YAML would write it inline (``weibull: {shape: 0.6, scale: 3m}``)."""
+    if isinstance(value, str | int | float):
+        return str(value)
+    text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=10**6).strip()
+    return text[1:-1] if isinstance(value, dict) and text.startswith("{") else text
 
 
 def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
@@ -386,7 +405,7 @@ def _extra_total(key: str, run: RunData) -> str:
 
 def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
     scaled = run.time_scale != 1.0
-    headers = ["class", "nodes", "node-seconds", "price per hour", "cost"]
+    headers = ["class", "nodes", "node-seconds (wall)", "price per hour", "cost"]
     if scaled:
         headers.append("cost at trace time")
     rows = []
@@ -479,8 +498,8 @@ def _elasticity(run: RunData, metrics: RunMetrics) -> list[Block]:
                 "mean ratio",
                 "min ratio",
                 "elastic spill",
-                "model error elastic (s)",
-                "model error regular (s)",
+                "model error elastic (s, wall)",
+                "model error regular (s, wall)",
             ],
             rows,
         ),
@@ -491,7 +510,7 @@ def _elasticity(run: RunData, metrics: RunMetrics) -> list[Block]:
             Table(
                 [
                     *("task", "node", "memory (MB)", "ideal (MB)", "ratio"),
-                    *("predicted (s)", "measured (s)", "spill"),
+                    *("predicted (s, wall)", "measured (s, wall)", "spill"),
                 ],
                 [
                     [

@@ -148,12 +148,12 @@ class RunMetrics:
     def headline(self) -> dict[str, float | None]:
         """The metrics a comparison puts side by side, keyed by a readable name."""
         return {
-            "mean JCT (s)": self.jct.mean,
-            "p50 JCT (s)": self.jct.p50,
-            "p95 JCT (s)": self.jct.p95,
-            "max JCT (s)": self.jct.max,
-            "mean queueing delay (s)": self.queue.mean,
-            "makespan (s)": self.makespan_s,
+            "mean JCT (s, wall)": self.jct.mean,
+            "p50 JCT (s, wall)": self.jct.p50,
+            "p95 JCT (s, wall)": self.jct.p95,
+            "max JCT (s, wall)": self.jct.max,
+            "mean queueing delay (s, wall)": self.queue.mean,
+            "makespan (s, wall)": self.makespan_s,
             "jobs succeeded": float(self.succeeded),
             "relaunched ratio": self.relaunched_ratio,
             "evictions": float(self.evictions),

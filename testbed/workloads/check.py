@@ -99,6 +99,6 @@ def _check_pagerank(job: Any, seed: int, directory: Path) -> list[str]:
     elif not got.matches(expected):
         worst = int(np.argmax(np.abs(got.ranks - expected.ranks)))
         problems.append(
-            f"node {int(got.ids[worst])} has rank {got.ranks[worst]!r}, expected {expected.ranks[worst]!r}"
+            f"node {got.ids[worst]} has rank {got.ranks[worst]!r}, expected {expected.ranks[worst]!r}"
         )
     return problems

@@ -139,8 +139,8 @@ def write_generated(job: Any, seed: int, handle: Any) -> None:
     else:
         handle.write(b"# R-MAT edges: src dst\n")
         for source in pagerank.sources_of(job, seed):
-            for src, dst in pagerank.source_edges(source):
-                lines = np.char.add(np.char.add(src.astype(str), " "), dst.astype(str))
+            for chunk in pagerank.source_edges(source):
+                lines = np.char.add(np.char.add(chunk.src.astype(str), " "), chunk.dst.astype(str))
                 handle.write(("\n".join(lines.tolist()) + "\n").encode())
 
 

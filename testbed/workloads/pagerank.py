@@ -1,8 +1,15 @@
 """PageRank with links co-partitioned with ranks, as in the RDD paper (section 3.2.2).
 
 Input: an edge list, ``src dst`` per line (whitespace separated, ``#`` starts
-a comment, node ids are non-negative integers), from files or from a seeded
-R-MAT generator. The graph's nodes are every id seen; duplicate edges
+a comment), from files or from a seeded R-MAT generator. A node is any
+whitespace-free token: package names, URLs and user names work as well as
+integers. Inside the job every node has a 64-bit integer id: a decimal integer
+below 2**62 written without leading zeros is its own id; any other token (a
+name) gets a 62-bit BLAKE2b hash of its bytes with bit 62 set, so every split
+maps a name to the same id without a global dictionary. Names travel to the
+partition that owns them (``pagerank.links`` keeps them, and refuses two names
+with one hash), and the last stage writes each node as it was written in the
+input. The graph's nodes are every id seen; duplicate edges
 collapse; a self-loop is kept as an ordinary out-link (the node gives itself
 a share of its rank). Node ``v`` lives in partition ``owner(v)`` (a 64-bit mix
 of the id, modulo the partitions).
@@ -16,10 +23,12 @@ Stages (P = the job's ``reduces``, K = ``iterations``):
 
 - ``pagerank.edges`` (one task per input split): parses edges and sends each to
   the partition of its source, plus a marker ``(v, -1)`` for every target v to
-  the partition of v (so a node with no out-link is known to its owner).
+  the partition of v (so a node with no out-link is known to its owner), and
+  the names of named nodes to their owners.
 - ``pagerank.links`` (P tasks, shuffle): deduplicates and sorts the partition's
   edges under the budget (external sort), and stores partition 0 = the edges
-  sorted by source, partition 1 = the node table (id, out-degree).
+  sorted by source, partition 1 = the node table (id, out-degree), partition
+  2 = the names of the partition's named nodes.
 - ``pagerank.scatter`` (P tasks, narrow on links): iteration 0's contributions.
 - ``pagerank.iterate`` (K stages of P tasks, shuffle on the stage before, narrow
   on links): sums the contributions received, computes the partition's new
@@ -40,17 +49,19 @@ plan is static) but do almost nothing. This equals stopping after the first
 iteration whose change is below the tolerance.
 
 Memory: the node table, ranks and sums of a partition (40 bytes per node) are
-held in memory, as in every vertex-partitioned graph system; edges stream
+held in memory (and, for named nodes, their names in ``pagerank.edges``,
+``pagerank.links`` and the last stage), as in every vertex-partitioned graph system; edges stream
 through, and the contributions buffer (combined by destination) spills sorted
 runs when it reaches its share of the budget.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +87,10 @@ BUFFER_FRACTION = 0.3
 """Share of the budget for buffered edges or contributions (sorting and combining
 a full buffer takes about three times its size)."""
 HEADER, CONTRIBUTIONS, RANKS = b"H", b"C", b"R"
+EDGES, NAMES = b"E", b"N"
+NAMED = 1 << 62
+"""Bit 62 marks the id of a named node (a hash of its name)."""
+NAMES_PER_FRAME = 1 << 14
 _COMMENT = re.compile(rb"#[^\n]*")
 
 
@@ -133,8 +148,25 @@ CONTRIBS = ArrayKind(CONTRIB_DTYPE, _contrib_order, _contrib_keys, _sum_contribs
 # ------------------------------------------------------------------ input
 
 
-def parse_edges(data: bytes, where: str = "input") -> tuple[np.ndarray, np.ndarray]:
-    """(src, dst) arrays of a chunk of whole lines; a malformed line raises ValueError."""
+@dataclass
+class EdgeChunk:
+    """Edges of a chunk of input as node ids, and the names of its named nodes."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    names: dict[int, bytes] = field(default_factory=dict)
+
+
+def node_id(token: bytes) -> int:
+    """A canonical decimal integer below 2**62 is its own id; any other token is a name:
+    a 62-bit BLAKE2b hash with bit 62 set (so names never meet integer ids)."""
+    if token.isdigit() and len(token) <= 18 and (token[0] != 0x30 or len(token) == 1):
+        return int(token)
+    return NAMED | (int.from_bytes(hashlib.blake2b(token, digest_size=8).digest(), "little") & (NAMED - 1))
+
+
+def parse_edges(data: bytes, where: str = "input") -> EdgeChunk:
+    """The edges of a chunk of whole lines; a line without exactly two tokens raises ValueError."""
     if b"#" in data:
         data = _COMMENT.sub(b"", data)
     tokens = data.split()
@@ -142,23 +174,22 @@ def parse_edges(data: bytes, where: str = "input") -> tuple[np.ndarray, np.ndarr
     if len(tokens) != 2 * lines:
         bad = next(line for line in data.splitlines() if line.strip() and len(line.split()) != 2)
         raise ValueError(f"{where}: expected 'src dst' per line, found {_text(bad[:80])!r}")
-    try:
-        pairs = np.array(tokens, dtype=np.int64).reshape(-1, 2) if tokens else np.empty((0, 2), np.int64)
-    except ValueError:
-        bad_token = next(t for t in tokens if not t.isdigit())
-        raise ValueError(
-            f"{where}: node ids are non-negative integers, found {_text(bad_token[:40])!r}"
-        ) from None
-    if len(pairs) and pairs.min() < 0:
-        raise ValueError(f"{where}: node ids are non-negative integers, found {int(pairs.min())}")
-    return pairs[:, 0].copy(), pairs[:, 1].copy()
+    ids = {token: node_id(token) for token in set(tokens)}
+    pairs = np.fromiter((ids[t] for t in tokens), dtype=np.int64, count=len(tokens)).reshape(-1, 2)
+    names = {i: token for token, i in ids.items() if i >= NAMED}
+    return EdgeChunk(pairs[:, 0].copy(), pairs[:, 1].copy(), names)
+
+
+def node_names(ids: np.ndarray, names: dict[int, bytes]) -> list[bytes]:
+    """Each node as the input wrote it: its name, or its integer id in decimal."""
+    return [names[i] if i >= NAMED else str(i).encode() for i in ids.tolist()]
 
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def rmat_piece(seed: int, index: int, piece: int, count: int, nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def rmat_piece(seed: int, index: int, piece: int, count: int, nodes: int) -> EdgeChunk:
     """``count`` R-MAT edges (a=0.57, b=c=0.19, d=0.05) over ids 0..nodes-1, from (seed, index, piece).
 
     Ids are drawn over the next power of two and folded modulo ``nodes``.
@@ -172,10 +203,10 @@ def rmat_piece(seed: int, index: int, piece: int, count: int, nodes: int) -> tup
         r = rng.random(count)
         src = (src << 1) | (r >= a + b)
         dst = (dst << 1) | (((r >= a) & (r < a + b)) | (r >= a + b + c))
-    return src % nodes, dst % nodes
+    return EdgeChunk(src % nodes, dst % nodes)
 
 
-def generate_split(seed: int, index: int, count: int, nodes: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def generate_split(seed: int, index: int, count: int, nodes: int) -> Iterator[EdgeChunk]:
     for piece, start in enumerate(range(0, count, PIECE_EDGES)):
         yield rmat_piece(seed, index, piece, min(PIECE_EDGES, count - start), nodes)
 
@@ -194,7 +225,7 @@ def sources_of(job: PagerankJob, seed: int) -> list[dict[str, Any]]:
     ]
 
 
-def source_edges(source: dict[str, Any]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def source_edges(source: dict[str, Any]) -> Iterator[EdgeChunk]:
     if "generate" in source:
         g = source["generate"]
         yield from generate_split(g["seed"], g["index"], g["count"], g["nodes"])
@@ -213,7 +244,7 @@ def plan(job: PagerankJob, seed: int) -> JobPlan:
     shared = {"damping": job.damping, "tolerance": job.tolerance}
     stages = [
         StagePlan("pagerank.edges", len(sources), parts, task_params=tuple(sources)),
-        StagePlan("pagerank.links", parts, 2, (Dependency(0, "shuffle"),)),
+        StagePlan("pagerank.links", parts, 3, (Dependency(0, "shuffle"),)),
         StagePlan("pagerank.scatter", parts, parts, (Dependency(1, "narrow"),), shared_params=shared),
     ]
     for iteration in range(1, job.iterations + 1):
@@ -238,10 +269,12 @@ def edges_task(ctx: TaskContext) -> None:
     partitions = ctx.spec.partitions
     files = SpillFiles(ctx.scratch, ctx.metrics)
     buffer = ArrayBuffer(EDGES_BY_PARTITION, partitions, int(ctx.budget_bytes * BUFFER_FRACTION), files)
-    pieces = source_edges(ctx.params)
+    chunks = source_edges(ctx.params)
     if ctx.caches_input:
-        pieces = _edge_arrays(ctx.through_input_cache(_edge_bytes(pieces)))
-    for src, dst in pieces:
+        chunks = _edge_chunks(ctx.through_input_cache(_edge_bytes(chunks)))
+    names: dict[int, bytes] = {}
+    for chunk in chunks:
+        src, dst = chunk.src, chunk.dst
         ctx.metrics.records_in += len(src)
         ctx.metrics.bytes_in += src.nbytes + dst.nbytes
         edges = np.empty(len(src), dtype=EDGE_DTYPE)
@@ -251,30 +284,69 @@ def edges_task(ctx: TaskContext) -> None:
         markers = np.empty(len(targets), dtype=EDGE_DTYPE)
         markers["src"], markers["dst"] = targets, MARKER
         buffer.add(markers, owner(targets, partitions))
-    _write_arrays(ctx, buffer)
-
-
-def _edge_bytes(pieces: Iterator[tuple[np.ndarray, np.ndarray]]) -> Iterator[bytes]:
-    """Parsed or generated edges as they are kept in the input cache (packed ``EDGE_DTYPE``)."""
-    for src, dst in pieces:
-        edges = np.empty(len(src), dtype=EDGE_DTYPE)
-        edges["src"], edges["dst"] = src, dst
-        yield edges.tobytes()
-
-
-def _edge_arrays(chunks: Iterator[bytes]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    for chunk in chunks:
-        edges = np.frombuffer(chunk, dtype=EDGE_DTYPE)
-        yield edges["src"], edges["dst"]
-
-
-def _write_arrays(ctx: TaskContext, buffer: ArrayBuffer, prefix: bytes = b"") -> None:
+        names.update(chunk.names)
     writer = ctx.open_output()
-    for partition, chunks in buffer.finish(_chunk_bytes(ctx.budget_bytes)):
-        for chunk in chunks:
-            writer.write(partition, prefix + chunk.tobytes())
-            ctx.metrics.records_out += len(chunk)
+    named = _names_by_partition(names, partitions)
+    for partition, records in buffer.finish(_chunk_bytes(ctx.budget_bytes)):
+        for record_chunk in records:
+            writer.write(partition, EDGES + record_chunk.tobytes())
+            ctx.metrics.records_out += len(record_chunk)
+        for frame in _name_frames(named[partition]):
+            writer.write(partition, NAMES + frame)
     ctx.commit_output(writer)
+
+
+def _edge_bytes(chunks: Iterator[EdgeChunk]) -> Iterator[bytes]:
+    """Parsed or generated edges as they are kept in the input cache (packed ``EDGE_DTYPE``
+    frames, then the chunk's names)."""
+    for chunk in chunks:
+        edges = np.empty(len(chunk.src), dtype=EDGE_DTYPE)
+        edges["src"], edges["dst"] = chunk.src, chunk.dst
+        yield EDGES + edges.tobytes()
+        if chunk.names:
+            yield from (NAMES + frame for frame in _name_frames(chunk.names))
+
+
+def _edge_chunks(cached: Iterator[bytes]) -> Iterator[EdgeChunk]:
+    for data in cached:
+        tag, body = data[:1], data[1:]
+        if tag == NAMES:
+            yield EdgeChunk(np.empty(0, np.int64), np.empty(0, np.int64), _unpack_names(body))
+        else:
+            edges = np.frombuffer(body, dtype=EDGE_DTYPE)
+            yield EdgeChunk(edges["src"], edges["dst"])
+
+
+def _names_by_partition(names: dict[int, bytes], partitions: int) -> list[dict[int, bytes]]:
+    split: list[dict[int, bytes]] = [{} for _ in range(partitions)]
+    ids = np.fromiter(names, dtype=np.int64, count=len(names))
+    for node, partition in zip(ids.tolist(), owner(ids, partitions).tolist(), strict=True):
+        split[partition][node] = names[node]
+    return split
+
+
+def _name_frames(names: dict[int, bytes]) -> Iterator[bytes]:
+    """``names`` as msgpack frames of ``[ids, names]``, in id order."""
+    ids = sorted(names)
+    for start in range(0, len(ids), NAMES_PER_FRAME):
+        some = ids[start : start + NAMES_PER_FRAME]
+        yield msgpack.packb([some, [names[i] for i in some]])
+
+
+def _unpack_names(frame: bytes) -> dict[int, bytes]:
+    ids, names = msgpack.unpackb(frame)
+    return dict(zip(ids, names, strict=True))
+
+
+def _merge_names(names: dict[int, bytes], more: dict[int, bytes]) -> None:
+    """Add ``more`` to ``names``; two names with one id (a hash collision) are refused."""
+    for node, name in more.items():
+        known = names.setdefault(node, name)
+        if known != name:
+            raise ValueError(
+                f"node names {_text(known)!r} and {_text(name)!r} have the same 62-bit hash: "
+                "rename one of them"
+            )
 
 
 def _chunk_bytes(budget: int) -> int:
@@ -283,11 +355,17 @@ def _chunk_bytes(budget: int) -> int:
 
 def links_task(ctx: TaskContext) -> None:
     """Partition 0: this partition's distinct edges sorted by source (after an empty frame,
-    so the block is never empty); partition 1: the node table."""
+    so the block is never empty); partition 1: the node table; partition 2: the names of
+    the partition's named nodes."""
     files = SpillFiles(ctx.scratch, ctx.metrics)
     buffer = ArrayBuffer(EDGES_SORTED, 1, int(ctx.budget_bytes * BUFFER_FRACTION), files)
+    names: dict[int, bytes] = {}
     for frame in ctx.input_frames(0):
-        edges = np.frombuffer(frame, dtype=EDGE_DTYPE)
+        tag, body = frame[:1], frame[1:]
+        if tag == NAMES:
+            _merge_names(names, _unpack_names(body))
+            continue
+        edges = np.frombuffer(body, dtype=EDGE_DTYPE)
         ctx.metrics.records_in += len(edges)
         buffer.add(edges, np.zeros(len(edges), dtype=np.uint8))
     writer = ctx.open_output()
@@ -303,9 +381,11 @@ def links_task(ctx: TaskContext) -> None:
             ids.append(chunk_ids)
             degrees.append(np.bincount(inverse, weights=chunk["dst"] != MARKER, minlength=len(chunk_ids)))
     nodes = _node_table(ids, degrees)
-    ctx.note_buffered(nodes.nbytes)
+    ctx.note_buffered(nodes.nbytes + sum(len(n) for n in names.values()))
     for start in range(0, len(nodes), 1 << 16):
         writer.write(1, nodes[start : start + (1 << 16)].tobytes())
+    for frame in _name_frames(names):
+        writer.write(2, frame)
     ctx.commit_output(writer)
 
 
@@ -391,7 +471,10 @@ def iterate_task(ctx: TaskContext) -> None:
     part = Partition(ids, outdeg, _new_ranks(ctx.params, headers, sums, dangling, total, previous))
     ctx.note_buffered(part.nbytes)
     if ctx.spec.final:
-        _write_ranks(ctx, part)
+        names: dict[int, bytes] = {}
+        for frame in _links_frames(ctx, 1, 2):
+            names.update(_unpack_names(frame))
+        _write_ranks(ctx, part, names)
         return
     header = {"nodes": len(ids), "dangling": float(part.ranks[outdeg == 0].sum()), "unit": "mass"}
     _scatter(ctx, part, 1, header, previous)
@@ -458,12 +541,12 @@ def _scatter(
     ctx.commit_output(writer)
 
 
-def _write_ranks(ctx: TaskContext, part: Partition) -> None:
-    with open(ctx.final_path, "w", encoding="ascii") as out:
+def _write_ranks(ctx: TaskContext, part: Partition, names: dict[int, bytes]) -> None:
+    with open(ctx.final_path, "wb") as out:
         for start in range(0, len(part.ids), 1 << 14):
-            ids = part.ids[start : start + (1 << 14)].tolist()
+            nodes = node_names(part.ids[start : start + (1 << 14)], names)
             ranks = part.ranks[start : start + (1 << 14)].tolist()
-            out.write("".join(f"{i}\t{r!r}\n" for i, r in zip(ids, ranks, strict=True)))
+            out.write(b"".join(b"%s\t%r\n" % (n, r) for n, r in zip(nodes, ranks, strict=True)))
     ctx.metrics.records_out = len(part.ids)
 
 
@@ -472,10 +555,15 @@ def _write_ranks(ctx: TaskContext, part: Partition) -> None:
 
 @dataclass(frozen=True)
 class Ranks:
-    """Node ids (sorted) and their ranks."""
+    """Nodes (their ids, or names as the input wrote them, sorted) and their ranks."""
 
     ids: np.ndarray
     ranks: np.ndarray
+
+    @classmethod
+    def by_name(cls, names: list[str], ranks: list[float] | np.ndarray) -> Ranks:
+        order = sorted(range(len(names)), key=names.__getitem__)
+        return cls(np.array([names[i] for i in order], dtype=object), np.asarray(ranks, dtype=float)[order])
 
     def matches(self, other: Ranks, rtol: float = 1e-9) -> bool:
         """Same nodes and ranks equal within ``rtol`` (summation order differs between runs)."""
@@ -485,10 +573,11 @@ class Ranks:
 
 
 def job_edges(job: PagerankJob, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    pieces = [pair for source in sources_of(job, seed) for pair in source_edges(source)]
+    """The edges of a job as the workload's own parser reads them (64-bit ids)."""
+    pieces = [chunk for source in sources_of(job, seed) for chunk in source_edges(source)]
     if not pieces:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    return np.concatenate([s for s, _ in pieces]), np.concatenate([d for _, d in pieces])
+    return np.concatenate([c.src for c in pieces]), np.concatenate([c.dst for c in pieces])
 
 
 @dataclass(frozen=True)
@@ -535,16 +624,38 @@ def reference_ranks(
 
 
 def reference_output(job: PagerankJob, seed: int) -> Ranks:
-    src, dst = job_edges(job, seed)
-    return reference_ranks(src, dst, job.damping, job.iterations, job.tolerance)
+    """The ranks by node name: files are read by a parser of their own, which numbers the
+    distinct tokens densely (no hashing), generated graphs keep their integer ids."""
+    if job.input:
+        names, src, dst = _dense_edges(resolve_inputs(job.input))
+    else:
+        src, dst = job_edges(job, seed)
+        names = None
+    ranks = reference_ranks(src, dst, job.damping, job.iterations, job.tolerance)
+    ids = ranks.ids.tolist() if names is None else [names[i] for i in ranks.ids.tolist()]
+    return Ranks.by_name([str(i) for i in ids], ranks.ranks)
+
+
+def _dense_edges(paths: list[Path]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Every node token numbered 0..N-1 in order of first appearance, and the edges so numbered."""
+    numbers: dict[bytes, int] = {}
+    ends: list[int] = []
+    for path in paths:
+        for line in path.read_bytes().splitlines():
+            tokens = line.split(b"#", 1)[0].split()
+            if len(tokens) not in (0, 2):
+                raise ValueError(f"{path}: expected 'src dst' per line, found {_text(line[:80])!r}")
+            ends.extend(numbers.setdefault(t, len(numbers)) for t in tokens)
+    pairs = np.array(ends, dtype=np.int64).reshape(-1, 2)
+    names = [t.decode("utf-8", errors="surrogateescape") for t in numbers]
+    return names, pairs[:, 0], pairs[:, 1]
 
 
 def read_output(directory: Path) -> Ranks:
-    ids, ranks = [], []
+    names, ranks = [], []
     for part in sorted(Path(directory).glob("part-*")):
-        for line in part.read_text(encoding="ascii").splitlines():
-            node, _, rank = line.partition("\t")
-            ids.append(int(node))
+        for line in part.read_bytes().splitlines():
+            node, _, rank = line.partition(b"\t")
+            names.append(node.decode("utf-8", errors="surrogateescape"))
             ranks.append(float(rank))
-    order = np.argsort(np.array(ids, dtype=np.int64), kind="stable")
-    return Ranks(np.array(ids, dtype=np.int64)[order], np.array(ranks)[order])
+    return Ranks.by_name(names, ranks)

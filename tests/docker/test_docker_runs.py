@@ -16,7 +16,8 @@ import pytest
 
 from master.providers.base import ForeignNodeError
 from master.run import run_scenario
-from testbed.scenario import EvictSpec, load_scenario
+from testbed.scenario import EvictSpec, SortJob, load_scenario
+from testbed.workloads.cli import write_generated
 from tests.conftest import make_scenario
 from tests.docker.conftest import Decoys, new_run_id, remove_run, run_leftovers
 from tests.e2e.test_workloads_run import assert_exact
@@ -188,3 +189,36 @@ def _now() -> float:
 
 def _pause() -> None:
     time.sleep(1)  # polling the engine's record of an external process, not synchronising ours
+
+
+async def test_a_jobs_input_file_is_mounted_read_only_at_its_own_path(
+    docker_client: docker.DockerClient, image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id = f"inputs-{new_run_id()}"
+    monkeypatch.setenv("TESTBED_RUN_ID", run_id)
+    monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
+    data = tmp_path / "user data" / "my-sort.dat"
+    data.parent.mkdir()
+    with data.open("wb") as handle:
+        write_generated(SortJob(workload="sort", size_mb=1), 11, handle)
+    scenario = make_scenario(
+        cluster={"reserved": 1, "transient": 1, "heartbeat_interval": 0.2, "heartbeat_timeout": 5},
+        jobs=[{"workload": "sort", "input": str(data), "maps": 2, "reduces": 2, "memory_mb": 64}],
+    )
+    mounts: list[dict[str, Any]] = []
+
+    def on_event(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "task_started" and not mounts:
+            container = docker_client.containers.get(f"testbed-{run_id}-{record['node']}")
+            mounts.extend(m for m in container.attrs["Mounts"] if m["Type"] == "bind")
+
+    try:
+        result = await run_scenario(scenario, tmp_path / "run", backend="docker", on_event=on_event)
+        assert result.ok, result.summary
+        assert_exact(scenario, tmp_path / "run")
+        assert [(m["Source"], m["Destination"], m["RW"]) for m in mounts] == [
+            (str(data.resolve()), str(data.resolve()), False)
+        ]
+        assert run_leftovers(docker_client, run_id) == []
+    finally:
+        remove_run(docker_client, run_id)

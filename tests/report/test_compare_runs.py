@@ -32,17 +32,17 @@ def test_ratios_are_to_the_first_run(spark_run: RecordedRun, pado_run: RecordedR
     comparison = compare_runs([spark_run.path, pado_run.path])
     assert [run.label for run in comparison.runs] == ["spark", "pado"]
     expected = mean_jct(pado_run) / mean_jct(spark_run)
-    assert comparison.ratio("mean JCT (s)", 1) == pytest.approx(expected)
+    assert comparison.ratio("mean JCT (s, wall)", 1) == pytest.approx(expected)
     assert comparison.ratio("cost", 1) == pytest.approx(cost(pado_run) / cost(spark_run))
     assert comparison.ratio("evictions", 1) == 1.0
-    assert f"pado / spark mean JCT (s) {expected:.2f}x" in comparison.ratio_lines()
+    assert f"pado / spark mean JCT (s, wall) {expected:.2f}x" in comparison.ratio_lines()
 
 
 def test_markdown_table(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
     text = compare_runs([spark_run.path, pado_run.path]).to_markdown()
     assert "| metric | spark | pado | pado / spark |" in text
     spark, pado = mean_jct(spark_run), mean_jct(pado_run)
-    assert f"| mean JCT (s) | {spark:.4g} | {pado:.4g} | {pado / spark:.2f}x |" in text
+    assert f"| mean JCT (s, wall) | {spark:.4g} | {pado:.4g} | {pado / spark:.2f}x |" in text
     assert "| spark (baseline) | fifo / spark / static |" in text
     spill = sum(t["spill_bytes"] for t in spark_run.tasks)
     assert f"| spill bytes | {spill} | {spill} | 1.00x |" in text
@@ -51,13 +51,13 @@ def test_markdown_table(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
 def test_csv_table(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
     comparison = compare_runs([spark_run.path, pado_run.path])
     rows = {r["metric"]: r for r in csv.DictReader(io.StringIO(comparison.to_csv()))}
-    assert float(rows["mean JCT (s)"]["spark"]) == pytest.approx(mean_jct(spark_run))
-    assert float(rows["mean JCT (s)"]["pado"]) == pytest.approx(mean_jct(pado_run))
-    assert float(rows["mean JCT (s)"]["pado / spark"]) == pytest.approx(
+    assert float(rows["mean JCT (s, wall)"]["spark"]) == pytest.approx(mean_jct(spark_run))
+    assert float(rows["mean JCT (s, wall)"]["pado"]) == pytest.approx(mean_jct(pado_run))
+    assert float(rows["mean JCT (s, wall)"]["pado / spark"]) == pytest.approx(
         mean_jct(pado_run) / mean_jct(spark_run)
     )
     jcts = [j["jct_s"] for j in spark_run.jobs]
-    assert float(rows["p95 JCT (s)"]["spark"]) == pytest.approx(
+    assert float(rows["p95 JCT (s, wall)"]["spark"]) == pytest.approx(
         statistics.quantiles(jcts, n=100, method="inclusive")[94]
     )
     assert float(rows["cost"]["spark"]) == pytest.approx(cost(spark_run))

@@ -134,7 +134,25 @@ def test_report_md_cost_data_decisions_and_policy_sections(spark_run: RecordedRu
     for kind, count in Counter(kind for _, kind in DECISIONS).items():
         assert row(kind, count) in text
     assert row("mean_short_queue_s", f"{spark_run.summary['mean_short_queue_s']:g}") in text
-    assert row("6.00", "t1", "transient", "lifetime", "6.00", 1, "976.56 KiB") in text
+    assert row("6.00", "t1", "transient", "lifetime", "6.00", "6.00", 1, "976.56 KiB") in text
+
+
+def test_every_time_says_its_clock_and_a_lifetime_model_reads_as_written(spark_run: RecordedRun) -> None:
+    import yaml
+
+    scenario = yaml.safe_load((spark_run.path / "scenario.yaml").read_text())
+    scenario["time_scale"] = 60
+    scenario["chaos"] = {"transient": {"lifetime": {"weibull": {"shape": 0.6, "scale": "3m"}}}}
+    (spark_run.path / "scenario.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
+    evictions = (spark_run.path / "evictions.csv").read_text().replace(",6.0,1,", ",359.4,1,")
+    (spark_run.path / "evictions.csv").write_text(evictions)
+    text = write_report(spark_run.path)[0].read_text()
+    assert row("transient lifetime model (trace time)", "weibull: {shape: 0.6, scale: 3m}") in text
+    assert "{'weibull'" not in text
+    assert "| lived (s, wall) | lifetime drawn (s, trace) |" in text
+    assert row("6.00", "t1", "transient", "lifetime", "6.00", "359.40", 1, "976.56 KiB") in text
+    units = re.findall(r"\(s\b[^)]*\)", text)
+    assert len(units) > 20 and set(units) == {"(s, wall)", "(s, trace)"}, set(units)
 
 
 def test_plots_are_written_and_embedded(spark_run: RecordedRun) -> None:
@@ -163,7 +181,7 @@ def test_a_crashed_run_gives_a_partial_report(spark_run: RecordedRun) -> None:
     assert PARTIAL_NOTICE in text
     unfinished = len(submitted) - len(finished)
     assert f"| jobs (succeeded / failed / unfinished) | 3 ({len(finished)} / 0 / {unfinished}) |" in text
-    assert f"| mean JCT (s) | {finished['j1']['jct_s']:.2f} |" in text
+    assert f"| mean JCT (s, wall) | {finished['j1']['jct_s']:.2f} |" in text
     assert "| j2 | sort | unfinished |" in text
     assert "jobs from events.jsonl" in text
     running = [
@@ -187,10 +205,10 @@ def test_events_alone_give_the_same_headline_numbers(spark_run: RecordedRun) -> 
         (spark_run.path / name).unlink()
     from_events = compute_metrics(load_run(spark_run.path))
     keys = [
-        "mean JCT (s)",
-        "p95 JCT (s)",
-        "mean queueing delay (s)",
-        "makespan (s)",
+        "mean JCT (s, wall)",
+        "p95 JCT (s, wall)",
+        "mean queueing delay (s, wall)",
+        "makespan (s, wall)",
         "relaunched ratio",
         "evictions",
         "spill bytes",
