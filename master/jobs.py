@@ -336,9 +336,17 @@ class JobRuntime:
             record.available = False
             record.node = None
 
-    def failed(self, key: TaskKey, attempt: int, counts_as_failure: bool, error: str | None = None) -> bool:
+    def failed(
+        self,
+        key: TaskKey,
+        attempt: int,
+        counts_as_failure: bool,
+        error: str | None = None,
+        fatal: bool = False,
+    ) -> bool:
         """Back to pending; False when stale. Too many real failures fail the job, whose error
-        ends with the last line of the task's (``error``, e.g. the exception of a bad input)."""
+        ends with the last line of the task's (``error``, e.g. the exception of a bad input);
+        a ``fatal`` failure (malformed input data, which every attempt would meet) fails it at once."""
         record = self.tasks[key]
         if record.status != "running" or record.attempt != attempt:
             return False
@@ -346,11 +354,12 @@ class JobRuntime:
         record.node = None
         if counts_as_failure:
             record.failures += 1
-            if record.failures >= MAX_FAILURES:
+            if record.failures >= MAX_FAILURES or fatal:
                 self.status = "failed"
                 last = (error or "").strip().splitlines()[-1:]
                 reason = f": {last[0]}" if last else ""
-                self.error = f"task {self.task_id(key)} failed {record.failures} times{reason}"
+                times = "" if fatal else f" {record.failures} times"
+                self.error = f"task {self.task_id(key)} failed{times}{reason}"
         self.require_inputs(key)
         return True
 

@@ -70,6 +70,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         *JOB_TOTALS,
         "map_phase_s",
         "reduce_phase_s",
+        "error",
     ),
     "nodes": ("node_id", "node_class", "launched_s", "ended_s", "end_reason", "price_per_hour"),
     "decisions": (

@@ -188,13 +188,16 @@ class SortJob(JobBase):
     @field_validator("input")
     @classmethod
     def _whole_records(cls, value: str | None) -> str | None:
-        for path in resolve_inputs(value) if value else []:
+        paths = resolve_inputs(value) if value else []
+        for path in paths:
             size = path.stat().st_size
             if size % SORT_RECORD_BYTES:
                 raise ValueError(
                     f"expected files of whole {SORT_RECORD_BYTES}-byte records; "
                     f"found {size} bytes in {str(path)!r}"
                 )
+        if paths and not any(path.stat().st_size for path in paths):
+            raise ValueError(f"the input is empty: give at least one {SORT_RECORD_BYTES}-byte record")
         return value
 
 
@@ -205,6 +208,16 @@ class PagerankJob(JobBase):
     iterations: int = Field(default=10, ge=1, le=1000)
     damping: float = Field(default=0.85, gt=0, lt=1)
     tolerance: float | None = Field(default=None, gt=0)
+
+    @field_validator("input")
+    @classmethod
+    def _edge_lists(cls, value: str | None) -> str | None:
+        """The first MiBs of the edge lists, read now: a malformed line is named with its file and line."""
+        from testbed.workloads.pagerank import check_edge_files  # late: the workload imports this module
+
+        if value:
+            check_edge_files(resolve_inputs(value))
+        return value
 
 
 class SleepJob(JobBase):
