@@ -42,7 +42,12 @@ MAX_PLANNED_EVICTIONS = 100_000
 
 def too_large(what: str, found: float, limit: float, unit: str = "") -> str:
     """The message of a value beyond its limit: ``what`` is at most ``limit`` (found ``found``)."""
-    return f"{what} is at most {limit:,g}{unit} (a testbed limit); found {found:,g}{unit}"
+    return f"{what} is at most {_number(limit)}{unit} (a testbed limit); found {_number(found)}{unit}"
+
+
+def _number(value: float) -> str:
+    """``1,000,000`` for whole numbers below 1e15, else 6 significant digits (``1.2e+295``)."""
+    return f"{int(value):,}" if float(value).is_integer() and abs(value) < 1e15 else f"{value:,.6g}"
 
 
 def within_max_duration(seconds: float) -> float:
@@ -61,10 +66,13 @@ def read_data_file(path: Path, what: str, limit: int = MAX_DATA_FILE_BYTES) -> s
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise ValueError(f"{what} {path}: cannot read the file: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{what} {path}: not a regular file; give a file, not a pipe or a device")
-        data = handle.read(limit + 1)
+            raise ValueError(f"{what} {path}: not a regular file; give a file, not a directory or a device")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise ValueError(f"{what} {path}: " + too_large("the file", len(data) >> 20, limit >> 20, " MiB"))
     try:

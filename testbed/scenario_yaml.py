@@ -125,8 +125,10 @@ def load_raw(path: str | Path) -> dict[str, Any]:
         raise ScenarioError([f"{path}: cannot read the file: {exc.strerror}"]) from None
     if len(raw) > MAX_SCENARIO_BYTES:
         raise ScenarioError(
-            [f"{path}: a scenario file is at most {MAX_SCENARIO_BYTES >> 20} MiB (a testbed limit); "
-             "put long job lists in an arrivals trace file"]
+            [
+                f"{path}: a scenario file is at most {MAX_SCENARIO_BYTES >> 20} MiB (a testbed limit); "
+                "put long job lists in an arrivals trace file"
+            ]
         )
     try:
         text = raw.decode("utf-8")
