@@ -19,7 +19,7 @@ from aiohttp import web
 
 from master.providers.base import ForeignNodeError
 from testbed.blocks import TOKEN_HEADER
-from testbed.scenario import EvictSpec
+from testbed.scenario_chaos import EvictSpec
 from testbed.tokens import token_matches
 
 if TYPE_CHECKING:

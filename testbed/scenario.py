@@ -14,24 +14,19 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
-from testbed.durations import parse_duration, parse_rate
 from testbed.limits import (
     MAX_JOBS,
     MAX_NODES_PER_CLASS,
-    MAX_STORM_FIRINGS,
     MAX_TASKS,
     MAX_TASKS_PER_JOB,
     MAX_TIME_SCALE,
@@ -40,19 +35,9 @@ from testbed.limits import (
     too_large,
     within_max_duration,
 )
+from testbed.scenario_base import Duration, Seed, Strict
+from testbed.scenario_chaos import ChaosSpec
 from testbed.scenario_yaml import ScenarioError, apply_override, expand_node_counts, load_raw
-
-Duration = Annotated[float, BeforeValidator(lambda value: within_max_duration(parse_duration(value)))]
-"""Seconds, written ``30s``, ``5m``, ``2h`` or as a number; at most ``MAX_DURATION_S``."""
-MAX_SEED = 2**32 - 1
-Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
-"""Seeds of numpy's generators are non-negative; the bound keeps every derived seed encodable."""
-Rate = Annotated[float, BeforeValidator(parse_rate)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
 
 # --------------------------------------------------------------------- cluster
 
@@ -348,88 +333,6 @@ def _bounded(mix: BurstyMix) -> BurstyMix:
         found = max(mix.short_tasks_mean, mix.long_tasks)
         raise ValueError(too_large("synthetic: short_tasks_mean and long_tasks", found, MAX_TASKS_PER_JOB))
     return mix
-
-
-# --------------------------------------------------------------------- chaos
-
-
-class EvictSpec(Strict):
-    count: int | None = Field(default=None, ge=1)
-    fraction: float | None = Field(default=None, gt=0, le=1)
-    kind: Literal["transient", "reserved", "any"] = "transient"
-    select: Literal["random", "oldest", "youngest", "busiest", "most-data"] = "random"
-
-    @model_validator(mode="after")
-    def _one_amount(self) -> EvictSpec:
-        if (self.count is None) == (self.fraction is None):
-            raise ValueError("give exactly one of count or fraction")
-        return self
-
-
-class StormSpec(Strict):
-    """A scripted storm: once ``at``, repeated ``every`` ``times``, or Poisson ``rate`` in a window."""
-
-    at: Duration | None = None
-    every: Duration | None = Field(default=None, gt=0)
-    times: int = Field(default=1, ge=1, le=MAX_STORM_FIRINGS)
-    start: Duration | None = Field(default=None, alias="from")
-    to: Duration | None = None
-    rate: Rate | None = Field(default=None, gt=0)
-    evict: EvictSpec = EvictSpec(count=1)
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    @model_validator(mode="after")
-    def _one_shape(self) -> StormSpec:
-        window = self.start is not None or self.to is not None or self.rate is not None
-        if window and (self.start is None or self.to is None or self.rate is None):
-            raise ValueError("a storm window needs from, to and rate together")
-        if window and self.at is not None:
-            raise ValueError("give either at (a scheduled storm) or from/to/rate (a window)")
-        if not window and self.at is None:
-            raise ValueError("a storm needs at: TIME, or from/to/rate")
-        if window and self.to <= self.start:  # type: ignore[operator]
-            raise ValueError("to must come after from")
-        expected = self.rate * (self.to - self.start) if window else 0.0  # type: ignore[operator]
-        if expected > MAX_STORM_FIRINGS:
-            raise ValueError(too_large("rate x (to - from)", expected, MAX_STORM_FIRINGS))
-        if self.every is not None and self.at is None:
-            raise ValueError("every repeats a scheduled storm: give at (the first time) with it")
-        if self.times > 1 and self.every is None:
-            raise ValueError("times > 1 needs every (the gap between repeats)")
-        return self
-
-
-LifetimeModel = str | dict[str, Any]
-
-
-class ClassChaosSpec(Strict):
-    lifetime: LifetimeModel = "none"
-    notice: Duration = 0.0
-    replace: bool = True
-    provisioning_delay: Duration = 0.0
-
-    @field_validator("lifetime", mode="before")
-    @classmethod
-    def _known_model(cls, value: Any, info: ValidationInfo) -> Any:
-        """Parse the model now so a typo is a scenario error. A relative ``empirical`` path
-        is relative to the validation context's ``base_dir`` (the scenario file's folder),
-        else the working directory; with a ``base_dir`` it is kept made absolute, so the
-        run's controller, its ``scenario.yaml`` and ``--resume`` read the same file."""
-        from master.chaos.lifetimes import parse_lifetime  # late: master.chaos imports this module
-
-        base_dir = (info.context or {}).get("base_dir")
-        parse_lifetime(value, base_dir)
-        if base_dir is None or not isinstance(value, dict) or not isinstance(value.get("empirical"), str):
-            return value
-        path = Path(value["empirical"]).expanduser()
-        return {"empirical": str(path if path.is_absolute() else Path(base_dir).resolve() / path)}
-
-
-class ChaosSpec(Strict):
-    transient: ClassChaosSpec = ClassChaosSpec()
-    reserved: ClassChaosSpec = ClassChaosSpec()
-    storms: list[StormSpec] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------- task models

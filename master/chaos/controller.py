@@ -23,7 +23,7 @@ from master.chaos.select import select_victims
 from master.policies.base import NodeView
 from master.providers.base import ForeignNodeError
 from testbed.protocol import EvictionNotice
-from testbed.scenario import ClassChaosSpec, EvictSpec
+from testbed.scenario_chaos import ClassChaosSpec, EvictSpec
 
 if TYPE_CHECKING:
     from master.master import Master, NodeRecord

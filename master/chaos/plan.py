@@ -35,7 +35,8 @@ from master.chaos.lifetimes import (
 from master.chaos.select import select_victims
 from master.policies.base import NodeClass, NodeView
 from testbed.limits import MAX_PLANNED_EVICTIONS
-from testbed.scenario import EvictSpec, Scenario, StormSpec
+from testbed.scenario import Scenario
+from testbed.scenario_chaos import EvictSpec, StormSpec
 
 RUNTIME_DEPENDENT = ("busiest", "most-data")
 

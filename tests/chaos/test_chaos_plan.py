@@ -7,7 +7,8 @@ import pytest
 from scipy import stats
 
 from master.chaos.plan import format_plan, plan_evictions, storm_events
-from testbed.scenario import StormSpec, parse_scenario
+from testbed.scenario import parse_scenario
+from testbed.scenario_chaos import StormSpec
 
 
 def scenario(chaos: dict, transient: int = 2, reserved: int = 1, seed: int = 1, time_scale=1.0):
