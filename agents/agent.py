@@ -24,6 +24,7 @@ from aiohttp import web
 from agents.push import push_block
 from agents.shuffle import make_app
 from agents.worker_main import combine_in_worker, run_in_worker
+from testbed.bandwidth import UNLIMITED, NodeLimits
 from testbed.lru import LruCache
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
@@ -71,6 +72,9 @@ class AgentConfig:
     warm_workers: bool = True
     task_memory_limit_mb: int | None = None
     """Extra memory a task worker may allocate (None: no limit); see agents.worker."""
+    network_mbps: float | None = None
+    disk_mb_s: float | None = None
+    """The node's bandwidths (None: unlimited), shared with its task workers (testbed.bandwidth)."""
 
 
 @dataclass
@@ -104,6 +108,7 @@ class Agent:
         self.input_cache = LruCache(0)
         """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
         self.state = "up"
+        self.limits = UNLIMITED
         self.link: MqttLink
         self._stop = asyncio.Event()
 
@@ -131,6 +136,7 @@ class Agent:
 
     async def run(self) -> None:
         (self.config.data_dir / "blocks").mkdir(parents=True, exist_ok=True)
+        self.limits = NodeLimits.create(self.config.data_dir, self.config.network_mbps, self.config.disk_mb_s)
         runner = await self._start_http()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -169,7 +175,9 @@ class Agent:
 
     async def _start_http(self) -> web.AppRunner:
         identity = {"node": self.config.node_id, "incarnation": self.incarnation}
-        app = make_app(self.config.data_dir / "blocks", self.config.token, self._on_block_received, identity)
+        app = make_app(
+            self.config.data_dir / "blocks", self.config.token, self._on_block_received, identity, self.limits
+        )
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.config.listen, self.config.port, reuse_address=True)
@@ -191,6 +199,7 @@ class Agent:
                 incarnation=self.incarnation,
                 seq=seq,
                 running=tuple(self.running),
+                attempts={task_id: a.spec.attempt for task_id, a in self.running.items()},
                 cached_inputs=self._cached_inputs(),
             )
             interval = self.config.heartbeat_interval
@@ -241,7 +250,16 @@ class Agent:
         attempt = RunningAttempt(spec, None)
         self.running[spec.task_id] = attempt
         self._publish_update(self._update(spec, "running"))
-        asyncio.get_running_loop().create_task(self._run_attempt(attempt))
+        asyncio.get_running_loop().create_task(self._run_attempt_or_fail(attempt))
+
+    async def _run_attempt_or_fail(self, attempt: RunningAttempt) -> None:
+        """Whatever goes wrong, the attempt ends with an outcome the master hears of."""
+        try:
+            await self._run_attempt(attempt)
+        except Exception as exc:
+            log.exception("the attempt %s/%d failed in the agent", attempt.spec.task_id, attempt.spec.attempt)
+            if self.running.get(attempt.spec.task_id) is attempt:
+                await self._await_worker(attempt.spec, None, None, error=f"agent error: {exc!r}")
 
     async def _run_attempt(self, attempt: RunningAttempt) -> None:
         spec = attempt.spec
@@ -263,9 +281,9 @@ class Agent:
             ),
             daemon=True,
         )
-        try:  # off the loop: the first start waits for the forkserver to preload the workloads
-            await asyncio.to_thread(attempt.process.start)
-        except OSError as exc:
+        try:
+            await _start_worker(attempt.process)
+        except (OSError, EOFError) as exc:
             log.error("cannot start a worker for %s: %s", spec.task_id, exc)
             attempt.process = None
             receiver.close()
@@ -328,7 +346,9 @@ class Agent:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=60)) as session:
             results = await asyncio.gather(
                 *(
-                    push_block(session, blocks, block, t.url, t.partitions, self.config.token, rate)
+                    push_block(
+                        session, blocks, block, t.url, t.partitions, self.config.token, rate, self.limits
+                    )
                     for t in targets
                 ),
                 return_exceptions=True,
@@ -368,8 +388,8 @@ class Agent:
         args = (flush.op, list(flush.members), flush.block, flush.partitions, str(self.config.data_dir))
         process = _forkserver.Process(target=combine_in_worker, args=(*args, sender), daemon=True)
         try:
-            await asyncio.to_thread(process.start)
-        except OSError as exc:
+            await _start_worker(process)
+        except (OSError, EOFError) as exc:
             receiver.close()
             outcome = {"state": "failed", "error": f"cannot start a worker process: {exc}"}
         else:
@@ -448,6 +468,24 @@ class Agent:
 
     def _publish_update(self, update: TaskUpdate) -> None:
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))
+
+
+WORKER_START_TRIES = 3
+
+
+async def _start_worker(process: Any) -> None:
+    """Start a worker process through the node's forkserver, off the loop (the first start
+    waits for the forkserver to preload the workloads). A forkserver that died (killed, or
+    out of memory) fails the start in flight with EOFError or OSError; the next start
+    launches a new forkserver, so a start is tried again before the task is failed."""
+    for tries_left in range(WORKER_START_TRIES - 1, -1, -1):
+        try:
+            await asyncio.to_thread(process.start)
+            return
+        except (OSError, EOFError) as exc:
+            if not tries_left:
+                raise
+            log.warning("the task forkserver failed a worker start (%r); starting it again", exc)
 
 
 async def _receive(receiver: Any, process: Any) -> dict[str, Any]:

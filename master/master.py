@@ -10,10 +10,9 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,8 +22,18 @@ import aiohttp
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
+from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
+from master.liveness import (
+    Launched,
+    ProbeOutcome,
+    after_probe,
+    everyone_quiet,
+    is_silent,
+    patience_s,
+    reconcile,
+)
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
@@ -45,6 +54,7 @@ from master.policies.cloudcoaster import revocation_outcome
 from master.policies.static import StaticAutoscaler
 from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
+from master.scale_model import NodeShares
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
@@ -67,6 +77,8 @@ from testbed.workloads import plan_job
 
 log = logging.getLogger("master")
 NodeStatus = Literal["launching", "up", "draining", "lost", "gone"]
+REPLACED_LOSSES = ("heartbeat_timeout", "crashed")
+"""Losses the chaos controller did not cause (it replaces its own evictions itself)."""
 BACKLOG_TURNS = 256
 """At most this many event-loop turns go to received messages before a scheduling round."""
 
@@ -98,6 +110,10 @@ class NodeRecord:
     """The agent's task input cache as it last reported it (key, bytes), least recent first."""
     views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
     """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
+    sent_at: dict[str, float] = field(default_factory=dict)
+    """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
+    strikes: dict[str, int] = field(default_factory=dict)
+    """Running tasks that the node's last heartbeats did not list, and in how many."""
 
     @property
     def alive(self) -> bool:
@@ -139,6 +155,7 @@ class Master:
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
+        self.journal.on_disk_full = lambda error: journal_disk_full(self, error)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
         self.arriving = scenario.arriving_jobs()
@@ -151,6 +168,8 @@ class Master:
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
         self._ordinals = {"reserved": 0, "transient": 0}
+        self.launch_acks: dict[tuple[str, int], float] = {}
+        """Seconds from sending each launch to the agent's ``running`` (the fidelity monitor's)."""
         self._kick = asyncio.Event()
         self._all_done = asyncio.Event()
         self._cluster_up = asyncio.Event()
@@ -159,13 +178,18 @@ class Master:
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
         self._never_ran: set[str] = set()
         """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
+        self.stoppers: list[Callable[[], Awaitable[None]]] = []
+        """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
         self._probes: dict[str, asyncio.Task[None]] = {}
+        self._answered: dict[str, float] = {}
+        """When each silent node last answered a probe (a fresh timeout from then)."""
         """Silent nodes being asked directly whether they live (see ``_check_heartbeats``)."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
         self.strategy = make_strategy(self)
         self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
+        self.full_disks = DiskFullNodes(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -194,6 +218,8 @@ class Master:
             for task in stopping:
                 task.cancel()
             await asyncio.gather(*stopping, return_exceptions=True)
+            for stop in self.stoppers:
+                await stop()
             await self.autoscaling.stop()
             await self._shutdown_nodes()
             await self.link.close()
@@ -210,7 +236,7 @@ class Master:
         all_done = asyncio.ensure_future(self._all_done.wait())
         try:
             done, _ = await asyncio.wait(
-                [all_done, *background], timeout=self.scenario.timeout, return_when=asyncio.FIRST_COMPLETED
+                [all_done, *background], timeout=self.scenario.timeout_s, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             all_done.cancel()
@@ -221,7 +247,14 @@ class Master:
             self.journal.event("master_error", error=repr(error))
             self._fail_unfinished(f"internal error in the master: {error!r}")
         elif not done:
-            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout:.0f}s")
+            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")
+
+    def abort(self, reason: str) -> None:
+        """End the run at once (its broker is gone for good): unfinished jobs fail with ``reason``."""
+        log.error("the run cannot go on: %s", reason)
+        self.journal.event("run_aborted", reason=reason)
+        self._fail_unfinished(reason)
+        self._all_done.set()
 
     def _start_clock(self) -> None:
         """Time 0 of the run is when its initial cluster is up."""
@@ -272,7 +305,7 @@ class Master:
             node_class,
             spec.slots,
             spec.memory_mb,
-            spec.cpus,
+            NodeShares.of(self.scenario, spec).cpus,
             self.agent_command(node_id, node_class),
             env,
         )
@@ -370,6 +403,8 @@ class Master:
             self.strategy.push_delivered(node, message)
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
             node.last_seen = self.journal.now()
+            if node.status in ("up", "draining"):
+                self._reconcile(node, message)
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
@@ -536,10 +571,16 @@ class Master:
         self.strategy.after_node_lost(node)
         node.running.clear()
         node.launches.clear()
+        node.sent_at.clear()
+        if reason in REPLACED_LOSSES and not self.attach and not self._all_done.is_set():
+            self.chaos.replace_lost(node)
         self.kick()
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
         located = self._locate(update.task_id)
+        if update.state == "running" and update.task_id in node.sent_at:  # the first, not a redelivery
+            key = (update.task_id, update.attempt)
+            self.launch_acks.setdefault(key, self.journal.now() - node.sent_at[update.task_id])
         if located is None or update.state == "running":
             return
         job, key = located
@@ -548,6 +589,7 @@ class Master:
             return  # stale or duplicate (QoS 1 redelivery): already applied
         node.running.pop(update.task_id, None)
         node.launches.pop(update.task_id, None)
+        node.sent_at.pop(update.task_id, None)
         job.count_cache_use(update.metrics)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
@@ -601,6 +643,7 @@ class Master:
             await self._kick.wait()
             await self._let_backlog_in()
             self._kick.clear()
+            self.full_disks.step()
             self.schedule_once()
             self.autoscaling.step()
             await asyncio.sleep(0)
@@ -617,7 +660,7 @@ class Master:
     async def _ticker(self) -> None:
         """Kick a scheduling round every heartbeat interval (YARN schedules on node heartbeats)."""
         while True:
-            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            await asyncio.sleep(self.scenario.heartbeat_interval_s)
             self.kick()
 
     def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]:
@@ -766,6 +809,7 @@ class Master:
         )
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)
+        node.sent_at[decision.task_id] = now
         self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
@@ -832,41 +876,44 @@ class Master:
 
     async def _heartbeat_watch(self) -> None:
         while True:
-            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            await asyncio.sleep(self.scenario.heartbeat_interval_s)
             if self.link.connected.is_set():  # our own outage says nothing about the nodes
                 self._check_heartbeats()
 
     def _check_heartbeats(self) -> None:
-        """Nodes silent for ``heartbeat_timeout`` are lost, unless every node fell silent at once.
-
-        A whole cluster silent at the same moment says more about the control
-        plane (a broker that stalls, or stops routing on its way out) than about
-        the nodes, as Kubernetes' node controller reasons for a zone. Then each
-        agent is asked directly (``_agent_answers``), and only those that do not
-        answer are lost: a frozen or dead one, a moment later than alone.
-        """
+        """Every node silent for ``heartbeat_timeout`` is asked directly before anything else
+        (``_probe_silent``); ``master.liveness.after_probe`` decides from the answer."""
         now = self.journal.now()
+        timeout = self.scenario.heartbeat_timeout_s
         live = [n for n in self.nodes.values() if n.status in ("up", "draining")]
-        silent = [n for n in live if now - n.last_seen > self.scenario.cluster.heartbeat_timeout]
-        if len(live) > 1 and len(silent) == len(live):
-            unasked = [n for n in silent if n.node_id not in self._probes]
-            if unasked:
-                self.journal.event("cluster_silent", nodes=[n.node_id for n in unasked])
-            for node in unasked:
-                probe = asyncio.get_running_loop().create_task(self._probe_silent(node))
-                self._probes[node.node_id] = probe
-            return
-        for node in silent:
-            self._lost_by_silence(node)
+        unasked = [
+            n
+            for n in live
+            if n.node_id not in self._probes
+            and is_silent(max(n.last_seen, self._answered.get(n.node_id, n.last_seen)), now, timeout)
+        ]
+        if unasked and self._everyone_quiet(now):
+            self.journal.event("cluster_silent", nodes=[n.node_id for n in unasked])
+        for node in unasked:
+            self._probes[node.node_id] = asyncio.get_running_loop().create_task(self._probe_silent(node))
+
+    def _everyone_quiet(self, now: float) -> bool:
+        live = [n.last_seen for n in self.nodes.values() if n.status in ("up", "draining")]
+        return everyone_quiet(live, now, self.scenario.heartbeat_interval_s)
 
     async def _probe_silent(self, node: NodeRecord) -> None:
         try:
-            answers = await self._agent_answers(node)
+            outcome = await self._probe(node)
         finally:
             del self._probes[node.node_id]
-        if answers:
-            node.last_seen = max(node.last_seen, self.journal.now())
-        elif node.status in ("up", "draining"):
+        if node.status not in ("up", "draining"):
+            return
+        now = self.journal.now()
+        patience = patience_s(self.scenario.heartbeat_timeout_s)
+        verdict = after_probe(outcome, now - node.last_seen, self._everyone_quiet(now), patience)
+        if verdict == "alive":
+            self._answered[node.node_id] = now
+        elif verdict == "lost":
             self._lost_by_silence(node)
 
     def _lost_by_silence(self, node: NodeRecord) -> None:
@@ -875,14 +922,45 @@ class Master:
         if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
             asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
 
+    def _reconcile(self, node: NodeRecord, beat: Heartbeat) -> None:
+        """What the node says it runs against what we think it runs (``master.liveness.reconcile``):
+        a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
+        now = self.journal.now()
+        expected = {
+            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now))
+            for task_id, (job, key) in node.running.items()
+        }
+        verdict = reconcile(
+            expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_interval_s
+        )
+        node.strikes = verdict.strikes
+        for task_id, attempt in verdict.stray:
+            self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
+        for task_id in verdict.vanished:
+            self._task_vanished(node, task_id, now)
+
+    def _task_vanished(self, node: NodeRecord, task_id: str, now: float) -> None:
+        job, key = node.running.pop(task_id)
+        node.launches.pop(task_id, None)
+        node.sent_at.pop(task_id, None)
+        attempt = job.tasks[key].attempt
+        log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
+        self.journal.event("task_vanished", task=task_id, node=node.node_id, attempt=attempt)
+        job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it")
+        self._task_row(job, key, node, "failed", "vanished", now)
+        if job.status == "failed":
+            self._finish_job(job)
+        self.kick()
+
     # ------------------------------------------------------------------ node resource faults
 
     def _resource_fault(self, node: NodeRecord, job: JobRuntime, key: TaskKey, failure: str) -> None:
-        """The task goes elsewhere next time; a node whose disk is full takes no new task at all."""
+        """The task goes elsewhere next time; a node whose disk is full takes no new task until
+        it is taken back (``master/disk_faults.py``)."""
         job.tasks[key].excluded_nodes.add(node.node_id)
         self.journal.event("resource_fault", node=node.node_id, task=job.task_id(key), failure=failure)
         if failure == "enospc":
-            self.drain(node, "disk_full")
+            self.full_disks.node_full(node)
 
     def _exclusions(self, record: TaskRecord) -> frozenset[str]:
         """The nodes a task must avoid, unless that is every node up: then anywhere will do."""
@@ -920,8 +998,10 @@ class Master:
     def _resend_commands(self, node: NodeRecord) -> int:
         """Re-send the node's launches and the strategy's commands, then ask for its push reports
         again (``Resync``): after the repeated task outcomes, so a push follows its task's success."""
-        for launch in node.launches.values():
+        now = self.journal.now()
+        for task_id, launch in node.launches.items():
             self.send(node.node_id, launch)
+            node.sent_at[task_id] = now
         self.strategy.resend(node)
         self.send(node.node_id, Resync())
         return len(node.launches)
@@ -942,23 +1022,27 @@ class Master:
         asyncio.get_running_loop().create_task(self._confirm_lost(node, session))
 
     async def _confirm_lost(self, node: NodeRecord, session: int) -> None:
-        if await self._agent_answers(node):
+        if await self._probe(node) == "answered":
             self.journal.event("will_ignored", node=node.node_id, session=session)
             return
         if node.alive and session >= node.session:
             self.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
 
-    async def _agent_answers(self, node: NodeRecord) -> bool:
-        """Whether this very agent process (same incarnation) answers on its HTTP port."""
-        timeout = aiohttp.ClientTimeout(total=self.scenario.cluster.heartbeat_timeout)
-        with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+    async def _probe(self, node: NodeRecord) -> ProbeOutcome:
+        """Whether this very agent process (same incarnation) answers on its HTTP port in time."""
+        timeout = aiohttp.ClientTimeout(total=self.scenario.heartbeat_timeout_s)
+        try:
             async with (
                 aiohttp.ClientSession(timeout=timeout) as http,
                 http.get(f"{node.url}/health") as response,
             ):
                 body = await response.json()
-                return response.status == 200 and body.get("incarnation") == node.incarnation
-        return False
+        except TimeoutError:
+            return "silent"
+        except (aiohttp.ClientError, ValueError):
+            return "refused"
+        same = response.status == 200 and body.get("incarnation") == node.incarnation
+        return "answered" if same else "refused"
 
     # ------------------------------------------------------------------ journal rows
 

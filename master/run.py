@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import logging
 import os
 import signal
 import statistics
@@ -19,16 +20,22 @@ from pathlib import Path
 from typing import Any
 
 from master.backends import open_backend, run_id_for, run_token
+from master.broker_keeper import BrokerKeeper
 from master.coaster_summary import job_class_summary, percentile
 from master.journal import JOB_TOTALS, new_run_dir
 from master.master import Master
+from master.monitor import FIDELITY_FILE, Sampler, write_assessment
 from master.policies import make_autoscaler
-from master.providers.local import python_command
+from master.providers.local import LocalProvider, python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
+from master.scale_model import NodeShares, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
+from testbed.fidelity import emulated, is_duration_key
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, input_files, load_scenario, to_yaml
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -68,10 +75,14 @@ async def run_scenario(
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     run_id = run_id_for(scenario.name)
+    scenario = resolve(scenario)
+    (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
     autoscaler = make_autoscaler(scenario)
-    backend_ = await open_backend(backend, run_id, run_dir, input_files(scenario))
+    cgroups = local_isolation(scenario) if backend == "local" else None
+    backend_ = await open_backend(backend, run_id, run_dir, input_files(scenario), cgroups)
     provider = backend_.provider
     broker_url = backend_.broker_url or scenario.broker
+    owned = broker is None  # a broker handed in is the caller's to restart
     broker = broker or make_broker(broker_url, backend_.host, run_dir / "logs" / "broker.log")
     address = master_address(broker) if broker else BrokerAddress.parse(broker_url)
     try:
@@ -97,10 +108,19 @@ async def run_scenario(
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
+        if broker is not None:
+            keeper = BrokerKeeper(broker, master.journal.event, master.abort, master.journal.now)
+            keeper.start(restart=owned)
+            master.stoppers.append(keeper.stop)
         shown = asyncio.create_task(show_progress(master.api.status)) if progress else None
+        sampler = Sampler(
+            master.journal.now, lambda: broker.process.pid if broker and broker.process else None
+        )
+        sampler.start()
         try:
             ok = await master.run()
         finally:
+            observations = await sampler.stop()
             if shown is not None:
                 shown.cancel()
                 await asyncio.gather(shown, return_exceptions=True)
@@ -110,8 +130,14 @@ async def run_scenario(
         finally:
             if broker is not None:
                 await broker.close()
+    observations.launch_ack_s = list(master.launch_acks.values())
+    throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
+    write_assessment(run_dir, scenario, observations, throttling)
     summary = summarize(run_dir, scenario)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    try:
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:  # a disk full even after the journal gave its reserve back
+        log.error("cannot write %s: %s", run_dir / "summary.json", exc.strerror)
     _remove_empty(run_dir / "nodes")
     return RunResult(run_dir, ok, summary)
 
@@ -125,6 +151,7 @@ def agent_command(
     prefix: list[str] | None = None,
 ) -> list[str]:
     spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
+    shares = NodeShares.of(scenario, spec)
     return [
         *(python_command() if prefix is None else prefix),
         "--run",
@@ -140,13 +167,31 @@ def agent_command(
         "--memory-mb",
         str(spec.memory_mb),
         "--heartbeat-interval",
-        str(scenario.cluster.heartbeat_interval),
+        str(scenario.heartbeat_interval_s),
         *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),
+        *shares.agent_flags(),
     ]
 
 
 def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
-    """summary.json from the journal's tables (so a resumed or crashed run gets the same)."""
+    """summary.json from the journal's tables (so a resumed or crashed run gets the same).
+
+    Times are emulated seconds (wall seconds / the run's dilation); ``wall`` keeps each
+    time as measured."""
+    measured = measured_summary(run_dir, scenario)
+    dilation = scenario.fidelity.factor
+    assessed = run_dir / FIDELITY_FILE
+    return {
+        **emulated(measured, dilation),
+        "fidelity_mode": scenario.fidelity.mode,
+        "dilation": dilation,
+        "wall": {key: value for key, value in measured.items() if is_duration_key(key)},
+        **({"fidelity": json.loads(assessed.read_text(encoding="utf-8"))} if assessed.exists() else {}),
+    }
+
+
+def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
+    """The summary's figures with times in wall seconds."""
     jobs = _read_csv(run_dir / "jobs.csv")
     tasks = _read_csv(run_dir / "tasks.csv")
     evictions = len(_read_csv(run_dir / "evictions.csv"))

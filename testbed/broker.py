@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from testbed.mqtt import BrokerAddress
-from testbed.processes import child_env
+from testbed.processes import child_env, dying_with_parent
 
 AUTH_ENV = "TESTBED_BROKER_AUTH"
 """How the embedded broker's child process receives its users and access rules (JSON)."""
@@ -77,9 +77,12 @@ class RunCredentials:
 class ManagedBroker(Protocol):
     """A broker the run starts and stops (and a test may restart)."""
 
+    kind: str
+    """Which broker it is: ``amqtt`` or ``mosquitto``."""
     host: str
     port: int
     credentials: RunCredentials
+    process: asyncio.subprocess.Process | None
 
     async def start(self, timeout: float = 15.0) -> None: ...
     async def stop(self) -> None: ...
@@ -100,8 +103,12 @@ def agent_env(broker: ManagedBroker) -> dict[str, str]:
 
 def make_broker(kind: str, host: str = "127.0.0.1", log_path: Path | None = None) -> ManagedBroker | None:
     """The broker a scenario's ``broker`` field asks the run to start (None: an external one);
-    its own output goes to ``log_path``."""
+    its own output goes to ``log_path``. ``embedded`` is a private Mosquitto when its binary
+    is installed (it takes hundreds of clients in its stride), amqtt otherwise; ``amqtt``
+    forces the latter."""
     if kind == "embedded":
+        kind = "mosquitto" if mosquitto_binary() is not None else "amqtt"
+    if kind == "amqtt":
         return EmbeddedBroker(host, log_path=log_path)
     if kind == "mosquitto":
         return MosquittoBroker(host, log_path=log_path)
@@ -183,6 +190,8 @@ class _BrokerProcess:
     """What both managed brokers share: an address, the run's credentials, a child process
     and where its output goes (``log_path``, appended across restarts; None: this process's)."""
 
+    kind: str
+
     def __init__(
         self,
         host: str = "127.0.0.1",
@@ -206,6 +215,8 @@ class _BrokerProcess:
             if self.log_path is not None:
                 self.log_path.parent.mkdir(parents=True, exist_ok=True)
                 output = files.enter_context(self.log_path.open("ab"))
+                output.write(f"testbed: starting the {self.kind} broker on {self.url}\n".encode())
+                output.flush()
             self.process = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -227,6 +238,8 @@ class _BrokerProcess:
 
 class EmbeddedBroker(_BrokerProcess):
     """The amqtt broker in a child process; ``url`` is what agents and the master connect to."""
+
+    kind = "amqtt"
 
     def _auth(self) -> str:
         c = self.credentials
@@ -250,7 +263,14 @@ def mosquitto_binary() -> str | None:
 
 
 class MosquittoBroker(_BrokerProcess):
-    """A private Mosquitto for one run: its own config, password file and ACL file (mode 0600)."""
+    """A private Mosquitto for one run: its own config, password file and ACL file (mode 0600).
+
+    Mosquitto reads them as it starts, so they are deleted as soon as it listens (and
+    written again for a restart): a master killed with SIGKILL leaves no directory of
+    secrets behind, and Mosquitto itself dies with it (``dying_with_parent``).
+    """
+
+    kind = "mosquitto"
 
     def __init__(
         self,
@@ -298,14 +318,20 @@ class MosquittoBroker(_BrokerProcess):
         binary = mosquitto_binary()
         if binary is None:
             raise RuntimeError("broker: mosquitto needs Mosquitto installed (apt-get install mosquitto)")
-        config = self.directory / "mosquitto.conf" if self.directory else self._write_config()
-        await self._spawn([binary, "-c", str(config)], child_env(), timeout)
+        config = self._write_config()
+        try:
+            await self._spawn(dying_with_parent([binary, "-c", str(config)]), child_env(), timeout)
+        finally:
+            self._remove_config()
 
-    async def close(self) -> None:
-        await self.stop()
+    def _remove_config(self) -> None:
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
             self.directory = None
+
+    async def close(self) -> None:
+        await self.stop()
+        self._remove_config()
 
 
 def _private_file(path: Path, text: str) -> None:

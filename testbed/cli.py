@@ -160,18 +160,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from master.policies import make_autoscaler, make_scheduler
     from master.run import prepare_run_dir, run_blocking
+    from master.scale_model import local_isolation, resolve
     from testbed.console import print_jct_table
 
     if args.resume is not None:
         return cmd_resume(args)
     if args.scenario is None:
         raise UsageError("testbed run: give a scenario file, or --resume RUN_DIR")
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
     if args.dry_run:
         print(eviction_plan(scenario, args.scenario))
         return EXIT_OK
     make_scheduler(scenario)  # fail on policy problems before anything starts
     make_autoscaler(scenario)
+    if args.backend == "local":
+        local_isolation(scenario)  # a faithful run without cgroups is refused now, in one line
     eviction_plan(scenario, args.scenario)  # a chaos section too busy to run is refused now
     check_broker(scenario, args.backend)
     try:
@@ -181,7 +184,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"run directory: {run_dir}", file=sys.stderr)
     result = run_blocking(scenario, run_dir, args.backend)
     print_jct_table(result.run_dir, result.summary)
+    warn_if_distorted(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def warn_if_distorted(summary: dict) -> None:
+    """One line when the fidelity monitor found the run distorted (docs/fidelity.md)."""
+    fidelity = summary.get("fidelity") or {}
+    if fidelity.get("distorted"):
+        problems = "; ".join(fidelity.get("problems") or [])
+        print(
+            f"warning: distorted run: {problems} (summary.json fidelity, docs/fidelity.md)", file=sys.stderr
+        )
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -198,6 +212,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     print(f"resuming run directory: {args.resume}", file=sys.stderr)
     result = run_blocking(scenario, args.resume, args.backend, resume=True)
     print_jct_table(result.run_dir, result.summary)
+    warn_if_distorted(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
@@ -222,7 +237,9 @@ def check_broker(scenario: Scenario, backend: str) -> None:
 def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) -> str:
     """The plan up to ``horizon`` trace seconds (default: the timeout, at most ``MAX_DURATION_S``)."""
     from master.chaos.plan import format_plan, plan_evictions
+    from master.scale_model import resolve
 
+    scenario = resolve(scenario)  # wall times under this host's dilation
     horizon = horizon if horizon is not None else min(scenario.timeout * scenario.time_scale, MAX_DURATION_S)
     try:
         return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)

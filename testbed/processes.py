@@ -44,3 +44,14 @@ def die_with_parent() -> None:
     libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
     if os.getppid() != int(expected):  # the parent died before prctl took effect
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def dying_with_parent(argv: list[str]) -> list[str]:
+    """``argv`` run through this module: it asks for ``die_with_parent`` and then execs the
+    program (the request survives exec), for children that are not ours to change (Mosquitto)."""
+    return [sys.executable, "-m", "testbed.processes", *argv]
+
+
+if __name__ == "__main__":
+    die_with_parent()
+    os.execv(sys.argv[1], sys.argv[1:])

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
+from testbed.fidelity import FidelitySpec
 from testbed.limits import (
     MAX_JOBS,
     MAX_NODES_PER_CLASS,
@@ -416,6 +417,7 @@ class Scenario(Strict):
     timeout: Duration = Field(
         default=600.0, gt=0, le=MAX_TIMEOUT_S, description="wall-clock limit of the run (at most a week)"
     )
+    fidelity: FidelitySpec = FidelitySpec()
     profiles: list[ProfileEntry] = Field(
         default_factory=list,
         description="task models for YARN/YARN-ME: testbed profile files, or written inline",
@@ -450,11 +452,11 @@ class Scenario(Strict):
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
-        if value in ("embedded", "mosquitto"):
+        if value in ("embedded", "mosquitto", "amqtt"):
             return value
         match = re.match(r"^mqtt://[^:/\s]+(:\d{1,5})?/?$", value)
         if not match or not 1 <= int((match.group(1) or ":1883")[1:]) <= 65535:
-            raise ValueError("expected 'embedded', 'mosquitto' or mqtt://HOST:PORT (a port from 1 to 65535)")
+            raise ValueError("expected 'embedded', 'mosquitto', 'amqtt' or mqtt://HOST:PORT (port 1-65535)")
         return value
 
     @model_validator(mode="after")
@@ -471,8 +473,30 @@ class Scenario(Strict):
         return self
 
     def trace(self, seconds: float) -> float:
-        """Wall seconds for a trace-time duration (trace times are divided by time_scale)."""
-        return seconds / self.time_scale
+        """Wall seconds for a trace-time duration (divided by time_scale, stretched by the dilation)."""
+        return seconds * self.wall_per_trace
+
+    @property
+    def wall_per_trace(self) -> float:
+        return self.fidelity.factor / self.time_scale
+
+    def dilated(self, seconds: float) -> float:
+        """Wall seconds for an emulated duration that time_scale does not compress (timeouts,
+        heartbeats): stretched by the dilation."""
+        return seconds * self.fidelity.factor
+
+    @property
+    def timeout_s(self) -> float:
+        """The run's wall-clock limit, stretched by the dilation."""
+        return self.dilated(self.timeout)
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        return self.dilated(self.cluster.heartbeat_interval)
+
+    @property
+    def heartbeat_timeout_s(self) -> float:
+        return self.dilated(self.cluster.heartbeat_timeout)
 
     @property
     def long_cutoff(self) -> float:

@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 
 from agents.shuffle import make_app
+from master.liveness import patience_s
 from master.master import Master, NodeRecord
 from master.providers.local import LocalProvider
 from testbed.mqtt import BrokerAddress
@@ -34,7 +35,7 @@ class Clock:
 
 def master_with_a_node(tmp_path: Path, clock: Clock) -> tuple[Master, NodeRecord]:
     master = Master(
-        make_scenario(),
+        make_scenario(chaos={"transient": {"replace": False}}),  # nothing to launch here
         "run",
         tmp_path,
         provider=LocalProvider("run", tmp_path / "nodes"),  # it owns no node: nothing to kill
@@ -96,13 +97,14 @@ def journal_events(master: Master, name: str) -> list[dict]:
     return [e for e in map(json.loads, lines) if e["event"] == name]
 
 
-async def test_a_node_silent_alone_is_lost_at_once(tmp_path: Path, live_agent_url: str) -> None:
+async def test_a_node_silent_alone_is_asked_and_lost_when_dead(tmp_path: Path, live_agent_url: str) -> None:
     clock = Clock()
     master, alive, dead = two_nodes(tmp_path, clock, live_agent_url)
     clock.now += TIMEOUT + 0.1
     alive.last_seen = master.journal.now()  # the other node is heard: the broker works
     master._check_heartbeats()
-    assert not master._probes
+    assert list(master._probes) == ["transient-1"] and dead.status == "up"  # probed before killed
+    await asyncio.gather(*master._probes.values())
     assert (alive.status, dead.status) == ("up", "lost")
     assert [e["reason"] for e in journal_events(master, "node_lost")] == ["heartbeat_timeout"]
 
@@ -121,16 +123,43 @@ async def test_a_whole_silent_cluster_is_asked_before_any_node_is_lost(
     assert list(master._probes.values()) == probes
     await asyncio.gather(*probes)
     assert (alive.status, dead.status) == ("up", "lost")
-    assert alive.last_seen == master.journal.now()  # it answered: a fresh timeout from now
+    assert master._answered["transient-0"] == master.journal.now()  # a fresh timeout from now
     assert [e["nodes"] for e in journal_events(master, "cluster_silent")] == [["transient-0", "transient-1"]]
     assert [e["node"] for e in journal_events(master, "node_lost")] == ["transient-1"]
 
 
-async def test_a_single_node_cluster_silent_is_lost_at_once(tmp_path: Path, live_agent_url: str) -> None:
-    """One node is the whole cluster: its silence says nothing about the broker."""
+async def test_a_silent_node_that_answers_is_kept_until_the_patience_runs_out(
+    tmp_path: Path, live_agent_url: str
+) -> None:
+    """Its MQTT connection may be stuck while the agent lives; not for ever."""
     clock = Clock()
     master, node = master_with_a_node(tmp_path, clock)
     node.url, node.incarnation = live_agent_url, "i1"
     clock.now += TIMEOUT + 0.1
     master._check_heartbeats()
-    assert not master._probes and node.status == "lost"
+    await asyncio.gather(*master._probes.values())
+    assert node.status == "up"
+    master._check_heartbeats()  # answered just now: not asked again yet
+    assert not master._probes
+    clock.now += patience_s(TIMEOUT)
+    master._check_heartbeats()
+    await asyncio.gather(*master._probes.values())
+    assert node.status == "lost"
+
+
+async def test_a_frozen_node_is_lost_alone_but_waited_for_when_everyone_is_quiet(tmp_path: Path) -> None:
+    """A frozen agent's port accepts (the kernel does) but nobody answers."""
+    clock = Clock()
+    with socket.socket() as frozen:
+        frozen.bind(("127.0.0.1", 0))
+        frozen.listen()
+        master, alive, dead = two_nodes(tmp_path, clock, closed_port_url())
+        alive.url = dead.url = f"http://127.0.0.1:{frozen.getsockname()[1]}"
+        clock.now += TIMEOUT + 0.1  # both silent: the whole cluster is quiet
+        master._check_heartbeats()
+        await asyncio.gather(*master._probes.values())
+        assert (alive.status, dead.status) == ("up", "up")
+        alive.last_seen = master.journal.now()  # one node speaks again: the other is silent alone
+        master._check_heartbeats()
+        await asyncio.gather(*master._probes.values())
+        assert (alive.status, dead.status) == ("up", "lost")

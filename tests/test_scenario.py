@@ -47,7 +47,7 @@ def test_good_scenario_loads(tmp_path: Path) -> None:
         (GOOD.replace("size_mb: 4", "submit_at: soon"), "jobs.0.submit_at: expected a duration such as 30s"),
         (GOOD + "bogus: 1\n", "bogus: unknown field; remove it or check its spelling"),
         (GOOD.replace("name: demo", "name: 'a b'"), "name: String should match pattern"),
-        (GOOD + "broker: tcp://x\n", "broker: expected 'embedded', 'mosquitto' or mqtt://HOST:PORT"),
+        (GOOD + "broker: tcp://x\n", "broker: expected 'embedded', 'mosquitto', 'amqtt' or mqtt://HOST:PORT"),
         (GOOD.replace("size_mb: 4", "input: /nonexistent/*.txt"), "jobs.0.input: no input file matches"),
         (
             "name: x\ncluster: {reserved: 0, transient: 0}\njobs: [{workload: sort}]\n",

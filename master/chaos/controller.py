@@ -62,8 +62,8 @@ class ChaosController:
     def _policy(self, spec: ClassChaosSpec) -> ClassPolicy:
         model = parse_lifetime(spec.lifetime)
         notice = effective_notice(spec.notice, "notice" in spec.model_fields_set, model)
-        scale = self.master.scenario.time_scale
-        return ClassPolicy(model, notice / scale, spec.replace, spec.provisioning_delay / scale)
+        trace = self.master.scenario.trace
+        return ClassPolicy(model, trace(notice), spec.replace, trace(spec.provisioning_delay))
 
     # ------------------------------------------------------------------ timers
 
@@ -167,6 +167,15 @@ class ChaosController:
             loop = asyncio.get_running_loop()
             self._later(loop, policy.provisioning_delay_s, self._replace, node.node_class)
         return True
+
+    def replace_lost(self, node: NodeRecord) -> None:
+        """A node lost to something else than our eviction (a crash, silence) is replaced as an
+        evicted one would be; a reserved node always (the run depends on its reserved capacity)."""
+        policy = self.classes[node.node_class]
+        if node.node_class == "reserved" or policy.replace:
+            self.master.journal.event("node_replacing", node=node.node_id, **{"class": node.node_class})
+            loop = asyncio.get_running_loop()
+            self._later(loop, policy.provisioning_delay_s, self._replace, node.node_class)
 
     def _replace(self, node_class: str) -> None:
         async def launch() -> None:

@@ -86,16 +86,19 @@ def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None])
     A profile's curves are in fractions of ideal memory, so they transfer to
     tasks of other sizes: the task keeps its own ideal memory (its measured
     spill scales with it), and takes the profile's ideal duration as its estimate.
+    Under time dilation a task runs that many times slower, and so does its model.
     """
     profiles = load_profiles(scenario)
     if not profiles:
         return None
+    dilation = scenario.fidelity.factor
 
     def model_of(task: PendingTask) -> TaskModel | None:
         profile = profiles.get((workload_of(task.job_id) or "", role_of(task.stage)))
         if profile is None:
             return None
-        return profile.model.resized(task.ideal_memory_mb)
+        model = profile.model.resized(task.ideal_memory_mb)
+        return model.dilated(dilation) if dilation != 1.0 else model
 
     return model_of
 
@@ -169,12 +172,29 @@ def make_autoscaler(scenario: Scenario) -> Autoscaler:
             )  # fmt: skip
         knobs = checked_options(options, CLOUDCOASTER_OPTIONS, "cloudcoaster")
         delay = parse_duration(knobs.get("provisioning_delay", "120s"))
-        return CloudCoasterAutoscaler(
-            threshold=float(knobs.get("threshold", 0.95)),
-            r=float(knobs.get("r", 3)),
-            p=float(knobs.get("p", 0.5)),
-            provisioning_delay_s=scenario.trace(delay),
-            short_on_demand=short_partition_size(scenario.cluster.reserved.count, short_fraction(scenario)),
-        )
+        return _cloudcoaster(scenario, knobs, scenario.trace(delay))
     except (ValueError, TypeError) as exc:
         raise ScenarioError([f"policy.options.{name}: {exc}"]) from None
+
+
+def _cloudcoaster(scenario: Scenario, knobs: dict[str, Any], delay_s: float) -> CloudCoasterAutoscaler:
+    return CloudCoasterAutoscaler(
+        threshold=float(knobs.get("threshold", 0.95)),
+        r=float(knobs.get("r", 3)),
+        p=float(knobs.get("p", 0.5)),
+        provisioning_delay_s=delay_s,
+        short_on_demand=short_partition_size(scenario.cluster.reserved.count, short_fraction(scenario)),
+    )
+
+
+def added_transient_nodes(scenario: Scenario) -> int:
+    """The most transient nodes the autoscaler may run beyond the scenario's count (its
+    budget), for sizing the scale model before the run (dilation ``auto``)."""
+    if scenario.policy.autoscaler == "static":
+        return 0
+    options = options_for(scenario, scenario.policy.autoscaler)
+    try:
+        knobs = checked_options(options, CLOUDCOASTER_OPTIONS, "cloudcoaster")
+        return _cloudcoaster(scenario, knobs, 0.0).budget
+    except (ValueError, TypeError) as exc:
+        raise ScenarioError([f"policy.options.cloudcoaster: {exc}"]) from None

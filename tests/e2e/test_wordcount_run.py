@@ -34,8 +34,9 @@ def assert_clean(run_dir: Path) -> None:
     assert not (run_dir / "nodes").exists() or not any((run_dir / "nodes").iterdir())
 
 
-async def test_wordcount_on_embedded_broker(tmp_path: Path) -> None:
-    scenario = make_scenario()
+async def test_wordcount_on_amqtt(tmp_path: Path) -> None:
+    """``broker: amqtt`` forces the fallback broker (``embedded`` is Mosquitto where installed)."""
+    scenario = make_scenario(broker="amqtt")
     result = await run_scenario(scenario, tmp_path)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)

@@ -1,0 +1,107 @@
+"""Liveness verdicts: pure functions of what the master knows and the time.
+
+The master's shell feeds them its records and the clock and applies what they
+return; they never look at a clock or a socket themselves, so each is tested
+on hand-built states with a virtual clock (tests/test_liveness.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+STRIKES_TO_VANISH = 2
+"""Consecutive heartbeats that must omit a task before the master stops believing it runs."""
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A task attempt the master believes runs on a node, and when its launch was last sent."""
+
+    attempt: int
+    sent_at: float
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    strikes: dict[str, int]
+    """Per task: consecutive heartbeats (counted after the grace) that did not list it."""
+    vanished: tuple[str, ...]
+    """Tasks the master must fail and relaunch: the node does not run them."""
+    stray: tuple[tuple[str, int], ...]
+    """(task, attempt) the node runs that the master does not expect there: to cancel."""
+
+
+def reconcile(
+    expected: Mapping[str, Launched],
+    reported: Mapping[str, int],
+    strikes: Mapping[str, int],
+    now: float,
+    grace_s: float,
+) -> Reconciled:
+    """Compare a heartbeat's running attempts (``reported``: task -> attempt) with the master's view.
+
+    A launch sent less than ``grace_s`` ago may not have reached the node when it
+    sent this heartbeat, so its absence does not count yet; after that, a task
+    missing from ``STRIKES_TO_VANISH`` heartbeats in a row has vanished (its
+    worker start failed unreported, its launch was lost, its agent forgot it).
+    """
+    new_strikes: dict[str, int] = {}
+    vanished = []
+    for task_id, launched in expected.items():
+        if reported.get(task_id) == launched.attempt or now - launched.sent_at < grace_s:
+            continue
+        count = strikes.get(task_id, 0) + 1
+        if count >= STRIKES_TO_VANISH:
+            vanished.append(task_id)
+        else:
+            new_strikes[task_id] = count
+    stray = tuple(
+        (task_id, attempt)
+        for task_id, attempt in reported.items()
+        if task_id not in expected or expected[task_id].attempt != attempt
+    )
+    return Reconciled(new_strikes, tuple(vanished), stray)
+
+
+# ------------------------------------------------------------------ silent nodes
+
+ProbeOutcome = Literal["answered", "refused", "silent"]
+"""What asking an agent directly (``GET /health``) gave: an answer from the same incarnation;
+a refusal (nothing listens, another process answers: it is dead); or no answer in time (frozen,
+or too busy to answer)."""
+Verdict = Literal["alive", "lost", "wait"]
+QUIET_BEATS = 2
+"""A node that missed this many heartbeat intervals is quiet (not yet silent)."""
+
+
+def is_silent(heard_at: float, now: float, timeout_s: float) -> bool:
+    """Silent: not heard from (by heartbeat, or by a probe it answered) for ``timeout_s``."""
+    return now - heard_at > timeout_s
+
+
+def everyone_quiet(last_seen: Iterable[float], now: float, interval_s: float) -> bool:
+    """Every live node (two or more) has missed heartbeats: judged over a window of
+    ``QUIET_BEATS`` intervals, not at the one instant the first of them passes its timeout
+    (heartbeats are not synchronised, so a stalled broker silences nodes one by one)."""
+    seen = list(last_seen)
+    return len(seen) > 1 and all(now - t > QUIET_BEATS * interval_s for t in seen)
+
+
+def patience_s(timeout_s: float) -> float:
+    """How long a whole quiet cluster may stay silent before its unanswering nodes are lost."""
+    return max(30.0, 10 * timeout_s)
+
+
+def after_probe(outcome: ProbeOutcome, silent_for: float, quiet: bool, patience: float) -> Verdict:
+    """A silent node was asked directly. Dead (refused) is lost at once. A node silent alone
+    that does not answer is frozen or overloaded: lost. When the whole cluster is quiet,
+    the control plane (a stalled broker) or the whole host (a pause) is more likely at fault:
+    wait and ask again, up to ``patience`` seconds of silence. A node that answers but
+    stays silent on MQTT longer than that cannot be commanded either: lost."""
+    if outcome == "refused" or silent_for > patience:
+        return "lost"
+    if outcome == "answered":
+        return "alive"
+    return "wait" if quiet else "lost"

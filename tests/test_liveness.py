@@ -1,0 +1,136 @@
+"""Liveness verdicts on hand-built states and a virtual clock (master/liveness.py), and the
+master applying them to the heartbeats it receives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from master.liveness import (
+    STRIKES_TO_VANISH,
+    Launched,
+    after_probe,
+    everyone_quiet,
+    is_silent,
+    patience_s,
+    reconcile,
+)
+from master.master import Master
+from testbed.protocol import CancelTask, Codec, Heartbeat
+from tests.test_failure_detection import Clock, master_with_a_node
+
+GRACE = 0.5
+
+
+def test_a_task_listed_by_the_node_is_fine() -> None:
+    verdict = reconcile({"t": Launched(1, 0.0)}, {"t": 1}, {}, now=10.0, grace_s=GRACE)
+    assert (verdict.vanished, verdict.stray, verdict.strikes) == ((), (), {})
+
+
+def test_a_launch_within_the_grace_is_not_yet_missing() -> None:
+    expected = {"t": Launched(0, 10.0)}
+    for _ in range(5):  # heartbeats sent before the launch arrived
+        verdict = reconcile(expected, {}, {}, now=10.0 + GRACE / 2, grace_s=GRACE)
+        assert verdict.vanished == () and verdict.strikes == {}
+
+
+def test_a_task_missing_from_consecutive_heartbeats_vanishes() -> None:
+    expected = {"t": Launched(0, 0.0)}
+    strikes: dict[str, int] = {}
+    for beat in range(STRIKES_TO_VANISH):
+        verdict = reconcile(expected, {}, strikes, now=1.0 + beat, grace_s=GRACE)
+        strikes = verdict.strikes
+    assert verdict.vanished == ("t",)
+
+
+def test_a_heartbeat_that_lists_the_task_again_clears_its_strikes() -> None:
+    expected = {"t": Launched(0, 0.0)}
+    first = reconcile(expected, {}, {}, now=1.0, grace_s=GRACE)
+    assert first.strikes == {"t": 1}
+    again = reconcile(expected, {"t": 0}, first.strikes, now=1.5, grace_s=GRACE)
+    later = reconcile(expected, {}, again.strikes, now=2.0, grace_s=GRACE)
+    assert again.strikes == {} and later.vanished == ()
+
+
+def test_an_older_attempt_counts_as_missing_and_is_stray() -> None:
+    expected = {"t": Launched(2, 0.0)}
+    verdict = reconcile(expected, {"t": 1, "u": 0}, {"t": 1}, now=5.0, grace_s=GRACE)
+    assert verdict.vanished == ("t",)
+    assert verdict.stray == (("t", 1), ("u", 0))
+
+
+async def test_the_master_relaunches_a_task_its_node_stopped_listing(tmp_path: Path) -> None:
+    clock = Clock()
+    master, node = master_with_a_node(tmp_path, clock)
+    node.incarnation = "i1"
+    master.submit_job(master.scenario.jobs[0], 0)
+    master.schedule_once()
+    task_id, (job, key) = next(iter(node.running.items()))
+    attempt = job.tasks[key].attempt
+
+    def beat(seq: int, attempts: dict[str, int]) -> None:
+        message = Heartbeat(node_id=node.node_id, incarnation="i1", seq=seq, attempts=attempts)
+        master._on_message(master.topics.heartbeat(node.node_id), Codec().encode(message))
+
+    listed = {t: j.tasks[k].attempt for t, (j, k) in node.running.items()}
+    beat(1, {})  # sent before the launches arrived: within the grace
+    clock.now += 1.0
+    beat(2, listed)
+    clock.now += 1.0
+    unlisted = {t: a for t, a in listed.items() if t != task_id}
+    beat(3, unlisted)
+    assert task_id in node.running
+    clock.now += 0.2
+    beat(4, {**unlisted, "j000.s0.t99": 0})  # and an attempt it should not run at all
+    assert task_id not in node.running and job.tasks[key].status == "pending"
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    vanished = [e for e in map(json.loads, lines) if e["event"] == "task_vanished"]
+    assert [(e["task"], e["attempt"]) for e in vanished] == [(task_id, attempt)]
+    assert cancel_sent(master, "j000.s0.t99", 0)
+    master.schedule_once()  # relaunched: a new attempt
+    assert job.tasks[key].status == "running" and job.tasks[key].attempt == attempt + 1
+    master.journal.close()
+
+
+def cancel_sent(master: Master, task_id: str, attempt: int) -> bool:
+    codec = Codec()
+    queued = list(master.link._outbox._queue)  # type: ignore[attr-defined]
+    cancels = [m for _, payload, _ in queued if isinstance(m := codec.decode(payload), CancelTask)]
+    return (task_id, attempt) in [(m.task_id, m.attempt) for m in cancels]
+
+
+# ------------------------------------------------------------------ silent nodes
+
+INTERVAL, TIMEOUT = 0.5, 3.0
+
+
+def test_quiet_is_judged_over_a_window_not_at_one_instant() -> None:
+    """A stalled broker silences nodes one by one (heartbeats are not synchronised): when
+    the first passes its timeout, the others have missed beats too, though not the timeout."""
+    now = 10.0
+    staggered = [now - TIMEOUT - 0.1, now - TIMEOUT + 0.4, now - 1.2]
+    assert everyone_quiet(staggered, now, INTERVAL)
+    assert not everyone_quiet([*staggered, now - 0.2], now, INTERVAL)  # one is still heard
+    assert not everyone_quiet([now - TIMEOUT - 1], now, INTERVAL)  # one node is not a cluster
+
+
+def test_probe_verdicts() -> None:
+    patience = patience_s(TIMEOUT)
+    assert after_probe("refused", 3.5, quiet=True, patience=patience) == "lost"
+    assert after_probe("silent", 3.5, quiet=False, patience=patience) == "lost"
+    assert after_probe("silent", 3.5, quiet=True, patience=patience) == "wait"
+    assert after_probe("answered", 3.5, quiet=False, patience=patience) == "alive"
+    assert after_probe("answered", patience + 1, quiet=True, patience=patience) == "lost"
+    assert after_probe("silent", patience + 1, quiet=True, patience=patience) == "lost"
+
+
+def test_a_ten_second_freeze_of_everyone_is_within_the_patience() -> None:
+    """The scenario of issue 23.6 on a virtual clock: every agent frozen for 10 s, each probed
+    every timeout; none is lost, whatever the phase of its heartbeats."""
+    for timeout in (2.0, 3.0):
+        last_seen = [0.0, 0.2, 0.4]
+        for now in [t / 10 for t in range(0, 101)]:
+            for heard in last_seen:
+                if is_silent(heard, now, timeout):
+                    quiet = everyone_quiet(last_seen, now, INTERVAL)
+                    assert after_probe("silent", now - heard, quiet, patience_s(timeout)) == "wait"
