@@ -27,6 +27,10 @@ MAX_TASKS = 1_000_000
 """Tasks of all jobs together."""
 MAX_NODES_PER_CLASS = 500
 """Reserved nodes, and transient nodes, at once."""
+MAX_NODE_MEMORY_MB = 1 << 20
+"""``memory_mb`` of a node (1 TiB)."""
+MAX_BANDWIDTH = 1_000_000
+"""``network_mbps`` (Mbit/s) and ``disk_mb_s`` (MB/s) of a node; both are at least 1."""
 
 MAX_DURATION_S = 366 * 86400.0
 """Any duration or time in a scenario (trace seconds): a year and a day."""

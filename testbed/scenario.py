@@ -25,7 +25,9 @@ from pydantic import (
 
 from testbed.fidelity import FidelitySpec
 from testbed.limits import (
+    MAX_BANDWIDTH,
     MAX_JOBS,
+    MAX_NODE_MEMORY_MB,
     MAX_NODES_PER_CLASS,
     MAX_TASKS,
     MAX_TASKS_PER_JOB,
@@ -47,13 +49,15 @@ class NodeClassSpec(Strict):
 
     count: int = Field(ge=0, le=MAX_NODES_PER_CLASS)
     slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
-    memory_mb: int = Field(default=1024, ge=16, description="memory for tasks")
+    memory_mb: int = Field(default=1024, ge=16, le=MAX_NODE_MEMORY_MB, description="memory for tasks")
     cpus: float | None = Field(
         default=None, gt=0, le=1024, description="cores of one node (default: slots); its CPU share"
     )
-    network_mbps: float = Field(default=1000, gt=0, description="NIC bandwidth in Mbit/s, each direction")
+    network_mbps: float = Field(
+        default=1000, ge=1, le=MAX_BANDWIDTH, description="NIC bandwidth in Mbit/s, each direction"
+    )
     disk_mb_s: float | None = Field(
-        default=None, gt=0, description="spill bandwidth in MB/s (default: unlimited)"
+        default=None, ge=1, le=MAX_BANDWIDTH, description="spill bandwidth in MB/s (default: unlimited)"
     )
     price_per_hour: float = Field(default=1.0, ge=0, description="for the cost report")
 

@@ -121,6 +121,11 @@ CASES: list[Case] = [
         ],
         ("synthetic: the jobs expected", "at most 100,000"),
     ),
+    (
+        "a network of 1e-300 Mbit/s",
+        lambda d: ["validate", scenario(d, cluster={"transient": {"count": 1, "network_mbps": 1e-300}})],
+        ("cluster.transient.network_mbps", "greater than or equal to 1"),
+    ),
     # 4. broker URLs
     (
         "broker port out of range",
