@@ -226,8 +226,8 @@ def check_broker(scenario: Scenario, backend: str) -> None:
     url = url or scenario.broker
     if not url.startswith("mqtt://"):
         return  # a broker the run starts itself
-    try:
-        BrokerAddress.parse(url).check_reachable()
+    try:  # a Swarm stack starts its services in any order: attach gives the broker a minute
+        BrokerAddress.parse(url).check_reachable(60.0 if backend == "attach" else 5.0)
     except ValueError as exc:
         raise UsageError(f"TESTBED_BROKER: {exc}") from None
     except ConnectionError as exc:
