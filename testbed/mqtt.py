@@ -28,7 +28,7 @@ import random
 import socket
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import aiomqtt
@@ -52,8 +52,9 @@ class BrokerAddress:
     password: str | None = field(default=None, repr=False)
 
     @classmethod
-    def parse(cls, url: str) -> BrokerAddress:
-        """``mqtt://[user:pass@]host[:port]``; credentials default to the TESTBED_MQTT_* env vars."""
+    def parse(cls, url: str, secrets: Mapping[str, str] | None = None) -> BrokerAddress:
+        """``mqtt://[user:pass@]host[:port]``; credentials default to the TESTBED_MQTT_* values
+        of ``secrets`` (default: the environment)."""
         parts = urllib.parse.urlsplit(url)
         try:
             port = parts.port
@@ -61,11 +62,12 @@ class BrokerAddress:
             port = 0
         if parts.scheme != "mqtt" or not parts.hostname or port == 0:
             raise ValueError(f"expected mqtt://HOST:PORT with a port from 1 to 65535, found {url!r}")
+        found = os.environ if secrets is None else secrets
         return cls(
             parts.hostname,
             port or 1883,
-            parts.username or os.environ.get("TESTBED_MQTT_USERNAME"),
-            parts.password or os.environ.get("TESTBED_MQTT_PASSWORD"),
+            parts.username or found.get("TESTBED_MQTT_USERNAME"),
+            parts.password or found.get("TESTBED_MQTT_PASSWORD"),
         )
 
     @property
