@@ -15,7 +15,7 @@ from master.master import Master, NodeRecord
 from master.providers.local import LocalProvider
 from testbed.chaos_client import ChaosClient, ChaosError
 from testbed.mqtt import BrokerAddress
-from testbed.scenario import EvictSpec
+from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
 
 
