@@ -254,6 +254,8 @@ class ResumedMaster(Master):
             record.attempt = self.recovered.attempts.get(task_id, -1)
             record.launches = self.recovered.launches.get(task_id, 0)
             record.failures = self.recovered.failures.get(task_id, 0)
+            record.error_relaunches = min(record.failures, max(0, record.launches - 1))
+            record.retrying_error = record.failures > record.error_relaunches
             if job.is_final(record) and key[1] in committed:
                 record.status, record.available = "done", True
         if job.job_id in self.recovered.job_started:

@@ -15,10 +15,11 @@ import statistics
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from master.backends import open_backend, run_id_for, run_token
+from master.backends import broker_credentials, open_backend, run_id_for, run_token
 from master.broker_keeper import BrokerKeeper
 from master.coaster_summary import job_class_summary, percentile
 from master.journal import JOB_TOTALS
@@ -33,6 +34,7 @@ from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.fidelity import emulated, is_duration_key
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
+from testbed.rundir import secure_run_dir
 from testbed.scenario import Scenario, input_files, load_scenario, to_yaml
 
 log = logging.getLogger(__name__)
@@ -68,7 +70,7 @@ async def run_scenario(
     the journal of a crashed run says) it continues that run instead.
     The run owns ``run_dir`` while it runs (``master.rundir.owning``).
     """
-    run_dir.mkdir(parents=True, exist_ok=True)
+    secure_run_dir(run_dir)
     with owning(run_dir):
         return await _run_owned(scenario, run_dir, backend, on_event, progress, broker, recovered)
 
@@ -114,7 +116,8 @@ async def _run_owned(
             advertise=backend_.advertise,
             attach=backend_.attach,
             autoscaler=autoscaler,
-            agent_env={**backend_.agent_env, **(agent_env(broker) if broker else {})},
+            agent_env=backend_.agent_env,
+            node_env=partial(agent_env, broker) if broker else external_login,
             **resumed,
         )
         if on_event is not None:
@@ -151,6 +154,12 @@ async def _run_owned(
         log.error("cannot write %s: %s", run_dir / "summary.json", exc.strerror)
     tidy(run_dir)
     return RunResult(run_dir, ok, summary)
+
+
+async def external_login(node_id: str) -> dict[str, str]:
+    """An agent's login to a broker the run did not start: the operator's, from our environment."""
+    del node_id
+    return broker_credentials()
 
 
 def agent_command(
@@ -228,6 +237,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "evictions": evictions,
         "relaunched_tasks": relaunched,
         "relaunched_ratio": _round(relaunched / total_tasks) if total_tasks else 0.0,
+        "error_relaunches": sum(int(j.get("error_relaunches") or 0) for j in jobs),
         **{key: sum(int(j.get(key) or 0) for j in jobs) for key in JOB_TOTALS},
         **per_workload(jobs),
         "task_attempts": len(tasks),
@@ -297,6 +307,7 @@ def load_resumable(run_dir: Path) -> Scenario:
     """The scenario of a crashed run, or ``ResumeError``/``RunDirError`` saying why it cannot be
     resumed (call it holding the directory: see ``master.rundir.owning``)."""
     check_resumable(run_dir)
+    secure_run_dir(run_dir)
     scenario = load_scenario(run_dir / "scenario.yaml")
     check_inputs(run_dir, scenario)
     return scenario

@@ -28,7 +28,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from testbed.inputs import first_change, input_fingerprints
+from testbed.rundir import RunDirError, secure_run_dir
 from testbed.scenario import Scenario, input_files
+
+__all__ = ["RunDirError", "check_inputs", "fresh_run_dir", "owning", "record_inputs", "tidy"]
 
 LOCK_FILE = "master.lock"
 INPUTS_FILE = "inputs.json"
@@ -38,8 +41,6 @@ STAGED_OUTPUTS = (".part-*.tmp", ".part-*.partial")
 """Uploads of final outputs not (or not yet) committed (see ``master.api``)."""
 
 
-class RunDirError(Exception):
-    """The run directory cannot be used; the message names it and says what to do."""
 
 
 _held: dict[Path, list[int]] = {}
@@ -81,7 +82,7 @@ def owning(run_dir: Path) -> Iterator[None]:
 def fresh_run_dir(out: Path, clean: bool = False) -> Iterator[Path]:
     """An empty directory for a new run, owned while the context lasts."""
     _refuse_unusable(out, clean)  # before anything is written into it
-    out.mkdir(parents=True, exist_ok=True)
+    secure_run_dir(out)
     with owning(out):
         _refuse_unusable(out, clean)  # again under the lock: another run may have used it meanwhile
         for entry in _contents(out):

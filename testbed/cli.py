@@ -276,10 +276,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError(f"testbed sweep --out: cannot create the sweep directory: {exc}") from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise UsageError(f"testbed sweep --out: cannot write into {out}; choose another directory")
-    sweep_dir = run_sweep(args.scenario, variations, args.seeds, out, args.overrides)
-    table = sweep_dir / "sweep.md"
+    results = run_sweep(args.scenario, variations, args.seeds, out, args.overrides)
+    table = out / "sweep.md"
     print(table.read_text() if table.exists() else "no run finished")
-    print(f"sweep directory: {sweep_dir} (sweep.csv, sweep.md, sweep.png)")
+    print(f"sweep directory: {out} (sweep.csv, sweep.md, sweep.png)")
+    failed = [r for r in results if r.status != "ok"]
+    if failed:
+        names = ", ".join(f"{r.name} ({r.status})" for r in failed)
+        print(f"{len(failed)} of {len(results)} runs failed: {names}; see <run>/run.log", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -4,7 +4,7 @@ Every number is recomputed from each run's tables with the same formulas as
 the report (testbed.report.metrics), so that runs recorded by different
 versions of a policy are compared like for like. Runs are labelled by the part
 of their policy that differs between them (e.g. ``spark`` and ``pado``), so a
-ratio reads ``pado / spark mean JCT (s, wall) 0.41x``.
+ratio reads ``pado / spark mean JCT (s, emulated) 0.41x``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class Comparison:
         return value / base
 
     def ratio_lines(self) -> list[str]:
-        """One sentence per metric and run, e.g. ``pado / spark mean JCT (s, wall) 0.41x``."""
+        """One sentence per metric and run, e.g. ``pado / spark mean JCT (s, emulated) 0.41x``."""
         return [
             f"{self.runs[i].label} / {self.baseline.label} {metric} {_times(self.ratio(metric, i))}"
             for i in range(1, len(self.runs))
@@ -135,8 +135,9 @@ def compare_runs(run_dirs: list[str | Path]) -> Comparison:
 
 def run_labels(runs: list[RunData]) -> list[str]:
     """Short unique labels: the policy axes that differ (else the strategy), then the
-    scenario's name, the seed and the directory name, as far as needed to tell the runs
-    apart."""
+    scenario's name, the seed, the scenario settings that differ (``lifetime=high``) and
+    last a run number (the legend gives each run's directory), as far as needed to tell
+    the runs apart."""
     varying = [axis for axis in POLICY_AXES if len({getattr(run.policy, axis) for run in runs}) > 1] or [
         "strategy"
     ]
@@ -145,9 +146,30 @@ def run_labels(runs: list[RunData]) -> list[str]:
         labels = [f"{run.name}: {label}" for label, run in zip(labels, runs, strict=True)]
     if len(set(labels)) < len(labels) and len({str(run.seed) for run in runs}) == len(runs):
         labels = [f"{label} seed={run.seed}" for label, run in zip(labels, runs, strict=True)]
+    if len(set(labels)) < len(labels) and (settings := _differing_settings(runs)):
+        labels = [f"{label} {setting}" for label, setting in zip(labels, settings, strict=True)]
     if len(set(labels)) < len(labels):
-        labels = [f"{label} ({run.path.name})" for label, run in zip(labels, runs, strict=True)]
+        labels = [f"{label} run {i}" for i, label in enumerate(labels, 1)]
     return _unique(labels)
+
+
+def _differing_settings(runs: list[RunData], shown: int = 2) -> list[str]:
+    """Per run, the first ``shown`` scenario settings (other than name and seed) whose values
+    differ between the runs, as ``key=value`` with the key's last part; [] when none do."""
+    flat = [_flatten(run.scenario) for run in runs]
+    keys = [k for k in dict.fromkeys(k for f in flat for k in f) if k not in ("name", "seed")]
+    differing = [k for k in keys if len({repr(f.get(k)) for f in flat}) > 1][:shown]
+    if not differing:
+        return []
+    return [", ".join(f"{k.rsplit('.', 1)[-1]}={f.get(k, '-')}" for k in differing) for f in flat]
+
+
+def _flatten(value: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _flatten(item, f"{prefix}{key}.").items()}
+    if isinstance(value, list):
+        return {k: v for i, item in enumerate(value) for k, v in _flatten(item, f"{prefix}{i}.").items()}
+    return {prefix.removesuffix("."): value}
 
 
 def _unique(labels: list[str]) -> list[str]:

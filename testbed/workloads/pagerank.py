@@ -422,7 +422,7 @@ def _links_ref(ctx: TaskContext, dependency: int, partition: int) -> BlockRef | 
     refs = ctx.spec.inputs[dependency]
     if not refs:
         return None
-    return BlockRef(block=refs[0].block, partition=partition, locations=refs[0].locations)
+    return refs[0].model_copy(update={"partition": partition})
 
 
 def _links_frames(ctx: TaskContext, dependency: int, partition: int) -> Iterator[bytes]:
