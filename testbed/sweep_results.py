@@ -99,7 +99,7 @@ def _markdown(groups: dict[tuple[str, ...], list[dict[str, Any]]], keys: list[st
         lines.append("| " + " | ".join([*group, str(len(rows)), *cells, _failed_runs(rows)]) + " |")
     failed = sum(1 for rows in groups.values() for r in rows if r["status"] != "ok")
     if failed:
-        lines += ["", f"**{failed} run(s) failed**: their numbers are left out; see `<run>/run.log`."]
+        lines += ["", f"**{failed} run(s) failed**: their numbers are left out; see `logs/<run>.log`."]
     return "\n".join(lines) + "\n"
 
 
