@@ -318,7 +318,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     failed = [r for r in results if r.status != "ok"]
     if failed:
         names = ", ".join(f"{r.name} ({r.status})" for r in failed)
-        print(f"{len(failed)} of {len(results)} runs failed: {names}; see logs/<run>.log", file=sys.stderr)
+        logs = out / "logs"
+        print(f"{len(failed)} of {len(results)} runs failed: {names}; see {logs}/<run>.log", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
