@@ -36,7 +36,8 @@ async def test_dilated_containers_get_their_share_and_outputs_stay_exact(
 
     def on_event(master: Any, record: dict[str, Any]) -> None:
         if record["event"] == "node_up":
-            [container] = docker_client.containers.list(filters={"label": f"testbed.node={record['node']}"})
+            labels = [f"testbed.run={run_id}", f"testbed.node={record['node']}"]
+            [container] = docker_client.containers.list(filters={"label": labels})
             limits[record["node"]] = (container.attrs["HostConfig"]["NanoCpus"], container.attrs["Args"])
 
     try:
