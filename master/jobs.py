@@ -39,6 +39,10 @@ class TaskRecord:
     launches: int = 0
     completions: int = 0
     failures: int = 0
+    error_relaunches: int = 0
+    """Launches that retried an attempt failed by the task itself (an error, out of memory, a
+    full disk), as opposed to relaunches after an eviction or lost data."""
+    retrying_error: bool = False
     memory_mb: int = 0
     started: float | None = None
     elastic: bool = False
@@ -253,6 +257,9 @@ class JobRuntime:
         record.status = "running"
         record.attempt += 1
         record.launches += 1
+        if record.retrying_error and record.launches > 1:
+            record.error_relaunches += 1
+        record.retrying_error = False
         record.node = node
         record.memory_mb = memory_mb
         record.started = now
@@ -344,6 +351,7 @@ class JobRuntime:
             return False
         record.status = "pending"
         record.node = None
+        record.retrying_error = counts_as_failure
         if counts_as_failure:
             record.failures += 1
             if record.failures >= MAX_FAILURES:
@@ -420,7 +428,14 @@ class JobRuntime:
 
     @property
     def relaunched(self) -> int:
-        return sum(max(0, r.launches - 1) for r in self.tasks.values())
+        """Relaunches caused by evictions or lost data (a lost node, a lost output to
+        recompute, an input that could not be fetched); not ``error_relaunches``."""
+        return sum(max(0, r.launches - 1) for r in self.tasks.values()) - self.error_relaunches
+
+    @property
+    def error_relaunches(self) -> int:
+        """Relaunches after the task's own failure (error, oom, enospc, killed)."""
+        return sum(r.error_relaunches for r in self.tasks.values())
 
     @property
     def running_count(self) -> int:

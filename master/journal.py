@@ -76,6 +76,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "tasks",
         "relaunched_tasks",
         "relaunched_ratio",
+        "error_relaunches",
         *JOB_TOTALS,
         "map_phase_s",
         "reduce_phase_s",
@@ -108,7 +109,8 @@ TABLES: dict[str, tuple[str, ...]] = {
 def new_run_dir(base: Path, name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     run_dir = base / f"{stamp}-{name}"
-    run_dir.mkdir(parents=True)
+    base.mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(mode=0o700)
     latest = base / "latest"
     tmp = base / f".latest-{os.getpid()}"
     tmp.unlink(missing_ok=True)

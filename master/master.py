@@ -55,8 +55,11 @@ from master.policies.static import StaticAutoscaler
 from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
 from master.scale_model import NodeShares
+from master.senders import SenderCheck
+from master.signing import CommandSigner
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
+from testbed.capabilities import NODE_KEY_ENV, RunKeys
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
 from testbed.protocol import (
     BlockReceived,
@@ -135,9 +138,12 @@ class Master:
         autoscaler: Autoscaler | None = None,
         agent_env: dict[str, str] | None = None,
         attach: bool = False,
+        node_env: Callable[[str], Awaitable[dict[str, str]]] | None = None,
     ) -> None:
-        """``attach``: the initial nodes are started by someone else (compose, Swarm); the
-        master waits for the scenario's node counts to come up and adopts them."""
+        """``token`` is the run secret (``testbed.capabilities``); ``node_env(node_id)``: the
+        extra environment of one agent (its broker login). ``attach``: the initial nodes are
+        started by someone else (compose, Swarm); the master waits for the scenario's node
+        counts to come up and adopts them."""
         self.scenario = scenario
         self.run_id = run_id
         self.run_dir = run_dir
@@ -145,17 +151,20 @@ class Master:
         self.broker = broker
         self.scheduler: Scheduler = make_scheduler(scenario, self.workload_of)
         self.stage_memory = stage_memory(scenario)
-        self.token = token
+        self.keys = RunKeys(token)
+        self.signer = CommandSigner(self)
         self.agent_command = agent_command
         self.http_host = http_host
         self.advertise = advertise
         self.agent_env = agent_env or {}
-        """Extra environment of every agent (its broker login); never journaled."""
+        """Extra environment of every agent; never journaled."""
+        self.node_env = node_env
         self.attach = attach
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
         self.journal.on_disk_full = lambda error: journal_disk_full(self, error)
+        self.senders = SenderCheck(self.journal)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
         self.arriving = scenario.arriving_jobs()
@@ -299,7 +308,11 @@ class Master:
         )
         record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.nodes[node_id] = record
-        env = {**self.agent_env, "TESTBED_RUN_TOKEN": self.token}
+        env = {
+            **self.agent_env,
+            **(await self.node_env(node_id) if self.node_env else {}),
+            NODE_KEY_ENV: self.keys.node_key(node_id),
+        }
         await self.provider.launch(
             node_id,
             node_class,
@@ -389,7 +402,7 @@ class Master:
         node = self.nodes.get(Topics.node_of(topic))
         if node is None and self.attach and isinstance(message, NodeState) and message.state == "up":
             node = self._adopt(message)
-        if node is None or getattr(message, "node_id", node.node_id) != node.node_id:
+        if node is None or not self.senders.allows(node.node_id, message, self._latest_attempt(message)):
             return
         if isinstance(message, TaskUpdate | Heartbeat) and message.cached_inputs is not None:
             node.cached_inputs = tuple((c.key, c.nbytes) for c in message.cached_inputs)
@@ -424,7 +437,7 @@ class Master:
         elif state.state == "lost":
             self._on_will(node, state.session)
         elif state.state == "gone":
-            self.node_lost(node, "released")
+            asyncio.get_running_loop().create_task(self._confirm_gone(node))
         if state.state in ("up", "draining") and state.session > node.session:
             self._agent_reconnected(node, state.session)
 
@@ -483,7 +496,14 @@ class Master:
         self.node_lost(node, "released")
 
     def send(self, node_id: str, message: Message) -> None:
+        """Publish a command, with the capabilities it needs minted for ``node_id``."""
+        message = self.signer.sign(message)
+        self.senders.sent(node_id, message)
         self.link.publish(self.topics.command(node_id), self.codec.encode(message))
+
+    def _latest_attempt(self, message: Message) -> int | None:
+        located = self._locate(message.task_id) if isinstance(message, TaskUpdate) else None
+        return located[0].tasks[located[1]].attempt if located else None
 
     def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]:
         """The node's running tasks as the policies see them. A task's view is fixed once it
@@ -562,7 +582,9 @@ class Master:
         self.journal.event(
             "node_lost", node=node.node_id, **{"class": node.node_class}, reason=reason, detect_s=detect_s
         )
-        self._node_row(node, now, reason)
+        # An evicted node ended when it was killed, not when its loss was heard: its replacement
+        # may already be launching, and the record never shows more nodes than were alive.
+        self._node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
         self.strategy.before_node_lost(node)
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
@@ -785,6 +807,7 @@ class Master:
             return  # a policy that ignores PendingTask.excluded_nodes: the task waits for another round
         now = self.journal.now()
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
+        self.senders.launched(decision.task_id, attempt, node.node_id)
         job.tasks[key].predicted_s = decision.predicted_duration_s
         job.tasks[key].disk_mb_s = decision.disk_mb_s
         stage = job.plan.stages[key[0]]
@@ -1020,6 +1043,14 @@ class Master:
             return
         asyncio.get_running_loop().create_task(self._confirm_lost(node, session))
 
+    async def _confirm_gone(self, node: NodeRecord) -> None:
+        """An agent says it stopped (it closes its HTTP server first): believed once it no
+        longer answers; one that still answers is kept (heartbeats watch it as before)."""
+        if await self._probe(node) == "answered":
+            self.journal.event("gone_ignored", node=node.node_id)
+            return
+        self.node_lost(node, "released")
+
     async def _confirm_lost(self, node: NodeRecord, session: int) -> None:
         if await self._probe(node) == "answered":
             self.journal.event("will_ignored", node=node.node_id, session=session)
@@ -1070,6 +1101,7 @@ class Master:
             tasks=job.plan.total_tasks,
             relaunched_tasks=job.relaunched,
             relaunched_ratio=job.relaunched / job.plan.total_tasks,
+            error_relaunches=job.error_relaunches,
             bytes_recomputed=job.bytes_recomputed,
             bytes_checkpointed=job.bytes_checkpointed,
             bytes_pushed=job.bytes_pushed,

@@ -22,7 +22,6 @@ continues the same scenario in the same directory:
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -64,32 +63,12 @@ class Recovered:
 
 
 def check_resumable(run_dir: Path) -> None:
-    """Refuse directories that are not a crashed run: a finished run, a live one, not a run."""
+    """Refuse directories that are not a crashed run: a finished run, not a run. (A live one is
+    refused by its lock: see ``master.rundir.owning``.)"""
     if not (run_dir / "events.jsonl").is_file() or not (run_dir / "scenario.yaml").is_file():
         raise ResumeError(f"{run_dir}: not a run directory (events.jsonl and scenario.yaml are needed)")
     if (run_dir / "summary.json").is_file():
         raise ResumeError(f"{run_dir}: the run finished (it has a summary.json): nothing to resume")
-    info = run_dir / "master.json"
-    if info.is_file():
-        try:
-            pid = int(json.loads(info.read_text())["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return
-        if _alive(pid) and pid != os.getpid():
-            raise ResumeError(f"{run_dir}: its master (pid {pid}) is still running; stop it first")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return True
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
@@ -275,6 +254,8 @@ class ResumedMaster(Master):
             record.attempt = self.recovered.attempts.get(task_id, -1)
             record.launches = self.recovered.launches.get(task_id, 0)
             record.failures = self.recovered.failures.get(task_id, 0)
+            record.error_relaunches = min(record.failures, max(0, record.launches - 1))
+            record.retrying_error = record.failures > record.error_relaunches
             if job.is_final(record) and key[1] in committed:
                 record.status, record.available = "done", True
         if job.job_id in self.recovered.job_started:

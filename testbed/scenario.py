@@ -7,7 +7,6 @@ found (``ScenarioError``); the CLI prints those lines and exits with status 2.
 
 from __future__ import annotations
 
-import glob
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -29,6 +28,7 @@ from pydantic import (
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
 from testbed.durations import parse_duration, parse_rate
 from testbed.fidelity import FidelitySpec
+from testbed.inputs import absolute_input, resolve_inputs
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 MAX_SEED = 2**32 - 1
@@ -148,7 +148,7 @@ class JobBase(Strict):
                     f"cannot read input file {str(path)!r} ({exc.strerror}): "
                     "make it readable or point input at other files"
                 ) from None
-        return value
+        return absolute_input(value)  # the run directory's scenario.yaml means the same files anywhere
 
 
 SORT_RECORD_BYTES = 100
@@ -567,16 +567,6 @@ def input_files(scenario: Scenario) -> list[Path]:
         for path in resolve_inputs(job.input)
     }
     return sorted(files)
-
-
-def resolve_inputs(pattern: str) -> list[Path]:
-    """The files a job's ``input`` names: a file, every file in a directory, or a glob."""
-    path = Path(pattern).expanduser()
-    if path.is_file():
-        return [path]
-    if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-    return sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
 
 
 def apply_override(data: dict[str, Any], assignment: str) -> None:

@@ -1,7 +1,8 @@
 """``testbed sweep``: run a grid of scenario variants over several seeds.
 
 Each cell is one ``testbed run`` in a child process, with ``--set`` overrides
-for its values and seed, writing ``<sweep dir>/<cell>/``. A cell whose
+for its values and seed, writing ``<sweep dir>/<cell>/`` (its console output
+to ``<sweep dir>/logs/<cell>.log``). A cell whose
 ``summary.json`` exists is finished and skipped, so an interrupted sweep
 resumes where it stopped; the cell it stopped in runs again from scratch.
 At the end the sweep writes ``sweep.csv``, ``sweep.md`` and ``sweep.png``
@@ -52,28 +53,38 @@ class Variation:
 class Cell:
     values: tuple[tuple[str, str], ...]
     seed: int
+    repeat: int = 0
+    """0 for the first run of a seed, 1, 2, ... for its repeats (``--repeats``)."""
 
     @property
     def name(self) -> str:
         label = "_".join(f"{key.rsplit('.', 1)[-1]}-{value}" for key, value in self.values)
-        return re.sub(r"[^A-Za-z0-9_.-]", "-", f"{label}_seed-{self.seed}" if label else f"seed-{self.seed}")
+        name = f"{label}_seed-{self.seed}" if label else f"seed-{self.seed}"
+        return re.sub(r"[^A-Za-z0-9_.-]", "-", f"{name}_rep-{self.repeat}" if self.repeat else name)
 
     def overrides(self) -> list[str]:
         return [f"{key}={value}" for key, value in self.values] + [f"seed={self.seed}"]
 
 
-def grid(variations: list[Variation], seeds: list[int]) -> list[Cell]:
+def grid(variations: list[Variation], seeds: list[int], repeats: int = 1) -> list[Cell]:
+    """Every combination of the varied values, each run with every seed, each seed
+    ``repeats`` times (in that order: a cell's repeats run one after the other)."""
     combos = itertools.product(*[[(v.key, value) for value in v.values] for v in variations])
-    return [Cell(tuple(combo), seed) for combo in combos for seed in seeds]
+    return [Cell(tuple(combo), seed, r) for combo in combos for seed in seeds for r in range(repeats)]
 
 
 def run_sweep(
-    scenario_path: Path, variations: list[Variation], seed_count: int, out: Path, extra: list[str]
+    scenario_path: Path,
+    variations: list[Variation],
+    seed_count: int,
+    out: Path,
+    extra: list[str],
+    repeats: int = 1,
 ) -> list[CellResult]:
     """Run (or resume) the grid; each cell's outcome, failed ones flagged."""
     base = load_scenario(scenario_path, extra)
     seeds = [base.seed + i for i in range(seed_count)]
-    cells = grid(variations, seeds)
+    cells = grid(variations, seeds, repeats)
     for cell in cells:  # every variant must be valid before anything runs
         load_scenario(scenario_path, [*extra, *cell.overrides()])
     out.mkdir(parents=True, exist_ok=True)
@@ -83,6 +94,7 @@ def run_sweep(
                 "scenario": str(scenario_path),
                 "vary": [[v.key, list(v.values)] for v in variations],
                 "seeds": seeds,
+                "repeats": repeats,
                 "set": extra,
             },
             indent=2,
@@ -114,13 +126,15 @@ def run_sweep(
 
 def _run_cell(scenario_path: Path, cell: Cell, run_dir: Path, extra: list[str]) -> int:
     """Run one unfinished cell from scratch: a directory left by an interrupted run of it
-    goes first (a run appends to its journal and tables, which would mix the two runs)."""
+    goes first (``testbed run`` wants a new or empty directory). Its output goes to
+    ``logs/<cell>.log`` beside the cells."""
     args = [sys.executable, "-m", "testbed.cli", "run", str(scenario_path), "--out", str(run_dir)]
     for assignment in [*extra, *cell.overrides()]:
         args += ["--set", assignment]
     shutil.rmtree(run_dir, ignore_errors=True)
-    run_dir.mkdir(parents=True)
-    with open(run_dir / "run.log", "wb") as log:
+    log_path = run_dir.parent / "logs" / f"{run_dir.name}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
         return subprocess.run(
             args, stdout=log, stderr=subprocess.STDOUT, env=child_env(), check=False
         ).returncode

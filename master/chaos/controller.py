@@ -32,6 +32,10 @@ log = logging.getLogger("chaos")
 Reason = Literal["lifetime", "storm", "manual"]
 
 
+class NotRunning(Exception):
+    """A live eviction outside the run (before its time 0, or as it ends); the message says when."""
+
+
 @dataclass(frozen=True)
 class ClassPolicy:
     model: LifetimeModel
@@ -58,6 +62,9 @@ class ChaosController:
         self.lifetimes: dict[str, float] = {}
         self._timers: list[asyncio.TimerHandle] = []
         self._manual = np.random.default_rng([scenario.seed, 0xC4A05])
+        self.state: Literal["starting", "running", "ended"] = "starting"
+        """Live evictions are taken only while ``running``: between ``start`` (the run's time 0,
+        once its initial cluster is up) and ``stop``, so every eviction is on the run's clock."""
 
     def _policy(self, spec: ClassChaosSpec) -> ClassPolicy:
         model = parse_lifetime(spec.lifetime)
@@ -73,6 +80,7 @@ class ChaosController:
         A resumed run starts later than time 0: storms already past are not replayed.
         """
         loop = asyncio.get_running_loop()
+        self.state = "running"
         for node in list(self.master.nodes.values()):
             self.node_launched(node)
         elapsed = self.master.journal.now()
@@ -82,6 +90,7 @@ class ChaosController:
                 self._later(loop, delay, self._storm, event)
 
     def stop(self) -> None:
+        self.state = "ended"
         for timer in self._timers:
             timer.cancel()
 
@@ -185,7 +194,9 @@ class ChaosController:
         asyncio.get_running_loop().create_task(launch())
 
     async def evict_now(self, evict: EvictSpec, named: list[str] | None = None) -> list[str]:
-        """A live storm (CLI, HTTP API, Python API): evict at once, reason ``manual``."""
+        """A live storm (CLI, HTTP API, Python API): evict at once, reason ``manual``.
+        ``NotRunning`` before the run's time 0 and once it is ending."""
+        self._refuse_unless_running()
         if named:
             foreign = [n for n in named if n not in self.master.nodes or not self.master.provider.owns(n)]
             if foreign:
@@ -197,3 +208,15 @@ class ChaosController:
             victims = self.choose(evict, self._manual)
         done = await asyncio.gather(*(self.evict(v, "manual") for v in victims))
         return [v for v, ok in zip(victims, done, strict=True) if ok]
+
+    def _refuse_unless_running(self) -> None:
+        if self.state == "ended":
+            raise NotRunning(f"run {self.master.run_id} is ending: no more evictions")
+        if self.state == "starting":
+            nodes = self.master.nodes.values()
+            up = sum(1 for n in nodes if n.status in ("up", "draining"))
+            raise NotRunning(
+                f"run {self.master.run_id} has not started: its cluster is coming up ({up} of "
+                f"{len(nodes)} nodes up); evictions are taken from its time 0, once every node is up; "
+                "try again in a few seconds"
+            )

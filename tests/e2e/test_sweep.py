@@ -47,7 +47,7 @@ def test_sweep_resumes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixt
     )
     args = ["sweep", str(scenario), "--vary", "jobs.0.tasks=1,2", "--seeds", "1", "--out", str(out)]
     assert main(args) == 0
-    assert not (done / "run.log").exists()
+    assert not (out / "logs" / "tasks-1_seed-1.log").exists()
     assert json.loads((stopped / "summary.json").read_text())["evictions"] == 0
     assert (stopped / "events.jsonl").read_text().count('"run_started"') == 1
     rows = {r["run"]: r for r in csv.DictReader((out / "sweep.csv").open())}
@@ -64,6 +64,7 @@ def test_bad_variation_is_exit_2(tmp_path: Path) -> None:
     scenario.write_text(SCENARIO)
     assert main(["sweep", str(scenario), "--vary", "nonsense"]) == 2
     assert main(["sweep", str(scenario), "--vary", "policy.scheduler=fifo,nope"]) == 2
+    assert main(["sweep", str(scenario), "--vary", "jobs.0.tasks=1", "--repeats", "0"]) == 2
 
 
 def test_a_failed_run_is_flagged_everywhere_and_fails_the_sweep(
