@@ -22,7 +22,6 @@ from typing import Any
 from master.backends import broker_credentials, open_backend, run_id_for, run_token
 from master.broker_keeper import BrokerKeeper
 from master.coaster_summary import job_class_summary, percentile
-from master.journal import JOB_TOTALS
 from master.master import Master
 from master.monitor import FIDELITY_FILE, Sampler, write_assessment
 from master.policies import make_autoscaler
@@ -32,6 +31,7 @@ from master.rundir import check_inputs, owning, record_inputs, tidy
 from master.scale_model import NodeShares, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.fidelity import emulated, is_duration_key
+from testbed.journal import JOB_TOTALS
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.rundir import secure_run_dir

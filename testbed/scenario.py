@@ -26,9 +26,11 @@ from pydantic import (
 )
 
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
+from testbed.curves import PenaltyCurve, SpillCurve
 from testbed.durations import parse_duration, parse_rate
 from testbed.fidelity import FidelitySpec
 from testbed.inputs import absolute_input, resolve_inputs
+from testbed.lifetimes import parse_lifetime
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 MAX_SEED = 2**32 - 1
@@ -356,8 +358,6 @@ class ClassChaosSpec(Strict):
         is relative to the validation context's ``base_dir`` (the scenario file's folder),
         else the working directory; with a ``base_dir`` it is kept made absolute, so the
         run's controller, its ``scenario.yaml`` and ``--resume`` read the same file."""
-        from master.chaos.lifetimes import parse_lifetime  # late: master.chaos imports this module
-
         base_dir = (info.context or {}).get("base_dir")
         parse_lifetime(value, base_dir)
         if base_dir is None or not isinstance(value, dict) or not isinstance(value.get("empirical"), str):
@@ -401,16 +401,12 @@ class InlineProfile(Strict):
     @field_validator("points")
     @classmethod
     def _penalty_curve(cls, points: CurvePoints) -> CurvePoints:
-        from master.policies.task_model import PenaltyCurve  # not at the top: master.policies imports us
-
         PenaltyCurve(tuple(points))
         return points
 
     @field_validator("spill_mb")
     @classmethod
     def _spill_curve(cls, points: CurvePoints | None) -> CurvePoints | None:
-        from master.policies.task_model import SpillCurve  # not at the top: master.policies imports us
-
         if points is not None:
             SpillCurve(tuple(points))
         return points
