@@ -162,7 +162,7 @@ class EdgeChunk:
 def node_id(token: bytes) -> int:
     """A canonical decimal integer below 2**62 is its own id; any other token is a name:
     a 62-bit BLAKE2b hash with bit 62 set (so names never meet integer ids)."""
-    if token.isdigit() and len(token) <= 18 and (token[0] != 0x30 or len(token) == 1):
+    if token.isdigit() and len(token) <= 19 and (token[0] != 0x30 or len(token) == 1) and int(token) < NAMED:
         return int(token)
     return NAMED | (int.from_bytes(hashlib.blake2b(token, digest_size=8).digest(), "little") & (NAMED - 1))
 
@@ -176,8 +176,12 @@ def parse_edges(data: bytes, where: str = "input") -> EdgeChunk:
     if len(tokens) != 2 * lines:
         bad = next(line for line in data.splitlines() if line.strip() and len(line.split()) != 2)
         raise InputDataError(f"{where}: expected 'src dst' per line, found {_text(bad[:80])!r}")
+    integers = _canonical_integers(tokens)
+    if integers is not None:
+        pairs = integers.reshape(-1, 2)
+        return EdgeChunk(pairs[:, 0].copy(), pairs[:, 1].copy())
     ids = {token: node_id(token) for token in set(tokens)}
-    pairs = np.fromiter((ids[t] for t in tokens), dtype=np.int64, count=len(tokens)).reshape(-1, 2)
+    pairs = np.fromiter(map(ids.__getitem__, tokens), dtype=np.int64, count=len(tokens)).reshape(-1, 2)
     names = {i: token for token, i in ids.items() if i >= NAMED}
     return EdgeChunk(pairs[:, 0].copy(), pairs[:, 1].copy(), names)
 
@@ -208,6 +212,23 @@ def check_edge_files(paths: list[Path], budget: int = CHECKED_INPUT_BYTES) -> No
             return
     if edges == 0:
         raise ValueError("the edge lists hold no edge: give lines of 'src dst'")
+
+
+_POWERS_OF_TEN = 10 ** np.arange(19, dtype=np.int64)
+
+
+def _canonical_integers(tokens: list[bytes]) -> np.ndarray | None:
+    """The tokens as integers when every one is its own id (a decimal below 2**62 without
+    sign or leading zeros), else None. Fast path: numpy parses them, and since a token is
+    never shorter than its value's digits, equal total lengths mean every token is canonical."""
+    try:
+        values = np.array(tokens, dtype=np.int64) if tokens else np.empty(0, np.int64)
+    except (ValueError, OverflowError):
+        return None
+    if len(values) and (values.min() < 0 or values.max() >= NAMED):
+        return None
+    digits = np.maximum(1, np.searchsorted(_POWERS_OF_TEN, values, side="right"))
+    return values if int(digits.sum()) == sum(map(len, tokens)) else None
 
 
 def node_names(ids: np.ndarray, names: dict[int, bytes]) -> list[bytes]:
