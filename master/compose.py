@@ -120,7 +120,7 @@ class _Stack:
             **service,
             "command": [
                 *("master", f"/scenarios/{self.scenario_path.name}", "--backend", "attach"),
-                *("--out", f"/results/{name}", *sets),
+                *("--out", f"/results/{name}", "--clean", *sets),  # a rerun replaces the last run
             ],
             "user": "root",  # for the Docker socket
             "environment": {

@@ -216,6 +216,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "jobs": len(jobs),
         "succeeded": sum(1 for j in jobs if j["status"] == "succeeded"),
         "failed": sum(1 for j in jobs if j["status"] != "succeeded"),
+        "errors": {j["job_id"]: j["error"] for j in jobs if j.get("error")},
         "mean_jct_s": _round(statistics.fmean(jcts)) if jcts else None,
         "p50_jct_s": _round(percentile(jcts, 50)),
         "p95_jct_s": _round(percentile(jcts, 95)),
