@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from master.journal import TABLES
 from testbed.console import print_jct_table
+from testbed.journal import TABLES
 
 SUMMARY = {
     "name": "quickstart",

@@ -80,7 +80,7 @@ def stage_memory(scenario: Scenario) -> Callable[[Any, int], int]:
     return ideal
 
 
-def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None]) -> ModelSource | None:
+def profile_models(scenario: Scenario) -> ModelSource | None:
     """Task models from the scenario's profiles, keyed by (workload, role).
 
     A profile's curves are in fractions of ideal memory, so they transfer to
@@ -94,7 +94,7 @@ def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None])
     dilation = scenario.fidelity.factor
 
     def model_of(task: PendingTask) -> TaskModel | None:
-        profile = profiles.get((workload_of(task.job_id) or "", role_of(task.stage)))
+        profile = profiles.get((task.workload, role_of(task.stage)))
         if profile is None:
             return None
         model = profile.model.resized(task.ideal_memory_mb)
@@ -113,24 +113,18 @@ def dilated_disk_budget(options: dict[str, Any], scenario: Scenario) -> dict[str
     return {**options, "elastic_disk_mb_s": budget / dilation}
 
 
-def make_scheduler(
-    scenario: Scenario, workload_of: Callable[[str], str | None] = lambda _: None
-) -> Scheduler:
-    """The scenario's scheduler; a ScenarioError (exit 2) when it cannot be built.
-
-    ``workload_of`` maps a job id to its workload, for profile-based task models.
-    """
+def make_scheduler(scenario: Scenario) -> Scheduler:
+    """The scenario's scheduler; a ScenarioError (exit 2) when it cannot be built."""
     name = scenario.policy.scheduler
     options = options_for(scenario, name)
     try:
         if name == "fifo" and not options:
             return FifoScheduler()
         if name == "yarn":
-            return YarnScheduler.from_options(options, profile_models(scenario, workload_of))
+            return YarnScheduler.from_options(options, profile_models(scenario))
         if name == "yarn-me":
-            return YarnMeScheduler.from_options(
-                dilated_disk_budget(options, scenario), profile_models(scenario, workload_of)
-            )
+            budget = dilated_disk_budget(options, scenario)
+            return YarnMeScheduler.from_options(budget, profile_models(scenario))
         if name == "eagle":
             return _eagle(scenario, options)
     except ValueError as exc:
