@@ -31,7 +31,7 @@ from master.rundir import check_inputs, owning, record_inputs, tidy
 from master.scale_model import NodeShares, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.fidelity import emulated, is_duration_key
-from testbed.journal import JOB_TOTALS
+from testbed.journal_tables import JOB_TOTALS
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.rundir import secure_run_dir

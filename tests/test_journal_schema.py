@@ -13,13 +13,13 @@ from master.coaster_summary import long_job_ids
 from master.journal import Journal
 from testbed.journal import (
     EVENTS,
-    TABLES,
     JournalSchemaError,
     TaskStarted,
     check_event,
     events_of,
     read_events,
 )
+from testbed.journal_tables import TABLES
 
 STARTED = {
     "task": "j000.s0.t0",
