@@ -146,7 +146,7 @@ async def _run_owned(
                 await broker.close()
     observations.launch_ack_s = list(master.launch_acks.values())
     throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
-    write_assessment(run_dir, scenario, observations, throttling)
+    write_assessment(run_dir, scenario, observations, throttling, enforced=not backend_.attach)
     summary = summarize(run_dir, scenario)
     try:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -229,6 +229,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "jobs": len(jobs),
         "succeeded": sum(1 for j in jobs if j["status"] == "succeeded"),
         "failed": sum(1 for j in jobs if j["status"] != "succeeded"),
+        "errors": {j["job_id"]: j["error"] for j in jobs if j.get("error")},
         "mean_jct_s": _round(statistics.fmean(jcts)) if jcts else None,
         "p50_jct_s": _round(percentile(jcts, 50)),
         "p95_jct_s": _round(percentile(jcts, 95)),

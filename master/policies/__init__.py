@@ -16,7 +16,7 @@ from master.policies.fifo import FifoScheduler
 from master.policies.static import StaticAutoscaler
 from master.policies.task_model import Role, TaskModel, TaskProfile, load_profile
 from master.policies.yarn import ModelSource, YarnScheduler, checked_options
-from master.policies.yarn_me import YarnMeScheduler
+from master.policies.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
 from testbed.durations import parse_duration
 from testbed.scenario import DEFAULT_TASK_MEMORY_MB, InlineProfile, Scenario, ScenarioError
 
@@ -103,6 +103,16 @@ def profile_models(scenario: Scenario) -> ModelSource | None:
     return model_of
 
 
+def dilated_disk_budget(options: dict[str, Any], scenario: Scenario) -> dict[str, Any]:
+    """YARN-ME's per-node disk budget under time dilation: divided by it, as the nodes' disks
+    and the task models' disk rates are."""
+    dilation = scenario.fidelity.factor
+    budget = options.get("elastic_disk_mb_s", DEFAULT_ELASTIC_DISK_MB_S)
+    if dilation == 1.0 or isinstance(budget, bool) or not isinstance(budget, int | float):
+        return options
+    return {**options, "elastic_disk_mb_s": budget / dilation}
+
+
 def make_scheduler(scenario: Scenario) -> Scheduler:
     """The scenario's scheduler; a ScenarioError (exit 2) when it cannot be built."""
     name = scenario.policy.scheduler
@@ -113,7 +123,8 @@ def make_scheduler(scenario: Scenario) -> Scheduler:
         if name == "yarn":
             return YarnScheduler.from_options(options, profile_models(scenario))
         if name == "yarn-me":
-            return YarnMeScheduler.from_options(options, profile_models(scenario))
+            budget = dilated_disk_budget(options, scenario)
+            return YarnMeScheduler.from_options(budget, profile_models(scenario))
         if name == "eagle":
             return _eagle(scenario, options)
     except ValueError as exc:
