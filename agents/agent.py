@@ -24,6 +24,7 @@ from aiohttp import web
 from agents.push import push_block
 from agents.shuffle import make_app
 from agents.worker_main import combine_in_worker, run_in_worker
+from testbed.bandwidth import UNLIMITED, NodeLimits
 from testbed.lru import LruCache
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
@@ -71,6 +72,9 @@ class AgentConfig:
     warm_workers: bool = True
     task_memory_limit_mb: int | None = None
     """Extra memory a task worker may allocate (None: no limit); see agents.worker."""
+    network_mbps: float | None = None
+    disk_mb_s: float | None = None
+    """The node's bandwidths (None: unlimited), shared with its task workers (testbed.bandwidth)."""
 
 
 @dataclass
@@ -104,6 +108,7 @@ class Agent:
         self.input_cache = LruCache(0)
         """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
         self.state = "up"
+        self.limits = UNLIMITED
         self.link: MqttLink
         self._stop = asyncio.Event()
 
@@ -131,6 +136,7 @@ class Agent:
 
     async def run(self) -> None:
         (self.config.data_dir / "blocks").mkdir(parents=True, exist_ok=True)
+        self.limits = NodeLimits.create(self.config.data_dir, self.config.network_mbps, self.config.disk_mb_s)
         runner = await self._start_http()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -169,7 +175,9 @@ class Agent:
 
     async def _start_http(self) -> web.AppRunner:
         identity = {"node": self.config.node_id, "incarnation": self.incarnation}
-        app = make_app(self.config.data_dir / "blocks", self.config.token, self._on_block_received, identity)
+        app = make_app(
+            self.config.data_dir / "blocks", self.config.token, self._on_block_received, identity, self.limits
+        )
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.config.listen, self.config.port, reuse_address=True)
@@ -338,7 +346,9 @@ class Agent:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=60)) as session:
             results = await asyncio.gather(
                 *(
-                    push_block(session, blocks, block, t.url, t.partitions, self.config.token, rate)
+                    push_block(
+                        session, blocks, block, t.url, t.partitions, self.config.token, rate, self.limits
+                    )
                     for t in targets
                 ),
                 return_exceptions=True,

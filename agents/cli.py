@@ -40,6 +40,9 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--task-memory-limit-mb", type=int, help="memory each task may allocate; beyond it the task fails oom"
     )
+    parser.add_argument("--cgroup", type=Path, help="a CPU cgroup to join first (the node's CPU quota)")
+    parser.add_argument("--network-mbps", type=float, help="the node's NIC bandwidth, each direction")
+    parser.add_argument("--disk-mb-s", type=float, help="the node's spill bandwidth")
 
 
 def run_agent(args: argparse.Namespace) -> int:
@@ -49,6 +52,10 @@ def run_agent(args: argparse.Namespace) -> int:
     from testbed.mqtt import BrokerAddress
     from testbed.processes import die_with_parent
 
+    if args.cgroup is not None:  # first: the forkserver and every task worker are born in it
+        from testbed.cgroups import join
+
+        join(args.cgroup)
     die_with_parent()
     broker = BrokerAddress.parse(args.broker)  # reads the TESTBED_MQTT_* login
     token = os.environ.get("TESTBED_RUN_TOKEN", "")
@@ -69,6 +76,8 @@ def run_agent(args: argparse.Namespace) -> int:
         heartbeat_interval=args.heartbeat_interval,
         warm_workers=not args.lazy_workers,
         task_memory_limit_mb=args.task_memory_limit_mb,
+        network_mbps=args.network_mbps,
+        disk_mb_s=args.disk_mb_s,
     )
     try:
         import uvloop

@@ -18,6 +18,7 @@ from pathlib import Path
 import aiohttp
 import msgpack
 
+from testbed.bandwidth import UNLIMITED, NodeLimits
 from testbed.blocks import TOKEN_HEADER, read_segment_chunks, segment
 from testbed.protocol import PushedPart
 
@@ -57,11 +58,12 @@ def subset_index(blocks_dir: Path, block: str, partitions: Sequence[int]) -> tup
     return index, segments
 
 
-async def _body(segments: list, rate_bytes_s: float | None) -> AsyncIterator[bytes]:
+async def _body(segments: list, rate_bytes_s: float | None, limits: NodeLimits) -> AsyncIterator[bytes]:
     started = time.monotonic()
     sent = 0
     for seg in segments:
         for chunk in await asyncio.to_thread(lambda s=seg: list(read_segment_chunks(s, CHUNK))):
+            await limits.pace_async("net-out", len(chunk))
             yield chunk
             sent += len(chunk)
             if rate_bytes_s:
@@ -78,12 +80,15 @@ async def push_block(
     partitions: Sequence[int],
     token: str,
     rate_bytes_s: float | None = None,
+    limits: NodeLimits = UNLIMITED,
 ) -> tuple[PushedPart, ...]:
-    """PUT the partitions of a local block to the agent at ``url``; the parts as sent."""
+    """PUT the partitions of a local block to the agent at ``url``; the parts as sent (at most
+    at ``rate_bytes_s``, and paced on the sending node's network ``limits``)."""
     index, segments = await asyncio.to_thread(subset_index, blocks_dir, block, partitions)
     headers = {TOKEN_HEADER: token, INDEX_HEADER: encode_index(index)}
     headers["Content-Length"] = str(sum(seg.length for seg in segments))
-    async with session.put(f"{url}/blocks/{block}", data=_body(segments, rate_bytes_s), headers=headers) as r:
+    body = _body(segments, rate_bytes_s, limits)
+    async with session.put(f"{url}/blocks/{block}", data=body, headers=headers) as r:
         if r.status != 201:
             raise OSError(f"push of {block} to {url} refused: HTTP {r.status} {await r.text()}")
     return tuple(

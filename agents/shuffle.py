@@ -20,6 +20,7 @@ import msgpack
 from aiohttp import web
 
 from agents.push import INDEX_HEADER, decode_index
+from testbed.bandwidth import UNLIMITED, NodeLimits
 from testbed.blocks import CRC_HEADER, TOKEN_HEADER, segment
 from testbed.protocol import PushedPart
 from testbed.tokens import token_matches
@@ -32,6 +33,7 @@ CHUNK = 1 << 20
 BLOCKS_DIR = web.AppKey("blocks_dir", Path)
 TOKEN = web.AppKey("token", str)
 ON_RECEIVED: web.AppKey[OnReceived | None] = web.AppKey("on_received")
+LIMITS = web.AppKey("limits", NodeLimits)
 
 
 def make_app(
@@ -39,10 +41,13 @@ def make_app(
     token: str,
     on_received: OnReceived | None = None,
     identity: dict[str, str] | None = None,
+    limits: NodeLimits = UNLIMITED,
 ) -> web.Application:
     """``on_received(block, parts)`` is told of every block received whole; ``identity``
-    (node id, incarnation) is what ``/health`` answers, so a caller knows who answered."""
+    (node id, incarnation) is what ``/health`` answers, so a caller knows who answered;
+    blocks served and received pace on the node's ``limits``."""
     app = web.Application(client_max_size=0)
+    app[LIMITS] = limits
     app[BLOCKS_DIR] = blocks_dir
     app[TOKEN] = token
     app[ON_RECEIVED] = on_received
@@ -89,6 +94,7 @@ async def serve_block(request: web.Request) -> web.StreamResponse:
             if not chunk:
                 break
             left -= len(chunk)
+            await request.app[LIMITS].pace_async("net-out", len(chunk))
             await response.write(chunk)
     await response.write_eof()
     return response
@@ -106,6 +112,7 @@ async def receive_block(request: web.Request) -> web.Response:
     try:
         with open(staged, "wb") as out:
             async for chunk in request.content.iter_chunked(1 << 20):
+                await request.app[LIMITS].pace_async("net-in", len(chunk))
                 await asyncio.to_thread(out.write, chunk)
         problem = await asyncio.to_thread(_verify, staged, index)
         if problem:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from testbed.bandwidth import bind_worker
 from testbed.blocks import TOKEN_HEADER, BlockWriter, delete_blocks, iter_frames, read_segment_chunks, segment
 from testbed.protocol import TaskSpec
 from testbed.workloads import COMBINERS, OPERATIONS
@@ -54,6 +55,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str, feed: Any 
     """Run one attempt; ``feed`` brings the blocks of its streamed dependencies."""
     blocks = node_dir / "blocks"
     scratch = node_dir / "scratch" / spec.block_id
+    bind_worker(node_dir)
     ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token), feed=feed)
     reset_peak_rss()
     started = time.perf_counter()

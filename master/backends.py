@@ -28,6 +28,7 @@ from pathlib import Path
 
 from master.providers.base import NodeProvider
 from master.providers.local import LocalProvider, python_command
+from testbed.cgroups import CpuCgroups
 
 BACKENDS = ("local", "docker", "attach")
 DEFAULT_IMAGE = "transient-testbed:latest"
@@ -57,12 +58,15 @@ def broker_credentials() -> dict[str, str]:
     return {name: os.environ[name] for name in names if os.environ.get(name)}
 
 
-async def open_backend(name: str, run_id: str, run_dir: Path, inputs: Sequence[Path] = ()) -> Backend:
+async def open_backend(
+    name: str, run_id: str, run_dir: Path, inputs: Sequence[Path] = (), cgroups: CpuCgroups | None = None
+) -> Backend:
     """The provider and addresses of a backend; the caller closes ``provider`` in any case.
-    ``inputs``: the jobs' input files, which containers mount read-only at the same path."""
+    ``inputs``: the jobs' input files, which containers mount read-only at the same path;
+    ``cgroups``: where local nodes get their CPU quotas (a faithful run)."""
     broker_url = os.environ.get("TESTBED_BROKER") or None
     if name == "local":
-        provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs")
+        provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs", cgroups)
         return Backend(provider, "127.0.0.1", "127.0.0.1", python_command(), broker_url=broker_url)
     if name == "docker":
         from master.providers.docker import DockerProvider

@@ -53,6 +53,7 @@ from master.policies.cloudcoaster import revocation_outcome
 from master.policies.static import StaticAutoscaler
 from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
+from master.scale_model import NodeShares
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
@@ -230,7 +231,7 @@ class Master:
         all_done = asyncio.ensure_future(self._all_done.wait())
         try:
             done, _ = await asyncio.wait(
-                [all_done, *background], timeout=self.scenario.timeout, return_when=asyncio.FIRST_COMPLETED
+                [all_done, *background], timeout=self.scenario.timeout_s, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             all_done.cancel()
@@ -241,7 +242,7 @@ class Master:
             self.journal.event("master_error", error=repr(error))
             self._fail_unfinished(f"internal error in the master: {error!r}")
         elif not done:
-            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout:.0f}s")
+            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")
 
     def abort(self, reason: str) -> None:
         """End the run at once (its broker is gone for good): unfinished jobs fail with ``reason``."""
@@ -299,7 +300,7 @@ class Master:
             node_class,
             spec.slots,
             spec.memory_mb,
-            spec.cpus,
+            NodeShares.of(self.scenario, spec).cpus,
             self.agent_command(node_id, node_class),
             env,
         )
@@ -649,7 +650,7 @@ class Master:
     async def _ticker(self) -> None:
         """Kick a scheduling round every heartbeat interval (YARN schedules on node heartbeats)."""
         while True:
-            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            await asyncio.sleep(self.scenario.heartbeat_interval_s)
             self.kick()
 
     def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]:
@@ -865,7 +866,7 @@ class Master:
 
     async def _heartbeat_watch(self) -> None:
         while True:
-            await asyncio.sleep(self.scenario.cluster.heartbeat_interval)
+            await asyncio.sleep(self.scenario.heartbeat_interval_s)
             if self.link.connected.is_set():  # our own outage says nothing about the nodes
                 self._check_heartbeats()
 
@@ -873,7 +874,7 @@ class Master:
         """Every node silent for ``heartbeat_timeout`` is asked directly before anything else
         (``_probe_silent``); ``master.liveness.after_probe`` decides from the answer."""
         now = self.journal.now()
-        timeout = self.scenario.cluster.heartbeat_timeout
+        timeout = self.scenario.heartbeat_timeout_s
         live = [n for n in self.nodes.values() if n.status in ("up", "draining")]
         unasked = [
             n
@@ -888,7 +889,7 @@ class Master:
 
     def _everyone_quiet(self, now: float) -> bool:
         live = [n.last_seen for n in self.nodes.values() if n.status in ("up", "draining")]
-        return everyone_quiet(live, now, self.scenario.cluster.heartbeat_interval)
+        return everyone_quiet(live, now, self.scenario.heartbeat_interval_s)
 
     async def _probe_silent(self, node: NodeRecord) -> None:
         try:
@@ -898,7 +899,7 @@ class Master:
         if node.status not in ("up", "draining"):
             return
         now = self.journal.now()
-        patience = patience_s(self.scenario.cluster.heartbeat_timeout)
+        patience = patience_s(self.scenario.heartbeat_timeout_s)
         verdict = after_probe(outcome, now - node.last_seen, self._everyone_quiet(now), patience)
         if verdict == "alive":
             self._answered[node.node_id] = now
@@ -920,7 +921,7 @@ class Master:
             for task_id, (job, key) in node.running.items()
         }
         verdict = reconcile(
-            expected, beat.attempts, node.strikes, now, self.scenario.cluster.heartbeat_interval
+            expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_interval_s
         )
         node.strikes = verdict.strikes
         for task_id, attempt in verdict.stray:
@@ -1018,7 +1019,7 @@ class Master:
 
     async def _probe(self, node: NodeRecord) -> ProbeOutcome:
         """Whether this very agent process (same incarnation) answers on its HTTP port in time."""
-        timeout = aiohttp.ClientTimeout(total=self.scenario.cluster.heartbeat_timeout)
+        timeout = aiohttp.ClientTimeout(total=self.scenario.heartbeat_timeout_s)
         try:
             async with (
                 aiohttp.ClientSession(timeout=timeout) as http,

@@ -26,6 +26,7 @@ from master.master import Master
 from master.policies import make_autoscaler
 from master.providers.local import python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
+from master.scale_model import NodeShares, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
@@ -69,8 +70,11 @@ async def run_scenario(
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     run_id = run_id_for(scenario.name)
+    scenario = resolve(scenario)
+    (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
     autoscaler = make_autoscaler(scenario)
-    backend_ = await open_backend(backend, run_id, run_dir, input_files(scenario))
+    cgroups = local_isolation(scenario) if backend == "local" else None
+    backend_ = await open_backend(backend, run_id, run_dir, input_files(scenario), cgroups)
     provider = backend_.provider
     broker_url = backend_.broker_url or scenario.broker
     owned = broker is None  # a broker handed in is the caller's to restart
@@ -131,6 +135,7 @@ def agent_command(
     prefix: list[str] | None = None,
 ) -> list[str]:
     spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
+    shares = NodeShares.of(scenario, spec)
     return [
         *(python_command() if prefix is None else prefix),
         "--run",
@@ -146,8 +151,9 @@ def agent_command(
         "--memory-mb",
         str(spec.memory_mb),
         "--heartbeat-interval",
-        str(scenario.cluster.heartbeat_interval),
+        str(scenario.heartbeat_interval_s),
         *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),
+        *shares.agent_flags(),
     ]
 
 

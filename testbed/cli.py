@@ -160,18 +160,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from master.policies import make_autoscaler, make_scheduler
     from master.run import prepare_run_dir, run_blocking
+    from master.scale_model import local_isolation, resolve
     from testbed.console import print_jct_table
 
     if args.resume is not None:
         return cmd_resume(args)
     if args.scenario is None:
         raise UsageError("testbed run: give a scenario file, or --resume RUN_DIR")
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
     if args.dry_run:
         print(eviction_plan(scenario, args.scenario))
         return EXIT_OK
     make_scheduler(scenario)  # fail on policy problems before anything starts
     make_autoscaler(scenario)
+    if args.backend == "local":
+        local_isolation(scenario)  # a faithful run without cgroups is refused now, in one line
     try:
         run_dir = prepare_run_dir(scenario, args.out)
     except OSError as exc:
@@ -201,7 +204,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) -> str:
     from master.chaos.plan import format_plan, plan_evictions
+    from master.scale_model import resolve
 
+    scenario = resolve(scenario)  # wall times under this host's dilation
     horizon = horizon if horizon is not None else scenario.timeout * scenario.time_scale
     return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)
 

@@ -28,6 +28,7 @@ from pydantic import (
 
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
 from testbed.durations import parse_duration, parse_rate
+from testbed.fidelity import FidelitySpec
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 MAX_SEED = 2**32 - 1
@@ -450,6 +451,7 @@ class Scenario(Strict):
     arrivals: ArrivalsSpec | None = None
     chaos: ChaosSpec = ChaosSpec()
     timeout: Duration = Field(default=600.0, gt=0, description="wall-clock limit of the run")
+    fidelity: FidelitySpec = FidelitySpec()
     profiles: list[ProfileEntry] = Field(
         default_factory=list,
         description="task models for YARN/YARN-ME: testbed profile files, or written inline",
@@ -496,8 +498,30 @@ class Scenario(Strict):
         return self
 
     def trace(self, seconds: float) -> float:
-        """Wall seconds for a trace-time duration (trace times are divided by time_scale)."""
-        return seconds / self.time_scale
+        """Wall seconds for a trace-time duration (divided by time_scale, stretched by the dilation)."""
+        return seconds * self.wall_per_trace
+
+    @property
+    def wall_per_trace(self) -> float:
+        return self.fidelity.factor / self.time_scale
+
+    def dilated(self, seconds: float) -> float:
+        """Wall seconds for an emulated duration that time_scale does not compress (timeouts,
+        heartbeats): stretched by the dilation."""
+        return seconds * self.fidelity.factor
+
+    @property
+    def timeout_s(self) -> float:
+        """The run's wall-clock limit, stretched by the dilation."""
+        return self.dilated(self.timeout)
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        return self.dilated(self.cluster.heartbeat_interval)
+
+    @property
+    def heartbeat_timeout_s(self) -> float:
+        return self.dilated(self.cluster.heartbeat_timeout)
 
     @property
     def long_cutoff(self) -> float:

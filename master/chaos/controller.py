@@ -62,8 +62,8 @@ class ChaosController:
     def _policy(self, spec: ClassChaosSpec) -> ClassPolicy:
         model = parse_lifetime(spec.lifetime)
         notice = effective_notice(spec.notice, "notice" in spec.model_fields_set, model)
-        scale = self.master.scenario.time_scale
-        return ClassPolicy(model, notice / scale, spec.replace, spec.provisioning_delay / scale)
+        trace = self.master.scenario.trace
+        return ClassPolicy(model, trace(notice), spec.replace, trace(spec.provisioning_delay))
 
     # ------------------------------------------------------------------ timers
 

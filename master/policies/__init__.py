@@ -169,12 +169,29 @@ def make_autoscaler(scenario: Scenario) -> Autoscaler:
             )  # fmt: skip
         knobs = checked_options(options, CLOUDCOASTER_OPTIONS, "cloudcoaster")
         delay = parse_duration(knobs.get("provisioning_delay", "120s"))
-        return CloudCoasterAutoscaler(
-            threshold=float(knobs.get("threshold", 0.95)),
-            r=float(knobs.get("r", 3)),
-            p=float(knobs.get("p", 0.5)),
-            provisioning_delay_s=scenario.trace(delay),
-            short_on_demand=short_partition_size(scenario.cluster.reserved.count, short_fraction(scenario)),
-        )
+        return _cloudcoaster(scenario, knobs, scenario.trace(delay))
     except (ValueError, TypeError) as exc:
         raise ScenarioError([f"policy.options.{name}: {exc}"]) from None
+
+
+def _cloudcoaster(scenario: Scenario, knobs: dict[str, Any], delay_s: float) -> CloudCoasterAutoscaler:
+    return CloudCoasterAutoscaler(
+        threshold=float(knobs.get("threshold", 0.95)),
+        r=float(knobs.get("r", 3)),
+        p=float(knobs.get("p", 0.5)),
+        provisioning_delay_s=delay_s,
+        short_on_demand=short_partition_size(scenario.cluster.reserved.count, short_fraction(scenario)),
+    )
+
+
+def added_transient_nodes(scenario: Scenario) -> int:
+    """The most transient nodes the autoscaler may run beyond the scenario's count (its
+    budget), for sizing the scale model before the run (dilation ``auto``)."""
+    if scenario.policy.autoscaler == "static":
+        return 0
+    options = options_for(scenario, scenario.policy.autoscaler)
+    try:
+        knobs = checked_options(options, CLOUDCOASTER_OPTIONS, "cloudcoaster")
+        return _cloudcoaster(scenario, knobs, 0.0).budget
+    except (ValueError, TypeError) as exc:
+        raise ScenarioError([f"policy.options.cloudcoaster: {exc}"]) from None

@@ -4,11 +4,17 @@ Each agent runs in its own session (process group) with its own node
 directory. ``evict`` is SIGKILL to the whole group (the agent and its task
 workers) followed by deleting the directory: nothing on the node survives.
 The provider only ever signals process groups it started itself.
+
+With ``cgroups`` (a faithful run) each node gets its own CPU cgroup with a quota
+of ``cpus`` cores; the agent joins it at start (``--cgroup``), so its task workers
+are born in it. The group goes with the node; its last throttling counters stay
+in ``cpu_stats`` for the fidelity monitor.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import signal
 import sys
@@ -16,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from master.providers.base import ForeignNodeError
+from testbed.cgroups import CpuCgroups, CpuStats
 from testbed.processes import child_env, kill_group
 
 
@@ -24,14 +31,20 @@ class LocalNode:
     node_id: str
     process: asyncio.subprocess.Process
     directory: Path
+    cgroup: Path | None = None
 
 
 class LocalProvider:
-    def __init__(self, run_id: str, nodes_dir: Path, log_dir: Path | None = None) -> None:
+    def __init__(
+        self, run_id: str, nodes_dir: Path, log_dir: Path | None = None, cgroups: CpuCgroups | None = None
+    ) -> None:
         self.run_id = run_id
         self.nodes_dir = nodes_dir
         self.log_dir = log_dir or nodes_dir
+        self.cgroups = cgroups
         self.nodes: dict[str, LocalNode] = {}
+        self.cpu_stats: dict[str, CpuStats] = {}
+        """Each node's CPU throttling counters, read as its cgroup goes (isolated runs)."""
 
     def owns(self, node_id: str) -> bool:
         return node_id in self.nodes
@@ -46,11 +59,15 @@ class LocalProvider:
         command: list[str],
         env: dict[str, str],
     ) -> None:
-        del node_class, slots, memory_mb, cpus  # carried by the command line
+        del node_class, slots, memory_mb  # carried by the command line
         directory = self.nodes_dir / node_id
         directory.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         argv = [*command, "--data-dir", str(directory), "--listen", "127.0.0.1", "--advertise", "127.0.0.1"]
+        cgroup = None
+        if self.cgroups is not None and cpus is not None:
+            cgroup = await asyncio.to_thread(self.cgroups.create, self.run_id, node_id, cpus)
+            argv += ["--cgroup", str(cgroup)]
         with open(self.log_dir / f"{node_id}.log", "ab") as log:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -60,7 +77,7 @@ class LocalProvider:
                 env=child_env(env),
                 start_new_session=True,
             )
-        self.nodes[node_id] = LocalNode(node_id, process, directory)
+        self.nodes[node_id] = LocalNode(node_id, process, directory, cgroup)
 
     def _node(self, node_id: str) -> LocalNode:
         node = self.nodes.get(node_id)
@@ -76,6 +93,7 @@ class LocalProvider:
         await node.process.wait()
         self.nodes.pop(node_id, None)  # a concurrent evict or release may have gone first
         await asyncio.to_thread(shutil.rmtree, node.directory, True)
+        await self._remove_cgroup(node)
 
     async def release(self, node_id: str, grace_s: float = 5.0) -> None:
         node = self._node(node_id)
@@ -88,11 +106,35 @@ class LocalProvider:
         kill_group(node.process.pid, signal.SIGKILL)  # stray task workers of a finished agent
         self.nodes.pop(node_id, None)  # a concurrent evict or release may have gone first
         await asyncio.to_thread(shutil.rmtree, node.directory, True)
+        await self._remove_cgroup(node)
 
     async def close(self) -> None:
         await asyncio.gather(
             *(self.release(n, grace_s=2.0) for n in list(self.nodes)), return_exceptions=True
         )
+        if self.cgroups is not None:
+            self.cgroups.remove_run(self.run_id)
+
+    def node_cpu_stats(self) -> dict[str, CpuStats]:
+        """Throttling counters of every node so far: live ones read now, gone ones as they went."""
+        stats = dict(self.cpu_stats)
+        for node in self.nodes.values():
+            if node.cgroup is not None and self.cgroups is not None:
+                with contextlib.suppress(OSError):
+                    stats[node.node_id] = self.cgroups.stats(node.cgroup)
+        return stats
+
+    async def _remove_cgroup(self, node: LocalNode) -> None:
+        """Keep the node's last counters, then remove its group once its processes are gone
+        (killed task workers take a moment to exit)."""
+        if node.cgroup is None or self.cgroups is None:
+            return
+        with contextlib.suppress(OSError):
+            self.cpu_stats[node.node_id] = self.cgroups.stats(node.cgroup)
+        for _ in range(100):
+            if await asyncio.to_thread(self.cgroups.remove, node.cgroup):
+                return
+            await asyncio.sleep(0.05)
 
     def pid(self, node_id: str) -> int:
         return self._node(node_id).process.pid

@@ -37,7 +37,7 @@ def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
     if job.workload == "sort":
         return sort.plan(job, seed)
     if job.workload == "sleep":
-        return sleep.plan(job, seed, scenario.time_scale)
+        return sleep.plan(job, seed, scenario.wall_per_trace)
     if job.workload == "noop":
         return JobPlan("noop", (StagePlan(INLINE_NOOP, job.tasks, final=True, writes_output=False),))
     raise ValueError(f"workload {job.workload!r} is not implemented yet")

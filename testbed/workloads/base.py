@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from testbed.bandwidth import paced
 from testbed.blocks import (
     CRC_HEADER,
     TOKEN_HEADER,
@@ -76,7 +77,7 @@ class BlockFetcher:
             if response.status != 200:
                 raise LookupError(f"HTTP {response.status}")
             crc = int(response.getheader(CRC_HEADER, "0"))
-            yield from iter_frames(iter(lambda: response.read(1 << 20), b""), crc)
+            yield from iter_frames(paced(iter(lambda: response.read(1 << 20), b""), "net-in"), crc)
         finally:
             conn.close()
 

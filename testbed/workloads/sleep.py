@@ -1,7 +1,8 @@
 """Synthetic tasks that run for a given duration: the tasks of Eagle/CloudCoaster traces.
 
 A task sleeps (or spins the CPU, ``cpu_bound: true``) for its duration in wall
-seconds, already divided by the scenario's time scale by the planner.
+seconds, already converted by the planner (divided by the scenario's time scale,
+stretched by its dilation).
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import JobPlan, StagePlan
 
 
-def plan(job: SleepJob, seed: int, time_scale: float = 1.0) -> JobPlan:
+def plan(job: SleepJob, seed: int, wall_per_trace: float = 1.0) -> JobPlan:
     del seed
     durations = job.task_durations
     stage = StagePlan(
         "sleep.run",
         len(durations),
         final=True,
-        task_params=tuple({"duration_s": d / time_scale} for d in durations),
+        task_params=tuple({"duration_s": d * wall_per_trace} for d in durations),
         shared_params={"cpu_bound": job.cpu_bound},
     )
     return JobPlan("sleep", (stage,))

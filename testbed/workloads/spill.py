@@ -38,6 +38,7 @@ from typing import BinaryIO
 import msgpack
 import numpy as np
 
+from testbed.bandwidth import worker_limits
 from testbed.protocol import TaskMetrics
 
 MIN_READ_BYTES = 64 * 1024
@@ -52,6 +53,7 @@ def settle(handle: BinaryIO) -> None:
     then pays a real write, and the merge a real read.
     """
     handle.flush()
+    worker_limits().pace("disk", handle.tell())
     os.fsync(handle.fileno())
     if hasattr(os, "posix_fadvise"):
         os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)

@@ -1,0 +1,76 @@
+"""What each node of a run gets: its share of the host under the scenario's fidelity.
+
+``resolve`` fixes ``dilation: auto`` for this host once, before the run (the resolved
+factor is what the run directory's scenario.yaml records, so a resumed run keeps it).
+``NodeShares`` turns a node class into the provider's CPU limit and the agent's
+bandwidth flags; ``local_isolation`` finds the cgroups a faithful local run needs, or
+refuses the run with one line saying how to get them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from master.policies import added_transient_nodes
+from testbed.cgroups import CgroupUnavailable, CpuCgroups, detect
+from testbed.fidelity import auto_dilation, host_cores
+from testbed.scenario import NodeClassSpec, Scenario, ScenarioError
+
+
+def peak_cores(scenario: Scenario) -> float:
+    """The cluster's cores at its largest: every node of the scenario plus the autoscaler's budget
+    (a replacement starts after its node is gone, so it adds none)."""
+    cluster = scenario.cluster
+    transient = cluster.transient.count + added_transient_nodes(scenario)
+    return cluster.reserved.cores * cluster.reserved.count + cluster.transient.cores * transient
+
+
+def resolve(scenario: Scenario, host: float | None = None) -> Scenario:
+    """The scenario with ``dilation: auto`` replaced by this host's factor."""
+    fidelity = scenario.fidelity
+    if fidelity.dilation != "auto":
+        return scenario
+    try:
+        factor = auto_dilation(
+            peak_cores(scenario), host_cores() if host is None else host, fidelity.control_plane_cores
+        )
+    except ValueError as exc:
+        raise ScenarioError([f"{scenario.name}: {exc}"]) from None
+    return scenario.model_copy(update={"fidelity": fidelity.model_copy(update={"dilation": factor})})
+
+
+@dataclass(frozen=True)
+class NodeShares:
+    """The resources of one node class as this run enforces them."""
+
+    cpus: float | None
+    """The CPU limit handed to the provider (None: none)."""
+    network_mbps: float | None
+    disk_mb_s: float | None
+
+    @classmethod
+    def of(cls, scenario: Scenario, spec: NodeClassSpec) -> NodeShares:
+        fidelity = scenario.fidelity
+        if not fidelity.faithful:  # as before the scale model: a user's cpus is a Docker limit
+            return cls(spec.cpus, None, None)
+        factor = fidelity.factor
+        disk = spec.disk_mb_s / factor if spec.disk_mb_s is not None else None
+        return cls(spec.cores / factor, spec.network_mbps / factor, disk)
+
+    def agent_flags(self) -> list[str]:
+        flags = []
+        if self.network_mbps is not None:
+            flags += ["--network-mbps", f"{self.network_mbps:.6g}"]
+        if self.disk_mb_s is not None:
+            flags += ["--disk-mb-s", f"{self.disk_mb_s:.6g}"]
+        return flags
+
+
+def local_isolation(scenario: Scenario) -> CpuCgroups | None:
+    """The cgroups a faithful run's local nodes need (None for an unisolated run)."""
+    if not scenario.fidelity.faithful:
+        return None
+    try:
+        return detect()
+    except CgroupUnavailable as exc:
+        raise ScenarioError([f"{scenario.name}: fidelity.mode: faithful: {exc}"]) from None

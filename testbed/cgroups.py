@@ -1,0 +1,155 @@
+"""CPU shares of local nodes through Linux control groups, v1 and v2.
+
+Each node gets its own group, ``<base>/<run>/<node>``, with a CFS quota of its cores
+(``cpus`` of its class, divided by the run's dilation) per 100 ms period. The agent
+joins the group as its first act (``join``), so its task forkserver and every task
+worker inherit it. The kernel's ``cpu.stat`` then counts the periods the node was
+throttled: the fidelity monitor's evidence that the node got no more than its share.
+
+- v1 (a ``cgroup`` mount with the ``cpu`` controller): ``cpu.cfs_quota_us`` and
+  ``cpu.cfs_period_us``, under ``<mount>/testbed``; needs root.
+- v2 (the unified ``cgroup2`` mount): ``cpu.max``, with ``+cpu`` enabled in the
+  ``cgroup.subtree_control`` of every group above a node. As root, under
+  ``<mount>/testbed``; otherwise in a delegated subtree named by ``TESTBED_CGROUP``
+  (a group this user owns, with ``cpu`` in its ``cgroup.controllers`` and no process
+  in it), e.g. made by ``systemd-run --user -p Delegate=yes``.
+
+``detect`` finds a usable one or raises ``CgroupUnavailable`` with one line saying how
+to enable it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+PERIOD_US = 100_000
+ENV_BASE = "TESTBED_CGROUP"
+HOW_TO = (
+    "run as root (cgroup v1 or v2), or give a delegated cgroup v2 subtree in "
+    f"{ENV_BASE} (a group you own, cpu in its cgroup.controllers), or set "
+    "fidelity.mode: unisolated to run without CPU isolation"
+)
+
+
+class CgroupUnavailable(Exception):
+    """No writable CPU controller here; the message is one line saying how to get one."""
+
+
+@dataclass(frozen=True)
+class CpuStats:
+    periods: int
+    throttled_periods: int
+    throttled_s: float
+
+    @property
+    def throttled_ratio(self) -> float:
+        return self.throttled_periods / self.periods if self.periods else 0.0
+
+
+@dataclass(frozen=True)
+class CpuCgroups:
+    """The groups of one run: ``base/<run>/<node>``."""
+
+    version: Literal[1, 2]
+    base: Path
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.base / run_id
+
+    def create(self, run_id: str, node_id: str, cores: float) -> Path:
+        """The node's group, with a quota of ``cores`` (a fraction is fine)."""
+        run_dir = self.run_dir(run_id)
+        node_dir = run_dir / node_id
+        quota = max(1000, round(cores * PERIOD_US))
+        if self.version == 1:
+            node_dir.mkdir(parents=True, exist_ok=True)
+            _write(node_dir / "cpu.cfs_period_us", str(PERIOD_US))
+            _write(node_dir / "cpu.cfs_quota_us", str(quota))
+            return node_dir
+        for parent in (self.base, run_dir):  # a group's controllers come from its parent
+            parent.mkdir(parents=True, exist_ok=True)
+            _write(parent / "cgroup.subtree_control", "+cpu")
+        node_dir.mkdir(exist_ok=True)
+        _write(node_dir / "cpu.max", f"{quota} {PERIOD_US}")
+        return node_dir
+
+    def stats(self, group: Path) -> CpuStats:
+        fields = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines() if " " in line)
+        if self.version == 1:
+            throttled_s = int(fields.get("throttled_time", 0)) / 1e9
+        else:
+            throttled_s = int(fields.get("throttled_usec", 0)) / 1e6
+        return CpuStats(int(fields.get("nr_periods", 0)), int(fields.get("nr_throttled", 0)), throttled_s)
+
+    @staticmethod
+    def remove(group: Path) -> bool:
+        """Remove an empty group (False while a process is still in it)."""
+        try:
+            if (group / "cgroup.procs").read_text().strip():
+                return False
+            os.rmdir(group)
+        except FileNotFoundError:
+            pass
+        return True
+
+    def remove_run(self, run_id: str) -> None:
+        """The run's group, once its nodes' groups are gone."""
+        with contextlib.suppress(OSError):
+            os.rmdir(self.run_dir(run_id))
+
+
+def join(group: Path, pid: int | None = None) -> None:
+    """Move a process (default: this one) into ``group``; its children are born there."""
+    _write(group / "cgroup.procs", str(pid or os.getpid()))
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(value)
+
+
+def detect(mounts: Path = Path("/proc/self/mounts")) -> CpuCgroups:
+    """A writable CPU controller: ``TESTBED_CGROUP`` (v2), else v1's or v2's as root."""
+    given = os.environ.get(ENV_BASE)
+    if given:
+        return _probe(CpuCgroups(2, Path(given)))
+    v1, v2 = _mount_points(mounts.read_text())
+    if v1 is not None:
+        return _probe(CpuCgroups(1, v1 / "testbed"))
+    if v2 is not None and "cpu" in (v2 / "cgroup.controllers").read_text().split():
+        return _probe(CpuCgroups(2, v2 / "testbed"))
+    raise CgroupUnavailable(f"no cgroup CPU controller is mounted here: {HOW_TO}")
+
+
+def _mount_points(table: str) -> tuple[Path | None, Path | None]:
+    v1 = v2 = None
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) < 4:
+            continue
+        kind, mount, options = fields[2], Path(fields[1]), fields[3].split(",")
+        if kind == "cgroup" and "cpu" in options:
+            v1 = mount
+        elif kind == "cgroup2":
+            v2 = mount
+    return v1, v2
+
+
+def _probe(cgroups: CpuCgroups) -> CpuCgroups:
+    """Create and remove a throw-away group, so a refusal comes before any node starts."""
+    probe = f"probe-{os.getpid()}"
+    try:
+        group = cgroups.create(probe, "probe", 1.0)
+        os.rmdir(group)
+        os.rmdir(group.parent)
+    except OSError as exc:
+        for leftover in (cgroups.run_dir(probe) / "probe", cgroups.run_dir(probe)):
+            with contextlib.suppress(OSError):
+                os.rmdir(leftover)
+        reason = f"cannot make a cgroup under {cgroups.base} ({exc.strerror})"
+        raise CgroupUnavailable(f"{reason}: {HOW_TO}") from None
+    return cgroups

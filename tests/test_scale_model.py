@@ -1,0 +1,81 @@
+"""The scale model: each node's shares under fidelity and dilation, and auto dilation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from master.scale_model import NodeShares, local_isolation, peak_cores, resolve
+from testbed.cli import main
+from testbed.fidelity import auto_dilation
+from testbed.scenario import ScenarioError, parse_scenario
+
+
+def scenario(fidelity: dict | None = None, **cluster):
+    data = {
+        "name": "s",
+        "cluster": {"reserved": {"count": 1, "slots": 2}, "transient": {"count": 3, "slots": 1}, **cluster},
+        "jobs": [{"workload": "sort"}],
+    }
+    if fidelity is not None:
+        data["fidelity"] = fidelity
+    return parse_scenario(data)
+
+
+def test_auto_dilation_is_the_smallest_factor_that_fits_the_host() -> None:
+    assert auto_dilation(16, host=2, control_plane=0.5) == pytest.approx(10.67)
+    assert auto_dilation(1, host=2, control_plane=0.5) == 1.0  # never below 1: no speed-up
+    assert auto_dilation(3, host=4, control_plane=1) == 1.0
+
+
+def test_peak_cores_count_every_node_class_and_the_autoscalers_budget() -> None:
+    assert peak_cores(scenario()) == 2 + 3
+    coaster = parse_scenario({
+        "name": "c",
+        "cluster": {"reserved": {"count": 10, "slots": 1}, "transient": 0},
+        "policy": {"scheduler": "eagle", "autoscaler": "cloudcoaster", "options": {"cloudcoaster": {"r": 2}}},
+        "jobs": [{"workload": "sleep"}],
+    })  # fmt: skip
+    assert peak_cores(coaster) > 10  # its transient budget runs on top of the reserved nodes
+
+
+def test_resolve_fixes_auto_for_the_host_and_stretches_trace_time() -> None:
+    resolved = resolve(scenario({"mode": "faithful", "dilation": "auto"}), host=2)
+    assert resolved.fidelity.dilation == pytest.approx(5 / 1.5, abs=0.01)
+    assert resolved.trace(1.0) == pytest.approx(resolved.fidelity.factor)
+    assert resolved.timeout_s == pytest.approx(600 * resolved.fidelity.factor)
+
+
+def test_faithful_shares_divide_cores_and_bandwidth_by_the_dilation() -> None:
+    s = scenario({"mode": "faithful", "dilation": 4}, reserved={"count": 1, "slots": 2, "disk_mb_s": 100})
+    shares = NodeShares.of(s, s.cluster.reserved)
+    assert (shares.cpus, shares.network_mbps, shares.disk_mb_s) == (0.5, 250, 25)
+    assert shares.agent_flags() == ["--network-mbps", "250", "--disk-mb-s", "25"]
+
+
+def test_an_unisolated_run_limits_nothing_but_a_users_docker_cpus() -> None:
+    s = scenario(reserved={"count": 1, "cpus": 1.5})
+    assert NodeShares.of(s, s.cluster.reserved) == NodeShares(1.5, None, None)
+    assert NodeShares.of(s, s.cluster.transient) == NodeShares(None, None, None)
+    assert local_isolation(s) is None
+
+
+def test_dilation_without_isolation_is_one_line_naming_the_field() -> None:
+    with pytest.raises(ScenarioError) as info:
+        scenario({"dilation": 2})
+    [line] = info.value.problems
+    assert line.startswith("<scenario>: fidelity:") and "mode: faithful" in line
+
+
+def test_a_faithful_run_without_cgroups_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TESTBED_CGROUP", str(tmp_path / "not-a-dir" / "x"))
+    (tmp_path / "not-a-dir").write_text("")
+    path = tmp_path / "f.yaml"
+    path.write_text("name: f\nfidelity: {mode: faithful}\njobs: [{workload: sort}]\n")
+    assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "fidelity.mode: faithful" in line and "unisolated" in line
+    assert not (tmp_path / "run").exists()
