@@ -29,6 +29,7 @@ from master.resume import Recovered, ResumedMaster, check_resumable, recover
 from master.scale_model import NodeShares, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.mqtt import BrokerAddress
+from testbed.processes import RunTerminated
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, input_files, load_scenario, to_yaml
 
@@ -68,7 +69,7 @@ async def run_scenario(
     """
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, _terminate, main)
     run_id = run_id_for(scenario.name)
     scenario = resolve(scenario)
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
@@ -260,6 +261,15 @@ def load_resumable(run_dir: Path) -> Scenario:
     return load_scenario(run_dir / "scenario.yaml")
 
 
+def _terminate(main: asyncio.Task[Any]) -> None:
+    """The first SIGTERM cancels the run; later ones do not cut its clean-up short."""
+    main.get_loop().add_signal_handler(signal.SIGTERM, lambda: None)
+    main.cancel(TERMINATED)
+
+
+TERMINATED = "SIGTERM"
+
+
 def run_blocking(
     scenario: Scenario, run_dir: Path, backend: str = "local", progress: bool = True, resume: bool = False
 ) -> RunResult:
@@ -269,5 +279,12 @@ def run_blocking(
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(coroutine)
-    return uvloop.run(coroutine)
+        runner = asyncio.run
+    else:
+        runner = uvloop.run
+    try:
+        return runner(coroutine)
+    except asyncio.CancelledError as exc:
+        if exc.args == (TERMINATED,):
+            raise RunTerminated() from None
+        raise

@@ -15,11 +15,15 @@ from pathlib import Path
 
 from agents.cli import add_agent_arguments, run_agent
 from testbed.durations import parse_duration
+from testbed.processes import RunTerminated
 from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
 from testbed.workloads.cli import add_workload_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+"""128 + the signal's number, as a shell reports a process that SIGINT or SIGTERM ended: the
+run was stopped cleanly, but did not finish (scripts can tell it from a failed run, 1)."""
 
 
 class UsageError(Exception):
@@ -141,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         print("interrupted; everything the run started has been stopped", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except RunTerminated:
+        print("terminated; everything the run started has been stopped", file=sys.stderr)
+        return EXIT_TERMINATED
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
