@@ -94,14 +94,37 @@ def patience_s(timeout_s: float) -> float:
     return max(30.0, 10 * timeout_s)
 
 
-def after_probe(outcome: ProbeOutcome, silent_for: float, quiet: bool, patience: float) -> Verdict:
+def after_probe(outcome: ProbeOutcome, silent_for: float, lenient: bool, patience: float) -> Verdict:
     """A silent node was asked directly. Dead (refused) is lost at once. A node silent alone
-    that does not answer is frozen or overloaded: lost. When the whole cluster is quiet,
-    the control plane (a stalled broker) or the whole host (a pause) is more likely at fault:
-    wait and ask again, up to ``patience`` seconds of silence. A node that answers but
-    stays silent on MQTT longer than that cannot be commanded either: lost."""
+    that does not answer is frozen or overloaded: lost. ``lenient`` when the whole cluster is
+    quiet (the control plane, a stalled broker, or the whole host, a pause, is more likely at
+    fault) or while the cluster is still starting (the machine is busy starting agents): then
+    wait and ask again, up to ``patience`` seconds of silence. A node that answers but stays
+    silent on MQTT longer than that cannot be commanded either: lost."""
     if outcome == "refused" or silent_for > patience:
         return "lost"
     if outcome == "answered":
         return "alive"
-    return "wait" if quiet else "lost"
+    return "wait" if lenient else "lost"
+
+
+# ------------------------------------------------------------------ start-up
+
+START_TIMEOUT_S = 60.0
+"""A node launched this long ago that has not come up (started its agent and warmed its task
+forkserver) is given up on."""
+
+
+def start_window(cpus: int, configured: int | None) -> int | None:
+    """How many nodes may be starting at once (None: no limit). Starting an agent costs about
+    1.5 s of CPU (imports, then its forkserver preloading numpy): two per core keeps the cores
+    busy while each waits on its broker connection, without starving the nodes already up."""
+    if configured is not None:
+        return configured or None
+    return max(2, 2 * cpus)
+
+
+def launches_now(starting: int, remaining: int, window: int | None) -> int:
+    """How many of the ``remaining`` nodes to launch now, ``starting`` being under way."""
+    room = remaining if window is None else window - starting
+    return max(0, min(remaining, room))

@@ -10,8 +10,10 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,13 +27,16 @@ from master.chaos.controller import ChaosController
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
 from master.liveness import (
+    START_TIMEOUT_S,
     Launched,
     ProbeOutcome,
     after_probe,
     everyone_quiet,
     is_silent,
+    launches_now,
     patience_s,
     reconcile,
+    start_window,
 )
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
@@ -169,6 +174,9 @@ class Master:
         self._kick = asyncio.Event()
         self._all_done = asyncio.Event()
         self._cluster_up = asyncio.Event()
+        self._node_came_up = asyncio.Event()
+        self._starting_up = True
+        """Until time 0: silent nodes that do not answer are waited for, the machine is busy."""
         self._timers: list[asyncio.TimerHandle] = []
         self._unsubmitted: dict[int, Any] = {}
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
@@ -261,6 +269,7 @@ class Master:
     def set_time_zero(self, t0: float) -> None:
         """Move the journal's time 0 to the clock reading ``t0``; the nodes' last heartbeats
         move with it, so a node silent since before keeps its silence (and is found lost)."""
+        self._starting_up = False
         shift = t0 - self.journal.t0
         self.journal.t0 = t0
         self.clock_started = True
@@ -269,20 +278,51 @@ class Master:
 
     async def _launch_initial_nodes(self) -> None:
         cluster = self.scenario.cluster
-        for node_class, spec in (("reserved", cluster.reserved), ("transient", cluster.transient)):
-            for _ in range(0 if self.attach else spec.count):
-                await self.launch_node(node_class)
-        if self.attach:
-            log.info(
-                "waiting for %d reserved and %d transient nodes",
-                cluster.reserved.count,
-                cluster.transient.count,
+        if not self.attach:
+            await self._start_paced(
+                ["reserved"] * cluster.reserved.count + ["transient"] * cluster.transient.count
             )
+            return
+        log.info(
+            "waiting for %d reserved and %d transient nodes", cluster.reserved.count, cluster.transient.count
+        )
         try:
             await asyncio.wait_for(self._cluster_up.wait(), 60 + 0.5 * len(self.nodes))
         except TimeoutError:
             missing = [n.node_id for n in self.nodes.values() if n.status == "launching"]
             raise RuntimeError(f"nodes did not come up within a minute: {', '.join(missing)}") from None
+
+    async def _start_paced(self, classes: list[str]) -> None:
+        """Launch the initial nodes a window at a time (``master.liveness.launches_now``): a
+        node leaves the window when it is up, or when it has not come up within
+        ``START_TIMEOUT_S`` (it is killed and the run goes on without it, saying so)."""
+        window = start_window(os.cpu_count() or 2, self.scenario.cluster.start_window)
+        queue = list(classes)
+        while True:
+            for node in [n for n in self.nodes.values() if n.status == "launching"]:
+                if self.journal.now() - node.launched_t > START_TIMEOUT_S:
+                    await self._start_failed(node)
+            starting = sum(1 for n in self.nodes.values() if n.status == "launching")
+            for _ in range(launches_now(starting, len(queue), window)):
+                await self.launch_node(queue.pop(0))
+            if not queue and not any(n.status == "launching" for n in self.nodes.values()):
+                break
+            self._node_came_up.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):  # the start deadlines are checked every second
+                    await self._node_came_up.wait()
+        if not any(n.status == "up" for n in self.nodes.values()):
+            raise RuntimeError(f"no node came up within {START_TIMEOUT_S:.0f}s of its launch")
+
+    async def _start_failed(self, node: NodeRecord) -> None:
+        log.warning(
+            "node %s did not come up within %.0fs: the run goes on without it", node.node_id, START_TIMEOUT_S
+        )
+        node.status = "lost"
+        self.journal.event("node_start_failed", node=node.node_id, **{"class": node.node_class})
+        self._node_row(node, self.journal.now(), "start_failed")
+        if self.provider.owns(node.node_id):
+            await self.provider.evict(node.node_id)
 
     async def launch_node(self, node_class: str) -> NodeRecord:
         spec = self.scenario.cluster.reserved if node_class == "reserved" else self.scenario.cluster.transient
@@ -294,6 +334,7 @@ class Master:
         )
         record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.nodes[node_id] = record
+        self.journal.event("node_launching", node=node_id, **{"class": node_class})
         env = {**self.agent_env, "TESTBED_RUN_TOKEN": self.token}
         await self.provider.launch(
             node_id,
@@ -409,6 +450,7 @@ class Master:
             self.journal.event(
                 "node_up", node=node.node_id, **{"class": node.node_class}, pid=state.pid, url=node.url
             )
+            self._node_came_up.set()
             if self._all_up():
                 self._cluster_up.set()
             self.kick()
@@ -900,7 +942,8 @@ class Master:
             return
         now = self.journal.now()
         patience = patience_s(self.scenario.heartbeat_timeout_s)
-        verdict = after_probe(outcome, now - node.last_seen, self._everyone_quiet(now), patience)
+        lenient = self._starting_up or self._everyone_quiet(now)
+        verdict = after_probe(outcome, now - node.last_seen, lenient, patience)
         if verdict == "alive":
             self._answered[node.node_id] = now
         elif verdict == "lost":
@@ -920,9 +963,7 @@ class Master:
             task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now))
             for task_id, (job, key) in node.running.items()
         }
-        verdict = reconcile(
-            expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_interval_s
-        )
+        verdict = reconcile(expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_interval_s)
         node.strikes = verdict.strikes
         for task_id, attempt in verdict.stray:
             self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))

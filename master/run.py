@@ -20,6 +20,7 @@ from typing import Any
 
 from master.backends import open_backend, run_id_for, run_token
 from master.broker_keeper import BrokerKeeper
+from master.cluster_summary import cluster_summary
 from master.coaster_summary import job_class_summary, percentile
 from master.journal import JOB_TOTALS, new_run_dir
 from master.master import Master
@@ -195,6 +196,7 @@ def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
         **elastic_summary(tasks),
         **job_class_summary(run_dir, scenario),
+        **cluster_summary(run_dir, scenario),
     }
 
 

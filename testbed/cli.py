@@ -189,7 +189,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"run directory: {run_dir}", file=sys.stderr)
     result = run_blocking(scenario, run_dir, args.backend)
     print_jct_table(result.run_dir, result.summary)
+    _warn_shortfall(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _warn_shortfall(summary: dict) -> None:
+    """A run that did not have the cluster it asked for says so last (summary.json has it too)."""
+    if summary.get("cluster_shortfall"):
+        print(
+            f"warning: this run did not have the cluster it asked for: {summary['cluster_shortfall']}",
+            file=sys.stderr,
+        )
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -206,6 +216,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     print(f"resuming run directory: {args.resume}", file=sys.stderr)
     result = run_blocking(scenario, args.resume, args.backend, resume=True)
     print_jct_table(result.run_dir, result.summary)
+    _warn_shortfall(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 

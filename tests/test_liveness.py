@@ -3,19 +3,25 @@ master applying them to the heartbeats it receives."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 from pathlib import Path
 
+from master.cluster_summary import shortfall
 from master.liveness import (
+    START_TIMEOUT_S,
     STRIKES_TO_VANISH,
     Launched,
     after_probe,
     everyone_quiet,
     is_silent,
+    launches_now,
     patience_s,
     reconcile,
+    start_window,
 )
-from master.master import Master
+from master.master import Master, NodeRecord
 from testbed.protocol import CancelTask, Codec, Heartbeat
 from tests.test_failure_detection import Clock, master_with_a_node
 
@@ -116,12 +122,12 @@ def test_quiet_is_judged_over_a_window_not_at_one_instant() -> None:
 
 def test_probe_verdicts() -> None:
     patience = patience_s(TIMEOUT)
-    assert after_probe("refused", 3.5, quiet=True, patience=patience) == "lost"
-    assert after_probe("silent", 3.5, quiet=False, patience=patience) == "lost"
-    assert after_probe("silent", 3.5, quiet=True, patience=patience) == "wait"
-    assert after_probe("answered", 3.5, quiet=False, patience=patience) == "alive"
-    assert after_probe("answered", patience + 1, quiet=True, patience=patience) == "lost"
-    assert after_probe("silent", patience + 1, quiet=True, patience=patience) == "lost"
+    assert after_probe("refused", 3.5, lenient=True, patience=patience) == "lost"
+    assert after_probe("silent", 3.5, lenient=False, patience=patience) == "lost"
+    assert after_probe("silent", 3.5, lenient=True, patience=patience) == "wait"
+    assert after_probe("answered", 3.5, lenient=False, patience=patience) == "alive"
+    assert after_probe("answered", patience + 1, lenient=True, patience=patience) == "lost"
+    assert after_probe("silent", patience + 1, lenient=True, patience=patience) == "lost"
 
 
 def test_a_ten_second_freeze_of_everyone_is_within_the_patience() -> None:
@@ -134,3 +140,60 @@ def test_a_ten_second_freeze_of_everyone_is_within_the_patience() -> None:
                 if is_silent(heard, now, timeout):
                     quiet = everyone_quiet(last_seen, now, INTERVAL)
                     assert after_probe("silent", now - heard, quiet, patience_s(timeout)) == "wait"
+
+
+# ------------------------------------------------------------------ start-up
+
+
+def test_the_start_window_bounds_the_nodes_starting_at_once() -> None:
+    assert start_window(2, None) == 4 and start_window(1, None) == 2
+    assert start_window(2, 3) == 3 and start_window(2, 0) is None  # 0: all at once
+    assert launches_now(starting=0, remaining=200, window=4) == 4
+    assert launches_now(starting=3, remaining=200, window=4) == 1
+    assert launches_now(starting=4, remaining=200, window=4) == 0
+    assert launches_now(starting=1, remaining=2, window=4) == 2
+    assert launches_now(starting=7, remaining=200, window=None) == 200
+
+
+def test_a_cluster_shortfall_is_one_sentence() -> None:
+    full = {"asked": {"reserved": 1, "transient": 50}, "started": {"reserved": 1, "transient": 50}}
+    assert shortfall({**full, "start_failures": 0, "unplanned_losses": {}}) is None
+    short = {**full, "started": {"reserved": 0, "transient": 38}, "start_failures": 13}
+    lost = {"heartbeat_timeout": 11, "crashed": 1}
+    assert shortfall({**short, "unplanned_losses": lost}) == (
+        "started with 0 reserved + 38 transient nodes of 1 + 50 asked (13 did not come up); "
+        "lost 11 node(s) to heartbeat timeout, 1 node(s) to crashed that no eviction caused"
+    )
+
+
+async def test_while_the_cluster_starts_a_frozen_node_is_waited_for(tmp_path: Path) -> None:
+    """Starting agents keep the machine busy: an up node that misses heartbeats and does not
+    answer then is not killed; once the run has started, it is."""
+    clock = Clock()
+    with socket.socket() as frozen:
+        frozen.bind(("127.0.0.1", 0))
+        frozen.listen()
+        master, node = master_with_a_node(tmp_path, clock, started=False)
+        node.url = f"http://127.0.0.1:{frozen.getsockname()[1]}"
+        clock.now += 2.1  # make_scenario's heartbeat_timeout is 2 s
+        master._check_heartbeats()
+        await asyncio.gather(*master._probes.values())
+        assert node.status == "up"
+        master.set_time_zero(master.journal.clock())  # the run starts
+        master._check_heartbeats()
+        await asyncio.gather(*master._probes.values())
+        assert node.status == "lost"
+    master.journal.close()
+
+
+async def test_a_node_that_does_not_come_up_in_time_is_given_up_on(tmp_path: Path) -> None:
+    clock = Clock()
+    master, node = master_with_a_node(tmp_path, clock, started=False)  # transient-0 is up
+    late = NodeRecord("transient-1", "transient", 1, -START_TIMEOUT_S - 1, 2, 1024, 0.3)
+    master.nodes[late.node_id] = late
+    await master._start_paced([])
+    assert (node.status, late.status) == ("up", "lost")
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert [e["node"] for e in map(json.loads, lines) if e["event"] == "node_start_failed"] == ["transient-1"]
+    assert "start_failed" in (tmp_path / "nodes.csv").read_text()
+    master.journal.close()
