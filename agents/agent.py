@@ -159,9 +159,7 @@ class Agent:
             if heartbeat is not None:
                 heartbeat.cancel()
             for attempt in list(self.running.values()):
-                attempt.cancelled = True
-                if attempt.process is not None:
-                    attempt.process.kill()
+                _kill(attempt)
             self.link.publish(
                 self.topics.state(self.config.node_id), self._state_payload("gone"), retain=True
             )
@@ -311,6 +309,8 @@ class Agent:
             sender.close()
             if feed_out is not None:
                 feed_out.close()
+        if attempt.cancelled:  # while its start was under way
+            _kill(attempt)
         if feed_in is not None:
             attempt.feed = feed_in
             asyncio.get_running_loop().create_task(self._feed(attempt))
@@ -468,9 +468,7 @@ class Agent:
     def _cancel(self, task_id: str, attempt: int) -> None:
         current = self.running.get(task_id)
         if current is not None and current.spec.attempt == attempt:
-            current.cancelled = True
-            if current.process is not None:
-                current.process.kill()
+            _kill(current)
 
     def _update(self, spec: TaskSpec, state: str, **fields: Any) -> TaskUpdate:
         return TaskUpdate(
@@ -484,6 +482,13 @@ class Agent:
 
     def _publish_update(self, update: TaskUpdate) -> None:
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))
+
+
+def _kill(attempt: RunningAttempt) -> None:
+    """Cancel the attempt; SIGKILL its worker if it has one yet (a start may be under way)."""
+    attempt.cancelled = True
+    if attempt.process is not None and attempt.process.pid is not None:
+        attempt.process.kill()
 
 
 WORKER_START_TRIES = 3

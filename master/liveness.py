@@ -115,13 +115,18 @@ START_TIMEOUT_S = 60.0
 forkserver) is given up on."""
 
 
+STARTS_PER_CORE = 8
+
+
 def start_window(cpus: int, configured: int | None) -> int | None:
     """How many nodes may be starting at once (None: no limit). Starting an agent costs about
-    1.5 s of CPU (imports, then its forkserver preloading numpy): two per core keeps the cores
-    busy while each waits on its broker connection, without starving the nodes already up."""
+    1.5 s of CPU (imports, then its forkserver preloading numpy). Two per core would keep a
+    quiet machine's cores busy, but on a shared one the starting agents' share of the CPU
+    shrinks with their number (50 nodes took 118 s four at a time, 30 s all at once, at a load
+    of 28); eight per core keeps each start well within ``START_TIMEOUT_S`` even then."""
     if configured is not None:
         return configured or None
-    return max(2, 2 * cpus)
+    return max(2, STARTS_PER_CORE * cpus)
 
 
 def launches_now(starting: int, remaining: int, window: int | None) -> int:

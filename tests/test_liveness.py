@@ -11,6 +11,7 @@ from pathlib import Path
 from master.cluster_summary import shortfall
 from master.liveness import (
     START_TIMEOUT_S,
+    STARTS_PER_CORE,
     STRIKES_TO_VANISH,
     Launched,
     after_probe,
@@ -146,7 +147,7 @@ def test_a_ten_second_freeze_of_everyone_is_within_the_patience() -> None:
 
 
 def test_the_start_window_bounds_the_nodes_starting_at_once() -> None:
-    assert start_window(2, None) == 4 and start_window(1, None) == 2
+    assert start_window(2, None) == 2 * STARTS_PER_CORE
     assert start_window(2, 3) == 3 and start_window(2, 0) is None  # 0: all at once
     assert launches_now(starting=0, remaining=200, window=4) == 4
     assert launches_now(starting=3, remaining=200, window=4) == 1
