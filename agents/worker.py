@@ -58,7 +58,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str, feed: Any 
     bind_worker(node_dir)
     ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token), feed=feed)
     reset_peak_rss()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     outcome: dict[str, Any] = {"state": "succeeded"}
     try:
         scratch.mkdir(parents=True, exist_ok=True)
@@ -79,6 +79,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str, feed: Any 
         if outcome["state"] == "failed":  # e.g. a full disk: free what this attempt wrote
             discard_attempt(blocks, spec.block_id)
     ctx.metrics.compute_s = time.perf_counter() - started
+    ctx.metrics.cpu_s = time.process_time() - cpu_started
     ctx.metrics.peak_rss_bytes = peak_rss_bytes()
     outcome["metrics"] = ctx.metrics.model_dump()
     outcome["partition_bytes"] = list(ctx.partition_bytes)

@@ -10,6 +10,7 @@ directory, readable by its owner only.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from master.disk_faults import output_disk_full
 from master.providers.base import ForeignNodeError
 from testbed.blocks import TOKEN_HEADER
 from testbed.scenario import EvictSpec
@@ -82,9 +84,16 @@ class MasterApi:
             raise web.HTTPNotFound(text="no such job output")
         staged = self._staged_path(job_id, int(index), int(attempt))
         partial = staged.with_suffix(".partial")
-        with open(partial, "wb") as out:
-            async for chunk in request.content.iter_chunked(1 << 20):
-                out.write(chunk)
+        try:
+            with open(partial, "wb") as out:
+                async for chunk in request.content.iter_chunked(1 << 20):
+                    out.write(chunk)
+        except BaseException as exc:  # a full disk, a dropped connection: nothing half-written stays
+            partial.unlink(missing_ok=True)
+            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                output_disk_full(self.master, job_id, exc)
+                raise web.HTTPInsufficientStorage(text="the master's output disk is full") from None
+            raise
         if request.content_length is not None and partial.stat().st_size != request.content_length:
             partial.unlink(missing_ok=True)
             raise web.HTTPBadRequest(text="truncated upload")

@@ -7,10 +7,12 @@ nodes, evictions) one CSV row per finished thing, each line flushed at once.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +27,11 @@ JOB_TOTALS = (
     "bytes_from_cache",
 )
 """Per-job counters that summary.json also totals over the run."""
+
+RESERVE_NAME = ".journal-reserve"
+RESERVE_BYTES = 128 * 1024
+"""Disk space the journal holds back from the start, given back when its disk is full so
+that the run can still record how it ends (its jobs' rows, summary.json)."""
 
 TABLES: dict[str, tuple[str, ...]] = {
     "tasks": (
@@ -53,6 +60,8 @@ TABLES: dict[str, tuple[str, ...]] = {
         "cache_hits",
         "cache_misses",
         "cache_bytes_read",
+        "compute_s",
+        "cpu_s",
     ),
     "jobs": (
         "job_id",
@@ -122,6 +131,14 @@ class Journal:
         self._events = open(run_dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
         self._tables: dict[str, _Table] = {}
         self.listeners: list[Any] = []
+        self.on_disk_full: Callable[[OSError], None] | None = None
+        """Called once, when a write first fails (after the reserve is given back)."""
+        self.disk_full: OSError | None = None
+        self.dropped = 0
+        """Records lost because the disk was full even after the reserve was given back."""
+        self._reserve = run_dir / RESERVE_NAME
+        with contextlib.suppress(OSError):  # a disk already full: no reserve, the run still starts
+            self._reserve.write_bytes(bytes(RESERVE_BYTES))
 
     def now(self) -> float:
         """Seconds since the run started."""
@@ -129,23 +146,55 @@ class Journal:
 
     def event(self, name: str, /, **fields: Any) -> None:
         record = {"t": round(self.now(), 4), "event": name, **fields}
-        self._events.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
-        self._events.flush()
+        line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
+        self._written(self._events, lambda: self._events.write(line))
         for listener in self.listeners:
             listener(record)
 
     def row(self, table: str, **fields: Any) -> None:
         entry = self._tables.get(table)
         if entry is None:
-            path = self.run_dir / f"{table}.csv"
-            fresh = not path.exists() or path.stat().st_size == 0
-            handle = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115
-            writer = csv.DictWriter(handle, TABLES[table], extrasaction="ignore")
-            if fresh:
-                writer.writeheader()
-            entry = self._tables[table] = _Table(handle, writer)
-        entry.writer.writerow({k: _cell(v) for k, v in fields.items()})
-        entry.handle.flush()
+            try:
+                entry = self._open_table(table)
+            except OSError as exc:
+                self._full(exc)
+                self.dropped += 1
+                return
+        cells = {k: _cell(v) for k, v in fields.items()}
+        self._written(entry.handle, lambda: entry.writer.writerow(cells))
+
+    def _open_table(self, table: str) -> _Table:
+        path = self.run_dir / f"{table}.csv"
+        fresh = not path.exists() or path.stat().st_size == 0
+        handle = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115
+        writer = csv.DictWriter(handle, TABLES[table], extrasaction="ignore")
+        if fresh:
+            writer.writeheader()
+        entry = self._tables[table] = _Table(handle, writer)
+        return entry
+
+    def _written(self, handle: TextIO, write: Callable[[], Any]) -> None:
+        """Write and flush a record. A full disk does not stop the master: the reserve is
+        given back, the master is told (it ends the run, saying why), and the record is
+        flushed again; what still does not fit is counted and dropped."""
+        try:
+            write()
+            handle.flush()
+            return
+        except OSError as exc:
+            self._full(exc)
+        try:
+            handle.flush()
+        except OSError:
+            self.dropped += 1
+
+    def _full(self, exc: OSError) -> None:
+        if self.disk_full is not None:
+            return
+        self.disk_full = exc
+        self._reserve.unlink(missing_ok=True)
+        if self.on_disk_full is not None:
+            self.on_disk_full(exc)
 
     def write_json(self, name: str, data: Any) -> None:
         tmp = self.run_dir / f".{name}.tmp"
@@ -153,9 +202,13 @@ class Journal:
         os.replace(tmp, self.run_dir / name)
 
     def close(self) -> None:
-        self._events.close()
-        for entry in self._tables.values():
-            entry.handle.close()
+        for handle in (self._events, *(entry.handle for entry in self._tables.values())):
+            try:
+                handle.close()
+            except OSError as exc:  # its last flush: the disk is full
+                self._full(exc)
+                self.dropped += 1
+        self._reserve.unlink(missing_ok=True)
 
 
 def _cell(value: Any) -> Any:

@@ -24,6 +24,7 @@ import aiohttp
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
+from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
 from master.liveness import (
@@ -159,6 +160,7 @@ class Master:
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
+        self.journal.on_disk_full = lambda error: journal_disk_full(self, error)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
         self.arriving = scenario.arriving_jobs()
@@ -171,6 +173,8 @@ class Master:
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
         self._ordinals = {"reserved": 0, "transient": 0}
+        self.launch_acks: dict[tuple[str, int], float] = {}
+        """Seconds from sending each launch to the agent's ``running`` (the fidelity monitor's)."""
         self._kick = asyncio.Event()
         self._all_done = asyncio.Event()
         self._cluster_up = asyncio.Event()
@@ -193,6 +197,7 @@ class Master:
         self.api = MasterApi(self)
         self.strategy = make_strategy(self)
         self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
+        self.full_disks = DiskFullNodes(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -615,6 +620,9 @@ class Master:
 
     def _on_task_update(self, node: NodeRecord, update: TaskUpdate) -> None:
         located = self._locate(update.task_id)
+        if update.state == "running" and update.task_id in node.sent_at:  # the first, not a redelivery
+            key = (update.task_id, update.attempt)
+            self.launch_acks.setdefault(key, self.journal.now() - node.sent_at[update.task_id])
         if located is None or update.state == "running":
             return
         job, key = located
@@ -676,6 +684,7 @@ class Master:
             await self._kick.wait()
             await self._let_backlog_in()
             self._kick.clear()
+            self.full_disks.step()
             self.schedule_once()
             self.autoscaling.step()
             await asyncio.sleep(0)
@@ -986,11 +995,12 @@ class Master:
     # ------------------------------------------------------------------ node resource faults
 
     def _resource_fault(self, node: NodeRecord, job: JobRuntime, key: TaskKey, failure: str) -> None:
-        """The task goes elsewhere next time; a node whose disk is full takes no new task at all."""
+        """The task goes elsewhere next time; a node whose disk is full takes no new task until
+        it is taken back (``master/disk_faults.py``)."""
         job.tasks[key].excluded_nodes.add(node.node_id)
         self.journal.event("resource_fault", node=node.node_id, task=job.task_id(key), failure=failure)
         if failure == "enospc":
-            self.drain(node, "disk_full")
+            self.full_disks.node_full(node)
 
     def _exclusions(self, record: TaskRecord) -> frozenset[str]:
         """The nodes a task must avoid, unless that is every node up: then anywhere will do."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import logging
 import os
 import signal
 import statistics
@@ -24,15 +25,19 @@ from master.cluster_summary import cluster_summary
 from master.coaster_summary import job_class_summary, percentile
 from master.journal import JOB_TOTALS, new_run_dir
 from master.master import Master
+from master.monitor import FIDELITY_FILE, Sampler, write_assessment
 from master.policies import make_autoscaler
-from master.providers.local import python_command
+from master.providers.local import LocalProvider, python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
 from master.scale_model import NodeShares, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
+from testbed.fidelity import emulated, is_duration_key
 from testbed.mqtt import BrokerAddress
 from testbed.processes import RunTerminated
 from testbed.progress import show_progress
 from testbed.scenario import Scenario, input_files, load_scenario, to_yaml
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,9 +115,14 @@ async def run_scenario(
             keeper.start(restart=owned)
             master.stoppers.append(keeper.stop)
         shown = asyncio.create_task(show_progress(master.api.status)) if progress else None
+        sampler = Sampler(
+            master.journal.now, lambda: broker.process.pid if broker and broker.process else None
+        )
+        sampler.start()
         try:
             ok = await master.run()
         finally:
+            observations = await sampler.stop()
             if shown is not None:
                 shown.cancel()
                 await asyncio.gather(shown, return_exceptions=True)
@@ -122,8 +132,14 @@ async def run_scenario(
         finally:
             if broker is not None:
                 await broker.close()
+    observations.launch_ack_s = list(master.launch_acks.values())
+    throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
+    write_assessment(run_dir, scenario, observations, throttling)
     summary = summarize(run_dir, scenario)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    try:
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:  # a disk full even after the journal gave its reserve back
+        log.error("cannot write %s: %s", run_dir / "summary.json", exc.strerror)
     _remove_empty(run_dir / "nodes")
     return RunResult(run_dir, ok, summary)
 
@@ -160,7 +176,24 @@ def agent_command(
 
 
 def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
-    """summary.json from the journal's tables (so a resumed or crashed run gets the same)."""
+    """summary.json from the journal's tables (so a resumed or crashed run gets the same).
+
+    Times are emulated seconds (wall seconds / the run's dilation); ``wall`` keeps each
+    time as measured."""
+    measured = measured_summary(run_dir, scenario)
+    dilation = scenario.fidelity.factor
+    assessed = run_dir / FIDELITY_FILE
+    return {
+        **emulated(measured, dilation),
+        "fidelity_mode": scenario.fidelity.mode,
+        "dilation": dilation,
+        "wall": {key: value for key, value in measured.items() if is_duration_key(key)},
+        **({"fidelity": json.loads(assessed.read_text(encoding="utf-8"))} if assessed.exists() else {}),
+    }
+
+
+def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
+    """The summary's figures with times in wall seconds."""
     jobs = _read_csv(run_dir / "jobs.csv")
     tasks = _read_csv(run_dir / "tasks.csv")
     evictions = len(_read_csv(run_dir / "evictions.csv"))

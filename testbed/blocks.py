@@ -10,6 +10,7 @@ renamed into place: a block without an index was never committed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import zlib
@@ -81,8 +82,10 @@ class BlockWriter:
         return self.partition_bytes
 
     def abort(self) -> None:
-        """Drop the block unless it was committed (then nothing is left to drop)."""
-        self._file.close()
+        """Drop the block unless it was committed (then nothing is left to drop). Closing
+        flushes what is buffered, which fails on a full disk: the file is closed anyway."""
+        with contextlib.suppress(OSError):
+            self._file.close()
         self._tmp.unlink(missing_ok=True)
 
 

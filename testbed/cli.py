@@ -189,6 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"run directory: {run_dir}", file=sys.stderr)
     result = run_blocking(scenario, run_dir, args.backend)
     print_jct_table(result.run_dir, result.summary)
+    warn_if_distorted(result.summary)
     _warn_shortfall(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
 
@@ -199,6 +200,16 @@ def _warn_shortfall(summary: dict) -> None:
         print(
             f"warning: this run did not have the cluster it asked for: {summary['cluster_shortfall']}",
             file=sys.stderr,
+        )
+
+
+def warn_if_distorted(summary: dict) -> None:
+    """One line when the fidelity monitor found the run distorted (docs/fidelity.md)."""
+    fidelity = summary.get("fidelity") or {}
+    if fidelity.get("distorted"):
+        problems = "; ".join(fidelity.get("problems") or [])
+        print(
+            f"warning: distorted run: {problems} (summary.json fidelity, docs/fidelity.md)", file=sys.stderr
         )
 
 
@@ -216,6 +227,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     print(f"resuming run directory: {args.resume}", file=sys.stderr)
     result = run_blocking(scenario, args.resume, args.backend, resume=True)
     print_jct_table(result.run_dir, result.summary)
+    warn_if_distorted(result.summary)
     _warn_shortfall(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
 

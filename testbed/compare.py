@@ -30,6 +30,7 @@ class ComparedRun:
     seed: object
     partial: bool
     values: dict[str, float | None]
+    dilation: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,13 @@ class Comparison:
 
     def to_markdown(self) -> str:
         legend = markdown_table(
-            ["run", "policy (scheduler / strategy / autoscaler)", "seed", "directory"],
+            ["run", "policy (scheduler / strategy / autoscaler)", "seed", "dilation", "directory"],
             [
                 [
                     run.label + (" (baseline)" if i == 0 else "") + (" (partial)" if run.partial else ""),
                     run.policy,
                     "-" if run.seed is None else str(run.seed),
+                    f"{run.dilation:g}",
                     str(run.path),
                 ]
                 for i, run in enumerate(self.runs)
@@ -87,8 +89,10 @@ class Comparison:
             ]
             for metric in self.metrics
         ]
+        note = "Times are emulated seconds (wall seconds / the run's dilation)."
         return (
-            f"# Comparison (baseline: {self.baseline.label})\n\n{legend}\n\n{markdown_table(headers, rows)}\n"
+            f"# Comparison (baseline: {self.baseline.label})\n\n{legend}\n\n{note}\n\n"
+            f"{markdown_table(headers, rows)}\n"
         )
 
     def to_csv(self) -> str:
@@ -123,7 +127,9 @@ def compare_runs(run_dirs: list[str | Path]) -> Comparison:
         values = compute_metrics(run).headline()
         extra = policy_metrics(run.summary)
         values.update({key: extra[key] for key in shared})
-        compared.append(ComparedRun(label, run.path, _policy_text(run), run.seed, run.partial, values))
+        compared.append(
+            ComparedRun(label, run.path, _policy_text(run), run.seed, run.partial, values, run.dilation)
+        )
     return Comparison(compared, list(compared[0].values))
 
 

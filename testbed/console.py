@@ -10,6 +10,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from testbed.fidelity import emulated
+
 
 def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
@@ -26,7 +28,9 @@ def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | N
     for column in ("submit s", "queue s", "JCT s", "tasks", "relaunched"):
         table.add_column(column, justify="right", no_wrap=True)
     jobs_csv = run_dir / "jobs.csv"
+    dilation = float(summary.get("dilation", 1.0))
     rows = list(csv.DictReader(jobs_csv.open(encoding="utf-8"))) if jobs_csv.exists() else []
+    rows = [emulated(row, dilation) for row in rows]
     for row in sorted(rows, key=lambda r: r["job_id"]):
         table.add_row(
             row["job_id"],
@@ -43,7 +47,12 @@ def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | N
         f"{summary['succeeded']}/{summary['jobs']} jobs succeeded; mean JCT {_num(summary['mean_jct_s'])} s, "
         f"p95 {_num(summary['p95_jct_s'])} s, makespan {_num(summary['makespan_s'])} s; "
         f"{summary['evictions']} evictions, {summary['relaunched_tasks']} relaunched tasks\n"
-        f"run directory: {run_dir}"
+        + (
+            f"times in emulated seconds: wall / dilation {dilation:g} (wall times in summary.json)\n"
+            if dilation != 1.0
+            else ""
+        )
+        + f"run directory: {run_dir}"
     )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -70,3 +70,34 @@ def auto_dilation(peak_cores: float, host: float, control_plane: float) -> float
             "to the nodes; lower it"
         )
     return max(1.0, math.ceil(peak_cores / available * 100 - 1e-9) / 100)
+
+
+RATE_SUFFIXES = ("_mb_s", "bytes_s", "_per_s", "_mbps")
+
+
+def is_duration_key(key: str) -> bool:
+    """Whether a recorded field is a time in seconds (``t``, ``jct_s``, ...), not a rate."""
+    return key in ("t", "seconds") or (key.endswith("_s") and not key.endswith(RATE_SUFFIXES))
+
+
+def emulated(record: dict[str, Any], dilation: float) -> dict[str, Any]:
+    """``record`` with its times in emulated seconds (wall seconds / dilation); numbers given
+    as text (CSV cells) stay text."""
+    if dilation == 1.0:
+        return dict(record)
+    return {
+        key: _divided(value, dilation) if is_duration_key(key) else value for key, value in record.items()
+    }
+
+
+def _divided(value: Any, dilation: float) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return round(value / dilation, 4)
+    if isinstance(value, str) and value.strip():
+        try:
+            return repr(round(float(value) / dilation, 4))
+        except ValueError:
+            return value
+    return value

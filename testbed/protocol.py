@@ -110,6 +110,8 @@ class TaskMetrics(BaseModel):
     peak_rss_bytes: int = 0
     fetch_s: float = 0.0
     compute_s: float = 0.0
+    cpu_s: float = 0.0
+    """CPU seconds of the task's worker process (user + system), for the fidelity monitor."""
     cache_hits: int = 0
     cache_misses: int = 0
     cache_bytes_read: int = 0

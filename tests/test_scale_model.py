@@ -8,7 +8,7 @@ import pytest
 
 from master.scale_model import NodeShares, local_isolation, peak_cores, resolve
 from testbed.cli import main
-from testbed.fidelity import auto_dilation
+from testbed.fidelity import auto_dilation, emulated
 from testbed.scenario import ScenarioError, parse_scenario
 
 
@@ -79,3 +79,19 @@ def test_a_faithful_run_without_cgroups_is_refused_in_one_line(
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "fidelity.mode: faithful" in line and "unisolated" in line
     assert not (tmp_path / "run").exists()
+
+
+def test_emulated_times_divide_durations_but_not_rates_or_counts() -> None:
+    record = {"t": 8.0, "jct_s": "4.0", "disk_mb_s": 100.0, "tasks": "4", "queue_s": "", "seconds": 3}
+    assert emulated(record, 4.0) == {
+        "t": 2.0, "jct_s": "1.0", "disk_mb_s": 100.0, "tasks": "4", "queue_s": "", "seconds": 0.75
+    }  # fmt: skip
+    assert emulated(record, 1.0) == record
+
+
+def test_a_dilated_task_model_predicts_a_slower_task_that_spills_the_same() -> None:
+    from master.policies.task_model import TaskModel
+
+    model = TaskModel(ideal_memory_mb=100, ideal_duration_s=2.0, disk_rate_mb_s=50.0)
+    slow = model.dilated(4)
+    assert (slow.ideal_duration_s, slow.disk_rate_mb_s, slow.ideal_memory_mb) == (8.0, 12.5, 100)

@@ -86,16 +86,19 @@ def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None])
     A profile's curves are in fractions of ideal memory, so they transfer to
     tasks of other sizes: the task keeps its own ideal memory (its measured
     spill scales with it), and takes the profile's ideal duration as its estimate.
+    Under time dilation a task runs that many times slower, and so does its model.
     """
     profiles = load_profiles(scenario)
     if not profiles:
         return None
+    dilation = scenario.fidelity.factor
 
     def model_of(task: PendingTask) -> TaskModel | None:
         profile = profiles.get((workload_of(task.job_id) or "", role_of(task.stage)))
         if profile is None:
             return None
-        return profile.model.resized(task.ideal_memory_mb)
+        model = profile.model.resized(task.ideal_memory_mb)
+        return model.dilated(dilation) if dilation != 1.0 else model
 
     return model_of
 

@@ -181,6 +181,12 @@ class TaskModel:
         spill = None if self.spill is None else self.spill.scaled(ideal_memory_mb / self.ideal_memory_mb)
         return replace(self, ideal_memory_mb=ideal_memory_mb, spill=spill)
 
+    def dilated(self, factor: float) -> TaskModel:
+        """The same task on a node slowed by ``factor`` (time dilation): it takes ``factor``
+        times longer and uses the disk ``factor`` times more slowly; what it spills stays."""
+        rate = None if self.disk_rate_mb_s is None else self.disk_rate_mb_s / factor
+        return replace(self, ideal_duration_s=self.ideal_duration_s * factor, disk_rate_mb_s=rate)
+
 
 # ------------------------------------------------------------------ profile files
 

@@ -4,7 +4,7 @@
   optional files and crashed runs (no ``summary.json``);
 - ``testbed.report.metrics.compute_metrics`` derives every number a report shows;
 - ``testbed.report.build.write_report`` writes ``report.md``, a self-contained
-  ``report.html`` and ``plots/*.png`` into the run directory;
+  ``report.html`` and ``plots/*.png`` (and ``*.svg``) into the run directory;
 - ``testbed.compare.compare_runs`` puts several runs side by side.
 
 Only the light pieces are imported here, so that the CLI does not pay for

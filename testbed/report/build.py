@@ -25,6 +25,8 @@ from testbed.report.document import (
     to_markdown,
 )
 from testbed.report.errors import UsageError
+from testbed.report.fidelity_section import fidelity_section
+from testbed.report.gantt import MAX_LANES
 from testbed.report.metrics import (
     DataVolumes,
     Elasticity,
@@ -53,6 +55,8 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
         for block in blocks:
             if isinstance(block, Image):
                 (run.path / block.relative_path).write_bytes(block.png)
+                if block.svg is not None:
+                    (run.path / block.svg_path).write_bytes(block.svg)
         markdown_path.write_text(to_markdown(blocks), encoding="utf-8")
         html_path.write_text(to_html(blocks, f"Run report: {run.name}"), encoding="utf-8")
     except OSError as exc:
@@ -63,13 +67,13 @@ def write_report(run_dir: Path) -> tuple[Path, Path]:
 def report_blocks(run: RunData, metrics: RunMetrics) -> list[Block]:
     sections = (
         _title, _scenario, _summary, _jct, _cluster, _tasks, _data, _cost, _memory,
-        _decisions, _elasticity, _policy, _notes,
+        _decisions, _elasticity, _policy, fidelity_section, _notes,
     )  # fmt: skip
     return [block for section in sections for block in section(run, metrics)]
 
 
-def _image(name: str, title: str, png: bytes | None) -> list[Block]:
-    return [] if png is None else [Image(name, title, png)]
+def _image(name: str, title: str, plot: plots.Plot | None) -> list[Block]:
+    return [] if plot is None else [Image(name, title, plot.png, plot.svg)]
 
 
 # --------------------------------------------------------------------- sections
@@ -81,10 +85,28 @@ def _title(run: RunData, metrics: RunMetrics) -> list[Block]:
         blocks.append(Callout(PARTIAL_NOTICE))
     blocks.append(
         Paragraph(
-            f"Run directory: {run.path}. Status: {run.status}. Record ends at {seconds(run.end_s)} s (wall)."
+            f"Run directory: {run.path}. Status: {run.status}. Record ends at {seconds(run.end_s)} s"
+            + (
+                f" (emulated; {seconds(run.end_s * run.dilation)} s wall)."
+                if run.dilation != 1.0
+                else " (wall)."
+            )
         )
     )
+    if run.dilation != 1.0:
+        blocks.append(
+            Paragraph(
+                f"Every time in this report is in emulated seconds: wall seconds divided by the run's "
+                f"time dilation, {run.dilation:g} (docs/fidelity.md). The run's files keep wall seconds."
+            )
+        )
     return blocks
+
+
+def _fidelity_setting(run: RunData) -> str:
+    fidelity = run.scenario.get("fidelity")
+    mode = fidelity.get("mode", "unisolated") if isinstance(fidelity, dict) else "unisolated"
+    return f"{mode}, dilation {run.dilation:g}"
 
 
 def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
@@ -92,7 +114,8 @@ def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
     rows = [
         ["name", run.name],
         ["seed", str(run.seed if run.seed is not None else "-")],
-        ["time scale", f"{run.time_scale:g} (trace seconds per wall second)"],
+        ["time scale", f"{run.time_scale:g} (trace seconds per emulated second)"],
+        ["fidelity", _fidelity_setting(run)],
         [
             "scheduler / strategy / autoscaler",
             f"{policy.scheduler} / {policy.strategy} / {policy.autoscaler}",
@@ -333,8 +356,9 @@ def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
         ),
         *_image(
             "tasks_gantt",
-            "Task attempts per node (r = reserved, t = transient), coloured "
-            "by job; hatched red: failed, killed or lost attempts",
+            "Task attempts per node (r = reserved, t = transient), one lane per slot, coloured "
+            "by job; hatched red: failed, killed or lost attempts (runs with more than "
+            f"{MAX_LANES} slots: busy slots per group of nodes instead)",
             plots.gantt(run),
         ),
         Table(
@@ -431,11 +455,11 @@ def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
     )
     text = (
         "Node-seconds = sum over a class's nodes of (end, or the end of the record, - "
-        "launch), in wall time; cost = node-seconds / 3600 x price per hour."
+        "launch), in emulated time (wall / dilation); cost = node-seconds / 3600 x price per hour."
     )
     if scaled:
         text += (
-            f" At time scale {run.time_scale:g} a wall second stands for "
+            f" At time scale {run.time_scale:g} an emulated second stands for "
             f"{run.time_scale:g} trace seconds, hence the trace-time column."
         )
     return [Heading("Cost"), Paragraph(text), Table(headers, rows)]

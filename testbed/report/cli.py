@@ -21,7 +21,7 @@ def add_report_commands(subparsers: argparse._SubParsersAction) -> None:
     report = subparsers.add_parser(
         "report",
         help="write report.md and report.html (with plots) into a run directory",
-        description="Write report.md, a self-contained report.html and plots/*.png into "
+        description="Write report.md, a self-contained report.html and plots/*.png and *.svg into "
         "RUN_DIR: JCT tables and CDFs, node timeline with evictions, tasks per node, "
         "spill and shuffle bytes, cost, memory utilisation and policy metrics.",
     )

@@ -54,15 +54,21 @@ _NUMERIC_CELL = re.compile(r"^(-|n/a|[-+]?\d[\d.,]*(e[-+]?\d+)?\s?(%|x|[KMG]iB|B
 
 @dataclass(frozen=True)
 class Image:
-    """A PNG plot: a file next to report.md, a data URI inside report.html."""
+    """A plot: PNG and SVG files next to report.md, the PNG a data URI inside report.html
+    (which links the SVG)."""
 
     name: str
     title: str
     png: bytes
+    svg: bytes | None = None
 
     @property
     def relative_path(self) -> str:
         return f"plots/{self.name}.png"
+
+    @property
+    def svg_path(self) -> str:
+        return f"plots/{self.name}.svg"
 
 
 Block = Heading | Paragraph | Callout | Bullets | Table | Image
@@ -125,8 +131,9 @@ def _markdown_block(block: Block) -> str:
             return "\n".join(f"- {item}" for item in items)
         case Table(headers, rows):
             return markdown_table(headers, rows, block.numeric_columns())
-        case Image(title=title):
-            return f"![{title}]({block.relative_path})"
+        case Image(title=title, svg=svg):
+            vector = f" ([SVG]({block.svg_path}))" if svg is not None else ""
+            return f"![{title}]({block.relative_path}){vector}"
     raise TypeError(f"unknown block {block!r}")
 
 
@@ -146,7 +153,10 @@ body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem;
        padding: 0 1rem; color: #1b1b1b; line-height: 1.45; }
 h1 { border-bottom: 2px solid #ccc; padding-bottom: .3rem; }
 h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: .8rem 0; font-size: .92rem; }
+.table { overflow: auto; max-width: 100%; margin: .8rem 0; }
+.table.tall { max-height: 36rem; }
+.table.tall th { position: sticky; top: 0; }
+table { border-collapse: collapse; font-size: .92rem; }
 th, td { border: 1px solid #ccc; padding: .25rem .6rem; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f2f2f2; }
@@ -159,6 +169,8 @@ figcaption { color: #555; font-size: .9rem; }
 
 
 _NUM = ' class="num"'
+TALL_ROWS = 40
+"""Tables longer than this scroll inside a box of their own (a 1,000-node table stays usable)."""
 
 
 def to_html(blocks: list[Block], title: str) -> str:
@@ -195,11 +207,14 @@ def _html_block(block: Block) -> str:
                 + "</tr>"
                 for row in rows
             )
-            return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        case Image(name, title, png):
+            tall = " tall" if len(rows) > TALL_ROWS else ""
+            table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            return f'<div class="table{tall}">{table}</div>'
+        case Image(name, title, png, svg):
             data = base64.b64encode(png).decode("ascii")
+            vector = f' (<a href="{block.svg_path}">SVG</a>)' if svg is not None else ""
             return (
                 f'<figure id="{html.escape(name)}"><img src="data:image/png;base64,{data}" '
-                f'alt="{html.escape(title)}"><figcaption>{html.escape(title)}</figcaption></figure>'
+                f'alt="{html.escape(title)}"><figcaption>{html.escape(title)}{vector}</figcaption></figure>'
             )
     raise TypeError(f"unknown block {block!r}")

@@ -30,6 +30,7 @@ KNOWN_SUMMARY_KEYS = frozenset({
     "jobs", "succeeded", "failed", "mean_jct_s", "p50_jct_s", "p95_jct_s", "max_jct_s",
     "makespan_s", "evictions", "relaunched_tasks", "relaunched_ratio", "policy", "name",
     "seed", "time_scale", "oom_failures", "enospc_failures", "task_failures",
+    "dilation", "fidelity_mode", "wall", "fidelity",
 })  # fmt: skip
 
 

@@ -8,7 +8,9 @@ as far as ``events.jsonl`` allows. Each table records where it came from in
 ``RunData.sources`` and every problem met on the way lands in ``RunData.warnings``,
 so that the report can say what it is based on.
 
-All times are seconds since the run started (the ``t`` of events).
+All times are seconds since the run started (the ``t`` of events), in emulated seconds:
+the files record wall seconds, which a dilated run's loader divides by its dilation
+(``RunData.dilation``, from scenario.yaml).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from testbed.fidelity import emulated
 from testbed.report.errors import UsageError
 from testbed.scenario import ClusterSpec, NodeClassSpec, PolicySpec
 
@@ -153,6 +156,10 @@ class RunData:
         return float(value) if _is_number(value) else 1.0
 
     @property
+    def dilation(self) -> float:
+        return run_dilation(self.scenario)
+
+    @property
     def status(self) -> str:
         """``run_finished``'s status, or ``partial`` when the run never finished."""
         finished = [e for e in self.events if e.get("event") == "run_finished"]
@@ -204,15 +211,20 @@ def load_run(run_dir: str | Path) -> RunData:
     scenario = _read_yaml(path / "scenario.yaml", warnings)
     summary = _read_summary(path / "summary.json", warnings)
     cluster, policy = _specs(scenario, summary, warnings)
-    events = _read_events(path / "events.jsonl", warnings)
+    dilation = run_dilation(scenario)
+    events = [emulated(event, dilation) for event in _read_events(path / "events.jsonl", warnings)]
 
-    tasks_rows = _read_csv(path / "tasks.csv", warnings)
+    def read_table(name: str, optional: bool = False) -> list[dict] | None:
+        rows = _read_csv(path / name, warnings, optional)
+        return None if rows is None else [emulated(row, dilation) for row in rows]
+
+    tasks_rows = read_table("tasks.csv")
     if tasks_rows is not None:
         tasks, sources["tasks"] = [_task_from_row(r) for r in tasks_rows], "tasks.csv"
     else:
         tasks, sources["tasks"] = _tasks_from_events(events), "events.jsonl"
 
-    job_rows = _read_csv(path / "jobs.csv", warnings)
+    job_rows = read_table("jobs.csv")
     if job_rows is not None:
         by_job = attempts_by_job(tasks)
         jobs = [_job_from_row(r, by_job.get(_text(r.get("job_id")), [])) for r in job_rows]
@@ -223,20 +235,20 @@ def load_run(run_dir: str | Path) -> RunData:
     else:
         jobs, sources["jobs"] = _jobs_from_events(events, tasks), "events.jsonl"
 
-    node_rows = _read_csv(path / "nodes.csv", warnings)
+    node_rows = read_table("nodes.csv")
     if node_rows is not None:
         nodes, sources["nodes"] = [_node_from_row(r) for r in node_rows], "nodes.csv"
     else:
         nodes, sources["nodes"] = _nodes_from_events(events), "events.jsonl"
 
-    eviction_rows = _read_csv(path / "evictions.csv", warnings)
+    eviction_rows = read_table("evictions.csv")
     if eviction_rows is not None:
         evictions = [_eviction_from_row(r) for r in eviction_rows]
         sources["evictions"] = "evictions.csv"
     else:
         evictions, sources["evictions"] = _evictions_from_events(events), "events.jsonl"
 
-    decision_rows = _read_csv(path / "decisions.csv", warnings, optional=True)
+    decision_rows = read_table("decisions.csv", optional=True)
     decisions = None if decision_rows is None else [_decision_from_row(r) for r in decision_rows]
 
     return RunData(
@@ -247,6 +259,13 @@ def load_run(run_dir: str | Path) -> RunData:
 
 
 # --------------------------------------------------------------------- files
+
+
+def run_dilation(scenario: dict[str, Any]) -> float:
+    """The dilation the run used (its scenario.yaml records the resolved factor)."""
+    fidelity = scenario.get("fidelity")
+    value = fidelity.get("dilation") if isinstance(fidelity, dict) else None
+    return float(value) if _is_number(value) and value >= 1 else 1.0
 
 
 def _read_yaml(path: Path, warnings: list[str]) -> dict[str, Any]:

@@ -3,6 +3,7 @@ pushes and spills paced, outputs still exact."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,8 @@ import pytest
 
 from master.run import run_scenario
 from testbed.cgroups import CgroupUnavailable, detect
+from testbed.report.build import write_report
+from testbed.report.rundir import load_run
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
 from tests.e2e.test_workloads_run import JOBS, assert_exact
@@ -49,4 +52,47 @@ async def test_a_faithful_pado_run_is_exact_with_each_agent_in_its_cgroup(tmp_pa
     for node, table in groups.items():
         assert f"/testbed/{run_id}/{node}\n" in table
     assert not cgroups.run_dir(run_id).exists()
+    fidelity = result.summary["fidelity"]
+    assert fidelity["task_cpu_s"] > 0 and fidelity["task_cpu_per_quota"] is not None
+    assert fidelity["nodes_throttled_share"] is not None  # every node's cgroup counters were read
     assert_clean(tmp_path)
+
+
+async def test_a_dilated_run_stretches_trace_time_and_reports_emulated_seconds(tmp_path: Path) -> None:
+    try:
+        detect()
+    except CgroupUnavailable as exc:
+        pytest.skip(str(exc))
+    scenario = make_scenario(
+        cluster={"reserved": {"count": 1, "slots": 2}, "transient": 0},
+        jobs=[{"workload": "sleep", "tasks": 2, "duration": "1s", "submit_at": "1s"}],
+        fidelity={"mode": "faithful", "dilation": 2},
+    )
+    result = await run_scenario(scenario, tmp_path)
+    assert result.ok, result.summary
+    summary = result.summary
+    assert (summary["dilation"], summary["fidelity_mode"]) == (2.0, "faithful")
+    assert summary["wall"]["mean_jct_s"] >= 2.0  # each task slept 1 trace second, stretched to 2
+    assert summary["mean_jct_s"] == pytest.approx(summary["wall"]["mean_jct_s"] / 2, abs=1e-3)
+    [job] = load_run(tmp_path).jobs
+    assert job.jct_s == pytest.approx(summary["mean_jct_s"], abs=1e-3)
+    assert job.submit_s == pytest.approx(1.0, abs=0.2)  # submitted at 2 wall seconds: 1 emulated
+
+
+async def test_an_oversubscribed_unisolated_run_is_flagged_as_distorted(tmp_path: Path) -> None:
+    """More spinning tasks than the host has cores: the monitor sees the saturation."""
+    cores = len(os.sched_getaffinity(0))
+    scenario = make_scenario(
+        cluster={"reserved": {"count": 1, "slots": cores + 1}, "transient": {"count": 1, "slots": cores + 1}},
+        jobs=[{"workload": "sleep", "tasks": 2 * cores + 2, "duration": "3s", "cpu_bound": True}],
+    )
+    result = await run_scenario(scenario, tmp_path)
+    assert result.ok, result.summary
+    fidelity = result.summary["fidelity"]
+    assert fidelity["task_time_saturated_share"] > 0.5
+    assert fidelity["distorted"]
+    assert "of task time ran on a saturated host" in fidelity["problems"][0]
+    assert fidelity["launch_ack_mean_s"] is not None and fidelity["host_samples"] > 0
+    markdown, _ = write_report(tmp_path)
+    report = markdown.read_text()
+    assert "## Fidelity" in report and "Distorted run: " in report

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import json
 import subprocess
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import master.run
 from agents.agent import _forkserver
 from agents.worker import execute
 from agents.worker_main import run_in_worker
+from master.journal import Journal
 from master.run import run_scenario
 from testbed.protocol import TaskSpec
 from testbed.workloads.wordcount import read_output
@@ -84,6 +86,42 @@ def test_a_full_disk_fails_the_task_as_enospc_and_frees_what_it_wrote(tmp_path: 
         assert not leftovers, f"the failed attempt left {leftovers} on the full disk"
 
 
+def test_a_disk_full_from_the_start_fails_the_task_as_enospc_too(tmp_path: Path) -> None:
+    """Not one byte free: the block writer's buffered bytes cannot be flushed even when it
+    drops the block; the worker died of that (status 1, reported ``killed``)."""
+    with tiny_disk(tmp_path / "node", "1m") as node_dir:
+        filler = fill(node_dir)
+        outcome = execute(MAP_SPEC, node_dir, "http://127.0.0.1:1", "token")
+        assert outcome["state"] == "failed" and outcome["failure"] == "enospc", outcome
+        assert [p for p in node_dir.rglob("*") if p.is_file()] == [filler]
+
+
+def fill(disk: Path) -> Path:
+    """Fill a filesystem to the last byte with one file."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\0" * 4096)
+    return filler
+
+
+def test_the_journal_on_a_full_disk_gives_its_reserve_back_and_says_so_once(tmp_path: Path) -> None:
+    with tiny_disk(tmp_path / "run", "1m") as run_dir:
+        journal = Journal(run_dir)
+        calls: list[OSError] = []
+        journal.on_disk_full = calls.append
+        filler = fill(run_dir)
+        journal.event("after_the_disk_filled", n=1)
+        journal.row("jobs", job_id="j000", status="failed")
+        journal.close()
+        lines = (run_dir / "events.jsonl").read_text().splitlines()
+        rows = (run_dir / "jobs.csv").read_text().splitlines()
+        filler.unlink()
+    assert [e.errno for e in calls] == [errno.ENOSPC]
+    assert [json.loads(line)["event"] for line in lines] == ["after_the_disk_filled"]
+    assert rows[1].startswith("j000,") and journal.dropped == 0
+
+
 def test_a_task_over_its_memory_cap_fails_as_oom(tmp_path: Path) -> None:
     """In a worker forked from the agents' forkserver, as every task is: the cap bounds how much
     the address space may grow (a long-lived process could reuse memory it freed long ago)."""
@@ -118,7 +156,49 @@ async def test_a_node_with_a_full_disk_is_drained_and_its_task_runs_elsewhere(tm
     ]
     assert drained and journal[drained[0]]["reason"] == "disk_full"
     later = journal[drained[0] :]
-    assert not [e for e in later if e["event"] == "task_started" and e["node"] == "transient-0"]
+    back = next((i for i, e in enumerate(later) if e["event"] == "node_undrained"), len(later))
+    assert not [e for e in later[:back] if e["event"] == "task_started" and e["node"] == "transient-0"]
+    assert_clean(tmp_path)
+
+
+NODES = ("reserved-0", "transient-0", "transient-1", "transient-2")
+
+
+@pytest.mark.e2e
+async def test_nodes_whose_disks_were_full_are_taken_back_once_space_returns(tmp_path: Path) -> None:
+    """Every node's disk is full when the run starts; each gets its space back as soon as the
+    master drains it. Drained for good, the nodes left the run idle until its timeout."""
+    with contextlib.ExitStack() as stack:
+        fillers = {n: fill(stack.enter_context(tiny_disk(tmp_path / "nodes" / n, "1m"))) for n in NODES}
+
+        def on_event(_: Any, record: dict[str, Any]) -> None:
+            if record["event"] == "node_draining":
+                fillers[record["node"]].unlink(missing_ok=True)
+
+        result = await run_scenario(make_scenario(timeout=30), tmp_path, on_event=on_event)
+    assert result.ok, result.summary
+    assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)
+    assert result.summary["enospc_failures"] >= 1
+    journal = events(tmp_path)
+    drained = {e["node"] for e in journal if e["event"] == "node_draining"}
+    assert drained and drained <= {e["node"] for e in journal if e["event"] == "node_undrained"}
+    assert_clean(tmp_path)
+
+
+@pytest.mark.e2e
+async def test_when_every_nodes_disk_stays_full_the_run_fails_at_once_saying_so(tmp_path: Path) -> None:
+    """Bounded: each node is taken back twice after a back-off, then drained for good, or a
+    task fails six times first; either way the jobs fail with the full disk as the reason,
+    long before the timeout. Drained for good at once, the nodes idled until the timeout."""
+    with contextlib.ExitStack() as stack:
+        for node in NODES:
+            fill(stack.enter_context(tiny_disk(tmp_path / "nodes" / node, "1m")))
+        result = await run_scenario(make_scenario(timeout=30), tmp_path)
+    assert not result.ok
+    finished = [e for e in events(tmp_path) if e["event"] == "job_finished"]
+    assert [e["status"] for e in finished] == ["failed"]
+    assert "No space left" in finished[0]["error"] or "disk of every node is full" in finished[0]["error"]
+    assert result.summary["enospc_failures"] >= len(NODES)
     assert_clean(tmp_path)
 
 
@@ -178,3 +258,52 @@ async def test_a_job_that_fails_is_finished_once_and_its_running_tasks_are_cance
     rows = list(csv.DictReader((tmp_path / "jobs.csv").open()))
     assert sorted((r["job_id"], r["status"]) for r in rows) == sorted(finished)
     assert_clean(tmp_path)
+
+
+@pytest.mark.e2e
+async def test_a_full_output_disk_at_the_master_fails_the_job_at_once_and_leaves_no_partial_file(
+    tmp_path: Path,
+) -> None:
+    """The job's output directory is a 64 KiB disk, its parts are larger: the job fails on its
+    first upload that does not fit, saying why. It was retried six times at once as an
+    ``error`` and left ``.partial`` files behind."""
+    outputs = tmp_path / "outputs" / "j000"
+    with contextlib.ExitStack() as stack:
+
+        def on_event(_: Any, record: dict[str, Any]) -> None:
+            if record["event"] == "job_submitted":  # its output directory exists now
+                stack.enter_context(tiny_disk(outputs, "64k"))
+
+        result = await run_scenario(make_scenario(timeout=30), tmp_path, on_event=on_event)
+        left = sorted(p.name for p in outputs.iterdir())
+    assert not result.ok
+    finished = [e for e in events(tmp_path) if e["event"] == "job_finished"]
+    assert [e["status"] for e in finished] == ["failed"]
+    assert "the master's output disk is full" in finished[0]["error"], finished[0]["error"]
+    reduces = [r for r in csv.DictReader((tmp_path / "tasks.csv").open()) if r["stage"] == "1"]
+    assert len(reduces) <= 2, "a reduce was retried after the output disk was full"
+    assert not [name for name in left if name.endswith(".partial")], left
+    assert_clean(tmp_path)
+
+
+@pytest.mark.e2e
+async def test_a_full_journal_disk_ends_the_run_at_once_and_still_records_how(tmp_path: Path) -> None:
+    """The run directory is a disk of 160 KiB (each node, the logs and outputs have their own),
+    too small for the journal of 400 tasks. The master stalled with an OSError in its
+    handlers, then died at shutdown with a traceback and no summary.json."""
+    run_dir = tmp_path / "run"
+    jobs = [{"workload": "sleep", "tasks": 400, "duration": 0.0}]
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(tiny_disk(run_dir, "160k"))
+        for roomy in ("logs", "outputs", *(f"nodes/{node}" for node in NODES)):
+            stack.enter_context(tiny_disk(run_dir / roomy, "64m"))
+        result = await run_scenario(make_scenario(jobs=jobs, timeout=60), run_dir)
+        summary = json.loads((run_dir / "summary.json").read_text())
+        journal = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+        reserve_left = (run_dir / ".journal-reserve").exists()
+    assert not result.ok
+    assert summary["jobs"] == 1 and summary["failed"] == 1, summary
+    finished = [e for e in journal if e["event"] == "job_finished"]
+    assert len(finished) == 1 and "the journal's disk is full" in finished[0]["error"], finished
+    assert journal[-1]["event"] == "run_finished"
+    assert not reserve_left

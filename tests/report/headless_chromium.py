@@ -34,6 +34,8 @@ class PageResult:
     external_requests: list[str] = field(default_factory=list)
     images: list[dict[str, Any]] = field(default_factory=list)
     title: str = ""
+    values: dict[str, Any] = field(default_factory=dict)
+    """What each of ``render``'s ``expressions`` evaluated to (JSON values)."""
 
     @property
     def broken_images(self) -> list[dict[str, Any]]:
@@ -68,8 +70,15 @@ class DevTools:
         return next(e for e in self.events if e.get("method") == method)
 
 
-async def render(page: Path, profile: Path, timeout: float = 60.0) -> PageResult:
-    """Load ``page`` in a fresh headless Chromium and collect what went wrong."""
+async def render(
+    page: Path,
+    profile: Path,
+    timeout: float = 60.0,
+    expressions: dict[str, str] | None = None,
+    width: int = 1000,
+) -> PageResult:
+    """Load ``page`` in a fresh headless Chromium, ``width`` CSS pixels wide, and collect what
+    went wrong, and the value of each JavaScript expression in ``expressions`` once loaded."""
     assert CHROMIUM, "chromium is not installed"
     process = await asyncio.create_subprocess_exec(
         CHROMIUM,
@@ -89,7 +98,7 @@ async def render(page: Path, profile: Path, timeout: float = 60.0) -> PageResult
                 aiohttp.ClientSession() as http,
                 http.ws_connect(endpoint, max_msg_size=0) as socket,
             ):
-                return await _load(DevTools(socket), page)
+                return await _load(DevTools(socket), page, expressions or {}, width)
     finally:
         await _stop(process)
         if drain is not None:
@@ -110,12 +119,20 @@ async def _drain(stream: asyncio.StreamReader) -> None:
         pass
 
 
-async def _load(devtools: DevTools, page: Path) -> PageResult:
+async def _load(devtools: DevTools, page: Path, expressions: dict[str, str], width: int) -> PageResult:
     target = await devtools.call("Target.createTarget", url="about:blank")
     attached = await devtools.call("Target.attachToTarget", targetId=target["targetId"], flatten=True)
     session = attached["sessionId"]
     for domain in ("Runtime", "Log", "Network", "Page"):
         await devtools.call(f"{domain}.enable", session)
+    await devtools.call(
+        "Emulation.setDeviceMetricsOverride",
+        session,
+        width=width,
+        height=800,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
     await devtools.call("Page.navigate", session, url=page.resolve().as_uri())
     await devtools.wait_for("Page.loadEventFired")
     images = await devtools.call("Runtime.evaluate", session, expression=IMAGES_JS, returnByValue=True)
@@ -123,6 +140,9 @@ async def _load(devtools: DevTools, page: Path) -> PageResult:
     result = _collect(devtools.events)
     result.images = json.loads(images["result"]["value"])
     result.title = title["result"]["value"]
+    for name, expression in expressions.items():
+        value = await devtools.call("Runtime.evaluate", session, expression=expression, returnByValue=True)
+        result.values[name] = value["result"].get("value")
     await devtools.call("Browser.close")
     return result
 
