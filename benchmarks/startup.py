@@ -56,6 +56,9 @@ async def measure(nodes: int, window: int | None, lazy: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="startup-") as tmp:
         result = await run_scenario(scenario(nodes, window, lazy), Path(tmp), on_event=on_event)
     cluster = result.summary["cluster"]
+    if not result.ok:  # why, for the record
+        failures = result.summary["task_failures"]
+        print(f"failed run at {nodes} nodes: task failures {failures}", file=sys.stderr)
     return {
         "up_s": marks.get("up"),
         "start_failures": cluster["start_failures"],

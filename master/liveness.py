@@ -17,18 +17,22 @@ STRIKES_TO_VANISH = 2
 
 @dataclass(frozen=True)
 class Launched:
-    """A task attempt the master believes runs on a node, and when its launch was last sent."""
+    """A task attempt the master believes runs on a node: when its launch was last sent, and
+    whether the node has acknowledged it (its ``running`` update)."""
 
     attempt: int
     sent_at: float
+    acked: bool = False
 
 
 @dataclass(frozen=True)
 class Reconciled:
     strikes: dict[str, int]
-    """Per task: consecutive heartbeats (counted after the grace) that did not list it."""
+    """Per task: consecutive heartbeats that did not list it although the node had acknowledged it."""
     vanished: tuple[str, ...]
-    """Tasks the master must fail and relaunch: the node does not run them."""
+    """Tasks the master must fail and relaunch: the node acknowledged them and runs them no more."""
+    resend: tuple[str, ...]
+    """Launches not acknowledged for ``resend_s``: sent again (a launch is idempotent)."""
     stray: tuple[tuple[str, int], ...]
     """(task, attempt) the node runs that the master does not expect there: to cancel."""
 
@@ -38,19 +42,25 @@ def reconcile(
     reported: Mapping[str, int],
     strikes: Mapping[str, int],
     now: float,
-    grace_s: float,
+    resend_s: float,
 ) -> Reconciled:
     """Compare a heartbeat's running attempts (``reported``: task -> attempt) with the master's view.
 
-    A launch sent less than ``grace_s`` ago may not have reached the node when it
-    sent this heartbeat, so its absence does not count yet; after that, a task
-    missing from ``STRIKES_TO_VANISH`` heartbeats in a row has vanished (its
-    worker start failed unreported, its launch was lost, its agent forgot it).
+    Only an attempt the node acknowledged can have vanished: a heartbeat that
+    arrives after the acknowledgement was built after the launch (one
+    connection, in order), so a task missing from ``STRIKES_TO_VANISH`` of them
+    in a row is gone (its worker start failed unreported, its agent forgot it).
+    A launch not yet acknowledged may be in flight on a loaded machine, or lost
+    with a broker: after ``resend_s`` it is sent again, never failed.
     """
     new_strikes: dict[str, int] = {}
-    vanished = []
+    vanished, resend = [], []
     for task_id, launched in expected.items():
-        if reported.get(task_id) == launched.attempt or now - launched.sent_at < grace_s:
+        if reported.get(task_id) == launched.attempt:
+            continue
+        if not launched.acked:
+            if now - launched.sent_at > resend_s:
+                resend.append(task_id)
             continue
         count = strikes.get(task_id, 0) + 1
         if count >= STRIKES_TO_VANISH:
@@ -62,7 +72,7 @@ def reconcile(
         for task_id, attempt in reported.items()
         if task_id not in expected or expected[task_id].attempt != attempt
     )
-    return Reconciled(new_strikes, tuple(vanished), stray)
+    return Reconciled(new_strikes, tuple(vanished), tuple(resend), stray)
 
 
 # ------------------------------------------------------------------ silent nodes
@@ -127,6 +137,16 @@ def start_window(cpus: int, configured: int | None) -> int | None:
     if configured is not None:
         return configured or None
     return max(2, STARTS_PER_CORE * cpus)
+
+
+START_CPU_S = 1.5
+"""About the CPU seconds one node's start takes (its agent's imports, its forkserver's preload)."""
+
+
+def start_deadline_s(starting: int, cpus: int) -> float:
+    """How long a node may take to come up: ``START_TIMEOUT_S``, plus the CPU the ``starting``
+    nodes need shared by the cores (all launched at once, each waits for all the others)."""
+    return START_TIMEOUT_S + START_CPU_S * starting / max(1, cpus)
 
 
 def launches_now(starting: int, remaining: int, window: int | None) -> int:

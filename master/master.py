@@ -28,7 +28,6 @@ from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
 from master.liveness import (
-    START_TIMEOUT_S,
     Launched,
     ProbeOutcome,
     after_probe,
@@ -37,6 +36,7 @@ from master.liveness import (
     launches_now,
     patience_s,
     reconcile,
+    start_deadline_s,
     start_window,
 )
 from master.policies import make_scheduler, reserved_partitions, stage_memory
@@ -119,6 +119,8 @@ class NodeRecord:
     """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
     strikes: dict[str, int] = field(default_factory=dict)
     """Running tasks that the node's last heartbeats did not list, and in how many."""
+    acked: set[str] = field(default_factory=set)
+    """Running tasks whose launch the node acknowledged (its ``running`` update)."""
 
     @property
     def alive(self) -> bool:
@@ -300,13 +302,16 @@ class Master:
     async def _start_paced(self, classes: list[str]) -> None:
         """Launch the initial nodes a window at a time (``master.liveness.launches_now``): a
         node leaves the window when it is up, or when it has not come up within
-        ``START_TIMEOUT_S`` (it is killed and the run goes on without it, saying so)."""
-        window = start_window(os.cpu_count() or 2, self.scenario.cluster.start_window)
+        ``start_deadline_s`` (it is killed and the run goes on without it, saying so)."""
+        cpus = os.cpu_count() or 2
+        window = start_window(cpus, self.scenario.cluster.start_window)
         queue = list(classes)
         while True:
-            for node in [n for n in self.nodes.values() if n.status == "launching"]:
-                if self.journal.now() - node.launched_t > START_TIMEOUT_S:
-                    await self._start_failed(node)
+            launching = [n for n in self.nodes.values() if n.status == "launching"]
+            deadline = start_deadline_s(len(launching), cpus)
+            for node in launching:
+                if self.journal.now() - node.launched_t > deadline:
+                    await self._start_failed(node, deadline)
             starting = sum(1 for n in self.nodes.values() if n.status == "launching")
             for _ in range(launches_now(starting, len(queue), window)):
                 await self.launch_node(queue.pop(0))
@@ -317,11 +322,11 @@ class Master:
                 async with asyncio.timeout(1.0):  # the start deadlines are checked every second
                     await self._node_came_up.wait()
         if not any(n.status == "up" for n in self.nodes.values()):
-            raise RuntimeError(f"no node came up within {START_TIMEOUT_S:.0f}s of its launch")
+            raise RuntimeError("no node came up: see the nodes' logs in the run directory's logs/")
 
-    async def _start_failed(self, node: NodeRecord) -> None:
+    async def _start_failed(self, node: NodeRecord, deadline: float) -> None:
         log.warning(
-            "node %s did not come up within %.0fs: the run goes on without it", node.node_id, START_TIMEOUT_S
+            "node %s did not come up within %.0fs: the run goes on without it", node.node_id, deadline
         )
         node.status = "lost"
         self.journal.event("node_start_failed", node=node.node_id, **{"class": node.node_class})
@@ -614,6 +619,7 @@ class Master:
         node.running.clear()
         node.launches.clear()
         node.sent_at.clear()
+        node.acked.clear()
         if reason in REPLACED_LOSSES and not self.attach and not self._all_done.is_set():
             self.chaos.replace_lost(node)
         self.kick()
@@ -623,15 +629,18 @@ class Master:
         if update.state == "running" and update.task_id in node.sent_at:  # the first, not a redelivery
             key = (update.task_id, update.attempt)
             self.launch_acks.setdefault(key, self.journal.now() - node.sent_at[update.task_id])
-        if located is None or update.state == "running":
+        if located is not None and update.state == "running":
+            record = located[0].tasks[located[1]]
+            if (record.attempt, record.node, record.status) == (update.attempt, node.node_id, "running"):
+                node.acked.add(update.task_id)
+            return
+        if located is None:
             return
         job, key = located
         record = job.tasks[key]
         if record.attempt != update.attempt or record.status != "running" or record.node != node.node_id:
             return  # stale or duplicate (QoS 1 redelivery): already applied
-        node.running.pop(update.task_id, None)
-        node.launches.pop(update.task_id, None)
-        node.sent_at.pop(update.task_id, None)
+        self._forget_launch(node, update.task_id)
         job.count_cache_use(update.metrics)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
@@ -851,6 +860,8 @@ class Master:
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)
         node.sent_at[decision.task_id] = now
+        node.acked.discard(decision.task_id)
+        node.strikes.pop(decision.task_id, None)
         self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
@@ -969,20 +980,29 @@ class Master:
         a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
         now = self.journal.now()
         expected = {
-            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now))
+            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now), task_id in node.acked)
             for task_id, (job, key) in node.running.items()
         }
-        verdict = reconcile(expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_interval_s)
+        verdict = reconcile(expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_timeout_s)
         node.strikes = verdict.strikes
         for task_id, attempt in verdict.stray:
             self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
+        for task_id in verdict.resend:
+            self.send(node.node_id, node.launches[task_id])
+            node.sent_at[task_id] = now
         for task_id in verdict.vanished:
             self._task_vanished(node, task_id, now)
 
-    def _task_vanished(self, node: NodeRecord, task_id: str, now: float) -> None:
-        job, key = node.running.pop(task_id)
+    @staticmethod
+    def _forget_launch(node: NodeRecord, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
         node.launches.pop(task_id, None)
         node.sent_at.pop(task_id, None)
+        node.acked.discard(task_id)
+        node.strikes.pop(task_id, None)
+        return node.running.pop(task_id, None)
+
+    def _task_vanished(self, node: NodeRecord, task_id: str, now: float) -> None:
+        job, key = self._forget_launch(node, task_id)  # type: ignore[misc]
         attempt = job.tasks[key].attempt
         log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
         self.journal.event("task_vanished", task=task_id, node=node.node_id, attempt=attempt)
