@@ -13,6 +13,9 @@ from typing import Literal
 
 STRIKES_TO_VANISH = 2
 """Consecutive heartbeats that must omit a task before the master stops believing it runs."""
+MAX_VANISH_RESENDS = 3
+"""A launch unaccounted for (never acknowledged, or vanished) is sent again this many times
+before the attempt is failed and relaunched."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
 from master.liveness import (
+    MAX_VANISH_RESENDS,
     Launched,
     ProbeOutcome,
     after_probe,
@@ -121,6 +122,8 @@ class NodeRecord:
     """Running tasks that the node's last heartbeats did not list, and in how many."""
     acked: set[str] = field(default_factory=set)
     """Running tasks whose launch the node acknowledged (its ``running`` update)."""
+    vanish_resends: dict[str, int] = field(default_factory=dict)
+    """How many times each running task's launch was sent again because it had vanished."""
 
     @property
     def alive(self) -> bool:
@@ -620,6 +623,7 @@ class Master:
         node.launches.clear()
         node.sent_at.clear()
         node.acked.clear()
+        node.vanish_resends.clear()
         if reason in REPLACED_LOSSES and not self.attach and not self._all_done.is_set():
             self.chaos.replace_lost(node)
         self.kick()
@@ -862,6 +866,7 @@ class Master:
         node.sent_at[decision.task_id] = now
         node.acked.discard(decision.task_id)
         node.strikes.pop(decision.task_id, None)
+        node.vanish_resends.pop(decision.task_id, None)
         self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
@@ -988,10 +993,9 @@ class Master:
         for task_id, attempt in verdict.stray:
             self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
         for task_id in verdict.resend:
-            self.send(node.node_id, node.launches[task_id])
-            node.sent_at[task_id] = now
+            self._task_unaccounted(node, task_id, now, "launch_unacknowledged")
         for task_id in verdict.vanished:
-            self._task_vanished(node, task_id, now)
+            self._task_unaccounted(node, task_id, now, "task_vanished")
 
     @staticmethod
     def _forget_launch(node: NodeRecord, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
@@ -999,14 +1003,28 @@ class Master:
         node.sent_at.pop(task_id, None)
         node.acked.discard(task_id)
         node.strikes.pop(task_id, None)
+        node.vanish_resends.pop(task_id, None)
         return node.running.pop(task_id, None)
 
-    def _task_vanished(self, node: NodeRecord, task_id: str, now: float) -> None:
-        job, key = self._forget_launch(node, task_id)  # type: ignore[misc]
+    def _task_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:
+        """A launch never acknowledged, or an acknowledged task its node no longer lists: send
+        the launch again first (it is idempotent: an agent that finished the attempt, its
+        result still queued behind its heartbeats, repeats the outcome; one that never got or
+        forgot it runs it). Only an attempt that stays unaccounted for is failed and relaunched."""
+        job, key = node.running[task_id]
         attempt = job.tasks[key].attempt
+        resends = node.vanish_resends.get(task_id, 0)
+        action = "resent" if resends < MAX_VANISH_RESENDS else "failed"
+        self.journal.event(why, task=task_id, node=node.node_id, attempt=attempt, action=action)
+        if action == "resent":
+            node.vanish_resends[task_id] = resends + 1
+            node.acked.discard(task_id)
+            node.sent_at[task_id] = now
+            self.send(node.node_id, node.launches[task_id])
+            return
         log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
-        self.journal.event("task_vanished", task=task_id, node=node.node_id, attempt=attempt)
-        job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it")
+        self._forget_launch(node, task_id)
+        job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it ({why})")
         self._task_row(job, key, node, "failed", "vanished", now)
         if job.status == "failed":
             self._finish_job(job)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from master.cluster_summary import shortfall
 from master.liveness import (
+    MAX_VANISH_RESENDS,
     START_TIMEOUT_S,
     STARTS_PER_CORE,
     STRIKES_TO_VANISH,
@@ -88,21 +89,36 @@ async def test_the_master_relaunches_a_task_its_node_stopped_listing(tmp_path: P
     for _ in range(4):  # heartbeats built before the launches arrived: nothing is failed
         beat(1, {})
         clock.now += 1.0
-    assert set(node.running) == set(listed)
-    for t, a in listed.items():  # the node acknowledges each launch
-        update = TaskUpdate(node_id=node.node_id, task_id=t, attempt=a, state="running")
+    assert set(node.running) == set(listed)  # the launches were sent again instead
+
+    def ack(task: str) -> None:
+        update = TaskUpdate(node_id=node.node_id, task_id=task, attempt=listed[task], state="running")
         master._on_message(master.topics.task_updates(node.node_id), codec.encode(update))
+
+    for t in listed:
+        ack(t)
     beat(2, listed)
     unlisted = {t: a for t, a in listed.items() if t != task_id}
-    beat(3, unlisted)
-    assert task_id in node.running
-    beat(4, {**unlisted, "j000.s0.t99": 0})  # and an attempt it should not run at all
+    beat(3, {**unlisted, "j000.s0.t99": 0})  # and an attempt it should not run at all
+    assert sent(master, CancelTask, "j000.s0.t99") == [0]
+    for _ in range(4 * MAX_VANISH_RESENDS):  # it acknowledges each launch and forgets it again
+        beat(4, unlisted)
+        if task_id not in node.running:
+            break
+        ack(task_id)
     assert task_id not in node.running and job.tasks[key].status == "pending"
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
-    vanished = [e for e in map(json.loads, lines) if e["event"] == "task_vanished"]
-    assert [(e["task"], e["attempt"]) for e in vanished] == [(task_id, attempt)]
-    assert sent(master, CancelTask, "j000.s0.t99") == [0]
-    assert len(sent(master, LaunchTask, task_id)) == 2  # sent, then again once unacknowledged
+    unaccounted = [
+        (e["event"], e["action"])
+        for e in map(json.loads, lines)
+        if e["event"] in ("task_vanished", "launch_unacknowledged") and e["task"] == task_id
+    ]
+    assert unaccounted == [
+        ("launch_unacknowledged", "resent"),
+        *[("task_vanished", "resent")] * (MAX_VANISH_RESENDS - 1),
+        ("task_vanished", "failed"),
+    ]
+    assert sent(master, LaunchTask, task_id) == [attempt] * (MAX_VANISH_RESENDS + 1)
     master.schedule_once()  # relaunched: a new attempt
     assert job.tasks[key].status == "running" and job.tasks[key].attempt == attempt + 1
     master.journal.close()
