@@ -2,7 +2,7 @@
 
 Ours: ``testbed run`` of 1 reserved + N-1 transient nodes (local backend, the
 run's own broker, default heartbeats: 0.5 s interval, 3 s timeout) with paced
-start-up (``cluster.start_window`` default: 8 nodes starting per core). Peer,
+start-up (``cluster.start_window`` default: 32 nodes starting per core). Peer,
 in the same invocation: the same build with ``start_window: 0``, every node
 launched at once as before pacing. Each run then runs one sleep task per node
 (2 s), so every node is used once it is up.

@@ -88,7 +88,7 @@ class ClusterSpec(Strict):
     start_window: int | None = Field(
         default=None,
         ge=0,
-        description="how many nodes may be starting at once (default: 8 per CPU core; 0: all at once)",
+        description="how many nodes may be starting at once (default: 32 per CPU core; 0: all at once)",
     )
 
     @model_validator(mode="after")
