@@ -13,6 +13,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import aiohttp
 import aiomqtt
 from aiohttp import web
 
+from agents.oom import death_outcome, oom_kill_count
 from agents.push import push_block
 from agents.shuffle import make_app
 from agents.worker_main import combine_in_worker, run_in_worker, warmed
@@ -66,7 +68,8 @@ class AgentConfig:
     listen: str = "127.0.0.1"
     advertise: str = "127.0.0.1"
     port: int = 0
-    token: str = ""
+    node_key: str = ""
+    """Checks the capabilities presented to this node's shuffle server (testbed.capabilities)."""
     heartbeat_interval: float = 0.5
     master_id: str = "master"
     warm_workers: bool = True
@@ -160,12 +163,12 @@ class Agent:
                 heartbeat.cancel()
             for attempt in list(self.running.values()):
                 _kill(attempt)
+            await runner.cleanup()  # first: the master believes "gone" once nothing answers
             self.link.publish(
                 self.topics.state(self.config.node_id), self._state_payload("gone"), retain=True
             )
             await self.link.flush(2.0)
             await self.link.close()
-            await runner.cleanup()
 
     def _will(self, session: int) -> aiomqtt.Will:
         """``lost`` for this connection only: the master ignores it once a newer session spoke."""
@@ -174,9 +177,8 @@ class Agent:
 
     async def _start_http(self) -> web.AppRunner:
         identity = {"node": self.config.node_id, "incarnation": self.incarnation}
-        app = make_app(
-            self.config.data_dir / "blocks", self.config.token, self._on_block_received, identity, self.limits
-        )
+        blocks = self.config.data_dir / "blocks"
+        app = make_app(blocks, self.config.node_key, self._on_block_received, identity, self.limits)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.config.listen, self.config.port, reuse_address=True)
@@ -288,7 +290,6 @@ class Agent:
                 spec.model_dump(),
                 str(self.config.data_dir),
                 self.url,
-                self.config.token,
                 sender,
                 self.config.task_memory_limit_mb,
                 feed_out,
@@ -362,9 +363,7 @@ class Agent:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=60)) as session:
             results = await asyncio.gather(
                 *(
-                    push_block(
-                        session, blocks, block, t.url, t.partitions, self.config.token, rate, self.limits
-                    )
+                    push_block(session, blocks, block, t.url, t.partitions, t.token, rate, self.limits)
                     for t in targets
                 ),
                 return_exceptions=True,
@@ -492,6 +491,8 @@ def _kill(attempt: RunningAttempt) -> None:
 
 
 WORKER_START_TRIES = 3
+_oom_kills_at_start: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKeyDictionary()
+"""The cgroup's OOM kill count when each worker was started (``agents.oom``)."""
 
 
 async def _start_worker(process: Any) -> None:
@@ -499,6 +500,7 @@ async def _start_worker(process: Any) -> None:
     waits for the forkserver to preload the workloads). A forkserver that died (killed, or
     out of memory) fails the start in flight with EOFError or OSError; the next start
     launches a new forkserver, so a start is tried again before the task is failed."""
+    _oom_kills_at_start[process] = oom_kill_count()
     for tries_left in range(WORKER_START_TRIES - 1, -1, -1):
         try:
             await asyncio.to_thread(process.start)
@@ -522,10 +524,7 @@ async def _receive(receiver: Any, process: Any) -> dict[str, Any]:
         outcome = receiver.recv()
     except (EOFError, OSError):
         await asyncio.to_thread(process.join)
-        code = process.exitcode
-        if code == -signal.SIGKILL:
-            return {"state": "failed", "failure": "oom", "error": "killed by SIGKILL (out of memory?)"}
-        return {"state": "failed", "failure": "killed", "error": f"worker exited with status {code}"}
+        return death_outcome(process.exitcode, _oom_kills_at_start.get(process), oom_kill_count())
     finally:
         receiver.close()
     await asyncio.to_thread(process.join)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import socket
 import time
 from pathlib import Path
@@ -49,21 +48,24 @@ def run_agent(args: argparse.Namespace) -> int:
     import asyncio
 
     from agents.agent import Agent, AgentConfig
+    from testbed.capabilities import NODE_KEY_ENV, RUN_SECRET_ENV, node_key
     from testbed.mqtt import BrokerAddress
-    from testbed.processes import die_with_parent
+    from testbed.processes import die_with_parent, take_secrets
 
     if args.cgroup is not None:  # first: the forkserver and every task worker are born in it
         from testbed.cgroups import join
 
         join(args.cgroup)
     die_with_parent()
-    broker = BrokerAddress.parse(args.broker)  # reads the TESTBED_MQTT_* login
-    token = os.environ.get("TESTBED_RUN_TOKEN", "")
-    for secret in ("TESTBED_MQTT_USERNAME", "TESTBED_MQTT_PASSWORD", "TESTBED_RUN_TOKEN"):
-        os.environ.pop(secret, None)  # task workers need none of them
+    secrets = take_secrets()  # task workers get none of them
+    broker = BrokerAddress.parse(args.broker, secrets)
+    node_id = args.node_id or socket.gethostname()
+    key = secrets.get(NODE_KEY_ENV, "")
+    if not key and secrets.get(RUN_SECRET_ENV):  # started by compose: derive it from the run secret
+        key = node_key(secrets[RUN_SECRET_ENV], node_id)
     config = AgentConfig(
         run_id=args.run_id,
-        node_id=args.node_id or socket.gethostname(),
+        node_id=node_id,
         node_class=args.node_class,
         broker=broker,
         data_dir=args.data_dir,
@@ -72,7 +74,7 @@ def run_agent(args: argparse.Namespace) -> int:
         listen=args.listen,
         advertise=route_address(broker.host) if args.advertise == "auto" else args.advertise,
         port=args.port,
-        token=token,
+        node_key=key,
         heartbeat_interval=args.heartbeat_interval,
         warm_workers=not args.lazy_workers,
         task_memory_limit_mb=args.task_memory_limit_mb,

@@ -30,7 +30,7 @@ from testbed.bandwidth import bind_worker
 from testbed.blocks import TOKEN_HEADER, BlockWriter, delete_blocks, iter_frames, read_segment_chunks, segment
 from testbed.protocol import TaskSpec
 from testbed.workloads import COMBINERS, OPERATIONS
-from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext
+from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext, peak_rss_bytes, reset_peak_rss
 
 
 @contextlib.contextmanager
@@ -51,12 +51,13 @@ def memory_cap(limit_mb: int | None):
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str, feed: Any = None) -> dict[str, Any]:
-    """Run one attempt; ``feed`` brings the blocks of its streamed dependencies."""
+def execute(spec: TaskSpec, node_dir: Path, own_url: str, feed: Any = None) -> dict[str, Any]:
+    """Run one attempt; ``feed`` brings the blocks of its streamed dependencies. It reads
+    and uploads with the capabilities its spec carries, and holds no other secret."""
     blocks = node_dir / "blocks"
     scratch = node_dir / "scratch" / spec.block_id
     bind_worker(node_dir)
-    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url, token), feed=feed)
+    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url), feed=feed)
     reset_peak_rss()
     started, cpu_started = time.perf_counter(), time.process_time()
     outcome: dict[str, Any] = {"state": "succeeded"}
@@ -64,7 +65,7 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, token: str, feed: Any 
         scratch.mkdir(parents=True, exist_ok=True)
         outcome["result"] = OPERATIONS[spec.op](ctx) or {}
         if spec.final:
-            upload(ctx.final_path, spec.output_url or "", token)
+            upload(ctx.final_path, spec.output_url or "", spec.output_token)
     except FetchFailed as exc:
         outcome = {"state": "failed", "failure": "fetch", "error": str(exc), "lost_blocks": [exc.block]}
     except MemoryError:
@@ -114,23 +115,6 @@ def combine(op: str, members: list[str], block: str, partitions: int, node_dir: 
     except Exception as exc:
         writer.abort()
         return {"state": "failed", "failure": "error", "error": _short_trace(exc)}
-
-
-def reset_peak_rss() -> None:
-    """Start the task's peak-RSS count now (Linux: writing 5 to clear_refs resets VmHWM)."""
-    with contextlib.suppress(OSError):
-        Path("/proc/self/clear_refs").write_text("5")
-
-
-def peak_rss_bytes() -> int:
-    """The kernel's high-water mark of this process's resident memory (VmHWM)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def upload(path: Path, url: str, token: str) -> None:

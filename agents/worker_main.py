@@ -15,7 +15,6 @@ def run_in_worker(
     spec_data: dict[str, Any],
     node_dir: str,
     own_url: str,
-    token: str,
     conn: Connection,
     memory_limit_mb: int | None = None,
     feed: Connection | None = None,
@@ -30,7 +29,7 @@ def run_in_worker(
     try:
         spec = TaskSpec.model_validate(spec_data)
         with memory_cap(memory_limit_mb):
-            outcome = execute(spec, Path(node_dir), own_url, token, feed)
+            outcome = execute(spec, Path(node_dir), own_url, feed)
         conn.send(outcome)
     finally:
         conn.close()

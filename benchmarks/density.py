@@ -86,7 +86,7 @@ async def measure(count: int, lazy: bool | None, broker: EmbeddedBroker, tmp: Pa
                     *(["--lazy-workers"] if lazy else []),
                 ]
             )
-            env = {} if lazy is None else agent_env(broker)  # the run's agent login
+            env = {} if lazy is None else await agent_env(broker, f"transient-{i}")  # its broker login
             await provider.launch(f"transient-{i}", "transient", 2, 1024, None, command, env)
         if lazy is None:
             await asyncio.sleep(3)  # a bare interpreter is idle once started; nothing to wait on

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from testbed.blocks import BlockWriter, segment
+from testbed.capabilities import block_cap
 from testbed.protocol import BlockRef
 from testbed.workloads.base import BlockFetcher
 
@@ -68,8 +69,10 @@ def start_server(target: Callable[..., None], *args: object) -> tuple[multiproce
 
 
 def fetch_ours(directory: Path, port: int) -> tuple[float, int]:
-    fetcher = BlockFetcher(directory / "elsewhere", own_url="", token=TOKEN)
-    ref = BlockRef(block="bench.s0.t0.a0", partition=0, locations=(f"http://127.0.0.1:{port}",))
+    fetcher = BlockFetcher(directory / "elsewhere", own_url="")
+    block = "bench.s0.t0.a0"
+    caps = (block_cap(TOKEN, "GET", block),)
+    ref = BlockRef(block=block, partition=0, locations=(f"http://127.0.0.1:{port}",), caps=caps)
     start = time.perf_counter()
     received = sum(len(frame) for frame in fetcher.frames(ref))
     return time.perf_counter() - start, received

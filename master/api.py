@@ -1,11 +1,14 @@
 """The master's HTTP API: the output sink, the status endpoint and live evictions.
 
-``PUT /outputs/<job>/<index>/<attempt>``  a final task streams its part file here
+``PUT /outputs/<job>/<index>/<attempt>``  a final task streams its part file here (with the
+                                          capability of that attempt's upload)
 ``GET /status``                           JSON: nodes, jobs, running tasks, evictions (read-only)
-``POST /chaos/evict``                     a live storm (run token required)
+``POST /chaos/evict``                     a live storm (run token required; 409 before the
+                                          run's time 0 and once it is ending)
 
-Where it listens, with the run token, is written to ``master.json`` in the run
-directory, readable by its owner only.
+``/status`` and ``/chaos/evict`` need the API token. Where the API listens, with
+that token, is written to ``master.json`` in the run directory: created anew
+(never over a file someone planted), readable by its owner only.
 """
 
 from __future__ import annotations
@@ -13,23 +16,27 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
+from master.chaos.controller import NotRunning
 from master.disk_faults import output_disk_full
+from master.ports import ApiPort
 from master.providers.base import ForeignNodeError
 from testbed.blocks import TOKEN_HEADER
+from testbed.rundir import write_secret_file
 from testbed.scenario import EvictSpec
 from testbed.tokens import token_matches
 
-if TYPE_CHECKING:
-    from master.master import Master
+NUMBER = re.compile(r"[0-9]{1,9}")
+"""A task index or attempt in a URL: ASCII digits only (``str.isdigit`` accepts '²')."""
 
 
 class MasterApi:
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: ApiPort) -> None:
         self.master = master
         self.port = 0
 
@@ -51,14 +58,14 @@ class MasterApi:
         return runner
 
     def _write_master_info(self) -> None:
-        info = {"url": self.url, "token": self.master.token, "pid": os.getpid()}
-        fd = os.open(self.master.run_dir / "master.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            json.dump(info, handle)
+        """``master.json``, created exclusively: a resumed run replaces its own old one (which
+        it removes first), and a file planted by someone else is never written through."""
+        info = {"url": self.url, "token": self.master.keys.api_token, "pid": os.getpid()}
+        write_secret_file(self.master.run_dir / "master.json", json.dumps(info))
 
-    def _check_token(self, request: web.Request) -> None:
-        if not token_matches(request.headers.get(TOKEN_HEADER), self.master.token):
-            raise web.HTTPForbidden(text="missing or wrong run token")
+    def _check_token(self, request: web.Request, expected: str | None = None) -> None:
+        if not token_matches(request.headers.get(TOKEN_HEADER), expected or self.master.keys.api_token):
+            raise web.HTTPForbidden(text="missing or wrong token")
 
     # ------------------------------------------------------------------ outputs
 
@@ -78,9 +85,11 @@ class MasterApi:
         return True
 
     async def _receive_output(self, request: web.Request) -> web.Response:
-        self._check_token(request)
         job_id, index, attempt = (request.match_info[k] for k in ("job", "index", "attempt"))
-        if job_id not in self.master.jobs or not index.isdigit() or not attempt.isdigit():
+        if not NUMBER.fullmatch(index) or not NUMBER.fullmatch(attempt):
+            raise web.HTTPBadRequest(text="the index and the attempt are numbers")
+        self._check_token(request, self.master.keys.output_cap(job_id, int(index), int(attempt)))
+        if job_id not in self.master.jobs:
             raise web.HTTPNotFound(text="no such job output")
         staged = self._staged_path(job_id, int(index), int(attempt))
         partial = staged.with_suffix(".partial")
@@ -102,7 +111,8 @@ class MasterApi:
 
     # ------------------------------------------------------------------ status and chaos
 
-    async def _status(self, _: web.Request) -> web.Response:
+    async def _status(self, request: web.Request) -> web.Response:
+        self._check_token(request)
         return web.json_response(self.status())
 
     def status(self) -> dict[str, Any]:
@@ -132,6 +142,7 @@ class MasterApi:
             "evictions": master.evictions,
             "evicted": master.evicted,
             "malformed_messages": master.codec.malformed,
+            "forged_messages": master.senders.forged,
         }
 
     def _running_tasks(self) -> list[dict[str, Any]]:
@@ -157,11 +168,15 @@ class MasterApi:
         self._check_token(request)
         try:
             body = await request.json()
+            if not isinstance(body, dict):
+                raise ValueError("the body is a JSON object")
             named = body.pop("nodes", None)
             spec = EvictSpec.model_validate(body if not named else {"count": len(named), **body})
             victims = await self.master.chaos.evict_now(spec, named)
         except ForeignNodeError as exc:
             return web.json_response({"error": str(exc)}, status=403)
-        except (ValueError, TypeError) as exc:
+        except NotRunning as exc:
+            return web.json_response({"error": str(exc)}, status=409)
+        except (ValueError, TypeError, AttributeError) as exc:  # json errors are ValueErrors
             return web.json_response({"error": f"bad eviction request: {exc}"}, status=400)
         return web.json_response({"evicted": victims})

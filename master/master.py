@@ -15,15 +15,15 @@ import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
+from master.core.lifecycle import NODE
 from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
@@ -40,6 +40,7 @@ from master.liveness import (
     start_deadline_s,
     start_window,
 )
+from master.nodes import NodeRecord
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
@@ -61,8 +62,11 @@ from master.policies.static import StaticAutoscaler
 from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
 from master.scale_model import NodeShares
+from master.senders import SenderCheck
+from master.signing import CommandSigner
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
+from testbed.capabilities import NODE_KEY_ENV, RunKeys
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
 from testbed.protocol import (
     BlockReceived,
@@ -82,52 +86,10 @@ from testbed.scenario import Scenario
 from testbed.workloads import plan_job
 
 log = logging.getLogger("master")
-NodeStatus = Literal["launching", "up", "draining", "lost", "gone"]
 REPLACED_LOSSES = ("heartbeat_timeout", "crashed")
 """Losses the chaos controller did not cause (it replaces its own evictions itself)."""
 BACKLOG_TURNS = 256
 """At most this many event-loop turns go to received messages before a scheduling round."""
-
-
-@dataclass
-class NodeRecord:
-    node_id: str
-    node_class: str
-    ordinal: int
-    launched_t: float
-    slots: int
-    memory_mb: int
-    price_per_hour: float
-    status: NodeStatus = "launching"
-    url: str = ""
-    incarnation: str = ""
-    session: int = 0
-    """The agent's MQTT session we last heard from: Wills of older sessions are stale."""
-    last_seen: float = 0.0
-    reserved_for: str | None = None
-    evicted_at: float | None = None
-    running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
-    partition: Literal["general", "short"] = "general"
-    queued: list[str] = field(default_factory=list)
-    """The node-side queue (Eagle): pending task ids in enqueue order."""
-    launches: dict[str, LaunchTask] = field(default_factory=dict)
-    """The launch command of each running task, re-sent after a broker outage."""
-    cached_inputs: tuple[tuple[str, int], ...] = ()
-    """The agent's task input cache as it last reported it (key, bytes), least recent first."""
-    views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
-    """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
-    sent_at: dict[str, float] = field(default_factory=dict)
-    """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
-    strikes: dict[str, int] = field(default_factory=dict)
-    """Running tasks that the node's last heartbeats did not list, and in how many."""
-    acked: set[str] = field(default_factory=set)
-    """Running tasks whose launch the node acknowledged (its ``running`` update)."""
-    vanish_resends: dict[str, int] = field(default_factory=dict)
-    """How many times each running task's launch was sent again because it had vanished."""
-
-    @property
-    def alive(self) -> bool:
-        return self.status in ("launching", "up", "draining")
 
 
 class Master:
@@ -145,27 +107,33 @@ class Master:
         autoscaler: Autoscaler | None = None,
         agent_env: dict[str, str] | None = None,
         attach: bool = False,
+        node_env: Callable[[str], Awaitable[dict[str, str]]] | None = None,
     ) -> None:
-        """``attach``: the initial nodes are started by someone else (compose, Swarm); the
-        master waits for the scenario's node counts to come up and adopts them."""
+        """``token`` is the run secret (``testbed.capabilities``); ``node_env(node_id)``: the
+        extra environment of one agent (its broker login). ``attach``: the initial nodes are
+        started by someone else (compose, Swarm); the master waits for the scenario's node
+        counts to come up and adopts them."""
         self.scenario = scenario
         self.run_id = run_id
         self.run_dir = run_dir
         self.provider = provider
         self.broker = broker
-        self.scheduler: Scheduler = make_scheduler(scenario, self.workload_of)
+        self.scheduler: Scheduler = make_scheduler(scenario)
         self.stage_memory = stage_memory(scenario)
-        self.token = token
+        self.keys = RunKeys(token)
+        self.signer = CommandSigner(self)
         self.agent_command = agent_command
         self.http_host = http_host
         self.advertise = advertise
         self.agent_env = agent_env or {}
-        """Extra environment of every agent (its broker login); never journaled."""
+        """Extra environment of every agent; never journaled."""
+        self.node_env = node_env
         self.attach = attach
         self.topics = Topics(run_id)
         self.codec = Codec()
         self.journal = Journal(run_dir)
         self.journal.on_disk_full = lambda error: journal_disk_full(self, error)
+        self.senders = SenderCheck(self.journal)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
         self.arriving = scenario.arriving_jobs()
@@ -348,7 +316,11 @@ class Master:
         record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.nodes[node_id] = record
         self.journal.event("node_launching", node=node_id, **{"class": node_class})
-        env = {**self.agent_env, "TESTBED_RUN_TOKEN": self.token}
+        env = {
+            **self.agent_env,
+            **(await self.node_env(node_id) if self.node_env else {}),
+            NODE_KEY_ENV: self.keys.node_key(node_id),
+        }
         await self.provider.launch(
             node_id,
             node_class,
@@ -364,7 +336,7 @@ class Master:
         now = self.journal.now()
         for node in self.nodes.values():
             if node.alive:
-                node.status = "gone"
+                node.status = NODE.next(node.status, "run_ended")
                 self._node_row(node, now, "run_end")
         await self.provider.close()
 
@@ -438,7 +410,7 @@ class Master:
         node = self.nodes.get(Topics.node_of(topic))
         if node is None and self.attach and isinstance(message, NodeState) and message.state == "up":
             node = self._adopt(message)
-        if node is None or getattr(message, "node_id", node.node_id) != node.node_id:
+        if node is None or not self.senders.allows(node.node_id, message, self._latest_attempt(message)):
             return
         if isinstance(message, TaskUpdate | Heartbeat) and message.cached_inputs is not None:
             node.cached_inputs = tuple((c.key, c.nbytes) for c in message.cached_inputs)
@@ -457,7 +429,8 @@ class Master:
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
-            node.status, node.incarnation, node.session = "up", state.incarnation, state.session
+            node.status = NODE.next(node.status, "joined")
+            node.incarnation, node.session = state.incarnation, state.session
             node.url = f"http://{state.host}:{state.port}"
             node.last_seen = self.journal.now()
             self.journal.event(
@@ -470,11 +443,11 @@ class Master:
         elif state.incarnation != node.incarnation or not node.alive:
             return
         elif state.state == "draining" and node.status == "up":
-            node.status = "draining"
+            node.status = NODE.next(node.status, "drain")
         elif state.state == "lost":
             self._on_will(node, state.session)
         elif state.state == "gone":
-            self.node_lost(node, "released")
+            asyncio.get_running_loop().create_task(self._confirm_gone(node))
         if state.state in ("up", "draining") and state.session > node.session:
             self._agent_reconnected(node, state.session)
 
@@ -516,13 +489,13 @@ class Master:
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""
         if node.status == "up":
-            node.status = "draining"
+            node.status = NODE.next(node.status, "drain")
             self.journal.event("node_draining", node=node.node_id, reason=reason)
 
     def undrain(self, node: NodeRecord, reason: str) -> None:
         """Take a draining node back into service (an autoscaler needs it again)."""
         if node.status == "draining":
-            node.status = "up"
+            node.status = NODE.next(node.status, "undrain")
             self.journal.event("node_undrained", node=node.node_id, reason=reason)
 
     def release_node(self, node: NodeRecord, reason: str) -> None:
@@ -533,7 +506,14 @@ class Master:
         self.node_lost(node, "released")
 
     def send(self, node_id: str, message: Message) -> None:
+        """Publish a command, with the capabilities it needs minted for ``node_id``."""
+        message = self.signer.sign(message)
+        self.senders.sent(node_id, message)
         self.link.publish(self.topics.command(node_id), self.codec.encode(message))
+
+    def _latest_attempt(self, message: Message) -> int | None:
+        located = self._locate(message.task_id) if isinstance(message, TaskUpdate) else None
+        return located[0].tasks[located[1]].attempt if located else None
 
     def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]:
         """The node's running tasks as the policies see them. A task's view is fixed once it
@@ -594,10 +574,8 @@ class Master:
             "tasks_running": tasks_running,
             "bytes_lost": bytes_lost,
         }
+        # evictions.csv gets its row from this event (testbed.journal.ROWS_FROM_EVENTS)
         self.journal.event("eviction", node=node.node_id, **{"class": node.node_class}, **facts)
-        self.journal.row(
-            "evictions", t_s=self.journal.now(), node_id=node.node_id, node_class=node.node_class, **facts
-        )
         if node.status == "launching":  # it never connected: no Last Will or heartbeat will tell
             self.node_lost(node, "evicted_while_launching")
 
@@ -606,13 +584,15 @@ class Master:
         if not node.alive:
             return
         self._forget_queue(node)
-        node.status = "lost" if reason != "released" else "gone"
+        node.status = NODE.next(node.status, "released" if reason == "released" else "lost")
         now = self.journal.now()
         detect_s = now - node.evicted_at if node.evicted_at is not None else None
         self.journal.event(
             "node_lost", node=node.node_id, **{"class": node.node_class}, reason=reason, detect_s=detect_s
         )
-        self._node_row(node, now, reason)
+        # An evicted node ended when it was killed, not when its loss was heard: its replacement
+        # may already be launching, and the record never shows more nodes than were alive.
+        self._node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
         self.strategy.before_node_lost(node)
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
@@ -684,10 +664,6 @@ class Master:
 
     # ------------------------------------------------------------------ scheduling
 
-    def workload_of(self, job_id: str) -> str | None:
-        job = self.jobs.get(job_id)
-        return job.workload if job else None
-
     def kick(self) -> None:
         self._kick.set()
 
@@ -751,6 +727,7 @@ class Master:
                         allowed_classes=classes[key[0]],
                         long=job.long,
                         excluded_nodes=excluded,
+                        workload=job.workload,
                     )
                 )
             jobs.append(
@@ -785,7 +762,7 @@ class Master:
     def _pending_window(self) -> PendingWindow | None:
         """Which ready tasks a snapshot needs: all of them for schedulers that look ahead
         (YARN-ME's timeline), a window per node class for those that place the head (FIFO)."""
-        if getattr(self.scheduler, "needs_all_pending", True):
+        if self.scheduler.needs_all_pending:
             return None
         return PendingWindow(
             FreeNode(
@@ -840,6 +817,7 @@ class Master:
             return  # a policy that ignores PendingTask.excluded_nodes: the task waits for another round
         now = self.journal.now()
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
+        self.senders.launched(decision.task_id, attempt, node.node_id)
         job.tasks[key].predicted_s = decision.predicted_duration_s
         job.tasks[key].disk_mb_s = decision.disk_mb_s
         stage = job.plan.stages[key[0]]
@@ -1099,6 +1077,14 @@ class Master:
             return
         asyncio.get_running_loop().create_task(self._confirm_lost(node, session))
 
+    async def _confirm_gone(self, node: NodeRecord) -> None:
+        """An agent says it stopped (it closes its HTTP server first): believed once it no
+        longer answers; one that still answers is kept (heartbeats watch it as before)."""
+        if await self._probe(node) == "answered":
+            self.journal.event("gone_ignored", node=node.node_id)
+            return
+        self.node_lost(node, "released")
+
     async def _confirm_lost(self, node: NodeRecord, session: int) -> None:
         if await self._probe(node) == "answered":
             self.journal.event("will_ignored", node=node.node_id, session=session)
@@ -1149,6 +1135,7 @@ class Master:
             tasks=job.plan.total_tasks,
             relaunched_tasks=job.relaunched,
             relaunched_ratio=job.relaunched / job.plan.total_tasks,
+            error_relaunches=job.error_relaunches,
             bytes_recomputed=job.bytes_recomputed,
             bytes_checkpointed=job.bytes_checkpointed,
             bytes_pushed=job.bytes_pushed,

@@ -10,31 +10,33 @@ import asyncio
 import csv
 import json
 import logging
-import os
 import signal
 import statistics
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from master.backends import open_backend, run_id_for, run_token
+from master.backends import broker_credentials, open_backend, run_id_for, run_token
 from master.broker_keeper import BrokerKeeper
 from master.cluster_summary import cluster_summary
 from master.coaster_summary import job_class_summary, percentile
-from master.journal import JOB_TOTALS, new_run_dir
 from master.master import Master
 from master.monitor import FIDELITY_FILE, Sampler, write_assessment
 from master.policies import make_autoscaler
 from master.providers.local import LocalProvider, python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
+from master.rundir import check_inputs, owning, record_inputs, tidy
 from master.scale_model import NodeShares, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.fidelity import emulated, is_duration_key
+from testbed.journal import JOB_TOTALS
 from testbed.mqtt import BrokerAddress
 from testbed.processes import RunTerminated
 from testbed.progress import show_progress
+from testbed.rundir import secure_run_dir
 from testbed.scenario import Scenario, input_files, load_scenario, to_yaml
 
 log = logging.getLogger(__name__)
@@ -47,14 +49,10 @@ class RunResult:
     summary: dict[str, Any]
 
 
-def prepare_run_dir(scenario: Scenario, out: Path | None, runs_base: Path = Path("runs")) -> Path:
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        run_dir = out
-    else:
-        run_dir = new_run_dir(runs_base, scenario.name)
+def prepare_run_dir(scenario: Scenario, run_dir: Path) -> None:
+    """The resolved scenario (input paths absolute) and its input files' fingerprints."""
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
-    return run_dir
+    record_inputs(run_dir, scenario)
 
 
 async def run_scenario(
@@ -72,7 +70,22 @@ async def run_scenario(
     with fresh credentials, unless ``broker`` hands it one (not yet started) to
     use instead, e.g. one a test restarts mid-run. With ``recovered`` (what
     the journal of a crashed run says) it continues that run instead.
+    The run owns ``run_dir`` while it runs (``master.rundir.owning``).
     """
+    secure_run_dir(run_dir)
+    with owning(run_dir):
+        return await _run_owned(scenario, run_dir, backend, on_event, progress, broker, recovered)
+
+
+async def _run_owned(
+    scenario: Scenario,
+    run_dir: Path,
+    backend: str,
+    on_event: Callable[[Master, dict[str, Any]], None] | None,
+    progress: bool,
+    broker: ManagedBroker | None,
+    recovered: Recovered | None,
+) -> RunResult:
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, _terminate, main)
@@ -105,7 +118,8 @@ async def run_scenario(
             advertise=backend_.advertise,
             attach=backend_.attach,
             autoscaler=autoscaler,
-            agent_env={**backend_.agent_env, **(agent_env(broker) if broker else {})},
+            agent_env=backend_.agent_env,
+            node_env=partial(agent_env, broker) if broker else external_login,
             **resumed,
         )
         if on_event is not None:
@@ -134,14 +148,20 @@ async def run_scenario(
                 await broker.close()
     observations.launch_ack_s = list(master.launch_acks.values())
     throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
-    write_assessment(run_dir, scenario, observations, throttling)
+    write_assessment(run_dir, scenario, observations, throttling, enforced=not backend_.attach)
     summary = summarize(run_dir, scenario)
     try:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:  # a disk full even after the journal gave its reserve back
         log.error("cannot write %s: %s", run_dir / "summary.json", exc.strerror)
-    _remove_empty(run_dir / "nodes")
+    tidy(run_dir)
     return RunResult(run_dir, ok, summary)
+
+
+async def external_login(node_id: str) -> dict[str, str]:
+    """An agent's login to a broker the run did not start: the operator's, from our environment."""
+    del node_id
+    return broker_credentials()
 
 
 def agent_command(
@@ -219,6 +239,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "evictions": evictions,
         "relaunched_tasks": relaunched,
         "relaunched_ratio": _round(relaunched / total_tasks) if total_tasks else 0.0,
+        "error_relaunches": sum(int(j.get("error_relaunches") or 0) for j in jobs),
         **{key: sum(int(j.get(key) or 0) for j in jobs) for key in JOB_TOTALS},
         **per_workload(jobs),
         "task_attempts": len(tasks),
@@ -285,15 +306,14 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def _remove_empty(directory: Path) -> None:
-    if directory.is_dir() and not any(directory.iterdir()):
-        os.rmdir(directory)
-
-
 def load_resumable(run_dir: Path) -> Scenario:
-    """The scenario of a crashed run, or ``ResumeError`` saying why it cannot be resumed."""
+    """The scenario of a crashed run, or ``ResumeError``/``RunDirError`` saying why it cannot be
+    resumed (call it holding the directory: see ``master.rundir.owning``)."""
     check_resumable(run_dir)
-    return load_scenario(run_dir / "scenario.yaml")
+    secure_run_dir(run_dir)
+    scenario = load_scenario(run_dir / "scenario.yaml")
+    check_inputs(run_dir, scenario)
+    return scenario
 
 
 def _terminate(main: asyncio.Task[Any]) -> None:

@@ -5,39 +5,61 @@ loop and lets tests restart it mid-run like any real broker (``stop`` then
 ``start`` keeps the port and the credentials).
 
 A broker the run starts requires credentials made for that run: one identity
-for the master and one for the agents, with random names and passwords. The
-broker's access rules let only the master publish commands and only agents
-publish node state, heartbeats and task updates. Credentials travel in
-environment variables and private files (mode 0600), never on a command line,
-in a log or in the run directory.
+for the master and one per agent (its node id, with a password derived from a
+secret of the run, so the broker needs no list of nodes). The broker's access
+rules let only the master publish commands, and each agent publish only its own
+node's state, heartbeats and task updates and read only its own commands.
+Credentials reach the broker in private files (mode 0600, in a temporary
+directory only this user can enter), never in an environment, on a command
+line, in a log or in the run directory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
-import json
+import hashlib
 import os
+import re
 import secrets
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from testbed.capabilities import derive
 from testbed.mqtt import BrokerAddress
-from testbed.processes import child_env, dying_with_parent
+from testbed.processes import child_env, dying_with_parent, private_env, take_secrets
 
-AUTH_ENV = "TESTBED_BROKER_AUTH"
-"""How the embedded broker's child process receives its users and access rules (JSON)."""
+AGENT_PUBLISHES = ("state", "hb", "task")
+AGENT_READS = ("cmd",)
+AGENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+"""A node id, which is an agent's broker user name: no MQTT wildcard, no level separator."""
 
-NODE_TOPICS = "tb/+/node/+"
-MASTER_PUBLISHES = (f"{NODE_TOPICS}/cmd",)
-AGENT_PUBLISHES = (f"{NODE_TOPICS}/state", f"{NODE_TOPICS}/hb", f"{NODE_TOPICS}/task")
+
+def node_topic(node: str, leaf: str) -> str:
+    """The topic (filter) ``leaf`` of node ``node`` in any run; ``+``: every node."""
+    return f"tb/+/node/{node}/{leaf}"
+
+
+def publish_rules(user: str, master: str) -> list[str]:
+    """The topics ``user`` may publish to: every node's commands for the master, its own
+    node's state, heartbeats and task updates for an agent."""
+    if user == master:
+        return [node_topic("+", leaf) for leaf in AGENT_READS]
+    return [node_topic(user, leaf) for leaf in AGENT_PUBLISHES]
+
+
+def subscribe_rules(user: str, master: str) -> list[str]:
+    if user == master:
+        return [node_topic("+", leaf) for leaf in AGENT_PUBLISHES]
+    return [node_topic(user, leaf) for leaf in AGENT_READS]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -54,24 +76,26 @@ class Credentials:
 
 @dataclass(frozen=True)
 class RunCredentials:
-    """The two identities of one run; ``generate`` makes fresh random ones."""
+    """The identities of one run: the master's, and one per agent derived from
+    ``agent_secret``; ``generate`` makes fresh random ones."""
 
     master: Credentials
-    agent: Credentials
+    agent_secret: str = field(repr=False)
 
     @classmethod
     def generate(cls) -> RunCredentials:
-        return cls(
-            Credentials(f"master-{secrets.token_hex(4)}", secrets.token_urlsafe(24)),
-            Credentials(f"agent-{secrets.token_hex(4)}", secrets.token_urlsafe(24)),
-        )
+        master = Credentials(f"master-{secrets.token_hex(4)}", secrets.token_urlsafe(24))
+        return cls(master, secrets.token_urlsafe(24))
 
-    def publish_acl(self) -> dict[str, list[str]]:
-        """Who may publish where; everyone may subscribe to what they may not publish."""
-        return {self.master.username: list(MASTER_PUBLISHES), self.agent.username: list(AGENT_PUBLISHES)}
+    def agent_for(self, node_id: str) -> Credentials:
+        """The login of the agent of node ``node_id`` (its user name is the node id)."""
+        if not AGENT_NAME.fullmatch(node_id) or node_id == self.master.username:
+            raise ValueError(f"{node_id!r} cannot be a broker user name")
+        return Credentials(node_id, agent_password(self.agent_secret, node_id))
 
-    def subscribe_acl(self) -> dict[str, list[str]]:
-        return {self.master.username: list(AGENT_PUBLISHES), self.agent.username: list(MASTER_PUBLISHES)}
+
+def agent_password(agent_secret: str, node_id: str) -> str:
+    return derive(agent_secret, f"mqtt {node_id}")
 
 
 class ManagedBroker(Protocol):
@@ -84,6 +108,10 @@ class ManagedBroker(Protocol):
     credentials: RunCredentials
     process: asyncio.subprocess.Process | None
 
+    async def agent_login(self, node_id: str) -> Credentials:
+        """The login of the agent of ``node_id``, which the broker accepts from now on."""
+        ...
+
     async def start(self, timeout: float = 15.0) -> None: ...
     async def stop(self) -> None: ...
     async def restart(self) -> None: ...
@@ -95,9 +123,9 @@ def master_address(broker: ManagedBroker) -> BrokerAddress:
     return BrokerAddress(broker.host, broker.port, creds.username, creds.password)
 
 
-def agent_env(broker: ManagedBroker) -> dict[str, str]:
-    """What an agent needs to log in (read by ``BrokerAddress.parse``)."""
-    creds = broker.credentials.agent
+async def agent_env(broker: ManagedBroker, node_id: str) -> dict[str, str]:
+    """What the agent of ``node_id`` needs to log in (read by ``BrokerAddress.parse``)."""
+    creds = await broker.agent_login(node_id)
     return {"TESTBED_MQTT_USERNAME": creds.username, "TESTBED_MQTT_PASSWORD": creds.password}
 
 
@@ -123,26 +151,25 @@ SHUTDOWN_TIMEOUT_S = 2.0
 """How long amqtt may tidy up once every client is gone; the process exits regardless."""
 
 
-def amqtt_config(host: str, port: int, auth: dict[str, Any] | None = None) -> dict[str, object]:
-    """An external listener: ``serve`` owns the socket, so it can stop accepting before amqtt stops."""
+def amqtt_config(host: str, port: int, auth: dict[str, str] | None = None) -> dict[str, object]:
+    """An external listener: ``serve`` owns the socket, so it can stop accepting before amqtt stops.
+    ``auth``: the master's login and the agents' secret (``EmbeddedBroker._auth``); None: anonymous."""
     listeners = {LISTENER: {"type": "external", "bind": f"{host}:{port}", "max_connections": 0}}
-    if auth is None:
+    if not auth:
         plugins: dict[str, object] = {
             "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}
         }
     else:
         plugins = {
-            "testbed.broker_auth.RunAuthPlugin": {"users": auth["users"]},
-            "amqtt.plugins.topic_checking.TopicAccessControlListPlugin": {
-                "publish_acl": auth["publish"],
-                "acl": auth["subscribe"],
-            },
+            "testbed.broker_auth.RunAuthPlugin": auth,
+            "testbed.broker_auth.RunTopicPlugin": {"master": auth["master"]},
         }
     return {"listeners": listeners, "plugins": plugins}
 
 
 async def serve(host: str, port: int) -> None:
-    """Run an amqtt broker until SIGTERM/SIGINT; users and access rules come from ``AUTH_ENV``.
+    """Run an amqtt broker until SIGTERM/SIGINT; its users come from the file the run wrote
+    (``testbed.processes.take_secrets``), else it lets anyone in.
 
     On the signal it stops as a crashed broker would: it closes its port, resets
     every connection at once and only then lets amqtt shut down. amqtt's own
@@ -158,9 +185,8 @@ async def serve(host: str, port: int) -> None:
 
     logging.getLogger("amqtt").setLevel(logging.CRITICAL)  # connection probes log as errors
     logging.getLogger("transitions").setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", category=DeprecationWarning)  # amqtt's own 'acl' option
-    raw = os.environ.pop(AUTH_ENV, None)
-    broker = Broker(amqtt_config(host, port, json.loads(raw) if raw else None))
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    broker = Broker(amqtt_config(host, port, take_secrets()))
     await broker.start()
     connections: set[asyncio.StreamWriter] = set()
 
@@ -209,6 +235,13 @@ class _BrokerProcess:
     def url(self) -> str:
         return f"mqtt://{self.host}:{self.port}"
 
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+    async def agent_login(self, node_id: str) -> Credentials:
+        return self.credentials.agent_for(node_id)
+
     async def _spawn(self, argv: list[str], env: dict[str, str], timeout: float) -> None:
         with contextlib.ExitStack() as files:
             output = None
@@ -235,23 +268,39 @@ class _BrokerProcess:
         await self.stop()
         await self.start()
 
+    async def close(self) -> None:
+        await self.stop()
+
+
+@contextlib.contextmanager
+def private_directory(prefix: str) -> Iterator[Path]:
+    """A new temporary directory only this user can enter (0700), removed on exit."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
 
 class EmbeddedBroker(_BrokerProcess):
-    """The amqtt broker in a child process; ``url`` is what agents and the master connect to."""
+    """The amqtt broker in a child process; ``url`` is what agents and the master connect to.
+    It derives each agent's password itself (``testbed.broker_auth``): no list of nodes. Its
+    logins reach it in a private file it deletes once read (gone once it listens)."""
 
     kind = "amqtt"
 
-    def _auth(self) -> str:
+    def _auth(self) -> dict[str, str]:
         c = self.credentials
-        users = {c.master.username: c.master.password, c.agent.username: c.agent.password}
-        return json.dumps({"users": users, "publish": c.publish_acl(), "subscribe": c.subscribe_acl()})
+        return {
+            "master": c.master.username,
+            "master_password": c.master.password,
+            "agent_secret": c.agent_secret,
+        }
 
     async def start(self, timeout: float = 15.0) -> None:
         argv = [sys.executable, "-m", "testbed.cli", "broker", "--host", self.host, "--port", str(self.port)]
-        await self._spawn(argv, child_env({AUTH_ENV: self._auth()}), timeout)
-
-    async def close(self) -> None:
-        await self.stop()
+        with private_directory("testbed-amqtt-") as directory:
+            await self._spawn(argv, child_env(private_env(self._auth(), directory, "amqtt")), timeout)
 
 
 # ------------------------------------------------------------------ Mosquitto
@@ -262,12 +311,21 @@ def mosquitto_binary() -> str | None:
     return found or ("/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else None)
 
 
+LOGIN_ACCEPTED_S = 10.0
+"""How long Mosquitto may take to accept a new agent login after a reload."""
+
+
 class MosquittoBroker(_BrokerProcess):
     """A private Mosquitto for one run: its own config, password file and ACL file (mode 0600).
 
     Mosquitto reads them as it starts, so they are deleted as soon as it listens (and
     written again for a restart): a master killed with SIGKILL leaves no directory of
     secrets behind, and Mosquitto itself dies with it (``dying_with_parent``).
+
+    Mosquitto checks passwords against its file only, so a new agent's login means
+    writing the files again where Mosquitto first read them, a SIGHUP (Mosquitto
+    re-reads them) and, once the new login is accepted, deleting them again
+    (``agent_login``; a master killed in that moment leaves them behind).
     """
 
     kind = "mosquitto"
@@ -280,26 +338,26 @@ class MosquittoBroker(_BrokerProcess):
         log_path: Path | None = None,
     ) -> None:
         super().__init__(host, port, credentials, log_path)
-        self.directory: Path | None = None
+        self.agents: dict[str, Credentials] = {}
+        """Every agent login so far (a restart or a reload writes them all)."""
+        self._config: Path | None = None
+        self._reloading = asyncio.Lock()
 
-    def _write_config(self) -> Path:
-        directory = Path(tempfile.mkdtemp(prefix="testbed-mosquitto-"))
-        self.directory = directory
-        c = self.credentials
-        passwords = directory / "passwd"
-        _private_file(passwords, "".join(f"{u.username}:{u.password}\n" for u in (c.master, c.agent)))
-        _hash_password_file(passwords)
-        acl = []
-        for user, topics in c.publish_acl().items():
-            acl.append(f"user {user}")
-            acl += [f"topic write {topic}" for topic in topics]
-            acl += [f"topic read {topic}" for topic in c.subscribe_acl()[user]]
+    def _write_config(self, directory: Path) -> Path:
+        passwords = [self.credentials.master, *self.agents.values()]
+        _private_file(directory / "passwd", "".join(password_line(c) for c in passwords))
+        master = self.credentials.master.username
+        acl = [f"pattern write {node_topic('%u', leaf)}" for leaf in AGENT_PUBLISHES]
+        acl += [f"pattern read {node_topic('%u', leaf)}" for leaf in AGENT_READS]
+        acl.append(f"user {master}")
+        acl += [f"topic write {topic}" for topic in publish_rules(master, master)]
+        acl += [f"topic read {topic}" for topic in subscribe_rules(master, master)]
         _private_file(directory / "acl", "\n".join(acl) + "\n")
         config = directory / "mosquitto.conf"
         lines = [
             f"listener {self.port} {self.host}",
             "allow_anonymous false",
-            f"password_file {passwords}",
+            f"password_file {directory / 'passwd'}",
             f"acl_file {directory / 'acl'}",
             "persistence false",
             "log_dest stderr",  # its errors and warnings, into log_path when there is one
@@ -318,32 +376,68 @@ class MosquittoBroker(_BrokerProcess):
         binary = mosquitto_binary()
         if binary is None:
             raise RuntimeError("broker: mosquitto needs Mosquitto installed (apt-get install mosquitto)")
-        config = self._write_config()
+        with private_directory("testbed-mosquitto-") as directory:
+            self._config = self._write_config(directory)
+            await self._spawn(dying_with_parent([binary, "-c", str(self._config)]), child_env(), timeout)
+
+    async def agent_login(self, node_id: str) -> Credentials:
+        creds = self.credentials.agent_for(node_id)
+        if node_id not in self.agents:
+            self.agents[node_id] = creds
+            if self.running and self._config is not None:
+                async with self._reloading:
+                    await self._reload(self._config, creds)
+        return creds
+
+    async def _reload(self, config: Path, creds: Credentials) -> None:
+        """Write the files again where Mosquitto first read them (a directory made anew, only
+        ours: ``mkdir`` fails if anyone else made it meanwhile), SIGHUP, wait until the new
+        login is accepted, then delete them."""
+        os.mkdir(config.parent, 0o700)
         try:
-            await self._spawn(dying_with_parent([binary, "-c", str(config)]), child_env(), timeout)
+            self._write_config(config.parent)
+            assert self.process is not None
+            self.process.send_signal(signal.SIGHUP)
+            await until_login_accepted(self.host, self.port, creds, LOGIN_ACCEPTED_S)
         finally:
-            self._remove_config()
+            shutil.rmtree(config.parent, ignore_errors=True)
 
-    def _remove_config(self) -> None:
-        if self.directory is not None:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            self.directory = None
 
-    async def close(self) -> None:
-        await self.stop()
-        self._remove_config()
+async def until_login_accepted(host: str, port: int, creds: Credentials, timeout: float) -> None:
+    """Until the broker lets ``creds`` in (readiness polling, bounded)."""
+    import aiomqtt
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            async with aiomqtt.Client(
+                host,
+                port,
+                username=creds.username,
+                password=creds.password,
+                identifier=f"probe-{os.urandom(4).hex()}",
+            ):
+                return
+        except aiomqtt.MqttError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(
+                    f"the broker did not accept the login of {creds.username} within {timeout:g}s"
+                ) from None
+            await asyncio.sleep(0.02)
+
+
+def password_line(creds: Credentials, iterations: int = 101) -> str:
+    """A Mosquitto 2 password file line (``$7$``: PBKDF2-SHA512, as ``mosquitto_passwd`` writes)."""
+    salt = os.urandom(12)
+    digest = hashlib.pbkdf2_hmac("sha512", creds.password.encode(), salt, iterations)
+    encoded = [base64.b64encode(x).decode() for x in (salt, digest)]
+    return f"{creds.username}:$7${iterations}${encoded[0]}${encoded[1]}\n"
 
 
 def _private_file(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
-
-
-def _hash_password_file(path: Path) -> None:
-    """``mosquitto_passwd -U`` hashes the plain passwords in place (none ever appears on a command line)."""
-    tool = shutil.which("mosquitto_passwd") or "/usr/bin/mosquitto_passwd"
-    subprocess.run([tool, "-U", str(path)], check=True, capture_output=True)
 
 
 # ------------------------------------------------------------------ processes

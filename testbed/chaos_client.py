@@ -63,7 +63,7 @@ class ChaosClient:
         return self._post("/chaos/evict", body)["evicted"]
 
     def status(self) -> dict[str, Any]:
-        return self._request(urllib.request.Request(self.url + "/status"))
+        return self._request(urllib.request.Request(self.url + "/status", headers={TOKEN_HEADER: self.token}))
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(

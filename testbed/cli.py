@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -57,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY.PATH=VALUE",
         help="override a scenario field, e.g. --set policy.scheduler=yarn (repeatable)",
     )
-    run.add_argument("--out", type=Path, help="run directory (default runs/<UTC time>-<name>)")
+    run.add_argument("--out", type=Path, help="run directory, new or empty (default runs/<UTC time>-<name>)")
+    run.add_argument(
+        "--clean", action="store_true", help="delete the run already in --out first (never other files)"
+    )
     run.add_argument(
         "--backend",
         choices=("local", "docker", "attach"),
@@ -113,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a field and its values (repeatable: the grid is their product)",
     )
     sweep.add_argument("--seeds", type=int, default=1, help="seeds per cell: seed, seed+1, ... (default 1)")
+    sweep.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs of each seed (default 1): their spread is the host's noise, not the eviction schedule's",
+    )
     sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     sweep.add_argument("--out", type=Path, help="sweep directory (default sweeps/<name>); reruns resume it")
     sweep.set_defaults(handler=cmd_sweep)
@@ -153,20 +163,25 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from master.policies import make_scheduler
+    from master.scale_model import resolve
 
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
     make_scheduler(scenario)  # the policy and its options, as `testbed run` will build them
     jobs = sum(job.repeat for job in scenario.jobs)
+    fidelity = scenario.fidelity
     print(
         f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, "
-        f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes)"
+        f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes; "
+        f"{fidelity.mode}, dilation {fidelity.factor:g} on this host)"
     )
     return EXIT_OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from master.journal import new_run_dir
     from master.policies import make_autoscaler, make_scheduler
     from master.run import prepare_run_dir, run_blocking
+    from master.rundir import RunDirError, fresh_run_dir
     from master.scale_model import local_isolation, resolve
     from testbed.console import print_jct_table
 
@@ -182,12 +197,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     make_autoscaler(scenario)
     if args.backend == "local":
         local_isolation(scenario)  # a faithful run without cgroups is refused now, in one line
-    try:
-        run_dir = prepare_run_dir(scenario, args.out)
-    except OSError as exc:
-        raise UsageError(f"testbed run --out: cannot create the run directory: {exc}") from None
-    print(f"run directory: {run_dir}", file=sys.stderr)
-    result = run_blocking(scenario, run_dir, args.backend)
+    with contextlib.ExitStack() as owned:
+        try:
+            run_dir = args.out if args.out is not None else new_run_dir(Path("runs"), scenario.name)
+            owned.enter_context(fresh_run_dir(run_dir, args.clean))
+            prepare_run_dir(scenario, run_dir)
+        except RunDirError as exc:
+            raise UsageError(f"testbed run --out: {exc}") from None
+        except OSError as exc:
+            raise UsageError(f"testbed run --out: cannot create the run directory: {exc}") from None
+        print(f"run directory: {run_dir}", file=sys.stderr)
+        result = run_blocking(scenario, run_dir, args.backend)
     print_jct_table(result.run_dir, result.summary)
     warn_if_distorted(result.summary)
     _warn_shortfall(result.summary)
@@ -214,18 +234,22 @@ def warn_if_distorted(summary: dict) -> None:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from master.resume import ResumeError
+    from master.resume import ResumeError, check_resumable
     from master.run import load_resumable, run_blocking
+    from master.rundir import RunDirError, owning
     from testbed.console import print_jct_table
 
-    if args.scenario is not None or args.overrides or args.out or args.dry_run:
+    if args.scenario is not None or args.overrides or args.out or args.clean or args.dry_run:
         raise UsageError("testbed run --resume RUN_DIR: the run directory already has its scenario")
-    try:
-        scenario = load_resumable(args.resume)
-    except ResumeError as exc:
-        raise UsageError(f"testbed run --resume: {exc}") from None
-    print(f"resuming run directory: {args.resume}", file=sys.stderr)
-    result = run_blocking(scenario, args.resume, args.backend, resume=True)
+    with contextlib.ExitStack() as owned:
+        try:
+            check_resumable(args.resume)  # before the lock, which would leave a file in a non-run
+            owned.enter_context(owning(args.resume))
+            scenario = load_resumable(args.resume)  # again under the lock, and its inputs
+        except (ResumeError, RunDirError) as exc:
+            raise UsageError(f"testbed run --resume: {exc}") from None
+        print(f"resuming run directory: {args.resume}", file=sys.stderr)
+        result = run_blocking(scenario, args.resume, args.backend, resume=True)
     print_jct_table(result.run_dir, result.summary)
     warn_if_distorted(result.summary)
     _warn_shortfall(result.summary)
@@ -271,6 +295,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.seeds < 1:
         raise UsageError("--seeds: expected a whole number >= 1")
+    if args.repeats < 1:
+        raise UsageError("--repeats: expected a whole number >= 1")
     variations = [Variation.parse(text) for text in args.vary]
     out = args.out or Path("sweeps") / load_scenario(args.scenario, args.overrides).name
     try:
@@ -279,10 +305,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError(f"testbed sweep --out: cannot create the sweep directory: {exc}") from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise UsageError(f"testbed sweep --out: cannot write into {out}; choose another directory")
-    sweep_dir = run_sweep(args.scenario, variations, args.seeds, out, args.overrides)
-    table = sweep_dir / "sweep.md"
+    results = run_sweep(args.scenario, variations, args.seeds, out, args.overrides, args.repeats)
+    table = out / "sweep.md"
     print(table.read_text() if table.exists() else "no run finished")
-    print(f"sweep directory: {sweep_dir} (sweep.csv, sweep.md, sweep.png)")
+    print(f"sweep directory: {out} (sweep.csv, sweep.md, sweep.png, CDF overlays)")
+    failed = [r for r in results if r.status != "ok"]
+    if failed:
+        names = ", ".join(f"{r.name} ({r.status})" for r in failed)
+        print(f"{len(failed)} of {len(results)} runs failed: {names}; see logs/<run>.log", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -50,7 +50,7 @@ def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | N
         + (
             f"times in emulated seconds: wall / dilation {dilation:g} (wall times in summary.json)\n"
             if dilation != 1.0
-            else ""
+            else "times in emulated seconds since the run started (= wall seconds: no dilation)\n"
         )
         + f"run directory: {run_dir}"
     )

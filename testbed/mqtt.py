@@ -26,7 +26,7 @@ import logging
 import os
 import random
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import aiomqtt
@@ -50,16 +50,18 @@ class BrokerAddress:
     password: str | None = field(default=None, repr=False)
 
     @classmethod
-    def parse(cls, url: str) -> BrokerAddress:
-        """``mqtt://[user:pass@]host[:port]``; credentials default to the TESTBED_MQTT_* env vars."""
+    def parse(cls, url: str, secrets: Mapping[str, str] | None = None) -> BrokerAddress:
+        """``mqtt://[user:pass@]host[:port]``; credentials default to the TESTBED_MQTT_* values
+        of ``secrets`` (default: the environment)."""
         parts = urllib.parse.urlsplit(url)
         if parts.scheme != "mqtt" or not parts.hostname:
             raise ValueError(f"expected mqtt://HOST:PORT, found {url!r}")
+        found = os.environ if secrets is None else secrets
         return cls(
             parts.hostname,
             parts.port or 1883,
-            parts.username or os.environ.get("TESTBED_MQTT_USERNAME"),
-            parts.password or os.environ.get("TESTBED_MQTT_PASSWORD"),
+            parts.username or found.get("TESTBED_MQTT_USERNAME"),
+            parts.password or found.get("TESTBED_MQTT_PASSWORD"),
         )
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import sys
@@ -16,9 +17,11 @@ def source_root() -> str:
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without its secrets (``SECRET_ENV``), plus ``extra``."""
     existing = os.environ.get("PYTHONPATH")
     path = f"{source_root()}{os.pathsep}{existing}" if existing else source_root()
-    return {**os.environ, **(extra or {}), "PYTHONPATH": path, PARENT_PID_ENV: str(os.getpid())}
+    inherited = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+    return {**inherited, **(extra or {}), "PYTHONPATH": path, PARENT_PID_ENV: str(os.getpid())}
 
 
 def kill_group(pgid: int, signum: int) -> None:
@@ -54,6 +57,41 @@ def dying_with_parent(argv: list[str]) -> list[str]:
     """``argv`` run through this module: it asks for ``die_with_parent`` and then execs the
     program (the request survives exec), for children that are not ours to change (Mosquitto)."""
     return [sys.executable, "-m", "testbed.processes", *argv]
+
+
+SECRETS_FILE_ENV = "TESTBED_SECRETS_FILE"
+SECRET_ENV = (
+    "TESTBED_MQTT_USERNAME",
+    "TESTBED_MQTT_PASSWORD",
+    "TESTBED_RUN_TOKEN",
+    "TESTBED_NODE_KEY",
+)
+"""Variables that carry secrets: never inherited by a child; ``private_env`` moves them to a file."""
+
+
+def private_env(secrets: dict[str, str], directory: Path, name: str) -> dict[str, str]:
+    """The environment that hands ``secrets`` to a child without showing them in its
+    ``/proc/PID/environ``: the path of a new file (0600, created exclusively in
+    ``directory``, which should be private) that the child reads and deletes
+    (``take_secrets``)."""
+    path = directory / f"{name}.secrets"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(secrets, handle)
+    return {SECRETS_FILE_ENV: str(path)}
+
+
+def take_secrets() -> dict[str, str]:
+    """This process's secrets: from the file ``private_env`` wrote (deleted once read), else
+    from the environment (compose and Docker hand them so); removed from ``os.environ``
+    either way, so no child inherits them."""
+    found = {name: os.environ.pop(name) for name in SECRET_ENV if name in os.environ}
+    path = os.environ.pop(SECRETS_FILE_ENV, None)
+    if path:
+        with open(path, encoding="utf-8") as handle:
+            found.update(json.load(handle))
+        os.unlink(path)
+    return found
 
 
 if __name__ == "__main__":

@@ -46,6 +46,16 @@ class BlockRef(BaseModel):
     block: str = Field(max_length=200, pattern=r"^[A-Za-z0-9_.-]+$")
     partition: int = Field(ge=0)
     locations: tuple[str, ...] = Field(min_length=1)
+    caps: tuple[str, ...] = Field(
+        default=(), description="the capability to read the block at each location (testbed.capabilities)"
+    )
+
+    def cap_at(self, location: str) -> str:
+        """The read capability for ``location`` ("" when the master gave none)."""
+        for where, cap in zip(self.locations, self.caps, strict=False):
+            if where == location:
+                return cap
+        return ""
 
 
 class PushTarget(BaseModel):
@@ -57,6 +67,7 @@ class PushTarget(BaseModel):
     node_id: str = Field(max_length=100)
     url: str = Field(max_length=300)
     partitions: tuple[int, ...] = Field(min_length=1)
+    token: str = Field(default="", max_length=100, description="the capability to store this block there")
 
 
 class TaskSpec(BaseModel):
@@ -76,6 +87,7 @@ class TaskSpec(BaseModel):
     partitions: int = Field(default=1, ge=1, description="output partitions")
     final: bool = False
     output_url: str | None = None
+    output_token: str = Field(default="", max_length=100, description="the capability to upload the output")
     push: tuple[PushTarget, ...] = Field(
         default=(), description="copy the output there in the background once the task succeeded"
     )

@@ -7,7 +7,6 @@ found (``ScenarioError``); the CLI prints those lines and exits with status 2.
 
 from __future__ import annotations
 
-import glob
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -27,8 +26,11 @@ from pydantic import (
 )
 
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
+from testbed.curves import PenaltyCurve, SpillCurve
 from testbed.durations import parse_duration, parse_rate
 from testbed.fidelity import FidelitySpec
+from testbed.inputs import absolute_input, resolve_inputs
+from testbed.lifetimes import parse_lifetime
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 MAX_SEED = 2**32 - 1
@@ -153,7 +155,7 @@ class JobBase(Strict):
                     f"cannot read input file {str(path)!r} ({exc.strerror}): "
                     "make it readable or point input at other files"
                 ) from None
-        return value
+        return absolute_input(value)  # the run directory's scenario.yaml means the same files anywhere
 
 
 SORT_RECORD_BYTES = 100
@@ -361,8 +363,6 @@ class ClassChaosSpec(Strict):
         is relative to the validation context's ``base_dir`` (the scenario file's folder),
         else the working directory; with a ``base_dir`` it is kept made absolute, so the
         run's controller, its ``scenario.yaml`` and ``--resume`` read the same file."""
-        from master.chaos.lifetimes import parse_lifetime  # late: master.chaos imports this module
-
         base_dir = (info.context or {}).get("base_dir")
         parse_lifetime(value, base_dir)
         if base_dir is None or not isinstance(value, dict) or not isinstance(value.get("empirical"), str):
@@ -406,16 +406,12 @@ class InlineProfile(Strict):
     @field_validator("points")
     @classmethod
     def _penalty_curve(cls, points: CurvePoints) -> CurvePoints:
-        from master.policies.task_model import PenaltyCurve  # not at the top: master.policies imports us
-
         PenaltyCurve(tuple(points))
         return points
 
     @field_validator("spill_mb")
     @classmethod
     def _spill_curve(cls, points: CurvePoints | None) -> CurvePoints | None:
-        from master.policies.task_model import SpillCurve  # not at the top: master.policies imports us
-
         if points is not None:
             SpillCurve(tuple(points))
         return points
@@ -572,16 +568,6 @@ def input_files(scenario: Scenario) -> list[Path]:
         for path in resolve_inputs(job.input)
     }
     return sorted(files)
-
-
-def resolve_inputs(pattern: str) -> list[Path]:
-    """The files a job's ``input`` names: a file, every file in a directory, or a glob."""
-    path = Path(pattern).expanduser()
-    if path.is_file():
-        return [path]
-    if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-    return sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
 
 
 def apply_override(data: dict[str, Any], assignment: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from master.jobs import JobRuntime
 from master.policies.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
 from master.policies.pado import compile_pado
-from master.strategies import logical_dag, physical_operators, shuffle_consumers, stage_classes
+from master.strategies.spark import logical_dag, physical_operators, shuffle_consumers, stage_classes
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
 
@@ -106,3 +106,19 @@ def test_pado_maps_algorithm_1_onto_the_physical_stages() -> None:
         ),
     )
     assert stage_classes(compile_pado(logical_dag(two_stage)), two_stage) == ["transient", "reserved"]  # type: ignore[arg-type]
+
+
+def test_relaunches_after_task_errors_are_counted_apart_from_evictions_and_lost_data() -> None:
+    job = JobRuntime("j", "pr", "pagerank", pagerank_plan(), 0.0, 64)
+    run_until(job, running_stage=2)
+    for _ in range(2):  # scatter 0 fails twice by itself (say a missing file): two error relaunches
+        attempt = job.tasks[(2, 0)].attempt
+        assert job.failed((2, 0), attempt, counts_as_failure=True, error="FileNotFoundError")
+        job.launched((2, 0), "t0", 64, 2.0)
+    assert job.failed((2, 1), job.tasks[(2, 1)].attempt, counts_as_failure=False)  # a fetch failure
+    job.launched((2, 1), "t1", 64, 2.0)
+    job.node_lost("t0", "http://t0")  # an eviction: edges 0, links 0 and scatter 0 again
+    for key in [(0, 0), (1, 0), (2, 0)]:
+        job.launched(key, "t1", 64, 3.0)
+    assert job.error_relaunches == 2
+    assert job.relaunched == 1 + 3

@@ -3,7 +3,9 @@
 Each agent runs in its own session (process group) with its own node
 directory. ``evict`` is SIGKILL to the whole group (the agent and its task
 workers) followed by deleting the directory: nothing on the node survives.
-The provider only ever signals process groups it started itself.
+The provider only ever signals process groups it started itself. An agent's
+secrets (``testbed.processes.SECRET_ENV``) reach it in a file of a private
+temporary directory, which it reads and deletes, never in its environment.
 
 With ``cgroups`` (a faithful run) each node gets its own CPU cgroup with a quota
 of ``cpus`` cores; the agent joins it at start (``--cgroup``), so its task workers
@@ -15,15 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import signal
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from master.providers.base import ForeignNodeError
 from testbed.cgroups import CpuCgroups, CpuStats
-from testbed.processes import child_env, kill_group
+from testbed.processes import SECRET_ENV, child_env, kill_group, private_env
 
 
 @dataclass
@@ -45,6 +49,17 @@ class LocalProvider:
         self.nodes: dict[str, LocalNode] = {}
         self.cpu_stats: dict[str, CpuStats] = {}
         """Each node's CPU throttling counters, read as its cgroup goes (isolated runs)."""
+        self._secrets_dir: Path | None = None
+
+    def _private_env(self, node_id: str, env: dict[str, str]) -> dict[str, str]:
+        """``env`` with its secrets moved to a file only this user can read."""
+        secrets = {k: v for k, v in env.items() if k in SECRET_ENV}
+        public = {k: v for k, v in env.items() if k not in SECRET_ENV}
+        if not secrets:
+            return public
+        if self._secrets_dir is None:
+            self._secrets_dir = Path(tempfile.mkdtemp(prefix="testbed-secrets-"))  # mode 0700
+        return {**public, **private_env(secrets, self._secrets_dir, f"{node_id}-{os.urandom(4).hex()}")}
 
     def owns(self, node_id: str) -> bool:
         return node_id in self.nodes
@@ -74,7 +89,7 @@ class LocalProvider:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                env=child_env(env),
+                env=child_env(self._private_env(node_id, env)),
                 start_new_session=True,
             )
         self.nodes[node_id] = LocalNode(node_id, process, directory, cgroup)
@@ -112,6 +127,9 @@ class LocalProvider:
         await asyncio.gather(
             *(self.release(n, grace_s=2.0) for n in list(self.nodes)), return_exceptions=True
         )
+        if self._secrets_dir is not None:  # files of agents that died before reading them
+            shutil.rmtree(self._secrets_dir, ignore_errors=True)
+            self._secrets_dir = None
         if self.cgroups is not None:
             self.cgroups.remove_run(self.run_id)
 

@@ -100,6 +100,14 @@ def _title(run: RunData, metrics: RunMetrics) -> list[Block]:
                 f"time dilation, {run.dilation:g} (docs/fidelity.md). The run's files keep wall seconds."
             )
         )
+    else:
+        blocks.append(
+            Paragraph(
+                "Times marked (s, emulated) are seconds since the run started on the emulated "
+                "cluster's clock, here the wall clock (time dilation 1); (s, trace) is the "
+                "scenario's clock (emulated x time scale)."
+            )
+        )
     return blocks
 
 
@@ -159,15 +167,16 @@ def _summary(run: RunData, metrics: RunMetrics) -> list[Block]:
             "jobs (succeeded / failed / unfinished)",
             f"{m.jobs} ({m.succeeded} / {m.failed} / {m.unfinished})",
         ],
-        ["mean JCT (s, wall)", seconds(m.jct.mean)],
-        ["p50 JCT (s, wall)", seconds(m.jct.p50)],
-        ["p95 JCT (s, wall)", seconds(m.jct.p95)],
-        ["max JCT (s, wall)", seconds(m.jct.max)],
-        ["mean queueing delay (s, wall)", seconds(m.queue.mean)],
-        ["makespan (s, wall)", seconds(m.makespan_s)],
+        ["mean JCT (s, emulated)", seconds(m.jct.mean)],
+        ["p50 JCT (s, emulated)", seconds(m.jct.p50)],
+        ["p95 JCT (s, emulated)", seconds(m.jct.p95)],
+        ["max JCT (s, emulated)", seconds(m.jct.max)],
+        ["mean queueing delay (s, emulated)", seconds(m.queue.mean)],
+        ["makespan (s, emulated)", seconds(m.makespan_s)],
         ["tasks / attempts", f"{m.tasks} / {m.attempts}"],
-        ["relaunched tasks", str(m.relaunched_tasks)],
+        ["relaunched tasks (evictions, lost data)", str(m.relaunched_tasks)],
         ["relaunched ratio", ratio(m.relaunched_ratio)],
+        ["relaunches after task errors", str(m.error_relaunches)],
         [
             "failed attempts by cause",
             ", ".join(f"{cause} {count}" for cause, count in m.failures_by_cause.items()) or "none",
@@ -195,12 +204,12 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
     headers = [
         "workload",
         "jobs",
-        "mean JCT (s, wall)",
-        "p50 JCT (s, wall)",
-        "p95 JCT (s, wall)",
-        "max JCT (s, wall)",
-        "mean queue (s, wall)",
-        "p95 queue (s, wall)",
+        "mean JCT (s, emulated)",
+        "p50 JCT (s, emulated)",
+        "p95 JCT (s, emulated)",
+        "max JCT (s, emulated)",
+        "mean queue (s, emulated)",
+        "p95 queue (s, emulated)",
     ]
     rows = []
     for workload, stats in [*metrics.jct_by_workload.items(), ("all", metrics.jct)]:
@@ -235,12 +244,12 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
         *_image(
             "jct_cdf",
             "CDF of job completion times",
-            plots.cdf(jct_series, "JCT (s, wall)", "Job completion time CDF"),
+            plots.cdf(jct_series, "JCT (s, emulated)", "Job completion time CDF"),
         ),
         *_image(
             "queue_cdf",
             "CDF of queueing delays",
-            plots.cdf(queue_series, "queueing delay (s, wall)", "Queueing delay CDF"),
+            plots.cdf(queue_series, "queueing delay (s, emulated)", "Queueing delay CDF"),
         ),
         Heading("Jobs", 3),
         Table(
@@ -248,15 +257,15 @@ def _jct(run: RunData, metrics: RunMetrics) -> list[Block]:
                 "job",
                 "workload",
                 "status",
-                "submit (s, wall)",
-                "start (s, wall)",
-                "finish (s, wall)",
-                "JCT (s, wall)",
-                "queue (s, wall)",
+                "submit (s, emulated)",
+                "start (s, emulated)",
+                "finish (s, emulated)",
+                "JCT (s, emulated)",
+                "queue (s, emulated)",
                 "tasks",
                 "relaunched",
-                "map phase (s, wall)",
-                "reduce phase (s, wall)",
+                "map phase (s, emulated)",
+                "reduce phase (s, emulated)",
             ],
             [
                 [
@@ -291,7 +300,14 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
     if run.nodes:
         blocks.append(
             Table(
-                ["node", "class", "launched (s, wall)", "ended (s, wall)", "end reason", "alive (s, wall)"],
+                [
+                    "node",
+                    "class",
+                    "launched (s, emulated)",
+                    "ended (s, emulated)",
+                    "end reason",
+                    "alive (s, emulated)",
+                ],
                 [
                     [
                         n.node_id,
@@ -312,12 +328,12 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
     return [
         *blocks,
         Paragraph(
-            "Lived = eviction - launch, wall seconds; lifetime drawn = what the lifetime model "
-            f"gave the node, in trace seconds (wall seconds x time scale {run.time_scale:g})."
+            "Lived = eviction - launch, emulated seconds; lifetime drawn = what the lifetime model "
+            f"gave the node, in trace seconds (emulated seconds x time scale {run.time_scale:g})."
         ),
         Table(
             [
-                *("t (s, wall)", "node", "class", "reason", "lived (s, wall)"),
+                *("t (s, emulated)", "node", "class", "reason", "lived (s, emulated)"),
                 *("lifetime drawn (s, trace)", "tasks running", "bytes lost"),
             ],
             [
@@ -351,8 +367,9 @@ def _tasks(run: RunData, metrics: RunMetrics) -> list[Block]:
         Heading("Tasks"),
         Paragraph(
             f"Relaunched tasks: {m.relaunched_tasks} of {m.tasks} tasks "
-            f"(relaunched ratio {ratio(m.relaunched_ratio)}); {m.attempts} attempts "
-            "recorded."
+            f"(relaunched ratio {ratio(m.relaunched_ratio)}), caused by evictions or lost data; "
+            f"{m.error_relaunches} more relaunches retried a task's own failure (an error, out "
+            f"of memory, a full disk); {m.attempts} attempts recorded."
         ),
         *_image(
             "tasks_gantt",
@@ -429,7 +446,7 @@ def _extra_total(key: str, run: RunData) -> str:
 
 def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
     scaled = run.time_scale != 1.0
-    headers = ["class", "nodes", "node-seconds (wall)", "price per hour", "cost"]
+    headers = ["class", "nodes", "node-seconds (emulated)", "price per hour", "cost"]
     if scaled:
         headers.append("cost at trace time")
     rows = []
@@ -522,8 +539,8 @@ def _elasticity(run: RunData, metrics: RunMetrics) -> list[Block]:
                 "mean ratio",
                 "min ratio",
                 "elastic spill",
-                "model error elastic (s, wall)",
-                "model error regular (s, wall)",
+                "model error elastic (s, emulated)",
+                "model error regular (s, emulated)",
             ],
             rows,
         ),
@@ -534,7 +551,7 @@ def _elasticity(run: RunData, metrics: RunMetrics) -> list[Block]:
             Table(
                 [
                     *("task", "node", "memory (MB)", "ideal (MB)", "ratio"),
-                    *("predicted (s, wall)", "measured (s, wall)", "spill"),
+                    *("predicted (s, emulated)", "measured (s, emulated)", "spill"),
                 ],
                 [
                     [

@@ -27,7 +27,7 @@ from testbed.report.metrics import FAILED_ATTEMPTS
 from testbed.report.rundir import RunData, TaskAttempt
 
 CLASS_COLOURS = {"reserved": "#1f77b4", "transient": "#ff7f0e"}
-TIME_LABEL = "wall time since run start (s)"
+TIME_LABEL = "emulated time since run start (s)"
 EVICTION_RED = "#d62728"
 MAX_LANES = 120
 """Above this many slot lanes the chart aggregates nodes into groups."""

@@ -5,7 +5,10 @@ Formulas (docs/reports.md explains them for readers):
 - JCT = finish of the job's last task - submission; queueing delay = start of
   its first task - submission. Statistics cover the jobs that finished without
   failing; percentiles interpolate linearly between order statistics.
-- relaunched ratio = attempts beyond each task's first / tasks.
+- relaunched tasks = relaunches caused by evictions or lost data (attempts beyond
+  each task's first, less the ones that retried the task's own failure: an
+  error, out of memory, a full disk, killed); relaunched ratio = relaunched
+  tasks / tasks; error relaunches = the retries of the task's own failures.
 - node-seconds of a class = sum over its nodes of (end or run end) - launch;
   cost = node-seconds / 3600 * price per hour of the class.
 - memory utilisation(t) = memory of the task attempts running at t / memory of
@@ -30,8 +33,11 @@ KNOWN_SUMMARY_KEYS = frozenset({
     "jobs", "succeeded", "failed", "mean_jct_s", "p50_jct_s", "p95_jct_s", "max_jct_s",
     "makespan_s", "evictions", "relaunched_tasks", "relaunched_ratio", "policy", "name",
     "seed", "time_scale", "oom_failures", "enospc_failures", "task_failures",
+    "error_relaunches", "spill_bytes", "shuffle_bytes",
     "dilation", "fidelity_mode", "wall", "fidelity",
 })  # fmt: skip
+OWN_FAILURES = frozenset({"error", "oom", "enospc", "killed"})
+"""Failures of an attempt by itself, whose retry is not a relaunch caused by an eviction."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,7 @@ class RunMetrics:
     attempts: int
     relaunched_tasks: int
     relaunched_ratio: float | None
+    error_relaunches: int
     attempts_by_status: dict[str, int]
     evictions: int
     bytes_lost: float
@@ -149,14 +156,15 @@ class RunMetrics:
     def headline(self) -> dict[str, float | None]:
         """The metrics a comparison puts side by side, keyed by a readable name."""
         return {
-            "mean JCT (s, wall)": self.jct.mean,
-            "p50 JCT (s, wall)": self.jct.p50,
-            "p95 JCT (s, wall)": self.jct.p95,
-            "max JCT (s, wall)": self.jct.max,
-            "mean queueing delay (s, wall)": self.queue.mean,
-            "makespan (s, wall)": self.makespan_s,
+            "mean JCT (s, emulated)": self.jct.mean,
+            "p50 JCT (s, emulated)": self.jct.p50,
+            "p95 JCT (s, emulated)": self.jct.p95,
+            "max JCT (s, emulated)": self.jct.max,
+            "mean queueing delay (s, emulated)": self.queue.mean,
+            "makespan (s, emulated)": self.makespan_s,
             "jobs succeeded": float(self.succeeded),
             "relaunched ratio": self.relaunched_ratio,
+            "relaunches after task errors": float(self.error_relaunches),
             "evictions": float(self.evictions),
             "spill bytes": self.data.spill_bytes,
             "shuffle bytes written": self.data.bytes_out,
@@ -170,7 +178,7 @@ def compute_metrics(run: RunData) -> RunMetrics:
     completed = [j for j in run.jobs if is_completed(j)]
     failed = [j for j in run.jobs if j.status.lower() in FAILED_STATUSES]
     tasks = sum(j.tasks or 0 for j in run.jobs) or len({t.logical_key for t in run.tasks})
-    relaunched = _relaunched(run)
+    relaunched, error_relaunches = _relaunches(run)
     return RunMetrics(
         jobs=len(run.jobs),
         succeeded=len(completed),
@@ -185,6 +193,7 @@ def compute_metrics(run: RunData) -> RunMetrics:
         attempts=len(run.tasks),
         relaunched_tasks=relaunched,
         relaunched_ratio=relaunched / tasks if tasks else None,
+        error_relaunches=error_relaunches,
         attempts_by_status=dict(Counter(t.status for t in run.tasks)),
         evictions=len(run.evictions),
         bytes_lost=sum(e.bytes_lost or 0.0 for e in run.evictions),
@@ -230,11 +239,34 @@ def _makespan(jobs: list[Job]) -> float | None:
     return max(finishes) - min(submits)
 
 
-def _relaunched(run: RunData) -> int:
-    """Relaunches as the master counted them per job, else attempts beyond the first."""
-    if run.jobs and all(j.relaunched_tasks is not None for j in run.jobs):
-        return sum(j.relaunched_tasks or 0 for j in run.jobs)
-    return len(run.tasks) - len({t.logical_key for t in run.tasks})
+def _relaunches(run: RunData) -> tuple[int, int]:
+    """(relaunches caused by evictions or lost data, retries of the tasks' own failures).
+
+    A job row of a master that counts error relaunches apart (``error_relaunches``)
+    is taken as it is; otherwise its relaunches include the retries, which are
+    counted off the attempts: an attempt after one that failed by itself."""
+    by_job = attempts_by_job(run.tasks)
+    if not run.jobs:
+        retries = _error_retries(run.tasks)
+        return len(run.tasks) - len({t.logical_key for t in run.tasks}) - retries, retries
+    relaunched = errors = 0
+    for job in run.jobs:
+        counted = job.extra.get("error_relaunches")
+        retries = int(counted) if counted is not None else _error_retries(by_job.get(job.job_id, []))
+        relaunched += (job.relaunched_tasks or 0) - (0 if counted is not None else retries)
+        errors += retries
+    return relaunched, errors
+
+
+def _error_retries(attempts: list[TaskAttempt]) -> int:
+    by_task: dict[tuple[str, str, int], list[TaskAttempt]] = defaultdict(list)
+    for attempt in attempts:
+        by_task[attempt.logical_key].append(attempt)
+    retries = 0
+    for mine in by_task.values():
+        ordered = sorted(mine, key=lambda a: a.attempt)
+        retries += sum(1 for a in ordered[:-1] if a.status == "failed" and a.failure in OWN_FAILURES)
+    return retries
 
 
 def _volumes(tasks: list[Any]) -> DataVolumes:
@@ -447,6 +479,9 @@ _CROSS_CHECKS = {
     "evictions": lambda m: m.evictions,
     "relaunched_tasks": lambda m: m.relaunched_tasks,
     "relaunched_ratio": lambda m: m.relaunched_ratio,
+    "error_relaunches": lambda m: m.error_relaunches,
+    "spill_bytes": lambda m: m.data.spill_bytes,
+    "shuffle_bytes": lambda m: m.data.bytes_out,
     "oom_failures": lambda m: m.failures_by_cause.get("oom", 0),
     "enospc_failures": lambda m: m.failures_by_cause.get("enospc", 0),
 }

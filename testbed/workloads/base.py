@@ -7,8 +7,10 @@ and in a unit test (inputs read from local block files).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import http.client
+import resource
 import shutil
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
@@ -44,7 +46,6 @@ class BlockFetcher:
 
     blocks_dir: Path
     own_url: str = ""
-    token: str = ""
     timeout_s: float = 30.0
 
     def frames(self, ref: BlockRef) -> Iterator[bytes]:
@@ -72,7 +73,8 @@ class BlockFetcher:
         url = urllib.parse.urlsplit(location)
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=self.timeout_s)
         try:
-            conn.request("GET", f"/blocks/{ref.block}/{ref.partition}", headers={TOKEN_HEADER: self.token})
+            headers = {TOKEN_HEADER: ref.cap_at(location)}
+            conn.request("GET", f"/blocks/{ref.block}/{ref.partition}", headers=headers)
             response = conn.getresponse()
             if response.status != 200:
                 raise LookupError(f"HTTP {response.status}")
@@ -177,6 +179,23 @@ class TaskContext:
         for writer in self.writers:
             writer.abort()
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def reset_peak_rss() -> None:
+    """Start the task's peak-RSS count now (Linux: writing 5 to clear_refs resets VmHWM)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def peak_rss_bytes() -> int:
+    """The kernel's high-water mark of this process's resident memory (VmHWM)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 TaskFunction = Callable[[TaskContext], dict[str, Any] | None]

@@ -58,7 +58,7 @@ def _job_options(parser: argparse.ArgumentParser, with_input: bool = True, posit
         parser.add_argument("workload", choices=sorted(JOB_MODELS))
     if with_input:
         parser.add_argument("--input", help="input file, directory or glob (instead of generated data)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the generated input")
+    parser.add_argument("--seed", type=int, help=f"seed of the generated input (default {DEFAULT_SEED})")
     parser.add_argument("--size-mb", type=float, help="sort, wordcount: generated size")
     parser.add_argument("--maps", type=int, help="map tasks (input splits)")
     parser.add_argument("--reduces", type=int, help="reduce tasks (partitions)")
@@ -84,7 +84,7 @@ def job_from_args(args: argparse.Namespace) -> Any:
         "damping": args.damping,
         "tolerance": args.tolerance,
     }
-    if not 0 <= args.seed <= MAX_SEED:
+    if not 0 <= seed_of(args) <= MAX_SEED:
         raise ValueError(f"--seed: expected a whole number from 0 to {MAX_SEED}, found {args.seed}")
     model = JOB_MODELS[args.workload]
     given = {k: v for k, v in fields.items() if v is not None}
@@ -98,6 +98,28 @@ def job_from_args(args: argparse.Namespace) -> Any:
         err = exc.errors()[0]
         where = "--" + "-".join(str(p) for p in err["loc"]).replace("_", "-")
         raise ValueError(f"{where}: {err['msg'].removeprefix('Value error, ')}") from None
+
+
+def seed_of(args: argparse.Namespace) -> int:
+    return DEFAULT_SEED if args.seed is None else args.seed
+
+
+ASSUMABLE = ("size_mb", "vocabulary", "nodes", "edges", "maps", "iterations", "damping", "tolerance")
+"""Options that shape a generated input or the result: when absent, check-output assumes them."""
+
+
+def assumed_options(args: argparse.Namespace, job: Any) -> list[str]:
+    """The options the command line left out, as the check assumed them (``auto``: derived)."""
+    if getattr(args, "input", None):
+        return []
+    fields = type(job).model_fields
+    missing = [name for name in ASSUMABLE if name in fields and getattr(args, name) is None]
+    assumed = [f"--{name.replace('_', '-')} {_option_value(getattr(job, name))}" for name in missing]
+    return assumed + ([f"--seed {DEFAULT_SEED}"] if args.seed is None else [])
+
+
+def _option_value(value: Any) -> str:
+    return "auto" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _fail(message: str) -> int:
@@ -121,7 +143,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"--out: cannot write {out}: {exc.strerror}")
     with handle:
-        write_generated(job, args.seed, handle)
+        write_generated(job, seed_of(args), handle)
     print(f"wrote {out} ({out.stat().st_size / 2**20:.1f} MB)")
     return 0
 
@@ -170,12 +192,14 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         return _fail("--repeat: must be at least 1")
     out = Path(args.out)
-    if not out.is_dir():
-        return _fail(f"--out: {out} is not a directory")
-    for profile in profile_workload(job, args.seed, fractions, args.repeat):
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _fail(f"--out: cannot create the directory {out}: {exc.strerror or exc}")
+    for profile in profile_workload(job, seed_of(args), fractions, args.repeat):
         print(format_profile(profile))
         path = out / f"{profile.workload}-{profile.role}.json"
-        measured_on = {"job": job.model_dump(mode="json", exclude_none=True), "seed": args.seed}
+        measured_on = {"job": job.model_dump(mode="json", exclude_none=True), "seed": seed_of(args)}
         path.write_text(json.dumps({**profile.to_dict(), **measured_on}, indent=2) + "\n")
         print(f"saved {path}\n")
     return 0
@@ -198,7 +222,7 @@ def cmd_check_output(args: argparse.Namespace) -> int:
         if not args.workload or not args.output:
             return _fail("check-output needs WORKLOAD OUTPUT_DIR (or --run RUN_DIR)")
         try:
-            jobs = [(args.output, job_from_args(args), args.seed)]
+            jobs = [(args.output, job_from_args(args), seed_of(args))]
         except ValueError as exc:
             return _fail(str(exc))
     failed = 0
@@ -208,6 +232,12 @@ def cmd_check_output(args: argparse.Namespace) -> int:
         print(f"{directory}: {job.workload} " + ("OK" if not problems else "FAILED"))
         for problem in problems:
             print(f"  {problem}")
+        assumed = assumed_options(args, job) if problems and not args.run else []
+        if assumed:
+            print(
+                f"  the reference assumed {', '.join(assumed)} (not given): if the job was generated "
+                "otherwise, give its options, or check a whole run with --run RUN_DIR"
+            )
     return 1 if failed else 0
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.protocol import BlockRef, TaskMetrics, TaskSpec
-from testbed.workloads.base import BlockFetcher, TaskContext
+from testbed.workloads.base import BlockFetcher, TaskContext, peak_rss_bytes, reset_peak_rss
 from testbed.workloads.plan import JobPlan
 
 LOCAL = "local"
@@ -118,9 +118,11 @@ def run_task(spec: TaskSpec, work: Path, budget_bytes: int | None = None) -> Tas
     blocks = work / "blocks"
     blocks.mkdir(parents=True, exist_ok=True)
     ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, LOCAL), budget_override=budget_bytes)
+    reset_peak_rss()
     started = time.perf_counter()
     try:
         OPERATIONS[spec.op](ctx)
+        ctx.metrics.peak_rss_bytes = peak_rss_bytes()
         if spec.final:
             outputs = work / "outputs"
             outputs.mkdir(parents=True, exist_ok=True)

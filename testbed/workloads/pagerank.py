@@ -68,10 +68,12 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from testbed.inputs import resolve_inputs
 from testbed.protocol import BlockRef
-from testbed.scenario import PagerankJob, resolve_inputs
+from testbed.scenario import PagerankJob
 from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
+from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import byte_ranges, read_lines_range
 
@@ -420,7 +422,7 @@ def _links_ref(ctx: TaskContext, dependency: int, partition: int) -> BlockRef | 
     refs = ctx.spec.inputs[dependency]
     if not refs:
         return None
-    return BlockRef(block=refs[0].block, partition=partition, locations=refs[0].locations)
+    return refs[0].model_copy(update={"partition": partition})
 
 
 def _links_frames(ctx: TaskContext, dependency: int, partition: int) -> Iterator[bytes]:
@@ -573,8 +575,13 @@ class Ranks:
 
 
 def job_edges(job: PagerankJob, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The edges of a job as the workload's own parser reads them (64-bit ids)."""
-    pieces = [chunk for source in sources_of(job, seed) for chunk in source_edges(source)]
+    """The edges of a job as the workload's own parser reads them (64-bit ids), for the
+    reference: input files are listed and read by ``reference_inputs``, not by the code under test."""
+    if job.input:
+        files = reference_files(job.input)
+        pieces = [parse_edges(chunk, str(path)) for path in files for chunk in line_chunks(path)]
+    else:
+        pieces = [chunk for source in sources_of(job, seed) for chunk in source_edges(source)]
     if not pieces:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     return np.concatenate([c.src for c in pieces]), np.concatenate([c.dst for c in pieces])
@@ -627,7 +634,7 @@ def reference_output(job: PagerankJob, seed: int) -> Ranks:
     """The ranks by node name: files are read by a parser of their own, which numbers the
     distinct tokens densely (no hashing), generated graphs keep their integer ids."""
     if job.input:
-        names, src, dst = _dense_edges(resolve_inputs(job.input))
+        names, src, dst = _dense_edges(reference_files(job.input))
     else:
         src, dst = job_edges(job, seed)
         names = None
@@ -641,7 +648,7 @@ def _dense_edges(paths: list[Path]) -> tuple[list[str], np.ndarray, np.ndarray]:
     numbers: dict[bytes, int] = {}
     ends: list[int] = []
     for path in paths:
-        for line in path.read_bytes().splitlines():
+        for line in (line for chunk in line_chunks(path) for line in chunk.splitlines()):
             tokens = line.split(b"#", 1)[0].split()
             if len(tokens) not in (0, 2):
                 raise ValueError(f"{path}: expected 'src dst' per line, found {_text(line[:80])!r}")

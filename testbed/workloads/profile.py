@@ -207,6 +207,7 @@ def profile_workload(
                         best.metrics.spill_bytes,
                         best.metrics.spills,
                         best.metrics.merge_passes,
+                        best.metrics.peak_rss_bytes,
                     )
                 )
             profiles.append(profile)

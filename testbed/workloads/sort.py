@@ -29,9 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from testbed.scenario import SortJob, resolve_inputs
+from testbed.inputs import resolve_inputs
+from testbed.scenario import SortJob
 from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
+from testbed.workloads.reference_inputs import record_chunks, reference_files
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import byte_ranges, read_records_range
 
@@ -299,8 +301,14 @@ def read_output(directory: Path) -> SortSummary:
 
 
 def input_summary(job: SortJob, seed: int) -> SortSummary:
-    """Count and checksum of the job's input (``ordered`` is set, as a correct output must be)."""
-    summary = summarize(chunk for source in sources_of(job, seed) for chunk in source_chunks(source))
+    """Count and checksum of the job's input (``ordered`` is set, as a correct output must be).
+    Input files are listed and read by ``reference_inputs``, not by the code under test."""
+    if job.input:
+        files = reference_files(job.input)
+        chunks = (as_records(data) for path in files for data in record_chunks(path, RECORD))
+    else:
+        chunks = (chunk for source in sources_of(job, seed) for chunk in source_chunks(source))
+    summary = summarize(chunks)
     return SortSummary(summary.records, summary.checksum)
 
 

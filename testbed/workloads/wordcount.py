@@ -37,9 +37,11 @@ import msgpack
 import numpy as np
 
 from testbed.blocks import BlockWriter
-from testbed.scenario import WordcountJob, resolve_inputs
+from testbed.inputs import resolve_inputs
+from testbed.scenario import WordcountJob
 from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
+from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import PairBuffer, SpillFiles
 from testbed.workloads.splits import byte_ranges, read_lines_range
 
@@ -270,7 +272,10 @@ def reference_counts(texts: Iterable[bytes]) -> Counter[str]:
 
 
 def reference_output(job: WordcountJob, seed: int) -> Counter[str]:
-    """Word counts of the job's whole input (what ``read_output`` of a correct run returns)."""
+    """Word counts of the job's whole input (what ``read_output`` of a correct run returns).
+    Input files are listed and read by ``reference_inputs``, not by the code under test."""
+    if job.input:
+        return reference_counts(chunk for path in reference_files(job.input) for chunk in line_chunks(path))
     return reference_counts(b"".join(source_chunks(source)) for source in sources_of(job, seed))
 
 

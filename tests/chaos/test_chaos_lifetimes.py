@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from master.chaos.lifetimes import (
+from testbed.lifetimes import (
     PRESETS,
     Exponential,
     Fixed,

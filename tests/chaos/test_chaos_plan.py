@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from master.chaos.plan import format_plan, plan_evictions, storm_events
+from master.chaos.plan import format_plan, plan_evictions
+from master.chaos.rules import storm_events
 from testbed.scenario import StormSpec, parse_scenario
 
 
@@ -146,7 +147,7 @@ def test_same_seed_same_plan_and_another_seed_another():
 
 
 def test_lifetimes_are_those_of_the_node_ordinals():
-    from master.chaos.lifetimes import PRESETS, lifetime_for
+    from testbed.lifetimes import PRESETS, lifetime_for
 
     plan = plan_evictions(scenario({"transient": {"lifetime": "high"}}, transient=5), 36000)
     for eviction in plan:

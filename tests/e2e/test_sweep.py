@@ -47,7 +47,7 @@ def test_sweep_resumes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixt
     )
     args = ["sweep", str(scenario), "--vary", "jobs.0.tasks=1,2", "--seeds", "1", "--out", str(out)]
     assert main(args) == 0
-    assert not (done / "run.log").exists()
+    assert not (out / "logs" / "tasks-1_seed-1.log").exists()
     assert json.loads((stopped / "summary.json").read_text())["evictions"] == 0
     assert (stopped / "events.jsonl").read_text().count('"run_started"') == 1
     rows = {r["run"]: r for r in csv.DictReader((out / "sweep.csv").open())}
@@ -64,3 +64,24 @@ def test_bad_variation_is_exit_2(tmp_path: Path) -> None:
     scenario.write_text(SCENARIO)
     assert main(["sweep", str(scenario), "--vary", "nonsense"]) == 2
     assert main(["sweep", str(scenario), "--vary", "policy.scheduler=fifo,nope"]) == 2
+    assert main(["sweep", str(scenario), "--vary", "jobs.0.tasks=1", "--repeats", "0"]) == 2
+
+
+def test_a_failed_run_is_flagged_everywhere_and_fails_the_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hour-long tasks cannot end within the 15 s timeout: that run's job fails. It showed as
+    `-` in sweep.md, vanished from sweep.png and the sweep exited 0."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
+    out = tmp_path / "sweep"
+    vary = ["--vary", "jobs.0.duration=0.2,3600", "--set", "timeout=15s"]
+    args = ["sweep", str(scenario), *vary, "--out", str(out)]
+    assert main(args) == 1
+    assert "1 of 2 runs failed: duration-3600_seed-1 (failed)" in capsys.readouterr().err
+    rows = {r["run"]: r for r in csv.DictReader((out / "sweep.csv").open())}
+    assert rows["duration-3600_seed-1"]["status"] == "failed"
+    assert rows["duration-0.2_seed-1"]["status"] == "ok"
+    table = (out / "sweep.md").read_text()
+    assert "**1 of 1**: duration-3600_seed-1 (failed)" in table and "**1 run(s) failed**" in table
+    assert (out / "sweep.png").stat().st_size > 0

@@ -134,7 +134,7 @@ async def test_a_will_is_trusted_only_for_the_current_session_of_a_dead_agent(tm
 
     async def publish_wills(run_id: str, node: Any) -> None:
         """A stale Will (the session before) and one for the current session, as the broker would."""
-        agent = broker.credentials.agent
+        agent = await broker.agent_login(node.node_id)
         async with aiomqtt.Client(
             broker.host, broker.port, username=agent.username, password=agent.password
         ) as client:

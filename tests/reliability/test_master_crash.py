@@ -65,11 +65,12 @@ def crash_point(journal: list[dict[str, Any]]) -> bool:
     return "j000" in finished and bool(committed) and "j001" not in finished
 
 
-def run_until_crash_point(scenario: Path, run_dir: Path) -> list[dict[str, Any]]:
+def run_until_crash_point(scenario: Path, run_dir: Path, cwd: Path | None = None) -> list[dict[str, Any]]:
     master = subprocess.Popen(
         [sys.executable, "-m", "testbed.cli", "run", str(scenario), "--out", str(run_dir)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        cwd=cwd,
         env=child_env(),
     )
     try:

@@ -80,7 +80,7 @@ def assert_retried_elsewhere(run_dir: Path, failures: list[dict[str, str]]) -> N
 
 def test_a_full_disk_fails_the_task_as_enospc_and_frees_what_it_wrote(tmp_path: Path) -> None:
     with tiny_disk(tmp_path / "node") as node_dir:
-        outcome = execute(MAP_SPEC, node_dir, "http://127.0.0.1:1", "token")
+        outcome = execute(MAP_SPEC, node_dir, "http://127.0.0.1:1")
         assert outcome["state"] == "failed" and outcome["failure"] == "enospc", outcome
         leftovers = [p for p in node_dir.rglob("*") if p.is_file()]
         assert not leftovers, f"the failed attempt left {leftovers} on the full disk"
@@ -126,7 +126,7 @@ def test_a_task_over_its_memory_cap_fails_as_oom(tmp_path: Path) -> None:
     """In a worker forked from the agents' forkserver, as every task is: the cap bounds how much
     the address space may grow (a long-lived process could reuse memory it freed long ago)."""
     receiver, sender = _forkserver.Pipe(duplex=False)
-    args = (MAP_SPEC.model_dump(), str(tmp_path), "http://127.0.0.1:1", "token", sender, CAP_MB)
+    args = (MAP_SPEC.model_dump(), str(tmp_path), "http://127.0.0.1:1", sender, CAP_MB)
     worker = _forkserver.Process(target=run_in_worker, args=args)
     worker.start()
     sender.close()
@@ -134,7 +134,7 @@ def test_a_task_over_its_memory_cap_fails_as_oom(tmp_path: Path) -> None:
     worker.join()
     assert outcome["state"] == "failed" and outcome["failure"] == "oom", outcome
     # The same task without the cap succeeds: it is the cap that failed it.
-    assert execute(MAP_SPEC, tmp_path, "http://127.0.0.1:1", "token")["state"] == "succeeded"
+    assert execute(MAP_SPEC, tmp_path, "http://127.0.0.1:1")["state"] == "succeeded"
 
 
 # ------------------------------------------------------------------ in a run

@@ -32,32 +32,59 @@ def test_ratios_are_to_the_first_run(spark_run: RecordedRun, pado_run: RecordedR
     comparison = compare_runs([spark_run.path, pado_run.path])
     assert [run.label for run in comparison.runs] == ["spark", "pado"]
     expected = mean_jct(pado_run) / mean_jct(spark_run)
-    assert comparison.ratio("mean JCT (s, wall)", 1) == pytest.approx(expected)
+    assert comparison.ratio("mean JCT (s, emulated)", 1) == pytest.approx(expected)
     assert comparison.ratio("cost", 1) == pytest.approx(cost(pado_run) / cost(spark_run))
     assert comparison.ratio("evictions", 1) == 1.0
-    assert f"pado / spark mean JCT (s, wall) {expected:.2f}x" in comparison.ratio_lines()
+    assert f"pado / spark mean JCT (s, emulated) {expected:.2f}x" in comparison.ratio_lines()
 
 
 def test_markdown_table(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
     text = compare_runs([spark_run.path, pado_run.path]).to_markdown()
-    assert "| metric | spark | pado | pado / spark |" in text
+    assert "| metric | spark | pado | pado / spark | A/A: spark halves |" in text
     spark, pado = mean_jct(spark_run), mean_jct(pado_run)
-    assert f"| mean JCT (s, wall) | {spark:.4g} | {pado:.4g} | {pado / spark:.2f}x |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| mean JCT (s, emulated) |"))
+    assert row.startswith(f"| mean JCT (s, emulated) | {spark:.4g} [") and f"| {pado / spark:.2f}x [" in row
     assert "| spark (baseline) | fifo / spark / static |" in text
     spill = sum(t["spill_bytes"] for t in spark_run.tasks)
-    assert f"| spill bytes | {spill} | {spill} | 1.00x |" in text
+    assert f"| spill bytes | {spill} | {spill} | 1.00x |  |" in text
+
+
+def test_statistics_over_jobs_have_bootstrap_intervals(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
+    comparison = compare_runs([spark_run.path, pado_run.path])
+    jcts = [j["jct_s"] for j in spark_run.jobs]
+    interval = comparison.interval("mean JCT (s, emulated)", 0)
+    assert interval is not None and interval.low is not None and interval.high is not None
+    assert min(jcts) <= interval.low <= mean_jct(spark_run) <= interval.high <= max(jcts)
+    ratio = comparison.ratio_interval("mean JCT (s, emulated)", 1)
+    assert ratio is not None and ratio.value == pytest.approx(mean_jct(pado_run) / mean_jct(spark_run))
+    assert ratio.low is not None and ratio.high is not None and ratio.low <= ratio.value <= ratio.high
+    assert comparison.interval("evictions", 0) is None  # one number per run: no interval
+    itself = compare_runs([spark_run.path, spark_run.path])
+    aa = itself.aa_interval("mean JCT (s, emulated)")
+    evens, odds = jcts[0::2], jcts[1::2]
+    assert aa is not None and aa.value == pytest.approx(statistics.mean(odds) / statistics.mean(evens))
+
+
+def test_overlay_cdfs_are_one_paper_column_wide(
+    spark_run: RecordedRun, pado_run: RecordedRun, tmp_path: Path
+) -> None:
+    paths = compare_runs([spark_run.path, pado_run.path]).plot(tmp_path / "cmp")
+    assert sorted(p.name for p in paths) == sorted(
+        f"cmp-{kind}-cdf.{ext}" for kind in ("jct", "queue") for ext in ("png", "svg")
+    )
+    assert 'width="237.6pt"' in (tmp_path / "cmp-jct-cdf.svg").read_text()  # 3.3 in
 
 
 def test_csv_table(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
     comparison = compare_runs([spark_run.path, pado_run.path])
     rows = {r["metric"]: r for r in csv.DictReader(io.StringIO(comparison.to_csv()))}
-    assert float(rows["mean JCT (s, wall)"]["spark"]) == pytest.approx(mean_jct(spark_run))
-    assert float(rows["mean JCT (s, wall)"]["pado"]) == pytest.approx(mean_jct(pado_run))
-    assert float(rows["mean JCT (s, wall)"]["pado / spark"]) == pytest.approx(
+    assert float(rows["mean JCT (s, emulated)"]["spark"]) == pytest.approx(mean_jct(spark_run))
+    assert float(rows["mean JCT (s, emulated)"]["pado"]) == pytest.approx(mean_jct(pado_run))
+    assert float(rows["mean JCT (s, emulated)"]["pado / spark"]) == pytest.approx(
         mean_jct(pado_run) / mean_jct(spark_run)
     )
     jcts = [j["jct_s"] for j in spark_run.jobs]
-    assert float(rows["p95 JCT (s, wall)"]["spark"]) == pytest.approx(
+    assert float(rows["p95 JCT (s, emulated)"]["spark"]) == pytest.approx(
         statistics.quantiles(jcts, n=100, method="inclusive")[94]
     )
     assert float(rows["cost"]["spark"]) == pytest.approx(cost(spark_run))
@@ -81,11 +108,20 @@ def test_zero_baseline(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
     assert "| evictions | 0 | 1 | 0 | n/a | 1.00x |" in comparison.to_markdown()
 
 
-def test_labels_for_same_policy_use_seeds_then_directories(tmp_path: Path) -> None:
+def test_labels_for_same_policy_use_seeds_then_settings_then_numbers(tmp_path: Path) -> None:
     seeds = [write_run(tmp_path / f"s{seed}", seed=seed).path for seed in (1, 2)]
     assert [r.label for r in compare_runs(seeds).runs] == ["spark seed=1", "spark seed=2"]
-    same = [write_run(tmp_path / name).path for name in ("a", "b")]
-    assert [r.label for r in compare_runs(same).runs] == ["spark (a)", "spark (b)"]
+    names = ("20261123T145528.942469Z-eviction-storm", "20261123T150102.118200Z-eviction-storm")
+    same = [write_run(tmp_path / name).path for name in names]
+    comparison = compare_runs(same)
+    assert [r.label for r in comparison.runs] == ["spark run 1", "spark run 2"]
+    assert all(name in comparison.to_markdown() for name in names)  # the legend names the directories
+    scenario = same[1] / "scenario.yaml"
+    data = yaml.safe_load(scenario.read_text())
+    data["chaos"]["transient"]["lifetime"] = "high"
+    scenario.write_text(yaml.safe_dump(data))
+    labels = [r.label for r in compare_runs(same).runs]
+    assert labels == ["spark lifetime=exponential(mean=6s)", "spark lifetime=high"]
 
 
 def test_runs_of_several_scenarios_are_labelled_by_scenario(tmp_path: Path) -> None:
@@ -112,3 +148,14 @@ def test_policy_comes_from_the_summary_without_a_scenario(
         "spark",
         "pado",
     ]
+
+
+def test_each_metric_is_listed_once(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
+    for run in (spark_run, pado_run):  # keys the master writes beside the headline numbers
+        summary = json.loads((run.path / "summary.json").read_text())
+        summary.update(spill_bytes=10, shuffle_bytes=20, error_relaunches=0, task_attempts=10)
+        (run.path / "summary.json").write_text(json.dumps(summary))
+    metrics = compare_runs([spark_run.path, pado_run.path]).metrics
+    assert {"spill bytes", "shuffle bytes written", "relaunches after task errors"} <= set(metrics)
+    assert not {"spill_bytes", "shuffle_bytes", "error_relaunches"} & set(metrics)
+    assert len(metrics) == len(set(metrics))

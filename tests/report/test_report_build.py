@@ -149,10 +149,10 @@ def test_every_time_says_its_clock_and_a_lifetime_model_reads_as_written(spark_r
     text = write_report(spark_run.path)[0].read_text()
     assert row("transient lifetime model (trace time)", "weibull: {shape: 0.6, scale: 3m}") in text
     assert "{'weibull'" not in text
-    assert "| lived (s, wall) | lifetime drawn (s, trace) |" in text
+    assert "| lived (s, emulated) | lifetime drawn (s, trace) |" in text
     assert row("6.00", "t1", "transient", "lifetime", "6.00", "359.40", 1, "976.56 KiB") in text
     units = re.findall(r"\(s\b[^)]*\)", text)
-    assert len(units) > 20 and set(units) == {"(s, wall)", "(s, trace)"}, set(units)
+    assert len(units) > 20 and set(units) == {"(s, emulated)", "(s, trace)"}, set(units)
 
 
 def test_plots_are_written_and_embedded(spark_run: RecordedRun) -> None:
@@ -181,7 +181,7 @@ def test_a_crashed_run_gives_a_partial_report(spark_run: RecordedRun) -> None:
     assert PARTIAL_NOTICE in text
     unfinished = len(submitted) - len(finished)
     assert f"| jobs (succeeded / failed / unfinished) | 3 ({len(finished)} / 0 / {unfinished}) |" in text
-    assert f"| mean JCT (s, wall) | {finished['j1']['jct_s']:.2f} |" in text
+    assert f"| mean JCT (s, emulated) | {finished['j1']['jct_s']:.2f} |" in text
     assert "| j2 | sort | unfinished |" in text
     assert "jobs from events.jsonl" in text
     running = [
@@ -205,10 +205,10 @@ def test_events_alone_give_the_same_headline_numbers(spark_run: RecordedRun) -> 
         (spark_run.path / name).unlink()
     from_events = compute_metrics(load_run(spark_run.path))
     keys = [
-        "mean JCT (s, wall)",
-        "p95 JCT (s, wall)",
-        "mean queueing delay (s, wall)",
-        "makespan (s, wall)",
+        "mean JCT (s, emulated)",
+        "p95 JCT (s, emulated)",
+        "mean queueing delay (s, emulated)",
+        "makespan (s, emulated)",
         "relaunched ratio",
         "evictions",
         "spill bytes",
@@ -263,3 +263,17 @@ def test_data_section_labels_reads_and_adds_no_ratios(spark_run: RecordedRun) ->
     data = text[text.index("## Spill and shuffle data") :]
     total = next(line for line in data.splitlines() if line.startswith("| total |"))
     assert total.endswith("| - |"), total  # not 0.75
+
+
+def test_retries_of_a_tasks_own_failure_are_not_eviction_relaunches(spark_run: RecordedRun) -> None:
+    tasks = spark_run.path / "tasks.csv"
+    tasks.write_text(tasks.read_text().replace(",failed,MemoryError,", ",failed,oom,"))
+    metrics = compute_metrics(load_run(spark_run.path))
+    assert (metrics.relaunched_tasks, metrics.error_relaunches) == (1, 1)  # the eviction's, the oom's
+    text = write_report(spark_run.path)[0].read_text()
+    assert row("relaunched tasks (evictions, lost data)", 1) in text
+    assert row("relaunches after task errors", 1) in text
+    jobs = spark_run.path / "jobs.csv"  # a master that counts them apart: its numbers stand
+    lines = jobs.read_text().splitlines()
+    jobs.write_text("\n".join([lines[0] + ",error_relaunches", *(line + ",0" for line in lines[1:])]) + "\n")
+    assert compute_metrics(load_run(spark_run.path)).error_relaunches == 0

@@ -34,7 +34,7 @@ def high_water_mark():
 
 spec = TaskSpec.model_validate_json(sys.argv[1])
 baseline = high_water_mark()
-outcome = execute(spec, Path(sys.argv[2]), "", "")
+outcome = execute(spec, Path(sys.argv[2]), "")
 print(json.dumps({"baseline": baseline, "peak": high_water_mark(), "outcome": outcome}))
 """
 

@@ -31,6 +31,25 @@ def test_gen_then_sort_the_generated_file_and_check_it(tmp_path: Path, run_at):
     assert run_cli(*args) == 1
 
 
+def test_check_output_says_which_generation_options_it_assumed(run_at, capsys):
+    from testbed.scenario import SortJob
+
+    local = run_at(SortJob(workload="sort", size_mb=0.25, maps=2, reduces=2), 3, 1.0)
+    assert run_cli("check-output", "sort", str(local.outputs), "--reduces", "2") == 1
+    out = capsys.readouterr().out
+    assert "records, the input has" in out
+    assert "the reference assumed --size-mb 16, --maps auto, --seed 1 (not given)" in out
+    args = ("--size-mb", "0.25", "--maps", "2", "--seed", "3")
+    assert run_cli("check-output", "sort", str(local.outputs), *args) == 0
+    assert "assumed" not in capsys.readouterr().out
+
+
+def test_profile_out_that_cannot_be_a_directory_is_one_line(tmp_path: Path, capsys):
+    (tmp_path / "file").write_text("")
+    assert run_cli("profile", "sort", "--size-mb", "0.1", "--out", str(tmp_path / "file" / "sub")) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 def test_gen_pagerank_writes_an_edge_list(tmp_path: Path):
     out = tmp_path / "g.txt"
     assert run_cli("gen", "pagerank", "--nodes", "50", "--edges", "200", "--out", str(out)) == 0
@@ -52,9 +71,10 @@ def test_profile_prints_a_penalty_curve_and_saves_loadable_profiles(tmp_path: Pa
         "--fractions",
         "1.0,0.5,0.1",
         "--out",
-        str(tmp_path),
+        str(tmp_path / "profiles" / "new"),
     )
     assert status == 0
+    tmp_path = tmp_path / "profiles" / "new"  # created by the command
     printed = capsys.readouterr().out
     assert "normalised" in printed and "reducer model" in printed
     for role in ("map", "reduce"):
@@ -64,6 +84,7 @@ def test_profile_prints_a_penalty_curve_and_saves_loadable_profiles(tmp_path: Pa
         data = json.loads((tmp_path / f"wordcount-{role}.json").read_text())
         spilled = {m["fraction"]: m["spill_bytes"] for m in data["measurements"]}
         assert spilled[1.0] == 0 and spilled[0.1] > 0
+        assert all(m["peak_rss_bytes"] > 2**20 for m in data["measurements"])  # VmHWM while it ran
         assert len(profile.stage_ideal_memory_mb) == 2  # map and reduce stages of the job
         assert profile.stage_ideal_memory_mb[0 if role == "map" else 1] >= profile.model.ideal_memory_mb
         assert data["job"]["size_mb"] == 0.5 and data["seed"] == 1

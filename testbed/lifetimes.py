@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from master.policies.base import NodeClass
 from testbed.durations import parse_duration
+from testbed.protocol import NodeClass
 
 NODE_CLASSES: tuple[NodeClass, ...] = ("reserved", "transient")
 

@@ -1,0 +1,61 @@
+"""Who may report what: each agent speaks for its own node, tasks and pushes only.
+
+The broker already keeps an agent to its own node's topics; this is the master's
+own check on what a message says. It remembers the node of every task attempt it
+launched and of every aggregate it asked for, and ignores (counts and journals)
+a report of any of them from another node, and any message naming a node other
+than the one whose topic it came on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from testbed.protocol import FlushAggregate, Message, PushDelivered, TaskUpdate
+
+log = logging.getLogger("master")
+
+
+class SenderCheck:
+    def __init__(self, journal: Any) -> None:
+        self.journal = journal
+        self.forged = 0
+        """Messages an agent sent about a task, push or node that is not its own: ignored."""
+        self._attempts: dict[tuple[str, int], str] = {}
+        self._aggregates: dict[str, str] = {}
+
+    def launched(self, task_id: str, attempt: int, node_id: str) -> None:
+        self._attempts[(task_id, attempt)] = node_id
+
+    def sent(self, node_id: str, message: Message) -> None:
+        if isinstance(message, FlushAggregate):
+            self._aggregates[message.block] = node_id
+
+    def allows(self, node_id: str, message: Message, latest_attempt: int | None = None) -> bool:
+        """Whether ``node_id`` may say ``message``; if not, it is counted and journaled.
+        ``latest_attempt``: the task's latest launched attempt, for a ``TaskUpdate``."""
+        why = self._objection(node_id, message, latest_attempt)
+        if why is None:
+            return True
+        self.forged += 1
+        kind = getattr(message, "kind", "message")
+        log.warning("ignored a forged %s from %s: it %s", kind, node_id, why)
+        self.journal.event("forged_message", node=node_id, kind=kind, why=why)
+        return False
+
+    def _objection(self, node_id: str, message: Message, latest_attempt: int | None) -> str | None:
+        named = getattr(message, "node_id", node_id)
+        if named != node_id:
+            return f"names node {named}"
+        if isinstance(message, TaskUpdate):
+            ran_on = self._attempts.get((message.task_id, message.attempt), node_id)
+            if ran_on != node_id or (latest_attempt is not None and message.attempt > latest_attempt):
+                return f"reports {message.task_id} attempt {message.attempt}, not its own"
+        if isinstance(message, PushDelivered):
+            pusher = self._attempts.get((message.task_id, message.attempt)) or self._aggregates.get(
+                message.block
+            )
+            if pusher not in (None, node_id):
+                return f"reports the push of {message.block}, not its own"
+        return None

@@ -1,0 +1,66 @@
+"""The master's check of who reports what: each agent for its own node, tasks and pushes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from master.journal import Journal
+from master.senders import SenderCheck
+from testbed.protocol import FlushAggregate, Heartbeat, PushDelivered, PushTarget, TaskUpdate
+
+
+@pytest.fixture
+def check(tmp_path: Path) -> SenderCheck:
+    senders = SenderCheck(Journal(tmp_path))
+    senders.launched("j000.s0.t0", 0, "transient-0")
+    senders.launched("j000.s0.t0", 1, "transient-1")
+    target = PushTarget(node_id="reserved-0", url="http://r", partitions=(0,))
+    flush = FlushAggregate(
+        block="agg-1", op="wordcount", members=("j000.s0.t3.a0",), partitions=1, push=(target,)
+    )
+    senders.sent("transient-2", flush)
+    return senders
+
+
+def update(node: str, attempt: int) -> TaskUpdate:
+    return TaskUpdate(node_id=node, task_id="j000.s0.t0", attempt=attempt, state="succeeded")
+
+
+def pushed(node: str, task: str, attempt: int, block: str) -> PushDelivered:
+    return PushDelivered(node_id=node, task_id=task, attempt=attempt, block=block)
+
+
+def test_each_node_reports_its_own_attempts(check: SenderCheck) -> None:
+    assert check.allows("transient-0", update("transient-0", 0), latest_attempt=1)
+    assert check.allows("transient-1", update("transient-1", 1), latest_attempt=1)
+    assert check.forged == 0
+
+
+@pytest.mark.parametrize(
+    ("sender", "message"),
+    [
+        ("transient-1", update("transient-1", 0)),  # attempt 0 ran on transient-0
+        ("transient-0", update("transient-0", 1)),  # attempt 1 runs on transient-1
+        ("transient-0", update("transient-0", 2)),  # never launched
+        ("transient-0", update("transient-1", 1)),  # names another node
+        ("transient-0", Heartbeat(node_id="transient-1", incarnation="i", seq=1)),
+        ("transient-0", pushed("transient-0", "j000.s0.t0", 1, "j000.s0.t0.a1")),  # transient-1's push
+        ("transient-0", pushed("transient-0", "agg-1", 0, "agg-1")),  # transient-2 makes agg-1
+    ],
+)
+def test_reports_of_what_another_node_runs_are_forged(
+    check: SenderCheck, tmp_path: Path, sender: str, message: TaskUpdate
+) -> None:
+    assert not check.allows(sender, message, latest_attempt=1 if isinstance(message, TaskUpdate) else None)
+    assert check.forged == 1
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [(e["event"], e["node"]) for e in events] == [("forged_message", sender)]
+
+
+def test_pushes_of_own_attempts_and_aggregates_are_allowed(check: SenderCheck) -> None:
+    assert check.allows("transient-1", pushed("transient-1", "j000.s0.t0", 1, "j000.s0.t0.a1"))
+    assert check.allows("transient-2", pushed("transient-2", "agg-1", 0, "agg-1"))
+    assert check.forged == 0
