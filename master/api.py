@@ -28,7 +28,7 @@ from master.ports import ApiPort
 from master.providers.base import ForeignNodeError
 from testbed.blocks import TOKEN_HEADER
 from testbed.rundir import write_secret_file
-from testbed.scenario import EvictSpec
+from testbed.scenario_chaos import EvictSpec
 from testbed.tokens import token_matches
 
 NUMBER = re.compile(r"[0-9]{1,9}")

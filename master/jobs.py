@@ -349,9 +349,17 @@ class JobRuntime:
             record.available = False
             record.node = None
 
-    def failed(self, key: TaskKey, attempt: int, counts_as_failure: bool, error: str | None = None) -> bool:
+    def failed(
+        self,
+        key: TaskKey,
+        attempt: int,
+        counts_as_failure: bool,
+        error: str | None = None,
+        fatal: bool = False,
+    ) -> bool:
         """Back to pending; False when stale. Too many real failures fail the job, whose error
-        ends with the last line of the task's (``error``, e.g. the exception of a bad input)."""
+        ends with the last line of the task's (``error``, e.g. the exception of a bad input);
+        a ``fatal`` failure (malformed input data, which every attempt would meet) fails it at once."""
         record = self.tasks[key]
         if record.status != "running" or record.attempt != attempt:
             return False
@@ -360,12 +368,13 @@ class JobRuntime:
         record.retrying_error = counts_as_failure
         if counts_as_failure:
             record.failures += 1
-            if record.failures >= MAX_FAILURES:
+            if record.failures >= MAX_FAILURES or fatal:
                 if self.status not in JOB.terminal:  # a finished job keeps its verdict
                     self.status = JOB.next(self.status, "fail")
                 last = (error or "").strip().splitlines()[-1:]
                 reason = f": {last[0]}" if last else ""
-                self.error = f"task {self.task_id(key)} failed {record.failures} times{reason}"
+                times = "" if fatal else f" {record.failures} times"
+                self.error = f"task {self.task_id(key)} failed{times}{reason}"
         self.require_inputs(key)
         return True
 

@@ -644,7 +644,8 @@ class Master:
             if update.lost_blocks:
                 job.lose_blocks(set(update.lost_blocks))
             real_failure = update.failure not in ("fetch", "cancelled")
-            job.failed(key, update.attempt, counts_as_failure=real_failure, error=update.error)
+            fatal = update.failure == "data"
+            job.failed(key, update.attempt, counts_as_failure=real_failure, error=update.error, fatal=fatal)
             if update.failure in ("enospc", "oom"):
                 self._resource_fault(node, job, key, update.failure)
         self._task_row(
@@ -1144,6 +1145,7 @@ class Master:
             bytes_from_cache=job.bytes_from_cache,
             map_phase_s=map_phase_s,
             reduce_phase_s=reduce_phase_s,
+            error=job.error,
         )
         for node in self.nodes.values():
             if node.reserved_for == job.job_id:
@@ -1177,7 +1179,9 @@ class Master:
         self._never_ran.add(job_id)
         self.journal.event("job_finished", job=job_id, status="failed", jct_s=None, error=error)
         name = spec.name or f"{spec.workload}-{ordinal}"
-        self.journal.row("jobs", job_id=job_id, name=name, workload=spec.workload, status="failed")
+        self.journal.row(
+            "jobs", job_id=job_id, name=name, workload=spec.workload, status="failed", error=error
+        )
 
     def _task_row(
         self,

@@ -21,7 +21,8 @@ from master.providers.base import NodeProvider
 from master.senders import SenderCheck
 from testbed.capabilities import RunKeys
 from testbed.protocol import Codec, Message
-from testbed.scenario import EvictSpec, Scenario
+from testbed.scenario import Scenario
+from testbed.scenario_chaos import EvictSpec
 
 
 class ChaosControl(Protocol):

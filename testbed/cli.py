@@ -14,8 +14,9 @@ import os
 import sys
 from pathlib import Path
 
-from agents.cli import add_agent_arguments, run_agent
+from agents.cli import add_agent_arguments, port_number, run_agent
 from testbed.durations import parse_duration
+from testbed.limits import MAX_DURATION_S, within_max_duration
 from testbed.processes import RunTerminated
 from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
@@ -33,8 +34,7 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own errors: status 2, one line
-        self.print_usage(sys.stderr)
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,6 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("scenario", type=Path)
     validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     validate.set_defaults(handler=cmd_validate)
+
+    compose = sub.add_parser("compose", help="write a compose file (compose v1/v2, Swarm) for a scenario")
+    compose.add_argument("scenario", type=Path)
+    compose.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    compose.add_argument("-o", "--out", type=Path, help="the compose file (default: standard output)")
+    compose.add_argument(
+        "--host-cores",
+        type=float,
+        help="cores of the host the stack runs on, for dilation: auto (default: this machine's)",
+    )
+    compose.set_defaults(handler=cmd_compose)
 
     agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
     add_agent_arguments(agent)
@@ -129,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
     broker.add_argument("--host", default="127.0.0.1")
-    broker.add_argument("--port", type=int, default=1883)
+    broker.add_argument("--port", type=port_number, default=1883)
     broker.set_defaults(handler=cmd_broker)
     return parser
 
@@ -177,6 +188,31 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_compose(args: argparse.Namespace) -> int:
+    from master.compose import compose_file
+
+    argv = [str(args.scenario), *(arg for value in args.overrides for arg in ("--set", value))]
+    if args.host_cores is not None:
+        if args.host_cores <= 0:
+            raise UsageError("testbed compose --host-cores: expected a number of cores > 0, e.g. 4")
+        argv += ["--host-cores", f"{args.host_cores:g}"]
+    if args.out is not None:
+        argv += ["-o", str(args.out)]
+    try:
+        text = compose_file(args.scenario, args.overrides, args.out, args.host_cores, argv)
+    except ScenarioError as exc:  # one line, however many problems
+        raise UsageError("; ".join(exc.problems)) from None
+    if args.out is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        args.out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"testbed compose -o {args.out}: cannot write it: {exc.strerror}") from None
+    print(f"wrote {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from master.journal import new_run_dir
     from master.policies import make_autoscaler, make_scheduler
@@ -197,6 +233,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     make_autoscaler(scenario)
     if args.backend == "local":
         local_isolation(scenario)  # a faithful run without cgroups is refused now, in one line
+    eviction_plan(scenario, args.scenario)  # a chaos section too busy to run is refused now
+    check_broker(scenario, args.backend)
     with contextlib.ExitStack() as owned:
         try:
             run_dir = args.out if args.out is not None else new_run_dir(Path("runs"), scenario.name)
@@ -256,19 +294,41 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
+def check_broker(scenario: Scenario, backend: str) -> None:
+    """An external broker (``mqtt://...`` or ``TESTBED_BROKER``) must answer before nodes start."""
+    from testbed.mqtt import BrokerAddress
+
+    url = os.environ.get("TESTBED_BROKER") or None
+    if backend == "attach" and url is None:
+        raise UsageError("testbed run --backend attach: set TESTBED_BROKER=mqtt://HOST:PORT (agents' broker)")
+    url = url or scenario.broker
+    if not url.startswith("mqtt://"):
+        return  # a broker the run starts itself
+    try:  # a Swarm stack starts its services in any order: attach gives the broker a minute
+        BrokerAddress.parse(url).check_reachable(60.0 if backend == "attach" else 5.0)
+    except ValueError as exc:
+        raise UsageError(f"TESTBED_BROKER: {exc}") from None
+    except ConnectionError as exc:
+        raise UsageError(f"testbed run: {exc}") from None
+
+
 def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) -> str:
+    """The plan up to ``horizon`` trace seconds (default: the timeout, at most ``MAX_DURATION_S``)."""
     from master.chaos.plan import format_plan, plan_evictions
     from master.scale_model import resolve
 
     scenario = resolve(scenario)  # wall times under this host's dilation
-    horizon = horizon if horizon is not None else scenario.timeout * scenario.time_scale
-    return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)
+    horizon = horizon if horizon is not None else min(scenario.timeout * scenario.time_scale, MAX_DURATION_S)
+    try:
+        return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)
+    except ValueError as exc:
+        raise UsageError(f"{path}: chaos: {exc}") from None
 
 
 def cmd_chaos_plan(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
     try:
-        horizon = parse_duration(args.horizon) if args.horizon else None
+        horizon = within_max_duration(parse_duration(args.horizon)) if args.horizon else None
     except ValueError as exc:
         raise UsageError(f"--horizon: {exc}") from None
     print(eviction_plan(scenario, args.scenario, horizon))
@@ -312,7 +372,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     failed = [r for r in results if r.status != "ok"]
     if failed:
         names = ", ".join(f"{r.name} ({r.status})" for r in failed)
-        print(f"{len(failed)} of {len(results)} runs failed: {names}; see logs/<run>.log", file=sys.stderr)
+        logs = out / "logs"
+        print(f"{len(failed)} of {len(results)} runs failed: {names}; see {logs}/<run>.log", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 

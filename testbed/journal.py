@@ -454,6 +454,8 @@ class JobRow(TypedDict, total=False):
     bytes_from_cache: int
     map_phase_s: float
     reduce_phase_s: float
+    error: str
+    """Why the job failed (empty when it succeeded)."""
 
 
 class NodeRow(TypedDict, total=False):

@@ -60,7 +60,7 @@ def test_synthetic_arrivals_are_the_bursty_generator_seeded_by_the_scenario() ->
     [
         ({}, "give exactly one of trace (a file) or synthetic"),
         ({"trace": "x.tr", "synthetic": {}}, "give exactly one of trace (a file) or synthetic"),
-        ({"trace": "/nonexistent.tr"}, "cannot read the trace"),
+        ({"trace": "/nonexistent.tr"}, "trace /nonexistent.tr: cannot read the file"),
         ({"synthetic": {"horizon": 60}}, "unknown knobs ['horizon']"),
         ({"synthetic": {"cutoff_s": 5}}, "set arrivals.cutoff instead"),
         ({"synthetic": {"horizon_s": "1m"}}, "every knob is a number"),

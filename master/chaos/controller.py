@@ -27,7 +27,7 @@ from master.policies.base import NodeView
 from master.ports import ChaosPort
 from master.providers.base import ForeignNodeError
 from testbed.protocol import EvictionNotice, NodeClass
-from testbed.scenario import EvictSpec
+from testbed.scenario_chaos import EvictSpec
 
 log = logging.getLogger("chaos")
 

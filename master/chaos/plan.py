@@ -20,8 +20,10 @@ from master.chaos.rules import LAUNCH, ChaosRules, Reason, StormEvent, VirtualCl
 from master.chaos.select import EvictableNode
 from master.policies.base import NodeView
 from testbed.lifetimes import NODE_CLASSES, format_seconds
+from testbed.limits import MAX_PLANNED_EVICTIONS
 from testbed.protocol import NodeClass
-from testbed.scenario import EvictSpec, Scenario, StormSpec
+from testbed.scenario import Scenario
+from testbed.scenario_chaos import EvictSpec, StormSpec
 
 RUNTIME_DEPENDENT = ("busiest", "most-data")
 
@@ -127,6 +129,11 @@ class _PlanWorld:
                 provisional=node.provisional,
             )
         )
+        if len(self.plan) > MAX_PLANNED_EVICTIONS:
+            raise ValueError(
+                f"more than {MAX_PLANNED_EVICTIONS:,} evictions are planned before "
+                f"{format_seconds(now)} (a testbed limit); lengthen the lifetimes or shorten the horizon"
+            )
         self.rules.killed_now(node.node_class)
 
     def launch(self, node_class: NodeClass) -> None:

@@ -71,9 +71,8 @@ import numpy as np
 from testbed.inputs import resolve_inputs
 from testbed.protocol import BlockRef
 from testbed.scenario import PagerankJob
-from testbed.workloads.base import TaskContext
+from testbed.workloads.base import InputDataError, TaskContext
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
-from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import byte_ranges, read_lines_range
 
@@ -162,24 +161,73 @@ class EdgeChunk:
 def node_id(token: bytes) -> int:
     """A canonical decimal integer below 2**62 is its own id; any other token is a name:
     a 62-bit BLAKE2b hash with bit 62 set (so names never meet integer ids)."""
-    if token.isdigit() and len(token) <= 18 and (token[0] != 0x30 or len(token) == 1):
+    if token.isdigit() and len(token) <= 19 and (token[0] != 0x30 or len(token) == 1) and int(token) < NAMED:
         return int(token)
     return NAMED | (int.from_bytes(hashlib.blake2b(token, digest_size=8).digest(), "little") & (NAMED - 1))
 
 
 def parse_edges(data: bytes, where: str = "input") -> EdgeChunk:
-    """The edges of a chunk of whole lines; a line without exactly two tokens raises ValueError."""
+    """The edges of a chunk of whole lines; a line without exactly two tokens raises InputDataError."""
     if b"#" in data:
         data = _COMMENT.sub(b"", data)
     tokens = data.split()
     lines = sum(1 for line in data.splitlines() if line.strip())
     if len(tokens) != 2 * lines:
         bad = next(line for line in data.splitlines() if line.strip() and len(line.split()) != 2)
-        raise ValueError(f"{where}: expected 'src dst' per line, found {_text(bad[:80])!r}")
+        raise InputDataError(f"{where}: expected 'src dst' per line, found {_text(bad[:80])!r}")
+    integers = _canonical_integers(tokens)
+    if integers is not None:
+        pairs = integers.reshape(-1, 2)
+        return EdgeChunk(pairs[:, 0].copy(), pairs[:, 1].copy())
     ids = {token: node_id(token) for token in set(tokens)}
-    pairs = np.fromiter((ids[t] for t in tokens), dtype=np.int64, count=len(tokens)).reshape(-1, 2)
+    pairs = np.fromiter(map(ids.__getitem__, tokens), dtype=np.int64, count=len(tokens)).reshape(-1, 2)
     names = {i: token for token, i in ids.items() if i >= NAMED}
     return EdgeChunk(pairs[:, 0].copy(), pairs[:, 1].copy(), names)
+
+
+CHECKED_INPUT_BYTES = 8 << 20
+"""How much of a job's edge lists ``check_edge_files`` reads before the run (the rest is checked as
+the tasks read it, and a malformed line there fails the job at once)."""
+
+
+def check_edge_files(paths: list[Path], budget: int = CHECKED_INPUT_BYTES) -> None:
+    """``ValueError`` naming the file and line of the first line without two tokens in the first
+    ``budget`` bytes of ``paths``, or saying there is no edge at all when they were read whole."""
+    edges = 0
+    for path in paths:
+        with open(path, "rb") as handle:
+            data = handle.read(budget + 1)
+        lines = data.split(b"\n")
+        if len(data) > budget:
+            lines.pop()  # cut off: the tasks check the rest
+        for number, line in enumerate(lines, start=1):
+            tokens = len(line.split(b"#", 1)[0].split())
+            if tokens not in (0, 2):
+                found = _text(line[:80].strip())
+                raise ValueError(f"{path} line {number}: expected 'src dst', found {found!r}")
+            edges += tokens // 2
+        budget -= len(data)
+        if budget < 0:
+            return
+    if edges == 0:
+        raise ValueError("the edge lists hold no edge: give lines of 'src dst'")
+
+
+_POWERS_OF_TEN = 10 ** np.arange(19, dtype=np.int64)
+
+
+def _canonical_integers(tokens: list[bytes]) -> np.ndarray | None:
+    """The tokens as integers when every one is its own id (a decimal below 2**62 without
+    sign or leading zeros), else None. Fast path: numpy parses them, and since a token is
+    never shorter than its value's digits, equal total lengths mean every token is canonical."""
+    try:
+        values = np.array(tokens, dtype=np.int64) if tokens else np.empty(0, np.int64)
+    except (ValueError, OverflowError):
+        return None
+    if len(values) and (values.min() < 0 or values.max() >= NAMED):
+        return None
+    digits = np.maximum(1, np.searchsorted(_POWERS_OF_TEN, values, side="right"))
+    return values if int(digits.sum()) == sum(map(len, tokens)) else None
 
 
 def node_names(ids: np.ndarray, names: dict[int, bytes]) -> list[bytes]:
@@ -345,7 +393,7 @@ def _merge_names(names: dict[int, bytes], more: dict[int, bytes]) -> None:
     for node, name in more.items():
         known = names.setdefault(node, name)
         if known != name:
-            raise ValueError(
+            raise InputDataError(
                 f"node names {_text(known)!r} and {_text(name)!r} have the same 62-bit hash: "
                 "rename one of them"
             )
@@ -550,119 +598,3 @@ def _write_ranks(ctx: TaskContext, part: Partition, names: dict[int, bytes]) -> 
             ranks = part.ranks[start : start + (1 << 14)].tolist()
             out.write(b"".join(b"%s\t%r\n" % (n, r) for n, r in zip(nodes, ranks, strict=True)))
     ctx.metrics.records_out = len(part.ids)
-
-
-# ------------------------------------------------------------------ reference and output
-
-
-@dataclass(frozen=True)
-class Ranks:
-    """Nodes (their ids, or names as the input wrote them, sorted) and their ranks."""
-
-    ids: np.ndarray
-    ranks: np.ndarray
-
-    @classmethod
-    def by_name(cls, names: list[str], ranks: list[float] | np.ndarray) -> Ranks:
-        order = sorted(range(len(names)), key=names.__getitem__)
-        return cls(np.array([names[i] for i in order], dtype=object), np.asarray(ranks, dtype=float)[order])
-
-    def matches(self, other: Ranks, rtol: float = 1e-9) -> bool:
-        """Same nodes and ranks equal within ``rtol`` (summation order differs between runs)."""
-        return bool(
-            np.array_equal(self.ids, other.ids) and np.allclose(self.ranks, other.ranks, rtol=rtol, atol=0)
-        )
-
-
-def job_edges(job: PagerankJob, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The edges of a job as the workload's own parser reads them (64-bit ids), for the
-    reference: input files are listed and read by ``reference_inputs``, not by the code under test."""
-    if job.input:
-        files = reference_files(job.input)
-        pieces = [parse_edges(chunk, str(path)) for path in files for chunk in line_chunks(path)]
-    else:
-        pieces = [chunk for source in sources_of(job, seed) for chunk in source_edges(source)]
-    if not pieces:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    return np.concatenate([c.src for c in pieces]), np.concatenate([c.dst for c in pieces])
-
-
-@dataclass(frozen=True)
-class LinkMatrix:
-    """A graph as the column-stochastic matrix of the single-process reference."""
-
-    ids: np.ndarray
-    matrix: Any
-    dangling: np.ndarray
-
-    def step(self, ranks: np.ndarray, damping: float) -> np.ndarray:
-        """One power iteration: dangling pages spread their rank evenly over all pages."""
-        n = len(self.ids)
-        return (1 - damping) / n + damping * (self.matrix @ ranks + ranks[self.dangling].sum() / n)
-
-
-def link_matrix(src: np.ndarray, dst: np.ndarray) -> LinkMatrix:
-    """Duplicate edges count once; pages are the ids that appear in any edge."""
-    import scipy.sparse as sp
-
-    ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
-    n = len(ids)
-    s, t = inverse[: len(src)], inverse[len(src) :]
-    unique = np.unique(s.astype(np.int64) * n + t)
-    s, t = unique // n, unique % n
-    outdeg = np.bincount(s, minlength=n).astype(float)
-    matrix = sp.csr_matrix((1.0 / outdeg[s], (t, s)), shape=(n, n))
-    return LinkMatrix(ids, matrix, outdeg == 0)
-
-
-def reference_ranks(
-    src: np.ndarray, dst: np.ndarray, damping: float, iterations: int, tolerance: float | None = None
-) -> Ranks:
-    """Single-process power iteration with scipy.sparse, the same formula and stopping rule."""
-    links = link_matrix(src, dst)
-    ranks = np.full(len(links.ids), 1.0 / len(links.ids))
-    for _ in range(iterations):
-        new = links.step(ranks, damping)
-        change = np.abs(new - ranks).sum()
-        ranks = new
-        if tolerance and change < tolerance:
-            break
-    return Ranks(links.ids, ranks)
-
-
-def reference_output(job: PagerankJob, seed: int) -> Ranks:
-    """The ranks by node name: files are read by a parser of their own, which numbers the
-    distinct tokens densely (no hashing), generated graphs keep their integer ids."""
-    if job.input:
-        names, src, dst = _dense_edges(reference_files(job.input))
-    else:
-        src, dst = job_edges(job, seed)
-        names = None
-    ranks = reference_ranks(src, dst, job.damping, job.iterations, job.tolerance)
-    ids = ranks.ids.tolist() if names is None else [names[i] for i in ranks.ids.tolist()]
-    return Ranks.by_name([str(i) for i in ids], ranks.ranks)
-
-
-def _dense_edges(paths: list[Path]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Every node token numbered 0..N-1 in order of first appearance, and the edges so numbered."""
-    numbers: dict[bytes, int] = {}
-    ends: list[int] = []
-    for path in paths:
-        for line in (line for chunk in line_chunks(path) for line in chunk.splitlines()):
-            tokens = line.split(b"#", 1)[0].split()
-            if len(tokens) not in (0, 2):
-                raise ValueError(f"{path}: expected 'src dst' per line, found {_text(line[:80])!r}")
-            ends.extend(numbers.setdefault(t, len(numbers)) for t in tokens)
-    pairs = np.array(ends, dtype=np.int64).reshape(-1, 2)
-    names = [t.decode("utf-8", errors="surrogateescape") for t in numbers]
-    return names, pairs[:, 0], pairs[:, 1]
-
-
-def read_output(directory: Path) -> Ranks:
-    names, ranks = [], []
-    for part in sorted(Path(directory).glob("part-*")):
-        for line in part.read_bytes().splitlines():
-            node, _, rank = line.partition(b"\t")
-            names.append(node.decode("utf-8", errors="surrogateescape"))
-            ranks.append(float(rank))
-    return Ranks.by_name(names, ranks)

@@ -21,7 +21,7 @@ from testbed.lifetimes import (
     lifetime_for,
     parse_lifetime,
 )
-from testbed.scenario import ClassChaosSpec
+from testbed.scenario_chaos import ClassChaosSpec
 
 N = 4000
 MINUTE = 60.0

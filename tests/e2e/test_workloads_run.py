@@ -158,14 +158,22 @@ async def test_every_workload_exact_on_user_inputs_with_an_agent_killed(
     assert_clean(run_dir)
 
 
-async def test_a_malformed_edge_list_fails_its_job_with_the_reason(tmp_path: Path) -> None:
+async def test_a_malformed_edge_list_fails_its_job_at_once_with_the_reason(tmp_path: Path) -> None:
+    """A line the pre-run check did not see (here: written after validation) fails the job on
+    its first attempt, as a data error, with the file in the reason: no retry can fix the data."""
     graph = tmp_path / "graph.txt"
-    graph.write_text("# edges\n1 2\n2 3\n3 4 5\n")
+    graph.write_text("# edges\n1 2\n2 3\n")
     scenario = make_scenario(jobs=[{"workload": "pagerank", "input": str(graph), "maps": 1}])
+    with graph.open("a") as handle:
+        handle.write("3 1 2\n")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     result = await run_scenario(scenario, run_dir)
     assert not result.ok
     finished = [e for e in map(json.loads, (run_dir / "events.jsonl").open()) if e["event"] == "job_finished"]
-    assert finished[0]["error"].endswith(f"{graph}: expected 'src dst' per line, found '3 4 5'")
+    assert finished[0]["error"] == (
+        f"task j000.s0.t0 failed: bad input: {graph}: expected 'src dst' per line, found '3 1 2'"
+    )
+    assert result.summary["errors"] == {"j000": finished[0]["error"]}
+    assert result.summary["task_failures"] == {"data": 1}
     assert_clean(run_dir)
