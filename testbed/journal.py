@@ -118,6 +118,10 @@ class JobFinished(Event):
     error: str | None
 
 
+class NodeLaunching(Event, _Class):
+    node: str
+
+
 class NodeUp(Event, _Class):
     node: str
     pid: int
@@ -236,9 +240,13 @@ class TaskFinished(Event, _MaybeClass):
 
 
 class TaskVanished(Event):
+    """An acknowledged task its node no longer lists (``launch_unacknowledged``: a launch
+    never acknowledged); ``action``: ``resent`` (the launch) or ``failed`` (the attempt)."""
+
     task: str
     node: str
     attempt: int
+    action: NotRequired[str]
 
 
 class TaskQueued(Event):
@@ -350,6 +358,8 @@ EVENTS: dict[str, type[Event]] = {
     "job_submitted": JobSubmitted,
     "job_restored": JobRestored,
     "job_finished": JobFinished,
+    "node_launching": NodeLaunching,
+    "node_start_failed": NodeLaunching,
     "node_up": NodeUp,
     "node_draining": NodeDraining,
     "node_undrained": NodeUndrained,
@@ -371,6 +381,7 @@ EVENTS: dict[str, type[Event]] = {
     "task_started": TaskStarted,
     "task_finished": TaskFinished,
     "task_vanished": TaskVanished,
+    "launch_unacknowledged": TaskVanished,
     "task_queued": TaskQueued,
     "task_dequeued": TaskDequeued,
     "revocation_outcome": RevocationOutcome,
