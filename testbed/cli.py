@@ -173,11 +173,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from master.policies import make_scheduler
+    from master.policies import make_autoscaler, make_scheduler
     from master.scale_model import resolve
 
     scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
-    make_scheduler(scenario)  # the policy and its options, as `testbed run` will build them
+    make_scheduler(scenario)  # the policies and their options, as `testbed run` will build them
+    make_autoscaler(scenario)
     jobs = sum(job.repeat for job in scenario.jobs)
     fidelity = scenario.fidelity
     print(
