@@ -5,21 +5,37 @@ the report (testbed.report.metrics), so that runs recorded by different
 versions of a policy are compared like for like. Runs are labelled by the part
 of their policy that differs between them (e.g. ``spark`` and ``pado``), so a
 ratio reads ``pado / spark mean JCT (s, emulated) 0.41x``.
+
+The metrics that are statistics over a run's jobs (mean, p50 and p95 JCT, mean
+queueing delay) come with 95% bootstrap intervals over those jobs, and so do
+their ratios (``testbed/stats.py``); the A/A column is the baseline against
+itself, its jobs in alternate halves (in submission order): the noise floor a
+ratio must clear. The other metrics are one number per run: compare their
+spread over seeds with ``testbed sweep``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from testbed.overlay import plot_cdfs
 from testbed.report.document import markdown_table, number
 from testbed.report.errors import UsageError
-from testbed.report.metrics import compute_metrics, policy_metrics
+from testbed.report.metrics import compute_metrics, is_completed, policy_metrics
 from testbed.report.rundir import RunData, load_run
+from testbed.stats import Estimate, Statistic, estimate, halves, mean, p50, p95, ratio
 
 POLICY_AXES = ("scheduler", "strategy", "autoscaler")
+SAMPLED: dict[str, tuple[str, Statistic]] = {
+    "mean JCT (s, emulated)": ("jct", mean),
+    "p50 JCT (s, emulated)": ("jct", p50),
+    "p95 JCT (s, emulated)": ("jct", p95),
+    "mean queueing delay (s, emulated)": ("queue", mean),
+}
+"""Metrics that are a statistic over the run's jobs: (which sample, which statistic)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +47,9 @@ class ComparedRun:
     partial: bool
     values: dict[str, float | None]
     dilation: float = 1.0
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    """``jct``: the succeeded jobs' JCTs, ``queue``: the jobs' queueing delays, in
+    submission order."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +72,41 @@ class Comparison:
         if base == 0:
             return 1.0 if value == 0 else None
         return value / base
+
+    def interval(self, metric: str, run: int) -> Estimate | None:
+        """The metric of ``run`` with its 95% bootstrap interval over the run's jobs."""
+        if metric not in SAMPLED:
+            return None
+        sample, statistic = SAMPLED[metric]
+        return estimate(self.runs[run].samples.get(sample, []), statistic)
+
+    def ratio_interval(self, metric: str, run: int) -> Estimate | None:
+        """``run``'s metric over the baseline's, with its interval (each run's jobs resampled)."""
+        if metric not in SAMPLED:
+            return None
+        sample, statistic = SAMPLED[metric]
+        base, other = (self.runs[i].samples.get(sample, []) for i in (0, run))
+        return ratio(base, other, statistic)
+
+    def aa_interval(self, metric: str) -> Estimate | None:
+        """The A/A ratio: the baseline's even jobs' metric over its odd jobs'."""
+        if metric not in SAMPLED:
+            return None
+        sample, statistic = SAMPLED[metric]
+        first, second = halves(self.baseline.samples.get(sample, []))
+        return ratio(first, second, statistic)
+
+    def plot(self, stem: Path) -> list[Path]:
+        """JCT and queueing-delay CDFs of every run overlaid (``<stem>-jct-cdf`` and
+        ``<stem>-queue-cdf``, PNG and SVG)."""
+        paths = []
+        for sample, xlabel in (
+            ("jct", "job completion time (s, emulated)"),
+            ("queue", "queueing delay (s, emulated)"),
+        ):
+            runs = {run.label: [run.samples.get(sample, [])] for run in self.runs}
+            paths += plot_cdfs(runs, xlabel, stem.with_name(f"{stem.name}-{sample}-cdf"))
+        return paths
 
     def ratio_lines(self) -> list[str]:
         """One sentence per metric and run, e.g. ``pado / spark mean JCT (s, emulated) 0.41x``."""
@@ -80,20 +134,40 @@ class Comparison:
             "metric",
             *(run.label for run in self.runs),
             *(f"{run.label} / {self.baseline.label}" for run in self.runs[1:]),
+            f"A/A: {self.baseline.label} halves",
         ]
         rows = [
             [
                 metric,
-                *(number(_rounded(self.value(metric, i))) for i in range(len(self.runs))),
-                *(_times(self.ratio(metric, i)) for i in range(1, len(self.runs))),
+                *(self._value_text(metric, i) for i in range(len(self.runs))),
+                *(self._ratio_text(metric, i) for i in range(1, len(self.runs))),
+                _interval_times(self.aa_interval(metric)),
             ]
             for metric in self.metrics
         ]
-        note = "Times are emulated seconds (wall seconds / the run's dilation)."
+        note = (
+            "Times are emulated seconds (wall seconds / the run's dilation). "
+            "[low, high]: 95% bootstrap interval over the run's jobs; A/A: the baseline's "
+            "even jobs over its odd jobs, the noise floor."
+        )
         return (
             f"# Comparison (baseline: {self.baseline.label})\n\n{legend}\n\n{note}\n\n"
             f"{markdown_table(headers, rows)}\n"
         )
+
+    def _value_text(self, metric: str, run: int) -> str:
+        interval = self.interval(metric, run)
+        text = number(_rounded(self.value(metric, run)))
+        if interval is None or interval.low is None or interval.high is None:
+            return text
+        return f"{text} [{interval.low:.3g}, {interval.high:.3g}]"
+
+    def _ratio_text(self, metric: str, run: int) -> str:
+        interval = self.ratio_interval(metric, run)
+        text = _times(self.ratio(metric, run))
+        if interval is None or interval.low is None or interval.high is None:
+            return text
+        return f"{text} [{interval.low:.2f}, {interval.high:.2f}]"
 
     def to_csv(self) -> str:
         buffer = io.StringIO()
@@ -128,9 +202,20 @@ def compare_runs(run_dirs: list[str | Path]) -> Comparison:
         extra = policy_metrics(run.summary)
         values.update({key: extra[key] for key in shared})
         compared.append(
-            ComparedRun(label, run.path, _policy_text(run), run.seed, run.partial, values, run.dilation)
+            ComparedRun(
+                label, run.path, _policy_text(run), run.seed, run.partial, values, run.dilation, _samples(run)
+            )
         )
     return Comparison(compared, list(compared[0].values))
+
+
+def _samples(run: RunData) -> dict[str, list[float]]:
+    """The jobs' JCTs and queueing delays, as the report's statistics take them."""
+    jobs = sorted(run.jobs, key=lambda j: (j.submit_s if j.submit_s is not None else 0.0, j.job_id))
+    return {
+        "jct": [j.jct_s for j in jobs if is_completed(j) and j.jct_s is not None],
+        "queue": [j.queue_s for j in jobs if j.queue_s is not None],
+    }
 
 
 def run_labels(runs: list[RunData]) -> list[str]:
@@ -189,6 +274,14 @@ def _shared_summary_keys(runs: list[RunData]) -> list[str]:
 
 def _policy_text(run: RunData) -> str:
     return " / ".join(getattr(run.policy, axis) for axis in POLICY_AXES)
+
+
+def _interval_times(value: Estimate | None) -> str:
+    if value is None:
+        return ""
+    if value.low is None or value.high is None:
+        return f"{value.value:.2f}x"
+    return f"{value.value:.2f}x [{value.low:.2f}, {value.high:.2f}]"
 
 
 def _times(value: float | None) -> str:

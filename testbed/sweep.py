@@ -53,28 +53,38 @@ class Variation:
 class Cell:
     values: tuple[tuple[str, str], ...]
     seed: int
+    repeat: int = 0
+    """0 for the first run of a seed, 1, 2, ... for its repeats (``--repeats``)."""
 
     @property
     def name(self) -> str:
         label = "_".join(f"{key.rsplit('.', 1)[-1]}-{value}" for key, value in self.values)
-        return re.sub(r"[^A-Za-z0-9_.-]", "-", f"{label}_seed-{self.seed}" if label else f"seed-{self.seed}")
+        name = f"{label}_seed-{self.seed}" if label else f"seed-{self.seed}"
+        return re.sub(r"[^A-Za-z0-9_.-]", "-", f"{name}_rep-{self.repeat}" if self.repeat else name)
 
     def overrides(self) -> list[str]:
         return [f"{key}={value}" for key, value in self.values] + [f"seed={self.seed}"]
 
 
-def grid(variations: list[Variation], seeds: list[int]) -> list[Cell]:
+def grid(variations: list[Variation], seeds: list[int], repeats: int = 1) -> list[Cell]:
+    """Every combination of the varied values, each run with every seed, each seed
+    ``repeats`` times (in that order: a cell's repeats run one after the other)."""
     combos = itertools.product(*[[(v.key, value) for value in v.values] for v in variations])
-    return [Cell(tuple(combo), seed) for combo in combos for seed in seeds]
+    return [Cell(tuple(combo), seed, r) for combo in combos for seed in seeds for r in range(repeats)]
 
 
 def run_sweep(
-    scenario_path: Path, variations: list[Variation], seed_count: int, out: Path, extra: list[str]
+    scenario_path: Path,
+    variations: list[Variation],
+    seed_count: int,
+    out: Path,
+    extra: list[str],
+    repeats: int = 1,
 ) -> list[CellResult]:
     """Run (or resume) the grid; each cell's outcome, failed ones flagged."""
     base = load_scenario(scenario_path, extra)
     seeds = [base.seed + i for i in range(seed_count)]
-    cells = grid(variations, seeds)
+    cells = grid(variations, seeds, repeats)
     for cell in cells:  # every variant must be valid before anything runs
         load_scenario(scenario_path, [*extra, *cell.overrides()])
     out.mkdir(parents=True, exist_ok=True)
@@ -84,6 +94,7 @@ def run_sweep(
                 "scenario": str(scenario_path),
                 "vary": [[v.key, list(v.values)] for v in variations],
                 "seeds": seeds,
+                "repeats": repeats,
                 "set": extra,
             },
             indent=2,

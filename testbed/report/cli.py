@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from testbed.report.errors import UsageError
 
@@ -50,6 +51,13 @@ def add_report_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     compare.add_argument("--csv", metavar="FILE", type=Path, help="also write the table as CSV")
     compare.add_argument("--md", metavar="FILE", type=Path, help="also write it as Markdown")
+    compare.add_argument(
+        "--plot",
+        metavar="STEM",
+        type=Path,
+        help="also write the runs' JCT and queueing-delay CDFs overlaid: STEM-jct-cdf.png/.svg, "
+        "STEM-queue-cdf.png/.svg (3.3 in wide)",
+    )
     compare.set_defaults(handler=run_compare)
 
 
@@ -72,10 +80,22 @@ def run_compare(args: argparse.Namespace) -> int:
         markdown = comparison.to_markdown()
         _write(args.md, markdown)
         _write(args.csv, comparison.to_csv())
+        plots = _plot(comparison, args.plot)
     except UsageError as exc:
         return _usage_error(exc)
     print(markdown, end="")
+    for path in plots:
+        print(f"wrote {path}")
     return 0
+
+
+def _plot(comparison: Any, stem: Path | None) -> list[Path]:
+    if stem is None:
+        return []
+    try:
+        return comparison.plot(stem)
+    except OSError as exc:
+        raise UsageError(f"{stem}: cannot write the plots: {exc.strerror or exc}") from None
 
 
 def _write(path: Path | None, text: str) -> None:

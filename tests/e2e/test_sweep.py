@@ -64,6 +64,7 @@ def test_bad_variation_is_exit_2(tmp_path: Path) -> None:
     scenario.write_text(SCENARIO)
     assert main(["sweep", str(scenario), "--vary", "nonsense"]) == 2
     assert main(["sweep", str(scenario), "--vary", "policy.scheduler=fifo,nope"]) == 2
+    assert main(["sweep", str(scenario), "--vary", "jobs.0.tasks=1", "--repeats", "0"]) == 2
 
 
 def test_a_failed_run_is_flagged_everywhere_and_fails_the_sweep(

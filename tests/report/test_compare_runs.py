@@ -40,12 +40,39 @@ def test_ratios_are_to_the_first_run(spark_run: RecordedRun, pado_run: RecordedR
 
 def test_markdown_table(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
     text = compare_runs([spark_run.path, pado_run.path]).to_markdown()
-    assert "| metric | spark | pado | pado / spark |" in text
+    assert "| metric | spark | pado | pado / spark | A/A: spark halves |" in text
     spark, pado = mean_jct(spark_run), mean_jct(pado_run)
-    assert f"| mean JCT (s, emulated) | {spark:.4g} | {pado:.4g} | {pado / spark:.2f}x |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| mean JCT (s, emulated) |"))
+    assert row.startswith(f"| mean JCT (s, emulated) | {spark:.4g} [") and f"| {pado / spark:.2f}x [" in row
     assert "| spark (baseline) | fifo / spark / static |" in text
     spill = sum(t["spill_bytes"] for t in spark_run.tasks)
-    assert f"| spill bytes | {spill} | {spill} | 1.00x |" in text
+    assert f"| spill bytes | {spill} | {spill} | 1.00x |  |" in text
+
+
+def test_statistics_over_jobs_have_bootstrap_intervals(spark_run: RecordedRun, pado_run: RecordedRun) -> None:
+    comparison = compare_runs([spark_run.path, pado_run.path])
+    jcts = [j["jct_s"] for j in spark_run.jobs]
+    interval = comparison.interval("mean JCT (s, emulated)", 0)
+    assert interval is not None and interval.low is not None and interval.high is not None
+    assert min(jcts) <= interval.low <= mean_jct(spark_run) <= interval.high <= max(jcts)
+    ratio = comparison.ratio_interval("mean JCT (s, emulated)", 1)
+    assert ratio is not None and ratio.value == pytest.approx(mean_jct(pado_run) / mean_jct(spark_run))
+    assert ratio.low is not None and ratio.high is not None and ratio.low <= ratio.value <= ratio.high
+    assert comparison.interval("evictions", 0) is None  # one number per run: no interval
+    itself = compare_runs([spark_run.path, spark_run.path])
+    aa = itself.aa_interval("mean JCT (s, emulated)")
+    evens, odds = jcts[0::2], jcts[1::2]
+    assert aa is not None and aa.value == pytest.approx(statistics.mean(odds) / statistics.mean(evens))
+
+
+def test_overlay_cdfs_are_one_paper_column_wide(
+    spark_run: RecordedRun, pado_run: RecordedRun, tmp_path: Path
+) -> None:
+    paths = compare_runs([spark_run.path, pado_run.path]).plot(tmp_path / "cmp")
+    assert sorted(p.name for p in paths) == sorted(
+        f"cmp-{kind}-cdf.{ext}" for kind in ("jct", "queue") for ext in ("png", "svg")
+    )
+    assert 'width="237.6pt"' in (tmp_path / "cmp-jct-cdf.svg").read_text()  # 3.3 in
 
 
 def test_csv_table(spark_run: RecordedRun, pado_run: RecordedRun) -> None:

@@ -60,3 +60,14 @@ def test_compare_cannot_write_its_file(spark_run: RecordedRun, tmp_path: Path, c
     target = tmp_path / "missing-dir" / "cmp.csv"
     assert run_cli("compare", str(spark_run.path), "--csv", str(target)) == 2
     assert capsys.readouterr().err.startswith(f"error: {target}: cannot write")
+
+
+def test_compare_plots_the_cdfs_overlaid(
+    spark_run: RecordedRun, pado_run: RecordedRun, tmp_path: Path, capsys
+) -> None:
+    assert run_cli("compare", str(spark_run.path), str(pado_run.path), "--plot", str(tmp_path / "cmp")) == 0
+    assert f"wrote {tmp_path / 'cmp-queue-cdf.svg'}" in capsys.readouterr().out
+    assert (tmp_path / "cmp-jct-cdf.png").stat().st_size > 0
+    target = tmp_path / "missing-dir" / "cmp"
+    assert run_cli("compare", str(spark_run.path), "--plot", str(target)) == 2
+    assert capsys.readouterr().err.startswith(f"error: {target}: cannot write the plots")
