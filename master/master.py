@@ -754,6 +754,7 @@ class Master:
                 reserved_for=n.reserved_for,
                 partition=n.partition,
                 queued=tuple(n.queued),
+                rebalance=n.rebalance_at is not None,
             )
             for n in self.nodes.values()
             if n.status in ("up", "draining")

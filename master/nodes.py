@@ -32,6 +32,8 @@ class NodeRecord:
     last_seen: float = 0.0
     reserved_for: str | None = None
     evicted_at: float | None = None
+    rebalance_at: float | None = None
+    """When the chaos controller sent the node a rebalance recommendation (wall seconds)."""
     running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
     partition: Literal["general", "short"] = "general"
     queued: list[str] = field(default_factory=list)

@@ -210,6 +210,10 @@ class EvictionNotice(Event):
     seconds: float
 
 
+class RebalanceRecommendation(Event):
+    node: str
+
+
 class Storm(Event):
     storm: int
     firing: int
@@ -377,6 +381,7 @@ EVENTS: dict[str, type[Event]] = {
     "cluster_silent": ClusterSilent,
     "eviction": Eviction,
     "eviction_notice": EvictionNotice,
+    "rebalance_recommendation": RebalanceRecommendation,
     "storm": Storm,
     "task_started": TaskStarted,
     "task_finished": TaskFinished,
