@@ -48,6 +48,10 @@ class NodeRecord:
     """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
     strikes: dict[str, int] = field(default_factory=dict)
     """Running tasks that the node's last heartbeats did not list, and in how many."""
+    acked: set[str] = field(default_factory=set)
+    """Running tasks whose launch the node acknowledged (its ``running`` update)."""
+    vanish_resends: dict[str, int] = field(default_factory=dict)
+    """How many times each running task's launch was sent again because it was unaccounted for."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "status" and "status" in self.__dict__:

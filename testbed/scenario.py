@@ -37,6 +37,7 @@ from testbed.limits import (
     MIN_TIME_SCALE,
     too_large,
 )
+from testbed.plugins import add_plugin_dir
 from testbed.scenario_arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario_base import Duration, Seed, Strict
 from testbed.scenario_chaos import ChaosSpec
@@ -88,6 +89,11 @@ class ClusterSpec(Strict):
     warm_workers: bool = Field(
         default=True, description="start each agent's task forkserver at once (faster first task)"
     )
+    start_window: int | None = Field(
+        default=None,
+        ge=0,
+        description="how many nodes may be starting at once (default: 32 per CPU core; 0: all at once)",
+    )
 
     @model_validator(mode="after")
     def _some_nodes(self) -> ClusterSpec:
@@ -109,10 +115,18 @@ STRATEGIES = ("spark", "spark-checkpoint", "pado")
 AUTOSCALERS = ("static", "cloudcoaster")
 
 
+PLUGIN_NAME = r"^[A-Za-z_][\w.-]*(:[A-Za-z_][\w.]*)?$"
+"""A built-in policy, an entry-point name, or an import path ``package.module:Name`` (docs/plugins.md)."""
+
+
 class PolicySpec(Strict):
-    scheduler: Literal["fifo", "yarn", "yarn-me", "eagle"] = "fifo"
+    scheduler: str = Field(
+        default="fifo", pattern=PLUGIN_NAME, description=f"{', '.join(SCHEDULERS)} or a plugin"
+    )
     strategy: Literal["spark", "spark-checkpoint", "pado"] = "spark"
-    autoscaler: Literal["static", "cloudcoaster"] = "static"
+    autoscaler: str = Field(
+        default="static", pattern=PLUGIN_NAME, description=f"{', '.join(AUTOSCALERS)} or a plugin"
+    )
     options: dict[str, Any] = Field(
         default_factory=dict, description="policy-specific knobs, documented per policy"
     )
@@ -494,6 +508,7 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     for assignment in overrides:
         apply_override(data, assignment)
     _resolve_profiles(data, Path(path).resolve().parent)
+    add_plugin_dir(Path(path).parent)  # a policy plugin may be a module beside the scenario
     return parse_scenario(data, str(path), Path(path).parent)
 
 

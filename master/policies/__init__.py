@@ -18,7 +18,15 @@ from master.policies.task_model import Role, TaskModel, TaskProfile, load_profil
 from master.policies.yarn import ModelSource, YarnScheduler, checked_options
 from master.policies.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
 from testbed.durations import parse_duration
-from testbed.scenario import DEFAULT_TASK_MEMORY_MB, InlineProfile, Scenario, ScenarioError
+from testbed.plugins import find_plugin
+from testbed.scenario import (
+    AUTOSCALERS,
+    DEFAULT_TASK_MEMORY_MB,
+    SCHEDULERS,
+    InlineProfile,
+    Scenario,
+    ScenarioError,
+)
 
 EAGLE_OPTIONS = frozenset({"short_fraction", "probes", "queue_order", "on_demand_copies"})
 CLOUDCOASTER_OPTIONS = frozenset({"threshold", "r", "p", "provisioning_delay"})
@@ -131,9 +139,18 @@ def make_scheduler(scenario: Scenario) -> Scheduler:
         raise ScenarioError([f"policy.options.{name}: {exc}"]) from None
     if name == "fifo":
         raise ScenarioError([f"policy.options.fifo: fifo takes no options, found {sorted(options)}"])
-    raise ScenarioError(
-        [f"policy.scheduler: {name!r} is not wired into the master yet; use fifo, yarn, yarn-me or eagle"]
-    )
+    return find_plugin("scheduler", name, "policy.scheduler").build(options)
+
+
+def policy_plugins(scenario: Scenario) -> dict[str, dict[str, str]]:
+    """The scenario's plugin policies by role, with their import path and version (provenance)."""
+    named = {"scheduler": (scenario.policy.scheduler, SCHEDULERS),
+             "autoscaler": (scenario.policy.autoscaler, AUTOSCALERS)}  # fmt: skip
+    return {
+        role: find_plugin(role, name, f"policy.{role}").provenance()
+        for role, (name, builtins) in named.items()
+        if name not in builtins
+    }
 
 
 def _eagle(scenario: Scenario, options: dict[str, Any]) -> EagleScheduler:
@@ -167,6 +184,8 @@ def make_autoscaler(scenario: Scenario) -> Autoscaler:
     """
     name = scenario.policy.autoscaler
     options = options_for(scenario, name)
+    if name not in AUTOSCALERS:
+        return find_plugin("autoscaler", name, "policy.autoscaler").build(options)
     try:
         if name == "static":
             checked_options(options, frozenset(), "static")
@@ -196,8 +215,8 @@ def _cloudcoaster(scenario: Scenario, knobs: dict[str, Any], delay_s: float) -> 
 def added_transient_nodes(scenario: Scenario) -> int:
     """The most transient nodes the autoscaler may run beyond the scenario's count (its
     budget), for sizing the scale model before the run (dilation ``auto``)."""
-    if scenario.policy.autoscaler == "static":
-        return 0
+    if scenario.policy.autoscaler != "cloudcoaster":
+        return 0  # a plugin's budget is unknown before the run: size for the scenario's count
     options = options_for(scenario, scenario.policy.autoscaler)
     try:
         knobs = checked_options(options, CLOUDCOASTER_OPTIONS, "cloudcoaster")

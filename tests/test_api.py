@@ -1,0 +1,30 @@
+"""The public plugin API: complete, versioned, and the very types the master uses."""
+
+from __future__ import annotations
+
+import re
+
+import master.policies.base as base
+import testbed.api as api
+
+
+def test_api_version_is_major_minor() -> None:
+    assert re.fullmatch(r"\d+\.\d+", api.API_VERSION)
+
+
+def test_every_exported_name_exists_and_is_the_masters_own() -> None:
+    for name in api.__all__:
+        if name != "API_VERSION":
+            assert getattr(api, name) is getattr(base, name), name
+
+
+def test_optional_capabilities_are_declared_with_defaults() -> None:
+    class Minimal(api.Autoscaler):
+        def decide(self, snapshot, provisioning):
+            return []
+
+    snapshot = api.ClusterSnapshot(now=0.0, nodes=(), jobs=())
+    scaler = Minimal()
+    assert scaler.provisioning_delay_s == 0.0
+    assert (scaler.wake_at(snapshot, 0), scaler.facts(snapshot)) == (None, {})
+    assert api.Scheduler.needs_all_pending is True
