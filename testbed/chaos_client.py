@@ -52,8 +52,11 @@ class ChaosClient:
         kind: str = "transient",
         select: str = "random",
         nodes: list[str] | None = None,
+        zone: str | None = None,
     ) -> list[str]:
         body: dict[str, Any] = {"kind": kind, "select": select}
+        if zone is not None:
+            body["zone"] = zone
         if nodes:
             body["nodes"] = nodes
         elif count is not None:

@@ -113,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     evict.add_argument(
         "--select", choices=("random", "oldest", "youngest", "busiest", "most-data"), default="random"
     )
+    evict.add_argument("--zone", help="only nodes of this zone (cluster.<class>.zones)")
     evict.set_defaults(handler=cmd_chaos_evict)
     check = chaos_sub.add_parser("check", help="compare a run's lifetimes and notices with its chaos model")
     check.add_argument(
@@ -349,7 +350,9 @@ def cmd_chaos_evict(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 1:
         raise UsageError("--count: expected a whole number >= 1")
     try:
-        evicted = ChaosClient(args.run).evict(args.count, args.fraction, args.kind, args.select, args.nodes)
+        evicted = ChaosClient(args.run).evict(
+            args.count, args.fraction, args.kind, args.select, args.nodes, args.zone
+        )
     except ChaosError as exc:
         raise UsageError(f"testbed chaos evict: {exc}") from None
     print(f"evicted {len(evicted)} node(s): {', '.join(evicted) or '-'}")

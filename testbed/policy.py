@@ -44,6 +44,8 @@ class NodeView:
     queued: tuple[str, ...] = ()
     rebalance: bool = False
     """The node got a rebalance recommendation: at elevated risk of eviction (docs/chaos.md)."""
+    zone: str | None = None
+    """Its availability zone (``cluster.<class>.zones``), if the scenario gives zones."""
 
     @property
     def free_slots(self) -> int:

@@ -42,6 +42,7 @@ from testbed.scenario_arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario_base import Duration, Seed, Strict
 from testbed.scenario_chaos import ChaosSpec
 from testbed.scenario_yaml import ScenarioError, apply_override, expand_node_counts, load_raw
+from testbed.zones import check_zones, zone_of
 
 # --------------------------------------------------------------------- cluster
 
@@ -62,6 +63,18 @@ class NodeClassSpec(Strict):
         default=None, ge=1, le=MAX_BANDWIDTH, description="spill bandwidth in MB/s (default: unlimited)"
     )
     price_per_hour: float = Field(default=1.0, ge=0, description="for the cost report")
+    zones: dict[str, int | float] = Field(
+        default_factory=dict, description="availability zones: node counts or fractions per zone"
+    )
+
+    @model_validator(mode="after")
+    def _zones(self) -> NodeClassSpec:
+        check_zones(self.zones, self.count)
+        return self
+
+    def zone_of(self, ordinal: int) -> str | None:
+        """The zone of the class's node ``ordinal`` (``testbed.zones``); None without zones."""
+        return zone_of(self.zones, self.count, ordinal)
 
     @property
     def cores(self) -> float:
@@ -413,6 +426,17 @@ class Scenario(Strict):
         return value
 
     @model_validator(mode="after")
+    def _storm_zones_exist(self) -> Scenario:
+        zones = {*self.cluster.reserved.zones, *self.cluster.transient.zones}
+        for index, storm in enumerate(self.chaos.storms):
+            if storm.evict.zone is not None and storm.evict.zone not in zones:
+                known = ", ".join(sorted(zones)) or "none: give cluster.<class>.zones"
+                raise ValueError(
+                    f"chaos.storms.{index}.evict.zone: unknown zone {storm.evict.zone!r}; zones: {known}"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _some_jobs(self) -> Scenario:
         if not self.jobs and self.arrivals is None:
             raise ValueError("the scenario has no jobs: give jobs (at least one) or arrivals")
@@ -487,8 +511,6 @@ def input_files(scenario: Scenario) -> list[Path]:
         for path in resolve_inputs(job.input)
     }
     return sorted(files)
-
-
 
 
 def parse_scenario(

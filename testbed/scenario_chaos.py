@@ -17,6 +17,8 @@ class EvictSpec(Strict):
     fraction: float | None = Field(default=None, gt=0, le=1)
     kind: Literal["transient", "reserved", "any"] = "transient"
     select: Literal["random", "oldest", "youngest", "busiest", "most-data"] = "random"
+    zone: str | None = None
+    """Only nodes of this zone (``cluster.<class>.zones``); with ``fraction: 1`` a zone-wide revocation."""
 
     @model_validator(mode="after")
     def _one_amount(self) -> EvictSpec:

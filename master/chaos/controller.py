@@ -130,6 +130,7 @@ class ChaosController:
                 n.memory_mb,
                 launched=n.launched_t,
                 running=self.master.running_views(n),
+                zone=getattr(self.master.scenario.cluster, n.node_class).zone_of(n.ordinal),
             )
             for n in self.master.nodes.values()
             if n.status in ("up", "draining")

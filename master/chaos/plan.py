@@ -12,6 +12,7 @@ victims and marks what follows provisional.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,7 @@ class PlannedEviction:
     """Depends on run-time state (a busiest/most-data storm came first)."""
     rebalance_trace_s: float | None = None
     """When it got a rebalance recommendation (trace seconds), if it got one."""
+    zone: str | None = None
 
 
 def plan_evictions(
@@ -95,11 +97,15 @@ class _PlanWorld:
 
     def candidates(self) -> Sequence[EvictableNode]:
         return [
-            NodeView(n.node_id, n.node_class, 1, 1, launched=n.launched) for n in self.alive_nodes.values()
+            NodeView(n.node_id, n.node_class, 1, 1, launched=n.launched, zone=self._zone(n))
+            for n in self.alive_nodes.values()
         ]
 
     def stored_bytes(self) -> dict[str, int]:
         return {}
+
+    def _zone(self, node: _Node) -> str | None:
+        return getattr(self.scenario.cluster, node.node_class).zone_of(node.ordinal)
 
     def alive(self, node_id: str) -> bool:
         return node_id in self.alive_nodes
@@ -134,6 +140,7 @@ class _PlanWorld:
                 replacement_at_s=now + rules.delay if rules.replace else None,
                 provisional=node.provisional,
                 rebalance_trace_s=node.rebalanced_at,
+                zone=self._zone(node),
             )
         )
         if len(self.plan) > MAX_PLANNED_EVICTIONS:
@@ -196,6 +203,9 @@ def format_plan(
         "replaced at",
     )
     rows = [_row(eviction) for eviction in plan]
+    if any(e.zone is not None for e in plan):
+        columns = (*columns[:4], "zone", *columns[4:])
+        rows = [(*row[:4], e.zone or "-", *row[4:]) for row, e in zip(rows, plan, strict=True)]
     if any(e.rebalance_trace_s is not None for e in plan):
         columns = (*columns[:2], "rebalance", *columns[2:])
         rows = [(*row[:2], _rebalance(e), *row[2:]) for row, e in zip(rows, plan, strict=True)]
@@ -229,6 +239,9 @@ def _rebalance(eviction: PlannedEviction) -> str:
 def _footer(plan: list[PlannedEviction]) -> str:
     storms = sum(1 for e in plan if e.reason == "storm")
     text = f"{len(plan)} evictions: {len(plan) - storms} by lifetime, {storms} by storms"
+    zones = Counter(e.zone for e in plan if e.zone is not None)
+    if zones:
+        text += "; per zone: " + ", ".join(f"{zone} {n}" for zone, n in sorted(zones.items()))
     rebalanced = sum(1 for e in plan if e.rebalance_trace_s is not None)
     if rebalanced:
         text += f"; {rebalanced} preceded by a rebalance recommendation"
@@ -245,9 +258,10 @@ def _header(scenario: Scenario, base_dir: str | Path | None) -> list[str]:
         replace = (
             f"replaced after {format_seconds(spec.provisioning_delay)}" if spec.replace else "not replaced"
         )
-        count = getattr(scenario.cluster, node_class).count
+        nodes = getattr(scenario.cluster, node_class)
+        zones = "".join(f", {zone} {n}" for zone, n in nodes.zones.items())
         lines.append(
-            f"{node_class} ({count}): lifetime {state.model.describe()}; "
+            f"{node_class} ({nodes.count}{zones}): lifetime {state.model.describe()}; "
             f"notice {format_seconds(state.notice)}; {replace}"
         )
     lines.extend(f"storm {i}: {_describe_storm(storm)}" for i, storm in enumerate(scenario.chaos.storms))
@@ -256,8 +270,12 @@ def _header(scenario: Scenario, base_dir: str | Path | None) -> list[str]:
 
 def _describe_storm(storm: StormSpec) -> str:
     evict = storm.evict
-    amount = evict.count if evict.count is not None else f"{evict.fraction:g}"
+    amount = (
+        evict.count if evict.count is not None else "all" if evict.fraction == 1 else f"{evict.fraction:g}"
+    )
     pool = "all nodes" if evict.kind == "any" else f"the {evict.kind} nodes"
+    if evict.zone is not None:
+        pool += f" of zone {evict.zone}"
     what = f"evict {amount} of {pool}, {evict.select}"
     if storm.at is None:
         rate, start, end = storm.rate or 0.0, storm.start or 0.0, storm.to or 0.0

@@ -30,6 +30,8 @@ class EvictableNode(Protocol):
     def launched(self) -> float: ...
     @property
     def running(self) -> Sequence[object]: ...
+    @property
+    def zone(self) -> str | None: ...
 
 
 def victim_count(evict: EvictSpec, candidates: int) -> int:
@@ -55,11 +57,13 @@ def select_victims(
 ) -> list[str]:
     """The node ids a storm evicts, first choice first.
 
-    ``kind`` filters by class (``any`` takes both). ``select``: ``random``;
+    ``kind`` filters by class (``any`` takes both), ``zone`` (if given) by zone. ``select``: ``random``;
     ``oldest``/``youngest`` by launch time; ``busiest`` by running tasks;
     ``most-data`` by ``stored_bytes`` (missing nodes count as 0 bytes).
     """
-    candidates = [node for node in nodes if evict.kind in ("any", node.node_class)]
+    candidates = [
+        node for node in nodes if evict.kind in ("any", node.node_class) and evict.zone in (None, node.zone)
+    ]
     candidates.sort(key=lambda node: _natural(node.node_id))
     shuffled = [candidates[i] for i in rng.permutation(len(candidates))]
     ranked = sorted(shuffled, key=_rank_key(evict.select, stored_bytes or {}))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from testbed.lifetimes import NODE_CLASSES
 from testbed.report import plots
 from testbed.report.document import (
     Block,
@@ -38,6 +39,7 @@ from testbed.report.metrics import (
     summary_disagreements,
 )
 from testbed.report.rundir import RunData, load_run
+from testbed.zones import per_zone
 
 PARTIAL_NOTICE = (
     "Partial run: there is no summary.json (the run crashed, was interrupted or is still "
@@ -325,6 +327,12 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
     if not run.evictions:
         return [*blocks, Paragraph("No evictions.")]
     launched = {n.node_id: n.launched_s for n in run.nodes}
+    classes = {c: (getattr(run.cluster, c).zones, getattr(run.cluster, c).count) for c in NODE_CLASSES}
+    zones = per_zone(classes, [e.node_id for e in run.evictions])
+    if zones:
+        blocks.append(
+            Paragraph("Evictions per zone: " + ", ".join(f"{z} {n}" for z, n in sorted(zones.items())))
+        )
     return [
         *blocks,
         Paragraph(

@@ -155,6 +155,19 @@ def test_every_time_says_its_clock_and_a_lifetime_model_reads_as_written(spark_r
     assert len(units) > 20 and set(units) == {"(s, emulated)", "(s, trace)"}, set(units)
 
 
+def test_the_report_counts_evictions_per_zone(spark_run: RecordedRun) -> None:
+    import yaml
+
+    scenario = yaml.safe_load((spark_run.path / "scenario.yaml").read_text())
+    scenario["cluster"]["transient"]["zones"] = {"z-a": 1, "z-b": 1}
+    (spark_run.path / "scenario.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
+    text = write_report(spark_run.path)[0].read_text()
+    assert "Evictions per zone" not in text  # the fixture's node ids are not <class>-<ordinal>
+    evictions = (spark_run.path / "evictions.csv").read_text().replace(",t1,", ",transient-1,")
+    (spark_run.path / "evictions.csv").write_text(evictions)
+    assert "Evictions per zone: z-b 1" in write_report(spark_run.path)[0].read_text()
+
+
 def test_plots_are_written_and_embedded(spark_run: RecordedRun) -> None:
     markdown_path, html_path = write_report(spark_run.path)
     linked = re.findall(r"!\[[^\]]*\]\((plots/[a-z_]+\.png)\)", markdown_path.read_text())
