@@ -48,7 +48,7 @@ def tiny_disk(path: Path, size: str = "32k") -> Iterator[Path]:
     """A real filesystem of ``size`` bytes mounted at ``path`` (skips where mounting is not allowed)."""
     path.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)], capture_output=True, text=True
     )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {mounted.stderr.strip()}")
