@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -27,6 +28,8 @@ JOB_TOTALS = (
     "bytes_from_cache",
 )
 """Per-job counters that summary.json also totals over the run."""
+
+log = logging.getLogger(__name__)
 
 RESERVE_NAME = ".journal-reserve"
 RESERVE_BYTES = 128 * 1024
@@ -211,6 +214,8 @@ class Journal:
                 self._full(exc)
                 self.dropped += 1
         self._reserve.unlink(missing_ok=True)
+        if self.dropped:
+            log.error("%d journal records were lost: the disk of %s was full", self.dropped, self.run_dir)
 
 
 def _cell(value: Any) -> Any:
