@@ -47,8 +47,9 @@ MAP_SPEC = TaskSpec(
 def tiny_disk(path: Path, size: str = "32k") -> Iterator[Path]:
     """A real filesystem of ``size`` bytes mounted at ``path`` (skips where mounting is not allowed)."""
     path.mkdir(parents=True, exist_ok=True)
+    options = f"size={size},mode=0755"  # a run directory writable by others is refused
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)], capture_output=True, text=True
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True
     )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {mounted.stderr.strip()}")
