@@ -15,13 +15,31 @@ from pathlib import Path
 log = logging.getLogger("agents.cli")
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free port) to 65535."""
+    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, found {text!r}")
+    return int(text)
+
+
+def broker_url(text: str) -> str:
+    """An argparse type: ``mqtt://HOST[:PORT]``."""
+    from testbed.mqtt import BrokerAddress
+
+    try:
+        BrokerAddress.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, dest="run_id")
     parser.add_argument(
         "--node-id", help="default: the hostname (a container's, under compose or Swarm, is unique)"
     )
     parser.add_argument("--node-class", choices=("reserved", "transient"), required=True)
-    parser.add_argument("--broker", required=True, help="mqtt://HOST:PORT")
+    parser.add_argument("--broker", required=True, type=broker_url, help="mqtt://HOST:PORT")
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--slots", type=int, default=2)
     parser.add_argument("--memory-mb", type=int, default=1024)
@@ -31,7 +49,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         default="127.0.0.1",
         help="address peers and the master reach this node at; 'auto': the address that routes to the broker",
     )
-    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port", type=port_number, default=0)
     parser.add_argument("--heartbeat-interval", type=float, default=0.5)
     parser.add_argument(
         "--lazy-workers", action="store_true", help="start the task forkserver on the first task, not at once"

@@ -30,7 +30,14 @@ from testbed.bandwidth import bind_worker
 from testbed.blocks import TOKEN_HEADER, BlockWriter, delete_blocks, iter_frames, read_segment_chunks, segment
 from testbed.protocol import TaskSpec
 from testbed.workloads import COMBINERS, OPERATIONS
-from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext, peak_rss_bytes, reset_peak_rss
+from testbed.workloads.base import (
+    BlockFetcher,
+    FetchFailed,
+    InputDataError,
+    TaskContext,
+    peak_rss_bytes,
+    reset_peak_rss,
+)
 
 
 @contextlib.contextmanager
@@ -70,6 +77,8 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, feed: Any = None) -> d
         outcome = {"state": "failed", "failure": "fetch", "error": str(exc), "lost_blocks": [exc.block]}
     except MemoryError:
         outcome = {"state": "failed", "failure": "oom", "error": "MemoryError"}
+    except InputDataError as exc:  # every attempt would fail alike: not retried
+        outcome = {"state": "failed", "failure": "data", "error": f"bad input: {exc}"}
     except OSError as exc:
         failure = {errno.ENOSPC: "enospc", errno.ENOMEM: "oom"}.get(exc.errno or 0, "error")
         outcome = {"state": "failed", "failure": failure, "error": f"{exc.__class__.__name__}: {exc}"}

@@ -35,6 +35,8 @@ SUITE: list[tuple[str, list[str], list[str]]] = [
     ),
     ("yarn_me_decision.py", [], ["--scales", "100:1000:20"]),
     ("container_start.py", [], ["--starts", "5"]),
+    ("fidelity_isolation.py", [], ["--cpu-s", "0.5", "--block-mb", "4"]),
+    ("weak_scaling.py", [], ["--sizes", "1,2,4", "--repeat", "3", "--repeat-nodes", "2"]),
 ]
 
 

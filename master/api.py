@@ -18,27 +18,25 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from master.chaos.controller import NotRunning
 from master.disk_faults import output_disk_full
+from master.ports import ApiPort
 from master.providers.base import ForeignNodeError
 from testbed.blocks import TOKEN_HEADER
 from testbed.rundir import write_secret_file
-from testbed.scenario import EvictSpec
+from testbed.scenario_chaos import EvictSpec
 from testbed.tokens import token_matches
-
-if TYPE_CHECKING:
-    from master.master import Master
 
 NUMBER = re.compile(r"[0-9]{1,9}")
 """A task index or attempt in a URL: ASCII digits only (``str.isdigit`` accepts '²')."""
 
 
 class MasterApi:
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: ApiPort) -> None:
         self.master = master
         self.port = 0
 

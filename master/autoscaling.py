@@ -28,13 +28,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from master.policies.base import Autoscaler, ClusterSnapshot, Drain, Launch, Release, ScaleDecision, Undrain
 from master.policies.static import StaticAutoscaler
-
-if TYPE_CHECKING:
-    from master.master import Master
+from master.ports import ScalingPort
 
 log = logging.getLogger("autoscaling")
 MAX_ROUNDS = 64
@@ -42,11 +40,11 @@ _WAKE_SLACK_S = 0.001
 
 
 class AutoscalingShell:
-    def __init__(self, master: Master, autoscaler: Autoscaler) -> None:
+    def __init__(self, master: ScalingPort, autoscaler: Autoscaler) -> None:
         self.master = master
         self.autoscaler = autoscaler
         self.enabled = not isinstance(autoscaler, StaticAutoscaler)
-        self.delay_s = float(getattr(autoscaler, "provisioning_delay_s", 0.0))
+        self.delay_s = float(autoscaler.provisioning_delay_s)
         self.waiting = 0
         """Launches decided and not yet started (in their provisioning delay)."""
         self._joining: set[str] = set()
@@ -68,8 +66,7 @@ class AutoscalingShell:
         if not self.enabled:
             return
         self._running = True
-        chaos = self.master.chaos
-        chaos.classes["transient"] = dataclasses.replace(chaos.classes["transient"], replace=False)
+        self.master.chaos.stop_replacing("transient")
         self.master.kick()
 
     async def stop(self) -> None:
@@ -160,8 +157,7 @@ class AutoscalingShell:
         if self._wake is not None:
             self._wake.cancel()
             self._wake = None
-        wake_at = getattr(self.autoscaler, "wake_at", None)
-        at = wake_at(snapshot, self.provisioning) if wake_at is not None else None
+        at = self.autoscaler.wake_at(snapshot, self.provisioning)
         if at is not None:
             delay = max(0.0, at - snapshot.now) + _WAKE_SLACK_S
             self._wake = asyncio.get_running_loop().call_later(delay, self.master.kick)
@@ -169,12 +165,7 @@ class AutoscalingShell:
     # ------------------------------------------------------------------ journal
 
     def _journal(self, snapshot: ClusterSnapshot, decisions: list[ScaleDecision]) -> None:
-        facts: dict[str, Any] = {"provisioning": self.provisioning}
-        long_load = getattr(self.autoscaler, "long_load", None)
-        if long_load is not None:
-            load = long_load(snapshot)
-            facts |= {"long_servers": load.long_servers, "total_servers": load.total_servers}
-            facts["target"] = self.autoscaler.target(snapshot)  # type: ignore[attr-defined]
+        facts: dict[str, Any] = {"provisioning": self.provisioning, **self.autoscaler.facts(snapshot)}
         for decision in decisions:
             self.master.journal.event(
                 "autoscale",

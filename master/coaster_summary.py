@@ -20,7 +20,6 @@ Computed from the run's journal (``events.jsonl``, ``jobs.csv``, ``tasks.csv``,
 from __future__ import annotations
 
 import csv
-import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from master.policies import reserved_partitions
+from testbed.journal import JobSubmitted, events_of, read_events
 from testbed.scenario import Scenario
 
 
@@ -99,15 +99,11 @@ def _active_s(node: dict[str, str], run_end: float) -> float:
 
 
 def long_job_ids(events_path: Path) -> set[str]:
-    long_jobs: set[str] = set()
+    """Jobs submitted as long; a torn line (the crash a resumed run continues from) is skipped."""
     if not events_path.exists():
-        return long_jobs
-    with open(events_path, encoding="utf-8") as handle:
-        for line in handle:
-            event = json.loads(line)
-            if event.get("event") == "job_submitted" and event.get("long"):
-                long_jobs.add(event["job"])
-    return long_jobs
+        return set()
+    events = read_events(events_path).events
+    return {e["job"] for e in events_of(events, JobSubmitted) if e.get("long")}
 
 
 def _jcts(jobs: list[dict[str, str]], chosen: Any) -> list[float]:

@@ -26,10 +26,10 @@ import asyncio
 import logging
 import shutil
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from master.master import Master, NodeRecord
+from master.nodes import NodeRecord
+from master.ports import DiskFaultsPort
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class FullDisk:
 
 
 class DiskFullNodes:
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: DiskFaultsPort) -> None:
         self.master = master
         self.full: dict[str, FullDisk] = {}
         self.gave_up = False
@@ -103,7 +103,7 @@ class DiskFullNodes:
         return bool(alive) and all(n.node_id in self.full and self.full[n.node_id].retired for n in alive)
 
 
-def output_disk_full(master: Master, job_id: str, error: OSError) -> None:
+def output_disk_full(master: DiskFaultsPort, job_id: str, error: OSError) -> None:
     """An upload of the job's output hit ENOSPC at the master: the job fails now, saying so."""
     job = master.jobs.get(job_id)
     if job is None or job.status not in ("waiting", "running"):
@@ -120,7 +120,7 @@ def output_disk_full(master: Master, job_id: str, error: OSError) -> None:
     master.kick()
 
 
-def journal_disk_full(master: Master, error: OSError) -> None:
+def journal_disk_full(master: DiskFaultsPort, error: OSError) -> None:
     """The journal's disk is full: fail the unfinished jobs and so end the run (after the
     handler that was writing, which may be half-way through a change of state)."""
     reason = (

@@ -13,12 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from master.core.lifecycle import JOB, TASK, JobStatus, TaskStatus
 from testbed.protocol import BlockRef, TaskMetrics
 from testbed.workloads.plan import Dependency, JobPlan
 
 TaskKey = tuple[int, int]
-Status = Literal["pending", "running", "pushing", "done"]
-"""``pushing``: computed, its output being pushed to reserved executors (Pado), not yet committed."""
 MAX_FAILURES = 6
 
 
@@ -26,7 +25,7 @@ MAX_FAILURES = 6
 class TaskRecord:
     stage: int
     index: int
-    status: Status = "pending"
+    status: TaskStatus = "pending"
     attempt: int = -1
     node: str | None = None
     location: str | None = None
@@ -56,6 +55,8 @@ class TaskRecord:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _TRACKED:
+            if name == "status" and "status" in self.__dict__:
+                TASK.check(self.__dict__["status"], value)
             progress = self.__dict__.get("progress")
             if progress is not None:
                 progress.changing(self, name, value)
@@ -109,7 +110,7 @@ class JobProgress:
             self.final_done -= 1
         self._enter(record, value)
 
-    def _enter(self, record: TaskRecord, status: Status) -> None:
+    def _enter(self, record: TaskRecord, status: TaskStatus) -> None:
         self.counts[status] += 1
         if status == "pending":
             self.pending[record.stage].add(record.index)
@@ -154,7 +155,7 @@ class JobRuntime:
     params: dict[str, Any] = field(default_factory=dict)
     started: float | None = None
     finished: float | None = None
-    status: Literal["waiting", "running", "succeeded", "failed"] = "waiting"
+    status: JobStatus = "waiting"
     error: str | None = None
     bytes_recomputed: int = 0
     """Output bytes of tasks computed again after a first success (lineage recomputation)."""
@@ -169,6 +170,11 @@ class JobRuntime:
     stage_first_start: dict[int, float] = field(default_factory=dict)
     stage_last_end: dict[int, float] = field(default_factory=dict)
     progress: JobProgress = field(init=False, repr=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "status" and "status" in self.__dict__:
+            JOB.check(self.__dict__["status"], value)
+        object.__setattr__(self, name, value)
 
     def __post_init__(self) -> None:
         self.progress = JobProgress(self.plan)
@@ -254,7 +260,7 @@ class JobRuntime:
 
     def launched(self, key: TaskKey, node: str, memory_mb: int, now: float, elastic: bool = False) -> int:
         record = self.tasks[key]
-        record.status = "running"
+        record.status = TASK.next(record.status, "launch")
         record.attempt += 1
         record.launches += 1
         if record.retrying_error and record.launches > 1:
@@ -267,7 +273,7 @@ class JobRuntime:
         self.stage_first_start.setdefault(key[0], now)
         if self.started is None:
             self.started = now
-            self.status = "running"
+            self.status = JOB.next(self.status, "start")
         return record.attempt
 
     def succeeded(
@@ -295,10 +301,10 @@ class JobRuntime:
         record.block = block
         record.partition_bytes = partition_bytes
         if pushing:
-            record.status = "pushing"
+            record.status = TASK.next(record.status, "succeed_pushing")
             record.available = False
         else:
-            self._done(record)
+            self._done(record, "succeed")
         return True
 
     def committed(self, key: TaskKey, attempt: int, holders: tuple[str, ...]) -> bool:
@@ -307,14 +313,14 @@ class JobRuntime:
         if record.status != "pushing" or record.attempt != attempt:
             return False
         record.replicas = holders
-        self._done(record)
+        self._done(record, "commit")
         return True
 
-    def _done(self, record: TaskRecord) -> None:
+    def _done(self, record: TaskRecord, event: Literal["succeed", "commit"]) -> None:
         if record.completions:
             self.bytes_recomputed += sum(record.partition_bytes)
         record.completions += 1
-        record.status = "done"
+        record.status = TASK.next(record.status, event)
         record.available = True
 
     def add_replica(self, key: TaskKey, block: str, url: str) -> bool:
@@ -331,7 +337,7 @@ class JobRuntime:
         record = self.tasks[key]
         if record.status != "pushing" or record.attempt != attempt:
             return False
-        record.status = "pending"
+        record.status = TASK.next(record.status, "abandon_push")
         record.node = None
         return True
 
@@ -339,26 +345,36 @@ class JobRuntime:
         """A committed output must be produced and pushed again (its receiver was lost)."""
         record = self.tasks[key]
         if record.status == "done":
-            record.status = "pending"
+            record.status = TASK.next(record.status, "reopen")
             record.available = False
             record.node = None
 
-    def failed(self, key: TaskKey, attempt: int, counts_as_failure: bool, error: str | None = None) -> bool:
+    def failed(
+        self,
+        key: TaskKey,
+        attempt: int,
+        counts_as_failure: bool,
+        error: str | None = None,
+        fatal: bool = False,
+    ) -> bool:
         """Back to pending; False when stale. Too many real failures fail the job, whose error
-        ends with the last line of the task's (``error``, e.g. the exception of a bad input)."""
+        ends with the last line of the task's (``error``, e.g. the exception of a bad input);
+        a ``fatal`` failure (malformed input data, which every attempt would meet) fails it at once."""
         record = self.tasks[key]
         if record.status != "running" or record.attempt != attempt:
             return False
-        record.status = "pending"
+        record.status = TASK.next(record.status, "fail")
         record.node = None
         record.retrying_error = counts_as_failure
         if counts_as_failure:
             record.failures += 1
-            if record.failures >= MAX_FAILURES:
-                self.status = "failed"
+            if record.failures >= MAX_FAILURES or fatal:
+                if self.status not in JOB.terminal:  # a finished job keeps its verdict
+                    self.status = JOB.next(self.status, "fail")
                 last = (error or "").strip().splitlines()[-1:]
                 reason = f": {last[0]}" if last else ""
-                self.error = f"task {self.task_id(key)} failed {record.failures} times{reason}"
+                times = "" if fatal else f" {record.failures} times"
+                self.error = f"task {self.task_id(key)} failed{times}{reason}"
         self.require_inputs(key)
         return True
 
@@ -375,7 +391,7 @@ class JobRuntime:
         interrupted = []
         for key, record in self.tasks.items():
             if record.status in ("running", "pushing") and record.node == node:
-                record.status = "pending"
+                record.status = TASK.next(record.status, "node_lost")
                 record.node = None
                 interrupted.append(key)
             elif record.status == "done" and not self.is_final(record):
@@ -396,7 +412,7 @@ class JobRuntime:
         for parent in self.parents(key):
             record = self.tasks[parent]
             if record.status == "done" and not record.available:
-                record.status = "pending"
+                record.status = TASK.next(record.status, "input_lost")
                 self.require_inputs(parent)
 
     def is_final(self, record: TaskRecord) -> bool:

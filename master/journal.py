@@ -3,6 +3,8 @@
 ``events.jsonl`` gets one JSON object per event and each table (tasks, jobs,
 nodes, evictions) one CSV row per finished thing, each line flushed at once.
 ``summary.json`` is written at the end (and rewritten by a resumed run).
+What an event and a row hold is the schema in ``testbed.journal``: every event
+is checked against it, and rows that repeat an event's facts are made from it.
 """
 
 from __future__ import annotations
@@ -19,15 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-JOB_TOTALS = (
-    "bytes_recomputed",
-    "bytes_checkpointed",
-    "bytes_pushed",
-    "cache_hits",
-    "cache_misses",
-    "bytes_from_cache",
-)
-"""Per-job counters that summary.json also totals over the run."""
+from testbed.journal import ROWS_FROM_EVENTS, TABLES, check_event
 
 log = logging.getLogger(__name__)
 
@@ -35,78 +29,6 @@ RESERVE_NAME = ".journal-reserve"
 RESERVE_BYTES = 128 * 1024
 """Disk space the journal holds back from the start, given back when its disk is full so
 that the run can still record how it ends (its jobs' rows, summary.json)."""
-
-TABLES: dict[str, tuple[str, ...]] = {
-    "tasks": (
-        "task_id",
-        "job_id",
-        "stage",
-        "index",
-        "attempt",
-        "node_id",
-        "node_class",
-        "memory_mb",
-        "elastic",
-        "ideal_memory_mb",
-        "predicted_s",
-        "start_s",
-        "end_s",
-        "status",
-        "failure",
-        "bytes_in",
-        "bytes_out",
-        "spill_bytes",
-        "spills",
-        "merge_passes",
-        "peak_buffered_bytes",
-        "peak_rss_bytes",
-        "cache_hits",
-        "cache_misses",
-        "cache_bytes_read",
-        "compute_s",
-        "cpu_s",
-    ),
-    "jobs": (
-        "job_id",
-        "name",
-        "workload",
-        "submit_s",
-        "start_s",
-        "finish_s",
-        "jct_s",
-        "queue_s",
-        "status",
-        "tasks",
-        "relaunched_tasks",
-        "relaunched_ratio",
-        "error_relaunches",
-        *JOB_TOTALS,
-        "map_phase_s",
-        "reduce_phase_s",
-    ),
-    "nodes": ("node_id", "node_class", "launched_s", "ended_s", "end_reason", "price_per_hour"),
-    "decisions": (
-        "t_s",
-        "job_id",
-        "task_id",
-        "decision",
-        "node_id",
-        "memory_mb",
-        "ideal_memory_mb",
-        "allocation_ratio",
-        "predicted_duration_s",
-        "detail",
-    ),
-    "evictions": (
-        "t_s",
-        "node_id",
-        "node_class",
-        "reason",
-        "lifetime_s",
-        "tasks_running",
-        "bytes_lost",
-    ),
-}
 
 
 def new_run_dir(base: Path, name: str) -> Path:
@@ -150,9 +72,15 @@ class Journal:
         return self.clock() - self.t0
 
     def event(self, name: str, /, **fields: Any) -> None:
+        """Append one event; ``JournalSchemaError`` if it is not as ``testbed.journal`` declares."""
+        check_event(name, fields)
         record = {"t": round(self.now(), 4), "event": name, **fields}
         line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
         self._written(self._events, lambda: self._events.write(line))
+        derived = ROWS_FROM_EVENTS.get(name)
+        if derived is not None:
+            table, make_row = derived
+            self.row(table, **make_row(record))
         for listener in self.listeners:
             listener(record)
 

@@ -13,15 +13,15 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
+from master.core.lifecycle import NODE
 from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
@@ -34,6 +34,7 @@ from master.liveness import (
     patience_s,
     reconcile,
 )
+from master.nodes import NodeRecord
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
     Assign,
@@ -79,48 +80,10 @@ from testbed.scenario import Scenario
 from testbed.workloads import plan_job
 
 log = logging.getLogger("master")
-NodeStatus = Literal["launching", "up", "draining", "lost", "gone"]
 REPLACED_LOSSES = ("heartbeat_timeout", "crashed")
 """Losses the chaos controller did not cause (it replaces its own evictions itself)."""
 BACKLOG_TURNS = 256
 """At most this many event-loop turns go to received messages before a scheduling round."""
-
-
-@dataclass
-class NodeRecord:
-    node_id: str
-    node_class: str
-    ordinal: int
-    launched_t: float
-    slots: int
-    memory_mb: int
-    price_per_hour: float
-    status: NodeStatus = "launching"
-    url: str = ""
-    incarnation: str = ""
-    session: int = 0
-    """The agent's MQTT session we last heard from: Wills of older sessions are stale."""
-    last_seen: float = 0.0
-    reserved_for: str | None = None
-    evicted_at: float | None = None
-    running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
-    partition: Literal["general", "short"] = "general"
-    queued: list[str] = field(default_factory=list)
-    """The node-side queue (Eagle): pending task ids in enqueue order."""
-    launches: dict[str, LaunchTask] = field(default_factory=dict)
-    """The launch command of each running task, re-sent after a broker outage."""
-    cached_inputs: tuple[tuple[str, int], ...] = ()
-    """The agent's task input cache as it last reported it (key, bytes), least recent first."""
-    views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
-    """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
-    sent_at: dict[str, float] = field(default_factory=dict)
-    """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
-    strikes: dict[str, int] = field(default_factory=dict)
-    """Running tasks that the node's last heartbeats did not list, and in how many."""
-
-    @property
-    def alive(self) -> bool:
-        return self.status in ("launching", "up", "draining")
 
 
 class Master:
@@ -149,7 +112,7 @@ class Master:
         self.run_dir = run_dir
         self.provider = provider
         self.broker = broker
-        self.scheduler: Scheduler = make_scheduler(scenario, self.workload_of)
+        self.scheduler: Scheduler = make_scheduler(scenario)
         self.stage_memory = stage_memory(scenario)
         self.keys = RunKeys(token)
         self.signer = CommandSigner(self)
@@ -328,7 +291,7 @@ class Master:
         now = self.journal.now()
         for node in self.nodes.values():
             if node.alive:
-                node.status = "gone"
+                node.status = NODE.next(node.status, "run_ended")
                 self._node_row(node, now, "run_end")
         await self.provider.close()
 
@@ -421,7 +384,8 @@ class Master:
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
-            node.status, node.incarnation, node.session = "up", state.incarnation, state.session
+            node.status = NODE.next(node.status, "joined")
+            node.incarnation, node.session = state.incarnation, state.session
             node.url = f"http://{state.host}:{state.port}"
             node.last_seen = self.journal.now()
             self.journal.event(
@@ -433,7 +397,7 @@ class Master:
         elif state.incarnation != node.incarnation or not node.alive:
             return
         elif state.state == "draining" and node.status == "up":
-            node.status = "draining"
+            node.status = NODE.next(node.status, "drain")
         elif state.state == "lost":
             self._on_will(node, state.session)
         elif state.state == "gone":
@@ -479,13 +443,13 @@ class Master:
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""
         if node.status == "up":
-            node.status = "draining"
+            node.status = NODE.next(node.status, "drain")
             self.journal.event("node_draining", node=node.node_id, reason=reason)
 
     def undrain(self, node: NodeRecord, reason: str) -> None:
         """Take a draining node back into service (an autoscaler needs it again)."""
         if node.status == "draining":
-            node.status = "up"
+            node.status = NODE.next(node.status, "undrain")
             self.journal.event("node_undrained", node=node.node_id, reason=reason)
 
     def release_node(self, node: NodeRecord, reason: str) -> None:
@@ -564,10 +528,8 @@ class Master:
             "tasks_running": tasks_running,
             "bytes_lost": bytes_lost,
         }
+        # evictions.csv gets its row from this event (testbed.journal.ROWS_FROM_EVENTS)
         self.journal.event("eviction", node=node.node_id, **{"class": node.node_class}, **facts)
-        self.journal.row(
-            "evictions", t_s=self.journal.now(), node_id=node.node_id, node_class=node.node_class, **facts
-        )
         if node.status == "launching":  # it never connected: no Last Will or heartbeat will tell
             self.node_lost(node, "evicted_while_launching")
 
@@ -576,7 +538,7 @@ class Master:
         if not node.alive:
             return
         self._forget_queue(node)
-        node.status = "lost" if reason != "released" else "gone"
+        node.status = NODE.next(node.status, "released" if reason == "released" else "lost")
         now = self.journal.now()
         detect_s = now - node.evicted_at if node.evicted_at is not None else None
         self.journal.event(
@@ -631,7 +593,8 @@ class Master:
             if update.lost_blocks:
                 job.lose_blocks(set(update.lost_blocks))
             real_failure = update.failure not in ("fetch", "cancelled")
-            job.failed(key, update.attempt, counts_as_failure=real_failure, error=update.error)
+            fatal = update.failure == "data"
+            job.failed(key, update.attempt, counts_as_failure=real_failure, error=update.error, fatal=fatal)
             if update.failure in ("enospc", "oom"):
                 self._resource_fault(node, job, key, update.failure)
         self._task_row(
@@ -650,10 +613,6 @@ class Master:
         return (job, key) if job and key else None
 
     # ------------------------------------------------------------------ scheduling
-
-    def workload_of(self, job_id: str) -> str | None:
-        job = self.jobs.get(job_id)
-        return job.workload if job else None
 
     def kick(self) -> None:
         self._kick.set()
@@ -718,6 +677,7 @@ class Master:
                         allowed_classes=classes[key[0]],
                         long=job.long,
                         excluded_nodes=excluded,
+                        workload=job.workload,
                     )
                 )
             jobs.append(
@@ -752,7 +712,7 @@ class Master:
     def _pending_window(self) -> PendingWindow | None:
         """Which ready tasks a snapshot needs: all of them for schedulers that look ahead
         (YARN-ME's timeline), a window per node class for those that place the head (FIFO)."""
-        if getattr(self.scheduler, "needs_all_pending", True):
+        if self.scheduler.needs_all_pending:
             return None
         return PendingWindow(
             FreeNode(
@@ -952,9 +912,7 @@ class Master:
             task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now))
             for task_id, (job, key) in node.running.items()
         }
-        verdict = reconcile(
-            expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_interval_s
-        )
+        verdict = reconcile(expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_interval_s)
         node.strikes = verdict.strikes
         for task_id, attempt in verdict.stray:
             self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
@@ -1110,6 +1068,7 @@ class Master:
             bytes_from_cache=job.bytes_from_cache,
             map_phase_s=map_phase_s,
             reduce_phase_s=reduce_phase_s,
+            error=job.error,
         )
         for node in self.nodes.values():
             if node.reserved_for == job.job_id:
@@ -1143,7 +1102,9 @@ class Master:
         self._never_ran.add(job_id)
         self.journal.event("job_finished", job=job_id, status="failed", jct_s=None, error=error)
         name = spec.name or f"{spec.workload}-{ordinal}"
-        self.journal.row("jobs", job_id=job_id, name=name, workload=spec.workload, status="failed")
+        self.journal.row(
+            "jobs", job_id=job_id, name=name, workload=spec.workload, status="failed", error=error
+        )
 
     def _task_row(
         self,

@@ -248,14 +248,25 @@ def slot_quotas(scenario: Scenario) -> dict[str, float]:
     }
 
 
+UNENFORCED = "the nodes were started by another deployment (attach): their shares were not enforced"
+
+
 def write_assessment(
-    run_dir: Path, scenario: Scenario, obs: Observations, throttling: dict[str, CpuStats]
+    run_dir: Path,
+    scenario: Scenario,
+    obs: Observations,
+    throttling: dict[str, CpuStats],
+    enforced: bool = True,
 ) -> dict[str, Any]:
-    """Assess the run and keep the verdict beside its journal (``fidelity.json``)."""
+    """Assess the run and keep the verdict beside its journal (``fidelity.json``);
+    ``enforced``: whether the run could give a faithful scenario's nodes their shares."""
     table, tasks = run_dir / "tasks.csv", []
     if table.exists():
         with table.open(newline="", encoding="utf-8") as handle:
             tasks = task_times(list(csv.DictReader(handle)))
     block = assess(obs, tasks, slot_quotas(scenario), throttling, host_cores())
+    if scenario.fidelity.faithful and not enforced:
+        block["problems"].append(UNENFORCED)
+        block["distorted"] = True
     (run_dir / FIDELITY_FILE).write_text(json.dumps(block, indent=2) + "\n", encoding="utf-8")
     return block

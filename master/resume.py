@@ -21,15 +21,15 @@ continues the same scenario in the same directory:
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from master.journal import Journal
 from master.master import Master
+from testbed.journal import TaskStarted, read_events
 
 NODE_ID = re.compile(r"(reserved|transient)-(\d+)")
 
@@ -54,7 +54,7 @@ class Recovered:
     """Task -> highest attempt number launched."""
     launches: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    in_flight: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    in_flight: dict[tuple[str, int], TaskStarted] = field(default_factory=dict)
     """(task, attempt) -> its task_started event, for attempts that never finished."""
     nodes_up: dict[str, float] = field(default_factory=dict)
     """Nodes alive when the master died -> when they joined."""
@@ -71,19 +71,6 @@ def check_resumable(run_dir: Path) -> None:
         raise ResumeError(f"{run_dir}: the run finished (it has a summary.json): nothing to resume")
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """Every whole event; the master may have died in the middle of writing the last line."""
-    events = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(event, dict) and "event" in event:
-            events.append(event)
-    return events
-
-
 def recover(run_dir: Path) -> Recovered:
     """Read the journal back.
 
@@ -92,7 +79,7 @@ def recover(run_dir: Path) -> Recovered:
     on a clock that does not count (nodes that join then count from the
     segment's start, as the master itself counts them).
     """
-    events = read_events(run_dir / "events.jsonl")
+    events = read_events(run_dir / "events.jsonl").events
     found = Recovered()
     setting_up, joining = True, []
     for event in events:
@@ -131,7 +118,7 @@ def _apply(found: Recovered, event: dict[str, Any]) -> None:
         task, attempt = event["task"], int(event["attempt"])
         found.attempts[task] = max(found.attempts.get(task, -1), attempt)
         found.launches[task] += 1
-        found.in_flight[(task, attempt)] = event
+        found.in_flight[(task, attempt)] = cast(TaskStarted, event)
         found.job_started.setdefault(event["job"], float(event["t"]))
     elif name == "task_finished":
         found.in_flight.pop((event["task"], int(event["attempt"])), None)

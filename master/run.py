@@ -22,7 +22,6 @@ from typing import Any
 from master.backends import broker_credentials, open_backend, run_id_for, run_token
 from master.broker_keeper import BrokerKeeper
 from master.coaster_summary import job_class_summary, percentile
-from master.journal import JOB_TOTALS
 from master.master import Master
 from master.monitor import FIDELITY_FILE, Sampler, write_assessment
 from master.policies import make_autoscaler
@@ -32,6 +31,7 @@ from master.rundir import check_inputs, owning, record_inputs, tidy
 from master.scale_model import NodeShares, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.fidelity import emulated, is_duration_key
+from testbed.journal import JOB_TOTALS
 from testbed.mqtt import BrokerAddress
 from testbed.progress import show_progress
 from testbed.rundir import secure_run_dir
@@ -146,7 +146,7 @@ async def _run_owned(
                 await broker.close()
     observations.launch_ack_s = list(master.launch_acks.values())
     throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
-    write_assessment(run_dir, scenario, observations, throttling)
+    write_assessment(run_dir, scenario, observations, throttling, enforced=not backend_.attach)
     summary = summarize(run_dir, scenario)
     try:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -229,6 +229,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "jobs": len(jobs),
         "succeeded": sum(1 for j in jobs if j["status"] == "succeeded"),
         "failed": sum(1 for j in jobs if j["status"] != "succeeded"),
+        "errors": {j["job_id"]: j["error"] for j in jobs if j.get("error")},
         "mean_jct_s": _round(statistics.fmean(jcts)) if jcts else None,
         "p50_jct_s": _round(percentile(jcts, 50)),
         "p95_jct_s": _round(percentile(jcts, 95)),

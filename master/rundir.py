@@ -41,8 +41,6 @@ STAGED_OUTPUTS = (".part-*.tmp", ".part-*.partial")
 """Uploads of final outputs not (or not yet) committed (see ``master.api``)."""
 
 
-
-
 _held: dict[Path, list[int]] = {}
 """Directories this process owns -> [lock file descriptor, nesting depth]."""
 

@@ -8,17 +8,13 @@ task's output (``testbed.capabilities``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from master.ports import SignerPort
 from testbed.capabilities import block_cap
 from testbed.protocol import BlockRef, FlushAggregate, LaunchTask, Message, PushTarget, TaskInputs, TaskSpec
 
-if TYPE_CHECKING:
-    from master.master import Master
-
 
 class CommandSigner:
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: SignerPort) -> None:
         self.master = master
 
     def sign(self, message: Message) -> Message:

@@ -38,6 +38,8 @@ from statistics import fmean
 
 import numpy as np
 
+from testbed.limits import read_data_file
+
 
 @dataclass(frozen=True, slots=True)
 class ArrivingJob:
@@ -68,11 +70,7 @@ _SEPARATORS = re.compile(r"[\s,]+")
 def load_trace(path: str | Path, cutoff_s: float) -> list[ArrivingJob]:
     """The jobs of a trace file (see the module doc for the format)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the trace: {exc.strerror}") from None
-    return parse_trace(text, cutoff_s, source=str(path))
+    return parse_trace(read_data_file(path, "trace"), cutoff_s, source=str(path))
 
 
 def parse_trace(text: str, cutoff_s: float, source: str = "trace") -> list[ArrivingJob]:

@@ -14,8 +14,9 @@ import os
 import sys
 from pathlib import Path
 
-from agents.cli import add_agent_arguments, run_agent
+from agents.cli import add_agent_arguments, port_number, run_agent
 from testbed.durations import parse_duration
+from testbed.limits import MAX_DURATION_S, within_max_duration
 from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
 from testbed.workloads.cli import add_workload_commands
@@ -29,8 +30,7 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own errors: status 2, one line
-        self.print_usage(sys.stderr)
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
     broker.add_argument("--host", default="127.0.0.1")
-    broker.add_argument("--port", type=int, default=1883)
+    broker.add_argument("--port", type=port_number, default=1883)
     broker.set_defaults(handler=cmd_broker)
     return parser
 
@@ -156,13 +156,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from master.policies import make_scheduler
+    from master.scale_model import resolve
 
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
     make_scheduler(scenario)  # the policy and its options, as `testbed run` will build them
     jobs = sum(job.repeat for job in scenario.jobs)
+    fidelity = scenario.fidelity
     print(
         f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, "
-        f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes)"
+        f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes; "
+        f"{fidelity.mode}, dilation {fidelity.factor:g} on this host)"
     )
     return EXIT_OK
 
@@ -187,6 +190,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     make_autoscaler(scenario)
     if args.backend == "local":
         local_isolation(scenario)  # a faithful run without cgroups is refused now, in one line
+    eviction_plan(scenario, args.scenario)  # a chaos section too busy to run is refused now
+    check_broker(scenario, args.backend)
     with contextlib.ExitStack() as owned:
         try:
             run_dir = args.out if args.out is not None else new_run_dir(Path("runs"), scenario.name)
@@ -235,19 +240,41 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
+def check_broker(scenario: Scenario, backend: str) -> None:
+    """An external broker (``mqtt://...`` or ``TESTBED_BROKER``) must answer before nodes start."""
+    from testbed.mqtt import BrokerAddress
+
+    url = os.environ.get("TESTBED_BROKER") or None
+    if backend == "attach" and url is None:
+        raise UsageError("testbed run --backend attach: set TESTBED_BROKER=mqtt://HOST:PORT (agents' broker)")
+    url = url or scenario.broker
+    if not url.startswith("mqtt://"):
+        return  # a broker the run starts itself
+    try:  # a Swarm stack starts its services in any order: attach gives the broker a minute
+        BrokerAddress.parse(url).check_reachable(60.0 if backend == "attach" else 5.0)
+    except ValueError as exc:
+        raise UsageError(f"TESTBED_BROKER: {exc}") from None
+    except ConnectionError as exc:
+        raise UsageError(f"testbed run: {exc}") from None
+
+
 def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) -> str:
+    """The plan up to ``horizon`` trace seconds (default: the timeout, at most ``MAX_DURATION_S``)."""
     from master.chaos.plan import format_plan, plan_evictions
     from master.scale_model import resolve
 
     scenario = resolve(scenario)  # wall times under this host's dilation
-    horizon = horizon if horizon is not None else scenario.timeout * scenario.time_scale
-    return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)
+    horizon = horizon if horizon is not None else min(scenario.timeout * scenario.time_scale, MAX_DURATION_S)
+    try:
+        return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)
+    except ValueError as exc:
+        raise UsageError(f"{path}: chaos: {exc}") from None
 
 
 def cmd_chaos_plan(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
     try:
-        horizon = parse_duration(args.horizon) if args.horizon else None
+        horizon = within_max_duration(parse_duration(args.horizon)) if args.horizon else None
     except ValueError as exc:
         raise UsageError(f"--horizon: {exc}") from None
     print(eviction_plan(scenario, args.scenario, horizon))
@@ -291,7 +318,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     failed = [r for r in results if r.status != "ok"]
     if failed:
         names = ", ".join(f"{r.name} ({r.status})" for r in failed)
-        print(f"{len(failed)} of {len(results)} runs failed: {names}; see logs/<run>.log", file=sys.stderr)
+        logs = out / "logs"
+        print(f"{len(failed)} of {len(results)} runs failed: {names}; see {logs}/<run>.log", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 

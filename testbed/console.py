@@ -43,6 +43,8 @@ def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | N
             row["relaunched_tasks"],
         )
     console.print(table)
+    for job_id, error in sorted(summary.get("errors", {}).items()):
+        console.print(f"{job_id} failed: {error}", markup=False, highlight=False)
     console.print(
         f"{summary['succeeded']}/{summary['jobs']} jobs succeeded; mean JCT {_num(summary['mean_jct_s'])} s, "
         f"p95 {_num(summary['p95_jct_s'])} s, makespan {_num(summary['makespan_s'])} s; "
@@ -50,7 +52,7 @@ def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | N
         + (
             f"times in emulated seconds: wall / dilation {dilation:g} (wall times in summary.json)\n"
             if dilation != 1.0
-            else ""
+            else "times in emulated seconds since the run started (= wall seconds: no dilation)\n"
         )
         + f"run directory: {run_dir}"
     )

@@ -25,6 +25,8 @@ import itertools
 import logging
 import os
 import random
+import socket
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -54,12 +56,16 @@ class BrokerAddress:
         """``mqtt://[user:pass@]host[:port]``; credentials default to the TESTBED_MQTT_* values
         of ``secrets`` (default: the environment)."""
         parts = urllib.parse.urlsplit(url)
-        if parts.scheme != "mqtt" or not parts.hostname:
-            raise ValueError(f"expected mqtt://HOST:PORT, found {url!r}")
+        try:
+            port = parts.port
+        except ValueError:
+            port = 0
+        if parts.scheme != "mqtt" or not parts.hostname or port == 0:
+            raise ValueError(f"expected mqtt://HOST:PORT with a port from 1 to 65535, found {url!r}")
         found = os.environ if secrets is None else secrets
         return cls(
             parts.hostname,
-            parts.port or 1883,
+            port or 1883,
             parts.username or found.get("TESTBED_MQTT_USERNAME"),
             parts.password or found.get("TESTBED_MQTT_PASSWORD"),
         )
@@ -67,6 +73,22 @@ class BrokerAddress:
     @property
     def url(self) -> str:
         return f"mqtt://{self.host}:{self.port}"
+
+    def check_reachable(self, wait_s: float = 5.0) -> None:
+        """Return once a TCP connection to the broker opens; ``ConnectionError`` after ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                with socket.create_connection((self.host, self.port), timeout=max(0.1, wait_s / 5)):
+                    return
+            except OSError as exc:
+                if time.monotonic() >= deadline:
+                    reason = exc.strerror or exc.__class__.__name__
+                    raise ConnectionError(
+                        f"cannot reach the broker at {self.url} within {wait_s:g}s ({reason}); "
+                        "start it, or check the broker setting (or TESTBED_BROKER)"
+                    ) from None
+                time.sleep(0.2)
 
 
 class MqttLink:

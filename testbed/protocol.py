@@ -242,7 +242,7 @@ class TaskUpdate(Message):
     metrics: TaskMetrics = TaskMetrics()
     partition_bytes: tuple[Annotated[int, Field(ge=0)], ...] = ()
     result: dict[str, Any] = Field(default_factory=dict)
-    failure: Literal["error", "fetch", "enospc", "oom", "killed", "cancelled"] | None = None
+    failure: Literal["error", "data", "fetch", "enospc", "oom", "killed", "cancelled"] | None = None
     error: str | None = Field(default=None, max_length=4000)
     lost_blocks: tuple[str, ...] = Field(default=(), description="inputs a fetch could not get")
     cached_inputs: CachedInputs = Field(default=None, max_length=10_000)

@@ -13,33 +13,34 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
-from testbed.durations import parse_duration, parse_rate
+from testbed.curves import PenaltyCurve, SpillCurve
 from testbed.fidelity import FidelitySpec
 from testbed.inputs import absolute_input, resolve_inputs
-
-Duration = Annotated[float, BeforeValidator(parse_duration)]
-MAX_SEED = 2**32 - 1
-Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
-"""Seeds of numpy's generators are non-negative; the bound keeps every derived seed encodable."""
-Rate = Annotated[float, BeforeValidator(parse_rate)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+from testbed.limits import (
+    MAX_BANDWIDTH,
+    MAX_JOBS,
+    MAX_NODE_MEMORY_MB,
+    MAX_NODES_PER_CLASS,
+    MAX_TASKS,
+    MAX_TASKS_PER_JOB,
+    MAX_TIME_SCALE,
+    MAX_TIMEOUT_S,
+    MIN_TIME_SCALE,
+    too_large,
+)
+from testbed.scenario_arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
+from testbed.scenario_base import Duration, Seed, Strict
+from testbed.scenario_chaos import ChaosSpec
+from testbed.scenario_yaml import ScenarioError, apply_override, expand_node_counts, load_raw
 
 # --------------------------------------------------------------------- cluster
 
@@ -47,15 +48,17 @@ class Strict(BaseModel):
 class NodeClassSpec(Strict):
     """One class of nodes (reserved or transient)."""
 
-    count: int = Field(ge=0, le=500)
+    count: int = Field(ge=0, le=MAX_NODES_PER_CLASS)
     slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
-    memory_mb: int = Field(default=1024, ge=16, description="memory for tasks")
+    memory_mb: int = Field(default=1024, ge=16, le=MAX_NODE_MEMORY_MB, description="memory for tasks")
     cpus: float | None = Field(
         default=None, gt=0, le=1024, description="cores of one node (default: slots); its CPU share"
     )
-    network_mbps: float = Field(default=1000, gt=0, description="NIC bandwidth in Mbit/s, each direction")
+    network_mbps: float = Field(
+        default=1000, ge=1, le=MAX_BANDWIDTH, description="NIC bandwidth in Mbit/s, each direction"
+    )
     disk_mb_s: float | None = Field(
-        default=None, gt=0, description="spill bandwidth in MB/s (default: unlimited)"
+        default=None, ge=1, le=MAX_BANDWIDTH, description="spill bandwidth in MB/s (default: unlimited)"
     )
     price_per_hour: float = Field(default=1.0, ge=0, description="for the cost report")
 
@@ -90,6 +93,12 @@ class ClusterSpec(Strict):
     def _some_nodes(self) -> ClusterSpec:
         if self.reserved.count + self.transient.count == 0:
             raise ValueError("the cluster has no nodes: give reserved or transient a count >= 1")
+        if self.heartbeat_timeout < 2 * self.heartbeat_interval:
+            raise ValueError(
+                f"heartbeat_timeout ({self.heartbeat_timeout:g}s) must be at least twice heartbeat_interval "
+                f"({self.heartbeat_interval:g}s), or the master declares healthy nodes lost; raise "
+                f"heartbeat_timeout to {2 * self.heartbeat_interval:g}s or more"
+            )
         return self
 
 
@@ -137,6 +146,8 @@ class JobBase(Strict):
         if value is None:
             return value
         paths = resolve_inputs(value)
+        if not paths and Path(value).expanduser().exists():
+            raise ValueError(f"{value!r} is not a regular file or a directory (a pipe or a device?)")
         if not paths:
             raise ValueError(f"no input file matches {value!r}: give an existing file, directory or glob")
         for path in paths:
@@ -157,7 +168,7 @@ SORT_RECORD_BYTES = 100
 class WordcountJob(JobBase):
     workload: Literal["wordcount"]
     size_mb: float = Field(default=16, gt=0, le=100_000)
-    vocabulary: int = Field(default=50_000, ge=1)
+    vocabulary: int = Field(default=50_000, ge=1, le=100_000_000)
 
 
 class SortJob(JobBase):
@@ -167,23 +178,36 @@ class SortJob(JobBase):
     @field_validator("input")
     @classmethod
     def _whole_records(cls, value: str | None) -> str | None:
-        for path in resolve_inputs(value) if value else []:
+        paths = resolve_inputs(value) if value else []
+        for path in paths:
             size = path.stat().st_size
             if size % SORT_RECORD_BYTES:
                 raise ValueError(
                     f"expected files of whole {SORT_RECORD_BYTES}-byte records; "
                     f"found {size} bytes in {str(path)!r}"
                 )
+        if paths and not any(path.stat().st_size for path in paths):
+            raise ValueError(f"the input is empty: give at least one {SORT_RECORD_BYTES}-byte record")
         return value
 
 
 class PagerankJob(JobBase):
     workload: Literal["pagerank"]
-    nodes: int = Field(default=10_000, ge=2)
-    edges: int = Field(default=100_000, ge=1)
+    nodes: int = Field(default=10_000, ge=2, le=1_000_000_000)
+    edges: int = Field(default=100_000, ge=1, le=1_000_000_000)
     iterations: int = Field(default=10, ge=1, le=1000)
     damping: float = Field(default=0.85, gt=0, lt=1)
     tolerance: float | None = Field(default=None, gt=0)
+
+    @field_validator("input")
+    @classmethod
+    def _edge_lists(cls, value: str | None) -> str | None:
+        """The first MiBs of the edge lists, read now: a malformed line is named with its file and line."""
+        from testbed.workloads.pagerank import check_edge_files  # late: the workload imports this module
+
+        if value:
+            check_edge_files(resolve_inputs(value))
+        return value
 
 
 class SleepJob(JobBase):
@@ -196,10 +220,13 @@ class SleepJob(JobBase):
     """
 
     workload: Literal["sleep"]
-    tasks: int = Field(default=4, ge=1)
+    tasks: int = Field(default=4, ge=1, le=MAX_TASKS_PER_JOB)
     duration: Duration = Field(default=1.0, ge=0)
-    durations: list[Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]] | None = Field(
-        default=None, min_length=1, description="per-task durations (trace time)"
+    durations: list[Duration] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_TASKS_PER_JOB,
+        description="per-task durations (trace time)",
     )
     estimate: Duration | None = Field(default=None, ge=0, description="estimated task duration")
     cpu_bound: bool = False
@@ -236,7 +263,7 @@ class NoopJob(JobBase):
     a job that measures the control plane (dispatch throughput and latency) alone."""
 
     workload: Literal["noop"]
-    tasks: int = Field(default=100, ge=1, le=1_000_000)
+    tasks: int = Field(default=100, ge=1, le=MAX_TASKS_PER_JOB)
 
 
 JobSpec = Annotated[
@@ -245,131 +272,11 @@ JobSpec = Annotated[
 WORKLOADS = ("wordcount", "sort", "pagerank", "sleep", "noop")
 
 
-# --------------------------------------------------------------------- arrivals
-
-DEFAULT_CUTOFF_S = 10.0
-
-
-class ArrivalsSpec(Strict):
-    """Jobs arriving from a trace file or the seeded bursty generator (``testbed.arrivals``).
-
-    Every arriving job becomes a ``sleep`` job whose tasks run for the trace's
-    durations (divided by ``time_scale``), in addition to the ``jobs`` list.
-    """
-
-    trace: str | None = Field(default=None, description="an Eagle/Hawk simulator trace file")
-    synthetic: dict[str, Any] | None = Field(default=None, description="seed and BurstyMix knobs")
-    cutoff: Duration = Field(default=DEFAULT_CUTOFF_S, gt=0, description="long/short cutoff (trace time)")
-    cpu_bound: bool = False
-    memory_mb: int = Field(default=64, ge=1, description="ideal memory of one task")
-
-    @model_validator(mode="after")
-    def _one_source(self) -> ArrivalsSpec:
-        if (self.trace is None) == (self.synthetic is None):
-            raise ValueError("give exactly one of trace (a file) or synthetic (generator knobs)")
-        if self.synthetic is not None:
-            self.mix()
-        else:
-            self.jobs(seed=0)  # a bad trace is a scenario error, with its line number
-        return self
-
-    def mix(self) -> BurstyMix:
-        """The generator's knobs: ``synthetic`` minus ``seed``, with ``cutoff_s`` from ``cutoff``."""
-        knobs = {k: v for k, v in (self.synthetic or {}).items() if k != "seed"}
-        if "cutoff_s" in knobs:
-            raise ValueError("synthetic.cutoff_s: set arrivals.cutoff instead (one cutoff for all jobs)")
-        known = [f for f in BurstyMix.__dataclass_fields__ if f != "cutoff_s"]
-        unknown = sorted(set(knobs) - set(known))
-        if unknown:
-            raise ValueError(f"synthetic: unknown knobs {unknown}; known: seed, {', '.join(known)}")
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in knobs.values()):
-            raise ValueError("synthetic: every knob is a number (seconds, or per second for rates)")
-        return BurstyMix(**knobs, cutoff_s=self.cutoff)
-
-    def jobs(self, seed: int) -> list[ArrivingJob]:
-        """The arriving jobs; ``seed`` is the generator's unless ``synthetic.seed`` is given."""
-        if self.trace is not None:
-            return load_trace(self.trace, self.cutoff)
-        return bursty_jobs(int((self.synthetic or {}).get("seed", seed)), self.mix())
-
-
-# --------------------------------------------------------------------- chaos
-
-
-class EvictSpec(Strict):
-    count: int | None = Field(default=None, ge=1)
-    fraction: float | None = Field(default=None, gt=0, le=1)
-    kind: Literal["transient", "reserved", "any"] = "transient"
-    select: Literal["random", "oldest", "youngest", "busiest", "most-data"] = "random"
-
-    @model_validator(mode="after")
-    def _one_amount(self) -> EvictSpec:
-        if (self.count is None) == (self.fraction is None):
-            raise ValueError("give exactly one of count or fraction")
-        return self
-
-
-class StormSpec(Strict):
-    """A scripted storm: once ``at``, repeated ``every`` ``times``, or Poisson ``rate`` in a window."""
-
-    at: Duration | None = None
-    every: Duration | None = Field(default=None, gt=0)
-    times: int = Field(default=1, ge=1)
-    start: Duration | None = Field(default=None, alias="from")
-    to: Duration | None = None
-    rate: Rate | None = Field(default=None, gt=0)
-    evict: EvictSpec = EvictSpec(count=1)
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    @model_validator(mode="after")
-    def _one_shape(self) -> StormSpec:
-        window = self.start is not None or self.to is not None or self.rate is not None
-        if window and (self.start is None or self.to is None or self.rate is None):
-            raise ValueError("a storm window needs from, to and rate together")
-        if window and self.at is not None:
-            raise ValueError("give either at (a scheduled storm) or from/to/rate (a window)")
-        if not window and self.at is None:
-            raise ValueError("a storm needs at: TIME, or from/to/rate")
-        if window and self.to <= self.start:  # type: ignore[operator]
-            raise ValueError("to must come after from")
-        if self.every is not None and self.at is None:
-            raise ValueError("every repeats a scheduled storm: give at (the first time) with it")
-        if self.times > 1 and self.every is None:
-            raise ValueError("times > 1 needs every (the gap between repeats)")
-        return self
-
-
-LifetimeModel = str | dict[str, Any]
-
-
-class ClassChaosSpec(Strict):
-    lifetime: LifetimeModel = "none"
-    notice: Duration = 0.0
-    replace: bool = True
-    provisioning_delay: Duration = 0.0
-
-    @field_validator("lifetime", mode="before")
-    @classmethod
-    def _known_model(cls, value: Any, info: ValidationInfo) -> Any:
-        """Parse the model now so a typo is a scenario error. A relative ``empirical`` path
-        is relative to the validation context's ``base_dir`` (the scenario file's folder),
-        else the working directory; with a ``base_dir`` it is kept made absolute, so the
-        run's controller, its ``scenario.yaml`` and ``--resume`` read the same file."""
-        from master.chaos.lifetimes import parse_lifetime  # late: master.chaos imports this module
-
-        base_dir = (info.context or {}).get("base_dir")
-        parse_lifetime(value, base_dir)
-        if base_dir is None or not isinstance(value, dict) or not isinstance(value.get("empirical"), str):
-            return value
-        path = Path(value["empirical"]).expanduser()
-        return {"empirical": str(path if path.is_absolute() else Path(base_dir).resolve() / path)}
-
-
-class ChaosSpec(Strict):
-    transient: ClassChaosSpec = ClassChaosSpec()
-    reserved: ClassChaosSpec = ClassChaosSpec()
-    storms: list[StormSpec] = Field(default_factory=list)
+def _tasks_of(job: JobBase) -> int:
+    """A job's tasks as far as the scenario says (maps, when not given, count as one)."""
+    if isinstance(job, SleepJob | NoopJob):
+        return job.tasks
+    return (job.maps or 1) + job.reduces
 
 
 # --------------------------------------------------------------------- task models
@@ -401,16 +308,12 @@ class InlineProfile(Strict):
     @field_validator("points")
     @classmethod
     def _penalty_curve(cls, points: CurvePoints) -> CurvePoints:
-        from master.policies.task_model import PenaltyCurve  # not at the top: master.policies imports us
-
         PenaltyCurve(tuple(points))
         return points
 
     @field_validator("spill_mb")
     @classmethod
     def _spill_curve(cls, points: CurvePoints | None) -> CurvePoints | None:
-        from master.policies.task_model import SpillCurve  # not at the top: master.policies imports us
-
         if points is not None:
             SpillCurve(tuple(points))
         return points
@@ -443,14 +346,16 @@ ProfileEntry = Annotated[
 class Scenario(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)
     seed: Seed = 1
-    time_scale: float = Field(default=1.0, gt=0)
+    time_scale: float = Field(default=1.0, ge=MIN_TIME_SCALE, le=MAX_TIME_SCALE)
     broker: str = "embedded"
     cluster: ClusterSpec = ClusterSpec()
     policy: PolicySpec = PolicySpec()
     jobs: list[JobSpec] = Field(default_factory=list)
     arrivals: ArrivalsSpec | None = None
     chaos: ChaosSpec = ChaosSpec()
-    timeout: Duration = Field(default=600.0, gt=0, description="wall-clock limit of the run")
+    timeout: Duration = Field(
+        default=600.0, gt=0, le=MAX_TIMEOUT_S, description="wall-clock limit of the run (at most a week)"
+    )
     fidelity: FidelitySpec = FidelitySpec()
     profiles: list[ProfileEntry] = Field(
         default_factory=list,
@@ -486,15 +391,24 @@ class Scenario(Strict):
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
-        managed = ("embedded", "mosquitto", "amqtt")
-        if value not in managed and not re.match(r"^mqtt://[^:/\s]+(:\d+)?/?$", value):
-            raise ValueError("expected 'embedded', 'mosquitto', 'amqtt' or mqtt://HOST:PORT")
+        if value in ("embedded", "mosquitto", "amqtt"):
+            return value
+        match = re.match(r"^mqtt://[^:/\s]+(:\d{1,5})?/?$", value)
+        if not match or not 1 <= int((match.group(1) or ":1883")[1:]) <= 65535:
+            raise ValueError("expected 'embedded', 'mosquitto', 'amqtt' or mqtt://HOST:PORT (port 1-65535)")
         return value
 
     @model_validator(mode="after")
     def _some_jobs(self) -> Scenario:
         if not self.jobs and self.arrivals is None:
             raise ValueError("the scenario has no jobs: give jobs (at least one) or arrivals")
+        arriving = self.arriving_jobs()
+        jobs = sum(job.repeat for job in self.jobs) + len(arriving)
+        if jobs > MAX_JOBS:
+            raise ValueError(too_large("the jobs submitted (repeats and arrivals included)", jobs, MAX_JOBS))
+        tasks = sum(job.repeat * _tasks_of(job) for job in self.jobs) + sum(job.tasks for job in arriving)
+        if tasks > MAX_TASKS:
+            raise ValueError(too_large("the tasks of all jobs", tasks, MAX_TASKS))
         return self
 
     def trace(self, seconds: float) -> float:
@@ -550,14 +464,6 @@ class Scenario(Strict):
 # --------------------------------------------------------------------- loading
 
 
-class ScenarioError(Exception):
-    """A scenario could not be used; ``problems`` holds one line per problem."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = problems
-
-
 def input_files(scenario: Scenario) -> list[Path]:
     """Every file the scenario's jobs read (``input``), each once."""
     files = {
@@ -569,76 +475,6 @@ def input_files(scenario: Scenario) -> list[Path]:
     return sorted(files)
 
 
-def apply_override(data: dict[str, Any], assignment: str) -> None:
-    """Apply ``key.path=value`` (value parsed as YAML) to a raw scenario mapping."""
-    key, sep, raw = assignment.partition("=")
-    if not sep or not key.strip():
-        raise ScenarioError([f"--set {assignment!r}: expected KEY.PATH=VALUE, e.g. seed=3"])
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ScenarioError([f"--set {assignment!r}: the value is not valid YAML: {problem}"]) from None
-    node: Any = data
-    parts = key.strip().split(".")
-    for depth, part in enumerate(parts[:-1]):
-        child = _child(node, part)
-        if child is None:
-            child = {}
-            _set(node, part, child, assignment)
-        if not isinstance(child, dict | list):
-            where = ".".join(parts[: depth + 1])
-            raise ScenarioError([f"--set {assignment!r}: {where} is not a mapping or a list"])
-        node = child
-    _set(node, parts[-1], value, assignment)
-
-
-def _expand_node_counts(data: dict[str, Any]) -> None:
-    """``transient: 3`` becomes ``transient: {count: 3}`` so ``--set cluster.transient.slots=4`` works."""
-    cluster = data.get("cluster")
-    if isinstance(cluster, dict):
-        for node_class in ("reserved", "transient"):
-            value = cluster.get(node_class)
-            if isinstance(value, int) and not isinstance(value, bool):
-                cluster[node_class] = {"count": value}
-
-
-def _child(node: Any, part: str) -> Any:
-    if isinstance(node, list):
-        return node[int(part)] if part.isdigit() and int(part) < len(node) else None
-    return node.get(part)
-
-
-def _set(node: Any, part: str, value: Any, assignment: str) -> None:
-    if isinstance(node, list):
-        if not part.isdigit() or int(part) >= len(node):
-            raise ScenarioError([f"--set {assignment!r}: no list item {part}"])
-        node[int(part)] = value
-    else:
-        node[part] = value
-
-
-def load_raw(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError([f"{path}: cannot read the file: {exc.strerror}"]) from None
-    except UnicodeDecodeError as exc:
-        byte = exc.object[exc.start]
-        found = f"byte 0x{byte:02x} at offset {exc.start}"
-        raise ScenarioError([f"{path}: cannot read the file: not UTF-8 text ({found})"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ScenarioError([f"{path}:{where}: not valid YAML: {problem}"]) from None
-    if not isinstance(data, dict):
-        found = type(data).__name__ if data is not None else "an empty file"
-        raise ScenarioError([f"{path}: expected a mapping of scenario fields, found {found}"])
-    return data
 
 
 def parse_scenario(
@@ -654,7 +490,7 @@ def parse_scenario(
 def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
     data = load_raw(path)
     if overrides:
-        _expand_node_counts(data)
+        expand_node_counts(data)
     for assignment in overrides:
         apply_override(data, assignment)
     _resolve_profiles(data, Path(path).resolve().parent)

@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestServer
 from agents.shuffle import make_app
 from testbed.bandwidth import NodeLimits, SharedBucket, bind_worker
 from testbed.blocks import BlockWriter
+from testbed.capabilities import block_cap
 from testbed.protocol import BlockRef
 from testbed.workloads.base import BlockFetcher
 
@@ -69,8 +70,9 @@ async def test_a_fetch_from_a_node_limited_to_8_mbps_moves_about_1_mb_a_second(t
     await server.start_server()
     try:
         bind_worker(client_dir)  # the fetching node has no limit of its own
-        fetcher = BlockFetcher(client_dir / "blocks", "", "t")
-        ref = BlockRef(block="j.s0.t0.a0", partition=0, locations=(str(server.make_url("")).rstrip("/"),))
+        fetcher = BlockFetcher(client_dir / "blocks", "")
+        url, cap = str(server.make_url("")).rstrip("/"), block_cap("t", "GET", "j.s0.t0.a0")
+        ref = BlockRef(block="j.s0.t0.a0", partition=0, locations=(url,), caps=(cap,))
         started = time.monotonic()
         received = await asyncio.to_thread(lambda: sum(len(f) for f in fetcher.frames(ref)))
         elapsed = time.monotonic() - started

@@ -60,7 +60,7 @@ def test_synthetic_arrivals_are_the_bursty_generator_seeded_by_the_scenario() ->
     [
         ({}, "give exactly one of trace (a file) or synthetic"),
         ({"trace": "x.tr", "synthetic": {}}, "give exactly one of trace (a file) or synthetic"),
-        ({"trace": "/nonexistent.tr"}, "cannot read the trace"),
+        ({"trace": "/nonexistent.tr"}, "trace /nonexistent.tr: cannot read the file"),
         ({"synthetic": {"horizon": 60}}, "unknown knobs ['horizon']"),
         ({"synthetic": {"cutoff_s": 5}}, "set arrivals.cutoff instead"),
         ({"synthetic": {"horizon_s": "1m"}}, "every knob is a number"),
@@ -87,7 +87,7 @@ def test_a_bad_trace_line_is_named(tmp_path: Path) -> None:
 
 def test_sleep_job_durations_give_each_task_its_own_wall_duration() -> None:
     job = SleepJob(workload="sleep", durations=["1s", 3])
-    stage = plan(job, seed=0, time_scale=2).stages[0]
+    stage = plan(job, seed=0, wall_per_trace=0.5).stages[0]  # time_scale 2, no dilation
     assert stage.tasks == 2 and job.estimate_s == 2.0
     assert [stage.params(i)["duration_s"] for i in range(2)] == [0.5, 1.5]
     uniform = plan(SleepJob(workload="sleep", tasks=3, duration=4), seed=0).stages[0]

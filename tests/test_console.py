@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from master.journal import TABLES
 from testbed.console import print_jct_table
+from testbed.journal import TABLES
 
 SUMMARY = {
     "name": "quickstart",
@@ -57,3 +57,4 @@ def test_every_cell_is_printed_whole_in_80_columns(tmp_path: Path) -> None:
     for cell in ("relaunched", "wordcount", "succeeded", "pagerank", "1234.50", "1999.50", "120"):
         assert cell in text, text
     assert "…" not in text, text
+    assert "times in emulated seconds since the run started (= wall seconds: no dilation)" in text

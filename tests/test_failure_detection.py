@@ -19,7 +19,8 @@ from aiohttp import web
 
 from agents.shuffle import make_app
 from master.liveness import patience_s
-from master.master import Master, NodeRecord
+from master.master import Master
+from master.nodes import NodeRecord
 from master.providers.local import LocalProvider
 from testbed.mqtt import BrokerAddress
 from tests.conftest import make_scenario

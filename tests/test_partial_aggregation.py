@@ -12,7 +12,7 @@ import msgpack
 from agents.worker import combine
 from master.dag import pagerank_dag, sort_dag, wordcount_dag
 from master.policies.pado import CommitLedger, Push, compile_pado
-from master.strategies import aggregates_into, push_block_id
+from master.strategies.pado_state import aggregates_into, push_block_id
 from testbed.blocks import iter_frames, read_segment_chunks, segment
 from testbed.scenario import parse_scenario
 from testbed.workloads import plan_job

@@ -11,7 +11,7 @@ import pytest
 from master.jobs import JobRuntime
 from master.policies.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
 from master.policies.pado import compile_pado
-from master.strategies import logical_dag, physical_operators, shuffle_consumers, stage_classes
+from master.strategies.spark import logical_dag, physical_operators, shuffle_consumers, stage_classes
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
 

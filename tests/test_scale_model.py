@@ -95,3 +95,11 @@ def test_a_dilated_task_model_predicts_a_slower_task_that_spills_the_same() -> N
     model = TaskModel(ideal_memory_mb=100, ideal_duration_s=2.0, disk_rate_mb_s=50.0)
     slow = model.dilated(4)
     assert (slow.ideal_duration_s, slow.disk_rate_mb_s, slow.ideal_memory_mb) == (8.0, 12.5, 100)
+
+
+def test_yarn_me_disk_budget_is_dilated_with_the_nodes_disks() -> None:
+    from master.policies import dilated_disk_budget
+
+    s = scenario({"mode": "faithful", "dilation": 4})
+    assert dilated_disk_budget({"elastic_disk_mb_s": 100}, s) == {"elastic_disk_mb_s": 25}
+    assert dilated_disk_budget({}, scenario()) == {}

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from testbed.scenario import EvictSpec
+from testbed.scenario_chaos import EvictSpec
 
 
 class EvictableNode(Protocol):

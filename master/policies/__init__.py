@@ -16,7 +16,7 @@ from master.policies.fifo import FifoScheduler
 from master.policies.static import StaticAutoscaler
 from master.policies.task_model import Role, TaskModel, TaskProfile, load_profile
 from master.policies.yarn import ModelSource, YarnScheduler, checked_options
-from master.policies.yarn_me import YarnMeScheduler
+from master.policies.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
 from testbed.durations import parse_duration
 from testbed.scenario import DEFAULT_TASK_MEMORY_MB, InlineProfile, Scenario, ScenarioError
 
@@ -80,7 +80,7 @@ def stage_memory(scenario: Scenario) -> Callable[[Any, int], int]:
     return ideal
 
 
-def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None]) -> ModelSource | None:
+def profile_models(scenario: Scenario) -> ModelSource | None:
     """Task models from the scenario's profiles, keyed by (workload, role).
 
     A profile's curves are in fractions of ideal memory, so they transfer to
@@ -94,7 +94,7 @@ def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None])
     dilation = scenario.fidelity.factor
 
     def model_of(task: PendingTask) -> TaskModel | None:
-        profile = profiles.get((workload_of(task.job_id) or "", role_of(task.stage)))
+        profile = profiles.get((task.workload, role_of(task.stage)))
         if profile is None:
             return None
         model = profile.model.resized(task.ideal_memory_mb)
@@ -103,22 +103,28 @@ def profile_models(scenario: Scenario, workload_of: Callable[[str], str | None])
     return model_of
 
 
-def make_scheduler(
-    scenario: Scenario, workload_of: Callable[[str], str | None] = lambda _: None
-) -> Scheduler:
-    """The scenario's scheduler; a ScenarioError (exit 2) when it cannot be built.
+def dilated_disk_budget(options: dict[str, Any], scenario: Scenario) -> dict[str, Any]:
+    """YARN-ME's per-node disk budget under time dilation: divided by it, as the nodes' disks
+    and the task models' disk rates are."""
+    dilation = scenario.fidelity.factor
+    budget = options.get("elastic_disk_mb_s", DEFAULT_ELASTIC_DISK_MB_S)
+    if dilation == 1.0 or isinstance(budget, bool) or not isinstance(budget, int | float):
+        return options
+    return {**options, "elastic_disk_mb_s": budget / dilation}
 
-    ``workload_of`` maps a job id to its workload, for profile-based task models.
-    """
+
+def make_scheduler(scenario: Scenario) -> Scheduler:
+    """The scenario's scheduler; a ScenarioError (exit 2) when it cannot be built."""
     name = scenario.policy.scheduler
     options = options_for(scenario, name)
     try:
         if name == "fifo" and not options:
             return FifoScheduler()
         if name == "yarn":
-            return YarnScheduler.from_options(options, profile_models(scenario, workload_of))
+            return YarnScheduler.from_options(options, profile_models(scenario))
         if name == "yarn-me":
-            return YarnMeScheduler.from_options(options, profile_models(scenario, workload_of))
+            budget = dilated_disk_budget(options, scenario)
+            return YarnMeScheduler.from_options(budget, profile_models(scenario))
         if name == "eagle":
             return _eagle(scenario, options)
     except ValueError as exc:

@@ -65,6 +65,8 @@ class PendingTask:
     excluded_nodes: frozenset[str] = frozenset()
     """Nodes where this task hit a resource fault (full disk, out of memory): place it elsewhere.
     The master drops an assignment to one of them."""
+    workload: str = ""
+    """The job's workload (``sort``, ...): the key of its profiled task models."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +150,17 @@ Decision = Assign | Reserve | LogDecision | Enqueue | Dequeue
 
 
 class Scheduler(Protocol):
-    """Which pending task runs on which node, with how much memory."""
+    """Which pending task runs on which node, with how much memory.
+
+    Optional capabilities are members with a default, inherited by a scheduler
+    that subclasses this Protocol (the shell never probes for them):
+
+    - ``needs_all_pending``: the scheduler looks at every ready task (YARN-ME's
+      timeline). False when it places the head of each queue only (FIFO): its
+      snapshot then holds a window of the ready tasks (``master.policies.window``).
+    """
+
+    needs_all_pending: bool = True
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]: ...
 
@@ -192,6 +204,23 @@ ScaleDecision = Launch | Release | Drain | Undrain
 
 
 class Autoscaler(Protocol):
-    """Cluster size over time."""
+    """Cluster size over time.
+
+    Optional capabilities are members with a default, inherited by an autoscaler
+    that subclasses this Protocol (the shell never probes for them):
+
+    - ``provisioning_delay_s``: how long a ``Launch`` takes before the node starts.
+    - ``wake_at``: when time alone may change the decision (a removal waiting
+      for a node's minimum age), so the shell asks again then; None: never.
+    - ``facts``: numbers journaled with each decision (``autoscale`` events).
+    """
+
+    provisioning_delay_s: float = 0.0
 
     def decide(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]: ...
+
+    def wake_at(self, snapshot: ClusterSnapshot, provisioning: int) -> float | None:
+        return None
+
+    def facts(self, snapshot: ClusterSnapshot) -> dict[str, int]:
+        return {}

@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass
 
 from master.policies.base import (
+    Autoscaler,
     ClusterSnapshot,
     Drain,
     Launch,
@@ -106,7 +107,7 @@ def _is_idle(node: NodeView) -> bool:
     return not node.running and not node.queued
 
 
-class CloudCoasterAutoscaler:
+class CloudCoasterAutoscaler(Autoscaler):
     """Resizes the short-only partition with transient servers (see the module doc).
 
     ``threshold``: ``L_r^T`` in (0, 1]; the paper uses 0.95.
@@ -179,6 +180,15 @@ class CloudCoasterAutoscaler:
         static = sum(n.node_class != "transient" for n in self._counted(snapshot))
         needed = math.ceil(load.long_servers / self.threshold - static - _EPSILON)
         return min(self.budget, max(0, needed))
+
+    def facts(self, snapshot: ClusterSnapshot) -> dict[str, int]:
+        """Journaled with each decision: the long load's two counts and the target ``n*``."""
+        load = self.long_load(snapshot)
+        return {
+            "long_servers": load.long_servers,
+            "total_servers": load.total_servers,
+            "target": self.target(snapshot),
+        }
 
     def decide(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]:
         """Scale decisions for this snapshot; ``provisioning``: transient launches in flight."""

@@ -39,6 +39,7 @@ from master.policies.base import (
     Enqueue,
     NodeView,
     PendingTask,
+    Scheduler,
 )
 
 Partition = Literal["general", "short"]
@@ -241,7 +242,7 @@ def _probe_rank(seed: int, task_id: str, node_id: str) -> int:
     return int.from_bytes(digest, "big")
 
 
-class EagleScheduler:
+class EagleScheduler(Scheduler):
     """Eagle's hybrid placement over a partitioned cluster, with node-side queues.
 
     ``probes``: nodes sampled per short task (Eagle and Sparrow use 2).

@@ -6,10 +6,10 @@ its preferred nodes (data locality), then the least loaded node.
 
 from __future__ import annotations
 
-from master.policies.base import Assign, ClusterSnapshot, Decision, NodeView, PendingTask
+from master.policies.base import Assign, ClusterSnapshot, Decision, NodeView, PendingTask, Scheduler
 
 
-class FifoScheduler:
+class FifoScheduler(Scheduler):
     needs_all_pending = False
     """It places tasks in order until the cluster is full: the head of the queue is enough."""
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from master.policies.base import ClusterSnapshot, ScaleDecision
+from master.policies.base import Autoscaler, ClusterSnapshot, ScaleDecision
 
 
-class StaticAutoscaler:
+class StaticAutoscaler(Autoscaler):
     def decide(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]:
         return []

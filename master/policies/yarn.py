@@ -32,6 +32,7 @@ from master.policies.base import (
     NodeView,
     PendingTask,
     Reserve,
+    Scheduler,
 )
 from master.policies.task_model import TaskModel
 
@@ -311,7 +312,7 @@ class Round:
         return job.demand(position).memory_mb <= node.view.memory_mb
 
 
-class YarnScheduler:
+class YarnScheduler(Scheduler):
     """``scheduler: yarn``. ``models`` (optional) override tasks' ideal memory and duration."""
 
     OPTIONS = frozenset({"ordering"})

@@ -36,7 +36,7 @@ from itertools import chain, islice, repeat
 from operator import attrgetter
 from typing import Any
 
-from master.policies.base import ClusterSnapshot, Decision, NodeView
+from master.policies.base import ClusterSnapshot, Decision, NodeView, Scheduler
 from master.policies.task_model import TaskModel
 from master.policies.yarn import (
     Demand,
@@ -444,7 +444,7 @@ class _Option:
     disk_mb_s: float = 0.0
 
 
-class YarnMeScheduler:
+class YarnMeScheduler(Scheduler):
     """``scheduler: yarn-me``.
 
     ``models`` give each job stage's ideal memory, ideal duration, penalty

@@ -8,7 +8,7 @@ None when the run has no data for its plot.
 from __future__ import annotations
 
 import io
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -89,6 +89,13 @@ def nodes_timeline(alive: dict[str, StepSeries], evictions: list[Eviction]) -> P
     )
     for t in sorted({t for t, _ in marks}):
         axes.axvline(t, color=EVICTION_RED, alpha=0.25, linewidth=1)
+    at_once = Counter((e.node_class, e.t_s) for e in evictions)
+    for (_, t), count in at_once.items():
+        if count > 1:  # the crosses of many nodes touch: say how many
+            top = max(y for mark_t, y in marks if mark_t == t)
+            axes.annotate(
+                f"{count} at once", (t, top), xytext=(6, 4), textcoords="offset points", color=EVICTION_RED
+            )
     handles, _ = axes.get_legend_handles_labels()
     if evictions:
         handles.append(eviction_handle(f"eviction ({len(evictions)})"))

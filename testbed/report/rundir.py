@@ -28,6 +28,17 @@ import yaml
 from pydantic import ValidationError
 
 from testbed.fidelity import emulated
+from testbed.journal import Eviction as EvictionEvent
+from testbed.journal import (
+    JobFinished,
+    JobSubmitted,
+    NodeLost,
+    NodeUp,
+    TaskFinished,
+    TaskStarted,
+    events_of,
+    read_events,
+)
 from testbed.report.errors import UsageError
 from testbed.scenario import ClusterSpec, NodeClassSpec, PolicySpec
 
@@ -310,24 +321,10 @@ def _read_events(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
     if not path.is_file():
         warnings.append("events.jsonl is missing")
         return []
-    events: list[dict[str, Any]] = []
-    malformed = 0
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                malformed += 1
-                continue
-            if isinstance(event, dict) and _is_number(event.get("t")) and "event" in event:
-                events.append(event)
-            else:
-                malformed += 1
-    if malformed:
-        warnings.append(f"events.jsonl: {malformed} malformed line(s) skipped")
-    return events
+    read = read_events(path)
+    if read.malformed:
+        warnings.append(f"events.jsonl: {read.malformed} malformed line(s) skipped")
+    return read.events
 
 
 def _read_summary(path: Path, warnings: list[str]) -> dict[str, Any] | None:
@@ -418,9 +415,9 @@ _TASK_NUMBERS = (
 
 def _tasks_from_events(events: list[dict[str, Any]]) -> list[TaskAttempt]:
     """Pair ``task_started`` with ``task_finished`` by (task, attempt)."""
-    finished = {(e.get("task"), e.get("attempt")): e for e in events if e.get("event") == "task_finished"}
+    finished = {(e.get("task"), e.get("attempt")): e for e in events_of(events, TaskFinished)}
     attempts = []
-    for start in (e for e in events if e.get("event") == "task_started"):
+    for start in events_of(events, TaskStarted):
         end = finished.get((start.get("task"), start.get("attempt")), {})
         attempts.append(
             TaskAttempt(
@@ -475,7 +472,7 @@ def _job_from_row(row: dict[str, Any], mine: list[TaskAttempt]) -> Job:
 
 def _jobs_from_events(events: list[dict[str, Any]], tasks: list[TaskAttempt]) -> list[Job]:
     """One job per ``job_submitted``; without a ``job_finished`` it is unfinished."""
-    finished = {e.get("job"): e for e in events if e.get("event") == "job_finished"}
+    finished = {e.get("job"): e for e in events_of(events, JobFinished)}
     by_job = attempts_by_job(tasks)
     return [
         _job_from_events(
@@ -483,8 +480,7 @@ def _jobs_from_events(events: list[dict[str, Any]], tasks: list[TaskAttempt]) ->
             finished.get(submitted.get("job")),
             by_job.get(_text(submitted.get("job")), []),
         )
-        for submitted in events
-        if submitted.get("event") == "job_submitted"
+        for submitted in events_of(events, JobSubmitted)
     ]
 
 
@@ -544,11 +540,10 @@ def _node_from_row(row: dict[str, Any]) -> Node:
 
 def _nodes_from_events(events: list[dict[str, Any]]) -> list[Node]:
     lost: dict[Any, dict[str, Any]] = {}
-    for event in events:
-        if event.get("event") == "node_lost":
-            lost.setdefault(event.get("node"), event)
+    for event in events_of(events, NodeLost):
+        lost.setdefault(event.get("node"), event)
     nodes = []
-    for up in (e for e in events if e.get("event") == "node_up"):
+    for up in events_of(events, NodeUp):
         end = lost.get(up.get("node"), {})
         nodes.append(
             Node(
@@ -586,8 +581,7 @@ def _evictions_from_events(events: list[dict[str, Any]]) -> list[Eviction]:
             tasks_running=_int(e.get("tasks_running")),
             bytes_lost=_float(e.get("bytes_lost")),
         )
-        for e in events
-        if e.get("event") == "eviction"
+        for e in events_of(events, EvictionEvent)
     ]
 
 

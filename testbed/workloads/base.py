@@ -32,6 +32,10 @@ from testbed.protocol import BlockRef, TaskMetrics, TaskSpec
 from testbed.workloads.input_cache import CacheReport, InputCache, input_cache_key
 
 
+class InputDataError(ValueError):
+    """The job's input data is malformed: every attempt would fail alike, so the job fails at once."""
+
+
 class FetchFailed(Exception):
     """No location could serve a block: its producer must be recomputed."""
 

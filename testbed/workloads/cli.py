@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from testbed.scenario import MAX_SEED, PagerankJob, ScenarioError, SortJob, WordcountJob, load_scenario
+from testbed.scenario import PagerankJob, ScenarioError, SortJob, WordcountJob, load_scenario
+from testbed.scenario_base import MAX_SEED
 from testbed.workloads import pagerank, sort, wordcount
 
 JOB_MODELS = {"sort": SortJob, "wordcount": WordcountJob, "pagerank": PagerankJob}

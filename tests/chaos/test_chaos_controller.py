@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from master.chaos.controller import ChaosController
-from master.master import NodeRecord
+from master.chaos.controller import ChaosController, RealClock
+from master.chaos.rules import KILL, LAUNCH, STORM, WARN, VirtualClock
+from master.nodes import NodeRecord
 from tests.conftest import make_scenario
 
 
@@ -27,6 +28,10 @@ class StandInMaster:
         self.gate = asyncio.Event()
         self.kills: list[str] = []
         self.recorded: list[tuple[str, str]] = []
+        self.journal = self
+
+    def now(self) -> float:
+        return 0.0
 
     def owns(self, node_id: str) -> bool:
         return node_id in self.live
@@ -57,3 +62,35 @@ async def test_a_node_killed_by_a_storm_is_not_evicted_again_by_its_lifetime() -
     assert done[:2] == [True, False]
     assert master.recorded == [("transient-0", "storm")]
     assert master.kills == ["transient-0"]
+
+
+def test_a_class_the_autoscaler_manages_is_not_replaced_after_an_eviction() -> None:
+    controller = ChaosController(StandInMaster())  # type: ignore[arg-type]
+    classes = controller.rules.classes
+    assert classes["transient"].replace is False  # the scenario's own setting
+    classes["reserved"].replace = True
+    controller.stop_replacing("reserved")
+    assert classes["reserved"].replace is False
+
+
+async def test_the_real_clock_orders_simultaneous_actions_as_the_virtual_one() -> None:
+    """Scheduled in the reverse of their order: both clocks run warnings, kills, launches,
+    storms, and ties of one kind in the order they were scheduled."""
+    actions = [(STORM, "storm"), (LAUNCH, "launch"), (KILL, "kill a"), (KILL, "kill b"), (WARN, "warn")]
+    expected = ["warn", "kill a", "kill b", "launch", "storm"]
+    virtual, ran_virtually = VirtualClock(), []
+    for priority, name in actions:
+        virtual.at(5.0, priority, lambda name=name: ran_virtually.append(name))
+    virtual.run(horizon=5.0)
+    assert ran_virtually == expected
+    real, ran, all_ran = RealClock(lambda: 5.0, time_scale=60.0), [], asyncio.Event()
+
+    def record(name: str) -> None:
+        ran.append(name)
+        if len(ran) == len(actions):
+            all_ran.set()
+
+    for priority, name in actions:
+        real.at(5.0 * 60, priority, lambda name=name: record(name))
+    await all_ran.wait()
+    assert ran == expected

@@ -12,42 +12,18 @@ import pytest
 
 from master.chaos.controller import NotRunning
 from master.master import Master, NodeRecord
-from master.providers.local import LocalProvider
 from testbed.chaos_client import ChaosClient, ChaosError
-from testbed.mqtt import BrokerAddress
-from testbed.scenario import EvictSpec
-from tests.conftest import make_scenario
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from testbed.scenario_chaos import EvictSpec
+from tests.test_failure_detection import Clock, master_with_a_node
 
 
 def master_with_nodes(tmp_path: Path, clock: Clock) -> Master:
     """A real master that launches nothing: one transient node up, three still launching."""
-    master = Master(
-        make_scenario(),
-        "run",
-        tmp_path,
-        provider=LocalProvider("run", tmp_path / "nodes"),  # it owns no node: nothing to kill
-        broker=BrokerAddress.parse("mqtt://127.0.0.1:1"),
-        token="t",
-        agent_command=lambda node_id, node_class: [],
-    )
-    master.journal.clock, master.journal.t0 = clock, clock()
-    for ordinal, (node_class, status) in enumerate(
-        [
-            ("transient", "up"),
-            ("transient", "launching"),
-            ("transient", "launching"),
-            ("reserved", "launching"),
-        ]
-    ):
-        node = NodeRecord(f"{node_class}-{ordinal}", node_class, ordinal, 0.0, 2, 1024, 0.3, status=status)
+    master, _ = master_with_a_node(tmp_path, clock)
+    for ordinal, node_class in ((1, "transient"), (2, "transient"), (0, "reserved")):
+        node = NodeRecord(
+            f"{node_class}-{ordinal}", node_class, ordinal, 0.0, 2, 1024, 0.3, status="launching"
+        )
         master.nodes[node.node_id] = node
     return master
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from master.chaos.lifetimes import parse_lifetime
+from testbed.lifetimes import parse_lifetime
 from testbed.scenario import Scenario, ScenarioError, load_scenario, parse_scenario, to_yaml
 
 

@@ -16,7 +16,8 @@ import pytest
 
 from master.providers.base import ForeignNodeError
 from master.run import run_scenario
-from testbed.scenario import EvictSpec, SortJob, load_scenario
+from testbed.scenario import SortJob, load_scenario
+from testbed.scenario_chaos import EvictSpec
 from testbed.workloads.cli import write_generated
 from tests.conftest import make_scenario
 from tests.docker.conftest import Decoys, new_run_id, remove_run, run_leftovers

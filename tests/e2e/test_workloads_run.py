@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -102,8 +103,9 @@ async def test_every_workload_exact_with_ideal_memory_and_an_agent_killed(tmp_pa
 
 def user_inputs(directory: Path) -> list[dict[str, Any]]:
     """Each workload on the user's files, one per form of ``input:``: sort on a directory,
-    wordcount on a glob, PageRank on one file. Each task's ideal memory is about 10 MB
-    (measured unconstrained), so a 1 MB budget is about 10% of it."""
+    wordcount on a glob, PageRank on one file of integer ids and one of named nodes. Each
+    task's ideal memory is about 10 MB (measured unconstrained), so a 1 MB budget is about
+    10% of it."""
     (directory / "records").mkdir()
     for seed in (1, 2):
         with open(directory / "records" / f"part{seed}.dat", "wb") as handle:
@@ -113,12 +115,24 @@ def user_inputs(directory: Path) -> list[dict[str, Any]]:
         (directory / f"text{file}.txt").write_text(" ".join(words) + "\n")
     with open(directory / "graph.txt", "wb") as handle:
         write_generated(PagerankJob(workload="pagerank", nodes=20_000, edges=300_000), 3, handle)
+    names = [f"pkg-{i:x}" if i % 3 else f"https://example.org/{i}" for i in range(5_000)]
+    rng = random.Random(4)
+    (directory / "deps.tsv").write_text(
+        "".join(f"{rng.choice(names)}\t{rng.choice(names)}\n" for _ in range(50_000)), encoding="utf-8"
+    )
     return [
         {"workload": "sort", "input": str(directory / "records"), "maps": 2, "reduces": 2},
         {"workload": "wordcount", "input": str(directory / "text*.txt"), "maps": 2, "reduces": 2},
         {
             "workload": "pagerank",
             "input": str(directory / "graph.txt"),
+            "maps": 2,
+            "reduces": 2,
+            "iterations": 3,
+        },
+        {
+            "workload": "pagerank",
+            "input": str(directory / "deps.tsv"),
             "maps": 2,
             "reduces": 2,
             "iterations": 3,
@@ -144,14 +158,22 @@ async def test_every_workload_exact_on_user_inputs_with_an_agent_killed(
     assert_clean(run_dir)
 
 
-async def test_a_malformed_edge_list_fails_its_job_with_the_reason(tmp_path: Path) -> None:
+async def test_a_malformed_edge_list_fails_its_job_at_once_with_the_reason(tmp_path: Path) -> None:
+    """A line the pre-run check did not see (here: written after validation) fails the job on
+    its first attempt, as a data error, with the file in the reason: no retry can fix the data."""
     graph = tmp_path / "graph.txt"
-    graph.write_text("# edges\n1 2\n2 3\n3 x\n")
+    graph.write_text("# edges\n1 2\n2 3\n")
     scenario = make_scenario(jobs=[{"workload": "pagerank", "input": str(graph), "maps": 1}])
+    with graph.open("a") as handle:
+        handle.write("3 1 2\n")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     result = await run_scenario(scenario, run_dir)
     assert not result.ok
     finished = [e for e in map(json.loads, (run_dir / "events.jsonl").open()) if e["event"] == "job_finished"]
-    assert finished[0]["error"].endswith(f"{graph}: node ids are non-negative integers, found 'x'")
+    assert finished[0]["error"] == (
+        f"task j000.s0.t0 failed: bad input: {graph}: expected 'src dst' per line, found '3 1 2'"
+    )
+    assert result.summary["errors"] == {"j000": finished[0]["error"]}
+    assert result.summary["task_failures"] == {"data": 1}
     assert_clean(run_dir)

@@ -71,11 +71,11 @@ def test_without_stage_ideals_the_roles_ideal_applies(tmp_path: Path) -> None:
 
 def test_task_models_keep_the_tasks_ideal_and_take_the_profiles_duration_and_curve(tmp_path: Path) -> None:
     scenario = make_scenario(profiles=write_profiles(tmp_path, "sort", ()), jobs=[{"workload": "sort"}])
-    model_of = profile_models(scenario, {"j000": "sort"}.get)
+    model_of = profile_models(scenario)
     assert model_of is not None
-    reduce = model_of(PendingTask("j000.s1.t0", "j000", 1, 0, 33))
+    reduce = model_of(PendingTask("j000.s1.t0", "j000", 1, 0, 33, workload="sort"))
     assert reduce == TaskModel(33, 2.0, CURVE)
-    assert model_of(PendingTask("j001.s0.t0", "j001", 0, 0, 33)) is None
+    assert model_of(PendingTask("j001.s0.t0", "j001", 0, 0, 33, workload="wordcount")) is None
 
 
 def test_task_models_spill_in_proportion_to_the_tasks_ideal(tmp_path: Path) -> None:
@@ -83,9 +83,9 @@ def test_task_models_spill_in_proportion_to_the_tasks_ideal(tmp_path: Path) -> N
     path = tmp_path / "sort-map.json"
     save_profile(TaskProfile("sort", "map", model), path)
     scenario = make_scenario(profiles=[str(path)], jobs=[{"workload": "sort"}])
-    model_of = profile_models(scenario, {"j000": "sort"}.get)
+    model_of = profile_models(scenario)
     assert model_of is not None
-    bigger = model_of(PendingTask("j000.s0.t0", "j000", 0, 0, 30))
+    bigger = model_of(PendingTask("j000.s0.t0", "j000", 0, 0, 30, workload="sort"))
     assert bigger.expected_spill_mb(15) == 12.0  # half of 30 MB spills 3 x 4 MB
     assert bigger.disk_bandwidth_mb_s(15) == pytest.approx(12.0 / 3.0)
 

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.agent import Agent, AgentConfig
-from master.master import Master, NodeRecord
+from master.master import Master
+from master.nodes import NodeRecord
 from testbed.mqtt import BrokerAddress
 from testbed.protocol import (
     CancelTask,

@@ -189,16 +189,16 @@ async def test_uploads_never_committed_are_deleted_when_the_run_ends(tmp_path: P
 
 async def stale_uploads(master: Any, job_id: str) -> None:
     outputs = master.run_dir / "outputs" / job_id
-    headers = {TOKEN_HEADER: master.token}
+    headers = {TOKEN_HEADER: master.keys.output_cap(job_id, 0, 99)}  # as the task would get it
     async with aiohttp.ClientSession() as session:
         url = master.api.output_url(job_id, 0, 99)  # an attempt that will never report
         async with session.put(url, data=b"j000.s0.t0\t9.000\n", headers=headers) as response:
             assert response.status == 201
     host, port = master.api.url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
-    path = f"/outputs/{job_id}/1/98"
+    path, capability = f"/outputs/{job_id}/1/98", master.keys.output_cap(job_id, 1, 98)
     writer.write(
-        f"PUT {path} HTTP/1.1\r\nHost: {host}\r\n{TOKEN_HEADER}: {master.token}\r\n"
+        f"PUT {path} HTTP/1.1\r\nHost: {host}\r\n{TOKEN_HEADER}: {capability}\r\n"
         "Content-Length: 1000\r\n\r\nthe first bytes of".encode()
     )
     await writer.drain()

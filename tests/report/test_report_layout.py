@@ -16,7 +16,7 @@ from recorded_run import RecordedRun
 from testbed.report.build import write_report
 from testbed.report.gantt import MAX_GROUPS, gantt, lane_layout, slot_lanes
 from testbed.report.metrics import StepSeries
-from testbed.report.plots import eviction_marks
+from testbed.report.plots import eviction_marks, nodes_timeline
 from testbed.report.rundir import Eviction, TaskAttempt, load_run
 
 needs_chromium = pytest.mark.skipif(
@@ -65,6 +65,8 @@ def test_evictions_at_one_instant_get_one_cross_each() -> None:
     gone = [Eviction(5.0, f"t{i}", "transient", "storm", None, 0, 0) for i in range(3)]
     later = Eviction(7.0, "t9", "transient", "lifetime", None, 0, 0)
     assert eviction_marks(alive, [*gone, later]) == [(5.0, 4.0), (5.0, 3.0), (5.0, 2.0), (7.0, 1.0)]
+    plot = nodes_timeline(alive, [*gone, later])
+    assert plot is not None and b"3 at once" in plot.svg
 
 
 def test_every_plot_is_also_an_svg_file(spark_run: RecordedRun) -> None:

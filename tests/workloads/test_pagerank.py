@@ -96,6 +96,24 @@ def test_integers_are_their_own_ids_and_other_tokens_are_named():
     assert pagerank.node_names(np.array([*named, 7]), chunk.names) == [b"0ad", b"007", b"-2", b"7"]
 
 
+@pytest.mark.parametrize(
+    "token", [b"007", b"-2", b"+3", b"1_0", b"4611686018427387904", b"99999999999999999999"]
+)
+def test_every_chunk_gives_a_token_the_same_id(token: bytes) -> None:
+    """Integer-only chunks take a fast path: a token that is not its own id must not slip
+    through it, or two splits would give one node two ids."""
+    alone = pagerank.parse_edges(b"1 " + token + b"\n")  # all integers to numpy
+    mixed = pagerank.parse_edges(b"x " + token + b"\n")  # a name in the chunk
+    assert alone.dst[0] == mixed.dst[0] == pagerank.node_id(token) >= pagerank.NAMED
+    assert alone.names == {int(alone.dst[0]): token}
+    biggest = str(pagerank.NAMED - 1).encode()
+    assert (
+        pagerank.parse_edges(b"1 " + biggest + b"\n").dst[0]
+        == pagerank.node_id(biggest)
+        == pagerank.NAMED - 1
+    )
+
+
 NAMED_EDGES = [
     ("0ad", "libc"),
     ("libc", "linux-kernel"),

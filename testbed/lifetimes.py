@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from master.policies.base import NodeClass
 from testbed.durations import parse_duration
+from testbed.limits import MAX_DURATION_S, read_data_file, within_max_duration
+from testbed.protocol import NodeClass
 
 NODE_CLASSES: tuple[NodeClass, ...] = ("reserved", "transient")
 
@@ -205,6 +206,9 @@ _PARAMETERS: dict[str, tuple[str, ...]] = {
     "uniform": ("a", "b"),
 }
 _FAMILIES = (*_PARAMETERS, "fixed", "empirical")
+MAX_LOG_SECONDS = 20.0
+"""Bound of a lognormal ``mu``: e^20 s is 15 years, beyond any run."""
+MAX_SIGMA = 10.0
 
 
 def parse_lifetime(value: Any, base_dir: str | Path | None = None) -> LifetimeModel:
@@ -259,8 +263,8 @@ def _parametric(family: str, params: dict[str, Any]) -> LifetimeModel:
         )
     if family == "lognormal":
         return LogNormal(
-            _number(params["mu"], "lognormal mu (log-seconds)"),
-            _number(params["sigma"], "lognormal sigma", positive=True),
+            _number(params["mu"], "lognormal mu (log-seconds)", bound=MAX_LOG_SECONDS),
+            _number(params["sigma"], "lognormal sigma", positive=True, bound=MAX_SIGMA),
         )
     low = _duration(params["a"], "uniform a")
     high = _duration(params["b"], "uniform b")
@@ -276,14 +280,20 @@ def _duration(value: Any, what: str, positive: bool = False) -> float:
         raise ValueError(f"{what}: expected a duration such as 30s, 5m or 2h; found {value!r}") from None
     if positive and seconds <= 0:
         raise ValueError(f"{what}: must be longer than 0s; found {value!r}")
-    return seconds
+    try:
+        return within_max_duration(seconds)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
 
 
-def _number(value: Any, what: str, positive: bool = False) -> float:
+def _number(value: Any, what: str, positive: bool = False, bound: float = math.inf) -> float:
+    """A finite number, > 0 if ``positive``, within [-bound, bound]."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"{what}: expected a number; found {value!r}")
     if positive and value <= 0:
         raise ValueError(f"{what}: must be greater than 0; found {value!r}")
+    if abs(value) > bound:
+        raise ValueError(f"{what}: must be within [-{bound:g}, {bound:g}] (a testbed limit); found {value!r}")
     return float(value)
 
 
@@ -320,10 +330,7 @@ def load_empirical(path: Path) -> Empirical:
 
 
 def _read_rows(path: Path) -> list[tuple[int, list[str]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"empirical {path}: cannot read the file: {exc.strerror}") from None
+    text = read_data_file(path, "empirical")
     rows = [
         (number, [cell.strip() for cell in row])
         for number, row in enumerate(csv.reader(text.splitlines()), start=1)
@@ -412,7 +419,8 @@ def lifetime_for(model: LifetimeModel, seed: int, node_class: str, ordinal: int)
     if node_class not in NODE_CLASSES or ordinal < 0:
         raise ValueError(f"no node {node_class}#{ordinal}: class must be one of {NODE_CLASSES}")
     rng = rng_for(seed, LIFETIME_STREAM, NODE_CLASSES.index(node_class), ordinal)
-    return float(model.sample(rng, 1)[0])
+    lifetime = float(model.sample(rng, 1)[0])
+    return lifetime if lifetime <= MAX_DURATION_S else None  # beyond a year and a day: never
 
 
 def effective_notice(notice: float, notice_set: bool, model: LifetimeModel) -> float:

@@ -1,325 +1,61 @@
-"""The shell of the eviction-recovery strategies: ``spark``, ``spark-checkpoint``, ``pado``.
+"""The ``pado`` recovery strategy on the running master (Pado, EuroSys'17).
 
-The pure decisions live in ``master/policies/lineage.py`` and
-``master/policies/pado.py``; this module maps them onto the physical plans of our
-workloads (``testbed/workloads/*.plan``) and applies them to the master's job
-states. The master calls one hook per event (job submitted, task ready, task
-launched, task succeeded, block received, push delivered, node lost); see
-docs/strategies.md, section 6.
-
-- ``spark``: lineage recovery as ``JobRuntime`` implements it (executors on both
-  classes; outputs on the producer's disk; lost outputs recomputed on demand).
-- ``spark-checkpoint``: executors on transient nodes only; each output crossing a
-  shuffle boundary is copied by its producer, once the task has succeeded, to
-  ``checkpoint_node`` (a reserved agent); once the reserved agent has verified and
-  committed the copy, it is one of the output's locations, so the loss of the
-  producer loses nothing.
-- ``pado``: each physical stage runs on the class Algorithm 1 gives its
-  operators. The reserved tasks that receive a transient stage's shuffle output
-  get their reserved node first (set up before any transient task is ready);
-  a transient task pushes each partition to its receiver's node as soon as it
-  ends, in the agent's background, and asks the master to commit; the
-  ``CommitLedger`` accepts one attempt per (task, receiver), and the receiver
-  reads exactly the committed blocks, as they are committed (incremental
-  receivers). Outputs bound for a commutative and associative receiver are held
-  on their node and pushed as partial aggregates; transient tasks read their
-  sources through their agent's input cache and prefer a node that caches them.
+Each physical stage runs on the class Algorithm 1 gives its operators. The
+reserved tasks that receive a transient stage's shuffle output get their
+reserved node first (set up before any transient task is ready); a transient
+task pushes each partition to its receiver's node as soon as it ends, in the
+agent's background, and asks the master to commit; the ``CommitLedger``
+accepts one attempt per (task, receiver), and the receiver reads exactly the
+committed blocks, as they are committed (incremental receivers). Outputs bound
+for a commutative and associative receiver are held on their node and pushed
+as partial aggregates; transient tasks read their sources through their
+agent's input cache and prefer a node that caches them. The pure decisions are
+``master/policies/pado.py``'s.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from master.dag import LogicalDag, pagerank_dag, sort_dag, wordcount_dag
+from master.dag import LogicalDag
 from master.jobs import JobRuntime, TaskKey
+from master.nodes import NodeRecord
 from master.policies.base import NodeClass
-from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
 from master.policies.pado import (
-    AggregationLimits,
     Block,
-    CommitLedger,
     Executor,
     LruCache,
-    PadoPlan,
     Push,
-    aggregates_partially,
     choose_executor,
     compile_pado,
     should_flush,
 )
+from master.ports import StrategyPort
+from master.strategies.pado_state import (
+    Aggregate,
+    Held,
+    PadoJob,
+    PadoOptions,
+    aggregates_into,
+    blocks_by_partition,
+    push_block_id,
+)
+from master.strategies.spark import BOTH, SparkStrategy, logical_dag, shuffle_consumers, stage_classes
 from testbed.protocol import (
     BlockReceived,
     BlockRef,
     FlushAggregate,
     PushDelivered,
-    PushedPart,
     PushTarget,
     TaskInputs,
     TaskUpdate,
 )
-from testbed.scenario import ScenarioError
-from testbed.workloads import COMBINERS
 from testbed.workloads.input_cache import input_cache_key
-from testbed.workloads.plan import Dependency, JobPlan
-
-if TYPE_CHECKING:
-    from master.master import Master, NodeRecord
+from testbed.workloads.plan import Dependency
 
 log = logging.getLogger("master.strategies")
-BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
-DEFAULT_INPUT_CACHE_MB = 64
-DEFAULT_AGGREGATION = AggregationLimits(max_delay_s=1.0, max_tasks=4)
-"""``policy.options.pado.aggregate_max_delay_s`` / ``aggregate_max_tasks`` (1: no aggregation)."""
-"""Each transient agent's task input cache under ``pado`` (``policy.options.pado.input_cache_mb``)."""
-
-
-# ---------------------------------------------------------------- logical DAG of a physical plan
-
-
-def logical_dag(plan: JobPlan) -> LogicalDag | None:
-    """The workload's logical DAG with the physical plan's parallelism (None: no DAG, e.g. sleep)."""
-    stages = plan.stages
-    if plan.workload == "wordcount":
-        return wordcount_dag(stages[0].tasks, stages[1].tasks)
-    if plan.workload == "sort":
-        return sort_dag(stages[0].tasks, stages[1].tasks)
-    if plan.workload == "pagerank":
-        return pagerank_dag(stages[1].tasks, len(stages) - 3, readers=stages[0].tasks)
-    return None
-
-
-def physical_operators(plan: JobPlan) -> list[tuple[str, ...]]:
-    """The logical operators each physical stage runs (fused one-to-one chains)."""
-    if plan.workload == "wordcount":
-        return [("read", "map"), ("reduce", "write")]
-    if plan.workload == "sort":
-        return [("read", "partition"), ("sort", "write")]
-    if plan.workload == "pagerank":
-        iterations = len(plan.stages) - 3
-        ops: list[tuple[str, ...]] = [("read-edges",), ("links",), ("ranks-0", "contribs-1")]
-        for i in range(1, iterations + 1):
-            ops.append((f"ranks-{i}", f"contribs-{i + 1}") if i < iterations else (f"ranks-{i}", "write"))
-        return ops
-    return []
-
-
-def stage_classes(pado: PadoPlan, plan: JobPlan) -> list[NodeClass]:
-    """Each physical stage's class under Algorithm 1 (its operators all share one)."""
-    classes: list[NodeClass] = []
-    for stage_id, ops in enumerate(physical_operators(plan)):
-        placed = {pado.placement[op] for op in ops}
-        if len(placed) != 1:
-            raise ValueError(f"physical stage {stage_id} mixes placements: {sorted(placed)}")
-        classes.append(placed.pop())
-    return classes
-
-
-def shuffle_consumers(plan: JobPlan, stage: int) -> list[int]:
-    return [
-        s for s, st in enumerate(plan.stages) for d in st.deps if d.stage == stage and d.kind == "shuffle"
-    ]
-
-
-# ---------------------------------------------------------------- spark
-
-
-class SparkStrategy:
-    """``spark``: what ``JobRuntime`` does (lineage recomputation)."""
-
-    name = "spark"
-
-    def __init__(self, master: Master) -> None:
-        self.master = master
-
-    def job_submitted(self, job: JobRuntime) -> None:
-        dag = logical_dag(job.plan)
-        if dag is not None:
-            directory = self.master.run_dir / "dags"
-            directory.mkdir(exist_ok=True)
-            text = json.dumps(self.describe(job, dag), indent=2) + "\n"
-            (directory / f"{job.job_id}.json").write_text(text, encoding="utf-8")
-
-    def describe(self, job: JobRuntime, dag: LogicalDag) -> dict[str, Any]:
-        plan = spark_plan(dag)
-        return {
-            "job_id": job.job_id,
-            "workload": job.workload,
-            "strategy": self.name,
-            "dag": dag.to_dict(),
-            "plan": plan.to_dict("spark-checkpoint" if self.name == "spark-checkpoint" else "spark"),
-            "physical_stages": self.physical(job),
-        }
-
-    def physical(self, job: JobRuntime) -> list[dict[str, Any]]:
-        operators = physical_operators(job.plan)
-        return [
-            {
-                "stage": s,
-                "op": st.op,
-                "tasks": st.tasks,
-                "operators": list(operators[s]),
-                "deps": [{"stage": d.stage, "kind": d.kind} for d in st.deps],
-                "final": st.final,
-                "executors": sorted(self.allowed_classes(job, (s, 0))),
-            }
-            for s, st in enumerate(job.plan.stages)
-        ]
-
-    def allowed_classes(self, job: JobRuntime, key: TaskKey) -> frozenset[NodeClass]:
-        return executor_classes("spark")
-
-    def preferred_nodes(self, job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
-        return ()
-
-    def ready(self, job: JobRuntime) -> Iterable[TaskKey]:
-        return job.ready()
-
-    def input_refs(self, job: JobRuntime, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
-        return job.input_refs(key)
-
-    def push_targets(self, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
-        return ()
-
-    def push_rate(self) -> float | None:
-        return None
-
-    def input_cache_mb(self, job: JobRuntime, key: TaskKey) -> int:
-        """The size of the node's input cache the task reads its source through (0: none)."""
-        return 0
-
-    def streamed_deps(self, job: JobRuntime, key: TaskKey) -> tuple[int, ...]:
-        """Dependencies whose blocks reach the task while it runs (asked once, at launch)."""
-        return ()
-
-    def task_succeeded(
-        self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate, now: float
-    ) -> bool:
-        block = f"{job.task_id(key)}.a{update.attempt}"
-        return job.succeeded(key, update.attempt, node.url, block, update.partition_bytes, now=now)
-
-    def block_received(self, node: NodeRecord, message: BlockReceived) -> None:
-        """A spark run pushes nothing; a stray report is ignored."""
-
-    def push_delivered(self, node: NodeRecord, message: PushDelivered) -> None:
-        """A spark run pushes nothing; a stray report is ignored."""
-
-    def tick(self, now: float) -> None:
-        """Called before every scheduling round (time-driven decisions)."""
-
-    def resend(self, node: NodeRecord) -> None:
-        """Messages to ``node`` may have been lost (a reconnect): send again what must arrive."""
-
-    def before_node_lost(self, node: NodeRecord) -> None:
-        """Nothing beyond JobRuntime's lineage recovery."""
-
-    def after_node_lost(self, node: NodeRecord) -> None:
-        """Nothing beyond JobRuntime's lineage recovery."""
-
-    # ------------------------------------------------------------ shared helpers
-
-    def reserved_nodes(self) -> list[NodeRecord]:
-        """Reserved agents able to receive data, in a stable order."""
-        nodes = [n for n in self.master.nodes.values() if n.node_class == "reserved" and n.status == "up"]
-        return sorted(nodes, key=lambda n: n.ordinal)
-
-    def located(self, block: str) -> tuple[JobRuntime, TaskKey, int] | None:
-        """The job, task and attempt of a block id ``<task id>.a<attempt>``."""
-        task_id, _, attempt = block.rpartition(".a")
-        job = self.master.jobs.get(task_id.partition(".")[0])
-        key = job.key_of(task_id) if job is not None else None
-        if job is None or key is None or not attempt.isdigit():
-            return None
-        return job, key, int(attempt)
-
-
-# ---------------------------------------------------------------- spark-checkpoint
-
-
-class CheckpointStrategy(SparkStrategy):
-    """``spark-checkpoint``: executors on transient nodes, shuffle outputs copied to reserved ones."""
-
-    name = "spark-checkpoint"
-
-    def allowed_classes(self, job: JobRuntime, key: TaskKey) -> frozenset[NodeClass]:
-        return executor_classes("spark-checkpoint")
-
-    def push_targets(self, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
-        stage = job.plan.stages[key[0]]
-        reserved = {n.node_id: n for n in self.reserved_nodes()}
-        if not shuffle_consumers(job.plan, key[0]) or not reserved:
-            return ()
-        target = reserved[checkpoint_node(key, list(reserved))]
-        return (
-            PushTarget(node_id=target.node_id, url=target.url, partitions=tuple(range(stage.partitions))),
-        )
-
-    def block_received(self, node: NodeRecord, message: BlockReceived) -> None:
-        located = self.located(message.block)
-        if located is None or node.node_class != "reserved":
-            return
-        job, key, _ = located
-        if job.add_replica(key, message.block, node.url):
-            nbytes = sum(p.nbytes for p in message.parts)
-            job.bytes_checkpointed += nbytes
-            self.master.journal.event(
-                "checkpointed", job=job.job_id, task=job.task_id(key), node=node.node_id, bytes=nbytes
-            )
-            self.master.kick()
-
-
-# ---------------------------------------------------------------- pado
-
-
-@dataclass(frozen=True)
-class Held:
-    """A finished task's output held on its transient node for partial aggregation."""
-
-    key: TaskKey
-    attempt: int
-    since: float
-
-
-@dataclass(frozen=True)
-class Aggregate:
-    """A partial aggregate being made and pushed by ``node``: one push for ``keys``."""
-
-    push: Push
-    node: str
-    stage: int
-    keys: tuple[TaskKey, ...]
-    command: FlushAggregate
-    """Sent again after a broker outage: the agent ignores a flush it has seen."""
-
-
-@dataclass
-class PadoJob:
-    """Pado's runtime state of one job."""
-
-    classes: list[NodeClass]
-    pushed: frozenset[int]
-    """Transient stages whose outputs are pushed to the reserved tasks reading them."""
-    aggregated: frozenset[int] = frozenset()
-    """Pushed stages whose outputs are partially aggregated on their node (section 3.2.7)."""
-    ledger: CommitLedger = field(default_factory=CommitLedger)
-    receivers: dict[TaskKey, str] = field(default_factory=dict)
-    """Reserved task -> the reserved node it was set up on (receives its pushes)."""
-    waiting: dict[str, tuple[tuple[TaskKey, ...], Push, dict[str, Block]]] = field(default_factory=dict)
-    """Commits that arrived before every receiver's report: retried on each report."""
-    held: dict[tuple[int, str], list[Held]] = field(default_factory=dict)
-    """(stage, transient node) -> outputs held there, oldest first, not yet flushed."""
-    aggregates: dict[str, Aggregate] = field(default_factory=dict)
-    """Aggregate block id -> the aggregate, from its flush until its commit or loss."""
-    flushes: int = 0
-    streaming: dict[TaskKey, int] = field(default_factory=dict)
-    """Receivers launched before all their inputs were committed -> their attempt."""
-    early: dict[str, tuple[NodeRecord, PushDelivered]] = field(default_factory=dict)
-    """Commit requests that overtook their task's success message (by block id)."""
-    receipts: set[tuple[str, str]] = field(default_factory=set)
-    """(block, reserved node) of every receipt (``BlockReceived``) taken into account."""
 
 
 class PadoStrategy(SparkStrategy):
@@ -327,34 +63,12 @@ class PadoStrategy(SparkStrategy):
 
     name = "pado"
 
-    def __init__(self, master: Master) -> None:
+    def __init__(self, master: StrategyPort) -> None:
         super().__init__(master)
         self.jobs: dict[str, PadoJob] = {}
-        options = master.scenario.policy.options.get("pado", {})
-        known = {
-            "push_bandwidth_mbps",
-            "input_cache_mb",
-            "aggregate_max_tasks",
-            "aggregate_max_delay_s",
-            "incremental_receivers",
-        }
-        unknown = set(options) - known
-        if unknown:
-            raise ScenarioError([f"policy.options.pado: unknown option(s) {sorted(unknown)}"])
-        mbps = options.get("push_bandwidth_mbps")
-        self.rate = float(mbps) * 1e6 / 8 if mbps else None
-        self.cache_mb = _non_negative_int(options, "input_cache_mb", DEFAULT_INPUT_CACHE_MB)
-        max_tasks = _non_negative_int(options, "aggregate_max_tasks", DEFAULT_AGGREGATION.max_tasks)
-        delay = options.get("aggregate_max_delay_s", DEFAULT_AGGREGATION.max_delay_s)
-        try:
-            self.limits = AggregationLimits(float(delay), max_tasks)
-        except (TypeError, ValueError) as exc:
-            raise ScenarioError([f"policy.options.pado: {exc}"]) from None
-        self.incremental = options.get("incremental_receivers", True)
-        if not isinstance(self.incremental, bool):
-            raise ScenarioError(
-                [f"policy.options.pado.incremental_receivers: true or false, not {self.incremental!r}"]
-            )
+        options = PadoOptions.parse(master.scenario.policy.options.get("pado", {}))
+        self.rate, self.cache_mb = options.rate, options.cache_mb
+        self.limits, self.incremental = options.limits, options.incremental
 
     def push_rate(self) -> float | None:
         return self.rate
@@ -438,7 +152,7 @@ class PadoStrategy(SparkStrategy):
         if state is None:
             return job.ready()
         keys = job.ready(state.pushed if self.incremental else frozenset())
-        set_up = {s: self._set_up_receivers(job, state, s) for s in state.pushed}
+        set_up = {s: self._has_receivers(job, state, s) for s in state.pushed}
         ready = [k for k in keys if set_up.get(k[0], True) and self._may_receive(job, state, k)]
         return sorted(ready, key=lambda k: k not in state.receivers)  # receivers first (stable)
 
@@ -504,6 +218,8 @@ class PadoStrategy(SparkStrategy):
                     self.master.send(node.node_id, aggregate.command)
 
     def _set_up_receivers(self, job: JobRuntime, state: PadoJob, stage: int) -> bool:
+        """Give each receiver of the stage's pushes a reserved node; False while some lack one
+        (no reserved node is up)."""
         reserved = self.reserved_nodes()
         for consumer in shuffle_consumers(job.plan, stage):
             for index in range(job.plan.stages[consumer].tasks):
@@ -516,6 +232,14 @@ class PadoStrategy(SparkStrategy):
                 if key not in state.receivers:
                     return False
         return True
+
+    def _has_receivers(self, job: JobRuntime, state: PadoJob, stage: int) -> bool:
+        """Whether every receiver of the stage's pushes has its reserved node (a pure query)."""
+        return all(
+            (consumer, index) in state.receivers
+            for consumer in shuffle_consumers(job.plan, stage)
+            for index in range(job.plan.stages[consumer].tasks)
+        )
 
     def input_refs(self, job: JobRuntime, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
         state = self.jobs.get(job.job_id)
@@ -589,9 +313,16 @@ class PadoStrategy(SparkStrategy):
     # ------------------------------------------------------------ partial aggregation
 
     def tick(self, now: float) -> None:
+        """Before each scheduling round: set up the receivers that lack a reserved node (at
+        submission, or after their node was lost), then flush what partial aggregation holds.
+        The round's snapshot (``ready``) only reads what this decided."""
         for job in self.master.jobs.values():
             state = self.jobs.get(job.job_id)
-            if state is not None and state.held and job.status in ("waiting", "running"):
+            if state is None or job.status not in ("waiting", "running"):
+                continue
+            for stage in sorted(state.pushed):
+                self._set_up_receivers(job, state, stage)
+            if state.held:
                 self._flush_due(job, state, now)
 
     def _flush_due(self, job: JobRuntime, state: PadoJob, now: float) -> None:
@@ -679,7 +410,7 @@ class PadoStrategy(SparkStrategy):
         if (message.block, node.node_id) in state.receipts:
             return  # repeated after a broker outage (``Resync``)
         state.receipts.add((message.block, node.node_id))
-        parts = _blocks_by_partition(message.parts)
+        parts = blocks_by_partition(message.parts)
         for receiver in self._receivers_on(job, state, stage, node.node_id):
             state.ledger.receive(push.push_id, job.task_id(receiver), parts.get(receiver[1], (0, 0)))
         job.bytes_pushed += sum(p.nbytes for p in message.parts)
@@ -719,7 +450,7 @@ class PadoStrategy(SparkStrategy):
             return
         manifest: dict[str, Block] = {}
         for node_id, parts in message.delivered.items():
-            by_partition = _blocks_by_partition(parts)
+            by_partition = blocks_by_partition(parts)
             for receiver in self._receivers_on(job, state, stage, node_id):
                 manifest[job.task_id(receiver)] = by_partition.get(receiver[1], (0, 0))
         self._commit(job, state, keys, push, manifest)
@@ -803,44 +534,3 @@ class PadoStrategy(SparkStrategy):
                 for task_id in state.ledger.forget_destination(job.task_id(key)):
                     job.reopen(job.key_of(task_id))  # type: ignore[arg-type]
             job.recover()
-
-
-def aggregates_into(pado: PadoPlan, plan: JobPlan, stage: int) -> bool:
-    """Whether a pushed physical stage's outputs may be partially aggregated: the Pado
-    stage anchored on the reserved operator receiving them is commutative and associative
-    (``aggregates_partially``) and the stage's op has a combiner."""
-    if plan.stages[stage].op not in COMBINERS:
-        return False
-    receiving = {physical_operators(plan)[c][0] for c in shuffle_consumers(plan, stage)}
-    anchored = [s for s in pado.stages if s.anchor in receiving]
-    return bool(anchored) and all(aggregates_partially(pado, s) for s in anchored)
-
-
-def push_block_id(push_id: str) -> str:
-    """The block a committed push left on its receivers: ``<task>.a<attempt>`` for a task's
-    own output (push id ``<task>#<attempt>``), the aggregate's block id otherwise."""
-    task_id, mark, attempt = push_id.rpartition("#")
-    return f"{task_id}.a{attempt}" if mark else push_id
-
-
-def _non_negative_int(options: dict[str, Any], name: str, default: int) -> int:
-    value = options.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ScenarioError([f"policy.options.pado.{name}: a whole number >= 0, not {value!r}"])
-    return value
-
-
-def _blocks_by_partition(parts: tuple[PushedPart, ...]) -> dict[int, Block]:
-    return {p.partition: (p.nbytes, p.crc32) for p in parts if p.nbytes}
-
-
-STRATEGIES = {"spark": SparkStrategy, "spark-checkpoint": CheckpointStrategy, "pado": PadoStrategy}
-
-
-def make_strategy(master: Master) -> SparkStrategy:
-    """The scenario's strategy; a ScenarioError when its cluster cannot run it."""
-    name = master.scenario.policy.strategy
-    cluster = master.scenario.cluster
-    if name != "spark" and (cluster.reserved.count == 0 or cluster.transient.count == 0):
-        raise ScenarioError([f"policy.strategy: {name} needs at least one reserved and one transient node"])
-    return STRATEGIES[name](master)

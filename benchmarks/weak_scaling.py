@@ -1,0 +1,140 @@
+"""Weak scaling and repeatability of the emulation, with and without the scale model.
+
+Weak scaling: N single-slot reserved nodes, N identical sort jobs (24 MB, 4 maps,
+2 reduces) submitted at once, for N = 1, 2, 4, 8, 16. On a real cluster each node runs
+its own job and the mean JCT stays flat: JCT(N) / JCT(1) = 1.0. Ours: the scenario with
+``fidelity: {mode: faithful, dilation: auto}`` (each node a cgroup at 1 / dilation of a
+core, mean JCT in emulated seconds); peer, in the same run: the same scenario
+unisolated (today's default: every node shares the host's cores).
+
+Repeatability: the same scenario and seed ``--repeat`` times at N = ``--repeat-nodes``;
+the coefficient of variation (stdev / mean) of the runs' mean JCT, for both modes.
+
+Dilation's cost: the wall-clock time of each run (nodes' start to the last job's end).
+
+Each run's fidelity block says whether the host was saturated (on a shared machine it
+is, and the figures are then distorted: they validate the mechanism, not the goal).
+
+    python benchmarks/weak_scaling.py [--sizes 1,2,4,8,16] [--repeat 5] [--repeat-nodes 4]
+        [--out weak-scaling.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from master.run import run_scenario
+from testbed.scenario import parse_scenario
+
+MODES = {
+    "unisolated": {"mode": "unisolated"},
+    "faithful-auto": {"mode": "faithful", "dilation": "auto"},
+}
+SORT_JOB = {"workload": "sort", "size_mb": 24, "maps": 4, "reduces": 2, "memory_mb": 64}
+
+
+def scenario(nodes: int, mode: str, seed: int = 1) -> dict[str, Any]:
+    return {
+        "name": f"weak-{mode}-{nodes}",
+        "seed": seed,
+        "cluster": {
+            "reserved": {"count": nodes, "slots": 1, "memory_mb": 256},
+            "transient": 0,
+            "heartbeat_timeout": "10s",
+        },
+        "jobs": [{**SORT_JOB, "repeat": nodes}],
+        "fidelity": MODES[mode],
+        "timeout": "30m",
+    }
+
+
+async def one_run(nodes: int, mode: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="weak-") as out:
+        started = time.monotonic()
+        result = await run_scenario(parse_scenario(scenario(nodes, mode)), Path(out))
+        wall = time.monotonic() - started
+    summary, fidelity = result.summary, result.summary.get("fidelity", {})
+    return {
+        "nodes": nodes,
+        "mode": mode,
+        "ok": result.ok,
+        "dilation": summary["dilation"],
+        "mean_jct_s": summary["mean_jct_s"],
+        "wall_mean_jct_s": summary["wall"]["mean_jct_s"],
+        "run_wall_s": round(wall, 2),
+        "host_busy_mean": fidelity.get("host_busy_mean"),
+        "task_time_saturated_share": fidelity.get("task_time_saturated_share"),
+        "control_plane_cores": fidelity.get("control_plane_cores"),
+        "distorted": fidelity.get("distorted"),
+    }
+
+
+def show(row: dict[str, Any]) -> None:
+    print(
+        f"N={row['nodes']:>2} {row['mode']:<14} dilation {row['dilation']:>5.2f}  "
+        f"mean JCT {row['mean_jct_s']:7.2f} s emulated ({row['wall_mean_jct_s']:7.2f} s wall)  "
+        f"run {row['run_wall_s']:7.1f} s wall  host busy {row['host_busy_mean']}  "
+        f"saturated task time {row['task_time_saturated_share']}  "
+        f"control plane {row['control_plane_cores']} cores  distorted {row['distorted']}",
+        flush=True,
+    )
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+async def bench(sizes: list[int], repeat: int, repeat_nodes: int) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    print(f"load average before: {load_average()}", flush=True)
+    for nodes in sizes:
+        for mode in MODES:
+            rows.append(await one_run(nodes, mode))
+            show(rows[-1])
+    scaling = {}
+    for mode in MODES:
+        base = next(r["mean_jct_s"] for r in rows if r["mode"] == mode and r["nodes"] == sizes[0])
+        scaling[mode] = {r["nodes"]: round(r["mean_jct_s"] / base, 3) for r in rows if r["mode"] == mode}
+        print(f"JCT(N)/JCT({sizes[0]}) {mode}: {scaling[mode]}", flush=True)
+    repeats: dict[str, Any] = {}
+    for mode in MODES:
+        runs = []
+        for _ in range(repeat):
+            runs.append(await one_run(repeat_nodes, mode))
+            show(runs[-1])
+        jcts = [r["mean_jct_s"] for r in runs]
+        cv = statistics.stdev(jcts) / statistics.fmean(jcts) if len(jcts) > 1 else 0.0
+        repeats[mode] = {"runs": runs, "cv": round(cv, 4)}
+        print(
+            f"repeatability {mode} at N={repeat_nodes}: CV of mean JCT {cv:.1%} over {repeat} runs",
+            flush=True,
+        )
+    print(f"load average after: {load_average()}", flush=True)
+    return {"rows": rows, "scaling": scaling, "repeatability": repeats}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1,2,4,8,16")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat-nodes", type=int, default=4)
+    parser.add_argument("--out", type=Path, default=Path("weak-scaling.json"))
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.sizes.split(",")]
+    results = asyncio.run(bench(sizes, args.repeat, args.repeat_nodes))
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""The chaos rules, once: lifetimes, notices, storms, kills and replacements on a clock.
+
+``ChaosRules`` decides what happens to which node and when; a ``World`` carries
+it out and a ``Clock`` says when. ``testbed chaos plan`` runs the rules in a
+world of bookkeeping on a ``VirtualClock`` (``master.chaos.plan``); a run runs
+the same rules in the real world (drain, eviction notice, SIGKILL, relaunch) on
+the controller's real-time clock (``master.chaos.controller``). Both clocks
+order simultaneous actions the same way, as SimPy breaks ties by (time,
+priority, id): warnings, then kills, then launches, then storms, each kind in
+the order it was scheduled. All times here are trace seconds since the run's
+time 0. docs/chaos.md, "Semantics", says the rules in prose.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+import numpy as np
+
+from master.chaos.select import EvictableNode, select_victims
+from testbed.lifetimes import (
+    NODE_CLASSES,
+    STORM_VICTIM_STREAM,
+    STORM_WINDOW_STREAM,
+    LifetimeModel,
+    effective_notice,
+    lifetime_for,
+    parse_lifetime,
+    rng_for,
+)
+from testbed.protocol import NodeClass
+from testbed.scenario import Scenario
+from testbed.scenario_chaos import EvictSpec, StormSpec
+
+Reason = Literal["lifetime", "storm", "manual"]
+WARN, KILL, LAUNCH, STORM = range(4)
+"""Priorities of simultaneous actions (lower first)."""
+
+
+# ------------------------------------------------------------------ storms
+
+
+@dataclass(frozen=True, slots=True)
+class StormEvent:
+    """One concrete firing of a scripted storm."""
+
+    at: float
+    storm: int
+    """Index of the storm in ``chaos.storms``."""
+    event: int
+    """Index of this firing within its storm."""
+    evict: EvictSpec
+
+
+def storm_events(storms: list[StormSpec], seed: int) -> list[StormEvent]:
+    """Every firing of every storm, by time (ties: storm order, then firing order).
+
+    ``at`` fires once, or ``times`` times ``every`` seconds apart. A window fires
+    as a Poisson process of ``rate`` on [from, to): the number of firings is
+    Poisson(rate * (to - from)) and their times uniform in the window, drawn from
+    a generator keyed by (seed, storm index).
+    """
+    events: list[StormEvent] = []
+    for index, storm in enumerate(storms):
+        events.extend(
+            StormEvent(at, index, number, storm.evict)
+            for number, at in enumerate(_firing_times(storm, seed, index))
+        )
+    return sorted(events, key=lambda event: (event.at, event.storm, event.event))
+
+
+def _firing_times(storm: StormSpec, seed: int, index: int) -> list[float]:
+    if storm.at is not None:
+        every = storm.every or 0.0
+        return [storm.at + k * every for k in range(storm.times)]
+    start, end, rate = storm.start, storm.to, storm.rate
+    assert start is not None and end is not None and rate is not None  # the schema's rule
+    expected = rate * (end - start)  # at most MAX_STORM_FIRINGS: the schema's rule
+    rng = rng_for(seed, STORM_WINDOW_STREAM, index)
+    return sorted(float(t) for t in rng.uniform(start, end, rng.poisson(expected)))
+
+
+def storm_victim_rng(seed: int, event: StormEvent) -> np.random.Generator:
+    """The generator that picks ``event``'s victims (the runtime must use this one too)."""
+    return rng_for(seed, STORM_VICTIM_STREAM, event.storm, event.event)
+
+
+# ------------------------------------------------------------------ clocks and worlds
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Trace seconds since the run's time 0."""
+
+    def at(self, when: float, priority: int, action: Callable[[], None]) -> None:
+        """Run ``action`` at trace time ``when`` (at once if it is past), after every action
+        due at the same time with a lower priority, or the same one scheduled earlier."""
+
+
+@dataclass
+class VirtualClock:
+    """A discrete-event clock: ``run`` pops actions in (time, priority, order) order."""
+
+    time: float = 0.0
+    queue: list[tuple[float, int, int, Callable[[], None]]] = field(default_factory=list)
+    order: itertools.count = field(default_factory=itertools.count)
+
+    def now(self) -> float:
+        return self.time
+
+    def at(self, when: float, priority: int, action: Callable[[], None]) -> None:
+        heapq.heappush(self.queue, (max(when, self.time), priority, next(self.order), action))
+
+    def run(self, horizon: float) -> None:
+        """Every action due up to ``horizon``, in order."""
+        while self.queue and self.queue[0][0] <= horizon:
+            self.time, _, _, action = heapq.heappop(self.queue)
+            action()
+
+
+class World(Protocol):
+    """Where the rules act: the plan's bookkeeping, or the run's nodes."""
+
+    def candidates(self) -> Sequence[EvictableNode]:
+        """The nodes a storm may pick (alive; the rules leave out those already doomed)."""
+
+    def stored_bytes(self) -> Mapping[str, int]:
+        """Bytes of live intermediate outputs held on each node (for ``most-data``)."""
+
+    def alive(self, node_id: str) -> bool: ...
+
+    def node_class(self, node_id: str) -> NodeClass: ...
+
+    def warn(self, node_id: str, seconds_left: float) -> None:
+        """The node gets its eviction notice: it will be killed in ``seconds_left``."""
+
+    def kill(self, node_id: str, reason: Reason, storm: int | None) -> None:
+        """Kill the node; the world calls ``ChaosRules.killed`` once it is dead."""
+
+    def launch(self, node_class: NodeClass) -> None:
+        """Launch a replacement; the world calls ``ChaosRules.launched`` with its node."""
+
+    def storm_fired(self, event: StormEvent, candidates: Sequence[EvictableNode], victims: list[str]) -> None:
+        """A storm picked its victims (among ``candidates``)."""
+
+
+@dataclass
+class ClassRules:
+    model: LifetimeModel
+    notice: float
+    replace: bool
+    delay: float
+    """The replacement's provisioning delay."""
+
+
+def class_rules(scenario: Scenario, node_class: NodeClass, base_dir: str | Path | None = None) -> ClassRules:
+    spec = getattr(scenario.chaos, node_class)
+    model = parse_lifetime(spec.lifetime, base_dir)
+    notice = effective_notice(spec.notice, "notice" in spec.model_fields_set, model)
+    return ClassRules(model, notice, spec.replace, spec.provisioning_delay)
+
+
+@dataclass
+class ChaosRules:
+    scenario: Scenario
+    clock: Clock
+    world: World
+    base_dir: str | Path | None = None
+    classes: dict[NodeClass, ClassRules] = field(init=False)
+    doomed: set[str] = field(default_factory=set)
+    """Nodes warned or picked by a storm: no storm picks them (again)."""
+    killed: set[str] = field(default_factory=set)
+    lifetimes: dict[str, float] = field(default_factory=dict)
+    """Each node's lifetime (trace seconds), if it has one."""
+
+    def __post_init__(self) -> None:
+        self.classes = {c: class_rules(self.scenario, c, self.base_dir) for c in NODE_CLASSES}
+
+    def start(self) -> None:
+        """The storms, timed from time 0; those already past (a resumed run) do not fire."""
+        for event in storm_events(self.scenario.chaos.storms, self.scenario.seed):
+            if event.at >= self.clock.now() - 1e-3:
+                self.clock.at(event.at, STORM, lambda event=event: self._storm(event))
+
+    def launched(self, node_id: str, node_class: NodeClass, ordinal: int) -> None:
+        """A node joined the run now: its lifetime, drawn by ordinal, starts."""
+        rules = self.classes[node_class]
+        lifetime = lifetime_for(rules.model, self.scenario.seed, node_class, ordinal)
+        if lifetime is None:
+            return
+        self.lifetimes[node_id] = lifetime
+        now = self.clock.now()
+        self.clock.at(now + lifetime - rules.notice, WARN, lambda: self._warn(node_id, now + lifetime))
+        self.clock.at(now + lifetime, KILL, lambda: self._kill(node_id, "lifetime", None))
+
+    def killed_now(self, node_class: NodeClass) -> None:
+        """A node of the class died: its replacement launches after the provisioning delay."""
+        rules = self.classes[node_class]
+        if rules.replace:
+            self.clock.at(self.clock.now() + rules.delay, LAUNCH, lambda: self.world.launch(node_class))
+
+    def replace_lost(self, node_class: NodeClass) -> bool:
+        """A node lost to something else than a chaos kill (a crash, silence) is replaced as a
+        killed one would be; a reserved node always (the run depends on its reserved
+        capacity). Whether a replacement comes."""
+        rules = self.classes[node_class]
+        if node_class != "reserved" and not rules.replace:
+            return False
+        self.clock.at(self.clock.now() + rules.delay, LAUNCH, lambda: self.world.launch(node_class))
+        return True
+
+    def stop_replacing(self, node_class: NodeClass) -> None:
+        self.classes[node_class].replace = False
+
+    def choose(self, evict: EvictSpec, rng: np.random.Generator) -> tuple[list[EvictableNode], list[str]]:
+        """The candidates (alive, not doomed) and the victims ``evict`` picks among them."""
+        candidates = [n for n in self.world.candidates() if n.node_id not in self.doomed]
+        return candidates, select_victims(candidates, evict, rng, self.world.stored_bytes())
+
+    # ------------------------------------------------------------------ actions
+
+    def _warn(self, node_id: str, kill_at: float) -> None:
+        if not self.world.alive(node_id) or node_id in self.doomed:
+            return
+        self.doomed.add(node_id)
+        if self.classes[self.world.node_class(node_id)].notice > 0:
+            self.world.warn(node_id, kill_at - self.clock.now())
+
+    def _kill(self, node_id: str, reason: Reason, storm: int | None) -> None:
+        if node_id in self.killed or not self.world.alive(node_id):
+            return
+        self.killed.add(node_id)
+        self.doomed.add(node_id)
+        self.world.kill(node_id, reason, storm)
+
+    def _storm(self, event: StormEvent) -> None:
+        candidates, victims = self.choose(event.evict, storm_victim_rng(self.scenario.seed, event))
+        self.world.storm_fired(event, candidates, victims)
+        now = self.clock.now()
+        for node_id in victims:
+            kill_at = now + self.classes[self.world.node_class(node_id)].notice
+            self._warn(node_id, kill_at)
+            self.doomed.add(node_id)
+            self.clock.at(kill_at, KILL, lambda node_id=node_id: self._kill(node_id, "storm", event.storm))

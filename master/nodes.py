@@ -1,0 +1,57 @@
+"""The master's record of one node: what it is, its lifecycle status, what runs on it.
+
+Its ``status`` follows ``master.core.lifecycle.NODE``: every assignment is checked
+against that table, so an illegal change raises at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from master.core.lifecycle import NODE, NodeStatus
+from master.jobs import JobRuntime, TaskKey
+from master.policies.base import RunningTask
+from testbed.protocol import LaunchTask
+
+
+@dataclass
+class NodeRecord:
+    node_id: str
+    node_class: str
+    ordinal: int
+    launched_t: float
+    slots: int
+    memory_mb: int
+    price_per_hour: float
+    status: NodeStatus = "launching"
+    url: str = ""
+    incarnation: str = ""
+    session: int = 0
+    """The agent's MQTT session we last heard from: Wills of older sessions are stale."""
+    last_seen: float = 0.0
+    reserved_for: str | None = None
+    evicted_at: float | None = None
+    running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
+    partition: Literal["general", "short"] = "general"
+    queued: list[str] = field(default_factory=list)
+    """The node-side queue (Eagle): pending task ids in enqueue order."""
+    launches: dict[str, LaunchTask] = field(default_factory=dict)
+    """The launch command of each running task, re-sent after a broker outage."""
+    cached_inputs: tuple[tuple[str, int], ...] = ()
+    """The agent's task input cache as it last reported it (key, bytes), least recent first."""
+    views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
+    """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
+    sent_at: dict[str, float] = field(default_factory=dict)
+    """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
+    strikes: dict[str, int] = field(default_factory=dict)
+    """Running tasks that the node's last heartbeats did not list, and in how many."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "status" and "status" in self.__dict__:
+            NODE.check(self.__dict__["status"], value)
+        object.__setattr__(self, name, value)
+
+    @property
+    def alive(self) -> bool:
+        return self.status in ("launching", "up", "draining")

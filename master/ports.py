@@ -1,0 +1,129 @@
+"""The ports through which the shell's parts reach the master, instead of ``Master`` itself.
+
+The recovery strategies, the HTTP API, the autoscaling shell and the chaos
+controller are each handed the master, but see it only through the Protocol
+below that names what they use; ``master.master.Master`` implements them all.
+None of them imports ``master.master``, so ``master`` has no import cycle
+(``lint-imports`` checks it), and tests hand them stand-ins of their own.
+These ports shrink as the sans-I/O core takes over (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from master.jobs import JobRuntime, TaskKey
+from master.journal import Journal
+from master.nodes import NodeRecord
+from master.policies.base import ClusterSnapshot, RunningTask
+from master.providers.base import NodeProvider
+from master.senders import SenderCheck
+from testbed.capabilities import RunKeys
+from testbed.protocol import Codec, Message
+from testbed.scenario import Scenario
+from testbed.scenario_chaos import EvictSpec
+
+
+class ChaosControl(Protocol):
+    """What the API and the autoscaling shell may ask of the chaos controller."""
+
+    doomed: set[str]
+    """Nodes under an eviction notice or being evicted."""
+
+    def node_launched(self, node: NodeRecord) -> None: ...
+
+    def stop_replacing(self, node_class: str) -> None: ...
+
+    async def evict_now(self, evict: EvictSpec, named: list[str] | None = None) -> list[str]: ...
+
+
+class ClusterPort(Protocol):
+    """The node registry, the jobs, the journal, and the commands every part may give."""
+
+    scenario: Scenario
+    journal: Journal
+    nodes: dict[str, NodeRecord]
+    jobs: dict[str, JobRuntime]
+
+    def send(self, node_id: str, message: Message) -> None: ...
+
+    def kick(self) -> None:
+        """Ask for a scheduling round."""
+
+    def drain(self, node: NodeRecord, reason: str) -> None: ...
+
+
+class StrategyPort(ClusterPort, Protocol):
+    """What a recovery strategy uses (``master.strategies``)."""
+
+    run_dir: Path
+
+
+class ChaosPort(ClusterPort, Protocol):
+    """What the chaos controller uses (``master.chaos.controller``)."""
+
+    run_id: str
+    provider: NodeProvider
+
+    async def launch_node(self, node_class: str) -> NodeRecord: ...
+
+    def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]: ...
+
+    def stored_bytes(self) -> dict[str, int]: ...
+
+    def record_eviction(
+        self, node: NodeRecord, reason: str, lifetime_s: float | None, tasks_running: int, bytes_lost: int
+    ) -> None: ...
+
+
+class ScalingPort(ClusterPort, Protocol):
+    """What the autoscaling shell uses (``master.autoscaling``)."""
+
+    provider: NodeProvider
+    chaos: ChaosControl
+
+    async def launch_node(self, node_class: str) -> NodeRecord: ...
+
+    def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]: ...
+
+    def undrain(self, node: NodeRecord, reason: str) -> None: ...
+
+    def release_node(self, node: NodeRecord, reason: str) -> None: ...
+
+
+class ApiPort(ClusterPort, Protocol):
+    """What the HTTP API uses (``master.api``)."""
+
+    run_id: str
+    run_dir: Path
+    keys: RunKeys
+    http_host: str
+    advertise: str
+    clock_started: bool
+    expected_jobs: int
+    evictions: int
+    evicted: list[dict[str, object]]
+    codec: Codec
+    senders: SenderCheck
+    chaos: ChaosControl
+
+
+class SignerPort(Protocol):
+    """What the command signer uses (``master.signing``)."""
+
+    keys: RunKeys
+    nodes: dict[str, NodeRecord]
+
+
+class DiskFaultsPort(ClusterPort, Protocol):
+    """What the disk-fault handling uses (``master.disk_faults``). It ends jobs and runs
+    through the master's own ``_finish_job`` and ``_fail_unfinished``."""
+
+    run_dir: Path
+
+    def undrain(self, node: NodeRecord, reason: str) -> None: ...
+
+    def _finish_job(self, job: JobRuntime) -> None: ...
+
+    def _fail_unfinished(self, reason: str) -> None: ...

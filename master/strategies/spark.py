@@ -1,0 +1,222 @@
+"""The ``spark`` and ``spark-checkpoint`` recovery strategies on the running master.
+
+- ``spark``: lineage recovery as ``JobRuntime`` implements it (executors on both
+  classes; outputs on the producer's disk; lost outputs recomputed on demand).
+- ``spark-checkpoint``: executors on transient nodes only; each output crossing a
+  shuffle boundary is copied by its producer, once the task has succeeded, to
+  ``checkpoint_node`` (a reserved agent); once the reserved agent has verified and
+  committed the copy, it is one of the output's locations, so the loss of the
+  producer loses nothing.
+
+``SparkStrategy`` is also the base of the others: one hook per event the master
+calls (docs/strategies.md, section 6), and the physical plans' logical DAGs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from master.dag import LogicalDag, pagerank_dag, sort_dag, wordcount_dag
+from master.jobs import JobRuntime, TaskKey
+from master.nodes import NodeRecord
+from master.policies.base import NodeClass
+from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
+from master.policies.pado import PadoPlan
+from master.ports import StrategyPort
+from testbed.protocol import BlockReceived, BlockRef, PushDelivered, PushTarget, TaskUpdate
+from testbed.workloads.plan import JobPlan
+
+BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
+
+
+def logical_dag(plan: JobPlan) -> LogicalDag | None:
+    """The workload's logical DAG with the physical plan's parallelism (None: no DAG, e.g. sleep)."""
+    stages = plan.stages
+    if plan.workload == "wordcount":
+        return wordcount_dag(stages[0].tasks, stages[1].tasks)
+    if plan.workload == "sort":
+        return sort_dag(stages[0].tasks, stages[1].tasks)
+    if plan.workload == "pagerank":
+        return pagerank_dag(stages[1].tasks, len(stages) - 3, readers=stages[0].tasks)
+    return None
+
+
+def physical_operators(plan: JobPlan) -> list[tuple[str, ...]]:
+    """The logical operators each physical stage runs (fused one-to-one chains)."""
+    if plan.workload == "wordcount":
+        return [("read", "map"), ("reduce", "write")]
+    if plan.workload == "sort":
+        return [("read", "partition"), ("sort", "write")]
+    if plan.workload == "pagerank":
+        iterations = len(plan.stages) - 3
+        ops: list[tuple[str, ...]] = [("read-edges",), ("links",), ("ranks-0", "contribs-1")]
+        for i in range(1, iterations + 1):
+            ops.append((f"ranks-{i}", f"contribs-{i + 1}") if i < iterations else (f"ranks-{i}", "write"))
+        return ops
+    return []
+
+
+def stage_classes(pado: PadoPlan, plan: JobPlan) -> list[NodeClass]:
+    """Each physical stage's class under Algorithm 1 (its operators all share one)."""
+    classes: list[NodeClass] = []
+    for stage_id, ops in enumerate(physical_operators(plan)):
+        placed = {pado.placement[op] for op in ops}
+        if len(placed) != 1:
+            raise ValueError(f"physical stage {stage_id} mixes placements: {sorted(placed)}")
+        classes.append(placed.pop())
+    return classes
+
+
+def shuffle_consumers(plan: JobPlan, stage: int) -> list[int]:
+    return [
+        s for s, st in enumerate(plan.stages) for d in st.deps if d.stage == stage and d.kind == "shuffle"
+    ]
+
+
+# ---------------------------------------------------------------- spark
+
+
+class SparkStrategy:
+    """``spark``: what ``JobRuntime`` does (lineage recomputation)."""
+
+    name = "spark"
+
+    def __init__(self, master: StrategyPort) -> None:
+        self.master = master
+
+    def job_submitted(self, job: JobRuntime) -> None:
+        dag = logical_dag(job.plan)
+        if dag is not None:
+            directory = self.master.run_dir / "dags"
+            directory.mkdir(exist_ok=True)
+            text = json.dumps(self.describe(job, dag), indent=2) + "\n"
+            (directory / f"{job.job_id}.json").write_text(text, encoding="utf-8")
+
+    def describe(self, job: JobRuntime, dag: LogicalDag) -> dict[str, Any]:
+        plan = spark_plan(dag)
+        return {
+            "job_id": job.job_id,
+            "workload": job.workload,
+            "strategy": self.name,
+            "dag": dag.to_dict(),
+            "plan": plan.to_dict("spark-checkpoint" if self.name == "spark-checkpoint" else "spark"),
+            "physical_stages": self.physical(job),
+        }
+
+    def physical(self, job: JobRuntime) -> list[dict[str, Any]]:
+        operators = physical_operators(job.plan)
+        return [
+            {
+                "stage": s,
+                "op": st.op,
+                "tasks": st.tasks,
+                "operators": list(operators[s]),
+                "deps": [{"stage": d.stage, "kind": d.kind} for d in st.deps],
+                "final": st.final,
+                "executors": sorted(self.allowed_classes(job, (s, 0))),
+            }
+            for s, st in enumerate(job.plan.stages)
+        ]
+
+    def allowed_classes(self, job: JobRuntime, key: TaskKey) -> frozenset[NodeClass]:
+        return executor_classes("spark")
+
+    def preferred_nodes(self, job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
+        return ()
+
+    def ready(self, job: JobRuntime) -> Iterable[TaskKey]:
+        return job.ready()
+
+    def input_refs(self, job: JobRuntime, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
+        return job.input_refs(key)
+
+    def push_targets(self, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
+        return ()
+
+    def push_rate(self) -> float | None:
+        return None
+
+    def input_cache_mb(self, job: JobRuntime, key: TaskKey) -> int:
+        """The size of the node's input cache the task reads its source through (0: none)."""
+        return 0
+
+    def streamed_deps(self, job: JobRuntime, key: TaskKey) -> tuple[int, ...]:
+        """Dependencies whose blocks reach the task while it runs (asked once, at launch)."""
+        return ()
+
+    def task_succeeded(
+        self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate, now: float
+    ) -> bool:
+        block = f"{job.task_id(key)}.a{update.attempt}"
+        return job.succeeded(key, update.attempt, node.url, block, update.partition_bytes, now=now)
+
+    def block_received(self, node: NodeRecord, message: BlockReceived) -> None:
+        """A spark run pushes nothing; a stray report is ignored."""
+
+    def push_delivered(self, node: NodeRecord, message: PushDelivered) -> None:
+        """A spark run pushes nothing; a stray report is ignored."""
+
+    def tick(self, now: float) -> None:
+        """Called before every scheduling round (time-driven decisions)."""
+
+    def resend(self, node: NodeRecord) -> None:
+        """Messages to ``node`` may have been lost (a reconnect): send again what must arrive."""
+
+    def before_node_lost(self, node: NodeRecord) -> None:
+        """Nothing beyond JobRuntime's lineage recovery."""
+
+    def after_node_lost(self, node: NodeRecord) -> None:
+        """Nothing beyond JobRuntime's lineage recovery."""
+
+    # ------------------------------------------------------------ shared helpers
+
+    def reserved_nodes(self) -> list[NodeRecord]:
+        """Reserved agents able to receive data, in a stable order."""
+        nodes = [n for n in self.master.nodes.values() if n.node_class == "reserved" and n.status == "up"]
+        return sorted(nodes, key=lambda n: n.ordinal)
+
+    def located(self, block: str) -> tuple[JobRuntime, TaskKey, int] | None:
+        """The job, task and attempt of a block id ``<task id>.a<attempt>``."""
+        task_id, _, attempt = block.rpartition(".a")
+        job = self.master.jobs.get(task_id.partition(".")[0])
+        key = job.key_of(task_id) if job is not None else None
+        if job is None or key is None or not attempt.isdigit():
+            return None
+        return job, key, int(attempt)
+
+
+# ---------------------------------------------------------------- spark-checkpoint
+
+
+class CheckpointStrategy(SparkStrategy):
+    """``spark-checkpoint``: executors on transient nodes, shuffle outputs copied to reserved ones."""
+
+    name = "spark-checkpoint"
+
+    def allowed_classes(self, job: JobRuntime, key: TaskKey) -> frozenset[NodeClass]:
+        return executor_classes("spark-checkpoint")
+
+    def push_targets(self, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
+        stage = job.plan.stages[key[0]]
+        reserved = {n.node_id: n for n in self.reserved_nodes()}
+        if not shuffle_consumers(job.plan, key[0]) or not reserved:
+            return ()
+        target = reserved[checkpoint_node(key, list(reserved))]
+        return (
+            PushTarget(node_id=target.node_id, url=target.url, partitions=tuple(range(stage.partitions))),
+        )
+
+    def block_received(self, node: NodeRecord, message: BlockReceived) -> None:
+        located = self.located(message.block)
+        if located is None or node.node_class != "reserved":
+            return
+        job, key, _ = located
+        if job.add_replica(key, message.block, node.url):
+            nbytes = sum(p.nbytes for p in message.parts)
+            job.bytes_checkpointed += nbytes
+            self.master.journal.event(
+                "checkpointed", job=job.job_id, task=job.task_id(key), node=node.node_id, bytes=nbytes
+            )
+            self.master.kick()

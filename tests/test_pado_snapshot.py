@@ -1,0 +1,38 @@
+"""Under Pado the snapshot is a pure query: receivers get their reserved node in the strategy's
+tick before the round, never while a snapshot is being built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.agents_stand_in import StandInAgents
+from tests.conftest import make_scenario, offline_master
+
+
+def journaled(run_dir: Path, name: str) -> int:
+    return (run_dir / "events.jsonl").read_text().count(f'"event":"{name}"')
+
+
+def test_a_snapshot_sets_up_no_receiver_and_the_tick_does(tmp_path: Path) -> None:
+    scenario = make_scenario(
+        policy={"strategy": "pado"}, jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 2, "reduces": 2}]
+    )
+    master = offline_master(scenario, tmp_path, attach=True)
+    try:
+        agents = StandInAgents(master)
+        agents.announce("reserved-0", "reserved", 2, 1024)
+        for ordinal in range(3):
+            agents.announce(f"transient-{ordinal}", "transient", 2, 1024)
+        master.submit_job(scenario.jobs[0], 0)
+        state = master.strategy.jobs["j000"]  # type: ignore[attr-defined]
+        first, _ = master.snapshot()
+        again, _ = master.snapshot()
+        assert not state.receivers and journaled(tmp_path, "receiver_set_up") == 0
+        assert first.jobs == again.jobs and not first.jobs[0].pending  # the maps wait for receivers
+        master.strategy.tick(master.journal.now())
+        assert state.receivers == {(1, 0): "reserved-0", (1, 1): "reserved-0"}
+        assert journaled(tmp_path, "receiver_set_up") == 2
+        snapshot, _ = master.snapshot()
+        assert {t.stage for t in snapshot.jobs[0].pending} == {0, 1}  # receivers (incremental) and maps
+    finally:
+        master.journal.close()
