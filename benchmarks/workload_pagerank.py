@@ -25,7 +25,7 @@ import numpy as np
 import yaml
 
 from testbed.scenario import PagerankJob
-from testbed.workloads import pagerank
+from testbed.workloads import pagerank_reference
 
 SCENARIO = {
     "name": "bench-pagerank",
@@ -36,8 +36,8 @@ SCENARIO = {
 
 
 def scipy_seconds_per_iteration(job: PagerankJob, seed: int) -> float:
-    src, dst = pagerank.job_edges(job, seed)
-    links = pagerank.link_matrix(src, dst)
+    src, dst = pagerank_reference.job_edges(job, seed)
+    links = pagerank_reference.link_matrix(src, dst)
     ranks = np.full(len(links.ids), 1.0 / len(links.ids))
     started = time.perf_counter()
     for _ in range(job.iterations):

@@ -28,7 +28,7 @@ from master.policies import make_autoscaler
 from master.providers.local import LocalProvider, python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
 from master.rundir import check_inputs, owning, record_inputs, tidy
-from master.scale_model import NodeShares, local_isolation, resolve
+from master.scale_model import class_flags, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.fidelity import emulated, is_duration_key
 from testbed.journal import JOB_TOTALS
@@ -170,26 +170,13 @@ def agent_command(
     node_class: str,
     prefix: list[str] | None = None,
 ) -> list[str]:
-    spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
-    shares = NodeShares.of(scenario, spec)
     return [
         *(python_command() if prefix is None else prefix),
         "--run",
         run_id,
         "--node-id",
         node_id,
-        "--node-class",
-        node_class,
-        "--broker",
-        broker.url,
-        "--slots",
-        str(spec.slots),
-        "--memory-mb",
-        str(spec.memory_mb),
-        "--heartbeat-interval",
-        str(scenario.heartbeat_interval_s),
-        *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),
-        *shares.agent_flags(),
+        *class_flags(scenario, node_class, broker.url),
     ]
 
 

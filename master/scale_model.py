@@ -74,3 +74,16 @@ def local_isolation(scenario: Scenario) -> CpuCgroups | None:
         return detect()
     except CgroupUnavailable as exc:
         raise ScenarioError([f"{scenario.name}: fidelity.mode: faithful: {exc}"]) from None
+
+
+def class_flags(scenario: Scenario, node_class: str, broker_url: str) -> list[str]:
+    """The agent flags every node of ``node_class`` gets, from ``--node-class`` on (the run and
+    node id come before them): what the master launches and what a compose file starts."""
+    spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
+    return [
+        *("--node-class", node_class, "--broker", broker_url),
+        *("--slots", str(spec.slots), "--memory-mb", str(spec.memory_mb)),
+        *("--heartbeat-interval", str(scenario.heartbeat_interval_s)),
+        *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),
+        *NodeShares.of(scenario, spec).agent_flags(),
+    ]

@@ -121,6 +121,13 @@ def detect(mounts: Path = Path("/proc/self/mounts")) -> CpuCgroups:
     if v1 is not None:
         return _probe(CpuCgroups(1, v1 / "testbed"))
     if v2 is not None and "cpu" in (v2 / "cgroup.controllers").read_text().split():
+        try:  # the root delegates cpu to its children (systemd usually has already)
+            if "cpu" not in (v2 / "cgroup.subtree_control").read_text().split():
+                _write(v2 / "cgroup.subtree_control", "+cpu")
+        except OSError as exc:
+            raise CgroupUnavailable(
+                f"cannot enable the cpu controller in {v2} ({exc.strerror}): {HOW_TO}"
+            ) from None
         return _probe(CpuCgroups(2, v2 / "testbed"))
     raise CgroupUnavailable(f"no cgroup CPU controller is mounted here: {HOW_TO}")
 

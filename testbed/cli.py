@@ -72,6 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     validate.set_defaults(handler=cmd_validate)
 
+    compose = sub.add_parser("compose", help="write a compose file (compose v1/v2, Swarm) for a scenario")
+    compose.add_argument("scenario", type=Path)
+    compose.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    compose.add_argument("-o", "--out", type=Path, help="the compose file (default: standard output)")
+    compose.add_argument(
+        "--host-cores",
+        type=float,
+        help="cores of the host the stack runs on, for dilation: auto (default: this machine's)",
+    )
+    compose.set_defaults(handler=cmd_compose)
+
     agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
     add_agent_arguments(agent)
     agent.set_defaults(handler=cmd_agent)
@@ -168,6 +179,31 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes; "
         f"{fidelity.mode}, dilation {fidelity.factor:g} on this host)"
     )
+    return EXIT_OK
+
+
+def cmd_compose(args: argparse.Namespace) -> int:
+    from master.compose import compose_file
+
+    argv = [str(args.scenario), *(arg for value in args.overrides for arg in ("--set", value))]
+    if args.host_cores is not None:
+        if args.host_cores <= 0:
+            raise UsageError("testbed compose --host-cores: expected a number of cores > 0, e.g. 4")
+        argv += ["--host-cores", f"{args.host_cores:g}"]
+    if args.out is not None:
+        argv += ["-o", str(args.out)]
+    try:
+        text = compose_file(args.scenario, args.overrides, args.out, args.host_cores, argv)
+    except ScenarioError as exc:  # one line, however many problems
+        raise UsageError("; ".join(exc.problems)) from None
+    if args.out is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        args.out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"testbed compose -o {args.out}: cannot write it: {exc.strerror}") from None
+    print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -19,21 +19,31 @@ from testbed.workloads.base import BlockFetcher
 
 
 def _reserve_elsewhere(path: str, nbytes: int, out: multiprocessing.Queue) -> None:
-    out.put(SharedBucket(Path(path)).reserve(nbytes))
+    bucket = SharedBucket(Path(path))
+    before = time.monotonic()  # the monotonic clock is one for every process of the host
+    delay = bucket.reserve(nbytes)
+    out.put((before, delay, time.monotonic()))
 
 
 def test_a_second_process_queues_behind_the_first_on_the_same_bucket(tmp_path: Path) -> None:
+    """Booked after this process's 100 s of link, not beside them: the two delays add up to
+    200 s of link less the time between the bookings (bounded by clock readings around each
+    booking, so a slow process start under load changes nothing)."""
     bucket = SharedBucket.create(tmp_path / "net-out", rate_bytes_s=1e6)
-    mine = bucket.reserve(10_000_000)  # ten seconds of the link
+    before_mine = time.monotonic()
+    mine = bucket.reserve(100_000_000)
+    after_mine = time.monotonic()
     results: multiprocessing.Queue = multiprocessing.get_context("spawn").Queue()
     other = multiprocessing.get_context("spawn").Process(
-        target=_reserve_elsewhere, args=(str(bucket.path), 10_000_000, results)
+        target=_reserve_elsewhere, args=(str(bucket.path), 100_000_000, results)
     )
     other.start()
-    theirs = results.get(timeout=60)
+    before_theirs, theirs, after_theirs = results.get(timeout=120)
     other.join()
-    assert 9 < mine <= 10
-    assert theirs > 15  # booked after this process's ten seconds, not beside them
+    burst = 0.05
+    assert 100 - 2 * burst - (after_mine - before_mine) <= mine <= 100 - 2 * burst
+    link_booked = 200 - 2 * burst  # both bookings, from the first one's start
+    assert link_booked - (after_theirs - before_mine) <= theirs <= link_booked - (before_theirs - after_mine)
 
 
 def test_an_idle_link_allows_only_a_short_burst(tmp_path: Path) -> None:

@@ -130,4 +130,4 @@ def test_a_quarter_core_is_throttled_where_a_full_core_is_not() -> None:
         cgroups.remove_run(run)
     assert slow >= 0.5 / 0.25 * 0.9
     assert held.periods > 0
-    assert free.throttled_periods <= 1
+    assert free.throttled_ratio < 0.1

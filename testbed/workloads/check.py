@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from testbed.workloads import pagerank, sort, wordcount
+from testbed.workloads import pagerank_reference, sort, wordcount
 
 REFERENCES: dict[str, tuple[Callable[[Any, int], Any], Callable[[Path], Any]]] = {
     "sort": (sort.reference_output, lambda d: sort.read_output(d).comparable()),
     "wordcount": (wordcount.reference_output, wordcount.read_output),
-    "pagerank": (pagerank.reference_output, pagerank.read_output),
+    "pagerank": (pagerank_reference.reference_output, pagerank_reference.read_output),
 }
 
 
@@ -84,10 +84,10 @@ def _check_wordcount(job: Any, seed: int, directory: Path) -> list[str]:
 
 def _check_pagerank(job: Any, seed: int, directory: Path) -> list[str]:
     try:
-        got = pagerank.read_output(directory)
+        got = pagerank_reference.read_output(directory)
     except ValueError as exc:
         return [f"unreadable output: {exc}"]
-    expected = pagerank.reference_output(job, seed)
+    expected = pagerank_reference.reference_output(job, seed)
     problems = []
     total = math.fsum(got.ranks.tolist())
     if abs(total - 1.0) > 1e-9:

@@ -76,7 +76,7 @@ async def test_a_dilated_run_stretches_trace_time_and_reports_emulated_seconds(t
     assert summary["mean_jct_s"] == pytest.approx(summary["wall"]["mean_jct_s"] / 2, abs=1e-3)
     [job] = load_run(tmp_path).jobs
     assert job.jct_s == pytest.approx(summary["mean_jct_s"], abs=1e-3)
-    assert job.submit_s == pytest.approx(1.0, abs=0.2)  # submitted at 2 wall seconds: 1 emulated
+    assert 0.99 <= job.submit_s < 2.0  # submitted at 2 wall seconds (1 emulated), or a bit later
 
 
 async def test_an_oversubscribed_unisolated_run_is_flagged_as_distorted(tmp_path: Path) -> None:

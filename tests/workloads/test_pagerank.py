@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from testbed.scenario import PagerankJob
-from testbed.workloads import pagerank
+from testbed.workloads import pagerank, pagerank_reference
 from testbed.workloads.check import check_output
 
 SEED = 3
@@ -31,7 +31,7 @@ def dense_pagerank(edges: list[tuple[int, int]], d: float, iterations: int) -> d
 def test_reference_equals_a_plain_power_iteration():
     edges = [(0, 1), (1, 2), (2, 0), (2, 0), (3, 3), (4, 2), (2, 7)]
     src, dst = (np.array(x) for x in zip(*edges, strict=True))
-    ref = pagerank.reference_ranks(src, dst, 0.85, 6)
+    ref = pagerank_reference.reference_ranks(src, dst, 0.85, 6)
     plain = dense_pagerank(edges, 0.85, 6)
     assert ref.ids.tolist() == sorted(plain)
     assert np.allclose(ref.ranks, [plain[n] for n in sorted(plain)], rtol=1e-12)
@@ -41,8 +41,8 @@ def test_reference_equals_a_plain_power_iteration():
 def test_generated_graph_equals_reference(run_at, fraction):
     job = PagerankJob(workload="pagerank", nodes=20_000, edges=30_000, maps=2, reduces=3, iterations=3)
     local = run_at(job, SEED, fraction)
-    got = pagerank.read_output(local.outputs)
-    assert got.matches(pagerank.reference_output(job, SEED))
+    got = pagerank_reference.read_output(local.outputs)
+    assert got.matches(pagerank_reference.reference_output(job, SEED))
     assert math.isclose(math.fsum(got.ranks.tolist()), 1.0, rel_tol=1e-12)
     spilled = local.total("spill_bytes")
     assert (spilled > 0) if fraction < 1 else (spilled == 0)
@@ -63,7 +63,7 @@ def test_edge_list_file_with_comments_duplicates_and_self_loops(run_at, tmp_path
     (tmp_path / "g.txt").write_text(text + "\n\n42 7")
     job = PagerankJob(workload="pagerank", input=str(tmp_path / "g.txt"), maps=3, reduces=2, iterations=5)
     local = run_at(job, SEED, fraction)
-    got = pagerank.read_output(local.outputs)
+    got = pagerank_reference.read_output(local.outputs)
     plain = {str(n): r for n, r in dense_pagerank([*edges, (42, 7)], 0.85, 5).items()}
     assert got.ids.tolist() == sorted(plain)
     assert np.allclose(got.ranks, [plain[n] for n in sorted(plain)], rtol=1e-9)
@@ -73,9 +73,9 @@ def test_edge_list_file_with_comments_duplicates_and_self_loops(run_at, tmp_path
 def test_tolerance_stops_like_the_reference(run_at):
     base = dict(workload="pagerank", nodes=500, edges=4_000, maps=1, reduces=2, iterations=40)
     job = PagerankJob(**base, tolerance=1e-4)
-    got = pagerank.read_output(run_at(job, SEED, 1.0).outputs)
-    assert got.matches(pagerank.reference_output(job, SEED))
-    full = pagerank.reference_output(PagerankJob(**base), SEED)
+    got = pagerank_reference.read_output(run_at(job, SEED, 1.0).outputs)
+    assert got.matches(pagerank_reference.reference_output(job, SEED))
+    full = pagerank_reference.reference_output(PagerankJob(**base), SEED)
     assert not got.matches(full, rtol=1e-12)
     assert np.abs(got.ranks - full.ranks).sum() < 1e-3
 
@@ -135,7 +135,7 @@ def test_named_nodes_keep_their_names_and_equal_the_reference(run_at, tmp_path, 
     (tmp_path / "g.tsv").write_text("# deps\n" + "".join(f"{u}\t{v}\n" for u, v in edges), encoding="utf-8")
     job = PagerankJob(workload="pagerank", input=str(tmp_path / "g.tsv"), maps=3, reduces=3, iterations=6)
     local = run_at(job, SEED, fraction)
-    got = pagerank.read_output(local.outputs)
+    got = pagerank_reference.read_output(local.outputs)
     index = {n: i for i, n in enumerate(sorted({n for e in edges for n in e}))}
     plain = dense_pagerank([(index[u], index[v]) for u, v in edges], 0.85, 6)
     assert got.ids.tolist() == sorted(index) and "über" in index and "012" in index and "12" in index
