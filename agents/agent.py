@@ -25,7 +25,7 @@ from aiohttp import web
 from agents.oom import death_outcome, oom_kill_count
 from agents.push import push_block
 from agents.shuffle import make_app
-from agents.worker_main import combine_in_worker, run_in_worker
+from agents.worker_main import combine_in_worker, run_in_worker, warmed
 from testbed.bandwidth import UNLIMITED, NodeLimits
 from testbed.lru import LruCache
 from testbed.mqtt import BrokerAddress, MqttLink
@@ -111,6 +111,8 @@ class Agent:
         self.input_cache = LruCache(0)
         """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
         self.state = "up"
+        self.started = False
+        """Announced (retained state ``up``) only once its task forkserver is warm."""
         self.limits = UNLIMITED
         self.link: MqttLink
         self._stop = asyncio.Event()
@@ -147,23 +149,20 @@ class Agent:
         client_id = f"{self.config.run_id}-{self.config.node_id}-{self.incarnation}"
         self.link = MqttLink(self.config.broker, client_id, self._on_message, self._on_connect, self._will)
         self.link.start()
-        # Warm the task forkserver now, off the loop: it preloads numpy and the workloads, which
-        # would otherwise delay this node's first task by seconds on a busy machine.
-        warmup = asyncio.create_task(
-            asyncio.to_thread(multiprocessing.forkserver.ensure_running)
-            if self.config.warm_workers
-            else asyncio.sleep(0)
-        )
-        heartbeat = asyncio.create_task(self._heartbeats())
+        heartbeat: asyncio.Task[None] | None = None
         try:
+            if self.config.warm_workers:
+                await self._warm_up()
+            self.started = True  # only now is the node up, and judged by its heartbeats
+            if self.link.connected.is_set():
+                await self._announce(self.link)
+            heartbeat = asyncio.create_task(self._heartbeats())
             await self._stop.wait()
         finally:
-            heartbeat.cancel()
-            warmup.cancel()
+            if heartbeat is not None:
+                heartbeat.cancel()
             for attempt in list(self.running.values()):
-                attempt.cancelled = True
-                if attempt.process is not None:
-                    attempt.process.kill()
+                _kill(attempt)
             await runner.cleanup()  # first: the master believes "gone" once nothing answers
             self.link.publish(
                 self.topics.state(self.config.node_id), self._state_payload("gone"), retain=True
@@ -187,8 +186,23 @@ class Agent:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         return runner
 
+    async def _warm_up(self) -> None:
+        """Start the task forkserver and fork one worker from it, off the loop: the forkserver
+        preloads numpy and the workloads (seconds of CPU on a busy machine), which would
+        otherwise delay this node's first task, or its heartbeats once it is up."""
+        process = _forkserver.Process(target=warmed, daemon=True)
+        try:
+            await _start_worker(process)
+            await asyncio.to_thread(process.join)
+        except (OSError, EOFError) as exc:  # the first task will try again
+            log.warning("could not warm the task forkserver: %s", exc)
+
     async def _on_connect(self, link: MqttLink) -> None:
         await link.subscribe(self.topics.command(self.config.node_id))
+        if self.started:  # else it announces itself once started
+            await self._announce(link)
+
+    async def _announce(self, link: MqttLink) -> None:
         link.publish(self.topics.state(self.config.node_id), self._state_payload(self.state), retain=True)
 
     async def _heartbeats(self) -> None:
@@ -296,6 +310,8 @@ class Agent:
             sender.close()
             if feed_out is not None:
                 feed_out.close()
+        if attempt.cancelled:  # while its start was under way
+            _kill(attempt)
         if feed_in is not None:
             attempt.feed = feed_in
             asyncio.get_running_loop().create_task(self._feed(attempt))
@@ -451,9 +467,7 @@ class Agent:
     def _cancel(self, task_id: str, attempt: int) -> None:
         current = self.running.get(task_id)
         if current is not None and current.spec.attempt == attempt:
-            current.cancelled = True
-            if current.process is not None:
-                current.process.kill()
+            _kill(current)
 
     def _update(self, spec: TaskSpec, state: str, **fields: Any) -> TaskUpdate:
         return TaskUpdate(
@@ -467,6 +481,13 @@ class Agent:
 
     def _publish_update(self, update: TaskUpdate) -> None:
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))
+
+
+def _kill(attempt: RunningAttempt) -> None:
+    """Cancel the attempt; SIGKILL its worker if it has one yet (a start may be under way)."""
+    attempt.cancelled = True
+    if attempt.process is not None and attempt.process.pid is not None:
+        attempt.process.kill()
 
 
 WORKER_START_TRIES = 3

@@ -47,3 +47,7 @@ def combine_in_worker(
         conn.send(combine(op, members, block, partitions, Path(node_dir)))
     finally:
         conn.close()
+
+
+def warmed() -> None:
+    """Nothing: a worker forked with this target shows the forkserver has preloaded the workloads."""

@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 SUITE: list[tuple[str, list[str], list[str]]] = [
     # (script, full arguments, quick arguments)
     ("density.py", ["--agents", "50"], ["--agents", "10"]),
+    ("startup.py", ["--nodes", "50,100,200", "--peer-up-to", "200"], ["--nodes", "20", "--peer-up-to", "20"]),
     ("dispatch.py", ["--agents", "50", "--tasks", "20000"], ["--agents", "10", "--tasks", "2000"]),
     (
         "eviction_detection.py",

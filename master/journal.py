@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from testbed.journal import ROWS_FROM_EVENTS, TABLES, check_event
+from testbed.journal import check_event
+from testbed.journal_tables import ROWS_FROM_EVENTS, TABLES
 
 RESERVE_NAME = ".journal-reserve"
 RESERVE_BYTES = 128 * 1024

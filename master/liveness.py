@@ -13,22 +13,29 @@ from typing import Literal
 
 STRIKES_TO_VANISH = 2
 """Consecutive heartbeats that must omit a task before the master stops believing it runs."""
+MAX_VANISH_RESENDS = 3
+"""A launch unaccounted for (never acknowledged, or vanished) is sent again this many times
+before the attempt is failed and relaunched."""
 
 
 @dataclass(frozen=True)
 class Launched:
-    """A task attempt the master believes runs on a node, and when its launch was last sent."""
+    """A task attempt the master believes runs on a node: when its launch was last sent, and
+    whether the node has acknowledged it (its ``running`` update)."""
 
     attempt: int
     sent_at: float
+    acked: bool = False
 
 
 @dataclass(frozen=True)
 class Reconciled:
     strikes: dict[str, int]
-    """Per task: consecutive heartbeats (counted after the grace) that did not list it."""
+    """Per task: consecutive heartbeats that did not list it although the node had acknowledged it."""
     vanished: tuple[str, ...]
-    """Tasks the master must fail and relaunch: the node does not run them."""
+    """Tasks the master must fail and relaunch: the node acknowledged them and runs them no more."""
+    resend: tuple[str, ...]
+    """Launches not acknowledged for ``resend_s``: sent again (a launch is idempotent)."""
     stray: tuple[tuple[str, int], ...]
     """(task, attempt) the node runs that the master does not expect there: to cancel."""
 
@@ -38,19 +45,25 @@ def reconcile(
     reported: Mapping[str, int],
     strikes: Mapping[str, int],
     now: float,
-    grace_s: float,
+    resend_s: float,
 ) -> Reconciled:
     """Compare a heartbeat's running attempts (``reported``: task -> attempt) with the master's view.
 
-    A launch sent less than ``grace_s`` ago may not have reached the node when it
-    sent this heartbeat, so its absence does not count yet; after that, a task
-    missing from ``STRIKES_TO_VANISH`` heartbeats in a row has vanished (its
-    worker start failed unreported, its launch was lost, its agent forgot it).
+    Only an attempt the node acknowledged can have vanished: a heartbeat that
+    arrives after the acknowledgement was built after the launch (one
+    connection, in order), so a task missing from ``STRIKES_TO_VANISH`` of them
+    in a row is gone (its worker start failed unreported, its agent forgot it).
+    A launch not yet acknowledged may be in flight on a loaded machine, or lost
+    with a broker: after ``resend_s`` it is sent again, never failed.
     """
     new_strikes: dict[str, int] = {}
-    vanished = []
+    vanished, resend = [], []
     for task_id, launched in expected.items():
-        if reported.get(task_id) == launched.attempt or now - launched.sent_at < grace_s:
+        if reported.get(task_id) == launched.attempt:
+            continue
+        if not launched.acked:
+            if now - launched.sent_at > resend_s:
+                resend.append(task_id)
             continue
         count = strikes.get(task_id, 0) + 1
         if count >= STRIKES_TO_VANISH:
@@ -62,7 +75,7 @@ def reconcile(
         for task_id, attempt in reported.items()
         if task_id not in expected or expected[task_id].attempt != attempt
     )
-    return Reconciled(new_strikes, tuple(vanished), stray)
+    return Reconciled(new_strikes, tuple(vanished), tuple(resend), stray)
 
 
 # ------------------------------------------------------------------ silent nodes
@@ -94,14 +107,54 @@ def patience_s(timeout_s: float) -> float:
     return max(30.0, 10 * timeout_s)
 
 
-def after_probe(outcome: ProbeOutcome, silent_for: float, quiet: bool, patience: float) -> Verdict:
+def after_probe(outcome: ProbeOutcome, silent_for: float, lenient: bool, patience: float) -> Verdict:
     """A silent node was asked directly. Dead (refused) is lost at once. A node silent alone
-    that does not answer is frozen or overloaded: lost. When the whole cluster is quiet,
-    the control plane (a stalled broker) or the whole host (a pause) is more likely at fault:
-    wait and ask again, up to ``patience`` seconds of silence. A node that answers but
-    stays silent on MQTT longer than that cannot be commanded either: lost."""
+    that does not answer is frozen or overloaded: lost. ``lenient`` when the whole cluster is
+    quiet (the control plane, a stalled broker, or the whole host, a pause, is more likely at
+    fault) or while the cluster is still starting (the machine is busy starting agents): then
+    wait and ask again, up to ``patience`` seconds of silence. A node that answers but stays
+    silent on MQTT longer than that cannot be commanded either: lost."""
     if outcome == "refused" or silent_for > patience:
         return "lost"
     if outcome == "answered":
         return "alive"
-    return "wait" if quiet else "lost"
+    return "wait" if lenient else "lost"
+
+
+# ------------------------------------------------------------------ start-up
+
+START_TIMEOUT_S = 60.0
+"""A node launched this long ago that has not come up (started its agent and warmed its task
+forkserver) is given up on."""
+
+
+STARTS_PER_CORE = 32
+
+
+def start_window(cpus: int, configured: int | None) -> int | None:
+    """How many nodes may be starting at once (None: no limit). Starting an agent costs about
+    1.5 s of CPU (imports, then its forkserver preloading numpy), and the agents already up
+    are never judged by a start they are not part of (they announce themselves once started,
+    and silence is forgiven until the run starts), so the window only bounds the burst: on a
+    shared machine the starting agents' share of the CPU grows with their number, and a small
+    window made start-up slower (docs/benchmarks.md: 50 nodes in 118 s four at a time, 47 s
+    sixteen at a time, 37 s all at once)."""
+    if configured is not None:
+        return configured or None
+    return max(2, STARTS_PER_CORE * cpus)
+
+
+START_CPU_S = 1.5
+"""About the CPU seconds one node's start takes (its agent's imports, its forkserver's preload)."""
+
+
+def start_deadline_s(starting: int, cpus: int) -> float:
+    """How long a node may take to come up: ``START_TIMEOUT_S``, plus the CPU the ``starting``
+    nodes need shared by the cores (all launched at once, each waits for all the others)."""
+    return START_TIMEOUT_S + START_CPU_S * starting / max(1, cpus)
+
+
+def launches_now(starting: int, remaining: int, window: int | None) -> int:
+    """How many of the ``remaining`` nodes to launch now, ``starting`` being under way."""
+    room = remaining if window is None else window - starting
+    return max(0, min(remaining, room))

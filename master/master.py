@@ -10,8 +10,10 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import os
 import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -27,13 +29,17 @@ from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
 from master.liveness import (
+    MAX_VANISH_RESENDS,
     Launched,
     ProbeOutcome,
     after_probe,
     everyone_quiet,
     is_silent,
+    launches_now,
     patience_s,
     reconcile,
+    start_deadline_s,
+    start_window,
 )
 from master.nodes import NodeRecord
 from master.policies import make_scheduler, reserved_partitions, stage_memory
@@ -146,6 +152,9 @@ class Master:
         self._kick = asyncio.Event()
         self._all_done = asyncio.Event()
         self._cluster_up = asyncio.Event()
+        self._node_came_up = asyncio.Event()
+        self._starting_up = True
+        """Until time 0: silent nodes that do not answer are waited for, the machine is busy."""
         self._timers: list[asyncio.TimerHandle] = []
         self._unsubmitted: dict[int, Any] = {}
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
@@ -240,6 +249,7 @@ class Master:
     def set_time_zero(self, t0: float) -> None:
         """Move the journal's time 0 to the clock reading ``t0``; the nodes' last heartbeats
         move with it, so a node silent since before keeps its silence (and is found lost)."""
+        self._starting_up = False
         shift = t0 - self.journal.t0
         self.journal.t0 = t0
         self.clock_started = True
@@ -248,20 +258,54 @@ class Master:
 
     async def _launch_initial_nodes(self) -> None:
         cluster = self.scenario.cluster
-        for node_class, spec in (("reserved", cluster.reserved), ("transient", cluster.transient)):
-            for _ in range(0 if self.attach else spec.count):
-                await self.launch_node(node_class)
-        if self.attach:
-            log.info(
-                "waiting for %d reserved and %d transient nodes",
-                cluster.reserved.count,
-                cluster.transient.count,
+        if not self.attach:
+            await self._start_paced(
+                ["reserved"] * cluster.reserved.count + ["transient"] * cluster.transient.count
             )
+            return
+        log.info(
+            "waiting for %d reserved and %d transient nodes", cluster.reserved.count, cluster.transient.count
+        )
         try:
             await asyncio.wait_for(self._cluster_up.wait(), 60 + 0.5 * len(self.nodes))
         except TimeoutError:
             missing = [n.node_id for n in self.nodes.values() if n.status == "launching"]
             raise RuntimeError(f"nodes did not come up within a minute: {', '.join(missing)}") from None
+
+    async def _start_paced(self, classes: list[str]) -> None:
+        """Launch the initial nodes a window at a time (``master.liveness.launches_now``): a
+        node leaves the window when it is up, or when it has not come up within
+        ``start_deadline_s`` (it is killed and the run goes on without it, saying so)."""
+        cpus = os.cpu_count() or 2
+        window = start_window(cpus, self.scenario.cluster.start_window)
+        queue = list(classes)
+        while True:
+            launching = [n for n in self.nodes.values() if n.status == "launching"]
+            deadline = start_deadline_s(len(launching), cpus)
+            for node in launching:
+                if self.journal.now() - node.launched_t > deadline:
+                    await self._start_failed(node, deadline)
+            starting = sum(1 for n in self.nodes.values() if n.status == "launching")
+            for _ in range(launches_now(starting, len(queue), window)):
+                await self.launch_node(queue.pop(0))
+            if not queue and not any(n.status == "launching" for n in self.nodes.values()):
+                break
+            self._node_came_up.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):  # the start deadlines are checked every second
+                    await self._node_came_up.wait()
+        if not any(n.status == "up" for n in self.nodes.values()):
+            raise RuntimeError("no node came up: see the nodes' logs in the run directory's logs/")
+
+    async def _start_failed(self, node: NodeRecord, deadline: float) -> None:
+        log.warning(
+            "node %s did not come up within %.0fs: the run goes on without it", node.node_id, deadline
+        )
+        node.status = "lost"
+        self.journal.event("node_start_failed", node=node.node_id, **{"class": node.node_class})
+        self._node_row(node, self.journal.now(), "start_failed")
+        if self.provider.owns(node.node_id):
+            await self.provider.evict(node.node_id)
 
     async def launch_node(self, node_class: str) -> NodeRecord:
         spec = self.scenario.cluster.reserved if node_class == "reserved" else self.scenario.cluster.transient
@@ -273,6 +317,7 @@ class Master:
         )
         record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.nodes[node_id] = record
+        self.journal.event("node_launching", node=node_id, **{"class": node_class})
         env = {
             **self.agent_env,
             **(await self.node_env(node_id) if self.node_env else {}),
@@ -393,6 +438,7 @@ class Master:
             self.journal.event(
                 "node_up", node=node.node_id, **{"class": node.node_class}, pid=state.pid, url=node.url
             )
+            self._node_came_up.set()
             if self._all_up():
                 self._cluster_up.set()
             self.kick()
@@ -530,7 +576,7 @@ class Master:
             "tasks_running": tasks_running,
             "bytes_lost": bytes_lost,
         }
-        # evictions.csv gets its row from this event (testbed.journal.ROWS_FROM_EVENTS)
+        # evictions.csv gets its row from this event (testbed.journal_tables.ROWS_FROM_EVENTS)
         self.journal.event("eviction", node=node.node_id, **{"class": node.node_class}, **facts)
         if node.status == "launching":  # it never connected: no Last Will or heartbeat will tell
             self.node_lost(node, "evicted_while_launching")
@@ -558,6 +604,8 @@ class Master:
         node.running.clear()
         node.launches.clear()
         node.sent_at.clear()
+        node.acked.clear()
+        node.vanish_resends.clear()
         if reason in REPLACED_LOSSES and not self.attach and not self._all_done.is_set():
             self.chaos.replace_lost(node)
         self.kick()
@@ -567,15 +615,18 @@ class Master:
         if update.state == "running" and update.task_id in node.sent_at:  # the first, not a redelivery
             key = (update.task_id, update.attempt)
             self.launch_acks.setdefault(key, self.journal.now() - node.sent_at[update.task_id])
-        if located is None or update.state == "running":
+        if located is not None and update.state == "running":
+            record = located[0].tasks[located[1]]
+            if (record.attempt, record.node, record.status) == (update.attempt, node.node_id, "running"):
+                node.acked.add(update.task_id)
+            return
+        if located is None:
             return
         job, key = located
         record = job.tasks[key]
         if record.attempt != update.attempt or record.status != "running" or record.node != node.node_id:
             return  # stale or duplicate (QoS 1 redelivery): already applied
-        node.running.pop(update.task_id, None)
-        node.launches.pop(update.task_id, None)
-        node.sent_at.pop(update.task_id, None)
+        self._forget_launch(node, update.task_id)
         job.count_cache_use(update.metrics)
         stage = job.plan.stages[key[0]]
         ok = update.state == "succeeded"
@@ -705,6 +756,7 @@ class Master:
                 reserved_for=n.reserved_for,
                 partition=n.partition,
                 queued=tuple(n.queued),
+                rebalance=n.rebalance_at is not None,
             )
             for n in self.nodes.values()
             if n.status in ("up", "draining")
@@ -794,6 +846,9 @@ class Master:
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = LaunchTask(task=spec)
         node.sent_at[decision.task_id] = now
+        node.acked.discard(decision.task_id)
+        node.strikes.pop(decision.task_id, None)
+        node.vanish_resends.pop(decision.task_id, None)
         self.send(node.node_id, node.launches[decision.task_id])
         self.journal.event(
             "task_started",
@@ -894,7 +949,8 @@ class Master:
             return
         now = self.journal.now()
         patience = patience_s(self.scenario.heartbeat_timeout_s)
-        verdict = after_probe(outcome, now - node.last_seen, self._everyone_quiet(now), patience)
+        lenient = self._starting_up or self._everyone_quiet(now)
+        verdict = after_probe(outcome, now - node.last_seen, lenient, patience)
         if verdict == "alive":
             self._answered[node.node_id] = now
         elif verdict == "lost":
@@ -911,24 +967,46 @@ class Master:
         a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
         now = self.journal.now()
         expected = {
-            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now))
+            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now), task_id in node.acked)
             for task_id, (job, key) in node.running.items()
         }
-        verdict = reconcile(expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_interval_s)
+        verdict = reconcile(expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_timeout_s)
         node.strikes = verdict.strikes
         for task_id, attempt in verdict.stray:
             self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
+        for task_id in verdict.resend:
+            self._task_unaccounted(node, task_id, now, "launch_unacknowledged")
         for task_id in verdict.vanished:
-            self._task_vanished(node, task_id, now)
+            self._task_unaccounted(node, task_id, now, "task_vanished")
 
-    def _task_vanished(self, node: NodeRecord, task_id: str, now: float) -> None:
-        job, key = node.running.pop(task_id)
+    @staticmethod
+    def _forget_launch(node: NodeRecord, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
         node.launches.pop(task_id, None)
         node.sent_at.pop(task_id, None)
+        node.acked.discard(task_id)
+        node.strikes.pop(task_id, None)
+        node.vanish_resends.pop(task_id, None)
+        return node.running.pop(task_id, None)
+
+    def _task_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:
+        """A launch never acknowledged, or an acknowledged task its node no longer lists: send
+        the launch again first (it is idempotent: an agent that finished the attempt, its
+        result still queued behind its heartbeats, repeats the outcome; one that never got or
+        forgot it runs it). Only an attempt that stays unaccounted for is failed and relaunched."""
+        job, key = node.running[task_id]
         attempt = job.tasks[key].attempt
+        resends = node.vanish_resends.get(task_id, 0)
+        action = "resent" if resends < MAX_VANISH_RESENDS else "failed"
+        self.journal.event(why, task=task_id, node=node.node_id, attempt=attempt, action=action)
+        if action == "resent":
+            node.vanish_resends[task_id] = resends + 1
+            node.acked.discard(task_id)
+            node.sent_at[task_id] = now
+            self.send(node.node_id, node.launches[task_id])
+            return
         log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
-        self.journal.event("task_vanished", task=task_id, node=node.node_id, attempt=attempt)
-        job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it")
+        self._forget_launch(node, task_id)
+        job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it ({why})")
         self._task_row(job, key, node, "failed", "vanished", now)
         if job.status == "failed":
             self._finish_job(job)

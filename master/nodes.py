@@ -32,6 +32,8 @@ class NodeRecord:
     last_seen: float = 0.0
     reserved_for: str | None = None
     evicted_at: float | None = None
+    rebalance_at: float | None = None
+    """When the chaos controller sent the node a rebalance recommendation (wall seconds)."""
     running: dict[str, tuple[JobRuntime, TaskKey]] = field(default_factory=dict)
     partition: Literal["general", "short"] = "general"
     queued: list[str] = field(default_factory=list)
@@ -46,6 +48,10 @@ class NodeRecord:
     """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
     strikes: dict[str, int] = field(default_factory=dict)
     """Running tasks that the node's last heartbeats did not list, and in how many."""
+    acked: set[str] = field(default_factory=set)
+    """Running tasks whose launch the node acknowledged (its ``running`` update)."""
+    vanish_resends: dict[str, int] = field(default_factory=dict)
+    """How many times each running task's launch was sent again because it was unaccounted for."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "status" and "status" in self.__dict__:

@@ -21,6 +21,7 @@ from typing import Any
 
 from master.backends import broker_credentials, open_backend, run_id_for, run_token
 from master.broker_keeper import BrokerKeeper
+from master.cluster_summary import cluster_summary
 from master.coaster_summary import job_class_summary, percentile
 from master.master import Master
 from master.monitor import FIDELITY_FILE, Sampler, write_assessment
@@ -31,8 +32,9 @@ from master.rundir import check_inputs, owning, record_inputs, tidy
 from master.scale_model import class_flags, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.fidelity import emulated, is_duration_key
-from testbed.journal import JOB_TOTALS
+from testbed.journal_tables import JOB_TOTALS
 from testbed.mqtt import BrokerAddress
+from testbed.processes import RunTerminated
 from testbed.progress import show_progress
 from testbed.rundir import secure_run_dir
 from testbed.scenario import Scenario, input_files, load_scenario, to_yaml
@@ -86,7 +88,7 @@ async def _run_owned(
 ) -> RunResult:
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, _terminate, main)
     run_id = run_id_for(scenario.name)
     scenario = resolve(scenario)
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
@@ -237,6 +239,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
         **elastic_summary(tasks),
         **job_class_summary(run_dir, scenario),
+        **cluster_summary(run_dir, scenario),
     }
 
 
@@ -302,6 +305,15 @@ def load_resumable(run_dir: Path) -> Scenario:
     return scenario
 
 
+def _terminate(main: asyncio.Task[Any]) -> None:
+    """The first SIGTERM cancels the run; later ones do not cut its clean-up short."""
+    main.get_loop().add_signal_handler(signal.SIGTERM, lambda: None)
+    main.cancel(TERMINATED)
+
+
+TERMINATED = "SIGTERM"
+
+
 def run_blocking(
     scenario: Scenario, run_dir: Path, backend: str = "local", progress: bool = True, resume: bool = False
 ) -> RunResult:
@@ -311,5 +323,12 @@ def run_blocking(
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(coroutine)
-    return uvloop.run(coroutine)
+        runner = asyncio.run
+    else:
+        runner = uvloop.run
+    try:
+        return runner(coroutine)
+    except asyncio.CancelledError as exc:
+        if exc.args == (TERMINATED,):
+            raise RunTerminated() from None
+        raise

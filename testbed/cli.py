@@ -17,11 +17,15 @@ from pathlib import Path
 from agents.cli import add_agent_arguments, port_number, run_agent
 from testbed.durations import parse_duration
 from testbed.limits import MAX_DURATION_S, within_max_duration
+from testbed.processes import RunTerminated
 from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
 from testbed.workloads.cli import add_workload_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+"""128 + the signal's number, as a shell reports a process that SIGINT or SIGTERM ended: the
+run was stopped cleanly, but did not finish (scripts can tell it from a failed run, 1)."""
 
 
 class UsageError(Exception):
@@ -162,7 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         print("interrupted; everything the run started has been stopped", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except RunTerminated:
+        print("terminated; everything the run started has been stopped", file=sys.stderr)
+        return EXIT_TERMINATED
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -242,7 +249,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = run_blocking(scenario, run_dir, args.backend)
     print_jct_table(result.run_dir, result.summary)
     warn_if_distorted(result.summary)
+    _warn_shortfall(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _warn_shortfall(summary: dict) -> None:
+    """A run that did not have the cluster it asked for says so last (summary.json has it too)."""
+    if summary.get("cluster_shortfall"):
+        print(
+            f"warning: this run did not have the cluster it asked for: {summary['cluster_shortfall']}",
+            file=sys.stderr,
+        )
 
 
 def warn_if_distorted(summary: dict) -> None:
@@ -274,6 +291,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         result = run_blocking(scenario, args.resume, args.backend, resume=True)
     print_jct_table(result.run_dir, result.summary)
     warn_if_distorted(result.summary)
+    _warn_shortfall(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 

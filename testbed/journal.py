@@ -7,9 +7,10 @@ one CSV table per kind of finished thing (``tasks``, ``jobs``, ``nodes``,
 
 - the master's writer (``master.journal.Journal``) checks every event against
   it (``check_event``: a kind or a field not declared here, or a value of the
-  wrong type, is a bug and raises) and takes the CSV columns from it (``TABLES``);
-  a table row that repeats an event's facts is derived from the event
-  (``ROWS_FROM_EVENTS``), so the two cannot disagree;
+  wrong type, is a bug and raises) and takes the CSV columns from
+  ``testbed.journal_tables`` (``TABLES``), where a table row that repeats an
+  event's facts is derived from the event (``ROWS_FROM_EVENTS``), so the two
+  cannot disagree;
 - the readers (``testbed report``'s ``rundir``, ``summarize``, resume) read events
   with ``read_events`` and select them by kind with ``events_of``, typed.
 
@@ -21,7 +22,7 @@ write is missing, so they use ``.get`` and their own defaults.
 import json
 import math
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import (
@@ -119,6 +120,10 @@ class JobFinished(Event):
     error: str | None
 
 
+class NodeLaunching(Event, _Class):
+    node: str
+
+
 class NodeUp(Event, _Class):
     node: str
     pid: int
@@ -207,6 +212,10 @@ class EvictionNotice(Event):
     seconds: float
 
 
+class RebalanceRecommendation(Event):
+    node: str
+
+
 class Storm(Event):
     storm: int
     firing: int
@@ -237,9 +246,13 @@ class TaskFinished(Event, _MaybeClass):
 
 
 class TaskVanished(Event):
+    """An acknowledged task its node no longer lists (``launch_unacknowledged``: a launch
+    never acknowledged); ``action``: ``resent`` (the launch) or ``failed`` (the attempt)."""
+
     task: str
     node: str
     attempt: int
+    action: NotRequired[str]
 
 
 class TaskQueued(Event):
@@ -351,6 +364,8 @@ EVENTS: dict[str, type[Event]] = {
     "job_submitted": JobSubmitted,
     "job_restored": JobRestored,
     "job_finished": JobFinished,
+    "node_launching": NodeLaunching,
+    "node_start_failed": NodeLaunching,
     "node_up": NodeUp,
     "node_draining": NodeDraining,
     "node_undrained": NodeUndrained,
@@ -368,10 +383,12 @@ EVENTS: dict[str, type[Event]] = {
     "cluster_silent": ClusterSilent,
     "eviction": Eviction,
     "eviction_notice": EvictionNotice,
+    "rebalance_recommendation": RebalanceRecommendation,
     "storm": Storm,
     "task_started": TaskStarted,
     "task_finished": TaskFinished,
     "task_vanished": TaskVanished,
+    "launch_unacknowledged": TaskVanished,
     "task_queued": TaskQueued,
     "task_dequeued": TaskDequeued,
     "revocation_outcome": RevocationOutcome,
@@ -388,136 +405,6 @@ EVENTS: dict[str, type[Event]] = {
     "transient_servers": TransientServers,
 }
 """Every event kind the master writes, by its ``event`` name."""
-
-
-# --------------------------------------------------------------------- tables
-
-
-class TaskRow(TypedDict, total=False):
-    task_id: str
-    job_id: str
-    stage: int
-    index: int
-    attempt: int
-    node_id: str
-    node_class: str
-    memory_mb: int
-    elastic: int
-    ideal_memory_mb: int
-    predicted_s: float
-    start_s: float
-    end_s: float
-    status: str
-    failure: str
-    bytes_in: int
-    bytes_out: int
-    spill_bytes: int
-    spills: int
-    merge_passes: int
-    peak_buffered_bytes: int
-    peak_rss_bytes: int
-    cache_hits: int
-    cache_misses: int
-    cache_bytes_read: int
-    compute_s: float
-    cpu_s: float
-
-
-class JobRow(TypedDict, total=False):
-    job_id: str
-    name: str
-    workload: str
-    submit_s: float
-    start_s: float
-    finish_s: float
-    jct_s: float
-    queue_s: float
-    status: str
-    tasks: int
-    relaunched_tasks: int
-    relaunched_ratio: float
-    error_relaunches: int
-    bytes_recomputed: int
-    bytes_checkpointed: int
-    bytes_pushed: int
-    cache_hits: int
-    cache_misses: int
-    bytes_from_cache: int
-    map_phase_s: float
-    reduce_phase_s: float
-    error: str
-    """Why the job failed (empty when it succeeded)."""
-
-
-class NodeRow(TypedDict, total=False):
-    node_id: str
-    node_class: str
-    launched_s: float
-    ended_s: float
-    end_reason: str
-    price_per_hour: float
-
-
-class DecisionRow(TypedDict, total=False):
-    t_s: float
-    job_id: str
-    task_id: str
-    decision: str
-    node_id: str
-    memory_mb: int
-    ideal_memory_mb: int
-    allocation_ratio: float
-    predicted_duration_s: float
-    detail: str
-
-
-class EvictionRow(TypedDict, total=False):
-    t_s: float
-    node_id: str
-    node_class: str
-    reason: str
-    lifetime_s: float
-    tasks_running: int
-    bytes_lost: int
-
-
-TABLE_ROWS: dict[str, type[Mapping[str, Any]]] = {
-    "tasks": TaskRow,
-    "jobs": JobRow,
-    "nodes": NodeRow,
-    "decisions": DecisionRow,
-    "evictions": EvictionRow,
-}
-TABLES: dict[str, tuple[str, ...]] = {name: tuple(row.__annotations__) for name, row in TABLE_ROWS.items()}
-"""Each CSV table's columns, in order (``<name>.csv``)."""
-
-JOB_TOTALS = (
-    "bytes_recomputed",
-    "bytes_checkpointed",
-    "bytes_pushed",
-    "cache_hits",
-    "cache_misses",
-    "bytes_from_cache",
-)
-"""Per-job counters (``jobs.csv`` columns) that summary.json also totals over the run."""
-
-
-def _eviction_row(event: Mapping[str, Any]) -> EvictionRow:
-    return {
-        "t_s": event["t"],
-        "node_id": event["node"],
-        "node_class": event["class"],
-        "reason": event["reason"],
-        "lifetime_s": event["lifetime_s"],
-        "tasks_running": event["tasks_running"],
-        "bytes_lost": event["bytes_lost"],
-    }
-
-
-ROWS_FROM_EVENTS: dict[str, tuple[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]]] = {
-    "eviction": ("evictions", _eviction_row),
-}
-"""Event kinds whose every event is also a table row, and how the row is made from it."""
 
 
 # --------------------------------------------------------------------- checking

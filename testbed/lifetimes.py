@@ -5,6 +5,9 @@ A scenario names a model per node class (``chaos.transient.lifetime``)::
     none                                   never evicted by lifetime
     low | medium | high                    Pado's three eviction rates (docs/chaos.md)
     spot                                   hours-scale spot revocations, 2-minute notice
+    aws-spot | gcp-spot | gcp-preemptible | azure-spot
+                                           provider presets: their notices (and AWS's
+                                           rebalance recommendation, GCP preemptible's 24 h cap)
     {exponential: {mean: 10m}}
     {weibull: {shape: 0.7, scale: 20m}}
     {lognormal: {mu: 6.4, sigma: 1.0}}     mu and sigma of ln(lifetime in seconds)
@@ -38,6 +41,7 @@ NODE_CLASSES: tuple[NodeClass, ...] = ("reserved", "transient")
 LIFETIME_STREAM = 0
 STORM_WINDOW_STREAM = 1
 STORM_VICTIM_STREAM = 2
+REBALANCE_STREAM = 3
 
 
 def rng_for(seed: int, *key: int) -> np.random.Generator:
@@ -173,19 +177,54 @@ class Empirical(LifetimeModel):
 
 
 @dataclass(frozen=True)
+class Capped(LifetimeModel):
+    """``model``'s lifetimes, none longer than ``cap`` (a provider's maximum run time)."""
+
+    model: LifetimeModel
+    cap: float
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.minimum(self.model.sample(rng, n), self.cap)
+
+    def describe(self) -> str:
+        return f"{self.model.describe()} capped at {format_seconds(self.cap)}"
+
+
+@dataclass(frozen=True)
+class Rebalance:
+    """A best-effort early warning before the eviction notice (AWS's rebalance recommendation).
+
+    A node whose lifetime ends in a notice gets one with ``probability``, ``lead`` seconds
+    before its notice, ``lead`` uniform on [0, ``max_lead``] (docs/chaos.md says why).
+    """
+
+    probability: float
+    max_lead: float
+
+    def describe(self) -> str:
+        return f"rebalance recommendation p={self.probability:g}, up to {format_seconds(self.max_lead)} ahead"
+
+
+@dataclass(frozen=True)
 class Preset(LifetimeModel):
     """A named model; docs/chaos.md explains how each one's parameters were chosen."""
 
     name: str
     model: LifetimeModel
     default_notice: float = 0.0
+    rebalance: Rebalance | None = None
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self.model.sample(rng, n)
 
     def describe(self) -> str:
         notice = f", notice {format_seconds(self.default_notice)}" if self.default_notice else ""
-        return f"{self.name} = {self.model.describe()}{notice}"
+        rebalance = f", {self.rebalance.describe()}" if self.rebalance else ""
+        return f"{self.name} = {self.model.describe()}{notice}{rebalance}"
+
+
+SPOT_MEAN_S = 18 * 3600
+"""CloudCoaster's mean time to revocation of Amazon's and Google's transient servers."""
 
 
 PRESETS: dict[str, LifetimeModel] = {
@@ -195,7 +234,20 @@ PRESETS: dict[str, LifetimeModel] = {
     "medium": Preset("medium", Weibull(shape=0.7, scale=50 * 60)),
     "high": Preset("high", Weibull(shape=0.7, scale=15 * 60)),
     # Spot revocations: memoryless, mean time to revocation 18 h, 2-minute notice.
-    "spot": Preset("spot", Exponential(mean=18 * 3600), default_notice=120.0),
+    "spot": Preset("spot", Exponential(mean=SPOT_MEAN_S), default_notice=120.0),
+    # Provider presets: the spot lifetime; what differs is what the vendors document,
+    # their notices, AWS's rebalance recommendation and the preemptible 24 h cap.
+    "aws-spot": Preset(
+        "aws-spot",
+        Exponential(mean=SPOT_MEAN_S),
+        default_notice=120.0,
+        rebalance=Rebalance(probability=0.5, max_lead=10 * 60),
+    ),
+    "gcp-spot": Preset("gcp-spot", Exponential(mean=SPOT_MEAN_S), default_notice=30.0),
+    "gcp-preemptible": Preset(
+        "gcp-preemptible", Capped(Exponential(mean=SPOT_MEAN_S), cap=24 * 3600), default_notice=30.0
+    ),
+    "azure-spot": Preset("azure-spot", Exponential(mean=SPOT_MEAN_S), default_notice=30.0),
 }
 
 _EXAMPLE = "{weibull: {shape: 0.7, scale: 20m}}"
@@ -430,3 +482,15 @@ def effective_notice(notice: float, notice_set: bool, model: LifetimeModel) -> f
     "notice" in spec.model_fields_set, model)``.
     """
     return notice if notice_set else model.default_notice
+
+
+def rebalance_lead(model: LifetimeModel, seed: int, node_class: str, ordinal: int) -> float | None:
+    """How long before its eviction notice the node gets a rebalance recommendation, or None
+    (the model sends none, or this node's draw says it comes without one). Its own stream,
+    keyed like the lifetime's, so adding it changes no lifetime."""
+    rebalance = getattr(model, "rebalance", None)
+    if rebalance is None:
+        return None
+    rng = rng_for(seed, REBALANCE_STREAM, NODE_CLASSES.index(node_class), ordinal)
+    arrives, lead = rng.uniform(0.0, 1.0, 2)
+    return float(lead * rebalance.max_lead) if arrives < rebalance.probability else None

@@ -42,6 +42,8 @@ class NodeView:
     reserved_for: str | None = None
     partition: Literal["general", "short"] = "general"
     queued: tuple[str, ...] = ()
+    rebalance: bool = False
+    """The node got a rebalance recommendation: at elevated risk of eviction (docs/chaos.md)."""
 
     @property
     def free_slots(self) -> int:

@@ -33,6 +33,10 @@ def kill_group(pgid: int, signum: int) -> None:
 PARENT_PID_ENV = "TESTBED_PARENT_PID"
 
 
+class RunTerminated(Exception):
+    """A run stopped by SIGTERM; everything it started has been stopped (exit status 143)."""
+
+
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when the process that started it dies.
 

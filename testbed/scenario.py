@@ -89,6 +89,11 @@ class ClusterSpec(Strict):
     warm_workers: bool = Field(
         default=True, description="start each agent's task forkserver at once (faster first task)"
     )
+    start_window: int | None = Field(
+        default=None,
+        ge=0,
+        description="how many nodes may be starting at once (default: 32 per CPU core; 0: all at once)",
+    )
 
     @model_validator(mode="after")
     def _some_nodes(self) -> ClusterSpec:

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from testbed.console import print_jct_table
-from testbed.journal import TABLES
+from testbed.journal_tables import TABLES
 
 SUMMARY = {
     "name": "quickstart",

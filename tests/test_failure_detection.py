@@ -34,7 +34,8 @@ class Clock:
         return self.now
 
 
-def master_with_a_node(tmp_path: Path, clock: Clock) -> tuple[Master, NodeRecord]:
+def master_with_a_node(tmp_path: Path, clock: Clock, started: bool = True) -> tuple[Master, NodeRecord]:
+    """``started``: the run's time 0 has passed (else the cluster is still starting)."""
     master = Master(
         make_scenario(chaos={"transient": {"replace": False}}),  # nothing to launch here
         "run",
@@ -44,7 +45,11 @@ def master_with_a_node(tmp_path: Path, clock: Clock) -> tuple[Master, NodeRecord
         token="t",
         agent_command=lambda node_id, node_class: [],
     )
-    master.journal.clock, master.journal.t0 = clock, clock()
+    master.journal.clock = clock
+    if started:
+        master.set_time_zero(clock())
+    else:
+        master.journal.t0 = clock()
     node = NodeRecord("transient-0", "transient", 0, 0.0, 2, 1024, 0.3, status="up")
     master.nodes[node.node_id] = node
     return master, node

@@ -13,13 +13,13 @@ from master.coaster_summary import long_job_ids
 from master.journal import Journal
 from testbed.journal import (
     EVENTS,
-    TABLES,
     JournalSchemaError,
     TaskStarted,
     check_event,
     events_of,
     read_events,
 )
+from testbed.journal_tables import TABLES
 
 STARTED = {
     "task": "j000.s0.t0",
@@ -89,7 +89,7 @@ def test_every_table_keeps_its_columns() -> None:
     nodes = ("node_id", "node_class", "launched_s", "ended_s", "end_reason", "price_per_hour")
     assert TABLES["nodes"] == nodes
     assert TABLES["tasks"][:5] == ("task_id", "job_id", "stage", "index", "attempt")
-    assert TABLES["jobs"][-2:] == ("map_phase_s", "reduce_phase_s")
+    assert TABLES["jobs"][-3:] == ("map_phase_s", "reduce_phase_s", "error")
     assert set(TABLES) == {"tasks", "jobs", "nodes", "decisions", "evictions"}
 
 

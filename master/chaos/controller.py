@@ -138,6 +138,12 @@ class ChaosController:
     def node_class(self, node_id: str) -> NodeClass:
         return self.master.nodes[node_id].node_class  # type: ignore[return-value]
 
+    def rebalance(self, node_id: str) -> None:
+        """A rebalance recommendation: journaled and shown to policies (``NodeView.rebalance``);
+        the node keeps working, as on AWS, until a notice or a kill."""
+        self.master.nodes[node_id].rebalance_at = self.master.journal.now()
+        self.master.journal.event("rebalance_recommendation", node=node_id)
+
     def warn(self, node_id: str, seconds_left: float) -> None:
         node = self.master.nodes[node_id]
         notice_s = self.master.scenario.trace(self.rules.classes[self.node_class(node_id)].notice)

@@ -47,6 +47,8 @@ class PlannedEviction:
     """When its replacement is launched, if the class is replaced."""
     provisional: bool = False
     """Depends on run-time state (a busiest/most-data storm came first)."""
+    rebalance_trace_s: float | None = None
+    """When it got a rebalance recommendation (trace seconds), if it got one."""
 
 
 def plan_evictions(
@@ -74,6 +76,7 @@ class _Node:
     ordinal: int
     launched: float
     warned_at: float | None = None
+    rebalanced_at: float | None = None
     provisional: bool = False
 
 
@@ -104,6 +107,9 @@ class _PlanWorld:
     def node_class(self, node_id: str) -> NodeClass:
         return self.alive_nodes[node_id].node_class
 
+    def rebalance(self, node_id: str) -> None:
+        self.alive_nodes[node_id].rebalanced_at = self.rules.clock.now()
+
     def warn(self, node_id: str, seconds_left: float) -> None:
         self.alive_nodes[node_id].warned_at = self.rules.clock.now()
 
@@ -127,6 +133,7 @@ class _PlanWorld:
                 storm=storm,
                 replacement_at_s=now + rules.delay if rules.replace else None,
                 provisional=node.provisional,
+                rebalance_trace_s=node.rebalanced_at,
             )
         )
         if len(self.plan) > MAX_PLANNED_EVICTIONS:
@@ -189,6 +196,9 @@ def format_plan(
         "replaced at",
     )
     rows = [_row(eviction) for eviction in plan]
+    if any(e.rebalance_trace_s is not None for e in plan):
+        columns = (*columns[:2], "rebalance", *columns[2:])
+        rows = [(*row[:2], _rebalance(e), *row[2:]) for row, e in zip(rows, plan, strict=True)]
     widths = [max(len(text) for text in column) for column in zip(columns, *rows, strict=True)]
     for cells in (columns, *rows):
         lines.append("  ".join(text.ljust(width) for text, width in zip(cells, widths, strict=True)).rstrip())
@@ -212,9 +222,16 @@ def _row(eviction: PlannedEviction) -> tuple[str, ...]:
     )
 
 
+def _rebalance(eviction: PlannedEviction) -> str:
+    return "-" if eviction.rebalance_trace_s is None else _clock(eviction.rebalance_trace_s)
+
+
 def _footer(plan: list[PlannedEviction]) -> str:
     storms = sum(1 for e in plan if e.reason == "storm")
     text = f"{len(plan)} evictions: {len(plan) - storms} by lifetime, {storms} by storms"
+    rebalanced = sum(1 for e in plan if e.rebalance_trace_s is not None)
+    if rebalanced:
+        text += f"; {rebalanced} preceded by a rebalance recommendation"
     if any(e.provisional for e in plan):
         text += "; * = provisional (follows a busiest/most-data storm, decided at run time)"
     return text

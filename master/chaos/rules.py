@@ -6,7 +6,7 @@ world of bookkeeping on a ``VirtualClock`` (``master.chaos.plan``); a run runs
 the same rules in the real world (drain, eviction notice, SIGKILL, relaunch) on
 the controller's real-time clock (``master.chaos.controller``). Both clocks
 order simultaneous actions the same way, as SimPy breaks ties by (time,
-priority, id): warnings, then kills, then launches, then storms, each kind in
+priority, id): rebalance recommendations, warnings, then kills, then launches, then storms, each kind in
 the order it was scheduled. All times here are trace seconds since the run's
 time 0. docs/chaos.md, "Semantics", says the rules in prose.
 """
@@ -31,6 +31,7 @@ from testbed.lifetimes import (
     effective_notice,
     lifetime_for,
     parse_lifetime,
+    rebalance_lead,
     rng_for,
 )
 from testbed.protocol import NodeClass
@@ -38,7 +39,7 @@ from testbed.scenario import Scenario
 from testbed.scenario_chaos import EvictSpec, StormSpec
 
 Reason = Literal["lifetime", "storm", "manual"]
-WARN, KILL, LAUNCH, STORM = range(4)
+REBALANCE, WARN, KILL, LAUNCH, STORM = range(5)
 """Priorities of simultaneous actions (lower first)."""
 
 
@@ -136,6 +137,9 @@ class World(Protocol):
 
     def node_class(self, node_id: str) -> NodeClass: ...
 
+    def rebalance(self, node_id: str) -> None:
+        """The node is at elevated risk of eviction (a rebalance recommendation): no deadline."""
+
     def warn(self, node_id: str, seconds_left: float) -> None:
         """The node gets its eviction notice: it will be killed in ``seconds_left``."""
 
@@ -195,6 +199,9 @@ class ChaosRules:
             return
         self.lifetimes[node_id] = lifetime
         now = self.clock.now()
+        lead = rebalance_lead(rules.model, self.scenario.seed, node_class, ordinal)
+        if lead is not None:
+            self.clock.at(now + lifetime - rules.notice - lead, REBALANCE, lambda: self._rebalance(node_id))
         self.clock.at(now + lifetime - rules.notice, WARN, lambda: self._warn(node_id, now + lifetime))
         self.clock.at(now + lifetime, KILL, lambda: self._kill(node_id, "lifetime", None))
 
@@ -223,6 +230,10 @@ class ChaosRules:
         return candidates, select_victims(candidates, evict, rng, self.world.stored_bytes())
 
     # ------------------------------------------------------------------ actions
+
+    def _rebalance(self, node_id: str) -> None:
+        if self.world.alive(node_id) and node_id not in self.doomed:
+            self.world.rebalance(node_id)
 
     def _warn(self, node_id: str, kill_at: float) -> None:
         if not self.world.alive(node_id) or node_id in self.doomed:

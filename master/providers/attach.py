@@ -9,8 +9,9 @@ DockerProvider.
 - compose: ``evict`` = SIGKILL and remove the container with its volumes; a new node
   (a replacement, or one an autoscaler asks for) is a container running the master's
   agent command, with the image, environment, labels and network of a live node of the
-  run, the limits of its class, the node id as hostname, a fresh /data volume and the
-  label ``testbed.node``; ``close`` removes those (compose removes its own).
+  run, the limits of its class, the node id as hostname, a fresh /data volume, the live
+  node's bind mounts (the jobs' inputs) and the label ``testbed.node``; ``close`` removes
+  those (compose removes its own).
 - Swarm: a node is a task of a service. ``evict`` kills the task's container (on the
   engine the master talks to: the master runs on the manager, the single node of a
   one-node swarm) and removes it; the agents' ``restart_policy`` is ``none``, so Swarm
@@ -53,6 +54,15 @@ class _NewNode:
     env: dict[str, str]
     memory_bytes: int
     nano_cpus: int
+
+
+def _input_mounts(template: Container) -> list[docker.types.Mount]:
+    """The template's bind mounts (the jobs' input files), for a new node: its tasks may read them."""
+    return [
+        docker.types.Mount(m["Destination"], m["Source"], type="bind", read_only=not m["RW"])
+        for m in template.attrs["Mounts"]
+        if m["Type"] == "bind"
+    ]
 
 
 SWARM_SERVICE_ID = "com.docker.swarm.service.id"
@@ -165,7 +175,10 @@ class AttachProvider:
             labels={**labels, LABEL_CLASS: node.node_class, LABEL_NODE: node.node_id},
             environment=env,
             network=next(iter(template.attrs["NetworkSettings"]["Networks"])),
-            mounts=[docker.types.Mount(DATA_DIR, None, type="volume", labels={LABEL_RUN: self.run_id})],
+            mounts=[
+                docker.types.Mount(DATA_DIR, None, type="volume", labels={LABEL_RUN: self.run_id}),
+                *_input_mounts(template),
+            ],
             **limits,
         )
         try:

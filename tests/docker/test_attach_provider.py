@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import docker
 import pytest
 from docker.models.containers import Container, ContainerCollection
+from docker.types import Mount
 
 from master.providers.attach import AttachProvider
 from master.providers.base import ForeignNodeError
@@ -114,3 +116,33 @@ def test_a_node_removed_while_the_run_is_listed_does_not_break_a_lookup(
     finally:
         monkeypatch.undo()
         remove_run(docker_client, run_id)
+
+
+async def test_a_new_node_mounts_the_jobs_inputs_of_a_live_node(
+    docker_client: docker.DockerClient, image: str, tmp_path: Path
+) -> None:
+    """A replacement may run a map task that reads the user's file: it gets the same read-only
+    bind mounts as the compose file gave the node it copies its setup from."""
+    run_id = new_run_id()
+    data = tmp_path / "my data.dat"
+    data.write_bytes(b"input")
+    provider = AttachProvider(run_id)
+    try:
+        docker_client.containers.run(
+            image,
+            ["sleep", "infinity"],
+            labels={LABEL_RUN: run_id, LABEL_CLASS: "transient"},
+            mounts=[Mount(str(data), str(data), type="bind", read_only=True)],
+            detach=True,
+        )
+        await provider.launch("transient-3", "transient", 1, 64, None, ["sleep", "infinity"], {})
+        node = node_container(docker_client, run_id, "transient-3")
+        binds = [
+            (m["Source"], m["Destination"], m["RW"]) for m in node.attrs["Mounts"] if m["Type"] == "bind"
+        ]
+        assert binds == [(str(data), str(data), False)]
+    finally:
+        try:
+            await provider.close()
+        finally:
+            remove_run(docker_client, run_id)

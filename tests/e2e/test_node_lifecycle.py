@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,19 +65,37 @@ def alive(process: psutil.Process) -> bool:
         return False
 
 
-def test_ctrl_c_stops_every_process_and_port_the_run_started(tmp_path: Path) -> None:
-    """SIGINT to the whole foreground process group, as a terminal's Ctrl-C sends it."""
+def as_in_a_terminal() -> None:
+    """A foreground job's SIGINT does its default. A child inherits an ignored SIGINT (a test run
+    started from a script in the background: the shell ignores SIGINT for it), and Python then
+    installs no KeyboardInterrupt handler: that run would ignore the Ctrl-C (CI saw one hang)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize(
+    ("stop", "status"),
+    [(lambda pid: os.killpg(pid, signal.SIGINT), 130), (lambda pid: os.kill(pid, signal.SIGTERM), 143)],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_ctrl_c_stops_every_process_and_port_the_run_started(
+    tmp_path: Path, stop: Callable[[int], None], status: int
+) -> None:
+    """SIGINT to the whole foreground process group, as a terminal's Ctrl-C sends it; SIGTERM to
+    the master alone, as ``kill`` or a service manager sends it. Each is a clean stop: 128 + the
+    signal's number, no traceback."""
     scenario, run_dir = tmp_path / "long.yaml", tmp_path / "run"
     scenario.write_text(LONG_JOB)
     command = [sys.executable, "-m", "testbed.cli", "run", str(scenario), "--out", str(run_dir)]
-    run = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE)
+    run = subprocess.Popen(
+        command, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, preexec_fn=as_in_a_terminal
+    )
     try:
         wait_for_tasks(run, run_dir, 3)
         started = psutil.Process(run.pid).children(recursive=True)
         ports = listening_ports([psutil.Process(run.pid), *started])
         assert len(started) >= 4 and len(ports) >= 4  # broker and 3 agents at least
-        os.killpg(run.pid, signal.SIGINT)
-        assert run.wait(60) == 130
+        stop(run.pid)
+        assert run.wait(60) == status
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)

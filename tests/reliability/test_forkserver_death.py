@@ -19,7 +19,8 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
-from agents.agent import Agent, AgentConfig
+from agents.agent import Agent, AgentConfig, RunningAttempt, _forkserver
+from agents.worker_main import warmed
 from testbed.mqtt import BrokerAddress
 from testbed.protocol import Codec, LaunchTask, NodeState, TaskSpec, TaskUpdate, Topics
 from tests.conftest import process_alive
@@ -97,3 +98,18 @@ async def test_a_task_survives_its_forkserver_dying_during_the_worker_start(
     finally:
         agent._stop.set()
         await running
+
+
+def test_cancelling_an_attempt_whose_worker_is_still_starting_does_not_crash_the_agent(
+    tmp_path: Path,
+) -> None:
+    """The agent's shutdown killed every attempt's worker, and one still starting has no
+    process yet: AttributeError, and the agent skipped announcing it is gone."""
+    agent = Agent(AgentConfig("fs", "transient-0", "transient", BrokerAddress("127.0.0.1", 1), tmp_path))
+    spec = TaskSpec(
+        task_id="j000.s0.t0", job_id="j000", stage=0, index=0, attempt=0, op="sleep.run", memory_mb=64
+    )
+    starting = RunningAttempt(spec, _forkserver.Process(target=warmed, daemon=True))
+    agent.running[spec.task_id] = starting
+    agent._cancel(spec.task_id, 0)
+    assert starting.cancelled

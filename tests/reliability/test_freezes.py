@@ -92,5 +92,6 @@ async def test_a_reserved_node_lost_to_silence_is_replaced_even_without_replace(
     lost = [(e["node"], e["reason"]) for e in journal if e["event"] == "node_lost"]
     assert lost == [("reserved-0", "heartbeat_timeout")]
     assert "reserved-1" in [e["node"] for e in journal if e["event"] == "node_up"]
+    assert "lost 1 node(s) to heartbeat timeout" in result.summary["cluster_shortfall"]
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 6, seed=7000)
     assert_clean(tmp_path)

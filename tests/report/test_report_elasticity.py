@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.journal import TABLES
+from testbed.journal_tables import TABLES
 from testbed.report.build import write_report
 from testbed.report.metrics import compute_metrics
 from testbed.report.rundir import load_run

@@ -1,0 +1,70 @@
+"""Whether a run got the cluster it asked for: summary.json's ``cluster`` and its shortfall.
+
+A run may start with fewer nodes than its scenario asks for (a node that did
+not come up in time is given up on), and may lose nodes that nobody evicted
+(silent, crashed) without a replacement. Either changes what its numbers mean,
+so the summary says so, and ``testbed run`` prints it at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from testbed.scenario import Scenario
+
+CLASSES = ("reserved", "transient")
+UNPLANNED_LOSSES = ("heartbeat_timeout", "crashed")
+"""Node losses that no eviction (chaos, autoscaler) caused."""
+
+
+def cluster_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
+    """Nodes asked for, nodes up when the run started, failed starts and unplanned losses."""
+    events = _events(run_dir / "events.jsonl")
+    asked = {c: getattr(scenario.cluster, c).count for c in CLASSES}
+    started: Counter[str] = Counter()
+    for event in events:
+        if event["event"] in ("run_started", "run_resumed"):
+            break
+        if event["event"] == "node_up":
+            started[event["class"]] += 1
+    failed = sum(1 for e in events if e["event"] == "node_start_failed")
+    lost = Counter(
+        e["reason"] for e in events if e["event"] == "node_lost" and e["reason"] in UNPLANNED_LOSSES
+    )
+    cluster = {
+        "asked": asked,
+        "started": {c: started[c] for c in CLASSES},
+        "start_failures": failed,
+        "unplanned_losses": dict(sorted(lost.items())),
+    }
+    return {"cluster": cluster, "cluster_shortfall": shortfall(cluster)}
+
+
+def shortfall(cluster: dict[str, Any]) -> str | None:
+    """One sentence when the run did not have the cluster it asked for, else None."""
+    asked, started = cluster["asked"], cluster["started"]
+    problems = []
+    if started != asked:
+        problems.append(
+            f"started with {started['reserved']} reserved + {started['transient']} transient nodes "
+            f"of {asked['reserved']} + {asked['transient']} asked"
+            + (f" ({cluster['start_failures']} did not come up)" if cluster["start_failures"] else "")
+        )
+    losses = cluster["unplanned_losses"]
+    if losses:
+        problems.append(
+            "lost "
+            + ", ".join(f"{count} node(s) to {reason.replace('_', ' ')}" for reason, count in losses.items())
+            + " that no eviction caused"
+        )
+    return "; ".join(problems) or None
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.endswith("}")]
