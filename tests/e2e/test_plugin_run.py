@@ -71,3 +71,12 @@ def test_a_plugin_that_raises_fails_the_run_cleanly(tmp_path: Path, isolated_pat
     finished = [e for e in events(run_dir) if e["event"] == "job_finished"]
     assert [e["status"] for e in finished] == ["failed"]
     assert not any((run_dir / "outputs").glob("j000/*"))
+
+
+async def test_the_harness_runs_a_scenario_in_a_line(tmp_path: Path, isolated_path: None) -> None:
+    from testbed.testing import run
+
+    write_doc_files(tmp_path)
+    result = await run(tmp_path / "random.yaml", tmp_path / "run")
+    assert result.ok, result.summary
+    assert result.summary["plugins"]["scheduler"]["name"] == "random_placement:RandomScheduler"
