@@ -140,6 +140,7 @@ def test_a_bad_plugin_is_one_line_and_exit_2(
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"{path}: policy."), err
     assert expected.replace("{module}", module) in err
 
 
