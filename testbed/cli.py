@@ -114,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--select", choices=("random", "oldest", "youngest", "busiest", "most-data"), default="random"
     )
     evict.set_defaults(handler=cmd_chaos_evict)
+    check = chaos_sub.add_parser("check", help="compare a run's lifetimes and notices with its chaos model")
+    check.add_argument(
+        "run", nargs="?", default="runs/latest", help="run directory or name (default runs/latest)"
+    )
+    check.set_defaults(handler=cmd_chaos_check)
 
     add_report_commands(sub)
     add_workload_commands(sub)
@@ -356,6 +361,18 @@ def cmd_chaos_evict(args: argparse.Namespace) -> int:
     except ChaosError as exc:
         raise UsageError(f"testbed chaos evict: {exc}") from None
     print(f"evicted {len(evicted)} node(s): {', '.join(evicted) or '-'}")
+    return EXIT_OK
+
+
+def cmd_chaos_check(args: argparse.Namespace) -> int:
+    from testbed.chaos_check import check_run, format_check
+    from testbed.chaos_client import run_directory
+
+    try:
+        check = check_run(run_directory(args.run))
+    except ValueError as exc:
+        raise UsageError(f"testbed chaos check: {exc}") from None
+    print(format_check(check))
     return EXIT_OK
 
 

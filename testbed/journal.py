@@ -216,6 +216,20 @@ class RebalanceRecommendation(Event):
     node: str
 
 
+class LifetimeDrawn(Event, _Class):
+    node: str
+    lifetime_s: float
+
+
+class EvictionTiming(Event, _Class):
+    node: str
+    reason: str
+    drawn_s: float | None
+    actual_s: float | None
+    promised_s: float | None
+    lead_s: float | None
+
+
 class Storm(Event):
     storm: int
     firing: int
@@ -384,6 +398,8 @@ EVENTS: dict[str, type[Event]] = {
     "eviction": Eviction,
     "eviction_notice": EvictionNotice,
     "rebalance_recommendation": RebalanceRecommendation,
+    "lifetime_drawn": LifetimeDrawn,
+    "eviction_timing": EvictionTiming,
     "storm": Storm,
     "task_started": TaskStarted,
     "task_finished": TaskFinished,

@@ -35,6 +35,8 @@ from testbed.durations import parse_duration
 from testbed.limits import MAX_DURATION_S, read_data_file, within_max_duration
 from testbed.protocol import NodeClass
 
+_erf = np.vectorize(math.erf, otypes=[float])
+
 NODE_CLASSES: tuple[NodeClass, ...] = ("reserved", "transient")
 
 # Domains keep the random streams of different purposes apart for one seed.
@@ -77,6 +79,14 @@ class LifetimeModel(ABC):
     def describe(self) -> str:
         """One line naming the model and its parameters."""
 
+    @abstractmethod
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        """P(lifetime <= seconds), elementwise."""
+
+    def cdf_before(self, seconds: np.ndarray) -> np.ndarray:
+        """P(lifetime < seconds): differs from ``cdf_at`` only at an atom."""
+        return self.cdf_at(seconds)
+
     @property
     def evicts(self) -> bool:
         return True
@@ -89,6 +99,9 @@ class NoLifetime(LifetimeModel):
 
     def describe(self) -> str:
         return "none"
+
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        return np.zeros_like(seconds, dtype=float)
 
     @property
     def evicts(self) -> bool:
@@ -105,6 +118,9 @@ class Exponential(LifetimeModel):
     def describe(self) -> str:
         return f"exponential(mean={format_seconds(self.mean)})"
 
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        return -np.expm1(-np.maximum(seconds, 0.0) / self.mean)
+
 
 @dataclass(frozen=True)
 class Weibull(LifetimeModel):
@@ -116,6 +132,9 @@ class Weibull(LifetimeModel):
 
     def describe(self) -> str:
         return f"weibull(shape={self.shape:g}, scale={format_seconds(self.scale)})"
+
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        return -np.expm1(-((np.maximum(seconds, 0.0) / self.scale) ** self.shape))
 
 
 @dataclass(frozen=True)
@@ -132,6 +151,10 @@ class LogNormal(LifetimeModel):
         median = format_seconds(math.exp(self.mu))
         return f"lognormal(mu={self.mu:g}, sigma={self.sigma:g}; median {median})"
 
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        logs = np.log(np.maximum(seconds, 1e-300))
+        return 0.5 * (1.0 + _erf((logs - self.mu) / (self.sigma * math.sqrt(2.0))))
+
 
 @dataclass(frozen=True)
 class Uniform(LifetimeModel):
@@ -144,6 +167,9 @@ class Uniform(LifetimeModel):
     def describe(self) -> str:
         return f"uniform({format_seconds(self.a)}, {format_seconds(self.b)})"
 
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        return np.clip((seconds - self.a) / (self.b - self.a), 0.0, 1.0)
+
 
 @dataclass(frozen=True)
 class Fixed(LifetimeModel):
@@ -154,6 +180,12 @@ class Fixed(LifetimeModel):
 
     def describe(self) -> str:
         return f"fixed({format_seconds(self.seconds)})"
+
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        return (np.asarray(seconds) >= self.seconds).astype(float)
+
+    def cdf_before(self, seconds: np.ndarray) -> np.ndarray:
+        return (np.asarray(seconds) > self.seconds).astype(float)
 
 
 @dataclass(frozen=True)
@@ -175,6 +207,10 @@ class Empirical(LifetimeModel):
         median = float(np.interp(0.5, self.cdf, self.lifetimes))
         return f"empirical({self.source}; {len(self.cdf)} points, median {format_seconds(median)})"
 
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        """The piecewise-linear CDF (at a jump, numpy's interpolation picks a side)."""
+        return np.interp(seconds, self.lifetimes, self.cdf, left=0.0, right=1.0)
+
 
 @dataclass(frozen=True)
 class Capped(LifetimeModel):
@@ -188,6 +224,12 @@ class Capped(LifetimeModel):
 
     def describe(self) -> str:
         return f"{self.model.describe()} capped at {format_seconds(self.cap)}"
+
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        return np.where(np.asarray(seconds) >= self.cap, 1.0, self.model.cdf_at(seconds))
+
+    def cdf_before(self, seconds: np.ndarray) -> np.ndarray:
+        return np.where(np.asarray(seconds) > self.cap, 1.0, self.model.cdf_before(seconds))
 
 
 @dataclass(frozen=True)
@@ -221,6 +263,12 @@ class Preset(LifetimeModel):
         notice = f", notice {format_seconds(self.default_notice)}" if self.default_notice else ""
         rebalance = f", {self.rebalance.describe()}" if self.rebalance else ""
         return f"{self.name} = {self.model.describe()}{notice}{rebalance}"
+
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        return self.model.cdf_at(seconds)
+
+    def cdf_before(self, seconds: np.ndarray) -> np.ndarray:
+        return self.model.cdf_before(seconds)
 
 
 SPOT_MEAN_S = 18 * 3600

@@ -71,6 +71,8 @@ class ChaosController:
         scenario = master.scenario
         self.clock = RealClock(master.journal.now, scenario.time_scale)
         self.rules = ChaosRules(scenario, self.clock, self)
+        self.noticed: dict[str, tuple[float, float]] = {}
+        """Each warned node's notice: when it went out and the wall seconds it promised."""
         self.evicted: set[str] = set()
         """Nodes whose kill has begun: the provider's kill takes a moment, and a second
         request in that moment (a manual eviction just after a storm's kill) is moot."""
@@ -101,6 +103,11 @@ class ChaosController:
 
     def node_launched(self, node: NodeRecord) -> None:
         self.rules.launched(node.node_id, node.node_class, node.ordinal)  # type: ignore[arg-type]
+        lifetime = self.rules.lifetimes.get(node.node_id)
+        if lifetime is not None:
+            self.master.journal.event(
+                "lifetime_drawn", node=node.node_id, lifetime_s=lifetime, **{"class": node.node_class}
+            )
 
     def replace_lost(self, node: NodeRecord) -> None:
         """A node lost to something else than our eviction (a crash, silence) is replaced as an
@@ -149,6 +156,7 @@ class ChaosController:
         notice_s = self.master.scenario.trace(self.rules.classes[self.node_class(node_id)].notice)
         self.master.drain(node, "eviction_notice")
         seconds = self.master.scenario.trace(seconds_left)
+        self.noticed[node_id] = (self.master.journal.now(), seconds)
         self.master.send(node_id, EvictionNotice(node_id=node_id, seconds=seconds))
         self.master.journal.event("eviction_notice", node=node_id, seconds=notice_s)
 
@@ -188,9 +196,27 @@ class ChaosController:
         self.doomed.add(node_id)
         lifetime = self.rules.lifetimes.get(node_id)
         self.master.record_eviction(node, reason, lifetime, tasks_running, bytes_lost)
+        self._record_timing(node, reason, lifetime)
         await self.master.provider.evict(node_id)
         self.rules.killed_now(node.node_class)  # type: ignore[arg-type]
         return True
+
+    def _record_timing(self, node: NodeRecord, reason: Reason, lifetime: float | None) -> None:
+        """For ``testbed chaos check``: the lifetime drawn and lived (trace seconds, from the
+        rules' launch to this kill), the lead its notice promised and the one it had (wall)."""
+        started = self.rules.started.get(node.node_id)
+        noticed_at, promised = self.noticed.get(node.node_id, (None, None))
+        now = self.master.journal.now()
+        self.master.journal.event(
+            "eviction_timing",
+            node=node.node_id,
+            reason=reason,
+            drawn_s=lifetime,
+            actual_s=None if started is None else self.clock.now() - started,
+            promised_s=promised,
+            lead_s=None if noticed_at is None else now - noticed_at,
+            **{"class": node.node_class},
+        )
 
     async def evict_now(self, evict: EvictSpec, named: list[str] | None = None) -> list[str]:
         """A live storm (CLI, HTTP API, Python API): evict at once, reason ``manual``.

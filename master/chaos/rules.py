@@ -181,6 +181,8 @@ class ChaosRules:
     killed: set[str] = field(default_factory=set)
     lifetimes: dict[str, float] = field(default_factory=dict)
     """Each node's lifetime (trace seconds), if it has one."""
+    started: dict[str, float] = field(default_factory=dict)
+    """When each node's lifetime started (trace seconds): its launch as the rules saw it."""
 
     def __post_init__(self) -> None:
         self.classes = {c: class_rules(self.scenario, c, self.base_dir) for c in NODE_CLASSES}
@@ -194,6 +196,7 @@ class ChaosRules:
     def launched(self, node_id: str, node_class: NodeClass, ordinal: int) -> None:
         """A node joined the run now: its lifetime, drawn by ordinal, starts."""
         rules = self.classes[node_class]
+        self.started[node_id] = self.clock.now()
         lifetime = lifetime_for(rules.model, self.scenario.seed, node_class, ordinal)
         if lifetime is None:
             return

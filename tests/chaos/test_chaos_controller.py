@@ -33,6 +33,9 @@ class StandInMaster:
     def now(self) -> float:
         return 0.0
 
+    def event(self, name: str, **fields: Any) -> None:
+        self.recorded.append((fields["node"], name))
+
     def owns(self, node_id: str) -> bool:
         return node_id in self.live
 
@@ -60,7 +63,7 @@ async def test_a_node_killed_by_a_storm_is_not_evicted_again_by_its_lifetime() -
         controller.evict("transient-0", "storm"), controller.evict("transient-0", "lifetime"), open_gate()
     )
     assert done[:2] == [True, False]
-    assert master.recorded == [("transient-0", "storm")]
+    assert master.recorded == [("transient-0", "storm"), ("transient-0", "eviction_timing")]
     assert master.kills == ["transient-0"]
 
 

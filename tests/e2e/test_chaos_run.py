@@ -14,6 +14,7 @@ import pytest
 
 from master.chaos.plan import plan_evictions
 from master.run import run_scenario
+from testbed.chaos_check import check_run, format_check
 from testbed.chaos_client import ChaosClient, ChaosError
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario, process_alive
@@ -53,7 +54,27 @@ async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(tmp_path:
     assert {row["node_id"] for row in evicted} <= set(lost)
     assert all(lost[row["node_id"]]["reason"] == "evicted" for row in evicted)
     assert_notices_reached_master_and_agents(tmp_path)
+    assert_realism_recorded(tmp_path, evicted)
     assert_clean(tmp_path)
+
+
+def assert_realism_recorded(run_dir: Path, evicted: list[dict[str, str]]) -> None:
+    """Every drawn lifetime and every eviction's timing is journaled; ``testbed chaos check``
+    reads them back (the numbers it prints are measurements, not asserted: a loaded host only
+    makes them larger)."""
+    check = check_run(run_dir)
+    (fit,) = check.classes
+    by_lifetime = [row for row in evicted if row["reason"] == "lifetime"]
+    drawn = [e for e in events(run_dir) if e["event"] == "lifetime_drawn"]
+    assert fit.drawn == len(drawn) >= len(evicted)
+    assert fit.lived == len(by_lifetime)
+    timings = {e["node"]: e for e in events(run_dir) if e["event"] == "eviction_timing"}
+    assert set(timings) == {row["node_id"] for row in evicted}
+    for row in by_lifetime:
+        timing = timings[row["node_id"]]
+        assert timing["actual_s"] >= timing["drawn_s"] - 1.0  # one trace second: 17 ms of wall time
+    assert check.notices.notices > 0 and check.notices.error_p99_ms >= 0
+    print(format_check(check))
 
 
 def assert_notices_reached_master_and_agents(run_dir: Path) -> None:

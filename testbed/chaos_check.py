@@ -1,0 +1,195 @@
+"""``testbed chaos check RUN_DIR``: did a run's evictions follow its configured chaos model?
+
+A run journals every lifetime its chaos controller drew (``lifetime_drawn``) and, for
+every eviction, the lifetime drawn and lived and the lead its notice promised and had
+(``eviction_timing``). This module compares them with the scenario's models
+(docs/chaos.md, "Realism check"):
+
+- the Kolmogorov-Smirnov distance between the drawn lifetimes and the model's CDF
+  (is the sampler right?);
+- for lifetime kills, the KS distance between the lifetimes lived and those drawn,
+  and the error lived - drawn (is the run's clock right?);
+- for notices, the error of the lead time: lead had - lead promised.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from testbed.journal import EvictionTiming, LifetimeDrawn, events_of, read_events
+from testbed.lifetimes import NODE_CLASSES, LifetimeModel, parse_lifetime
+from testbed.scenario import Scenario, load_scenario
+
+KS_95 = 1.358
+"""The asymptotic 95 % critical value of sqrt(n) * D (Kolmogorov's distribution)."""
+
+
+def ks_distance(samples: Sequence[float] | np.ndarray, model: LifetimeModel) -> float:
+    """sup |F_n(x) - F(x)|, exact also where the model has an atom (a cap, a fixed lifetime):
+    at each distinct sample value both the right limits and the left limits are compared."""
+    values, counts = np.unique(np.asarray(samples, dtype=float), return_counts=True)
+    after = np.cumsum(counts) / counts.sum()
+    before = after - counts / counts.sum()
+    return float(
+        max(
+            np.abs(after - model.cdf_at(values)).max(),
+            np.abs(before - model.cdf_before(values)).max(),
+        )
+    )
+
+
+def critical_95(n: int) -> float:
+    return KS_95 / math.sqrt(n) if n else math.nan
+
+
+@dataclass(frozen=True)
+class ClassFit:
+    node_class: str
+    model: str
+    drawn: int
+    ks_model: float
+    """KS distance of the drawn lifetimes from the model's CDF."""
+    lived: int
+    """Lifetime kills, whose lived lifetime is compared with the drawn one."""
+    ks_lived: float
+    error_p50_ms: float
+    """|lived - drawn| in wall milliseconds."""
+    error_p99_ms: float
+
+
+@dataclass(frozen=True)
+class NoticeFit:
+    notices: int
+    error_p50_ms: float
+    """|lead had - lead promised|, wall milliseconds."""
+    error_p99_ms: float
+    worst_ms: float
+
+
+@dataclass(frozen=True)
+class ChaosCheck:
+    classes: list[ClassFit]
+    notices: NoticeFit
+
+
+def check_events(events: Sequence[Mapping[str, Any]], scenario: Scenario, base_dir: Path) -> ChaosCheck:
+    drawn = list(events_of(events, LifetimeDrawn))
+    timings = list(events_of(events, EvictionTiming))
+    fits = []
+    for node_class in NODE_CLASSES:
+        model = parse_lifetime(getattr(scenario.chaos, node_class).lifetime, base_dir)
+        if model.evicts:
+            fits.append(_class_fit(node_class, model, drawn, timings, scenario.time_scale))
+    return ChaosCheck(fits, _notice_fit(timings))
+
+
+def _class_fit(
+    node_class: str,
+    model: LifetimeModel,
+    drawn: list[LifetimeDrawn],
+    timings: list[EvictionTiming],
+    time_scale: float,
+) -> ClassFit:
+    lifetimes = [e["lifetime_s"] for e in drawn if e["class"] == node_class]
+    pairs = [
+        (e["actual_s"], e["drawn_s"])
+        for e in timings
+        if e["class"] == node_class
+        and e["reason"] == "lifetime"
+        and e["actual_s"] is not None
+        and e["drawn_s"] is not None
+    ]
+    lived = np.array([p[0] for p in pairs])
+    planned = np.array([p[1] for p in pairs])
+    errors_ms = np.abs(lived - planned) / time_scale * 1000.0
+    return ClassFit(
+        node_class,
+        model.describe(),
+        len(lifetimes),
+        ks_distance(lifetimes, model) if lifetimes else math.nan,
+        len(pairs),
+        float(stats.ks_2samp(lived, planned).statistic) if pairs else math.nan,
+        *_percentiles(errors_ms),
+    )
+
+
+def _notice_fit(timings: list[EvictionTiming]) -> NoticeFit:
+    errors_ms = np.array(
+        [
+            abs(e["lead_s"] - e["promised_s"]) * 1000.0
+            for e in timings
+            if e["lead_s"] is not None and e["promised_s"] is not None
+        ]
+    )
+    worst = float(errors_ms.max()) if errors_ms.size else math.nan
+    return NoticeFit(int(errors_ms.size), *_percentiles(errors_ms), worst)
+
+
+def _percentiles(values: np.ndarray) -> tuple[float, float]:
+    if not values.size:
+        return math.nan, math.nan
+    p50, p99 = np.percentile(values, [50, 99])
+    return float(p50), float(p99)
+
+
+def check_run(run_dir: Path) -> ChaosCheck:
+    """``ValueError`` (one line) if the run directory lacks what the check needs."""
+    scenario_file, events_file = run_dir / "scenario.yaml", run_dir / "events.jsonl"
+    for needed in (scenario_file, events_file):
+        if not needed.is_file():
+            raise ValueError(f"{needed}: missing; give a run directory (runs/NAME) written by testbed run")
+    scenario = load_scenario(scenario_file)
+    return check_events(read_events(events_file).events, scenario, run_dir)
+
+
+def format_check(check: ChaosCheck) -> str:
+    columns = (
+        "class",
+        "drawn",
+        "KS(drawn, model)",
+        "crit 95%",
+        "lifetime kills",
+        "KS(lived, drawn)",
+        "|lived-drawn| p50",
+        "p99",
+        "model",
+    )
+    rows = [
+        (
+            fit.node_class,
+            str(fit.drawn),
+            _number(fit.ks_model, "{:.4f}"),
+            _number(critical_95(fit.drawn), "{:.4f}"),
+            str(fit.lived),
+            _number(fit.ks_lived, "{:.4f}"),
+            _number(fit.error_p50_ms, "{:.1f} ms"),
+            _number(fit.error_p99_ms, "{:.1f} ms"),
+            fit.model,
+        )
+        for fit in check.classes
+    ]
+    widths = [max(len(text) for text in column) for column in zip(columns, *rows, strict=True)]
+    lines = [
+        "  ".join(t.ljust(w) for t, w in zip(cells, widths, strict=True)).rstrip()
+        for cells in (columns, *rows)
+    ]
+    if not check.classes:
+        lines.append("(no class has a lifetime model)")
+    notices = check.notices
+    lines.append(
+        f"notices: {notices.notices}; lead-time error |had - promised| p50 "
+        f"{_number(notices.error_p50_ms, '{:.1f} ms')}, p99 {_number(notices.error_p99_ms, '{:.1f} ms')}, "
+        f"worst {_number(notices.worst_ms, '{:.1f} ms')} (wall)"
+    )
+    return "\n".join(lines)
+
+
+def _number(value: float, form: str) -> str:
+    return "-" if math.isnan(value) else form.format(value)
