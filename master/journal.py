@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from typing import Any, TextIO
 
 from testbed.journal import check_event
 from testbed.journal_tables import ROWS_FROM_EVENTS, TABLES
+
+log = logging.getLogger(__name__)
 
 RESERVE_NAME = ".journal-reserve"
 RESERVE_BYTES = 128 * 1024
@@ -140,6 +143,8 @@ class Journal:
                 self._full(exc)
                 self.dropped += 1
         self._reserve.unlink(missing_ok=True)
+        if self.dropped:
+            log.error("%d journal records were lost: the disk of %s was full", self.dropped, self.run_dir)
 
 
 def _cell(value: Any) -> Any:

@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -225,7 +226,8 @@ class Master:
         if crashed:
             error = crashed[0].exception()
             log.error("the master stopped on an internal error", exc_info=error)
-            self.journal.event("master_error", error=repr(error))
+            trace = "".join(traceback.format_exception(error))
+            self.journal.event("master_error", error=repr(error), traceback=trace)
             self._fail_unfinished(f"internal error in the master: {error!r}")
         elif not done:
             self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")

@@ -25,7 +25,7 @@ from master.cluster_summary import cluster_summary
 from master.coaster_summary import job_class_summary, percentile
 from master.master import Master
 from master.monitor import FIDELITY_FILE, Sampler, write_assessment
-from master.policies import make_autoscaler
+from master.policies import make_autoscaler, policy_plugins
 from master.providers.local import LocalProvider, python_command
 from master.resume import Recovered, ResumedMaster, check_resumable, recover
 from master.rundir import check_inputs, owning, record_inputs, tidy
@@ -192,6 +192,7 @@ def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
     assessed = run_dir / FIDELITY_FILE
     return {
         **emulated(measured, dilation),
+        **({"plugins": plugins} if (plugins := policy_plugins(scenario)) else {}),
         "fidelity_mode": scenario.fidelity.mode,
         "dilation": dilation,
         "wall": {key: value for key, value in measured.items() if is_duration_key(key)},

@@ -179,12 +179,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from master.policies import make_autoscaler, make_scheduler
     from master.scale_model import resolve
 
     scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
-    make_scheduler(scenario)  # the policies and their options, as `testbed run` will build them
-    make_autoscaler(scenario)
+    build_policies(scenario, args.scenario)  # as `testbed run` will build them
     jobs = sum(job.repeat for job in scenario.jobs)
     fidelity = scenario.fidelity
     print(
@@ -220,9 +218,20 @@ def cmd_compose(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def build_policies(scenario: Scenario, path: str) -> None:
+    """Build the scenario's scheduler and autoscaler (built-in or plugin, with their options):
+    a problem is a ``ScenarioError`` whose lines name the scenario file."""
+    from master.policies import make_autoscaler, make_scheduler
+
+    try:
+        make_scheduler(scenario)
+        make_autoscaler(scenario)
+    except ScenarioError as exc:
+        raise ScenarioError([f"{path}: {problem}" for problem in exc.problems]) from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from master.journal import new_run_dir
-    from master.policies import make_autoscaler, make_scheduler
     from master.run import prepare_run_dir, run_blocking
     from master.rundir import RunDirError, fresh_run_dir
     from master.scale_model import local_isolation, resolve
@@ -236,8 +245,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(eviction_plan(scenario, args.scenario))
         return EXIT_OK
-    make_scheduler(scenario)  # fail on policy problems before anything starts
-    make_autoscaler(scenario)
+    build_policies(scenario, args.scenario)  # fail on policy problems before anything starts
     if args.backend == "local":
         local_isolation(scenario)  # a faithful run without cgroups is refused now, in one line
     eviction_plan(scenario, args.scenario)  # a chaos section too busy to run is refused now

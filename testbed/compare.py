@@ -223,10 +223,10 @@ def run_labels(runs: list[RunData]) -> list[str]:
     scenario's name, the seed, the scenario settings that differ (``lifetime=high``) and
     last a run number (the legend gives each run's directory), as far as needed to tell
     the runs apart."""
-    varying = [axis for axis in POLICY_AXES if len({getattr(run.policy, axis) for run in runs}) > 1] or [
+    varying = [axis for axis in POLICY_AXES if len({run.policy_label(axis) for run in runs}) > 1] or [
         "strategy"
     ]
-    labels = ["+".join(getattr(run.policy, axis) for axis in varying) for run in runs]
+    labels = ["+".join(run.policy_label(axis) for axis in varying) for run in runs]
     if len(set(labels)) < len(labels) and len({run.name for run in runs}) > 1:
         labels = [f"{run.name}: {label}" for label, run in zip(labels, runs, strict=True)]
     if len(set(labels)) < len(labels) and len({str(run.seed) for run in runs}) == len(runs):
@@ -273,7 +273,7 @@ def _shared_summary_keys(runs: list[RunData]) -> list[str]:
 
 
 def _policy_text(run: RunData) -> str:
-    return " / ".join(getattr(run.policy, axis) for axis in POLICY_AXES)
+    return " / ".join(run.policy_label(axis) for axis in POLICY_AXES)
 
 
 def _interval_times(value: Estimate | None) -> str:

@@ -62,6 +62,8 @@ class RunFinished(Event):
 
 class MasterError(Event):
     error: str
+    traceback: NotRequired[str]
+    """Where it was raised (a policy plugin's own code, say)."""
 
 
 class RunAborted(Event):

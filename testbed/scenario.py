@@ -132,6 +132,9 @@ PLUGIN_NAME = r"^[A-Za-z_][\w.-]*(:[A-Za-z_][\w.]*)?$"
 """A built-in policy, an entry-point name, or an import path ``package.module:Name`` (docs/plugins.md)."""
 
 
+MAX_PLUGIN_DIRS = 16
+
+
 class PolicySpec(Strict):
     scheduler: str = Field(
         default="fifo", pattern=PLUGIN_NAME, description=f"{', '.join(SCHEDULERS)} or a plugin"
@@ -142,6 +145,12 @@ class PolicySpec(Strict):
     )
     options: dict[str, Any] = Field(
         default_factory=dict, description="policy-specific knobs, documented per policy"
+    )
+    plugin_path: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PLUGIN_DIRS,
+        description="directories plugin modules are imported from (relative: to the scenario file); "
+        "a scenario naming a plugin gets its own directory appended",
     )
 
 
@@ -530,8 +539,29 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     for assignment in overrides:
         apply_override(data, assignment)
     _resolve_profiles(data, Path(path).resolve().parent)
-    add_plugin_dir(Path(path).parent)  # a policy plugin may be a module beside the scenario
-    return parse_scenario(data, str(path), Path(path).parent)
+    _resolve_plugin_path(data, Path(path).resolve().parent)
+    scenario = parse_scenario(data, str(path), Path(path).parent)
+    for directory in scenario.policy.plugin_path:
+        add_plugin_dir(Path(directory))
+    return scenario
+
+
+def _resolve_plugin_path(data: dict[str, Any], scenario_dir: Path) -> None:
+    """``policy.plugin_path`` made absolute, with the scenario's directory appended when the
+    scenario names a plugin (an import path or an entry point): the run directory's copy
+    of the scenario then finds the plugin too (``testbed run --resume``)."""
+    policy = data.get("policy")
+    if not isinstance(policy, dict):
+        return
+    path = policy.get("plugin_path", [])
+    if not isinstance(path, list) or not all(isinstance(entry, str) for entry in path):
+        return  # the schema says what is wrong
+    resolved = [str((scenario_dir / Path(entry).expanduser()).resolve()) for entry in path]
+    named = (policy.get("scheduler", "fifo"), policy.get("autoscaler", "static"))
+    if any(name not in (*SCHEDULERS, *AUTOSCALERS) for name in named) and str(scenario_dir) not in resolved:
+        resolved.append(str(scenario_dir))
+    if resolved:
+        policy["plugin_path"] = resolved
 
 
 def _resolve_profiles(data: dict[str, Any], scenario_dir: Path) -> None:

@@ -140,6 +140,7 @@ def test_a_bad_plugin_is_one_line_and_exit_2(
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"{path}: policy."), err
     assert expected.replace("{module}", module) in err
 
 
@@ -161,3 +162,18 @@ def test_an_installed_package_registers_a_scheduler_by_entry_point(plugin_dir: t
         "import_path": f"{module}:FirstFit",
         "version": "1.2.3",
     }
+
+
+def test_the_run_directory_copy_of_the_scenario_still_finds_the_plugin(
+    plugin_dir: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from testbed.scenario import to_yaml
+
+    directory, module = plugin_dir
+    loaded = load_scenario(scenario(directory, f'{{scheduler: "{module}:FirstFit"}}'))
+    assert loaded.policy.plugin_path == [str(directory.resolve())]
+    run_dir = tmp_path_factory.mktemp("run")
+    (run_dir / "scenario.yaml").write_text(to_yaml(loaded), encoding="utf-8")
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(directory.resolve())])
+    sys.modules.pop(module, None)
+    assert type(make_scheduler(load_scenario(run_dir / "scenario.yaml"))).__name__ == "FirstFit"

@@ -128,7 +128,7 @@ def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
         ["fidelity", _fidelity_setting(run)],
         [
             "scheduler / strategy / autoscaler",
-            f"{policy.scheduler} / {policy.strategy} / {policy.autoscaler}",
+            " / ".join(run.policy_label(axis) for axis in ("scheduler", "strategy", "autoscaler")),
         ],
     ]
     if policy.options:

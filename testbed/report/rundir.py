@@ -153,6 +153,12 @@ class RunData:
         """A run without ``summary.json`` crashed or is still going."""
         return self.summary is None
 
+    def policy_label(self, axis: str) -> str:
+        """``policy.<axis>`` as the scenario names it; a plugin with its version (summary.json)."""
+        value = str(getattr(self.policy, axis))
+        plugin = (self.summary or {}).get("plugins", {}).get(axis)
+        return f"{plugin['import_path']} {plugin['version']}" if plugin else value
+
     @property
     def name(self) -> str:
         return str(self._setting("name") or self.path.name)

@@ -47,10 +47,9 @@ MAP_SPEC = TaskSpec(
 def tiny_disk(path: Path, size: str = "32k") -> Iterator[Path]:
     """A real filesystem of ``size`` bytes mounted at ``path`` (skips where mounting is not allowed)."""
     path.mkdir(parents=True, exist_ok=True)
+    options = f"size={size},mode=0755"  # a run directory writable by others is refused
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-        capture_output=True,
-        text=True,
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True
     )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {mounted.stderr.strip()}")
@@ -113,14 +112,14 @@ def test_the_journal_on_a_full_disk_gives_its_reserve_back_and_says_so_once(tmp_
         calls: list[OSError] = []
         journal.on_disk_full = calls.append
         filler = fill(run_dir)
-        journal.event("master_error", error="after the disk filled")
+        journal.event("after_the_disk_filled", n=1)
         journal.row("jobs", job_id="j000", status="failed")
         journal.close()
         lines = (run_dir / "events.jsonl").read_text().splitlines()
         rows = (run_dir / "jobs.csv").read_text().splitlines()
         filler.unlink()
     assert [e.errno for e in calls] == [errno.ENOSPC]
-    assert [json.loads(line)["error"] for line in lines] == ["after the disk filled"]
+    assert [json.loads(line)["event"] for line in lines] == ["after_the_disk_filled"]
     assert rows[1].startswith("j000,") and journal.dropped == 0
 
 

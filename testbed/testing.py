@@ -1,0 +1,78 @@
+"""A test harness for plugin authors: hand-built snapshots, and real runs from a pytest test.
+
+A policy is a pure function of a snapshot, so most of its tests build one by hand::
+
+    from testbed.testing import job, node, placements, snapshot
+
+    snap = snapshot([node("r0", slots=1), node("t0", "transient")], [job("j000", tasks=2)])
+    assert placements(MyScheduler(), snap) == {"j000.s0.t0": "r0", "j000.s0.t1": "t0"}
+
+and a few run a whole scenario on real local agents (a broker, one process per node,
+real shuffles), in-process, from an async test::
+
+    result = await run("scenario.yaml", tmp_path / "run")
+    assert result.ok
+
+This module runs the master in-process, so it is, like the CLI, one of the few parts of
+``testbed`` allowed to import ``master`` (``pyproject.toml``'s import contracts).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from testbed.policy import (
+    Assign,
+    ClusterSnapshot,
+    Decision,
+    JobView,
+    NodeClass,
+    NodeView,
+    PendingTask,
+    RunningTask,
+    Scheduler,
+)
+from testbed.scenario import load_scenario, parse_scenario
+
+
+def node(
+    node_id: str,
+    node_class: NodeClass = "reserved",
+    slots: int = 2,
+    memory_mb: int = 2048,
+    running: tuple[RunningTask, ...] = (),
+    **view: Any,
+) -> NodeView:
+    """A node as a policy sees it (``view``: any other ``NodeView`` field)."""
+    return NodeView(node_id, node_class, slots, memory_mb, running, **view)
+
+
+def job(job_id: str, tasks: int = 2, memory_mb: int = 256, submitted: float = 0.0, stage: int = 0) -> JobView:
+    """A job with ``tasks`` pending tasks of one stage, ids ``<job>.s<stage>.t<index>``."""
+    pending = tuple(
+        PendingTask(f"{job_id}.s{stage}.t{index}", job_id, stage, index, memory_mb) for index in range(tasks)
+    )
+    return JobView(job_id, submitted, pending, total_tasks=tasks)
+
+
+def snapshot(nodes: list[NodeView], jobs: list[JobView], now: float = 0.0) -> ClusterSnapshot:
+    return ClusterSnapshot(now, tuple(nodes), tuple(jobs))
+
+
+def placements(scheduler: Scheduler, snap: ClusterSnapshot) -> dict[str, str]:
+    """Where the scheduler starts each task in this snapshot: ``{task_id: node_id}``."""
+    decisions: list[Decision] = scheduler.schedule(snap)
+    return {d.task_id: d.node_id for d in decisions if isinstance(d, Assign)}
+
+
+async def run(scenario: str | Path | dict[str, Any], run_dir: Path, backend: str = "local") -> Any:
+    """Run a scenario (a file, or its fields as a dict) to its end; a ``master.run.RunResult``
+    (``ok``, ``summary``, ``run_dir``). A file's directory is importable (its plugins)."""
+    from master.run import prepare_run_dir, run_scenario
+    from master.scale_model import resolve
+
+    loaded = resolve(parse_scenario(scenario) if isinstance(scenario, dict) else load_scenario(scenario))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    prepare_run_dir(loaded, run_dir)
+    return await run_scenario(loaded, run_dir, backend)

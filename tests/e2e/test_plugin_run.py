@@ -1,0 +1,82 @@
+"""A scheduler plugin from a directory outside the package, in real runs on local agents."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from testbed.cli import main
+from testbed.compare import compare_runs
+from tests.test_plugin_docs import write_doc_files
+
+pytestmark = pytest.mark.e2e
+
+RAISES = """
+from testbed.api import Scheduler
+
+
+class Raises(Scheduler):
+    def schedule(self, snapshot):
+        raise RuntimeError("plugin bug: no placement today")
+"""
+
+
+@pytest.fixture
+def isolated_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a scenario extends sys.path and PYTHONPATH with its directory: undo it after."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("PYTHONPATH", ":".join(p for p in sys.path if p))
+    yield
+    for module in ("random_placement", "raises_plugin"):
+        sys.modules.pop(module, None)
+
+
+def events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def test_the_docs_random_scheduler_runs_checked_and_labelled(tmp_path: Path, isolated_path: None) -> None:
+    plugins = tmp_path / "my-policies"
+    plugins.mkdir()
+    write_doc_files(plugins)
+    run_dir = tmp_path / "run"
+    assert main(["run", str(plugins / "random.yaml"), "--out", str(run_dir)]) == 0
+    assert main(["check-output", "--run", str(run_dir)]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    label = summary["plugins"]["scheduler"]
+    assert label["import_path"] == "random_placement:RandomScheduler"
+    assert re.fullmatch(r"sha256:[0-9a-f]{12}", label["version"])
+    comparison = compare_runs([run_dir, run_dir])
+    assert f"random_placement:RandomScheduler {label['version']}" in comparison.to_markdown()
+
+
+def test_a_plugin_that_raises_fails_the_run_cleanly(tmp_path: Path, isolated_path: None) -> None:
+    (tmp_path / "raises_plugin.py").write_text(RAISES, encoding="utf-8")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: raises\ncluster: {reserved: 1, transient: 1, heartbeat_interval: 0.2, heartbeat_timeout: 2}\n"
+        "policy: {scheduler: 'raises_plugin:Raises'}\n"
+        "jobs: [{workload: wordcount, size_mb: 2, maps: 2, reduces: 1}]\ntimeout: 120s\n",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    assert main(["run", str(scenario), "--out", str(run_dir)]) == 1
+    error = next(e for e in events(run_dir) if e["event"] == "master_error")
+    assert "plugin bug: no placement today" in error["traceback"]
+    assert 'raises_plugin.py", line' in error["traceback"]
+    finished = [e for e in events(run_dir) if e["event"] == "job_finished"]
+    assert [e["status"] for e in finished] == ["failed"]
+    assert not any((run_dir / "outputs").glob("j000/*"))
+
+
+async def test_the_harness_runs_a_scenario_in_a_line(tmp_path: Path, isolated_path: None) -> None:
+    from testbed.testing import run
+
+    write_doc_files(tmp_path)
+    result = await run(tmp_path / "random.yaml", tmp_path / "run")
+    assert result.ok, result.summary
+    assert result.summary["plugins"]["scheduler"]["name"] == "random_placement:RandomScheduler"

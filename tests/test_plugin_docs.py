@@ -1,0 +1,56 @@
+"""docs/plugins.md's examples, extracted and run: the policies against hand-built snapshots
+here, and the scheduler in a real run in tests/e2e/test_plugin_run.py."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
+BLOCK = re.compile(r"```(?:python|yaml)\n# file: (\S+)\n(.*?)```", re.DOTALL)
+
+
+def doc_files() -> dict[str, str]:
+    """``{file name: text}`` of the doc's code blocks that start with ``# file: NAME``."""
+    return {name: text for name, text in BLOCK.findall(DOC.read_text(encoding="utf-8"))}
+
+
+def write_doc_files(directory: Path) -> None:
+    for name, text in doc_files().items():
+        (directory / name).write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def doc_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The doc's files in a directory of their own, importable for this test only."""
+    write_doc_files(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for module in ("random_placement", "backlog_autoscaler", "test_my_policies"):
+        sys.modules.pop(module, None)
+
+
+def test_the_doc_ships_a_scheduler_an_autoscaler_their_tests_and_a_scenario() -> None:
+    assert set(doc_files()) == {
+        "random_placement.py",
+        "backlog_autoscaler.py",
+        "test_my_policies.py",
+        "random.yaml",
+    }
+
+
+def test_the_docs_own_tests_pass(doc_dir: Path) -> None:
+    tests = importlib.import_module("test_my_policies")
+    names = [name for name in dir(tests) if name.startswith("test_")]
+    assert len(names) == 2
+    for name in names:
+        getattr(tests, name)()
+
+
+def test_the_docs_scheduler_is_about_30_lines() -> None:
+    code = [line for line in doc_files()["random_placement.py"].splitlines() if line.strip()]
+    assert len(code) <= 32
