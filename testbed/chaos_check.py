@@ -86,7 +86,7 @@ def check_events(events: Sequence[Mapping[str, Any]], scenario: Scenario, base_d
     for node_class in NODE_CLASSES:
         model = parse_lifetime(getattr(scenario.chaos, node_class).lifetime, base_dir)
         if model.evicts:
-            fits.append(_class_fit(node_class, model, drawn, timings, scenario.time_scale))
+            fits.append(_class_fit(node_class, model, drawn, timings, scenario.wall_per_trace))
     return ChaosCheck(fits, _notice_fit(timings))
 
 
@@ -95,7 +95,7 @@ def _class_fit(
     model: LifetimeModel,
     drawn: list[LifetimeDrawn],
     timings: list[EvictionTiming],
-    time_scale: float,
+    wall_per_trace: float,
 ) -> ClassFit:
     lifetimes = [e["lifetime_s"] for e in drawn if e["class"] == node_class]
     pairs = [
@@ -108,7 +108,7 @@ def _class_fit(
     ]
     lived = np.array([p[0] for p in pairs])
     planned = np.array([p[1] for p in pairs])
-    errors_ms = np.abs(lived - planned) / time_scale * 1000.0
+    errors_ms = np.abs(lived - planned) * wall_per_trace * 1000.0
     return ClassFit(
         node_class,
         model.describe(),
@@ -149,19 +149,22 @@ def check_run(run_dir: Path) -> ChaosCheck:
     return check_events(read_events(events_file).events, scenario, run_dir)
 
 
-def format_check(check: ChaosCheck) -> str:
-    columns = (
-        "class",
-        "drawn",
-        "KS(drawn, model)",
-        "crit 95%",
-        "lifetime kills",
-        "KS(lived, drawn)",
-        "|lived-drawn| p50",
-        "p99",
-        "model",
-    )
-    rows = [
+COLUMNS = (
+    "class",
+    "drawn",
+    "KS(drawn, model)",
+    "crit 95%",
+    "lifetime kills",
+    "KS(lived, drawn)",
+    "|lived-drawn| p50",
+    "p99",
+    "model",
+)
+
+
+def check_rows(check: ChaosCheck) -> list[tuple[str, ...]]:
+    """One row per class, under ``COLUMNS``."""
+    return [
         (
             fit.node_class,
             str(fit.drawn),
@@ -175,19 +178,26 @@ def format_check(check: ChaosCheck) -> str:
         )
         for fit in check.classes
     ]
-    widths = [max(len(text) for text in column) for column in zip(columns, *rows, strict=True)]
-    lines = [
-        "  ".join(t.ljust(w) for t, w in zip(cells, widths, strict=True)).rstrip()
-        for cells in (columns, *rows)
-    ]
-    if not check.classes:
-        lines.append("(no class has a lifetime model)")
-    notices = check.notices
-    lines.append(
+
+
+def notice_line(notices: NoticeFit) -> str:
+    return (
         f"notices: {notices.notices}; lead-time error |had - promised| p50 "
         f"{_number(notices.error_p50_ms, '{:.1f} ms')}, p99 {_number(notices.error_p99_ms, '{:.1f} ms')}, "
         f"worst {_number(notices.worst_ms, '{:.1f} ms')} (wall)"
     )
+
+
+def format_check(check: ChaosCheck) -> str:
+    rows = check_rows(check)
+    widths = [max(len(text) for text in column) for column in zip(COLUMNS, *rows, strict=True)]
+    lines = [
+        "  ".join(t.ljust(w) for t, w in zip(cells, widths, strict=True)).rstrip()
+        for cells in (COLUMNS, *rows)
+    ]
+    if not check.classes:
+        lines.append("(no class has a lifetime model)")
+    lines.append(notice_line(check.notices))
     return "\n".join(lines)
 
 

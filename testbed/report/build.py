@@ -6,7 +6,6 @@ from pathlib import Path
 
 import yaml
 
-from testbed.lifetimes import NODE_CLASSES
 from testbed.report import plots
 from testbed.report.document import (
     Block,
@@ -26,6 +25,7 @@ from testbed.report.document import (
     to_markdown,
 )
 from testbed.report.errors import UsageError
+from testbed.report.evictions_section import evictions_section
 from testbed.report.fidelity_section import fidelity_section
 from testbed.report.gantt import MAX_LANES
 from testbed.report.metrics import (
@@ -39,7 +39,6 @@ from testbed.report.metrics import (
     summary_disagreements,
 )
 from testbed.report.rundir import RunData, load_run
-from testbed.zones import per_zone
 
 PARTIAL_NOTICE = (
     "Partial run: there is no summary.json (the run crashed, was interrupted or is still "
@@ -323,42 +322,7 @@ def _cluster(run: RunData, metrics: RunMetrics) -> list[Block]:
                 ],
             )
         )
-    blocks.append(Heading("Evictions", 3))
-    if not run.evictions:
-        return [*blocks, Paragraph("No evictions.")]
-    launched = {n.node_id: n.launched_s for n in run.nodes}
-    classes = {c: (getattr(run.cluster, c).zones, getattr(run.cluster, c).count) for c in NODE_CLASSES}
-    zones = per_zone(classes, [e.node_id for e in run.evictions])
-    if zones:
-        blocks.append(
-            Paragraph("Evictions per zone: " + ", ".join(f"{z} {n}" for z, n in sorted(zones.items())))
-        )
-    return [
-        *blocks,
-        Paragraph(
-            "Lived = eviction - launch, emulated seconds; lifetime drawn = what the lifetime model "
-            f"gave the node, in trace seconds (emulated seconds x time scale {run.time_scale:g})."
-        ),
-        Table(
-            [
-                *("t (s, emulated)", "node", "class", "reason", "lived (s, emulated)"),
-                *("lifetime drawn (s, trace)", "tasks running", "bytes lost"),
-            ],
-            [
-                [
-                    seconds(e.t_s),
-                    e.node_id,
-                    e.node_class,
-                    e.reason or "-",
-                    seconds(e.t_s - launched[e.node_id] if e.node_id in launched else None),
-                    seconds(e.lifetime_s),
-                    number(e.tasks_running),
-                    size(e.bytes_lost),
-                ]
-                for e in run.evictions
-            ],
-        ),
-    ]
+    return [*blocks, *evictions_section(run)]
 
 
 def as_written(value: object) -> str:

@@ -168,6 +168,25 @@ def test_the_report_counts_evictions_per_zone(spark_run: RecordedRun) -> None:
     assert "Evictions per zone: z-b 1" in write_report(spark_run.path)[0].read_text()
 
 
+def test_the_report_shows_the_realism_check(spark_run: RecordedRun) -> None:
+    import yaml
+
+    scenario = yaml.safe_load((spark_run.path / "scenario.yaml").read_text())
+    scenario["chaos"] = {"transient": {"lifetime": {"uniform": {"a": 0, "b": 240}}}}
+    (spark_run.path / "scenario.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
+    assert "Realism check" not in write_report(spark_run.path)[0].read_text()  # nothing journaled
+    drawn = {"t": 0.0, "event": "lifetime_drawn", "node": "t1", "class": "transient", "lifetime_s": 60.0}
+    timing = {
+        **{"t": 6.0, "event": "eviction_timing", "node": "t1", "class": "transient", "reason": "lifetime"},
+        **{"drawn_s": 60.0, "actual_s": 60.002, "promised_s": 0.5, "lead_s": 0.504},
+    }
+    with (spark_run.path / "events.jsonl").open("a") as events:
+        events.write(json.dumps(drawn) + "\n" + json.dumps(timing) + "\n")
+    text = write_report(spark_run.path)[0].read_text()
+    assert "lead-time error |had - promised| p50 4.0 ms" in text
+    assert "| transient | 1 | 0.7500 |" in text
+
+
 def test_plots_are_written_and_embedded(spark_run: RecordedRun) -> None:
     markdown_path, html_path = write_report(spark_run.path)
     linked = re.findall(r"!\[[^\]]*\]\((plots/[a-z_]+\.png)\)", markdown_path.read_text())
