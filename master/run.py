@@ -93,6 +93,7 @@ async def _run_owned(
     scenario = resolve(scenario)
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
     autoscaler = make_autoscaler(scenario)
+    plugins = policy_plugins(scenario)  # their versions as the run starts (a source may change)
     cgroups = local_isolation(scenario) if backend == "local" else None
     backend_ = await open_backend(backend, run_id, run_dir, input_files(scenario), cgroups)
     provider = backend_.provider
@@ -149,7 +150,7 @@ async def _run_owned(
     observations.launch_ack_s = list(master.launch_acks.values())
     throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
     write_assessment(run_dir, scenario, observations, throttling, enforced=not backend_.attach)
-    summary = summarize(run_dir, scenario)
+    summary = summarize(run_dir, scenario, plugins)
     try:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:  # a disk full even after the journal gave its reserve back
@@ -182,17 +183,17 @@ def agent_command(
     ]
 
 
-def summarize(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
+def summarize(run_dir: Path, scenario: Scenario, plugins: dict[str, dict[str, str]]) -> dict[str, Any]:
     """summary.json from the journal's tables (so a resumed or crashed run gets the same).
 
     Times are emulated seconds (wall seconds / the run's dilation); ``wall`` keeps each
-    time as measured."""
+    time as measured. ``plugins``: the plugin policies' provenance, taken as the run started."""
     measured = measured_summary(run_dir, scenario)
     dilation = scenario.fidelity.factor
     assessed = run_dir / FIDELITY_FILE
     return {
         **emulated(measured, dilation),
-        **({"plugins": plugins} if (plugins := policy_plugins(scenario)) else {}),
+        **({"plugins": plugins} if plugins else {}),
         "fidelity_mode": scenario.fidelity.mode,
         "dilation": dilation,
         "wall": {key: value for key, value in measured.items() if is_duration_key(key)},

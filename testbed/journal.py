@@ -124,6 +124,10 @@ class NodeLaunching(Event, _Class):
     node: str
 
 
+class NodeStartFailed(NodeLaunching):
+    """A launched node that never came up (its start deadline passed)."""
+
+
 class NodeUp(Event, _Class):
     node: str
     pid: int
@@ -260,13 +264,17 @@ class TaskFinished(Event, _MaybeClass):
 
 
 class TaskVanished(Event):
-    """An acknowledged task its node no longer lists (``launch_unacknowledged``: a launch
-    never acknowledged); ``action``: ``resent`` (the launch) or ``failed`` (the attempt)."""
+    """An acknowledged task its node no longer lists; ``action``: ``resent`` (the launch) or
+    ``failed`` (the attempt)."""
 
     task: str
     node: str
     attempt: int
     action: NotRequired[str]
+
+
+class LaunchUnacknowledged(TaskVanished):
+    """A launch its node never acknowledged (fields as ``task_vanished``)."""
 
 
 class TaskQueued(Event):
@@ -379,7 +387,7 @@ EVENTS: dict[str, type[Event]] = {
     "job_restored": JobRestored,
     "job_finished": JobFinished,
     "node_launching": NodeLaunching,
-    "node_start_failed": NodeLaunching,
+    "node_start_failed": NodeStartFailed,
     "node_up": NodeUp,
     "node_draining": NodeDraining,
     "node_undrained": NodeUndrained,
@@ -404,7 +412,7 @@ EVENTS: dict[str, type[Event]] = {
     "task_started": TaskStarted,
     "task_finished": TaskFinished,
     "task_vanished": TaskVanished,
-    "launch_unacknowledged": TaskVanished,
+    "launch_unacknowledged": LaunchUnacknowledged,
     "task_queued": TaskQueued,
     "task_dequeued": TaskDequeued,
     "revocation_outcome": RevocationOutcome,
