@@ -231,6 +231,7 @@ class EvictionTiming(Event, _Class):
     drawn_s: float | None
     actual_s: float | None
     promised_s: float | None
+    intended_s: float | None
     lead_s: float | None
 
 

@@ -15,6 +15,7 @@ import asyncio
 import heapq
 import itertools
 import logging
+import math
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Literal
 
@@ -71,8 +72,9 @@ class ChaosController:
         scenario = master.scenario
         self.clock = RealClock(master.journal.now, scenario.time_scale)
         self.rules = ChaosRules(scenario, self.clock, self)
-        self.noticed: dict[str, tuple[float, float]] = {}
-        """Each warned node's notice: when it went out and the wall seconds it promised."""
+        self.noticed: dict[str, tuple[float, float, float]] = {}
+        """Each warned node's notice: when it went out, the wall seconds it promised, and the
+        lead the model intended (the class's notice, or the whole lifetime if shorter)."""
         self.evicted: set[str] = set()
         """Nodes whose kill has begun: the provider's kill takes a moment, and a second
         request in that moment (a manual eviction just after a storm's kill) is moot."""
@@ -157,7 +159,10 @@ class ChaosController:
         notice_s = self.master.scenario.trace(self.rules.classes[self.node_class(node_id)].notice)
         self.master.drain(node, "eviction_notice")
         seconds = self.master.scenario.trace(seconds_left)
-        self.noticed[node_id] = (self.master.journal.now(), seconds)
+        kill_at = self.clock.now() + seconds_left
+        notice = self.rules.classes[self.node_class(node_id)].notice
+        intended = min(notice, kill_at - self.rules.started.get(node_id, -math.inf))
+        self.noticed[node_id] = (self.master.journal.now(), seconds, self.master.scenario.trace(intended))
         self.master.send(node_id, EvictionNotice(node_id=node_id, seconds=seconds))
         self.master.journal.event("eviction_notice", node=node_id, seconds=notice_s)
 
@@ -206,7 +211,7 @@ class ChaosController:
         """For ``testbed chaos check``: the lifetime drawn and lived (trace seconds, from the
         rules' launch to this kill), the lead its notice promised and the one it had (wall)."""
         started = self.rules.started.get(node.node_id)
-        noticed_at, promised = self.noticed.get(node.node_id, (None, None))
+        noticed_at, promised, intended = self.noticed.get(node.node_id, (None, None, None))
         now = self.master.journal.now()
         self.master.journal.event(
             "eviction_timing",
@@ -215,6 +220,7 @@ class ChaosController:
             drawn_s=lifetime,
             actual_s=None if started is None else self.clock.now() - started,
             promised_s=promised,
+            intended_s=intended,
             lead_s=None if noticed_at is None else now - noticed_at,
             **{"class": node.node_class},
         )

@@ -68,7 +68,7 @@ def test_a_thousand_planned_lifetimes_are_within_005_of_their_model(lifetime: ob
     assert ks_distance(lived, parse_lifetime(lifetime)) <= 0.05
 
 
-def timing(node: str, reason: str, drawn: float | None, actual: float | None, promised, lead) -> dict:
+def timing(node: str, reason: str, drawn, actual, promised, lead, intended=None) -> dict:
     return {
         "t": 0.0,
         "event": "eviction_timing",
@@ -78,6 +78,7 @@ def timing(node: str, reason: str, drawn: float | None, actual: float | None, pr
         "drawn_s": drawn,
         "actual_s": actual,
         "promised_s": promised,
+        "intended_s": intended,
         "lead_s": lead,
     }
 
@@ -85,8 +86,8 @@ def timing(node: str, reason: str, drawn: float | None, actual: float | None, pr
 EVENTS = [
     {"t": 0.0, "event": "lifetime_drawn", "node": "transient-0", "class": "transient", "lifetime_s": 60.0},
     {"t": 0.0, "event": "lifetime_drawn", "node": "transient-1", "class": "transient", "lifetime_s": 120.0},
-    timing("transient-0", "lifetime", 60.0, 60.6, 0.5, 0.503),
-    timing("transient-1", "storm", 120.0, 30.0, 0.5, 0.501),
+    timing("transient-0", "lifetime", 60.0, 60.6, 0.5, 0.503, intended=0.51),
+    timing("transient-1", "storm", 120.0, 30.0, 0.5, 0.501, intended=0.5),
     timing("transient-2", "manual", None, 10.0, None, None),
 ]
 
@@ -99,11 +100,14 @@ def test_the_check_of_hand_built_events() -> None:
     assert fit.ks_model == pytest.approx(0.5)  # F_n(120) = 1 where F(120) = 0.5
     assert fit.ks_lived == 1.0  # 60.6 vs 60: disjoint samples of one
     assert fit.error_p50_ms == pytest.approx(10.0)  # 0.6 trace s at time_scale 60
-    assert (check.notices.notices, check.notices.worst_ms) == (2, pytest.approx(3.0))
-    assert check.notices.error_p50_ms == pytest.approx(2.0)
+    # Against the model's lead: 7 ms and 1 ms off; against the lead announced: 3 ms and 1 ms.
+    assert (check.notices.notices, check.notices.worst_ms) == (2, pytest.approx(7.0))
+    assert check.notices.error_p50_ms == pytest.approx(4.0)
+    assert check.notices.sent_p50_ms == pytest.approx(2.0)
     text = format_check(check)
     assert text.splitlines()[1].split()[:5] == ["transient", "2", "0.5000", "0.9603", "1"]
-    assert "notices: 2; lead-time error |had - promised| p50 2.0 ms" in text
+    assert "notices: 2; lead-time error |had - model| p50 4.0 ms, p99 6.9 ms, worst 7.0 ms; " in text
+    assert "|had - announced| p50 2.0 ms" in text
 
 
 def test_the_cli_checks_a_run_directory_and_refuses_anything_else(tmp_path: Path) -> None:

@@ -58,6 +58,28 @@ async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(tmp_path:
     assert_clean(tmp_path)
 
 
+async def test_aws_spot_sends_a_rebalance_recommendation_before_its_notice(tmp_path: Path) -> None:
+    """Seed 34 at time_scale 7200: the plan gives transient-1 a rebalance recommendation at
+    0.74 s (wall), its two-minute notice at 0.79 s and its kill at 0.81 s; the second job,
+    submitted at 3 h (1.5 s), keeps the run going past them."""
+    jobs = [WORDCOUNTS[0], {**WORDCOUNTS[1], "submit_at": "3h"}]
+    chaos = {"transient": {"lifetime": "aws-spot"}}
+    scenario = make_scenario(seed=34, time_scale=7200, jobs=jobs, chaos=chaos)
+    first = plan_evictions(scenario, horizon_s=3 * 3600)[0]
+    assert first.node_id == "transient-1" and first.rebalance_trace_s is not None
+    result = await run_scenario(scenario, tmp_path)
+    assert result.ok, result.summary
+    assert read_output(tmp_path / "outputs/j000") == expected_counts(6, 6, seed=34000)
+    assert read_output(tmp_path / "outputs/j001") == expected_counts(4, 4, seed=34001)
+    journal = [e for e in events(tmp_path) if e.get("node") == "transient-1"]
+    kinds = [e["event"] for e in journal]
+    assert kinds.index("rebalance_recommendation") < kinds.index("eviction_notice") < kinds.index("eviction")
+    timing = next(e for e in journal if e["event"] == "eviction_timing")
+    assert timing["intended_s"] == pytest.approx(120 / 7200)
+    assert 0 < timing["promised_s"] <= timing["intended_s"]  # a late notice announces what is left
+    assert_clean(tmp_path)
+
+
 def assert_realism_recorded(run_dir: Path, evicted: list[dict[str, str]]) -> None:
     """Every drawn lifetime and every eviction's timing is journaled; ``testbed chaos check``
     reads them back (the numbers it prints are measurements, not asserted: a loaded host only

@@ -183,7 +183,7 @@ def test_the_report_shows_the_realism_check(spark_run: RecordedRun) -> None:
     with (spark_run.path / "events.jsonl").open("a") as events:
         events.write(json.dumps(drawn) + "\n" + json.dumps(timing) + "\n")
     text = write_report(spark_run.path)[0].read_text()
-    assert "lead-time error |had - promised| p50 4.0 ms" in text
+    assert "lead-time error |had - model| p50 4.0 ms" in text  # no intended_s: the lead announced
     assert "| transient | 1 | 0.7500 |" in text
 
 
