@@ -116,12 +116,16 @@ def assert_notices_reached_master_and_agents(run_dir: Path) -> None:
 
 
 async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> None:
-    """`testbed chaos evict --fraction 0.5` into a running run, then one named eviction from Python."""
+    """`testbed chaos evict --fraction 1 --zone b` into a running run (zone b holds two of the three
+    transient nodes), then one named eviction from Python."""
     jobs = [
         {"workload": "wordcount", "size_mb": 8, "maps": 8, "reduces": 4},
         {"workload": "sleep", "tasks": 1, "duration": 30},  # keeps the run alive until the storm lands
     ]
-    scenario = make_scenario(jobs=jobs)
+    cluster = {"reserved": 1, "transient": {"count": 3, "zones": {"a": 1, "b": 2}}}
+    scenario = make_scenario(
+        jobs=jobs, cluster={**cluster, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
+    )
     storms: list[asyncio.Task[Any]] = []
 
     async def storm() -> tuple[int, str, list[str], dict[str, Any]]:
@@ -134,7 +138,9 @@ async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> No
             "--run",
             str(tmp_path),
             "--fraction",
-            "0.5",
+            "1",
+            "--zone",
+            "b",
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
@@ -158,6 +164,7 @@ async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> No
     assert read_output(tmp_path / "outputs/j000") == expected_counts(8, 8, seed=7000)
     manual = [e for e in events(tmp_path) if e["event"] == "eviction" and e["reason"] == "manual"]
     assert len(manual) == 3
+    assert sorted(e["node"] for e in manual[:2]) == ["transient-1", "transient-2"]  # zone b
     assert_clean(tmp_path)
 
 
