@@ -19,8 +19,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
 from master.chaos.controller import ChaosController
@@ -28,19 +26,8 @@ from master.core.lifecycle import NODE
 from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
-from master.liveness import (
-    MAX_VANISH_RESENDS,
-    Launched,
-    ProbeOutcome,
-    after_probe,
-    everyone_quiet,
-    is_silent,
-    launches_now,
-    patience_s,
-    reconcile,
-    start_deadline_s,
-    start_window,
-)
+from master.liveness import launches_now, start_deadline_s, start_window
+from master.liveness_shell import LivenessShell
 from master.nodes import NodeRecord
 from master.policies import make_scheduler, reserved_partitions, stage_memory
 from master.policies.base import (
@@ -153,8 +140,6 @@ class Master:
         self._all_done = asyncio.Event()
         self._cluster_up = asyncio.Event()
         self._node_came_up = asyncio.Event()
-        self._starting_up = True
-        """Until time 0: silent nodes that do not answer are waited for, the machine is busy."""
         self._timers: list[asyncio.TimerHandle] = []
         self._unsubmitted: dict[int, Any] = {}
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
@@ -162,16 +147,13 @@ class Master:
         """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
         self.stoppers: list[Callable[[], Awaitable[None]]] = []
         """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
-        self._probes: dict[str, asyncio.Task[None]] = {}
-        self._answered: dict[str, float] = {}
-        """When each silent node last answered a probe (a fresh timeout from then)."""
-        """Silent nodes being asked directly whether they live (see ``_check_heartbeats``)."""
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
         self.strategy = make_strategy(self)
         self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
         self.full_disks = DiskFullNodes(self)
+        self.liveness = LivenessShell(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -183,7 +165,7 @@ class Master:
         background = [
             asyncio.create_task(self._scheduling_loop()),
             asyncio.create_task(self._ticker()),
-            asyncio.create_task(self._heartbeat_watch()),
+            asyncio.create_task(self.liveness.watch()),
         ]
         try:
             await self._launch_initial_nodes()
@@ -196,10 +178,10 @@ class Master:
             self.chaos.stop()
             for timer in self._timers:
                 timer.cancel()
-            stopping = [*background, *self._probes.values()]
-            for task in stopping:
+            for task in background:
                 task.cancel()
-            await asyncio.gather(*stopping, return_exceptions=True)
+            await asyncio.gather(*background, return_exceptions=True)
+            await self.liveness.stop()
             for stop in self.stoppers:
                 await stop()
             await self.autoscaling.stop()
@@ -249,7 +231,7 @@ class Master:
     def set_time_zero(self, t0: float) -> None:
         """Move the journal's time 0 to the clock reading ``t0``; the nodes' last heartbeats
         move with it, so a node silent since before keeps its silence (and is found lost)."""
-        self._starting_up = False
+        self.liveness.starting_up = False
         shift = t0 - self.journal.t0
         self.journal.t0 = t0
         self.clock_started = True
@@ -425,9 +407,7 @@ class Master:
         elif isinstance(message, PushDelivered):
             self.strategy.push_delivered(node, message)
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
-            node.last_seen = self.journal.now()
-            if node.status in ("up", "draining"):
-                self._reconcile(node, message)
+            self.liveness.heartbeat(node, message)
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
@@ -447,9 +427,9 @@ class Master:
         elif state.state == "draining" and node.status == "up":
             node.status = NODE.next(node.status, "drain")
         elif state.state == "lost":
-            self._on_will(node, state.session)
+            self.liveness.will(node, state.session)
         elif state.state == "gone":
-            asyncio.get_running_loop().create_task(self._confirm_gone(node))
+            self.liveness.gone(node)
         if state.state in ("up", "draining") and state.session > node.session:
             self._agent_reconnected(node, state.session)
 
@@ -911,74 +891,6 @@ class Master:
             )
         node.queued.clear()
 
-    # ------------------------------------------------------------------ failure detection
-
-    async def _heartbeat_watch(self) -> None:
-        while True:
-            await asyncio.sleep(self.scenario.heartbeat_interval_s)
-            if self.link.connected.is_set():  # our own outage says nothing about the nodes
-                self._check_heartbeats()
-
-    def _check_heartbeats(self) -> None:
-        """Every node silent for ``heartbeat_timeout`` is asked directly before anything else
-        (``_probe_silent``); ``master.liveness.after_probe`` decides from the answer."""
-        now = self.journal.now()
-        timeout = self.scenario.heartbeat_timeout_s
-        live = [n for n in self.nodes.values() if n.status in ("up", "draining")]
-        unasked = [
-            n
-            for n in live
-            if n.node_id not in self._probes
-            and is_silent(max(n.last_seen, self._answered.get(n.node_id, n.last_seen)), now, timeout)
-        ]
-        if unasked and self._everyone_quiet(now):
-            self.journal.event("cluster_silent", nodes=[n.node_id for n in unasked])
-        for node in unasked:
-            self._probes[node.node_id] = asyncio.get_running_loop().create_task(self._probe_silent(node))
-
-    def _everyone_quiet(self, now: float) -> bool:
-        live = [n.last_seen for n in self.nodes.values() if n.status in ("up", "draining")]
-        return everyone_quiet(live, now, self.scenario.heartbeat_interval_s)
-
-    async def _probe_silent(self, node: NodeRecord) -> None:
-        try:
-            outcome = await self._probe(node)
-        finally:
-            del self._probes[node.node_id]
-        if node.status not in ("up", "draining"):
-            return
-        now = self.journal.now()
-        patience = patience_s(self.scenario.heartbeat_timeout_s)
-        lenient = self._starting_up or self._everyone_quiet(now)
-        verdict = after_probe(outcome, now - node.last_seen, lenient, patience)
-        if verdict == "alive":
-            self._answered[node.node_id] = now
-        elif verdict == "lost":
-            self._lost_by_silence(node)
-
-    def _lost_by_silence(self, node: NodeRecord) -> None:
-        log.warning("node %s missed heartbeats for %.1fs", node.node_id, self.journal.now() - node.last_seen)
-        self.node_lost(node, "heartbeat_timeout")
-        if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
-            asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
-
-    def _reconcile(self, node: NodeRecord, beat: Heartbeat) -> None:
-        """What the node says it runs against what we think it runs (``master.liveness.reconcile``):
-        a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
-        now = self.journal.now()
-        expected = {
-            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now), task_id in node.acked)
-            for task_id, (job, key) in node.running.items()
-        }
-        verdict = reconcile(expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_timeout_s)
-        node.strikes = verdict.strikes
-        for task_id, attempt in verdict.stray:
-            self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
-        for task_id in verdict.resend:
-            self._task_unaccounted(node, task_id, now, "launch_unacknowledged")
-        for task_id in verdict.vanished:
-            self._task_unaccounted(node, task_id, now, "task_vanished")
-
     @staticmethod
     def _forget_launch(node: NodeRecord, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
         node.launches.pop(task_id, None)
@@ -988,23 +900,10 @@ class Master:
         node.vanish_resends.pop(task_id, None)
         return node.running.pop(task_id, None)
 
-    def _task_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:
-        """A launch never acknowledged, or an acknowledged task its node no longer lists: send
-        the launch again first (it is idempotent: an agent that finished the attempt, its
-        result still queued behind its heartbeats, repeats the outcome; one that never got or
-        forgot it runs it). Only an attempt that stays unaccounted for is failed and relaunched."""
+    def fail_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:
+        """Fail and relaunch an attempt its node no longer accounts for (``master.liveness_shell``)."""
         job, key = node.running[task_id]
         attempt = job.tasks[key].attempt
-        resends = node.vanish_resends.get(task_id, 0)
-        action = "resent" if resends < MAX_VANISH_RESENDS else "failed"
-        self.journal.event(why, task=task_id, node=node.node_id, attempt=attempt, action=action)
-        if action == "resent":
-            node.vanish_resends[task_id] = resends + 1
-            node.acked.discard(task_id)
-            node.sent_at[task_id] = now
-            self.send(node.node_id, node.launches[task_id])
-            return
-        log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
         self._forget_launch(node, task_id)
         job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it ({why})")
         self._task_row(job, key, node, "failed", "vanished", now)
@@ -1065,52 +964,6 @@ class Master:
         self.strategy.resend(node)
         self.send(node.node_id, Resync())
         return len(node.launches)
-
-    def _on_will(self, node: NodeRecord, session: int) -> None:
-        """The broker says the agent's connection died: trust it only if the agent is gone too.
-
-        A Will of an older session is stale (the agent has reconnected since).
-        A broker shutting down may publish the Wills of every connection it
-        drops, so unless we evicted the node ourselves we ask the agent
-        directly before declaring it lost.
-        """
-        if session < node.session:
-            return
-        if node.evicted_at is not None:
-            self.node_lost(node, "evicted")
-            return
-        asyncio.get_running_loop().create_task(self._confirm_lost(node, session))
-
-    async def _confirm_gone(self, node: NodeRecord) -> None:
-        """An agent says it stopped (it closes its HTTP server first): believed once it no
-        longer answers; one that still answers is kept (heartbeats watch it as before)."""
-        if await self._probe(node) == "answered":
-            self.journal.event("gone_ignored", node=node.node_id)
-            return
-        self.node_lost(node, "released")
-
-    async def _confirm_lost(self, node: NodeRecord, session: int) -> None:
-        if await self._probe(node) == "answered":
-            self.journal.event("will_ignored", node=node.node_id, session=session)
-            return
-        if node.alive and session >= node.session:
-            self.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
-
-    async def _probe(self, node: NodeRecord) -> ProbeOutcome:
-        """Whether this very agent process (same incarnation) answers on its HTTP port in time."""
-        timeout = aiohttp.ClientTimeout(total=self.scenario.heartbeat_timeout_s)
-        try:
-            async with (
-                aiohttp.ClientSession(timeout=timeout) as http,
-                http.get(f"{node.url}/health") as response,
-            ):
-                body = await response.json()
-        except TimeoutError:
-            return "silent"
-        except (aiohttp.ClientError, ValueError):
-            return "refused"
-        same = response.status == 200 and body.get("incarnation") == node.incarnation
-        return "answered" if same else "refused"
 
     # ------------------------------------------------------------------ journal rows
 

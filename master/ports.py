@@ -1,7 +1,7 @@
 """The ports through which the shell's parts reach the master, instead of ``Master`` itself.
 
-The recovery strategies, the HTTP API, the autoscaling shell and the chaos
-controller are each handed the master, but see it only through the Protocol
+The recovery strategies, the HTTP API, the autoscaling shell, the liveness
+shell and the chaos controller are each handed the master, but see it only through the Protocol
 below that names what they use; ``master.master.Master`` implements them all.
 None of them imports ``master.master``, so ``master`` has no import cycle
 (``lint-imports`` checks it), and tests hand them stand-ins of their own.
@@ -20,6 +20,7 @@ from master.policies.base import ClusterSnapshot, RunningTask
 from master.providers.base import NodeProvider
 from master.senders import SenderCheck
 from testbed.capabilities import RunKeys
+from testbed.mqtt import MqttLink
 from testbed.protocol import Codec, Message
 from testbed.scenario import Scenario
 from testbed.scenario_chaos import EvictSpec
@@ -90,6 +91,18 @@ class ScalingPort(ClusterPort, Protocol):
     def undrain(self, node: NodeRecord, reason: str) -> None: ...
 
     def release_node(self, node: NodeRecord, reason: str) -> None: ...
+
+
+class LivenessPort(ClusterPort, Protocol):
+    """What the liveness shell uses (``master.liveness_shell``)."""
+
+    provider: NodeProvider
+    link: MqttLink
+
+    def node_lost(self, node: NodeRecord, reason: str) -> None: ...
+
+    def fail_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:
+        """Fail and relaunch an attempt the node no longer accounts for (``why``)."""
 
 
 class ApiPort(ClusterPort, Protocol):
