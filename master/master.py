@@ -49,6 +49,7 @@ from master.policies.cloudcoaster import revocation_outcome
 from master.policies.static import StaticAutoscaler
 from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
+from master.run_records import RunRecords
 from master.scale_model import NodeShares
 from master.senders import SenderCheck
 from master.signing import CommandSigner
@@ -58,7 +59,6 @@ from testbed.capabilities import NODE_KEY_ENV, RunKeys
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
 from testbed.protocol import (
     BlockReceived,
-    CancelTask,
     Codec,
     Heartbeat,
     LaunchTask,
@@ -137,16 +137,12 @@ class Master:
         self.launch_acks: dict[tuple[str, int], float] = {}
         """Seconds from sending each launch to the agent's ``running`` (the fidelity monitor's)."""
         self._kick = asyncio.Event()
-        self._all_done = asyncio.Event()
         self._cluster_up = asyncio.Event()
         self._node_came_up = asyncio.Event()
         self._timers: list[asyncio.TimerHandle] = []
-        self._unsubmitted: dict[int, Any] = {}
-        """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
-        self._never_ran: set[str] = set()
-        """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
         self.stoppers: list[Callable[[], Awaitable[None]]] = []
         """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
+        self.records = RunRecords(self)
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
@@ -188,7 +184,7 @@ class Master:
             await self._shutdown_nodes()
             await self.link.close()
             await runner.cleanup()
-        ok = not self._never_ran and all(job.status == "succeeded" for job in self.jobs.values())
+        ok = self.records.all_succeeded()
         self.journal.event("run_finished", status="succeeded" if ok else "failed")
         self.journal.close()
         return ok
@@ -197,7 +193,7 @@ class Master:
         """Wait for every job to end, or the timeout. A background loop that dies (a bug in a
         policy or in the shell) ends the run at once with its jobs failed and the error in the
         journal, rather than leaving the run without a scheduler until its timeout."""
-        all_done = asyncio.ensure_future(self._all_done.wait())
+        all_done = asyncio.ensure_future(self.records.all_done.wait())
         try:
             done, _ = await asyncio.wait(
                 [all_done, *background], timeout=self.scenario.timeout_s, return_when=asyncio.FIRST_COMPLETED
@@ -210,16 +206,16 @@ class Master:
             log.error("the master stopped on an internal error", exc_info=error)
             trace = "".join(traceback.format_exception(error))
             self.journal.event("master_error", error=repr(error), traceback=trace)
-            self._fail_unfinished(f"internal error in the master: {error!r}")
+            self.records.fail_unfinished(f"internal error in the master: {error!r}")
         elif not done:
-            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")
+            self.records.fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")
 
     def abort(self, reason: str) -> None:
         """End the run at once (its broker is gone for good): unfinished jobs fail with ``reason``."""
         log.error("the run cannot go on: %s", reason)
         self.journal.event("run_aborted", reason=reason)
-        self._fail_unfinished(reason)
-        self._all_done.set()
+        self.records.fail_unfinished(reason)
+        self.records.all_done.set()
 
     def _start_clock(self) -> None:
         """Time 0 of the run is when its initial cluster is up."""
@@ -285,7 +281,7 @@ class Master:
         )
         node.status = "lost"
         self.journal.event("node_start_failed", node=node.node_id, **{"class": node.node_class})
-        self._node_row(node, self.journal.now(), "start_failed")
+        self.records.node_row(node, self.journal.now(), "start_failed")
         if self.provider.owns(node.node_id):
             await self.provider.evict(node.node_id)
 
@@ -321,7 +317,7 @@ class Master:
         for node in self.nodes.values():
             if node.alive:
                 node.status = NODE.next(node.status, "run_ended")
-                self._node_row(node, now, "run_end")
+                self.records.node_row(node, now, "run_end")
         await self.provider.close()
 
     def _schedule_arrivals(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -334,17 +330,17 @@ class Master:
                 ordinal += 1
 
     def submit_later(self, loop: asyncio.AbstractEventLoop, delay: float, spec: Any, ordinal: int) -> None:
-        self._unsubmitted[ordinal] = spec
+        self.records.unsubmitted[ordinal] = spec
         self._timers.append(loop.call_later(delay, self.submit_job, spec, ordinal))
 
     def submit_job(self, spec: Any, ordinal: int) -> None:
-        self._unsubmitted.pop(ordinal, None)
+        self.records.unsubmitted.pop(ordinal, None)
         try:
             job = self.new_job(spec, ordinal, self.journal.now())
         except Exception as exc:  # e.g. its input changed since validation: the job fails, not the run
             log.warning("job j%03d cannot be planned: %s", ordinal, exc)
-            self._fail_unplanned(ordinal, spec, f"cannot plan the job: {exc}")
-            self._check_all_done()
+            self.records.fail_unplanned(ordinal, spec, f"cannot plan the job: {exc}")
+            self.records.check_all_done()
             return
         self.jobs[job.job_id] = job
         (self.run_dir / "outputs" / job.job_id).mkdir(parents=True, exist_ok=True)
@@ -574,19 +570,19 @@ class Master:
         )
         # An evicted node ended when it was killed, not when its loss was heard: its replacement
         # may already be launching, and the record never shows more nodes than were alive.
-        self._node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
+        self.records.node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
         self.strategy.before_node_lost(node)
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
                 for key in job.node_lost(node.node_id, node.url):
-                    self._task_row(job, key, node, "lost", "node_lost", now)
+                    self.records.task_row(job, key, node, "lost", "node_lost", now)
         self.strategy.after_node_lost(node)
         node.running.clear()
         node.launches.clear()
         node.sent_at.clear()
         node.acked.clear()
         node.vanish_resends.clear()
-        if reason in REPLACED_LOSSES and not self.attach and not self._all_done.is_set():
+        if reason in REPLACED_LOSSES and not self.attach and not self.records.all_done.is_set():
             self.chaos.replace_lost(node)
         self.kick()
 
@@ -630,14 +626,14 @@ class Master:
             job.failed(key, update.attempt, counts_as_failure=real_failure, error=update.error, fatal=fatal)
             if update.failure in ("enospc", "oom"):
                 self._resource_fault(node, job, key, update.failure)
-        self._task_row(
+        self.records.task_row(
             job, key, node, update.state if ok else "failed", update.failure or "", self.journal.now(), update
         )
         if job.status == "failed":
-            self._finish_job(job)
+            self.records.finish_job(job)
         elif job.complete:
             job.status = "succeeded"
-            self._finish_job(job)
+            self.records.finish_job(job)
         self.kick()
 
     def _locate(self, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
@@ -906,9 +902,9 @@ class Master:
         attempt = job.tasks[key].attempt
         self._forget_launch(node, task_id)
         job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it ({why})")
-        self._task_row(job, key, node, "failed", "vanished", now)
+        self.records.task_row(job, key, node, "failed", "vanished", now)
         if job.status == "failed":
-            self._finish_job(job)
+            self.records.finish_job(job)
         self.kick()
 
     # ------------------------------------------------------------------ node resource faults
@@ -964,134 +960,3 @@ class Master:
         self.strategy.resend(node)
         self.send(node.node_id, Resync())
         return len(node.launches)
-
-    # ------------------------------------------------------------------ journal rows
-
-    def _finish_job(self, job: JobRuntime) -> None:
-        if job.finished is not None:
-            return  # a late update of a job that already failed
-        job.finished = self.journal.now()
-        if job.status == "failed":
-            self._cancel_running(job)
-        jct = job.finished - job.submitted
-        map_phase_s, reduce_phase_s = job.phase_durations()
-        self.journal.event(
-            "job_finished", job=job.job_id, status=job.status, jct_s=round(jct, 4), error=job.error
-        )
-        self.journal.row(
-            "jobs",
-            job_id=job.job_id,
-            name=job.name,
-            workload=job.workload,
-            submit_s=job.submitted,
-            start_s=job.started,
-            finish_s=job.finished,
-            jct_s=jct,
-            queue_s=(job.started - job.submitted) if job.started is not None else None,
-            status=job.status,
-            tasks=job.plan.total_tasks,
-            relaunched_tasks=job.relaunched,
-            relaunched_ratio=job.relaunched / job.plan.total_tasks,
-            error_relaunches=job.error_relaunches,
-            bytes_recomputed=job.bytes_recomputed,
-            bytes_checkpointed=job.bytes_checkpointed,
-            bytes_pushed=job.bytes_pushed,
-            cache_hits=job.cache_hits,
-            cache_misses=job.cache_misses,
-            bytes_from_cache=job.bytes_from_cache,
-            map_phase_s=map_phase_s,
-            reduce_phase_s=reduce_phase_s,
-            error=job.error,
-        )
-        for node in self.nodes.values():
-            if node.reserved_for == job.job_id:
-                node.reserved_for = None
-        self._check_all_done()
-
-    def _check_all_done(self) -> None:
-        finished = [j for j in self.jobs.values() if j.status in ("succeeded", "failed")]
-        if len(finished) + len(self._never_ran) == self.expected_jobs:
-            self._all_done.set()
-
-    def _cancel_running(self, job: JobRuntime) -> None:
-        """Stop the tasks still running for a failed job: their slots go to other jobs."""
-        for node in self.nodes.values():
-            for task_id, (owner, key) in node.running.items():
-                if owner is job:
-                    self.send(node.node_id, CancelTask(task_id=task_id, attempt=job.tasks[key].attempt))
-
-    def _fail_unfinished(self, reason: str) -> None:
-        for job in self.jobs.values():
-            if job.status in ("waiting", "running"):
-                job.status, job.error = "failed", reason
-                self._finish_job(job)
-        for ordinal, spec in sorted(self._unsubmitted.items()):
-            self._fail_unplanned(ordinal, spec, f"not submitted: {reason}")
-
-    def _fail_unplanned(self, ordinal: int, spec: Any, error: str) -> None:
-        """A job that never had a plan (its submission time was not reached, or planning
-        failed): a failed row with no times and no tasks."""
-        job_id = f"j{ordinal:03d}"
-        self._never_ran.add(job_id)
-        self.journal.event("job_finished", job=job_id, status="failed", jct_s=None, error=error)
-        name = spec.name or f"{spec.workload}-{ordinal}"
-        self.journal.row(
-            "jobs", job_id=job_id, name=name, workload=spec.workload, status="failed", error=error
-        )
-
-    def _task_row(
-        self,
-        job: JobRuntime,
-        key: TaskKey,
-        node: NodeRecord,
-        status: str,
-        failure: str,
-        now: float,
-        update: TaskUpdate | None = None,
-    ) -> None:
-        record = job.tasks[key]
-        metrics = update.metrics.model_dump() if update is not None else {}
-        self.journal.row(
-            "tasks",
-            task_id=job.task_id(key),
-            job_id=job.job_id,
-            stage=key[0],
-            index=key[1],
-            attempt=record.attempt,
-            node_id=node.node_id,
-            node_class=node.node_class,
-            memory_mb=record.memory_mb,
-            elastic=int(record.elastic),
-            ideal_memory_mb=job.ideal_memory_mb(key[0]),
-            predicted_s=record.predicted_s,
-            start_s=record.started,
-            end_s=now,
-            status=status,
-            failure=failure,
-            **metrics,
-        )
-        self.journal.event(
-            "task_finished",
-            task=job.task_id(key),
-            job=job.job_id,
-            stage=key[0],
-            node=node.node_id,
-            **{"class": node.node_class},
-            attempt=record.attempt,
-            status=status,
-            failure=failure or None,
-            spill_bytes=metrics.get("spill_bytes", 0),
-            bytes_in=metrics.get("bytes_in", 0),
-            bytes_out=metrics.get("bytes_out", 0),
-        )
-
-    def _node_row(self, node: NodeRecord, now: float, reason: str) -> None:
-        self.journal.row(
-            "nodes",
-            node_id=node.node_id,
-            node_class=node.node_class,
-            launched_s=node.launched_t,
-            ended_s=now,
-            end_reason=reason,
-            price_per_hour=node.price_per_hour,
-        )

@@ -129,14 +129,25 @@ class SignerPort(Protocol):
     nodes: dict[str, NodeRecord]
 
 
+class JobEnding(Protocol):
+    """How a job, or the whole run, is ended (``master.run_records.RunRecords``)."""
+
+    def finish_job(self, job: JobRuntime) -> None: ...
+
+    def fail_unfinished(self, reason: str) -> None:
+        """Fail every job not finished yet (and those not submitted yet): the run ends."""
+
+
+class RecordsPort(ClusterPort, Protocol):
+    """What the run's records use (``master.run_records``)."""
+
+    expected_jobs: int
+
+
 class DiskFaultsPort(ClusterPort, Protocol):
-    """What the disk-fault handling uses (``master.disk_faults``). It ends jobs and runs
-    through the master's own ``_finish_job`` and ``_fail_unfinished``."""
+    """What the disk-fault handling uses (``master.disk_faults``)."""
 
     run_dir: Path
+    records: JobEnding
 
     def undrain(self, node: NodeRecord, reason: str) -> None: ...
-
-    def _finish_job(self, job: JobRuntime) -> None: ...
-
-    def _fail_unfinished(self, reason: str) -> None: ...
