@@ -78,10 +78,17 @@ def test_an_unknown_workload(tmp_path: Path) -> None:
     assert_refused(result, "jobs.0", "unknown workload 'grep'", "expected one of wordcount, sort")
 
 
-@pytest.mark.parametrize("field", ["scheduler", "strategy", "autoscaler"])
-def test_an_unknown_policy_name(tmp_path: Path, field: str) -> None:
+@pytest.mark.parametrize(
+    ("field", "hint"),
+    [
+        ("scheduler", "neither a built-in scheduler, an import path"),
+        ("strategy", "Input should be"),
+        ("autoscaler", "neither a built-in autoscaler, an import path"),
+    ],
+)
+def test_an_unknown_policy_name(tmp_path: Path, field: str, hint: str) -> None:
     result = cli("validate", str(scenario_file(tmp_path, policy={field: "magic"})))
-    assert_refused(result, f"policy.{field}", "'magic'", "Input should be")
+    assert_refused(result, f"policy.{field}", "'magic'", hint)
 
 
 def test_a_task_larger_than_every_node(tmp_path: Path) -> None:
