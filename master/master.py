@@ -10,10 +10,8 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import os
 import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -26,10 +24,10 @@ from master.core.lifecycle import NODE
 from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
-from master.liveness import launches_now, start_deadline_s, start_window
 from master.liveness_shell import LivenessShell
+from master.node_start import NodeStarts
 from master.nodes import NodeRecord
-from master.policies import make_scheduler, reserved_partitions, stage_memory
+from master.policies import make_scheduler, stage_memory
 from master.policies.base import (
     Assign,
     Autoscaler,
@@ -50,12 +48,11 @@ from master.policies.static import StaticAutoscaler
 from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
 from master.run_records import RunRecords
-from master.scale_model import NodeShares
 from master.senders import SenderCheck
 from master.signing import CommandSigner
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
-from testbed.capabilities import NODE_KEY_ENV, RunKeys
+from testbed.capabilities import RunKeys
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
 from testbed.protocol import (
     BlockReceived,
@@ -126,23 +123,19 @@ class Master:
         self.jobs: dict[str, JobRuntime] = {}
         self.arriving = scenario.arriving_jobs()
         self.expected_jobs = sum(job.repeat for job in scenario.jobs) + len(self.arriving)
-        reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
-        self.partitions = reserved_partitions(scenario, reserved_ids)
         self.evictions = 0
         self.clock_started = False
         """Whether time 0 is set: before it, the journal's clock counts the cluster's launch."""
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
-        self._ordinals = {"reserved": 0, "transient": 0}
         self.launch_acks: dict[tuple[str, int], float] = {}
         """Seconds from sending each launch to the agent's ``running`` (the fidelity monitor's)."""
         self._kick = asyncio.Event()
-        self._cluster_up = asyncio.Event()
-        self._node_came_up = asyncio.Event()
         self._timers: list[asyncio.TimerHandle] = []
         self.stoppers: list[Callable[[], Awaitable[None]]] = []
         """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
         self.records = RunRecords(self)
+        self.starts = NodeStarts(self)
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
@@ -164,7 +157,7 @@ class Master:
             asyncio.create_task(self.liveness.watch()),
         ]
         try:
-            await self._launch_initial_nodes()
+            await self.starts.launch_initial()
             self._start_clock()
             self.chaos.start()
             self.autoscaling.start()
@@ -181,7 +174,7 @@ class Master:
             for stop in self.stoppers:
                 await stop()
             await self.autoscaling.stop()
-            await self._shutdown_nodes()
+            await self.starts.shutdown()
             await self.link.close()
             await runner.cleanup()
         ok = self.records.all_succeeded()
@@ -234,91 +227,8 @@ class Master:
         for node in self.nodes.values():
             node.last_seen -= shift
 
-    async def _launch_initial_nodes(self) -> None:
-        cluster = self.scenario.cluster
-        if not self.attach:
-            await self._start_paced(
-                ["reserved"] * cluster.reserved.count + ["transient"] * cluster.transient.count
-            )
-            return
-        log.info(
-            "waiting for %d reserved and %d transient nodes", cluster.reserved.count, cluster.transient.count
-        )
-        try:
-            await asyncio.wait_for(self._cluster_up.wait(), 60 + 0.5 * len(self.nodes))
-        except TimeoutError:
-            missing = [n.node_id for n in self.nodes.values() if n.status == "launching"]
-            raise RuntimeError(f"nodes did not come up within a minute: {', '.join(missing)}") from None
-
-    async def _start_paced(self, classes: list[str]) -> None:
-        """Launch the initial nodes a window at a time (``master.liveness.launches_now``): a
-        node leaves the window when it is up, or when it has not come up within
-        ``start_deadline_s`` (it is killed and the run goes on without it, saying so)."""
-        cpus = os.cpu_count() or 2
-        window = start_window(cpus, self.scenario.cluster.start_window)
-        queue = list(classes)
-        while True:
-            launching = [n for n in self.nodes.values() if n.status == "launching"]
-            deadline = start_deadline_s(len(launching), cpus)
-            for node in launching:
-                if self.journal.now() - node.launched_t > deadline:
-                    await self._start_failed(node, deadline)
-            starting = sum(1 for n in self.nodes.values() if n.status == "launching")
-            for _ in range(launches_now(starting, len(queue), window)):
-                await self.launch_node(queue.pop(0))
-            if not queue and not any(n.status == "launching" for n in self.nodes.values()):
-                break
-            self._node_came_up.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(1.0):  # the start deadlines are checked every second
-                    await self._node_came_up.wait()
-        if not any(n.status == "up" for n in self.nodes.values()):
-            raise RuntimeError("no node came up: see the nodes' logs in the run directory's logs/")
-
-    async def _start_failed(self, node: NodeRecord, deadline: float) -> None:
-        log.warning(
-            "node %s did not come up within %.0fs: the run goes on without it", node.node_id, deadline
-        )
-        node.status = "lost"
-        self.journal.event("node_start_failed", node=node.node_id, **{"class": node.node_class})
-        self.records.node_row(node, self.journal.now(), "start_failed")
-        if self.provider.owns(node.node_id):
-            await self.provider.evict(node.node_id)
-
     async def launch_node(self, node_class: str) -> NodeRecord:
-        spec = self.scenario.cluster.reserved if node_class == "reserved" else self.scenario.cluster.transient
-        ordinal = self._ordinals[node_class]
-        self._ordinals[node_class] += 1
-        node_id = f"{node_class}-{ordinal}"
-        record = NodeRecord(
-            node_id, node_class, ordinal, self.journal.now(), spec.slots, spec.memory_mb, spec.price_per_hour
-        )
-        record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
-        self.nodes[node_id] = record
-        self.journal.event("node_launching", node=node_id, **{"class": node_class})
-        env = {
-            **self.agent_env,
-            **(await self.node_env(node_id) if self.node_env else {}),
-            NODE_KEY_ENV: self.keys.node_key(node_id),
-        }
-        await self.provider.launch(
-            node_id,
-            node_class,
-            spec.slots,
-            spec.memory_mb,
-            NodeShares.of(self.scenario, spec).cpus,
-            self.agent_command(node_id, node_class),
-            env,
-        )
-        return record
-
-    async def _shutdown_nodes(self) -> None:
-        now = self.journal.now()
-        for node in self.nodes.values():
-            if node.alive:
-                node.status = NODE.next(node.status, "run_ended")
-                self.records.node_row(node, now, "run_end")
-        await self.provider.close()
+        return await self.starts.launch(node_class)
 
     def _schedule_arrivals(self, loop: asyncio.AbstractEventLoop) -> None:
         ordinal = 0
@@ -389,7 +299,7 @@ class Master:
             return
         node = self.nodes.get(Topics.node_of(topic))
         if node is None and self.attach and isinstance(message, NodeState) and message.state == "up":
-            node = self._adopt(message)
+            node = self.starts.adopt(message)
         if node is None or not self.senders.allows(node.node_id, message, self._latest_attempt(message)):
             return
         if isinstance(message, TaskUpdate | Heartbeat) and message.cached_inputs is not None:
@@ -414,9 +324,7 @@ class Master:
             self.journal.event(
                 "node_up", node=node.node_id, **{"class": node.node_class}, pid=state.pid, url=node.url
             )
-            self._node_came_up.set()
-            if self._all_up():
-                self._cluster_up.set()
+            self.starts.node_joined()
             self.kick()
         elif state.incarnation != node.incarnation or not node.alive:
             return
@@ -428,41 +336,6 @@ class Master:
             self.liveness.gone(node)
         if state.state in ("up", "draining") and state.session > node.session:
             self._agent_reconnected(node, state.session)
-
-    def _all_up(self) -> bool:
-        if any(n.status == "launching" for n in self.nodes.values()):
-            return False
-        cluster = self.scenario.cluster
-        return not self.attach or all(
-            sum(1 for n in self.nodes.values() if n.node_class == node_class and n.status == "up")
-            >= spec.count
-            for node_class, spec in (("reserved", cluster.reserved), ("transient", cluster.transient))
-        )
-
-    def _adopt(self, state: NodeState) -> NodeRecord:
-        """A node the master did not launch (attach mode) announced itself: register it."""
-        spec = (
-            self.scenario.cluster.reserved
-            if state.node_class == "reserved"
-            else self.scenario.cluster.transient
-        )
-        ordinal = sum(1 for n in self.nodes.values() if n.node_class == state.node_class)
-        record = NodeRecord(
-            state.node_id,
-            state.node_class,
-            ordinal,
-            self.journal.now(),
-            state.slots,
-            state.memory_mb,
-            spec.price_per_hour,
-        )
-        # the partition the launched node of that ordinal would get (launch_node)
-        if state.node_class == "transient":
-            record.partition = "short"
-        else:
-            record.partition = self.partitions.get(f"reserved-{ordinal}", "general")
-        self.nodes[state.node_id] = record
-        return record
 
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""

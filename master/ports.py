@@ -10,6 +10,7 @@ These ports shrink as the sans-I/O core takes over (docs/architecture.md).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -142,6 +143,24 @@ class RecordsPort(ClusterPort, Protocol):
     """What the run's records use (``master.run_records``)."""
 
     expected_jobs: int
+
+
+class NodeRows(Protocol):
+    """Where a node's row of ``nodes.csv`` is written (``master.run_records.RunRecords``)."""
+
+    def node_row(self, node: NodeRecord, now: float, reason: str) -> None: ...
+
+
+class NodeStartPort(ClusterPort, Protocol):
+    """What the node start-up uses (``master.node_start``)."""
+
+    provider: NodeProvider
+    attach: bool
+    keys: RunKeys
+    agent_env: dict[str, str]
+    node_env: Callable[[str], Awaitable[dict[str, str]]] | None
+    agent_command: Callable[[str, str], list[str]]
+    records: NodeRows
 
 
 class DiskFaultsPort(ClusterPort, Protocol):

@@ -193,7 +193,7 @@ class ResumedMaster(Master):
         super().__init__(*args, **kwargs)
         self.recovered = recovered
         self.expected_jobs -= len(recovered.finished_jobs)
-        self._ordinals = dict(recovered.ordinals)
+        self.starts.ordinals = dict(recovered.ordinals)
         self.journal.t0 = self.journal.clock() - recovered.crashed_at
         self.journal.event("resuming", run_id=self.run_id, crashed_at=recovered.crashed_at)
         cluster = self.scenario.cluster

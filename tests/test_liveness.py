@@ -239,7 +239,7 @@ async def test_a_node_that_does_not_come_up_in_time_is_given_up_on(tmp_path: Pat
     deadline = start_deadline_s(1, os.cpu_count() or 2)
     late = NodeRecord("transient-1", "transient", 1, -deadline - 1, 2, 1024, 0.3)
     master.nodes[late.node_id] = late
-    await master._start_paced([])
+    await master.starts.start_paced([])
     assert (node.status, late.status) == ("up", "lost")
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
     assert [e["node"] for e in map(json.loads, lines) if e["event"] == "node_start_failed"] == ["transient-1"]
