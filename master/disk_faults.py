@@ -93,7 +93,7 @@ class DiskFullNodes:
         if not self.gave_up and self._every_node_retired():
             self.gave_up = True
             names = ", ".join(sorted(self.full))
-            self.master._fail_unfinished(
+            self.master.records.fail_unfinished(
                 f"no node can run a task: the disk of every node is full ({names} hit ENOSPC "
                 f"{MAX_DISK_FULL} times each); give the nodes more disk space"
             )
@@ -116,7 +116,7 @@ def output_disk_full(master: DiskFaultsPort, job_id: str, error: OSError) -> Non
         f"the master's output disk is full ({outputs}: {free / 1e6:.1f} MB free, {error.strerror}); "
         "free space there and run the job again"
     )
-    master._finish_job(job)
+    master.records.finish_job(job)
     master.kick()
 
 
@@ -131,7 +131,7 @@ def journal_disk_full(master: DiskFaultsPort, error: OSError) -> None:
 
     def fail() -> None:
         master.journal.event("journal_disk_full", error=str(error))
-        master._fail_unfinished(reason)
+        master.records.fail_unfinished(reason)
 
     try:
         asyncio.get_running_loop().call_soon(fail)

@@ -7,7 +7,7 @@ on hand-built states with a virtual clock (tests/test_liveness.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -92,6 +92,23 @@ QUIET_BEATS = 2
 def is_silent(heard_at: float, now: float, timeout_s: float) -> bool:
     """Silent: not heard from (by heartbeat, or by a probe it answered) for ``timeout_s``."""
     return now - heard_at > timeout_s
+
+
+def silent_unasked(
+    last_seen: Mapping[str, float],
+    answered: Mapping[str, float],
+    probing: Container[str],
+    now: float,
+    timeout_s: float,
+) -> list[str]:
+    """The live nodes (``last_seen``: node -> last heartbeat) to ask directly now: silent for
+    ``timeout_s`` since their last heartbeat or their last answer to a probe, and not being
+    asked already (``probing``). In the order of ``last_seen``."""
+    return [
+        node_id
+        for node_id, seen in last_seen.items()
+        if node_id not in probing and is_silent(max(seen, answered.get(node_id, seen)), now, timeout_s)
+    ]
 
 
 def everyone_quiet(last_seen: Iterable[float], now: float, interval_s: float) -> bool:

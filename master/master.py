@@ -10,16 +10,12 @@ the journal as it goes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import os
 import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-
-import aiohttp
 
 from master.api import MasterApi
 from master.autoscaling import AutoscalingShell
@@ -28,21 +24,10 @@ from master.core.lifecycle import NODE
 from master.disk_faults import DiskFullNodes, journal_disk_full
 from master.jobs import JobRuntime, TaskKey, TaskRecord
 from master.journal import Journal
-from master.liveness import (
-    MAX_VANISH_RESENDS,
-    Launched,
-    ProbeOutcome,
-    after_probe,
-    everyone_quiet,
-    is_silent,
-    launches_now,
-    patience_s,
-    reconcile,
-    start_deadline_s,
-    start_window,
-)
+from master.liveness_shell import LivenessShell
+from master.node_start import NodeStarts
 from master.nodes import NodeRecord
-from master.policies import make_scheduler, reserved_partitions, stage_memory
+from master.policies import make_scheduler, stage_memory
 from master.policies.base import (
     Assign,
     Autoscaler,
@@ -62,16 +47,15 @@ from master.policies.cloudcoaster import revocation_outcome
 from master.policies.static import StaticAutoscaler
 from master.policies.window import FreeNode, PendingWindow
 from master.providers.base import NodeProvider
-from master.scale_model import NodeShares
+from master.run_records import RunRecords
 from master.senders import SenderCheck
 from master.signing import CommandSigner
 from master.strategies import make_strategy
 from testbed.arrivals import is_long
-from testbed.capabilities import NODE_KEY_ENV, RunKeys
+from testbed.capabilities import RunKeys
 from testbed.mqtt import MAX_BACKOFF_S, BrokerAddress, MqttLink
 from testbed.protocol import (
     BlockReceived,
-    CancelTask,
     Codec,
     Heartbeat,
     LaunchTask,
@@ -139,39 +123,26 @@ class Master:
         self.jobs: dict[str, JobRuntime] = {}
         self.arriving = scenario.arriving_jobs()
         self.expected_jobs = sum(job.repeat for job in scenario.jobs) + len(self.arriving)
-        reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
-        self.partitions = reserved_partitions(scenario, reserved_ids)
         self.evictions = 0
         self.clock_started = False
         """Whether time 0 is set: before it, the journal's clock counts the cluster's launch."""
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
-        self._ordinals = {"reserved": 0, "transient": 0}
         self.launch_acks: dict[tuple[str, int], float] = {}
         """Seconds from sending each launch to the agent's ``running`` (the fidelity monitor's)."""
         self._kick = asyncio.Event()
-        self._all_done = asyncio.Event()
-        self._cluster_up = asyncio.Event()
-        self._node_came_up = asyncio.Event()
-        self._starting_up = True
-        """Until time 0: silent nodes that do not answer are waited for, the machine is busy."""
         self._timers: list[asyncio.TimerHandle] = []
-        self._unsubmitted: dict[int, Any] = {}
-        """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
-        self._never_ran: set[str] = set()
-        """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
         self.stoppers: list[Callable[[], Awaitable[None]]] = []
         """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
-        self._probes: dict[str, asyncio.Task[None]] = {}
-        self._answered: dict[str, float] = {}
-        """When each silent node last answered a probe (a fresh timeout from then)."""
-        """Silent nodes being asked directly whether they live (see ``_check_heartbeats``)."""
+        self.records = RunRecords(self)
+        self.starts = NodeStarts(self)
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.api = MasterApi(self)
         self.strategy = make_strategy(self)
         self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
         self.full_disks = DiskFullNodes(self)
+        self.liveness = LivenessShell(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -183,10 +154,10 @@ class Master:
         background = [
             asyncio.create_task(self._scheduling_loop()),
             asyncio.create_task(self._ticker()),
-            asyncio.create_task(self._heartbeat_watch()),
+            asyncio.create_task(self.liveness.watch()),
         ]
         try:
-            await self._launch_initial_nodes()
+            await self.starts.launch_initial()
             self._start_clock()
             self.chaos.start()
             self.autoscaling.start()
@@ -196,17 +167,17 @@ class Master:
             self.chaos.stop()
             for timer in self._timers:
                 timer.cancel()
-            stopping = [*background, *self._probes.values()]
-            for task in stopping:
+            for task in background:
                 task.cancel()
-            await asyncio.gather(*stopping, return_exceptions=True)
+            await asyncio.gather(*background, return_exceptions=True)
+            await self.liveness.stop()
             for stop in self.stoppers:
                 await stop()
             await self.autoscaling.stop()
-            await self._shutdown_nodes()
+            await self.starts.shutdown()
             await self.link.close()
             await runner.cleanup()
-        ok = not self._never_ran and all(job.status == "succeeded" for job in self.jobs.values())
+        ok = self.records.all_succeeded()
         self.journal.event("run_finished", status="succeeded" if ok else "failed")
         self.journal.close()
         return ok
@@ -215,7 +186,7 @@ class Master:
         """Wait for every job to end, or the timeout. A background loop that dies (a bug in a
         policy or in the shell) ends the run at once with its jobs failed and the error in the
         journal, rather than leaving the run without a scheduler until its timeout."""
-        all_done = asyncio.ensure_future(self._all_done.wait())
+        all_done = asyncio.ensure_future(self.records.all_done.wait())
         try:
             done, _ = await asyncio.wait(
                 [all_done, *background], timeout=self.scenario.timeout_s, return_when=asyncio.FIRST_COMPLETED
@@ -228,16 +199,16 @@ class Master:
             log.error("the master stopped on an internal error", exc_info=error)
             trace = "".join(traceback.format_exception(error))
             self.journal.event("master_error", error=repr(error), traceback=trace)
-            self._fail_unfinished(f"internal error in the master: {error!r}")
+            self.records.fail_unfinished(f"internal error in the master: {error!r}")
         elif not done:
-            self._fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")
+            self.records.fail_unfinished(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s")
 
     def abort(self, reason: str) -> None:
         """End the run at once (its broker is gone for good): unfinished jobs fail with ``reason``."""
         log.error("the run cannot go on: %s", reason)
         self.journal.event("run_aborted", reason=reason)
-        self._fail_unfinished(reason)
-        self._all_done.set()
+        self.records.fail_unfinished(reason)
+        self.records.all_done.set()
 
     def _start_clock(self) -> None:
         """Time 0 of the run is when its initial cluster is up."""
@@ -249,98 +220,15 @@ class Master:
     def set_time_zero(self, t0: float) -> None:
         """Move the journal's time 0 to the clock reading ``t0``; the nodes' last heartbeats
         move with it, so a node silent since before keeps its silence (and is found lost)."""
-        self._starting_up = False
+        self.liveness.starting_up = False
         shift = t0 - self.journal.t0
         self.journal.t0 = t0
         self.clock_started = True
         for node in self.nodes.values():
             node.last_seen -= shift
 
-    async def _launch_initial_nodes(self) -> None:
-        cluster = self.scenario.cluster
-        if not self.attach:
-            await self._start_paced(
-                ["reserved"] * cluster.reserved.count + ["transient"] * cluster.transient.count
-            )
-            return
-        log.info(
-            "waiting for %d reserved and %d transient nodes", cluster.reserved.count, cluster.transient.count
-        )
-        try:
-            await asyncio.wait_for(self._cluster_up.wait(), 60 + 0.5 * len(self.nodes))
-        except TimeoutError:
-            missing = [n.node_id for n in self.nodes.values() if n.status == "launching"]
-            raise RuntimeError(f"nodes did not come up within a minute: {', '.join(missing)}") from None
-
-    async def _start_paced(self, classes: list[str]) -> None:
-        """Launch the initial nodes a window at a time (``master.liveness.launches_now``): a
-        node leaves the window when it is up, or when it has not come up within
-        ``start_deadline_s`` (it is killed and the run goes on without it, saying so)."""
-        cpus = os.cpu_count() or 2
-        window = start_window(cpus, self.scenario.cluster.start_window)
-        queue = list(classes)
-        while True:
-            launching = [n for n in self.nodes.values() if n.status == "launching"]
-            deadline = start_deadline_s(len(launching), cpus)
-            for node in launching:
-                if self.journal.now() - node.launched_t > deadline:
-                    await self._start_failed(node, deadline)
-            starting = sum(1 for n in self.nodes.values() if n.status == "launching")
-            for _ in range(launches_now(starting, len(queue), window)):
-                await self.launch_node(queue.pop(0))
-            if not queue and not any(n.status == "launching" for n in self.nodes.values()):
-                break
-            self._node_came_up.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(1.0):  # the start deadlines are checked every second
-                    await self._node_came_up.wait()
-        if not any(n.status == "up" for n in self.nodes.values()):
-            raise RuntimeError("no node came up: see the nodes' logs in the run directory's logs/")
-
-    async def _start_failed(self, node: NodeRecord, deadline: float) -> None:
-        log.warning(
-            "node %s did not come up within %.0fs: the run goes on without it", node.node_id, deadline
-        )
-        node.status = "lost"
-        self.journal.event("node_start_failed", node=node.node_id, **{"class": node.node_class})
-        self._node_row(node, self.journal.now(), "start_failed")
-        if self.provider.owns(node.node_id):
-            await self.provider.evict(node.node_id)
-
     async def launch_node(self, node_class: str) -> NodeRecord:
-        spec = self.scenario.cluster.reserved if node_class == "reserved" else self.scenario.cluster.transient
-        ordinal = self._ordinals[node_class]
-        self._ordinals[node_class] += 1
-        node_id = f"{node_class}-{ordinal}"
-        record = NodeRecord(
-            node_id, node_class, ordinal, self.journal.now(), spec.slots, spec.memory_mb, spec.price_per_hour
-        )
-        record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
-        self.nodes[node_id] = record
-        self.journal.event("node_launching", node=node_id, **{"class": node_class})
-        env = {
-            **self.agent_env,
-            **(await self.node_env(node_id) if self.node_env else {}),
-            NODE_KEY_ENV: self.keys.node_key(node_id),
-        }
-        await self.provider.launch(
-            node_id,
-            node_class,
-            spec.slots,
-            spec.memory_mb,
-            NodeShares.of(self.scenario, spec).cpus,
-            self.agent_command(node_id, node_class),
-            env,
-        )
-        return record
-
-    async def _shutdown_nodes(self) -> None:
-        now = self.journal.now()
-        for node in self.nodes.values():
-            if node.alive:
-                node.status = NODE.next(node.status, "run_ended")
-                self._node_row(node, now, "run_end")
-        await self.provider.close()
+        return await self.starts.launch(node_class)
 
     def _schedule_arrivals(self, loop: asyncio.AbstractEventLoop) -> None:
         ordinal = 0
@@ -352,17 +240,17 @@ class Master:
                 ordinal += 1
 
     def submit_later(self, loop: asyncio.AbstractEventLoop, delay: float, spec: Any, ordinal: int) -> None:
-        self._unsubmitted[ordinal] = spec
+        self.records.unsubmitted[ordinal] = spec
         self._timers.append(loop.call_later(delay, self.submit_job, spec, ordinal))
 
     def submit_job(self, spec: Any, ordinal: int) -> None:
-        self._unsubmitted.pop(ordinal, None)
+        self.records.unsubmitted.pop(ordinal, None)
         try:
             job = self.new_job(spec, ordinal, self.journal.now())
         except Exception as exc:  # e.g. its input changed since validation: the job fails, not the run
             log.warning("job j%03d cannot be planned: %s", ordinal, exc)
-            self._fail_unplanned(ordinal, spec, f"cannot plan the job: {exc}")
-            self._check_all_done()
+            self.records.fail_unplanned(ordinal, spec, f"cannot plan the job: {exc}")
+            self.records.check_all_done()
             return
         self.jobs[job.job_id] = job
         (self.run_dir / "outputs" / job.job_id).mkdir(parents=True, exist_ok=True)
@@ -411,7 +299,7 @@ class Master:
             return
         node = self.nodes.get(Topics.node_of(topic))
         if node is None and self.attach and isinstance(message, NodeState) and message.state == "up":
-            node = self._adopt(message)
+            node = self.starts.adopt(message)
         if node is None or not self.senders.allows(node.node_id, message, self._latest_attempt(message)):
             return
         if isinstance(message, TaskUpdate | Heartbeat) and message.cached_inputs is not None:
@@ -425,9 +313,7 @@ class Master:
         elif isinstance(message, PushDelivered):
             self.strategy.push_delivered(node, message)
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
-            node.last_seen = self.journal.now()
-            if node.status in ("up", "draining"):
-                self._reconcile(node, message)
+            self.liveness.heartbeat(node, message)
 
     def _on_node_state(self, node: NodeRecord, state: NodeState) -> None:
         if state.state == "up" and node.status == "launching":
@@ -438,55 +324,18 @@ class Master:
             self.journal.event(
                 "node_up", node=node.node_id, **{"class": node.node_class}, pid=state.pid, url=node.url
             )
-            self._node_came_up.set()
-            if self._all_up():
-                self._cluster_up.set()
+            self.starts.node_joined()
             self.kick()
         elif state.incarnation != node.incarnation or not node.alive:
             return
         elif state.state == "draining" and node.status == "up":
             node.status = NODE.next(node.status, "drain")
         elif state.state == "lost":
-            self._on_will(node, state.session)
+            self.liveness.will(node, state.session)
         elif state.state == "gone":
-            asyncio.get_running_loop().create_task(self._confirm_gone(node))
+            self.liveness.gone(node)
         if state.state in ("up", "draining") and state.session > node.session:
             self._agent_reconnected(node, state.session)
-
-    def _all_up(self) -> bool:
-        if any(n.status == "launching" for n in self.nodes.values()):
-            return False
-        cluster = self.scenario.cluster
-        return not self.attach or all(
-            sum(1 for n in self.nodes.values() if n.node_class == node_class and n.status == "up")
-            >= spec.count
-            for node_class, spec in (("reserved", cluster.reserved), ("transient", cluster.transient))
-        )
-
-    def _adopt(self, state: NodeState) -> NodeRecord:
-        """A node the master did not launch (attach mode) announced itself: register it."""
-        spec = (
-            self.scenario.cluster.reserved
-            if state.node_class == "reserved"
-            else self.scenario.cluster.transient
-        )
-        ordinal = sum(1 for n in self.nodes.values() if n.node_class == state.node_class)
-        record = NodeRecord(
-            state.node_id,
-            state.node_class,
-            ordinal,
-            self.journal.now(),
-            state.slots,
-            state.memory_mb,
-            spec.price_per_hour,
-        )
-        # the partition the launched node of that ordinal would get (launch_node)
-        if state.node_class == "transient":
-            record.partition = "short"
-        else:
-            record.partition = self.partitions.get(f"reserved-{ordinal}", "general")
-        self.nodes[state.node_id] = record
-        return record
 
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""
@@ -594,19 +443,19 @@ class Master:
         )
         # An evicted node ended when it was killed, not when its loss was heard: its replacement
         # may already be launching, and the record never shows more nodes than were alive.
-        self._node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
+        self.records.node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
         self.strategy.before_node_lost(node)
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
                 for key in job.node_lost(node.node_id, node.url):
-                    self._task_row(job, key, node, "lost", "node_lost", now)
+                    self.records.task_row(job, key, node, "lost", "node_lost", now)
         self.strategy.after_node_lost(node)
         node.running.clear()
         node.launches.clear()
         node.sent_at.clear()
         node.acked.clear()
         node.vanish_resends.clear()
-        if reason in REPLACED_LOSSES and not self.attach and not self._all_done.is_set():
+        if reason in REPLACED_LOSSES and not self.attach and not self.records.all_done.is_set():
             self.chaos.replace_lost(node)
         self.kick()
 
@@ -650,14 +499,14 @@ class Master:
             job.failed(key, update.attempt, counts_as_failure=real_failure, error=update.error, fatal=fatal)
             if update.failure in ("enospc", "oom"):
                 self._resource_fault(node, job, key, update.failure)
-        self._task_row(
+        self.records.task_row(
             job, key, node, update.state if ok else "failed", update.failure or "", self.journal.now(), update
         )
         if job.status == "failed":
-            self._finish_job(job)
+            self.records.finish_job(job)
         elif job.complete:
             job.status = "succeeded"
-            self._finish_job(job)
+            self.records.finish_job(job)
         self.kick()
 
     def _locate(self, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
@@ -911,74 +760,6 @@ class Master:
             )
         node.queued.clear()
 
-    # ------------------------------------------------------------------ failure detection
-
-    async def _heartbeat_watch(self) -> None:
-        while True:
-            await asyncio.sleep(self.scenario.heartbeat_interval_s)
-            if self.link.connected.is_set():  # our own outage says nothing about the nodes
-                self._check_heartbeats()
-
-    def _check_heartbeats(self) -> None:
-        """Every node silent for ``heartbeat_timeout`` is asked directly before anything else
-        (``_probe_silent``); ``master.liveness.after_probe`` decides from the answer."""
-        now = self.journal.now()
-        timeout = self.scenario.heartbeat_timeout_s
-        live = [n for n in self.nodes.values() if n.status in ("up", "draining")]
-        unasked = [
-            n
-            for n in live
-            if n.node_id not in self._probes
-            and is_silent(max(n.last_seen, self._answered.get(n.node_id, n.last_seen)), now, timeout)
-        ]
-        if unasked and self._everyone_quiet(now):
-            self.journal.event("cluster_silent", nodes=[n.node_id for n in unasked])
-        for node in unasked:
-            self._probes[node.node_id] = asyncio.get_running_loop().create_task(self._probe_silent(node))
-
-    def _everyone_quiet(self, now: float) -> bool:
-        live = [n.last_seen for n in self.nodes.values() if n.status in ("up", "draining")]
-        return everyone_quiet(live, now, self.scenario.heartbeat_interval_s)
-
-    async def _probe_silent(self, node: NodeRecord) -> None:
-        try:
-            outcome = await self._probe(node)
-        finally:
-            del self._probes[node.node_id]
-        if node.status not in ("up", "draining"):
-            return
-        now = self.journal.now()
-        patience = patience_s(self.scenario.heartbeat_timeout_s)
-        lenient = self._starting_up or self._everyone_quiet(now)
-        verdict = after_probe(outcome, now - node.last_seen, lenient, patience)
-        if verdict == "alive":
-            self._answered[node.node_id] = now
-        elif verdict == "lost":
-            self._lost_by_silence(node)
-
-    def _lost_by_silence(self, node: NodeRecord) -> None:
-        log.warning("node %s missed heartbeats for %.1fs", node.node_id, self.journal.now() - node.last_seen)
-        self.node_lost(node, "heartbeat_timeout")
-        if self.provider.owns(node.node_id):  # a silent node may be frozen, not dead
-            asyncio.get_running_loop().create_task(self.provider.evict(node.node_id))
-
-    def _reconcile(self, node: NodeRecord, beat: Heartbeat) -> None:
-        """What the node says it runs against what we think it runs (``master.liveness.reconcile``):
-        a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
-        now = self.journal.now()
-        expected = {
-            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now), task_id in node.acked)
-            for task_id, (job, key) in node.running.items()
-        }
-        verdict = reconcile(expected, beat.attempts, node.strikes, now, self.scenario.heartbeat_timeout_s)
-        node.strikes = verdict.strikes
-        for task_id, attempt in verdict.stray:
-            self.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
-        for task_id in verdict.resend:
-            self._task_unaccounted(node, task_id, now, "launch_unacknowledged")
-        for task_id in verdict.vanished:
-            self._task_unaccounted(node, task_id, now, "task_vanished")
-
     @staticmethod
     def _forget_launch(node: NodeRecord, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
         node.launches.pop(task_id, None)
@@ -988,28 +769,15 @@ class Master:
         node.vanish_resends.pop(task_id, None)
         return node.running.pop(task_id, None)
 
-    def _task_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:
-        """A launch never acknowledged, or an acknowledged task its node no longer lists: send
-        the launch again first (it is idempotent: an agent that finished the attempt, its
-        result still queued behind its heartbeats, repeats the outcome; one that never got or
-        forgot it runs it). Only an attempt that stays unaccounted for is failed and relaunched."""
+    def fail_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:
+        """Fail and relaunch an attempt its node no longer accounts for (``master.liveness_shell``)."""
         job, key = node.running[task_id]
         attempt = job.tasks[key].attempt
-        resends = node.vanish_resends.get(task_id, 0)
-        action = "resent" if resends < MAX_VANISH_RESENDS else "failed"
-        self.journal.event(why, task=task_id, node=node.node_id, attempt=attempt, action=action)
-        if action == "resent":
-            node.vanish_resends[task_id] = resends + 1
-            node.acked.discard(task_id)
-            node.sent_at[task_id] = now
-            self.send(node.node_id, node.launches[task_id])
-            return
-        log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
         self._forget_launch(node, task_id)
         job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it ({why})")
-        self._task_row(job, key, node, "failed", "vanished", now)
+        self.records.task_row(job, key, node, "failed", "vanished", now)
         if job.status == "failed":
-            self._finish_job(job)
+            self.records.finish_job(job)
         self.kick()
 
     # ------------------------------------------------------------------ node resource faults
@@ -1065,180 +833,3 @@ class Master:
         self.strategy.resend(node)
         self.send(node.node_id, Resync())
         return len(node.launches)
-
-    def _on_will(self, node: NodeRecord, session: int) -> None:
-        """The broker says the agent's connection died: trust it only if the agent is gone too.
-
-        A Will of an older session is stale (the agent has reconnected since).
-        A broker shutting down may publish the Wills of every connection it
-        drops, so unless we evicted the node ourselves we ask the agent
-        directly before declaring it lost.
-        """
-        if session < node.session:
-            return
-        if node.evicted_at is not None:
-            self.node_lost(node, "evicted")
-            return
-        asyncio.get_running_loop().create_task(self._confirm_lost(node, session))
-
-    async def _confirm_gone(self, node: NodeRecord) -> None:
-        """An agent says it stopped (it closes its HTTP server first): believed once it no
-        longer answers; one that still answers is kept (heartbeats watch it as before)."""
-        if await self._probe(node) == "answered":
-            self.journal.event("gone_ignored", node=node.node_id)
-            return
-        self.node_lost(node, "released")
-
-    async def _confirm_lost(self, node: NodeRecord, session: int) -> None:
-        if await self._probe(node) == "answered":
-            self.journal.event("will_ignored", node=node.node_id, session=session)
-            return
-        if node.alive and session >= node.session:
-            self.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
-
-    async def _probe(self, node: NodeRecord) -> ProbeOutcome:
-        """Whether this very agent process (same incarnation) answers on its HTTP port in time."""
-        timeout = aiohttp.ClientTimeout(total=self.scenario.heartbeat_timeout_s)
-        try:
-            async with (
-                aiohttp.ClientSession(timeout=timeout) as http,
-                http.get(f"{node.url}/health") as response,
-            ):
-                body = await response.json()
-        except TimeoutError:
-            return "silent"
-        except (aiohttp.ClientError, ValueError):
-            return "refused"
-        same = response.status == 200 and body.get("incarnation") == node.incarnation
-        return "answered" if same else "refused"
-
-    # ------------------------------------------------------------------ journal rows
-
-    def _finish_job(self, job: JobRuntime) -> None:
-        if job.finished is not None:
-            return  # a late update of a job that already failed
-        job.finished = self.journal.now()
-        if job.status == "failed":
-            self._cancel_running(job)
-        jct = job.finished - job.submitted
-        map_phase_s, reduce_phase_s = job.phase_durations()
-        self.journal.event(
-            "job_finished", job=job.job_id, status=job.status, jct_s=round(jct, 4), error=job.error
-        )
-        self.journal.row(
-            "jobs",
-            job_id=job.job_id,
-            name=job.name,
-            workload=job.workload,
-            submit_s=job.submitted,
-            start_s=job.started,
-            finish_s=job.finished,
-            jct_s=jct,
-            queue_s=(job.started - job.submitted) if job.started is not None else None,
-            status=job.status,
-            tasks=job.plan.total_tasks,
-            relaunched_tasks=job.relaunched,
-            relaunched_ratio=job.relaunched / job.plan.total_tasks,
-            error_relaunches=job.error_relaunches,
-            bytes_recomputed=job.bytes_recomputed,
-            bytes_checkpointed=job.bytes_checkpointed,
-            bytes_pushed=job.bytes_pushed,
-            cache_hits=job.cache_hits,
-            cache_misses=job.cache_misses,
-            bytes_from_cache=job.bytes_from_cache,
-            map_phase_s=map_phase_s,
-            reduce_phase_s=reduce_phase_s,
-            error=job.error,
-        )
-        for node in self.nodes.values():
-            if node.reserved_for == job.job_id:
-                node.reserved_for = None
-        self._check_all_done()
-
-    def _check_all_done(self) -> None:
-        finished = [j for j in self.jobs.values() if j.status in ("succeeded", "failed")]
-        if len(finished) + len(self._never_ran) == self.expected_jobs:
-            self._all_done.set()
-
-    def _cancel_running(self, job: JobRuntime) -> None:
-        """Stop the tasks still running for a failed job: their slots go to other jobs."""
-        for node in self.nodes.values():
-            for task_id, (owner, key) in node.running.items():
-                if owner is job:
-                    self.send(node.node_id, CancelTask(task_id=task_id, attempt=job.tasks[key].attempt))
-
-    def _fail_unfinished(self, reason: str) -> None:
-        for job in self.jobs.values():
-            if job.status in ("waiting", "running"):
-                job.status, job.error = "failed", reason
-                self._finish_job(job)
-        for ordinal, spec in sorted(self._unsubmitted.items()):
-            self._fail_unplanned(ordinal, spec, f"not submitted: {reason}")
-
-    def _fail_unplanned(self, ordinal: int, spec: Any, error: str) -> None:
-        """A job that never had a plan (its submission time was not reached, or planning
-        failed): a failed row with no times and no tasks."""
-        job_id = f"j{ordinal:03d}"
-        self._never_ran.add(job_id)
-        self.journal.event("job_finished", job=job_id, status="failed", jct_s=None, error=error)
-        name = spec.name or f"{spec.workload}-{ordinal}"
-        self.journal.row(
-            "jobs", job_id=job_id, name=name, workload=spec.workload, status="failed", error=error
-        )
-
-    def _task_row(
-        self,
-        job: JobRuntime,
-        key: TaskKey,
-        node: NodeRecord,
-        status: str,
-        failure: str,
-        now: float,
-        update: TaskUpdate | None = None,
-    ) -> None:
-        record = job.tasks[key]
-        metrics = update.metrics.model_dump() if update is not None else {}
-        self.journal.row(
-            "tasks",
-            task_id=job.task_id(key),
-            job_id=job.job_id,
-            stage=key[0],
-            index=key[1],
-            attempt=record.attempt,
-            node_id=node.node_id,
-            node_class=node.node_class,
-            memory_mb=record.memory_mb,
-            elastic=int(record.elastic),
-            ideal_memory_mb=job.ideal_memory_mb(key[0]),
-            predicted_s=record.predicted_s,
-            start_s=record.started,
-            end_s=now,
-            status=status,
-            failure=failure,
-            **metrics,
-        )
-        self.journal.event(
-            "task_finished",
-            task=job.task_id(key),
-            job=job.job_id,
-            stage=key[0],
-            node=node.node_id,
-            **{"class": node.node_class},
-            attempt=record.attempt,
-            status=status,
-            failure=failure or None,
-            spill_bytes=metrics.get("spill_bytes", 0),
-            bytes_in=metrics.get("bytes_in", 0),
-            bytes_out=metrics.get("bytes_out", 0),
-        )
-
-    def _node_row(self, node: NodeRecord, now: float, reason: str) -> None:
-        self.journal.row(
-            "nodes",
-            node_id=node.node_id,
-            node_class=node.node_class,
-            launched_s=node.launched_t,
-            ended_s=now,
-            end_reason=reason,
-            price_per_hour=node.price_per_hour,
-        )

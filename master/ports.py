@@ -1,7 +1,7 @@
 """The ports through which the shell's parts reach the master, instead of ``Master`` itself.
 
-The recovery strategies, the HTTP API, the autoscaling shell and the chaos
-controller are each handed the master, but see it only through the Protocol
+The recovery strategies, the HTTP API, the autoscaling shell, the liveness
+shell and the chaos controller are each handed the master, but see it only through the Protocol
 below that names what they use; ``master.master.Master`` implements them all.
 None of them imports ``master.master``, so ``master`` has no import cycle
 (``lint-imports`` checks it), and tests hand them stand-ins of their own.
@@ -10,6 +10,7 @@ These ports shrink as the sans-I/O core takes over (docs/architecture.md).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -20,6 +21,7 @@ from master.policies.base import ClusterSnapshot, RunningTask
 from master.providers.base import NodeProvider
 from master.senders import SenderCheck
 from testbed.capabilities import RunKeys
+from testbed.mqtt import MqttLink
 from testbed.protocol import Codec, Message
 from testbed.scenario import Scenario
 from testbed.scenario_chaos import EvictSpec
@@ -92,6 +94,18 @@ class ScalingPort(ClusterPort, Protocol):
     def release_node(self, node: NodeRecord, reason: str) -> None: ...
 
 
+class LivenessPort(ClusterPort, Protocol):
+    """What the liveness shell uses (``master.liveness_shell``)."""
+
+    provider: NodeProvider
+    link: MqttLink
+
+    def node_lost(self, node: NodeRecord, reason: str) -> None: ...
+
+    def fail_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:
+        """Fail and relaunch an attempt the node no longer accounts for (``why``)."""
+
+
 class ApiPort(ClusterPort, Protocol):
     """What the HTTP API uses (``master.api``)."""
 
@@ -116,14 +130,43 @@ class SignerPort(Protocol):
     nodes: dict[str, NodeRecord]
 
 
+class JobEnding(Protocol):
+    """How a job, or the whole run, is ended (``master.run_records.RunRecords``)."""
+
+    def finish_job(self, job: JobRuntime) -> None: ...
+
+    def fail_unfinished(self, reason: str) -> None:
+        """Fail every job not finished yet (and those not submitted yet): the run ends."""
+
+
+class RecordsPort(ClusterPort, Protocol):
+    """What the run's records use (``master.run_records``)."""
+
+    expected_jobs: int
+
+
+class NodeRows(Protocol):
+    """Where a node's row of ``nodes.csv`` is written (``master.run_records.RunRecords``)."""
+
+    def node_row(self, node: NodeRecord, now: float, reason: str) -> None: ...
+
+
+class NodeStartPort(ClusterPort, Protocol):
+    """What the node start-up uses (``master.node_start``)."""
+
+    provider: NodeProvider
+    attach: bool
+    keys: RunKeys
+    agent_env: dict[str, str]
+    node_env: Callable[[str], Awaitable[dict[str, str]]] | None
+    agent_command: Callable[[str, str], list[str]]
+    records: NodeRows
+
+
 class DiskFaultsPort(ClusterPort, Protocol):
-    """What the disk-fault handling uses (``master.disk_faults``). It ends jobs and runs
-    through the master's own ``_finish_job`` and ``_fail_unfinished``."""
+    """What the disk-fault handling uses (``master.disk_faults``)."""
 
     run_dir: Path
+    records: JobEnding
 
     def undrain(self, node: NodeRecord, reason: str) -> None: ...
-
-    def _finish_job(self, job: JobRuntime) -> None: ...
-
-    def _fail_unfinished(self, reason: str) -> None: ...

@@ -193,7 +193,7 @@ class ResumedMaster(Master):
         super().__init__(*args, **kwargs)
         self.recovered = recovered
         self.expected_jobs -= len(recovered.finished_jobs)
-        self._ordinals = dict(recovered.ordinals)
+        self.starts.ordinals = dict(recovered.ordinals)
         self.journal.t0 = self.journal.clock() - recovered.crashed_at
         self.journal.event("resuming", run_id=self.run_id, crashed_at=recovered.crashed_at)
         cluster = self.scenario.cluster
@@ -229,7 +229,7 @@ class ResumedMaster(Master):
                     self.submit_later(loop, max(0.0, delay), spec, ordinal)
                 ordinal += 1
         if self.expected_jobs == 0:
-            self._all_done.set()
+            self.records.all_done.set()
         self.kick()
 
     def restore_job(self, spec: Any, ordinal: int) -> None:
@@ -253,7 +253,7 @@ class ResumedMaster(Master):
         self.journal.event("job_restored", job=job.job_id, tasks=job.plan.total_tasks, kept=len(committed))
         if job.complete:
             job.status = "succeeded"
-            self._finish_job(job)
+            self.records.finish_job(job)
 
 
 def _remove_uncommitted_outputs(directory: Path, kept: set[int]) -> None:

@@ -108,9 +108,9 @@ async def test_a_node_silent_alone_is_asked_and_lost_when_dead(tmp_path: Path, l
     master, alive, dead = two_nodes(tmp_path, clock, live_agent_url)
     clock.now += TIMEOUT + 0.1
     alive.last_seen = master.journal.now()  # the other node is heard: the broker works
-    master._check_heartbeats()
-    assert list(master._probes) == ["transient-1"] and dead.status == "up"  # probed before killed
-    await asyncio.gather(*master._probes.values())
+    master.liveness.check_heartbeats()
+    assert list(master.liveness.probes) == ["transient-1"] and dead.status == "up"  # probed before killed
+    await asyncio.gather(*master.liveness.probes.values())
     assert (alive.status, dead.status) == ("up", "lost")
     assert [e["reason"] for e in journal_events(master, "node_lost")] == ["heartbeat_timeout"]
 
@@ -121,15 +121,15 @@ async def test_a_whole_silent_cluster_is_asked_before_any_node_is_lost(
     clock = Clock()
     master, alive, dead = two_nodes(tmp_path, clock, live_agent_url)
     clock.now += TIMEOUT + 0.1  # nobody heard: a broker that stalls, or one that no longer routes
-    master._check_heartbeats()
+    master.liveness.check_heartbeats()
     assert (alive.status, dead.status) == ("up", "up")
-    probes = list(master._probes.values())
+    probes = list(master.liveness.probes.values())
     assert len(probes) == 2
-    master._check_heartbeats()  # the next interval, the probes still out: not asked twice
-    assert list(master._probes.values()) == probes
+    master.liveness.check_heartbeats()  # the next interval, the probes still out: not asked twice
+    assert list(master.liveness.probes.values()) == probes
     await asyncio.gather(*probes)
     assert (alive.status, dead.status) == ("up", "lost")
-    assert master._answered["transient-0"] == master.journal.now()  # a fresh timeout from now
+    assert master.liveness.answered["transient-0"] == master.journal.now()  # a fresh timeout from now
     assert [e["nodes"] for e in journal_events(master, "cluster_silent")] == [["transient-0", "transient-1"]]
     assert [e["node"] for e in journal_events(master, "node_lost")] == ["transient-1"]
 
@@ -142,14 +142,14 @@ async def test_a_silent_node_that_answers_is_kept_until_the_patience_runs_out(
     master, node = master_with_a_node(tmp_path, clock)
     node.url, node.incarnation = live_agent_url, "i1"
     clock.now += TIMEOUT + 0.1
-    master._check_heartbeats()
-    await asyncio.gather(*master._probes.values())
+    master.liveness.check_heartbeats()
+    await asyncio.gather(*master.liveness.probes.values())
     assert node.status == "up"
-    master._check_heartbeats()  # answered just now: not asked again yet
-    assert not master._probes
+    master.liveness.check_heartbeats()  # answered just now: not asked again yet
+    assert not master.liveness.probes
     clock.now += patience_s(TIMEOUT)
-    master._check_heartbeats()
-    await asyncio.gather(*master._probes.values())
+    master.liveness.check_heartbeats()
+    await asyncio.gather(*master.liveness.probes.values())
     assert node.status == "lost"
 
 
@@ -162,10 +162,10 @@ async def test_a_frozen_node_is_lost_alone_but_waited_for_when_everyone_is_quiet
         master, alive, dead = two_nodes(tmp_path, clock, closed_port_url())
         alive.url = dead.url = f"http://127.0.0.1:{frozen.getsockname()[1]}"
         clock.now += TIMEOUT + 0.1  # both silent: the whole cluster is quiet
-        master._check_heartbeats()
-        await asyncio.gather(*master._probes.values())
+        master.liveness.check_heartbeats()
+        await asyncio.gather(*master.liveness.probes.values())
         assert (alive.status, dead.status) == ("up", "up")
         alive.last_seen = master.journal.now()  # one node speaks again: the other is silent alone
-        master._check_heartbeats()
-        await asyncio.gather(*master._probes.values())
+        master.liveness.check_heartbeats()
+        await asyncio.gather(*master.liveness.probes.values())
         assert (alive.status, dead.status) == ("up", "lost")

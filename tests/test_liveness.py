@@ -22,6 +22,7 @@ from master.liveness import (
     launches_now,
     patience_s,
     reconcile,
+    silent_unasked,
     start_deadline_s,
     start_window,
 )
@@ -189,6 +190,18 @@ def test_the_start_deadline_grows_with_the_nodes_starting_alongside() -> None:
     assert start_deadline_s(200, 2) >= START_TIMEOUT_S + 150
 
 
+def test_the_nodes_to_probe_are_the_silent_ones_not_asked_already() -> None:
+    """Silent since the last heartbeat or the last answer to a probe; a node being probed is
+    not asked twice; the order is the registry's."""
+    heard = {"a": 0.0, "b": 9.0, "c": 0.0, "d": 0.0, "e": 1.0}
+    answered = {"c": 8.0, "e": 0.5}
+    probing = {"d"}
+    assert silent_unasked(heard, answered, probing, now=10.0, timeout_s=2.0) == ["a", "e"]
+    assert silent_unasked(heard, answered, set(), now=10.0, timeout_s=2.0) == ["a", "d", "e"]
+    assert silent_unasked(heard, answered, probing, now=10.5, timeout_s=2.0) == ["a", "c", "e"]
+    assert silent_unasked(heard, {}, probing, now=2.0, timeout_s=2.0) == []  # exactly the timeout
+
+
 def test_a_cluster_shortfall_is_one_sentence() -> None:
     full = {"asked": {"reserved": 1, "transient": 50}, "started": {"reserved": 1, "transient": 50}}
     assert shortfall({**full, "start_failures": 0, "unplanned_losses": {}}) is None
@@ -210,12 +223,12 @@ async def test_while_the_cluster_starts_a_frozen_node_is_waited_for(tmp_path: Pa
         master, node = master_with_a_node(tmp_path, clock, started=False)
         node.url = f"http://127.0.0.1:{frozen.getsockname()[1]}"
         clock.now += 2.1  # make_scenario's heartbeat_timeout is 2 s
-        master._check_heartbeats()
-        await asyncio.gather(*master._probes.values())
+        master.liveness.check_heartbeats()
+        await asyncio.gather(*master.liveness.probes.values())
         assert node.status == "up"
         master.set_time_zero(master.journal.clock())  # the run starts
-        master._check_heartbeats()
-        await asyncio.gather(*master._probes.values())
+        master.liveness.check_heartbeats()
+        await asyncio.gather(*master.liveness.probes.values())
         assert node.status == "lost"
     master.journal.close()
 
@@ -226,7 +239,7 @@ async def test_a_node_that_does_not_come_up_in_time_is_given_up_on(tmp_path: Pat
     deadline = start_deadline_s(1, os.cpu_count() or 2)
     late = NodeRecord("transient-1", "transient", 1, -deadline - 1, 2, 1024, 0.3)
     master.nodes[late.node_id] = late
-    await master._start_paced([])
+    await master.starts.start_paced([])
     assert (node.status, late.status) == ("up", "lost")
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
     assert [e["node"] for e in map(json.loads, lines) if e["event"] == "node_start_failed"] == ["transient-1"]

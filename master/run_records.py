@@ -1,0 +1,165 @@
+"""The run's records: jobs finishing, the run ending, and the journal's job, task and node rows.
+
+A job ends here (its ``job_finished`` event and ``jobs.csv`` row, its running
+tasks cancelled if it failed); the run is done once every expected job has
+ended, including the ones that never had a plan (not submitted before the
+timeout, or not plannable). It reaches the master through
+``master.ports.RecordsPort``; the disk-fault handling reaches it through
+``master.ports.JobEnding``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from master.jobs import JobRuntime, TaskKey
+from master.nodes import NodeRecord
+from master.ports import RecordsPort
+from testbed.protocol import CancelTask, TaskUpdate
+
+
+class RunRecords:
+    def __init__(self, master: RecordsPort) -> None:
+        self.master = master
+        self.all_done = asyncio.Event()
+        """Set once every expected job has ended."""
+        self.unsubmitted: dict[int, Any] = {}
+        """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
+        self.never_ran: set[str] = set()
+        """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
+
+    def all_succeeded(self) -> bool:
+        jobs = self.master.jobs.values()
+        return not self.never_ran and all(job.status == "succeeded" for job in jobs)
+
+    def finish_job(self, job: JobRuntime) -> None:
+        if job.finished is not None:
+            return  # a late update of a job that already failed
+        job.finished = self.master.journal.now()
+        if job.status == "failed":
+            self._cancel_running(job)
+        jct = job.finished - job.submitted
+        map_phase_s, reduce_phase_s = job.phase_durations()
+        self.master.journal.event(
+            "job_finished", job=job.job_id, status=job.status, jct_s=round(jct, 4), error=job.error
+        )
+        self.master.journal.row(
+            "jobs",
+            job_id=job.job_id,
+            name=job.name,
+            workload=job.workload,
+            submit_s=job.submitted,
+            start_s=job.started,
+            finish_s=job.finished,
+            jct_s=jct,
+            queue_s=(job.started - job.submitted) if job.started is not None else None,
+            status=job.status,
+            tasks=job.plan.total_tasks,
+            relaunched_tasks=job.relaunched,
+            relaunched_ratio=job.relaunched / job.plan.total_tasks,
+            error_relaunches=job.error_relaunches,
+            bytes_recomputed=job.bytes_recomputed,
+            bytes_checkpointed=job.bytes_checkpointed,
+            bytes_pushed=job.bytes_pushed,
+            cache_hits=job.cache_hits,
+            cache_misses=job.cache_misses,
+            bytes_from_cache=job.bytes_from_cache,
+            map_phase_s=map_phase_s,
+            reduce_phase_s=reduce_phase_s,
+            error=job.error,
+        )
+        for node in self.master.nodes.values():
+            if node.reserved_for == job.job_id:
+                node.reserved_for = None
+        self.check_all_done()
+
+    def check_all_done(self) -> None:
+        finished = [j for j in self.master.jobs.values() if j.status in ("succeeded", "failed")]
+        if len(finished) + len(self.never_ran) == self.master.expected_jobs:
+            self.all_done.set()
+
+    def _cancel_running(self, job: JobRuntime) -> None:
+        """Stop the tasks still running for a failed job: their slots go to other jobs."""
+        for node in self.master.nodes.values():
+            for task_id, (owner, key) in node.running.items():
+                if owner is job:
+                    self.master.send(
+                        node.node_id, CancelTask(task_id=task_id, attempt=job.tasks[key].attempt)
+                    )
+
+    def fail_unfinished(self, reason: str) -> None:
+        for job in self.master.jobs.values():
+            if job.status in ("waiting", "running"):
+                job.status, job.error = "failed", reason
+                self.finish_job(job)
+        for ordinal, spec in sorted(self.unsubmitted.items()):
+            self.fail_unplanned(ordinal, spec, f"not submitted: {reason}")
+
+    def fail_unplanned(self, ordinal: int, spec: Any, error: str) -> None:
+        """A job that never had a plan (its submission time was not reached, or planning
+        failed): a failed row with no times and no tasks."""
+        job_id = f"j{ordinal:03d}"
+        self.never_ran.add(job_id)
+        self.master.journal.event("job_finished", job=job_id, status="failed", jct_s=None, error=error)
+        name = spec.name or f"{spec.workload}-{ordinal}"
+        self.master.journal.row(
+            "jobs", job_id=job_id, name=name, workload=spec.workload, status="failed", error=error
+        )
+
+    def task_row(
+        self,
+        job: JobRuntime,
+        key: TaskKey,
+        node: NodeRecord,
+        status: str,
+        failure: str,
+        now: float,
+        update: TaskUpdate | None = None,
+    ) -> None:
+        record = job.tasks[key]
+        metrics = update.metrics.model_dump() if update is not None else {}
+        self.master.journal.row(
+            "tasks",
+            task_id=job.task_id(key),
+            job_id=job.job_id,
+            stage=key[0],
+            index=key[1],
+            attempt=record.attempt,
+            node_id=node.node_id,
+            node_class=node.node_class,
+            memory_mb=record.memory_mb,
+            elastic=int(record.elastic),
+            ideal_memory_mb=job.ideal_memory_mb(key[0]),
+            predicted_s=record.predicted_s,
+            start_s=record.started,
+            end_s=now,
+            status=status,
+            failure=failure,
+            **metrics,
+        )
+        self.master.journal.event(
+            "task_finished",
+            task=job.task_id(key),
+            job=job.job_id,
+            stage=key[0],
+            node=node.node_id,
+            **{"class": node.node_class},
+            attempt=record.attempt,
+            status=status,
+            failure=failure or None,
+            spill_bytes=metrics.get("spill_bytes", 0),
+            bytes_in=metrics.get("bytes_in", 0),
+            bytes_out=metrics.get("bytes_out", 0),
+        )
+
+    def node_row(self, node: NodeRecord, now: float, reason: str) -> None:
+        self.master.journal.row(
+            "nodes",
+            node_id=node.node_id,
+            node_class=node.node_class,
+            launched_s=node.launched_t,
+            ended_s=now,
+            end_reason=reason,
+            price_per_hour=node.price_per_hour,
+        )
