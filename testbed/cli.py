@@ -394,7 +394,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError(f"testbed sweep --out: cannot create the sweep directory: {exc}") from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise UsageError(f"testbed sweep --out: cannot write into {out}; choose another directory")
-    results = run_sweep(args.scenario, variations, args.seeds, out, args.overrides, args.repeats)
+    results = run_sweep(
+        args.scenario,
+        variations,
+        args.seeds,
+        out,
+        args.overrides,
+        args.repeats,
+        check=lambda scenario: build_policies(scenario, str(args.scenario)),
+    )
     table = out / "sweep.md"
     print(table.read_text() if table.exists() else "no run finished")
     print(f"sweep directory: {out} (sweep.csv, sweep.md, sweep.png, CDF overlays)")

@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from rich.progress import (
 )
 
 from testbed.processes import child_env
-from testbed.scenario import ScenarioError, load_scenario
+from testbed.scenario import Scenario, ScenarioError, load_scenario
 from testbed.sweep_results import CellResult, write_results
 
 
@@ -80,13 +81,15 @@ def run_sweep(
     out: Path,
     extra: list[str],
     repeats: int = 1,
+    check: Callable[[Scenario], None] = lambda _: None,
 ) -> list[CellResult]:
-    """Run (or resume) the grid; each cell's outcome, failed ones flagged."""
+    """Run (or resume) the grid; each cell's outcome, failed ones flagged. ``check`` is what
+    ``testbed run`` checks beyond the schema (its policies can be built): a ``ScenarioError``."""
     base = load_scenario(scenario_path, extra)
     seeds = [base.seed + i for i in range(seed_count)]
     cells = grid(variations, seeds, repeats)
     for cell in cells:  # every variant must be valid before anything runs
-        load_scenario(scenario_path, [*extra, *cell.overrides()])
+        check(load_scenario(scenario_path, [*extra, *cell.overrides()]))
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.json").write_text(
         json.dumps(
