@@ -75,6 +75,8 @@ def read_data_file(path: Path, what: str, limit: int = MAX_DATA_FILE_BYTES) -> s
             raise ValueError(f"{what} {path}: not a regular file; give a file, not a directory or a device")
         with os.fdopen(os.dup(fd), "rb") as handle:
             data = handle.read(limit + 1)
+    except OSError as exc:  # e.g. /proc/self/mem: a "regular" file whose reads fail
+        raise ValueError(f"{what} {path}: cannot read the file: {exc.strerror}") from None
     finally:
         os.close(fd)
     if len(data) > limit:

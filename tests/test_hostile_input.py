@@ -211,6 +211,11 @@ CASES: list[Case] = [
         ("arrivals: trace", "not a regular file"),
     ),
     (
+        "/proc/self/mem as arrivals trace (a regular file whose reads fail)",
+        lambda d: ["validate", scenario(d, jobs=[], arrivals={"trace": "/proc/self/mem"})],
+        ("arrivals: trace /proc/self/mem: cannot read the file",),
+    ),
+    (
         "a FIFO as empirical lifetimes",
         lambda d: ["validate", chaos(d, transient={"lifetime": {"empirical": fifo(d)}})],
         ("empirical", "not a regular file"),
