@@ -32,7 +32,7 @@ cluster:
   heartbeat_timeout: 5
 chaos:
   transient: {lifetime: {weibull: {shape: 0.7, scale: 5m}}, replace: true, provisioning_delay: 10s}
-  storms: [{at: 2m, evict: {count: 1}}]
+  storms: [{at: 0s, evict: {count: 1}}]  # at the run's start: before any job can have ended
 jobs:
   - {workload: sort, input: "../my data/my-sort.dat", maps: 2, reduces: 2, memory_mb: 64}
   - {workload: wordcount, size_mb: 2, maps: 2, reduces: 2, memory_mb: 64, submit_at: 1m}
