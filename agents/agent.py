@@ -490,7 +490,10 @@ def _kill(attempt: RunningAttempt) -> None:
         attempt.process.kill()
 
 
-WORKER_START_TRIES = 3
+WORKER_START_TRIES = 4
+WORKER_RESTART_BACKOFF_S = 0.05
+"""Pause before the second start, growing 4x per try: a forkserver killed mid-start may still
+be exiting (its socket closed, not yet reaped), and a start then is refused again."""
 _oom_kills_at_start: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKeyDictionary()
 """The cgroup's OOM kill count when each worker was started (``agents.oom``)."""
 
@@ -509,6 +512,7 @@ async def _start_worker(process: Any) -> None:
             if not tries_left:
                 raise
             log.warning("the task forkserver failed a worker start (%r); starting it again", exc)
+            await asyncio.sleep(WORKER_RESTART_BACKOFF_S * 4 ** (WORKER_START_TRIES - 1 - tries_left))
 
 
 async def _receive(receiver: Any, process: Any) -> dict[str, Any]:
