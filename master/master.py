@@ -78,6 +78,9 @@ BACKLOG_TURNS = 256
 
 
 class Master:
+    resumed_from: float = 0.0
+    """Where this master's segment of the run starts on the run's clock (``ResumedMaster``)."""
+
     def __init__(
         self,
         scenario: Scenario,

@@ -67,6 +67,9 @@ class ChaosPort(ClusterPort, Protocol):
 
     run_id: str
     provider: NodeProvider
+    resumed_from: float
+    """The run time (wall seconds) this master's segment of the run starts at: 0, or the crash
+    a resumed run continues from."""
 
     async def launch_node(self, node_class: str) -> NodeRecord: ...
 

@@ -204,6 +204,7 @@ class ResumedMaster(Master):
         """The clock continues from the crash once the new cluster is up: the time to restart
         the master and its agents (all of which died with it here) is not the policy's."""
         self.set_time_zero(self.journal.clock() - self.recovered.crashed_at)
+        self.resumed_from = self.recovered.crashed_at
         self.journal.event(
             "run_resumed",
             run_id=self.run_id,

@@ -96,7 +96,7 @@ class ChaosController:
         """
         for node in list(self.master.nodes.values()):
             self.node_launched(node)
-        self.rules.start()
+        self.rules.start(since=self.master.resumed_from * self.clock.time_scale)
         self.state = "running"
 
     def stop(self) -> None:

@@ -187,10 +187,11 @@ class ChaosRules:
     def __post_init__(self) -> None:
         self.classes = {c: class_rules(self.scenario, c, self.base_dir) for c in NODE_CLASSES}
 
-    def start(self) -> None:
-        """The storms, timed from time 0; those already past (a resumed run) do not fire."""
+    def start(self, since: float = 0.0) -> None:
+        """The storms, timed from time 0; those before ``since`` (where a resumed run continues,
+        in trace time) do not fire."""
         for event in storm_events(self.scenario.chaos.storms, self.scenario.seed):
-            if event.at >= self.clock.now() - 1e-3:
+            if event.at >= since:
                 self.clock.at(event.at, STORM, lambda event=event: self._storm(event))
 
     def launched(self, node_id: str, node_class: NodeClass, ordinal: int) -> None:
