@@ -115,8 +115,10 @@ def test_v1_quota_throttles_a_cpu_bound_process_to_its_share() -> None:
 @pytest.mark.e2e
 def test_a_quarter_core_is_throttled_where_a_full_core_is_not() -> None:
     """The same CPU-bound work: at 0.25 core it runs at most a quarter of the wall time, at
-    1 core it is never held back. (How much slower it is in wall time depends on the host's
-    load, which may keep both under their quotas: measured in docs/fidelity.md.)"""
+    1 core it is not held back (CFS may still throttle a millisecond when the task moves
+    between CPUs mid-period: the bound is on time held, not on periods touched). How much
+    slower it is in wall time depends on the host's load, which may keep both under their
+    quotas: measured in docs/fidelity.md."""
     cgroups = _v1_or_skip()
     run = f"test-{os.getpid()}"
     quarter, full = cgroups.create(run, "quarter", 0.25), cgroups.create(run, "full", 1.0)
@@ -130,4 +132,4 @@ def test_a_quarter_core_is_throttled_where_a_full_core_is_not() -> None:
         cgroups.remove_run(run)
     assert slow >= 0.5 / 0.25 * 0.9
     assert held.periods > 0
-    assert free.throttled_ratio < 0.1
+    assert free.throttled_s < 0.025  # 5% of its 0.5 s of work; a quarter core is held ~1.5 s
