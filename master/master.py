@@ -60,6 +60,7 @@ from testbed.protocol import (
     Heartbeat,
     LaunchTask,
     Message,
+    NameRequest,
     NodeState,
     PushDelivered,
     Resync,
@@ -301,8 +302,10 @@ class Master:
             log.warning("dropped a malformed message on %s (%d so far)", topic, self.codec.malformed)
             return
         node = self.nodes.get(Topics.node_of(topic))
-        if node is None and self.attach and isinstance(message, NodeState) and message.state == "up":
-            node = self.starts.adopt(message)
+        if node is None and self.attach and isinstance(message, NameRequest):
+            if message.host == Topics.node_of(topic):
+                self.starts.adopt(message)
+            return
         if node is None or not self.senders.allows(node.node_id, message, self._latest_attempt(message)):
             return
         if isinstance(message, TaskUpdate | Heartbeat) and message.cached_inputs is not None:

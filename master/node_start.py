@@ -19,9 +19,11 @@ from master.liveness import launches_now, start_deadline_s, start_window
 from master.nodes import NodeRecord
 from master.policies import reserved_partitions
 from master.ports import NodeStartPort
+from master.providers.base import AdoptingProvider
 from master.scale_model import NodeShares
-from testbed.capabilities import NODE_KEY_ENV
-from testbed.protocol import NodeState
+from testbed.capabilities import NODE_KEY_ENV, name_proof
+from testbed.protocol import NameRequest, NodeNamed
+from testbed.scenario import NodeClassSpec
 
 log = logging.getLogger("master")
 
@@ -34,6 +36,8 @@ class NodeStarts:
         self.partitions = reserved_partitions(scenario, reserved_ids)
         self.ordinals = {"reserved": 0, "transient": 0}
         """The next ordinal of each class: a node's id is never reused within a run."""
+        self.adopted: dict[tuple[str, str], str] = {}
+        """(hostname, naming incarnation) -> node id of each adopted node."""
         self.cluster_up = asyncio.Event()
         self.came_up = asyncio.Event()
 
@@ -89,26 +93,9 @@ class NodeStarts:
             await self.master.provider.evict(node.node_id)
 
     async def launch(self, node_class: str) -> NodeRecord:
-        spec = (
-            self.master.scenario.cluster.reserved
-            if node_class == "reserved"
-            else self.master.scenario.cluster.transient
-        )
-        ordinal = self.ordinals[node_class]
-        self.ordinals[node_class] += 1
-        node_id = f"{node_class}-{ordinal}"
-        record = NodeRecord(
-            node_id,
-            node_class,
-            ordinal,
-            self.master.journal.now(),
-            spec.slots,
-            spec.memory_mb,
-            spec.price_per_hour,
-        )
-        record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
-        self.master.nodes[node_id] = record
-        self.master.journal.event("node_launching", node=node_id, **{"class": node_class})
+        spec = self._spec(node_class)
+        record = self._register(node_class, spec.slots, spec.memory_mb)
+        node_id = record.node_id
         env = {
             **self.master.agent_env,
             **(await self.master.node_env(node_id) if self.master.node_env else {}),
@@ -142,27 +129,45 @@ class NodeStarts:
         if cluster_up(nodes, self.master.attach, wanted):
             self.cluster_up.set()
 
-    def adopt(self, state: NodeState) -> NodeRecord:
-        """A node the master did not launch (attach mode) announced itself: register it."""
-        spec = (
-            self.master.scenario.cluster.reserved
-            if state.node_class == "reserved"
-            else self.master.scenario.cluster.transient
+    def adopt(self, request: NameRequest) -> None:
+        """A node the master did not launch (attach mode) asks for its name: it gets the next
+        id of its class, as a launched node would, and keeps its hostname as ``container``.
+        A repeated request (the agent asks until answered) gets the same answer."""
+        key = (request.host, request.incarnation)
+        node_id = self.adopted.get(key)
+        if node_id is None:
+            record = self._register(request.node_class, request.slots, request.memory_mb, request.host)
+            node_id = self.adopted[key] = record.node_id
+            if isinstance(self.master.provider, AdoptingProvider):
+                self.master.provider.adopt(node_id, request.host)
+            log.info("adopted %s (container %s)", node_id, request.host)
+        proof = name_proof(self.master.keys.run_secret, request.host, request.incarnation, node_id)
+        self.master.send(
+            request.host,
+            NodeNamed(host=request.host, incarnation=request.incarnation, node_id=node_id, proof=proof),
         )
-        ordinal = sum(1 for n in self.master.nodes.values() if n.node_class == state.node_class)
+
+    def _spec(self, node_class: str) -> NodeClassSpec:
+        cluster = self.master.scenario.cluster
+        return cluster.reserved if node_class == "reserved" else cluster.transient
+
+    def _register(self, node_class: str, slots: int, memory_mb: int, container: str = "") -> NodeRecord:
+        """A new node of ``node_class``, launching, under the next id of its class."""
+        ordinal = self.ordinals[node_class]
+        self.ordinals[node_class] += 1
+        node_id = f"{node_class}-{ordinal}"
         record = NodeRecord(
-            state.node_id,
-            state.node_class,
+            node_id,
+            node_class,
             ordinal,
             self.master.journal.now(),
-            state.slots,
-            state.memory_mb,
-            spec.price_per_hour,
+            slots,
+            memory_mb,
+            self._spec(node_class).price_per_hour,
+            container=container,
         )
-        # the partition the launched node of that ordinal would get (``launch``)
-        if state.node_class == "transient":
-            record.partition = "short"
-        else:
-            record.partition = self.partitions.get(f"reserved-{ordinal}", "general")
-        self.master.nodes[state.node_id] = record
+        record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
+        self.master.nodes[node_id] = record
+        adopted = {"container": container} if container else {}
+        self.master.journal.event("node_launching", node=node_id, **{"class": node_class}, **adopted)
         return record

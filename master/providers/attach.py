@@ -1,10 +1,10 @@
 """Nodes started by compose or a Swarm stack, evicted and replaced through the Docker API.
 
 The agents of a compose file or stack carry the container labels ``testbed.run=<run>``
-and ``testbed.class=<class>``, and take their node id from their hostname (a container's
-hostname is its short id unless set). The provider finds a node's container by those
-labels and that hostname, and refuses anything else (ForeignNodeError), like
-DockerProvider.
+and ``testbed.class=<class>``; the master names each (``reserved-N``, ``transient-N``,
+``agents.naming``) and tells the provider its hostname (a container's short id unless
+set: ``adopt``). The provider finds a node's container by those labels and that
+hostname, and refuses anything else (ForeignNodeError), like DockerProvider.
 
 - compose: ``evict`` = SIGKILL and remove the container with its volumes; a new node
   (a replacement, or one an autoscaler asks for) is a container running the master's
@@ -75,6 +75,12 @@ class AttachProvider:
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self._client = docker.from_env()
+        self._hosts: dict[str, str] = {}
+        """node id -> hostname of each adopted node (``adopt``); a new node's is its node id."""
+
+    def adopt(self, node_id: str, host: str) -> None:
+        """The container whose hostname is ``host`` is the node ``node_id`` (the master named it)."""
+        self._hosts[node_id] = host
 
     # -- public interface -------------------------------------------------------------
 
@@ -139,13 +145,14 @@ class AttachProvider:
         return [c for c in containers if c.labels.get(LABEL_RUN) == self.run_id]
 
     def _owned_container(self, node_id: str) -> Container:
-        matches = [c for c in self._run_containers() if c.attrs["Config"]["Hostname"] == node_id]
+        host = self._hosts.get(node_id, node_id)
+        matches = [c for c in self._run_containers() if c.attrs["Config"]["Hostname"] == host]
         if len(matches) == 1:
             return matches[0]
         if matches:
             raise RuntimeError(f"{len(matches)} containers of run {self.run_id} claim node {node_id}")
         try:
-            other = self._client.containers.get(node_id)
+            other = self._client.containers.get(host)
         except NotFound:
             raise UnknownNodeError(f"no container of run {self.run_id} for node {node_id}") from None
         raise ForeignNodeError(

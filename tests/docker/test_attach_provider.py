@@ -146,3 +146,27 @@ async def test_a_new_node_mounts_the_jobs_inputs_of_a_live_node(
             await provider.close()
         finally:
             remove_run(docker_client, run_id)
+
+
+async def test_an_adopted_node_is_evicted_by_the_name_the_master_gave_it(
+    docker_client: docker.DockerClient, image: str
+) -> None:
+    """A compose agent is a container whose hostname is its short id; the master names it
+    ``transient-0`` (``NodeStarts.adopt``) and evicts it by that name."""
+    run_id = new_run_id()
+    provider = AttachProvider(run_id)
+    try:
+        agent = docker_client.containers.run(
+            image, ["sleep", "infinity"], labels={LABEL_RUN: run_id, LABEL_CLASS: "transient"}, detach=True
+        )
+        host = agent.attrs["Config"]["Hostname"]
+        assert not provider.owns("transient-0")  # not named yet
+        provider.adopt("transient-0", host)
+        assert provider.owns("transient-0")
+        since = time.time() - 1
+        await provider.evict("transient-0")
+        kills = [e for e in container_events(docker_client, agent.id, since) if e.action == "kill"]
+        assert [e.attributes["signal"] for e in kills] == ["9"]
+        assert not provider.owns("transient-0")
+    finally:
+        remove_run(docker_client, run_id)
