@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 
 import aiomqtt
 
@@ -22,6 +23,8 @@ from testbed.protocol import Codec, NameRequest, NodeClass, NodeNamed, Topics
 log = logging.getLogger("agent")
 ASK_INTERVAL_S = 0.5
 """How often an unnamed agent repeats its request (a retransmission, not a poll of state)."""
+BROKER_WAIT_S = 120.0
+"""How long an agent waits for the broker to accept it (a stack's broker may start later)."""
 
 
 async def ask_name(
@@ -39,24 +42,38 @@ async def ask_name(
     request = NameRequest(
         host=host, node_class=node_class, incarnation=os.urandom(6).hex(), slots=slots, memory_mb=memory_mb
     )
+    deadline = time.monotonic() + BROKER_WAIT_S
+    while True:
+        try:
+            return await _ask_once(broker, topics, codec, request, run_secret)
+        except aiomqtt.MqttError as exc:  # a Swarm stack's services start in any order
+            if time.monotonic() >= deadline:
+                raise ConnectionError(f"no broker at {broker.url} within {BROKER_WAIT_S:g}s: {exc}") from None
+            log.info("the broker at %s is not there yet (%s); retrying", broker.url, exc)
+            await asyncio.sleep(ASK_INTERVAL_S)
+
+
+async def _ask_once(
+    broker: BrokerAddress, topics: Topics, codec: Codec, request: NameRequest, run_secret: str
+) -> str:
     async with aiomqtt.Client(
         broker.host,
         broker.port,
-        identifier=f"{run_id}-{host}-{request.incarnation}",
+        identifier=f"{topics.root}-{request.host}-{request.incarnation}".replace("/", "-"),
         username=broker.username,
         password=broker.password,
     ) as client:
-        await client.subscribe(topics.command(host), qos=1)
-        asking = asyncio.create_task(_ask(client, topics.state(host), codec.encode(request)))
+        await client.subscribe(topics.command(request.host), qos=1)
+        asking = asyncio.create_task(_ask(client, topics.state(request.host), codec.encode(request)))
         try:
             async for message in client.messages:
                 named = codec.decode(bytes(message.payload or b""))
                 if isinstance(named, NodeNamed) and _answers(named, request, run_secret):
-                    log.info("named %s by the master (container %s)", named.node_id, host)
+                    log.info("named %s by the master (container %s)", named.node_id, request.host)
                     return named.node_id
         finally:
             asking.cancel()
-    raise ConnectionError(f"the broker at {broker.url} closed the connection before the master named {host}")
+    raise aiomqtt.MqttError("the broker closed the connection")
 
 
 async def _ask(client: aiomqtt.Client, topic: str, payload: bytes) -> None:

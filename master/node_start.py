@@ -26,6 +26,9 @@ from testbed.protocol import NameRequest, NodeNamed
 from testbed.scenario import NodeClassSpec
 
 log = logging.getLogger("master")
+ATTACH_WAIT_S = 300.0
+"""How long an attached master waits for the scenario's agents (compose, Swarm) to come up: a
+stack on a loaded host starts them in any order, in minutes (their healthcheck's start period)."""
 
 
 class NodeStarts:
@@ -52,10 +55,14 @@ class NodeStarts:
             "waiting for %d reserved and %d transient nodes", cluster.reserved.count, cluster.transient.count
         )
         try:
-            await asyncio.wait_for(self.cluster_up.wait(), 60 + 0.5 * len(self.master.nodes))
+            await asyncio.wait_for(self.cluster_up.wait(), ATTACH_WAIT_S)
         except TimeoutError:
-            missing = [n.node_id for n in self.master.nodes.values() if n.status == "launching"]
-            raise RuntimeError(f"nodes did not come up within a minute: {', '.join(missing)}") from None
+            up = [n.node_class for n in self.master.nodes.values() if n.status == "up"]
+            raise RuntimeError(
+                f"after {ATTACH_WAIT_S:g}s, {up.count('reserved')} of {cluster.reserved.count} reserved and "
+                f"{up.count('transient')} of {cluster.transient.count} transient nodes are up "
+                "(an agent that never asked for its name is not started, or cannot reach the broker)"
+            ) from None
 
     async def start_paced(self, classes: list[str]) -> None:
         """Launch the initial nodes a window at a time (``master.liveness.launches_now``): a
