@@ -406,7 +406,7 @@ class PairBuffer:
     def _spill(self) -> None:
         path = self.files.new_path()
         with open(path, "wb") as handle:
-            bounds = _write_pair_sections(handle, self._grouped())
+            bounds = write_pair_sections(handle, self._grouped())
             settle(handle)
         self.files.metrics.spill_bytes += bounds[-1]
         self.files.metrics.spills += 1
@@ -421,7 +421,7 @@ class PairBuffer:
             self._reduce_runs()
             self.files.metrics.merge_passes += 1
         for partition, group in enumerate(groups):
-            sources = [_read_pair_section(run, partition) for run in self.runs]
+            sources = [read_pair_section(run, partition) for run in self.runs]
             yield partition, _sum_sorted([*sources, group]) if sources else group
         for run in self.runs:
             run.path.unlink(missing_ok=True)
@@ -429,28 +429,48 @@ class PairBuffer:
         self._counts = {}
 
     def _reduce_runs(self) -> None:
-        """Merge rounds over groups of runs until the final merge can read every run at once."""
-        fan_in = max(2, (self.limit - self._bytes) // (2 * MIN_READ_BYTES))
-        while len(self.runs) + 1 > fan_in:
-            groups = [self.runs[i : i + fan_in] for i in range(0, len(self.runs), fan_in)]
-            self.runs = [self._merge_group(group) for group in groups]
-            self.files.metrics.merge_passes += 1
-
-    def _merge_group(self, group: list[PairRun]) -> PairRun:
-        path = self.files.new_path()
-        with open(path, "wb") as handle:
-            sections = (
-                _sum_sorted([_read_pair_section(run, p) for run in group]) for p in range(self.partitions)
-            )
-            bounds = _write_pair_sections(handle, sections)
-            settle(handle)
-        for run in group:
-            run.path.unlink(missing_ok=True)
-        self.files.metrics.spill_bytes += bounds[-1]
-        return PairRun(path, bounds)
+        self.runs = reduce_runs(self.runs, self.partitions, self.limit - self._bytes, self.files, _sum_sorted)
 
 
-def _write_pair_sections(handle, sections: Iterable[Iterator[tuple[str, int]]]) -> list[int]:
+PairMerge = Callable[[list[Iterator[tuple]]], Iterator[tuple]]
+"""Folds key-sorted pair streams into one key-sorted stream."""
+
+
+def reduce_runs(
+    runs: list[PairRun],
+    partitions: int,
+    free_bytes: int,
+    files: SpillFiles,
+    merge: PairMerge,
+) -> list[PairRun]:
+    """Merge rounds over groups of pair runs (``merge`` folds key-sorted streams into one)
+    until the final merge can read every run at once (a read buffer each in ``free_bytes``)."""
+    fan_in = max(2, free_bytes // (2 * MIN_READ_BYTES))
+    while len(runs) + 1 > fan_in:
+        groups = [runs[i : i + fan_in] for i in range(0, len(runs), fan_in)]
+        runs = [_merge_group(group, partitions, files, merge) for group in groups]
+        files.metrics.merge_passes += 1
+    return runs
+
+
+def _merge_group(
+    group: list[PairRun],
+    partitions: int,
+    files: SpillFiles,
+    merge: PairMerge,
+) -> PairRun:
+    path = files.new_path()
+    with open(path, "wb") as handle:
+        sections = (merge([read_pair_section(run, p) for run in group]) for p in range(partitions))
+        bounds = write_pair_sections(handle, sections)
+        settle(handle)
+    for run in group:
+        run.path.unlink(missing_ok=True)
+    files.metrics.spill_bytes += bounds[-1]
+    return PairRun(path, bounds)
+
+
+def write_pair_sections(handle, sections: Iterable[Iterator[tuple[str, int]]]) -> list[int]:
     bounds = [0]
     for pairs in sections:
         while frame := list(itertools.islice(pairs, PAIRS_PER_FRAME)):
@@ -459,7 +479,7 @@ def _write_pair_sections(handle, sections: Iterable[Iterator[tuple[str, int]]]) 
     return bounds
 
 
-def _read_pair_section(run: PairRun, partition: int) -> Iterator[tuple[str, int]]:
+def read_pair_section(run: PairRun, partition: int) -> Iterator[tuple[str, int]]:
     start, end = run.bounds[partition], run.bounds[partition + 1]
     unpacker = msgpack.Unpacker(use_list=False)
     with open(run.path, "rb") as handle:
