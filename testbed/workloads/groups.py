@@ -26,6 +26,7 @@ from typing import Any
 
 import msgpack
 
+from testbed.workloads.base import WorkloadError
 from testbed.workloads.spill import (
     PairRun,
     SpillFiles,
@@ -43,7 +44,7 @@ Pair = tuple[Any, Any]
 Combine = Callable[[Any, list[Any]], Any]
 
 
-class RecordError(ValueError):
+class RecordError(WorkloadError):
     """A key or value that msgpack cannot carry, or keys that do not sort together."""
 
 
