@@ -361,7 +361,8 @@ def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) 
     scenario = resolve(scenario)  # wall times under this host's dilation
     horizon = horizon if horizon is not None else min(scenario.timeout * scenario.time_scale, MAX_DURATION_S)
     try:
-        return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)
+        plan = plan_evictions(scenario, horizon, base_dir=path.parent)
+        return format_plan(plan, scenario, path.parent, horizon)
     except ValueError as exc:
         raise UsageError(f"{path}: chaos: {exc}") from None
 

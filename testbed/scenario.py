@@ -463,6 +463,14 @@ class Scenario(Strict):
                 raise ValueError(
                     f"chaos.storms.{index}.evict.zone: unknown zone {storm.evict.zone!r}; zones: {known}"
                 )
+        for node_class in ("reserved", "transient"):
+            own = getattr(self.cluster, node_class).zones
+            for zone in getattr(self.chaos, node_class).zones:
+                if zone not in own:
+                    known = ", ".join(own) or f"none: give cluster.{node_class}.zones"
+                    raise ValueError(
+                        f"chaos.{node_class}.zones: unknown zone {zone!r}; zones of {node_class}: {known}"
+                    )
         return self
 
     @model_validator(mode="after")
