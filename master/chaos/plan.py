@@ -330,7 +330,8 @@ def _header(scenario: Scenario, base_dir: str | Path | None) -> list[str]:
         if state.capacity is not None:
             lines.append(f"  {state.capacity.model.describe()}")
         if nodes.price is not None:
-            lines.append(f"  price {parse_price(nodes.price, scenario.seed, node_class, base_dir).describe()}")
+            price = parse_price(nodes.price, scenario.seed, node_class, base_dir)
+            lines.append(f"  price {price.describe()}")
     lines.extend(f"storm {i}: {_describe_storm(storm)}" for i, storm in enumerate(scenario.chaos.storms))
     return lines
 

@@ -81,3 +81,17 @@ def test_a_relative_price_trace_is_anchored_at_the_scenario_file(tmp_path: Path)
         "name: p\njobs: [{workload: sleep}]\ncluster: {transient: {count: 1, price: {trace: prices.csv}}}\n"
     )
     assert load_scenario(path).cluster.transient.price == {"trace": str(tmp_path.resolve() / "prices.csv")}
+
+
+def test_chaos_plan_prints_the_moving_price() -> None:
+    from master.chaos.plan import format_plan
+    from testbed.scenario import parse_scenario
+
+    case = parse_scenario(
+        {
+            "name": "p",
+            "jobs": [{"workload": "sleep"}],
+            "cluster": {"transient": {"count": 1, "price": {"steps": [[0, 0.3], ["2h", 0.9]]}}},
+        }
+    )
+    assert "  price steps: 2 steps, 0.3 to 0.9/h" in format_plan([], case)
