@@ -80,7 +80,9 @@ def _lifetime(value: Any, info: ValidationInfo) -> Any:
     is relative to the validation context's ``base_dir``, else the working directory."""
     base_dir = (info.context or {}).get("base_dir")
     parse_lifetime(value, base_dir)
-    return anchored(value, "empirical", base_dir)
+    if isinstance(value, dict) and isinstance(value.get("trace"), dict):
+        return {"trace": anchored(value["trace"], "file", base_dir)}
+    return anchored(anchored(value, "empirical", base_dir), "trace", base_dir)
 
 
 class ZoneChaosSpec(Strict):
