@@ -183,7 +183,7 @@ def agent_command(
     ]
 
 
-def summarize(run_dir: Path, scenario: Scenario, plugins: dict[str, dict[str, str]]) -> dict[str, Any]:
+def summarize(run_dir: Path, scenario: Scenario, plugins: dict[str, Any]) -> dict[str, Any]:
     """summary.json from the journal's tables (so a resumed or crashed run gets the same).
 
     Times are emulated seconds (wall seconds / the run's dilation); ``wall`` keeps each

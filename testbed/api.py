@@ -118,6 +118,7 @@ class Workload:
     ``testbed check-output``. None: the check runs ``map`` and ``reduce`` in one
     process, with plain in-memory grouping and no combiner."""
 
+
 __all__ = [
     "API_VERSION",
     "Assign",

@@ -58,9 +58,7 @@ def pack_pair(key: Any, value: Any) -> bytes:
     try:
         return msgpack.packb((key, value))
     except (TypeError, ValueError, OverflowError) as exc:
-        raise RecordError(
-            f"cannot carry the record ({key!r}, {value!r}) through the shuffle: {exc}"
-        ) from None
+        raise RecordError(f"msgpack cannot carry the record ({key!r:.60}, {value!r:.60}): {exc}") from None
 
 
 def sort_pairs(pairs: list[Pair]) -> None:

@@ -79,7 +79,9 @@ def plan(job: PluginJob, seed: int) -> JobPlan:
     return JobPlan(
         job.workload,
         (
-            StagePlan("plugin.map", len(sources), job.reduces, task_params=tuple(sources), shared_params=shared),
+            StagePlan(
+                "plugin.map", len(sources), job.reduces, task_params=tuple(sources), shared_params=shared
+            ),
             StagePlan(
                 "plugin.reduce", job.reduces, 1, (Dependency(0, "shuffle"),), final=True, shared_params=shared
             ),
@@ -115,7 +117,9 @@ def calling(workload: Any, method: str, *args: Any) -> Iterator[Any]:
 def emitted_pairs(workload: Any, record: Any) -> Iterator[tuple[Any, Any]]:
     for pair in calling(workload, "map", record):
         if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise WorkloadError(f"{type(workload).__name__}.map() must yield (key, value) pairs, got {pair!r}")
+            raise WorkloadError(
+                f"{type(workload).__name__}.map() must yield (key, value) pairs, got {pair!r}"
+            )
         yield pair[0], pair[1]
 
 
@@ -146,7 +150,9 @@ def source_chunks(workload: Any, source: dict[str, Any]) -> Iterator[bytes]:
         g = source["generate"]
         for chunk in calling(workload, "generate", g["split"], g["splits"], g["seed"]):
             if not isinstance(chunk, bytes):
-                raise WorkloadError(f"{type(workload).__name__}.generate() must yield bytes, got {chunk!r:.80}")
+                raise WorkloadError(
+                    f"{type(workload).__name__}.generate() must yield bytes, got {chunk!r:.80}"
+                )
             yield chunk
     else:
         f = source["file"]
