@@ -108,8 +108,11 @@ class InlineProfile(Strict):
     @field_validator("workload")
     @classmethod
     def _known_workload(cls, value: str) -> str:
-        if value not in WORKLOADS:
-            raise ValueError(f"unknown workload; expected one of {', '.join(WORKLOADS)}")
+        """A built-in workload, or a plugin's as the jobs name it (an import path)."""
+        if value not in WORKLOADS and not (":" in value and re.fullmatch(PLUGIN_NAME, value)):
+            raise ValueError(
+                f"unknown workload; expected one of {', '.join(WORKLOADS)} or a plugin's module:Class"
+            )
         return value
 
     @field_validator("points")
