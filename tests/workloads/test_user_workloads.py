@@ -182,3 +182,14 @@ def test_group_buffer_merges_many_spilled_runs_in_key_order(tmp_path: Path) -> N
         assert [k for k, _ in pairs] == sorted(k for k in range(1000) if k % 2 == partition)
         assert all(count == 5 for _, count in pairs)
     assert not list(tmp_path.glob("spill-*"))
+
+
+def test_a_plugin_workload_runs_on_the_simulator(plugin_dir: Path) -> None:
+    """Its generated splits have no size in the plan: the simulator reads them as 0 bytes."""
+    from master.sim.run import run_sim
+    from testbed.scenario import load_scenario
+    from tests.test_plugin_docs import write_doc_files
+
+    write_doc_files(plugin_dir)
+    result = run_sim(load_scenario(plugin_dir / "index.yaml"), plugin_dir / "run")
+    assert result.ok and result.summary["succeeded"] == 1, result.summary
