@@ -60,11 +60,14 @@ def simulate(
     """Run the scenario on the simulator into ``run_dir`` (its journal and tables)."""
     core = LegacyCore(scenario, SIM_RUN_ID, run_dir)
     model = ExecutionModel(scenario, core.ideal_memory_mb)
-    shell = SimShell(core, lambda heap, deliver: ModelAgents(heap, model, deliver))
-    try:
-        shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None)
-    finally:
-        ok = core.finish(shell.heap.now)
+    shell = SimShell(
+        core, lambda heap, deliver: ModelAgents(heap, model, deliver), scenario.simulation.round_gap
+    )
+    with core.loop:
+        try:
+            shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None)
+        finally:
+            ok = core.finish(shell.heap.now)
     return shell, ok
 
 
