@@ -38,7 +38,7 @@ OP_MODELS: dict[str, OpModel] = {
 
 class SimulationSpec(Strict):
     launch_overhead: Duration = Field(
-        default=0.05,
+        default=0.06,
         ge=0,
         description="a launch command to the task's work starting (message, worker fork, its setup)",
     )
