@@ -76,7 +76,7 @@ class SimShell:
                 self._apply(self.core.abort(reason, self.heap.now))
                 break
             self.heap.step()
-            if progress is not None and not self.heap.popped % 4096:
+            if progress is not None and not self.heap.popped % 256:
                 progress(self.heap.now)
         return bool(self.over)
 
