@@ -125,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
         "run", nargs="?", default="runs/latest", help="run directory or name (default runs/latest)"
     )
     check.set_defaults(handler=cmd_chaos_check)
+    imported = chaos_sub.add_parser(
+        "import-trace", help="convert a public interruption trace to the testbed's trace CSV (docs/chaos.md)"
+    )
+    imported.add_argument("format", choices=("alibaba-spot-gpu",), help="the trace's format")
+    imported.add_argument("file", type=Path, help="alibaba-spot-gpu: its job_info_df.csv")
+    imported.add_argument("--gpu-model", help="only the spot jobs of this gpu_model")
+    imported.add_argument("--out", type=Path, help="write here (default: standard output)")
+    imported.set_defaults(handler=cmd_chaos_import_trace)
 
     add_report_commands(sub)
     add_workload_commands(sub)
@@ -361,7 +369,8 @@ def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) 
     scenario = resolve(scenario)  # wall times under this host's dilation
     horizon = horizon if horizon is not None else min(scenario.timeout * scenario.time_scale, MAX_DURATION_S)
     try:
-        return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)
+        plan = plan_evictions(scenario, horizon, base_dir=path.parent)
+        return format_plan(plan, scenario, path.parent, horizon)
     except ValueError as exc:
         raise UsageError(f"{path}: chaos: {exc}") from None
 
@@ -402,6 +411,23 @@ def cmd_chaos_check(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"testbed chaos check: {exc}") from None
     print(format_check(check))
+    return EXIT_OK
+
+
+def cmd_chaos_import_trace(args: argparse.Namespace) -> int:
+    from testbed.traces import alibaba_spot_gpu
+
+    try:
+        text = alibaba_spot_gpu(args.file, args.gpu_model)
+    except ValueError as exc:
+        raise UsageError(f"testbed chaos import-trace: {exc}") from None
+    if args.out is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        args.out.write_text(text)
+    except OSError as exc:
+        raise UsageError(f"testbed chaos import-trace: --out {args.out}: {exc.strerror}") from None
     return EXIT_OK
 
 
