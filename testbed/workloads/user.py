@@ -32,7 +32,6 @@ from typing import Any
 
 import msgpack
 
-from testbed.inputs import resolve_inputs
 from testbed.plugins import find_plugin
 from testbed.scenario import WORKLOADS, PluginJob, ScenarioError
 from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError
@@ -40,7 +39,7 @@ from testbed.workloads.groups import GroupBuffer, RecordError, pack_pair
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import SpillFiles
-from testbed.workloads.splits import byte_ranges, read_lines_range
+from testbed.workloads.splits import line_splits, read_lines_range
 
 SPLIT_MB = 8
 GENERATED_MAPS = 4
@@ -64,10 +63,7 @@ def partition_of(key: Any, partitions: int) -> int:
 
 def sources_of(job: PluginJob, seed: int) -> list[dict[str, Any]]:
     if job.input:
-        paths = resolve_inputs(job.input)
-        total_mb = sum(p.stat().st_size for p in paths) / 2**20
-        maps = job.maps or max(1, round(total_mb / SPLIT_MB))
-        return [{"file": r} for r in byte_ranges(paths, maps)]
+        return line_splits(job.input, job.maps, SPLIT_MB)
     maps = job.maps or GENERATED_MAPS
     plugin = {"workload": job.workload, "options": job.options}
     return [{"generate": {**plugin, "split": i, "splits": maps, "seed": seed}} for i in range(maps)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,16 +33,6 @@ class Raises(Workload):
     def reduce(self, key, values):
         raise RuntimeError("plugin bug in reduce")
 """
-
-
-@pytest.fixture
-def isolated_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Loading a scenario extends sys.path and PYTHONPATH with its directory: undo it after."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setenv("PYTHONPATH", ":".join(p for p in sys.path if p))
-    yield
-    for module in ("inverted_index", "raises_workload"):
-        sys.modules.pop(module, None)
 
 
 async def test_the_docs_inverted_index_is_exact_under_an_eviction(

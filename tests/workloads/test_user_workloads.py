@@ -55,14 +55,10 @@ BROKEN = {
 
 
 @pytest.fixture
-def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def plugin_dir(tmp_path: Path, isolated_path: None) -> Path:
     """A directory for plugin modules, importable for this test only."""
-    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    before = set(sys.modules)
-    yield tmp_path
-    for module in set(sys.modules) - before:
-        sys.modules.pop(module, None)
+    sys.path.insert(0, str(tmp_path))
+    return tmp_path
 
 
 def scenario_file(directory: Path, job: str) -> Path:
