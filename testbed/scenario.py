@@ -371,25 +371,28 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     for assignment in overrides:
         apply_override(data, assignment)
     _resolve_profiles(data, Path(path).resolve().parent)
-    _resolve_plugin_path(data, Path(path).resolve().parent)
+    for directory in _resolve_plugin_path(data, Path(path).resolve().parent):
+        add_plugin_dir(Path(directory))  # before parsing: a job may name an entry point installed there
     return parse_scenario(data, str(path), Path(path).parent)
 
 
-def _resolve_plugin_path(data: dict[str, Any], scenario_dir: Path) -> None:
+def _resolve_plugin_path(data: dict[str, Any], scenario_dir: Path) -> list[str]:
     """``policy.plugin_path`` made absolute, with the scenario's directory appended when the
     scenario names a plugin (a policy or a workload, by import path or entry point): the run
-    directory's copy of the scenario then finds the plugin too (``testbed run --resume``)."""
+    directory's copy of the scenario then finds the plugin too (``testbed run --resume``).
+    Returns the directories (the first ``MAX_PLUGIN_DIRS``: the schema refuses more)."""
     policy = data.get("policy", {})
     if not isinstance(policy, dict):
-        return
+        return []
     path = policy.get("plugin_path", [])
     if not isinstance(path, list) or not all(isinstance(entry, str) for entry in path):
-        return  # the schema says what is wrong
+        return []  # the schema says what is wrong
     resolved = [str((scenario_dir / Path(entry).expanduser()).resolve()) for entry in path]
     if _names_plugin(data, policy) and str(scenario_dir) not in resolved:
         resolved.append(str(scenario_dir))
     if resolved:
         data["policy"] = {**policy, "plugin_path": resolved}
+    return resolved[:MAX_PLUGIN_DIRS]
 
 
 def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:

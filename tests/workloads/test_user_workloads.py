@@ -189,3 +189,29 @@ def test_a_plugin_workload_runs_on_the_simulator(plugin_dir: Path) -> None:
     write_doc_files(plugin_dir)
     result = run_sim(load_scenario(plugin_dir / "index.yaml"), plugin_dir / "run")
     assert result.ok and result.summary["succeeded"] == 1, result.summary
+
+
+def test_a_package_beside_the_scenario_registers_a_workload_by_entry_point(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (plugin_dir / "charcount_pkg.py").write_text(GOOD, encoding="utf-8")
+    info = plugin_dir / "charcount-0.3.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: charcount\nVersion: 0.3.1\n", encoding="utf-8"
+    )
+    (info / "top_level.txt").write_text("charcount_pkg\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(
+        "[transient_testbed.workloads]\ncharcount = charcount_pkg:CharCount\n", encoding="utf-8"
+    )
+    sys.path.remove(str(plugin_dir))  # found through the scenario's directory (policy.plugin_path)
+    path = scenario_file(plugin_dir, "{workload: charcount, input: INPUT}")
+    assert main(["validate", str(path)]) == 0, capsys.readouterr().err
+    from master.policies import policy_plugins
+    from testbed.scenario import load_scenario
+
+    assert policy_plugins(load_scenario(path))["workloads"]["charcount"] == {
+        "name": "charcount",
+        "import_path": "charcount_pkg:CharCount",
+        "version": "0.3.1",
+    }
