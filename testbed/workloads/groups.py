@@ -28,8 +28,11 @@ import msgpack
 
 from testbed.workloads.base import WorkloadError
 from testbed.workloads.spill import (
+    READ_BYTES,
     PairRun,
     SpillFiles,
+    final_merge,
+    must_spill_remainder,
     read_pair_section,
     reduce_runs,
     settle,
@@ -137,24 +140,28 @@ class GroupBuffer:
         self._bytes = 0
 
     def finish(self) -> Iterator[tuple[int, Iterator[Pair]]]:
-        """(partition, key-sorted combined pairs) for every partition in order."""
+        """(partition, key-sorted combined pairs) for every partition in order; what is still
+        buffered stays in memory for the final merge when the read buffers fit beside it."""
         self.files.note_buffered(self._bytes)
+        buffered = any(self._pairs)
+        if must_spill_remainder(len(self.runs), buffered, self.limit - self._bytes):
+            self._spill()
+            buffered = False
         sections = self._sections()
+        read_bytes = READ_BYTES
         if self.runs:
-            self._reduce_runs()
+            final_runs, read_bytes = final_merge(buffered, self.limit - self._bytes)
+            self.runs = reduce_runs(
+                self.runs, self.partitions, final_runs, read_bytes, self.files, self._merged
+            )
             self.files.metrics.merge_passes += 1
         for partition, section in enumerate(sections):
-            sources = [read_pair_section(run, partition) for run in self.runs]
+            sources = [read_pair_section(run, partition, read_bytes) for run in self.runs]
             yield partition, self._merged([*sources, section]) if sources else section
         for run in self.runs:
             run.path.unlink(missing_ok=True)
         self.runs = []
         self._pairs = [[] for _ in range(self.partitions)]
-
-    def _reduce_runs(self) -> None:
-        self.runs = reduce_runs(
-            self.runs, self.partitions, self.limit - self._bytes, self.files, self._merged
-        )
 
     def _merged(self, sources: list[Iterator[Pair]]) -> Iterator[Pair]:
         return combined(merge_pairs(sources), self.combine)
