@@ -23,7 +23,7 @@ from master.providers.base import AdoptingProvider
 from master.scale_model import NodeShares
 from testbed.capabilities import NODE_KEY_ENV, name_proof
 from testbed.protocol import NameRequest, NodeNamed
-from testbed.scenario import NodeClassSpec
+from testbed.scenario_cluster import NodeClassSpec
 
 log = logging.getLogger("master")
 ATTACH_WAIT_S = 300.0
