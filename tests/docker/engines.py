@@ -182,13 +182,15 @@ class Engines:
                 with contextlib.suppress(DockerException):
                     engine.client.swarm.leave(force=True)
                 engine.client.close()
-            if engine.process is not None:
-                engine.process.terminate()
-                try:
-                    engine.process.wait(60)
-                except subprocess.TimeoutExpired:
-                    engine.process.kill()
-                    engine.process.wait()
+        running = [e.process for e in self.engines if e.process is not None]
+        for process in running:  # all at once: each stops its containers and containerd
+            process.terminate()
+        for process in running:
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         for engine in self.engines:
             subprocess.run(["ip", "netns", "del", engine.name], capture_output=True)
             subprocess.run(["ip", "link", "del", f"{engine.name}h"], capture_output=True)
