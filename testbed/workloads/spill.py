@@ -481,7 +481,7 @@ class PairBuffer:
     def _spill(self) -> None:
         path = self.files.new_path()
         with open(path, "wb") as handle:
-            bounds = _write_pair_sections(handle, self._grouped())
+            bounds = write_pair_sections(handle, self._grouped())
             settle(handle)
         self.files.metrics.spill_bytes += bounds[-1]
         self.files.metrics.spills += 1
@@ -492,45 +492,78 @@ class PairBuffer:
     def finish(self) -> Iterator[tuple[int, Iterator[tuple[str, int]]]]:
         """(partition, word-sorted combined pairs) for every partition in order; what is
         still buffered stays in memory for the final merge when the read buffers fit beside it."""
-        free = self.limit - self._bytes
-        if self.runs and self._counts and free < 2 * READ_BYTES * min(SORT_FACTOR, len(self.runs) + 1):
+        if must_spill_remainder(len(self.runs), bool(self._counts), self.limit - self._bytes):
             self._spill()
-            free = self.limit
         groups = self._grouped()
         read_bytes = READ_BYTES
         if self.runs:
-            factor = fan_in(free, 2)
-            final_runs = max(2, factor - 1 if self._counts else factor)
-            read_bytes = max(MIN_READ_BYTES, min(READ_BYTES, free // (2 * factor)))
-            self.runs = run_passes(
-                self.runs, final_runs, lambda run: run.bounds[-1], lambda g: self._merge_group(g, read_bytes)
+            final_runs, read_bytes = final_merge(bool(self._counts), self.limit - self._bytes)
+            self.runs = reduce_runs(
+                self.runs, self.partitions, final_runs, read_bytes, self.files, _sum_sorted
             )
             self.files.metrics.merge_passes += 1
         for partition, group in enumerate(groups):
-            sources = [_read_pair_section(run, partition, read_bytes) for run in self.runs]
+            sources = [read_pair_section(run, partition, read_bytes) for run in self.runs]
             yield partition, _sum_sorted([*sources, group]) if sources else group
         for run in self.runs:
             run.path.unlink(missing_ok=True)
         self.runs = []
         self._counts = {}
 
-    def _merge_group(self, group: list[PairRun], read_bytes: int) -> PairRun:
-        path = self.files.new_path()
-        with open(path, "wb") as handle:
-            sections = (
-                _sum_sorted([_read_pair_section(run, p, read_bytes) for run in group])
-                for p in range(self.partitions)
-            )
-            bounds = _write_pair_sections(handle, sections)
-            settle(handle)
-        for run in group:
-            run.path.unlink(missing_ok=True)
-        self.files.metrics.spill_bytes += bounds[-1]
-        self.files.metrics.merge_passes += 1
-        return PairRun(path, bounds)
+
+PairMerge = Callable[[list[Iterator[tuple]]], Iterator[tuple]]
+"""Folds key-sorted pair streams into one key-sorted stream."""
 
 
-def _write_pair_sections(handle, sections: Iterable[Iterator[tuple[str, int]]]) -> list[int]:
+def must_spill_remainder(runs: int, buffered: bool, free_bytes: int) -> bool:
+    """Whether the still-buffered pairs go to disk before the final merge: its read buffers
+    (``READ_BYTES`` twice per source) do not fit beside them."""
+    return runs > 0 and buffered and free_bytes < 2 * READ_BYTES * min(SORT_FACTOR, runs + 1)
+
+
+def final_merge(buffered: bool, free_bytes: int) -> tuple[int, int]:
+    """(runs the final merge reads at once, besides the buffered pairs; its read buffer per run)."""
+    factor = fan_in(free_bytes, 2)
+    final_runs = max(2, factor - 1 if buffered else factor)
+    return final_runs, max(MIN_READ_BYTES, min(READ_BYTES, free_bytes // (2 * factor)))
+
+
+def reduce_runs(
+    runs: list[PairRun],
+    partitions: int,
+    final_runs: int,
+    read_bytes: int,
+    files: SpillFiles,
+    merge: PairMerge,
+) -> list[PairRun]:
+    """Hadoop's merge passes (``run_passes``) over pair runs until ``final_runs`` are left
+    (``merge`` folds key-sorted streams into one)."""
+    return run_passes(
+        runs,
+        final_runs,
+        lambda run: run.bounds[-1],
+        lambda group: _merge_group(group, partitions, read_bytes, files, merge),
+    )
+
+
+def _merge_group(
+    group: list[PairRun], partitions: int, read_bytes: int, files: SpillFiles, merge: PairMerge
+) -> PairRun:
+    path = files.new_path()
+    with open(path, "wb") as handle:
+        sections = (
+            merge([read_pair_section(run, p, read_bytes) for run in group]) for p in range(partitions)
+        )
+        bounds = write_pair_sections(handle, sections)
+        settle(handle)
+    for run in group:
+        run.path.unlink(missing_ok=True)
+    files.metrics.spill_bytes += bounds[-1]
+    files.metrics.merge_passes += 1
+    return PairRun(path, bounds)
+
+
+def write_pair_sections(handle, sections: Iterable[Iterator[tuple[str, int]]]) -> list[int]:
     bounds = [0]
     for pairs in sections:
         while frame := list(itertools.islice(pairs, PAIRS_PER_FRAME)):
@@ -539,7 +572,7 @@ def _write_pair_sections(handle, sections: Iterable[Iterator[tuple[str, int]]]) 
     return bounds
 
 
-def _read_pair_section(run: PairRun, partition: int, read_bytes: int) -> Iterator[tuple[str, int]]:
+def read_pair_section(run: PairRun, partition: int, read_bytes: int = READ_BYTES) -> Iterator[tuple]:
     start, end = run.bounds[partition], run.bounds[partition + 1]
     unpacker = msgpack.Unpacker(use_list=False)
     with open(run.path, "rb") as handle:
