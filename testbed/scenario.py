@@ -26,6 +26,7 @@ from testbed.fidelity import FidelitySpec
 from testbed.inputs import absolute_input, resolve_inputs
 from testbed.limits import (
     MAX_JOBS,
+    MAX_NODES_PER_CLASS,
     MAX_TASKS,
     MAX_TASKS_PER_JOB,
     MAX_TIME_SCALE,
@@ -38,6 +39,7 @@ from testbed.scenario_arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario_base import Duration, Seed, Strict
 from testbed.scenario_chaos import ChaosSpec
 from testbed.scenario_cluster import ClusterSpec
+from testbed.scenario_sim import SimulationSpec
 from testbed.scenario_yaml import ScenarioError, apply_override, expand_node_counts, load_raw
 
 # --------------------------------------------------------------------- policy
@@ -316,6 +318,24 @@ class Scenario(Strict):
         default_factory=list,
         description="task models for YARN/YARN-ME: testbed profile files, or written inline",
     )
+    backend: Literal["local", "docker", "attach", "sim"] | None = Field(
+        default=None, description="where the nodes run (testbed run --backend overrides it; default local)"
+    )
+    simulation: SimulationSpec = SimulationSpec()
+
+    @model_validator(mode="after")
+    def _real_cluster_size(self) -> Scenario:
+        """Real backends run a process per node: at most MAX_NODES_PER_CLASS of a class."""
+        if self.backend == "sim":
+            return self
+        for name in ("reserved", "transient"):
+            count = getattr(self.cluster, name).count
+            if count > MAX_NODES_PER_CLASS:
+                raise ValueError(
+                    f"cluster.{name}.count: {count} nodes, at most {MAX_NODES_PER_CLASS} run for real; "
+                    "lower it, or simulate them (backend: sim, or testbed run --backend sim)"
+                )
+        return self
 
     @field_validator("profiles")
     @classmethod

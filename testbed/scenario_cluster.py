@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
-from testbed.limits import MAX_BANDWIDTH, MAX_NODE_MEMORY_MB, MAX_NODES_PER_CLASS
+from testbed.limits import MAX_BANDWIDTH, MAX_NODE_MEMORY_MB, MAX_SIM_NODES_PER_CLASS
 from testbed.prices import parse_price
 from testbed.scenario_base import Duration, Strict
 from testbed.scenario_chaos import anchored
@@ -18,7 +18,7 @@ from testbed.zones import check_zones, zone_of
 class NodeClassSpec(Strict):
     """One class of nodes (reserved or transient)."""
 
-    count: int = Field(ge=0, le=MAX_NODES_PER_CLASS)
+    count: int = Field(ge=0, le=MAX_SIM_NODES_PER_CLASS)
     slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
     memory_mb: int = Field(default=1024, ge=16, le=MAX_NODE_MEMORY_MB, description="memory for tasks")
     cpus: float | None = Field(
