@@ -207,6 +207,8 @@ def test_an_autoscalers_launch_waits_or_is_refused_and_is_journaled(tmp_path: Pa
     assert controller.launch_wait("transient", 0.0) == 50.0
     assert controller.launch_wait("transient", 50.0) is None  # requested at 20 s: 100 s > 90 s
     assert controller.unavailable() == frozenset({"transient"})
+    master.t = 119.9995  # the retry's timer fired half a millisecond before capacity returned
+    assert controller.launch_wait("transient", 49.9995) == 0.0
     assert master.events == [
         ("launch_waiting", {"until_s": 120.0, "class": "transient"}),
         ("launch_refused", {"requested_s": 20.0, "class": "transient"}),
