@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.lifetimes import NODE_CLASSES, format_seconds, rng_for
+from testbed.lifetimes import MAX_SIGMA, NODE_CLASSES, format_seconds, rng_for
 from testbed.limits import data_path, read_data_file, scenario_time
 
 PRICE_STREAM = 5
@@ -182,6 +182,10 @@ def _walk(spec: Any) -> dict[str, float]:
     walk["every"] = _time(spec["every"], "walk every")
     if walk["every"] <= 0:
         raise ValueError("walk every: must be longer than 0s")
+    if walk["sigma"] > MAX_SIGMA:
+        raise ValueError(
+            f"walk sigma: must be at most {MAX_SIGMA:g} (a testbed limit); found {walk['sigma']:g}"
+        )
     if not walk["floor"] <= walk["start"] <= walk["cap"]:
         raise ValueError("walk: need floor <= start <= cap")
     return walk
