@@ -1,0 +1,58 @@
+# The implementation of master/policies/window.py before its rounds were indexed (reference).
+"""Which ready tasks a scheduler that places the head of the queue (FIFO) needs to see.
+
+Building a pending task for every ready task of a large job costs more than the
+placement itself, so for such a scheduler the master stops once the window is full.
+The window is counted per node class: as many tasks that could start on a free node
+of a class (allowed there, not excluded from it, fitting its free memory) as that
+class has free slots. Cut at the cluster's free-slot count alone, tasks confined to
+one class (Pado's reserved receivers, ready first) filled the window while the other
+class's slots stayed idle, its tasks out of sight: a deadlock when the receivers wait
+for those very tasks (issue 23, point 9).
+
+If any ready task can start on some free node, the window holds one that can: a task
+left out found every class it could use already holding as many admitted tasks as
+that class has free slots, each of which can start there.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from master.policies.base import NodeClass
+
+
+@dataclass(frozen=True, slots=True)
+class FreeNode:
+    node_id: str
+    node_class: NodeClass
+    free_slots: int
+    free_memory_mb: int
+
+
+class PendingWindow:
+    def __init__(self, nodes: Iterable[FreeNode]) -> None:
+        self.nodes = [n for n in nodes if n.free_slots > 0]
+        self.room: Counter[str] = Counter()
+        for node in self.nodes:
+            self.room[node.node_class] += node.free_slots
+
+    @property
+    def full(self) -> bool:
+        return all(left <= 0 for left in self.room.values())
+
+    def admits(self, allowed: frozenset[NodeClass], excluded: frozenset[str], memory_mb: int) -> bool:
+        """Whether the task goes in the window (it then takes a place in every class it
+        could start in now)."""
+        usable = {
+            n.node_class
+            for n in self.nodes
+            if n.node_class in allowed and n.node_id not in excluded and n.free_memory_mb >= memory_mb
+        }
+        if not any(self.room[c] > 0 for c in usable):
+            return False
+        for node_class in usable:
+            self.room[node_class] -= 1
+        return True
