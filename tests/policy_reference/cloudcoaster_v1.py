@@ -1,44 +1,8 @@
-# The implementation of master/policies/cloudcoaster.py before its rounds were indexed (reference).
-"""``autoscaler: cloudcoaster``: the transient manager of CloudCoaster (HotCloud'19).
-
-The short-only partition grows and shrinks with transient servers, driven by
-the long-load ratio (section 3.2)::
-
-    l_r = N_long / N_total
-
-``N_long``: servers with long tasks, i.e. whose Eagle "runs long" bit is set
-(a long task running or queued there, ``eagle.long_node_ids``). ``N_total``:
-every server in the cluster that takes work: not draining, and not one of the
-on-demand servers being replaced. Above the threshold ``L_r^T`` the manager
-adds transient servers, below it removes them, until ``l_r`` meets the
-threshold or the budget stops it. In whole servers that is a target::
-
-    n* = min(K, smallest n >= 0 with N_long <= L_r^T * (N_static + n))
-
-with ``N_static`` the servers of ``N_total`` that are not transient. The
-budget (section 3.1) is ``K = floor(r * N * p)`` transient servers: ``N``
-on-demand servers in the short-only partition, ``p`` the fraction of them
-replaced, ``r`` the on-demand/transient price ratio. The replaced on-demand
-servers, ``ceil(p * N)`` of them, are the highest ordinals of the short-only
-partition; they are drained at the first decision and released once empty.
-
-Section 3.3: adding is aggressive (every server the target lacks, in one
-decision), removing conservative (one server per decision, and never a server
-younger than the provisioning delay, which would be paid again if the load came
-back). Removal drains: a ``Drain`` first, then a ``Release`` once the server
-has nothing running or queued. A draining server is taken back (``Undrain``)
-before anything new is launched. Launches in flight (``provisioning``) count
-as servers already added, so the provisioning delay never causes relaunches.
-
-``decide`` is a pure function of the snapshot and ``provisioning``: the shell
-calls it whenever a long task starts or ends, a transient server joins or
-leaves, a draining server empties, or after applying its decisions.
-"""
+"""The CloudCoaster autoscaler before it counted once per snapshot (reference, verbatim)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from master.policies.base import (
     Autoscaler,
@@ -50,62 +14,8 @@ from master.policies.base import (
     ScaleDecision,
     Undrain,
 )
+from master.policies.cloudcoaster import _EPSILON, LongLoad, _busiest_first, _idlest_first, _is_idle
 from master.policies.eagle import long_node_ids, node_ordinal
-
-_EPSILON = 1e-9
-
-
-@dataclass(frozen=True, slots=True)
-class LongLoad:
-    """The long-load ratio's two counts."""
-
-    long_servers: int
-    total_servers: int
-
-    @property
-    def ratio(self) -> float:
-        return self.long_servers / self.total_servers if self.total_servers else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class RevocationOutcome:
-    """What the revocation of a transient server does to its tasks.
-
-    ``surviving``: (task, node) for each task queued on the revoked server whose
-    on-demand copy survives; it runs there in due course, nothing to do.
-    ``requeue``: tasks queued only on the revoked server (none under the copy
-    rule); they are pending and unqueued, so the scheduler places them again.
-    ``rerun``: tasks running on the revoked server; they are lost and must run
-    again (the shell returns them to pending).
-    """
-
-    surviving: tuple[tuple[str, str], ...]
-    requeue: tuple[str, ...]
-    rerun: tuple[str, ...]
-
-
-def revocation_outcome(snapshot: ClusterSnapshot, node_id: str) -> RevocationOutcome:
-    """The fate of the tasks of ``node_id`` when it is revoked (``snapshot``: just before)."""
-    revoked = next((n for n in snapshot.nodes if n.node_id == node_id), None)
-    if revoked is None:
-        raise ValueError(f"node {node_id!r} is not in the snapshot")
-    others = sorted(
-        (n for n in snapshot.nodes if n.node_id != node_id),
-        key=lambda n: (n.node_class != "reserved", node_ordinal(n.node_id)),
-    )
-    surviving: list[tuple[str, str]] = []
-    requeue: list[str] = []
-    for task_id in revoked.queued:
-        holder = next((n.node_id for n in others if task_id in n.queued), None)
-        if holder is None:
-            requeue.append(task_id)
-        else:
-            surviving.append((task_id, holder))
-    return RevocationOutcome(tuple(surviving), tuple(requeue), tuple(t.task_id for t in revoked.running))
-
-
-def _is_idle(node: NodeView) -> bool:
-    return not node.running and not node.queued
 
 
 class CloudCoasterAutoscaler(Autoscaler):
@@ -262,17 +172,3 @@ class CloudCoasterAutoscaler(Autoscaler):
             return []
         idlest = min(old_enough, key=_idlest_first)
         return [Drain(idlest.node_id, "long-load ratio below threshold")]
-
-
-def _work(node: NodeView) -> int:
-    return len(node.running) + len(node.queued)
-
-
-def _busiest_first(node: NodeView) -> tuple[int, int, str]:
-    return (-_work(node), *node_ordinal(node.node_id))
-
-
-def _idlest_first(node: NodeView) -> tuple[int, int, str]:
-    """The least work first; ties: the highest ordinal (the most recently numbered) first."""
-    number, node_id = node_ordinal(node.node_id)
-    return (_work(node), -number, node_id)

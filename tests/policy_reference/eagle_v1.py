@@ -1,34 +1,11 @@
-# The implementation of master/policies/eagle.py before its rounds were indexed (reference).
-"""``scheduler: eagle``: a hybrid long/short scheduler after Eagle (SoCC'16).
+"""Eagle's scheduling round before it was made cheaper per task (reference, verbatim).
 
-CloudCoaster builds on Eagle; this is the scheduler under both the static
-baseline and the CloudCoaster autoscaler. Whether a task is long is decided
-upstream from its job's estimated task duration against a cutoff
-(``testbed.arrivals.is_long``); here it is the ``long`` flag of the task.
-
-- The reserved nodes are split into a general partition and a short-only
-  partition (``split_partitions``); transient servers join the short-only one.
-- Long tasks are placed centrally on the general partition only: on the node
-  with the least estimated wait, started at once on a free slot, else queued.
-- Short tasks are placed by probing: ``probes`` candidate nodes per task (the
-  power of d choices), sampled by a hash of (seed, task id, node id) among the
-  nodes whose "runs long" bit is clear (Eagle's succinct state sharing); the
-  task goes to the probed node with the least estimated wait.
-- A node with a free slot starts its queued tasks, FIFO or SRPT.
-- A short task queued on a transient node also gets a copy queued on an
-  on-demand node (CloudCoaster, section 3.3), so a revocation never loses it;
-  the first copy to start cancels the others (``Dequeue``).
-
-The sampling is a pure function of the snapshot: the same snapshot always gets
-the same decisions, and no global random state is touched.
+Its pure helpers (partitions, backlog, the copy target) are unchanged: imported.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
-import re
-from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,92 +19,9 @@ from master.policies.base import (
     PendingTask,
     Scheduler,
 )
+from master.policies.eagle import backlog_s, long_node_ids, node_ordinal, on_demand_copy_target, pending_by_id
 
-Partition = Literal["general", "short"]
 QueueOrder = Literal["fifo", "srpt"]
-
-
-# ----------------------------------------------------------------- partitions
-
-
-def node_ordinal(node_id: str) -> tuple[int, str]:
-    """Sort key of a node: the number its id ends with (``reserved-7`` -> 7), then the id."""
-    match = re.search(r"(\d+)$", node_id)
-    return (int(match.group(1)) if match else -1, node_id)
-
-
-def short_partition_size(reserved: int, short_fraction: float) -> int:
-    """How many of ``reserved`` on-demand nodes form the short-only partition.
-
-    The fraction of the nodes rounded half up; at least one node if the fraction
-    is positive, and never the last general node (long jobs need one).
-    """
-    if not 0 <= short_fraction < 1:
-        raise ValueError(f"short_fraction must be in [0, 1), got {short_fraction}")
-    if short_fraction == 0:
-        return 0
-    wanted = max(1, math.floor(short_fraction * reserved + 0.5))
-    return max(0, min(wanted, reserved - 1))
-
-
-def split_partitions(node_ids: Iterable[str], short_fraction: float) -> dict[str, Partition]:
-    """Partition of each on-demand node: the highest ordinals form the short-only partition."""
-    ordered = sorted(node_ids, key=node_ordinal)
-    general = len(ordered) - short_partition_size(len(ordered), short_fraction)
-    return {node_id: "general" if i < general else "short" for i, node_id in enumerate(ordered)}
-
-
-# ------------------------------------------------------------ cluster state
-
-
-def pending_by_id(snapshot: ClusterSnapshot) -> dict[str, PendingTask]:
-    """Every pending task by id; a queued task is still pending until it starts."""
-    return {task.task_id: task for job in snapshot.jobs for task in job.pending}
-
-
-def long_node_ids(snapshot: ClusterSnapshot) -> frozenset[str]:
-    """Eagle's succinct state: the nodes whose "runs long" bit is set.
-
-    A node's bit is set while it runs or queues a long task: a short task sent
-    there could wait behind that long task.
-    """
-    pending = pending_by_id(snapshot)
-    return frozenset(n.node_id for n in snapshot.nodes if _holds_long(n, pending))
-
-
-def _holds_long(node: NodeView, pending: Mapping[str, PendingTask]) -> bool:
-    return any(t.long for t in node.running) or any(q in pending and pending[q].long for q in node.queued)
-
-
-def backlog_s(node: NodeView, pending: Mapping[str, PendingTask], now: float) -> float:
-    """Estimated work ahead of a task queued now: running remainders plus queued estimates."""
-    running = sum(max(0.0, t.expected_end - now) for t in node.running)
-    queued = sum(pending[q].est_duration_s for q in node.queued if q in pending)
-    return running + queued
-
-
-def on_demand_copy_target(
-    nodes: Iterable[NodeView], waits: Mapping[str, float], long_ids: Collection[str]
-) -> str | None:
-    """The node that gets the on-demand copy of a short task queued on a transient node.
-
-    A reserved node that is not draining; preferably one whose long bit is clear,
-    then one of the short-only partition (the on-demand buffer the paper keeps
-    for this), then the least estimated wait. ``None`` if there is no such node.
-    """
-    options = [n for n in nodes if n.node_class == "reserved" and not n.draining]
-    if not options:
-        return None
-    best = min(
-        options,
-        key=lambda n: (
-            n.node_id in long_ids,
-            n.partition != "short",
-            waits[n.node_id],
-            node_ordinal(n.node_id),
-        ),
-    )
-    return best.node_id
 
 
 # -------------------------------------------------------------- scheduling

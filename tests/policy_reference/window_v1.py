@@ -1,4 +1,4 @@
-# The implementation of master/policies/window.py before its rounds were indexed (reference).
+# The implementation of master/policies/window.py before it was indexed (reference, verbatim).
 """Which ready tasks a scheduler that places the head of the queue (FIFO) needs to see.
 
 Building a pending task for every ready task of a large job costs more than the
