@@ -609,11 +609,13 @@ class Master:
                 partition=n.partition,
                 queued=tuple(n.queued),
                 rebalance=n.rebalance_at is not None,
+                zone=getattr(self.scenario.cluster, n.node_class).zone_of(n.ordinal),
             )
             for n in self.nodes.values()
             if n.status in ("up", "draining")
         )
-        return ClusterSnapshot(now, nodes, tuple(jobs), self.scenario.cluster.memory_increment_mb), pending
+        increment = self.scenario.cluster.memory_increment_mb
+        return ClusterSnapshot(now, nodes, tuple(jobs), increment, self.chaos.unavailable()), pending
 
     def _pending_window(self) -> PendingWindow | None:
         """Which ready tasks a snapshot needs: all of them for schedulers that look ahead

@@ -10,10 +10,12 @@ A scenario names a model per node class (``chaos.transient.lifetime``)::
                                            rebalance recommendation, GCP preemptible's 24 h cap)
     {exponential: {mean: 10m}}
     {weibull: {shape: 0.7, scale: 20m}}
+    {gamma: {shape: 2, scale: 5m}}          mean shape x scale
     {lognormal: {mu: 6.4, sigma: 1.0}}     mu and sigma of ln(lifetime in seconds)
     {uniform: {a: 1m, b: 10m}}
     {fixed: 5m}
     {empirical: lifetimes.csv}             observed lifetimes, or ``lifetime,cdf`` points
+    {trace: interruptions.csv}             a real interruption trace (``testbed.traces``)
 
 All durations are trace seconds. Every node draws its lifetime from its own
 generator, derived from (scenario seed, node class, node ordinal), so the n-th
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.special import gammainc
 
 from testbed.durations import parse_duration
 from testbed.limits import MAX_DURATION_S, read_data_file, within_max_duration
@@ -87,6 +90,11 @@ class LifetimeModel(ABC):
         """P(lifetime < seconds): differs from ``cdf_at`` only at an atom."""
         return self.cdf_at(seconds)
 
+    def lifetime_of(self, rng: np.random.Generator, ordinal: int) -> float:
+        """The lifetime of the class's node ``ordinal``, from its own generator (a trace
+        replayed node by node takes the ordinal's row instead)."""
+        return float(self.sample(rng, 1)[0])
+
     @property
     def evicts(self) -> bool:
         return True
@@ -135,6 +143,23 @@ class Weibull(LifetimeModel):
 
     def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
         return -np.expm1(-((np.maximum(seconds, 0.0) / self.scale) ** self.shape))
+
+
+@dataclass(frozen=True)
+class Gamma(LifetimeModel):
+    """Gamma with ``shape`` k and ``scale`` theta: mean k * theta (SkyPilot's two-gamma model)."""
+
+    shape: float
+    scale: float
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.gamma(self.shape, self.scale, n)
+
+    def describe(self) -> str:
+        return f"gamma(shape={self.shape:g}, scale={format_seconds(self.scale)})"
+
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        return gammainc(self.shape, np.maximum(seconds, 0.0) / self.scale)
 
 
 @dataclass(frozen=True)
@@ -302,10 +327,11 @@ _EXAMPLE = "{weibull: {shape: 0.7, scale: 20m}}"
 _PARAMETERS: dict[str, tuple[str, ...]] = {
     "exponential": ("mean",),
     "weibull": ("shape", "scale"),
+    "gamma": ("shape", "scale"),
     "lognormal": ("mu", "sigma"),
     "uniform": ("a", "b"),
 }
-_FAMILIES = (*_PARAMETERS, "fixed", "empirical")
+_FAMILIES = (*_PARAMETERS, "fixed", "empirical", "trace")
 MAX_LOG_SECONDS = 20.0
 """Bound of a lognormal ``mu``: e^20 s is 15 years, beyond any run."""
 MAX_SIGMA = 10.0
@@ -334,6 +360,10 @@ def parse_lifetime(value: Any, base_dir: str | Path | None = None) -> LifetimeMo
         return Fixed(_duration(params, "fixed", positive=True))
     if family == "empirical":
         return load_empirical(_empirical_path(params, base_dir))
+    if family == "trace":
+        from testbed.traces import trace_model  # it builds on this module's models
+
+        return trace_model(params, base_dir)
     if family not in _PARAMETERS:
         raise ValueError(f"unknown lifetime family {family!r}; expected one of {', '.join(_FAMILIES)}")
     return _parametric(family, _params(family, params))
@@ -360,6 +390,11 @@ def _parametric(family: str, params: dict[str, Any]) -> LifetimeModel:
         return Weibull(
             _number(params["shape"], "weibull shape", positive=True),
             _duration(params["scale"], "weibull scale", positive=True),
+        )
+    if family == "gamma":
+        return Gamma(
+            _number(params["shape"], "gamma shape", positive=True, bound=MAX_SIGMA * 100),
+            _duration(params["scale"], "gamma scale", positive=True),
         )
     if family == "lognormal":
         return LogNormal(
@@ -519,7 +554,7 @@ def lifetime_for(model: LifetimeModel, seed: int, node_class: str, ordinal: int)
     if node_class not in NODE_CLASSES or ordinal < 0:
         raise ValueError(f"no node {node_class}#{ordinal}: class must be one of {NODE_CLASSES}")
     rng = rng_for(seed, LIFETIME_STREAM, NODE_CLASSES.index(node_class), ordinal)
-    lifetime = float(model.sample(rng, 1)[0])
+    lifetime = model.lifetime_of(rng, ordinal)
     return lifetime if lifetime <= MAX_DURATION_S else None  # beyond a year and a day: never
 
 

@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
-    BeforeValidator,
     Discriminator,
     Field,
     Tag,
@@ -26,9 +25,7 @@ from testbed.curves import PenaltyCurve, SpillCurve
 from testbed.fidelity import FidelitySpec
 from testbed.inputs import absolute_input, resolve_inputs
 from testbed.limits import (
-    MAX_BANDWIDTH,
     MAX_JOBS,
-    MAX_NODE_MEMORY_MB,
     MAX_NODES_PER_CLASS,
     MAX_TASKS,
     MAX_TASKS_PER_JOB,
@@ -41,85 +38,9 @@ from testbed.plugins import add_plugin_dir
 from testbed.scenario_arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario_base import Duration, Seed, Strict
 from testbed.scenario_chaos import ChaosSpec
+from testbed.scenario_cluster import ClusterSpec
+from testbed.scenario_sim import SimulationSpec
 from testbed.scenario_yaml import ScenarioError, apply_override, expand_node_counts, load_raw
-from testbed.zones import check_zones, zone_of
-
-# --------------------------------------------------------------------- cluster
-
-
-class NodeClassSpec(Strict):
-    """One class of nodes (reserved or transient)."""
-
-    count: int = Field(ge=0, le=MAX_NODES_PER_CLASS)
-    slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
-    memory_mb: int = Field(default=1024, ge=16, le=MAX_NODE_MEMORY_MB, description="memory for tasks")
-    cpus: float | None = Field(
-        default=None, gt=0, le=1024, description="cores of one node (default: slots); its CPU share"
-    )
-    network_mbps: float = Field(
-        default=1000, ge=1, le=MAX_BANDWIDTH, description="NIC bandwidth in Mbit/s, each direction"
-    )
-    disk_mb_s: float | None = Field(
-        default=None, ge=1, le=MAX_BANDWIDTH, description="spill bandwidth in MB/s (default: unlimited)"
-    )
-    price_per_hour: float = Field(default=1.0, ge=0, description="for the cost report")
-    zones: dict[str, int | float] = Field(
-        default_factory=dict, description="availability zones: node counts or fractions per zone"
-    )
-
-    @model_validator(mode="after")
-    def _zones(self) -> NodeClassSpec:
-        check_zones(self.zones, self.count)
-        return self
-
-    def zone_of(self, ordinal: int) -> str | None:
-        """The zone of the class's node ``ordinal`` (``testbed.zones``); None without zones."""
-        return zone_of(self.zones, self.count, ordinal)
-
-    @property
-    def cores(self) -> float:
-        """The node's cores: ``cpus``, else one per slot."""
-        return self.cpus if self.cpus is not None else float(self.slots)
-
-
-def _node_class(default_price: float):
-    def coerce(value: Any) -> Any:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return {"count": value, "price_per_hour": default_price}
-        if isinstance(value, dict):
-            return {"price_per_hour": default_price, **value}
-        raise ValueError("expected a node count or a mapping with count, slots, memory_mb")
-
-    return BeforeValidator(coerce)
-
-
-class ClusterSpec(Strict):
-    reserved: Annotated[NodeClassSpec, _node_class(1.0)] = NodeClassSpec(count=1)
-    transient: Annotated[NodeClassSpec, _node_class(0.3)] = NodeClassSpec(count=3, price_per_hour=0.3)
-    heartbeat_interval: Duration = Field(default=0.5, gt=0)
-    heartbeat_timeout: Duration = Field(default=3.0, gt=0)
-    memory_increment_mb: int = Field(default=100, ge=1)
-    warm_workers: bool = Field(
-        default=True, description="start each agent's task forkserver at once (faster first task)"
-    )
-    start_window: int | None = Field(
-        default=None,
-        ge=0,
-        description="how many nodes may be starting at once (default: 32 per CPU core; 0: all at once)",
-    )
-
-    @model_validator(mode="after")
-    def _some_nodes(self) -> ClusterSpec:
-        if self.reserved.count + self.transient.count == 0:
-            raise ValueError("the cluster has no nodes: give reserved or transient a count >= 1")
-        if self.heartbeat_timeout < 2 * self.heartbeat_interval:
-            raise ValueError(
-                f"heartbeat_timeout ({self.heartbeat_timeout:g}s) must be at least twice heartbeat_interval "
-                f"({self.heartbeat_interval:g}s), or the master declares healthy nodes lost; raise "
-                f"heartbeat_timeout to {2 * self.heartbeat_interval:g}s or more"
-            )
-        return self
-
 
 # --------------------------------------------------------------------- policy
 
@@ -397,6 +318,24 @@ class Scenario(Strict):
         default_factory=list,
         description="task models for YARN/YARN-ME: testbed profile files, or written inline",
     )
+    backend: Literal["local", "docker", "attach", "sim"] | None = Field(
+        default=None, description="where the nodes run (testbed run --backend overrides it; default local)"
+    )
+    simulation: SimulationSpec = SimulationSpec()
+
+    @model_validator(mode="after")
+    def _real_cluster_size(self) -> Scenario:
+        """Real backends run a process per node: at most MAX_NODES_PER_CLASS of a class."""
+        if self.backend == "sim":
+            return self
+        for name in ("reserved", "transient"):
+            count = getattr(self.cluster, name).count
+            if count > MAX_NODES_PER_CLASS:
+                raise ValueError(
+                    f"cluster.{name}.count: {count} nodes, at most {MAX_NODES_PER_CLASS} run for real; "
+                    "lower it, or simulate them (backend: sim, or testbed run --backend sim)"
+                )
+        return self
 
     @field_validator("profiles")
     @classmethod
@@ -443,6 +382,14 @@ class Scenario(Strict):
                 raise ValueError(
                     f"chaos.storms.{index}.evict.zone: unknown zone {storm.evict.zone!r}; zones: {known}"
                 )
+        for node_class in ("reserved", "transient"):
+            own = getattr(self.cluster, node_class).zones
+            for zone in getattr(self.chaos, node_class).zones:
+                if zone not in own:
+                    known = ", ".join(own) or f"none: give cluster.{node_class}.zones"
+                    raise ValueError(
+                        f"chaos.{node_class}.zones: unknown zone {zone!r}; zones of {node_class}: {known}"
+                    )
         return self
 
     @model_validator(mode="after")

@@ -30,12 +30,14 @@ COMBINERS: dict[str, Combiner] = {"wordcount.map": wordcount.combine_outputs}
 
 
 def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
+    """A job's stages of tasks. A simulated run (``backend: sim``) plans from sizes alone:
+    no input is generated or read beyond the files' sizes."""
     if job.workload == "wordcount":
         return wordcount.plan(job, seed)
     if job.workload == "pagerank":
         return pagerank.plan(job, seed)
     if job.workload == "sort":
-        return sort.plan(job, seed)
+        return sort.plan(job, seed, sample=scenario is None or scenario.backend != "sim")
     if job.workload == "sleep":
         return sleep.plan(job, seed, scenario.wall_per_trace)
     if job.workload == "noop":

@@ -194,10 +194,14 @@ def boundaries_from_sample(sample: np.ndarray, reduces: int) -> list[str]:
     return [bytes(k).ljust(KEY, b"\0").hex() for k in picks]
 
 
-def plan(job: SortJob, seed: int) -> JobPlan:
+def plan(job: SortJob, seed: int, sample: bool = True) -> JobPlan:
+    """``sample=False``: the plan's shape and sizes only, no key boundaries (nothing is generated
+    or read: the simulator's plan, whose tasks sort no record)."""
     sources = sources_of(job, seed)
-    sample = sample_keys(sources, min(100_000, max(1_000, 100 * job.reduces)), seed)
-    shared = {"boundaries": boundaries_from_sample(sample, job.reduces)}
+    shared: dict[str, Any] = {}
+    if sample:
+        keys = sample_keys(sources, min(100_000, max(1_000, 100 * job.reduces)), seed)
+        shared["boundaries"] = boundaries_from_sample(keys, job.reduces)
     return JobPlan(
         "sort",
         (

@@ -1,0 +1,103 @@
+"""One simulated run (``testbed run --backend sim``): the same run directory as a real run
+(events.jsonl, the CSV tables, summary.json), marked ``backend: sim``, with no outputs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from master.policies import policy_plugins
+from master.run import RunResult, summarize
+from master.rundir import owning
+from master.sim.agents import ModelAgents
+from master.sim.legacy import LegacyCore
+from master.sim.model import ExecutionModel
+from master.sim.shell import SimShell
+from testbed.progress import progress_counts
+from testbed.rundir import secure_run_dir
+from testbed.scenario import Scenario, to_yaml
+
+SIM_RUN_ID = "sim"
+"""Every simulated run has the same run id: nothing outside it sees it, and its journal is then
+the same byte for byte for the same scenario and seed."""
+
+
+def sim_scenario(scenario: Scenario) -> Scenario:
+    """The scenario as the simulator runs it: no dilation (there is no host to fit)."""
+    fidelity = scenario.fidelity.model_copy(update={"dilation": 1.0})
+    return scenario.model_copy(update={"backend": "sim", "fidelity": fidelity})
+
+
+def run_sim(scenario: Scenario, run_dir: Path, progress: bool = False) -> RunResult:
+    secure_run_dir(run_dir)
+    with owning(run_dir):
+        scenario = sim_scenario(scenario)
+        (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
+        plugins = policy_plugins(scenario)
+        started = time.perf_counter()
+        with SimProgress(scenario.time_scale) if progress else contextlib.nullcontext() as shown:
+            shell, ok = simulate(scenario, run_dir, shown)
+        elapsed = time.perf_counter() - started
+        shutil.rmtree(run_dir / "outputs", ignore_errors=True)
+        summary = {
+            **summarize(run_dir, scenario, plugins),
+            "backend": "sim",
+            "simulation": {
+                **scenario.simulation.model_dump(mode="json"),
+                "events": shell.heap.popped,
+                "elapsed_s": round(elapsed, 3),
+            },
+        }
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return RunResult(run_dir, ok, summary)
+
+
+def simulate(
+    scenario: Scenario, run_dir: Path, progress: Callable[[SimShell, float], None] | None = None
+) -> tuple[SimShell, bool]:
+    """Run the scenario on the simulator into ``run_dir`` (its journal and tables)."""
+    core = LegacyCore(scenario, SIM_RUN_ID, run_dir)
+    model = ExecutionModel(scenario, core.ideal_memory_mb)
+    shell = SimShell(
+        core, lambda heap, deliver: ModelAgents(heap, model, deliver), scenario.simulation.round_gap
+    )
+    with core.loop:
+        try:
+            shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None)
+        finally:
+            ok = core.finish(shell.heap.now)
+    return shell, ok
+
+
+class SimProgress:
+    """The run's progress in trace time on a terminal (redrawn in place, at most 4 times a
+    wall second): simulated trace seconds, then what ``testbed run`` shows for a real run."""
+
+    def __init__(self, time_scale: float) -> None:
+        self.time_scale = time_scale
+        self.shown = 0.0
+        self.live = Live(Text(""), console=Console(stderr=True), transient=True, auto_refresh=False)
+
+    def __enter__(self) -> SimProgress:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.__exit__(None, None, None)
+
+    def __call__(self, shell: SimShell, now: float) -> None:
+        if time.monotonic() - self.shown < 0.25:
+            return
+        self.shown = time.monotonic()
+        status = shell.core.status()
+        trace = status["t"] * self.time_scale
+        line = f"[sim {trace:9.1f}s trace, {shell.heap.popped} events] {progress_counts(status)}"
+        self.live.update(Text(line), refresh=True)
