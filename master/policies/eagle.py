@@ -342,7 +342,7 @@ class EagleScheduler(Scheduler):
     def _place_short(self, round_: _Round, task: PendingTask) -> list[Decision]:
         """Probe ``probes`` nodes whose long bit is clear; take the least estimated wait."""
         candidates = round_.placeable(task)
-        probed = _probed(self.seed, task.task_id, round_.clear(task), self.probes)
+        probed = self._sample(round_, task)
         if not probed:
             return []
         best = min(
@@ -352,6 +352,10 @@ class EagleScheduler(Scheduler):
         if self.on_demand_copies and best.view.node_class == "transient" and not best.can_start(task):
             return self._queue_with_copy(round_, task, best, candidates)
         return [round_.place(task, best)]
+
+    def _sample(self, round_: _Round, task: PendingTask) -> list[_NodeState]:
+        """The nodes a short task probes."""
+        return _probed(self.seed, task.task_id, round_.clear(task), self.probes)
 
     @staticmethod
     def _queue_with_copy(

@@ -1,9 +1,4 @@
-# The implementation of master/policies/fifo.py before its round was indexed (reference, verbatim).
-"""``scheduler: fifo``: jobs in submission order, each task on the first node with room.
-
-A task goes to a node with a free slot and its full ideal memory, preferring
-its preferred nodes (data locality), then the least loaded node.
-"""
+"""``scheduler: fifo`` before its round was indexed (reference, verbatim): O(nodes) per task."""
 
 from __future__ import annotations
 

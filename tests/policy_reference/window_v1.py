@@ -1,35 +1,12 @@
-# The implementation of master/policies/window.py before it was indexed (reference, verbatim).
-"""Which ready tasks a scheduler that places the head of the queue (FIFO) needs to see.
-
-Building a pending task for every ready task of a large job costs more than the
-placement itself, so for such a scheduler the master stops once the window is full.
-The window is counted per node class: as many tasks that could start on a free node
-of a class (allowed there, not excluded from it, fitting its free memory) as that
-class has free slots. Cut at the cluster's free-slot count alone, tasks confined to
-one class (Pado's reserved receivers, ready first) filled the window while the other
-class's slots stayed idle, its tasks out of sight: a deadlock when the receivers wait
-for those very tasks (issue 23, point 9).
-
-If any ready task can start on some free node, the window holds one that can: a task
-left out found every class it could use already holding as many admitted tasks as
-that class has free slots, each of which can start there.
-"""
+"""The window of ready tasks before it was indexed (reference, verbatim): O(nodes) per task."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from master.policies.base import NodeClass
-
-
-@dataclass(frozen=True, slots=True)
-class FreeNode:
-    node_id: str
-    node_class: NodeClass
-    free_slots: int
-    free_memory_mb: int
+from master.policies.window import FreeNode
 
 
 class PendingWindow:
