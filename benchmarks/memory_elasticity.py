@@ -136,6 +136,7 @@ def plot(out: Path, paths: list[Path]) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(7.0, 2.8), sharey=True)
+    colors: dict[str, str] = {}
     for ax, role in zip(axes, ("map", "reduce"), strict=True):
         for path in paths:
             result = json.loads(path.read_text())
@@ -145,9 +146,13 @@ def plot(out: Path, paths: list[Path]) -> None:
             points = sorted(ratios(data).items())
             xs = [f for f, _ in points]
             style = "--" if path.stem.endswith("before") else "-"
+            color = colors.setdefault(
+                path.stem.removesuffix("-before").removesuffix("-after"), f"C{len(colors)}"
+            )
             fastest = [fastest_ratio(data, f) for f in xs]
-            ax.plot(xs, fastest, style, marker="o", ms=3, label=path.stem)
-            ax.fill_between(xs, [min(v) for _, v in points], [max(v) for _, v in points], alpha=0.15)
+            ax.plot(xs, fastest, style, color=color, marker="o", ms=3, label=path.stem)
+            low, high = [min(v) for _, v in points], [max(v) for _, v in points]
+            ax.fill_between(xs, low, high, color=color, alpha=0.12)
         if role == "reduce":
             low, high = PAPER_REDUCER_BAND
             ax.vlines(0.1, low, high, colors="black", lw=3, label="paper: 7 of 10 reducers at 10%")

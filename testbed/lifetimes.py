@@ -35,7 +35,7 @@ import numpy as np
 from scipy.special import gammainc
 
 from testbed.durations import parse_duration
-from testbed.limits import MAX_DURATION_S, read_data_file, within_max_duration
+from testbed.limits import MAX_DURATION_S, data_path, read_data_file, within_max_duration
 from testbed.protocol import NodeClass
 
 _erf = np.vectorize(math.erf, otypes=[float])
@@ -433,10 +433,7 @@ def _number(value: Any, what: str, positive: bool = False, bound: float = math.i
 
 
 def _empirical_path(value: Any, base_dir: str | Path | None) -> Path:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"empirical: expected the path of a CSV file; found {value!r}")
-    path = Path(value).expanduser()
-    return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
+    return data_path(value, base_dir, "empirical")
 
 
 # ------------------------------------------------------------------ empirical CSV

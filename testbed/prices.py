@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.durations import parse_duration
-from testbed.lifetimes import NODE_CLASSES, format_seconds, rng_for
-from testbed.limits import MAX_DURATION_S, read_data_file
+from testbed.lifetimes import MAX_SIGMA, NODE_CLASSES, format_seconds, rng_for
+from testbed.limits import data_path, read_data_file, scenario_time
 
 PRICE_STREAM = 5
 MAX_STEPS = 100_000
@@ -109,7 +108,7 @@ def parse_price(
         times, prices = _steps(spec)
         return PriceCurve(times, prices, seed=seed, node_class=node_class)
     if kind == "trace":
-        path = _trace_path(spec, base_dir)
+        path = data_path(spec, base_dir, "trace")
         times, prices = _read_trace(path)
         return PriceCurve(times, prices, seed=seed, node_class=node_class, source=str(path))
     if kind == "walk":
@@ -124,13 +123,7 @@ def _price(value: Any, what: str) -> float:
 
 
 def _time(value: Any, what: str) -> float:
-    try:
-        seconds = parse_duration(value)
-    except (ValueError, TypeError):
-        seconds = -1.0
-    if not 0 <= seconds <= MAX_DURATION_S:
-        raise ValueError(f"{what}: expected a time such as 0, 90m or 2h; found {value!r}")
-    return seconds
+    return scenario_time(value, what, "0, 90m or 2h")
 
 
 def _steps(spec: Any) -> tuple[list[float], list[float]]:
@@ -153,13 +146,6 @@ def _check_order(times: list[float], where: str) -> None:
         raise ValueError(f"{where}: step times must increase")
     if len(times) > MAX_STEPS:
         raise ValueError(f"{where}: more than {MAX_STEPS:,} steps (a testbed limit)")
-
-
-def _trace_path(value: Any, base_dir: str | Path | None) -> Path:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"trace: expected the path of a CSV file of time,price rows; found {value!r}")
-    path = Path(value).expanduser()
-    return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
 
 
 def _read_trace(path: Path) -> tuple[list[float], list[float]]:
@@ -196,6 +182,10 @@ def _walk(spec: Any) -> dict[str, float]:
     walk["every"] = _time(spec["every"], "walk every")
     if walk["every"] <= 0:
         raise ValueError("walk every: must be longer than 0s")
+    if walk["sigma"] > MAX_SIGMA:
+        raise ValueError(
+            f"walk sigma: must be at most {MAX_SIGMA:g} (a testbed limit); found {walk['sigma']:g}"
+        )
     if not walk["floor"] <= walk["start"] <= walk["cap"]:
         raise ValueError("walk: need floor <= start <= cap")
     return walk

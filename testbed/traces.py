@@ -39,7 +39,7 @@ import numpy as np
 from scipy import stats
 
 from testbed.lifetimes import LifetimeModel, format_seconds
-from testbed.limits import read_data_file
+from testbed.limits import data_path, read_data_file
 
 COLUMNS = ("instance_type", "zone", "start", "end")
 REPLAYS = ("distribution", "nodes")
@@ -153,8 +153,7 @@ def trace_model(value: Any, base_dir: str | Path | None) -> TraceDistribution:
     replay = spec.get("replay", "distribution")
     if replay not in REPLAYS:
         raise ValueError(f"trace replay: expected {' or '.join(REPLAYS)}; found {replay!r}")
-    path = Path(spec["file"]).expanduser()
-    path = path if path.is_absolute() or base_dir is None else Path(base_dir) / path
+    path = data_path(spec["file"], base_dir, "trace file")
     lifetimes, censored = read_trace(path, _text(spec, "instance_type"), _text(spec, "zone"))
     if all(censored):
         raise ValueError(f"trace {path}: no interruption among the rows selected (every end is empty)")

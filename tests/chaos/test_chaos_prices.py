@@ -49,6 +49,10 @@ def test_the_walk_is_seeded_clipped_and_stepped() -> None:
         ({"steps": [[0, 0.3], ["2h", 0.5], ["1h", 0.4]]}, "steps: step times must increase"),
         ({"steps": [[0, -1]]}, "steps 0 price: expected a price per hour >= 0"),
         ({"bid": 0.3}, "unknown price model 'bid'"),
+        (
+            {"walk": {"start": 0.3, "every": "1h", "sigma": 1e6, "floor": 0, "cap": 1}},
+            "walk sigma: must be at most 10",
+        ),
         ({"walk": {"start": 0.3}}, "walk: expected start, every, sigma, floor, cap"),
         (
             {"walk": {"start": 0.9, "every": "1h", "sigma": 0.1, "floor": 0.1, "cap": 0.5}},
