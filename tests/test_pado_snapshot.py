@@ -29,7 +29,7 @@ def test_a_snapshot_sets_up_no_receiver_and_the_tick_does(tmp_path: Path) -> Non
         again, _ = master.snapshot()
         assert not state.receivers and journaled(tmp_path, "receiver_set_up") == 0
         assert first.jobs == again.jobs and not first.jobs[0].pending  # the maps wait for receivers
-        master.strategy.tick(master.journal.now())
+        master._act(master.strategy.tick, master.journal.now())  # the strategy writes to the core
         assert state.receivers == {(1, 0): "reserved-0", (1, 1): "reserved-0"}
         assert journaled(tmp_path, "receiver_set_up") == 2
         snapshot, _ = master.snapshot()
