@@ -128,11 +128,17 @@ class AutoscalingShell:
         elif isinstance(decision, Release):
             self.master.release_node(node, decision.reason)  # the provider stops it (``ReleaseNode``)
 
-    def _launch(self, node_class: str) -> None:
-        if not self._running:
+    def _launch(self, node_class: str, waited: float = 0.0) -> None:
+        """Launch, once the class has capacity (docs/chaos.md, "Capacity"); a refusal is final.
+        ``waited``: wall seconds this launch has waited for capacity so far."""
+        wait = self.master.chaos.launch_wait(node_class, waited) if self._running else None
+        if wait is None:
             self.waiting -= 1
-            return
-        self._spawn(self._start_node(node_class))
+        elif wait > 0:
+            loop = asyncio.get_running_loop()
+            self._timers.append(loop.call_later(wait, self._launch, node_class, waited + wait))
+        else:
+            self._spawn(self._start_node(node_class))
 
     async def _start_node(self, node_class: str) -> None:
         try:

@@ -111,6 +111,7 @@ class Master:
         self.starts = NodeStarts(self.core, provider, self.keys, agent_command, agent_env or {}, node_env)
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
+        self.core.round.unavailable = self.chaos.unavailable
         self.api = MasterApi(self)
         self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
 
@@ -222,8 +223,7 @@ class Master:
             elif isinstance(command, cmd.WantRound):
                 self._kick.set()
             elif isinstance(command, cmd.WakeAt):
-                delay = max(0.0, command.t - self.journal.now())
-                self._timers.append(asyncio.get_running_loop().call_later(delay, self._wake))
+                self._wake_at(command.t)
             else:
                 self._carry_out(command)
 
@@ -267,6 +267,11 @@ class Master:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._work.add(task)
         task.add_done_callback(self._work.discard)
+
+    def _wake_at(self, t: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._timers = [timer for timer in self._timers if timer.when() > loop.time()]  # those to come
+        self._timers.append(loop.call_later(max(0.0, t - self.journal.now()), self._wake))
 
     def _wake(self) -> None:
         if not self.link.connected.is_set() and self.core.link_up:

@@ -35,6 +35,13 @@ class ChaosControl(Protocol):
 
     def stop_replacing(self, node_class: str) -> None: ...
 
+    def launch_wait(self, node_class: str, waited: float) -> float | None:
+        """Wall seconds a launch that has waited ``waited`` wall seconds for capacity must still
+        wait for the class's capacity (0: go ahead), or None: refused (docs/chaos.md, "Capacity")."""
+
+    def unavailable(self) -> frozenset[str]:
+        """The classes whose capacity is out now."""
+
     async def evict_now(self, evict: EvictSpec, named: list[str] | None = None) -> list[str]: ...
 
 

@@ -9,6 +9,10 @@ every eviction, the lifetime drawn and lived and the lead its notice promised an
   (is the sampler right?);
 - for lifetime kills, the KS distance between the lifetimes lived and those drawn,
   and the error lived - drawn (is the run's clock right?);
+- the KS distance between the lifetimes lived and the model's CDF, the lived ones
+  estimated by Kaplan-Meier: a node the run did not kill by its lifetime (a storm took
+  it, it was lost, or the run ended first) is right-censored there (did the evictions
+  the run really made follow the model?);
 - for notices, the error of the lead time: lead had - lead promised.
 """
 
@@ -16,14 +20,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from testbed.journal import EvictionTiming, LifetimeDrawn, events_of, read_events
+from testbed.journal import EvictionTiming, LifetimeDrawn, NodeLost, events_of, read_events
 from testbed.lifetimes import NODE_CLASSES, LifetimeModel, parse_lifetime
 from testbed.scenario import Scenario, load_scenario
 
@@ -52,6 +56,7 @@ def critical_95(n: int) -> float:
 @dataclass(frozen=True)
 class ClassFit:
     node_class: str
+    """The class, or ``<class> zone <zone>`` for a zone with a lifetime model of its own."""
     model: str
     drawn: int
     ks_model: float
@@ -62,6 +67,44 @@ class ClassFit:
     error_p50_ms: float
     """|lived - drawn| in wall milliseconds."""
     error_p99_ms: float
+    ks_lived_model: float = math.nan
+    """KS distance of the lived lifetimes (Kaplan-Meier, censored where no lifetime kill came)
+    from the model's CDF, at the lifetime kills' times."""
+    censored: int = 0
+    """Nodes with a lifetime that the run did not kill by it (censored in ``ks_lived_model``)."""
+
+
+@dataclass(frozen=True)
+class Group:
+    """The nodes one lifetime model covers: a class's (but its zones with models of their
+    own), or such a zone's."""
+
+    label: str
+    node_class: str
+    zone: str | None
+    model: LifetimeModel
+    other_zones: frozenset[str] = frozenset()
+
+    def covers(self, scenario: Scenario, node_class: str, node_id: str) -> bool:
+        if node_class != self.node_class:
+            return False
+        _, _, ordinal = node_id.rpartition("-")
+        zone = getattr(scenario.cluster, node_class).zone_of(int(ordinal)) if ordinal.isdigit() else None
+        return zone == self.zone if self.zone is not None else zone not in self.other_zones
+
+
+def model_groups(scenario: Scenario, base_dir: Path) -> list[Group]:
+    groups = []
+    for node_class in NODE_CLASSES:
+        spec = getattr(scenario.chaos, node_class)
+        zones = {zone: parse_lifetime(z.lifetime, base_dir) for zone, z in spec.zones.items()}
+        model = parse_lifetime(spec.lifetime, base_dir)
+        if model.evicts:
+            groups.append(Group(node_class, node_class, None, model, frozenset(zones)))
+        groups.extend(
+            Group(f"{node_class} zone {zone}", node_class, zone, m) for zone, m in zones.items() if m.evicts
+        )
+    return groups
 
 
 @dataclass(frozen=True)
@@ -85,35 +128,73 @@ class ChaosCheck:
 def check_events(events: Sequence[Mapping[str, Any]], scenario: Scenario, base_dir: Path) -> ChaosCheck:
     drawn = list(events_of(events, LifetimeDrawn))
     timings = list(events_of(events, EvictionTiming))
+    ends = _exposure_ends(events)
     fits = []
-    for node_class in NODE_CLASSES:
-        model = parse_lifetime(getattr(scenario.chaos, node_class).lifetime, base_dir)
-        if model.evicts:
-            fits.append(_class_fit(node_class, model, drawn, timings, scenario.wall_per_trace))
+    for group in model_groups(scenario, base_dir):
+        mine = [e for e in drawn if group.covers(scenario, e["class"], e["node"])]
+        own = [e for e in timings if group.covers(scenario, e["class"], e["node"])]
+        fit = _class_fit(group.label, group.model, mine, own, scenario.wall_per_trace)
+        ks, censored = _lived_fit(group.model, mine, own, ends, scenario.wall_per_trace)
+        fits.append(replace(fit, ks_lived_model=ks, censored=censored))
     return ChaosCheck(fits, _notice_fit(timings))
 
 
+def _exposure_ends(events: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """When each node stopped being exposed to its lifetime, run seconds: its loss, else the
+    run's end (key ``""``)."""
+    ends = {"": max((float(e["t"]) for e in events), default=0.0)}
+    for lost in events_of(events, NodeLost):
+        ends.setdefault(lost["node"], float(lost["t"]))
+    return ends
+
+
+def _lived_fit(
+    model: LifetimeModel,
+    drawn: list[LifetimeDrawn],
+    timings: list[EvictionTiming],
+    ends: dict[str, float],
+    wall_per_trace: float,
+) -> tuple[float, int]:
+    """KS distance of the Kaplan-Meier estimate of the lived lifetimes from the model, and
+    how many were censored: a node killed by its lifetime lived ``actual_s``; one killed
+    otherwise is censored at ``actual_s``; one never killed at its loss or the run's end."""
+    by_node = {e["node"]: e for e in timings if e["actual_s"] is not None}
+    killed, censored = [], []
+    for node in drawn:
+        timing = by_node.get(node["node"])
+        if timing is not None:
+            (killed if timing["reason"] == "lifetime" else censored).append(timing["actual_s"])
+        else:
+            end = ends.get(node["node"], ends[""])
+            censored.append(max(0.0, (end - float(node["t"])) / wall_per_trace))
+    if not killed:
+        return math.nan, len(censored)
+    estimate = stats.ecdf(stats.CensoredData(uncensored=killed, right=censored)).cdf
+    times = np.unique(killed)
+    after = estimate.evaluate(times)
+    before = estimate.evaluate(np.nextafter(times, -np.inf))
+    distance = max(np.abs(after - model.cdf_at(times)).max(), np.abs(before - model.cdf_before(times)).max())
+    return float(distance), len(censored)
+
+
 def _class_fit(
-    node_class: str,
+    label: str,
     model: LifetimeModel,
     drawn: list[LifetimeDrawn],
     timings: list[EvictionTiming],
     wall_per_trace: float,
 ) -> ClassFit:
-    lifetimes = [e["lifetime_s"] for e in drawn if e["class"] == node_class]
+    lifetimes = [e["lifetime_s"] for e in drawn]
     pairs = [
         (e["actual_s"], e["drawn_s"])
         for e in timings
-        if e["class"] == node_class
-        and e["reason"] == "lifetime"
-        and e["actual_s"] is not None
-        and e["drawn_s"] is not None
+        if e["reason"] == "lifetime" and e["actual_s"] is not None and e["drawn_s"] is not None
     ]
     lived = np.array([p[0] for p in pairs])
     planned = np.array([p[1] for p in pairs])
     errors_ms = np.abs(lived - planned) * wall_per_trace * 1000.0
     return ClassFit(
-        node_class,
+        label,
         model.describe(),
         len(lifetimes),
         ks_distance(lifetimes, model) if lifetimes else math.nan,
@@ -125,9 +206,7 @@ def _class_fit(
 
 def _notice_fit(timings: list[EvictionTiming]) -> NoticeFit:
     warned = [e for e in timings if e["lead_s"] is not None and e["promised_s"] is not None]
-    model_ms = np.array(
-        [abs(e["lead_s"] - _intended(e)) * 1000.0 for e in warned]
-    )
+    model_ms = np.array([abs(e["lead_s"] - _intended(e)) * 1000.0 for e in warned])
     sent_ms = np.array([abs(e["lead_s"] - e["promised_s"]) * 1000.0 for e in warned])
     worst = float(model_ms.max()) if model_ms.size else math.nan
     return NoticeFit(len(warned), *_percentiles(model_ms), worst, *_percentiles(sent_ms))
@@ -165,12 +244,14 @@ COLUMNS = (
     "KS(lived, drawn)",
     "|lived-drawn| p50",
     "p99",
+    "censored",
+    "KS(lived, model)",
     "model",
 )
 
 
 def check_rows(check: ChaosCheck) -> list[tuple[str, ...]]:
-    """One row per class, under ``COLUMNS``."""
+    """One row per class (and per zone with a model of its own), under ``COLUMNS``."""
     return [
         (
             fit.node_class,
@@ -181,6 +262,8 @@ def check_rows(check: ChaosCheck) -> list[tuple[str, ...]]:
             _number(fit.ks_lived, "{:.4f}"),
             _number(fit.error_p50_ms, "{:.1f} ms"),
             _number(fit.error_p99_ms, "{:.1f} ms"),
+            str(fit.censored),
+            _number(fit.ks_lived_model, "{:.4f}"),
             fit.model,
         )
         for fit in check.classes

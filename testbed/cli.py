@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agents.cli import add_agent_arguments, port_number, run_agent
 from testbed.durations import parse_duration
@@ -21,6 +22,9 @@ from testbed.processes import RunTerminated
 from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
 from testbed.workloads.cli import add_workload_commands
+
+if TYPE_CHECKING:
+    from master.run import RunResult
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -64,9 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--backend",
-        choices=("local", "docker", "attach"),
-        default="local",
-        help="nodes as local processes (default), Docker containers, or compose/Swarm agents (attach)",
+        choices=("local", "docker", "attach", "sim"),
+        default=None,
+        help="nodes as local processes (default), Docker containers, compose/Swarm agents (attach), "
+        "or simulated on a virtual clock (sim); default: the scenario's backend, else local",
     )
     run.add_argument("--dry-run", action="store_true", help="print the planned eviction schedule and stop")
     run.set_defaults(handler=cmd_run)
@@ -232,7 +237,7 @@ def build_policies(scenario: Scenario, path: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from master.journal import new_run_dir
-    from master.run import prepare_run_dir, run_blocking
+    from master.run import prepare_run_dir
     from master.rundir import RunDirError, fresh_run_dir
     from master.scale_model import local_isolation, resolve
     from testbed.console import print_jct_table
@@ -241,7 +246,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_resume(args)
     if args.scenario is None:
         raise UsageError("testbed run: give a scenario file, or --resume RUN_DIR")
-    scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
+    overrides = [*args.overrides, *([f"backend={args.backend}"] if args.backend else [])]
+    scenario = load_scenario(args.scenario, overrides)
+    args.backend = scenario.backend or "local"
+    if args.backend == "sim":
+        from master.sim.run import sim_scenario
+
+        scenario = sim_scenario(scenario)
+    scenario = resolve(scenario)  # dilation: auto, for this host
     if args.dry_run:
         print(eviction_plan(scenario, args.scenario))
         return EXIT_OK
@@ -260,11 +272,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"testbed run --out: cannot create the run directory: {exc}") from None
         print(f"run directory: {run_dir}", file=sys.stderr)
-        result = run_blocking(scenario, run_dir, args.backend)
+        result = _run_backend(scenario, run_dir, args.backend)
     print_jct_table(result.run_dir, result.summary)
     warn_if_distorted(result.summary)
     _warn_shortfall(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _run_backend(scenario: Scenario, run_dir: Path, backend: str) -> RunResult:
+    if backend == "sim":
+        from master.sim.run import run_sim
+
+        return run_sim(scenario, run_dir, progress=sys.stderr.isatty())
+    from master.run import run_blocking
+
+    return run_blocking(scenario, run_dir, backend)
 
 
 def _warn_shortfall(summary: dict) -> None:
@@ -294,6 +316,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     if args.scenario is not None or args.overrides or args.out or args.clean or args.dry_run:
         raise UsageError("testbed run --resume RUN_DIR: the run directory already has its scenario")
+    if args.backend == "sim":
+        raise UsageError("testbed run --resume: a simulated run is not resumed; run its scenario again")
     with contextlib.ExitStack() as owned:
         try:
             check_resumable(args.resume)  # before the lock, which would leave a file in a non-run
@@ -302,7 +326,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         except (ResumeError, RunDirError) as exc:
             raise UsageError(f"testbed run --resume: {exc}") from None
         print(f"resuming run directory: {args.resume}", file=sys.stderr)
-        result = run_blocking(scenario, args.resume, args.backend, resume=True)
+        result = run_blocking(scenario, args.resume, args.backend or "local", resume=True)
     print_jct_table(result.run_dir, result.summary)
     warn_if_distorted(result.summary)
     _warn_shortfall(result.summary)
@@ -313,6 +337,8 @@ def check_broker(scenario: Scenario, backend: str) -> None:
     """An external broker (``mqtt://...`` or ``TESTBED_BROKER``) must answer before nodes start."""
     from testbed.mqtt import BrokerAddress
 
+    if backend == "sim":
+        return  # no broker: the simulator's agents are models
     url = os.environ.get("TESTBED_BROKER") or None
     if backend == "attach" and url is None:
         raise UsageError("testbed run --backend attach: set TESTBED_BROKER=mqtt://HOST:PORT (agents' broker)")
@@ -335,7 +361,8 @@ def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) 
     scenario = resolve(scenario)  # wall times under this host's dilation
     horizon = horizon if horizon is not None else min(scenario.timeout * scenario.time_scale, MAX_DURATION_S)
     try:
-        return format_plan(plan_evictions(scenario, horizon, base_dir=path.parent), scenario, path.parent)
+        plan = plan_evictions(scenario, horizon, base_dir=path.parent)
+        return format_plan(plan, scenario, path.parent, horizon)
     except ValueError as exc:
         raise UsageError(f"{path}: chaos: {exc}") from None
 

@@ -49,11 +49,7 @@ def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | N
         f"{summary['succeeded']}/{summary['jobs']} jobs succeeded; mean JCT {_num(summary['mean_jct_s'])} s, "
         f"p95 {_num(summary['p95_jct_s'])} s, makespan {_num(summary['makespan_s'])} s; "
         f"{summary['evictions']} evictions, {summary['relaunched_tasks']} relaunched tasks\n"
-        + (
-            f"times in emulated seconds: wall / dilation {dilation:g} (wall times in summary.json)\n"
-            if dilation != 1.0
-            else "times in emulated seconds since the run started (= wall seconds: no dilation)\n"
-        )
+        + _time_note(summary, dilation)
         + f"run directory: {run_dir}"
     )
 
@@ -62,3 +58,11 @@ def _num(value: Any) -> str:
     if value in (None, ""):
         return "-"
     return f"{float(value):.2f}"
+
+
+def _time_note(summary: dict, dilation: float) -> str:
+    if summary.get("backend") == "sim":
+        return "times in simulated seconds since the run started (backend: sim, docs/simulation.md)\n"
+    if dilation != 1.0:
+        return f"times in emulated seconds: wall / dilation {dilation:g} (wall times in summary.json)\n"
+    return "times in emulated seconds since the run started (= wall seconds: no dilation)\n"

@@ -235,6 +235,28 @@ class EvictionTiming(Event, _Class):
     lead_s: float | None
 
 
+class CapacityUnavailable(Event, _Class):
+    """The class's capacity ran out (docs/chaos.md, "Capacity"); ``until_s`` run seconds."""
+
+    until_s: float
+
+
+class CapacityAvailable(Event, _Class):
+    pass
+
+
+class LaunchWaiting(Event, _Class):
+    """A launch of the class waits for capacity until ``until_s`` (run seconds)."""
+
+    until_s: float
+
+
+class LaunchRefused(Event, _Class):
+    """A launch of the class is refused: no capacity within ``max_wait``."""
+
+    requested_s: float
+
+
 class Storm(Event):
     storm: int
     firing: int
@@ -410,6 +432,10 @@ EVENTS: dict[str, type[Event]] = {
     "lifetime_drawn": LifetimeDrawn,
     "eviction_timing": EvictionTiming,
     "storm": Storm,
+    "capacity_unavailable": CapacityUnavailable,
+    "capacity_available": CapacityAvailable,
+    "launch_waiting": LaunchWaiting,
+    "launch_refused": LaunchRefused,
     "task_started": TaskStarted,
     "task_finished": TaskFinished,
     "task_vanished": TaskVanished,

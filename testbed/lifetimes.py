@@ -10,6 +10,7 @@ A scenario names a model per node class (``chaos.transient.lifetime``)::
                                            rebalance recommendation, GCP preemptible's 24 h cap)
     {exponential: {mean: 10m}}
     {weibull: {shape: 0.7, scale: 20m}}
+    {gamma: {shape: 2, scale: 5m}}          mean shape x scale
     {lognormal: {mu: 6.4, sigma: 1.0}}     mu and sigma of ln(lifetime in seconds)
     {uniform: {a: 1m, b: 10m}}
     {fixed: 5m}
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.special import gammainc
 
 from testbed.durations import parse_duration
 from testbed.limits import MAX_DURATION_S, read_data_file, within_max_duration
@@ -135,6 +137,23 @@ class Weibull(LifetimeModel):
 
     def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
         return -np.expm1(-((np.maximum(seconds, 0.0) / self.scale) ** self.shape))
+
+
+@dataclass(frozen=True)
+class Gamma(LifetimeModel):
+    """Gamma with ``shape`` k and ``scale`` theta: mean k * theta (SkyPilot's two-gamma model)."""
+
+    shape: float
+    scale: float
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.gamma(self.shape, self.scale, n)
+
+    def describe(self) -> str:
+        return f"gamma(shape={self.shape:g}, scale={format_seconds(self.scale)})"
+
+    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        return gammainc(self.shape, np.maximum(seconds, 0.0) / self.scale)
 
 
 @dataclass(frozen=True)
@@ -302,6 +321,7 @@ _EXAMPLE = "{weibull: {shape: 0.7, scale: 20m}}"
 _PARAMETERS: dict[str, tuple[str, ...]] = {
     "exponential": ("mean",),
     "weibull": ("shape", "scale"),
+    "gamma": ("shape", "scale"),
     "lognormal": ("mu", "sigma"),
     "uniform": ("a", "b"),
 }
@@ -360,6 +380,11 @@ def _parametric(family: str, params: dict[str, Any]) -> LifetimeModel:
         return Weibull(
             _number(params["shape"], "weibull shape", positive=True),
             _duration(params["scale"], "weibull scale", positive=True),
+        )
+    if family == "gamma":
+        return Gamma(
+            _number(params["shape"], "gamma shape", positive=True, bound=MAX_SIGMA * 100),
+            _duration(params["scale"], "gamma scale", positive=True),
         )
     if family == "lognormal":
         return LogNormal(

@@ -93,6 +93,9 @@ class ClusterSnapshot:
     nodes: tuple[NodeView, ...]
     jobs: tuple[JobView, ...]
     memory_increment_mb: int = 100
+    unavailable: frozenset[NodeClass] = frozenset()
+    """Classes whose cloud capacity is out now (docs/chaos.md, "Capacity"): a launch of them
+    waits or is refused."""
 
 
 @dataclass(frozen=True, slots=True)

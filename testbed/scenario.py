@@ -30,6 +30,7 @@ from testbed.limits import (
     MAX_JOBS,
     MAX_NODE_MEMORY_MB,
     MAX_NODES_PER_CLASS,
+    MAX_SIM_NODES_PER_CLASS,
     MAX_TASKS,
     MAX_TASKS_PER_JOB,
     MAX_TIME_SCALE,
@@ -41,6 +42,7 @@ from testbed.plugins import add_plugin_dir
 from testbed.scenario_arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario_base import Duration, Seed, Strict
 from testbed.scenario_chaos import ChaosSpec
+from testbed.scenario_sim import SimulationSpec
 from testbed.scenario_yaml import ScenarioError, apply_override, expand_node_counts, load_raw
 from testbed.zones import check_zones, zone_of
 
@@ -50,7 +52,7 @@ from testbed.zones import check_zones, zone_of
 class NodeClassSpec(Strict):
     """One class of nodes (reserved or transient)."""
 
-    count: int = Field(ge=0, le=MAX_NODES_PER_CLASS)
+    count: int = Field(ge=0, le=MAX_SIM_NODES_PER_CLASS)
     slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
     memory_mb: int = Field(default=1024, ge=16, le=MAX_NODE_MEMORY_MB, description="memory for tasks")
     cpus: float | None = Field(
@@ -397,6 +399,24 @@ class Scenario(Strict):
         default_factory=list,
         description="task models for YARN/YARN-ME: testbed profile files, or written inline",
     )
+    backend: Literal["local", "docker", "attach", "sim"] | None = Field(
+        default=None, description="where the nodes run (testbed run --backend overrides it; default local)"
+    )
+    simulation: SimulationSpec = SimulationSpec()
+
+    @model_validator(mode="after")
+    def _real_cluster_size(self) -> Scenario:
+        """Real backends run a process per node: at most MAX_NODES_PER_CLASS of a class."""
+        if self.backend == "sim":
+            return self
+        for name in ("reserved", "transient"):
+            count = getattr(self.cluster, name).count
+            if count > MAX_NODES_PER_CLASS:
+                raise ValueError(
+                    f"cluster.{name}.count: {count} nodes, at most {MAX_NODES_PER_CLASS} run for real; "
+                    "lower it, or simulate them (backend: sim, or testbed run --backend sim)"
+                )
+        return self
 
     @field_validator("profiles")
     @classmethod
@@ -443,6 +463,14 @@ class Scenario(Strict):
                 raise ValueError(
                     f"chaos.storms.{index}.evict.zone: unknown zone {storm.evict.zone!r}; zones: {known}"
                 )
+        for node_class in ("reserved", "transient"):
+            own = getattr(self.cluster, node_class).zones
+            for zone in getattr(self.chaos, node_class).zones:
+                if zone not in own:
+                    known = ", ".join(own) or f"none: give cluster.{node_class}.zones"
+                    raise ValueError(
+                        f"chaos.{node_class}.zones: unknown zone {zone!r}; zones of {node_class}: {known}"
+                    )
         return self
 
     @model_validator(mode="after")

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from testbed.capacity import parse_capacity
 from testbed.lifetimes import parse_lifetime
 from testbed.limits import MAX_STORM_FIRINGS, too_large
 from testbed.scenario_base import Duration, Rate, Strict
@@ -64,25 +65,50 @@ class StormSpec(Strict):
 LifetimeModel = str | dict[str, Any]
 
 
+def _anchored(value: Any, key: str, base_dir: str | Path | None) -> Any:
+    """``value`` with its relative file path ``value[key]`` made absolute against ``base_dir``
+    (the scenario file's folder), so the run's controller, its ``scenario.yaml`` and
+    ``--resume`` read the same file; unchanged without a ``base_dir`` or a path."""
+    if base_dir is None or not isinstance(value, dict) or not isinstance(value.get(key), str):
+        return value
+    path = Path(value[key]).expanduser()
+    return {**value, key: str(path if path.is_absolute() else Path(base_dir).resolve() / path)}
+
+
+def _lifetime(value: Any, info: ValidationInfo) -> Any:
+    """Parse the model now so a typo is a scenario error. A relative ``empirical`` path
+    is relative to the validation context's ``base_dir``, else the working directory."""
+    base_dir = (info.context or {}).get("base_dir")
+    parse_lifetime(value, base_dir)
+    return _anchored(value, "empirical", base_dir)
+
+
+class ZoneChaosSpec(Strict):
+    """A zone's own lifetime model (``chaos.<class>.zones.<zone>``); its nodes' notice is the class's."""
+
+    lifetime: LifetimeModel = "none"
+
+    _known_model = field_validator("lifetime", mode="before")(_lifetime)
+
+
 class ClassChaosSpec(Strict):
     lifetime: LifetimeModel = "none"
     notice: Duration = 0.0
     replace: bool = True
     provisioning_delay: Duration = 0.0
+    capacity: dict[str, Any] | None = None
+    """When the class's nodes cannot be launched (``testbed.capacity``); None: never runs out."""
+    zones: dict[str, ZoneChaosSpec] = Field(default_factory=dict)
+    """Per-zone lifetime models, overriding ``lifetime`` for the nodes of those zones."""
 
-    @field_validator("lifetime", mode="before")
+    _known_model = field_validator("lifetime", mode="before")(_lifetime)
+
+    @field_validator("capacity", mode="before")
     @classmethod
-    def _known_model(cls, value: Any, info: ValidationInfo) -> Any:
-        """Parse the model now so a typo is a scenario error. A relative ``empirical`` path
-        is relative to the validation context's ``base_dir`` (the scenario file's folder),
-        else the working directory; with a ``base_dir`` it is kept made absolute, so the
-        run's controller, its ``scenario.yaml`` and ``--resume`` read the same file."""
+    def _known_capacity(cls, value: Any, info: ValidationInfo) -> Any:
         base_dir = (info.context or {}).get("base_dir")
-        parse_lifetime(value, base_dir)
-        if base_dir is None or not isinstance(value, dict) or not isinstance(value.get("empirical"), str):
-            return value
-        path = Path(value["empirical"]).expanduser()
-        return {"empirical": str(path if path.is_absolute() else Path(base_dir).resolve() / path)}
+        parse_capacity(value, base_dir)
+        return _anchored(value, "trace", base_dir)
 
 
 class ChaosSpec(Strict):

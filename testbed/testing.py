@@ -19,6 +19,7 @@ This module runs the master in-process, so it is, like the CLI, one of the few p
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +69,17 @@ def placements(scheduler: Scheduler, snap: ClusterSnapshot) -> dict[str, str]:
 
 async def run(scenario: str | Path | dict[str, Any], run_dir: Path, backend: str = "local") -> Any:
     """Run a scenario (a file, or its fields as a dict) to its end; a ``master.run.RunResult``
-    (``ok``, ``summary``, ``run_dir``). A file's directory is importable (its plugins)."""
+    (``ok``, ``summary``, ``run_dir``). A file's directory is importable (its plugins).
+    ``backend="sim"`` (or a scenario's ``backend: sim``) simulates it (docs/simulation.md)."""
     from master.run import prepare_run_dir, run_scenario
     from master.scale_model import resolve
 
-    loaded = resolve(parse_scenario(scenario) if isinstance(scenario, dict) else load_scenario(scenario))
+    loaded = parse_scenario(scenario) if isinstance(scenario, dict) else load_scenario(scenario)
     run_dir.mkdir(parents=True, exist_ok=True)
+    if backend == "sim" or (backend == "local" and loaded.backend == "sim"):
+        from master.sim.run import run_sim, sim_scenario
+
+        return await asyncio.to_thread(run_sim, sim_scenario(loaded), run_dir)  # its own event loop
+    loaded = resolve(loaded)
     prepare_run_dir(loaded, run_dir)
     return await run_scenario(loaded, run_dir, backend)

@@ -31,12 +31,21 @@ class Record:
 class Chaos:
     doomed: set[str] = field(default_factory=set)
     not_replaced: set[str] = field(default_factory=set)
+    verdicts: list[float | None] = field(default_factory=list)
+    """What ``launch_wait`` answers, in turn (then 0: capacity is there)."""
+    asked: list[float] = field(default_factory=list)
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
 
     def node_launched(self, node: Record) -> None:
         pass
 
     def stop_replacing(self, node_class: str) -> None:
         self.not_replaced.add(node_class)
+
+    def launch_wait(self, node_class: str, waited: float) -> float | None:
+        self.asked.append(waited)
+        self.answered.set()
+        return self.verdicts.pop(0) if self.verdicts else 0.0
 
 
 class StandInMaster:
@@ -164,3 +173,23 @@ async def test_the_chaos_controller_does_not_replace_autoscaled_servers() -> Non
     master = StandInMaster()
     shell_for(master).start()
     assert master.chaos.not_replaced == {"transient"}
+
+
+async def test_a_launch_waits_for_capacity_and_a_refused_one_is_given_up() -> None:
+    master = StandInMaster()
+    master.chaos.verdicts = [0.01, 0.0]  # out of capacity for 10 ms, then there
+    shell = shell_for(master)
+    shell.start()
+    shell.step()
+    await launched(master)
+    assert master.chaos.asked == [0.0, 0.01] and "transient-0" in master.nodes
+    await shell.stop()
+
+    master = StandInMaster()
+    master.chaos.verdicts = [None]  # refused
+    shell = shell_for(master)
+    shell.start()
+    shell.step()
+    await master.chaos.answered.wait()
+    assert shell.provisioning == 0 and "transient-0" not in master.nodes
+    await shell.stop()

@@ -121,6 +121,22 @@ class ChaosController:
         """Evicted nodes of the class are not replaced (an autoscaler launches what it needs)."""
         self.rules.stop_replacing(node_class)  # type: ignore[arg-type]
 
+    def launch_wait(self, node_class: str, waited: float) -> float | None:
+        """An autoscaler's launch that has waited ``waited`` wall seconds for capacity, subject
+        to it as a replacement is: wall seconds it must still wait (0: go ahead), or None,
+        refused; a wait or a refusal is journaled."""
+        requested_trace = self.clock.now() - waited * self.clock.time_scale
+        when = self.rules.launch_verdict(node_class, requested_trace)  # type: ignore[arg-type]
+        if when is None:
+            self.launch_refused(node_class, requested_trace)  # type: ignore[arg-type]
+            return None
+        if when > self.clock.now():
+            self.launch_waiting(node_class, when)  # type: ignore[arg-type]
+        return max(0.0, (when - self.clock.now()) / self.clock.time_scale)
+
+    def unavailable(self) -> frozenset[str]:
+        return self.rules.unavailable()  # type: ignore[return-value]
+
     # ------------------------------------------------------------------ the rules' world
 
     def candidates(self) -> Sequence[EvictableNode]:
@@ -175,6 +191,26 @@ class ChaosController:
             self.node_launched(node)
 
         self._spawn(launch())
+
+    def capacity_changed(self, node_class: NodeClass, until: float | None) -> None:
+        if until is None:
+            self.master.journal.event("capacity_available", **{"class": node_class})
+        else:
+            self.master.journal.event(
+                "capacity_unavailable", until_s=self._run_s(until), **{"class": node_class}
+            )
+
+    def launch_waiting(self, node_class: NodeClass, until: float) -> None:
+        self.master.journal.event("launch_waiting", until_s=self._run_s(until), **{"class": node_class})
+
+    def launch_refused(self, node_class: NodeClass, requested: float) -> None:
+        self.master.journal.event(
+            "launch_refused", requested_s=self._run_s(requested), **{"class": node_class}
+        )
+
+    def _run_s(self, trace_s: float) -> float:
+        """Run seconds (the journal's clock) of a trace time."""
+        return trace_s / self.clock.time_scale
 
     def storm_fired(self, event: StormEvent, candidates: Sequence[EvictableNode], victims: list[str]) -> None:
         self.master.journal.event("storm", storm=event.storm, firing=event.event, victims=victims)

@@ -12,9 +12,9 @@ victims and marks what follows provisional.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from master.chaos.rules import LAUNCH, ChaosRules, Reason, StormEvent, VirtualClock, class_rules
@@ -45,7 +45,11 @@ class PlannedEviction:
     lifetime_s: float | None
     storm: int | None = None
     replacement_at_s: float | None = None
-    """When its replacement is launched, if the class is replaced."""
+    """When its replacement is launched, if the class is replaced (after any wait for capacity)."""
+    replacement_refused: bool = False
+    """Its replacement was refused: the class had no capacity for longer than ``max_wait``."""
+    replacement_wait_s: float = 0.0
+    """How long its replacement waited for capacity beyond the provisioning delay."""
     provisional: bool = False
     """Depends on run-time state (a busiest/most-data storm came first)."""
     rebalance_trace_s: float | None = None
@@ -65,7 +69,7 @@ def plan_evictions(
     world.rules = ChaosRules(scenario, clock, world, base_dir)
     for node_class in NODE_CLASSES:
         for _ in range(getattr(scenario.cluster, node_class).count):
-            clock.at(0.0, LAUNCH, lambda node_class=node_class: world.launch(node_class))
+            clock.at(0.0, LAUNCH, lambda node_class=node_class: world.launch(node_class, initial=True))
     world.rules.start()
     clock.run(horizon_s)
     return sorted(world.plan, key=lambda e: (e.trace_s, e.node_class, e.ordinal))
@@ -94,6 +98,9 @@ class _PlanWorld:
     uncertain_since: dict[NodeClass, float] = field(
         default_factory=lambda: dict.fromkeys(NODE_CLASSES, math.inf)
     )
+    replacing: dict[NodeClass, deque[int]] = field(default_factory=lambda: {c: deque() for c in NODE_CLASSES})
+    """Indexes in ``plan`` of the evictions whose replacement is not launched yet, in launch
+    order (one class's replacements keep their order: same delay, same capacity waits)."""
 
     def candidates(self) -> Sequence[EvictableNode]:
         return [
@@ -148,10 +155,37 @@ class _PlanWorld:
                 f"more than {MAX_PLANNED_EVICTIONS:,} evictions are planned before "
                 f"{format_seconds(now)} (a testbed limit); lengthen the lifetimes or shorten the horizon"
             )
+        if rules.replace:
+            self.replacing[node.node_class].append(len(self.plan) - 1)
         self.rules.killed_now(node.node_class)
 
-    def launch(self, node_class: NodeClass) -> None:
+    def capacity_changed(self, node_class: NodeClass, until: float | None) -> None:
+        """The plan lists the windows themselves (``capacity_windows``)."""
+
+    def launch_waiting(self, node_class: NodeClass, until: float) -> None:
+        """The replacement's launch time is filled in when it launches."""
+
+    def launch_refused(self, node_class: NodeClass, requested: float) -> None:
+        self._replaced(node_class, None)
+
+    def _replaced(self, node_class: NodeClass, at: float | None) -> None:
+        """The first pending replacement of the class launched at ``at`` (None: refused)."""
+        if not self.replacing[node_class]:
+            return  # an initial node
+        index = self.replacing[node_class].popleft()
+        eviction = self.plan[index]
+        nominal = eviction.trace_s + self.rules.classes[node_class].delay
+        self.plan[index] = replace(
+            eviction,
+            replacement_at_s=at,
+            replacement_refused=at is None,
+            replacement_wait_s=0.0 if at is None else at - nominal,
+        )
+
+    def launch(self, node_class: NodeClass, initial: bool = False) -> None:
         now = self.rules.clock.now()
+        if not initial:
+            self._replaced(node_class, now)
         ordinal = self.ordinals[node_class]
         self.ordinals[node_class] += 1
         node = _Node(
@@ -185,13 +219,30 @@ def _matches(evict: EvictSpec, node_class: str) -> bool:
 # ------------------------------------------------------------------ formatting
 
 
+def capacity_windows(
+    scenario: Scenario, horizon_s: float, base_dir: str | Path | None = None
+) -> dict[NodeClass, list[tuple[float, float]]]:
+    """Each class's unavailable capacity windows starting before ``horizon_s`` (classes with
+    a capacity model only)."""
+    windows = {}
+    for node_class in NODE_CLASSES:
+        capacity = class_rules(scenario, node_class, base_dir).capacity
+        if capacity is not None:
+            windows[node_class] = capacity.windows_until(horizon_s)
+    return windows
+
+
 def format_plan(
     plan: list[PlannedEviction],
     scenario: Scenario | None = None,
     base_dir: str | Path | None = None,
+    horizon_s: float | None = None,
 ) -> str:
-    """The plan as a text table; with ``scenario``, headed by its chaos settings."""
+    """The plan as a text table; with ``scenario``, headed by its chaos settings (and, with
+    ``horizon_s``, the capacity windows up to it)."""
     lines = _header(scenario, base_dir) if scenario is not None else []
+    if scenario is not None and horizon_s is not None:
+        lines.extend(_capacity_lines(capacity_windows(scenario, horizon_s, base_dir), horizon_s))
     columns = (
         "kill (trace)",
         "kill (wall)",
@@ -219,6 +270,10 @@ def format_plan(
 def _row(eviction: PlannedEviction) -> tuple[str, ...]:
     reason = eviction.reason if eviction.storm is None else f"storm {eviction.storm}"
     replaced = "-" if eviction.replacement_at_s is None else _clock(eviction.replacement_at_s)
+    if eviction.replacement_refused:
+        replaced = "refused"
+    elif eviction.replacement_wait_s > 0:
+        replaced += " (waited)"
     lifetime = "-" if eviction.lifetime_s is None else format_seconds(eviction.lifetime_s)
     return (
         _clock(eviction.trace_s),
@@ -242,6 +297,12 @@ def _footer(plan: list[PlannedEviction]) -> str:
     zones = Counter(e.zone for e in plan if e.zone is not None)
     if zones:
         text += "; per zone: " + ", ".join(f"{zone} {n}" for zone, n in sorted(zones.items()))
+    waited = [e.replacement_wait_s for e in plan if e.replacement_wait_s > 0]
+    if waited:
+        text += f"; {len(waited)} replacements waited for capacity ({format_seconds(sum(waited))} in all)"
+    refused = sum(1 for e in plan if e.replacement_refused)
+    if refused:
+        text += f"; {refused} replacements refused (no capacity)"
     rebalanced = sum(1 for e in plan if e.rebalance_trace_s is not None)
     if rebalanced:
         text += f"; {rebalanced} preceded by a rebalance recommendation"
@@ -264,7 +325,26 @@ def _header(scenario: Scenario, base_dir: str | Path | None) -> list[str]:
             f"{node_class} ({nodes.count}{zones}): lifetime {state.model.describe()}; "
             f"notice {format_seconds(state.notice)}; {replace}"
         )
+        lines.extend(f"  zone {zone}: lifetime {m.describe()}" for zone, m in state.zone_models.items())
+        if state.capacity is not None:
+            lines.append(f"  {state.capacity.model.describe()}")
     lines.extend(f"storm {i}: {_describe_storm(storm)}" for i, storm in enumerate(scenario.chaos.storms))
+    return lines
+
+
+MAX_WINDOWS_SHOWN = 10
+
+
+def _capacity_lines(windows: dict[NodeClass, list[tuple[float, float]]], horizon_s: float) -> list[str]:
+    lines = []
+    for node_class, spans in windows.items():
+        out = sum(min(end, horizon_s) - start for start, end in spans)
+        shown = ", ".join(f"{_clock(s)}-{_clock(e)}" for s, e in spans[:MAX_WINDOWS_SHOWN])
+        more = f" and {len(spans) - MAX_WINDOWS_SHOWN} more" if len(spans) > MAX_WINDOWS_SHOWN else ""
+        lines.append(
+            f"{node_class} capacity out {len(spans)} times, {format_seconds(out)} in all"
+            + (f": {shown}{more}" if spans else "")
+        )
     return lines
 
 

@@ -6,8 +6,8 @@ world of bookkeeping on a ``VirtualClock`` (``master.chaos.plan``); a run runs
 the same rules in the real world (drain, eviction notice, SIGKILL, relaunch) on
 the controller's real-time clock (``master.chaos.controller``). Both clocks
 order simultaneous actions the same way, as SimPy breaks ties by (time,
-priority, id): rebalance recommendations, warnings, then kills, then launches, then storms, each kind in
-the order it was scheduled. All times here are trace seconds since the run's
+priority, id): rebalance recommendations, warnings, kills, capacity changes, launches, then
+storms, each kind in the order it was scheduled. All times here are trace seconds since the run's
 time 0. docs/chaos.md, "Semantics", says the rules in prose.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from master.chaos.select import EvictableNode, select_victims
+from testbed.capacity import CapacitySchedule, parse_capacity
 from testbed.lifetimes import (
     NODE_CLASSES,
     STORM_VICTIM_STREAM,
@@ -39,7 +41,7 @@ from testbed.scenario import Scenario
 from testbed.scenario_chaos import EvictSpec, StormSpec
 
 Reason = Literal["lifetime", "storm", "manual"]
-REBALANCE, WARN, KILL, LAUNCH, STORM = range(5)
+REBALANCE, WARN, KILL, CAPACITY, LAUNCH, STORM = range(6)
 """Priorities of simultaneous actions (lower first)."""
 
 
@@ -149,6 +151,15 @@ class World(Protocol):
     def launch(self, node_class: NodeClass) -> None:
         """Launch a replacement; the world calls ``ChaosRules.launched`` with its node."""
 
+    def capacity_changed(self, node_class: NodeClass, until: float | None) -> None:
+        """The class's capacity ran out until trace time ``until``, or (None) came back."""
+
+    def launch_waiting(self, node_class: NodeClass, until: float) -> None:
+        """A launch of the class waits for capacity, until trace time ``until``."""
+
+    def launch_refused(self, node_class: NodeClass, requested: float) -> None:
+        """A launch of the class (requested at trace time ``requested``) is refused: no capacity."""
+
     def storm_fired(self, event: StormEvent, candidates: Sequence[EvictableNode], victims: list[str]) -> None:
         """A storm picked its victims (among ``candidates``)."""
 
@@ -160,13 +171,23 @@ class ClassRules:
     replace: bool
     delay: float
     """The replacement's provisioning delay."""
+    zone_models: dict[str, LifetimeModel] = field(default_factory=dict)
+    """Zones with a lifetime model of their own (``chaos.<class>.zones``)."""
+    capacity: CapacitySchedule | None = None
+    """When the class's launches must wait or are refused (None: capacity never runs out)."""
+
+    def model_for(self, zone: str | None) -> LifetimeModel:
+        return self.zone_models.get(zone, self.model) if zone is not None else self.model
 
 
 def class_rules(scenario: Scenario, node_class: NodeClass, base_dir: str | Path | None = None) -> ClassRules:
     spec = getattr(scenario.chaos, node_class)
     model = parse_lifetime(spec.lifetime, base_dir)
     notice = effective_notice(spec.notice, "notice" in spec.model_fields_set, model)
-    return ClassRules(model, notice, spec.replace, spec.provisioning_delay)
+    zone_models = {zone: parse_lifetime(z.lifetime, base_dir) for zone, z in spec.zones.items()}
+    capacity = parse_capacity(spec.capacity, base_dir)
+    schedule = None if capacity is None else CapacitySchedule(capacity, scenario.seed, node_class)
+    return ClassRules(model, notice, spec.replace, spec.provisioning_delay, zone_models, schedule)
 
 
 @dataclass
@@ -189,21 +210,26 @@ class ChaosRules:
 
     def start(self, since: float = 0.0) -> None:
         """The storms, timed from time 0; those before ``since`` (where a resumed run continues,
-        in trace time) do not fire."""
+        in trace time) do not fire. The capacity windows' edges from ``since`` on."""
         for event in storm_events(self.scenario.chaos.storms, self.scenario.seed):
             if event.at >= since:
                 self.clock.at(event.at, STORM, lambda event=event: self._storm(event))
+        for node_class, rules in self.classes.items():
+            if rules.capacity is not None:
+                self._next_capacity_edge(node_class, rules.capacity, since)
 
     def launched(self, node_id: str, node_class: NodeClass, ordinal: int) -> None:
-        """A node joined the run now: its lifetime, drawn by ordinal, starts."""
+        """A node joined the run now: its lifetime, drawn by ordinal from its zone's model
+        (else its class's), starts."""
         rules = self.classes[node_class]
         self.started[node_id] = self.clock.now()
-        lifetime = lifetime_for(rules.model, self.scenario.seed, node_class, ordinal)
+        model = rules.model_for(getattr(self.scenario.cluster, node_class).zone_of(ordinal))
+        lifetime = lifetime_for(model, self.scenario.seed, node_class, ordinal)
         if lifetime is None:
             return
         self.lifetimes[node_id] = lifetime
         now = self.clock.now()
-        lead = rebalance_lead(rules.model, self.scenario.seed, node_class, ordinal)
+        lead = rebalance_lead(model, self.scenario.seed, node_class, ordinal)
         if lead is not None:
             self.clock.at(now + lifetime - rules.notice - lead, REBALANCE, lambda: self._rebalance(node_id))
         self.clock.at(now + lifetime - rules.notice, WARN, lambda: self._warn(node_id, now + lifetime))
@@ -211,19 +237,64 @@ class ChaosRules:
 
     def killed_now(self, node_class: NodeClass) -> None:
         """A node of the class died: its replacement launches after the provisioning delay."""
-        rules = self.classes[node_class]
-        if rules.replace:
-            self.clock.at(self.clock.now() + rules.delay, LAUNCH, lambda: self.world.launch(node_class))
+        if self.classes[node_class].replace:
+            self._replace(node_class)
 
     def replace_lost(self, node_class: NodeClass) -> bool:
         """A node lost to something else than a chaos kill (a crash, silence) is replaced as a
         killed one would be; a reserved node always (the run depends on its reserved
         capacity). Whether a replacement comes."""
-        rules = self.classes[node_class]
-        if node_class != "reserved" and not rules.replace:
+        if node_class != "reserved" and not self.classes[node_class].replace:
             return False
-        self.clock.at(self.clock.now() + rules.delay, LAUNCH, lambda: self.world.launch(node_class))
+        self._replace(node_class)
         return True
+
+    def _replace(self, node_class: NodeClass) -> None:
+        requested = self.clock.now() + self.classes[node_class].delay
+        self.clock.at(requested, LAUNCH, lambda: self._launch(node_class, requested))
+
+    def launch_verdict(self, node_class: NodeClass, requested: float) -> float | None:
+        """When a launch of the class requested at trace time ``requested`` may go ahead, now:
+        now if capacity is there, the end of its outage if the launch may wait that long
+        (``max_wait`` since ``requested``), None if it is refused."""
+        now = self.clock.now()
+        capacity = self.classes[node_class].capacity
+        outage = None if capacity is None else capacity.outage_at(now)
+        if outage is None:
+            return now
+        assert capacity is not None
+        max_wait = capacity.model.max_wait
+        return outage[1] if max_wait is None or outage[1] - requested <= max_wait else None
+
+    def _launch(self, node_class: NodeClass, requested: float) -> None:
+        """A replacement's launch, subject to the class's capacity."""
+        when = self.launch_verdict(node_class, requested)
+        if when is None:
+            self.world.launch_refused(node_class, requested)
+        elif when > self.clock.now():
+            self.world.launch_waiting(node_class, when)
+            self.clock.at(when, LAUNCH, lambda: self._launch(node_class, requested))
+        else:
+            self.world.launch(node_class)
+
+    def _next_capacity_edge(self, node_class: NodeClass, capacity: CapacitySchedule, after: float) -> None:
+        edge = capacity.next_change(after)
+        if math.isfinite(edge):
+            self.clock.at(edge, CAPACITY, lambda: self._capacity_edge(node_class, capacity, edge))
+
+    def _capacity_edge(self, node_class: NodeClass, capacity: CapacitySchedule, edge: float) -> None:
+        outage = capacity.outage_at(edge)
+        self.world.capacity_changed(node_class, None if outage is None else outage[1])
+        self._next_capacity_edge(node_class, capacity, edge)
+
+    def unavailable(self) -> frozenset[NodeClass]:
+        """The classes whose capacity is out now (what a policy sees in its snapshot)."""
+        now = self.clock.now()
+        return frozenset(
+            c
+            for c, r in self.classes.items()
+            if r.capacity is not None and r.capacity.outage_at(now) is not None
+        )
 
     def stop_replacing(self, node_class: NodeClass) -> None:
         self.classes[node_class].replace = False

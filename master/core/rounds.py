@@ -10,6 +10,7 @@ task started elsewhere) is dropped, and the task waits for the next round.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from master.core.jobs import JobRuntime, TaskKey, TaskRecord
 from master.core.nodes import NodeRecord
@@ -41,6 +42,8 @@ class SchedulingRound:
         self.scheduler = scheduler
         self.output_base = ""
         """Where final tasks upload their output (the shell's HTTP sink), before ``/outputs/...``."""
+        self.unavailable: Callable[[], frozenset[str]] = frozenset
+        """The node classes whose capacity is out now (the chaos rules say; none by default)."""
 
     # ------------------------------------------------------------------ the snapshot
 
@@ -106,11 +109,13 @@ class SchedulingRound:
                 partition=n.partition,
                 queued=tuple(n.queued),
                 rebalance=n.rebalance_at is not None,
+                zone=getattr(core.scenario.cluster, n.node_class).zone_of(n.ordinal),
             )
             for n in core.nodes.values()
             if n.status in ("up", "draining")
         )
-        return ClusterSnapshot(now, nodes, tuple(jobs), core.scenario.cluster.memory_increment_mb), pending
+        increment = core.scenario.cluster.memory_increment_mb
+        return ClusterSnapshot(now, nodes, tuple(jobs), increment, self.unavailable()), pending
 
     def _pending_window(self) -> PendingWindow | None:
         """Which ready tasks a snapshot needs: all of them for schedulers that look ahead

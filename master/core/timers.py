@@ -13,6 +13,9 @@ import itertools
 from collections.abc import Callable
 
 Action = Callable[[], None]
+SLACK_S = 1e-9
+"""A timer this close to now is due: a shell's clock that reaches ``t`` through float sums may
+land a hair before it, and a ``Wake`` that runs nothing must not ask for the same time again."""
 
 
 class TimerHeap:
@@ -44,7 +47,7 @@ class TimerHeap:
 
     def run_due(self) -> None:
         """Run every action due by now, in (time, priority, order); actions may add timers."""
-        now = self._now()
+        now = self._now() + SLACK_S
         self.asked = None
         while self._due and self._due[0][0] <= now:
             _, _, _, action = heapq.heappop(self._due)

@@ -24,7 +24,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from testbed.report.metrics import FAILED_ATTEMPTS
-from testbed.report.rundir import RunData, TaskAttempt
+from testbed.report.records import TaskAttempt
+from testbed.report.rundir import RunData
 
 CLASS_COLOURS = {"reserved": "#1f77b4", "transient": "#ff7f0e"}
 TIME_LABEL = "emulated time since run start (s)"

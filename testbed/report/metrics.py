@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from testbed.report.rundir import Job, RunData, TaskAttempt, attempts_by_job
+from testbed.report.records import Job, TaskAttempt, attempts_by_job
+from testbed.report.rundir import RunData
 
 FAILED_STATUSES = frozenset({"failed", "killed", "cancelled", "canceled", "lost", "timeout"})
 FAILED_ATTEMPTS = frozenset({"failed", "killed", "lost"})

@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 from testbed.report import gantt as gantt_chart
 from testbed.report.gantt import EVICTION_RED, TIME_LABEL, class_colour, eviction_handle
 from testbed.report.metrics import MemoryUsage, StepSeries, utilisation_series
-from testbed.report.rundir import Eviction, RunData
+from testbed.report.records import Eviction
+from testbed.report.rundir import RunData
 
 _DPI = 110
 

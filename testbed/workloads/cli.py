@@ -216,6 +216,11 @@ def cmd_check_output(args: argparse.Namespace) -> int:
         if args.workload or args.output:
             return _fail("give either --run RUN_DIR or WORKLOAD OUTPUT_DIR, not both")
         try:
+            if load_scenario(Path(args.run) / "scenario.yaml").backend == "sim":
+                return _fail(
+                    f"--run {args.run}: a simulated run (backend: sim) produces no job outputs to check; "
+                    "check a run of a real backend"
+                )
             jobs = run_jobs(Path(args.run))
         except (ScenarioError, OSError) as exc:
             return _fail(f"--run: {exc}")

@@ -9,6 +9,7 @@ from master.chaos.controller import ChaosController
 from master.chaos.plan import format_plan, plan_evictions
 from master.chaos.select import select_victims
 from master.core.nodes import NodeRecord
+from testbed.lifetimes import lifetime_for, parse_lifetime
 from testbed.policy import NodeView
 from testbed.scenario import parse_scenario
 from testbed.scenario_chaos import EvictSpec
@@ -114,3 +115,23 @@ def test_a_live_eviction_by_zone_takes_only_that_zones_nodes() -> None:
     assert [n.zone for n in controller.candidates()] == ["a", "a", "a", "b", "b"]
     _, victims = controller.rules.choose(EvictSpec(fraction=1.0, zone="a"), np.random.default_rng(1))
     assert sorted(victims) == ["transient-0", "transient-1", "transient-2"]
+
+
+def test_a_zone_with_a_lifetime_model_of_its_own() -> None:
+    """Zone b's nodes live by `high`; zone a's (the class's `none`) are never evicted: only
+    ordinals of zone b (3, 4, and replacements k with k mod 5 in {3, 4}) are in the plan."""
+    case = zoned({"transient": {"zones": {"b": {"lifetime": "high"}}}}, TWO_ZONES)
+    plan = plan_evictions(case, horizon_s=6 * 3600)
+    assert plan and {e.zone for e in plan} == {"b"} and {e.ordinal % 5 for e in plan} == {3, 4}
+    high = parse_lifetime("high")
+    assert [e.lifetime_s for e in plan] == [lifetime_for(high, 1, "transient", e.ordinal) for e in plan]
+    assert "  zone b: lifetime high = weibull(shape=0.7, scale=15m)" in format_plan(plan, case)
+
+
+def test_a_zone_model_for_an_unknown_zone_is_a_scenario_error() -> None:
+    with pytest.raises(
+        ScenarioError, match=r"chaos.transient.zones: unknown zone 'c'; zones of transient: a, b"
+    ):
+        zoned({"transient": {"zones": {"c": {"lifetime": "high"}}}}, TWO_ZONES)
+    with pytest.raises(ScenarioError, match=r"chaos.transient.zones.b.lifetime"):
+        zoned({"transient": {"zones": {"b": {"lifetime": "hgh"}}}}, TWO_ZONES)

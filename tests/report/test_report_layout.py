@@ -17,7 +17,8 @@ from testbed.report.build import write_report
 from testbed.report.gantt import MAX_GROUPS, gantt, lane_layout, slot_lanes
 from testbed.report.metrics import StepSeries
 from testbed.report.plots import eviction_marks, nodes_timeline
-from testbed.report.rundir import Eviction, TaskAttempt, load_run
+from testbed.report.records import Eviction, TaskAttempt
+from testbed.report.rundir import load_run
 
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium is not installed (Debian package: chromium)"

@@ -1,0 +1,378 @@
+"""Model agents: every node's agent as the master sees it, on the simulator's clock.
+
+They answer the master's commands with the protocol messages real agents send
+(``testbed.protocol``), after the times the execution model gives: a launch is
+acknowledged ``running`` at once, succeeds (output partition sizes, metrics) after the
+launch overhead and its modelled fetch and compute time, or fails with ``fetch`` and the
+lost blocks when an input is held by no live node. A node holds the blocks its tasks wrote
+and those pushed to it; a killed node loses them all, and its Last Will reaches the master
+after the detection delay. Pushes (Pado's, and spark-checkpoint's copies) take their bytes
+over the sender's NIC and are reported as real agents report them: the receiver's
+``BlockReceived``, then the sender's ``PushDelivered``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from master.sim.clock import DELIVER, EventHeap
+from master.sim.model import ExecutionModel, TaskCost
+from testbed.protocol import (
+    BlockReceived,
+    BlockRef,
+    CancelTask,
+    EvictionNotice,
+    FlushAggregate,
+    LaunchTask,
+    Message,
+    NodeState,
+    PushDelivered,
+    PushedPart,
+    PushTarget,
+    TaskInputs,
+    TaskMetrics,
+    TaskSpec,
+    TaskUpdate,
+)
+
+Deliver = Callable[[str, Message], None]
+"""A message from a node reaches the master (now)."""
+
+
+@dataclass
+class Attempt:
+    spec: TaskSpec
+    refs: list[BlockRef] = field(default_factory=list)
+    """Every input block it reads (its launch's, then its streamed feeds')."""
+    closed: set[int] = field(default_factory=set)
+    started: bool = False
+    """Its work is under way (every input there): its outcome is scheduled."""
+
+    @property
+    def ready(self) -> bool:
+        return set(self.spec.streamed) <= self.closed
+
+
+@dataclass
+class ModelNode:
+    node_id: str
+    node_class: str
+    slots: int
+    memory_mb: int
+    alive: bool = True
+    up: bool = False
+    blocks: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Block id -> the bytes of each of its partitions held here."""
+    running: dict[tuple[str, int], Attempt] = field(default_factory=dict)
+    finished: dict[tuple[str, int], TaskUpdate] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return url_of(self.node_id)
+
+
+def url_of(node_id: str) -> str:
+    return f"http://{node_id}.sim:1"
+
+
+def node_of(url: str) -> str:
+    return url.removeprefix("http://").partition(".sim:")[0]
+
+
+class ModelAgents:
+    def __init__(
+        self,
+        heap: EventHeap,
+        model: ExecutionModel,
+        deliver: Deliver,
+        output_staged: Callable[[TaskSpec], None] = lambda spec: None,
+    ) -> None:
+        self.heap = heap
+        self.model = model
+        self.deliver = deliver
+        self.output_staged = output_staged
+        """A final task's part file is at the master's sink (the shell answers ``OutputStaged``)."""
+        self.nodes: dict[str, ModelNode] = {}
+
+    # ------------------------------------------------------------------ nodes
+
+    def start(self, node_id: str, node_class: str) -> None:
+        """Launch a node: it announces itself ``up`` after the modelled start-up."""
+        spec = getattr(self.model.scenario.cluster, node_class)
+        node = self.nodes[node_id] = ModelNode(node_id, node_class, spec.slots, spec.memory_mb)
+        self.heap.after(self.model.spec.node_startup, DELIVER, lambda: self._announce(node))
+
+    def _announce(self, node: ModelNode) -> None:
+        if not node.alive:
+            return
+        node.up = True
+        host, _, port = node.url.removeprefix("http://").partition(":")
+        self.deliver(node.node_id, self._state(node, "up", host=host, port=int(port)))
+
+    @staticmethod
+    def _state(node: ModelNode, state: str, **extra: object) -> NodeState:
+        return NodeState(
+            node_id=node.node_id,
+            node_class=node.node_class,  # type: ignore[arg-type]
+            state=state,  # type: ignore[arg-type]
+            incarnation=f"sim-{node.node_id}",
+            session=1,
+            slots=node.slots,
+            memory_mb=node.memory_mb,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def kill(self, node_id: str) -> None:
+        """SIGKILL and its disk destroyed: its blocks and attempts are gone; its Last Will
+        (or its silence) reaches the master after the detection delay."""
+        node = self.nodes.get(node_id)
+        if node is None or not node.alive:
+            return
+        node.alive = False
+        node.blocks.clear()
+        node.running.clear()
+        if node.up:
+            lost = self._state(node, "lost")
+            self.heap.after(self.model.detection_s(), DELIVER, lambda: self.deliver(node_id, lost))
+
+    def release(self, node_id: str) -> None:
+        """A graceful stop (the master already counts the node gone)."""
+        node = self.nodes.get(node_id)
+        if node is not None:
+            node.alive = False
+            node.blocks.clear()
+            node.running.clear()
+
+    def live_nodes(self) -> int:
+        return sum(1 for node in self.nodes.values() if node.alive)
+
+    # ------------------------------------------------------------------ commands
+
+    def command(self, node_id: str, message: Message) -> None:
+        """A command from the master reaches the node (now)."""
+        node = self.nodes.get(node_id)
+        if node is None or not node.alive:
+            return
+        if isinstance(message, LaunchTask):
+            self._launch(node, message.task)
+        elif isinstance(message, CancelTask):
+            self._cancel(node, message.task_id, message.attempt)
+        elif isinstance(message, TaskInputs):
+            self._inputs(node, message)
+        elif isinstance(message, FlushAggregate):
+            self._flush(node, message)
+        elif isinstance(message, EvictionNotice):
+            self.deliver(node_id, self._state(node, "draining"))
+
+    def _launch(self, node: ModelNode, spec: TaskSpec) -> None:
+        key = (spec.task_id, spec.attempt)
+        if key in node.finished:  # a launch sent again: the outcome is repeated
+            self.deliver(node.node_id, node.finished[key])
+            return
+        if key in node.running:
+            return
+        attempt = node.running[key] = Attempt(spec, [ref for refs in spec.inputs for ref in refs])
+        self.deliver(
+            node.node_id,
+            TaskUpdate(node_id=node.node_id, task_id=spec.task_id, attempt=spec.attempt, state="running"),
+        )
+        self.heap.after(self.model.spec.launch_overhead, DELIVER, lambda: self._begin(node, attempt))
+
+    def _begin(self, node: ModelNode, attempt: Attempt) -> None:
+        """The worker is up: its inputs are fetched (or found lost), then it computes."""
+        key = (attempt.spec.task_id, attempt.spec.attempt)
+        if not node.alive or node.running.get(key) is not attempt or attempt.started or not attempt.ready:
+            return
+        lost = sorted({ref.block for ref in attempt.refs if self._holder(ref) is None})
+        if lost:
+            self._finish(node, attempt, failure="fetch", lost=tuple(lost))
+            return
+        attempt.started = True
+        local = remote = 0
+        for ref in attempt.refs:
+            holder = self._holder(ref)
+            assert holder is not None
+            nbytes = self._part_bytes(holder, ref)
+            if holder is node:
+                local += nbytes
+            else:
+                remote += nbytes
+        cost = self.model.cost(attempt.spec, local, remote, node.node_class, len(node.running))
+        self.heap.after(cost.seconds, DELIVER, lambda: self._finish(node, attempt, cost=cost))
+
+    def _holder(self, ref: BlockRef) -> ModelNode | None:
+        """A live node that holds the block (its own copy, or a pushed one)."""
+        for location in ref.locations:
+            node = self.nodes.get(node_of(location))
+            if node is not None and node.alive and ref.block in node.blocks:
+                return node
+        return None
+
+    @staticmethod
+    def _part_bytes(node: ModelNode, ref: BlockRef) -> int:
+        parts = node.blocks[ref.block]
+        return parts[ref.partition] if ref.partition < len(parts) else 0
+
+    def _finish(
+        self,
+        node: ModelNode,
+        attempt: Attempt,
+        cost: TaskCost | None = None,
+        failure: str | None = None,
+        lost: tuple[str, ...] = (),
+    ) -> None:
+        spec = attempt.spec
+        key = (spec.task_id, spec.attempt)
+        if not node.alive or node.running.pop(key, None) is not attempt:
+            return
+        if failure is not None or cost is None:
+            update = TaskUpdate(
+                node_id=node.node_id,
+                task_id=spec.task_id,
+                attempt=spec.attempt,
+                state="failed",
+                failure=failure,  # type: ignore[arg-type]
+                error=f"input blocks lost: {', '.join(lost)}" if lost else None,
+                lost_blocks=lost,
+            )
+        else:
+            update = self._succeeded(node, spec, cost)
+        node.finished[key] = update
+        self.deliver(node.node_id, update)
+        if update.state == "succeeded" and spec.push:
+            block = spec.block_id
+            self._push(node, block, spec.task_id, spec.attempt, spec.push, spec.push_rate_bytes_s)
+
+    def _succeeded(self, node: ModelNode, spec: TaskSpec, cost: TaskCost) -> TaskUpdate:
+        partitions: tuple[int, ...] = ()
+        if spec.final:
+            self.output_staged(spec)
+        else:
+            partitions = self.model.partitions(cost.bytes_out, spec.partitions)
+            node.blocks[spec.block_id] = partitions
+        metrics = TaskMetrics(
+            bytes_in=cost.bytes_in,
+            bytes_out=cost.bytes_out,
+            spill_bytes=cost.spill_bytes,
+            spills=1 if cost.spill_bytes else 0,
+            fetch_s=round(cost.fetch_s, 6),
+            compute_s=round(cost.compute_s, 6),
+        )
+        return TaskUpdate(
+            node_id=node.node_id,
+            task_id=spec.task_id,
+            attempt=spec.attempt,
+            state="succeeded",
+            partition_bytes=partitions,
+            metrics=metrics,
+        )
+
+    def _cancel(self, node: ModelNode, task_id: str, attempt: int) -> None:
+        running = node.running.get((task_id, attempt))
+        if running is None:
+            return
+        del node.running[(task_id, attempt)]
+        update = TaskUpdate(
+            node_id=node.node_id,
+            task_id=task_id,
+            attempt=attempt,
+            state="failed",
+            failure="cancelled",
+            error="cancelled by the master",
+        )
+        node.finished[(task_id, attempt)] = update
+        self.deliver(node.node_id, update)
+
+    def _inputs(self, node: ModelNode, message: TaskInputs) -> None:
+        """Pado's incremental receivers: the blocks committed so far through a streamed
+        dependency (cumulative); the work starts once the last feed of each is in."""
+        attempt = node.running.get((message.task_id, message.attempt))
+        if attempt is None:
+            return
+        known = {(ref.block, ref.partition) for ref in attempt.refs}
+        attempt.refs.extend(ref for ref in message.refs if (ref.block, ref.partition) not in known)
+        if message.last:
+            attempt.closed.add(message.dependency)
+            self._begin(node, attempt)
+
+    # ------------------------------------------------------------------ pushes
+
+    def _flush(self, node: ModelNode, flush: FlushAggregate) -> None:
+        """Pado's partial aggregation: the members held here merged into one block, pushed."""
+        held = [node.blocks[m] for m in flush.members if m in node.blocks]
+        sizes = [sum(parts[p] for parts in held if p < len(parts)) for p in range(flush.partitions)]
+        node.blocks[flush.block] = tuple(sizes)
+        self._push(node, flush.block, flush.block, 0, flush.push, flush.push_rate_bytes_s)
+
+    def _push(
+        self,
+        node: ModelNode,
+        block: str,
+        task_id: str,
+        attempt: int,
+        targets: tuple[PushTarget, ...],
+        rate: float | None,
+    ) -> None:
+        """Copy the block's partitions to each target, one after another over the NIC; each
+        receiver reports its verified copy, then the sender asks the master to commit."""
+        parts = node.blocks.get(block, ())
+        delivered: dict[str, tuple[PushedPart, ...]] = {}
+        failed: list[str] = []
+        at = self.heap.now
+        for target in targets:
+            pushed = tuple(
+                PushedPart(partition=p, nbytes=parts[p] if p < len(parts) else 0, crc32=0)
+                for p in target.partitions
+            )
+            at += self.model.transfer_s(sum(part.nbytes for part in pushed), node.node_class, rate)
+            self.heap.at(
+                at,
+                DELIVER,
+                lambda t=target, pushed=pushed: self._arrive(node, block, t, pushed, delivered, failed),
+            )
+        request = lambda: self._pushed(node, task_id, attempt, block, delivered, failed)  # noqa: E731
+        self.heap.at(at, DELIVER, request)
+
+    def _arrive(
+        self,
+        sender: ModelNode,
+        block: str,
+        target: PushTarget,
+        parts: tuple[PushedPart, ...],
+        delivered: dict[str, tuple[PushedPart, ...]],
+        failed: list[str],
+    ) -> None:
+        receiver = self.nodes.get(target.node_id)
+        if not sender.alive:
+            return
+        if receiver is None or not receiver.alive:
+            failed.append(target.node_id)
+            return
+        held = dict(enumerate(receiver.blocks.get(block, ())))
+        held.update((part.partition, part.nbytes) for part in parts)
+        receiver.blocks[block] = tuple(held.get(p, 0) for p in range(max(held) + 1))
+        delivered[target.node_id] = parts
+        self.deliver(receiver.node_id, BlockReceived(node_id=receiver.node_id, block=block, parts=parts))
+
+    def _pushed(
+        self,
+        node: ModelNode,
+        task_id: str,
+        attempt: int,
+        block: str,
+        delivered: dict[str, tuple[PushedPart, ...]],
+        failed: list[str],
+    ) -> None:
+        if not node.alive:
+            return
+        request = PushDelivered(
+            node_id=node.node_id,
+            task_id=task_id,
+            attempt=attempt,
+            block=block,
+            delivered=dict(delivered),
+            failed=tuple(failed),
+            error=f"receivers gone: {', '.join(failed)}" if failed else None,
+        )
+        self.deliver(node.node_id, request)

@@ -1,0 +1,47 @@
+"""The simulator's clock: a heap of actions on virtual run seconds.
+
+Simultaneous actions run in (time, priority, insertion order), the tie rule of SimPy and of
+``master.chaos.rules.VirtualClock``, so a run is a pure function of its scenario and seed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+DELIVER, WAKE, ROUND = range(3)
+"""Priorities at one instant: messages and modelled outcomes first, then the master's own
+timers, then its scheduling round (after everything else of the same instant)."""
+
+
+@dataclass
+class EventHeap:
+    now: float = 0.0
+    _queue: list[tuple[float, int, int, Callable[[], None]]] = field(default_factory=list)
+    _order: itertools.count = field(default_factory=itertools.count)
+    popped: int = 0
+    """Actions run so far (the benchmark's event count)."""
+
+    def at(self, when: float, priority: int, action: Callable[[], None]) -> None:
+        """Run ``action`` at ``when`` (now, if ``when`` is past)."""
+        heapq.heappush(self._queue, (max(when, self.now), priority, next(self._order), action))
+
+    def after(self, delay: float, priority: int, action: Callable[[], None]) -> None:
+        self.at(self.now + delay, priority, action)
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def next_time(self) -> float | None:
+        return self._queue[0][0] if self._queue else None
+
+    def step(self) -> bool:
+        """Run the next action (advancing the clock to it); False when none is left."""
+        if not self._queue:
+            return False
+        self.now, _, _, action = heapq.heappop(self._queue)
+        self.popped += 1
+        action()
+        return True
