@@ -104,7 +104,8 @@ class Master:
         self.signer = CommandSigner(self)
         self._kick = asyncio.Event()
         self._all_done = asyncio.Event()
-        self._timers: list[asyncio.TimerHandle] = []
+        self._timers: list[tuple[float, asyncio.TimerHandle]] = []
+        """The event loop's timers for the core's ``WakeAt``s, with their loop times."""
         self._work: set[asyncio.Task[Any]] = set()
         self.stoppers: list[Callable[[], Awaitable[None]]] = []
         """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
@@ -148,7 +149,7 @@ class Master:
             await self._until_done(background)
         finally:
             self.chaos.stop()
-            for timer in self._timers:
+            for _, timer in self._timers:
                 timer.cancel()
             for task in background:
                 task.cancel()
@@ -270,8 +271,9 @@ class Master:
 
     def _wake_at(self, t: float) -> None:
         loop = asyncio.get_running_loop()
-        self._timers = [timer for timer in self._timers if timer.when() > loop.time()]  # those to come
-        self._timers.append(loop.call_later(max(0.0, t - self.journal.now()), self._wake))
+        delay = max(0.0, t - self.journal.now())
+        self._timers = [(when, timer) for when, timer in self._timers if when > loop.time()]  # to come
+        self._timers.append((loop.time() + delay, loop.call_later(delay, self._wake)))
 
     def _wake(self) -> None:
         if not self.link.connected.is_set() and self.core.link_up:
