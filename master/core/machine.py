@@ -114,6 +114,7 @@ class MasterCore:
         self.launch_acks: dict[tuple[str, int], float] = {}
         """Seconds from sending each launch to the agent's ``running`` (the fidelity monitor's)."""
         self.staged: set[tuple[str, int, int]] = set()
+        self._sent = 0
         """Final outputs uploaded and not committed: (job, index, attempt)."""
         self.clock_started = False
         self.link_up = True
@@ -303,6 +304,10 @@ class MasterCore:
     # ------------------------------------------------------------------ what the parts may do
 
     def send(self, node_id: str, message: Message) -> None:
+        """Send ``message`` to the node, with an id of this run's (``testbed.protocol`` draws one at
+        random per process; the core's commands are the same for the same events)."""
+        self._sent += 1
+        message = message.model_copy(update={"id": f"{self.run_id}-{self._sent}"})
         self.senders.sent(node_id, message)
         self.outbox.put(Send(node_id, message))
 
