@@ -6,9 +6,13 @@ times and asserts on the commands it returns (docs/architecture.md, "The sans-I/
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from master.core import commands as cmd
 from master.core.events import FromNode, LinkDown, LinkUp, OutputStaged, ProbeAnswered, Round
-from testbed.protocol import NodeState, Resync
+from master.resume import recover
+from testbed.protocol import FlushAggregate, NodeState, Resync
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches, sends, up
 
@@ -49,15 +53,15 @@ def test_an_output_not_staged_is_not_committed_and_the_task_runs_again() -> None
     driver = Driver(make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 1, "reduces": 1}]))
     driver.boot()
     driver.do(Round())
-    (node_id, spec), = launches(driver.log)
+    ((node_id, spec),) = launches(driver.log)
     driver.finish(node_id, spec)
     driver.do(Round())
-    (node_id, final), = launches(driver.log)[1:]
+    ((node_id, final),) = launches(driver.log)[1:]
     assert final.final
     out = driver.do(FromNode(node_id, _succeeded(node_id, final)))  # its upload never landed
     assert not any(isinstance(c, cmd.CommitOutput) for c in out)
     driver.do(Round())
-    (_, again), = launches(driver.log)[2:]
+    ((_, again),) = launches(driver.log)[2:]
     assert (again.task_id, again.attempt) == (final.task_id, final.attempt + 1)
     driver.do(OutputStaged(again.job_id, again.index, final.attempt))  # the old attempt's upload, late
     out = driver.do(FromNode(node_id, _succeeded(node_id, again)))
@@ -72,7 +76,9 @@ def test_an_eviction_notice_then_the_kill_relaunches_what_ran_there() -> None:
     core = driver.core
     node = core.nodes[victim]
     _, out = core.act(1.0, core.drain, node, "eviction_notice")
-    assert node.status == "draining" and ("node_draining" in [c.kind for c in out if isinstance(c, cmd.Journal)])
+    assert node.status == "draining" and (
+        "node_draining" in [c.kind for c in out if isinstance(c, cmd.Journal)]
+    )
     _, out = core.act(1.5, core.record_eviction, node, "lifetime", None, len(node.running), 0)
     lost = driver.do(FromNode(victim, _lost(victim, core)), at=1.6)  # its Will: no probe, we evicted it
     assert not any(isinstance(c, cmd.Probe) for c in lost)
@@ -151,3 +157,60 @@ def _succeeded(node_id: str, spec):  # type: ignore[no-untyped-def]
 def _lost(node_id: str, core) -> NodeState:  # type: ignore[no-untyped-def]
     state = up(node_id, core.nodes[node_id].node_class, core)
     return state.model_copy(update={"state": "lost"})
+
+
+def test_a_master_crash_then_resume_keeps_the_committed_partitions(tmp_path: Path) -> None:
+    scenario = make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 2, "reduces": 3}])
+    first = Driver(scenario)
+    first.boot()
+    committed: set[int] = set()
+    for _ in range(10):  # until one final partition is committed, then the master dies
+        first.do(Round())
+        for node_id, spec in list(first.running().values()):
+            first.finish(node_id, spec)
+            committed |= {c.index for c in first.log if isinstance(c, cmd.CommitOutput)}
+            if committed:
+                break
+        if committed:
+            break
+    (kept,) = committed
+    last = max(c.t for c in first.log if isinstance(c, cmd.Journal))
+    journal = [{"t": c.t, "event": c.kind, **c.fields} for c in first.log if isinstance(c, cmd.Journal)]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in journal))
+    found = recover(tmp_path)
+    assert found.committed == {"j000": {kept: 0}} and found.crashed_at == last
+
+    second = Driver(scenario, resume=found)
+    second.now = found.crashed_at
+    second.boot()
+    assert [e["kept"] for e in second.events("job_restored")] == [1]
+    assert [c.keep for c in second.log if isinstance(c, cmd.PrepareJob)] == [(kept,)]
+    second.run_to_end()
+    relaunched = {spec.index for _, spec in launches(second.log) if spec.final}
+    assert kept not in relaunched and relaunched == {0, 1, 2} - {kept}
+    assert all(spec.attempt >= 1 for _, spec in launches(second.log) if spec.stage == 0)  # numbers go on
+    assert [e["status"] for e in second.events("job_finished")] == ["succeeded"]
+
+
+def test_an_eviction_during_a_pado_push_computes_the_block_again() -> None:
+    driver = Driver(make_scenario(policy={"strategy": "pado"}))
+    driver.boot()
+    driver.advance(1.0)
+    driver.do(Round())
+    maps = [(n, s) for n, s in driver.running().values() if s.stage == 0 and n.startswith("transient")]
+    node_id, spec = maps[0]
+    driver.finish(node_id, spec)  # computed; Pado aggregates and pushes it to a reserved receiver
+    driver.advance(driver.now + 5.0)
+    (flush,) = [m for n, m in sends(driver.log, FlushAggregate) if n == node_id]
+    assert [t.node_id for t in flush.push] == ["reserved-0"]
+    record = driver.core.jobs["j000"].tasks[(spec.stage, spec.index)]
+    assert record.status == "pushing"
+    core = driver.core
+    core.act(driver.now, core.record_eviction, core.nodes[node_id], "manual", None, 0, 0)
+    out = driver.do(FromNode(node_id, _lost(node_id, core)))  # evicted before its PushDelivered
+    assert [e["reason"] for e in Driver.events_of(out, "node_lost")] == ["evicted"]
+    assert record.status == "pending"
+    driver.run_to_end()
+    again = [s for n, s in launches(driver.log) if s.task_id == spec.task_id]
+    assert [s.attempt for s in again] == [spec.attempt, spec.attempt + 1]
+    assert [e["status"] for e in driver.events("job_finished")] == ["succeeded"]
