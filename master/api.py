@@ -110,11 +110,11 @@ class MasterApi:
         return web.json_response(self.status())
 
     def status(self) -> dict[str, Any]:
-        master = self.master
+        master, core = self.master, self.master.core
         return {
             "run_id": master.run_id,
             "t": round(master.journal.now(), 3),
-            "started": master.clock_started,
+            "started": core.clock_started,
             "nodes": [
                 {"node": n.node_id, "class": n.node_class, "status": n.status, "running": sorted(n.running)}
                 for n in master.nodes.values()
@@ -132,11 +132,11 @@ class MasterApi:
                 for j in master.jobs.values()
             ],
             "tasks": self._running_tasks(),
-            "expected_jobs": master.expected_jobs,
-            "evictions": master.evictions,
-            "evicted": master.evicted,
+            "expected_jobs": core.expected_jobs,
+            "evictions": core.evictions,
+            "evicted": core.evicted,
             "malformed_messages": master.codec.malformed,
-            "forged_messages": master.senders.forged,
+            "forged_messages": core.senders.forged,
         }
 
     def _running_tasks(self) -> list[dict[str, Any]]:

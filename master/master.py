@@ -126,11 +126,9 @@ class Master:
     def jobs(self) -> dict[str, Any]:
         return self.core.jobs
 
-    def __getattr__(self, name: str) -> Any:
-        """The core's counters and parts the API and the run read (``evictions``, ``records``, ...)."""
-        if name in _FROM_CORE:
-            return getattr(self.__dict__["core"], name)
-        raise AttributeError(name)
+    @property
+    def resumed_from(self) -> float:
+        return self.core.resumed_from
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -370,18 +368,3 @@ class Master:
             await launching
         return node
 
-
-_FROM_CORE = frozenset(
-    {
-        "evictions",
-        "evicted",
-        "expected_jobs",
-        "clock_started",
-        "launch_acks",
-        "records",
-        "senders",
-        "strategy",
-        "resumed_from",
-        "scheduler",
-    }
-)

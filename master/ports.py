@@ -12,9 +12,10 @@ so ``master`` has no import cycle (``lint-imports`` checks it).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from master.core.jobs import JobRuntime, TaskKey
+from master.core.machine import MasterCore
 from master.core.nodes import NodeRecord
 from master.journal import Journal
 from master.policies.base import ClusterSnapshot, RunningTask
@@ -123,11 +124,8 @@ class ApiPort(ClusterPort, DiskFaultsPort, Protocol):
     advertise: str
     codec: Codec
     chaos: ChaosControl
-    clock_started: bool
-    expected_jobs: int
-    evictions: int
-    evicted: list[dict[str, object]]
-    senders: Any
+    core: MasterCore
+    """Read for the status: its counters (evictions, the sender check's, the expected jobs)."""
 
     def output_staged(self, job_id: str, index: int, attempt: int) -> None: ...
 

@@ -146,7 +146,7 @@ async def _run_owned(
         finally:
             if broker is not None:
                 await broker.close()
-    observations.launch_ack_s = list(master.launch_acks.values())
+    observations.launch_ack_s = list(master.core.launch_acks.values())
     throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
     write_assessment(run_dir, scenario, observations, throttling, enforced=not backend_.attach)
     summary = summarize(run_dir, scenario, plugins)

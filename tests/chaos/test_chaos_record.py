@@ -40,7 +40,7 @@ async def test_live_evictions_are_taken_only_between_time_zero_and_the_end(tmp_p
             "run run has not started: its cluster is coming up (1 of 4 nodes up); evictions are taken "
             "from its time 0, once every node is up; try again in a few seconds"
         )
-        assert "eviction" not in event_names(tmp_path) and master.evictions == 0
+        assert "eviction" not in event_names(tmp_path) and master.core.evictions == 0
 
         master.begin()
         master.chaos.start()
