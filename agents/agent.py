@@ -342,6 +342,8 @@ class Agent:
             error=outcome.get("error"),
             lost_blocks=tuple(outcome.get("lost_blocks", ())),
         )
+        if update.failure == "data":  # bad input or a workload plugin's error: the traceback, for its author
+            log.error("task %s failed for good: %s", spec.task_id, update.error)
         self.finished[(spec.task_id, spec.attempt)] = update
         self._publish_update(update)
         if update.state == "succeeded" and spec.push:  # the slot is free already; the push goes on

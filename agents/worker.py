@@ -35,6 +35,7 @@ from testbed.workloads.base import (
     FetchFailed,
     InputDataError,
     TaskContext,
+    WorkloadError,
     peak_rss_bytes,
     reset_peak_rss,
 )
@@ -77,6 +78,8 @@ def execute(spec: TaskSpec, node_dir: Path, own_url: str, feed: Any = None) -> d
         outcome = {"state": "failed", "failure": "fetch", "error": str(exc), "lost_blocks": [exc.block]}
     except MemoryError:
         outcome = {"state": "failed", "failure": "oom", "error": "MemoryError"}
+    except WorkloadError as exc:  # a plugin's own code: every attempt would fail alike
+        outcome = {"state": "failed", "failure": "data", "error": f"workload plugin failed: {exc}"}
     except InputDataError as exc:  # every attempt would fail alike: not retried
         outcome = {"state": "failed", "failure": "data", "error": f"bad input: {exc}"}
     except OSError as exc:

@@ -26,6 +26,7 @@ SUITE: list[tuple[str, list[str], list[str]]] = [
         ["--evictions", "100", "--freezes", "10"],
         ["--evictions", "20", "--freezes", "3"],
     ),
+    ("chaos_realism.py", ["--kills", "200"], ["--kills", "40", "--nodes", "6"]),
     ("shuffle.py", ["--mb", "1024"], ["--mb", "128"]),
     ("workload_sort.py", ["--size-mb", "64"], ["--size-mb", "16"]),
     ("workload_wordcount.py", ["--size-mb", "16"], ["--size-mb", "4"]),

@@ -59,11 +59,19 @@ def broker_credentials() -> dict[str, str]:
 
 
 async def open_backend(
-    name: str, run_id: str, run_dir: Path, inputs: Sequence[Path] = (), cgroups: CpuCgroups | None = None
+    name: str,
+    run_id: str,
+    run_dir: Path,
+    inputs: Sequence[Path] = (),
+    cgroups: CpuCgroups | None = None,
+    plugin_dirs: Sequence[str] = (),
 ) -> Backend:
     """The provider and addresses of a backend; the caller closes ``provider`` in any case.
     ``inputs``: the jobs' input files, which containers mount read-only at the same path;
-    ``cgroups``: where local nodes get their CPU quotas (a faithful run)."""
+    ``cgroups``: where local nodes get their CPU quotas (a faithful run); ``plugin_dirs``
+    (``policy.plugin_path``): mounted read-only at the same path in containers too, and
+    on their ``PYTHONPATH``, so that workers import workload plugins (local agents
+    inherit the master's ``PYTHONPATH``)."""
     broker_url = os.environ.get("TESTBED_BROKER") or None
     if name == "local":
         provider = LocalProvider(run_id, run_dir / "nodes", run_dir / "logs", cgroups)
@@ -72,7 +80,12 @@ async def open_backend(
         from master.providers.docker import DockerProvider
 
         image = os.environ.get("TESTBED_DOCKER_IMAGE", DEFAULT_IMAGE)
-        docker_provider = DockerProvider(run_id, image, env=broker_credentials(), inputs=inputs)
+        env = {
+            **broker_credentials(),
+            **({"PYTHONPATH": os.pathsep.join(plugin_dirs)} if plugin_dirs else {}),
+        }
+        mounted = [*inputs, *(Path(directory) for directory in plugin_dirs)]
+        docker_provider = DockerProvider(run_id, image, env=env, inputs=mounted)
         backend = Backend(docker_provider, "", "", ["agent"], broker_url=broker_url)
         try:
             backend.host = backend.advertise = await docker_provider.host_address()

@@ -23,7 +23,7 @@ import yaml
 from master.policies import make_autoscaler, make_scheduler
 from master.providers.docker import AGENT_OVERHEAD_MB, AGENT_PORT, DATA_DIR, LABEL_CLASS, LABEL_RUN
 from master.scale_model import NodeShares, class_flags, resolve
-from testbed.scenario import Scenario, input_files, load_scenario
+from testbed.scenario import Scenario, ScenarioError, input_files, load_scenario
 
 BROKER_URL = "mqtt://broker:1883"
 NODE_CLASSES = ("reserved", "transient")
@@ -46,6 +46,13 @@ def compose_file(
 ) -> str:
     """The compose file's text; raises ScenarioError on a bad scenario."""
     given = load_scenario(scenario_path, overrides)
+    if given.backend == "sim":
+        raise ScenarioError(
+            [
+                f"{scenario_path}: backend: sim is simulated, with no node to put in a container; "
+                "run it with testbed run, or compose it with --set backend=local"
+            ]
+        )
     scenario = resolve(given, host_cores)
     make_scheduler(scenario)  # policy problems now, as `testbed run` would find them
     make_autoscaler(scenario)

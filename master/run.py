@@ -95,7 +95,9 @@ async def _run_owned(
     autoscaler = make_autoscaler(scenario)
     plugins = policy_plugins(scenario)  # their versions as the run starts (a source may change)
     cgroups = local_isolation(scenario) if backend == "local" else None
-    backend_ = await open_backend(backend, run_id, run_dir, input_files(scenario), cgroups)
+    backend_ = await open_backend(
+        backend, run_id, run_dir, input_files(scenario), cgroups, scenario.policy.plugin_path
+    )
     provider = backend_.provider
     broker_url = backend_.broker_url or scenario.broker
     owned = broker is None  # a broker handed in is the caller's to restart
@@ -182,7 +184,7 @@ def agent_command(
     ]
 
 
-def summarize(run_dir: Path, scenario: Scenario, plugins: dict[str, dict[str, str]]) -> dict[str, Any]:
+def summarize(run_dir: Path, scenario: Scenario, plugins: dict[str, Any]) -> dict[str, Any]:
     """summary.json from the journal's tables (so a resumed or crashed run gets the same).
 
     Times are emulated seconds (wall seconds / the run's dilation); ``wall`` keeps each

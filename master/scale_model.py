@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from master.policies import added_transient_nodes
 from testbed.cgroups import CgroupUnavailable, CpuCgroups, detect
 from testbed.fidelity import auto_dilation, host_cores
-from testbed.scenario import NodeClassSpec, Scenario, ScenarioError
+from testbed.scenario import Scenario, ScenarioError
+from testbed.scenario_cluster import NodeClassSpec
 
 
 def peak_cores(scenario: Scenario) -> float:

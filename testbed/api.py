@@ -1,4 +1,4 @@
-"""The public plugin API of transient-testbed: everything a scheduler or autoscaler plugin needs.
+"""The public plugin API of transient-testbed: everything a scheduler, autoscaler or workload plugin needs.
 
 A plugin imports only from this module; what is here keeps its name and meaning
 within a major ``API_VERSION`` (a new optional capability or field with a default
@@ -18,14 +18,25 @@ a plugin that subclasses the Protocol; the master never probes for anything else
 - :class:`Autoscaler`: ``decide(snapshot, provisioning) -> list[ScaleDecision]``;
   optional ``provisioning_delay_s``, ``wake_at(snapshot, provisioning)`` and
   ``facts(snapshot)``.
+- :class:`Workload` (a job's ``workload``): ``map(record)`` and ``reduce(key, values)``;
+  optional ``combine(key, values)``, ``read(chunk)``, ``generate(split, splits, seed)``
+  and ``reference(records)``. It runs in the agents' worker processes (and in
+  ``testbed check-output``), not in the master.
+
+Any plugin class may declare ``api_version = "1.1"``, the version it was written
+against: a different major version, or a newer minor one, is refused before the run.
 
 A plugin class is built with its options as keyword arguments (``policy.options.<name>``
 where ``<name>`` is the scenario's ``policy.scheduler``/``policy.autoscaler`` value);
 it may declare a pydantic model ``Options`` (a nested class attribute) so that
 ``testbed validate`` checks them; then it is built with the validated model's fields.
+A workload's options are its job's ``options``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
 
 from testbed.policy import (
     Assign,
@@ -49,8 +60,64 @@ from testbed.policy import (
     Undrain,
 )
 
-API_VERSION = "1.0"
-"""``major.minor`` of this module's contract (see the module docstring)."""
+API_VERSION = "1.1"
+"""``major.minor`` of this module's contract (see the module docstring); 1.1 added
+:class:`Workload` and ``api_version``."""
+
+
+class Workload:
+    """A MapReduce workload: subclass it (or write a class with the same methods).
+
+    The testbed reads and splits the input, calls ``map`` on every record, partitions
+    the pairs by key (CRC32 of the key's msgpack bytes), sorts and spills them under
+    the task's memory budget, shuffles them to the reducers over HTTP, merges them and
+    calls ``reduce`` once per key, in key order; it retries, recomputes lost map
+    outputs after an eviction and commits each reducer's part file exactly once, as
+    for the built-in workloads.
+
+    Keys and values travel as msgpack: str, bytes, int, float, bool, None, tuples
+    (lists come back as tuples) and dicts. Keys must sort together: give them one type
+    (or tuples of one shape). Every function must be deterministic: a task may run
+    twice (a retry, a recomputation) and both runs must emit the same pairs.
+    """
+
+    api_version: ClassVar[str] = API_VERSION
+    """The API version the plugin is written against (checked against ``API_VERSION``)."""
+
+    def read(self, chunk: bytes) -> Iterable[Any]:
+        """The records of a chunk of input (whole lines). Default: each line, decoded as
+        UTF-8 (invalid bytes become U+FFFD), without its newline."""
+        lines = chunk.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        return (line.decode("utf-8", errors="replace") for line in lines)
+
+    def map(self, record: Any) -> Iterable[tuple[Any, Any]]:
+        """The (key, value) pairs of one record."""
+        raise NotImplementedError
+
+    def reduce(self, key: Any, values: Iterator[Any]) -> Iterable[str] | str | None:
+        """The output lines of one key (a str is one line); ``values`` holds every value
+        the maps emitted for the key (or the combiner's results), in no set order."""
+        raise NotImplementedError
+
+    combine: Any = None
+    """Optional: ``combine(key, values: list) -> value`` folds some values of one key into
+    one, on the map side (at every spill and in the map's final merge) and before the
+    reduce. It must be associative and commutative, and ``reduce`` must accept its
+    results among the values. None: no combiner."""
+
+    generate: Any = None
+    """Optional: ``generate(split, splits, seed) -> Iterable[bytes]``, the input of map
+    task ``split`` of ``splits`` as chunks of whole records, for a job without
+    ``input`` (synthetic data, deterministic in its arguments)."""
+
+    reference: Any = None
+    """Optional: ``reference(records) -> Iterable[str]``, the job's output lines computed
+    from all its records in one process, independently of ``map``/``reduce``, for
+    ``testbed check-output``. None: the check runs ``map`` and ``reduce`` in one
+    process, with plain in-memory grouping and no combiner."""
+
 
 __all__ = [
     "API_VERSION",
@@ -73,4 +140,5 @@ __all__ = [
     "ScaleDecision",
     "Scheduler",
     "Undrain",
+    "Workload",
 ]

@@ -27,7 +27,7 @@ from typing import Any
 
 from testbed.durations import parse_duration
 from testbed.lifetimes import NODE_CLASSES, LifetimeModel, format_seconds, parse_lifetime, rng_for
-from testbed.limits import MAX_DURATION_S, read_data_file
+from testbed.limits import MAX_DURATION_S, data_path, read_data_file, scenario_time
 
 CAPACITY_STREAM = 4
 MAX_WINDOWS = 100_000
@@ -75,7 +75,7 @@ def parse_capacity(value: Any, base_dir: str | Path | None = None) -> CapacityMo
     if "trace" in value:
         if "available" in value or "unavailable" in value:
             raise ValueError("give either trace or available/unavailable, not both")
-        path = _trace_path(value["trace"], base_dir)
+        path = data_path(value["trace"], base_dir, "trace")
         return CapacityModel(windows=load_windows(path), source=str(path), max_wait=max_wait)
     if "available" not in value or "unavailable" not in value:
         raise ValueError(f"give both available and unavailable (lifetime models), e.g. {_EXAMPLE}")
@@ -99,22 +99,7 @@ def _period_model(value: Any, what: str, base_dir: str | Path | None) -> Lifetim
 
 
 def _max_wait(value: Any) -> float | None:
-    if value is None:
-        return None
-    try:
-        seconds = parse_duration(value)
-    except (ValueError, TypeError):
-        seconds = -1.0
-    if not 0 <= seconds <= MAX_DURATION_S:
-        raise ValueError(f"max_wait: expected a duration such as 30s, 5m or 2h; found {value!r}")
-    return seconds
-
-
-def _trace_path(value: Any, base_dir: str | Path | None) -> Path:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"trace: expected the path of a CSV file of from,to windows; found {value!r}")
-    path = Path(value).expanduser()
-    return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
+    return None if value is None else scenario_time(value, "max_wait")
 
 
 def load_windows(path: Path) -> tuple[tuple[float, float], ...]:

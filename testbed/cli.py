@@ -125,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
         "run", nargs="?", default="runs/latest", help="run directory or name (default runs/latest)"
     )
     check.set_defaults(handler=cmd_chaos_check)
+    imported = chaos_sub.add_parser(
+        "import-trace", help="convert a public interruption trace to the testbed's trace CSV (docs/chaos.md)"
+    )
+    imported.add_argument("format", choices=("alibaba-spot-gpu",), help="the trace's format")
+    imported.add_argument("file", type=Path, help="alibaba-spot-gpu: its job_info_df.csv")
+    imported.add_argument("--gpu-model", help="only the spot jobs of this gpu_model")
+    imported.add_argument("--out", type=Path, help="write here (default: standard output)")
+    imported.set_defaults(handler=cmd_chaos_import_trace)
 
     add_report_commands(sub)
     add_workload_commands(sub)
@@ -225,9 +233,12 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 def build_policies(scenario: Scenario, path: str) -> None:
     """Build the scenario's scheduler and autoscaler (built-in or plugin, with their options):
-    a problem is a ``ScenarioError`` whose lines name the scenario file."""
+    a problem is a ``ScenarioError`` whose lines name the scenario file. The task models are
+    scaled by the dilation, so ``dilation: auto`` is resolved for this host first."""
     from master.policies import make_autoscaler, make_scheduler
+    from master.scale_model import resolve
 
+    scenario = resolve(scenario)
     try:
         make_scheduler(scenario)
         make_autoscaler(scenario)
@@ -403,6 +414,23 @@ def cmd_chaos_check(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"testbed chaos check: {exc}") from None
     print(format_check(check))
+    return EXIT_OK
+
+
+def cmd_chaos_import_trace(args: argparse.Namespace) -> int:
+    from testbed.traces import alibaba_spot_gpu
+
+    try:
+        text = alibaba_spot_gpu(args.file, args.gpu_model)
+    except ValueError as exc:
+        raise UsageError(f"testbed chaos import-trace: {exc}") from None
+    if args.out is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        args.out.write_text(text)
+    except OSError as exc:
+        raise UsageError(f"testbed chaos import-trace: --out {args.out}: {exc.strerror}") from None
     return EXIT_OK
 
 

@@ -284,6 +284,8 @@ class TaskFinished(Event, _MaybeClass):
     spill_bytes: NotRequired[int]
     bytes_in: NotRequired[int]
     bytes_out: NotRequired[int]
+    error: NotRequired[str]
+    """A data failure's error (bad input, a workload plugin's traceback)."""
 
 
 class TaskVanished(Event):

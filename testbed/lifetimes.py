@@ -15,6 +15,7 @@ A scenario names a model per node class (``chaos.transient.lifetime``)::
     {uniform: {a: 1m, b: 10m}}
     {fixed: 5m}
     {empirical: lifetimes.csv}             observed lifetimes, or ``lifetime,cdf`` points
+    {trace: interruptions.csv}             a real interruption trace (``testbed.traces``)
 
 All durations are trace seconds. Every node draws its lifetime from its own
 generator, derived from (scenario seed, node class, node ordinal), so the n-th
@@ -34,7 +35,7 @@ import numpy as np
 from scipy.special import gammainc
 
 from testbed.durations import parse_duration
-from testbed.limits import MAX_DURATION_S, read_data_file, within_max_duration
+from testbed.limits import MAX_DURATION_S, data_path, read_data_file, within_max_duration
 from testbed.protocol import NodeClass
 
 _erf = np.vectorize(math.erf, otypes=[float])
@@ -88,6 +89,11 @@ class LifetimeModel(ABC):
     def cdf_before(self, seconds: np.ndarray) -> np.ndarray:
         """P(lifetime < seconds): differs from ``cdf_at`` only at an atom."""
         return self.cdf_at(seconds)
+
+    def lifetime_of(self, rng: np.random.Generator, ordinal: int) -> float:
+        """The lifetime of the class's node ``ordinal``, from its own generator (a trace
+        replayed node by node takes the ordinal's row instead)."""
+        return float(self.sample(rng, 1)[0])
 
     @property
     def evicts(self) -> bool:
@@ -325,7 +331,7 @@ _PARAMETERS: dict[str, tuple[str, ...]] = {
     "lognormal": ("mu", "sigma"),
     "uniform": ("a", "b"),
 }
-_FAMILIES = (*_PARAMETERS, "fixed", "empirical")
+_FAMILIES = (*_PARAMETERS, "fixed", "empirical", "trace")
 MAX_LOG_SECONDS = 20.0
 """Bound of a lognormal ``mu``: e^20 s is 15 years, beyond any run."""
 MAX_SIGMA = 10.0
@@ -354,6 +360,10 @@ def parse_lifetime(value: Any, base_dir: str | Path | None = None) -> LifetimeMo
         return Fixed(_duration(params, "fixed", positive=True))
     if family == "empirical":
         return load_empirical(_empirical_path(params, base_dir))
+    if family == "trace":
+        from testbed.traces import trace_model  # it builds on this module's models
+
+        return trace_model(params, base_dir)
     if family not in _PARAMETERS:
         raise ValueError(f"unknown lifetime family {family!r}; expected one of {', '.join(_FAMILIES)}")
     return _parametric(family, _params(family, params))
@@ -423,10 +433,7 @@ def _number(value: Any, what: str, positive: bool = False, bound: float = math.i
 
 
 def _empirical_path(value: Any, base_dir: str | Path | None) -> Path:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"empirical: expected the path of a CSV file; found {value!r}")
-    path = Path(value).expanduser()
-    return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
+    return data_path(value, base_dir, "empirical")
 
 
 # ------------------------------------------------------------------ empirical CSV
@@ -544,7 +551,7 @@ def lifetime_for(model: LifetimeModel, seed: int, node_class: str, ordinal: int)
     if node_class not in NODE_CLASSES or ordinal < 0:
         raise ValueError(f"no node {node_class}#{ordinal}: class must be one of {NODE_CLASSES}")
     rng = rng_for(seed, LIFETIME_STREAM, NODE_CLASSES.index(node_class), ordinal)
-    lifetime = float(model.sample(rng, 1)[0])
+    lifetime = model.lifetime_of(rng, ordinal)
     return lifetime if lifetime <= MAX_DURATION_S else None  # beyond a year and a day: never
 
 

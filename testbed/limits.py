@@ -10,6 +10,8 @@ import os
 import stat
 from pathlib import Path
 
+from testbed.durations import parse_duration
+
 MAX_SCENARIO_BYTES = 1 << 20
 """A scenario file (1 MiB: the shipped ones are under 4 KiB; traces belong in trace files)."""
 MAX_YAML_DEPTH = 32
@@ -60,6 +62,26 @@ def within_max_duration(seconds: float) -> float:
     """``seconds`` if at most ``MAX_DURATION_S``, else ``ValueError`` naming the limit."""
     if seconds > MAX_DURATION_S:
         raise ValueError(too_large("a duration", seconds / 86400, MAX_DURATION_S / 86400, " days"))
+    return seconds
+
+
+def data_path(value: object, base_dir: str | Path | None, what: str) -> Path:
+    """The path of a data file a scenario names (``ValueError`` unless a non-empty string),
+    relative to ``base_dir`` (the scenario file's folder) when one is given."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{what}: expected the path of a CSV file; found {value!r}")
+    path = Path(value).expanduser()
+    return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
+
+
+def scenario_time(value: object, what: str, example: str = "30s, 5m or 2h") -> float:
+    """A time or duration of a scenario in [0, MAX_DURATION_S] seconds, or ``ValueError``."""
+    try:
+        seconds = parse_duration(value)  # type: ignore[arg-type]
+    except (ValueError, TypeError):
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_DURATION_S:
+        raise ValueError(f"{what}: expected a duration such as {example}; found {value!r}")
     return seconds
 
 

@@ -24,7 +24,18 @@ from pydantic import BaseModel, ValidationError
 from testbed.scenario_yaml import ScenarioError
 
 ENTRY_POINT_GROUP = "transient_testbed.{kind}s"
-REQUIRED_METHODS = {"scheduler": ("schedule",), "autoscaler": ("decide",)}
+REQUIRED_METHODS = {"scheduler": ("schedule",), "autoscaler": ("decide",), "workload": ("map", "reduce")}
+SIGNATURES = {
+    "schedule": ("snapshot",),
+    "decide": ("snapshot", "provisioning"),
+    "map": ("record",),
+    "reduce": ("key", "values"),
+    "combine": ("key", "values"),
+    "read": ("chunk",),
+    "generate": ("split", "splits", "seed"),
+    "reference": ("records",),
+}
+"""The arguments the testbed passes to each plugin method (positionally)."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +65,38 @@ class Plugin:
         by its pydantic ``Options`` model when it declares one)."""
         knobs = self.checked_options(options)
         try:
-            return self.target(**knobs)
+            built = self.target(**knobs)
         except (TypeError, ValueError) as exc:
             raise ScenarioError(
-                [f"policy.options.{self.name}: {self.import_path} rejects its options: {exc}"]
+                [f"{self.options_field}: {self.import_path} rejects its options: {exc}"]
             ) from None
+        self.check_signatures(built)
+        return built
+
+    @property
+    def options_field(self) -> str:
+        """Where the scenario gives the plugin's options."""
+        if self.field.endswith(".workload"):
+            return self.field.removesuffix(".workload") + ".options"
+        return f"policy.options.{self.name}"
+
+    def check_signatures(self, built: Any) -> None:
+        """Each method the testbed calls accepts the arguments it passes (a ScenarioError
+        naming the method, its file and the signature to define otherwise)."""
+        for method, arguments in SIGNATURES.items():
+            function = getattr(built, method, None)
+            if not callable(function):
+                continue
+            try:
+                signature = inspect.signature(function)
+                signature.bind(*arguments)
+            except (TypeError, ValueError):
+                where = source_of(function)
+                wanted = ", ".join(("self", *arguments))
+                raise ScenarioError(
+                    [f"{self.field}: {self.import_path}.{method}{_shown(function)} ({where}) does not take "
+                     f"the testbed's arguments: define {method}({wanted})"]
+                ) from None  # fmt: skip
 
     def checked_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         model = getattr(self.target, "Options", None)
@@ -69,16 +107,60 @@ class Plugin:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "(all)"
-            raise ScenarioError([f"policy.options.{self.name}.{where}: {first['msg']}"]) from None
+            raise ScenarioError([f"{self.options_field}.{where}: {first['msg']}"]) from None
 
 
-def find_plugin(kind: str, name: str, field: str) -> Plugin:
-    """The plugin ``name`` (an import path or an entry point) of ``kind`` (``scheduler``, ...)."""
-    target = _by_import_path(name, field) if ":" in name else _by_entry_point(kind, name, field)
+def _shown(function: Any) -> str:
+    try:
+        return str(inspect.signature(function))
+    except (TypeError, ValueError):
+        return "(?)"
+
+
+def source_of(target: Any) -> str:
+    """``file:line`` of a plugin's class or function, as far as Python knows it."""
+    try:
+        lines = inspect.getsourcelines(target)[1]
+        return f"{inspect.getsourcefile(target)}:{lines}"
+    except (TypeError, OSError):
+        return getattr(inspect.getmodule(target), "__file__", None) or "unknown file"
+
+
+def find_plugin(kind: str, name: str, field: str, builtins: tuple[str, ...] = ()) -> Plugin:
+    """The plugin ``name`` (an import path or an entry point) of ``kind`` (``scheduler``, ...);
+    ``builtins``: the built-in names, listed when ``name`` is none of the three."""
+    target = _by_import_path(name, field) if ":" in name else _by_entry_point(kind, name, field, builtins)
     for method in REQUIRED_METHODS.get(kind, ()):
         if not callable(getattr(target, method, None)):
-            raise ScenarioError([f"{field}: {name} is no {kind}: it lacks the method {method}()"])
+            raise ScenarioError(
+                [f"{field}: {name} ({source_of(target)}) is no {kind}: it lacks the method {method}(); "
+                 f"define {method}({', '.join(('self', *SIGNATURES[method]))})"]
+            )  # fmt: skip
+    check_api_version(target, name, field)
     return Plugin(field, name, target)
+
+
+def check_api_version(target: Any, name: str, field: str) -> None:
+    """A plugin declaring ``api_version`` needs this testbed's major version and at most
+    its minor one."""
+    from testbed.api import API_VERSION  # late: testbed.api imports the policy types
+
+    wanted = getattr(target, "api_version", None)
+    if wanted is None or wanted == API_VERSION:
+        return
+    try:
+        major, minor = (int(part) for part in str(wanted).split("."))
+    except ValueError:
+        raise ScenarioError(
+            [f"{field}: {name} ({source_of(target)}) declares api_version {wanted!r}; "
+             f"write it as major.minor, e.g. {API_VERSION!r}"]
+        ) from None  # fmt: skip
+    have_major, have_minor = (int(part) for part in API_VERSION.split("."))
+    if major != have_major or minor > have_minor:
+        raise ScenarioError(
+            [f"{field}: {name} ({source_of(target)}) is written for testbed.api {wanted}, this testbed has "
+             f"{API_VERSION}: install a testbed with API {major}.x (x >= {minor}) or port the plugin"]
+        )  # fmt: skip
 
 
 def _by_import_path(name: str, field: str) -> Any:
@@ -97,12 +179,13 @@ def _by_import_path(name: str, field: str) -> Any:
     return target
 
 
-def _by_entry_point(kind: str, name: str, field: str) -> Any:
+def _by_entry_point(kind: str, name: str, field: str, builtins: tuple[str, ...]) -> Any:
     group = ENTRY_POINT_GROUP.format(kind=kind)
     found = metadata.entry_points(group=group, name=name)
     if not found:
+        listed = f" ({', '.join(builtins)})" if builtins else ""
         raise ScenarioError(
-            [f"{field}: {name!r} is neither a built-in {kind}, an import path package.module:Name, "
+            [f"{field}: {name!r} is neither a built-in {kind}{listed}, an import path package.module:Name, "
              f"nor an installed entry point of group {group}"]
         )  # fmt: skip
     entry = next(iter(found))

@@ -16,6 +16,11 @@ from rich.text import Text
 
 
 def progress_line(status: dict[str, Any]) -> str:
+    return _clock(status) + " " + progress_counts(status)
+
+
+def progress_counts(status: dict[str, Any]) -> str:
+    """Jobs done, tasks running per class, nodes up, evictions (a ``/status`` dict)."""
     jobs = status["jobs"]
     done = sum(1 for j in jobs if j["status"] in ("succeeded", "failed"))
     failed = sum(1 for j in jobs if j["status"] == "failed")
@@ -26,8 +31,7 @@ def progress_line(status: dict[str, Any]) -> str:
             alive[node["class"]] += 1
             running[node["class"]] += len(node["running"])
     return (
-        _clock(status)
-        + f" jobs {done}/{status['expected_jobs']}"
+        f"jobs {done}/{status['expected_jobs']}"
         + (f" ({failed} failed)" if failed else "")
         + f" | running tasks: reserved {running['reserved']}, transient {running['transient']}"
         + f" | nodes up: {alive['reserved']}r {alive['transient']}t | evictions {status['evictions']}"

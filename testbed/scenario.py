@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
-    BeforeValidator,
     Discriminator,
     Field,
     Tag,
@@ -24,114 +23,45 @@ from pydantic import (
 
 from testbed.curves import PenaltyCurve, SpillCurve
 from testbed.fidelity import FidelitySpec
-from testbed.inputs import absolute_input, resolve_inputs
+from testbed.inputs import resolve_inputs
 from testbed.limits import (
-    MAX_BANDWIDTH,
     MAX_JOBS,
-    MAX_NODE_MEMORY_MB,
     MAX_NODES_PER_CLASS,
-    MAX_SIM_NODES_PER_CLASS,
     MAX_TASKS,
-    MAX_TASKS_PER_JOB,
     MAX_TIME_SCALE,
     MAX_TIMEOUT_S,
     MIN_TIME_SCALE,
     too_large,
 )
-from testbed.plugins import add_plugin_dir
+from testbed.plugins import add_plugin_dir, find_plugin, source_of
 from testbed.scenario_arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario_base import Duration, Seed, Strict
 from testbed.scenario_chaos import ChaosSpec
+from testbed.scenario_cluster import ClusterSpec
+from testbed.scenario_jobs import (  # noqa: F401 - the job models are re-exported (the scenario schema)
+    DEFAULT_TASK_MEMORY_MB,
+    PLUGIN_NAME,
+    PLUGIN_TAG,
+    SORT_RECORD_BYTES,
+    WORKLOADS,
+    JobBase,
+    JobSpec,
+    NoopJob,
+    PagerankJob,
+    PluginJob,
+    SleepJob,
+    SortJob,
+    WordcountJob,
+    _tasks_of,
+)
 from testbed.scenario_sim import SimulationSpec
 from testbed.scenario_yaml import ScenarioError, apply_override, expand_node_counts, load_raw
-from testbed.zones import check_zones, zone_of
-
-# --------------------------------------------------------------------- cluster
-
-
-class NodeClassSpec(Strict):
-    """One class of nodes (reserved or transient)."""
-
-    count: int = Field(ge=0, le=MAX_SIM_NODES_PER_CLASS)
-    slots: int = Field(default=2, ge=1, le=64, description="concurrent tasks (cores)")
-    memory_mb: int = Field(default=1024, ge=16, le=MAX_NODE_MEMORY_MB, description="memory for tasks")
-    cpus: float | None = Field(
-        default=None, gt=0, le=1024, description="cores of one node (default: slots); its CPU share"
-    )
-    network_mbps: float = Field(
-        default=1000, ge=1, le=MAX_BANDWIDTH, description="NIC bandwidth in Mbit/s, each direction"
-    )
-    disk_mb_s: float | None = Field(
-        default=None, ge=1, le=MAX_BANDWIDTH, description="spill bandwidth in MB/s (default: unlimited)"
-    )
-    price_per_hour: float = Field(default=1.0, ge=0, description="for the cost report")
-    zones: dict[str, int | float] = Field(
-        default_factory=dict, description="availability zones: node counts or fractions per zone"
-    )
-
-    @model_validator(mode="after")
-    def _zones(self) -> NodeClassSpec:
-        check_zones(self.zones, self.count)
-        return self
-
-    def zone_of(self, ordinal: int) -> str | None:
-        """The zone of the class's node ``ordinal`` (``testbed.zones``); None without zones."""
-        return zone_of(self.zones, self.count, ordinal)
-
-    @property
-    def cores(self) -> float:
-        """The node's cores: ``cpus``, else one per slot."""
-        return self.cpus if self.cpus is not None else float(self.slots)
-
-
-def _node_class(default_price: float):
-    def coerce(value: Any) -> Any:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return {"count": value, "price_per_hour": default_price}
-        if isinstance(value, dict):
-            return {"price_per_hour": default_price, **value}
-        raise ValueError("expected a node count or a mapping with count, slots, memory_mb")
-
-    return BeforeValidator(coerce)
-
-
-class ClusterSpec(Strict):
-    reserved: Annotated[NodeClassSpec, _node_class(1.0)] = NodeClassSpec(count=1)
-    transient: Annotated[NodeClassSpec, _node_class(0.3)] = NodeClassSpec(count=3, price_per_hour=0.3)
-    heartbeat_interval: Duration = Field(default=0.5, gt=0)
-    heartbeat_timeout: Duration = Field(default=3.0, gt=0)
-    memory_increment_mb: int = Field(default=100, ge=1)
-    warm_workers: bool = Field(
-        default=True, description="start each agent's task forkserver at once (faster first task)"
-    )
-    start_window: int | None = Field(
-        default=None,
-        ge=0,
-        description="how many nodes may be starting at once (default: 32 per CPU core; 0: all at once)",
-    )
-
-    @model_validator(mode="after")
-    def _some_nodes(self) -> ClusterSpec:
-        if self.reserved.count + self.transient.count == 0:
-            raise ValueError("the cluster has no nodes: give reserved or transient a count >= 1")
-        if self.heartbeat_timeout < 2 * self.heartbeat_interval:
-            raise ValueError(
-                f"heartbeat_timeout ({self.heartbeat_timeout:g}s) must be at least twice heartbeat_interval "
-                f"({self.heartbeat_interval:g}s), or the master declares healthy nodes lost; raise "
-                f"heartbeat_timeout to {2 * self.heartbeat_interval:g}s or more"
-            )
-        return self
-
 
 # --------------------------------------------------------------------- policy
 
 SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle")
 STRATEGIES = ("spark", "spark-checkpoint", "pado")
 AUTOSCALERS = ("static", "cloudcoaster")
-
-
-PLUGIN_NAME = r"^[A-Za-z_][\w.-]*(:[A-Za-z_][\w.]*)?$"
-"""A built-in policy, an entry-point name, or an import path ``package.module:Name`` (docs/plugins.md)."""
 
 
 MAX_PLUGIN_DIRS = 16
@@ -156,167 +86,6 @@ class PolicySpec(Strict):
     )
 
 
-# --------------------------------------------------------------------- jobs
-
-
-DEFAULT_TASK_MEMORY_MB = 256
-
-
-class JobBase(Strict):
-    name: str | None = None
-    submit_at: Duration = 0.0
-    repeat: int = Field(default=1, ge=1, le=10_000, description="submit this job N times")
-    every: Duration = Field(default=0.0, description="gap between repeats (trace time)")
-    maps: int | None = Field(default=None, ge=1, le=10_000, description="map tasks")
-    reduces: int = Field(default=2, ge=1, le=10_000, description="reduce partitions")
-    memory_mb: int | None = Field(
-        default=None,
-        ge=1,
-        description="ideal memory of one task; default: each stage's ideal from the scenario's "
-        f"profiles, else {DEFAULT_TASK_MEMORY_MB} MB",
-    )
-    input: str | None = Field(default=None, description="a file, a directory or a glob")
-    seed: Seed | None = None
-
-    @field_validator("input")
-    @classmethod
-    def _input_exists(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        paths = resolve_inputs(value)
-        if not paths and Path(value).expanduser().exists():
-            raise ValueError(f"{value!r} is not a regular file or a directory (a pipe or a device?)")
-        if not paths:
-            raise ValueError(f"no input file matches {value!r}: give an existing file, directory or glob")
-        for path in paths:
-            try:
-                with open(path, "rb") as handle:
-                    handle.read(1)
-            except OSError as exc:
-                raise ValueError(
-                    f"cannot read input file {str(path)!r} ({exc.strerror}): "
-                    "make it readable or point input at other files"
-                ) from None
-        return absolute_input(value)  # the run directory's scenario.yaml means the same files anywhere
-
-
-SORT_RECORD_BYTES = 100
-
-
-class WordcountJob(JobBase):
-    workload: Literal["wordcount"]
-    size_mb: float = Field(default=16, gt=0, le=100_000)
-    vocabulary: int = Field(default=50_000, ge=1, le=100_000_000)
-
-
-class SortJob(JobBase):
-    workload: Literal["sort"]
-    size_mb: float = Field(default=16, gt=0, le=100_000)
-
-    @field_validator("input")
-    @classmethod
-    def _whole_records(cls, value: str | None) -> str | None:
-        paths = resolve_inputs(value) if value else []
-        for path in paths:
-            size = path.stat().st_size
-            if size % SORT_RECORD_BYTES:
-                raise ValueError(
-                    f"expected files of whole {SORT_RECORD_BYTES}-byte records; "
-                    f"found {size} bytes in {str(path)!r}"
-                )
-        if paths and not any(path.stat().st_size for path in paths):
-            raise ValueError(f"the input is empty: give at least one {SORT_RECORD_BYTES}-byte record")
-        return value
-
-
-class PagerankJob(JobBase):
-    workload: Literal["pagerank"]
-    nodes: int = Field(default=10_000, ge=2, le=1_000_000_000)
-    edges: int = Field(default=100_000, ge=1, le=1_000_000_000)
-    iterations: int = Field(default=10, ge=1, le=1000)
-    damping: float = Field(default=0.85, gt=0, lt=1)
-    tolerance: float | None = Field(default=None, gt=0)
-
-    @field_validator("input")
-    @classmethod
-    def _edge_lists(cls, value: str | None) -> str | None:
-        """The first MiBs of the edge lists, read now: a malformed line is named with its file and line."""
-        from testbed.workloads.pagerank import check_edge_files  # late: the workload imports this module
-
-        if value:
-            check_edge_files(resolve_inputs(value))
-        return value
-
-
-class SleepJob(JobBase):
-    """Synthetic tasks that run for a given duration (CloudCoaster/Eagle traces).
-
-    ``durations`` gives each task its own duration (a trace job); otherwise
-    ``tasks`` tasks run ``duration`` each. ``estimate`` is the estimated task
-    duration the scheduler sees (default: the mean duration); the job is long
-    when it reaches the scenario's cutoff (``Scenario.long_cutoff``).
-    """
-
-    workload: Literal["sleep"]
-    tasks: int = Field(default=4, ge=1, le=MAX_TASKS_PER_JOB)
-    duration: Duration = Field(default=1.0, ge=0)
-    durations: list[Duration] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_TASKS_PER_JOB,
-        description="per-task durations (trace time)",
-    )
-    estimate: Duration | None = Field(default=None, ge=0, description="estimated task duration")
-    cpu_bound: bool = False
-
-    @model_validator(mode="before")
-    @classmethod
-    def _tasks_from_durations(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("durations"), list) and "tasks" not in data:
-            return {**data, "tasks": len(data["durations"]) or 1}
-        return data
-
-    @model_validator(mode="after")
-    def _tasks_match_durations(self) -> SleepJob:
-        if self.durations is not None and self.tasks != len(self.durations):
-            raise ValueError(f"tasks is {self.tasks} but durations lists {len(self.durations)}")
-        return self
-
-    @property
-    def task_durations(self) -> list[float]:
-        """Each task's duration in trace seconds."""
-        return list(self.durations) if self.durations is not None else [self.duration] * self.tasks
-
-    @property
-    def estimate_s(self) -> float:
-        """The estimated task duration in trace seconds."""
-        if self.estimate is not None:
-            return self.estimate
-        durations = self.task_durations
-        return sum(durations) / len(durations)
-
-
-class NoopJob(JobBase):
-    """Empty tasks that the agent completes itself, with no worker process and no output:
-    a job that measures the control plane (dispatch throughput and latency) alone."""
-
-    workload: Literal["noop"]
-    tasks: int = Field(default=100, ge=1, le=MAX_TASKS_PER_JOB)
-
-
-JobSpec = Annotated[
-    WordcountJob | SortJob | PagerankJob | SleepJob | NoopJob, Field(discriminator="workload")
-]
-WORKLOADS = ("wordcount", "sort", "pagerank", "sleep", "noop")
-
-
-def _tasks_of(job: JobBase) -> int:
-    """A job's tasks as far as the scenario says (maps, when not given, count as one)."""
-    if isinstance(job, SleepJob | NoopJob):
-        return job.tasks
-    return (job.maps or 1) + job.reduces
-
-
 # --------------------------------------------------------------------- task models
 
 CurvePoints = list[tuple[float, float]]
@@ -339,8 +108,11 @@ class InlineProfile(Strict):
     @field_validator("workload")
     @classmethod
     def _known_workload(cls, value: str) -> str:
-        if value not in WORKLOADS:
-            raise ValueError(f"unknown workload; expected one of {', '.join(WORKLOADS)}")
+        """A built-in workload, or a plugin's as the jobs name it (an import path)."""
+        if value not in WORKLOADS and not (":" in value and re.fullmatch(PLUGIN_NAME, value)):
+            raise ValueError(
+                f"unknown workload; expected one of {', '.join(WORKLOADS)} or a plugin's module:Class"
+            )
         return value
 
     @field_validator("points")
@@ -553,11 +325,43 @@ def input_files(scenario: Scenario) -> list[Path]:
 def parse_scenario(
     data: dict[str, Any], source: str = "<scenario>", base_dir: str | Path | None = None
 ) -> Scenario:
-    """``base_dir`` anchors relative file paths of the scenario (``empirical`` lifetimes)."""
+    """``base_dir`` anchors relative file paths of the scenario (``empirical`` lifetimes).
+    The directories of ``policy.plugin_path`` become importable, and every workload plugin
+    is imported and checked (a ScenarioError naming ``jobs.<i>.workload`` otherwise)."""
     try:
-        return Scenario.model_validate(data, context={"base_dir": base_dir} if base_dir is not None else None)
+        scenario = Scenario.model_validate(
+            data, context={"base_dir": base_dir} if base_dir is not None else None
+        )
     except ValidationError as exc:
         raise ScenarioError([_describe(source, err) for err in exc.errors()]) from None
+    for directory in scenario.policy.plugin_path:
+        add_plugin_dir(Path(directory))
+    problems = [
+        f"{source}: {problem}"
+        for index, job in enumerate(scenario.jobs)
+        if isinstance(job, PluginJob)
+        for problem in workload_plugin_problems(job, index)
+    ]
+    if problems:
+        raise ScenarioError(problems)
+    return scenario
+
+
+def workload_plugin_problems(job: PluginJob, index: int) -> list[str]:
+    """What stops the job's workload plugin from running: it does not import, lacks
+    ``map``/``reduce``, takes other arguments, rejects its options, or has no input."""
+    field = f"jobs.{index}.workload"
+    try:
+        plugin = find_plugin("workload", job.workload, field, WORKLOADS)
+        built = plugin.build(job.options)
+    except ScenarioError as exc:
+        return exc.problems
+    if job.input is None and getattr(built, "generate", None) is None:
+        return [
+            f"jobs.{index}.input: {job.workload} ({source_of(plugin.target)}) has no generate(): "
+            "give the job an input (a file, directory or glob) or define generate(self, split, splits, seed)"
+        ]
+    return []
 
 
 def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
@@ -567,29 +371,39 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     for assignment in overrides:
         apply_override(data, assignment)
     _resolve_profiles(data, Path(path).resolve().parent)
-    _resolve_plugin_path(data, Path(path).resolve().parent)
-    scenario = parse_scenario(data, str(path), Path(path).parent)
-    for directory in scenario.policy.plugin_path:
-        add_plugin_dir(Path(directory))
-    return scenario
+    for directory in _resolve_plugin_path(data, Path(path).resolve().parent):
+        add_plugin_dir(Path(directory))  # before parsing: a job may name an entry point installed there
+    return parse_scenario(data, str(path), Path(path).parent)
 
 
-def _resolve_plugin_path(data: dict[str, Any], scenario_dir: Path) -> None:
+def _resolve_plugin_path(data: dict[str, Any], scenario_dir: Path) -> list[str]:
     """``policy.plugin_path`` made absolute, with the scenario's directory appended when the
-    scenario names a plugin (an import path or an entry point): the run directory's copy
-    of the scenario then finds the plugin too (``testbed run --resume``)."""
-    policy = data.get("policy")
+    scenario names a plugin (a policy or a workload, by import path or entry point): the run
+    directory's copy of the scenario then finds the plugin too (``testbed run --resume``).
+    Returns the directories (the first ``MAX_PLUGIN_DIRS``: the schema refuses more)."""
+    policy = data.get("policy", {})
     if not isinstance(policy, dict):
-        return
+        return []
     path = policy.get("plugin_path", [])
     if not isinstance(path, list) or not all(isinstance(entry, str) for entry in path):
-        return  # the schema says what is wrong
+        return []  # the schema says what is wrong
     resolved = [str((scenario_dir / Path(entry).expanduser()).resolve()) for entry in path]
-    named = (policy.get("scheduler", "fifo"), policy.get("autoscaler", "static"))
-    if any(name not in (*SCHEDULERS, *AUTOSCALERS) for name in named) and str(scenario_dir) not in resolved:
+    if _names_plugin(data, policy) and str(scenario_dir) not in resolved:
         resolved.append(str(scenario_dir))
     if resolved:
-        policy["plugin_path"] = resolved
+        data["policy"] = {**policy, "plugin_path": resolved}
+    return resolved[:MAX_PLUGIN_DIRS]
+
+
+def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:
+    policies = (policy.get("scheduler", "fifo"), policy.get("autoscaler", "static"))
+    jobs = data.get("jobs")
+    workloads = (
+        [job.get("workload") for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
+    )
+    return any(name not in (*SCHEDULERS, *AUTOSCALERS) for name in policies) or any(
+        isinstance(workload, str) and workload not in WORKLOADS for workload in workloads
+    )
 
 
 def _resolve_profiles(data: dict[str, Any], scenario_dir: Path) -> None:
@@ -606,7 +420,7 @@ def _resolve_profiles(data: dict[str, Any], scenario_dir: Path) -> None:
                 profiles[index] = str(beside)
 
 
-UNION_TAGS = {*WORKLOADS, PROFILE_FILE, INLINE_PROFILE}
+UNION_TAGS = {*WORKLOADS, PLUGIN_TAG, PROFILE_FILE, INLINE_PROFILE}
 """Tags pydantic puts in an error's path for a union member; a field path shows none of them."""
 
 

@@ -65,7 +65,7 @@ class StormSpec(Strict):
 LifetimeModel = str | dict[str, Any]
 
 
-def _anchored(value: Any, key: str, base_dir: str | Path | None) -> Any:
+def anchored(value: Any, key: str, base_dir: str | Path | None) -> Any:
     """``value`` with its relative file path ``value[key]`` made absolute against ``base_dir``
     (the scenario file's folder), so the run's controller, its ``scenario.yaml`` and
     ``--resume`` read the same file; unchanged without a ``base_dir`` or a path."""
@@ -80,7 +80,9 @@ def _lifetime(value: Any, info: ValidationInfo) -> Any:
     is relative to the validation context's ``base_dir``, else the working directory."""
     base_dir = (info.context or {}).get("base_dir")
     parse_lifetime(value, base_dir)
-    return _anchored(value, "empirical", base_dir)
+    if isinstance(value, dict) and isinstance(value.get("trace"), dict):
+        return {"trace": anchored(value["trace"], "file", base_dir)}
+    return anchored(anchored(value, "empirical", base_dir), "trace", base_dir)
 
 
 class ZoneChaosSpec(Strict):
@@ -108,7 +110,7 @@ class ClassChaosSpec(Strict):
     def _known_capacity(cls, value: Any, info: ValidationInfo) -> Any:
         base_dir = (info.context or {}).get("base_dir")
         parse_capacity(value, base_dir)
-        return _anchored(value, "trace", base_dir)
+        return anchored(value, "trace", base_dir)
 
 
 class ChaosSpec(Strict):

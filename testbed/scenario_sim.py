@@ -38,7 +38,7 @@ OP_MODELS: dict[str, OpModel] = {
 
 class SimulationSpec(Strict):
     launch_overhead: Duration = Field(
-        default=0.05,
+        default=0.06,
         ge=0,
         description="a launch command to the task's work starting (message, worker fork, its setup)",
     )
@@ -51,6 +51,12 @@ class SimulationSpec(Strict):
     )
     will_delay: Duration = Field(
         default=0.008, ge=0, description="a SIGKILL to its Last Will at the master (detection: will)"
+    )
+    round_gap: Duration = Field(
+        default=0.0,
+        ge=0,
+        description="least time between two scheduling rounds (0: a round after every instant "
+        "with news, as a master whose round takes no time)",
     )
     ops: dict[str, OpModel] = Field(
         default_factory=dict, description="task models per op, over the measured defaults"

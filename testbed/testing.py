@@ -13,6 +13,11 @@ real shuffles), in-process, from an async test::
     result = await run("scenario.yaml", tmp_path / "run")
     assert result.ok
 
+A workload plugin runs whole in this process, every task under a small budget so that
+its buffers spill, and is checked against its reference::
+
+    assert check_workload({"workload": "my_module:MyWorkload", "maps": 3}, tmp_path) == []
+
 This module runs the master in-process, so it is, like the CLI, one of the few parts of
 ``testbed`` allowed to import ``master`` (``pyproject.toml``'s import contracts).
 """
@@ -83,3 +88,22 @@ async def run(scenario: str | Path | dict[str, Any], run_dir: Path, backend: str
     loaded = resolve(loaded)
     prepare_run_dir(loaded, run_dir)
     return await run_scenario(loaded, run_dir, backend)
+
+
+def check_workload(
+    job: dict[str, Any], work: Path, budget_bytes: int = 256 * 1024, seed: int = 0
+) -> list[str]:
+    """Run a job (its scenario fields, e.g. ``{"workload": "mod:Name", "maps": 3}``) in this
+    process, task after task with ``budget_bytes`` each (real block files, spills, merges),
+    and return the problems ``testbed check-output`` finds in its output (none: correct)."""
+    from testbed.workloads import plan_job
+    from testbed.workloads.check import check_output
+    from testbed.workloads.local import LocalJob
+
+    scenario = parse_scenario(
+        {"name": "check-workload", "cluster": {"reserved": 1, "transient": 0}, "jobs": [job]}
+    )
+    spec = scenario.jobs[0]
+    local = LocalJob(plan_job(spec, seed, scenario), work)
+    local.run(budget_bytes)
+    return check_output(spec, seed, local.outputs)

@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,18 @@ def make_scenario(**fields: Any) -> Scenario:
     }
     data.update(fields)
     return parse_scenario(data)
+
+
+@pytest.fixture
+def isolated_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Loading a scenario puts its directory on sys.path and PYTHONPATH, and imports its
+    plugins: undo both after (plugin modules are those loaded from under ``tmp_path``)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("PYTHONPATH", ":".join(p for p in sys.path if p))
+    yield
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
 
 
 def offline_master(scenario: Scenario, run_dir: Path, **options: Any) -> Master:

@@ -14,8 +14,22 @@ def test_api_version_is_major_minor() -> None:
 
 def test_every_exported_name_exists_and_is_the_masters_own() -> None:
     for name in api.__all__:
-        if name != "API_VERSION":
+        if name not in ("API_VERSION", "Workload"):  # a workload is the workers' own, not the master's
             assert getattr(api, name) is getattr(base, name), name
+
+
+def test_a_workloads_optional_members_have_defaults() -> None:
+    class Minimal(api.Workload):
+        def map(self, record):
+            yield record, 1
+
+        def reduce(self, key, values):
+            return key
+
+    workload = Minimal()
+    assert list(workload.read(b"a\nb\xff\n\nlast")) == ["a", "b\ufffd", "", "last"]
+    assert (workload.combine, workload.generate, workload.reference) == (None, None, None)
+    assert workload.api_version == api.API_VERSION
 
 
 def test_optional_capabilities_are_declared_with_defaults() -> None:

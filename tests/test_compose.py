@@ -13,6 +13,7 @@ import yaml
 
 from master.compose import GENERATED, compose_file
 from testbed.cli import build_parser, main
+from testbed.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "compose").glob("*.yaml"))
@@ -36,7 +37,15 @@ def test_shipped_compose_file_is_not_stale(shipped: Path, monkeypatch: pytest.Mo
 
 
 def test_every_shipped_scenario_has_its_compose_file() -> None:
-    assert {p.stem for p in SHIPPED} == {p.stem for p in (REPO / "scenarios").glob("*.yaml")}
+    """Every one that runs real nodes: a simulated one (``backend: sim``) has none to compose."""
+    real = [p for p in (REPO / "scenarios").glob("*.yaml") if load_scenario(p).backend != "sim"]
+    assert {p.stem for p in SHIPPED} == {p.stem for p in real}
+
+
+def test_a_simulated_scenario_is_not_composed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compose", str(REPO / "scenarios" / "sim-10k.yaml")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "backend: sim" in error
 
 
 def test_a_changed_scenario_makes_its_compose_file_stale(

@@ -30,16 +30,25 @@ def doc_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     write_doc_files(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
-    for module in ("random_placement", "backlog_autoscaler", "test_my_policies"):
+    for module in (
+        "random_placement",
+        "backlog_autoscaler",
+        "test_my_policies",
+        "inverted_index",
+        "test_inverted_index",
+    ):
         sys.modules.pop(module, None)
 
 
-def test_the_doc_ships_a_scheduler_an_autoscaler_their_tests_and_a_scenario() -> None:
+def test_the_doc_ships_a_scheduler_an_autoscaler_a_workload_their_tests_and_scenarios() -> None:
     assert set(doc_files()) == {
         "random_placement.py",
         "backlog_autoscaler.py",
         "test_my_policies.py",
         "random.yaml",
+        "inverted_index.py",
+        "index.yaml",
+        "test_inverted_index.py",
     }
 
 
@@ -54,3 +63,13 @@ def test_the_docs_own_tests_pass(doc_dir: Path) -> None:
 def test_the_docs_scheduler_is_about_30_lines() -> None:
     code = [line for line in doc_files()["random_placement.py"].splitlines() if line.strip()]
     assert len(code) <= 32
+
+
+def test_the_docs_workload_test_passes(doc_dir: Path) -> None:
+    importlib.import_module("test_inverted_index").test_inverted_index_matches_its_reference(doc_dir / "work")
+
+
+def test_the_docs_workload_scenario_validates(doc_dir: Path) -> None:
+    from testbed.cli import main
+
+    assert main(["validate", str(doc_dir / "index.yaml")]) == 0

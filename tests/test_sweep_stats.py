@@ -11,9 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
+from testbed.scenario import load_scenario
 from testbed.stats import estimate, halves, noise_split, ratio
 from testbed.sweep import Variation, grid
 from testbed.sweep_results import write_results
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 JOB_COLUMNS = ["job_id", "status", "jct_s", "queue_s"]
 
@@ -79,3 +82,13 @@ def test_sweep_md_has_intervals_ratios_the_aa_row_and_paper_sized_overlays(tmp_p
         assert 'width="237.6pt"' in svg  # 3.3 in, one column
     rows = list(csv.DictReader((tmp_path / "sweep.csv").open()))
     assert [r["repeat"] for r in rows[:2]] == ["0", "1"]
+
+
+def test_a_sweep_checks_a_scenario_whose_dilation_is_auto():
+    """The sweep builds each cell's policies before it runs any: YARN-ME's task models are
+    scaled by the dilation, which ``auto`` leaves to be resolved (it raised RuntimeError)."""
+    from testbed.cli import build_policies
+
+    scenario = load_scenario(SCENARIOS / "yarn-me.yaml", ["policy.scheduler=yarn-me"])
+    assert scenario.fidelity.dilation == "auto"
+    build_policies(scenario, "yarn-me.yaml")

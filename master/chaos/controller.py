@@ -33,6 +33,11 @@ from testbed.scenario_chaos import EvictSpec
 log = logging.getLogger("chaos")
 
 
+TIMER_SLACK_S = 0.001
+"""An event loop runs a timer up to its clock's resolution early: a launch retried at the end
+of a capacity outage that comes within this many wall seconds of it goes ahead."""
+
+
 class NotRunning(Exception):
     """A live eviction outside the run (before its time 0, or as it ends); the message says when."""
 
@@ -126,13 +131,15 @@ class ChaosController:
         to it as a replacement is: wall seconds it must still wait (0: go ahead), or None,
         refused; a wait or a refusal is journaled."""
         requested_trace = self.clock.now() - waited * self.clock.time_scale
-        when = self.rules.launch_verdict(node_class, requested_trace)  # type: ignore[arg-type]
+        due = self.clock.now() + TIMER_SLACK_S * self.clock.time_scale  # a retry may fire a hair early
+        when = self.rules.launch_verdict(node_class, requested_trace, due)  # type: ignore[arg-type]
         if when is None:
             self.launch_refused(node_class, requested_trace)  # type: ignore[arg-type]
             return None
-        if when > self.clock.now():
-            self.launch_waiting(node_class, when)  # type: ignore[arg-type]
-        return max(0.0, (when - self.clock.now()) / self.clock.time_scale)
+        if when <= due:
+            return 0.0
+        self.launch_waiting(node_class, when)  # type: ignore[arg-type]
+        return (when - self.clock.now()) / self.clock.time_scale
 
     def unavailable(self) -> frozenset[str]:
         return self.rules.unavailable()  # type: ignore[return-value]

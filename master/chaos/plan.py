@@ -22,6 +22,7 @@ from master.chaos.select import EvictableNode
 from master.policies.base import NodeView
 from testbed.lifetimes import NODE_CLASSES, format_seconds
 from testbed.limits import MAX_PLANNED_EVICTIONS
+from testbed.prices import parse_price
 from testbed.protocol import NodeClass
 from testbed.scenario import Scenario
 from testbed.scenario_chaos import EvictSpec, StormSpec
@@ -328,6 +329,9 @@ def _header(scenario: Scenario, base_dir: str | Path | None) -> list[str]:
         lines.extend(f"  zone {zone}: lifetime {m.describe()}" for zone, m in state.zone_models.items())
         if state.capacity is not None:
             lines.append(f"  {state.capacity.model.describe()}")
+        if nodes.price is not None:
+            price = parse_price(nodes.price, scenario.seed, node_class, base_dir)
+            lines.append(f"  price {price.describe()}")
     lines.extend(f"storm {i}: {_describe_storm(storm)}" for i, storm in enumerate(scenario.chaos.storms))
     return lines
 

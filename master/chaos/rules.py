@@ -251,13 +251,14 @@ class ChaosRules:
 
     def _replace(self, node_class: NodeClass) -> None:
         requested = self.clock.now() + self.classes[node_class].delay
-        self.clock.at(requested, LAUNCH, lambda: self._launch(node_class, requested))
+        self.clock.at(requested, LAUNCH, lambda: self._launch(node_class, requested, requested))
 
-    def launch_verdict(self, node_class: NodeClass, requested: float) -> float | None:
-        """When a launch of the class requested at trace time ``requested`` may go ahead, now:
-        now if capacity is there, the end of its outage if the launch may wait that long
-        (``max_wait`` since ``requested``), None if it is refused."""
-        now = self.clock.now()
+    def launch_verdict(self, node_class: NodeClass, requested: float, due: float = -math.inf) -> float | None:
+        """When a launch of the class requested at trace time ``requested`` may go ahead, at
+        the later of now and ``due`` (when it was scheduled to run: a real clock may fire a
+        hair early): then if capacity is there, the end of its outage if the launch may wait
+        that long (``max_wait`` since ``requested``), None if it is refused."""
+        now = max(self.clock.now(), due)
         capacity = self.classes[node_class].capacity
         outage = None if capacity is None else capacity.outage_at(now)
         if outage is None:
@@ -266,14 +267,14 @@ class ChaosRules:
         max_wait = capacity.model.max_wait
         return outage[1] if max_wait is None or outage[1] - requested <= max_wait else None
 
-    def _launch(self, node_class: NodeClass, requested: float) -> None:
+    def _launch(self, node_class: NodeClass, requested: float, due: float) -> None:
         """A replacement's launch, subject to the class's capacity."""
-        when = self.launch_verdict(node_class, requested)
+        when = self.launch_verdict(node_class, requested, due)
         if when is None:
             self.world.launch_refused(node_class, requested)
-        elif when > self.clock.now():
+        elif when > max(self.clock.now(), due):
             self.world.launch_waiting(node_class, when)
-            self.clock.at(when, LAUNCH, lambda: self._launch(node_class, requested))
+            self.clock.at(when, LAUNCH, lambda: self._launch(node_class, requested, when))
         else:
             self.world.launch(node_class)
 

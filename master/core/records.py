@@ -151,6 +151,7 @@ class RunRecords:
             spill_bytes=metrics.get("spill_bytes", 0),
             bytes_in=metrics.get("bytes_in", 0),
             bytes_out=metrics.get("bytes_out", 0),
+            **_failed_for_good(failure, update),
         )
 
     def node_row(self, node: NodeRecord, now: float, reason: str) -> None:
@@ -163,3 +164,11 @@ class RunRecords:
             end_reason=reason,
             price_per_hour=node.price_per_hour,
         )
+
+
+def _failed_for_good(failure: str, update: TaskUpdate | None) -> dict[str, str]:
+    """A data failure's error in full (bad input, a workload plugin's traceback): the job
+    fails on it, so its author needs it in the journal."""
+    if failure != "data" or update is None or not update.error:
+        return {}
+    return {"error": update.error}

@@ -24,6 +24,7 @@ from testbed.scenario import (
     DEFAULT_TASK_MEMORY_MB,
     SCHEDULERS,
     InlineProfile,
+    PluginJob,
     Scenario,
     ScenarioError,
 )
@@ -142,15 +143,24 @@ def make_scheduler(scenario: Scenario) -> Scheduler:
     return find_plugin("scheduler", name, "policy.scheduler").build(options)
 
 
-def policy_plugins(scenario: Scenario) -> dict[str, dict[str, str]]:
-    """The scenario's plugin policies by role, with their import path and version (provenance)."""
+def policy_plugins(scenario: Scenario) -> dict[str, Any]:
+    """The scenario's plugins with their import path and version (provenance): the policies
+    by role, and ``workloads`` by the name the jobs give them."""
     named = {"scheduler": (scenario.policy.scheduler, SCHEDULERS),
              "autoscaler": (scenario.policy.autoscaler, AUTOSCALERS)}  # fmt: skip
-    return {
+    plugins: dict[str, Any] = {
         role: find_plugin(role, name, f"policy.{role}").provenance()
         for role, (name, builtins) in named.items()
         if name not in builtins
     }
+    workloads = {
+        job.workload: find_plugin("workload", job.workload, f"jobs.{index}.workload").provenance()
+        for index, job in enumerate(scenario.jobs)
+        if isinstance(job, PluginJob)
+    }
+    if workloads:
+        plugins["workloads"] = workloads
+    return plugins
 
 
 def _eagle(scenario: Scenario, options: dict[str, Any]) -> EagleScheduler:

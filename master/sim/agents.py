@@ -24,6 +24,7 @@ from testbed.protocol import (
     CancelTask,
     EvictionNotice,
     FlushAggregate,
+    Heartbeat,
     LaunchTask,
     Message,
     NodeState,
@@ -72,6 +73,10 @@ class ModelNode:
         return url_of(self.node_id)
 
 
+def incarnation_of(node_id: str) -> str:
+    return f"sim-{node_id}"
+
+
 def url_of(node_id: str) -> str:
     return f"http://{node_id}.sim:1"
 
@@ -87,8 +92,12 @@ class ModelAgents:
         model: ExecutionModel,
         deliver: Deliver,
         output_staged: Callable[[TaskSpec], None] = lambda spec: None,
+        heartbeat_s: float | None = None,
     ) -> None:
+        """``heartbeat_s``: every node up sends a heartbeat this often (None: none, for a
+        master that does not watch them)."""
         self.heap = heap
+        self.heartbeat_s = heartbeat_s
         self.model = model
         self.deliver = deliver
         self.output_staged = output_staged
@@ -109,6 +118,30 @@ class ModelAgents:
         node.up = True
         host, _, port = node.url.removeprefix("http://").partition(":")
         self.deliver(node.node_id, self._state(node, "up", host=host, port=int(port)))
+        if self.heartbeat_s is not None:
+            self.heap.after(self.heartbeat_s, DELIVER, lambda: self._heartbeat(node, 1))
+
+    def _heartbeat(self, node: ModelNode, seq: int) -> None:
+        """What the node runs, as a real agent reports it every heartbeat interval."""
+        if not node.alive or self.heartbeat_s is None:
+            return
+        attempts = {task_id: attempt for task_id, attempt in node.running}
+        beat = Heartbeat(
+            node_id=node.node_id,
+            incarnation=incarnation_of(node.node_id),
+            seq=seq,
+            running=tuple(attempts),
+            attempts=attempts,
+        )
+        self.deliver(node.node_id, beat)
+        self.heap.after(self.heartbeat_s, DELIVER, lambda: self._heartbeat(node, seq + 1))
+
+    def probe(self, node_id: str, incarnation: str) -> str:
+        """What the node's ``/health`` says: ``answered`` by the same incarnation, else ``refused``
+        (nothing listens where a dead model node was)."""
+        node = self.nodes.get(node_id)
+        alive = node is not None and node.alive and incarnation == incarnation_of(node_id)
+        return "answered" if alive else "refused"
 
     @staticmethod
     def _state(node: ModelNode, state: str, **extra: object) -> NodeState:
@@ -116,7 +149,7 @@ class ModelAgents:
             node_id=node.node_id,
             node_class=node.node_class,  # type: ignore[arg-type]
             state=state,  # type: ignore[arg-type]
-            incarnation=f"sim-{node.node_id}",
+            incarnation=incarnation_of(node.node_id),
             session=1,
             slots=node.slots,
             memory_mb=node.memory_mb,

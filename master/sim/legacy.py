@@ -15,7 +15,7 @@ run: model nodes do not send heartbeats, and a killed node is heard of through i
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import selectors
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,19 +48,45 @@ SETTLE_TURNS = 64
 """Loop turns a handled event may take to finish its coroutines (launches, kills: a few)."""
 
 
+class _NeverBlocks(selectors.DefaultSelector):
+    """No file descriptor of the master's is live in a simulation: never wait for one."""
+
+    def select(self, timeout: float | None = None) -> list[Any]:
+        del timeout
+        return super().select(0)
+
+
 class VirtualLoop(asyncio.SelectorEventLoop):
-    """An event loop on the simulator's clock: ``time()`` is what the shell set."""
+    """An event loop on the simulator's clock: ``time()`` is what the shell set, and a turn
+    never waits (the shell moves the clock to the next event instead)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(_NeverBlocks())
         self.virtual = 0.0
 
     def time(self) -> float:
         return self.virtual
 
     def next_timer(self) -> float | None:
-        live = [handle.when() for handle in self._scheduled if not handle.cancelled()]  # type: ignore[attr-defined]
-        return min(live) if live else None
+        """When the earliest timer is due (it may have been cancelled: a spurious wake)."""
+        scheduled = self._scheduled  # type: ignore[attr-defined]
+        return scheduled[0].when() if scheduled else None
+
+    def has_ready(self) -> bool:
+        return bool(self._ready)  # type: ignore[attr-defined]
+
+    def run_once(self) -> None:
+        """One turn: every ready callback and every timer due by ``time()``; never blocks
+        (called only when something is ready or due)."""
+        self._run_once()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> VirtualLoop:
+        """The running loop of this thread while the simulation runs (``get_running_loop``)."""
+        asyncio.events._set_running_loop(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.events._set_running_loop(None)
 
 
 class SimProvider:
@@ -199,25 +225,20 @@ class LegacyCore:
 
     def _step(self, now: float, action: Callable[[], Any]) -> list[Command]:
         self.loop.virtual = max(self.loop.virtual, now)
-
-        async def run() -> None:
-            result = action()
-            if asyncio.iscoroutine(result):
-                await result
-            await self._settle()
-
-        self.loop.run_until_complete(run())
+        result = action()
+        if asyncio.iscoroutine(result):
+            self.loop.create_task(result)
+        self._settle()
         return self._commands()
 
-    async def _settle(self) -> None:
-        """Let what the action started finish (launches, kills), and what is due run."""
-        current = asyncio.current_task()
+    def _settle(self) -> None:
+        """Run what is ready (the coroutines the action started: launches, kills) and what is due."""
+        loop = self.loop
         for _ in range(SETTLE_TURNS):
-            await asyncio.sleep(0)
-            busy = [t for t in asyncio.all_tasks() if t is not current and t not in self._background]
-            due = self.loop.next_timer()
-            if not busy and (due is None or due > self.loop.virtual):
+            due = loop.next_timer()
+            if not loop.has_ready() and (due is None or due > loop.virtual):
                 return
+            loop.run_once()
 
     def _commands(self) -> list[Command]:
         out = list(self.out)
@@ -234,10 +255,3 @@ class LegacyCore:
             self.over = True
             out.append(RunOver(master.core.records.all_succeeded()))
         return out
-
-
-def close_quietly(core: LegacyCore) -> None:
-    with contextlib.suppress(Exception):
-        core.master.journal.close()
-    with contextlib.suppress(Exception):
-        core.loop.close()

@@ -47,6 +47,8 @@ def source_bytes(spec: TaskSpec) -> int:
         return 0
     if "nbytes" in generate:
         return int(generate["nbytes"])
+    if "count" not in generate:  # a workload plugin's generate(): its size is unknown until it runs
+        return 0
     workload = spec.op.partition(".")[0]
     return int(generate["count"]) * BYTES_PER_RECORD.get(workload, 1)
 

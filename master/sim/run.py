@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
 
 from master.policies import policy_plugins
 from master.run import RunResult, summarize
@@ -17,6 +21,7 @@ from master.sim.agents import ModelAgents
 from master.sim.legacy import LegacyCore
 from master.sim.model import ExecutionModel
 from master.sim.shell import SimShell
+from testbed.progress import progress_counts
 from testbed.rundir import secure_run_dir
 from testbed.scenario import Scenario, to_yaml
 
@@ -38,7 +43,8 @@ def run_sim(scenario: Scenario, run_dir: Path, progress: bool = False) -> RunRes
         (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
         plugins = policy_plugins(scenario)
         started = time.perf_counter()
-        shell, ok = simulate(scenario, run_dir, _progress_printer() if progress else None)
+        with SimProgress(scenario.time_scale) if progress else contextlib.nullcontext() as shown:
+            shell, ok = simulate(scenario, run_dir, shown)
         elapsed = time.perf_counter() - started
         shutil.rmtree(run_dir / "outputs", ignore_errors=True)
         summary = {
@@ -60,31 +66,38 @@ def simulate(
     """Run the scenario on the simulator into ``run_dir`` (its journal and tables)."""
     core = LegacyCore(scenario, SIM_RUN_ID, run_dir)
     model = ExecutionModel(scenario, core.ideal_memory_mb)
-    shell = SimShell(core, lambda heap, deliver: ModelAgents(heap, model, deliver))
-    try:
-        shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None)
-    finally:
-        ok = core.finish(shell.heap.now)
+    shell = SimShell(
+        core, lambda heap, deliver: ModelAgents(heap, model, deliver), scenario.simulation.round_gap
+    )
+    with core.loop:
+        try:
+            shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None)
+        finally:
+            ok = core.finish(shell.heap.now)
     return shell, ok
 
 
-def _progress_printer() -> Callable[[SimShell, float], None]:
-    last = [0.0]
+class SimProgress:
+    """The run's progress in trace time on a terminal (redrawn in place, at most 4 times a
+    wall second): simulated trace seconds, then what ``testbed run`` shows for a real run."""
 
-    def show(shell: SimShell, now: float) -> None:
-        if time.monotonic() - last[0] < 0.5:
+    def __init__(self, time_scale: float) -> None:
+        self.time_scale = time_scale
+        self.shown = 0.0
+        self.live = Live(Text(""), console=Console(stderr=True), transient=True, auto_refresh=False)
+
+    def __enter__(self) -> SimProgress:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.__exit__(None, None, None)
+
+    def __call__(self, shell: SimShell, now: float) -> None:
+        if time.monotonic() - self.shown < 0.25:
             return
-        last[0] = time.monotonic()
+        self.shown = time.monotonic()
         status = shell.core.status()
-        jobs = status["jobs"]
-        done = sum(1 for j in jobs if j["status"] in ("succeeded", "failed"))
-        print(
-            f"\r[sim {status['t']:9.1f}s] jobs {done}/{status['expected_jobs']} "
-            f"| nodes {shell.agents.live_nodes()} | evictions {status['evictions']} "
-            f"| {shell.heap.popped} events",
-            end="",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    return show
+        trace = status["t"] * self.time_scale
+        line = f"[sim {trace:9.1f}s trace, {shell.heap.popped} events] {progress_counts(status)}"
+        self.live.update(Text(line), refresh=True)

@@ -35,10 +35,18 @@ from testbed.protocol import Message, TaskSpec
 
 
 class SimShell:
-    def __init__(self, core: Any, agents_of: Callable[[EventHeap, Callable[..., None]], ModelAgents]) -> None:
+    def __init__(
+        self,
+        core: Any,
+        agents_of: Callable[[EventHeap, Callable[..., None]], ModelAgents],
+        round_gap: float = 0.0,
+    ) -> None:
         """``core``: the master behind ``master.sim.port.Core`` (plus ``abort``);
-        ``agents_of(heap, deliver)``: the model agents on this shell's clock."""
+        ``agents_of(heap, deliver)``: the model agents on this shell's clock; ``round_gap``:
+        the least time between two rounds (what a master whose round takes that long does)."""
         self.core = core
+        self.round_gap = round_gap
+        self.last_round = float("-inf")
         self.heap = EventHeap()
         self.agents = agents_of(self.heap, self._deliver)
         self.agents.output_staged = self._staged
@@ -68,7 +76,7 @@ class SimShell:
                 self._apply(self.core.abort(reason, self.heap.now))
                 break
             self.heap.step()
-            if progress is not None and not self.heap.popped % 4096:
+            if progress is not None and not self.heap.popped % 256:
                 progress(self.heap.now)
         return bool(self.over)
 
@@ -90,6 +98,7 @@ class SimShell:
 
     def _round(self) -> None:
         self.round_pending = False
+        self.last_round = self.heap.now
         self._handle(Round())
 
     # ------------------------------------------------------------------ commands out of it
@@ -105,7 +114,7 @@ class SimShell:
         elif isinstance(command, WantRound):
             if not self.round_pending:
                 self.round_pending = True
-                heap.at(heap.now, ROUND, self._round)
+                heap.at(max(heap.now, self.last_round + self.round_gap), ROUND, self._round)
         elif isinstance(command, WakeAt):
             if command.t not in self.wakes:
                 self.wakes.add(command.t)

@@ -427,7 +427,7 @@ def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
             item.node_class,
             str(item.nodes),
             seconds(item.node_seconds),
-            number(item.price_per_hour),
+            number(item.mean_price),
             money(item.cost),
         ]
         rows.append(row + ([money(_scale(item.cost, run.time_scale))] if scaled else []))
@@ -446,6 +446,13 @@ def _cost(run: RunData, metrics: RunMetrics) -> list[Block]:
         "Node-seconds = sum over a class's nodes of (end, or the end of the record, - "
         "launch), in emulated time (wall / dilation); cost = node-seconds / 3600 x price per hour."
     )
+    moving = [c.node_class for c in metrics.costs if c.moving_cost is not None]
+    if moving:
+        text += (
+            f' The price of {", ".join(moving)} moves (docs/chaos.md, "Price over time"): its cost is the '
+            "integral of the price over the trace time each node was up, / 3600 / time scale, and its "
+            "price per hour the mean paid (cost / node-hours)."
+        )
     if scaled:
         text += (
             f" At time scale {run.time_scale:g} an emulated second stands for "

@@ -10,7 +10,9 @@ Formulas (docs/reports.md explains them for readers):
   error, out of memory, a full disk, killed); relaunched ratio = relaunched
   tasks / tasks; error relaunches = the retries of the task's own failures.
 - node-seconds of a class = sum over its nodes of (end or run end) - launch;
-  cost = node-seconds / 3600 * price per hour of the class.
+  cost = node-seconds / 3600 * price per hour of the class; with a moving price
+  p(trace seconds) (``cluster.<class>.price``), cost = sum over its nodes of the
+  integral of p over [launch, end] x time scale, / 3600 / time scale.
 - memory utilisation(t) = memory of the task attempts running at t / memory of
   the nodes alive at t; its mean is the ratio of the two integrals over the run.
 """
@@ -23,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from testbed.prices import parse_price
 from testbed.report.records import Job, TaskAttempt, attempts_by_job
 from testbed.report.rundir import RunData
 
@@ -71,12 +74,23 @@ class ClassCost:
     nodes: int
     node_seconds: float
     price_per_hour: float | None
+    moving_cost: float | None = None
+    """The cost under the class's moving ``price`` (``testbed.prices``), if it has one."""
 
     @property
     def cost(self) -> float | None:
+        if self.moving_cost is not None:
+            return self.moving_cost
         if self.price_per_hour is None:
             return None
         return self.node_seconds / 3600 * self.price_per_hour
+
+    @property
+    def mean_price(self) -> float | None:
+        """The price per hour paid on average: cost / node-hours (the price, if it is constant)."""
+        if self.moving_cost is None or self.node_seconds <= 0:
+            return self.price_per_hour
+        return self.moving_cost / (self.node_seconds / 3600)
 
 
 @dataclass(frozen=True)
@@ -287,11 +301,27 @@ def class_costs(run: RunData) -> list[ClassCost]:
         grouped[node.node_class].append(node)
     costs = []
     for node_class, nodes in sorted(grouped.items()):
-        seconds = sum(
-            max(0.0, min(n.ended_s if n.ended_s is not None else end, end) - n.launched_s) for n in nodes
-        )
-        costs.append(ClassCost(node_class, len(nodes), seconds, _price(run, node_class, nodes)))
+        spans = [
+            (n.launched_s, max(n.launched_s, min(n.ended_s if n.ended_s is not None else end, end)))
+            for n in nodes
+        ]
+        seconds = sum(stop - start for start, stop in spans)
+        price = _price(run, node_class, nodes)
+        costs.append(ClassCost(node_class, len(nodes), seconds, price, _moving_cost(run, node_class, spans)))
     return costs
+
+
+def _moving_cost(run: RunData, node_class: str, spans: list[tuple[float, float]]) -> float | None:
+    """Sum over the nodes of the integral of the class's moving price over the trace time each
+    was up (emulated seconds x time scale), / 3600, / time scale: the cost in emulated time, as
+    the constant price's is. None without a moving price."""
+    spec = run.class_spec(node_class)
+    if spec is None or spec.price is None:
+        return None
+    seed = run.seed if isinstance(run.seed, int) else 0
+    curve = parse_price(spec.price, seed, node_class)
+    scale = run.time_scale
+    return sum(curve.integral(start * scale, stop * scale) for start, stop in spans) / 3600 / scale
 
 
 def _price(run: RunData, node_class: str, nodes: list[Any]) -> float | None:

@@ -47,9 +47,12 @@ from testbed.report.records import (
     tasks_from_events,
     text,
 )
-from testbed.scenario import ClusterSpec, NodeClassSpec, PolicySpec
+from testbed.scenario import PolicySpec
+from testbed.scenario_cluster import ClusterSpec, NodeClassSpec
 
 RUN_MARKERS = ("events.jsonl", "jobs.csv", "summary.json")
+
+
 @dataclass
 class RunData:
     path: Path
@@ -276,5 +279,3 @@ def _read_csv(path: Path, warnings: list[str], optional: bool = False) -> list[d
     except (OSError, csv.Error) as exc:
         warnings.append(f"{path.name} cannot be read ({exc}): rebuilt from events.jsonl")
         return None
-
-

@@ -7,8 +7,8 @@ to the function an agent's worker runs.
 from __future__ import annotations
 
 from testbed.protocol import INLINE_NOOP
-from testbed.scenario import Scenario
-from testbed.workloads import pagerank, sleep, sort, wordcount
+from testbed.scenario import PluginJob, Scenario
+from testbed.workloads import pagerank, sleep, sort, user, wordcount
 from testbed.workloads.base import Combiner, TaskFunction
 from testbed.workloads.plan import JobPlan, StagePlan
 
@@ -22,6 +22,8 @@ OPERATIONS: dict[str, TaskFunction] = {
     "sort.map": sort.map_task,
     "sort.reduce": sort.reduce_task,
     "sleep.run": sleep.run_task,
+    "plugin.map": user.map_task,
+    "plugin.reduce": user.reduce_task,
 }
 
 
@@ -30,14 +32,18 @@ COMBINERS: dict[str, Combiner] = {"wordcount.map": wordcount.combine_outputs}
 
 
 def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
+    """A job's stages of tasks. A simulated run (``backend: sim``) plans from sizes alone:
+    no input is generated or read beyond the files' sizes."""
     if job.workload == "wordcount":
         return wordcount.plan(job, seed)
     if job.workload == "pagerank":
         return pagerank.plan(job, seed)
     if job.workload == "sort":
-        return sort.plan(job, seed)
+        return sort.plan(job, seed, sample=scenario is None or scenario.backend != "sim")
     if job.workload == "sleep":
         return sleep.plan(job, seed, scenario.wall_per_trace)
+    if isinstance(job, PluginJob):
+        return user.plan(job, seed)
     if job.workload == "noop":
         return JobPlan("noop", (StagePlan(INLINE_NOOP, job.tasks, final=True, writes_output=False),))
     raise ValueError(f"workload {job.workload!r} is not implemented yet")

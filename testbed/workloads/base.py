@@ -36,6 +36,11 @@ class InputDataError(ValueError):
     """The job's input data is malformed: every attempt would fail alike, so the job fails at once."""
 
 
+class WorkloadError(InputDataError):
+    """A workload plugin's own code failed (it raised, or emitted what the shuffle cannot
+    carry): deterministic, so every attempt would fail alike; the job fails at once."""
+
+
 class FetchFailed(Exception):
     """No location could serve a block: its producer must be recomputed."""
 

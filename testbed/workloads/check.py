@@ -9,7 +9,9 @@ the output is correct):
 - wordcount: every part sorted by word, no word in two parts, and the counts
   equal a plain single-process count of the input;
 - pagerank: the ranks sum to 1 and equal a single-process scipy.sparse power
-  iteration within a relative 1e-9.
+  iteration within a relative 1e-9;
+- a workload plugin: the output lines, as a multiset, equal the plugin's reference
+  (its ``reference``, else its ``map`` and ``reduce`` in one process; ``user.py``).
 
 ``REFERENCES`` gives, per workload, ``reference_output(job, seed)`` and
 ``read_output(directory)`` whose results compare (for PageRank with
@@ -25,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from testbed.workloads import pagerank_reference, sort, wordcount
+from testbed.scenario import PluginJob
+from testbed.workloads import pagerank_reference, sort, user, wordcount
 
 REFERENCES: dict[str, tuple[Callable[[Any, int], Any], Callable[[Path], Any]]] = {
     "sort": (sort.reference_output, lambda d: sort.read_output(d).comparable()),
@@ -40,6 +43,8 @@ def check_output(job: Any, seed: int, directory: Path) -> list[str]:
         return [f"{directory}: no such output directory"]
     if not list(directory.glob("part-*")):
         return [f"{directory}: no part-* files"]
+    if isinstance(job, PluginJob):
+        return user.check_plugin(job, seed, directory)
     checks = {"sort": _check_sort, "wordcount": _check_wordcount, "pagerank": _check_pagerank}
     if job.workload not in checks:
         return [f"no output check for workload {job.workload!r}"]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from testbed.scenario import PagerankJob, ScenarioError, SortJob, WordcountJob, load_scenario
+from testbed.scenario import PagerankJob, PluginJob, ScenarioError, SortJob, WordcountJob, load_scenario
 from testbed.scenario_base import MAX_SEED
 from testbed.workloads import pagerank, sort, wordcount
 
@@ -255,7 +255,7 @@ def run_jobs(run: Path) -> list[tuple[Path, Any, int]]:
     for spec in scenario.jobs:
         for _ in range(spec.repeat):
             number = next(ordinal)
-            if spec.workload in JOB_MODELS:
+            if spec.workload in JOB_MODELS or isinstance(spec, PluginJob):
                 seed = spec.seed if spec.seed is not None else scenario.seed * 1000 + number
                 jobs.append((run / "outputs" / f"j{number:03d}", spec, seed))
     return jobs

@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -46,18 +46,19 @@ BUFFER_FRACTION = 0.4
 """Share of the budget for buffered records: sorting needs a concatenated copy,
 an index and key columns besides (about 2.3x the records at the peak)."""
 RECORD_DTYPE = np.dtype([("key", f"S{KEY}"), ("rest", f"V{RECORD - KEY}")])
+SortKind = Literal["quicksort", "stable"]
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 
 
 # ------------------------------------------------------------------ keys and ordering
 
 
-def key_order(records: np.ndarray) -> np.ndarray:
-    """The permutation sorting records by key: an unstable sort on the first 8 key bytes
-    (as a big-endian integer), refined by all 10 bytes only when those 8 tie."""
+def key_order(records: np.ndarray, kind: SortKind = "quicksort") -> np.ndarray:
+    """The permutation sorting records by key: a sort on the first 8 key bytes (as a
+    big-endian integer), refined by all 10 bytes only when those 8 tie."""
     raw = records.view(np.uint8).reshape(-1, RECORD)
     high = np.ascontiguousarray(raw[:, :8]).view(">u8").ravel().astype(np.uint64)
-    order = np.argsort(high)
+    order = np.argsort(high, kind=kind)
     ordered = high[order]
     if len(ordered) > 1 and bool(np.any(ordered[1:] == ordered[:-1])):
         low = (raw[:, 8].astype(np.uint16) << 8) | raw[:, 9]
@@ -69,7 +70,12 @@ def record_keys(records: np.ndarray) -> np.ndarray:
     return records["key"]
 
 
-SORT_KIND = ArrayKind(RECORD_DTYPE, key_order, record_keys)
+def merge_order(records: np.ndarray) -> np.ndarray:
+    """``key_order`` for a batch of key-sorted pieces: timsort finds and merges them."""
+    return key_order(records, "stable")
+
+
+SORT_KIND = ArrayKind(RECORD_DTYPE, key_order, record_keys, merge_order=merge_order)
 MAP_KIND = ArrayKind(RECORD_DTYPE, key_order, record_keys, keyed=False)
 
 _MIX = np.random.default_rng(0x5EED).integers(1, 2**63, size=RECORD // 4, dtype=np.uint64) | np.uint64(1)
@@ -194,10 +200,14 @@ def boundaries_from_sample(sample: np.ndarray, reduces: int) -> list[str]:
     return [bytes(k).ljust(KEY, b"\0").hex() for k in picks]
 
 
-def plan(job: SortJob, seed: int) -> JobPlan:
+def plan(job: SortJob, seed: int, sample: bool = True) -> JobPlan:
+    """``sample=False``: the plan's shape and sizes only, no key boundaries (nothing is generated
+    or read: the simulator's plan, whose tasks sort no record)."""
     sources = sources_of(job, seed)
-    sample = sample_keys(sources, min(100_000, max(1_000, 100 * job.reduces)), seed)
-    shared = {"boundaries": boundaries_from_sample(sample, job.reduces)}
+    shared: dict[str, Any] = {}
+    if sample:
+        keys = sample_keys(sources, min(100_000, max(1_000, 100 * job.reduces)), seed)
+        shared["boundaries"] = boundaries_from_sample(keys, job.reduces)
     return JobPlan(
         "sort",
         (

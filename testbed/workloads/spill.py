@@ -13,9 +13,23 @@ buffer is full it is sorted by (partition, key), combined when the workload
 has a combiner, and written as one *run*: a file holding each partition's
 sorted section back to back, plus the section offsets kept in memory. At the
 end the runs and what is still buffered are merged partition by partition
-(k-way, streaming, a bounded read buffer per run). When there are more runs
-than the budget can read at once, groups of runs are merged into longer runs
-first (one *merge pass* each); the final merge is a pass too.
+(k-way, streaming, a bounded read buffer per run), as Hadoop's reducer does:
+
+- What is still buffered stays in memory for the final merge when the merge's
+  read buffers fit beside it; otherwise it is spilled as one more run (Hadoop
+  spills the in-memory segments over its limit before the final merge).
+- The final merge reads at most ``SORT_FACTOR`` sources at once (Hadoop's
+  ``mapreduce.task.io.sort.factor``, 10 by default), fewer only when the budget
+  cannot hold that many read buffers. With more runs than that, intermediate
+  *merge passes* first merge the smallest runs, as Hadoop's ``Merger`` plans
+  them (``merge_plan``): the first takes just enough runs that every later one
+  takes ``SORT_FACTOR``, and they stop as soon as the final merge can read every
+  run. Only the runs merged are rewritten, not all of them each round.
+- Merging sorts the concatenation of sorted pieces with a sort that finds the
+  pieces (``ArrayKind.merge_order``, a stable timsort: O(n log k)), not a
+  quicksort that would sort them again from scratch.
+
+The final merge counts as a pass too.
 
 Every spill file lives in the task's scratch directory, is deleted as soon as
 it is merged, and the scratch directory goes when the task ends. Counters go
@@ -33,7 +47,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 import msgpack
 import numpy as np
@@ -41,8 +55,56 @@ import numpy as np
 from testbed.bandwidth import worker_limits
 from testbed.protocol import TaskMetrics
 
-MIN_READ_BYTES = 64 * 1024
-"""Smallest read buffer per run during a merge; fewer bytes make the merge seek-bound."""
+SORT_FACTOR = 10
+"""Most sources one merge reads at once: Hadoop's ``mapreduce.task.io.sort.factor`` (default 10)."""
+READ_BYTES = 64 * 1024
+"""Read buffer per source wanted for the final merge (a typical ``io.file.buffer.size``):
+the buffered records stay in memory for the final merge only when these fit beside them."""
+Run = TypeVar("Run")
+MIN_READ_BYTES = 4 * 1024
+"""Smallest read buffer per source: Hadoop's default ``io.file.buffer.size`` (the kernel's
+read-ahead still reads each spill file sequentially in larger pieces)."""
+
+
+def merge_plan(sizes: list[int], factor: int) -> list[list[int]]:
+    """Which runs each intermediate merge pass takes (indices into ``sizes``, run lengths;
+    a pass's output is appended after the runs) so that at most ``factor`` remain for the
+    final merge. Hadoop's ``Merger``: every pass merges the smallest runs left, the first
+    ``(n - 1) % (factor - 1) + 1`` of them (when that is not 1) and every later one
+    ``factor``, so that the last pass leaves exactly ``factor`` runs."""
+    if factor < 2:
+        raise ValueError(f"a merge needs a factor of at least 2, not {factor}")
+    live = list(range(len(sizes)))
+    lengths = list(sizes)
+    passes: list[list[int]] = []
+    while len(live) > factor:
+        take = factor
+        if not passes:
+            mod = (len(live) - 1) % (factor - 1)
+            take = factor if mod == 0 else mod + 1
+        chosen = sorted(live, key=lambda i: (lengths[i], i))[:take]
+        passes.append(sorted(chosen))
+        live = [i for i in live if i not in chosen] + [len(lengths)]
+        lengths.append(sum(lengths[i] for i in chosen))
+    return passes
+
+
+def run_passes(
+    runs: list[Run], factor: int, length: Callable[[Run], int], merge: Callable[[list[Run]], Run]
+) -> list[Run]:
+    """The runs left for the final merge after the passes of ``merge_plan`` (``merge`` makes
+    one run of several, ``length`` sizes a run)."""
+    runs = list(runs)
+    plan = merge_plan([length(run) for run in runs], factor)
+    for chosen in plan:
+        runs.append(merge([runs[i] for i in chosen]))
+    merged = {i for chosen in plan for i in chosen}
+    return [run for i, run in enumerate(runs) if i not in merged]
+
+
+def fan_in(free_bytes: int, buffers_per_source: int) -> int:
+    """Sources a merge may read at once with ``free_bytes`` for its read buffers."""
+    return max(2, min(SORT_FACTOR, free_bytes // (buffers_per_source * MIN_READ_BYTES)))
 
 
 def settle(handle: BinaryIO) -> None:
@@ -96,6 +158,12 @@ class ArrayKind:
     combine: Callable[[np.ndarray], np.ndarray] | None = None
     keyed: bool = True
     """False when a run needs only to be grouped by partition, not sorted by key (a sort's map side)."""
+    merge_order: Callable[[np.ndarray], np.ndarray] | None = None
+    """The permutation sorting a batch made of key-sorted pieces (a merge round); a stable
+    sort finds the pieces and merges them. None: ``order``."""
+
+    def merging(self, batch: np.ndarray) -> np.ndarray:
+        return (self.merge_order or self.order)(batch)
 
 
 @dataclass
@@ -145,7 +213,7 @@ def merge_sorted(sources: list[Iterator[np.ndarray]], kind: ArrayKind) -> Iterat
                 remaining.append((rest, source))
         heads = remaining
         batch = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-        yield batch[kind.order(batch)] if len(pieces) > 1 else batch
+        yield batch[kind.merging(batch)] if len(pieces) > 1 else batch
 
 
 def combine_stream(batches: Iterable[np.ndarray], kind: ArrayKind) -> Iterator[np.ndarray]:
@@ -265,7 +333,7 @@ class ArrayBuffer:
 
     def _spill(self, ordered: _Ordered) -> None:
         path = self.files.new_path()
-        chunk = max(1, MIN_READ_BYTES * 16 // self.kind.dtype.itemsize)
+        chunk = max(1, READ_BYTES * 16 // self.kind.dtype.itemsize)
         with open(path, "wb") as handle:
             for records in ordered.chunks(0, len(ordered.records), chunk):
                 records.tofile(handle)
@@ -280,28 +348,30 @@ class ArrayBuffer:
 
         What is still buffered stays in memory for the final merge (as in
         Hadoop, hence the sawtooth of runtime over memory) unless the merge's
-        read buffers would not fit beside it; then it is spilled too.
+        read buffers (``READ_BYTES`` per source) would not fit beside it; then it
+        is spilled too.
         """
         empty = np.empty(0, self.kind.dtype)
         ordered = self._ordered() if self._records else _Ordered(empty, empty.view(np.uint8), None)
         free = self.limit - ordered.nbytes
-        if self.runs and free < 6 * MIN_READ_BYTES:
+        sources = min(SORT_FACTOR, len(self.runs) + 1) if self.kind.keyed else 1
+        if self.runs and len(ordered.records) and free < 3 * READ_BYTES * sources:
             self._spill(ordered)
             ordered, free = _Ordered(empty, empty.view(np.uint8), None), self.limit
         chunk_bytes = max_chunk_bytes
         if self.runs:
-            fan_in = max(2, free // (3 * MIN_READ_BYTES) - 1)
-            self._reduce_runs(fan_in, free)
+            self._reduce_runs(fan_in(free, 3), free, retained=len(ordered.records) > 0)
             self.files.metrics.merge_passes += 1
-            chunk_bytes = min(max_chunk_bytes, max(MIN_READ_BYTES, free // (3 * (len(self.runs) + 1))))
+            reading = len(self.runs) + 1 if self.kind.keyed else 1
+            chunk_bytes = min(max_chunk_bytes, max(MIN_READ_BYTES, free // (3 * reading)))
         chunk_records = max(1, chunk_bytes // self.kind.dtype.itemsize)
         bounds = ordered.bounds(self.partitions) if len(ordered.records) else [0] * (self.partitions + 1)
         for partition in range(self.partitions):
-            sources = [run.section(partition, chunk_records) for run in self.runs]
+            streams = [run.section(partition, chunk_records) for run in self.runs]
             start, end = bounds[partition], bounds[partition + 1]
             if end > start:
-                sources.append(ordered.chunks(start, end, chunk_records))
-            yield partition, self._merged(sources)
+                streams.append(ordered.chunks(start, end, chunk_records))
+            yield partition, self._merged(streams)
         for run in self.runs:
             run.path.unlink(missing_ok=True)
         self.runs = []
@@ -312,16 +382,20 @@ class ArrayBuffer:
         merged = merge_sorted(sources, self.kind)
         return combine_stream(merged, self.kind) if self.kind.combine is not None else merged
 
-    def _reduce_runs(self, fan_in: int, free: int) -> None:
-        """Merge rounds over groups of runs until the final merge can read every run at once
-        (a kind that only concatenates reads one run at a time and needs no round)."""
+    def _reduce_runs(self, factor: int, free: int, retained: bool) -> None:
+        """Intermediate merge passes (``merge_plan``) until the final merge reads at most
+        ``factor`` sources, the records kept in memory being one (a kind that only
+        concatenates reads one run at a time and needs none)."""
         if not self.kind.keyed:
             return
-        chunk_records = max(1, free // (3 * fan_in) // self.kind.dtype.itemsize)
-        while len(self.runs) + 1 > fan_in:
-            groups = [self.runs[i : i + fan_in] for i in range(0, len(self.runs), fan_in)]
-            self.runs = [self._merge_group(group, chunk_records) for group in groups]
-            self.files.metrics.merge_passes += 1
+        final_runs = factor - 1 if retained else factor
+        chunk_records = max(1, free // (3 * factor) // self.kind.dtype.itemsize)
+        self.runs = run_passes(
+            self.runs,
+            max(2, final_runs),
+            lambda run: run.bounds[-1],
+            lambda g: self._merge_group(g, chunk_records),
+        )
 
     def _merge_group(self, group: list[ArrayRun], chunk_records: int) -> ArrayRun:
         path = self.files.new_path()
@@ -336,6 +410,7 @@ class ArrayBuffer:
         for run in group:
             run.path.unlink(missing_ok=True)
         self.files.metrics.spill_bytes += written * self.kind.dtype.itemsize
+        self.files.metrics.merge_passes += 1
         return ArrayRun(path, self.kind.dtype, bounds)
 
 
@@ -406,7 +481,7 @@ class PairBuffer:
     def _spill(self) -> None:
         path = self.files.new_path()
         with open(path, "wb") as handle:
-            bounds = _write_pair_sections(handle, self._grouped())
+            bounds = write_pair_sections(handle, self._grouped())
             settle(handle)
         self.files.metrics.spill_bytes += bounds[-1]
         self.files.metrics.spills += 1
@@ -415,42 +490,80 @@ class PairBuffer:
         self._bytes = 0
 
     def finish(self) -> Iterator[tuple[int, Iterator[tuple[str, int]]]]:
-        """(partition, word-sorted combined pairs) for every partition in order."""
+        """(partition, word-sorted combined pairs) for every partition in order; what is
+        still buffered stays in memory for the final merge when the read buffers fit beside it."""
+        if must_spill_remainder(len(self.runs), bool(self._counts), self.limit - self._bytes):
+            self._spill()
         groups = self._grouped()
+        read_bytes = READ_BYTES
         if self.runs:
-            self._reduce_runs()
+            final_runs, read_bytes = final_merge(bool(self._counts), self.limit - self._bytes)
+            self.runs = reduce_runs(
+                self.runs, self.partitions, final_runs, read_bytes, self.files, _sum_sorted
+            )
             self.files.metrics.merge_passes += 1
         for partition, group in enumerate(groups):
-            sources = [_read_pair_section(run, partition) for run in self.runs]
+            sources = [read_pair_section(run, partition, read_bytes) for run in self.runs]
             yield partition, _sum_sorted([*sources, group]) if sources else group
         for run in self.runs:
             run.path.unlink(missing_ok=True)
         self.runs = []
         self._counts = {}
 
-    def _reduce_runs(self) -> None:
-        """Merge rounds over groups of runs until the final merge can read every run at once."""
-        fan_in = max(2, (self.limit - self._bytes) // (2 * MIN_READ_BYTES))
-        while len(self.runs) + 1 > fan_in:
-            groups = [self.runs[i : i + fan_in] for i in range(0, len(self.runs), fan_in)]
-            self.runs = [self._merge_group(group) for group in groups]
-            self.files.metrics.merge_passes += 1
 
-    def _merge_group(self, group: list[PairRun]) -> PairRun:
-        path = self.files.new_path()
-        with open(path, "wb") as handle:
-            sections = (
-                _sum_sorted([_read_pair_section(run, p) for run in group]) for p in range(self.partitions)
-            )
-            bounds = _write_pair_sections(handle, sections)
-            settle(handle)
-        for run in group:
-            run.path.unlink(missing_ok=True)
-        self.files.metrics.spill_bytes += bounds[-1]
-        return PairRun(path, bounds)
+PairMerge = Callable[[list[Iterator[tuple]]], Iterator[tuple]]
+"""Folds key-sorted pair streams into one key-sorted stream."""
 
 
-def _write_pair_sections(handle, sections: Iterable[Iterator[tuple[str, int]]]) -> list[int]:
+def must_spill_remainder(runs: int, buffered: bool, free_bytes: int) -> bool:
+    """Whether the still-buffered pairs go to disk before the final merge: its read buffers
+    (``READ_BYTES`` twice per source) do not fit beside them."""
+    return runs > 0 and buffered and free_bytes < 2 * READ_BYTES * min(SORT_FACTOR, runs + 1)
+
+
+def final_merge(buffered: bool, free_bytes: int) -> tuple[int, int]:
+    """(runs the final merge reads at once, besides the buffered pairs; its read buffer per run)."""
+    factor = fan_in(free_bytes, 2)
+    final_runs = max(2, factor - 1 if buffered else factor)
+    return final_runs, max(MIN_READ_BYTES, min(READ_BYTES, free_bytes // (2 * factor)))
+
+
+def reduce_runs(
+    runs: list[PairRun],
+    partitions: int,
+    final_runs: int,
+    read_bytes: int,
+    files: SpillFiles,
+    merge: PairMerge,
+) -> list[PairRun]:
+    """Hadoop's merge passes (``run_passes``) over pair runs until ``final_runs`` are left
+    (``merge`` folds key-sorted streams into one)."""
+    return run_passes(
+        runs,
+        final_runs,
+        lambda run: run.bounds[-1],
+        lambda group: _merge_group(group, partitions, read_bytes, files, merge),
+    )
+
+
+def _merge_group(
+    group: list[PairRun], partitions: int, read_bytes: int, files: SpillFiles, merge: PairMerge
+) -> PairRun:
+    path = files.new_path()
+    with open(path, "wb") as handle:
+        sections = (
+            merge([read_pair_section(run, p, read_bytes) for run in group]) for p in range(partitions)
+        )
+        bounds = write_pair_sections(handle, sections)
+        settle(handle)
+    for run in group:
+        run.path.unlink(missing_ok=True)
+    files.metrics.spill_bytes += bounds[-1]
+    files.metrics.merge_passes += 1
+    return PairRun(path, bounds)
+
+
+def write_pair_sections(handle, sections: Iterable[Iterator[tuple[str, int]]]) -> list[int]:
     bounds = [0]
     for pairs in sections:
         while frame := list(itertools.islice(pairs, PAIRS_PER_FRAME)):
@@ -459,14 +572,14 @@ def _write_pair_sections(handle, sections: Iterable[Iterator[tuple[str, int]]]) 
     return bounds
 
 
-def _read_pair_section(run: PairRun, partition: int) -> Iterator[tuple[str, int]]:
+def read_pair_section(run: PairRun, partition: int, read_bytes: int = READ_BYTES) -> Iterator[tuple]:
     start, end = run.bounds[partition], run.bounds[partition + 1]
     unpacker = msgpack.Unpacker(use_list=False)
     with open(run.path, "rb") as handle:
         handle.seek(start)
         left = end - start
         while left > 0:
-            data = handle.read(min(MIN_READ_BYTES, left))
+            data = handle.read(min(read_bytes, left))
             if not data:
                 raise OSError(f"spill run {run.path} is shorter than its index")
             left -= len(data)

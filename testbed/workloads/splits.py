@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from testbed.inputs import resolve_inputs
+
 
 def byte_ranges(paths: list[Path], count: int, align: int = 1) -> list[dict[str, object]]:
     """About ``count`` ranges over the files, each a multiple of ``align`` bytes long."""
@@ -21,6 +23,15 @@ def byte_ranges(paths: list[Path], count: int, align: int = 1) -> list[dict[str,
         for start in range(0, max(size, 1), target):
             ranges.append({"path": str(path.resolve()), "start": start, "end": min(size, start + target)})
     return ranges
+
+
+def line_splits(pattern: str, maps: int | None, split_mb: float) -> list[dict[str, object]]:
+    """The ``file`` sources of a job reading text files: ``maps`` splits, by default one
+    per ``split_mb`` of input."""
+    paths = resolve_inputs(pattern)
+    total_mb = sum(p.stat().st_size for p in paths) / 2**20
+    count = maps or max(1, round(total_mb / split_mb))
+    return [{"file": r} for r in byte_ranges(paths, count)]
 
 
 def read_lines_range(path: str, start: int, end: int, chunk: int = 1 << 20) -> Iterator[bytes]:

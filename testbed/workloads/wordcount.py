@@ -37,13 +37,12 @@ import msgpack
 import numpy as np
 
 from testbed.blocks import BlockWriter
-from testbed.inputs import resolve_inputs
 from testbed.scenario import WordcountJob
 from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import PairBuffer, SpillFiles
-from testbed.workloads.splits import byte_ranges, read_lines_range
+from testbed.workloads.splits import line_splits, read_lines_range
 
 WORD = re.compile(r"[^\W_]+")
 SPLIT_MB = 8
@@ -135,10 +134,7 @@ def generate_split(seed: int, index: int, nbytes: int, vocabulary_size: int) -> 
 
 def sources_of(job: WordcountJob, seed: int) -> list[dict[str, Any]]:
     if job.input:
-        paths = resolve_inputs(job.input)
-        total_mb = sum(p.stat().st_size for p in paths) / 2**20
-        maps = job.maps or max(1, round(total_mb / SPLIT_MB))
-        return [{"file": r} for r in byte_ranges(paths, maps)]
+        return line_splits(job.input, job.maps, SPLIT_MB)
     maps = job.maps or max(1, round(job.size_mb / SPLIT_MB))
     nbytes = int(job.size_mb * 2**20 / maps)
     return [

@@ -207,6 +207,8 @@ def test_an_autoscalers_launch_waits_or_is_refused_and_is_journaled(tmp_path: Pa
     assert controller.launch_wait("transient", 0.0) == 50.0
     assert controller.launch_wait("transient", 50.0) is None  # requested at 20 s: 100 s > 90 s
     assert controller.unavailable() == frozenset({"transient"})
+    master.t = 119.9995  # the retry's timer fired half a millisecond before capacity returned
+    assert controller.launch_wait("transient", 49.9995) == 0.0
     assert master.events == [
         ("launch_waiting", {"until_s": 120.0, "class": "transient"}),
         ("launch_refused", {"requested_s": 20.0, "class": "transient"}),
@@ -278,3 +280,31 @@ def test_the_report_sums_the_time_without_capacity_and_counts_the_launches() -> 
     ]
     outcome = capacity_outcomes(events, end_s=70.0)["transient"]
     assert (outcome.outages, outcome.unavailable_s, outcome.waits, outcome.refused) == (2, 40.0, 1, 1)
+
+
+def test_the_masters_snapshot_shows_policies_the_classes_out_of_capacity_and_the_zones(
+    tmp_path: Path,
+) -> None:
+    from tests.agents_stand_in import StandInAgents
+    from tests.conftest import make_scenario, offline_master
+
+    (tmp_path / "outages.csv").write_text("0,1000h\n")  # out from the start, for the whole test
+    scenario = make_scenario(
+        cluster={"reserved": 1, "transient": {"count": 2, "zones": {"a": 1, "b": 1}}},
+        chaos={"transient": {"capacity": {"trace": str(tmp_path / "outages.csv")}}},
+    )
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    master = offline_master(scenario, run_dir, attach=True)
+    try:
+        agents = StandInAgents(master)
+        for ordinal in range(2):
+            agents.announce(f"transient-{ordinal}", "transient", 2, 1024)
+        snapshot, _ = master.snapshot()
+        assert snapshot.unavailable == frozenset({"transient"})
+        assert sorted((n.node_id, n.zone) for n in snapshot.nodes) == [
+            ("transient-0", "a"),
+            ("transient-1", "b"),
+        ]
+    finally:
+        master.journal.close()

@@ -189,3 +189,14 @@ def test_a_zone_with_its_own_model_is_checked_on_its_own() -> None:
     a, b = check_events(events, case, Path(".")).classes
     assert (a.node_class, a.drawn, b.node_class, b.drawn) == ("transient", 1, "transient zone b", 2)
     assert b.model.startswith("low")
+
+
+def test_the_two_sample_distance_is_scipys_statistic() -> None:
+    from testbed.chaos_check import ks_two_samples
+
+    rng = rng_for(2, 0)
+    for m, n in ((1, 1), (3, 7), (500, 400)):
+        a, b = rng.exponential(1.0, m), rng.exponential(1.2, n)
+        assert ks_two_samples(a, b) == pytest.approx(
+            stats.ks_2samp(a, b, method="exact" if m < 50 else "asymp").statistic
+        )

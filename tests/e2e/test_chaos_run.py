@@ -207,3 +207,69 @@ async def test_chaos_refuses_nodes_of_other_runs(tmp_path: Path) -> None:
     finally:
         decoy.kill()
         decoy.wait()
+
+
+async def test_aws_spot_with_zones_capacity_and_a_moving_price(tmp_path: Path) -> None:
+    """Issue 22's scenario: aws-spot in two zones, a zone-wide revocation of us-east-1b at 1 h
+    while spot capacity is out from 1 h to 3 h (a trace), and a price trace that triples at
+    2 h. At time_scale 3600 a trace hour is a wall second. The two replacements wait for the
+    capacity and launch at 3 h; the outputs stay exact; the report shows the notices, the
+    time without capacity, the evictions per zone and the cost under the moving price."""
+    from testbed.report.build import write_report
+    from testbed.report.metrics import compute_metrics
+    from testbed.report.rundir import load_run
+
+    (tmp_path / "outages.csv").write_text("from,to\n1h,3h\n")
+    (tmp_path / "prices.csv").write_text("time,price\n0,0.3\n2h,0.9\n")
+    run_dir = tmp_path / "run"
+    zones = {"us-east-1a": 2, "us-east-1b": 2}
+    scenario = make_scenario(
+        seed=3,
+        time_scale=3600,
+        cluster={
+            "reserved": 1,
+            "transient": {"count": 4, "zones": zones, "price": {"trace": str(tmp_path / "prices.csv")}},
+            "heartbeat_interval": 0.2,
+            "heartbeat_timeout": 2,
+        },
+        jobs=[WORDCOUNTS[0], {**WORDCOUNTS[1], "submit_at": "4h"}],
+        chaos={
+            "transient": {"lifetime": "aws-spot", "capacity": {"trace": str(tmp_path / "outages.csv")}},
+            "storms": [{"at": "1h", "evict": {"fraction": 1.0, "zone": "us-east-1b"}}],
+        },
+    )
+    planned = [e for e in plan_evictions(scenario, horizon_s=4 * 3600) if e.reason == "storm"]
+    assert [(e.node_id, e.replacement_at_s) for e in planned] == [
+        ("transient-2", 3 * 3600.0),
+        ("transient-3", 3 * 3600.0),
+    ]
+    result = await run_scenario(scenario, run_dir)
+    assert result.ok, result.summary
+    assert read_output(run_dir / "outputs/j000") == expected_counts(6, 6, seed=3000)
+    assert read_output(run_dir / "outputs/j001") == expected_counts(4, 4, seed=3001)
+    record = events(run_dir)
+    kinds = [e["event"] for e in record]
+    assert (
+        kinds.count("launch_waiting") == 2
+        and "capacity_unavailable" in kinds
+        and "capacity_available" in kinds
+    )
+    storm = [e["node"] for e in record if e["event"] == "eviction" and e.get("reason") == "storm"]
+    assert sorted(storm) == ["transient-2", "transient-3"]
+    back = next(e["t"] for e in record if e["event"] == "capacity_available")
+    launched = [
+        e
+        for e in record
+        if e["event"] == "node_launching" and e.get("node") in ("transient-4", "transient-5")
+    ]
+    assert len(launched) == 2 and all(e["t"] >= back for e in launched)  # not before capacity came back
+    report = write_report(run_dir)[0].read_text()
+    # us-east-1b loses its two to the storm; a loaded host that stretches the run past 5.8 h
+    # (5.8 s of wall time) also sees transient-1's lifetime end, in us-east-1a
+    per_zone = next(line for line in report.splitlines() if line.startswith("Evictions per zone: "))
+    assert per_zone.removeprefix("Evictions per zone: ") in ("us-east-1b 2", "us-east-1a 1, us-east-1b 2")
+    assert "time without capacity" in report and "The price of transient moves" in report
+    assert "eviction" in report and "notices:" in report
+    transient = next(c for c in compute_metrics(load_run(run_dir)).costs if c.node_class == "transient")
+    assert transient.moving_cost is not None and 0.3 < transient.mean_price < 0.9
+    assert_clean(run_dir)

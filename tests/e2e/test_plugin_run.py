@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,16 +22,6 @@ class Raises(Scheduler):
     def schedule(self, snapshot):
         raise RuntimeError("plugin bug: no placement today")
 """
-
-
-@pytest.fixture
-def isolated_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Loading a scenario extends sys.path and PYTHONPATH with its directory: undo it after."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setenv("PYTHONPATH", ":".join(p for p in sys.path if p))
-    yield
-    for module in ("random_placement", "raises_plugin"):
-        sys.modules.pop(module, None)
 
 
 def events(run_dir: Path) -> list[dict]:

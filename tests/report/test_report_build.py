@@ -309,3 +309,31 @@ def test_retries_of_a_tasks_own_failure_are_not_eviction_relaunches(spark_run: R
     lines = jobs.read_text().splitlines()
     jobs.write_text("\n".join([lines[0] + ",error_relaunches", *(line + ",0" for line in lines[1:])]) + "\n")
     assert compute_metrics(load_run(spark_run.path)).error_relaunches == 0
+
+
+def test_the_cost_follows_a_moving_price(spark_run: RecordedRun) -> None:
+    """The transient price steps from 0.3 to 0.9 at 2 trace seconds; at time scale 2 that is
+    1 emulated second: each node pays 0.3 before and 0.9 after."""
+    import yaml
+
+    scenario = yaml.safe_load((spark_run.path / "scenario.yaml").read_text())
+    scenario["time_scale"] = 2.0
+    scenario["cluster"]["transient"]["price"] = {"steps": [[0, 0.3], [2, 0.9]]}
+    (spark_run.path / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+    summary = json.loads((spark_run.path / "summary.json").read_text())
+    summary.pop("time_scale", None)
+    (spark_run.path / "summary.json").write_text(json.dumps(summary))
+    metrics = compute_metrics(load_run(spark_run.path))
+    transient = next(c for c in metrics.costs if c.node_class == "transient")
+    end = spark_run.end
+
+    def paid(node: dict) -> float:
+        start, stop = node["launched_s"], node["ended_s"] if node["ended_s"] is not None else end
+        before = max(0.0, min(stop, 1.0) - start)
+        return (0.3 * before + 0.9 * (stop - start - before)) / 3600
+
+    nodes = [n for n in spark_run.nodes if n["node_class"] == "transient"]
+    assert transient.cost == pytest.approx(sum(paid(n) for n in nodes))
+    assert 0.3 < transient.mean_price < 0.9
+    report = write_report(spark_run.path)[0].read_text()
+    assert "The price of transient moves" in report

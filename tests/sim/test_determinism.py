@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.sim.helpers import events, simulate
 
@@ -41,3 +45,16 @@ def test_another_seed_another_run(tmp_path: Path) -> None:
     one = simulate(tmp_path, "a", **SCENARIO).run_dir
     other = simulate(tmp_path, "b", **{**SCENARIO, "seed": 4}).run_dir
     assert (one / "events.jsonl").read_bytes() != (other / "events.jsonl").read_bytes()
+
+
+def test_same_journal_across_processes_whatever_their_hash_seed(tmp_path: Path) -> None:
+    """String hashing is randomised per process: no decision may follow a set's order."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        yaml.safe_dump({"name": "hashes", "seed": 3, **SCENARIO, "policy": {"strategy": "pado"}})
+    )
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        argv = ["run", str(scenario), "--backend", "sim", "--out", str(tmp_path / hash_seed)]
+        subprocess.run([sys.executable, "-m", "testbed.cli", *argv], env=env, check=True, capture_output=True)
+    assert (tmp_path / "1" / "events.jsonl").read_bytes() == (tmp_path / "2" / "events.jsonl").read_bytes()

@@ -83,3 +83,17 @@ def test_an_eviction_reruns_exactly_the_tasks_it_lost(tmp_path: Path) -> None:
     assert running and held  # the storm hit while the victim ran a reduce and held map outputs
     assert rerun == running | held
     assert result.ok
+
+
+def test_a_simulated_sort_is_planned_from_sizes_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No record is generated to sample the sort's key boundaries: a simulated task sorts none."""
+    from testbed.workloads import sort
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("the simulator generated sort records")
+
+    monkeypatch.setattr(sort, "generate_piece", refuse)
+    result = simulate(tmp_path, cluster=ONE_NODE, jobs=[{"workload": "sort", "size_mb": 64, "maps": 8}])
+    assert result.ok

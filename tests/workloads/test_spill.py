@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from testbed.protocol import TaskMetrics
-from testbed.workloads import pagerank
-from testbed.workloads.spill import ArrayBuffer, PairBuffer, SpillFiles, merge_sorted
+from testbed.workloads import pagerank, sort
+from testbed.workloads.spill import ArrayBuffer, PairBuffer, SpillFiles, merge_plan, merge_sorted
 
 PARTS = 3
 
@@ -101,4 +101,52 @@ def test_pair_buffer_sums_counts_under_a_limit(tmp_path: Path, limit: int):
     assert (metrics.spill_bytes > 0) == (limit < 1 << 30)
     if limit < 1 << 30:
         assert metrics.merge_passes >= 2
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("runs", "factor", "takes"),
+    [
+        (9, 10, []),
+        (10, 10, []),
+        (11, 10, [2]),
+        (19, 10, [10]),
+        (33, 10, [6, 10, 10]),
+        (5, 2, [2, 2, 2]),
+    ],
+)
+def test_merge_plan_follows_hadoops_merger(runs: int, factor: int, takes: list[int]):
+    """Hadoop's Merger: the first pass takes just enough runs that every later one takes
+    ``factor``, and the final merge reads exactly ``factor`` runs (or all, if fewer)."""
+    sizes = list(range(runs, 0, -1))  # the last runs are the smallest
+    plan = merge_plan(sizes, factor)
+    assert [len(p) for p in plan] == takes
+    if plan:
+        assert plan[0] == list(range(runs - takes[0], runs)), "the smallest runs first"
+        assert runs - sum(t - 1 for t in takes) == factor
+    seen = [i for p in plan for i in p]
+    assert len(seen) == len(set(seen)), "a run is merged once"
+
+
+def test_merge_plan_refuses_a_factor_below_two():
+    with pytest.raises(ValueError, match="at least 2"):
+        merge_plan([1, 2, 3], 1)
+
+
+def test_intermediate_passes_rewrite_only_the_smallest_runs(tmp_path: Path):
+    """13 runs and a sort factor of 10: one pass over the 4 smallest runs, then the final
+    merge (before: the fan-in came from the memory left beside the last buffer, 2 here,
+    and every pass rewrote every run: 4 passes, about 4 times the input spilled)."""
+    metrics = TaskMetrics()
+    buffer = ArrayBuffer(sort.SORT_KIND, 1, 200_000, SpillFiles(tmp_path, metrics))
+    records = np.concatenate(list(sort.generate_split(3, 0, 0, 24_500)))
+    for start in range(0, len(records), 500):
+        piece = records[start : start + 500]
+        buffer.add(piece, np.zeros(len(piece), np.uint8))
+    got = np.concatenate([c for _, chunks in buffer.finish(1 << 16) for c in chunks])
+    assert got["key"].tolist() == sorted(records["key"].tolist())
+    assert sorted(sort.record_hashes(got).tolist()) == sorted(sort.record_hashes(records).tolist())
+    assert metrics.spills == 13
+    assert metrics.merge_passes == 2
+    assert records.nbytes < metrics.spill_bytes < 1.5 * records.nbytes
     assert not list(tmp_path.iterdir())

@@ -1,0 +1,115 @@
+"""The simulator at scale: events per second and peak memory of ``--backend sim``.
+
+Ours: a scenario of N nodes (a tenth reserved) and T sleep tasks (jobs of ``--tasks-per-job``,
+arriving every ``--every`` seconds, each task ``--duration`` seconds) under a scheduler and
+an eviction preset, simulated to its end; or a scenario file (``--scenario``). Printed: the
+simulated span, wall seconds, events popped off the clock and events handed to the master,
+events per wall second and peak RSS; ``--profile`` (slower) adds the share of the wall time
+the master's scheduling rounds took and the hot functions.
+
+Peer, the published figure (not re-run here): the Eagle/Hawk simulator (Delgado et al.,
+Eagle, SoCC 2016) simulates 15,000 workers in 15 to 30 minutes under PyPy, using 2 to 3 GB.
+
+    python benchmarks/sim_scale.py --nodes 10000 --tasks 100000 [--scheduler fifo]
+        [--lifetime high] [--round-gap 0.1] [--profile]
+    python benchmarks/sim_scale.py --scenario scenarios/sim-10k.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from master.sim.run import sim_scenario, simulate
+from testbed.scenario import Scenario, load_scenario, parse_scenario
+
+PEER = "Eagle/Hawk simulator (published): 15,000 workers in 15-30 min under PyPy, 2-3 GB"
+
+
+def built(args: argparse.Namespace) -> Scenario:
+    reserved = max(1, args.nodes // 10)
+    jobs = max(1, args.tasks // args.tasks_per_job)
+    data: dict[str, Any] = {
+        "name": f"sim-scale-{args.nodes}",
+        "seed": 1,
+        "backend": "sim",
+        "timeout": 604_800,
+        "cluster": {
+            "reserved": {"count": reserved, "slots": args.slots},
+            "transient": {"count": args.nodes - reserved, "slots": args.slots},
+        },
+        "policy": {"scheduler": args.scheduler, "strategy": "spark"},
+        "simulation": {"round_gap": args.round_gap},
+        "jobs": [
+            {
+                "workload": "sleep",
+                "tasks": args.tasks_per_job,
+                "duration": args.duration,
+                "repeat": jobs,
+                "every": args.every,
+            }
+        ],
+    }
+    if args.lifetime != "none":
+        data["chaos"] = {"transient": {"lifetime": args.lifetime, "replace": True}}
+    return parse_scenario(data)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", type=Path)
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--tasks-per-job", type=int, default=1000)
+    parser.add_argument("--slots", type=int, default=4)
+    parser.add_argument("--duration", type=float, default=20.0)
+    parser.add_argument("--every", type=float, default=1.0)
+    parser.add_argument("--scheduler", default="fifo")
+    parser.add_argument("--lifetime", default="high")
+    parser.add_argument("--round-gap", type=float, default=0.1)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    scenario = sim_scenario(load_scenario(args.scenario) if args.scenario else built(args))
+    profile = cProfile.Profile() if args.profile else None
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        if profile is not None:
+            profile.enable()
+        shell, ok = simulate(scenario, Path(tmp))
+        if profile is not None:
+            profile.disable()
+        wall = time.perf_counter() - started
+        jobs = (Path(tmp) / "jobs.csv").read_text().count("\n") - 1
+    cluster = scenario.cluster
+    tasks = sum(job.repeat * getattr(job, "tasks", 0) for job in scenario.jobs)
+    print(
+        f"ours: {cluster.reserved.count + cluster.transient.count} nodes, {tasks} tasks in {jobs} jobs "
+        f"({scenario.policy.scheduler}, round_gap {scenario.simulation.round_gap:g} s): "
+        f"{'ok' if ok else 'FAILED'}, {shell.heap.now:.0f} s simulated in {wall:.1f} s wall; "
+        f"{shell.heap.popped} events ({shell.heap.popped / wall:.0f}/s), "
+        f"{shell.handled} handled by the master ({shell.handled / wall:.0f}/s); "
+        f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
+    print(f"peer: {PEER}")
+    if profile is not None:
+        stats = pstats.Stats(profile)
+        rounds = sum(
+            v[3]  # cumulative seconds
+            for k, v in stats.stats.items()  # type: ignore[attr-defined]
+            if k[2] == "_round" and k[0].endswith("legacy.py")
+        )
+        print(f"the master's scheduling rounds: {rounds / wall:.0%} of the wall time (profiled)")
+        stats.sort_stats("tottime").print_stats(20)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The model agents on their own: what they answer, and when, on a bare clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from master.sim.agents import ModelAgents, url_of
+from master.sim.clock import EventHeap
+from master.sim.model import ExecutionModel
+from testbed.protocol import (
+    BlockRef,
+    CancelTask,
+    Heartbeat,
+    LaunchTask,
+    Message,
+    NodeState,
+    PushDelivered,
+    PushTarget,
+    TaskSpec,
+    TaskUpdate,
+)
+from testbed.scenario import parse_scenario
+
+SPEC: dict[str, Any] = {
+    "name": "agents",
+    "cluster": {"reserved": 1, "transient": 1},
+    "jobs": [{"workload": "sleep", "tasks": 1}],
+    "simulation": {"launch_overhead": 0.5, "node_startup": 2.0, "will_delay": 0.1},
+}
+
+
+def agents(
+    heartbeat_s: float | None = None,
+) -> tuple[EventHeap, ModelAgents, list[tuple[float, str, Message]]]:
+    heap, heard = EventHeap(), []
+    model = ExecutionModel(parse_scenario(SPEC), lambda job, stage: 256)
+    deliver = lambda node, message: heard.append((heap.now, node, message))  # noqa: E731
+    fleet = ModelAgents(heap, model, deliver, heartbeat_s=heartbeat_s)
+    for node_id, node_class in (("reserved-0", "reserved"), ("transient-0", "transient")):
+        fleet.start(node_id, node_class)
+    run_all(heap, until=2.0)  # both up (heartbeats, when on, go on for ever)
+    return heap, fleet, heard
+
+
+def run_all(heap: EventHeap, until: float = 1e9) -> None:
+    while heap.next_time() is not None and heap.next_time() <= until:  # type: ignore[operator]
+        heap.step()
+
+
+def sleep_task(index: int, seconds: float, **extra: Any) -> TaskSpec:
+    return TaskSpec(
+        task_id=f"j000.s0.t{index}",
+        job_id="j000",
+        stage=0,
+        index=index,
+        attempt=0,
+        op="sleep.run",
+        memory_mb=64,
+        params={"duration_s": seconds},
+        final=True,
+        **extra,
+    )
+
+
+def test_nodes_announce_themselves_after_the_startup_delay() -> None:
+    _, _, heard = agents()
+    assert [(t, node, m.state) for t, node, m in heard if isinstance(m, NodeState)] == [
+        (2.0, "reserved-0", "up"),
+        (2.0, "transient-0", "up"),
+    ]
+
+
+def test_a_launch_is_running_at_once_and_succeeds_after_overhead_and_duration() -> None:
+    heap, fleet, heard = agents()
+    heard.clear()
+    fleet.command("reserved-0", LaunchTask(task=sleep_task(0, 3.0)))
+    run_all(heap)
+    updates = [(t, m.state) for t, _, m in heard if isinstance(m, TaskUpdate)]
+    assert updates == [(2.0, "running"), (pytest.approx(2.0 + 0.5 + 3.0), "succeeded")]
+
+
+def test_a_cancelled_attempt_reports_cancelled_and_never_succeeds() -> None:
+    heap, fleet, heard = agents()
+    heard.clear()
+    fleet.command("reserved-0", LaunchTask(task=sleep_task(0, 3.0)))
+    fleet.command("reserved-0", CancelTask(task_id="j000.s0.t0", attempt=0))
+    run_all(heap)
+    assert [m.failure for _, _, m in heard if isinstance(m, TaskUpdate) and m.state != "running"] == [
+        "cancelled"
+    ]
+
+
+def test_a_killed_node_loses_its_blocks_and_its_will_comes_after_the_detection_delay() -> None:
+    heap, fleet, heard = agents()
+    spec = sleep_task(0, 1.0).model_copy(update={"final": False, "params": {}, "op": "wordcount.map"})
+    fleet.command("transient-0", LaunchTask(task=spec))
+    run_all(heap)
+    assert spec.block_id in fleet.nodes["transient-0"].blocks
+    heard.clear()
+    fleet.kill("transient-0")
+    run_all(heap)
+    assert [(t, m.state) for t, _, m in heard] == [(pytest.approx(heap.now), "lost")]
+    reader = sleep_task(1, 0.0).model_copy(
+        update={
+            "params": {},
+            "op": "wordcount.reduce",
+            "stage": 1,
+            "inputs": ((BlockRef(block=spec.block_id, partition=0, locations=(url_of("transient-0"),)),),),
+        }
+    )
+    heard.clear()
+    fleet.command("reserved-0", LaunchTask(task=reader))
+    run_all(heap)
+    failed = [m for _, _, m in heard if isinstance(m, TaskUpdate) and m.state == "failed"]
+    assert [(m.failure, m.lost_blocks) for m in failed] == [("fetch", (spec.block_id,))]
+
+
+def test_a_push_is_received_then_reported_by_its_sender() -> None:
+    heap, fleet, heard = agents()
+    target = PushTarget(node_id="reserved-0", url=url_of("reserved-0"), partitions=(0,))
+    spec = sleep_task(0, 0.0).model_copy(
+        update={
+            "final": False,
+            "params": {"generate": {"nbytes": 2**20}},
+            "op": "sort.map",
+            "push": (target,),
+        }
+    )
+    heard.clear()
+    fleet.command("transient-0", LaunchTask(task=spec))
+    run_all(heap)
+    kinds = [(node, type(m).__name__) for _, node, m in heard if not isinstance(m, TaskUpdate)]
+    assert kinds == [("reserved-0", "BlockReceived"), ("transient-0", "PushDelivered")]
+    delivered = next(m for _, _, m in heard if isinstance(m, PushDelivered)).delivered
+    assert delivered["reserved-0"][0].nbytes == 2**20  # sort.map's output is its input
+    assert spec.block_id in fleet.nodes["reserved-0"].blocks
+
+
+def test_heartbeats_list_the_running_attempts_and_probes_tell_the_dead() -> None:
+    heap, fleet, heard = agents(heartbeat_s=1.0)
+    fleet.command("reserved-0", LaunchTask(task=sleep_task(0, 10.0)))
+    heard.clear()
+    run_all(heap, until=heap.now + 1.5)
+    beats = [m for _, node, m in heard if isinstance(m, Heartbeat) and node == "reserved-0"]
+    assert beats and beats[-1].attempts == {"j000.s0.t0": 0}
+    fleet.kill("transient-0")
+    assert fleet.probe("reserved-0", "sim-reserved-0") == "answered"
+    assert fleet.probe("transient-0", "sim-transient-0") == "refused"
