@@ -21,6 +21,9 @@ INLINE_NOOP = "noop"
 """The op of empty tasks: agents complete them at once, without a worker process."""
 _ids = itertools.count()
 _prefix = os.urandom(4).hex()
+MAX_BACKOFF_S = 1.0
+"""The longest wait between an MQTT link's reconnection attempts (before jitter of up to +50%):
+the master gives its agents this long to come back after its own outage."""
 
 
 def new_id() -> str:

@@ -2,9 +2,9 @@
 master's scheduling, strategies and commits on a virtual clock.
 
 The master is a real one that was never started (attach mode: the nodes ask for their
-names and announce themselves as compose agents do). What it sends to the nodes (launches, cancels,
-Pado's flushes and receiver feeds) is taken at ``Master.send``; what the agents would
-answer (task outcomes, push receipts and commit requests) goes in through
+names and announce themselves as compose agents do). What its core sends to the nodes
+(launches, cancels, Pado's flushes and receiver feeds, names) is taken where the shell would
+publish it; what the agents would answer (task outcomes, push receipts and commit requests) goes in through
 ``Master._on_message``, encoded like the real messages. A task finishes once its inputs
 are all there: at launch for an ordinary task, when its last feed arrived for one of
 Pado's incremental receivers (so a receiver holds its slot until its producers have
@@ -63,7 +63,7 @@ class StandInAgents:
         journal = self.master.journal
         start = journal.t0
         journal.clock = lambda: start + self.clock[0]
-        self.master.send = self._command  # type: ignore[method-assign]
+        self.master._publish = self._command  # type: ignore[method-assign]
 
     def announce(self, node_id: str, node_class: str, slots: int, memory_mb: int) -> None:
         """The agent asks for a name (as ``agents.naming``: it must be ``node_id``), then is up."""
@@ -119,6 +119,7 @@ class StandInAgents:
         if spec.final:
             staged = self.master.api._staged_path(spec.job_id, spec.index, spec.attempt)
             staged.write_bytes(b"")
+            self.master.output_staged(spec.job_id, spec.index, spec.attempt)
         partitions = () if spec.final else (1,) * spec.partitions
         update = TaskUpdate(
             node_id=node_id,

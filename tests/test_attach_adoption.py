@@ -22,7 +22,7 @@ def attached_master(tmp_path: Path, policy: dict) -> tuple[Master, list[tuple[st
     scenario = make_scenario(cluster={"reserved": 4, "transient": 1}, policy=policy)
     master = offline_master(scenario, tmp_path, attach=True)
     sent: list[tuple[str, Message]] = []
-    master.send = lambda node_id, message: sent.append((node_id, message))  # type: ignore[method-assign]
+    master._publish = lambda node_id, message: sent.append((node_id, message))  # type: ignore[method-assign]
     return master, sent
 
 
@@ -89,7 +89,7 @@ def test_a_repeated_request_gets_the_same_name_and_a_restarted_agent_a_new_one(t
     ask(master, TRANSIENT_HOST, "transient", incarnation="n2")  # the agent process started again
     assert [m.node_id for _, m in sent][-1] == "transient-1"
     assert list(master.nodes) == ["transient-0", "transient-1"]
-    assert master.starts.ordinals["transient"] == 2  # a replacement launched now is transient-2
+    assert master.core.launcher.ordinals["transient"] == 2  # a replacement launched now is transient-2
 
 
 def test_unnamed_nodes_and_requests_on_another_hosts_topic_are_ignored(tmp_path: Path) -> None:

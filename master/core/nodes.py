@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from master.core.jobs import JobRuntime, TaskKey
 from master.core.lifecycle import NODE, NodeStatus
-from master.jobs import JobRuntime, TaskKey
 from master.policies.base import RunningTask
 from testbed.protocol import LaunchTask
 
@@ -63,3 +63,12 @@ class NodeRecord:
     @property
     def alive(self) -> bool:
         return self.status in ("launching", "up", "draining")
+
+    def forget_launch(self, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
+        """The task no longer runs here (it ended, or it was failed): forget its launch."""
+        self.launches.pop(task_id, None)
+        self.sent_at.pop(task_id, None)
+        self.acked.discard(task_id)
+        self.strikes.pop(task_id, None)
+        self.vanish_resends.pop(task_id, None)
+        return self.running.pop(task_id, None)
