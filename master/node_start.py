@@ -25,6 +25,9 @@ from master.scale_model import NodeShares
 from testbed.capabilities import NODE_KEY_ENV, RunKeys
 
 log = logging.getLogger("master")
+ATTACH_WAIT_S = 300.0
+"""How long an attached master waits for the scenario's agents (compose, Swarm) to come up: a
+stack on a loaded host starts them in any order, in minutes (their healthcheck's start period)."""
 
 
 class NodeStarts:
@@ -77,10 +80,15 @@ class NodeStarts:
         (checked every second). Attach mode waits a minute (plus half a second a node) at most."""
         if self.core.attach:
             try:
-                await asyncio.wait_for(self.cluster_up.wait(), 60 + 0.5 * len(self.core.nodes))
+                await asyncio.wait_for(self.cluster_up.wait(), ATTACH_WAIT_S)
             except TimeoutError:
-                missing = [n.node_id for n in self.core.nodes.values() if n.status == "launching"]
-                raise RuntimeError(f"nodes did not come up within a minute: {', '.join(missing)}") from None
+                cluster = self.core.scenario.cluster
+                up = [n.node_class for n in self.core.nodes.values() if n.status == "up"]
+                raise RuntimeError(
+                    f"after {ATTACH_WAIT_S:g}s, {up.count('reserved')} of {cluster.reserved.count} reserved "
+                    f"and {up.count('transient')} of {cluster.transient.count} transient nodes are up "
+                    "(an agent that never asked for its name is not started, or cannot reach the broker)"
+                ) from None
             return
         cpus = os.cpu_count() or 2
         while not self.cluster_up.is_set():

@@ -155,6 +155,31 @@ class NodeState(Message):
     pid: int = 0
 
 
+class NameRequest(Message):
+    """An agent started without a node id (by compose or Swarm) asks the master for one, on
+    ``node/<host>/state``, ``host`` being its hostname (a container's short id). It asks
+    again until answered: the master may start after it."""
+
+    kind: Literal["name_request"] = "name_request"
+    host: str = Field(max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    node_class: NodeClass
+    incarnation: str = Field(max_length=64)
+    slots: int = Field(default=0, ge=0)
+    memory_mb: int = Field(default=0, ge=0)
+
+
+class NodeNamed(Message):
+    """The master's answer to a ``NameRequest``, on ``node/<host>/cmd``: that agent is
+    ``node_id`` (``reserved-N``, ``transient-N``, as a node the master launches).
+    ``proof`` = ``testbed.capabilities.name_proof``: only the holder of the run secret names."""
+
+    kind: Literal["named"] = "named"
+    host: str = Field(max_length=100)
+    incarnation: str = Field(max_length=64)
+    node_id: str = Field(max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    proof: str = Field(max_length=64)
+
+
 class CachedInput(BaseModel):
     """One entry of an agent's task input cache (Pado, section 3.2.7)."""
 
@@ -286,6 +311,8 @@ class PushDelivered(Message):
 
 AnyMessage = Annotated[
     NodeState
+    | NameRequest
+    | NodeNamed
     | Heartbeat
     | LaunchTask
     | CancelTask

@@ -51,6 +51,16 @@ class StartNode:
 
 
 @dataclass(frozen=True, slots=True)
+class NameNode:
+    """Tell the agent on ``host`` (attach mode) that it is ``node_id`` (``NodeNamed``, with the
+    proof of the run's secret, which only the shell holds); its provider adopts it."""
+
+    host: str
+    incarnation: str
+    node_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class KillNode:
     """Kill the node for real (SIGKILL, disk destroyed), if the provider owns it."""
 
@@ -138,6 +148,7 @@ Command = (
     | Journal
     | Row
     | StartNode
+    | NameNode
     | KillNode
     | ReleaseNode
     | Probe

@@ -13,13 +13,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from master.core.commands import ClusterUp, Command, StartNode
+from master.core.commands import ClusterUp, Command, NameNode, StartNode
 from master.core.nodes import NodeRecord
 from master.core.ports import ClusterPort, JobEnding
 from master.core.startup import cluster_up
 from master.liveness import launches_now
 from master.policies import reserved_partitions
-from testbed.protocol import NodeState
+from testbed.protocol import NameRequest
 
 log = logging.getLogger("master")
 
@@ -47,6 +47,8 @@ class Launcher:
         """Initial nodes not launched yet (classes, in launch order)."""
         self.initial = True
         """Until the initial cluster is up."""
+        self.adopted: dict[tuple[str, str], str] = {}
+        """(hostname, naming incarnation) -> node id of each adopted node."""
 
     def start_initial(self) -> None:
         cluster = self.core.scenario.cluster
@@ -89,6 +91,13 @@ class Launcher:
 
     def launch(self, node_class: str) -> NodeRecord:
         spec = getattr(self.core.scenario.cluster, node_class)
+        record = self._register(node_class, spec.slots, spec.memory_mb)
+        self.put(StartNode(record.node_id, node_class, record.ordinal))
+        return record
+
+    def _register(self, node_class: str, slots: int, memory_mb: int, container: str = "") -> NodeRecord:
+        """A new node of ``node_class``, launching, under the next id of its class."""
+        spec = getattr(self.core.scenario.cluster, node_class)
         ordinal = self.ordinals[node_class]
         self.ordinals[node_class] += 1
         node_id = f"{node_class}-{ordinal}"
@@ -97,33 +106,25 @@ class Launcher:
             node_class,
             ordinal,
             self.core.journal.now(),
-            spec.slots,
-            spec.memory_mb,
+            slots,
+            memory_mb,
             spec.price_per_hour,
+            container=container,
         )
         record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
         self.core.nodes[node_id] = record
-        self.core.journal.event("node_launching", node=node_id, **{"class": node_class})
-        self.put(StartNode(node_id, node_class, ordinal))
+        adopted = {"container": container} if container else {}
+        self.core.journal.event("node_launching", node=node_id, **{"class": node_class}, **adopted)
         return record
 
-    def adopt(self, state: NodeState) -> NodeRecord:
-        """A node the master did not launch (attach mode) announced itself: register it."""
-        spec = getattr(self.core.scenario.cluster, state.node_class)
-        ordinal = sum(1 for n in self.core.nodes.values() if n.node_class == state.node_class)
-        record = NodeRecord(
-            state.node_id,
-            state.node_class,
-            ordinal,
-            self.core.journal.now(),
-            state.slots,
-            state.memory_mb,
-            spec.price_per_hour,
-        )
-        # the partition the launched node of that ordinal would get (``launch``)
-        if state.node_class == "transient":
-            record.partition = "short"
-        else:
-            record.partition = self.partitions.get(f"reserved-{ordinal}", "general")
-        self.core.nodes[state.node_id] = record
-        return record
+    def adopt(self, request: NameRequest) -> None:
+        """A node the master did not launch (attach mode) asks for its name: it gets the next
+        id of its class, as a launched node would, and keeps its hostname as ``container``.
+        A repeated request (the agent asks until answered) gets the same answer."""
+        key = (request.host, request.incarnation)
+        node_id = self.adopted.get(key)
+        if node_id is None:
+            record = self._register(request.node_class, request.slots, request.memory_mb, request.host)
+            node_id = self.adopted[key] = record.node_id
+            log.info("adopted %s (container %s)", node_id, request.host)
+        self.put(NameNode(request.host, request.incarnation, node_id))

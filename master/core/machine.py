@@ -63,6 +63,7 @@ from testbed.protocol import (
     BlockReceived,
     Heartbeat,
     Message,
+    NameRequest,
     NodeState,
     PushDelivered,
     Resync,
@@ -361,8 +362,10 @@ class MasterCore:
 
     def on_message(self, node_id: str, message: Message) -> None:
         node = self.nodes.get(node_id)
-        if node is None and self.attach and isinstance(message, NodeState) and message.state == "up":
-            node = self.launcher.adopt(message)
+        if node is None and self.attach and isinstance(message, NameRequest):
+            if message.host == node_id:  # on its own host's topic
+                self.launcher.adopt(message)
+            return
         latest = tasks.latest_attempt(self, message)
         if node is None or not self.senders.allows(node.node_id, message, latest):
             return

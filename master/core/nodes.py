@@ -25,6 +25,8 @@ class NodeRecord:
     memory_mb: int
     price_per_hour: float
     status: NodeStatus = "launching"
+    container: str = ""
+    """An adopted node's container (its hostname: compose's or Swarm's short id); "" if launched."""
     url: str = ""
     incarnation: str = ""
     session: int = 0
