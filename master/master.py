@@ -46,13 +46,13 @@ from master.liveness_shell import probe_agent
 from master.node_start import NodeStarts
 from master.policies.base import Autoscaler
 from master.policies.static import StaticAutoscaler
-from master.providers.base import NodeProvider
+from master.providers.base import AdoptingProvider, NodeProvider
 from master.resume import prepare_restored_outputs
 from master.signing import CommandSigner
 from master.strategies import make_strategy
-from testbed.capabilities import RunKeys
+from testbed.capabilities import RunKeys, name_proof
 from testbed.mqtt import BrokerAddress, MqttLink
-from testbed.protocol import Codec, Message, NodeState, Topics
+from testbed.protocol import Codec, Message, NodeNamed, NodeState, Topics
 from testbed.scenario import Scenario
 
 log = logging.getLogger("master")
@@ -109,15 +109,7 @@ class Master:
         self._work: set[asyncio.Task[Any]] = set()
         self.stoppers: list[Callable[[], Awaitable[None]]] = []
         """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
-        self.starts = NodeStarts(
-            self.core,
-            provider,
-            self.keys,
-            agent_command,
-            agent_env or {},
-            node_env,
-            lambda node_id, message: self._publish(node_id, message),
-        )
+        self.starts = NodeStarts(self.core, provider, self.keys, agent_command, agent_env or {}, node_env)
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.chaos = ChaosController(self)
         self.core.round.unavailable = self.chaos.unavailable
@@ -237,6 +229,8 @@ class Master:
     def _carry_out(self, command: cmd.Command) -> None:
         if isinstance(command, cmd.StartNode):
             self.starts.start(command)
+        elif isinstance(command, cmd.NameNode):
+            self._name(command)
         elif isinstance(command, cmd.KillNode | cmd.ReleaseNode):
             if self.provider.owns(command.node_id):
                 stop = self.provider.evict if isinstance(command, cmd.KillNode) else self.provider.release
@@ -254,8 +248,6 @@ class Master:
             path = self.run_dir / command.name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(command.text, encoding="utf-8")
-        elif isinstance(command, cmd.NameNode):
-            self.starts.name(command)
         elif isinstance(command, cmd.ReplaceLost):
             self.chaos.replace_lost(self.core.nodes[command.node_id])
         elif isinstance(command, cmd.ClusterUp):
@@ -267,6 +259,16 @@ class Master:
         """Publish a command, with the capabilities it needs minted for ``node_id``."""
         message = self.signer.sign(message)
         self.link.publish(self.topics.command(node_id), self.codec.encode(message))
+
+    def _name(self, command: cmd.NameNode) -> None:
+        """An adopted agent learns its node id, with the proof that the run's master named it."""
+        if isinstance(self.provider, AdoptingProvider):
+            self.provider.adopt(command.node_id, command.host)
+        proof = name_proof(self.keys.run_secret, command.host, command.incarnation, command.node_id)
+        named = NodeNamed(
+            host=command.host, incarnation=command.incarnation, node_id=command.node_id, proof=proof
+        )
+        self._publish(command.host, named)
 
     async def _probe(self, probe: cmd.Probe) -> None:
         outcome = await probe_agent(probe.url, probe.incarnation, self.scenario.heartbeat_timeout_s)

@@ -16,14 +16,13 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
-from master.core.commands import NameNode, StartNode
+from master.core.commands import StartNode
 from master.core.events import NodeStartFailed
 from master.core.machine import MasterCore
 from master.liveness import start_deadline_s
-from master.providers.base import AdoptingProvider, NodeProvider
+from master.providers.base import NodeProvider
 from master.scale_model import NodeShares
-from testbed.capabilities import NODE_KEY_ENV, RunKeys, name_proof
-from testbed.protocol import Message, NodeNamed
+from testbed.capabilities import NODE_KEY_ENV, RunKeys
 
 log = logging.getLogger("master")
 ATTACH_WAIT_S = 300.0
@@ -40,11 +39,8 @@ class NodeStarts:
         agent_command: Callable[[str, str], list[str]],
         agent_env: dict[str, str],
         node_env: Callable[[str], Awaitable[dict[str, str]]] | None,
-        publish: Callable[[str, Message], None],
     ) -> None:
-        """``publish(node_id, message)``: send a command on the node's topic (signed)."""
         self.core = core
-        self.publish = publish
         self.provider = provider
         self.keys = keys
         self.agent_command = agent_command
@@ -77,27 +73,22 @@ class NodeStarts:
             env,
         )
 
-    def name(self, command: NameNode) -> None:
-        """Answer an adopted agent's ``NameRequest`` (``master.core.launch.Launcher.adopt``):
-        ``NodeNamed`` with the proof that the run's master sent it; an adopting provider
-        learns which container the node is."""
-        if isinstance(self.provider, AdoptingProvider):
-            self.provider.adopt(command.node_id, command.host)
-        proof = name_proof(self.keys.run_secret, command.host, command.incarnation, command.node_id)
-        self.publish(
-            command.host,
-            NodeNamed(
-                host=command.host, incarnation=command.incarnation, node_id=command.node_id, proof=proof
-            ),
-        )
-
     async def until_cluster_up(
         self, now: Callable[[], float], fail: Callable[[NodeStartFailed], None]
     ) -> None:
         """Wait for the core's ``ClusterUp``; report every node that missed its start deadline
-        (checked every second). Attach mode waits ``ATTACH_WAIT_S`` at most."""
+        (checked every second). Attach mode waits a minute (plus half a second a node) at most."""
         if self.core.attach:
-            await self._until_attached()
+            try:
+                await asyncio.wait_for(self.cluster_up.wait(), ATTACH_WAIT_S)
+            except TimeoutError:
+                cluster = self.core.scenario.cluster
+                up = [n.node_class for n in self.core.nodes.values() if n.status == "up"]
+                raise RuntimeError(
+                    f"after {ATTACH_WAIT_S:g}s, {up.count('reserved')} of {cluster.reserved.count} reserved "
+                    f"and {up.count('transient')} of {cluster.transient.count} transient nodes are up "
+                    "(an agent that never asked for its name is not started, or cannot reach the broker)"
+                ) from None
             return
         cpus = os.cpu_count() or 2
         while not self.cluster_up.is_set():
@@ -112,21 +103,6 @@ class NodeStarts:
                     await self.came_up.wait()
         if not any(n.status == "up" for n in self.core.nodes.values()):
             raise RuntimeError("no node came up: see the nodes' logs in the run directory's logs/")
-
-    async def _until_attached(self) -> None:
-        cluster = self.core.scenario.cluster
-        log.info(
-            "waiting for %d reserved and %d transient nodes", cluster.reserved.count, cluster.transient.count
-        )
-        try:
-            await asyncio.wait_for(self.cluster_up.wait(), ATTACH_WAIT_S)
-        except TimeoutError:
-            up = [n.node_class for n in self.core.nodes.values() if n.status == "up"]
-            raise RuntimeError(
-                f"after {ATTACH_WAIT_S:g}s, {up.count('reserved')} of {cluster.reserved.count} reserved and "
-                f"{up.count('transient')} of {cluster.transient.count} transient nodes are up "
-                "(an agent that never asked for its name is not started, or cannot reach the broker)"
-            ) from None
 
     async def shutdown(self) -> None:
         launches = list(self.launching.values())

@@ -2,9 +2,9 @@
 master's scheduling, strategies and commits on a virtual clock.
 
 The master is a real one that was never started (attach mode: the nodes ask for their
-names and announce themselves as compose agents do). What its core sends to the nodes
-(launches, cancels, Pado's flushes and receiver feeds, names) is taken where the shell would
-publish it; what the agents would answer (task outcomes, push receipts and commit requests) goes in through
+names and announce themselves as compose agents do). What it sends to the nodes (launches, cancels,
+Pado's flushes and receiver feeds) is taken where the shell would publish it; what the agents would
+answer (task outcomes, push receipts and commit requests) goes in through
 ``Master._on_message``, encoded like the real messages. A task finishes once its inputs
 are all there: at launch for an ordinary task, when its last feed arrived for one of
 Pado's incremental receivers (so a receiver holds its slot until its producers have

@@ -51,6 +51,16 @@ class StartNode:
 
 
 @dataclass(frozen=True, slots=True)
+class NameNode:
+    """Tell the agent on ``host`` (attach mode) that it is ``node_id`` (``NodeNamed``, with the
+    proof of the run's secret, which only the shell holds); its provider adopts it."""
+
+    host: str
+    incarnation: str
+    node_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class KillNode:
     """Kill the node for real (SIGKILL, disk destroyed), if the provider owns it."""
 
@@ -126,17 +136,6 @@ class RunOver:
 
 
 @dataclass(frozen=True, slots=True)
-class NameNode:
-    """Tell the agent on container ``host`` (attach mode) that it is ``node_id``: the real shell
-    answers its ``NameRequest`` with a ``NodeNamed`` carrying the run secret's proof, and tells an
-    adopting provider which container the node is."""
-
-    host: str
-    incarnation: str
-    node_id: str
-
-
-@dataclass(frozen=True, slots=True)
 class ReplaceLost:
     """A node was lost to something other than our own eviction (a crash, silence): the chaos
     controller replaces it as it would an evicted one. (Until the chaos rules run in the core.)"""
@@ -149,6 +148,7 @@ Command = (
     | Journal
     | Row
     | StartNode
+    | NameNode
     | KillNode
     | ReleaseNode
     | Probe
@@ -159,6 +159,5 @@ Command = (
     | WantRound
     | ClusterUp
     | RunOver
-    | NameNode
     | ReplaceLost
 )

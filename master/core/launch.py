@@ -43,12 +43,12 @@ class Launcher:
         self.partitions = reserved_partitions(scenario, reserved_ids)
         self.ordinals = {"reserved": 0, "transient": 0}
         """The next ordinal of each class: a node's id is never reused within a run."""
-        self.adopted: dict[tuple[str, str], str] = {}
-        """(hostname, naming incarnation) -> node id of each adopted node."""
         self.queue: list[str] = []
         """Initial nodes not launched yet (classes, in launch order)."""
         self.initial = True
         """Until the initial cluster is up."""
+        self.adopted: dict[tuple[str, str], str] = {}
+        """(hostname, naming incarnation) -> node id of each adopted node."""
 
     def start_initial(self) -> None:
         cluster = self.core.scenario.cluster
@@ -95,19 +95,6 @@ class Launcher:
         self.put(StartNode(record.node_id, node_class, record.ordinal))
         return record
 
-    def adopt(self, request: NameRequest) -> NodeRecord:
-        """A node the master did not launch (attach mode) asks for its name: it gets the next
-        id of its class, as a launched node would, and keeps its hostname as ``container``.
-        A repeated request (the agent asks until answered) gets the same answer."""
-        key = (request.host, request.incarnation)
-        node_id = self.adopted.get(key)
-        if node_id is None:
-            record = self._register(request.node_class, request.slots, request.memory_mb, request.host)
-            node_id = self.adopted[key] = record.node_id
-            log.info("adopted %s (container %s)", node_id, request.host)
-        self.put(NameNode(request.host, request.incarnation, node_id))
-        return self.core.nodes[node_id]
-
     def _register(self, node_class: str, slots: int, memory_mb: int, container: str = "") -> NodeRecord:
         """A new node of ``node_class``, launching, under the next id of its class."""
         spec = getattr(self.core.scenario.cluster, node_class)
@@ -129,3 +116,15 @@ class Launcher:
         adopted = {"container": container} if container else {}
         self.core.journal.event("node_launching", node=node_id, **{"class": node_class}, **adopted)
         return record
+
+    def adopt(self, request: NameRequest) -> None:
+        """A node the master did not launch (attach mode) asks for its name: it gets the next
+        id of its class, as a launched node would, and keeps its hostname as ``container``.
+        A repeated request (the agent asks until answered) gets the same answer."""
+        key = (request.host, request.incarnation)
+        node_id = self.adopted.get(key)
+        if node_id is None:
+            record = self._register(request.node_class, request.slots, request.memory_mb, request.host)
+            node_id = self.adopted[key] = record.node_id
+            log.info("adopted %s (container %s)", node_id, request.host)
+        self.put(NameNode(request.host, request.incarnation, node_id))

@@ -363,7 +363,7 @@ class MasterCore:
     def on_message(self, node_id: str, message: Message) -> None:
         node = self.nodes.get(node_id)
         if node is None and self.attach and isinstance(message, NameRequest):
-            if message.host == node_id:  # asked on its own hostname's topic
+            if message.host == node_id:  # on its own host's topic
                 self.launcher.adopt(message)
             return
         latest = tasks.latest_attempt(self, message)

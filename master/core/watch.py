@@ -176,8 +176,19 @@ class NodeWatch:
         self.core.node_lost(node, "released")
 
     def _will_answered(self, node: NodeRecord, answer: ProbeAnswered) -> None:
+        """A refusal (nothing listens) is a crash; an answer, a Will to ignore. No answer in time
+        while the whole cluster is quiet is a pause (a frozen host, a stalled broker: every
+        agent's keepalive ran out at once): asked again, as a silent node is, within the
+        patience; a node silent alone that does not answer is lost."""
         if answer.outcome == "answered":
             self.core.journal.event("will_ignored", node=node.node_id, session=answer.session)
             return
-        if node.alive and answer.session >= node.session:
-            self.core.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
+        if not node.alive or answer.session < node.session:
+            return
+        now = self.core.journal.now()
+        patience = patience_s(self.core.scenario.heartbeat_timeout_s)
+        lenient = self.starting_up or self._everyone_quiet(now)
+        if after_probe(answer.outcome, now - node.last_seen, lenient, patience) == "wait":
+            self.core.probe(node, "will", answer.session)
+            return
+        self.core.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")

@@ -214,3 +214,34 @@ def test_an_eviction_during_a_pado_push_computes_the_block_again() -> None:
     again = [s for n, s in launches(driver.log) if s.task_id == spec.task_id]
     assert [s.attempt for s in again] == [spec.attempt, spec.attempt + 1]
     assert [e["status"] for e in driver.events("job_finished")] == ["succeeded"]
+
+
+def test_a_will_unanswered_while_the_whole_cluster_is_quiet_is_asked_again() -> None:
+    """Every agent frozen (SIGSTOP) past its keepalive: the broker publishes every Will at once
+    and the probes time out. That is a pause, not the loss of every node: asked again until
+    the patience runs out; an agent that answers after its thaw is kept."""
+    driver = Driver(make_scenario())
+    driver.boot()
+    driver.advance(7.5)  # nobody heard since 0: the whole cluster is quiet
+    will = driver.do(FromNode("transient-0", _lost("transient-0", driver.core)))
+    (probe,) = [c for c in will if isinstance(c, cmd.Probe)]
+    timed_out = driver.do(ProbeAnswered("transient-0", "will", "silent", probe.session), at=9.5)
+    assert not Driver.events_of(timed_out, "node_lost")
+    assert [(c.node_id, c.purpose) for c in timed_out if isinstance(c, cmd.Probe)] == [
+        ("transient-0", "will")
+    ]
+    thawed = driver.do(ProbeAnswered("transient-0", "will", "answered", probe.session), at=10.1)
+    assert Driver.events_of(thawed, "will_ignored") and driver.core.nodes["transient-0"].status == "up"
+
+
+def test_a_will_unanswered_by_a_node_silent_alone_is_a_crash() -> None:
+    driver = Driver(make_scenario())
+    driver.boot()
+    driver.advance(7.5)
+    will = driver.do(FromNode("transient-0", _lost("transient-0", driver.core)))
+    (probe,) = [c for c in will if isinstance(c, cmd.Probe)]
+    driver.advance(9.5)
+    for node_id in ("reserved-0", "transient-1", "transient-2"):
+        driver.core.nodes[node_id].last_seen = 9.5  # the others are heard
+    out = driver.do(ProbeAnswered("transient-0", "will", "silent", probe.session))
+    assert [e["reason"] for e in Driver.events_of(out, "node_lost")] == ["crashed"]

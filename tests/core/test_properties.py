@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from master.core import commands as cmd
@@ -44,6 +44,9 @@ def check_invariants(driver: Driver) -> None:
             assert not node.running
     assert all(count == 1 for count in holders.values()), holders
     for job in core.jobs.values():
+        if job.status not in ("waiting", "running"):
+            continue  # a finished job's last attempts are cancelled, or moot (a Pado job whose
+            # receivers all succeeded), and a lost node leaves them as they were
         for key, record in job.tasks.items():
             if record.status == "running":
                 assert holders[job.task_id(key)] == 1, job.task_id(key)
@@ -51,7 +54,8 @@ def check_invariants(driver: Driver) -> None:
     assert all(count == 1 for count in commits.values()), commits
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
+@example(strategy="pado", scheduler="fifo", steps=[("succeed", 157), ("succeed", 669), ("lose", 1)])
 @given(
     strategy=st.sampled_from(["spark", "spark-checkpoint", "pado"]),
     scheduler=st.sampled_from(["fifo", "yarn", "yarn-me", "eagle"]),
