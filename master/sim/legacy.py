@@ -20,26 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from master.core.events import LinkDown
+from master.core import commands as cmd
+from master.core import events as ev
 from master.master import Master
 from master.policies import make_autoscaler
-from master.sim.port import (
-    Begin,
-    ClusterUp,
-    Command,
-    Event,
-    FromNode,
-    KillNode,
-    OutputStaged,
-    ReleaseNode,
-    Round,
-    RunOver,
-    Send,
-    StartNode,
-    Wake,
-    WakeAt,
-    WantRound,
-)
 from testbed.mqtt import BrokerAddress
 from testbed.protocol import Codec, Message
 from testbed.scenario import Scenario
@@ -92,7 +76,7 @@ class VirtualLoop(asyncio.SelectorEventLoop):
 class SimProvider:
     """The master's node provider: each call becomes a command to the simulator."""
 
-    def __init__(self, run_id: str, out: list[Command]) -> None:
+    def __init__(self, run_id: str, out: list[cmd.Command]) -> None:
         self.run_id = run_id
         self.out = out
         self.live: set[str] = set()
@@ -102,17 +86,17 @@ class SimProvider:
         del args
         self.live.add(node_id)
         ordinal = self.ordinals[node_class] = self.ordinals.get(node_class, -1) + 1
-        self.out.append(StartNode(node_id, node_class, ordinal))
+        self.out.append(cmd.StartNode(node_id, node_class, ordinal))
 
     async def evict(self, node_id: str) -> None:
         if node_id in self.live:
             self.live.discard(node_id)
-            self.out.append(KillNode(node_id))
+            self.out.append(cmd.KillNode(node_id))
 
     async def release(self, node_id: str) -> None:
         if node_id in self.live:
             self.live.discard(node_id)
-            self.out.append(ReleaseNode(node_id))
+            self.out.append(cmd.ReleaseNode(node_id))
 
     async def close(self) -> None:
         self.live.clear()
@@ -123,7 +107,7 @@ class SimProvider:
 
 class LegacyCore:
     def __init__(self, scenario: Scenario, run_id: str, run_dir: Path) -> None:
-        self.out: list[Command] = []
+        self.out: list[cmd.Command] = []
         self.loop = VirtualLoop()
         self.provider = SimProvider(run_id, self.out)
         self.master = Master(
@@ -147,30 +131,30 @@ class LegacyCore:
 
     # ------------------------------------------------------------------ the interface
 
-    def start(self, now: float) -> list[Command]:
+    def start(self, now: float) -> list[cmd.Command]:
         def start() -> None:
             # model nodes send no heartbeats: the core's liveness checks are off, as while its
             # own broker link is down (a killed node is heard of through its Will)
-            self.master._handle(LinkDown())
+            self.master._handle(ev.LinkDown())
             self.master._execute(self.master.core.start(self.master.journal.now()))
 
         return self._step(now, start)
 
-    def handle(self, event: Event, now: float) -> list[Command]:
-        if isinstance(event, FromNode):
+    def handle(self, event: ev.Event, now: float) -> list[cmd.Command]:
+        if isinstance(event, ev.FromNode):
             return self._step(now, lambda: self._message(event.node_id, event.message))
-        if isinstance(event, Round):
+        if isinstance(event, ev.Round):
             return self._step(now, self._round)
-        if isinstance(event, Begin):
+        if isinstance(event, ev.Begin):
             return self._step(now, self._begin)
-        if isinstance(event, OutputStaged):
+        if isinstance(event, ev.OutputStaged):
             staged = (event.job_id, event.index, event.attempt)
             return self._step(now, lambda: self.master.output_staged(*staged))
-        if isinstance(event, Wake):
+        if isinstance(event, ev.Wake):
             return self._step(now, lambda: None)
         raise TypeError(f"the simulator does not send {event!r}")
 
-    def abort(self, reason: str, now: float) -> list[Command]:
+    def abort(self, reason: str, now: float) -> list[cmd.Command]:
         """End the run now (its time limit): unfinished jobs fail with ``reason``."""
         return self._step(now, lambda: self.master.fail_unfinished(reason))
 
@@ -221,9 +205,9 @@ class LegacyCore:
         self.begun = True
 
     def _send(self, node_id: str, message: Message) -> None:
-        self.out.append(Send(node_id, message))
+        self.out.append(cmd.Send(node_id, message))
 
-    def _step(self, now: float, action: Callable[[], Any]) -> list[Command]:
+    def _step(self, now: float, action: Callable[[], Any]) -> list[cmd.Command]:
         self.loop.virtual = max(self.loop.virtual, now)
         result = action()
         if asyncio.iscoroutine(result):
@@ -240,18 +224,18 @@ class LegacyCore:
                 return
             loop.run_once()
 
-    def _commands(self) -> list[Command]:
+    def _commands(self) -> list[cmd.Command]:
         out = list(self.out)
         self.out.clear()
         master = self.master
         if master._kick.is_set():
-            out.append(WantRound())
+            out.append(cmd.WantRound())
         if not self.begun and not self.over and master.starts.cluster_up.is_set():
-            out.append(ClusterUp())
+            out.append(cmd.ClusterUp())
         due = self.loop.next_timer()
         if due is not None:
-            out.append(WakeAt(due))
+            out.append(cmd.WakeAt(due))
         if master._all_done.is_set() and not self.over:
             self.over = True
-            out.append(RunOver(master.core.records.all_succeeded()))
+            out.append(cmd.RunOver(master.core.records.all_succeeded()))
         return out

@@ -1,47 +1,14 @@
-"""What the simulator exchanges with the master: the events and commands of the sans-I/O
-master core's interface (``MasterCore.start(now)`` and ``handle(event, now)``).
-
-The events and commands are the core's own (``master.core.events``, ``master.core.commands``),
-re-exported here under the names the simulator uses.
+"""What the simulator needs of the master: the sans-I/O core's interface
+(``MasterCore.start(now)`` and ``handle(event, now)``, with the events and commands of
+``master.core.events`` and ``master.core.commands``).
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from master.core.commands import (
-    ClusterUp,
-    Command,
-    CommitOutput,
-    KillNode,
-    ReleaseNode,
-    RunOver,
-    Send,
-    StartNode,
-    WakeAt,
-    WantRound,
-)
-from master.core.events import Begin, Event, FromNode, OutputStaged, Round, Wake
-
-__all__ = [
-    "Begin",
-    "ClusterUp",
-    "Command",
-    "CommitOutput",
-    "Core",
-    "Event",
-    "FromNode",
-    "KillNode",
-    "OutputStaged",
-    "ReleaseNode",
-    "Round",
-    "RunOver",
-    "Send",
-    "StartNode",
-    "Wake",
-    "WakeAt",
-    "WantRound",
-]
+from master.core.commands import Command
+from master.core.events import Event
 
 
 class Core(Protocol):

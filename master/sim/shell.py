@@ -12,25 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from master.core import commands as cmd
+from master.core import events as ev
 from master.sim.agents import ModelAgents
 from master.sim.clock import DELIVER, ROUND, WAKE, EventHeap
-from master.sim.port import (
-    Begin,
-    ClusterUp,
-    Command,
-    Event,
-    FromNode,
-    KillNode,
-    OutputStaged,
-    ReleaseNode,
-    Round,
-    RunOver,
-    Send,
-    StartNode,
-    Wake,
-    WakeAt,
-    WantRound,
-)
 from testbed.protocol import Message, TaskSpec
 
 
@@ -82,52 +67,52 @@ class SimShell:
 
     # ------------------------------------------------------------------ events into the core
 
-    def _handle(self, event: Event) -> None:
+    def _handle(self, event: ev.Event) -> None:
         self.handled += 1
         self._apply(self.core.handle(event, self.heap.now))
 
     def _deliver(self, node_id: str, message: Message) -> None:
-        self._handle(FromNode(node_id, message))
+        self._handle(ev.FromNode(node_id, message))
 
     def _staged(self, spec: TaskSpec) -> None:
-        self._handle(OutputStaged(spec.job_id, spec.index, spec.attempt))
+        self._handle(ev.OutputStaged(spec.job_id, spec.index, spec.attempt))
 
     def _wake(self, at: float) -> None:
         self.wakes.discard(at)
-        self._handle(Wake())
+        self._handle(ev.Wake())
 
     def _round(self) -> None:
         self.round_pending = False
         self.last_round = self.heap.now
-        self._handle(Round())
+        self._handle(ev.Round())
 
     # ------------------------------------------------------------------ commands out of it
 
-    def _apply(self, commands: list[Command]) -> None:
+    def _apply(self, commands: list[cmd.Command]) -> None:
         for command in commands:
             self._carry_out(command)
 
-    def _carry_out(self, command: Command) -> None:
+    def _carry_out(self, command: cmd.Command) -> None:
         heap, agents = self.heap, self.agents
-        if isinstance(command, Send):
+        if isinstance(command, cmd.Send):
             heap.at(heap.now, DELIVER, lambda c=command: agents.command(c.node_id, c.message))
-        elif isinstance(command, WantRound):
+        elif isinstance(command, cmd.WantRound):
             if not self.round_pending:
                 self.round_pending = True
                 heap.at(max(heap.now, self.last_round + self.round_gap), ROUND, self._round)
-        elif isinstance(command, WakeAt):
+        elif isinstance(command, cmd.WakeAt):
             if command.t not in self.wakes:
                 self.wakes.add(command.t)
                 heap.at(command.t, WAKE, lambda t=command.t: self._wake(t))
-        elif isinstance(command, StartNode):
+        elif isinstance(command, cmd.StartNode):
             agents.start(command.node_id, command.node_class)
-        elif isinstance(command, KillNode):
+        elif isinstance(command, cmd.KillNode):
             agents.kill(command.node_id)
-        elif isinstance(command, ReleaseNode):
+        elif isinstance(command, cmd.ReleaseNode):
             agents.release(command.node_id)
-        elif isinstance(command, ClusterUp):
+        elif isinstance(command, cmd.ClusterUp):
             if not self.begun:
                 self.begun = True
-                heap.at(heap.now, WAKE, lambda: self._handle(Begin()))
-        elif isinstance(command, RunOver):
+                heap.at(heap.now, WAKE, lambda: self._handle(ev.Begin()))
+        elif isinstance(command, cmd.RunOver):
             self.over = command.ok
