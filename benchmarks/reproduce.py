@@ -95,7 +95,7 @@ def main() -> int:
     if args.paper == "rdd-recovery":
         print(rdd_recovery(out))
     else:
-        print(sweep(args.paper, args.full, out).read_text())
+        print(f"table: {sweep(args.paper, args.full, out)}")
     return 0
 
 
