@@ -36,7 +36,7 @@ def broker_url(text: str) -> str:
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, dest="run_id")
     parser.add_argument(
-        "--node-id", help="default: the hostname (a container's, under compose or Swarm, is unique)"
+        "--node-id", help="default: the master names the agent (reserved-N, transient-N): compose, Swarm"
     )
     parser.add_argument("--node-class", choices=("reserved", "transient"), required=True)
     parser.add_argument("--broker", required=True, type=broker_url, help="mqtt://HOST:PORT")
@@ -65,9 +65,6 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
 def run_agent(args: argparse.Namespace) -> int:
     import asyncio
 
-    from agents.agent import Agent, AgentConfig
-    from testbed.capabilities import NODE_KEY_ENV, RUN_SECRET_ENV, node_key
-    from testbed.mqtt import BrokerAddress
     from testbed.processes import die_with_parent, take_secrets
 
     if args.cgroup is not None:  # first: the forkserver and every task worker are born in it
@@ -76,11 +73,30 @@ def run_agent(args: argparse.Namespace) -> int:
         join(args.cgroup)
     die_with_parent()
     secrets = take_secrets()  # task workers get none of them
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(_named_agent(args, secrets))
+    else:
+        uvloop.run(_named_agent(args, secrets))
+    return 0
+
+
+async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> None:
+    """Run the agent under its ``--node-id``, or else under the name the master gives it."""
+    from agents.agent import Agent, AgentConfig
+    from agents.naming import ask_name
+    from testbed.capabilities import NODE_KEY_ENV, RUN_SECRET_ENV, node_key
+    from testbed.mqtt import BrokerAddress
+
     broker = BrokerAddress.parse(args.broker, secrets)
-    node_id = args.node_id or socket.gethostname()
+    run_secret = secrets.get(RUN_SECRET_ENV, "")
+    node_id = args.node_id or await ask_name(
+        broker, args.run_id, socket.gethostname(), args.node_class, run_secret, args.slots, args.memory_mb
+    )
     key = secrets.get(NODE_KEY_ENV, "")
-    if not key and secrets.get(RUN_SECRET_ENV):  # started by compose: derive it from the run secret
-        key = node_key(secrets[RUN_SECRET_ENV], node_id)
+    if not key and run_secret:  # started by compose: derive it from the run secret
+        key = node_key(run_secret, node_id)
     config = AgentConfig(
         run_id=args.run_id,
         node_id=node_id,
@@ -99,13 +115,7 @@ def run_agent(args: argparse.Namespace) -> int:
         network_mbps=args.network_mbps,
         disk_mb_s=args.disk_mb_s,
     )
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(Agent(config).run())
-    else:
-        uvloop.run(Agent(config).run())
-    return 0
+    await Agent(config).run()
 
 
 def route_address(peer_host: str, wait_s: float = 60.0) -> str:

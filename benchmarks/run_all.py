@@ -36,6 +36,7 @@ SUITE: list[tuple[str, list[str], list[str]]] = [
         ["--nodes", "20000", "--edges", "200000", "--iterations", "3"],
     ),
     ("yarn_me_decision.py", [], ["--scales", "100:1000:20"]),
+    ("policy_rounds.py", [], ["--scale", "0.1", "--repeat", "2"]),
     ("container_start.py", [], ["--starts", "5"]),
     ("fidelity_isolation.py", [], ["--cpu-s", "0.5", "--block-mb", "4"]),
     ("weak_scaling.py", [], ["--sizes", "1,2,4", "--repeat", "3", "--repeat-nodes", "2"]),

@@ -43,12 +43,8 @@ from master.policies.base import (
 from master.policies.fifo import FifoScheduler
 from master.policies.task_model import PenaltyCurve, ReducerSpillModel, TaskModel
 from master.policies.yarn import YarnScheduler
-from master.policies.yarn_me import (
-    DEFAULT_ELASTIC_DISK_MB_S,
-    RegularTimeline,
-    YarnMeScheduler,
-    estimate_completion_times,
-)
+from master.policies.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
+from master.policies.yarn_me_timeline import RegularTimeline, estimate_completion_times
 
 NOW = 1_000.0
 

@@ -69,20 +69,13 @@ class MasterApi:
 
     # ------------------------------------------------------------------ outputs
 
-    def output_url(self, job_id: str, index: int, attempt: int) -> str:
-        return f"{self.url}/outputs/{job_id}/{index}/{attempt}"
-
     def _staged_path(self, job_id: str, index: int, attempt: int) -> Path:
         return self.master.run_dir / "outputs" / job_id / f".part-{index:05d}.a{attempt}.tmp"
 
-    def commit_output(self, job_id: str, index: int, attempt: int) -> bool:
-        """Rename the attempt's uploaded part into place: exactly one attempt's output counts."""
+    def commit_output(self, job_id: str, index: int, attempt: int) -> None:
+        """Rename the attempt's uploaded part into place (the core decided: ``CommitOutput``)."""
         staged = self._staged_path(job_id, index, attempt)
-        if not staged.exists():
-            return False
         os.replace(staged, self.master.run_dir / "outputs" / job_id / f"part-{index:05d}")
-        self.master.journal.event("output_committed", job=job_id, index=index, attempt=attempt)
-        return True
 
     async def _receive_output(self, request: web.Request) -> web.Response:
         job_id, index, attempt = (request.match_info[k] for k in ("job", "index", "attempt"))
@@ -107,6 +100,7 @@ class MasterApi:
             partial.unlink(missing_ok=True)
             raise web.HTTPBadRequest(text="truncated upload")
         os.replace(partial, staged)
+        self.master.output_staged(job_id, int(index), int(attempt))
         return web.Response(status=201)
 
     # ------------------------------------------------------------------ status and chaos
@@ -116,11 +110,11 @@ class MasterApi:
         return web.json_response(self.status())
 
     def status(self) -> dict[str, Any]:
-        master = self.master
+        master, core = self.master, self.master.core
         return {
             "run_id": master.run_id,
             "t": round(master.journal.now(), 3),
-            "started": master.clock_started,
+            "started": core.clock_started,
             "nodes": [
                 {"node": n.node_id, "class": n.node_class, "status": n.status, "running": sorted(n.running)}
                 for n in master.nodes.values()
@@ -138,11 +132,11 @@ class MasterApi:
                 for j in master.jobs.values()
             ],
             "tasks": self._running_tasks(),
-            "expected_jobs": master.expected_jobs,
-            "evictions": master.evictions,
-            "evicted": master.evicted,
+            "expected_jobs": core.expected_jobs,
+            "evictions": core.evictions,
+            "evicted": core.evicted,
             "malformed_messages": master.codec.malformed,
-            "forged_messages": master.senders.forged,
+            "forged_messages": core.senders.forged,
         }
 
     def _running_tasks(self) -> list[dict[str, Any]]:

@@ -126,8 +126,7 @@ class AutoscalingShell:
         elif isinstance(decision, Undrain):
             self.master.undrain(node, decision.reason)
         elif isinstance(decision, Release):
-            self.master.release_node(node, decision.reason)
-            self._spawn(self._release(node.node_id))
+            self.master.release_node(node, decision.reason)  # the provider stops it (``ReleaseNode``)
 
     def _launch(self, node_class: str, waited: float = 0.0) -> None:
         """Launch, once the class has capacity (docs/chaos.md, "Capacity"); a refusal is final.
@@ -149,10 +148,6 @@ class AutoscalingShell:
         self._joining.add(node.node_id)
         self.master.chaos.node_launched(node)
         self.master.kick()
-
-    async def _release(self, node_id: str) -> None:
-        if self.master.provider.owns(node_id):
-            await self.master.provider.release(node_id)
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

@@ -26,6 +26,7 @@ from master.scale_model import NodeShares, class_flags, resolve
 from testbed.scenario import Scenario, ScenarioError, input_files, load_scenario
 
 BROKER_URL = "mqtt://broker:1883"
+AGENT_START_PERIOD_S = 300
 NODE_CLASSES = ("reserved", "transient")
 # the repository, when the package runs from a checkout: the image can then be built from it
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -42,9 +43,15 @@ def evicts_or_releases(scenario: Scenario) -> bool:
 
 
 def compose_file(
-    scenario_path: Path, overrides: list[str], out: Path | None, host_cores: float | None, argv: list[str]
+    scenario_path: Path,
+    overrides: list[str],
+    out: Path | None,
+    host_cores: float | None,
+    argv: list[str],
+    per_node: bool = False,
 ) -> str:
-    """The compose file's text; raises ScenarioError on a bad scenario."""
+    """The compose file's text; raises ScenarioError on a bad scenario. ``per_node``: one
+    service per node (``reserved-0``, ...) instead of one per class with replicas."""
     given = load_scenario(scenario_path, overrides)
     if given.backend == "sim":
         raise ScenarioError(
@@ -57,7 +64,7 @@ def compose_file(
     make_scheduler(scenario)  # policy problems now, as `testbed run` would find them
     make_autoscaler(scenario)
     base = (out.parent if out is not None else Path.cwd()).resolve()
-    stack = _Stack(scenario, scenario_path, base, _master_overrides(given, scenario, overrides))
+    stack = _Stack(scenario, scenario_path, base, _master_overrides(given, scenario, overrides), per_node)
     body = yaml.safe_dump({"services": stack.services()}, sort_keys=False, width=100, default_flow_style=None)
     return _header(scenario, scenario_path, out, argv) + body
 
@@ -81,8 +88,9 @@ def _relative(path: Path, base: Path) -> str:
 
 class _Stack:
     def __init__(
-        self, scenario: Scenario, scenario_path: Path, base: Path, master_overrides: list[str]
+        self, scenario: Scenario, scenario_path: Path, base: Path, master_overrides: list[str], per_node: bool
     ) -> None:
+        self.per_node = per_node
         self.scenario = scenario
         self.scenario_path = scenario_path
         self.base = base
@@ -102,8 +110,15 @@ class _Stack:
                 "deploy": {"endpoint_mode": "dnsrr"},
             },
             "master": self._master(),
-            **{node_class: self._agents(node_class) for node_class in NODE_CLASSES},
+            **{name: self._agents(cls, replicas) for name, cls, replicas in self._agent_services()},
         }
+
+    def _agent_services(self) -> list[tuple[str, str, int]]:
+        """(service, node class, replicas) of every agent service."""
+        counts = {c: getattr(self.scenario.cluster, c).count for c in NODE_CLASSES}
+        if not self.per_node:
+            return [(c, c, counts[c]) for c in NODE_CLASSES]
+        return [(f"{c}-{i}", c, 1) for c in NODE_CLASSES for i in range(counts[c])]
 
     def _common(self) -> dict[str, Any]:
         service: dict[str, Any] = {"image": "${TESTBED_DOCKER_IMAGE:-transient-testbed:latest}"}
@@ -137,19 +152,19 @@ class _Stack:
                 "TESTBED_REPORT_DIR": f"/results/{name}",
             },
             "volumes": [
-                "/var/run/docker.sock:/var/run/docker.sock",
+                "${TESTBED_DOCKER_SOCKET:-/var/run/docker.sock}:/var/run/docker.sock",
                 f"{_relative(self.scenario_path.parent, self.base)}:/scenarios:ro",
                 f"${{TESTBED_RESULTS:-{results}}}:/results",
                 *self.inputs,
             ],
-            "depends_on": ["broker", *NODE_CLASSES],
+            "depends_on": ["broker", *(name for name, _, _ in self._agent_services())],
             "deploy": {
                 "restart_policy": {"condition": "none"},
                 "placement": {"constraints": ["node.role == manager"]},
             },
         }
 
-    def _agents(self, node_class: str) -> dict[str, Any]:
+    def _agents(self, node_class: str, replicas: int) -> dict[str, Any]:
         scenario = self.scenario
         spec = getattr(scenario.cluster, node_class)
         limits: dict[str, str] = {"memory": f"{spec.memory_mb + AGENT_OVERHEAD_MB}M"}
@@ -172,13 +187,19 @@ class _Stack:
                 ),
             ],
             "labels": {LABEL_RUN: self.run_id, LABEL_CLASS: node_class},
+            # the image's probe, but an agent waiting for the broker and its name is not unhealthy
+            # (Swarm stops unhealthy tasks, and starts a stack's services in any order)
+            "healthcheck": {"start_period": f"{AGENT_START_PERIOD_S}s"},
             "depends_on": ["broker"],
             "deploy": {
-                "replicas": spec.count,
+                "replicas": replicas,
                 "resources": {"limits": limits},
                 "restart_policy": {"condition": "none"},  # an evicted node stays dead (Swarm)
             },
         }
+        if self.per_node:  # evicted by removing its service through the Swarm manager: a SIGKILL
+            service["stop_signal"] = "SIGKILL"
+            service["deploy"]["labels"] = {LABEL_RUN: self.run_id, LABEL_CLASS: node_class}
         if self.inputs:
             service["volumes"] = list(self.inputs)
         return service

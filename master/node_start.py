@@ -1,9 +1,11 @@
-"""Starting the run's nodes: the initial cluster paced on the machine, each launch, the nodes
-adopted in attach mode, and their end when the run stops.
+"""Starting the run's nodes on this host: each launch, the start deadline, the end of the run.
 
-The verdicts are pure (``master.liveness``: the start window and deadline;
-``master.core.startup.cluster_up``); this shell launches through the provider
-and reaches the master through ``master.ports.NodeStartPort``.
+Which nodes start and when (the initial cluster a window at a time, each later
+launch) is the core's (``master.core.launch``: ``StartNode`` commands). This shell
+starts each through the provider, with its agent's environment, and watches the
+start deadline (``master.liveness.start_deadline_s``, a host concern): a node that
+has not come up in time is reported (``NodeStartFailed``) and the run goes on
+without it.
 """
 
 from __future__ import annotations
@@ -12,157 +14,97 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Awaitable, Callable
 
-from master.core.lifecycle import NODE
-from master.core.startup import cluster_up
-from master.liveness import launches_now, start_deadline_s, start_window
-from master.nodes import NodeRecord
-from master.policies import reserved_partitions
-from master.ports import NodeStartPort
+from master.core.commands import StartNode
+from master.core.events import NodeStartFailed
+from master.core.machine import MasterCore
+from master.liveness import start_deadline_s
+from master.providers.base import NodeProvider
 from master.scale_model import NodeShares
-from testbed.capabilities import NODE_KEY_ENV
-from testbed.protocol import NodeState
+from testbed.capabilities import NODE_KEY_ENV, RunKeys
 
 log = logging.getLogger("master")
+ATTACH_WAIT_S = 300.0
+"""How long an attached master waits for the scenario's agents (compose, Swarm) to come up: a
+stack on a loaded host starts them in any order, in minutes (their healthcheck's start period)."""
 
 
 class NodeStarts:
-    def __init__(self, master: NodeStartPort) -> None:
-        self.master = master
-        scenario = master.scenario
-        reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
-        self.partitions = reserved_partitions(scenario, reserved_ids)
-        self.ordinals = {"reserved": 0, "transient": 0}
-        """The next ordinal of each class: a node's id is never reused within a run."""
+    def __init__(
+        self,
+        core: MasterCore,
+        provider: NodeProvider,
+        keys: RunKeys,
+        agent_command: Callable[[str, str], list[str]],
+        agent_env: dict[str, str],
+        node_env: Callable[[str], Awaitable[dict[str, str]]] | None,
+    ) -> None:
+        self.core = core
+        self.provider = provider
+        self.keys = keys
+        self.agent_command = agent_command
+        self.agent_env = agent_env
+        self.node_env = node_env
         self.cluster_up = asyncio.Event()
         self.came_up = asyncio.Event()
+        self.launching: dict[str, asyncio.Task[None]] = {}
 
-    async def launch_initial(self) -> None:
-        cluster = self.master.scenario.cluster
-        if not self.master.attach:
-            await self.start_paced(
-                ["reserved"] * cluster.reserved.count + ["transient"] * cluster.transient.count
-            )
-            return
-        log.info(
-            "waiting for %d reserved and %d transient nodes", cluster.reserved.count, cluster.transient.count
-        )
-        try:
-            await asyncio.wait_for(self.cluster_up.wait(), 60 + 0.5 * len(self.master.nodes))
-        except TimeoutError:
-            missing = [n.node_id for n in self.master.nodes.values() if n.status == "launching"]
-            raise RuntimeError(f"nodes did not come up within a minute: {', '.join(missing)}") from None
+    def start(self, command: StartNode) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(self._launch(command))
+        self.launching[command.node_id] = task
+        task.add_done_callback(lambda _: self.launching.pop(command.node_id, None))
+        return task
 
-    async def start_paced(self, classes: list[str]) -> None:
-        """Launch the initial nodes a window at a time (``master.liveness.launches_now``): a
-        node leaves the window when it is up, or when it has not come up within
-        ``start_deadline_s`` (it is killed and the run goes on without it, saying so)."""
-        cpus = os.cpu_count() or 2
-        window = start_window(cpus, self.master.scenario.cluster.start_window)
-        queue = list(classes)
-        while True:
-            launching = [n for n in self.master.nodes.values() if n.status == "launching"]
-            deadline = start_deadline_s(len(launching), cpus)
-            for node in launching:
-                if self.master.journal.now() - node.launched_t > deadline:
-                    await self._start_failed(node, deadline)
-            starting = sum(1 for n in self.master.nodes.values() if n.status == "launching")
-            for _ in range(launches_now(starting, len(queue), window)):
-                await self.launch(queue.pop(0))
-            if not queue and not any(n.status == "launching" for n in self.master.nodes.values()):
-                break
-            self.came_up.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(1.0):  # the start deadlines are checked every second
-                    await self.came_up.wait()
-        if not any(n.status == "up" for n in self.master.nodes.values()):
-            raise RuntimeError("no node came up: see the nodes' logs in the run directory's logs/")
-
-    async def _start_failed(self, node: NodeRecord, deadline: float) -> None:
-        log.warning(
-            "node %s did not come up within %.0fs: the run goes on without it", node.node_id, deadline
-        )
-        node.status = "lost"
-        self.master.journal.event("node_start_failed", node=node.node_id, **{"class": node.node_class})
-        self.master.records.node_row(node, self.master.journal.now(), "start_failed")
-        if self.master.provider.owns(node.node_id):
-            await self.master.provider.evict(node.node_id)
-
-    async def launch(self, node_class: str) -> NodeRecord:
-        spec = (
-            self.master.scenario.cluster.reserved
-            if node_class == "reserved"
-            else self.master.scenario.cluster.transient
-        )
-        ordinal = self.ordinals[node_class]
-        self.ordinals[node_class] += 1
-        node_id = f"{node_class}-{ordinal}"
-        record = NodeRecord(
-            node_id,
-            node_class,
-            ordinal,
-            self.master.journal.now(),
-            spec.slots,
-            spec.memory_mb,
-            spec.price_per_hour,
-        )
-        record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
-        self.master.nodes[node_id] = record
-        self.master.journal.event("node_launching", node=node_id, **{"class": node_class})
+    async def _launch(self, command: StartNode) -> None:
+        spec = getattr(self.core.scenario.cluster, command.node_class)
         env = {
-            **self.master.agent_env,
-            **(await self.master.node_env(node_id) if self.master.node_env else {}),
-            NODE_KEY_ENV: self.master.keys.node_key(node_id),
+            **self.agent_env,
+            **(await self.node_env(command.node_id) if self.node_env else {}),
+            NODE_KEY_ENV: self.keys.node_key(command.node_id),
         }
-        await self.master.provider.launch(
-            node_id,
-            node_class,
+        await self.provider.launch(
+            command.node_id,
+            command.node_class,
             spec.slots,
             spec.memory_mb,
-            NodeShares.of(self.master.scenario, spec).cpus,
-            self.master.agent_command(node_id, node_class),
+            NodeShares.of(self.core.scenario, spec).cpus,
+            self.agent_command(command.node_id, command.node_class),
             env,
         )
-        return record
+
+    async def until_cluster_up(
+        self, now: Callable[[], float], fail: Callable[[NodeStartFailed], None]
+    ) -> None:
+        """Wait for the core's ``ClusterUp``; report every node that missed its start deadline
+        (checked every second). Attach mode waits a minute (plus half a second a node) at most."""
+        if self.core.attach:
+            try:
+                await asyncio.wait_for(self.cluster_up.wait(), ATTACH_WAIT_S)
+            except TimeoutError:
+                cluster = self.core.scenario.cluster
+                up = [n.node_class for n in self.core.nodes.values() if n.status == "up"]
+                raise RuntimeError(
+                    f"after {ATTACH_WAIT_S:g}s, {up.count('reserved')} of {cluster.reserved.count} reserved "
+                    f"and {up.count('transient')} of {cluster.transient.count} transient nodes are up "
+                    "(an agent that never asked for its name is not started, or cannot reach the broker)"
+                ) from None
+            return
+        cpus = os.cpu_count() or 2
+        while not self.cluster_up.is_set():
+            launching = [n for n in self.core.nodes.values() if n.status == "launching"]
+            deadline = start_deadline_s(len(launching), cpus)
+            for node in launching:
+                if now() - node.launched_t > deadline:
+                    fail(NodeStartFailed(node.node_id, f"it did not come up within {deadline:.0f}s"))
+            self.came_up.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await self.came_up.wait()
+        if not any(n.status == "up" for n in self.core.nodes.values()):
+            raise RuntimeError("no node came up: see the nodes' logs in the run directory's logs/")
 
     async def shutdown(self) -> None:
-        now = self.master.journal.now()
-        for node in self.master.nodes.values():
-            if node.alive:
-                node.status = NODE.next(node.status, "run_ended")
-                self.master.records.node_row(node, now, "run_end")
-        await self.master.provider.close()
-
-    def node_joined(self) -> None:
-        """A node came up: the paced start-up may launch the next, the cluster may be up."""
-        self.came_up.set()
-        cluster = self.master.scenario.cluster
-        wanted = {"reserved": cluster.reserved.count, "transient": cluster.transient.count}
-        nodes = ((n.node_class, n.status) for n in self.master.nodes.values())
-        if cluster_up(nodes, self.master.attach, wanted):
-            self.cluster_up.set()
-
-    def adopt(self, state: NodeState) -> NodeRecord:
-        """A node the master did not launch (attach mode) announced itself: register it."""
-        spec = (
-            self.master.scenario.cluster.reserved
-            if state.node_class == "reserved"
-            else self.master.scenario.cluster.transient
-        )
-        ordinal = sum(1 for n in self.master.nodes.values() if n.node_class == state.node_class)
-        record = NodeRecord(
-            state.node_id,
-            state.node_class,
-            ordinal,
-            self.master.journal.now(),
-            state.slots,
-            state.memory_mb,
-            spec.price_per_hour,
-        )
-        # the partition the launched node of that ordinal would get (``launch``)
-        if state.node_class == "transient":
-            record.partition = "short"
-        else:
-            record.partition = self.partitions.get(f"reserved-{ordinal}", "general")
-        self.master.nodes[state.node_id] = record
-        return record
+        launches = list(self.launching.values())
+        await asyncio.gather(*launches, return_exceptions=True)
+        await self.provider.close()

@@ -1,27 +1,26 @@
 """The ports through which the shell's parts reach the master, instead of ``Master`` itself.
 
-The recovery strategies, the HTTP API, the autoscaling shell, the liveness
-shell and the chaos controller are each handed the master, but see it only through the Protocol
-below that names what they use; ``master.master.Master`` implements them all.
-None of them imports ``master.master``, so ``master`` has no import cycle
-(``lint-imports`` checks it), and tests hand them stand-ins of their own.
-These ports shrink as the sans-I/O core takes over (docs/architecture.md).
+The HTTP API, the autoscaling shell, the chaos controller, the command signer and
+the full-disk handling at the master are each handed the shell (``master.master``),
+but see it only through the Protocol below that names what they use. What they
+change goes to the core (``master.core``) as its operations, applied at the time
+they happen, with their commands carried out at once. The core's own parts see
+the core through ``master.core.ports``. None of them imports ``master.master``,
+so ``master`` has no import cycle (``lint-imports`` checks it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
 
-from master.jobs import JobRuntime, TaskKey
+from master.core.jobs import JobRuntime, TaskKey
+from master.core.machine import MasterCore
+from master.core.nodes import NodeRecord
 from master.journal import Journal
-from master.nodes import NodeRecord
 from master.policies.base import ClusterSnapshot, RunningTask
 from master.providers.base import NodeProvider
-from master.senders import SenderCheck
 from testbed.capabilities import RunKeys
-from testbed.mqtt import MqttLink
 from testbed.protocol import Codec, Message
 from testbed.scenario import Scenario
 from testbed.scenario_chaos import EvictSpec
@@ -48,12 +47,16 @@ class ChaosControl(Protocol):
 
 
 class ClusterPort(Protocol):
-    """The node registry, the jobs, the journal, and the commands every part may give."""
+    """The node registry, the jobs, the journal file, and the operations every part may ask for."""
 
     scenario: Scenario
     journal: Journal
-    nodes: dict[str, NodeRecord]
-    jobs: dict[str, JobRuntime]
+
+    @property
+    def nodes(self) -> dict[str, NodeRecord]: ...
+
+    @property
+    def jobs(self) -> dict[str, JobRuntime]: ...
 
     def send(self, node_id: str, message: Message) -> None: ...
 
@@ -61,12 +64,6 @@ class ClusterPort(Protocol):
         """Ask for a scheduling round."""
 
     def drain(self, node: NodeRecord, reason: str) -> None: ...
-
-
-class StrategyPort(ClusterPort, Protocol):
-    """What a recovery strategy uses (``master.strategies``)."""
-
-    run_dir: Path
 
 
 class ChaosPort(ClusterPort, Protocol):
@@ -104,79 +101,39 @@ class ScalingPort(ClusterPort, Protocol):
     def release_node(self, node: NodeRecord, reason: str) -> None: ...
 
 
-class LivenessPort(ClusterPort, Protocol):
-    """What the liveness shell uses (``master.liveness_shell``)."""
+class DiskFaultsPort(Protocol):
+    """What the full-disk handling at the master uses (``master.disk_faults``)."""
 
-    provider: NodeProvider
-    link: MqttLink
+    run_dir: Path
+    journal: Journal
 
-    def node_lost(self, node: NodeRecord, reason: str) -> None: ...
+    @property
+    def jobs(self) -> dict[str, JobRuntime]: ...
 
-    def fail_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:
-        """Fail and relaunch an attempt the node no longer accounts for (``why``)."""
+    def fail_job(self, job_id: str, error: str) -> None: ...
+
+    def fail_unfinished(self, reason: str) -> None: ...
 
 
-class ApiPort(ClusterPort, Protocol):
+class ApiPort(ClusterPort, DiskFaultsPort, Protocol):
     """What the HTTP API uses (``master.api``)."""
 
     run_id: str
-    run_dir: Path
     keys: RunKeys
     http_host: str
     advertise: str
-    clock_started: bool
-    expected_jobs: int
-    evictions: int
-    evicted: list[dict[str, object]]
     codec: Codec
-    senders: SenderCheck
     chaos: ChaosControl
+    core: MasterCore
+    """Read for the status: its counters (evictions, the sender check's, the expected jobs)."""
+
+    def output_staged(self, job_id: str, index: int, attempt: int) -> None: ...
 
 
 class SignerPort(Protocol):
     """What the command signer uses (``master.signing``)."""
 
     keys: RunKeys
-    nodes: dict[str, NodeRecord]
 
-
-class JobEnding(Protocol):
-    """How a job, or the whole run, is ended (``master.run_records.RunRecords``)."""
-
-    def finish_job(self, job: JobRuntime) -> None: ...
-
-    def fail_unfinished(self, reason: str) -> None:
-        """Fail every job not finished yet (and those not submitted yet): the run ends."""
-
-
-class RecordsPort(ClusterPort, Protocol):
-    """What the run's records use (``master.run_records``)."""
-
-    expected_jobs: int
-
-
-class NodeRows(Protocol):
-    """Where a node's row of ``nodes.csv`` is written (``master.run_records.RunRecords``)."""
-
-    def node_row(self, node: NodeRecord, now: float, reason: str) -> None: ...
-
-
-class NodeStartPort(ClusterPort, Protocol):
-    """What the node start-up uses (``master.node_start``)."""
-
-    provider: NodeProvider
-    attach: bool
-    keys: RunKeys
-    agent_env: dict[str, str]
-    node_env: Callable[[str], Awaitable[dict[str, str]]] | None
-    agent_command: Callable[[str, str], list[str]]
-    records: NodeRows
-
-
-class DiskFaultsPort(ClusterPort, Protocol):
-    """What the disk-fault handling uses (``master.disk_faults``)."""
-
-    run_dir: Path
-    records: JobEnding
-
-    def undrain(self, node: NodeRecord, reason: str) -> None: ...
+    @property
+    def nodes(self) -> dict[str, NodeRecord]: ...

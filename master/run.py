@@ -27,7 +27,7 @@ from master.master import Master
 from master.monitor import FIDELITY_FILE, Sampler, write_assessment
 from master.policies import make_autoscaler, policy_plugins
 from master.providers.local import LocalProvider, python_command
-from master.resume import Recovered, ResumedMaster, check_resumable, recover
+from master.resume import Recovered, check_resumable, recover
 from master.rundir import check_inputs, owning, record_inputs, tidy
 from master.scale_model import class_flags, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
@@ -106,8 +106,7 @@ async def _run_owned(
     try:
         if broker is not None:
             await broker.start()
-        resumed = {"recovered": recovered} if recovered is not None else {}
-        master = (ResumedMaster if recovered is not None else Master)(
+        master = Master(
             scenario,
             run_id,
             run_dir,
@@ -123,7 +122,7 @@ async def _run_owned(
             autoscaler=autoscaler,
             agent_env=backend_.agent_env,
             node_env=partial(agent_env, broker) if broker else external_login,
-            **resumed,
+            recovered=recovered,
         )
         if on_event is not None:
             master.journal.listeners.append(lambda record: on_event(master, record))
@@ -149,7 +148,7 @@ async def _run_owned(
         finally:
             if broker is not None:
                 await broker.close()
-    observations.launch_ack_s = list(master.launch_acks.values())
+    observations.launch_ack_s = list(master.core.launch_acks.values())
     throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
     write_assessment(run_dir, scenario, observations, throttling, enforced=not backend_.attach)
     summary = summarize(run_dir, scenario, plugins)

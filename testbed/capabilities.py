@@ -41,6 +41,12 @@ def node_key(run_secret: str, node_id: str) -> str:
     return derive(run_secret, f"node {node_id}")
 
 
+def name_proof(run_secret: str, host: str, incarnation: str, node_id: str) -> str:
+    """What proves a ``NodeNamed`` comes from the master: an agent of compose or Swarm asks
+    for its node id and takes only an answer that carries this."""
+    return derive(run_secret, f"name {host} {incarnation} {node_id}")
+
+
 def block_cap(key: str, verb: str, block: str) -> str:
     """The capability to ``GET`` or ``PUT`` the block ``block`` on the node whose key is ``key``."""
     return derive(key, f"{verb} {block}")

@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="cores of the host the stack runs on, for dilation: auto (default: this machine's)",
     )
+    compose.add_argument(
+        "--per-node",
+        action="store_true",
+        help="one service per node (reserved-0, transient-0, ...), not one per class: on a multi-host "
+        "Swarm the master evicts a node anywhere by removing its service through the manager",
+    )
     compose.set_defaults(handler=cmd_compose)
 
     agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
@@ -214,10 +220,12 @@ def cmd_compose(args: argparse.Namespace) -> int:
         if args.host_cores <= 0:
             raise UsageError("testbed compose --host-cores: expected a number of cores > 0, e.g. 4")
         argv += ["--host-cores", f"{args.host_cores:g}"]
+    if args.per_node:
+        argv.append("--per-node")
     if args.out is not None:
         argv += ["-o", str(args.out)]
     try:
-        text = compose_file(args.scenario, args.overrides, args.out, args.host_cores, argv)
+        text = compose_file(args.scenario, args.overrides, args.out, args.host_cores, argv, args.per_node)
     except ScenarioError as exc:  # one line, however many problems
         raise UsageError("; ".join(exc.problems)) from None
     if args.out is None:

@@ -122,6 +122,7 @@ class JobFinished(Event):
 
 class NodeLaunching(Event, _Class):
     node: str
+    container: NotRequired[str]  # an adopted node's (compose, Swarm): its container's hostname
 
 
 class NodeStartFailed(NodeLaunching):

@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 
 import aiomqtt
 
+from testbed.protocol import MAX_BACKOFF_S
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, bytes], Awaitable[None] | None]
 WillFactory = Callable[[int], aiomqtt.Will | None]
-MAX_BACKOFF_S = 1.0
-"""The longest wait between reconnection attempts (before jitter of up to +50%)."""
 MAX_IN_FLIGHT = 64
 """QoS 1 publications sent but not yet acknowledged, per link."""
 Outgoing = tuple[str, bytes, bool]

@@ -21,6 +21,9 @@ INLINE_NOOP = "noop"
 """The op of empty tasks: agents complete them at once, without a worker process."""
 _ids = itertools.count()
 _prefix = os.urandom(4).hex()
+MAX_BACKOFF_S = 1.0
+"""The longest wait between an MQTT link's reconnection attempts (before jitter of up to +50%):
+the master gives its agents this long to come back after its own outage."""
 
 
 def new_id() -> str:
@@ -150,6 +153,31 @@ class NodeState(Message):
     slots: int = 0
     memory_mb: int = 0
     pid: int = 0
+
+
+class NameRequest(Message):
+    """An agent started without a node id (by compose or Swarm) asks the master for one, on
+    ``node/<host>/state``, ``host`` being its hostname (a container's short id). It asks
+    again until answered: the master may start after it."""
+
+    kind: Literal["name_request"] = "name_request"
+    host: str = Field(max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    node_class: NodeClass
+    incarnation: str = Field(max_length=64)
+    slots: int = Field(default=0, ge=0)
+    memory_mb: int = Field(default=0, ge=0)
+
+
+class NodeNamed(Message):
+    """The master's answer to a ``NameRequest``, on ``node/<host>/cmd``: that agent is
+    ``node_id`` (``reserved-N``, ``transient-N``, as a node the master launches).
+    ``proof`` = ``testbed.capabilities.name_proof``: only the holder of the run secret names."""
+
+    kind: Literal["named"] = "named"
+    host: str = Field(max_length=100)
+    incarnation: str = Field(max_length=64)
+    node_id: str = Field(max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    proof: str = Field(max_length=64)
 
 
 class CachedInput(BaseModel):
@@ -283,6 +311,8 @@ class PushDelivered(Message):
 
 AnyMessage = Annotated[
     NodeState
+    | NameRequest
+    | NodeNamed
     | Heartbeat
     | LaunchTask
     | CancelTask

@@ -1,9 +1,9 @@
 """Every node's agent as the master sees it over MQTT, without processes: for driving the
 master's scheduling, strategies and commits on a virtual clock.
 
-The master is a real one that was never started (attach mode: the nodes announce
-themselves as compose agents do). What it sends to the nodes (launches, cancels,
-Pado's flushes and receiver feeds) is taken at ``Master.send``; what the agents would
+The master is a real one that was never started (attach mode: the nodes ask for their
+names and announce themselves as compose agents do). What it sends to the nodes (launches, cancels,
+Pado's flushes and receiver feeds) is taken where the shell would publish it; what the agents would
 answer (task outcomes, push receipts and commit requests) goes in through
 ``Master._on_message``, encoded like the real messages. A task finishes once its inputs
 are all there: at launch for an ordinary task, when its last feed arrived for one of
@@ -23,6 +23,8 @@ from testbed.protocol import (
     FlushAggregate,
     LaunchTask,
     Message,
+    NameRequest,
+    NodeNamed,
     NodeState,
     PushDelivered,
     PushedPart,
@@ -54,14 +56,21 @@ class StandInAgents:
     running: dict[tuple[str, str, int], Attempt] = field(default_factory=dict)
     """(node, task, attempt) -> the attempt, in launch order."""
     flushes: list[tuple[str, FlushAggregate]] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+    """hostname -> the node id the master named it."""
 
     def __post_init__(self) -> None:
         journal = self.master.journal
         start = journal.t0
         journal.clock = lambda: start + self.clock[0]
-        self.master.send = self._command  # type: ignore[method-assign]
+        self.master._publish = self._command  # type: ignore[method-assign]
 
     def announce(self, node_id: str, node_class: str, slots: int, memory_mb: int) -> None:
+        """The agent asks for a name (as ``agents.naming``: it must be ``node_id``), then is up."""
+        host = f"host-of-{node_id}"
+        size = {"slots": slots, "memory_mb": memory_mb}
+        self._answer(host, NameRequest(host=host, node_class=node_class, incarnation="n1", **size))  # type: ignore[arg-type]
+        assert self.names.get(host) == node_id, f"{host} was named {self.names.get(host)}, not {node_id}"
         state = NodeState(
             node_id=node_id,
             node_class=node_class,  # type: ignore[arg-type]
@@ -76,7 +85,9 @@ class StandInAgents:
         self._answer(node_id, state)
 
     def _command(self, node_id: str, message: Message) -> None:
-        if isinstance(message, LaunchTask):
+        if isinstance(message, NodeNamed):
+            self.names[message.host] = message.node_id
+        elif isinstance(message, LaunchTask):
             self.running[(node_id, message.task.task_id, message.task.attempt)] = Attempt(message.task)
         elif isinstance(message, CancelTask):
             self.running.pop((node_id, message.task_id, message.attempt), None)
@@ -108,6 +119,7 @@ class StandInAgents:
         if spec.final:
             staged = self.master.api._staged_path(spec.job_id, spec.index, spec.attempt)
             staged.write_bytes(b"")
+            self.master.output_staged(spec.job_id, spec.index, spec.attempt)
         partitions = () if spec.final else (1,) * spec.partitions
         update = TaskUpdate(
             node_id=node_id,

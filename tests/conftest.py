@@ -13,12 +13,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import settings
 
 from testbed.broker import free_port
 from testbed.scenario import Scenario, parse_scenario
 
 if TYPE_CHECKING:
     from master.master import Master
+
+# Property tests draw the same examples in every run (and keep no example database): a CI
+# failure is the same failure on a developer's machine, and a passing run stays passing.
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.load_profile("deterministic")
 
 
 def make_scenario(**fields: Any) -> Scenario:

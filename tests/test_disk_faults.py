@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from master.disk_faults import BACKOFF_S, MAX_DISK_FULL, disk_full_verdict
+from master.core.disk_full import BACKOFF_S, MAX_DISK_FULL, disk_full_verdict
 
 
 def test_a_node_is_taken_back_once_idle_after_a_back_off_that_doubles() -> None:

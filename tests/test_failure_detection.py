@@ -18,9 +18,9 @@ import pytest
 from aiohttp import web
 
 from agents.shuffle import make_app
+from master.core.nodes import NodeRecord
 from master.liveness import patience_s
 from master.master import Master
-from master.nodes import NodeRecord
 from master.providers.local import LocalProvider
 from testbed.mqtt import BrokerAddress
 from tests.conftest import make_scenario
@@ -47,7 +47,7 @@ def master_with_a_node(tmp_path: Path, clock: Clock, started: bool = True) -> tu
     )
     master.journal.clock = clock
     if started:
-        master.set_time_zero(clock())
+        master.begin()
     else:
         master.journal.t0 = clock()
     node = NodeRecord("transient-0", "transient", 0, 0.0, 2, 1024, 0.3, status="up")
@@ -61,7 +61,7 @@ async def test_silence_before_time_zero_counts(tmp_path: Path) -> None:
     clock.now += 8  # the other nodes take 8 s to come up; this one was heard just now
     node.last_seen = master.journal.now()
     clock.now += 1.5
-    master._start_clock()
+    master.begin()
     assert master.journal.now() == 0
     assert master.journal.now() - node.last_seen == 1.5
 
@@ -108,9 +108,9 @@ async def test_a_node_silent_alone_is_asked_and_lost_when_dead(tmp_path: Path, l
     master, alive, dead = two_nodes(tmp_path, clock, live_agent_url)
     clock.now += TIMEOUT + 0.1
     alive.last_seen = master.journal.now()  # the other node is heard: the broker works
-    master.liveness.check_heartbeats()
-    assert list(master.liveness.probes) == ["transient-1"] and dead.status == "up"  # probed before killed
-    await asyncio.gather(*master.liveness.probes.values())
+    master._act(master.core.watch.check_heartbeats)
+    assert sorted(master.core.watch.probing) == ["transient-1"] and dead.status == "up"  # probed first
+    await master._settle()
     assert (alive.status, dead.status) == ("up", "lost")
     assert [e["reason"] for e in journal_events(master, "node_lost")] == ["heartbeat_timeout"]
 
@@ -121,15 +121,15 @@ async def test_a_whole_silent_cluster_is_asked_before_any_node_is_lost(
     clock = Clock()
     master, alive, dead = two_nodes(tmp_path, clock, live_agent_url)
     clock.now += TIMEOUT + 0.1  # nobody heard: a broker that stalls, or one that no longer routes
-    master.liveness.check_heartbeats()
+    master._act(master.core.watch.check_heartbeats)
     assert (alive.status, dead.status) == ("up", "up")
-    probes = list(master.liveness.probes.values())
+    probes = set(master._work)
     assert len(probes) == 2
-    master.liveness.check_heartbeats()  # the next interval, the probes still out: not asked twice
-    assert list(master.liveness.probes.values()) == probes
+    master._act(master.core.watch.check_heartbeats)  # the next interval, the probes out: not asked twice
+    assert set(master._work) == probes
     await asyncio.gather(*probes)
     assert (alive.status, dead.status) == ("up", "lost")
-    assert master.liveness.answered["transient-0"] == master.journal.now()  # a fresh timeout from now
+    assert master.core.watch.answered["transient-0"] == master.journal.now()  # a fresh timeout from now
     assert [e["nodes"] for e in journal_events(master, "cluster_silent")] == [["transient-0", "transient-1"]]
     assert [e["node"] for e in journal_events(master, "node_lost")] == ["transient-1"]
 
@@ -142,14 +142,14 @@ async def test_a_silent_node_that_answers_is_kept_until_the_patience_runs_out(
     master, node = master_with_a_node(tmp_path, clock)
     node.url, node.incarnation = live_agent_url, "i1"
     clock.now += TIMEOUT + 0.1
-    master.liveness.check_heartbeats()
-    await asyncio.gather(*master.liveness.probes.values())
+    master._act(master.core.watch.check_heartbeats)
+    await master._settle()
     assert node.status == "up"
-    master.liveness.check_heartbeats()  # answered just now: not asked again yet
-    assert not master.liveness.probes
+    master._act(master.core.watch.check_heartbeats)  # answered just now: not asked again yet
+    assert not master.core.watch.probing
     clock.now += patience_s(TIMEOUT)
-    master.liveness.check_heartbeats()
-    await asyncio.gather(*master.liveness.probes.values())
+    master._act(master.core.watch.check_heartbeats)
+    await master._settle()
     assert node.status == "lost"
 
 
@@ -162,10 +162,10 @@ async def test_a_frozen_node_is_lost_alone_but_waited_for_when_everyone_is_quiet
         master, alive, dead = two_nodes(tmp_path, clock, closed_port_url())
         alive.url = dead.url = f"http://127.0.0.1:{frozen.getsockname()[1]}"
         clock.now += TIMEOUT + 0.1  # both silent: the whole cluster is quiet
-        master.liveness.check_heartbeats()
-        await asyncio.gather(*master.liveness.probes.values())
+        master._act(master.core.watch.check_heartbeats)
+        await master._settle()
         assert (alive.status, dead.status) == ("up", "up")
         alive.last_seen = master.journal.now()  # one node speaks again: the other is silent alone
-        master.liveness.check_heartbeats()
-        await asyncio.gather(*master.liveness.probes.values())
+        master._act(master.core.watch.check_heartbeats)
+        await master._settle()
         assert (alive.status, dead.status) == ("up", "lost")

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master.jobs import JobRuntime, TaskKey
+from master.core.jobs import JobRuntime, TaskKey
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
 NODES = ("n0", "n1", "n2")

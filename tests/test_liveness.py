@@ -3,7 +3,6 @@ master applying them to the heartbeats it receives."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
@@ -223,12 +222,12 @@ async def test_while_the_cluster_starts_a_frozen_node_is_waited_for(tmp_path: Pa
         master, node = master_with_a_node(tmp_path, clock, started=False)
         node.url = f"http://127.0.0.1:{frozen.getsockname()[1]}"
         clock.now += 2.1  # make_scenario's heartbeat_timeout is 2 s
-        master.liveness.check_heartbeats()
-        await asyncio.gather(*master.liveness.probes.values())
+        master._act(master.core.watch.check_heartbeats)
+        await master._settle()
         assert node.status == "up"
-        master.set_time_zero(master.journal.clock())  # the run starts
-        master.liveness.check_heartbeats()
-        await asyncio.gather(*master.liveness.probes.values())
+        master.begin()  # the run starts
+        master._act(master.core.watch.check_heartbeats)
+        await master._settle()
         assert node.status == "lost"
     master.journal.close()
 
@@ -239,7 +238,7 @@ async def test_a_node_that_does_not_come_up_in_time_is_given_up_on(tmp_path: Pat
     deadline = start_deadline_s(1, os.cpu_count() or 2)
     late = NodeRecord("transient-1", "transient", 1, -deadline - 1, 2, 1024, 0.3)
     master.nodes[late.node_id] = late
-    await master.starts.start_paced([])
+    await master.starts.until_cluster_up(master.journal.now, master._handle)
     assert (node.status, late.status) == ("up", "lost")
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
     assert [e["node"] for e in map(json.loads, lines) if e["event"] == "node_start_failed"] == ["transient-1"]

@@ -24,12 +24,12 @@ def test_a_snapshot_sets_up_no_receiver_and_the_tick_does(tmp_path: Path) -> Non
         for ordinal in range(3):
             agents.announce(f"transient-{ordinal}", "transient", 2, 1024)
         master.submit_job(scenario.jobs[0], 0)
-        state = master.strategy.jobs["j000"]  # type: ignore[attr-defined]
+        state = master.core.strategy.jobs["j000"]  # type: ignore[attr-defined]
         first, _ = master.snapshot()
         again, _ = master.snapshot()
         assert not state.receivers and journaled(tmp_path, "receiver_set_up") == 0
         assert first.jobs == again.jobs and not first.jobs[0].pending  # the maps wait for receivers
-        master.strategy.tick(master.journal.now())
+        master._act(master.core.strategy.tick, master.journal.now())  # the strategy writes to the core
         assert state.receivers == {(1, 0): "reserved-0", (1, 1): "reserved-0"}
         assert journaled(tmp_path, "receiver_set_up") == 2
         snapshot, _ = master.snapshot()

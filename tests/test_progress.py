@@ -19,12 +19,12 @@ def test_progress_line_counts_jobs_tasks_and_evictions() -> None:
     assert "nodes up: 1r 1t" in line and "evictions 2" in line
 
 
-def test_the_clock_says_which_origin_and_does_not_restart_silently(tmp_path) -> None:
+async def test_the_clock_says_which_origin_and_does_not_restart_silently(tmp_path) -> None:
     from tests.conftest import make_scenario, offline_master
 
     master = offline_master(make_scenario(), tmp_path)
     before = progress_line(master.api.status())
     assert before.startswith("[launching nodes") and "s wall]" in before
-    master.set_time_zero(master.journal.clock())
+    master.begin()
     after = progress_line(master.api.status())
     assert after.startswith("[run ") and "s wall]" in after

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from master.jobs import JobRuntime
+from master.core.jobs import JobRuntime
 from master.policies.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
 from master.policies.pado import compile_pado
 from master.strategies.spark import logical_dag, physical_operators, shuffle_consumers, stage_classes

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from master.core.senders import SenderCheck
 from master.journal import Journal
-from master.senders import SenderCheck
 from testbed.protocol import FlushAggregate, Heartbeat, PushDelivered, PushTarget, TaskUpdate
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from master.chaos.rules import ChaosRules, Reason, StormEvent
 from master.chaos.select import EvictableNode
-from master.nodes import NodeRecord
+from master.core.nodes import NodeRecord
 from master.policies.base import NodeView
 from master.ports import ChaosPort
 from master.providers.base import ForeignNodeError

@@ -4,7 +4,7 @@ As in h11's connection state machine, a table maps each state to the events it
 accepts and the state each leads to; anything else is a bug in the caller and
 raises ``IllegalTransition`` at once, rather than leaving a task or node in a
 state nothing else expects. The state-holding records (``TaskRecord`` and
-``JobRuntime`` in ``master.jobs``, ``NodeRecord`` in ``master.master``) check
+``JobRuntime`` in ``master.core.jobs``, ``NodeRecord`` in ``master.core.nodes``) check
 every assignment of their status against their table (``Lifecycle.check``),
 and the code that changes a status names the event (``Lifecycle.next``).
 """

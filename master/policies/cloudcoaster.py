@@ -83,6 +83,16 @@ class RevocationOutcome:
     rerun: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class _Census:
+    replaced: frozenset[str]
+    """The on-demand servers being replaced."""
+    counted: list[NodeView]
+    """The servers of ``N_total``: not draining, not being replaced."""
+    long_servers: int
+    """``N_long``: those of them whose long bit is set."""
+
+
 def revocation_outcome(snapshot: ClusterSnapshot, node_id: str) -> RevocationOutcome:
     """The fate of the tasks of ``node_id`` when it is revoked (``snapshot``: just before)."""
     revoked = next((n for n in snapshot.nodes if n.node_id == node_id), None)
@@ -144,6 +154,7 @@ class CloudCoasterAutoscaler(Autoscaler):
         self.p = p
         self.provisioning_delay_s = provisioning_delay_s
         self.short_on_demand = short_on_demand
+        self._seen: tuple[ClusterSnapshot, _Census] | None = None
 
     @property
     def budget(self) -> int:
@@ -156,6 +167,9 @@ class CloudCoasterAutoscaler(Autoscaler):
         return math.ceil(self.p * self.short_on_demand - _EPSILON)
 
     def replaced_ids(self, snapshot: ClusterSnapshot) -> frozenset[str]:
+        return self._census(snapshot).replaced
+
+    def _replaced_ids(self, snapshot: ClusterSnapshot) -> frozenset[str]:
         """The replaced servers: short-only on-demand ones ranked ``N - ceil(p*N) + 1 .. N``.
 
         Ranked by ordinal among those in the snapshot, so nodes joining late or
@@ -170,9 +184,8 @@ class CloudCoasterAutoscaler(Autoscaler):
 
     def long_load(self, snapshot: ClusterSnapshot) -> LongLoad:
         """``l_r`` as observed: servers taking work, and those among them with long tasks."""
-        long_ids = long_node_ids(snapshot)
-        counted = self._counted(snapshot)
-        return LongLoad(sum(n.node_id in long_ids for n in counted), len(counted))
+        census = self._census(snapshot)
+        return LongLoad(census.long_servers, len(census.counted))
 
     def target(self, snapshot: ClusterSnapshot) -> int:
         """``n*``: the transient servers that bring ``l_r`` to the threshold, within budget."""
@@ -224,9 +237,17 @@ class CloudCoasterAutoscaler(Autoscaler):
         return min((t for t in ages if t > snapshot.now), default=None)
 
     def _counted(self, snapshot: ClusterSnapshot) -> list[NodeView]:
-        """The servers of ``N_total``: not draining, not being replaced."""
-        replaced = self.replaced_ids(snapshot)
-        return [n for n in snapshot.nodes if not n.draining and n.node_id not in replaced]
+        return self._census(snapshot).counted
+
+    def _census(self, snapshot: ClusterSnapshot) -> _Census:
+        """What ``decide``, ``facts`` and ``wake_at`` count, once per snapshot (the shell asks
+        them all of the same one): each is O(servers + pending tasks)."""
+        if self._seen is None or self._seen[0] is not snapshot:
+            replaced = self._replaced_ids(snapshot)
+            counted = [n for n in snapshot.nodes if not n.draining and n.node_id not in replaced]
+            long_ids = long_node_ids(snapshot)
+            self._seen = (snapshot, _Census(replaced, counted, sum(n.node_id in long_ids for n in counted)))
+        return self._seen[1]
 
     def _resize(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]:
         transients = [n for n in snapshot.nodes if n.node_class == "transient"]

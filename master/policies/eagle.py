@@ -29,6 +29,8 @@ import math
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from heapq import nsmallest
 from typing import Literal
 
 from master.policies.base import (
@@ -43,15 +45,17 @@ from master.policies.base import (
 )
 
 Partition = Literal["general", "short"]
+_ORDINAL = re.compile(r"(\d+)$")
 QueueOrder = Literal["fifo", "srpt"]
 
 
 # ----------------------------------------------------------------- partitions
 
 
+@lru_cache(maxsize=1 << 16)
 def node_ordinal(node_id: str) -> tuple[int, str]:
     """Sort key of a node: the number its id ends with (``reserved-7`` -> 7), then the id."""
-    match = re.search(r"(\d+)$", node_id)
+    match = _ORDINAL.search(node_id)
     return (int(match.group(1)) if match else -1, node_id)
 
 
@@ -84,13 +88,16 @@ def pending_by_id(snapshot: ClusterSnapshot) -> dict[str, PendingTask]:
     return {task.task_id: task for job in snapshot.jobs for task in job.pending}
 
 
-def long_node_ids(snapshot: ClusterSnapshot) -> frozenset[str]:
+def long_node_ids(
+    snapshot: ClusterSnapshot, pending: Mapping[str, PendingTask] | None = None
+) -> frozenset[str]:
     """Eagle's succinct state: the nodes whose "runs long" bit is set.
 
     A node's bit is set while it runs or queues a long task: a short task sent
-    there could wait behind that long task.
+    there could wait behind that long task. ``pending``: ``pending_by_id(snapshot)``,
+    if the caller has it already.
     """
-    pending = pending_by_id(snapshot)
+    pending = pending_by_id(snapshot) if pending is None else pending
     return frozenset(n.node_id for n in snapshot.nodes if _holds_long(n, pending))
 
 
@@ -162,7 +169,7 @@ class _Round:
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.pending = pending_by_id(snapshot)
-        long_ids = long_node_ids(snapshot)
+        long_ids = long_node_ids(snapshot, self.pending)
         self.nodes = {
             n.node_id: _NodeState(
                 view=n,
@@ -183,14 +190,28 @@ class _Round:
         self.in_job_order = [task for job in jobs for task in job.pending]
         self.job_work_s = {j.job_id: sum(t.est_duration_s for t in j.pending) for j in jobs}
         self.started: set[str] = set()
+        self._placeable: dict[frozenset[str], list[_NodeState]] = {}
+        self._clear: dict[frozenset[str], list[_NodeState]] = {}
 
     def placeable(self, task: PendingTask) -> list[_NodeState]:
-        """Nodes that may take a new task: not draining, of a class the task allows."""
-        return [
-            s
-            for s in self.nodes.values()
-            if not s.view.draining and s.view.node_class in task.allowed_classes
-        ]
+        """Nodes that may take a new task: not draining, of a class the task allows (in
+        ordinal order; one list per set of allowed classes, for the round)."""
+        found = self._placeable.get(task.allowed_classes)
+        if found is None:
+            allowed = task.allowed_classes
+            found = [s for s in self.nodes.values() if not s.view.draining and s.view.node_class in allowed]
+            self._placeable[task.allowed_classes] = found
+        return found
+
+    def clear(self, task: PendingTask) -> list[_NodeState]:
+        """The placeable nodes whose long bit is clear, else all placeable ones (kept for the
+        round until a long bit is set: :meth:`place`)."""
+        found = self._clear.get(task.allowed_classes)
+        if found is None:
+            candidates = self.placeable(task)
+            found = [s for s in candidates if not s.long] or candidates
+            self._clear[task.allowed_classes] = found
+        return found
 
     def unplaced(self) -> list[PendingTask]:
         """Pending tasks neither queued anywhere nor started this round, in job order."""
@@ -215,7 +236,9 @@ class _Round:
     def place(self, task: PendingTask, state: _NodeState, copy: bool = False) -> Decision:
         """Start a new task on ``state``'s node if it can start there now, else queue it."""
         node_id = state.view.node_id
-        state.long = state.long or task.long
+        if task.long and not state.long:
+            state.long = True
+            self._clear.clear()
         if not copy and state.can_start(task):
             self._take_slot(task, state)
             state.backlog_s += task.est_duration_s
@@ -236,10 +259,18 @@ def _assign(task: PendingTask, node_id: str) -> Assign:
     return Assign(task.task_id, node_id, task.ideal_memory_mb, predicted_duration_s=task.est_duration_s)
 
 
-def _probe_rank(seed: int, task_id: str, node_id: str) -> int:
-    """A stable pseudo-random rank: the first ``probes`` nodes by rank are a task's sample."""
-    digest = hashlib.blake2b(f"{seed}/{task_id}/{node_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
+def _probed(seed: int, task_id: str, nodes: list[_NodeState], probes: int) -> list[_NodeState]:
+    """A task's sample: the ``probes`` nodes of lowest stable pseudo-random rank, the 8-byte
+    BLAKE2b digest of ``seed/task_id/node_id`` (ties: the earlier node). The common prefix
+    is hashed once; hashing every node is what a short task costs."""
+    prefix = hashlib.blake2b(f"{seed}/{task_id}/".encode(), digest_size=8)
+    ranks = []
+    for state in nodes:
+        hashed = prefix.copy()
+        hashed.update(state.view.node_id.encode())
+        ranks.append(hashed.digest())
+    order = nsmallest(probes, range(len(nodes)), key=ranks.__getitem__)
+    return [nodes[i] for i in order]
 
 
 class EagleScheduler(Scheduler):
@@ -311,9 +342,7 @@ class EagleScheduler(Scheduler):
     def _place_short(self, round_: _Round, task: PendingTask) -> list[Decision]:
         """Probe ``probes`` nodes whose long bit is clear; take the least estimated wait."""
         candidates = round_.placeable(task)
-        clear = [s for s in candidates if not s.long] or candidates
-        ranked = sorted(clear, key=lambda s: _probe_rank(self.seed, task.task_id, s.view.node_id))
-        probed = ranked[: self.probes]
+        probed = self._sample(round_, task)
         if not probed:
             return []
         best = min(
@@ -323,6 +352,10 @@ class EagleScheduler(Scheduler):
         if self.on_demand_copies and best.view.node_class == "transient" and not best.can_start(task):
             return self._queue_with_copy(round_, task, best, candidates)
         return [round_.place(task, best)]
+
+    def _sample(self, round_: _Round, task: PendingTask) -> list[_NodeState]:
+        """The nodes a short task probes."""
+        return _probed(self.seed, task.task_id, round_.clear(task), self.probes)
 
     @staticmethod
     def _queue_with_copy(

@@ -1,12 +1,22 @@
 """``scheduler: fifo``: jobs in submission order, each task on the first node with room.
 
 A task goes to a node with a free slot and its full ideal memory, preferring
-its preferred nodes (data locality), then the least loaded node.
+its preferred nodes (data locality), then the node with the most free slots
+(ties: the greatest node id).
+
+A round costs O(nodes with a free slot) to set up, then O(log nodes) per task
+(:class:`FreeIndex`), not O(nodes) per task: a simulator calls it at every event.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+
 from master.policies.base import Assign, ClusterSnapshot, Decision, NodeView, PendingTask, Scheduler
+
+_NONE = -math.inf
+"""A leaf whose node is not in the tree's bucket (or has left it)."""
 
 
 class FifoScheduler(Scheduler):
@@ -14,34 +24,142 @@ class FifoScheduler(Scheduler):
     """It places tasks in order until the cluster is full: the head of the queue is enough."""
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
-        nodes = [n for n in snapshot.nodes if not n.draining and n.free_slots > 0]
-        free = {n.node_id: [n.free_slots, n.free_memory_mb] for n in nodes}
-        slots_left = sum(n.free_slots for n in nodes)
+        index = FreeIndex(n for n in snapshot.nodes if not n.draining and n.free_slots > 0)
         decisions: list[Decision] = []
         for job in sorted(snapshot.jobs, key=lambda j: (j.submitted, j.job_id)):
             for task in job.pending:
-                if slots_left == 0:  # the cluster is full: nothing else can start this round
+                if index.slots_left == 0:  # the cluster is full: nothing else can start this round
                     return decisions
-                node = _pick(task, nodes, free)
-                if node is None:
+                node_id = index.pick(task)
+                if node_id is None:
                     continue
-                free[node.node_id][0] -= 1
-                free[node.node_id][1] -= task.ideal_memory_mb
-                slots_left -= 1
-                decisions.append(Assign(task.task_id, node.node_id, task.ideal_memory_mb))
+                index.take(node_id, task.ideal_memory_mb)
+                decisions.append(Assign(task.task_id, node_id, task.ideal_memory_mb))
         return decisions
 
 
-def _pick(task: PendingTask, nodes: list[NodeView], free: dict[str, list[int]]) -> NodeView | None:
-    fits = [
-        n
-        for n in nodes
-        if n.node_class in task.allowed_classes
-        and n.node_id not in task.excluded_nodes
-        and free[n.node_id][0] > 0
-        and free[n.node_id][1] >= task.ideal_memory_mb
-    ]
-    if not fits:
+class _ClassNodes:
+    """One node class's nodes in id order, with a max-tree of free memory per number of free
+    slots (built on first use): the greatest id in a bucket with enough memory in O(log n)."""
+
+    def __init__(self, nodes: list[NodeView]) -> None:
+        self.ids = sorted(n.node_id for n in nodes)
+        self.position = {node_id: i for i, node_id in enumerate(self.ids)}
+        by_id = {n.node_id: n for n in nodes}
+        self.slots = [by_id[i].free_slots for i in self.ids]
+        self.memory = [by_id[i].free_memory_mb for i in self.ids]
+        self.count: dict[int, int] = {}
+        for slots in self.slots:
+            self.count[slots] = self.count.get(slots, 0) + 1
+        self.size = 1 << max(0, len(self.ids) - 1).bit_length()
+        self._trees: dict[int, list[float]] = {}
+
+    def best(self, memory_mb: int, excluded: frozenset[str], at_least: int) -> tuple[int, str] | None:
+        """(free slots, id) of the node with the most free slots, then the greatest id, among
+        those with ``memory_mb`` free, not excluded, and at least ``at_least`` free slots."""
+        for slots in sorted((s for s, n in self.count.items() if n and s >= at_least), reverse=True):
+            tree = self._tree(slots)
+            found = _rightmost(tree, self.size, len(self.ids), memory_mb)
+            while found >= 0 and self.ids[found] in excluded:
+                found = _rightmost(tree, self.size, found, memory_mb)
+            if found >= 0:
+                return slots, self.ids[found]
         return None
-    preferred = [n for n in fits if n.node_id in task.preferred_nodes]
-    return max(preferred or fits, key=lambda n: (free[n.node_id][0], n.node_id))
+
+    def take(self, position: int, memory_mb: int) -> None:
+        slots = self.slots[position]
+        self.slots[position] = slots - 1
+        self.memory[position] -= memory_mb
+        self.count[slots] -= 1
+        self.count[slots - 1] = self.count.get(slots - 1, 0) + 1
+        if slots in self._trees:
+            _set(self._trees[slots], self.size + position, _NONE)
+        if slots - 1 in self._trees:
+            _set(self._trees[slots - 1], self.size + position, self.memory[position])
+
+    def _tree(self, slots: int) -> list[float]:
+        tree = self._trees.get(slots)
+        if tree is None:
+            tree = [_NONE] * (2 * self.size)
+            for i, (free, memory) in enumerate(zip(self.slots, self.memory, strict=True)):
+                if free == slots:
+                    tree[self.size + i] = memory
+            for k in range(self.size - 1, 0, -1):
+                tree[k] = max(tree[2 * k], tree[2 * k + 1])
+            self._trees[slots] = tree
+        return tree
+
+
+class FreeIndex:
+    """The round's nodes with a free slot: what is left of each, and FIFO's pick."""
+
+    def __init__(self, nodes: Iterable[NodeView]) -> None:
+        by_class: dict[str, list[NodeView]] = {}
+        for node in nodes:
+            by_class.setdefault(node.node_class, []).append(node)
+        self._classes = {c: _ClassNodes(members) for c, members in by_class.items()}
+        self._home = {i: c for c, members in self._classes.items() for i in members.ids}
+        self.slots_left = sum(sum(c.slots) for c in self._classes.values())
+
+    def pick(self, task: PendingTask) -> str | None:
+        """A preferred node that fits, else any node that fits: the most free slots, then the
+        greatest id. ``None`` if no node fits."""
+        preferred = [p for p in task.preferred_nodes if self._fits(task, p)]
+        if preferred:
+            return max(preferred, key=lambda p: (self._free_slots(p), p))
+        best: tuple[int, str] | None = None
+        for node_class in task.allowed_classes:
+            members = self._classes.get(node_class)
+            if members is None:
+                continue
+            found = members.best(task.ideal_memory_mb, task.excluded_nodes, best[0] if best else 1)
+            if found is not None and (best is None or found > best):
+                best = found
+        return best[1] if best else None
+
+    def take(self, node_id: str, memory_mb: int) -> None:
+        members = self._classes[self._home[node_id]]
+        members.take(members.position[node_id], memory_mb)
+        self.slots_left -= 1
+
+    def _fits(self, task: PendingTask, node_id: str) -> bool:
+        node_class = self._home.get(node_id)
+        if node_class is None or node_class not in task.allowed_classes or node_id in task.excluded_nodes:
+            return False
+        members = self._classes[node_class]
+        position = members.position[node_id]
+        return members.slots[position] > 0 and members.memory[position] >= task.ideal_memory_mb
+
+    def _free_slots(self, node_id: str) -> int:
+        members = self._classes[self._home[node_id]]
+        return members.slots[members.position[node_id]]
+
+
+def _rightmost(tree: list[float], size: int, bound: int, need: float) -> int:
+    """The greatest leaf index below ``bound`` whose value is at least ``need``, or -1."""
+    if tree[1] < need:
+        return -1
+    if bound >= size:  # no bound: straight down, the right child first
+        node = 1
+        while node < size:
+            node = 2 * node + 1 if tree[2 * node + 1] >= need else 2 * node
+        return node - size
+    stack = [(1, 0, size)]
+    while stack:
+        node, low, high = stack.pop()
+        if low >= bound or tree[node] < need:
+            continue
+        if node >= size:
+            return low
+        middle = (low + high) // 2
+        stack.append((2 * node, low, middle))
+        stack.append((2 * node + 1, middle, high))  # popped first: the right half first
+    return -1
+
+
+def _set(tree: list[float], leaf: int, value: float) -> None:
+    tree[leaf] = value
+    leaf //= 2
+    while leaf:
+        tree[leaf] = max(tree[2 * leaf], tree[2 * leaf + 1])
+        leaf //= 2

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 
 from master.policies.base import NodeClass
 
@@ -31,12 +32,23 @@ class FreeNode:
     free_memory_mb: int
 
 
+_MEMORY = attrgetter("free_memory_mb")
+
+
 class PendingWindow:
+    """Admission costs O(excluded nodes) per node class, not O(nodes): each class's nodes
+    are kept by free memory, largest first, so the first one not excluded answers."""
+
     def __init__(self, nodes: Iterable[FreeNode]) -> None:
-        self.nodes = [n for n in nodes if n.free_slots > 0]
         self.room: Counter[str] = Counter()
-        for node in self.nodes:
-            self.room[node.node_class] += node.free_slots
+        by_class: dict[str, list[FreeNode]] = {}
+        for node in nodes:
+            if node.free_slots > 0:
+                self.room[node.node_class] += node.free_slots
+                by_class.setdefault(node.node_class, []).append(node)
+        self._by_memory = {
+            node_class: sorted(members, key=_MEMORY, reverse=True) for node_class, members in by_class.items()
+        }
 
     @property
     def full(self) -> bool:
@@ -45,13 +57,18 @@ class PendingWindow:
     def admits(self, allowed: frozenset[NodeClass], excluded: frozenset[str], memory_mb: int) -> bool:
         """Whether the task goes in the window (it then takes a place in every class it
         could start in now)."""
-        usable = {
-            n.node_class
-            for n in self.nodes
-            if n.node_class in allowed and n.node_id not in excluded and n.free_memory_mb >= memory_mb
-        }
+        usable = [c for c in allowed if self._fits(c, excluded, memory_mb)]
         if not any(self.room[c] > 0 for c in usable):
             return False
         for node_class in usable:
             self.room[node_class] -= 1
         return True
+
+    def _fits(self, node_class: str, excluded: frozenset[str], memory_mb: int) -> bool:
+        """Has the class a node with ``memory_mb`` free that the task is not excluded from?"""
+        for node in self._by_memory.get(node_class, ()):
+            if node.free_memory_mb < memory_mb:
+                return False
+            if node.node_id not in excluded:
+                return True
+        return False

@@ -1,10 +1,10 @@
 """Nodes started by compose or a Swarm stack, evicted and replaced through the Docker API.
 
 The agents of a compose file or stack carry the container labels ``testbed.run=<run>``
-and ``testbed.class=<class>``, and take their node id from their hostname (a container's
-hostname is its short id unless set). The provider finds a node's container by those
-labels and that hostname, and refuses anything else (ForeignNodeError), like
-DockerProvider.
+and ``testbed.class=<class>``; the master names each (``reserved-N``, ``transient-N``,
+``agents.naming``) and tells the provider its hostname (a container's short id unless
+set: ``adopt``). The provider finds a node's container by those labels and that
+hostname, and refuses anything else (ForeignNodeError), like DockerProvider.
 
 - compose: ``evict`` = SIGKILL and remove the container with its volumes; a new node
   (a replacement, or one an autoscaler asks for) is a container running the master's
@@ -31,6 +31,7 @@ from typing import Any
 import docker
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
+from docker.models.services import Service
 
 from master.providers.base import ForeignNodeError
 from master.providers.docker import (
@@ -66,6 +67,8 @@ def _input_mounts(template: Container) -> list[docker.types.Mount]:
 
 
 SWARM_SERVICE_ID = "com.docker.swarm.service.id"
+SHORT_ID = 12
+"""A container's default hostname: the first 12 hex digits of its id."""
 STACK_NAMESPACE = "com.docker.stack.namespace"
 
 
@@ -75,6 +78,12 @@ class AttachProvider:
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self._client = docker.from_env()
+        self._hosts: dict[str, str] = {}
+        """node id -> hostname of each adopted node (``adopt``); a new node's is its node id."""
+
+    def adopt(self, node_id: str, host: str) -> None:
+        """The container whose hostname is ``host`` is the node ``node_id`` (the master named it)."""
+        self._hosts[node_id] = host
 
     # -- public interface -------------------------------------------------------------
 
@@ -91,7 +100,6 @@ class AttachProvider:
         """A new node running the master's `command`, with the image, environment and
         network of a live node of the run (of the same class when there is one) and the
         limits of its class, like DockerProvider's."""
-        template = await asyncio.to_thread(self._template, node_class)
         node = _NewNode(
             node_id,
             node_class,
@@ -105,19 +113,35 @@ class AttachProvider:
             (memory_mb + AGENT_OVERHEAD_MB) * 1024 * 1024,
             round(cpus * 1e9) if cpus is not None else 0,
         )
+        await asyncio.to_thread(self._launch, node)
+
+    def _launch(self, node: _NewNode) -> None:
+        """From a service of the run (Swarm: its task may run on any engine), else a container."""
+        spec = self._service_spec(node.node_class) if self._is_manager() else None
+        if spec is not None:
+            self._create_service(spec, node)
+            return
+        template = self._template(node.node_class)
         if SWARM_SERVICE_ID in template.labels:
-            await asyncio.to_thread(self._create_service, template, node)
+            service = self._client.api.inspect_service(template.labels[SWARM_SERVICE_ID])
+            self._create_service(service["Spec"], node)
         else:
-            await asyncio.to_thread(self._create_container, template, node)
+            self._create_container(template, node)
+
+    def _service_spec(self, node_class: str) -> dict[str, Any] | None:
+        """The spec of an agent service of the run labelled with ``node_class`` (``--per-node``)."""
+        labels = [f"{LABEL_RUN}={self.run_id}", f"{LABEL_CLASS}={node_class}"]
+        for service in self._client.services.list(filters={"label": labels}):
+            spec: dict[str, Any] = service.attrs["Spec"]
+            if spec.get("Labels", {}).get(LABEL_RUN) == self.run_id:
+                return spec
+        return None
 
     async def evict(self, node_id: str) -> None:
-        container = await asyncio.to_thread(self._owned_container, node_id)
-        await asyncio.to_thread(self._kill_and_remove, container)
+        await asyncio.to_thread(self._evict, node_id)
 
     async def release(self, node_id: str) -> None:
-        container = await asyncio.to_thread(self._owned_container, node_id)
-        await asyncio.to_thread(container.stop, timeout=RELEASE_TIMEOUT_S)
-        await asyncio.to_thread(self._kill_and_remove, container)
+        await asyncio.to_thread(self._release, node_id)
 
     async def close(self) -> None:
         """Remove the replacements this run made; compose and the stack own the rest."""
@@ -126,9 +150,30 @@ class AttachProvider:
     def owns(self, node_id: str) -> bool:
         try:
             self._owned_container(node_id)
+        except UnknownNodeError:
+            return self._node_service(node_id) is not None
         except ForeignNodeError:
             return False
         return True
+
+    def _evict(self, node_id: str) -> None:
+        """Its container, when the master's engine runs it; else (a task on another engine of
+        the Swarm) its one-replica service, removed through the manager."""
+        try:
+            container = self._owned_container(node_id)
+        except UnknownNodeError:
+            self._remove_node_service(node_id)
+            return
+        self._kill_and_remove(container)
+
+    def _release(self, node_id: str) -> None:
+        try:
+            container = self._owned_container(node_id)
+        except UnknownNodeError:
+            self._remove_node_service(node_id)  # drained by the master already
+            return
+        container.stop(timeout=RELEASE_TIMEOUT_S)
+        self._kill_and_remove(container)
 
     # -- lookups ----------------------------------------------------------------------
 
@@ -139,18 +184,46 @@ class AttachProvider:
         return [c for c in containers if c.labels.get(LABEL_RUN) == self.run_id]
 
     def _owned_container(self, node_id: str) -> Container:
-        matches = [c for c in self._run_containers() if c.attrs["Config"]["Hostname"] == node_id]
+        host = self._hosts.get(node_id, node_id)
+        matches = [c for c in self._run_containers() if c.attrs["Config"]["Hostname"] == host]
         if len(matches) == 1:
             return matches[0]
         if matches:
             raise RuntimeError(f"{len(matches)} containers of run {self.run_id} claim node {node_id}")
         try:
-            other = self._client.containers.get(node_id)
+            other = self._client.containers.get(host)
         except NotFound:
             raise UnknownNodeError(f"no container of run {self.run_id} for node {node_id}") from None
         raise ForeignNodeError(
             f"container {other.name} is not labelled {LABEL_RUN}={self.run_id}; refusing to touch it"
         )
+
+    def _node_service(self, node_id: str) -> Service | None:
+        """On a Swarm manager: the one-replica service of this run (its own label) whose task
+        is the node: by its hostname (a new node's) or its container's short id (adopted)."""
+        if not self._is_manager():
+            return None
+        host = self._hosts.get(node_id, node_id)
+        for service in self._client.services.list(filters={"label": f"{LABEL_RUN}={self.run_id}"}):
+            spec = service.attrs["Spec"]
+            replicas = spec.get("Mode", {}).get("Replicated", {}).get("Replicas")
+            if spec.get("Labels", {}).get(LABEL_RUN) != self.run_id or replicas != 1:
+                continue
+            if spec["TaskTemplate"]["ContainerSpec"].get("Hostname") == host:
+                return service
+            containers = (t.get("Status", {}).get("ContainerStatus", {}) for t in service.tasks())
+            if len(host) >= SHORT_ID and any(c.get("ContainerID", "").startswith(host) for c in containers):
+                return service
+        return None
+
+    def _remove_node_service(self, node_id: str) -> None:
+        service = self._node_service(node_id)
+        if service is None:
+            raise UnknownNodeError(f"no container nor one-replica service of run {self.run_id} is {node_id}")
+        service.remove()
+
+    def _is_manager(self) -> bool:
+        return bool(self._client.info().get("Swarm", {}).get("ControlAvailable"))
 
     def _template(self, node_class: str) -> Container:
         """A running node of the run, of `node_class` if any (a class may start with none)."""
@@ -199,8 +272,7 @@ class AttachProvider:
 
     # -- Swarm: services --------------------------------------------------------------
 
-    def _create_service(self, template: Container, node: _NewNode) -> None:
-        spec: dict[str, Any] = self._client.api.inspect_service(template.labels[SWARM_SERVICE_ID])["Spec"]
+    def _create_service(self, spec: dict[str, Any], node: _NewNode) -> None:
         task = copy.deepcopy(spec["TaskTemplate"])
         container = task["ContainerSpec"]
         container["Hostname"] = node.node_id
@@ -217,16 +289,17 @@ class AttachProvider:
         }
         task.setdefault("Resources", {})["Limits"] = limits
         kept = {k: v for k, v in spec.get("Labels", {}).items() if k == STACK_NAMESPACE}
+        prefix = f"{kept[STACK_NAMESPACE]}_" if kept else f"testbed-{self.run_id}-"
         self._client.api.create_service(
             task,
-            name=f"{spec['Name']}-{node.node_id}",
-            labels={**kept, LABEL_RUN: self.run_id, LABEL_NODE: node.node_id},
+            name=f"{prefix}{node.node_id}",
+            labels={**kept, LABEL_RUN: self.run_id, LABEL_CLASS: node.node_class, LABEL_NODE: node.node_id},
             mode={"Replicated": {"Replicas": 1}},
         )
 
     def _remove_replacements(self) -> None:
         filters = {"label": [f"{LABEL_RUN}={self.run_id}", LABEL_NODE]}
-        if self._client.info().get("Swarm", {}).get("ControlAvailable"):
+        if self._is_manager():
             for service in self._client.services.list(filters=filters):
                 if service.attrs["Spec"].get("Labels", {}).get(LABEL_RUN) == self.run_id:
                     service.remove()

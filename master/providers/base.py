@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class ForeignNodeError(Exception):
@@ -35,3 +35,11 @@ class NodeProvider(Protocol):
 
     def owns(self, node_id: str) -> bool:
         """Whether the node is one of this run's live nodes."""
+
+
+@runtime_checkable
+class AdoptingProvider(NodeProvider, Protocol):
+    """A provider of nodes someone else started (compose, Swarm), named by the master."""
+
+    def adopt(self, node_id: str, host: str) -> None:
+        """The node whose hostname is ``host`` is ``node_id`` from now on."""

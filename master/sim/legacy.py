@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from master.core.events import LinkDown
 from master.master import Master
 from master.policies import make_autoscaler
 from master.sim.port import (
@@ -138,9 +139,8 @@ class LegacyCore:
         journal = self.master.journal
         journal.clock = self.loop.time
         journal.t0 = 0.0
-        self.master.send = self._send  # type: ignore[method-assign]
-        self.master.api.commit_output = self._commit_output  # type: ignore[method-assign]
-        self.staged: set[tuple[str, int, int]] = set()
+        self.master._publish = self._send  # type: ignore[method-assign]
+        self.master.api.commit_output = lambda job_id, index, attempt: None  # type: ignore[method-assign]
         self.begun = False
         self.over = False
         self._background: list[asyncio.Task[None]] = []
@@ -148,14 +148,13 @@ class LegacyCore:
     # ------------------------------------------------------------------ the interface
 
     def start(self, now: float) -> list[Command]:
-        cluster = self.master.scenario.cluster
-        classes = ["reserved"] * cluster.reserved.count + ["transient"] * cluster.transient.count
+        def start() -> None:
+            # model nodes send no heartbeats: the core's liveness checks are off, as while its
+            # own broker link is down (a killed node is heard of through its Will)
+            self.master._handle(LinkDown())
+            self.master._execute(self.master.core.start(self.master.journal.now()))
 
-        async def launch_all() -> None:
-            for node_class in classes:
-                await self.master.starts.launch(node_class)
-
-        return self._step(now, launch_all)
+        return self._step(now, start)
 
     def handle(self, event: Event, now: float) -> list[Command]:
         if isinstance(event, FromNode):
@@ -165,15 +164,15 @@ class LegacyCore:
         if isinstance(event, Begin):
             return self._step(now, self._begin)
         if isinstance(event, OutputStaged):
-            self.staged.add((event.job_id, event.index, event.attempt))
-            return []
+            staged = (event.job_id, event.index, event.attempt)
+            return self._step(now, lambda: self.master.output_staged(*staged))
         if isinstance(event, Wake):
             return self._step(now, lambda: None)
         raise TypeError(f"the simulator does not send {event!r}")
 
     def abort(self, reason: str, now: float) -> list[Command]:
         """End the run now (its time limit): unfinished jobs fail with ``reason``."""
-        return self._step(now, lambda: self.master.records.fail_unfinished(reason))
+        return self._step(now, lambda: self.master.fail_unfinished(reason))
 
     def finish(self, now: float) -> bool:
         """The run is over: stop the master's parts, journal the end, close the journal."""
@@ -185,10 +184,11 @@ class LegacyCore:
                 task.cancel()
             await asyncio.gather(*self._background, return_exceptions=True)
             await master.autoscaling.stop()
+            master._act(master.core.end_nodes)
             await master.starts.shutdown()
 
         self._step(now, stop)
-        ok = master.records.all_succeeded()
+        ok = master.core.records.all_succeeded()
         master.journal.event("run_finished", status="succeeded" if ok else "failed")
         master.journal.close()
         self.loop.close()
@@ -209,31 +209,19 @@ class LegacyCore:
     def _round(self) -> None:
         """What the master's scheduling loop does on a kick."""
         self.master._kick.clear()
-        self.master.full_disks.step()
         self.master.schedule_once()
         self.master.autoscaling.step()
 
     def _begin(self) -> None:
         """Time 0: what ``Master.run`` does once its initial cluster is up."""
         master = self.master
-        master._start_clock()
+        master.begin()
         master.chaos.start()
         master.autoscaling.start()
-        master._schedule_arrivals(self.loop)
-        self._background.append(self.loop.create_task(master._ticker()))
         self.begun = True
 
     def _send(self, node_id: str, message: Message) -> None:
-        self.master.senders.sent(node_id, message)
         self.out.append(Send(node_id, message))
-
-    def _commit_output(self, job_id: str, index: int, attempt: int) -> bool:
-        """The output sink's commit, with the part files the simulator staged (none is written)."""
-        if (job_id, index, attempt) not in self.staged:
-            return False
-        self.staged.discard((job_id, index, attempt))
-        self.master.journal.event("output_committed", job=job_id, index=index, attempt=attempt)
-        return True
 
     def _step(self, now: float, action: Callable[[], Any]) -> list[Command]:
         self.loop.virtual = max(self.loop.virtual, now)
@@ -263,7 +251,7 @@ class LegacyCore:
         due = self.loop.next_timer()
         if due is not None:
             out.append(WakeAt(due))
-        if master.records.all_done.is_set() and not self.over:
+        if master._all_done.is_set() and not self.over:
             self.over = True
-            out.append(RunOver(master.records.all_succeeded()))
+            out.append(RunOver(master.core.records.all_succeeded()))
         return out

@@ -10,7 +10,7 @@ node lost); see docs/strategies.md, section 6.
 
 from __future__ import annotations
 
-from master.ports import StrategyPort
+from master.core.ports import StrategyPort
 from master.strategies.pado import PadoStrategy
 from master.strategies.spark import CheckpointStrategy, SparkStrategy
 from testbed.scenario import ScenarioError

@@ -19,9 +19,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from master.core.jobs import JobRuntime, TaskKey
+from master.core.nodes import NodeRecord
+from master.core.ports import StrategyPort
 from master.dag import LogicalDag
-from master.jobs import JobRuntime, TaskKey
-from master.nodes import NodeRecord
 from master.policies.base import NodeClass
 from master.policies.pado import (
     Block,
@@ -32,7 +33,6 @@ from master.policies.pado import (
     compile_pado,
     should_flush,
 )
-from master.ports import StrategyPort
 from master.strategies.pado_state import (
     Aggregate,
     Held,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from master.jobs import TaskKey
-from master.nodes import NodeRecord
+from master.core.jobs import TaskKey
+from master.core.nodes import NodeRecord
 from master.policies.base import NodeClass
 from master.policies.pado import AggregationLimits, Block, CommitLedger, PadoPlan, Push, aggregates_partially
 from master.strategies.spark import physical_operators, shuffle_consumers

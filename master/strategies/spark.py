@@ -18,13 +18,13 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from master.core.jobs import JobRuntime, TaskKey
+from master.core.nodes import NodeRecord
+from master.core.ports import StrategyPort
 from master.dag import LogicalDag, pagerank_dag, sort_dag, wordcount_dag
-from master.jobs import JobRuntime, TaskKey
-from master.nodes import NodeRecord
 from master.policies.base import NodeClass
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
 from master.policies.pado import PadoPlan
-from master.ports import StrategyPort
 from testbed.protocol import BlockReceived, BlockRef, PushDelivered, PushTarget, TaskUpdate
 from testbed.workloads.plan import JobPlan
 
@@ -89,10 +89,8 @@ class SparkStrategy:
     def job_submitted(self, job: JobRuntime) -> None:
         dag = logical_dag(job.plan)
         if dag is not None:
-            directory = self.master.run_dir / "dags"
-            directory.mkdir(exist_ok=True)
             text = json.dumps(self.describe(job, dag), indent=2) + "\n"
-            (directory / f"{job.job_id}.json").write_text(text, encoding="utf-8")
+            self.master.run_file(f"dags/{job.job_id}.json", text)
 
     def describe(self, job: JobRuntime, dag: LogicalDag) -> dict[str, Any]:
         plan = spark_plan(dag)

@@ -13,7 +13,7 @@ from scipy import stats
 from master.chaos.controller import ChaosController
 from master.chaos.plan import capacity_windows, format_plan, plan_evictions
 from master.chaos.rules import ChaosRules, VirtualClock
-from master.nodes import NodeRecord
+from master.core.nodes import NodeRecord
 from testbed.capacity import CapacitySchedule, parse_capacity
 from testbed.lifetimes import parse_lifetime
 from testbed.scenario import load_scenario, parse_scenario

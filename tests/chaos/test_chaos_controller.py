@@ -12,7 +12,7 @@ from typing import Any
 
 from master.chaos.controller import ChaosController, RealClock
 from master.chaos.rules import KILL, LAUNCH, STORM, WARN, ChaosRules, VirtualClock
-from master.nodes import NodeRecord
+from master.core.nodes import NodeRecord
 from tests.conftest import make_scenario
 
 

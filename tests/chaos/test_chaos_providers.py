@@ -10,7 +10,7 @@ import pytest
 
 from master.chaos.controller import ChaosController
 from master.chaos.plan import format_plan, plan_evictions
-from master.nodes import NodeRecord
+from master.core.nodes import NodeRecord
 from testbed.journal import EVENTS
 from testbed.lifetimes import PRESETS, lifetime_for, parse_lifetime, rebalance_lead, rng_for
 from tests.chaos.test_chaos_plan import scenario

@@ -40,9 +40,9 @@ async def test_live_evictions_are_taken_only_between_time_zero_and_the_end(tmp_p
             "run run has not started: its cluster is coming up (1 of 4 nodes up); evictions are taken "
             "from its time 0, once every node is up; try again in a few seconds"
         )
-        assert "eviction" not in event_names(tmp_path) and master.evictions == 0
+        assert "eviction" not in event_names(tmp_path) and master.core.evictions == 0
 
-        master._start_clock()
+        master.begin()
         master.chaos.start()
         assert await asyncio.to_thread(client.evict, count=1) == []  # taken; the provider owns no node
         master.chaos.stop()
@@ -60,12 +60,12 @@ def event_names(run_dir: Path) -> list[str]:
 async def test_an_evicted_node_ends_when_it_was_killed_not_when_its_loss_was_heard(tmp_path: Path) -> None:
     clock = Clock()
     master = master_with_nodes(tmp_path, clock)
-    master._start_clock()
+    master.begin()
     node = master.nodes["transient-0"]
     clock.now += 2.0
     master.record_eviction(node, "manual", None, 0, 0)
     clock.now += 0.5  # the broker's Last Will arrives half a second later
-    master.node_lost(node, "evicted")
+    master._act(master.core.node_lost, node, "evicted")
     master.journal.close()
     rows = list(csv.DictReader((tmp_path / "nodes.csv").open()))
     assert [(r["node_id"], float(r["ended_s"]), r["end_reason"]) for r in rows] == [

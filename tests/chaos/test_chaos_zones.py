@@ -8,7 +8,7 @@ import pytest
 from master.chaos.controller import ChaosController
 from master.chaos.plan import format_plan, plan_evictions
 from master.chaos.select import select_victims
-from master.nodes import NodeRecord
+from master.core.nodes import NodeRecord
 from testbed.lifetimes import lifetime_for, parse_lifetime
 from testbed.policy import NodeView
 from testbed.scenario import parse_scenario

@@ -6,6 +6,7 @@ from typing import get_args
 
 import pytest
 
+from master.core.jobs import JobRuntime
 from master.core.lifecycle import (
     JOB,
     NODE,
@@ -19,8 +20,7 @@ from master.core.lifecycle import (
     TaskEvent,
     TaskStatus,
 )
-from master.jobs import JobRuntime
-from master.nodes import NodeRecord
+from master.core.nodes import NodeRecord
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
 TABLES = [(TASK, TaskStatus, TaskEvent), (NODE, NodeStatus, NodeEvent), (JOB, JobStatus, JobEvent)]

@@ -50,6 +50,16 @@ def node_container(client: docker.DockerClient, run_id: str, node_id: str) -> Co
     return container
 
 
+async def assert_evicted_with_sigkill(
+    client: docker.DockerClient, provider: AttachProvider, node_id: str, container: Container
+) -> None:
+    since = time.time() - 1
+    await provider.evict(node_id)
+    kills = [e for e in container_events(client, container.id, since) if e.action == "kill"]
+    assert [e.attributes["signal"] for e in kills] == ["9"]
+    assert not provider.owns(node_id)
+
+
 async def test_a_replacement_node_is_healthy_and_evicted_with_sigkill(
     docker_client: docker.DockerClient, image: str, decoys: Decoys
 ) -> None:
@@ -74,11 +84,7 @@ async def test_a_replacement_node_is_healthy_and_evicted_with_sigkill(
                 await provider.evict(foreign)
         decoys.assert_alive()
 
-        since = time.time() - 1
-        await provider.evict("transient-7")
-        kills = [e for e in container_events(docker_client, node.id, since) if e.action == "kill"]
-        assert [e.attributes["signal"] for e in kills] == ["9"]
-        assert not provider.owns("transient-7")
+        await assert_evicted_with_sigkill(docker_client, provider, "transient-7", node)
     finally:
         try:
             await provider.close()
@@ -146,3 +152,23 @@ async def test_a_new_node_mounts_the_jobs_inputs_of_a_live_node(
             await provider.close()
         finally:
             remove_run(docker_client, run_id)
+
+
+async def test_an_adopted_node_is_evicted_by_the_name_the_master_gave_it(
+    docker_client: docker.DockerClient, image: str
+) -> None:
+    """A compose agent is a container whose hostname is its short id; the master names it
+    ``transient-0`` (``NodeStarts.adopt``) and evicts it by that name."""
+    run_id = new_run_id()
+    provider = AttachProvider(run_id)
+    try:
+        agent = docker_client.containers.run(
+            image, ["sleep", "infinity"], labels={LABEL_RUN: run_id, LABEL_CLASS: "transient"}, detach=True
+        )
+        host = agent.attrs["Config"]["Hostname"]
+        assert not provider.owns("transient-0")  # not named yet
+        provider.adopt("transient-0", host)
+        assert provider.owns("transient-0")
+        await assert_evicted_with_sigkill(docker_client, provider, "transient-0", agent)
+    finally:
+        remove_run(docker_client, run_id)

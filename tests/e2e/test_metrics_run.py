@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from master.jobs import MAX_FAILURES
+from master.core.jobs import MAX_FAILURES
 from master.run import run_scenario
 from tests.conftest import make_scenario
 

@@ -88,7 +88,7 @@ async def test_pado_commits_exactly_once_when_a_node_dies_mid_push(tmp_path: Pat
     accepted = [(r["task"], r["attempt"]) for r in commits if r["verdict"] == "accepted"]
     assert len(accepted) == len({t for t, _ in accepted}) == 3  # one attempt per map task
     assert (task, attempt) not in accepted and any(t == task for t, _ in accepted)
-    ledger = victim["master"].strategy.jobs["j000"].ledger
+    ledger = victim["master"].core.strategy.jobs["j000"].ledger
     for receiver in ("j000.s1.t0", "j000.s1.t1"):
         assert ledger.inputs_for(receiver) == dict(accepted)
     assert result.summary["relaunched_tasks"] >= 1

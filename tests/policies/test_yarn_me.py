@@ -39,13 +39,8 @@ from master.policies.task_model import (
     spilled_mb,
 )
 from master.policies.yarn import JobState, ModelLookup, ModelSource, YarnScheduler
-from master.policies.yarn_me import (
-    DEFAULT_ELASTIC_DISK_MB_S,
-    RegularTimeline,
-    YarnMeScheduler,
-    elastic_choices,
-    estimate_completion_times,
-)
+from master.policies.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler, elastic_choices
+from master.policies.yarn_me_timeline import RegularTimeline, estimate_completion_times
 from tests.policies.test_yarn import (
     assigned,
     busy,

@@ -22,7 +22,8 @@ from master.policies import yarn_me
 from master.policies.base import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
 from master.policies.task_model import PenaltyCurve, TaskModel
 from master.policies.yarn import Demand, JobState, ModelLookup, Ordering, queue_key
-from master.policies.yarn_me import RegularTimeline, YarnMeScheduler, estimate_completion_times
+from master.policies.yarn_me import YarnMeScheduler
+from master.policies.yarn_me_timeline import RegularTimeline, estimate_completion_times
 
 
 class ReferenceTimeline:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from master.jobs import JobRuntime
+from master.core.jobs import JobRuntime
 from master.policies import load_profiles, profile_models, stage_memory
 from master.policies.base import PendingTask
 from master.policies.task_model import (

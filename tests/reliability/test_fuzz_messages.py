@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.agent import Agent, AgentConfig
+from master.core.nodes import NodeRecord
+from master.core.tasks import locate
 from master.master import Master
-from master.nodes import NodeRecord
 from testbed.mqtt import BrokerAddress
 from testbed.protocol import (
     CancelTask,
@@ -100,7 +101,7 @@ def plausible(master: Master, data: st.DataObject) -> tuple[str, bytes]:
     node = master.nodes[data.draw(st.sampled_from(sorted(master.nodes)), label="node")]
     running = sorted(node.running) or ["j000.s0.t0"]
     task_id = data.draw(st.sampled_from([*running, "j000.s1.t1", "j009.s0.t0"]), label="task")
-    located = master._locate(task_id)
+    located = locate(master.core, task_id)
     attempt = located[0].tasks[located[1]].attempt if located else 0
     blocks = [r.block for j in master.jobs.values() for r in j.tasks.values() if r.block] or ["x"]
     kind = data.draw(st.sampled_from(["task", "task", "task", "state", "hb"]), label="kind")

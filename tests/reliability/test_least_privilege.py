@@ -114,7 +114,7 @@ async def test_a_compromised_agent_cannot_report_results_of_other_nodes(tmp_path
     assert attacker.sent, "no map task ran outside the compromised node: the attack was not tried"
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, MAPS, seed=7000)
-    assert attacker.master.senders.forged == len(attacker.sent)
+    assert attacker.master.core.senders.forged == len(attacker.sent)
     assert sum(e["event"] == "forged_message" for e in events) == len(attacker.sent)
     assert_clean(tmp_path)
 

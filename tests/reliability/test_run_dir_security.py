@@ -166,6 +166,7 @@ async def test_an_output_upload_needs_the_capability_of_that_attempt(api: tuple[
         cap = keys.output_cap("j000", 0, 0)
         async with http.put(f"{url}/outputs/j000/0/0", data=b"real", headers={TOKEN_HEADER: cap}) as r:
             assert r.status == 201
-    assert master.api.commit_output("j000", 0, 0)
+    assert ("j000", 0, 0) in master.core.staged  # the sink told the core (``OutputStaged``)
+    assert master._act(master.core.commit_output, "j000", 0, 0)
     part = master.run_dir / "outputs" / "j000" / "part-00000"
     assert part.read_bytes() == b"real"

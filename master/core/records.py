@@ -3,27 +3,26 @@
 A job ends here (its ``job_finished`` event and ``jobs.csv`` row, its running
 tasks cancelled if it failed); the run is done once every expected job has
 ended, including the ones that never had a plan (not submitted before the
-timeout, or not plannable). It reaches the master through
-``master.ports.RecordsPort``; the disk-fault handling reaches it through
-``master.ports.JobEnding``.
+timeout, or not plannable): then the core says ``RunOver``. It reaches the core
+through ``master.core.ports.RecordsPort``; the core's other parts reach it through
+``master.core.ports.JobEnding``.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from master.jobs import JobRuntime, TaskKey
-from master.nodes import NodeRecord
-from master.ports import RecordsPort
+from master.core.jobs import JobRuntime, TaskKey
+from master.core.nodes import NodeRecord
+from master.core.ports import RecordsPort
 from testbed.protocol import CancelTask, TaskUpdate
 
 
 class RunRecords:
     def __init__(self, master: RecordsPort) -> None:
         self.master = master
-        self.all_done = asyncio.Event()
-        """Set once every expected job has ended."""
+        self.all_done = False
+        """Whether every expected job has ended."""
         self.unsubmitted: dict[int, Any] = {}
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
         self.never_ran: set[str] = set()
@@ -76,8 +75,9 @@ class RunRecords:
 
     def check_all_done(self) -> None:
         finished = [j for j in self.master.jobs.values() if j.status in ("succeeded", "failed")]
-        if len(finished) + len(self.never_ran) == self.master.expected_jobs:
-            self.all_done.set()
+        if not self.all_done and len(finished) + len(self.never_ran) == self.master.expected_jobs:
+            self.all_done = True
+            self.master.run_over()
 
     def _cancel_running(self, job: JobRuntime) -> None:
         """Stop the tasks still running for a failed job: their slots go to other jobs."""

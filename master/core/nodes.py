@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from master.core.jobs import JobRuntime, TaskKey
 from master.core.lifecycle import NODE, NodeStatus
-from master.jobs import JobRuntime, TaskKey
 from master.policies.base import RunningTask
 from testbed.protocol import LaunchTask
 
@@ -25,6 +25,8 @@ class NodeRecord:
     memory_mb: int
     price_per_hour: float
     status: NodeStatus = "launching"
+    container: str = ""
+    """An adopted node's container (its hostname: compose's or Swarm's short id); "" if launched."""
     url: str = ""
     incarnation: str = ""
     session: int = 0
@@ -61,3 +63,12 @@ class NodeRecord:
     @property
     def alive(self) -> bool:
         return self.status in ("launching", "up", "draining")
+
+    def forget_launch(self, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
+        """The task no longer runs here (it ended, or it was failed): forget its launch."""
+        self.launches.pop(task_id, None)
+        self.sent_at.pop(task_id, None)
+        self.acked.discard(task_id)
+        self.strikes.pop(task_id, None)
+        self.vanish_resends.pop(task_id, None)
+        return self.running.pop(task_id, None)

@@ -1,0 +1,163 @@
+"""What the master's core asks its shell to do: commands are data.
+
+``MasterCore.handle`` returns them in the order they are to be carried out. The
+real shell (``master.master``) publishes, writes the journal file, renames output
+files, launches and kills nodes and asks agents over HTTP; a simulator models the
+same commands. Times in them are run seconds, stamped by the core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from master.core.events import ProbePurpose
+from testbed.protocol import Message
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Publish ``message`` to the node (the real shell signs it for that node first)."""
+
+    node_id: str
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Journal:
+    """Append one journal event (``testbed.journal`` checked it already) at run time ``t``."""
+
+    t: float
+    kind: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """Append one row to a journal table (``testbed.journal_tables.TABLES``)."""
+
+    t: float
+    table: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StartNode:
+    """Launch a node of the class (the core journaled ``node_launching`` already)."""
+
+    node_id: str
+    node_class: str
+    ordinal: int
+
+
+@dataclass(frozen=True, slots=True)
+class NameNode:
+    """Tell the agent on ``host`` (attach mode) that it is ``node_id`` (``NodeNamed``, with the
+    proof of the run's secret, which only the shell holds); its provider adopts it."""
+
+    host: str
+    incarnation: str
+    node_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class KillNode:
+    """Kill the node for real (SIGKILL, disk destroyed), if the provider owns it."""
+
+    node_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseNode:
+    """Stop the node gracefully, if the provider owns it."""
+
+    node_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """Ask the agent's ``/health`` whether this incarnation lives; answer with ``ProbeAnswered``."""
+
+    node_id: str
+    url: str
+    incarnation: str
+    purpose: ProbePurpose
+    session: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CommitOutput:
+    """Move the attempt's staged part file into place (the core journals ``output_committed``)."""
+
+    job_id: str
+    index: int
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareJob:
+    """Make the job's output directory. ``keep``: a restored job's committed partitions; every
+    other file there (an upload of an attempt that died, an uncommitted part) is removed."""
+
+    job_id: str
+    keep: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunFile:
+    """Write a text file under the run directory (a job's DAG description: ``dags/<job>.json``)."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class WakeAt:
+    """Deliver ``Wake()`` at run time ``t`` (a later one may be earlier; a spurious Wake is harmless)."""
+
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class WantRound:
+    """Deliver ``Round()`` soon (at most one is outstanding)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterUp:
+    """The initial cluster is up: the shell sets time 0 and delivers ``Begin``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOver:
+    """Every job has ended (or the run was aborted): the shell stops."""
+
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceLost:
+    """A node was lost to something other than our own eviction (a crash, silence): the chaos
+    controller replaces it as it would an evicted one. (Until the chaos rules run in the core.)"""
+
+    node_id: str
+
+
+Command = (
+    Send
+    | Journal
+    | Row
+    | StartNode
+    | NameNode
+    | KillNode
+    | ReleaseNode
+    | Probe
+    | CommitOutput
+    | PrepareJob
+    | RunFile
+    | WakeAt
+    | WantRound
+    | ClusterUp
+    | RunOver
+    | ReplaceLost
+)

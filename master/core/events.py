@@ -1,0 +1,106 @@
+"""What happens to the master: the events its core handles (``MasterCore.handle``).
+
+Each is a frozen dataclass: a stimulus from outside (a node's message, an answer to
+a probe, the broker link, the HTTP sink, an operator) or a time the core asked for.
+The real shell (``master.master``) and the simulator make them; the core never reads
+a clock, so every event is handled at the run time the caller passes with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from master.liveness import ProbeOutcome
+from testbed.protocol import Message
+
+ProbePurpose = Literal["silent", "will", "gone"]
+"""Why a node's /health is asked: it went silent, the broker published its Will, it said goodbye."""
+
+
+@dataclass(frozen=True, slots=True)
+class FromNode:
+    """A decoded protocol message from ``node_id``'s topic."""
+
+    node_id: str
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """A time the core asked for with ``WakeAt`` has come: every due timer runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """Run a scheduling round now (after the messages already received are handled)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Begin:
+    """Time 0: the initial cluster is up. ``origin``: the run time (on the clock the core was
+    given until now) that becomes 0; the core moves what it remembers by it."""
+
+    origin: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStartFailed:
+    """The node did not come up in time (or its provider could not start it)."""
+
+    node_id: str
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeAnswered:
+    """The answer to a ``Probe`` command."""
+
+    node_id: str
+    purpose: ProbePurpose
+    outcome: ProbeOutcome
+    session: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OutputStaged:
+    """The output sink holds that attempt's part file (its upload is complete)."""
+
+    job_id: str
+    index: int
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUp:
+    """The master's own broker connection is up; ``session`` > 1: it rejoined after an outage."""
+
+    session: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkDown:
+    """The master's own broker connection is down: silence says nothing about the nodes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Abort:
+    """End the run now (its broker is gone for good, an internal error, the timeout)."""
+
+    reason: str
+    journal: bool = True
+    """Whether the core journals ``run_aborted`` (not for a timeout or a crash: the shell says)."""
+
+
+Event = (
+    FromNode
+    | Wake
+    | Round
+    | Begin
+    | NodeStartFailed
+    | ProbeAnswered
+    | OutputStaged
+    | LinkUp
+    | LinkDown
+    | Abort
+)

@@ -1,0 +1,130 @@
+"""Which nodes the core starts: the initial cluster a window at a time, each later launch,
+the nodes adopted in attach mode, and when the initial cluster is up.
+
+A launch is a ``StartNode`` command (the shell's provider starts the process or
+container); the node joins when its agent announces itself ``up``. The start
+deadline is the shell's (a host concern): it reports a node that did not come up
+with ``NodeStartFailed``. The window (``master.liveness.start_window``) is an
+input: a simulation starts every node at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from master.core.commands import ClusterUp, Command, NameNode, StartNode
+from master.core.nodes import NodeRecord
+from master.core.ports import ClusterPort, JobEnding
+from master.core.startup import cluster_up
+from master.liveness import launches_now
+from master.policies import reserved_partitions
+from testbed.protocol import NameRequest
+
+log = logging.getLogger("master")
+
+
+class Launcher:
+    def __init__(
+        self,
+        core: ClusterPort,
+        records: JobEnding,
+        put: Callable[[Command], None],
+        attach: bool,
+        window: int | None,
+    ) -> None:
+        self.core = core
+        self.records = records
+        self.put = put
+        self.attach = attach
+        self.window = window
+        scenario = core.scenario
+        reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
+        self.partitions = reserved_partitions(scenario, reserved_ids)
+        self.ordinals = {"reserved": 0, "transient": 0}
+        """The next ordinal of each class: a node's id is never reused within a run."""
+        self.queue: list[str] = []
+        """Initial nodes not launched yet (classes, in launch order)."""
+        self.initial = True
+        """Until the initial cluster is up."""
+        self.adopted: dict[tuple[str, str], str] = {}
+        """(hostname, naming incarnation) -> node id of each adopted node."""
+
+    def start_initial(self) -> None:
+        cluster = self.core.scenario.cluster
+        if self.attach:
+            log.info(
+                "waiting for %d reserved and %d transient nodes",
+                cluster.reserved.count,
+                cluster.transient.count,
+            )
+            return
+        self.queue = ["reserved"] * cluster.reserved.count + ["transient"] * cluster.transient.count
+        self._next()
+
+    def _next(self) -> None:
+        """Launch what the window allows; say ``ClusterUp`` once the initial cluster is up."""
+        if not self.initial:
+            return
+        starting = sum(1 for n in self.core.nodes.values() if n.status == "launching")
+        for _ in range(launches_now(starting, len(self.queue), self.window)):
+            self.launch(self.queue.pop(0))
+        cluster = self.core.scenario.cluster
+        wanted = {"reserved": cluster.reserved.count, "transient": cluster.transient.count}
+        nodes = ((n.node_class, n.status) for n in self.core.nodes.values())
+        if not self.queue and cluster_up(nodes, self.attach, wanted):
+            self.initial = False
+            self.put(ClusterUp())
+
+    def node_joined(self) -> None:
+        """A node came up: the paced start-up may launch the next, the cluster may be up."""
+        self._next()
+
+    def start_failed(self, node: NodeRecord, error: str) -> None:
+        if node.status != "launching":
+            return
+        log.warning("node %s did not come up: the run goes on without it (%s)", node.node_id, error)
+        node.status = "lost"
+        self.core.journal.event("node_start_failed", node=node.node_id, **{"class": node.node_class})
+        self.records.node_row(node, self.core.journal.now(), "start_failed")
+        self._next()
+
+    def launch(self, node_class: str) -> NodeRecord:
+        spec = getattr(self.core.scenario.cluster, node_class)
+        record = self._register(node_class, spec.slots, spec.memory_mb)
+        self.put(StartNode(record.node_id, node_class, record.ordinal))
+        return record
+
+    def _register(self, node_class: str, slots: int, memory_mb: int, container: str = "") -> NodeRecord:
+        """A new node of ``node_class``, launching, under the next id of its class."""
+        spec = getattr(self.core.scenario.cluster, node_class)
+        ordinal = self.ordinals[node_class]
+        self.ordinals[node_class] += 1
+        node_id = f"{node_class}-{ordinal}"
+        record = NodeRecord(
+            node_id,
+            node_class,
+            ordinal,
+            self.core.journal.now(),
+            slots,
+            memory_mb,
+            spec.price_per_hour,
+            container=container,
+        )
+        record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
+        self.core.nodes[node_id] = record
+        adopted = {"container": container} if container else {}
+        self.core.journal.event("node_launching", node=node_id, **{"class": node_class}, **adopted)
+        return record
+
+    def adopt(self, request: NameRequest) -> None:
+        """A node the master did not launch (attach mode) asks for its name: it gets the next
+        id of its class, as a launched node would, and keeps its hostname as ``container``.
+        A repeated request (the agent asks until answered) gets the same answer."""
+        key = (request.host, request.incarnation)
+        node_id = self.adopted.get(key)
+        if node_id is None:
+            record = self._register(request.node_class, request.slots, request.memory_mb, request.host)
+            node_id = self.adopted[key] = record.node_id
+            log.info("adopted %s (container %s)", node_id, request.host)
+        self.put(NameNode(request.host, request.incarnation, node_id))

@@ -1,0 +1,55 @@
+"""The core's outbox and its journal: what a handler decides, buffered as commands.
+
+``CoreJournal`` has the ``event``/``row``/``now`` API of the journal file
+(``master.journal.Journal``), so the strategies and the run's records write to it
+unchanged; each call becomes a ``Journal``/``Row`` command stamped with the core's
+time. Events are checked against ``testbed.journal``'s schema here, so a bad event
+fails in the core, in a simulation as in a real run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from master.core.commands import Command, Journal, Row, WantRound
+from testbed.journal import check_event
+
+
+class Outbox:
+    def __init__(self) -> None:
+        self.now = 0.0
+        """Run seconds of the event being handled."""
+        self._commands: list[Command] = []
+        self._round_wanted = False
+
+    def put(self, command: Command) -> None:
+        self._commands.append(command)
+
+    def want_round(self) -> None:
+        """Ask the shell for one scheduling round: at most one ``WantRound`` is outstanding."""
+        if not self._round_wanted:
+            self._round_wanted = True
+            self._commands.append(WantRound())
+
+    def round_begins(self) -> None:
+        self._round_wanted = False
+
+    def take(self) -> list[Command]:
+        commands, self._commands = self._commands, []
+        return commands
+
+
+class CoreJournal:
+    def __init__(self, outbox: Outbox) -> None:
+        self.outbox = outbox
+
+    def now(self) -> float:
+        """Seconds since the run started (the time of the event being handled)."""
+        return self.outbox.now
+
+    def event(self, name: str, /, **fields: Any) -> None:
+        check_event(name, fields)
+        self.outbox.put(Journal(self.outbox.now, name, fields))
+
+    def row(self, table: str, **fields: Any) -> None:
+        self.outbox.put(Row(self.outbox.now, table, fields))

@@ -1,0 +1,150 @@
+"""The core as its parts see it: the Protocols the recovery strategies, the run's records,
+the full-disk handling, the node watch, the launcher and the scheduling round are handed.
+
+``MasterCore`` implements them all; each part imports only these Protocols, never
+``master.core.machine``, so the core has no import cycle (``lint-imports``), and a
+test can hand a part a stand-in of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from master.core.jobs import JobRuntime, TaskKey
+from master.core.nodes import NodeRecord
+from master.core.senders import SenderCheck
+from master.policies.base import ClusterSnapshot, RunningTask
+from testbed.protocol import BlockReceived, BlockRef, Message, PushDelivered, PushTarget, TaskUpdate
+from testbed.scenario import Scenario
+
+
+class JournalPort(Protocol):
+    """The journal's writing API (``master.core.outbox.CoreJournal``, ``master.journal.Journal``)."""
+
+    def now(self) -> float: ...
+
+    def event(self, name: str, /, **fields: Any) -> None: ...
+
+    def row(self, table: str, **fields: Any) -> None: ...
+
+
+class ClusterPort(Protocol):
+    """The node registry, the jobs, the journal, and the commands every part may give."""
+
+    scenario: Scenario
+    journal: JournalPort
+    nodes: dict[str, NodeRecord]
+    jobs: dict[str, JobRuntime]
+
+    def send(self, node_id: str, message: Message) -> None: ...
+
+    def kick(self) -> None:
+        """Ask for a scheduling round."""
+
+    def drain(self, node: NodeRecord, reason: str) -> None: ...
+
+
+class StrategyPort(ClusterPort, Protocol):
+    """What a recovery strategy uses (``master.strategies``)."""
+
+    def run_file(self, name: str, text: str) -> None:
+        """Write a text file under the run directory (``RunFile``)."""
+
+
+class RecoveryStrategy(Protocol):
+    """The hooks the core calls on the run's recovery strategy (``master.strategies``)."""
+
+    def job_submitted(self, job: JobRuntime) -> None: ...
+
+    def ready(self, job: JobRuntime) -> Iterable[TaskKey]: ...
+
+    def allowed_classes(self, job: JobRuntime, key: TaskKey) -> frozenset[Any]: ...
+
+    def preferred_nodes(self, job: JobRuntime, key: TaskKey) -> tuple[str, ...]: ...
+
+    def input_refs(self, job: JobRuntime, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]: ...
+
+    def push_targets(self, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]: ...
+
+    def push_rate(self) -> float | None: ...
+
+    def input_cache_mb(self, job: JobRuntime, key: TaskKey) -> int: ...
+
+    def streamed_deps(self, job: JobRuntime, key: TaskKey) -> tuple[int, ...]: ...
+
+    def task_succeeded(
+        self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate, now: float
+    ) -> bool: ...
+
+    def block_received(self, node: NodeRecord, message: BlockReceived) -> None: ...
+
+    def push_delivered(self, node: NodeRecord, message: PushDelivered) -> None: ...
+
+    def tick(self, now: float) -> None: ...
+
+    def resend(self, node: NodeRecord) -> None: ...
+
+    def before_node_lost(self, node: NodeRecord) -> None: ...
+
+    def after_node_lost(self, node: NodeRecord) -> None: ...
+
+
+class JobEnding(Protocol):
+    """How a job, or the whole run, is ended (``master.core.records.RunRecords``)."""
+
+    def finish_job(self, job: JobRuntime) -> None: ...
+
+    def fail_unfinished(self, reason: str) -> None:
+        """Fail every job not finished yet (and those not submitted yet): the run ends."""
+
+    def task_row(
+        self,
+        job: JobRuntime,
+        key: TaskKey,
+        node: NodeRecord,
+        status: str,
+        failure: str,
+        now: float,
+        update: TaskUpdate | None = None,
+    ) -> None: ...
+
+    def node_row(self, node: NodeRecord, now: float, reason: str) -> None: ...
+
+
+class RecordsPort(ClusterPort, Protocol):
+    """What the run's records use."""
+
+    expected_jobs: int
+
+    def run_over(self) -> None:
+        """Every expected job has ended."""
+
+
+class CorePort(ClusterPort, Protocol):
+    """What the core's own parts (watch, launcher, round, task updates, full disks) use."""
+
+    attach: bool
+    link_up: bool
+    records: JobEnding
+    strategy: RecoveryStrategy
+    senders: SenderCheck
+
+    def undrain(self, node: NodeRecord, reason: str) -> None: ...
+
+    def node_lost(self, node: NodeRecord, reason: str) -> None: ...
+
+    def kill(self, node_id: str) -> None:
+        """Kill the node for real (``KillNode``)."""
+
+    def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]: ...
+
+    def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]: ...
+
+    def probe(self, node: NodeRecord, purpose: str, session: int = 0) -> None:
+        """Ask the node's agent whether it lives (``Probe``)."""
+
+    def resource_fault(self, node: NodeRecord, job: JobRuntime, key: TaskKey, failure: str) -> None: ...
+
+    def commit_output(self, job_id: str, index: int, attempt: int) -> bool:
+        """Commit the attempt's staged output if it was staged (``CommitOutput``)."""

@@ -1,0 +1,178 @@
+"""Resuming a crashed run in the core: its state rebuilt from what the journal recorded.
+
+``master.resume.recover`` reads the journal into a ``Recovered``; a ``MasterCore``
+given it (``resume=``) continues the same scenario: the crash closes what it left
+open (``resuming``), finished jobs are not run again, a job that was running keeps
+its committed final partitions and launches the rest again (``restore_job``), jobs
+not yet submitted arrive at their times (``resumed_arrivals``), and the clock
+continues from the crash. The module docstring of ``master.resume`` says why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from master.core.commands import Command, PrepareJob
+from master.core.jobs import JobRuntime
+from master.core.ports import JobEnding, JournalPort, RecoveryStrategy
+from testbed.journal import TaskStarted
+from testbed.scenario import Scenario
+
+NODE_ID = re.compile(r"(reserved|transient)-(\d+)")
+
+
+class ResumingCore(Protocol):
+    scenario: Scenario
+    run_id: str
+    journal: JournalPort
+    jobs: dict[str, JobRuntime]
+    nodes: dict[str, Any]
+    arriving: list[Any]
+    expected_jobs: int
+    records: JobEnding
+    strategy: RecoveryStrategy
+
+    def new_job(self, spec: Any, ordinal: int, submitted: float) -> JobRuntime: ...
+
+    def kick(self) -> None: ...
+
+    def run_over(self) -> None: ...
+
+    def put(self, command: Command) -> None: ...
+
+
+@dataclass
+class Recovered:
+    """What the journal of a crashed run says, as far as resuming needs it."""
+
+    crashed_at: float = 0.0
+    finished_jobs: set[str] = field(default_factory=set)
+    submitted: dict[str, float] = field(default_factory=dict)
+    """Unfinished jobs -> when they were submitted."""
+    committed: dict[str, dict[int, int]] = field(default_factory=dict)
+    """Job -> output partition -> the attempt whose part file was committed."""
+    job_started: dict[str, float] = field(default_factory=dict)
+    """Job -> when its first task was launched."""
+    attempts: dict[str, int] = field(default_factory=dict)
+    """Task -> highest attempt number launched."""
+    launches: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    in_flight: dict[tuple[str, int], TaskStarted] = field(default_factory=dict)
+    """(task, attempt) -> its task_started event, for attempts that never finished."""
+    nodes_up: dict[str, float] = field(default_factory=dict)
+    """Nodes alive when the master died -> when they joined."""
+    ordinals: dict[str, int] = field(default_factory=lambda: {"reserved": 0, "transient": 0})
+    """The next free node ordinal of each class."""
+
+
+def resuming(core: ResumingCore, found: Recovered) -> None:
+    """Before the new cluster starts: say the run resumes, and close what the crash left open."""
+    core.journal.event("resuming", run_id=core.run_id, crashed_at=found.crashed_at)
+    cluster = core.scenario.cluster
+    prices = {"reserved": cluster.reserved.price_per_hour, "transient": cluster.transient.price_per_hour}
+    record_the_crash(core.journal, found, prices)
+
+
+def record_the_crash(journal: JournalPort, found: Recovered, prices: dict[str, float]) -> None:
+    """Close what the crash left open: attempts that were running, nodes that were up.
+
+    Each gets an event as well as a row, so resuming the same directory twice
+    (the resumed master crashing too) closes nothing twice.
+    """
+    now = found.crashed_at
+    for (task, attempt), started in sorted(found.in_flight.items()):
+        journal.event(
+            "task_finished",
+            task=task,
+            job=started.get("job"),
+            stage=started.get("stage"),
+            node=started.get("node"),
+            attempt=attempt,
+            status="lost",
+            failure="master_crashed",
+        )
+        journal.row(
+            "tasks",
+            task_id=task,
+            job_id=started.get("job"),
+            stage=started.get("stage"),
+            index=started.get("index"),
+            attempt=attempt,
+            node_id=started.get("node"),
+            node_class=started.get("class"),
+            memory_mb=started.get("memory_mb"),
+            start_s=started.get("t"),
+            end_s=now,
+            status="lost",
+            failure="master_crashed",
+        )
+    for node_id, joined in sorted(found.nodes_up.items()):
+        node_class = NODE_ID.fullmatch(node_id)
+        journal.event("node_lost", node=node_id, reason="master_crashed", detect_s=None)
+        journal.row(
+            "nodes",
+            node_id=node_id,
+            node_class=node_class.group(1) if node_class else "",
+            launched_s=joined,
+            ended_s=now,
+            end_reason="master_crashed",
+            price_per_hour=prices.get(node_class.group(1)) if node_class else None,
+        )
+
+
+def resumed_arrivals(
+    core: ResumingCore, found: Recovered, submit_at: Callable[[float, Any, int], None]
+) -> None:
+    """At the resumed run's time 0 (the crash's time): restore the jobs that were running,
+    time the arrivals still to come."""
+    core.journal.event(
+        "run_resumed",
+        run_id=core.run_id,
+        crashed_at=found.crashed_at,
+        finished_jobs=len(found.finished_jobs),
+        restored_jobs=len(found.submitted),
+        lost_attempts=len(found.in_flight),
+    )
+    now = core.journal.now()
+    for node in core.nodes.values():
+        node.launched_t = now
+    ordinal = 0
+    for spec in [*core.scenario.jobs, *core.arriving]:
+        for repeat in range(spec.repeat):
+            job_id = f"j{ordinal:03d}"
+            if job_id in found.submitted:
+                restore_job(core, found, spec, ordinal)
+            elif job_id not in found.finished_jobs:
+                submit_at(max(now, core.scenario.trace(spec.submit_at + repeat * spec.every)), spec, ordinal)
+            ordinal += 1
+    if core.expected_jobs == 0:
+        core.records.check_all_done()
+    core.kick()
+
+
+def restore_job(core: ResumingCore, found: Recovered, spec: Any, ordinal: int) -> None:
+    """A job that was running: keep its committed partitions, launch the rest again."""
+    job = core.new_job(spec, ordinal, found.submitted[f"j{ordinal:03d}"])
+    committed = found.committed.get(job.job_id, {})
+    for key, record in job.tasks.items():
+        task_id = job.task_id(key)
+        record.attempt = found.attempts.get(task_id, -1)
+        record.launches = found.launches.get(task_id, 0)
+        record.failures = found.failures.get(task_id, 0)
+        record.error_relaunches = min(record.failures, max(0, record.launches - 1))
+        record.retrying_error = record.failures > record.error_relaunches
+        if job.is_final(record) and key[1] in committed:
+            record.status, record.available = "done", True
+    if job.job_id in found.job_started:
+        job.started, job.status = found.job_started[job.job_id], "running"
+    core.jobs[job.job_id] = job
+    core.strategy.job_submitted(job)
+    core.put(PrepareJob(job.job_id, keep=tuple(sorted(committed))))
+    core.journal.event("job_restored", job=job.job_id, tasks=job.plan.total_tasks, kept=len(committed))
+    if job.complete:
+        job.status = "succeeded"
+        core.records.finish_job(job)

@@ -1,0 +1,309 @@
+"""The scheduling round: the snapshot a policy sees, its decisions validated and applied.
+
+``snapshot`` is a query: the jobs' ready tasks (as the recovery strategy says),
+the nodes up or draining with what runs on them. ``schedule_once`` asks the
+scheduler policy and applies what it decided: a launch is a ``Send(LaunchTask)``
+and a ``task_started`` event; a decision that no longer holds (a node gone, a
+task started elsewhere) is dropped, and the task waits for the next round.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from master.core.jobs import JobRuntime, TaskKey, TaskRecord
+from master.core.nodes import NodeRecord
+from master.core.ports import CorePort
+from master.policies.base import (
+    Assign,
+    ClusterSnapshot,
+    Dequeue,
+    Enqueue,
+    JobView,
+    LogDecision,
+    NodeClass,
+    NodeView,
+    PendingTask,
+    Reserve,
+    RunningTask,
+    Scheduler,
+)
+from master.policies.cloudcoaster import revocation_outcome
+from master.policies.window import FreeNode, PendingWindow
+from testbed.protocol import LaunchTask, TaskSpec
+
+Pending = dict[str, tuple[JobRuntime, TaskKey]]
+
+
+class SchedulingRound:
+    def __init__(self, core: CorePort, scheduler: Scheduler) -> None:
+        self.core = core
+        self.scheduler = scheduler
+        self.output_base = ""
+        """Where final tasks upload their output (the shell's HTTP sink), before ``/outputs/...``."""
+        self.unavailable: Callable[[], frozenset[str]] = frozenset
+        """The node classes whose capacity is out now (the chaos rules say; none by default)."""
+
+    # ------------------------------------------------------------------ the snapshot
+
+    def snapshot(self) -> tuple[ClusterSnapshot, Pending]:
+        core = self.core
+        now = core.journal.now()
+        pending: Pending = {}
+        jobs = []
+        window = self._pending_window()
+        for job in core.jobs.values():
+            if job.status not in ("waiting", "running"):
+                continue
+            tasks = []
+            classes: dict[int, frozenset[NodeClass]] = {}
+            for key in core.strategy.ready(job):
+                if window is not None and window.full:
+                    break
+                if key[0] not in classes:
+                    classes[key[0]] = core.strategy.allowed_classes(job, key)
+                excluded = self.exclusions(job.tasks[key])
+                if window is not None and not window.admits(
+                    classes[key[0]], excluded, job.ideal_memory_mb(key[0])
+                ):
+                    continue
+                task_id = job.task_id(key)
+                pending[task_id] = (job, key)
+                tasks.append(
+                    PendingTask(
+                        task_id,
+                        job.job_id,
+                        key[0],
+                        key[1],
+                        job.ideal_memory_mb(key[0]),
+                        job.est_duration_s,
+                        preferred_nodes=core.strategy.preferred_nodes(job, key),
+                        allowed_classes=classes[key[0]],
+                        long=job.long,
+                        excluded_nodes=excluded,
+                        workload=job.workload,
+                    )
+                )
+            jobs.append(
+                JobView(
+                    job.job_id,
+                    job.submitted,
+                    tuple(tasks),
+                    job.running_count,
+                    job.done_count,
+                    job.plan.total_tasks,
+                )
+            )
+        self._prune_queues(pending)
+        nodes = tuple(
+            NodeView(
+                n.node_id,
+                n.node_class,  # type: ignore[arg-type]
+                n.slots,
+                n.memory_mb,
+                self.running_views(n),
+                draining=n.status == "draining",
+                launched=n.launched_t,
+                reserved_for=n.reserved_for,
+                partition=n.partition,
+                queued=tuple(n.queued),
+                rebalance=n.rebalance_at is not None,
+                zone=getattr(core.scenario.cluster, n.node_class).zone_of(n.ordinal),
+            )
+            for n in core.nodes.values()
+            if n.status in ("up", "draining")
+        )
+        increment = core.scenario.cluster.memory_increment_mb
+        return ClusterSnapshot(now, nodes, tuple(jobs), increment, self.unavailable()), pending
+
+    def _pending_window(self) -> PendingWindow | None:
+        """Which ready tasks a snapshot needs: all of them for schedulers that look ahead
+        (YARN-ME's timeline), a window per node class for those that place the head (FIFO)."""
+        if self.scheduler.needs_all_pending:
+            return None
+        return PendingWindow(
+            FreeNode(
+                n.node_id,
+                n.node_class,  # type: ignore[arg-type]
+                n.slots - len(n.running),
+                n.memory_mb - sum(t.memory_mb for t in self.running_views(n)),
+            )
+            for n in self.core.nodes.values()
+            if n.status == "up"
+        )
+
+    def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]:
+        """The node's running tasks as the policies see them. A task's view is fixed once it
+        has started, so each is built once per attempt, not in every scheduling round."""
+        cache, views = node.views, []
+        for task_id, (job, key) in node.running.items():
+            record = job.tasks[key]
+            cached = cache.get(task_id)
+            if cached is not None and cached[0] == record.attempt:
+                views.append(cached[1])
+                continue
+            view = self._running_view(task_id, job, record)
+            if record.started is not None:
+                cache[task_id] = (record.attempt, view)
+            views.append(view)
+        if len(cache) > 2 * len(node.running) + 16:  # forget tasks that ended
+            node.views = {task_id: cache[task_id] for task_id in node.running if task_id in cache}
+        return tuple(views)
+
+    def _running_view(self, task_id: str, job: JobRuntime, record: TaskRecord) -> RunningTask:
+        started = record.started if record.started is not None else self.core.journal.now()
+        duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
+        return RunningTask(
+            task_id,
+            job.job_id,
+            record.memory_mb,
+            started,
+            started + duration,
+            record.elastic,
+            long=job.long,
+            disk_mb_s=record.disk_mb_s,
+        )
+
+    def exclusions(self, record: TaskRecord) -> frozenset[str]:
+        """The nodes a task must avoid, unless that is every node up: then anywhere will do."""
+        if not record.excluded_nodes:
+            return frozenset()
+        up = {n.node_id for n in self.core.nodes.values() if n.status == "up"}
+        return frozenset() if up <= record.excluded_nodes else frozenset(record.excluded_nodes & up)
+
+    # ------------------------------------------------------------------ the round
+
+    def schedule_once(self) -> None:
+        self.core.strategy.tick(self.core.journal.now())
+        snapshot, pending = self.snapshot()
+        if not any(job.pending for job in snapshot.jobs):
+            return
+        for decision in self.scheduler.schedule(snapshot):
+            if isinstance(decision, Assign):
+                self._assign(decision, pending)
+            elif isinstance(decision, Reserve):
+                node = self.core.nodes.get(decision.node_id)
+                if node is not None:
+                    node.reserved_for = decision.job_id
+            elif isinstance(decision, LogDecision):
+                self._log_decision(decision)
+            elif isinstance(decision, Enqueue | Dequeue):
+                self._apply_queue_decision(decision, pending)
+
+    def _log_decision(self, decision: LogDecision) -> None:
+        """The scheduler's decision statistics (regular, elastic accepted or rejected, reserved)."""
+        self.core.journal.row(
+            "decisions",
+            t_s=self.core.journal.now(),
+            job_id=decision.job_id,
+            task_id=decision.task_id,
+            decision=decision.decision,
+            node_id=decision.node_id,
+            **decision.detail,
+            detail=json.dumps(decision.detail, separators=(",", ":")),
+        )
+
+    def _assign(self, decision: Assign, pending: Pending) -> None:
+        core = self.core
+        node = core.nodes.get(decision.node_id)
+        located = pending.pop(decision.task_id, None)
+        if node is None or located is None or not _may_start(node, decision.task_id):
+            return
+        if decision.task_id in node.queued:
+            node.queued.remove(decision.task_id)
+        job, key = located
+        if node.node_id in self.exclusions(job.tasks[key]):
+            return  # a policy that ignores PendingTask.excluded_nodes: the task waits for another round
+        now = core.journal.now()
+        attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
+        core.senders.launched(decision.task_id, attempt, node.node_id)
+        job.tasks[key].predicted_s = decision.predicted_duration_s
+        job.tasks[key].disk_mb_s = decision.disk_mb_s
+        launch = LaunchTask(task=self._spec(job, key, attempt, decision))
+        node.forget_launch(decision.task_id)
+        node.running[decision.task_id] = (job, key)
+        node.launches[decision.task_id] = launch
+        node.sent_at[decision.task_id] = now
+        core.send(node.node_id, launch)
+        core.journal.event(
+            "task_started",
+            task=decision.task_id,
+            job=job.job_id,
+            stage=key[0],
+            index=key[1],
+            node=node.node_id,
+            **{"class": node.node_class},
+            attempt=attempt,
+            memory_mb=decision.memory_mb,
+        )
+
+    def _spec(self, job: JobRuntime, key: TaskKey, attempt: int, decision: Assign) -> TaskSpec:
+        strategy = self.core.strategy
+        stage = job.plan.stages[key[0]]
+        output_url = f"{self.output_base}/outputs/{job.job_id}/{key[1]}/{attempt}" if stage.final else None
+        return TaskSpec(
+            task_id=decision.task_id,
+            job_id=job.job_id,
+            stage=key[0],
+            index=key[1],
+            attempt=attempt,
+            op=stage.op,
+            memory_mb=decision.memory_mb,
+            params=stage.params(key[1]),
+            inputs=strategy.input_refs(job, key),
+            partitions=stage.partitions,
+            final=stage.final and stage.writes_output,
+            output_url=output_url,
+            push=strategy.push_targets(job, key),
+            push_rate_bytes_s=strategy.push_rate(),
+            input_cache_mb=strategy.input_cache_mb(job, key),
+            streamed=strategy.streamed_deps(job, key),
+        )
+
+    # ------------------------------------------------------------------ node-side queues
+
+    def _apply_queue_decision(self, decision: Enqueue | Dequeue, pending: Pending) -> None:
+        """Apply Enqueue (append to the node's queue) or Dequeue (remove from it) literally."""
+        node = self.core.nodes.get(decision.node_id)
+        if node is None:
+            return
+        if isinstance(decision, Enqueue):
+            if node.status == "up" and decision.task_id in pending and decision.task_id not in node.queued:
+                node.queued.append(decision.task_id)
+                copy = {"copy": True} if decision.copy else {}
+                self.core.journal.event("task_queued", task=decision.task_id, node=node.node_id, **copy)
+        elif decision.task_id in node.queued:
+            node.queued.remove(decision.task_id)
+            self.core.journal.event(
+                "task_dequeued", task=decision.task_id, node=node.node_id, reason=decision.reason
+            )
+
+    def _prune_queues(self, pending: Pending) -> None:
+        """Queues hold pending tasks only: drop tasks that started, or whose job ended, elsewhere."""
+        for node in self.core.nodes.values():
+            if node.queued:
+                node.queued[:] = [task_id for task_id in node.queued if task_id in pending]
+
+    def forget_queue(self, node: NodeRecord) -> None:
+        """A node leaves: its queue goes with it (CloudCoaster's copy rule keeps a copy elsewhere).
+
+        Journals ``revocation_outcome``: copies that survive on other nodes, tasks
+        queued only there (the scheduler places them again: they are pending and
+        unqueued), and running tasks (re-pended by ``node_lost``).
+        """
+        if node.queued and node.status in ("up", "draining"):  # so it is in the snapshot
+            outcome = revocation_outcome(self.snapshot()[0], node.node_id)
+            self.core.journal.event(
+                "revocation_outcome",
+                node=node.node_id,
+                surviving=[task for task, _ in outcome.surviving],
+                requeue=list(outcome.requeue),
+                rerun=list(outcome.rerun),
+            )
+        node.queued.clear()
+
+
+def _may_start(node: NodeRecord, task_id: str) -> bool:
+    """A node that is up takes any task; a draining one only runs its own queue to the end."""
+    return node.status == "up" or (node.status == "draining" and task_id in node.queued)

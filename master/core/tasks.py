@@ -1,0 +1,86 @@
+"""A task's outcome as its node reports it: applied once, whatever the broker redelivers.
+
+A ``TaskUpdate`` of the attempt the core launched on that node moves the task
+on (``master.core.lifecycle.TASK``); a stale or repeated one (QoS 1 redelivery, an
+outcome repeated after a re-sent launch) changes nothing. A final task's success
+commits its output exactly once: only an attempt whose upload the sink staged
+(``OutputStaged``) is committed (``CommitOutput``), so the decision needs no file.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from master.core.jobs import JobRuntime, TaskKey
+from master.core.nodes import NodeRecord
+from master.core.ports import CorePort
+from testbed.protocol import Message, TaskUpdate
+
+log = logging.getLogger("master")
+
+
+def locate(core: CorePort, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
+    job = core.jobs.get(task_id.partition(".")[0])
+    key = job.key_of(task_id) if job else None
+    return (job, key) if job and key else None
+
+
+def latest_attempt(core: CorePort, message: Message) -> int | None:
+    located = locate(core, message.task_id) if isinstance(message, TaskUpdate) else None
+    return located[0].tasks[located[1]].attempt if located else None
+
+
+def task_update(core: CorePort, node: NodeRecord, update: TaskUpdate, launch_acks: dict) -> None:
+    located = locate(core, update.task_id)
+    now = core.journal.now()
+    if update.state == "running" and update.task_id in node.sent_at:  # the first, not a redelivery
+        launch_acks.setdefault((update.task_id, update.attempt), now - node.sent_at[update.task_id])
+    if located is not None and update.state == "running":
+        record = located[0].tasks[located[1]]
+        if (record.attempt, record.node, record.status) == (update.attempt, node.node_id, "running"):
+            node.acked.add(update.task_id)
+        return
+    if located is None:
+        return
+    job, key = located
+    record = job.tasks[key]
+    if record.attempt != update.attempt or record.status != "running" or record.node != node.node_id:
+        return  # stale or duplicate (QoS 1 redelivery): already applied
+    node.forget_launch(update.task_id)
+    job.count_cache_use(update.metrics)
+    ok, update = _outcome(core, job, key, update)
+    if ok:
+        core.strategy.task_succeeded(job, key, node, update, now)
+    else:
+        _failed(core, node, job, key, update)
+    core.records.task_row(job, key, node, update.state if ok else "failed", update.failure or "", now, update)
+    if job.status == "failed":
+        core.records.finish_job(job)
+    elif job.complete:
+        job.status = "succeeded"
+        core.records.finish_job(job)
+    core.kick()
+
+
+def _outcome(core: CorePort, job: JobRuntime, key: TaskKey, update: TaskUpdate) -> tuple[bool, TaskUpdate]:
+    """Whether the update is a success that counts: all its partitions, its output committed."""
+    stage = job.plan.stages[key[0]]
+    ok = update.state == "succeeded"
+    if ok and not stage.final and len(update.partition_bytes) != stage.partitions:
+        log.warning(
+            "%s reported %d partitions, not %d", update.task_id, len(update.partition_bytes), stage.partitions
+        )
+        return False, update.model_copy(update={"failure": "error"})
+    if ok and stage.final and stage.writes_output:
+        ok = core.commit_output(job.job_id, key[1], update.attempt)
+    return ok, update
+
+
+def _failed(core: CorePort, node: NodeRecord, job: JobRuntime, key: TaskKey, update: TaskUpdate) -> None:
+    if update.lost_blocks:
+        job.lose_blocks(set(update.lost_blocks))
+    real_failure = update.failure not in ("fetch", "cancelled")
+    fatal = update.failure == "data"
+    job.failed(key, update.attempt, counts_as_failure=real_failure, error=update.error, fatal=fatal)
+    if update.failure in ("enospc", "oom"):
+        core.resource_fault(node, job, key, update.failure)

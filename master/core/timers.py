@@ -1,0 +1,77 @@
+"""The core's timers: one heap, ties broken as SimPy breaks them, by (time, priority, order).
+
+It implements ``master.chaos.rules.Clock`` in run seconds; ``TraceClock`` is the
+same heap seen in trace seconds (run seconds x time_scale), for the chaos rules.
+The core asks its shell for a ``Wake`` at the head's time (``WakeAt``) whenever
+the head moves earlier, and runs every due action when it comes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+
+Action = Callable[[], None]
+SLACK_S = 1e-9
+"""A timer this close to now is due: a shell's clock that reaches ``t`` through float sums may
+land a hair before it, and a ``Wake`` that runs nothing must not ask for the same time again."""
+
+
+class TimerHeap:
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now
+        self._due: list[tuple[float, int, int, Action]] = []
+        self._order = itertools.count()
+        self.asked: float | None = None
+        """The earliest time a ``WakeAt`` asked for and not yet come."""
+
+    def now(self) -> float:
+        return self._now()
+
+    def at(self, when: float, priority: int, action: Action) -> None:
+        heapq.heappush(self._due, (when, priority, next(self._order), action))
+
+    def after(self, delay: float, priority: int, action: Action) -> None:
+        self.at(self._now() + delay, priority, action)
+
+    def wake_needed(self) -> float | None:
+        """The head's time if no ``WakeAt`` asked for it (or for an earlier time) yet."""
+        if not self._due:
+            return None
+        head = self._due[0][0]
+        if self.asked is not None and self.asked <= head:
+            return None
+        self.asked = head
+        return head
+
+    def run_due(self) -> None:
+        """Run every action due by now, in (time, priority, order); actions may add timers."""
+        now = self._now() + SLACK_S
+        self.asked = None
+        while self._due and self._due[0][0] <= now:
+            _, _, _, action = heapq.heappop(self._due)
+            action()
+
+    def shift(self, origin: float) -> None:
+        """The clock's origin moved to ``origin``: every timer keeps its distance from now."""
+        self._due = [(when - origin, p, o, a) for when, p, o, a in self._due]
+        heapq.heapify(self._due)
+        self.asked = None
+
+    def __len__(self) -> int:
+        return len(self._due)
+
+
+class TraceClock:
+    """The heap in trace seconds (``master.chaos.rules.Clock``): the chaos rules' clock."""
+
+    def __init__(self, timers: TimerHeap, time_scale: float) -> None:
+        self.timers = timers
+        self.time_scale = time_scale
+
+    def now(self) -> float:
+        return self.timers.now() * self.time_scale
+
+    def at(self, when: float, priority: int, action: Action) -> None:
+        self.timers.at(when / self.time_scale, priority, action)

@@ -1,0 +1,189 @@
+"""A driver for ``MasterCore`` in tests: events in at chosen times, the commands kept.
+
+No broker, no process, no file: the nodes are the driver's answers (``NodeState``,
+``TaskUpdate``), their launches read from the ``Send`` commands, and time is
+whatever the test says. Every command the core returns is kept in ``log``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from master.core import commands as cmd
+from master.core.events import Begin, Event, FromNode, OutputStaged, Round, Wake
+from master.core.machine import MasterCore
+from master.strategies import make_strategy
+from testbed.protocol import (
+    BlockReceived,
+    FlushAggregate,
+    LaunchTask,
+    NodeState,
+    PushDelivered,
+    PushedPart,
+    PushTarget,
+    TaskInputs,
+    TaskSpec,
+    TaskUpdate,
+)
+from testbed.scenario import Scenario
+
+
+class Driver:
+    def __init__(self, scenario: Scenario, **options: Any) -> None:
+        self.core = MasterCore(scenario, "core-test", strategy=make_strategy, **options)
+        self.now = 0.0
+        self.log: list[cmd.Command] = []
+        self.wake: float | None = None
+
+    def do(self, event: Event, at: float | None = None) -> list[cmd.Command]:
+        """Handle ``event`` at ``at`` (default: now); a due Wake runs first, as a shell's timer would."""
+        if at is not None:
+            self.advance(at)
+        return self._handle(event)
+
+    def _handle(self, event: Event) -> list[cmd.Command]:
+        out = self.core.handle(event, self.now)
+        self._keep(out)
+        return out
+
+    def _keep(self, out: Iterable[cmd.Command]) -> None:
+        for command in out:
+            self.log.append(command)
+            if isinstance(command, cmd.WakeAt):
+                self.wake = command.t if self.wake is None else min(self.wake, command.t)
+
+    def advance(self, to: float) -> None:
+        """Move time to ``to``, delivering every Wake asked for on the way (and a Round after each)."""
+        while self.wake is not None and self.wake <= to:
+            self.now, self.wake = max(self.now, self.wake), None
+            self._handle(Wake())
+            self._handle(Round())
+        self.now = max(self.now, to)
+
+    def boot(self) -> None:
+        """Start the cluster, every node announcing itself at once, and begin the run."""
+        self._keep(self.core.start(self.now))
+        for command in list(self.log):
+            if isinstance(command, cmd.StartNode):
+                self.do(FromNode(command.node_id, up(command.node_id, command.node_class, self.core)))
+        assert any(isinstance(c, cmd.ClusterUp) for c in self.log), "the cluster did not come up"
+        if self.core.resume is None:  # time 0 is now: the clock's origin moves by now
+            self.do(Begin(self.now))
+            self.now = 0.0
+        else:  # a resumed run's clock goes on from its crash (the test set now to it)
+            self.do(Begin(0.0))
+        self.advance(self.now)
+
+    def running(self) -> dict[tuple[str, int], tuple[str, TaskSpec]]:
+        """(task, attempt) -> (node, spec) of every launch the core has not seen end."""
+        launched: dict[tuple[str, int], tuple[str, TaskSpec]] = {}
+        for node in self.core.nodes.values():
+            for task_id, launch in node.launches.items():
+                launched[(task_id, launch.task.attempt)] = (node.node_id, launch.task)
+        return launched
+
+    def finish(
+        self, node_id: str, spec: TaskSpec, state: str = "succeeded", **fields: Any
+    ) -> list[cmd.Command]:
+        """The node reports the attempt's outcome (a final task's output staged first)."""
+        out = []
+        if spec.final and state == "succeeded":
+            out += self.do(OutputStaged(spec.job_id, spec.index, spec.attempt))
+        partitions = () if spec.final else (10,) * spec.partitions
+        update = TaskUpdate(
+            node_id=node_id,
+            task_id=spec.task_id,
+            attempt=spec.attempt,
+            state=state,  # type: ignore[arg-type]
+            partition_bytes=partitions if state == "succeeded" else (),
+            **fields,
+        )
+        return out + self.do(FromNode(node_id, update))
+
+    def push(self, node_id: str, spec: TaskSpec) -> list[cmd.Command]:
+        """What a pushing agent and its receivers report after the attempt's success (Pado):
+        each receiver's verified block, then the pusher's commit request."""
+        return self.push_block(
+            node_id, f"{spec.task_id}.a{spec.attempt}", spec.task_id, spec.attempt, spec.push
+        )
+
+    def push_block(
+        self, node_id: str, block: str, task_id: str, attempt: int, targets: tuple[PushTarget, ...]
+    ) -> list[cmd.Command]:
+        out: list[cmd.Command] = []
+        delivered = {}
+        for target in targets:
+            parts = tuple(PushedPart(partition=p, nbytes=1, crc32=p) for p in target.partitions)
+            delivered[target.node_id] = parts
+            received = BlockReceived(node_id=target.node_id, block=block, parts=parts)
+            out += self.do(FromNode(target.node_id, received))
+        request = PushDelivered(
+            node_id=node_id, task_id=task_id, attempt=attempt, block=block, delivered=delivered
+        )
+        return out + self.do(FromNode(node_id, request))
+
+    def ready(self, spec: TaskSpec) -> bool:
+        """Whether the attempt has every streamed input it waits for (Pado's receivers)."""
+        closed = {
+            m.dependency
+            for c in self.log
+            if isinstance(c, cmd.Send)
+            and isinstance(m := c.message, TaskInputs)
+            and (m.task_id, m.attempt) == (spec.task_id, spec.attempt)
+            and m.last
+        }
+        return set(spec.streamed) <= closed
+
+    def run_to_end(self, limit: int = 500) -> None:
+        """Finish every running task that has its inputs, pushing what it pushes, round after
+        round, until nothing runs."""
+        flushed = 0
+        for _ in range(limit):
+            self.advance(self.now + 0.5)
+            self.do(Round())
+            launched = [(n, s) for n, s in self.running().values() if self.ready(s)]
+            flushes = [(c.node_id, c.message) for c in self.log if isinstance(c, cmd.Send)]
+            flushes = [(n, m) for n, m in flushes if isinstance(m, FlushAggregate)][flushed:]
+            flushed += len(flushes)
+            if not self.running() and not flushes:
+                return
+            for node_id, spec in launched:
+                self.finish(node_id, spec)
+                if spec.push:
+                    self.push(node_id, spec)
+            for node_id, flush in flushes:
+                self.push_block(node_id, flush.block, flush.block, 0, flush.push)
+        raise AssertionError("the run did not settle")
+
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        return self.events_of(self.log, kind)
+
+    @staticmethod
+    def events_of(commands: Iterable[cmd.Command], kind: str) -> list[dict[str, Any]]:
+        return [c.fields for c in commands if isinstance(c, cmd.Journal) and c.kind == kind]
+
+
+def up(node_id: str, node_class: str, core: MasterCore, session: int = 1) -> NodeState:
+    spec = getattr(core.scenario.cluster, node_class)
+    return NodeState(
+        node_id=node_id,
+        node_class=node_class,  # type: ignore[arg-type]
+        state="up",
+        incarnation=f"i-{node_id}",
+        session=session,
+        host="127.0.0.1",
+        port=9,
+        slots=spec.slots,
+        memory_mb=spec.memory_mb,
+    )
+
+
+def sends(commands: Iterable[cmd.Command], kind: type) -> list[tuple[str, Any]]:
+    return [
+        (c.node_id, c.message) for c in commands if isinstance(c, cmd.Send) and isinstance(c.message, kind)
+    ]
+
+
+def launches(commands: Iterable[cmd.Command]) -> list[tuple[str, TaskSpec]]:
+    return [(node_id, message.task) for node_id, message in sends(commands, LaunchTask)]

@@ -1,0 +1,247 @@
+"""The master's core driven by events alone: no broker, no process, no file, no clock.
+
+Each test feeds ``MasterCore.handle`` the stimuli of one fault interleaving at chosen
+times and asserts on the commands it returns (docs/architecture.md, "The sans-I/O core").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from master.core import commands as cmd
+from master.core.events import FromNode, LinkDown, LinkUp, OutputStaged, ProbeAnswered, Round
+from master.resume import recover
+from testbed.protocol import FlushAggregate, NodeState, Resync
+from tests.conftest import make_scenario
+from tests.core.driver import Driver, launches, sends, up
+
+
+def test_the_same_events_give_the_same_commands() -> None:
+    runs = []
+    for _ in range(2):
+        driver = Driver(make_scenario())
+        driver.boot()
+        driver.run_to_end()
+        runs.append(driver.log)
+    assert runs[0] == runs[1]
+    assert [e["status"] for e in Driver.events_of(runs[0], "job_finished")] == ["succeeded"]
+
+
+def test_a_whole_job_runs_and_each_partition_is_committed_once() -> None:
+    driver = Driver(make_scenario())
+    driver.boot()
+    assert [c.job_id for c in driver.log if isinstance(c, cmd.PrepareJob)] == ["j000"]
+    driver.run_to_end()
+    commits = [(c.job_id, c.index) for c in driver.log if isinstance(c, cmd.CommitOutput)]
+    assert sorted(commits) == [("j000", 0), ("j000", 1)]
+    assert [c.ok for c in driver.log if isinstance(c, cmd.RunOver)] == [True]
+
+
+def test_a_duplicate_qos1_delivery_changes_nothing() -> None:
+    driver = Driver(make_scenario())
+    driver.boot()
+    driver.do(Round())
+    (node_id, spec), *_ = launches(driver.log)
+    first = driver.finish(node_id, spec)
+    assert [e["task"] for e in Driver.events_of(first, "task_finished")] == [spec.task_id]
+    again = driver.finish(node_id, spec)  # the broker delivers the same update once more
+    assert [c for c in again if not isinstance(c, cmd.WakeAt)] == []
+
+
+def test_an_output_not_staged_is_not_committed_and_the_task_runs_again() -> None:
+    driver = Driver(make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 1, "reduces": 1}]))
+    driver.boot()
+    driver.do(Round())
+    ((node_id, spec),) = launches(driver.log)
+    driver.finish(node_id, spec)
+    driver.do(Round())
+    ((node_id, final),) = launches(driver.log)[1:]
+    assert final.final
+    out = driver.do(FromNode(node_id, _succeeded(node_id, final)))  # its upload never landed
+    assert not any(isinstance(c, cmd.CommitOutput) for c in out)
+    driver.do(Round())
+    ((_, again),) = launches(driver.log)[2:]
+    assert (again.task_id, again.attempt) == (final.task_id, final.attempt + 1)
+    driver.do(OutputStaged(again.job_id, again.index, final.attempt))  # the old attempt's upload, late
+    out = driver.do(FromNode(node_id, _succeeded(node_id, again)))
+    assert not any(isinstance(c, cmd.CommitOutput) for c in out)  # not this attempt's: not committed
+
+
+def test_an_eviction_notice_then_the_kill_relaunches_what_ran_there() -> None:
+    driver = Driver(make_scenario())
+    driver.boot()
+    driver.do(Round())
+    victim, spec = next((n, s) for n, s in launches(driver.log) if n.startswith("transient"))
+    core = driver.core
+    node = core.nodes[victim]
+    _, out = core.act(1.0, core.drain, node, "eviction_notice")
+    assert node.status == "draining" and (
+        "node_draining" in [c.kind for c in out if isinstance(c, cmd.Journal)]
+    )
+    _, out = core.act(1.5, core.record_eviction, node, "lifetime", None, len(node.running), 0)
+    lost = driver.do(FromNode(victim, _lost(victim, core)), at=1.6)  # its Will: no probe, we evicted it
+    assert not any(isinstance(c, cmd.Probe) for c in lost)
+    assert [e["reason"] for e in Driver.events_of(lost, "node_lost")] == ["evicted"]
+    assert not any(isinstance(c, cmd.ReplaceLost) for c in lost)  # the chaos rules replace their own
+    driver.do(Round())
+    assert (spec.task_id, spec.attempt + 1) in driver.running()
+    driver.run_to_end()
+    assert [c.ok for c in driver.log if isinstance(c, cmd.RunOver)] == [True]
+
+
+def test_a_will_is_checked_by_a_probe_and_a_live_agent_is_kept() -> None:
+    driver = Driver(make_scenario())
+    driver.boot()
+    out = driver.do(FromNode("transient-0", _lost("transient-0", driver.core)), at=0.5)
+    (probe,) = [c for c in out if isinstance(c, cmd.Probe)]
+    assert (probe.node_id, probe.purpose, probe.incarnation) == ("transient-0", "will", "i-transient-0")
+    kept = driver.do(ProbeAnswered("transient-0", "will", "answered", probe.session))
+    assert Driver.events_of(kept, "will_ignored") and driver.core.nodes["transient-0"].status == "up"
+
+
+def test_a_reserved_node_failure_mid_iteration_is_replaced_and_recomputed() -> None:
+    pagerank = {"workload": "pagerank", "nodes": 50, "edges": 200, "iterations": 3, "maps": 2, "reduces": 2}
+    driver = Driver(make_scenario(jobs=[pagerank]))
+    driver.boot()
+    for _ in range(3):  # into the iterations
+        driver.do(Round())
+        for node_id, spec in list(driver.running().values()):
+            driver.finish(node_id, spec)
+    out = driver.do(FromNode("reserved-0", _lost("reserved-0", driver.core)), at=2.0)
+    (probe,) = [c for c in out if isinstance(c, cmd.Probe)]
+    gone = driver.do(ProbeAnswered("reserved-0", "will", "refused", probe.session))
+    assert [e["reason"] for e in Driver.events_of(gone, "node_lost")] == ["crashed"]
+    assert [c.node_id for c in gone if isinstance(c, cmd.ReplaceLost)] == ["reserved-0"]
+    driver.run_to_end()
+    assert [e["status"] for e in driver.events("job_finished")] == ["succeeded"]
+
+
+def test_a_broker_outage_is_replayed_as_resent_launches_and_a_resync() -> None:
+    driver = Driver(make_scenario())
+    driver.boot()
+    driver.do(Round())
+    running = driver.running()
+    assert running
+    driver.do(LinkDown(), at=0.5)
+    driver.advance(5.0)  # everyone silent past the timeout: our own outage, nobody is probed
+    assert not any(isinstance(c, cmd.Probe) for c in driver.log)
+    out = driver.do(LinkUp(session=2))
+    resent = {(m.task.task_id, m.task.attempt) for _, m in sends(out, type(next(iter(running.values()))[1]))}
+    relaunched = {(spec.task_id, spec.attempt) for _, spec in launches(out)}
+    assert relaunched == set(running) and not resent
+    assert sorted(n for n, _ in sends(out, Resync)) == sorted(driver.core.nodes)
+    assert Driver.events_of(out, "broker_reconnected")[0]["resent"] == len(running)
+
+
+def test_a_silent_node_is_probed_then_lost_and_killed() -> None:
+    driver = Driver(make_scenario())
+    driver.boot()
+    for node_id in driver.core.nodes:  # everyone but transient-2 keeps beating
+        if node_id != "transient-2":
+            driver.core.nodes[node_id].last_seen = 10.0
+    driver.advance(2.5)
+    probes = [c for c in driver.log if isinstance(c, cmd.Probe)]
+    assert [(p.node_id, p.purpose) for p in probes] == [("transient-2", "silent")]
+    out = driver.do(ProbeAnswered("transient-2", "silent", "refused"))
+    assert [e["reason"] for e in Driver.events_of(out, "node_lost")] == ["heartbeat_timeout"]
+    assert [c.node_id for c in out if isinstance(c, cmd.KillNode)] == ["transient-2"]
+
+
+def _succeeded(node_id: str, spec):  # type: ignore[no-untyped-def]
+    from testbed.protocol import TaskUpdate
+
+    return TaskUpdate(node_id=node_id, task_id=spec.task_id, attempt=spec.attempt, state="succeeded")
+
+
+def _lost(node_id: str, core) -> NodeState:  # type: ignore[no-untyped-def]
+    state = up(node_id, core.nodes[node_id].node_class, core)
+    return state.model_copy(update={"state": "lost"})
+
+
+def test_a_master_crash_then_resume_keeps_the_committed_partitions(tmp_path: Path) -> None:
+    scenario = make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 2, "reduces": 3}])
+    first = Driver(scenario)
+    first.boot()
+    committed: set[int] = set()
+    for _ in range(10):  # until one final partition is committed, then the master dies
+        first.do(Round())
+        for node_id, spec in list(first.running().values()):
+            first.finish(node_id, spec)
+            committed |= {c.index for c in first.log if isinstance(c, cmd.CommitOutput)}
+            if committed:
+                break
+        if committed:
+            break
+    (kept,) = committed
+    last = max(c.t for c in first.log if isinstance(c, cmd.Journal))
+    journal = [{"t": c.t, "event": c.kind, **c.fields} for c in first.log if isinstance(c, cmd.Journal)]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in journal))
+    found = recover(tmp_path)
+    assert found.committed == {"j000": {kept: 0}} and found.crashed_at == last
+
+    second = Driver(scenario, resume=found)
+    second.now = found.crashed_at
+    second.boot()
+    assert [e["kept"] for e in second.events("job_restored")] == [1]
+    assert [c.keep for c in second.log if isinstance(c, cmd.PrepareJob)] == [(kept,)]
+    second.run_to_end()
+    relaunched = {spec.index for _, spec in launches(second.log) if spec.final}
+    assert kept not in relaunched and relaunched == {0, 1, 2} - {kept}
+    assert all(spec.attempt >= 1 for _, spec in launches(second.log) if spec.stage == 0)  # numbers go on
+    assert [e["status"] for e in second.events("job_finished")] == ["succeeded"]
+
+
+def test_an_eviction_during_a_pado_push_computes_the_block_again() -> None:
+    driver = Driver(make_scenario(policy={"strategy": "pado"}))
+    driver.boot()
+    driver.advance(1.0)
+    driver.do(Round())
+    maps = [(n, s) for n, s in driver.running().values() if s.stage == 0 and n.startswith("transient")]
+    node_id, spec = maps[0]
+    driver.finish(node_id, spec)  # computed; Pado aggregates and pushes it to a reserved receiver
+    driver.advance(driver.now + 5.0)
+    (flush,) = [m for n, m in sends(driver.log, FlushAggregate) if n == node_id]
+    assert [t.node_id for t in flush.push] == ["reserved-0"]
+    record = driver.core.jobs["j000"].tasks[(spec.stage, spec.index)]
+    assert record.status == "pushing"
+    core = driver.core
+    core.act(driver.now, core.record_eviction, core.nodes[node_id], "manual", None, 0, 0)
+    out = driver.do(FromNode(node_id, _lost(node_id, core)))  # evicted before its PushDelivered
+    assert [e["reason"] for e in Driver.events_of(out, "node_lost")] == ["evicted"]
+    assert record.status == "pending"
+    driver.run_to_end()
+    again = [s for n, s in launches(driver.log) if s.task_id == spec.task_id]
+    assert [s.attempt for s in again] == [spec.attempt, spec.attempt + 1]
+    assert [e["status"] for e in driver.events("job_finished")] == ["succeeded"]
+
+
+def test_a_will_unanswered_while_the_whole_cluster_is_quiet_is_asked_again() -> None:
+    """Every agent frozen (SIGSTOP) past its keepalive: the broker publishes every Will at once
+    and the probes time out. That is a pause, not the loss of every node: asked again until
+    the patience runs out; an agent that answers after its thaw is kept."""
+    driver = Driver(make_scenario())
+    driver.boot()
+    driver.advance(7.5)  # nobody heard since 0: the whole cluster is quiet
+    will = driver.do(FromNode("transient-0", _lost("transient-0", driver.core)))
+    (probe,) = [c for c in will if isinstance(c, cmd.Probe)]
+    timed_out = driver.do(ProbeAnswered("transient-0", "will", "silent", probe.session), at=9.5)
+    assert not Driver.events_of(timed_out, "node_lost")
+    assert [(c.node_id, c.purpose) for c in timed_out if isinstance(c, cmd.Probe)] == [
+        ("transient-0", "will")
+    ]
+    thawed = driver.do(ProbeAnswered("transient-0", "will", "answered", probe.session), at=10.1)
+    assert Driver.events_of(thawed, "will_ignored") and driver.core.nodes["transient-0"].status == "up"
+
+
+def test_a_will_unanswered_by_a_node_silent_alone_is_a_crash() -> None:
+    driver = Driver(make_scenario())
+    driver.boot()
+    driver.advance(7.5)
+    will = driver.do(FromNode("transient-0", _lost("transient-0", driver.core)))
+    (probe,) = [c for c in will if isinstance(c, cmd.Probe)]
+    driver.advance(9.5)
+    for node_id in ("reserved-0", "transient-1", "transient-2"):
+        driver.core.nodes[node_id].last_seen = 9.5  # the others are heard
+    out = driver.do(ProbeAnswered("transient-0", "will", "silent", probe.session))
+    assert [e["reason"] for e in Driver.events_of(out, "node_lost")] == ["crashed"]

@@ -1,0 +1,107 @@
+"""Eagle's cheaper round and CloudCoaster's once-per-snapshot census take the previous
+implementations' decisions (tests/policy_reference) on random partitioned clusters."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from master.policies.base import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
+from master.policies.cloudcoaster import CloudCoasterAutoscaler
+from master.policies.eagle import EagleScheduler
+from tests.policy_reference import cloudcoaster_v1, eagle_v1
+
+CLASSES = ("reserved", "transient")
+
+
+@st.composite
+def snapshots(draw: st.DrawFn) -> ClusterSnapshot:
+    pending = []
+    for j in range(draw(st.integers(1, 5))):
+        for i in range(draw(st.integers(0, 5))):
+            pending.append(
+                PendingTask(
+                    f"j{j}/{i}",
+                    f"j{j}",
+                    0,
+                    i,
+                    draw(st.sampled_from([500, 1_000, 3_000])),
+                    draw(st.sampled_from([0.5, 2.0, 60.0])),
+                    allowed_classes=frozenset(draw(st.sets(st.sampled_from(CLASSES), min_size=1))),
+                    long=draw(st.booleans()),
+                )
+            )
+    task_ids = [t.task_id for t in pending] + ["gone/0"]
+    nodes = []
+    for n in range(draw(st.integers(1, 10))):
+        node_class = draw(st.sampled_from(CLASSES))
+        slots = draw(st.integers(1, 3))
+        running = tuple(
+            RunningTask(
+                f"r{n}/{k}", "old", 1_000, 0.0, draw(st.sampled_from([5.0, 50.0])), long=draw(st.booleans())
+            )
+            for k in range(draw(st.integers(0, slots)))
+        )
+        nodes.append(
+            NodeView(
+                f"{node_class}-{n}",
+                node_class,
+                slots,
+                draw(st.sampled_from([2_000, 4_000])),
+                running,
+                draining=draw(st.booleans()),
+                launched=draw(st.sampled_from([0.0, 9.0])),
+                partition="short"
+                if node_class == "transient"
+                else draw(st.sampled_from(["general", "short"])),
+                queued=tuple(draw(st.lists(st.sampled_from(task_ids), max_size=3, unique=True))),
+            )
+        )
+    jobs = {}
+    for task in pending:
+        jobs.setdefault(task.job_id, []).append(task)
+    views = tuple(JobView(job_id, float(len(tasks) % 2), tuple(tasks)) for job_id, tasks in jobs.items())
+    return ClusterSnapshot(10.0, tuple(nodes), views)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    snapshots(),
+    st.integers(1, 3),
+    st.sampled_from(["fifo", "srpt"]),
+    st.booleans(),
+    st.integers(0, 3),
+)
+def test_eagle_decisions_equal_the_reference(
+    snapshot: ClusterSnapshot, probes: int, order: str, copies: bool, seed: int
+) -> None:
+    knobs = {"probes": probes, "queue_order": order, "on_demand_copies": copies, "seed": seed}
+    ours = EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+    assert ours == eagle_v1.EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+
+
+@settings(max_examples=150, deadline=None)
+@given(snapshots(), st.sampled_from([0.3, 0.95]), st.sampled_from([0.5, 3.0]), st.integers(0, 3))
+def test_cloudcoaster_decisions_equal_the_reference(
+    snapshot: ClusterSnapshot, threshold: float, r: float, provisioning: int
+) -> None:
+    knobs = {"threshold": threshold, "r": r, "p": 0.5, "provisioning_delay_s": 5.0, "short_on_demand": 2}
+    ours, reference = CloudCoasterAutoscaler(**knobs), cloudcoaster_v1.CloudCoasterAutoscaler(**knobs)
+    for _ in range(2):  # the second time from the census of the same snapshot
+        assert ours.decide(snapshot, provisioning) == reference.decide(snapshot, provisioning)
+        assert ours.facts(snapshot) == reference.facts(snapshot)
+        assert ours.wake_at(snapshot, provisioning) == reference.wake_at(snapshot, provisioning)
+
+
+def test_a_short_task_never_probes_a_node_a_long_task_took_earlier_in_the_round() -> None:
+    """The clear nodes are kept for the round: a long placement must refresh them."""
+    nodes = tuple(NodeView(f"reserved-{i}", "reserved", 1, 4_000) for i in range(3))
+    jobs = (
+        JobView("a", 0.0, (PendingTask("a/0", "a", 0, 0, 1_000, 1.0),)),
+        JobView("b", 1.0, (PendingTask("b/0", "b", 0, 0, 1_000, 60.0, long=True),)),
+        JobView("c", 2.0, (PendingTask("c/0", "c", 0, 0, 1_000, 1.0),)),
+    )
+    for seed in range(20):
+        decisions = EagleScheduler(probes=1, seed=seed).schedule(ClusterSnapshot(10.0, nodes, jobs))
+        placed = {d.task_id: d.node_id for d in decisions}
+        assert placed["c/0"] != placed["b/0"]
