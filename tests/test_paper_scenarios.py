@@ -1,0 +1,48 @@
+"""Every scenario in scenarios/papers validates, and a tiny version of each runs in sim."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from testbed.cli import main
+
+PAPERS = Path(__file__).resolve().parent.parent / "scenarios" / "papers"
+
+TINY: dict[str, list[str]] = {
+    "pado": ["cluster.transient.count=4", "cluster.reserved.count=1",
+             "jobs.0.nodes=20000", "jobs.0.edges=200000", "jobs.0.iterations=3",
+             "jobs.0.maps=4", "jobs.0.reduces=4"],
+    "pado-mr": ["cluster.transient.count=4", "cluster.reserved.count=1",
+                "jobs.0.size_mb=64", "jobs.0.maps=8", "jobs.0.reduces=4"],
+    "yarn-me": ["cluster.transient.count=2", "jobs.0.repeat=1", "jobs.1.repeat=1",
+                "jobs.2.repeat=1", "jobs.0.size_mb=256", "jobs.0.maps=8", "jobs.0.reduces=4",
+                "jobs.1.size_mb=128", "jobs.1.maps=8", "jobs.1.reduces=4",
+                "jobs.2.nodes=20000", "jobs.2.edges=200000", "jobs.2.maps=4", "jobs.2.reduces=4"],
+    "cloudcoaster": ["cluster.reserved.count=12", "policy.options.eagle.short_fraction=0.34",
+                     "arrivals.synthetic.horizon_s=300", "arrivals.synthetic.calm_rate_per_s=0.015",
+                     "arrivals.synthetic.burst_rate_per_s=0.15", "arrivals.synthetic.long_rate_per_s=0.0033",
+                     "arrivals.synthetic.long_tasks=4"],
+    "rdd-recovery": ["cluster.transient.count=4", "jobs.0.nodes=20000", "jobs.0.edges=200000",
+                     "jobs.0.maps=4", "jobs.0.reduces=4", "chaos.storms.0.at=1s"],
+}
+
+
+def test_every_paper_scenario_has_a_tiny_version() -> None:
+    assert sorted(path.stem for path in PAPERS.glob("*.yaml")) == sorted(TINY)
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_paper_scenario_validates(name: str) -> None:
+    assert main(["validate", str(PAPERS / f"{name}.yaml")]) == 0
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_tiny_paper_scenario_runs_in_sim(name: str, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    settings = [item for setting in TINY[name] for item in ("--set", setting)]
+    assert main(["run", str(PAPERS / f"{name}.yaml"), "--out", str(out), *settings]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["backend"] == "sim"
+    assert (out / "jobs.csv").read_text().count("\n") > 1
