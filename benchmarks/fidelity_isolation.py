@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agents.shuffle import make_app
 from testbed.bandwidth import UNLIMITED, NodeLimits, bind_worker
 from testbed.blocks import BlockWriter
+from testbed.capabilities import block_cap
 from testbed.cgroups import detect, join
 from testbed.protocol import BlockRef
 from testbed.workloads.base import BlockFetcher
@@ -78,8 +79,10 @@ async def fetch_seconds(block_mb: int, limits: NodeLimits, work: Path) -> float:
     await server.start_server()
     try:
         bind_worker(work / "client")
-        fetcher = BlockFetcher(work / "client" / "blocks", "", "t")
-        ref = BlockRef(block="bench.s0.t0.a0", partition=0, locations=(str(server.make_url("")).rstrip("/"),))
+        fetcher = BlockFetcher(work / "client" / "blocks")
+        cap = block_cap("t", "GET", "bench.s0.t0.a0")
+        location = str(server.make_url("")).rstrip("/")
+        ref = BlockRef(block="bench.s0.t0.a0", partition=0, locations=(location,), caps=(cap,))
         started = time.monotonic()
         await asyncio.to_thread(lambda: sum(len(f) for f in fetcher.frames(ref)))
         return time.monotonic() - started

@@ -5,7 +5,12 @@ Weak scaling: N single-slot reserved nodes, N identical sort jobs (24 MB, 4 maps
 its own job and the mean JCT stays flat: JCT(N) / JCT(1) = 1.0. Ours: the scenario with
 ``fidelity: {mode: faithful, dilation: auto}`` (each node a cgroup at 1 / dilation of a
 core, mean JCT in emulated seconds); peer, in the same run: the same scenario
-unisolated (today's default: every node shares the host's cores).
+unisolated (today's default: every node shares the host's cores). With
+``--fixed-dilation D`` a third mode runs every N at the same dilation D: the control
+plane's latencies (not dilated) then weigh the same at every N, so JCT(N) / JCT(1)
+measures contention and the shuffle's network time alone (at N = 1 every fetch is local;
+at N it is remote for (N - 1) / N of the bytes, as on a real cluster; a large
+``--network-mbps`` removes that part).
 
 Repeatability: the same scenario and seed ``--repeat`` times at N = ``--repeat-nodes``;
 the coefficient of variation (stdev / mean) of the runs' mean JCT, for both modes.
@@ -16,7 +21,8 @@ Each run's fidelity block says whether the host was saturated (on a shared machi
 is, and the figures are then distorted: they validate the mechanism, not the goal).
 
     python benchmarks/weak_scaling.py [--sizes 1,2,4,8,16] [--repeat 5] [--repeat-nodes 4]
-        [--out weak-scaling.json]
+        [--fixed-dilation 10.67] [--modes faithful-fixed] [--size-mb 24]
+        [--network-mbps 1000] [--out weak-scaling.json]
 """
 
 from __future__ import annotations
@@ -43,25 +49,25 @@ MODES = {
 SORT_JOB = {"workload": "sort", "size_mb": 24, "maps": 4, "reduces": 2, "memory_mb": 64}
 
 
-def scenario(nodes: int, mode: str, seed: int = 1) -> dict[str, Any]:
+def scenario(nodes: int, mode: str, size_mb: int, network_mbps: float, seed: int = 1) -> dict[str, Any]:
     return {
         "name": f"weak-{mode}-{nodes}",
         "seed": seed,
         "cluster": {
-            "reserved": {"count": nodes, "slots": 1, "memory_mb": 256},
+            "reserved": {"count": nodes, "slots": 1, "memory_mb": 256, "network_mbps": network_mbps},
             "transient": 0,
             "heartbeat_timeout": "10s",
         },
-        "jobs": [{**SORT_JOB, "repeat": nodes}],
+        "jobs": [{**SORT_JOB, "size_mb": size_mb, "repeat": nodes}],
         "fidelity": MODES[mode],
         "timeout": "30m",
     }
 
 
-async def one_run(nodes: int, mode: str) -> dict[str, Any]:
+async def one_run(nodes: int, mode: str, size_mb: int, network_mbps: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="weak-") as out:
         started = time.monotonic()
-        result = await run_scenario(parse_scenario(scenario(nodes, mode)), Path(out))
+        result = await run_scenario(parse_scenario(scenario(nodes, mode, size_mb, network_mbps)), Path(out))
         wall = time.monotonic() - started
     summary, fidelity = result.summary, result.summary.get("fidelity", {})
     return {
@@ -94,23 +100,25 @@ def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-async def bench(sizes: list[int], repeat: int, repeat_nodes: int) -> dict[str, Any]:
+async def bench(
+    sizes: list[int], repeat: int, repeat_nodes: int, modes: list[str], size_mb: int, network_mbps: float
+) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     print(f"load average before: {load_average()}", flush=True)
     for nodes in sizes:
-        for mode in MODES:
-            rows.append(await one_run(nodes, mode))
+        for mode in modes:
+            rows.append(await one_run(nodes, mode, size_mb, network_mbps))
             show(rows[-1])
     scaling = {}
-    for mode in MODES:
+    for mode in modes:
         base = next(r["mean_jct_s"] for r in rows if r["mode"] == mode and r["nodes"] == sizes[0])
         scaling[mode] = {r["nodes"]: round(r["mean_jct_s"] / base, 3) for r in rows if r["mode"] == mode}
         print(f"JCT(N)/JCT({sizes[0]}) {mode}: {scaling[mode]}", flush=True)
     repeats: dict[str, Any] = {}
-    for mode in MODES:
+    for mode in modes if repeat > 0 else ():
         runs = []
         for _ in range(repeat):
-            runs.append(await one_run(repeat_nodes, mode))
+            runs.append(await one_run(repeat_nodes, mode, size_mb, network_mbps))
             show(runs[-1])
         jcts = [r["mean_jct_s"] for r in runs]
         cv = statistics.stdev(jcts) / statistics.fmean(jcts) if len(jcts) > 1 else 0.0
@@ -128,10 +136,19 @@ def main() -> int:
     parser.add_argument("--sizes", default="1,2,4,8,16")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--repeat-nodes", type=int, default=4)
+    parser.add_argument("--fixed-dilation", type=float, default=None)
+    parser.add_argument("--network-mbps", type=float, default=1000, help="each node's NIC (emulated)")
+    parser.add_argument("--size-mb", type=int, default=SORT_JOB["size_mb"], help="each sort job's input")
+    parser.add_argument("--modes", default="", help="comma-separated subset of the modes (default: all)")
     parser.add_argument("--out", type=Path, default=Path("weak-scaling.json"))
     args = parser.parse_args()
+    if args.fixed_dilation is not None:
+        MODES["faithful-fixed"] = {"mode": "faithful", "dilation": args.fixed_dilation}
+    modes = args.modes.split(",") if args.modes else list(MODES)
     sizes = [int(n) for n in args.sizes.split(",")]
-    results = asyncio.run(bench(sizes, args.repeat, args.repeat_nodes))
+    results = asyncio.run(
+        bench(sizes, args.repeat, args.repeat_nodes, modes, args.size_mb, args.network_mbps)
+    )
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0
 
