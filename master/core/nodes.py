@@ -14,6 +14,21 @@ from master.core.lifecycle import NODE, NodeStatus
 from master.policies.base import RunningTask
 from testbed.protocol import LaunchTask
 
+_VIEWED = frozenset(
+    {
+        "status",
+        "reserved_for",
+        "partition",
+        "rebalance_at",
+        "launched_t",
+        "running",
+        "queued",
+        "slots",
+        "memory_mb",
+    }
+)
+"""The fields a policy sees (``NodeView``): changing one touches the node."""
+
 
 @dataclass
 class NodeRecord:
@@ -56,9 +71,26 @@ class NodeRecord:
     """How many times each running task's launch was sent again because it was unaccounted for."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "status" and "status" in self.__dict__:
-            NODE.check(self.__dict__["status"], value)
+        state = self.__dict__
+        if name in _VIEWED:
+            if name == "status" and "status" in state:
+                NODE.check(state["status"], value)
+            elif name == "running" and type(value) is not _WatchedDict:
+                value = _WatchedDict(value, self)
+            elif name == "queued" and type(value) is not _WatchedList:
+                value = _WatchedList(value, self)
+            self.touch()
         object.__setattr__(self, name, value)
+
+    def watch(self, changed: set[str]) -> None:
+        """From now on, a change a policy would see adds this node's id to ``changed``
+        (``master.core.node_views``)."""
+        self.__dict__["_changed"] = changed
+
+    def touch(self) -> None:
+        changed = self.__dict__.get("_changed")
+        if changed is not None:
+            changed.add(self.node_id)
 
     @property
     def alive(self) -> bool:
@@ -72,3 +104,44 @@ class NodeRecord:
         self.strikes.pop(task_id, None)
         self.vanish_resends.pop(task_id, None)
         return self.running.pop(task_id, None)
+
+
+class _WatchedDict(dict[str, tuple[JobRuntime, TaskKey]]):
+    """A node's running tasks: a change touches the node."""
+
+    def __init__(self, items: Any, node: NodeRecord) -> None:
+        super().__init__(items)
+        self.node = node
+
+    def __reduce__(self) -> Any:  # a copy is a plain dict
+        return (dict, (dict(self),))
+
+
+class _WatchedList(list[str]):
+    """A node's queue: a change touches the node."""
+
+    def __init__(self, items: Any, node: NodeRecord) -> None:
+        super().__init__(items)
+        self.node = node
+
+    def __reduce__(self) -> Any:  # a copy is a plain list
+        return (list, (list(self),))
+
+
+def _touching(base: type, name: str) -> Any:
+    method = getattr(base, name)
+
+    def touching(self: _WatchedDict | _WatchedList, *args: Any, **kwargs: Any) -> Any:
+        self.node.touch()
+        return method(self, *args, **kwargs)
+
+    touching.__name__ = name
+    return touching
+
+
+_MUTATORS = ("__setitem__", "__delitem__", "__ior__", "__iadd__", "__imul__", "pop", "popitem", "clear",
+             "setdefault", "update", "append", "extend", "insert", "remove", "sort", "reverse")  # fmt: skip
+for _watched, _base in ((_WatchedDict, dict), (_WatchedList, list)):
+    for _name in _MUTATORS:
+        if hasattr(_base, _name):
+            setattr(_watched, _name, _touching(_base, _name))

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 
 from master.core.jobs import JobRuntime, TaskKey, TaskRecord
+from master.core.node_views import NodeViews
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
 from master.policies.base import (
@@ -23,14 +24,13 @@ from master.policies.base import (
     JobView,
     LogDecision,
     NodeClass,
-    NodeView,
     PendingTask,
     Reserve,
     RunningTask,
     Scheduler,
 )
 from master.policies.cloudcoaster import revocation_outcome
-from master.policies.window import FreeNode, PendingWindow
+from master.policies.window import PendingWindow
 from testbed.protocol import LaunchTask, TaskSpec
 
 Pending = dict[str, tuple[JobRuntime, TaskKey]]
@@ -44,6 +44,8 @@ class SchedulingRound:
         """Where final tasks upload their output (the shell's HTTP sink), before ``/outputs/...``."""
         self.unavailable: Callable[[], frozenset[str]] = frozenset
         """The node classes whose capacity is out now (the chaos rules say; none by default)."""
+        self.nodes = NodeViews(core.nodes, core.scenario, self._running_views)
+        """The nodes' views, rebuilt only where they changed."""
 
     # ------------------------------------------------------------------ the snapshot
 
@@ -96,24 +98,7 @@ class SchedulingRound:
                 )
             )
         self._prune_queues(pending)
-        nodes = tuple(
-            NodeView(
-                n.node_id,
-                n.node_class,  # type: ignore[arg-type]
-                n.slots,
-                n.memory_mb,
-                self.running_views(n),
-                draining=n.status == "draining",
-                launched=n.launched_t,
-                reserved_for=n.reserved_for,
-                partition=n.partition,
-                queued=tuple(n.queued),
-                rebalance=n.rebalance_at is not None,
-                zone=getattr(core.scenario.cluster, n.node_class).zone_of(n.ordinal),
-            )
-            for n in core.nodes.values()
-            if n.status in ("up", "draining")
-        )
+        nodes = self.nodes.views()
         increment = core.scenario.cluster.memory_increment_mb
         return ClusterSnapshot(now, nodes, tuple(jobs), increment, self.unavailable()), pending
 
@@ -122,21 +107,17 @@ class SchedulingRound:
         (YARN-ME's timeline), a window per node class for those that place the head (FIFO)."""
         if self.scheduler.needs_all_pending:
             return None
-        return PendingWindow(
-            FreeNode(
-                n.node_id,
-                n.node_class,  # type: ignore[arg-type]
-                n.slots - len(n.running),
-                n.memory_mb - sum(t.memory_mb for t in self.running_views(n)),
-            )
-            for n in self.core.nodes.values()
-            if n.status == "up"
-        )
+        return PendingWindow(self.nodes.free_nodes())
 
     def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]:
-        """The node's running tasks as the policies see them. A task's view is fixed once it
-        has started, so each is built once per attempt, not in every scheduling round."""
-        cache, views = node.views, []
+        """The node's running tasks as the policies see them."""
+        return self._running_views(node)[0]
+
+    def _running_views(self, node: NodeRecord) -> tuple[tuple[RunningTask, ...], bool]:
+        """The node's running tasks' views, and whether one of them is of a task not yet
+        started (its view then changes with the round's time). A task's view is fixed once
+        it has started, so each is built once per attempt, not in every scheduling round."""
+        cache, views, volatile = node.views, [], False
         for task_id, (job, key) in node.running.items():
             record = job.tasks[key]
             cached = cache.get(task_id)
@@ -146,10 +127,12 @@ class SchedulingRound:
             view = self._running_view(task_id, job, record)
             if record.started is not None:
                 cache[task_id] = (record.attempt, view)
+            else:
+                volatile = True
             views.append(view)
         if len(cache) > 2 * len(node.running) + 16:  # forget tasks that ended
             node.views = {task_id: cache[task_id] for task_id in node.running if task_id in cache}
-        return tuple(views)
+        return tuple(views), volatile
 
     def _running_view(self, task_id: str, job: JobRuntime, record: TaskRecord) -> RunningTask:
         started = record.started if record.started is not None else self.core.journal.now()
@@ -169,7 +152,7 @@ class SchedulingRound:
         """The nodes a task must avoid, unless that is every node up: then anywhere will do."""
         if not record.excluded_nodes:
             return frozenset()
-        up = {n.node_id for n in self.core.nodes.values() if n.status == "up"}
+        up = self.nodes.up()
         return frozenset() if up <= record.excluded_nodes else frozenset(record.excluded_nodes & up)
 
     # ------------------------------------------------------------------ the round
@@ -282,7 +265,7 @@ class SchedulingRound:
     def _prune_queues(self, pending: Pending) -> None:
         """Queues hold pending tasks only: drop tasks that started, or whose job ended, elsewhere."""
         for node in self.core.nodes.values():
-            if node.queued:
+            if node.queued and not all(task_id in pending for task_id in node.queued):
                 node.queued[:] = [task_id for task_id in node.queued if task_id in pending]
 
     def forget_queue(self, node: NodeRecord) -> None:

@@ -2,7 +2,8 @@
 
 Whatever the nodes report, in whatever order, repeated or stale, with nodes lost
 on the way: no task runs twice at once, no final partition is committed twice,
-and no node holds more tasks than its slots or more memory than it has.
+and no node holds more tasks than its slots or more memory than it has; and the nodes a
+round sees, kept up to date as they change, are what a full rebuild of them gives.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from master.core import commands as cmd
 from master.core.events import FromNode, ProbeAnswered, Round
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, up
+from tests.policy_reference import snapshot_v1
 
 ACTIONS = (
     "succeed",
@@ -52,6 +54,15 @@ def check_invariants(driver: Driver) -> None:
                 assert holders[job.task_id(key)] == 1, job.task_id(key)
     commits = Counter((c.job_id, c.index) for c in driver.log if isinstance(c, cmd.CommitOutput))
     assert all(count == 1 for count in commits.values()), commits
+    check_node_views(driver)
+
+
+def check_node_views(driver: Driver) -> None:
+    """The round's nodes, kept up to date as they change, are what a full rebuild gives."""
+    core = driver.core
+    assert core.round.nodes.views() == snapshot_v1.node_views(core)
+    free = {n.node_id: n for n in snapshot_v1.free_nodes(core) if n.free_slots > 0}
+    assert {n.node_id: n for n in core.round.nodes.free_nodes()} == free
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
