@@ -347,7 +347,7 @@ class MasterCore:
 
     def stored_bytes(self) -> dict[str, int]:
         """Bytes of live intermediate outputs held on each node (what an eviction would lose)."""
-        by_url = {n.url: n.node_id for n in self.nodes.values() if n.alive}
+        by_url = {self.nodes[node_id].url: node_id for node_id in self.round.nodes.alive()}
         held: dict[str, int] = {}
         for job in self.jobs.values():
             if job.status not in ("waiting", "running"):
