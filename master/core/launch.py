@@ -71,7 +71,8 @@ class Launcher:
         if not self.initial:
             return
         if self.queue:
-            starting = sum(1 for n in self.core.nodes.values() if n.status == "launching")
+            self._still_launching()
+            starting = sum(n.status == "launching" for n in self.registered[self.settled :])
             for _ in range(launches_now(starting, len(self.queue), self.window)):
                 self.launch(self.queue.pop(0))
         if self.queue or self._still_launching():

@@ -350,7 +350,7 @@ class MasterCore:
         by_url = {self.nodes[node_id].url: node_id for node_id in self.round.nodes.alive()}
         held: dict[str, int] = {}
         for job in self.jobs.values():
-            if job.status not in ("waiting", "running"):
+            if job.status not in ("waiting", "running") or job.outputs_final:
                 continue
             for record in job.tasks.values():
                 node_id = by_url.get(record.location or "")

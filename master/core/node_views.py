@@ -103,8 +103,10 @@ class NodeViews:
         self.changed.clear()
 
     def _adopt(self) -> None:
-        """Nodes registered since the last round (``core.nodes`` only grows, in order)."""
-        for node in islice(self.nodes.values(), self._known, None):
+        """Nodes registered since the last round (``core.nodes`` only grows, in order): read
+        from its end, so a replacement costs O(1), not a walk over every node ever launched."""
+        fresh = list(islice(reversed(self.nodes.values()), len(self.nodes) - self._known))
+        for node in reversed(fresh):
             node.watch(self.changed)
             self._views[node.node_id] = None
             self.changed.add(node.node_id)
