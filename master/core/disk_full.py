@@ -87,5 +87,7 @@ class DiskFullNodes:
             )
 
     def _every_node_retired(self) -> bool:
+        if not any(state.retired for state in self.full.values()):
+            return False  # the common case, in O(full disks) rather than O(nodes) every round
         alive = [n for n in self.master.nodes.values() if n.status in ("launching", "up", "draining")]
         return bool(alive) and all(n.node_id in self.full and self.full[n.node_id].retired for n in alive)

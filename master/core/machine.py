@@ -347,11 +347,13 @@ class MasterCore:
 
     def stored_bytes(self) -> dict[str, int]:
         """Bytes of live intermediate outputs held on each node (what an eviction would lose)."""
-        by_url = {n.url: n.node_id for n in self.nodes.values() if n.alive}
+        active = (j for j in self.jobs.values() if j.status in ("waiting", "running"))
+        storing = [j for j in active if not j.outputs_final]
+        if not storing:
+            return {}
+        by_url = {self.nodes[node_id].url: node_id for node_id in self.round.nodes.alive()}
         held: dict[str, int] = {}
-        for job in self.jobs.values():
-            if job.status not in ("waiting", "running"):
-                continue
+        for job in storing:
             for record in job.tasks.values():
                 node_id = by_url.get(record.location or "")
                 if record.available and node_id and not job.is_final(record):

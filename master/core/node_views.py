@@ -14,13 +14,14 @@ random histories against a full rebuild).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any
 
 from master.core.nodes import NodeRecord
 from master.policies.base import NodeView, RunningTask
-from master.policies.window import FreeNode
+from master.policies.window import FreeNode, PendingWindow
 
 VISIBLE = ("up", "draining")
 """The statuses a snapshot shows a node in."""
@@ -40,6 +41,12 @@ class NodeViews:
         """Every node not yet ended, in ``nodes``' order: its view, or None while it launches."""
         self._free: dict[str, FreeNode] = {}
         """The nodes up with a free slot (what the pending window counts)."""
+        self._room: Counter[str] = Counter()
+        """Free slots per node class, over ``_free``."""
+        self._memory: dict[str, Counter[int]] = {}
+        """How many nodes of ``_free`` have each amount of free memory, per node class."""
+        self._queueing: set[str] = set()
+        """The nodes up or draining with a task queued."""
         self._volatile: set[str] = set()
         """Nodes whose view shows a task not yet started (its times are the round's now)."""
         self._known = 0
@@ -59,10 +66,26 @@ class NodeViews:
         self._refresh()
         return iter(self._free.values())
 
+    def window(self) -> PendingWindow:
+        """The pending window over the nodes up with a free slot, counted as they changed."""
+        self._refresh()
+        most = {c: max(amounts) for c, amounts in self._memory.items() if amounts}
+        return PendingWindow.counted(self._room, most, lambda: self._free.values())
+
     def up(self) -> set[str]:
         """The ids of the nodes up."""
         self._refresh()
         return {node_id for node_id, view in self._views.items() if view is not None and not view.draining}
+
+    def alive(self) -> list[str]:
+        """The ids of the nodes launching, up or draining, in ``nodes``' order."""
+        self._refresh()
+        return list(self._views)
+
+    def queueing(self) -> list[str]:
+        """The nodes up or draining with a task queued (in no particular order)."""
+        self._refresh()
+        return list(self._queueing)
 
     # ------------------------------------------------------------------ keeping up
 
@@ -80,8 +103,10 @@ class NodeViews:
         self.changed.clear()
 
     def _adopt(self) -> None:
-        """Nodes registered since the last round (``core.nodes`` only grows, in order)."""
-        for node in islice(self.nodes.values(), self._known, None):
+        """Nodes registered since the last round (``core.nodes`` only grows, in order): read
+        from its end, so a replacement costs O(1), not a walk over every node ever launched."""
+        fresh = list(islice(reversed(self.nodes.values()), len(self.nodes) - self._known))
+        for node in reversed(fresh):
             node.watch(self.changed)
             self._views[node.node_id] = None
             self.changed.add(node.node_id)
@@ -89,8 +114,9 @@ class NodeViews:
 
     def _rebuild(self, node: NodeRecord) -> None:
         node_id = node.node_id
-        self._free.pop(node_id, None)
+        self._forget_free(node_id)
         self._volatile.discard(node_id)
+        self._queueing.discard(node_id)
         if node.status not in VISIBLE:
             if node.status == "launching":
                 self._views[node_id] = None
@@ -115,7 +141,21 @@ class NodeViews:
             zone=getattr(self.scenario.cluster, node.node_class).zone_of(node.ordinal),
         )
         self._views[node_id] = view
+        if view.queued:
+            self._queueing.add(node_id)
         free_slots = node.slots - len(running)
         if node.status == "up" and free_slots > 0:
             free_memory = node.memory_mb - sum(t.memory_mb for t in running)
             self._free[node_id] = FreeNode(node_id, view.node_class, free_slots, free_memory)
+            self._room[view.node_class] += free_slots
+            self._memory.setdefault(view.node_class, Counter())[free_memory] += 1
+
+    def _forget_free(self, node_id: str) -> None:
+        free = self._free.pop(node_id, None)
+        if free is None:
+            return
+        self._room[free.node_class] -= free.free_slots
+        amounts = self._memory[free.node_class]
+        amounts[free.free_memory_mb] -= 1
+        if not amounts[free.free_memory_mb]:
+            del amounts[free.free_memory_mb]

@@ -107,7 +107,7 @@ class SchedulingRound:
         (YARN-ME's timeline), a window per node class for those that place the head (FIFO)."""
         if self.scheduler.needs_all_pending:
             return None
-        return PendingWindow(self.nodes.free_nodes())
+        return self.nodes.window()
 
     def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]:
         """The node's running tasks as the policies see them."""
@@ -264,8 +264,9 @@ class SchedulingRound:
 
     def _prune_queues(self, pending: Pending) -> None:
         """Queues hold pending tasks only: drop tasks that started, or whose job ended, elsewhere."""
-        for node in self.core.nodes.values():
-            if node.queued and not all(task_id in pending for task_id in node.queued):
+        for node_id in self.nodes.queueing():
+            node = self.core.nodes[node_id]
+            if not all(task_id in pending for task_id in node.queued):
                 node.queued[:] = [task_id for task_id in node.queued if task_id in pending]
 
     def forget_queue(self, node: NodeRecord) -> None:

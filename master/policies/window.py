@@ -17,7 +17,7 @@ that class has free slots, each of which can start there.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -33,22 +33,39 @@ class FreeNode:
 
 
 _MEMORY = attrgetter("free_memory_mb")
+Listing = Callable[[], Iterable[FreeNode]]
+"""Lists the nodes with a free slot, when a window needs them one by one."""
 
 
 class PendingWindow:
-    """Admission costs O(excluded nodes) per node class, not O(nodes): each class's nodes
-    are kept by free memory, largest first, so the first one not excluded answers."""
+    """Admission costs O(1) per node class for a task excluded from no node, else O(excluded
+    nodes): each class's most free memory answers, or its nodes by free memory, largest
+    first (sorted when first needed), the first one not excluded."""
 
     def __init__(self, nodes: Iterable[FreeNode]) -> None:
-        self.room: Counter[str] = Counter()
-        by_class: dict[str, list[FreeNode]] = {}
-        for node in nodes:
-            if node.free_slots > 0:
-                self.room[node.node_class] += node.free_slots
-                by_class.setdefault(node.node_class, []).append(node)
-        self._by_memory = {
-            node_class: sorted(members, key=_MEMORY, reverse=True) for node_class, members in by_class.items()
-        }
+        free = [node for node in nodes if node.free_slots > 0]
+        room: Counter[str] = Counter()
+        most: dict[str, int] = {}
+        for node in free:
+            room[node.node_class] += node.free_slots
+            most[node.node_class] = max(most.get(node.node_class, node.free_memory_mb), node.free_memory_mb)
+        self._start(room, most, lambda: free)
+
+    @classmethod
+    def counted(
+        cls, room: Mapping[str, int], most_memory: Mapping[str, int], nodes: Listing
+    ) -> PendingWindow:
+        """The window over the nodes with a free slot, counted already (kept up to date by the
+        master): free slots and most free memory per class; ``nodes()`` lists them if needed."""
+        window = cls.__new__(cls)
+        window._start(Counter(room), dict(most_memory), nodes)
+        return window
+
+    def _start(self, room: Counter[str], most: dict[str, int], nodes: Listing) -> None:
+        self.room = room
+        self._most = most
+        self._nodes = nodes
+        self._by_memory: dict[str, list[FreeNode]] | None = None
 
     @property
     def full(self) -> bool:
@@ -66,9 +83,22 @@ class PendingWindow:
 
     def _fits(self, node_class: str, excluded: frozenset[str], memory_mb: int) -> bool:
         """Has the class a node with ``memory_mb`` free that the task is not excluded from?"""
-        for node in self._by_memory.get(node_class, ()):
+        if self._most.get(node_class, -1) < memory_mb:
+            return False
+        if not excluded:
+            return True
+        for node in self._sorted().get(node_class, ()):
             if node.free_memory_mb < memory_mb:
                 return False
             if node.node_id not in excluded:
                 return True
         return False
+
+    def _sorted(self) -> dict[str, list[FreeNode]]:
+        if self._by_memory is None:
+            by_class: dict[str, list[FreeNode]] = {}
+            for node in self._nodes():
+                if node.free_slots > 0:
+                    by_class.setdefault(node.node_class, []).append(node)
+            self._by_memory = {c: sorted(nodes, key=_MEMORY, reverse=True) for c, nodes in by_class.items()}
+        return self._by_memory

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from master.core import commands as cmd
 from master.core.events import FromNode, ProbeAnswered, Round
+from master.policies.window import PendingWindow
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, up
 from tests.policy_reference import snapshot_v1
@@ -63,6 +64,10 @@ def check_node_views(driver: Driver) -> None:
     assert core.round.nodes.views() == snapshot_v1.node_views(core)
     free = {n.node_id: n for n in snapshot_v1.free_nodes(core) if n.free_slots > 0}
     assert {n.node_id: n for n in core.round.nodes.free_nodes()} == free
+    kept, rebuilt = core.round.nodes.window(), PendingWindow(free.values())
+    assert (+kept.room, kept._most) == (+rebuilt.room, rebuilt._most)
+    queueing = sorted(n.node_id for n in snapshot_v1.node_views(core) if n.queued)
+    assert sorted(core.round.nodes.queueing()) == queueing
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
