@@ -66,7 +66,9 @@ async def test_transient_servers_come_and_go_as_processes(tmp_path: Path) -> Non
     trace = write_trace(
         tmp_path / "jobs.tr",
         [
-            "0 2 180 180 180",  # long: 18 s of wall time on both general servers
+            # long: 15 and 18 s of wall time on the two general servers; the transient servers are
+            # released between the two ends (were both 18 s, the run could end before the release)
+            "0 2 165 180 150",
             *(f"{t} 3 3 3 3 3" for t in (90, 100, 110, 120, 130)),  # short jobs while transients are up
         ],
     )
