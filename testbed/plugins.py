@@ -34,6 +34,7 @@ SIGNATURES = {
     "read": ("chunk",),
     "generate": ("split", "splits", "seed"),
     "reference": ("records",),
+    "sim_model": (),
 }
 """The arguments the testbed passes to each plugin method (positionally)."""
 

@@ -62,6 +62,31 @@ def test_a_plugin_that_raises_fails_the_run_cleanly(tmp_path: Path, isolated_pat
     assert not any((run_dir / "outputs").glob("j000/*"))
 
 
+def test_the_docs_scheduler_over_its_workload_on_local_agents_and_the_simulator(
+    tmp_path: Path, isolated_path: None
+) -> None:
+    """The doc's experiment.yaml, from a directory outside the package: exact on local agents,
+    modelled by its SimModel on the simulator, both runs labelled with both plugins' versions."""
+    plugins = tmp_path / "my-plugins"
+    plugins.mkdir()
+    write_doc_files(plugins)
+    runs = {backend: tmp_path / backend for backend in ("local", "sim")}
+    for backend, run_dir in runs.items():
+        assert (
+            main(["run", str(plugins / "experiment.yaml"), "--backend", backend, "--out", str(run_dir)]) == 0
+        )
+    assert main(["check-output", "--run", str(runs["local"])]) == 0
+    labels = [json.loads((run_dir / "summary.json").read_text())["plugins"] for run_dir in runs.values()]
+    assert labels[0] == labels[1] and set(labels[0]) == {"scheduler", "workloads"}
+    workload = labels[0]["workloads"]["inverted_index:InvertedIndex"]
+    shown = f"inverted_index:InvertedIndex {workload['version']}"
+    assert main(["report", str(runs["local"])]) == 0
+    assert shown in (runs["local"] / "report.md").read_text()
+    assert shown in compare_runs(list(runs.values())).to_markdown()
+    maps = [row for row in (runs["sim"] / "tasks.csv").read_text().splitlines()[1:] if ".s0." in row]
+    assert len(maps) == 3 and all(",40400," in row for row in maps)  # the SimModel's 400 x 101 bytes
+
+
 async def test_the_harness_runs_a_scenario_in_a_line(tmp_path: Path, isolated_path: None) -> None:
     from testbed.testing import run
 
