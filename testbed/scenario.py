@@ -85,6 +85,16 @@ class PolicySpec(Strict):
         "a scenario naming a plugin gets its own directory appended",
     )
 
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _no_strategy_plugins(cls, value: Any) -> Any:
+        if isinstance(value, str) and ":" in value:
+            raise ValueError(
+                "an import path, but recovery strategies are not pluggable yet (docs/plugins.md, "
+                "'What is not pluggable yet'); use spark, spark-checkpoint or pado"
+            )
+        return value
+
 
 # --------------------------------------------------------------------- task models
 

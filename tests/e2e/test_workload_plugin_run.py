@@ -32,6 +32,11 @@ class Raises(Workload):
 
     def reduce(self, key, values):
         raise RuntimeError("plugin bug in reduce")
+
+
+class RaisesInMap(Raises):
+    def map(self, record):
+        raise RuntimeError("plugin bug in map")
 """
 
 
@@ -53,21 +58,26 @@ async def test_the_docs_inverted_index_is_exact_under_an_eviction(
     assert main(["check-output", "--run", str(run_dir)]) == 0
 
 
-def test_a_workload_that_raises_fails_its_job_cleanly(tmp_path: Path, isolated_path: None) -> None:
+@pytest.mark.parametrize("where", ["Raises:reduce", "RaisesInMap:map"])
+def test_a_workload_that_raises_fails_its_job_cleanly(
+    tmp_path: Path, isolated_path: None, where: str
+) -> None:
+    name, method = where.split(":")
     (tmp_path / "raises_workload.py").write_text(RAISES, encoding="utf-8")
     scenario = tmp_path / "s.yaml"
     scenario.write_text(
         "name: raises\ncluster: {reserved: 1, transient: 1, heartbeat_interval: 0.2, heartbeat_timeout: 2}\n"
-        "jobs: [{workload: 'raises_workload:Raises', maps: 2, reduces: 1}]\ntimeout: 120s\n",
+        f"jobs: [{{workload: 'raises_workload:{name}', maps: 2, reduces: 1}}]\ntimeout: 120s\n",
         encoding="utf-8",
     )
     run_dir = tmp_path / "run"
     assert main(["run", str(scenario), "--out", str(run_dir)]) == 1
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     failed = [e for e in events if e["event"] == "task_finished" and e["status"] == "failed"]
-    assert len(failed) == 1, failed  # not retried: it would fail alike
-    assert "plugin bug in reduce" in failed[0]["error"] and 'raises_workload.py", line' in failed[0]["error"]
+    assert failed and all(e["attempt"] == 0 for e in failed), failed  # not retried: it would fail alike
+    for event in failed:
+        assert f"plugin bug in {method}" in event["error"] and 'raises_workload.py", line' in event["error"]
     assert [e["status"] for e in events if e["event"] == "job_finished"] == ["failed"]
     assert not any((run_dir / "outputs").glob("j000/*"))
     logs = "".join(path.read_text() for path in (run_dir / "logs").glob("*"))
-    assert "plugin bug in reduce" in logs
+    assert f"plugin bug in {method}" in logs
