@@ -19,7 +19,8 @@ a plugin that subclasses the Protocol; the master never probes for anything else
   optional ``provisioning_delay_s``, ``wake_at(snapshot, provisioning)`` and
   ``facts(snapshot)``.
 - :class:`Workload` (a job's ``workload``): ``map(record)`` and ``reduce(key, values)``;
-  optional ``combine(key, values)``, ``read(chunk)``, ``generate(split, splits, seed)``,
+  optional ``iterations`` with ``step(round, key, values)``, ``combine(key, values)``,
+  ``read(chunk)``, ``generate(split, splits, seed)``,
   ``reference(records)`` and ``sim_model()``. It runs in the agents' worker processes
   (and in ``testbed check-output``); the master only imports it to check it and, on
   ``--backend sim``, to ask it for its :class:`SimModel`.
@@ -64,7 +65,8 @@ from testbed.policy import (
 
 API_VERSION = "1.2"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
-:class:`Workload` and ``api_version``, 1.2 :class:`SimModel` and ``Workload.sim_model``."""
+:class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
+``Workload.iterations``/``step``."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,10 @@ class SimModel:
     """Map output bytes (all partitions) per byte of the split."""
     reduce_s_per_mb: float
     """Compute seconds of a reduce task per MB of the map output it fetches."""
+    step_s_per_mb: float = 0.0
+    """Compute seconds of a ``step`` task per MB it fetches."""
+    step_output_ratio: float = 1.0
+    """A ``step`` task's output bytes per byte it fetches."""
     generated_split_mb: float = 0.0
     """MB one ``generate`` split yields (the map input of a job without ``input``, which
     the simulator never generates); a split of input files is its byte range."""
@@ -121,6 +127,19 @@ class Workload:
         """The output lines of one key (a str is one line); ``values`` holds every value
         the maps emitted for the key (or the combiner's results), in no set order."""
         raise NotImplementedError
+
+    iterations: int = 0
+    """Optional: the rounds of ``step`` between ``map`` and ``reduce`` (fixed when the job
+    is planned: a class attribute, or set from the options in ``__init__``). 0: map and
+    reduce only."""
+
+    step: Any = None
+    """Optional (required when ``iterations`` > 0): ``step(round, key, values) ->
+    Iterable[(key, value)]``, round 1..``iterations``: called once per key of the previous
+    stage's shuffled pairs, in key order, like ``reduce``; its pairs are partitioned,
+    spilled and shuffled to the next round (or to ``reduce``) like ``map``'s. State that
+    must survive a round (an adjacency list, a rank) travels in the pairs, as in
+    Hadoop's iterative jobs."""
 
     combine: Any = None
     """Optional: ``combine(key, values: list) -> value`` folds some values of one key into

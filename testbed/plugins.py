@@ -30,6 +30,7 @@ SIGNATURES = {
     "decide": ("snapshot", "provisioning"),
     "map": ("record",),
     "reduce": ("key", "values"),
+    "step": ("round", "key", "values"),
     "combine": ("key", "values"),
     "read": ("chunk",),
     "generate": ("split", "splits", "seed"),

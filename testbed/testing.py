@@ -127,14 +127,21 @@ def measure_sim_model(
     if not isinstance(spec, PluginJob):
         raise ValueError(f"{spec.workload} is a built-in workload: its model is simulation.ops' default")
     local = LocalJob(plan_job(spec, seed, None), work).run(budget_bytes)
+    last = len(local.plan.stages) - 1
     maps = [run for (stage, _), run in local.tasks.items() if stage == 0]
-    reduces = [run for (stage, _), run in local.tasks.items() if stage == 1]
+    steps = [run for (stage, _), run in local.tasks.items() if 0 < stage < last]
+    reduces = [run for (stage, _), run in local.tasks.items() if stage == last]
     mb_in = sum(run.metrics.bytes_in for run in maps) / 2**20
     mb_out = sum(sum(run.partition_bytes) for run in maps) / 2**20
+    step_in = sum(run.metrics.bytes_in for run in steps) / 2**20
+    step_out = sum(sum(run.partition_bytes) for run in steps) / 2**20
     generated = "generate" in maps[0].spec.params
     return SimModel(
         map_s_per_mb=sum(run.seconds for run in maps) / max(mb_in, 1e-9),
         map_output_ratio=mb_out / max(mb_in, 1e-9),
-        reduce_s_per_mb=sum(run.seconds for run in reduces) / max(mb_out, 1e-9),
+        reduce_s_per_mb=sum(run.seconds for run in reduces)
+        / max(sum(r.metrics.bytes_in for r in reduces) / 2**20, 1e-9),
+        step_s_per_mb=sum(run.seconds for run in steps) / step_in if steps else 0.0,
+        step_output_ratio=step_out / step_in if steps else 1.0,
         generated_split_mb=mb_in / len(maps) if generated else 0.0,
     )

@@ -105,6 +105,8 @@ class ExecutionModel:
             return self.spec.op(spec.op)
         if role == "map":
             return OpModel(s_per_mb=model.map_s_per_mb, output_ratio=model.map_output_ratio)
+        if role == "step":
+            return OpModel(s_per_mb=model.step_s_per_mb, output_ratio=model.step_output_ratio)
         return OpModel(s_per_mb=model.reduce_s_per_mb, output_ratio=1.0)
 
     def source_bytes(self, spec: TaskSpec) -> int:

@@ -81,3 +81,28 @@ def test_a_workload_that_raises_fails_its_job_cleanly(
     assert not any((run_dir / "outputs").glob("j000/*"))
     logs = "".join(path.read_text() for path in (run_dir / "logs").glob("*"))
     assert f"plugin bug in {method}" in logs
+
+
+async def test_an_iterative_plugin_is_exact_on_real_agents_under_an_eviction(
+    tmp_path: Path, isolated_path: None
+) -> None:
+    """Map, 4 rounds of step, reduce: 6 stages chained by shuffles on local agents; the first
+    eviction loses shuffle outputs that lineage recomputes."""
+    from tests.workloads.test_user_workloads import ITERATIVE, path_graph
+
+    (tmp_path / "minlabel.py").write_text(ITERATIVE, encoding="utf-8")
+    scenario_file = tmp_path / "cc.yaml"
+    scenario_file.write_text(
+        "name: cc\nseed: 1\n"
+        "cluster: {reserved: 1, transient: 2, heartbeat_interval: 0.2, heartbeat_timeout: 5}\n"
+        f"jobs: [{{workload: 'minlabel:MinLabel', input: '{path_graph(tmp_path)}', maps: 3, reduces: 2,"
+        " options: {iterations: 4}}]\ntimeout: 180s\n",
+        encoding="utf-8",
+    )
+    scenario = load_scenario(scenario_file, ["time_scale=60"])
+    run_dir = tmp_path / "run"
+    result = await run_scenario(scenario, run_dir, on_event=evict_first_if_none())
+    assert result.ok and result.summary["evictions"] > 0, result.summary
+    stages = {int(row.split(",")[2]) for row in (run_dir / "tasks.csv").read_text().splitlines()[1:]}
+    assert stages == set(range(6))
+    assert check_output(scenario.jobs[0], scenario.seed * 1000, run_dir / "outputs" / "j000") == []

@@ -261,3 +261,91 @@ def test_measure_sim_model_times_the_plugins_real_tasks(plugin_dir: Path) -> Non
     model = measure_sim_model(job, plugin_dir / "work")
     assert model.generated_split_mb == pytest.approx(400 * 101 / 2**20, rel=0.05)  # the doc's estimate
     assert 0.5 < model.map_output_ratio < 1.0 and model.map_s_per_mb > 0 and model.reduce_s_per_mb > 0
+
+
+ITERATIVE = '''
+from pydantic import BaseModel
+
+from testbed.api import Workload
+
+
+class MinLabel(Workload):
+    """Connected components by label propagation: every node of an undirected edge list
+    ("u v" lines) ends with the least node id within ``iterations`` hops; the adjacency
+    travels in the pairs from round to round, as in Hadoop's iterative jobs."""
+
+    class Options(BaseModel, extra="forbid"):
+        iterations: int = 3
+
+    def __init__(self, iterations: int = 3) -> None:
+        self.iterations = iterations
+
+    def map(self, record):
+        u, v = (int(x) for x in record.split())
+        yield u, ("n", v)
+        yield v, ("n", u)
+        yield u, ("l", u)
+        yield v, ("l", v)
+
+    def step(self, round, key, values):
+        values = list(values)
+        label = min(x for kind, x in values if kind == "l")
+        yield key, ("l", label)
+        for kind, neighbour in values:
+            if kind == "n":
+                yield key, ("n", neighbour)
+                yield neighbour, ("l", label)
+
+    def reduce(self, key, values):
+        return f"{key}\\t{min(x for kind, x in values if kind == 'l')}"
+
+    def reference(self, records):
+        adjacency = {}
+        for record in records:
+            u, v = (int(x) for x in record.split())
+            adjacency.setdefault(u, set()).add(v)
+            adjacency.setdefault(v, set()).add(u)
+        labels = {node: node for node in adjacency}
+        for _ in range(self.iterations):
+            labels = {n: min([labels[n], *(labels[m] for m in adjacency[n])]) for n in adjacency}
+        return (f"{node}\\t{label}" for node, label in labels.items())
+'''
+
+
+def path_graph(directory: Path) -> Path:
+    """Two paths, 0-1-...-59 and 100-...-139, in shuffled lines: labels need 59 hops to settle."""
+    edges = [f"{i} {i + 1}" for i in range(59)] + [f"{i + 1} {i}" for i in range(100, 139)]
+    edges = edges[1::2] + edges[::2]
+    path = directory / "graph.txt"
+    path.write_text("\n".join(edges) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("iterations", [0, 1, 4])
+def test_an_iterative_plugin_runs_its_rounds_of_step_through_the_shuffle(
+    plugin_dir: Path, iterations: int
+) -> None:
+    (plugin_dir / "minlabel.py").write_text(ITERATIVE, encoding="utf-8")
+    job = {
+        "workload": "minlabel:MinLabel",
+        "input": str(path_graph(plugin_dir)),
+        "maps": 3,
+        "reduces": 2,
+        "options": {"iterations": iterations},
+    }
+    assert check_workload(job, plugin_dir / "work", budget_bytes=16 * 1024) == []
+    labels = dict(
+        line.split("\t")
+        for part in (plugin_dir / "work" / "outputs").glob("part-*")
+        for line in part.read_text().split("\n")
+        if line
+    )
+    assert labels["10"] == str(max(0, 10 - iterations)) and labels["100"] == "100"
+
+
+def test_an_iterative_plugins_rounds_without_step_are_refused(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (plugin_dir / "nostep.py").write_text(GOOD + "\n    iterations = 2\n", encoding="utf-8")
+    err = refused(scenario_file(plugin_dir, "{workload: 'nostep:CharCount', input: INPUT}"), capsys)
+    assert "jobs.0.workload: nostep:CharCount" in err and "has iterations = 2 but no step()" in err
