@@ -198,6 +198,10 @@ def orders(errors: Sequence[MetricError], metric: str = "mean_jct_s") -> list[Or
     return pairs
 
 
+_RELATION = {1: "<", 0: "=", -1: ">"}
+"""The first cell's value against the second's, by the sign of (second - first)."""
+
+
 def _sign(x: float) -> int:
     return (x > 0) - (x < 0)
 
@@ -290,7 +294,8 @@ def markdown(errors: Sequence[MetricError], tolerances: Mapping[str, Tolerance],
             f"({sum(p.agree for p in pairs)} of all {len(pairs)} pairs).",
         ]
         lines += [
-            f"- {cell_label(p.first)} vs {cell_label(p.second)}: sim orders them the other way"
+            f"- {cell_label(p.first)} {_RELATION[p.real_sign]} {cell_label(p.second)} for real, "
+            f"{_RELATION[p.sim_sign]} simulated"
             for p in significant
             if not p.agree
         ]
