@@ -102,18 +102,26 @@ def test_a_will_is_checked_by_a_probe_and_a_live_agent_is_kept() -> None:
 
 def test_a_reserved_node_failure_mid_iteration_is_replaced_and_recomputed() -> None:
     pagerank = {"workload": "pagerank", "nodes": 50, "edges": 200, "iterations": 3, "maps": 2, "reduces": 2}
-    driver = Driver(make_scenario(jobs=[pagerank]))
+    cluster = {"reserved": 2, "transient": 1, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
+    driver = Driver(make_scenario(cluster=cluster, jobs=[pagerank]))
     driver.boot()
-    for _ in range(3):  # into the iterations
+    for _ in range(3):  # the graph stage and two iterations done, the third running
         driver.do(Round())
         for node_id, spec in list(driver.running().values()):
             driver.finish(node_id, spec)
-    out = driver.do(FromNode("reserved-0", _lost("reserved-0", driver.core)), at=2.0)
+    driver.do(Round())
+    (victim,) = {n for n, s in driver.running().values() if n.startswith("reserved")}
+    held = sorted(s.task_id for n, s in launches(driver.log) if n == victim)
+    assert held == ["j000.s0.t1", "j000.s1.t1", "j000.s2.t1", "j000.s3.t1"]
+    before = len(driver.log)
+    out = driver.do(FromNode(victim, _lost(victim, driver.core)), at=2.0)
     (probe,) = [c for c in out if isinstance(c, cmd.Probe)]
-    gone = driver.do(ProbeAnswered("reserved-0", "will", "refused", probe.session))
+    gone = driver.do(ProbeAnswered(victim, "will", "refused", probe.session))
     assert [e["reason"] for e in Driver.events_of(gone, "node_lost")] == ["crashed"]
-    assert [c.node_id for c in gone if isinstance(c, cmd.ReplaceLost)] == ["reserved-0"]
+    assert [c.node_id for c in gone if isinstance(c, cmd.ReplaceLost)] == [victim]
     driver.run_to_end()
+    again = [(s.task_id, s.attempt) for _, s in launches(driver.log[before:]) if s.attempt > 0]
+    assert again == [(task, 1) for task in held]  # its lost outputs recomputed, parents first
     assert [e["status"] for e in driver.events("job_finished")] == ["succeeded"]
 
 
