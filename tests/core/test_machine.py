@@ -49,6 +49,22 @@ def test_a_duplicate_qos1_delivery_changes_nothing() -> None:
     assert [c for c in again if not isinstance(c, cmd.WakeAt)] == []
 
 
+def test_a_final_success_and_its_staging_delivered_twice_commit_once() -> None:
+    driver = Driver(make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 1, "reduces": 1}]))
+    driver.boot()
+    driver.do(Round())
+    ((node_id, spec),) = launches(driver.log)
+    driver.finish(node_id, spec)
+    driver.do(Round())
+    ((node_id, final),) = launches(driver.log)[1:]
+    first = driver.finish(node_id, final)
+    commits = [(c.job_id, c.index, c.attempt) for c in first if isinstance(c, cmd.CommitOutput)]
+    assert commits == [("j000", 0, final.attempt)]
+    assert [c.ok for c in first if isinstance(c, cmd.RunOver)] == [True]
+    again = driver.finish(node_id, final)  # the sink's report and the success, both redelivered
+    assert [c for c in again if not isinstance(c, cmd.WakeAt)] == []
+
+
 def test_an_output_not_staged_is_not_committed_and_the_task_runs_again() -> None:
     driver = Driver(make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 1, "reduces": 1}]))
     driver.boot()
