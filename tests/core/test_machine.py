@@ -65,6 +65,30 @@ def test_a_final_success_and_its_staging_delivered_twice_commit_once() -> None:
     assert [c for c in again if not isinstance(c, cmd.WakeAt)] == []
 
 
+def test_the_worked_example_of_docs_architecture() -> None:
+    """docs/architecture.md, "A worked example: a final task's success": these commands, in this order."""
+    driver = Driver(make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 1, "reduces": 1}]))
+    driver.boot()
+    driver.do(Round())
+    ((node_id, spec),) = launches(driver.log)
+    driver.finish(node_id, spec)
+    driver.do(Round())
+    ((node_id, final),) = launches(driver.log)[1:]
+    assert driver.do(OutputStaged(final.job_id, final.index, final.attempt)) == []
+    out = driver.do(FromNode(node_id, _succeeded(node_id, final)))
+    named = [(type(c).__name__, getattr(c, "kind", None) or getattr(c, "table", None)) for c in out]
+    assert named == [
+        ("CommitOutput", None),
+        ("Journal", "output_committed"),
+        ("Row", "tasks"),
+        ("Journal", "task_finished"),
+        ("Journal", "job_finished"),
+        ("Row", "jobs"),
+        ("RunOver", None),
+        ("WantRound", None),
+    ]
+
+
 def test_an_output_not_staged_is_not_committed_and_the_task_runs_again() -> None:
     driver = Driver(make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 1, "reduces": 1}]))
     driver.boot()
