@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from master.chaos.controller import NotRunning
+from master.chaos_shell import NotRunning
 from master.disk_faults import output_disk_full
 from master.ports import ApiPort
 from master.providers.base import ForeignNodeError

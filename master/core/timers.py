@@ -59,6 +59,11 @@ class TimerHeap:
         heapq.heapify(self._due)
         self.asked = None
 
+    def clear(self) -> None:
+        """Drop every timer (the run stops)."""
+        self._due.clear()
+        self.asked = None
+
     def __len__(self) -> int:
         return len(self._due)
 
