@@ -40,6 +40,7 @@ from master.core.events import (
 from master.core.machine import MasterCore
 from master.core.nodes import NodeRecord
 from master.core.resume import Recovered
+from master.core.view import CoreView
 from master.disk_faults import journal_disk_full
 from master.journal import Journal
 from master.liveness import start_window
@@ -117,6 +118,7 @@ class Master:
         """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
         self.starts = NodeStarts(self.core, provider, self.keys, agent_command, agent_env or {}, node_env)
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
+        self.view = CoreView(self.core)
         self.chaos = ChaosShell(self)
         self.api = MasterApi(self)
 

@@ -17,14 +17,12 @@ from typing import Protocol
 
 from master.core.commands import Evicted
 from master.core.events import EvictRequest
-from master.core.jobs import JobRuntime
-from master.core.machine import MasterCore
 from master.core.nodes import NodeRecord
+from master.core.view import CoreView
 from master.journal import Journal
 from master.providers.base import NodeProvider
 from testbed.capabilities import RunKeys
 from testbed.protocol import Codec
-from testbed.scenario import Scenario
 from testbed.scenario_chaos import EvictSpec
 
 
@@ -43,35 +41,20 @@ class ChaosShellPort(Protocol):
         """Hand the request to the core, carry out its commands, and give its answer."""
 
 
-class ClusterPort(Protocol):
-    """The node registry, the jobs and the journal file."""
-
-    scenario: Scenario
-    journal: Journal
-
-    @property
-    def nodes(self) -> dict[str, NodeRecord]: ...
-
-    @property
-    def jobs(self) -> dict[str, JobRuntime]: ...
-
-
 class DiskFaultsPort(Protocol):
     """What the full-disk handling at the master uses (``master.disk_faults``)."""
 
     run_dir: Path
     journal: Journal
-
-    @property
-    def jobs(self) -> dict[str, JobRuntime]: ...
+    view: CoreView
 
     def fail_job(self, job_id: str, error: str) -> None: ...
 
     def fail_unfinished(self, reason: str) -> None: ...
 
 
-class ApiPort(ClusterPort, DiskFaultsPort, Protocol):
-    """What the HTTP API uses (``master.api``)."""
+class ApiPort(DiskFaultsPort, Protocol):
+    """What the HTTP API uses (``master.api``): the core only through its read-only view."""
 
     run_id: str
     keys: RunKeys
@@ -79,8 +62,6 @@ class ApiPort(ClusterPort, DiskFaultsPort, Protocol):
     advertise: str
     codec: Codec
     chaos: ChaosControl
-    core: MasterCore
-    """Read for the status: its counters (evictions, the sender check's, the expected jobs)."""
 
     def output_staged(self, job_id: str, index: int, attempt: int) -> None: ...
 
