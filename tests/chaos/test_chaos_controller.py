@@ -11,7 +11,7 @@ from typing import Any
 
 from master.chaos.rules import KILL, LAUNCH, STORM, WARN, ChaosRules, VirtualClock
 from master.core import commands as cmd
-from master.core.events import EvictRequest
+from master.core.events import EvictRequest, Stop
 from master.core.timers import TimerHeap, TraceClock
 from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
@@ -30,6 +30,30 @@ def test_a_node_killed_by_a_storm_is_not_evicted_again_by_its_lifetime_or_by_han
     assert [c for c in again if isinstance(c, cmd.Evicted)] == [cmd.Evicted(())]
     assert [c.node_id for c in driver.log if isinstance(c, cmd.KillNode)] == [victim]
     assert [e["node"] for e in driver.events("eviction_timing")] == [victim]
+
+
+def test_a_live_eviction_is_refused_before_time_zero_after_the_stop_and_for_foreign_nodes() -> None:
+    driver = Driver(make_scenario(chaos={"transient": {"replace": False}}))
+    driver._keep(driver.core.start(0.0))  # the cluster is coming up: no time 0 yet
+    early = driver.do(EvictRequest(EvictSpec(count=1)))
+    ((refused, why),) = [(c.refused, c.error) for c in early if isinstance(c, cmd.Evicted)]
+    assert refused == "not_running" and "has not started: its cluster is coming up (0 of 4 nodes up)" in why
+    driver = Driver(make_scenario(chaos={"transient": {"replace": False}}))
+    driver.boot()
+    foreign = driver.do(EvictRequest(EvictSpec(count=2), ("transient-0", "t9"), frozenset({"transient-0"})))
+    assert [c for c in foreign if isinstance(c, cmd.Evicted)] == [
+        cmd.Evicted((), "foreign", "refusing to evict transient-0, t9: not live nodes of run core-test")
+    ]
+    out = driver.do(EvictRequest(EvictSpec(count=1, kind="transient")))
+    (taken,) = [c for c in out if isinstance(c, cmd.Evicted)]
+    killed = [c.node_id for c in driver.log if isinstance(c, cmd.KillNode)]
+    assert len(taken.nodes) == 1 and killed == list(taken.nodes)
+    driver.do(Stop())
+    late = driver.do(EvictRequest(EvictSpec(count=1)))
+    assert [c for c in late if isinstance(c, cmd.Evicted)] == [
+        cmd.Evicted((), "not_running", "run core-test is ending: no more evictions")
+    ]
+    assert not any(isinstance(c, cmd.KillNode) for c in late)
 
 
 def test_the_cores_clock_orders_simultaneous_actions_as_the_virtual_one() -> None:
