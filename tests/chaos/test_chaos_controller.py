@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from master.chaos.rules import KILL, LAUNCH, STORM, WARN, ChaosRules, VirtualClock
+from master.chaos.rules import KILL, LAUNCH, REBALANCE, STORM, WARN, ChaosRules, VirtualClock
 from master.core import commands as cmd
 from master.core.events import EvictRequest, Stop
 from master.core.timers import TimerHeap, TraceClock
@@ -75,6 +75,21 @@ def test_the_cores_clock_orders_simultaneous_actions_as_the_virtual_one() -> Non
     now[0] = 5.0
     timers.run_due()
     assert ran == expected
+
+
+def test_an_action_due_in_the_past_runs_now_in_its_priority_as_on_the_virtual_clock() -> None:
+    """A warning due before its node launched (a lifetime shorter than the notice) runs at the
+    launch, after a rebalance recommendation due then, on both clocks."""
+    virtual, ran_virtually = VirtualClock(time=300.0), []
+    now = [5.0]
+    timers, ran = TimerHeap(lambda: now[0]), []
+    trace = TraceClock(timers, time_scale=60.0)
+    for clock, log in ((virtual, ran_virtually), (trace, ran)):
+        clock.at(300.0, REBALANCE, lambda log=log: log.append("rebalance"))
+        clock.at(240.0, WARN, lambda log=log: log.append("warn"))
+    virtual.run(horizon=300.0)
+    timers.run_due()
+    assert ran == ran_virtually == ["rebalance", "warn"]
 
 
 class StormLog:
