@@ -71,7 +71,9 @@ class PolicySpec(Strict):
     scheduler: str = Field(
         default="fifo", pattern=PLUGIN_NAME, description=f"{', '.join(SCHEDULERS)} or a plugin"
     )
-    strategy: Literal["spark", "spark-checkpoint", "pado"] = "spark"
+    strategy: str = Field(
+        default="spark", pattern=PLUGIN_NAME, description=f"{', '.join(STRATEGIES)} or a plugin"
+    )
     autoscaler: str = Field(
         default="static", pattern=PLUGIN_NAME, description=f"{', '.join(AUTOSCALERS)} or a plugin"
     )
@@ -396,12 +398,16 @@ def _resolve_plugin_path(data: dict[str, Any], scenario_dir: Path) -> list[str]:
 
 
 def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:
-    policies = (policy.get("scheduler", "fifo"), policy.get("autoscaler", "static"))
+    policies = (
+        policy.get("scheduler", "fifo"),
+        policy.get("strategy", "spark"),
+        policy.get("autoscaler", "static"),
+    )
     jobs = data.get("jobs")
     workloads = (
         [job.get("workload") for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
     )
-    return any(name not in (*SCHEDULERS, *AUTOSCALERS) for name in policies) or any(
+    return any(name not in (*SCHEDULERS, *STRATEGIES, *AUTOSCALERS) for name in policies) or any(
         isinstance(workload, str) and workload not in WORKLOADS for workload in workloads
     )
 

@@ -271,12 +271,11 @@ Decision = (
 class Strategy:
     """The interface, with the defaults of lineage recovery (``spark``): every task of a ready
     stage on any class, inputs read from their producers, no push, no reaction. A strategy
-    overrides what it changes; ``master.strategies`` has the three the testbed ships."""
+    overrides what it changes; ``master.strategies`` has the three the testbed ships. A
+    plugin (``policy.strategy: module:Class``) is built with ``policy.options.<its name>``
+    as keyword arguments, as a scheduler plugin is; the view gives it the scenario."""
 
     name = "spark"
-
-    def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
 
     def plan(self, view: StrategyView, job: JobRuntime) -> Iterable[Ready]:
         classes: frozenset[NodeClass] = frozenset({"reserved", "transient"})

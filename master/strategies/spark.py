@@ -36,6 +36,7 @@ from master.policies.base import NodeClass
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
 from master.policies.pado import PadoPlan
 from testbed.protocol import PushTarget
+from testbed.scenario import Scenario
 from testbed.workloads.plan import JobPlan
 
 BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
@@ -92,6 +93,9 @@ class SparkStrategy(Strategy):
     """``spark``: what ``JobRuntime`` does (lineage recomputation)."""
 
     name = "spark"
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
 
     def plan(self, view: StrategyView, job: JobRuntime) -> Iterable[Ready]:
         classes = self.classes(job, 0)

@@ -107,7 +107,6 @@ class Scripted(Strategy):
     """A strategy that answers each event with what a test scripted for it."""
 
     def __init__(self, scenario: Scenario) -> None:
-        super().__init__(scenario)
         self.script: dict[type, list[Decision]] = {}
         self.seen: list[object] = []
 
@@ -164,7 +163,7 @@ def test_a_decision_that_no_longer_holds_changes_nothing() -> None:
 
 
 def test_every_event_has_a_handler_with_a_no_op_default() -> None:
-    base = Strategy(make_scenario())
+    base = Strategy()
     for event, handler in HANDLERS.items():
         assert callable(getattr(base, handler)), event
     with pytest.raises(TypeError, match="not a strategy decision"):
