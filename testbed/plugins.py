@@ -35,10 +35,12 @@ SIGNATURES = {
     "decide": ("snapshot", "provisioning"),
     "map": ("record",),
     "reduce": ("key", "values"),
+    "step": ("round", "key", "values"),
     "combine": ("key", "values"),
     "read": ("chunk",),
     "generate": ("split", "splits", "seed"),
     "reference": ("records",),
+    "sim_model": (),
 }
 """The arguments the testbed passes to each plugin method (positionally)."""
 STRATEGY_SIGNATURES = {"plan": ("view", "job"), "launch": ("view", "job", "key")}
