@@ -264,15 +264,17 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 
 def build_policies(scenario: Scenario, path: str) -> None:
-    """Build the scenario's scheduler and autoscaler (built-in or plugin, with their options):
+    """Build the scenario's scheduler, strategy and autoscaler (built-in or plugin, with their options):
     a problem is a ``ScenarioError`` whose lines name the scenario file. The task models are
     scaled by the dilation, so ``dilation: auto`` is resolved for this host first."""
     from master.policies import make_autoscaler, make_scheduler
     from master.scale_model import resolve
+    from master.strategies import make_strategy
 
     scenario = resolve(scenario)
     try:
         make_scheduler(scenario)
+        make_strategy(scenario)
         make_autoscaler(scenario)
     except ScenarioError as exc:
         raise ScenarioError([f"{path}: {problem}" for problem in exc.problems]) from None
