@@ -33,7 +33,6 @@ from typing import Any
 
 import yaml
 
-from testbed.crosscheck_run import load_average
 from testbed.scenario import Scenario, load_scenario
 from testbed.scenario_sim import OP_MODELS
 from testbed.sweep import grid, run_sweep
@@ -61,6 +60,13 @@ defaults of docs/simulation.md came from), and one transient node evicted 2 s in
 take about 5 s here) for the detection delay and a replacement's start-up."""
 
 
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def stage_ops(scenario: Scenario) -> dict[tuple[str, int], str]:
     """``(workload, stage) -> op`` of the scenario's jobs (one plan per workload: a built-in
     workload's stages do not depend on its sizes, but for PageRank's iterations)."""
@@ -73,7 +79,7 @@ def stage_ops(scenario: Scenario) -> dict[tuple[str, int], str]:
     return ops
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
+def csv_rows(path: Path) -> list[dict[str, str]]:
     if not path.exists():
         return []
     with open(path, newline="", encoding="utf-8") as handle:
@@ -97,8 +103,8 @@ def fit(run_dirs: list[Path], ops_of: dict[tuple[str, int], str]) -> tuple[dict[
     for run in run_dirs:
         summary = json.loads((run / "summary.json").read_text())
         dilation = float(summary.get("dilation") or 1.0)
-        workloads = {row["job_id"]: row["workload"] for row in _rows(run / "jobs.csv")}
-        for task in _rows(run / "tasks.csv"):
+        workloads = {row["job_id"]: row["workload"] for row in csv_rows(run / "jobs.csv")}
+        for task in csv_rows(run / "tasks.csv"):
             op = ops_of.get((workloads.get(task["job_id"], ""), int(task["stage"])))
             if op is None or task["status"] != "succeeded" or not task["compute_s"]:
                 continue
