@@ -16,7 +16,10 @@ runner, then fits, from the runs' tables (``fit``):
 
 Every time is in the runs' emulated seconds (wall / dilation). The file it writes is a
 calibration file (``testbed/scenario_sim.py``): ``simulation`` (those fields) and ``measured``
-(the command, host, cores, load average before and after, runs and samples per value).
+(the command, host, cores, load average before and after, the runs' fidelity mode and
+dilation, runs and samples per value). Its times are emulated seconds of the mode it was
+measured in: an unisolated calibration holds the host's contention at its load, a faithful one
+a node's own share; a scenario should use the one of its mode.
 """
 
 from __future__ import annotations
@@ -169,6 +172,7 @@ def calibrate(
     if not runs:
         raise RuntimeError(f"no calibration run succeeded; see {work_dir}/logs/")
     values, samples = fit(runs, stage_ops(scenario))
+    summaries = [json.loads((run / "summary.json").read_text()) for run in runs]
     measured = {
         "command": command,
         "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -177,6 +181,8 @@ def calibrate(
         "load_average_before": before,
         "load_average_after": after,
         "scenario": str(scenario_path),
+        "fidelity_mode": summaries[0].get("fidelity_mode", scenario.fidelity.mode),
+        "dilation": sorted({float(summary.get("dilation") or 1.0) for summary in summaries}),
         "runs": [str(run) for run in runs],
         "failed_runs": len(results) - len(runs),
         "samples": samples,

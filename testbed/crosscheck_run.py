@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from testbed.calibrate import csv_rows as read_csv
 from testbed.calibrate import load_average, stage_ops
 from testbed.crosscheck import (
@@ -32,6 +34,7 @@ from testbed.crosscheck import (
     violations,
 )
 from testbed.scenario import Scenario, load_scenario
+from testbed.scenario_sim import calibration_digest
 from testbed.sweep import Cell, Variation, grid, run_sweep
 from testbed.sweep_results import CellResult, cell_result
 
@@ -87,6 +90,7 @@ def run_crosscheck(
         f"# Cross-check: {base.name} ({scenario_path}), real ({real_backend}) against sim\n\n"
         f"Host load average (1, 5, 15 min) before the real runs: {load_before}; after: {load_after}.\n"
         + "".join(f"Overrides: `--set {s}`\n" for s in extra)
+        + calibration_note(base)
         + "\n"
     )
     ops = ["", "Task durations per op (the execution model's parts):", "", *task_durations(out, cells, base)]
@@ -97,6 +101,20 @@ def run_crosscheck(
         f"{side}/{r.name} ({r.status})" for side in SIDES for r in results[side].values() if r.status != "ok"
     ]
     return Crosscheck(errors, failed)
+
+
+def calibration_note(scenario: Scenario) -> str:
+    """Which calibration the sim side used, and a warning when it was measured in another
+    fidelity mode than the scenario runs in (its times then mean other seconds)."""
+    path = scenario.simulation.calibration
+    if path is None:
+        return "Simulated with the execution model's defaults (no calibration).\n"
+    note = f"Calibration: `{path}` (SHA-256 {calibration_digest(path)[:12]})"
+    measured = (yaml.safe_load(Path(path).read_text()) or {}).get("measured") or {}
+    mode = measured.get("fidelity_mode") if isinstance(measured, dict) else None
+    if mode is not None and mode != scenario.fidelity.mode:
+        note += f"; **measured in {mode} mode, the scenario runs {scenario.fidelity.mode}**"
+    return note + "\n"
 
 
 def _numbers_by_cell(
