@@ -16,7 +16,8 @@ runner, then fits, from the runs' tables (``fit``):
 
 Every time is in the runs' emulated seconds (wall / dilation). The file it writes is a
 calibration file (``testbed/scenario_sim.py``): ``simulation`` (those fields) and ``measured``
-(the command, host, cores, load average before and after, the runs' fidelity mode and
+(the command, host, cores, load average before and after the runs it made, how many runs it
+found already made in ``--runs`` (their load is not known), the runs' fidelity mode and
 dilation, runs and samples per value). Its times are emulated seconds of the mode it was
 measured in: an unisolated calibration holds the host's contention at its load, a faithful one
 a node's own share; a scenario should use the one of its mode.
@@ -164,10 +165,11 @@ def calibrate(
     document (``simulation`` and ``measured``); an error when no run succeeded."""
     overrides = [*extra, "backend=local"]
     scenario = load_scenario(scenario_path, overrides)
+    cells = grid([], [scenario.seed + i for i in range(seed_count)])
+    reused = sum((work_dir / cell.name / "summary.json").exists() for cell in cells)
     before = load_average()
     results = run_sweep(scenario_path, [], seed_count, work_dir, overrides, 1, check)
     after = load_average()
-    cells = grid([], [scenario.seed + i for i in range(seed_count)])
     runs = [work_dir / c.name for c, r in zip(cells, results, strict=True) if r.status == "ok"]
     if not runs:
         raise RuntimeError(f"no calibration run succeeded; see {work_dir}/logs/")
@@ -180,6 +182,7 @@ def calibrate(
         "cores": os.cpu_count(),
         "load_average_before": before,
         "load_average_after": after,
+        "runs_reused": reused,
         "scenario": str(scenario_path),
         "fidelity_mode": summaries[0].get("fidelity_mode", scenario.fidelity.mode),
         "dilation": sorted({float(summary.get("dilation") or 1.0) for summary in summaries}),
