@@ -30,10 +30,12 @@ SIGNATURES = {
     "decide": ("snapshot", "provisioning"),
     "map": ("record",),
     "reduce": ("key", "values"),
+    "step": ("round", "key", "values"),
     "combine": ("key", "values"),
     "read": ("chunk",),
     "generate": ("split", "splits", "seed"),
     "reference": ("records",),
+    "sim_model": (),
 }
 """The arguments the testbed passes to each plugin method (positionally)."""
 

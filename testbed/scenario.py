@@ -85,6 +85,16 @@ class PolicySpec(Strict):
         "a scenario naming a plugin gets its own directory appended",
     )
 
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _no_strategy_plugins(cls, value: Any) -> Any:
+        if isinstance(value, str) and ":" in value:
+            raise ValueError(
+                "an import path, but recovery strategies are not pluggable yet (docs/plugins.md, "
+                "'What is not pluggable yet'); use spark, spark-checkpoint or pado"
+            )
+        return value
+
 
 # --------------------------------------------------------------------- task models
 
@@ -349,13 +359,22 @@ def parse_scenario(
 
 def workload_plugin_problems(job: PluginJob, index: int) -> list[str]:
     """What stops the job's workload plugin from running: it does not import, lacks
-    ``map``/``reduce``, takes other arguments, rejects its options, or has no input."""
+    ``map``/``reduce`` (or ``step`` for its ``iterations``), takes other arguments,
+    rejects its options, or has no input."""
     field = f"jobs.{index}.workload"
     try:
         plugin = find_plugin("workload", job.workload, field, WORKLOADS)
         built = plugin.build(job.options)
     except ScenarioError as exc:
         return exc.problems
+    iterations = getattr(built, "iterations", 0)
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
+        return [f"{field}: {job.workload}.iterations must be a whole number >= 0, got {iterations!r}"]
+    if iterations and not callable(getattr(built, "step", None)):
+        return [
+            f"{field}: {job.workload} ({source_of(plugin.target)}) has iterations = {iterations} "
+            "but no step(); define step(self, round, key, values)"
+        ]
     if job.input is None and getattr(built, "generate", None) is None:
         return [
             f"jobs.{index}.input: {job.workload} ({source_of(plugin.target)}) has no generate(): "

@@ -68,9 +68,13 @@ def calibration_used(path: str | None) -> dict[str, str] | None:
 
 
 def simulate(
-    scenario: Scenario, run_dir: Path, progress: Callable[[SimShell, float], None] | None = None
+    scenario: Scenario,
+    run_dir: Path,
+    progress: Callable[[SimShell, float], None] | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> tuple[SimShell, bool]:
-    """Run the scenario on the simulator into ``run_dir`` (its journal and tables)."""
+    """Run the scenario on the simulator into ``run_dir`` (its journal and tables); ``stop``:
+    asked now and then, a reason to end the run early (``SimShell.run``)."""
     core = LegacyCore(scenario, SIM_RUN_ID, run_dir)
     model = ExecutionModel(scenario, core.ideal_memory_mb)
     shell = SimShell(
@@ -78,7 +82,7 @@ def simulate(
     )
     with core.loop:
         try:
-            shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None)
+            shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None, stop)
         finally:
             ok = core.finish(shell.heap.now)
     return shell, ok

@@ -1,7 +1,8 @@
 """The eviction-recovery strategies on the running master: ``spark``, ``spark-checkpoint``, ``pado``.
 
-The pure decisions live in ``master/policies/lineage.py`` and
-``master/policies/pado.py``; ``spark.py`` and ``pado.py`` here map them onto the
+The pure decisions live in ``master/policies/lineage.py``, the Pado compiler in
+``master/policies/pado.py`` and Pado's runtime rules in ``pado_rules.py``;
+``spark.py`` and ``pado.py`` here map them onto the
 physical plans of our workloads (``testbed/workloads/*.plan``) and apply them to
 the master's job states. The master calls one hook per event (job submitted,
 task ready, task launched, task succeeded, block received, push delivered,

@@ -9,8 +9,9 @@ accepts one attempt per (task, receiver), and the receiver reads exactly the
 committed blocks, as they are committed (incremental receivers). Outputs bound
 for a commutative and associative receiver are held on their node and pushed
 as partial aggregates; transient tasks read their sources through their
-agent's input cache and prefer a node that caches them. The pure decisions are
-``master/policies/pado.py``'s.
+agent's input cache and prefer a node that caches them. The compiler is
+``master/policies/pado.py``; the ledger and the flush and executor rules are
+``master/strategies/pado_rules.py``'s; the rest of the runtime is here.
 """
 
 from __future__ import annotations
@@ -24,15 +25,8 @@ from master.core.nodes import NodeRecord
 from master.core.ports import StrategyPort
 from master.dag import LogicalDag
 from master.policies.base import NodeClass
-from master.policies.pado import (
-    Block,
-    Executor,
-    LruCache,
-    Push,
-    choose_executor,
-    compile_pado,
-    should_flush,
-)
+from master.policies.pado import compile_pado
+from master.strategies.pado_rules import Block, Executor, Push, choose_executor, should_flush
 from master.strategies.pado_state import (
     Aggregate,
     Held,
@@ -43,6 +37,7 @@ from master.strategies.pado_state import (
     push_block_id,
 )
 from master.strategies.spark import BOTH, SparkStrategy, logical_dag, shuffle_consumers, stage_classes
+from testbed.lru import LruCache
 from testbed.protocol import (
     BlockReceived,
     BlockRef,

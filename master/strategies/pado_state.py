@@ -8,7 +8,8 @@ from typing import Any
 from master.core.jobs import TaskKey
 from master.core.nodes import NodeRecord
 from master.policies.base import NodeClass
-from master.policies.pado import AggregationLimits, Block, CommitLedger, PadoPlan, Push, aggregates_partially
+from master.policies.pado import PadoPlan, aggregates_partially
+from master.strategies.pado_rules import AggregationLimits, Block, CommitLedger, Push
 from master.strategies.spark import physical_operators, shuffle_consumers
 from testbed.protocol import FlushAggregate, PushDelivered, PushedPart
 from testbed.scenario import ScenarioError

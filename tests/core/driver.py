@@ -7,6 +7,7 @@ whatever the test says. Every command the core returns is kept in ``log``.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -173,7 +174,7 @@ def up(node_id: str, node_class: str, core: MasterCore, session: int = 1) -> Nod
         incarnation=f"i-{node_id}",
         session=session,
         host="127.0.0.1",
-        port=9,
+        port=1024 + zlib.crc32(node_id.encode()) % 50000,  # a URL of its own
         slots=spec.slots,
         memory_mb=spec.memory_mb,
     )
