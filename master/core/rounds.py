@@ -10,6 +10,7 @@ task started elsewhere) is dropped, and the task waits for the next round.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 
 from master.core.jobs import JobRuntime, TaskKey, TaskRecord
@@ -33,6 +34,8 @@ from master.policies.cloudcoaster import revocation_outcome
 from master.policies.window import PendingWindow
 from testbed.journal_tables import columns
 from testbed.protocol import LaunchTask, TaskSpec
+
+log = logging.getLogger("master")
 
 Pending = dict[str, tuple[JobRuntime, TaskKey]]
 
@@ -192,6 +195,14 @@ class SchedulingRound:
         located = pending.pop(decision.task_id, None)
         if node is None or located is None or not _may_start(node, decision.task_id):
             return
+        if not _fits(node, decision.memory_mb):  # a policy's decision is checked, not trusted
+            log.warning(
+                "%s refused: %s has no free slot or less than %d MB free",
+                decision.task_id,
+                node.node_id,
+                decision.memory_mb,
+            )
+            return  # the task waits for another round
         if decision.task_id in node.queued:
             node.queued.remove(decision.task_id)
         job, key = located
@@ -292,3 +303,11 @@ class SchedulingRound:
 def _may_start(node: NodeRecord, task_id: str) -> bool:
     """A node that is up takes any task; a draining one only runs its own queue to the end."""
     return node.status == "up" or (node.status == "draining" and task_id in node.queued)
+
+
+def _fits(node: NodeRecord, memory_mb: int) -> bool:
+    """Whether the node has a free slot and ``memory_mb`` free for one more task."""
+    if len(node.running) >= node.slots:
+        return False
+    used = sum(job.tasks[key].memory_mb for job, key in node.running.values())
+    return used + memory_mb <= node.memory_mb

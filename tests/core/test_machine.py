@@ -12,6 +12,7 @@ from pathlib import Path
 from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, LinkDown, LinkUp, OutputStaged, ProbeAnswered, Round
 from master.resume import recover
+from testbed.policy import Assign, ClusterSnapshot, Decision
 from testbed.protocol import EvictionNotice, FlushAggregate, NodeState, Resync
 from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
@@ -37,6 +38,32 @@ def test_a_whole_job_runs_and_each_partition_is_committed_once() -> None:
     commits = [(c.job_id, c.index) for c in driver.log if isinstance(c, cmd.CommitOutput)]
     assert sorted(commits) == [("j000", 0), ("j000", 1)]
     assert [c.ok for c in driver.log if isinstance(c, cmd.RunOver)] == [True]
+
+
+class Overbooking:
+    """A scheduler plugin that puts every pending task on one node, whatever it holds."""
+
+    needs_all_pending = True
+    name = "overbooking"
+
+    def __init__(self, node_id: str, memory_mb: int) -> None:
+        self.node_id, self.memory_mb = node_id, memory_mb
+
+    def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
+        return [Assign(t.task_id, self.node_id, self.memory_mb) for job in snapshot.jobs for t in job.pending]
+
+
+def test_a_policy_that_overbooks_a_node_gets_only_what_fits() -> None:
+    scenario = make_scenario()  # 4 maps; a transient node has 2 slots
+    slots = scenario.cluster.transient.slots
+    driver = Driver(scenario, scheduler=Overbooking("transient-0", 64))
+    driver.boot()
+    driver.do(Round())
+    assert [n for n, _ in launches(driver.log)] == ["transient-0"] * slots  # the rest wait
+    too_big = Driver(scenario, scheduler=Overbooking("transient-0", scenario.cluster.transient.memory_mb + 1))
+    too_big.boot()
+    too_big.do(Round())
+    assert launches(too_big.log) == []
 
 
 def test_a_duplicate_qos1_delivery_changes_nothing() -> None:
