@@ -25,8 +25,10 @@ _ON_NODE = ("running", "pushing")
 """The statuses of a task whose node holds it."""
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskRecord:
+    """One task's state (slotted: a simulated run holds a million of them)."""
+
     stage: int
     index: int
     status: TaskStatus = "pending"
@@ -52,16 +54,17 @@ class TaskRecord:
     predicted_s: float | None = None
     disk_mb_s: float = 0.0
     """Disk bandwidth the scheduler charged the running attempt to its node (elastic tasks)."""
-    excluded_nodes: set[str] = field(default_factory=set)
-    """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there."""
+    excluded_nodes: frozenset[str] = frozenset()
+    """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there
+    (replaced, never changed in place: the empty one is shared by every record)."""
     progress: JobProgress | None = field(default=None, repr=False, compare=False)
     """Told of every change of ``status``, ``available`` and ``node`` (set by the owning job)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _TRACKED:
-            if name == "status" and "status" in self.__dict__:
-                TASK.check(self.__dict__["status"], value)
-            progress = self.__dict__.get("progress")
+            if name == "status" and (status := getattr(self, "status", None)) is not None:
+                TASK.check(status, value)  # not the first status, set by __init__
+            progress = getattr(self, "progress", None)  # unset while __init__ runs
             if progress is not None:
                 progress.changing(self, name, value)
         object.__setattr__(self, name, value)
