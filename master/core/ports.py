@@ -8,13 +8,14 @@ test can hand a part a stand-in of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
 from master.core.strategy import Launch, Ready, StrategyEvent
+from master.core.timers import TimerHeap
 from master.policies.base import ClusterSnapshot, RunningTask
 from testbed.protocol import Message, TaskUpdate
 from testbed.scenario import Scenario
@@ -125,3 +126,53 @@ class CorePort(ClusterPort, Protocol):
 
     def commit_output(self, job_id: str, index: int, attempt: int) -> bool:
         """Commit the attempt's staged output if it was staged (``CommitOutput``)."""
+
+
+class ChaosCore(ClusterPort, Protocol):
+    """What the chaos world uses (``master.core.chaos``)."""
+
+    run_id: str
+    timers: TimerHeap
+
+    def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]: ...
+
+    def stored_bytes(self) -> dict[str, int]: ...
+
+    def record_eviction(
+        self, node: NodeRecord, reason: str, lifetime_s: float | None, tasks_running: int, bytes_lost: int
+    ) -> None: ...
+
+    def kill(self, node_id: str) -> None:
+        """Kill the node for real (``KillNode``)."""
+
+    def launch_node(self, node_class: str) -> NodeRecord: ...
+
+
+class ChaosRulesPort(Protocol):
+    """What the autoscaler asks of the chaos world (``master.core.chaos.ChaosWorld``)."""
+
+    @property
+    def doomed(self) -> set[str]: ...
+
+    def stop_replacing(self, node_class: str) -> None: ...
+
+    def launch_when_available(
+        self, node_class: str, launch: Callable[[], None], refused: Callable[[], None]
+    ) -> None: ...
+
+    def node_launched(self, node: NodeRecord) -> None: ...
+
+
+class ScalingCore(ClusterPort, Protocol):
+    """What the autoscaler part uses (``master.core.scaling``)."""
+
+    timers: TimerHeap
+    chaos: ChaosRulesPort
+
+    def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]: ...
+
+    def undrain(self, node: NodeRecord, reason: str) -> None: ...
+
+    def release_node(self, node: NodeRecord, reason: str) -> None: ...
+
+    def launch_node(self, node_class: str) -> NodeRecord: ...

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from master.core import commands as cmd
-from master.core.events import FromNode, ProbeAnswered, Round
+from master.core.events import EvictRequest, FromNode, ProbeAnswered, Round
 from master.core.jobs import JobRuntime
 from testbed.protocol import (
     BlockReceived,
@@ -26,6 +26,7 @@ from testbed.protocol import (
     TaskSpec,
     TaskUpdate,
 )
+from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches, sends, up
 
@@ -145,8 +146,9 @@ def test_no_transient_task_launches_while_a_receiver_has_no_reserved_node() -> N
     assert job(driver).tasks[(0, spec.index)].status == "pending"  # reopened: its receiver is gone
     stalled = driver.do(Round(), at=driver.now + 1.0)
     assert not launches(stalled) and not Driver.events_of(stalled, "receiver_set_up")
-    node, _ = driver.core.act(driver.now, driver.core.launch_node, "reserved")
-    driver.do(FromNode(node.node_id, up(node.node_id, "reserved", driver.core)))
+    # the core replaced the lost reserved node: its replacement comes up
+    node_id = [c.node_id for c in driver.log if isinstance(c, cmd.StartNode)][-1]
+    driver.do(FromNode(node_id, up(node_id, "reserved", driver.core)))
     order = kinds(driver.do(Round()))
     assert order.index(f"receiver_set_up {spec.task_id.replace('s0', 's1')}") < order.index(
         f"launch {spec.task_id}"
@@ -196,8 +198,7 @@ def test_a_transient_eviction_relaunches_only_the_nodes_uncommitted_tasks() -> N
     driver.do(Round())
     running = [s for n, s in running_maps(driver) if n == node_id]
     elsewhere = {s.task_id for n, s in driver.running().values() if n != node_id}
-    core = driver.core
-    core.act(driver.now, core.record_eviction, core.nodes[node_id], "manual", None, 0, 0)
+    driver.do(EvictRequest(EvictSpec(count=1), (node_id,)))
     lose(driver, node_id)
     statuses = {job(driver).task_id(k): r.status for k, r in job(driver).tasks.items()}
     assert {t for t, s in statuses.items() if s == "pending"} == {

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from master.core import commands as cmd
-from master.core.events import FromNode, Round
+from master.core.events import EvictRequest, FromNode, Round
 from master.core.jobs import JobRuntime
 from master.core.machine import MasterCore
 from master.core.recovery import HANDLERS
@@ -25,6 +25,7 @@ from master.core.strategy import (
 )
 from master.strategies import make_strategy
 from testbed.scenario import Scenario
+from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, up
 
@@ -95,8 +96,7 @@ def test_no_query_or_handler_changes_the_cores_state(strategy: str) -> None:
         if spec.push:
             driver.push(node_id, spec)
     lost = up(node_id, "transient", driver.core).model_copy(update={"state": "lost"})
-    core = driver.core
-    core.act(driver.now, core.record_eviction, core.nodes[node_id], "manual", None, 0, 0)
+    driver.do(EvictRequest(EvictSpec(count=1), (node_id,)))
     driver.do(FromNode(node_id, lost))
     driver.run_to_end()
     assert [e["status"] for e in driver.events("job_finished")] == ["succeeded"]
