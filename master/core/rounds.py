@@ -31,6 +31,7 @@ from master.policies.base import (
 )
 from master.policies.cloudcoaster import revocation_outcome
 from master.policies.window import PendingWindow
+from testbed.journal_tables import columns
 from testbed.protocol import LaunchTask, TaskSpec
 
 Pending = dict[str, tuple[JobRuntime, TaskKey]]
@@ -181,7 +182,7 @@ class SchedulingRound:
             task_id=decision.task_id,
             decision=decision.decision,
             node_id=decision.node_id,
-            **decision.detail,
+            **columns("decisions", decision.detail),
             detail=json.dumps(decision.detail, separators=(",", ":")),
         )
 
