@@ -300,3 +300,22 @@ def markdown(errors: Sequence[MetricError], tolerances: Mapping[str, Tolerance],
             if not p.agree
         ]
     return "\n".join(lines) + "\n"
+
+
+def op_table(real: Mapping[str, Sequence[float]], sim: Mapping[str, Sequence[float]]) -> list[str]:
+    """Which part of the execution model is off: each task op's mean attempt duration (launch to
+    end, succeeded attempts of every cell) for real and simulated, and their relative error."""
+    lines = [
+        "| op | real attempts | real mean s | sim attempts | sim mean s | rel error |",
+        "|---|---|---|---|---|---|",
+    ]
+    for op in sorted(real.keys() | sim.keys()):
+        r, s = real.get(op, ()), sim.get(op, ())
+        r_mean = sum(r) / len(r) if r else None
+        s_mean = sum(s) / len(s) if s else None
+        error = None if not r_mean or s_mean is None else (s_mean - r_mean) / r_mean
+        shown = [f"{v:.3g}" if v is not None else "n/a" for v in (r_mean, s_mean)]
+        lines.append(
+            f"| {op} | {len(r)} | {shown[0]} | {len(s)} | {shown[1]} | {_number(error, percent=True)} |"
+        )
+    return lines

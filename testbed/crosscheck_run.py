@@ -17,6 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
+from testbed.calibrate import csv_rows as read_csv
+from testbed.calibrate import load_average, stage_ops
 from testbed.crosscheck import (
     MetricError,
     RunNumbers,
@@ -26,9 +30,11 @@ from testbed.crosscheck import (
     compare,
     csv_rows,
     markdown,
+    op_table,
     violations,
 )
 from testbed.scenario import Scenario, load_scenario
+from testbed.scenario_sim import calibration_digest
 from testbed.sweep import Cell, Variation, grid, run_sweep
 from testbed.sweep_results import CellResult, cell_result
 
@@ -54,13 +60,6 @@ class Crosscheck:
                 f"limit {tolerance.text()}"
             )
         return lines
-
-
-def load_average() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
 
 
 def run_crosscheck(
@@ -91,14 +90,31 @@ def run_crosscheck(
         f"# Cross-check: {base.name} ({scenario_path}), real ({real_backend}) against sim\n\n"
         f"Host load average (1, 5, 15 min) before the real runs: {load_before}; after: {load_after}.\n"
         + "".join(f"Overrides: `--set {s}`\n" for s in extra)
+        + calibration_note(base)
         + "\n"
     )
-    (out / "crosscheck.md").write_text(head + markdown(errors, tolerances, seeds), encoding="utf-8")
+    ops = ["", "Task durations per op (the execution model's parts):", "", *task_durations(out, cells, base)]
+    text = head + markdown(errors, tolerances, seeds) + "\n".join(ops) + "\n"
+    (out / "crosscheck.md").write_text(text, encoding="utf-8")
     scatter(out, cells, out / "crosscheck.png")
     failed = [
         f"{side}/{r.name} ({r.status})" for side in SIDES for r in results[side].values() if r.status != "ok"
     ]
     return Crosscheck(errors, failed)
+
+
+def calibration_note(scenario: Scenario) -> str:
+    """Which calibration the sim side used, and a warning when it was measured in another
+    fidelity mode than the scenario runs in (its times then mean other seconds)."""
+    path = scenario.simulation.calibration
+    if path is None:
+        return "Simulated with the execution model's defaults (no calibration).\n"
+    note = f"Calibration: `{path}` (SHA-256 {calibration_digest(path)[:12]})"
+    measured = (yaml.safe_load(Path(path).read_text()) or {}).get("measured") or {}
+    mode = measured.get("fidelity_mode") if isinstance(measured, dict) else None
+    if mode is not None and mode != scenario.fidelity.mode:
+        note += f"; **measured in {mode} mode, the scenario runs {scenario.fidelity.mode}**"
+    return note + "\n"
 
 
 def _numbers_by_cell(
@@ -113,6 +129,26 @@ def _numbers_by_cell(
             if result.status == "ok":
                 runs.append(result.summary)
     return dict(grouped)
+
+
+def task_durations(out: Path, cells: list[Cell], scenario: Scenario) -> list[str]:
+    """The op table of every succeeded attempt (launch to end, emulated seconds) of both sides."""
+    ops_of = stage_ops(scenario)
+    sides: dict[str, dict[str, list[float]]] = {side: {} for side in SIDES}
+    for side in SIDES:
+        for cell in cells:
+            run = out / side / cell.name
+            if not (run / "summary.json").exists():
+                continue
+            dilation = float(json.loads((run / "summary.json").read_text()).get("dilation") or 1.0)
+            workloads = {row["job_id"]: row["workload"] for row in read_csv(run / "jobs.csv")}
+            for task in read_csv(run / "tasks.csv"):
+                workload = workloads.get(task["job_id"], "")
+                op = ops_of.get((workload, int(task["stage"])), f"{workload}.stage{task['stage']}")
+                if task["status"] == "succeeded":
+                    seconds = (float(task["end_s"]) - float(task["start_s"])) / dilation
+                    sides[side].setdefault(op, []).append(seconds)
+    return op_table(sides["real"], sides["sim"])
 
 
 def job_jcts(run_dir: Path) -> dict[str, float]:

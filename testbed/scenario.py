@@ -71,7 +71,9 @@ class PolicySpec(Strict):
     scheduler: str = Field(
         default="fifo", pattern=PLUGIN_NAME, description=f"{', '.join(SCHEDULERS)} or a plugin"
     )
-    strategy: Literal["spark", "spark-checkpoint", "pado"] = "spark"
+    strategy: str = Field(
+        default="spark", pattern=PLUGIN_NAME, description=f"{', '.join(STRATEGIES)} or a plugin"
+    )
     autoscaler: str = Field(
         default="static", pattern=PLUGIN_NAME, description=f"{', '.join(AUTOSCALERS)} or a plugin"
     )
@@ -84,16 +86,6 @@ class PolicySpec(Strict):
         description="directories plugin modules are imported from (relative: to the scenario file); "
         "a scenario naming a plugin gets its own directory appended",
     )
-
-    @field_validator("strategy", mode="before")
-    @classmethod
-    def _no_strategy_plugins(cls, value: Any) -> Any:
-        if isinstance(value, str) and ":" in value:
-            raise ValueError(
-                "an import path, but recovery strategies are not pluggable yet (docs/plugins.md, "
-                "'What is not pluggable yet'); use spark, spark-checkpoint or pado"
-            )
-        return value
 
 
 # --------------------------------------------------------------------- task models
@@ -415,12 +407,16 @@ def _resolve_plugin_path(data: dict[str, Any], scenario_dir: Path) -> list[str]:
 
 
 def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:
-    policies = (policy.get("scheduler", "fifo"), policy.get("autoscaler", "static"))
+    policies = (
+        policy.get("scheduler", "fifo"),
+        policy.get("strategy", "spark"),
+        policy.get("autoscaler", "static"),
+    )
     jobs = data.get("jobs")
     workloads = (
         [job.get("workload") for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
     )
-    return any(name not in (*SCHEDULERS, *AUTOSCALERS) for name in policies) or any(
+    return any(name not in (*SCHEDULERS, *STRATEGIES, *AUTOSCALERS) for name in policies) or any(
         isinstance(workload, str) and workload not in WORKLOADS for workload in workloads
     )
 

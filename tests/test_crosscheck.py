@@ -11,6 +11,7 @@ from testbed.crosscheck import (
     compare,
     csv_rows,
     markdown,
+    op_table,
     orders,
     parse_tolerances,
     violations,
@@ -124,3 +125,12 @@ def test_tables_hold_every_cell_and_metric() -> None:
     assert "| seedless=b | mean_jct_s | 4 (1) | 4 (1) | +0 | +0.0% | 10% ok |" in text
     assert "| seedless | a | 20.0% |" in text
     assert "pairs" in text
+
+
+def test_op_table_compares_mean_attempt_durations() -> None:
+    lines = op_table({"sort.map": [1.0, 3.0], "sort.reduce": [1.0]}, {"sort.map": [3.0], "x.y": [1.0]})
+    assert lines[2:] == [
+        "| sort.map | 2 | 2 | 1 | 3 | +50.0% |",
+        "| sort.reduce | 1 | 1 | 0 | n/a | n/a |",
+        "| x.y | 0 | n/a | 1 | 1 | n/a |",
+    ]

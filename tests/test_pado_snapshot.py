@@ -1,10 +1,11 @@
 """Under Pado the snapshot is a pure query: receivers get their reserved node in the strategy's
-tick before the round, never while a snapshot is being built."""
+``on_tick`` before the round, never while a snapshot is being built."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from master.core.strategy import Tick
 from tests.agents_stand_in import StandInAgents
 from tests.conftest import make_scenario, offline_master, shell_act
 
@@ -29,7 +30,7 @@ def test_a_snapshot_sets_up_no_receiver_and_the_tick_does(tmp_path: Path) -> Non
         again, _ = shell_act(master, master.core.snapshot)
         assert not state.receivers and journaled(tmp_path, "receiver_set_up") == 0
         assert first.jobs == again.jobs and not first.jobs[0].pending  # the maps wait for receivers
-        shell_act(master, master.core.strategy.tick, master.journal.now())  # the strategy writes to the core
+        shell_act(master, master.core.recovery.react, Tick())  # the strategy's decisions, applied by the core
         assert state.receivers == {(1, 0): "reserved-0", (1, 1): "reserved-0"}
         assert journaled(tmp_path, "receiver_set_up") == 2
         snapshot, _ = shell_act(master, master.core.snapshot)

@@ -52,6 +52,8 @@ class TaskRecord:
     predicted_s: float | None = None
     disk_mb_s: float = 0.0
     """Disk bandwidth the scheduler charged the running attempt to its node (elastic tasks)."""
+    pushes: bool = False
+    """The running attempt's output is pushed: it counts once committed (the strategy's ``Launch``)."""
     excluded_nodes: set[str] = field(default_factory=set)
     """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there."""
     progress: JobProgress | None = field(default=None, repr=False, compare=False)

@@ -51,12 +51,13 @@ from master.core.launch import Launcher
 from master.core.lifecycle import NODE
 from master.core.nodes import NodeRecord
 from master.core.outbox import CoreJournal, Outbox
-from master.core.ports import RecoveryStrategy, StrategyPort
 from master.core.records import RunRecords
+from master.core.recovery import Recovery
 from master.core.resume import Recovered, restore_job, resumed_arrivals, resuming
 from master.core.rounds import Pending, SchedulingRound
 from master.core.scaling import Scaling
 from master.core.senders import SenderCheck
+from master.core.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
 from master.policies import make_scheduler, stage_memory
@@ -89,7 +90,7 @@ class MasterCore:
         scenario: Scenario,
         run_id: str,
         *,
-        strategy: Callable[[StrategyPort], RecoveryStrategy],
+        strategy: Callable[[Scenario], Strategy],
         scheduler: Scheduler | None = None,
         autoscaler: Autoscaler | None = None,
         attach: bool = False,
@@ -132,7 +133,8 @@ class MasterCore:
         self.watch = NodeWatch(self)
         self.launcher = Launcher(self, self.records, self.outbox.put, attach, start_window)
         self.round = SchedulingRound(self, self.scheduler)
-        self.strategy = strategy(self)
+        self.strategy = strategy(scenario)
+        self.recovery = Recovery(self, self.strategy)
         self.chaos = ChaosWorld(self)
         self.round.unavailable = self.chaos.unavailable
         self.scaling = Scaling(self, autoscaler)
@@ -251,7 +253,7 @@ class MasterCore:
             return
         self.jobs[job.job_id] = job
         self.outbox.put(PrepareJob(job.job_id))
-        self.strategy.job_submitted(job)
+        self.recovery.react(JobSubmitted(job.job_id))
         self.journal.event(
             "job_submitted",
             job=job.job_id,
@@ -391,9 +393,9 @@ class MasterCore:
         elif isinstance(message, NodeState):
             self._node_state(node, message)
         elif isinstance(message, BlockReceived):
-            self.strategy.block_received(node, message)
+            self.recovery.react(BlockReported(node.node_id, message))
         elif isinstance(message, PushDelivered):
-            self.strategy.push_delivered(node, message)
+            self.recovery.react(PushReported(node.node_id, message))
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
             self.watch.heartbeat(node, message)
 
@@ -472,12 +474,13 @@ class MasterCore:
         # An evicted node ended when it was killed, not when its loss was heard: its replacement
         # may already be launching, and the record never shows more nodes than were alive.
         self.records.node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
-        self.strategy.before_node_lost(node)
+        interrupted = {}
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
-                for key in job.node_lost(node.node_id, node.url):
+                interrupted[job.job_id] = tuple(job.node_lost(node.node_id, node.url))
+                for key in interrupted[job.job_id]:
                     self.records.task_row(job, key, node, "lost", "node_lost", now)
-        self.strategy.after_node_lost(node)
+        self.recovery.react(NodeLost(node.node_id, node.node_class, interrupted))
         node.running.clear()
         node.launches.clear()
         node.sent_at.clear()
@@ -527,6 +530,6 @@ class MasterCore:
         for task_id, launch in node.launches.items():
             self.send(node.node_id, launch)
             node.sent_at[task_id] = now
-        self.strategy.resend(node)
+        self.recovery.react(Reconnected(node.node_id))
         self.send(node.node_id, Resync())
         return len(node.launches)
