@@ -5,20 +5,23 @@ arriving every ``--every`` seconds, each task ``--duration`` seconds) under a sc
 an eviction preset, simulated to its end; or a scenario file (``--scenario``). Printed: the
 simulated span, wall seconds, events popped off the clock and events handed to the master,
 events per wall second and peak RSS; ``--profile`` (slower) adds the share of the wall time
-the master's scheduling rounds took and the hot functions.
+the master's scheduling rounds took and the hot functions. ``--wall-limit S`` ends the run
+after S wall seconds (its unfinished jobs fail) and reports how far it got: the simulated
+seconds against the last job's arrival, and the jobs finished.
 
 Peer, the published figure (not re-run here): the Eagle/Hawk simulator (Delgado et al.,
 Eagle, SoCC 2016) simulates 15,000 workers in 15 to 30 minutes under PyPy, using 2 to 3 GB.
 
     python benchmarks/sim_scale.py --nodes 10000 --tasks 100000 [--scheduler fifo]
         [--lifetime high] [--round-gap 0.1] [--profile]
-    python benchmarks/sim_scale.py --scenario scenarios/sim-10k.yaml
+    python benchmarks/sim_scale.py --scenario scenarios/sim-10k.yaml [--wall-limit 600]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import csv
 import pstats
 import resource
 import sys
@@ -64,6 +67,27 @@ def built(args: argparse.Namespace) -> Scenario:
     return parse_scenario(data)
 
 
+def last_arrival_s(scenario: Scenario) -> float:
+    """When the scenario's last job arrives (run seconds): the span its arrivals cover."""
+    specs = [*scenario.jobs, *scenario.arriving_jobs()]
+    return max(scenario.trace(spec.submit_at + (spec.repeat - 1) * spec.every) for spec in specs)
+
+
+class WallLimit:
+    """Ends the simulation once ``seconds`` of wall time have passed (``simulate``'s ``stop``)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.started = time.perf_counter()
+        self.hit = False
+
+    def __call__(self) -> str | None:
+        if self.seconds is None or time.perf_counter() - self.started < self.seconds:
+            return None
+        self.hit = True
+        return f"the benchmark's wall limit of {self.seconds:g} s"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", type=Path)
@@ -77,22 +101,32 @@ def main() -> None:
     parser.add_argument("--lifetime", default="high")
     parser.add_argument("--round-gap", type=float, default=0.1)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--wall-limit", type=float, help="end the run after this many wall seconds")
     args = parser.parse_args()
     scenario = sim_scenario(load_scenario(args.scenario) if args.scenario else built(args))
     profile = cProfile.Profile() if args.profile else None
     with tempfile.TemporaryDirectory() as tmp:
-        started = time.perf_counter()
+        limit = WallLimit(args.wall_limit)
         if profile is not None:
             profile.enable()
-        shell, ok = simulate(scenario, Path(tmp))
+        shell, ok = simulate(scenario, Path(tmp), stop=limit)
         if profile is not None:
             profile.disable()
-        wall = time.perf_counter() - started
-        jobs = (Path(tmp) / "jobs.csv").read_text().count("\n") - 1
+        wall = time.perf_counter() - limit.started
+        table = Path(tmp) / "jobs.csv"  # none if the run ended before its first job
+        jobs = list(csv.DictReader(table.open(newline=""))) if table.exists() else []
     cluster = scenario.cluster
-    tasks = sum(job.repeat * getattr(job, "tasks", 0) for job in scenario.jobs)
+    tasks = sum(int(job["tasks"] or 0) for job in jobs)
+    finished = sum(job["status"] == "succeeded" for job in jobs)
+    if limit.hit:
+        span = last_arrival_s(scenario)
+        print(
+            f"wall limit of {args.wall_limit:g} s reached: {shell.heap.now:.0f} of {span:.0f} simulated s "
+            f"up to the last arrival ({min(1.0, shell.heap.now / span):.1%}), "
+            f"{finished} of {len(jobs)} jobs finished"
+        )
     print(
-        f"ours: {cluster.reserved.count + cluster.transient.count} nodes, {tasks} tasks in {jobs} jobs "
+        f"ours: {cluster.reserved.count + cluster.transient.count} nodes, {tasks} tasks in {len(jobs)} jobs "
         f"({scenario.policy.scheduler}, round_gap {scenario.simulation.round_gap:g} s): "
         f"{'ok' if ok else 'FAILED'}, {shell.heap.now:.0f} s simulated in {wall:.1f} s wall; "
         f"{shell.heap.popped} events ({shell.heap.popped / wall:.0f}/s), "

@@ -24,6 +24,7 @@ from testbed.scenario import (
     AUTOSCALERS,
     DEFAULT_TASK_MEMORY_MB,
     SCHEDULERS,
+    STRATEGIES,
     InlineProfile,
     PluginJob,
     Scenario,
@@ -152,6 +153,7 @@ def policy_plugins(scenario: Scenario) -> dict[str, Any]:
     """The scenario's plugins with their import path and version (provenance): the policies
     by role, and ``workloads`` by the name the jobs give them."""
     named = {"scheduler": (scenario.policy.scheduler, SCHEDULERS),
+             "strategy": (scenario.policy.strategy, STRATEGIES),
              "autoscaler": (scenario.policy.autoscaler, AUTOSCALERS)}  # fmt: skip
     plugins: dict[str, Any] = {
         role: find_plugin(role, name, f"policy.{role}").provenance()

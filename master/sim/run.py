@@ -24,6 +24,7 @@ from master.sim.shell import SimShell
 from testbed.progress import progress_counts
 from testbed.rundir import secure_run_dir
 from testbed.scenario import Scenario, to_yaml
+from testbed.scenario_sim import calibration_digest
 
 SIM_RUN_ID = "sim"
 """Every simulated run has the same run id: nothing outside it sees it, and its journal is then
@@ -52,6 +53,7 @@ def run_sim(scenario: Scenario, run_dir: Path, progress: bool = False) -> RunRes
             "backend": "sim",
             "simulation": {
                 **scenario.simulation.model_dump(mode="json"),
+                "calibration": calibration_used(scenario.simulation.calibration),
                 "events": shell.heap.popped,
                 "elapsed_s": round(elapsed, 3),
             },
@@ -60,10 +62,19 @@ def run_sim(scenario: Scenario, run_dir: Path, progress: bool = False) -> RunRes
     return RunResult(run_dir, ok, summary)
 
 
+def calibration_used(path: str | None) -> dict[str, str] | None:
+    """The calibration file a run's model came from: its path and the SHA-256 of its bytes."""
+    return None if path is None else {"path": path, "sha256": calibration_digest(path)}
+
+
 def simulate(
-    scenario: Scenario, run_dir: Path, progress: Callable[[SimShell, float], None] | None = None
+    scenario: Scenario,
+    run_dir: Path,
+    progress: Callable[[SimShell, float], None] | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> tuple[SimShell, bool]:
-    """Run the scenario on the simulator into ``run_dir`` (its journal and tables)."""
+    """Run the scenario on the simulator into ``run_dir`` (its journal and tables); ``stop``:
+    asked now and then, a reason to end the run early (``SimShell.run``)."""
     core = LegacyCore(scenario, SIM_RUN_ID, run_dir)
     model = ExecutionModel(scenario, core.ideal_memory_mb)
     shell = SimShell(
@@ -71,7 +82,7 @@ def simulate(
     )
     with core.loop:
         try:
-            shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None)
+            shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None, stop)
         finally:
             ok = core.finish(shell.heap.now)
     return shell, ok

@@ -43,8 +43,15 @@ class SimShell:
         self.handled = 0
         """Events handed to the core (the benchmark's count)."""
 
-    def run(self, limit_s: float, progress: Callable[[float], None] | None = None) -> bool:
-        """Until the core says the run is over, or ``limit_s`` of virtual time after time 0."""
+    def run(
+        self,
+        limit_s: float,
+        progress: Callable[[float], None] | None = None,
+        stop: Callable[[], str | None] | None = None,
+    ) -> bool:
+        """Until the core says the run is over, or ``limit_s`` of virtual time after time 0, or
+        ``stop`` (asked every 256 events) gives a reason to end it now (unfinished jobs fail
+        with that reason, as at the timeout)."""
         self._apply(self.core.start(self.heap.now))
         deadline: float | None = None
         while self.over is None:
@@ -61,8 +68,14 @@ class SimShell:
                 self._apply(self.core.abort(reason, self.heap.now))
                 break
             self.heap.step()
-            if progress is not None and not self.heap.popped % 256:
+            if self.heap.popped % 256:
+                continue
+            if progress is not None:
                 progress(self.heap.now)
+            reason = stop() if stop is not None else None
+            if reason is not None:
+                self._apply(self.core.abort(reason, self.heap.now))
+                break
         return bool(self.over)
 
     # ------------------------------------------------------------------ events into the core
