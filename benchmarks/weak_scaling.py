@@ -45,6 +45,7 @@ from testbed.scenario import parse_scenario
 MODES = {
     "unisolated": {"mode": "unisolated"},
     "faithful-auto": {"mode": "faithful", "dilation": "auto"},
+    "faithful-no-priority": {"mode": "faithful", "dilation": "auto", "priority": False},
 }
 SORT_JOB = {"workload": "sort", "size_mb": 24, "maps": 4, "reduces": 2, "memory_mb": 64}
 
@@ -110,7 +111,7 @@ async def bench(
             rows.append(await one_run(nodes, mode, size_mb, network_mbps))
             show(rows[-1])
     scaling = {}
-    for mode in modes:
+    for mode in modes if sizes else ():
         base = next(r["mean_jct_s"] for r in rows if r["mode"] == mode and r["nodes"] == sizes[0])
         scaling[mode] = {r["nodes"]: round(r["mean_jct_s"] / base, 3) for r in rows if r["mode"] == mode}
         print(f"JCT(N)/JCT({sizes[0]}) {mode}: {scaling[mode]}", flush=True)
@@ -145,7 +146,7 @@ def main() -> int:
     if args.fixed_dilation is not None:
         MODES["faithful-fixed"] = {"mode": "faithful", "dilation": args.fixed_dilation}
     modes = args.modes.split(",") if args.modes else list(MODES)
-    sizes = [int(n) for n in args.sizes.split(",")]
+    sizes = [int(n) for n in args.sizes.split(",") if n]  # --sizes "": repeatability only
     results = asyncio.run(
         bench(sizes, args.repeat, args.repeat_nodes, modes, args.size_mb, args.network_mbps)
     )

@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from master.chaos.controller import NotRunning
+from master.chaos_shell import NotRunning
 from master.disk_faults import output_disk_full
 from master.ports import ApiPort
 from master.providers.base import ForeignNodeError
@@ -82,7 +82,7 @@ class MasterApi:
         if not NUMBER.fullmatch(index) or not NUMBER.fullmatch(attempt):
             raise web.HTTPBadRequest(text="the index and the attempt are numbers")
         self._check_token(request, self.master.keys.output_cap(job_id, int(index), int(attempt)))
-        if job_id not in self.master.jobs:
+        if not self.master.view.has_job(job_id):
             raise web.HTTPNotFound(text="no such job output")
         staged = self._staged_path(job_id, int(index), int(attempt))
         partial = staged.with_suffix(".partial")
@@ -110,52 +110,15 @@ class MasterApi:
         return web.json_response(self.status())
 
     def status(self) -> dict[str, Any]:
-        master, core = self.master, self.master.core
+        view = self.master.view.status()
+        forged = view.pop("forged_messages")
         return {
-            "run_id": master.run_id,
-            "t": round(master.journal.now(), 3),
-            "started": core.clock_started,
-            "nodes": [
-                {"node": n.node_id, "class": n.node_class, "status": n.status, "running": sorted(n.running)}
-                for n in master.nodes.values()
-            ],
-            "jobs": [
-                {
-                    "job": j.job_id,
-                    "workload": j.workload,
-                    "status": j.status,
-                    "done": j.done_count,
-                    "running": j.running_count,
-                    "tasks": j.plan.total_tasks,
-                    "relaunched": j.relaunched,
-                }
-                for j in master.jobs.values()
-            ],
-            "tasks": self._running_tasks(),
-            "expected_jobs": core.expected_jobs,
-            "evictions": core.evictions,
-            "evicted": core.evicted,
-            "malformed_messages": master.codec.malformed,
-            "forged_messages": core.senders.forged,
+            "run_id": self.master.run_id,
+            "t": round(self.master.journal.now(), 3),
+            **view,
+            "malformed_messages": self.master.codec.malformed,
+            "forged_messages": forged,
         }
-
-    def _running_tasks(self) -> list[dict[str, Any]]:
-        tasks = []
-        for node in self.master.nodes.values():
-            for task_id, (job, key) in sorted(node.running.items()):
-                record = job.tasks[key]
-                tasks.append(
-                    {
-                        "task": task_id,
-                        "job": job.job_id,
-                        "node": node.node_id,
-                        "class": node.node_class,
-                        "attempt": record.attempt,
-                        "memory_mb": record.memory_mb,
-                        "started": record.started,
-                    }
-                )
-        return tasks
 
     async def _chaos_evict(self, request: web.Request) -> web.Response:
         """A live storm: ``{"count"|"fraction", "kind", "select"}`` or ``{"nodes": [...]}``."""

@@ -8,11 +8,11 @@ so the summary says so, and ``testbed run`` prints it at the end.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from testbed.journal import NodeLost, NodeStartFailed, NodeUp, events_of, read_events
 from testbed.scenario import Scenario
 
 CLASSES = ("reserved", "transient")
@@ -22,18 +22,13 @@ UNPLANNED_LOSSES = ("heartbeat_timeout", "crashed")
 
 def cluster_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
     """Nodes asked for, nodes up when the run started, failed starts and unplanned losses."""
-    events = _events(run_dir / "events.jsonl")
+    path = run_dir / "events.jsonl"
+    events = read_events(path).events if path.exists() else []
     asked = {c: getattr(scenario.cluster, c).count for c in CLASSES}
-    started: Counter[str] = Counter()
-    for event in events:
-        if event["event"] in ("run_started", "run_resumed"):
-            break
-        if event["event"] == "node_up":
-            started[event["class"]] += 1
-    failed = sum(1 for e in events if e["event"] == "node_start_failed")
-    lost = Counter(
-        e["reason"] for e in events if e["event"] == "node_lost" and e["reason"] in UNPLANNED_LOSSES
-    )
+    begun = next((i for i, e in enumerate(events) if e["event"] in ("run_started", "run_resumed")), None)
+    started = Counter(e["class"] for e in events_of(events[:begun], NodeUp))
+    failed = sum(1 for _ in events_of(events, NodeStartFailed))
+    lost = Counter(e["reason"] for e in events_of(events, NodeLost) if e["reason"] in UNPLANNED_LOSSES)
     cluster = {
         "asked": asked,
         "started": {c: started[c] for c in CLASSES},
@@ -61,10 +56,3 @@ def shortfall(cluster: dict[str, Any]) -> str | None:
             + " that no eviction caused"
         )
     return "; ".join(problems) or None
-
-
-def _events(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.endswith("}")]

@@ -5,9 +5,11 @@ Services: a Mosquitto ``broker``; the ``master`` (``testbed run --backend attach
 adopts the agents, and evicts and replaces them through the Docker socket); one service per
 node class with the scenario's count as replicas, its memory (+ the agent's own overhead)
 and the scale model's CPU share as limits, and the agent flags the master would give a
-node it launches. Every file a job reads is bind-mounted read-only at its own path on the
-master and the agents; the scenario's directory is mounted at ``/scenarios`` and the
-results directory at ``/results``. Relative paths are relative to the compose file.
+node it launches. Every file a job reads, and every plugin directory
+(``policy.plugin_path``: on the agents' ``PYTHONPATH``), is bind-mounted read-only at its
+own path on the master and the agents; the scenario's directory is mounted at
+``/scenarios`` and the results directory at ``/results``. Relative paths are relative to
+the compose file.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ def _master_overrides(given: Scenario, scenario: Scenario, overrides: list[str])
     for index, job in enumerate(scenario.jobs):
         if getattr(job, "input", None):
             pinned.append(f"jobs.{index}.input={json.dumps(os.path.realpath(job.input))}")
+    if scenario.policy.plugin_path:  # as mounted: the master's /scenarios is not the user's directory
+        pinned.append(f"policy.plugin_path={json.dumps(scenario.policy.plugin_path)}")
     return pinned
 
 
@@ -96,9 +100,10 @@ class _Stack:
         self.base = base
         self.master_overrides = master_overrides
         self.run_id = f"${{TESTBED_RUN_ID:-{scenario.name}}}"
+        self.plugin_dirs = [os.path.realpath(directory) for directory in scenario.policy.plugin_path]
         self.inputs = [
             {"type": "bind", "source": str(path), "target": str(path), "read_only": True}
-            for path in input_files(scenario)
+            for path in [*input_files(scenario), *self.plugin_dirs]
         ]
 
     def services(self) -> dict[str, Any]:
@@ -202,6 +207,11 @@ class _Stack:
             service["deploy"]["labels"] = {LABEL_RUN: self.run_id, LABEL_CLASS: node_class}
         if self.inputs:
             service["volumes"] = list(self.inputs)
+        if self.plugin_dirs:  # the workers import workload plugins from there (replacements copy it)
+            service["environment"] = {
+                **service["environment"],
+                "PYTHONPATH": os.pathsep.join(self.plugin_dirs),
+            }
         return service
 
 

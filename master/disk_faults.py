@@ -23,8 +23,7 @@ log = logging.getLogger(__name__)
 
 def output_disk_full(master: DiskFaultsPort, job_id: str, error: OSError) -> None:
     """An upload of the job's output hit ENOSPC at the master: the job fails now, saying so."""
-    job = master.jobs.get(job_id)
-    if job is None or job.status not in ("waiting", "running"):
+    if not master.view.job_active(job_id):
         return
     outputs = master.run_dir / "outputs" / job_id
     free = shutil.disk_usage(outputs).free

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from testbed.journal import check_event
-from testbed.journal_tables import ROWS_FROM_EVENTS, TABLES
+from testbed.journal_tables import ROWS_FROM_EVENTS, TABLES, check_row
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,8 @@ class Journal:
             listener(record)
 
     def row(self, table: str, **fields: Any) -> None:
+        """Append one row; ``JournalSchemaError`` if it is not as ``testbed.journal_tables`` declares."""
+        check_row(table, fields)
         entry = self._tables.get(table)
         if entry is None:
             try:

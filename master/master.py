@@ -4,10 +4,9 @@ MQTT messages become ``FromNode`` events, a round follows the backlog of
 received messages, the core's timers become event-loop timers, and every
 command is carried out here: a message is signed and published, the journal
 file written, an output renamed into place, a node launched, killed or released
-through the provider, an agent asked over HTTP. The chaos controller, the
-autoscaling shell and the HTTP API act on the core through this shell's
-methods (``master.ports``), each applied at the current time with its commands
-carried out at once (``_act``).
+through the provider, an agent asked over HTTP. The chaos rules and the
+autoscaler run in the core; a live eviction (the HTTP API's) and a full disk
+at the master are events too (``master.ports`` names what each part uses).
 """
 
 from __future__ import annotations
@@ -21,31 +20,33 @@ from pathlib import Path
 from typing import Any
 
 from master.api import MasterApi
-from master.autoscaling import AutoscalingShell
-from master.chaos.controller import ChaosController
+from master.chaos_shell import ChaosShell
 from master.core import commands as cmd
 from master.core.events import (
     Abort,
     Begin,
     Event,
+    EvictRequest,
     FromNode,
+    JobFailed,
     LinkDown,
     LinkUp,
     OutputStaged,
     ProbeAnswered,
     Round,
+    Stop,
     Wake,
 )
 from master.core.machine import MasterCore
 from master.core.nodes import NodeRecord
 from master.core.resume import Recovered
+from master.core.view import CoreView
 from master.disk_faults import journal_disk_full
 from master.journal import Journal
 from master.liveness import start_window
 from master.liveness_shell import probe_agent
 from master.node_start import NodeStarts
 from master.policies.base import Autoscaler
-from master.policies.static import StaticAutoscaler
 from master.providers.base import AdoptingProvider, NodeProvider
 from master.resume import prepare_restored_outputs
 from master.signing import CommandSigner
@@ -99,7 +100,13 @@ class Master:
         self.journal.on_disk_full = lambda error: journal_disk_full(self, error)
         window = start_window(os.cpu_count() or 2, scenario.cluster.start_window)
         self.core = MasterCore(
-            scenario, run_id, strategy=make_strategy, attach=attach, start_window=window, resume=recovered
+            scenario,
+            run_id,
+            strategy=make_strategy,
+            autoscaler=autoscaler,
+            attach=attach,
+            start_window=window,
+            resume=recovered,
         )
         self.signer = CommandSigner(self)
         self._kick = asyncio.Event()
@@ -111,10 +118,9 @@ class Master:
         """Helpers the run attached (its broker's keeper), stopped before the nodes are."""
         self.starts = NodeStarts(self.core, provider, self.keys, agent_command, agent_env or {}, node_env)
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
-        self.chaos = ChaosController(self)
-        self.core.round.unavailable = self.chaos.unavailable
+        self.view = CoreView(self.core)
+        self.chaos = ChaosShell(self)
         self.api = MasterApi(self)
-        self.autoscaling = AutoscalingShell(self, autoscaler or StaticAutoscaler())
 
     # ------------------------------------------------------------------ the core's state, read-only
 
@@ -142,11 +148,8 @@ class Master:
             self._execute(self.core.start(self.journal.now()))
             await self.starts.until_cluster_up(self.journal.now, self._handle)
             self.begin()
-            self.chaos.start()
-            self.autoscaling.start()
             await self._until_done(background)
         finally:
-            self.chaos.stop()
             for _, timer in self._timers:
                 timer.cancel()
             for task in background:
@@ -154,8 +157,7 @@ class Master:
             await asyncio.gather(*background, return_exceptions=True)
             for stop in self.stoppers:
                 await stop()
-            await self.autoscaling.stop()
-            self._act(self.core.end_nodes)
+            self._handle(Stop())
             await self._settle()
             await self.starts.shutdown()
             await self.link.close()
@@ -202,14 +204,10 @@ class Master:
 
     # ------------------------------------------------------------------ events in, commands out
 
-    def _handle(self, event: Event) -> None:
-        self._execute(self.core.handle(event, self.journal.now()))
-
-    def _act(self, operation: Callable[..., Any], *args: Any) -> Any:
-        """Apply one of the core's operations now and carry out its commands."""
-        result, commands = self.core.act(self.journal.now(), operation, *args)
+    def _handle(self, event: Event) -> list[cmd.Command]:
+        commands = self.core.handle(event, self.journal.now())
         self._execute(commands)
-        return result
+        return commands
 
     def _execute(self, commands: list[cmd.Command]) -> None:
         for command in commands:
@@ -248,8 +246,6 @@ class Master:
             path = self.run_dir / command.name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(command.text, encoding="utf-8")
-        elif isinstance(command, cmd.ReplaceLost):
-            self.chaos.replace_lost(self.core.nodes[command.node_id])
         elif isinstance(command, cmd.ClusterUp):
             self.starts.cluster_up.set()
         elif isinstance(command, cmd.RunOver):
@@ -313,16 +309,11 @@ class Master:
             await self._let_backlog_in()
             self._kick.clear()
             self.schedule_once()
-            self.autoscaling.step()
             await asyncio.sleep(0)
 
     def schedule_once(self) -> None:
         """One scheduling round now."""
         self._handle(Round())
-
-    def submit_job(self, spec: Any, ordinal: int) -> None:
-        """Submit the scenario's ``ordinal``-th job now (its arrival timer does so in a run)."""
-        self._act(self.core.submit_job, spec, ordinal)
 
     async def _let_backlog_in(self) -> None:
         """Messages the link has already received are handled before the round: one round
@@ -333,49 +324,17 @@ class Master:
                 return
             await asyncio.sleep(0)
 
-    # ------------------------------------------------------------------ for chaos, autoscaling, the API
+    # ------------------------------------------------------------------ for the API and full disks
 
-    def send(self, node_id: str, message: Message) -> None:
-        self._act(self.core.send, node_id, message)
-
-    def kick(self) -> None:
-        self._act(self.core.kick)
-
-    def drain(self, node: NodeRecord, reason: str) -> None:
-        self._act(self.core.drain, node, reason)
-
-    def undrain(self, node: NodeRecord, reason: str) -> None:
-        self._act(self.core.undrain, node, reason)
-
-    def release_node(self, node: NodeRecord, reason: str) -> None:
-        self._act(self.core.release_node, node, reason)
-
-    def record_eviction(
-        self, node: NodeRecord, reason: str, lifetime_s: float | None, tasks_running: int, bytes_lost: int
-    ) -> None:
-        self._act(self.core.record_eviction, node, reason, lifetime_s, tasks_running, bytes_lost)
+    def evict(self, request: EvictRequest) -> cmd.Evicted:
+        """A live eviction (``master.chaos_shell``): the core's answer, its kills carried out."""
+        return next(c for c in self._handle(request) if isinstance(c, cmd.Evicted))
 
     def fail_job(self, job_id: str, error: str) -> None:
-        self._act(self.core.fail_job, job_id, error)
+        self._handle(JobFailed(job_id, error))
 
     def fail_unfinished(self, reason: str) -> None:
-        self._act(self.core.records.fail_unfinished, reason)
+        self._handle(Abort(reason, journal=False))
 
     def output_staged(self, job_id: str, index: int, attempt: int) -> None:
         self._handle(OutputStaged(job_id, index, attempt))
-
-    def snapshot(self) -> Any:
-        return self._act(self.core.snapshot)
-
-    def running_views(self, node: NodeRecord) -> Any:
-        return self._act(self.core.running_views, node)
-
-    def stored_bytes(self) -> dict[str, int]:
-        return self.core.stored_bytes()
-
-    async def launch_node(self, node_class: str) -> NodeRecord:
-        node = self._act(self.core.launch_node, node_class)
-        launching = self.starts.launching.get(node.node_id)
-        if launching is not None:
-            await launching
-        return node

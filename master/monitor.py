@@ -257,14 +257,20 @@ def write_assessment(
     obs: Observations,
     throttling: dict[str, CpuStats],
     enforced: bool = True,
+    prioritised: bool = False,
 ) -> dict[str, Any]:
     """Assess the run and keep the verdict beside its journal (``fidelity.json``);
-    ``enforced``: whether the run could give a faithful scenario's nodes their shares."""
+    ``enforced``: whether the run could give a faithful scenario's nodes their shares;
+    ``prioritised``: whether its nodes and control plane had CPU priority over the host's
+    other processes (``testbed.cgroups.control_plane``)."""
     table, tasks = run_dir / "tasks.csv", []
     if table.exists():
         with table.open(newline="", encoding="utf-8") as handle:
             tasks = task_times(list(csv.DictReader(handle)))
-    block = assess(obs, tasks, slot_quotas(scenario), throttling, host_cores())
+    block = {
+        "prioritised": prioritised,
+        **assess(obs, tasks, slot_quotas(scenario), throttling, host_cores()),
+    }
     if scenario.fidelity.faithful and not enforced:
         block["problems"].append(UNENFORCED)
         block["distorted"] = True

@@ -7,6 +7,7 @@ Everything the run starts (broker, agents, their task workers) is stopped in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import json
 import logging
@@ -31,6 +32,7 @@ from master.resume import Recovered, check_resumable, recover
 from master.rundir import check_inputs, owning, record_inputs, tidy
 from master.scale_model import class_flags, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
+from testbed.cgroups import control_plane
 from testbed.fidelity import emulated, is_duration_key
 from testbed.journal_tables import JOB_TOTALS
 from testbed.mqtt import BrokerAddress
@@ -103,54 +105,62 @@ async def _run_owned(
     owned = broker is None  # a broker handed in is the caller's to restart
     broker = broker or make_broker(broker_url, backend_.host, run_dir / "logs" / "broker.log")
     address = master_address(broker) if broker else BrokerAddress.parse(broker_url)
-    try:
-        if broker is not None:
-            await broker.start()
-        master = Master(
-            scenario,
-            run_id,
-            run_dir,
-            provider,
-            address,
-            run_token(),
-            lambda node_id, node_class: agent_command(
-                scenario, run_id, address, node_id, node_class, backend_.agent_prefix
-            ),
-            http_host=backend_.host,
-            advertise=backend_.advertise,
-            attach=backend_.attach,
-            autoscaler=autoscaler,
-            agent_env=backend_.agent_env,
-            node_env=partial(agent_env, broker) if broker else external_login,
-            recovered=recovered,
-        )
-        if on_event is not None:
-            master.journal.listeners.append(lambda record: on_event(master, record))
-        if broker is not None:
-            keeper = BrokerKeeper(broker, master.journal.event, master.abort, master.journal.now)
-            keeper.start(restart=owned)
-            master.stoppers.append(keeper.stop)
-        shown = asyncio.create_task(show_progress(master.api.status)) if progress else None
-        sampler = Sampler(
-            master.journal.now, lambda: broker.process.pid if broker and broker.process else None
-        )
-        sampler.start()
+    priority = (
+        control_plane(cgroups, run_id)
+        if cgroups is not None and scenario.fidelity.priority
+        else contextlib.nullcontext(False)
+    )
+    with priority as prioritised:
         try:
-            ok = await master.run()
-        finally:
-            observations = await sampler.stop()
-            if shown is not None:
-                shown.cancel()
-                await asyncio.gather(shown, return_exceptions=True)
-    finally:
-        try:
-            await provider.close()
-        finally:
             if broker is not None:
-                await broker.close()
+                await broker.start()
+            master = Master(
+                scenario,
+                run_id,
+                run_dir,
+                provider,
+                address,
+                run_token(),
+                lambda node_id, node_class: agent_command(
+                    scenario, run_id, address, node_id, node_class, backend_.agent_prefix
+                ),
+                http_host=backend_.host,
+                advertise=backend_.advertise,
+                attach=backend_.attach,
+                autoscaler=autoscaler,
+                agent_env=backend_.agent_env,
+                node_env=partial(agent_env, broker) if broker else external_login,
+                recovered=recovered,
+            )
+            if on_event is not None:
+                master.journal.listeners.append(lambda record: on_event(master, record))
+            if broker is not None:
+                keeper = BrokerKeeper(broker, master.journal.event, master.abort, master.journal.now)
+                keeper.start(restart=owned)
+                master.stoppers.append(keeper.stop)
+            shown = asyncio.create_task(show_progress(master.api.status)) if progress else None
+            sampler = Sampler(
+                master.journal.now, lambda: broker.process.pid if broker and broker.process else None
+            )
+            sampler.start()
+            try:
+                ok = await master.run()
+            finally:
+                observations = await sampler.stop()
+                if shown is not None:
+                    shown.cancel()
+                    await asyncio.gather(shown, return_exceptions=True)
+        finally:
+            try:
+                await provider.close()
+            finally:
+                if broker is not None:
+                    await broker.close()
     observations.launch_ack_s = list(master.core.launch_acks.values())
     throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
-    write_assessment(run_dir, scenario, observations, throttling, enforced=not backend_.attach)
+    write_assessment(
+        run_dir, scenario, observations, throttling, enforced=not backend_.attach, prioritised=prioritised
+    )
     summary = summarize(run_dir, scenario, plugins)
     try:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

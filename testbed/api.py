@@ -19,11 +19,13 @@ a plugin that subclasses the Protocol; the master never probes for anything else
   optional ``provisioning_delay_s``, ``wake_at(snapshot, provisioning)`` and
   ``facts(snapshot)``.
 - :class:`Workload` (a job's ``workload``): ``map(record)`` and ``reduce(key, values)``;
-  optional ``combine(key, values)``, ``read(chunk)``, ``generate(split, splits, seed)``
-  and ``reference(records)``. It runs in the agents' worker processes (and in
-  ``testbed check-output``), not in the master.
+  optional ``iterations`` with ``step(round, key, values)``, ``combine(key, values)``,
+  ``read(chunk)``, ``generate(split, splits, seed)``,
+  ``reference(records)`` and ``sim_model()``. It runs in the agents' worker processes
+  (and in ``testbed check-output``); the master only imports it to check it and, on
+  ``--backend sim``, to ask it for its :class:`SimModel`.
 
-Any plugin class may declare ``api_version = "1.1"``, the version it was written
+Any plugin class may declare ``api_version = "1.2"``, the version it was written
 against: a different major version, or a newer minor one, is refused before the run.
 
 A plugin class is built with its options as keyword arguments (``policy.options.<name>``
@@ -36,6 +38,7 @@ A workload's options are its job's ``options``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from testbed.policy import (
@@ -60,9 +63,33 @@ from testbed.policy import (
     Undrain,
 )
 
-API_VERSION = "1.1"
+API_VERSION = "1.2"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
-:class:`Workload` and ``api_version``."""
+:class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
+``Workload.iterations``/``step``."""
+
+
+@dataclass(frozen=True)
+class SimModel:
+    """How the simulator (``--backend sim``) costs a workload plugin's tasks, in the terms
+    of its execution model (docs/simulation.md): a task computes for ``s_per_mb`` seconds
+    per MB of input (at its ideal memory), and its output is ``output_ratio`` bytes per
+    input byte, cut evenly into its partitions. Measure one with
+    ``testbed.testing.measure_sim_model`` on real tasks."""
+
+    map_s_per_mb: float
+    """Compute seconds of a map task per MB of its split."""
+    map_output_ratio: float
+    """Map output bytes (all partitions) per byte of the split."""
+    reduce_s_per_mb: float
+    """Compute seconds of a reduce task per MB of the map output it fetches."""
+    step_s_per_mb: float = 0.0
+    """Compute seconds of a ``step`` task per MB it fetches."""
+    step_output_ratio: float = 1.0
+    """A ``step`` task's output bytes per byte it fetches."""
+    generated_split_mb: float = 0.0
+    """MB one ``generate`` split yields (the map input of a job without ``input``, which
+    the simulator never generates); a split of input files is its byte range."""
 
 
 class Workload:
@@ -101,6 +128,19 @@ class Workload:
         the maps emitted for the key (or the combiner's results), in no set order."""
         raise NotImplementedError
 
+    iterations: int = 0
+    """Optional: the rounds of ``step`` between ``map`` and ``reduce`` (fixed when the job
+    is planned: a class attribute, or set from the options in ``__init__``). 0: map and
+    reduce only."""
+
+    step: Any = None
+    """Optional (required when ``iterations`` > 0): ``step(round, key, values) ->
+    Iterable[(key, value)]``, round 1..``iterations``: called once per key of the previous
+    stage's shuffled pairs, in key order, like ``reduce``; its pairs are partitioned,
+    spilled and shuffled to the next round (or to ``reduce``) like ``map``'s. State that
+    must survive a round (an adjacency list, a rank) travels in the pairs, as in
+    Hadoop's iterative jobs."""
+
     combine: Any = None
     """Optional: ``combine(key, values: list) -> value`` folds some values of one key into
     one, on the map side (at every spill and in the map's final merge) and before the
@@ -111,6 +151,13 @@ class Workload:
     """Optional: ``generate(split, splits, seed) -> Iterable[bytes]``, the input of map
     task ``split`` of ``splits`` as chunks of whole records, for a job without
     ``input`` (synthetic data, deterministic in its arguments)."""
+
+    sim_model: Any = None
+    """Optional: ``sim_model() -> SimModel``, the plugin's task costs for ``--backend sim``
+    (with the plugin's options: a generated split's size may depend on them). A scenario's
+    ``simulation.ops`` entries ``<workload>.map``/``<workload>.reduce`` override it. None:
+    the simulator gives its tasks no compute time (only launch overhead and fetches) and
+    its generated splits no bytes."""
 
     reference: Any = None
     """Optional: ``reference(records) -> Iterable[str]``, the job's output lines computed
@@ -139,6 +186,7 @@ __all__ = [
     "RunningTask",
     "ScaleDecision",
     "Scheduler",
+    "SimModel",
     "Undrain",
     "Workload",
 ]

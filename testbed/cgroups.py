@@ -14,6 +14,12 @@ throttled: the fidelity monitor's evidence that the node got no more than its sh
   (a group this user owns, with ``cpu`` in its ``cgroup.controllers`` and no process
   in it), e.g. made by ``systemd-run --user -p Delegate=yes``.
 
+Priority: a quota caps a node, it does not guarantee it the CPU when other processes
+of the host want it too. So ``<base>`` gets the highest weight (v1 ``cpu.shares``, v2
+``cpu.weight``), and the master and its broker run in ``<base>/<run>/control``
+(``control_plane``) for the run's length: on a busy host the run's processes are served
+first, each node up to its quota, and the run is slowed by no one but itself.
+
 ``detect`` finds a usable one or raises ``CgroupUnavailable`` with one line saying how
 to enable it.
 """
@@ -21,13 +27,19 @@ to enable it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 PERIOD_US = 100_000
+TOP_WEIGHT = {1: ("cpu.shares", "262144"), 2: ("cpu.weight", "10000")}
+"""The largest weight of each version: ``<base>`` wins the host's CPU over other processes."""
+CONTROL = "control"
 ENV_BASE = "TESTBED_CGROUP"
+log = logging.getLogger(__name__)
 HOW_TO = (
     "run as root (cgroup v1 or v2), or give a delegated cgroup v2 subtree in "
     f"{ENV_BASE} (a group you own, cpu in its cgroup.controllers), or set "
@@ -62,20 +74,34 @@ class CpuCgroups:
 
     def create(self, run_id: str, node_id: str, cores: float) -> Path:
         """The node's group, with a quota of ``cores`` (a fraction is fine)."""
-        run_dir = self.run_dir(run_id)
-        node_dir = run_dir / node_id
+        node_dir = self._group(run_id, node_id)
         quota = max(1000, round(cores * PERIOD_US))
         if self.version == 1:
-            node_dir.mkdir(parents=True, exist_ok=True)
             _write(node_dir / "cpu.cfs_period_us", str(PERIOD_US))
             _write(node_dir / "cpu.cfs_quota_us", str(quota))
-            return node_dir
-        for parent in (self.base, run_dir):  # a group's controllers come from its parent
-            parent.mkdir(parents=True, exist_ok=True)
-            _write(parent / "cgroup.subtree_control", "+cpu")
-        node_dir.mkdir(exist_ok=True)
-        _write(node_dir / "cpu.max", f"{quota} {PERIOD_US}")
+        else:
+            _write(node_dir / "cpu.max", f"{quota} {PERIOD_US}")
         return node_dir
+
+    def _group(self, run_id: str, name: str) -> Path:
+        """``<base>/<run>/<name>``, its parents made (v2: with the cpu controller delegated)."""
+        run_dir = self.run_dir(run_id)
+        if self.version == 2:
+            for parent in (self.base, run_dir):  # a group's controllers come from its parent
+                parent.mkdir(parents=True, exist_ok=True)
+                _write(parent / "cgroup.subtree_control", "+cpu")
+        (run_dir / name).mkdir(parents=True, exist_ok=True)
+        return run_dir / name
+
+    def prioritise(self) -> bool:
+        """Give ``<base>`` the top weight; False where this user may not (a delegated subtree's
+        own weight is its parent's to set)."""
+        name, value = TOP_WEIGHT[self.version]
+        try:
+            _write(self.base / name, value)
+        except OSError:
+            return False
+        return True
 
     def stats(self, group: Path) -> CpuStats:
         fields = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines() if " " in line)
@@ -105,6 +131,48 @@ class CpuCgroups:
 def join(group: Path, pid: int | None = None) -> None:
     """Move a process (default: this one) into ``group``; its children are born there."""
     _write(group / "cgroup.procs", str(pid or os.getpid()))
+
+
+@contextlib.contextmanager
+def control_plane(cgroups: CpuCgroups, run_id: str) -> Iterator[bool]:
+    """Run the block (the master, and the broker and agents it starts) in the run's
+    top-weight ``control`` group, then move this process back where it was.
+
+    Yields whether the run's processes have priority over the host's other ones: False
+    when ``<base>``'s weight or the move is refused (the run goes on, unprioritised).
+    """
+    origin = own_group(cgroups.version)
+    moved = False
+    try:
+        group = cgroups._group(run_id, CONTROL)
+        nested = origin is not None and origin.is_relative_to(cgroups.base)  # a run inside a run
+        if origin is not None and not nested and cgroups.prioritise():
+            join(group)
+            moved = True
+    except OSError as exc:
+        log.warning("the control plane runs without CPU priority: %s", exc)
+    try:
+        yield moved
+    finally:
+        if moved and origin is not None:
+            with contextlib.suppress(OSError):
+                join(origin)
+        with contextlib.suppress(OSError):
+            os.rmdir(cgroups.run_dir(run_id) / CONTROL)
+        cgroups.remove_run(run_id)
+
+
+def own_group(version: int, table: str | None = None, mounts: str | None = None) -> Path | None:
+    """The group this process is in, in the hierarchy of ``version`` (None if not found)."""
+    table = Path("/proc/self/cgroup").read_text() if table is None else table
+    v1, v2 = _mount_points(Path("/proc/self/mounts").read_text() if mounts is None else mounts)
+    for line in table.splitlines():
+        number, controllers, path = line.split(":", 2)
+        if version == 1 and v1 is not None and "cpu" in controllers.split(","):
+            return v1 / path.lstrip("/")
+        if version == 2 and v2 is not None and number == "0" and not controllers:
+            return v2 / path.lstrip("/")
+    return None
 
 
 def _write(path: Path, value: str) -> None:

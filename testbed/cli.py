@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agents.cli import add_agent_arguments, port_number, run_agent
 from testbed.durations import parse_duration
@@ -21,6 +21,7 @@ from testbed.limits import MAX_DURATION_S, within_max_duration
 from testbed.processes import RunTerminated
 from testbed.report import add_report_commands
 from testbed.scenario import Scenario, ScenarioError, load_scenario
+from testbed.sim_cli import add_simulator_commands
 from testbed.workloads.cli import add_workload_commands
 
 if TYPE_CHECKING:
@@ -143,30 +144,40 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_commands(sub)
     add_workload_commands(sub)
 
-    sweep = sub.add_parser("sweep", help="run a grid of scenario variants over several seeds")
-    sweep.add_argument("scenario", type=Path)
-    sweep.add_argument(
-        "--vary",
-        action="append",
-        default=[],
-        metavar="KEY.PATH=V1,V2,...",
-        help="a field and its values (repeatable: the grid is their product)",
+    sweep = _grid_parser(
+        sub, "sweep", "run a grid of scenario variants over several seeds", "the grid is their product"
     )
-    sweep.add_argument("--seeds", type=int, default=1, help="seeds per cell: seed, seed+1, ... (default 1)")
     sweep.add_argument(
         "--repeats",
         type=int,
         default=1,
         help="runs of each seed (default 1): their spread is the host's noise, not the eviction schedule's",
     )
-    sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     sweep.add_argument("--out", type=Path, help="sweep directory (default sweeps/<name>); reruns resume it")
     sweep.set_defaults(handler=cmd_sweep)
+
+    add_simulator_commands(sub, _grid_parser)
 
     broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
     broker.add_argument("--host", default="127.0.0.1")
     broker.add_argument("--port", type=port_number, default=1883)
     broker.set_defaults(handler=cmd_broker)
+    return parser
+
+
+def _grid_parser(sub: Any, name: str, text: str, vary: str) -> argparse.ArgumentParser:
+    """A command over a grid of scenario variants and seeds: SCENARIO, --vary, --seeds, --set."""
+    parser = sub.add_parser(name, help=text)
+    parser.add_argument("scenario", type=Path)
+    parser.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=V1,V2,...",
+        help=f"a field and its values ({vary})",
+    )
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per cell: seed, seed+1, ... (default 1)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     return parser
 
 
@@ -240,15 +251,17 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 
 def build_policies(scenario: Scenario, path: str) -> None:
-    """Build the scenario's scheduler and autoscaler (built-in or plugin, with their options):
+    """Build the scenario's scheduler, strategy and autoscaler (built-in or plugin, with their options):
     a problem is a ``ScenarioError`` whose lines name the scenario file. The task models are
     scaled by the dilation, so ``dilation: auto`` is resolved for this host first."""
     from master.policies import make_autoscaler, make_scheduler
     from master.scale_model import resolve
+    from master.strategies import make_strategy
 
     scenario = resolve(scenario)
     try:
         make_scheduler(scenario)
+        make_strategy(scenario)
         make_autoscaler(scenario)
     except ScenarioError as exc:
         raise ScenarioError([f"{path}: {problem}" for problem in exc.problems]) from None
@@ -450,13 +463,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise UsageError("--repeats: expected a whole number >= 1")
     variations = [Variation.parse(text) for text in args.vary]
-    out = args.out or Path("sweeps") / load_scenario(args.scenario, args.overrides).name
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"testbed sweep --out: cannot create the sweep directory: {exc}") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise UsageError(f"testbed sweep --out: cannot write into {out}; choose another directory")
+    out = sweep_dir(args.out or Path("sweeps") / load_scenario(args.scenario, args.overrides).name, "sweep")
     results = run_sweep(
         args.scenario,
         variations,
@@ -476,6 +483,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{len(failed)} of {len(results)} runs failed: {names}; see {logs}/<run>.log", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def sweep_dir(out: Path, command: str) -> Path:
+    """``out`` created and writable, else a ``UsageError`` naming ``command``'s ``--out``."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"testbed {command} --out: cannot create the directory: {exc}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise UsageError(f"testbed {command} --out: cannot write into {out}; choose another directory")
+    return out
 
 
 def cmd_agent(args: argparse.Namespace) -> int:

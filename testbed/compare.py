@@ -219,14 +219,16 @@ def _samples(run: RunData) -> dict[str, list[float]]:
 
 
 def run_labels(runs: list[RunData]) -> list[str]:
-    """Short unique labels: the policy axes that differ (else the strategy), then the
+    """Short unique labels: the policy axes that differ (else the workload plugins' versions
+    when those differ, else the strategy), then the
     scenario's name, the seed, the scenario settings that differ (``lifetime=high``) and
     last a run number (the legend gives each run's directory), as far as needed to tell
     the runs apart."""
-    varying = [axis for axis in POLICY_AXES if len({run.policy_label(axis) for run in runs}) > 1] or [
-        "strategy"
-    ]
-    labels = ["+".join(run.policy_label(axis) for axis in varying) for run in runs]
+    varying = [axis for axis in POLICY_AXES if len({run.policy_label(axis) for run in runs}) > 1]
+    if not varying and len({run.plugin_workloads for run in runs}) > 1:  # versions of a workload plugin
+        labels = [run.plugin_workloads or "built-in workloads" for run in runs]
+    else:
+        labels = ["+".join(run.policy_label(axis) for axis in varying or ["strategy"]) for run in runs]
     if len(set(labels)) < len(labels) and len({run.name for run in runs}) > 1:
         labels = [f"{run.name}: {label}" for label, run in zip(labels, runs, strict=True)]
     if len(set(labels)) < len(labels) and len({str(run.seed) for run in runs}) == len(runs):
@@ -273,7 +275,9 @@ def _shared_summary_keys(runs: list[RunData]) -> list[str]:
 
 
 def _policy_text(run: RunData) -> str:
-    return " / ".join(run.policy_label(axis) for axis in POLICY_AXES)
+    """The policy axes, then the run's workload plugins with their versions, if any."""
+    policy = " / ".join(run.policy_label(axis) for axis in POLICY_AXES)
+    return f"{policy}; workloads: {run.plugin_workloads}" if run.plugin_workloads else policy
 
 
 def _interval_times(value: Estimate | None) -> str:

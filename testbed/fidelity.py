@@ -12,6 +12,8 @@ bandwidths divided by ``dilation``, and every trace-time duration is stretched b
 ``dilation``; reports divide wall seconds by it again (emulated seconds). ``auto``
 picks the smallest factor for which the cluster's cores at its peak node count fit the
 host's cores left to the master and the broker (``control_plane_cores``).
+``priority`` (faithful local runs, on by default) serves the run's processes first on a
+busy host (``testbed.cgroups.control_plane``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ class FidelitySpec(BaseModel):
     dilation: Literal["auto"] | Annotated[float, Field(ge=1, le=1000)] = 1.0
     control_plane_cores: float = Field(
         default=CONTROL_PLANE_CORES, ge=0, description="cores kept for the master and broker (auto dilation)"
+    )
+    priority: bool = Field(
+        default=True,
+        description="faithful local runs: the nodes, master and broker get the CPU before the host's other "
+        "processes (a quota caps a node; priority makes sure it gets its share on a busy host)",
     )
 
     @model_validator(mode="after")

@@ -474,11 +474,11 @@ class _Kind:
     types: dict[str, tuple[type, ...]]
 
 
-def _runtime_types(annotation: Any) -> tuple[type, ...]:
+def runtime_types(annotation: Any) -> tuple[type, ...]:
     """The classes a JSON value of the annotated type may be (a float field takes an int too)."""
     origin = get_origin(annotation)
     if origin in (Union, types.UnionType):
-        return tuple(t for arg in get_args(annotation) for t in _runtime_types(arg))
+        return tuple(t for arg in get_args(annotation) for t in runtime_types(arg))
     if origin is Literal:
         return tuple({type(value) for value in get_args(annotation)})
     if origin is not None:
@@ -490,7 +490,7 @@ def _runtime_types(annotation: Any) -> tuple[type, ...]:
 
 def _kind(event: type[Event]) -> _Kind:
     hints = get_type_hints(event)
-    fields = {name: _runtime_types(hint) for name, hint in hints.items() if name not in ("t", "event")}
+    fields = {name: runtime_types(hint) for name, hint in hints.items() if name not in ("t", "event")}
     required = frozenset(event.__required_keys__) - {"t", "event"}  # type: ignore[attr-defined]
     return _Kind(required, fields)
 

@@ -1,12 +1,16 @@
 """The run journal's CSV tables: each row's columns and their types, and the rows made from events.
 
 Part of the journal's schema (``testbed.journal`` declares the events): the
-master's writer takes each table's columns from ``TABLES`` and, for an event
-kind in ``ROWS_FROM_EVENTS``, writes the row made from the event.
+master's writer takes each table's columns from ``TABLES``, checks every row
+against them (``check_row``: a column not declared here, or a value of the
+wrong type, is a bug and raises) and, for an event kind in ``ROWS_FROM_EVENTS``,
+writes the row made from the event.
 """
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any, TypedDict, get_type_hints
+
+from testbed.journal import JournalSchemaError, runtime_types
 
 
 class TaskRow(TypedDict, total=False):
@@ -80,8 +84,8 @@ class DecisionRow(TypedDict, total=False):
     task_id: str
     decision: str
     node_id: str
-    memory_mb: int
-    ideal_memory_mb: int
+    memory_mb: float
+    ideal_memory_mb: float
     allocation_ratio: float
     predicted_duration_s: float
     detail: str
@@ -106,6 +110,36 @@ TABLE_ROWS: dict[str, type[Mapping[str, Any]]] = {
 }
 TABLES: dict[str, tuple[str, ...]] = {name: tuple(row.__annotations__) for name, row in TABLE_ROWS.items()}
 """Each CSV table's columns, in order (``<name>.csv``)."""
+
+_COLUMN_TYPES = {
+    name: {column: runtime_types(hint) for column, hint in get_type_hints(row).items()}
+    for name, row in TABLE_ROWS.items()
+}
+
+
+def columns(table: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``values`` that are columns of ``table``: of a task's metrics or a
+    scheduler's decision detail, the table keeps these (the rest is in ``detail``, or not kept)."""
+    kept = _COLUMN_TYPES[table]
+    return {name: value for name, value in values.items() if name in kept}
+
+
+def check_row(table: str, fields: Mapping[str, Any]) -> None:
+    """Raise ``JournalSchemaError`` unless every field is a column of ``table`` holding a value
+    of its type (``None``: an empty cell)."""
+    types = _COLUMN_TYPES.get(table)
+    if types is None:
+        raise JournalSchemaError(f"journal table {table!r} is not one of testbed/journal_tables.py's TABLES")
+    for name, value in fields.items():
+        allowed = types.get(name)
+        if allowed is None:
+            raise JournalSchemaError(
+                f"journal table {table!r} has no column {name!r} in testbed/journal_tables.py"
+            )
+        if value is not None and not isinstance(value, allowed):
+            expected = " | ".join(t.__name__ for t in allowed)
+            raise JournalSchemaError(f"journal table {table!r}: {name}={value!r} is not of type {expected}")
+
 
 JOB_TOTALS = (
     "bytes_recomputed",

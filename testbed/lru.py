@@ -1,6 +1,6 @@
 """The task input cache's replacement policy (Pado, section 3.2.7), shared by the agents,
 which keep their caches with it, and the master's pado strategy, which reads them
-(``master.policies.pado.choose_executor``). Pure and light: agents import it."""
+(``master.strategies.pado_rules.choose_executor``). Pure and light: agents import it."""
 
 from __future__ import annotations
 

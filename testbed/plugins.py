@@ -1,6 +1,6 @@
 """Finding a policy plugin named in a scenario, building it with its options, and naming it.
 
-``policy.scheduler`` (and ``policy.autoscaler``) is a built-in name, an import path
+``policy.scheduler`` (and ``policy.strategy``, ``policy.autoscaler``) is a built-in name, an import path
 ``package.module:Name``, or a name an installed package registers as an entry point
 (group ``transient_testbed.schedulers``, ``.autoscalers``, ...). Every failure is a
 ``ScenarioError`` with one line naming the scenario field and the cause (exit 2).
@@ -24,18 +24,27 @@ from pydantic import BaseModel, ValidationError
 from testbed.scenario_yaml import ScenarioError
 
 ENTRY_POINT_GROUP = "transient_testbed.{kind}s"
-REQUIRED_METHODS = {"scheduler": ("schedule",), "autoscaler": ("decide",), "workload": ("map", "reduce")}
+REQUIRED_METHODS = {
+    "scheduler": ("schedule",),
+    "strategy": ("plan", "launch"),
+    "autoscaler": ("decide",),
+    "workload": ("map", "reduce"),
+}
 SIGNATURES = {
     "schedule": ("snapshot",),
     "decide": ("snapshot", "provisioning"),
     "map": ("record",),
     "reduce": ("key", "values"),
+    "step": ("round", "key", "values"),
     "combine": ("key", "values"),
     "read": ("chunk",),
     "generate": ("split", "splits", "seed"),
     "reference": ("records",),
+    "sim_model": (),
 }
 """The arguments the testbed passes to each plugin method (positionally)."""
+STRATEGY_SIGNATURES = {"plan": ("view", "job"), "launch": ("view", "job", "key")}
+"""A strategy's queries (``master.core.strategy.Strategy``; not checked on other kinds' methods)."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,7 @@ def find_plugin(kind: str, name: str, field: str, builtins: tuple[str, ...] = ()
         if not callable(getattr(target, method, None)):
             raise ScenarioError(
                 [f"{field}: {name} ({source_of(target)}) is no {kind}: it lacks the method {method}(); "
-                 f"define {method}({', '.join(('self', *SIGNATURES[method]))})"]
+                 f"define {method}({', '.join(('self', *{**SIGNATURES, **STRATEGY_SIGNATURES}[method]))})"]
             )  # fmt: skip
     check_api_version(target, name, field)
     return Plugin(field, name, target)

@@ -71,7 +71,9 @@ class PolicySpec(Strict):
     scheduler: str = Field(
         default="fifo", pattern=PLUGIN_NAME, description=f"{', '.join(SCHEDULERS)} or a plugin"
     )
-    strategy: Literal["spark", "spark-checkpoint", "pado"] = "spark"
+    strategy: str = Field(
+        default="spark", pattern=PLUGIN_NAME, description=f"{', '.join(STRATEGIES)} or a plugin"
+    )
     autoscaler: str = Field(
         default="static", pattern=PLUGIN_NAME, description=f"{', '.join(AUTOSCALERS)} or a plugin"
     )
@@ -302,7 +304,7 @@ class Scenario(Strict):
                 durations=list(job.task_durations),
                 estimate=job.est_duration_s,
                 cpu_bound=spec.cpu_bound,
-                memory_mb=spec.memory_mb,
+                memory_mb=job.memory_mb or spec.memory_mb,
             )
             for k, job in enumerate(spec.jobs(self.seed))
         ]
@@ -349,13 +351,22 @@ def parse_scenario(
 
 def workload_plugin_problems(job: PluginJob, index: int) -> list[str]:
     """What stops the job's workload plugin from running: it does not import, lacks
-    ``map``/``reduce``, takes other arguments, rejects its options, or has no input."""
+    ``map``/``reduce`` (or ``step`` for its ``iterations``), takes other arguments,
+    rejects its options, or has no input."""
     field = f"jobs.{index}.workload"
     try:
         plugin = find_plugin("workload", job.workload, field, WORKLOADS)
         built = plugin.build(job.options)
     except ScenarioError as exc:
         return exc.problems
+    iterations = getattr(built, "iterations", 0)
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
+        return [f"{field}: {job.workload}.iterations must be a whole number >= 0, got {iterations!r}"]
+    if iterations and not callable(getattr(built, "step", None)):
+        return [
+            f"{field}: {job.workload} ({source_of(plugin.target)}) has iterations = {iterations} "
+            "but no step(); define step(self, round, key, values)"
+        ]
     if job.input is None and getattr(built, "generate", None) is None:
         return [
             f"jobs.{index}.input: {job.workload} ({source_of(plugin.target)}) has no generate(): "
@@ -396,12 +407,16 @@ def _resolve_plugin_path(data: dict[str, Any], scenario_dir: Path) -> list[str]:
 
 
 def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:
-    policies = (policy.get("scheduler", "fifo"), policy.get("autoscaler", "static"))
+    policies = (
+        policy.get("scheduler", "fifo"),
+        policy.get("strategy", "spark"),
+        policy.get("autoscaler", "static"),
+    )
     jobs = data.get("jobs")
     workloads = (
         [job.get("workload") for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
     )
-    return any(name not in (*SCHEDULERS, *AUTOSCALERS) for name in policies) or any(
+    return any(name not in (*SCHEDULERS, *STRATEGIES, *AUTOSCALERS) for name in policies) or any(
         isinstance(workload, str) and workload not in WORKLOADS for workload in workloads
     )
 

@@ -7,11 +7,16 @@ comes from and what the model cannot know. Times are the run's seconds (the same
 
 from __future__ import annotations
 
-from typing import Literal
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import Field
+import yaml
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from testbed.limits import MAX_SCENARIO_BYTES
 from testbed.scenario_base import Duration, Strict
+from testbed.scenario_yaml import describe_yaml_error, parse_yaml
 
 
 class OpModel(Strict):
@@ -37,6 +42,12 @@ OP_MODELS: dict[str, OpModel] = {
 
 
 class SimulationSpec(Strict):
+    calibration: str | None = Field(
+        default=None,
+        description="a calibration file (testbed calibrate): its simulation values replace the "
+        "defaults; fields this section gives itself win. Relative: beside the scenario file, else "
+        "the working directory",
+    )
     launch_overhead: Duration = Field(
         default=0.06,
         ge=0,
@@ -69,3 +80,79 @@ class SimulationSpec(Strict):
     def op(self, name: str) -> OpModel:
         """The model of an op: the scenario's, else the measured default, else no cost."""
         return self.ops.get(name) or OP_MODELS.get(name) or OpModel(s_per_mb=0.0, output_ratio=1.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _calibrated(cls, data: Any, info: ValidationInfo) -> Any:
+        """The calibration file's values under the fields given here (``ops`` merged per op),
+        its path made absolute."""
+        if not isinstance(data, dict) or not isinstance(data.get("calibration"), str):
+            return data
+        base = (info.context or {}).get("base_dir")
+        path = calibration_path(data["calibration"], Path(base) if base is not None else None)
+        if not path.is_file():
+            return data  # the field's own check says so
+        try:
+            values = load_calibration(path)
+        except OSError as exc:
+            raise ValueError(f"calibration file {path}: cannot read it: {exc.strerror}") from None
+        merged = {**values, **data, "calibration": str(path)}
+        if isinstance(data.get("ops", {}), dict):  # else the field's own check says what is wrong
+            merged["ops"] = {**values.get("ops", {}), **data.get("ops", {})}
+        return merged
+
+    @field_validator("calibration")
+    @classmethod
+    def _calibration_exists(cls, value: str | None) -> str | None:
+        if value is not None and not Path(value).expanduser().is_file():
+            raise ValueError("no such calibration file; make one with `testbed calibrate --out FILE`")
+        return value
+
+
+CALIBRATION_KEYS = ("simulation", "measured")
+"""A calibration file: ``simulation`` (the fields of a scenario's ``simulation`` section but
+``calibration``) and ``measured`` (how, where and when it was measured: free form)."""
+
+
+def calibration_path(name: str, scenario_dir: Path | None) -> Path:
+    """A relative path names a file beside the scenario when there is one, else it is relative
+    to the working directory; absolute either way."""
+    path = Path(name).expanduser()
+    if not path.is_absolute() and scenario_dir is not None and (scenario_dir / path).is_file():
+        path = scenario_dir / path
+    return path.resolve()
+
+
+def load_calibration(path: Path) -> dict[str, Any]:
+    """The ``simulation`` values of a calibration file, checked; a ``ValueError`` naming the file
+    and the field otherwise."""
+    with open(path, "rb") as handle:
+        raw = handle.read(MAX_SCENARIO_BYTES + 1)
+    if len(raw) > MAX_SCENARIO_BYTES:
+        raise ValueError(f"calibration file {path}: larger than {MAX_SCENARIO_BYTES} bytes")
+    try:
+        document = parse_yaml(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"calibration file {path}: not UTF-8 text") from None
+    except (yaml.YAMLError, ValueError) as exc:
+        raise ValueError(f"calibration file {path}: {describe_yaml_error(exc)}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("simulation"), dict):
+        raise ValueError(f"calibration file {path}: expected a mapping with a simulation mapping")
+    unknown = sorted(set(document) - set(CALIBRATION_KEYS))
+    if unknown or "calibration" in document["simulation"]:
+        field = f"field {unknown[0]!r}" if unknown else "field simulation.calibration"
+        raise ValueError(f"calibration file {path}: unknown {field}; it has {', '.join(CALIBRATION_KEYS)}")
+    try:
+        SimulationSpec.model_validate(document["simulation"])
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(part) for part in err["loc"])
+        raise ValueError(
+            f"calibration file {path}: simulation.{where}: {err['msg'].removeprefix('Value error, ')}"
+        ) from None
+    return document["simulation"]
+
+
+def calibration_digest(path: str) -> str:
+    """SHA-256 of a calibration file's bytes: which calibration a run used."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

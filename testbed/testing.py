@@ -18,6 +18,8 @@ its buffers spill, and is checked against its reference::
 
     assert check_workload({"workload": "my_module:MyWorkload", "maps": 3}, tmp_path) == []
 
+and ``measure_sim_model`` times its real tasks into the ``SimModel`` the simulator needs.
+
 This module runs the master in-process, so it is, like the CLI, one of the few parts of
 ``testbed`` allowed to import ``master`` (``pyproject.toml``'s import contracts).
 """
@@ -28,6 +30,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from testbed.api import SimModel
 from testbed.policy import (
     Assign,
     ClusterSnapshot,
@@ -107,3 +110,38 @@ def check_workload(
     local = LocalJob(plan_job(spec, seed, scenario), work)
     local.run(budget_bytes)
     return check_output(spec, seed, local.outputs)
+
+
+def measure_sim_model(
+    job: dict[str, Any], work: Path, budget_bytes: int = 256 * 2**20, seed: int = 0
+) -> SimModel:
+    """A workload plugin's ``SimModel`` measured on this machine: its job (scenario fields)
+    run in this process with ``budget_bytes`` per task (the default: no spill, the ideal
+    the model assumes); seconds and bytes summed over each stage's tasks. Wall time of a
+    shared machine: round it, and measure on a quiet one."""
+    from testbed.scenario import PluginJob
+    from testbed.workloads import plan_job
+    from testbed.workloads.local import LocalJob
+
+    spec = parse_scenario({"name": "measure", "cluster": {"reserved": 1}, "jobs": [job]}).jobs[0]
+    if not isinstance(spec, PluginJob):
+        raise ValueError(f"{spec.workload} is a built-in workload: its model is simulation.ops' default")
+    local = LocalJob(plan_job(spec, seed, None), work).run(budget_bytes)
+    last = len(local.plan.stages) - 1
+    maps = [run for (stage, _), run in local.tasks.items() if stage == 0]
+    steps = [run for (stage, _), run in local.tasks.items() if 0 < stage < last]
+    reduces = [run for (stage, _), run in local.tasks.items() if stage == last]
+    mb_in = sum(run.metrics.bytes_in for run in maps) / 2**20
+    mb_out = sum(sum(run.partition_bytes) for run in maps) / 2**20
+    step_in = sum(run.metrics.bytes_in for run in steps) / 2**20
+    step_out = sum(sum(run.partition_bytes) for run in steps) / 2**20
+    generated = "generate" in maps[0].spec.params
+    return SimModel(
+        map_s_per_mb=sum(run.seconds for run in maps) / max(mb_in, 1e-9),
+        map_output_ratio=mb_out / max(mb_in, 1e-9),
+        reduce_s_per_mb=sum(run.seconds for run in reduces)
+        / max(sum(r.metrics.bytes_in for r in reduces) / 2**20, 1e-9),
+        step_s_per_mb=sum(run.seconds for run in steps) / step_in if steps else 0.0,
+        step_output_ratio=step_out / step_in if steps else 1.0,
+        generated_split_mb=mb_in / len(maps) if generated else 0.0,
+    )

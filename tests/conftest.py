@@ -19,6 +19,8 @@ from testbed.broker import free_port
 from testbed.scenario import Scenario, parse_scenario
 
 if TYPE_CHECKING:
+    from master.core.commands import Command
+    from master.core.machine import MasterCore
     from master.master import Master
 
 # Property tests draw the same examples in every run (and keep no example database): a CI
@@ -68,6 +70,21 @@ def offline_master(scenario: Scenario, run_dir: Path, **options: Any) -> Master:
         agent_command=lambda node_id, node_class: [],
         **options,
     )
+
+
+def core_act(core: MasterCore, now: float, operation: Any, *args: Any) -> tuple[Any, list[Command]]:
+    """Apply one of the core's operations at ``now`` from outside ``handle`` (a test reaching
+    into one of its parts): the operation's result and the commands it caused."""
+    core.outbox.now = now
+    result = operation(*args)
+    return result, core._commands()
+
+
+def shell_act(master: Master, operation: Any, *args: Any) -> Any:
+    """The same on a master's core now, its commands carried out by the master (journal, sends)."""
+    result, commands = core_act(master.core, master.journal.now(), operation, *args)
+    master._execute(commands)
+    return result
 
 
 def process_alive(pid: int) -> bool:

@@ -14,7 +14,7 @@ def test_api_version_is_major_minor() -> None:
 
 def test_every_exported_name_exists_and_is_the_masters_own() -> None:
     for name in api.__all__:
-        if name not in ("API_VERSION", "Workload"):  # a workload is the workers' own, not the master's
+        if name not in ("API_VERSION", "Workload", "SimModel"):  # the workers' own, not the master's
             assert getattr(api, name) is getattr(base, name), name
 
 
@@ -28,7 +28,7 @@ def test_a_workloads_optional_members_have_defaults() -> None:
 
     workload = Minimal()
     assert list(workload.read(b"a\nb\xff\n\nlast")) == ["a", "b\ufffd", "", "last"]
-    assert (workload.combine, workload.generate, workload.reference) == (None, None, None)
+    assert (workload.combine, workload.generate, workload.reference, workload.sim_model) == (None,) * 4
     assert workload.api_version == api.API_VERSION
 
 

@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, _mount_points, detect, join
+from testbed.cgroups import (
+    PERIOD_US,
+    CgroupUnavailable,
+    CpuCgroups,
+    _mount_points,
+    control_plane,
+    detect,
+    join,
+    own_group,
+)
 
 
 def test_v2_node_group_gets_cpu_max_and_its_parents_delegate_the_cpu_controller(tmp_path: Path) -> None:
@@ -133,3 +142,37 @@ def test_a_quarter_core_is_throttled_where_a_full_core_is_not() -> None:
     assert slow >= 0.5 / 0.25 * 0.9
     assert held.periods > 0
     assert free.throttled_s < 0.025  # 5% of its 0.5 s of work; a quarter core is held ~1.5 s
+
+
+def test_own_group_reads_this_process_line_of_each_version() -> None:
+    table = "9:name=systemd:/\n2:cpuacct:/\n1:cpu:/batch/job-3\n0::/user.slice/session-2.scope\n"
+    mounts = "cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\ncgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n"
+    assert own_group(1, table, mounts) == Path("/sys/fs/cgroup/cpu/batch/job-3")
+    assert own_group(2, table, mounts) == Path("/sys/fs/cgroup/unified/user.slice/session-2.scope")
+    assert own_group(1, "0::/\n", "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n") is None
+
+
+def test_the_control_plane_runs_in_the_runs_top_weight_group_and_comes_back() -> None:
+    cgroups = _v1_or_skip()
+    run = f"test-{os.getpid()}"
+    before = own_group(cgroups.version)
+    with control_plane(cgroups, run) as prioritised:
+        inside = own_group(cgroups.version)
+        child = subprocess.run(["cat", "/proc/self/cgroup"], capture_output=True, text=True, check=True)
+    assert prioritised
+    assert inside == cgroups.run_dir(run) / "control"
+    assert f":cpu:/{cgroups.base.name}/{run}/control" in child.stdout  # what it starts is born there
+    assert (cgroups.base / "cpu.shares").read_text().strip() == "262144"
+    assert own_group(cgroups.version) == before
+    assert not cgroups.run_dir(run).exists()
+
+
+def test_a_run_inside_a_run_stays_in_the_outer_runs_group() -> None:
+    cgroups = _v1_or_skip()
+    outer, inner = f"test-{os.getpid()}-outer", f"test-{os.getpid()}-inner"
+    with control_plane(cgroups, outer):
+        with control_plane(cgroups, inner) as prioritised:
+            assert own_group(cgroups.version) == cgroups.run_dir(outer) / "control"
+        assert not prioritised and not cgroups.run_dir(inner).exists()
+        assert own_group(cgroups.version) == cgroups.run_dir(outer) / "control"
+    assert not cgroups.run_dir(outer).exists()

@@ -141,3 +141,25 @@ def test_per_node_gives_every_node_its_own_service_killed_on_removal(
         assert service["labels"]["testbed.class"] == name.split("-")[0]
         assert "--node-id" not in service["command"]  # named by the master, like replicas
     assert "--per-node" in out.read_text().splitlines()[0]
+
+
+def test_plugin_directories_are_mounted_and_on_the_agents_pythonpath(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_path: None
+) -> None:
+    """The master sees the scenario at /scenarios, so it gets the plugin directories as they
+    are mounted (their own paths); agents import workload plugins through PYTHONPATH."""
+    from tests.test_plugin_docs import write_doc_files
+
+    plugins = tmp_path / "my plugins"
+    plugins.mkdir()
+    write_doc_files(plugins)
+    monkeypatch.chdir(plugins)
+    assert main(["compose", "experiment.yaml", "-o", "compose.yaml"]) == 0
+    services = yaml.safe_load((plugins / "compose.yaml").read_text())["services"]
+    mount = {"type": "bind", "source": str(plugins), "target": str(plugins), "read_only": True}
+    for name in ("master", "reserved", "transient"):
+        assert mount in services[name]["volumes"], name
+    for name in ("reserved", "transient"):
+        assert services[name]["environment"]["PYTHONPATH"] == str(plugins)
+    command = services["master"]["command"]
+    assert command[-2:] == ["--set", f'policy.plugin_path=["{plugins}"]']

@@ -23,7 +23,7 @@ from master.liveness import patience_s
 from master.master import Master
 from master.providers.local import LocalProvider
 from testbed.mqtt import BrokerAddress
-from tests.conftest import make_scenario
+from tests.conftest import make_scenario, shell_act
 
 
 class Clock:
@@ -108,7 +108,7 @@ async def test_a_node_silent_alone_is_asked_and_lost_when_dead(tmp_path: Path, l
     master, alive, dead = two_nodes(tmp_path, clock, live_agent_url)
     clock.now += TIMEOUT + 0.1
     alive.last_seen = master.journal.now()  # the other node is heard: the broker works
-    master._act(master.core.watch.check_heartbeats)
+    shell_act(master, master.core.watch.check_heartbeats)
     assert sorted(master.core.watch.probing) == ["transient-1"] and dead.status == "up"  # probed first
     await master._settle()
     assert (alive.status, dead.status) == ("up", "lost")
@@ -121,11 +121,11 @@ async def test_a_whole_silent_cluster_is_asked_before_any_node_is_lost(
     clock = Clock()
     master, alive, dead = two_nodes(tmp_path, clock, live_agent_url)
     clock.now += TIMEOUT + 0.1  # nobody heard: a broker that stalls, or one that no longer routes
-    master._act(master.core.watch.check_heartbeats)
+    shell_act(master, master.core.watch.check_heartbeats)
     assert (alive.status, dead.status) == ("up", "up")
     probes = set(master._work)
     assert len(probes) == 2
-    master._act(master.core.watch.check_heartbeats)  # the next interval, the probes out: not asked twice
+    shell_act(master, master.core.watch.check_heartbeats)  # next interval, probes out: not asked twice
     assert set(master._work) == probes
     await asyncio.gather(*probes)
     assert (alive.status, dead.status) == ("up", "lost")
@@ -142,13 +142,13 @@ async def test_a_silent_node_that_answers_is_kept_until_the_patience_runs_out(
     master, node = master_with_a_node(tmp_path, clock)
     node.url, node.incarnation = live_agent_url, "i1"
     clock.now += TIMEOUT + 0.1
-    master._act(master.core.watch.check_heartbeats)
+    shell_act(master, master.core.watch.check_heartbeats)
     await master._settle()
     assert node.status == "up"
-    master._act(master.core.watch.check_heartbeats)  # answered just now: not asked again yet
+    shell_act(master, master.core.watch.check_heartbeats)  # answered just now: not asked again yet
     assert not master.core.watch.probing
     clock.now += patience_s(TIMEOUT)
-    master._act(master.core.watch.check_heartbeats)
+    shell_act(master, master.core.watch.check_heartbeats)
     await master._settle()
     assert node.status == "lost"
 
@@ -162,10 +162,10 @@ async def test_a_frozen_node_is_lost_alone_but_waited_for_when_everyone_is_quiet
         master, alive, dead = two_nodes(tmp_path, clock, closed_port_url())
         alive.url = dead.url = f"http://127.0.0.1:{frozen.getsockname()[1]}"
         clock.now += TIMEOUT + 0.1  # both silent: the whole cluster is quiet
-        master._act(master.core.watch.check_heartbeats)
+        shell_act(master, master.core.watch.check_heartbeats)
         await master._settle()
         assert (alive.status, dead.status) == ("up", "up")
         alive.last_seen = master.journal.now()  # one node speaks again: the other is silent alone
-        master._act(master.core.watch.check_heartbeats)
+        shell_act(master, master.core.watch.check_heartbeats)
         await master._settle()
         assert (alive.status, dead.status) == ("up", "lost")

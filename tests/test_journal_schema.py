@@ -19,7 +19,7 @@ from testbed.journal import (
     events_of,
     read_events,
 )
-from testbed.journal_tables import TABLES
+from testbed.journal_tables import TABLES, check_row, columns
 
 STARTED = {
     "task": "j000.s0.t0",
@@ -82,6 +82,43 @@ def test_an_eviction_row_is_made_from_its_event(tmp_path: Path) -> None:
         }
     ]
     assert list(rows[0]) == list(TABLES["evictions"])
+
+
+NODE_ROW = {"node_id": "transient-0", "node_class": "transient", "launched_s": 0, "ended_s": 3.5}
+
+
+def test_a_well_formed_row_passes() -> None:
+    check_row("nodes", {**NODE_ROW, "end_reason": "evicted", "price_per_hour": None})  # None: empty
+    check_row("decisions", {"task_id": "j000.s0.t0", "memory_mb": 256.0, "allocation_ratio": 1})
+
+
+@pytest.mark.parametrize(
+    ("table", "fields", "complaint"),
+    [
+        ("machines", NODE_ROW, "not one of"),
+        ("nodes", {**NODE_ROW, "colour": "red"}, "no column 'colour'"),
+        ("nodes", {**NODE_ROW, "ended_s": "3.5"}, "ended_s='3.5' is not of type int | float"),
+        ("tasks", {"task_id": "j000.s0.t0", "attempt": 1.0}, "attempt=1.0 is not of type int"),
+    ],
+)
+def test_a_row_off_its_schema_is_refused(table: str, fields: dict, complaint: str) -> None:
+    with pytest.raises(JournalSchemaError, match=complaint):
+        check_row(table, fields)
+
+
+def test_the_writer_refuses_a_row_off_its_schema(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    with pytest.raises(JournalSchemaError, match="no column 'end'"):
+        journal.row("nodes", **NODE_ROW, end="evicted")
+    journal.close()
+    assert not (tmp_path / "nodes.csv").exists()  # nothing half-written
+
+
+def test_a_tasks_metrics_and_a_decisions_detail_keep_their_columns() -> None:
+    metrics = {"bytes_in": 10, "records_in": 3, "fetch_s": 0.5, "compute_s": 1.5}
+    assert columns("tasks", metrics) == {"bytes_in": 10, "compute_s": 1.5}
+    detail = {"memory_mb": 128.0, "free_memory_mb": 512.0}
+    assert columns("decisions", detail) == {"memory_mb": 128.0}
 
 
 def test_every_table_keeps_its_columns() -> None:

@@ -27,6 +27,7 @@ from master.liveness import (
 )
 from master.master import Master, NodeRecord
 from testbed.protocol import CancelTask, Codec, Heartbeat, LaunchTask, TaskUpdate
+from tests.conftest import shell_act
 from tests.test_failure_detection import Clock, master_with_a_node
 
 RESEND = 3.0
@@ -75,7 +76,7 @@ async def test_the_master_relaunches_a_task_its_node_stopped_listing(tmp_path: P
     clock = Clock()
     master, node = master_with_a_node(tmp_path, clock)
     node.incarnation = "i1"
-    master.submit_job(master.scenario.jobs[0], 0)
+    shell_act(master, master.core.submit_job, master.scenario.jobs[0], 0)
     master.schedule_once()
     task_id, (job, key) = next(iter(node.running.items()))
     attempt = job.tasks[key].attempt
@@ -222,11 +223,11 @@ async def test_while_the_cluster_starts_a_frozen_node_is_waited_for(tmp_path: Pa
         master, node = master_with_a_node(tmp_path, clock, started=False)
         node.url = f"http://127.0.0.1:{frozen.getsockname()[1]}"
         clock.now += 2.1  # make_scenario's heartbeat_timeout is 2 s
-        master._act(master.core.watch.check_heartbeats)
+        shell_act(master, master.core.watch.check_heartbeats)
         await master._settle()
         assert node.status == "up"
         master.begin()  # the run starts
-        master._act(master.core.watch.check_heartbeats)
+        shell_act(master, master.core.watch.check_heartbeats)
         await master._settle()
         assert node.status == "lost"
     master.journal.close()

@@ -11,7 +11,8 @@ import msgpack
 
 from agents.worker import combine
 from master.dag import pagerank_dag, sort_dag, wordcount_dag
-from master.policies.pado import CommitLedger, Push, compile_pado
+from master.policies.pado import compile_pado
+from master.strategies.pado_rules import CommitLedger, Push
 from master.strategies.pado_state import aggregates_into, push_block_id
 from testbed.blocks import iter_frames, read_segment_chunks, segment
 from testbed.scenario import parse_scenario

@@ -49,6 +49,7 @@ def test_the_doc_ships_a_scheduler_an_autoscaler_a_workload_their_tests_and_scen
         "inverted_index.py",
         "index.yaml",
         "test_inverted_index.py",
+        "experiment.yaml",
     }
 
 

@@ -128,6 +128,7 @@ BAD = [
     ),
     ("{scheduler: '{module}:Explodes'}", "rejects its options: boom at build"),
     ("{scheduler: 'a b'}", "policy.scheduler: String should match pattern"),
+    ("{strategy: '{module}:FirstFit'}", "is no strategy: it lacks the method plan()"),
 ]
 
 

@@ -93,8 +93,8 @@ def test_set_overrides_any_field(tmp_path: Path) -> None:
 
 def test_bad_override_is_a_clear_error(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD)
-    with pytest.raises(ScenarioError, match=r"policy\.strategy: Input should be"):
-        load_scenario(path, ["policy.strategy=nope"])
+    with pytest.raises(ScenarioError, match=r"policy\.strategy: String should match pattern"):
+        load_scenario(path, ["policy.strategy=no such!"])
     with pytest.raises(ScenarioError, match=r"expected KEY\.PATH=VALUE"):
         load_scenario(path, ["nonsense"])
 

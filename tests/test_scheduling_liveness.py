@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.agents_stand_in import StandInAgents
-from tests.conftest import make_scenario, offline_master
+from tests.conftest import make_scenario, offline_master, shell_act
 
 SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle")
 STRATEGIES = ("spark", "spark-checkpoint", "pado")
@@ -58,7 +58,7 @@ def run_offline(
                 for ordinal in range(count):
                     agents.announce(f"{node_class}-{ordinal}", node_class, slots, 1024)
             for ordinal, job in enumerate(scenario.jobs):
-                master.submit_job(job, ordinal)
+                shell_act(master, master.core.submit_job, job, ordinal)
             agents.run()
             return {job_id: job.status for job_id, job in master.jobs.items()}
         finally:

@@ -4,7 +4,8 @@
 it out and a ``Clock`` says when. ``testbed chaos plan`` runs the rules in a
 world of bookkeeping on a ``VirtualClock`` (``master.chaos.plan``); a run runs
 the same rules in the real world (drain, eviction notice, SIGKILL, relaunch) on
-the controller's real-time clock (``master.chaos.controller``). Both clocks
+the master core's timers (``master.core.chaos``), which a real shell fires at their wall
+times and a simulator at their virtual ones. Both clocks
 order simultaneous actions the same way, as SimPy breaks ties by (time,
 priority, id): rebalance recommendations, warnings, kills, capacity changes, launches, then
 storms, each kind in the order it was scheduled. All times here are trace seconds since the run's
@@ -267,14 +268,33 @@ class ChaosRules:
         max_wait = capacity.model.max_wait
         return outage[1] if max_wait is None or outage[1] - requested <= max_wait else None
 
-    def _launch(self, node_class: NodeClass, requested: float, due: float) -> None:
-        """A replacement's launch, subject to the class's capacity."""
+    def launch_when_available(
+        self, node_class: NodeClass, launch: Callable[[], None], refused: Callable[[], None]
+    ) -> None:
+        """A launch of the class requested now by someone else (an autoscaler), subject to the
+        class's capacity as a replacement is: ``launch`` once it may go ahead, or ``refused``."""
+        now = self.clock.now()
+        self._launch(node_class, now, now, launch, refused)
+
+    def _launch(
+        self,
+        node_class: NodeClass,
+        requested: float,
+        due: float,
+        launch: Callable[[], None] | None = None,
+        refused: Callable[[], None] | None = None,
+    ) -> None:
+        """A launch (a replacement's unless ``launch`` is given), subject to the class's capacity."""
         when = self.launch_verdict(node_class, requested, due)
         if when is None:
             self.world.launch_refused(node_class, requested)
+            if refused is not None:
+                refused()
         elif when > max(self.clock.now(), due):
             self.world.launch_waiting(node_class, when)
-            self.clock.at(when, LAUNCH, lambda: self._launch(node_class, requested, when))
+            self.clock.at(when, LAUNCH, lambda: self._launch(node_class, requested, when, launch, refused))
+        elif launch is not None:
+            launch()
         else:
             self.world.launch(node_class)
 

@@ -9,7 +9,7 @@ same commands. Times in them are run seconds, stamped by the core.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from master.core.events import ProbePurpose
 from testbed.protocol import Message
@@ -136,11 +136,12 @@ class RunOver:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplaceLost:
-    """A node was lost to something other than our own eviction (a crash, silence): the chaos
-    controller replaces it as it would an evicted one. (Until the chaos rules run in the core.)"""
+class Evicted:
+    """The answer to an ``EvictRequest``: the nodes evicted, or (``refused``) why none was."""
 
-    node_id: str
+    nodes: tuple[str, ...]
+    refused: Literal["not_running", "foreign"] | None = None
+    error: str = ""
 
 
 Command = (
@@ -159,5 +160,5 @@ Command = (
     | WantRound
     | ClusterUp
     | RunOver
-    | ReplaceLost
+    | Evicted
 )

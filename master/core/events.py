@@ -13,6 +13,7 @@ from typing import Literal
 
 from master.liveness import ProbeOutcome
 from testbed.protocol import Message
+from testbed.scenario_chaos import EvictSpec
 
 ProbePurpose = Literal["silent", "will", "gone"]
 """Why a node's /health is asked: it went silent, the broker published its Will, it said goodbye."""
@@ -92,6 +93,31 @@ class Abort:
     """Whether the core journals ``run_aborted`` (not for a timeout or a crash: the shell says)."""
 
 
+@dataclass(frozen=True, slots=True)
+class JobFailed:
+    """The job fails now, saying why (its output does not fit at the master's disk)."""
+
+    job_id: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class EvictRequest:
+    """A live eviction (the HTTP API, the CLI, an operator's script): ``nodes`` by name, else
+    those ``spec`` picks; ``foreign``: named nodes the shell's provider does not own. The core
+    answers with an ``Evicted`` command."""
+
+    spec: EvictSpec
+    nodes: tuple[str, ...] | None = None
+    foreign: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The run stops (its jobs ended, or it was aborted): no more evictions or autoscaling,
+    and every node alive ends with it (``run_end`` in nodes.csv)."""
+
+
 Event = (
     FromNode
     | Wake
@@ -103,4 +129,7 @@ Event = (
     | LinkUp
     | LinkDown
     | Abort
+    | JobFailed
+    | EvictRequest
+    | Stop
 )

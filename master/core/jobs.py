@@ -54,6 +54,8 @@ class TaskRecord:
     predicted_s: float | None = None
     disk_mb_s: float = 0.0
     """Disk bandwidth the scheduler charged the running attempt to its node (elastic tasks)."""
+    pushes: bool = False
+    """The running attempt's output is pushed: it counts once committed (the strategy's ``Launch``)."""
     excluded_nodes: frozenset[str] = frozenset()
     """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there
     (replaced, never changed in place: the empty one is shared by every record)."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from master.core import tasks
+from master.core.chaos import ChaosWorld
 from master.core.commands import (
     Command,
     CommitOutput,
@@ -23,7 +24,6 @@ from master.core.commands import (
     PrepareJob,
     Probe,
     ReleaseNode,
-    ReplaceLost,
     RunFile,
     RunOver,
     Send,
@@ -34,13 +34,16 @@ from master.core.events import (
     Abort,
     Begin,
     Event,
+    EvictRequest,
     FromNode,
+    JobFailed,
     LinkDown,
     LinkUp,
     NodeStartFailed,
     OutputStaged,
     ProbeAnswered,
     Round,
+    Stop,
     Wake,
 )
 from master.core.jobs import JobRuntime, TaskKey
@@ -48,15 +51,17 @@ from master.core.launch import Launcher
 from master.core.lifecycle import NODE
 from master.core.nodes import NodeRecord
 from master.core.outbox import CoreJournal, Outbox
-from master.core.ports import RecoveryStrategy, StrategyPort
 from master.core.records import RunRecords
+from master.core.recovery import Recovery
 from master.core.resume import Recovered, restore_job, resumed_arrivals, resuming
 from master.core.rounds import Pending, SchedulingRound
+from master.core.scaling import Scaling
 from master.core.senders import SenderCheck
+from master.core.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
 from master.policies import make_scheduler, stage_memory
-from master.policies.base import ClusterSnapshot, RunningTask, Scheduler
+from master.policies.base import Autoscaler, ClusterSnapshot, RunningTask, Scheduler
 from testbed.arrivals import is_long
 from testbed.protocol import (
     MAX_BACKOFF_S,
@@ -74,7 +79,7 @@ from testbed.workloads import plan_job
 
 log = logging.getLogger("master")
 REPLACED_LOSSES = ("heartbeat_timeout", "crashed")
-"""Losses the chaos controller did not cause (it replaces its own evictions itself)."""
+"""Losses the chaos rules did not cause (they replace their own evictions themselves)."""
 ARRIVAL, TICK = 10, 20
 """Priorities of the core's own timers at the same instant (the chaos rules use 0-4)."""
 
@@ -85,17 +90,18 @@ class MasterCore:
         scenario: Scenario,
         run_id: str,
         *,
-        strategy: Callable[[StrategyPort], RecoveryStrategy],
+        strategy: Callable[[Scenario], Strategy],
         scheduler: Scheduler | None = None,
+        autoscaler: Autoscaler | None = None,
         attach: bool = False,
         start_window: int | None = None,
         resume: Recovered | None = None,
     ) -> None:
         """``strategy``: makes the recovery strategy for this core (``master.strategies.make_strategy``);
-        ``scheduler``: the scenario's unless given; ``attach``: the initial nodes are started
-        by someone else and adopted as they announce themselves; ``start_window``: how many
-        initial nodes may be starting at once (None: all); ``resume``: what the journal of a
-        crashed run says (``master.core.resume``)."""
+        ``scheduler``: the scenario's unless given; ``autoscaler``: none (static) unless given;
+        ``attach``: the initial nodes are started by someone else and adopted as they announce
+        themselves; ``start_window``: how many initial nodes may be starting at once (None: all);
+        ``resume``: what the journal of a crashed run says (``master.core.resume``)."""
         self.scenario = scenario
         self.run_id = run_id
         self.attach = attach
@@ -127,7 +133,11 @@ class MasterCore:
         self.watch = NodeWatch(self)
         self.launcher = Launcher(self, self.records, self.outbox.put, attach, start_window)
         self.round = SchedulingRound(self, self.scheduler)
-        self.strategy = strategy(self)
+        self.strategy = strategy(scenario)
+        self.recovery = Recovery(self, self.strategy)
+        self.chaos = ChaosWorld(self)
+        self.round.unavailable = self.chaos.unavailable
+        self.scaling = Scaling(self, autoscaler)
         if resume is not None:
             self.expected_jobs -= len(resume.finished_jobs)
             self.launcher.ordinals = dict(resume.ordinals)
@@ -149,13 +159,6 @@ class MasterCore:
         self._dispatch(event)
         return self._commands()
 
-    def act(self, now: float, operation: Callable[..., Any], *args: Any) -> tuple[Any, list[Command]]:
-        """Apply one of the core's operations at ``now`` from outside ``handle`` (the shell's
-        chaos controller and autoscaler until they run in the core): its result and commands."""
-        self.outbox.now = now
-        result = operation(*args)
-        return result, self._commands()
-
     def _commands(self) -> list[Command]:
         wake = self.timers.wake_needed()
         if wake is not None:
@@ -171,6 +174,7 @@ class MasterCore:
             self.outbox.round_begins()
             self.full_disks.step()
             self.round.schedule_once()
+            self.scaling.step()
         elif isinstance(event, Begin):
             self._begin(event.origin)
         elif isinstance(event, NodeStartFailed):
@@ -190,6 +194,15 @@ class MasterCore:
             self.link_up = False
         elif isinstance(event, Abort):
             self.abort(event.reason, event.journal)
+        elif isinstance(event, JobFailed):
+            self.fail_job(event.job_id, event.error)
+        elif isinstance(event, EvictRequest):
+            self.outbox.put(self.chaos.request(event))
+        elif isinstance(event, Stop):
+            self.timers.clear()
+            self.chaos.stop()
+            self.scaling.stop()
+            self.end_nodes()
 
     # ------------------------------------------------------------------ time
 
@@ -203,15 +216,17 @@ class MasterCore:
         self.watch.starting_up = False
         if self.resume is not None:
             resumed_arrivals(self, self.resume, self._submit_at)
-            return
-        self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
-        for node in self.nodes.values():
-            node.launched_t = 0.0
-        ordinal = 0
-        for spec in [*self.scenario.jobs, *self.arriving]:
-            for repeat in range(spec.repeat):
-                self._submit_at(self.scenario.trace(spec.submit_at + repeat * spec.every), spec, ordinal)
-                ordinal += 1
+        else:
+            self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
+            for node in self.nodes.values():
+                node.launched_t = 0.0
+            ordinal = 0
+            for spec in [*self.scenario.jobs, *self.arriving]:
+                for repeat in range(spec.repeat):
+                    self._submit_at(self.scenario.trace(spec.submit_at + repeat * spec.every), spec, ordinal)
+                    ordinal += 1
+        self.chaos.start(since=self.resumed_from)
+        self.scaling.start()
 
     def _submit_at(self, when: float, spec: Any, ordinal: int) -> None:
         self.records.unsubmitted[ordinal] = spec
@@ -238,7 +253,7 @@ class MasterCore:
             return
         self.jobs[job.job_id] = job
         self.outbox.put(PrepareJob(job.job_id))
-        self.strategy.job_submitted(job)
+        self.recovery.react(JobSubmitted(job.job_id))
         self.journal.event(
             "job_submitted",
             job=job.job_id,
@@ -379,9 +394,9 @@ class MasterCore:
         elif isinstance(message, NodeState):
             self._node_state(node, message)
         elif isinstance(message, BlockReceived):
-            self.strategy.block_received(node, message)
+            self.recovery.react(BlockReported(node.node_id, message))
         elif isinstance(message, PushDelivered):
-            self.strategy.push_delivered(node, message)
+            self.recovery.react(PushReported(node.node_id, message))
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
             self.watch.heartbeat(node, message)
 
@@ -460,19 +475,20 @@ class MasterCore:
         # An evicted node ended when it was killed, not when its loss was heard: its replacement
         # may already be launching, and the record never shows more nodes than were alive.
         self.records.node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
-        self.strategy.before_node_lost(node)
+        interrupted = {}
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
-                for key in job.node_lost(node.node_id, node.url):
+                interrupted[job.job_id] = tuple(job.node_lost(node.node_id, node.url))
+                for key in interrupted[job.job_id]:
                     self.records.task_row(job, key, node, "lost", "node_lost", now)
-        self.strategy.after_node_lost(node)
+        self.recovery.react(NodeLost(node.node_id, node.node_class, interrupted))
         node.running.clear()
         node.launches.clear()
         node.sent_at.clear()
         node.acked.clear()
         node.vanish_resends.clear()
         if reason in REPLACED_LOSSES and not self.attach and not self.records.all_done:
-            self.outbox.put(ReplaceLost(node.node_id))
+            self.chaos.replace_lost(node)
         self.kick()
 
     def end_nodes(self) -> None:
@@ -515,6 +531,6 @@ class MasterCore:
         for task_id, launch in node.launches.items():
             self.send(node.node_id, launch)
             node.sent_at[task_id] = now
-        self.strategy.resend(node)
+        self.recovery.react(Reconnected(node.node_id))
         self.send(node.node_id, Resync())
         return len(node.launches)

@@ -1,4 +1,4 @@
-"""The core as its parts see it: the Protocols the recovery strategies, the run's records,
+"""The core as its parts see it: the Protocols the recovery strategy's decisions, the run's records,
 the full-disk handling, the node watch, the launcher and the scheduling round are handed.
 
 ``MasterCore`` implements them all; each part imports only these Protocols, never
@@ -8,14 +8,16 @@ test can hand a part a stand-in of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
+from master.core.strategy import Launch, Ready, StrategyEvent
+from master.core.timers import TimerHeap
 from master.policies.base import ClusterSnapshot, RunningTask
-from testbed.protocol import BlockReceived, BlockRef, Message, PushDelivered, PushTarget, TaskUpdate
+from testbed.protocol import Message, TaskUpdate
 from testbed.scenario import Scenario
 
 
@@ -46,48 +48,24 @@ class ClusterPort(Protocol):
 
 
 class StrategyPort(ClusterPort, Protocol):
-    """What a recovery strategy uses (``master.strategies``)."""
+    """What applying a recovery strategy's decisions uses (``master.core.recovery``)."""
 
     def run_file(self, name: str, text: str) -> None:
         """Write a text file under the run directory (``RunFile``)."""
 
 
-class RecoveryStrategy(Protocol):
-    """The hooks the core calls on the run's recovery strategy (``master.strategies``)."""
+class RecoveryPort(Protocol):
+    """The run's recovery strategy as the core's parts use it (``master.core.recovery.Recovery``)."""
 
-    def job_submitted(self, job: JobRuntime) -> None: ...
+    def plan(self, job: JobRuntime) -> Iterable[Ready]: ...
 
-    def ready(self, job: JobRuntime) -> Iterable[TaskKey]: ...
+    def launch(self, job: JobRuntime, key: TaskKey) -> Launch: ...
 
-    def allowed_classes(self, job: JobRuntime, key: TaskKey) -> frozenset[Any]: ...
+    def react(self, event: StrategyEvent) -> None: ...
 
-    def preferred_nodes(self, job: JobRuntime, key: TaskKey) -> tuple[str, ...]: ...
-
-    def input_refs(self, job: JobRuntime, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]: ...
-
-    def push_targets(self, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]: ...
-
-    def push_rate(self) -> float | None: ...
-
-    def input_cache_mb(self, job: JobRuntime, key: TaskKey) -> int: ...
-
-    def streamed_deps(self, job: JobRuntime, key: TaskKey) -> tuple[int, ...]: ...
-
-    def task_succeeded(
+    def succeeded(
         self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate, now: float
-    ) -> bool: ...
-
-    def block_received(self, node: NodeRecord, message: BlockReceived) -> None: ...
-
-    def push_delivered(self, node: NodeRecord, message: PushDelivered) -> None: ...
-
-    def tick(self, now: float) -> None: ...
-
-    def resend(self, node: NodeRecord) -> None: ...
-
-    def before_node_lost(self, node: NodeRecord) -> None: ...
-
-    def after_node_lost(self, node: NodeRecord) -> None: ...
+    ) -> None: ...
 
 
 class JobEnding(Protocol):
@@ -127,7 +105,7 @@ class CorePort(ClusterPort, Protocol):
     attach: bool
     link_up: bool
     records: JobEnding
-    strategy: RecoveryStrategy
+    recovery: RecoveryPort
     senders: SenderCheck
 
     def undrain(self, node: NodeRecord, reason: str) -> None: ...
@@ -148,3 +126,53 @@ class CorePort(ClusterPort, Protocol):
 
     def commit_output(self, job_id: str, index: int, attempt: int) -> bool:
         """Commit the attempt's staged output if it was staged (``CommitOutput``)."""
+
+
+class ChaosCore(ClusterPort, Protocol):
+    """What the chaos world uses (``master.core.chaos``)."""
+
+    run_id: str
+    timers: TimerHeap
+
+    def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]: ...
+
+    def stored_bytes(self) -> dict[str, int]: ...
+
+    def record_eviction(
+        self, node: NodeRecord, reason: str, lifetime_s: float | None, tasks_running: int, bytes_lost: int
+    ) -> None: ...
+
+    def kill(self, node_id: str) -> None:
+        """Kill the node for real (``KillNode``)."""
+
+    def launch_node(self, node_class: str) -> NodeRecord: ...
+
+
+class ChaosRulesPort(Protocol):
+    """What the autoscaler asks of the chaos world (``master.core.chaos.ChaosWorld``)."""
+
+    @property
+    def doomed(self) -> set[str]: ...
+
+    def stop_replacing(self, node_class: str) -> None: ...
+
+    def launch_when_available(
+        self, node_class: str, launch: Callable[[], None], refused: Callable[[], None]
+    ) -> None: ...
+
+    def node_launched(self, node: NodeRecord) -> None: ...
+
+
+class ScalingCore(ClusterPort, Protocol):
+    """What the autoscaler part uses (``master.core.scaling``)."""
+
+    timers: TimerHeap
+    chaos: ChaosRulesPort
+
+    def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]: ...
+
+    def undrain(self, node: NodeRecord, reason: str) -> None: ...
+
+    def release_node(self, node: NodeRecord, reason: str) -> None: ...
+
+    def launch_node(self, node_class: str) -> NodeRecord: ...

@@ -15,6 +15,7 @@ from typing import Any
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import RecordsPort
+from testbed.journal_tables import columns
 from testbed.protocol import CancelTask, TaskUpdate
 
 
@@ -136,7 +137,7 @@ class RunRecords:
             end_s=now,
             status=status,
             failure=failure,
-            **metrics,
+            **columns("tasks", metrics),
         )
         self.master.journal.event(
             "task_finished",

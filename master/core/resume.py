@@ -18,7 +18,8 @@ from typing import Any, Protocol
 
 from master.core.commands import Command, PrepareJob
 from master.core.jobs import JobRuntime
-from master.core.ports import JobEnding, JournalPort, RecoveryStrategy
+from master.core.ports import JobEnding, JournalPort, RecoveryPort
+from master.core.strategy import JobSubmitted
 from testbed.journal import TaskStarted
 from testbed.scenario import Scenario
 
@@ -34,7 +35,7 @@ class ResumingCore(Protocol):
     arriving: list[Any]
     expected_jobs: int
     records: JobEnding
-    strategy: RecoveryStrategy
+    recovery: RecoveryPort
 
     def new_job(self, spec: Any, ordinal: int, submitted: float) -> JobRuntime: ...
 
@@ -170,7 +171,7 @@ def restore_job(core: ResumingCore, found: Recovered, spec: Any, ordinal: int) -
     if job.job_id in found.job_started:
         job.started, job.status = found.job_started[job.job_id], "running"
     core.jobs[job.job_id] = job
-    core.strategy.job_submitted(job)
+    core.recovery.react(JobSubmitted(job.job_id))
     core.put(PrepareJob(job.job_id, keep=tuple(sorted(committed))))
     core.journal.event("job_restored", job=job.job_id, tasks=job.plan.total_tasks, kept=len(committed))
     if job.complete:

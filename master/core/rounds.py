@@ -1,6 +1,6 @@
 """The scheduling round: the snapshot a policy sees, its decisions validated and applied.
 
-``snapshot`` is a query: the jobs' ready tasks (as the recovery strategy says),
+``snapshot`` is a query: the jobs' ready tasks (the recovery strategy's ``plan``),
 the nodes up or draining with what runs on them. ``schedule_once`` asks the
 scheduler policy and applies what it decided: a launch is a ``Send(LaunchTask)``
 and a ``task_started`` event; a decision that no longer holds (a node gone, a
@@ -16,6 +16,7 @@ from master.core.jobs import JobRuntime, TaskKey, TaskRecord
 from master.core.node_views import NodeViews
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
+from master.core.strategy import Launch, Ready, TaskStarted, Tick
 from master.policies.base import (
     Assign,
     ClusterSnapshot,
@@ -23,7 +24,6 @@ from master.policies.base import (
     Enqueue,
     JobView,
     LogDecision,
-    NodeClass,
     PendingTask,
     Reserve,
     RunningTask,
@@ -31,6 +31,7 @@ from master.policies.base import (
 )
 from master.policies.cloudcoaster import revocation_outcome
 from master.policies.window import PendingWindow
+from testbed.journal_tables import columns
 from testbed.protocol import LaunchTask, TaskSpec
 
 Pending = dict[str, tuple[JobRuntime, TaskKey]]
@@ -62,20 +63,18 @@ class SchedulingRound:
             if job.status not in ("waiting", "running"):
                 continue
             tasks = []
-            classes: dict[int, frozenset[NodeClass]] = {}
-            for key in core.strategy.ready(job):
+            for ready in core.recovery.plan(job):
                 if window is not None and window.full:
                     break
-                if key[0] not in classes:
-                    classes[key[0]] = core.strategy.allowed_classes(job, key)
+                key = ready.key
                 excluded = self.exclusions(job.tasks[key])
                 if window is not None and not window.admits(
-                    classes[key[0]], excluded, job.ideal_memory_mb(key[0])
+                    ready.classes, excluded, job.ideal_memory_mb(key[0])
                 ):
                     continue
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
-                task = self._pending_task(previous.get(task_id), task_id, job, key, classes[key[0]], excluded)
+                task = self._pending_task(previous.get(task_id), task_id, job, key, ready, excluded)
                 self._pending_views[task_id] = task
                 tasks.append(task)
             jobs.append(
@@ -99,13 +98,13 @@ class SchedulingRound:
         task_id: str,
         job: JobRuntime,
         key: TaskKey,
-        allowed: frozenset[NodeClass],
+        ready: Ready,
         excluded: frozenset[str],
     ) -> PendingTask:
         """The task's view: the last snapshot's when it shows the same (a ready task is in
         every snapshot until it starts: YARN-ME's round sees all of them, and checking a
         view costs a tenth of building one), else a new one."""
-        preferred = self.core.strategy.preferred_nodes(job, key)
+        preferred, allowed = ready.preferred, ready.classes
         ideal = job.ideal_memory_mb(key[0])
         if (
             cached is not None
@@ -188,7 +187,7 @@ class SchedulingRound:
     # ------------------------------------------------------------------ the round
 
     def schedule_once(self) -> None:
-        self.core.strategy.tick(self.core.journal.now())
+        self.core.recovery.react(Tick())
         snapshot, pending = self.snapshot()
         if not any(job.pending for job in snapshot.jobs):
             return
@@ -213,7 +212,7 @@ class SchedulingRound:
             task_id=decision.task_id,
             decision=decision.decision,
             node_id=decision.node_id,
-            **decision.detail,
+            **columns("decisions", decision.detail),
             detail=json.dumps(decision.detail, separators=(",", ":")),
         )
 
@@ -233,7 +232,9 @@ class SchedulingRound:
         core.senders.launched(decision.task_id, attempt, node.node_id)
         job.tasks[key].predicted_s = decision.predicted_duration_s
         job.tasks[key].disk_mb_s = decision.disk_mb_s
-        launch = LaunchTask(task=self._spec(job, key, attempt, decision))
+        plan = core.recovery.launch(job, key)
+        job.tasks[key].pushes = plan.pushing
+        launch = LaunchTask(task=self._spec(job, key, attempt, decision, plan))
         node.forget_launch(decision.task_id)
         node.running[decision.task_id] = (job, key)
         node.launches[decision.task_id] = launch
@@ -250,9 +251,9 @@ class SchedulingRound:
             attempt=attempt,
             memory_mb=decision.memory_mb,
         )
+        core.recovery.react(TaskStarted(job.job_id, key, attempt, node.node_id, plan))
 
-    def _spec(self, job: JobRuntime, key: TaskKey, attempt: int, decision: Assign) -> TaskSpec:
-        strategy = self.core.strategy
+    def _spec(self, job: JobRuntime, key: TaskKey, attempt: int, decision: Assign, plan: Launch) -> TaskSpec:
         stage = job.plan.stages[key[0]]
         output_url = f"{self.output_base}/outputs/{job.job_id}/{key[1]}/{attempt}" if stage.final else None
         return TaskSpec(
@@ -264,14 +265,14 @@ class SchedulingRound:
             op=stage.op,
             memory_mb=decision.memory_mb,
             params=stage.params(key[1]),
-            inputs=strategy.input_refs(job, key),
+            inputs=plan.inputs,
             partitions=stage.partitions,
             final=stage.final and stage.writes_output,
             output_url=output_url,
-            push=strategy.push_targets(job, key),
-            push_rate_bytes_s=strategy.push_rate(),
-            input_cache_mb=strategy.input_cache_mb(job, key),
-            streamed=strategy.streamed_deps(job, key),
+            push=plan.push,
+            push_rate_bytes_s=plan.push_rate_bytes_s,
+            input_cache_mb=plan.input_cache_mb,
+            streamed=plan.streamed,
         )
 
     # ------------------------------------------------------------------ node-side queues

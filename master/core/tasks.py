@@ -50,7 +50,7 @@ def task_update(core: CorePort, node: NodeRecord, update: TaskUpdate, launch_ack
     job.count_cache_use(update.metrics)
     ok, update = _outcome(core, job, key, update)
     if ok:
-        core.strategy.task_succeeded(job, key, node, update, now)
+        core.recovery.succeeded(job, key, node, update, now)
     else:
         _failed(core, node, job, key, update)
     core.records.task_row(job, key, node, update.state if ok else "failed", update.failure or "", now, update)

@@ -59,6 +59,11 @@ class TimerHeap:
         heapq.heapify(self._due)
         self.asked = None
 
+    def clear(self) -> None:
+        """Drop every timer (the run stops)."""
+        self._due.clear()
+        self.asked = None
+
     def __len__(self) -> int:
         return len(self._due)
 
@@ -74,4 +79,5 @@ class TraceClock:
         return self.timers.now() * self.time_scale
 
     def at(self, when: float, priority: int, action: Action) -> None:
-        self.timers.at(when / self.time_scale, priority, action)
+        """As ``VirtualClock.at``: a time already past is now (then ties go by priority)."""
+        self.timers.at(max(when / self.time_scale, self.timers.now()), priority, action)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from master.policies.base import Autoscaler, PendingTask, Scheduler
@@ -23,6 +24,7 @@ from testbed.scenario import (
     AUTOSCALERS,
     DEFAULT_TASK_MEMORY_MB,
     SCHEDULERS,
+    STRATEGIES,
     InlineProfile,
     PluginJob,
     Scenario,
@@ -96,6 +98,8 @@ def profile_models(scenario: Scenario) -> ModelSource | None:
     tasks of other sizes: the task keeps its own ideal memory (its measured
     spill scales with it), and takes the profile's ideal duration as its estimate.
     Under time dilation a task runs that many times slower, and so does its model.
+    A ``sleep`` task's duration is the scenario's (a trace's, already in wall
+    seconds): its own estimate is its model's ideal duration.
     """
     profiles = load_profiles(scenario)
     if not profiles:
@@ -107,6 +111,8 @@ def profile_models(scenario: Scenario) -> ModelSource | None:
         if profile is None:
             return None
         model = profile.model.resized(task.ideal_memory_mb)
+        if task.workload == "sleep":
+            return replace(model, ideal_duration_s=task.est_duration_s)
         return model.dilated(dilation) if dilation != 1.0 else model
 
     return model_of
@@ -147,6 +153,7 @@ def policy_plugins(scenario: Scenario) -> dict[str, Any]:
     """The scenario's plugins with their import path and version (provenance): the policies
     by role, and ``workloads`` by the name the jobs give them."""
     named = {"scheduler": (scenario.policy.scheduler, SCHEDULERS),
+             "strategy": (scenario.policy.strategy, STRATEGIES),
              "autoscaler": (scenario.policy.autoscaler, AUTOSCALERS)}  # fmt: skip
     plugins: dict[str, Any] = {
         role: find_plugin(role, name, f"policy.{role}").provenance()

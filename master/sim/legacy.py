@@ -2,8 +2,9 @@
 simulator until the sans-I/O core's ``handle(event, now)`` exists.
 
 The master is never started: no broker link, no HTTP server, no agent process. Its
-asyncio parts (arrival timers, its round ticker, the chaos controller's clock, the
-autoscaler's delays) run on a private event loop whose clock is the simulator's: each
+asyncio parts (the loop timers of the core's ``WakeAt``s, which carry the arrivals, the
+round ticker, the chaos rules and the autoscaler's delays, and the provider's coroutines)
+run on a private event loop whose clock is the simulator's: each
 ``handle`` sets that clock to ``now``, runs what is due, applies the event, and returns
 what the master did as commands (its sends, its provider's launches and kills, a wish
 for a scheduling round, the time of its next timer). Messages from nodes go in through
@@ -163,12 +164,10 @@ class LegacyCore:
         master = self.master
 
         async def stop() -> None:
-            master.chaos.stop()
             for task in self._background:
                 task.cancel()
             await asyncio.gather(*self._background, return_exceptions=True)
-            await master.autoscaling.stop()
-            master._act(master.core.end_nodes)
+            master._handle(ev.Stop())
             await master.starts.shutdown()
 
         self._step(now, stop)
@@ -194,14 +193,11 @@ class LegacyCore:
         """What the master's scheduling loop does on a kick."""
         self.master._kick.clear()
         self.master.schedule_once()
-        self.master.autoscaling.step()
 
     def _begin(self) -> None:
         """Time 0: what ``Master.run`` does once its initial cluster is up."""
         master = self.master
         master.begin()
-        master.chaos.start()
-        master.autoscaling.start()
         self.begun = True
 
     def _send(self, node_id: str, message: Message) -> None:

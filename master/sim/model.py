@@ -8,17 +8,22 @@ real run measures that the model cannot know.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from master.policies import load_profiles, role_of
+from testbed.api import SimModel
 from testbed.protocol import INLINE_NOOP, TaskSpec
-from testbed.scenario import Scenario
+from testbed.scenario import PluginJob, Scenario, ScenarioError
+from testbed.scenario_sim import OpModel
 
 MB = 2**20
 BYTES_PER_RECORD = {"sort": 100, "pagerank": 16}
 """Bytes of one generated input record: a sort record, a packed PageRank edge."""
+PLUGIN_OP = "plugin."
+"""The ops of a workload plugin's tasks: ``plugin.map``, ``plugin.reduce``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +52,6 @@ def source_bytes(spec: TaskSpec) -> int:
         return 0
     if "nbytes" in generate:
         return int(generate["nbytes"])
-    if "count" not in generate:  # a workload plugin's generate(): its size is unknown until it runs
-        return 0
     workload = spec.op.partition(".")[0]
     return int(generate["count"]) * BYTES_PER_RECORD.get(workload, 1)
 
@@ -60,6 +63,65 @@ class ExecutionModel:
         self.spec = scenario.simulation
         self.ideal_memory_mb = ideal_memory_mb
         self.profiles = load_profiles(scenario) if self.spec.memory_penalty else {}
+        self.plugin_models: dict[tuple[str, str], SimModel | None] = {}
+        """A workload plugin's ``sim_model()`` per (import path, options as JSON)."""
+        for index, job in enumerate(scenario.jobs):
+            if isinstance(job, PluginJob):
+                self.plugin_model(job.workload, job.options, f"jobs.{index}.workload")
+
+    def plugin_model(
+        self, workload: str, options: dict[str, Any], field: str = "workload"
+    ) -> SimModel | None:
+        """The plugin's own task model (built with the job's options), or None."""
+        from testbed.workloads.user import load_workload  # late: the workloads import their ops
+
+        key = (workload, json.dumps(options, sort_keys=True, default=str))
+        if key not in self.plugin_models:
+            model = getattr(load_workload(workload, options, field), "sim_model", None)
+            try:
+                found = model() if callable(model) else None
+            except Exception as exc:  # the plugin's code: its error, named, before the run
+                raise ScenarioError(
+                    [f"{field}: {workload}.sim_model() raised {type(exc).__name__}: {exc}"]
+                ) from None
+            if found is not None and not isinstance(found, SimModel):
+                raise ScenarioError(
+                    [f"{field}: {workload}.sim_model() must return a testbed.api.SimModel, got {found!r:.80}"]
+                )
+            self.plugin_models[key] = found
+        return self.plugin_models[key]
+
+    def op_model(self, spec: TaskSpec) -> OpModel:
+        """The scenario's ``simulation.ops`` entry of the op; for a workload plugin's task,
+        ``<import path>.<map|reduce>`` there, else the plugin's ``sim_model()``."""
+        if not spec.op.startswith(PLUGIN_OP):
+            return self.spec.op(spec.op)
+        role = spec.op.removeprefix(PLUGIN_OP)
+        workload = spec.params["workload"]
+        if f"{workload}.{role}" in self.spec.ops:
+            return self.spec.ops[f"{workload}.{role}"]
+        model = self.plugin_model(workload, spec.params["options"])
+        if model is None:
+            return self.spec.op(spec.op)
+        if role == "map":
+            return OpModel(s_per_mb=model.map_s_per_mb, output_ratio=model.map_output_ratio)
+        if role == "step":
+            return OpModel(s_per_mb=model.step_s_per_mb, output_ratio=model.step_output_ratio)
+        return OpModel(s_per_mb=model.reduce_s_per_mb, output_ratio=1.0)
+
+    def source_bytes(self, spec: TaskSpec) -> int:
+        """Bytes a source task reads; a plugin's generated split: its model's ``generated_split_mb``."""
+        generate = spec.params.get("generate")
+        if spec.op.startswith(PLUGIN_OP) and generate is not None:
+            model = self.plugin_model(spec.params["workload"], spec.params["options"])
+            return int(model.generated_split_mb * MB) if model is not None else 0
+        return source_bytes(spec)
+
+    def workload_of(self, spec: TaskSpec) -> str:
+        """The workload a task's profile is keyed by (a plugin's import path)."""
+        if spec.op.startswith(PLUGIN_OP):
+            return str(spec.params["workload"])
+        return spec.op.partition(".")[0]
 
     # ------------------------------------------------------------------ nodes
 
@@ -93,14 +155,15 @@ class ExecutionModel:
         network (plus its source, if it has one), on a node of ``node_class`` whose NIC it
         shares with ``sharing`` running tasks (itself included)."""
         pinned = self.pinned_s(spec)
-        if pinned is not None:
-            return TaskCost(0, 0.0, pinned, 0, 0.0, 0)
-        bytes_in = source_bytes(spec) + local_bytes + remote_bytes
-        op = self.spec.op(spec.op)
         fraction = min(1.0, spec.memory_mb / max(1, self.ideal_memory_mb(spec.job_id, spec.stage)))
+        profile = self.profiles.get((self.workload_of(spec), role_of(spec.stage)))
+        if pinned is not None:  # a sleep task given less than its ideal memory: its profile's penalty
+            penalty = profile.model.penalty.multiplier(fraction) if fraction < 1.0 and profile else 1.0
+            return TaskCost(0, 0.0, pinned * penalty, 0, 0.0, 0)
+        bytes_in = self.source_bytes(spec) + local_bytes + remote_bytes
+        op = self.op_model(spec)
         compute_s = op.s_per_mb * bytes_in / MB
         spill_bytes, spill_s = 0, 0.0
-        profile = self.profiles.get((spec.op.partition(".")[0], role_of(spec.stage)))
         if fraction < 1.0 and profile is not None:
             compute_s *= profile.model.penalty.multiplier(fraction)
         elif fraction < 1.0:

@@ -24,6 +24,7 @@ from master.sim.shell import SimShell
 from testbed.progress import progress_counts
 from testbed.rundir import secure_run_dir
 from testbed.scenario import Scenario, to_yaml
+from testbed.scenario_sim import calibration_digest
 
 SIM_RUN_ID = "sim"
 """Every simulated run has the same run id: nothing outside it sees it, and its journal is then
@@ -52,12 +53,18 @@ def run_sim(scenario: Scenario, run_dir: Path, progress: bool = False) -> RunRes
             "backend": "sim",
             "simulation": {
                 **scenario.simulation.model_dump(mode="json"),
+                "calibration": calibration_used(scenario.simulation.calibration),
                 "events": shell.heap.popped,
                 "elapsed_s": round(elapsed, 3),
             },
         }
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return RunResult(run_dir, ok, summary)
+
+
+def calibration_used(path: str | None) -> dict[str, str] | None:
+    """The calibration file a run's model came from: its path and the SHA-256 of its bytes."""
+    return None if path is None else {"path": path, "sha256": calibration_digest(path)}
 
 
 def simulate(

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from master.core.jobs import TaskKey
-from master.core.nodes import NodeRecord
 from master.policies.base import NodeClass
-from master.policies.pado import AggregationLimits, Block, CommitLedger, PadoPlan, Push, aggregates_partially
+from master.policies.pado import PadoPlan, aggregates_partially
+from master.strategies.pado_rules import AggregationLimits, Block, CommitLedger, Push
 from master.strategies.spark import physical_operators, shuffle_consumers
 from testbed.protocol import FlushAggregate, PushDelivered, PushedPart
 from testbed.scenario import ScenarioError
@@ -63,7 +63,7 @@ class PadoJob:
     flushes: int = 0
     streaming: dict[TaskKey, int] = field(default_factory=dict)
     """Receivers launched before all their inputs were committed -> their attempt."""
-    early: dict[str, tuple[NodeRecord, PushDelivered]] = field(default_factory=dict)
+    early: dict[str, tuple[str, PushDelivered]] = field(default_factory=dict)
     """Commit requests that overtook their task's success message (by block id)."""
     receipts: set[tuple[str, str]] = field(default_factory=set)
     """(block, reserved node) of every receipt (``BlockReceived``) taken into account."""

@@ -1,4 +1,4 @@
-"""The ``spark`` and ``spark-checkpoint`` recovery strategies on the running master.
+"""The ``spark`` and ``spark-checkpoint`` recovery strategies, as the core's event handlers.
 
 - ``spark``: lineage recovery as ``JobRuntime`` implements it (executors on both
   classes; outputs on the producer's disk; lost outputs recomputed on demand).
@@ -8,8 +8,8 @@
   committed the copy, it is one of the output's locations, so the loss of the
   producer loses nothing.
 
-``SparkStrategy`` is also the base of the others: one hook per event the master
-calls (docs/strategies.md, section 6), and the physical plans' logical DAGs.
+``SparkStrategy`` is also the base of the others (``master.core.strategy.Strategy``'s
+queries and handlers, docs/strategies.md section 6), with the physical plans' logical DAGs.
 """
 
 from __future__ import annotations
@@ -20,12 +20,23 @@ from typing import Any
 
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
-from master.core.ports import StrategyPort
+from master.core.strategy import (
+    AddReplica,
+    BlockReported,
+    Decision,
+    JobSubmitted,
+    Launch,
+    Ready,
+    Strategy,
+    StrategyView,
+    WriteFile,
+)
 from master.dag import LogicalDag, pagerank_dag, sort_dag, wordcount_dag
 from master.policies.base import NodeClass
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
 from master.policies.pado import PadoPlan
-from testbed.protocol import BlockReceived, BlockRef, PushDelivered, PushTarget, TaskUpdate
+from testbed.protocol import PushTarget
+from testbed.scenario import Scenario
 from testbed.workloads.plan import JobPlan
 
 BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
@@ -78,19 +89,35 @@ def shuffle_consumers(plan: JobPlan, stage: int) -> list[int]:
 # ---------------------------------------------------------------- spark
 
 
-class SparkStrategy:
+class SparkStrategy(Strategy):
     """``spark``: what ``JobRuntime`` does (lineage recomputation)."""
 
     name = "spark"
 
-    def __init__(self, master: StrategyPort) -> None:
-        self.master = master
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
 
-    def job_submitted(self, job: JobRuntime) -> None:
+    def plan(self, view: StrategyView, job: JobRuntime) -> Iterable[Ready]:
+        classes = self.classes(job, 0)
+        return (Ready(key, classes) for key in job.ready())
+
+    def launch(self, view: StrategyView, job: JobRuntime, key: TaskKey) -> Launch:
+        return Launch(job.input_refs(key), push=self.push_targets(view, job, key))
+
+    def classes(self, job: JobRuntime, stage: int) -> frozenset[NodeClass]:
+        """The node classes the stage's tasks may run on."""
+        return executor_classes("spark")
+
+    def push_targets(self, view: StrategyView, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
+        return ()
+
+    def on_job_submitted(self, view: StrategyView, event: JobSubmitted) -> list[Decision]:
+        job = view.jobs[event.job_id]
         dag = logical_dag(job.plan)
-        if dag is not None:
-            text = json.dumps(self.describe(job, dag), indent=2) + "\n"
-            self.master.run_file(f"dags/{job.job_id}.json", text)
+        if dag is None:
+            return []
+        text = json.dumps(self.describe(job, dag), indent=2) + "\n"
+        return [WriteFile(f"dags/{job.job_id}.json", text)]
 
     def describe(self, job: JobRuntime, dag: LogicalDag) -> dict[str, Any]:
         plan = spark_plan(dag)
@@ -113,72 +140,24 @@ class SparkStrategy:
                 "operators": list(operators[s]),
                 "deps": [{"stage": d.stage, "kind": d.kind} for d in st.deps],
                 "final": st.final,
-                "executors": sorted(self.allowed_classes(job, (s, 0))),
+                "executors": sorted(self.classes(job, s)),
             }
             for s, st in enumerate(job.plan.stages)
         ]
 
-    def allowed_classes(self, job: JobRuntime, key: TaskKey) -> frozenset[NodeClass]:
-        return executor_classes("spark")
-
-    def preferred_nodes(self, job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
-        return ()
-
-    def ready(self, job: JobRuntime) -> Iterable[TaskKey]:
-        return job.ready()
-
-    def input_refs(self, job: JobRuntime, key: TaskKey) -> tuple[tuple[BlockRef, ...], ...]:
-        return job.input_refs(key)
-
-    def push_targets(self, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
-        return ()
-
-    def push_rate(self) -> float | None:
-        return None
-
-    def input_cache_mb(self, job: JobRuntime, key: TaskKey) -> int:
-        """The size of the node's input cache the task reads its source through (0: none)."""
-        return 0
-
-    def streamed_deps(self, job: JobRuntime, key: TaskKey) -> tuple[int, ...]:
-        """Dependencies whose blocks reach the task while it runs (asked once, at launch)."""
-        return ()
-
-    def task_succeeded(
-        self, job: JobRuntime, key: TaskKey, node: NodeRecord, update: TaskUpdate, now: float
-    ) -> bool:
-        block = f"{job.task_id(key)}.a{update.attempt}"
-        return job.succeeded(key, update.attempt, node.url, block, update.partition_bytes, now=now)
-
-    def block_received(self, node: NodeRecord, message: BlockReceived) -> None:
-        """A spark run pushes nothing; a stray report is ignored."""
-
-    def push_delivered(self, node: NodeRecord, message: PushDelivered) -> None:
-        """A spark run pushes nothing; a stray report is ignored."""
-
-    def tick(self, now: float) -> None:
-        """Called before every scheduling round (time-driven decisions)."""
-
-    def resend(self, node: NodeRecord) -> None:
-        """Messages to ``node`` may have been lost (a reconnect): send again what must arrive."""
-
-    def before_node_lost(self, node: NodeRecord) -> None:
-        """Nothing beyond JobRuntime's lineage recovery."""
-
-    def after_node_lost(self, node: NodeRecord) -> None:
-        """Nothing beyond JobRuntime's lineage recovery."""
-
     # ------------------------------------------------------------ shared helpers
 
-    def reserved_nodes(self) -> list[NodeRecord]:
+    @staticmethod
+    def reserved_nodes(view: StrategyView) -> list[NodeRecord]:
         """Reserved agents able to receive data, in a stable order."""
-        nodes = [n for n in self.master.nodes.values() if n.node_class == "reserved" and n.status == "up"]
+        nodes = [n for n in view.nodes.values() if n.node_class == "reserved" and n.status == "up"]
         return sorted(nodes, key=lambda n: n.ordinal)
 
-    def located(self, block: str) -> tuple[JobRuntime, TaskKey, int] | None:
+    @staticmethod
+    def located(view: StrategyView, block: str) -> tuple[JobRuntime, TaskKey, int] | None:
         """The job, task and attempt of a block id ``<task id>.a<attempt>``."""
         task_id, _, attempt = block.rpartition(".a")
-        job = self.master.jobs.get(task_id.partition(".")[0])
+        job = view.jobs.get(task_id.partition(".")[0])
         key = job.key_of(task_id) if job is not None else None
         if job is None or key is None or not attempt.isdigit():
             return None
@@ -193,12 +172,12 @@ class CheckpointStrategy(SparkStrategy):
 
     name = "spark-checkpoint"
 
-    def allowed_classes(self, job: JobRuntime, key: TaskKey) -> frozenset[NodeClass]:
+    def classes(self, job: JobRuntime, stage: int) -> frozenset[NodeClass]:
         return executor_classes("spark-checkpoint")
 
-    def push_targets(self, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
+    def push_targets(self, view: StrategyView, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
         stage = job.plan.stages[key[0]]
-        reserved = {n.node_id: n for n in self.reserved_nodes()}
+        reserved = {n.node_id: n for n in self.reserved_nodes(view)}
         if not shuffle_consumers(job.plan, key[0]) or not reserved:
             return ()
         target = reserved[checkpoint_node(key, list(reserved))]
@@ -206,15 +185,11 @@ class CheckpointStrategy(SparkStrategy):
             PushTarget(node_id=target.node_id, url=target.url, partitions=tuple(range(stage.partitions))),
         )
 
-    def block_received(self, node: NodeRecord, message: BlockReceived) -> None:
-        located = self.located(message.block)
+    def on_block_reported(self, view: StrategyView, event: BlockReported) -> list[Decision]:
+        located = self.located(view, event.message.block)
+        node = view.nodes[event.node_id]
         if located is None or node.node_class != "reserved":
-            return
+            return []
         job, key, _ = located
-        if job.add_replica(key, message.block, node.url):
-            nbytes = sum(p.nbytes for p in message.parts)
-            job.bytes_checkpointed += nbytes
-            self.master.journal.event(
-                "checkpointed", job=job.job_id, task=job.task_id(key), node=node.node_id, bytes=nbytes
-            )
-            self.master.kick()
+        nbytes = sum(p.nbytes for p in event.message.parts)
+        return [AddReplica(job.job_id, key, event.message.block, node.node_id, node.url, nbytes)]

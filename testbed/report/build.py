@@ -151,6 +151,7 @@ def _scenario_jobs_and_chaos(run: RunData) -> list[list[str]]:
     rows = []
     if isinstance(specs, list):
         workloads = sorted({str(s.get("workload", "?")) for s in specs if isinstance(s, dict)})
+        workloads = [run.workload_label(workload) for workload in workloads]
         rows.append(["job entries", f"{len(specs)} ({', '.join(workloads)})"])
     chaos = run.scenario.get("chaos")
     if isinstance(chaos, dict):

@@ -80,6 +80,17 @@ class RunData:
         plugin = (self.summary or {}).get("plugins", {}).get(axis)
         return f"{plugin['import_path']} {plugin['version']}" if plugin else value
 
+    def workload_label(self, workload: str) -> str:
+        """A job's ``workload`` as the scenario names it; a plugin with its version (summary.json)."""
+        plugin = (self.summary or {}).get("plugins", {}).get("workloads", {}).get(workload)
+        return f"{plugin['import_path']} {plugin['version']}" if plugin else workload
+
+    @property
+    def plugin_workloads(self) -> str:
+        """The run's workload plugins with their versions (summary.json), ``; ``-joined."""
+        found = (self.summary or {}).get("plugins", {}).get("workloads", {})
+        return "; ".join(sorted(self.workload_label(name) for name in found))
+
     @property
     def name(self) -> str:
         return str(self._setting("name") or self.path.name)

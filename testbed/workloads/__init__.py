@@ -23,6 +23,7 @@ OPERATIONS: dict[str, TaskFunction] = {
     "sort.reduce": sort.reduce_task,
     "sleep.run": sleep.run_task,
     "plugin.map": user.map_task,
+    "plugin.step": user.step_task,
     "plugin.reduce": user.reduce_task,
 }
 

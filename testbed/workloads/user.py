@@ -1,12 +1,17 @@
 """User workloads: a job whose ``workload`` names a plugin class (``testbed.api.Workload``).
 
-Two stages, like Hadoop Streaming over the framework's own machinery: ``plugin.map``
+Two stages (and one more per round of ``step``, below), like Hadoop Streaming over the
+framework's own machinery: ``plugin.map``
 tasks read their split (byte ranges of the input files, cut at line boundaries, or the
 plugin's ``generate``), call ``read`` and ``map``, and hold the pairs in a
 ``GroupBuffer`` (partitioned by CRC32 of the key's msgpack bytes, spilled sorted under
 the budget, combined by the plugin's ``combine``); ``plugin.reduce`` tasks fetch their
 partition of every map output, merge it the same way and call ``reduce`` once per key,
-in key order, writing the returned lines to the part file.
+in key order, writing the returned lines to the part file. A plugin with ``iterations``
+N > 0 has N ``plugin.step`` stages between them: each merges its partition like a reducer
+and calls ``step(round, key, values)``, whose pairs it partitions, spills and serves like
+a map's (iterative MapReduce as Hadoop runs it: a chain of jobs, each round's state in
+its pairs).
 
 The plugin is imported in the worker process from the task's params (its import path
 or entry-point name, and its options): the agents' ``PYTHONPATH`` must reach it
@@ -54,6 +59,11 @@ def load_workload(name: str, options: dict[str, Any], field: str = "workload") -
     return find_plugin("workload", name, field, WORKLOADS).build(options)
 
 
+def iterations_of(workload: Any) -> int:
+    """The rounds of ``step`` between ``map`` and ``reduce`` (0 for a class without ``iterations``)."""
+    return int(getattr(workload, "iterations", 0))
+
+
 def partition_of(key: Any, partitions: int) -> int:
     return zlib.crc32(msgpack.packb(key)) % partitions
 
@@ -70,19 +80,35 @@ def sources_of(job: PluginJob, seed: int) -> list[dict[str, Any]]:
 
 
 def plan(job: PluginJob, seed: int) -> JobPlan:
+    """``plugin.map`` over the splits, one ``plugin.step`` stage per round of the plugin's
+    ``iterations``, then ``plugin.reduce``: each reads its parent's output through a shuffle."""
     sources = sources_of(job, seed)
     shared = {"workload": job.workload, "options": job.options}
-    return JobPlan(
-        job.workload,
-        (
+    rounds = iterations_of(load_workload(job.workload, job.options))
+    stages = [
+        StagePlan("plugin.map", len(sources), job.reduces, task_params=tuple(sources), shared_params=shared)
+    ]
+    for round_ in range(1, rounds + 1):
+        stages.append(
             StagePlan(
-                "plugin.map", len(sources), job.reduces, task_params=tuple(sources), shared_params=shared
-            ),
-            StagePlan(
-                "plugin.reduce", job.reduces, 1, (Dependency(0, "shuffle"),), final=True, shared_params=shared
-            ),
-        ),
+                "plugin.step",
+                job.reduces,
+                job.reduces,
+                (Dependency(round_ - 1, "shuffle"),),
+                shared_params={**shared, "round": round_},
+            )
+        )
+    stages.append(
+        StagePlan(
+            "plugin.reduce",
+            job.reduces,
+            1,
+            (Dependency(rounds, "shuffle"),),
+            final=True,
+            shared_params=shared,
+        )
     )
+    return JobPlan(job.workload, tuple(stages))
 
 
 # ------------------------------------------------------------------ calling the plugin
@@ -134,6 +160,15 @@ def combiner(workload: Any) -> Callable[[Any, list[Any]], Any] | None:
     return combine
 
 
+def stepped_pairs(workload: Any, round_: int, key: Any, values: Iterator[Any]) -> Iterator[tuple[Any, Any]]:
+    for pair in calling(workload, "step", round_, key, values):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise WorkloadError(
+                f"{type(workload).__name__}.step() must yield (key, value) pairs, got {pair!r}"
+            )
+        yield pair[0], pair[1]
+
+
 def output_lines(workload: Any, key: Any, values: Iterator[Any]) -> Iterator[str]:
     for line in calling(workload, "reduce", key, values):
         if not isinstance(line, str):
@@ -167,12 +202,16 @@ def task_workload(ctx: TaskContext) -> Any:
         ) from None
 
 
-def new_buffer(ctx: TaskContext, workload: Any, partitions: int) -> GroupBuffer:
+def new_buffer(
+    ctx: TaskContext, workload: Any, partitions: int, files: SpillFiles | None = None, share: float = 1.0
+) -> GroupBuffer:
+    """A buffer of ``share`` of the task's record buffer; buffers of one task share ``files``
+    (their spill files' names)."""
     return GroupBuffer(
         lambda key: partition_of(key, partitions),
         partitions,
-        int(ctx.budget_bytes * BUFFER_FRACTION),
-        SpillFiles(ctx.scratch, ctx.metrics),
+        int(ctx.budget_bytes * BUFFER_FRACTION * share),
+        files or SpillFiles(ctx.scratch, ctx.metrics),
         combiner(workload),
     )
 
@@ -192,31 +231,58 @@ def map_task(ctx: TaskContext) -> None:
                 ctx.metrics.records_in += 1
                 for key, value in emitted_pairs(workload, record):
                     buffer.add(key, value)
-        writer = ctx.open_output()
-        for partition, pairs in buffer.finish():
-            for frame in _frames(pairs):
-                ctx.metrics.records_out += len(frame)
-                writer.write(partition, msgpack.packb(frame))
+        _write_pairs(ctx, buffer)
     except RecordError as exc:
         raise WorkloadError(f"{type(workload).__name__}.map(): {exc}") from None
+
+
+def _write_pairs(ctx: TaskContext, buffer: GroupBuffer) -> None:
+    """The buffer's pairs, partition by partition, as the task's shuffle output."""
+    writer = ctx.open_output()
+    for partition, pairs in buffer.finish():
+        for frame in _frames(pairs):
+            ctx.metrics.records_out += len(frame)
+            writer.write(partition, msgpack.packb(frame))
     ctx.commit_output(writer)
 
 
-def reduce_task(ctx: TaskContext) -> None:
-    workload = task_workload(ctx)
-    buffer = new_buffer(ctx, workload, 1)
+def _grouped_input(
+    ctx: TaskContext, workload: Any, files: SpillFiles | None = None, share: float = 1.0
+) -> Iterator[tuple[Any, Iterator[Any]]]:
+    """The task's shuffled input, merged under the budget: each key with its values, in key order."""
+    buffer = new_buffer(ctx, workload, 1, files, share)
     for frame in ctx.input_frames(0):
         pairs = msgpack.unpackb(frame, use_list=False)
         ctx.metrics.records_in += len(pairs)
         for key, value in pairs:
             buffer.add(key, value)
+    for _, pairs in buffer.finish():
+        for key, group in itertools.groupby(pairs, key=operator.itemgetter(0)):
+            yield key, (value for _, value in group)
+
+
+def step_task(ctx: TaskContext) -> None:
+    """One round of ``step``: the grouped input in, its pairs shuffled to the next stage."""
+    workload = task_workload(ctx)
+    files = SpillFiles(ctx.scratch, ctx.metrics)  # two buffers, each half the record buffer
+    buffer = new_buffer(ctx, workload, ctx.spec.partitions, files, share=0.5)
+    try:
+        for key, values in _grouped_input(ctx, workload, files, share=0.5):
+            for new_key, value in stepped_pairs(workload, ctx.params["round"], key, values):
+                buffer.add(new_key, value)
+        _write_pairs(ctx, buffer)
+    except RecordError as exc:
+        raise WorkloadError(f"{type(workload).__name__}.step(): {exc}") from None
+
+
+def reduce_task(ctx: TaskContext) -> None:
+    workload = task_workload(ctx)
     with open(ctx.final_path, "w", encoding="utf-8") as out:
         try:
-            for _, pairs in buffer.finish():
-                for key, group in itertools.groupby(pairs, key=operator.itemgetter(0)):
-                    for line in output_lines(workload, key, (value for _, value in group)):
-                        out.write(line + "\n")
-                        ctx.metrics.records_out += 1
+            for key, values in _grouped_input(ctx, workload):
+                for line in output_lines(workload, key, values):
+                    out.write(line + "\n")
+                    ctx.metrics.records_out += 1
         except RecordError as exc:
             raise WorkloadError(f"{type(workload).__name__}.reduce(): {exc}") from None
 
@@ -240,13 +306,22 @@ def input_chunks(job: PluginJob, seed: int, workload: Any) -> Iterator[bytes]:
         yield from source_chunks(workload, source)
 
 
-def grouped_output(workload: Any, records: Iterable[Any]) -> Iterator[str]:
-    """``map`` and ``reduce`` in one process: every pair held in a dict, no combiner."""
+def _grouped(pairs: Iterable[tuple[Any, Any]]) -> dict[Any, list[Any]]:
     groups: defaultdict[Any, list[Any]] = defaultdict(list)
-    for record in records:
-        for pair in emitted_pairs(workload, record):
-            key, value = msgpack.unpackb(pack_pair(*pair), use_list=False)  # as the shuffle carries them
-            groups[key].append(value)
+    for pair in pairs:
+        key, value = msgpack.unpackb(pack_pair(*pair), use_list=False)  # as the shuffle carries them
+        groups[key].append(value)
+    return groups
+
+
+def grouped_output(workload: Any, records: Iterable[Any]) -> Iterator[str]:
+    """``map``, every round of ``step`` and ``reduce`` in one process: every pair held in a
+    dict, no combiner."""
+    groups = _grouped(pair for record in records for pair in emitted_pairs(workload, record))
+    for round_ in range(1, iterations_of(workload) + 1):
+        groups = _grouped(
+            pair for key in sorted(groups) for pair in stepped_pairs(workload, round_, key, iter(groups[key]))
+        )
     for key in sorted(groups):
         yield from output_lines(workload, key, iter(groups[key]))
 

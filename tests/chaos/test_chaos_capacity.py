@@ -10,14 +10,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from master.chaos.controller import ChaosController
 from master.chaos.plan import capacity_windows, format_plan, plan_evictions
 from master.chaos.rules import ChaosRules, VirtualClock
-from master.core.nodes import NodeRecord
 from testbed.capacity import CapacitySchedule, parse_capacity
 from testbed.lifetimes import parse_lifetime
 from testbed.scenario import load_scenario, parse_scenario
 from testbed.scenario_yaml import ScenarioError
+from tests.core.driver import Driver
 
 TWO_EXPONENTIALS = {
     "available": {"exponential": {"mean": "1h"}},
@@ -182,37 +181,29 @@ def test_the_rules_announce_capacity_edges_and_show_the_class_unavailable(tmp_pa
     ]
 
 
-class StandInMaster:
-    """What ``ChaosController`` journals through."""
-
-    def __init__(self, scenario: Any) -> None:
-        self.scenario = scenario
-        self.nodes = {"transient-0": NodeRecord("transient-0", "transient", 0, 0.0, 1, 256, 0.3, status="up")}
-        self.journal = self
-        self.t = 0.0
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    def now(self) -> float:
-        return self.t
-
-    def event(self, name: str, **fields: Any) -> None:
-        self.events.append((name, fields))
-
-
 def test_an_autoscalers_launch_waits_or_is_refused_and_is_journaled(tmp_path: Path) -> None:
-    master = StandInMaster(trace_scenario(tmp_path, "1m,2m\n", max_wait="90s"))
-    controller = ChaosController(master)  # type: ignore[arg-type]
-    assert controller.launch_wait("transient", 0.0) == 0.0  # capacity there: go ahead
-    master.t = 70.0  # time_scale 1: run seconds are trace seconds
-    assert controller.launch_wait("transient", 0.0) == 50.0
-    assert controller.launch_wait("transient", 50.0) is None  # requested at 20 s: 100 s > 90 s
-    assert controller.unavailable() == frozenset({"transient"})
-    master.t = 119.9995  # the retry's timer fired half a millisecond before capacity returned
-    assert controller.launch_wait("transient", 49.9995) == 0.0
-    assert master.events == [
-        ("launch_waiting", {"until_s": 120.0, "class": "transient"}),
-        ("launch_refused", {"requested_s": 20.0, "class": "transient"}),
-    ]
+    """Capacity is out from 1 min to 2 min (time_scale 1: run seconds are trace seconds); a
+    launch may wait 30 s for it."""
+    driver = Driver(trace_scenario(tmp_path, "1m,2m\n", max_wait="30s"))
+    driver.boot()
+    chaos, outcomes = driver.core.chaos, []
+
+    def request(name: str) -> None:
+        chaos.launch_when_available(
+            "transient",
+            lambda: outcomes.append(("launched", name)),
+            lambda: outcomes.append(("refused", name)),
+        )
+
+    driver.act(request, "at 0 s")  # capacity there: at once
+    driver.act(request, "at 70 s", at=70.0)  # 50 s to wait: refused
+    assert chaos.unavailable() == frozenset({"transient"})
+    driver.act(request, "at 95 s", at=95.0)  # 25 s to wait: it waits
+    assert outcomes == [("launched", "at 0 s"), ("refused", "at 70 s")]
+    driver.advance(120.0)
+    assert outcomes[-1] == ("launched", "at 95 s") and driver.now == 120.0
+    assert driver.events("launch_refused") == [{"requested_s": 70.0, "class": "transient"}]
+    assert driver.events("launch_waiting") == [{"until_s": 120.0, "class": "transient"}]
 
 
 @pytest.mark.parametrize(
@@ -286,7 +277,7 @@ def test_the_masters_snapshot_shows_policies_the_classes_out_of_capacity_and_the
     tmp_path: Path,
 ) -> None:
     from tests.agents_stand_in import StandInAgents
-    from tests.conftest import make_scenario, offline_master
+    from tests.conftest import make_scenario, offline_master, shell_act
 
     (tmp_path / "outages.csv").write_text("0,1000h\n")  # out from the start, for the whole test
     scenario = make_scenario(
@@ -300,7 +291,7 @@ def test_the_masters_snapshot_shows_policies_the_classes_out_of_capacity_and_the
         agents = StandInAgents(master)
         for ordinal in range(2):
             agents.announce(f"transient-{ordinal}", "transient", 2, 1024)
-        snapshot, _ = master.snapshot()
+        snapshot, _ = shell_act(master, master.core.snapshot)
         assert snapshot.unavailable == frozenset({"transient"})
         assert sorted((n.node_id, n.zone) for n in snapshot.nodes) == [
             ("transient-0", "a"),

@@ -1,82 +1,82 @@
-"""The runtime chaos controller against a stand-in master: each node is evicted at most once.
+"""The chaos rules in the master core: each node is evicted once, and the core's clock orders
+simultaneous actions as the plan's virtual clock does.
 
-No agent process and no broker: the stand-in provider's kill waits for a gate the
-test opens, so two eviction requests for one node overlap the way a storm kill and
-a lifetime expiry a moment apart do in a real run.
+No agent process and no broker: the core is driven by events at chosen times
+(``tests.core.driver``) and the tests assert on the commands it returns.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from master.chaos.controller import ChaosController, RealClock
-from master.chaos.rules import KILL, LAUNCH, STORM, WARN, ChaosRules, VirtualClock
-from master.core.nodes import NodeRecord
+from master.chaos.rules import KILL, LAUNCH, REBALANCE, STORM, WARN, ChaosRules, VirtualClock
+from master.core import commands as cmd
+from master.core.events import EvictRequest, Stop
+from master.core.timers import TimerHeap, TraceClock
+from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
+from tests.core.driver import Driver
 
 
-class StandInMaster:
-    """Just what ``ChaosController.evict`` uses of ``master.master.Master``."""
-
-    def __init__(self) -> None:
-        self.scenario = make_scenario(chaos={"transient": {"lifetime": "none", "replace": False}})
-        node = NodeRecord("transient-0", "transient", 0, 0.0, 1, 256, 0.3, status="up")
-        self.nodes = {node.node_id: node}
-        self.provider = self
-        self.live = set(self.nodes)
-        self.gate = asyncio.Event()
-        self.kills: list[str] = []
-        self.recorded: list[tuple[str, str]] = []
-        self.journal = self
-
-    def now(self) -> float:
-        return 0.0
-
-    def event(self, name: str, **fields: Any) -> None:
-        self.recorded.append((fields["node"], name))
-
-    def owns(self, node_id: str) -> bool:
-        return node_id in self.live
-
-    async def evict(self, node_id: str) -> None:
-        """Like the local provider: the node is the run's until its process has died."""
-        self.kills.append(node_id)
-        await self.gate.wait()
-        self.live.remove(node_id)
-
-    def stored_bytes(self) -> dict[str, int]:
-        return {}
-
-    def record_eviction(self, node: NodeRecord, reason: str, *_: Any) -> None:
-        self.recorded.append((node.node_id, reason))
+def test_a_node_killed_by_a_storm_is_not_evicted_again_by_its_lifetime_or_by_hand() -> None:
+    storm = {"at": "1s", "evict": {"count": 1, "kind": "transient"}}
+    driver = Driver(make_scenario(chaos={"transient": {"replace": False}, "storms": [storm]}))
+    driver.boot()
+    driver.advance(1.0)
+    ((victim, reason),) = [(e["node"], e["reason"]) for e in driver.events("eviction")]
+    assert reason == "storm"
+    driver.act(driver.core.chaos.kill, victim, "lifetime", None)  # its lifetime ends a moment later
+    again = driver.do(EvictRequest(EvictSpec(count=1), (victim,)))  # and an operator asks too
+    assert [c for c in again if isinstance(c, cmd.Evicted)] == [cmd.Evicted(())]
+    assert [c.node_id for c in driver.log if isinstance(c, cmd.KillNode)] == [victim]
+    assert [e["node"] for e in driver.events("eviction_timing")] == [victim]
 
 
-async def test_a_node_killed_by_a_storm_is_not_evicted_again_by_its_lifetime() -> None:
-    master = StandInMaster()
-    controller = ChaosController(master)  # type: ignore[arg-type]
+def test_a_live_eviction_is_refused_before_time_zero_after_the_stop_and_for_foreign_nodes() -> None:
+    driver = Driver(make_scenario(chaos={"transient": {"replace": False}}))
+    driver._keep(driver.core.start(0.0))  # the cluster is coming up: no time 0 yet
+    early = driver.do(EvictRequest(EvictSpec(count=1)))
+    ((refused, why),) = [(c.refused, c.error) for c in early if isinstance(c, cmd.Evicted)]
+    assert refused == "not_running" and "has not started: its cluster is coming up (0 of 4 nodes up)" in why
+    driver = Driver(make_scenario(chaos={"transient": {"replace": False}}))
+    driver.boot()
+    foreign = driver.do(EvictRequest(EvictSpec(count=2), ("transient-0", "t9"), frozenset({"transient-0"})))
+    assert [c for c in foreign if isinstance(c, cmd.Evicted)] == [
+        cmd.Evicted((), "foreign", "refusing to evict transient-0, t9: not live nodes of run core-test")
+    ]
+    out = driver.do(EvictRequest(EvictSpec(count=1, kind="transient")))
+    (taken,) = [c for c in out if isinstance(c, cmd.Evicted)]
+    killed = [c.node_id for c in driver.log if isinstance(c, cmd.KillNode)]
+    assert len(taken.nodes) == 1 and killed == list(taken.nodes)
+    driver.do(Stop())
+    late = driver.do(EvictRequest(EvictSpec(count=1)))
+    assert [c for c in late if isinstance(c, cmd.Evicted)] == [
+        cmd.Evicted((), "not_running", "run core-test is ending: no more evictions")
+    ]
+    assert not any(isinstance(c, cmd.KillNode) for c in late)
 
-    async def open_gate() -> None:
-        master.gate.set()
 
-    done = await asyncio.gather(
-        controller.evict("transient-0", "storm"), controller.evict("transient-0", "lifetime"), open_gate()
+def test_the_chaos_rules_run_on_the_dilated_clock_as_arrivals_and_notices_do() -> None:
+    """time_scale 60 and a dilation of 2: a storm at 4 trace minutes comes at 8 run seconds
+    (the old controller's clock forgot the dilation: 4 s), its notice of 30 trace seconds is 1 s."""
+    storm = {"at": "4m", "evict": {"count": 1, "kind": "transient"}}
+    scenario = make_scenario(
+        time_scale=60,
+        fidelity={"mode": "faithful", "dilation": 2.0},
+        chaos={"transient": {"notice": "30s", "replace": False}, "storms": [storm]},
     )
-    assert done[:2] == [True, False]
-    assert master.recorded == [("transient-0", "storm"), ("transient-0", "eviction_timing")]
-    assert master.kills == ["transient-0"]
+    driver = Driver(scenario)
+    driver.boot()
+    driver.advance(7.99)
+    assert not driver.events("storm")
+    driver.advance(8.0)
+    assert [c.t for c in driver.log if isinstance(c, cmd.Journal) and c.kind == "storm"] == [8.0]
+    driver.advance(9.0)
+    (timing,) = driver.events("eviction_timing")
+    assert (timing["promised_s"], timing["lead_s"], timing["actual_s"]) == (1.0, 1.0, 270.0)
 
 
-def test_a_class_the_autoscaler_manages_is_not_replaced_after_an_eviction() -> None:
-    controller = ChaosController(StandInMaster())  # type: ignore[arg-type]
-    classes = controller.rules.classes
-    assert classes["transient"].replace is False  # the scenario's own setting
-    classes["reserved"].replace = True
-    controller.stop_replacing("reserved")
-    assert classes["reserved"].replace is False
-
-
-async def test_the_real_clock_orders_simultaneous_actions_as_the_virtual_one() -> None:
+def test_the_cores_clock_orders_simultaneous_actions_as_the_virtual_one() -> None:
     """Scheduled in the reverse of their order: both clocks run warnings, kills, launches,
     storms, and ties of one kind in the order they were scheduled."""
     actions = [(STORM, "storm"), (LAUNCH, "launch"), (KILL, "kill a"), (KILL, "kill b"), (WARN, "warn")]
@@ -86,17 +86,30 @@ async def test_the_real_clock_orders_simultaneous_actions_as_the_virtual_one() -
         virtual.at(5.0, priority, lambda name=name: ran_virtually.append(name))
     virtual.run(horizon=5.0)
     assert ran_virtually == expected
-    real, ran, all_ran = RealClock(lambda: 5.0, time_scale=60.0), [], asyncio.Event()
-
-    def record(name: str) -> None:
-        ran.append(name)
-        if len(ran) == len(actions):
-            all_ran.set()
-
+    now = [0.0]
+    timers, ran = TimerHeap(lambda: now[0]), []
+    trace = TraceClock(timers, time_scale=60.0)
     for priority, name in actions:
-        real.at(5.0 * 60, priority, lambda name=name: record(name))
-    await all_ran.wait()
+        trace.at(5.0 * 60, priority, lambda name=name: ran.append(name))
+    assert timers.wake_needed() == 5.0  # run seconds: trace seconds / time_scale
+    now[0] = 5.0
+    timers.run_due()
     assert ran == expected
+
+
+def test_an_action_due_in_the_past_runs_now_in_its_priority_as_on_the_virtual_clock() -> None:
+    """A warning due before its node launched (a lifetime shorter than the notice) runs at the
+    launch, after a rebalance recommendation due then, on both clocks."""
+    virtual, ran_virtually = VirtualClock(time=300.0), []
+    now = [5.0]
+    timers, ran = TimerHeap(lambda: now[0]), []
+    trace = TraceClock(timers, time_scale=60.0)
+    for clock, log in ((virtual, ran_virtually), (trace, ran)):
+        clock.at(300.0, REBALANCE, lambda log=log: log.append("rebalance"))
+        clock.at(240.0, WARN, lambda log=log: log.append("warn"))
+    virtual.run(horizon=300.0)
+    timers.run_due()
+    assert ran == ran_virtually == ["rebalance", "warn"]
 
 
 class StormLog:

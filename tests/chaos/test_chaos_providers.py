@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pytest
 
-from master.chaos.controller import ChaosController
 from master.chaos.plan import format_plan, plan_evictions
-from master.core.nodes import NodeRecord
 from testbed.journal import EVENTS
 from testbed.lifetimes import PRESETS, lifetime_for, parse_lifetime, rebalance_lead, rng_for
 from tests.chaos.test_chaos_plan import scenario
 from tests.conftest import make_scenario
+from tests.core.driver import Driver
 
 PROVIDERS = {"aws-spot": 120.0, "gcp-spot": 30.0, "gcp-preemptible": 30.0, "azure-spot": 30.0}
 
@@ -92,25 +90,10 @@ def test_gcp_and_azure_warn_30_seconds_ahead_and_send_no_rebalance() -> None:
         assert "rebalance" not in format_plan(plan, None)
 
 
-class JournalingMaster:
-    """What ``ChaosController.rebalance`` uses of the master: its nodes and its journal."""
-
-    def __init__(self) -> None:
-        self.scenario = make_scenario(chaos={"transient": {"lifetime": "aws-spot"}})
-        self.nodes = {"transient-0": NodeRecord("transient-0", "transient", 0, 0.0, 1, 256, 0.3, status="up")}
-        self.journal = self
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    def now(self) -> float:
-        return 12.5
-
-    def event(self, kind: str, **fields: Any) -> None:
-        self.events.append((kind, fields))
-
-
-def test_the_controller_journals_the_recommendation_and_marks_the_node() -> None:
-    master = JournalingMaster()
-    ChaosController(master).rebalance("transient-0")  # type: ignore[arg-type]
-    assert master.events == [("rebalance_recommendation", {"node": "transient-0"})]
-    assert master.nodes["transient-0"].rebalance_at == 12.5
+def test_the_core_journals_the_recommendation_and_marks_the_node() -> None:
+    driver = Driver(make_scenario(chaos={"transient": {"lifetime": "aws-spot"}}))
+    driver.boot()
+    driver.act(driver.core.chaos.rebalance, "transient-0", at=12.5)
+    assert driver.events("rebalance_recommendation") == [{"node": "transient-0"}]
+    assert driver.core.nodes["transient-0"].rebalance_at == 12.5
     assert set(EVENTS["rebalance_recommendation"].__annotations__) >= {"node"}

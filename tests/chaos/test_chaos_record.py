@@ -10,16 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from master.chaos.controller import NotRunning
+from master.chaos_shell import NotRunning
+from master.core.events import EvictRequest, Stop
 from master.master import Master, NodeRecord
 from testbed.chaos_client import ChaosClient, ChaosError
 from testbed.scenario_chaos import EvictSpec
+from tests.conftest import shell_act
 from tests.test_failure_detection import Clock, master_with_a_node
 
 
 def master_with_nodes(tmp_path: Path, clock: Clock) -> Master:
     """A real master that launches nothing: one transient node up, three still launching."""
-    master, _ = master_with_a_node(tmp_path, clock)
+    master, _ = master_with_a_node(tmp_path, clock, started=False)
     for ordinal, node_class in ((1, "transient"), (2, "transient"), (0, "reserved")):
         node = NodeRecord(
             f"{node_class}-{ordinal}", node_class, ordinal, 0.0, 2, 1024, 0.3, status="launching"
@@ -42,10 +44,10 @@ async def test_live_evictions_are_taken_only_between_time_zero_and_the_end(tmp_p
         )
         assert "eviction" not in event_names(tmp_path) and master.core.evictions == 0
 
-        master.begin()
-        master.chaos.start()
-        assert await asyncio.to_thread(client.evict, count=1) == []  # taken; the provider owns no node
-        master.chaos.stop()
+        master.begin()  # the chaos rules start at time 0
+        # taken (the only node up); its provider owns no node, so none is killed for real
+        assert await asyncio.to_thread(client.evict, count=1) == ["transient-0"]
+        master._handle(Stop())
         with pytest.raises(NotRunning, match="run run is ending: no more evictions"):
             await master.chaos.evict_now(EvictSpec(count=1))
     finally:
@@ -63,9 +65,9 @@ async def test_an_evicted_node_ends_when_it_was_killed_not_when_its_loss_was_hea
     master.begin()
     node = master.nodes["transient-0"]
     clock.now += 2.0
-    master.record_eviction(node, "manual", None, 0, 0)
+    master._handle(EvictRequest(EvictSpec(count=1), (node.node_id,)))  # not its provider's: no kill
     clock.now += 0.5  # the broker's Last Will arrives half a second later
-    master._act(master.core.node_lost, node, "evicted")
+    shell_act(master, master.core.node_lost, node, "evicted")
     master.journal.close()
     rows = list(csv.DictReader((tmp_path / "nodes.csv").open()))
     assert [(r["node_id"], float(r["ended_s"]), r["end_reason"]) for r in rows] == [

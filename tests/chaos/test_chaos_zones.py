@@ -5,16 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from master.chaos.controller import ChaosController
 from master.chaos.plan import format_plan, plan_evictions
 from master.chaos.select import select_victims
-from master.core.nodes import NodeRecord
+from master.core.commands import Evicted
+from master.core.events import EvictRequest
 from testbed.lifetimes import lifetime_for, parse_lifetime
 from testbed.policy import NodeView
 from testbed.scenario import parse_scenario
 from testbed.scenario_chaos import EvictSpec
 from testbed.scenario_yaml import ScenarioError
 from testbed.zones import zone_of, zone_pattern
+from tests.core.driver import Driver
 
 TWO_ZONES = {"a": 3, "b": 2}
 
@@ -89,32 +90,18 @@ def test_a_zone_wide_revocation_in_the_plan() -> None:
     assert " zone " in text.splitlines()[4]
 
 
-class ZonedMaster:
-    """What ``ChaosController.candidates`` and ``rules.choose`` read of the master."""
-
-    def __init__(self) -> None:
-        self.scenario = zoned({}, TWO_ZONES)
-        self.nodes = {
-            f"transient-{k}": NodeRecord(f"transient-{k}", "transient", k, 0.0, 1, 256, 0.3, status="up")
-            for k in range(5)
-        }
-        self.journal = self
-
-    def now(self) -> float:
-        return 0.0
-
-    def running_views(self, node: NodeRecord) -> tuple:
-        return ()
-
-    def stored_bytes(self) -> dict[str, int]:
-        return {}
-
-
 def test_a_live_eviction_by_zone_takes_only_that_zones_nodes() -> None:
-    controller = ChaosController(ZonedMaster())  # type: ignore[arg-type]
-    assert [n.zone for n in controller.candidates()] == ["a", "a", "a", "b", "b"]
-    _, victims = controller.rules.choose(EvictSpec(fraction=1.0, zone="a"), np.random.default_rng(1))
+    driver = Driver(zoned({}, TWO_ZONES))
+    driver.boot()
+    chaos = driver.core.chaos
+    transients = [n for n in chaos.candidates() if n.node_class == "transient"]
+    assert [n.zone for n in transients] == ["a", "a", "a", "b", "b"]
+    _, victims = chaos.rules.choose(EvictSpec(fraction=1.0, zone="a"), np.random.default_rng(1))
     assert sorted(victims) == ["transient-0", "transient-1", "transient-2"]
+    (answer,) = [
+        c for c in driver.do(EvictRequest(EvictSpec(fraction=1.0, zone="b"))) if isinstance(c, Evicted)
+    ]
+    assert sorted(answer.nodes) == ["transient-3", "transient-4"]
 
 
 def test_a_zone_with_a_lifetime_model_of_its_own() -> None:

@@ -7,6 +7,7 @@ whatever the test says. Every command the core returns is kept in ``log``.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,6 +28,7 @@ from testbed.protocol import (
     TaskUpdate,
 )
 from testbed.scenario import Scenario
+from tests.conftest import core_act
 
 
 class Driver:
@@ -52,6 +54,15 @@ class Driver:
             self.log.append(command)
             if isinstance(command, cmd.WakeAt):
                 self.wake = command.t if self.wake is None else min(self.wake, command.t)
+
+    def act(self, operation: Any, *args: Any, at: float | None = None) -> Any:
+        """Apply one of the core's operations at ``at`` (default: now) from outside ``handle`` (a
+        test reaching into a part), keeping its commands; its result."""
+        if at is not None:
+            self.advance(at)
+        result, out = core_act(self.core, self.now, operation, *args)
+        self._keep(out)
+        return result
 
     def advance(self, to: float) -> None:
         """Move time to ``to``, delivering every Wake asked for on the way (and a Round after each)."""
@@ -173,7 +184,7 @@ def up(node_id: str, node_class: str, core: MasterCore, session: int = 1) -> Nod
         incarnation=f"i-{node_id}",
         session=session,
         host="127.0.0.1",
-        port=9,
+        port=1024 + zlib.crc32(node_id.encode()) % 50000,  # a URL of its own
         slots=spec.slots,
         memory_mb=spec.memory_mb,
     )

@@ -10,9 +10,10 @@ import json
 from pathlib import Path
 
 from master.core import commands as cmd
-from master.core.events import FromNode, LinkDown, LinkUp, OutputStaged, ProbeAnswered, Round
+from master.core.events import EvictRequest, FromNode, LinkDown, LinkUp, OutputStaged, ProbeAnswered, Round
 from master.resume import recover
-from testbed.protocol import FlushAggregate, NodeState, Resync
+from testbed.protocol import EvictionNotice, FlushAggregate, NodeState, Resync
+from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches, sends, up
 
@@ -49,6 +50,46 @@ def test_a_duplicate_qos1_delivery_changes_nothing() -> None:
     assert [c for c in again if not isinstance(c, cmd.WakeAt)] == []
 
 
+def test_a_final_success_and_its_staging_delivered_twice_commit_once() -> None:
+    driver = Driver(make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 1, "reduces": 1}]))
+    driver.boot()
+    driver.do(Round())
+    ((node_id, spec),) = launches(driver.log)
+    driver.finish(node_id, spec)
+    driver.do(Round())
+    ((node_id, final),) = launches(driver.log)[1:]
+    first = driver.finish(node_id, final)
+    commits = [(c.job_id, c.index, c.attempt) for c in first if isinstance(c, cmd.CommitOutput)]
+    assert commits == [("j000", 0, final.attempt)]
+    assert [c.ok for c in first if isinstance(c, cmd.RunOver)] == [True]
+    again = driver.finish(node_id, final)  # the sink's report and the success, both redelivered
+    assert [c for c in again if not isinstance(c, cmd.WakeAt)] == []
+
+
+def test_the_worked_example_of_docs_architecture() -> None:
+    """docs/architecture.md, "A worked example: a final task's success": these commands, in this order."""
+    driver = Driver(make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 1, "reduces": 1}]))
+    driver.boot()
+    driver.do(Round())
+    ((node_id, spec),) = launches(driver.log)
+    driver.finish(node_id, spec)
+    driver.do(Round())
+    ((node_id, final),) = launches(driver.log)[1:]
+    assert driver.do(OutputStaged(final.job_id, final.index, final.attempt)) == []
+    out = driver.do(FromNode(node_id, _succeeded(node_id, final)))
+    named = [(type(c).__name__, getattr(c, "kind", None) or getattr(c, "table", None)) for c in out]
+    assert named == [
+        ("CommitOutput", None),
+        ("Journal", "output_committed"),
+        ("Row", "tasks"),
+        ("Journal", "task_finished"),
+        ("Journal", "job_finished"),
+        ("Row", "jobs"),
+        ("RunOver", None),
+        ("WantRound", None),
+    ]
+
+
 def test_an_output_not_staged_is_not_committed_and_the_task_runs_again() -> None:
     driver = Driver(make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 1, "reduces": 1}]))
     driver.boot()
@@ -69,23 +110,33 @@ def test_an_output_not_staged_is_not_committed_and_the_task_runs_again() -> None
 
 
 def test_an_eviction_notice_then_the_kill_relaunches_what_ran_there() -> None:
-    driver = Driver(make_scenario())
+    storm = {"at": "1s", "evict": {"count": 1, "kind": "transient", "select": "busiest"}}
+    chaos = {"transient": {"notice": "0.5s", "provisioning_delay": "2s"}, "storms": [storm]}
+    driver = Driver(make_scenario(chaos=chaos))
     driver.boot()
     driver.do(Round())
-    victim, spec = next((n, s) for n, s in launches(driver.log) if n.startswith("transient"))
+    busy = {n for n, _ in launches(driver.log) if n.startswith("transient")}
+    driver.advance(1.0)  # the storm: a notice to its victim, which drains
+    notice = next(c for c in driver.log if isinstance(c, cmd.Send) and isinstance(c.message, EvictionNotice))
+    victim = notice.node_id
     core = driver.core
-    node = core.nodes[victim]
-    _, out = core.act(1.0, core.drain, node, "eviction_notice")
-    assert node.status == "draining" and (
-        "node_draining" in [c.kind for c in out if isinstance(c, cmd.Journal)]
-    )
-    _, out = core.act(1.5, core.record_eviction, node, "lifetime", None, len(node.running), 0)
+    assert victim in busy and core.nodes[victim].status == "draining" and notice.message.seconds == 0.5
+    assert [e["node"] for e in driver.events("node_draining")] == [victim]
+    assert not any(isinstance(c, cmd.KillNode) for c in driver.log)
+    spec = next(s for n, s in launches(driver.log) if n == victim)
+    driver.advance(1.5)  # the kill, half a second later
+    assert [c.node_id for c in driver.log if isinstance(c, cmd.KillNode)] == [victim]
+    assert [(e["node"], e["reason"]) for e in driver.events("eviction")] == [(victim, "storm")]
+    (timing,) = driver.events("eviction_timing")
+    assert (timing["promised_s"], timing["lead_s"]) == (0.5, 0.5)
     lost = driver.do(FromNode(victim, _lost(victim, core)), at=1.6)  # its Will: no probe, we evicted it
     assert not any(isinstance(c, cmd.Probe) for c in lost)
     assert [e["reason"] for e in Driver.events_of(lost, "node_lost")] == ["evicted"]
-    assert not any(isinstance(c, cmd.ReplaceLost) for c in lost)  # the chaos rules replace their own
+    assert not driver.events("node_replacing")  # not a loss to replace: the chaos rules replace their own
     driver.do(Round())
     assert (spec.task_id, spec.attempt + 1) in driver.running()
+    driver.advance(3.5)  # the replacement, after the provisioning delay
+    assert [c.node_id for c in driver.log if isinstance(c, cmd.StartNode)][-1] == "transient-3"
     driver.run_to_end()
     assert [c.ok for c in driver.log if isinstance(c, cmd.RunOver)] == [True]
 
@@ -102,18 +153,29 @@ def test_a_will_is_checked_by_a_probe_and_a_live_agent_is_kept() -> None:
 
 def test_a_reserved_node_failure_mid_iteration_is_replaced_and_recomputed() -> None:
     pagerank = {"workload": "pagerank", "nodes": 50, "edges": 200, "iterations": 3, "maps": 2, "reduces": 2}
-    driver = Driver(make_scenario(jobs=[pagerank]))
+    cluster = {"reserved": 2, "transient": 1, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
+    driver = Driver(make_scenario(cluster=cluster, jobs=[pagerank]))
     driver.boot()
-    for _ in range(3):  # into the iterations
+    for _ in range(3):  # the graph stage and two iterations done, the third running
         driver.do(Round())
         for node_id, spec in list(driver.running().values()):
             driver.finish(node_id, spec)
-    out = driver.do(FromNode("reserved-0", _lost("reserved-0", driver.core)), at=2.0)
+    driver.do(Round())
+    (victim,) = {n for n, s in driver.running().values() if n.startswith("reserved")}
+    held = sorted(s.task_id for n, s in launches(driver.log) if n == victim)
+    assert held == ["j000.s0.t1", "j000.s1.t1", "j000.s2.t1", "j000.s3.t1"]
+    before = len(driver.log)
+    out = driver.do(FromNode(victim, _lost(victim, driver.core)), at=2.0)
     (probe,) = [c for c in out if isinstance(c, cmd.Probe)]
-    gone = driver.do(ProbeAnswered("reserved-0", "will", "refused", probe.session))
+    gone = driver.do(ProbeAnswered(victim, "will", "refused", probe.session))
     assert [e["reason"] for e in Driver.events_of(gone, "node_lost")] == ["crashed"]
-    assert [c.node_id for c in gone if isinstance(c, cmd.ReplaceLost)] == ["reserved-0"]
+    assert [e["node"] for e in Driver.events_of(gone, "node_replacing")] == [victim]
+    assert cmd.WakeAt(2.0) in gone  # its replacement's launch: no provisioning delay
+    driver.advance(2.0)
+    assert [c.node_id for c in driver.log if isinstance(c, cmd.StartNode)][-1] == "reserved-2"
     driver.run_to_end()
+    again = [(s.task_id, s.attempt) for _, s in launches(driver.log[before:]) if s.attempt > 0]
+    assert again == [(task, 1) for task in held]  # its lost outputs recomputed, parents first
     assert [e["status"] for e in driver.events("job_finished")] == ["succeeded"]
 
 
@@ -206,7 +268,10 @@ def test_an_eviction_during_a_pado_push_computes_the_block_again() -> None:
     record = driver.core.jobs["j000"].tasks[(spec.stage, spec.index)]
     assert record.status == "pushing"
     core = driver.core
-    core.act(driver.now, core.record_eviction, core.nodes[node_id], "manual", None, 0, 0)
+    (answer,) = [
+        c for c in driver.do(EvictRequest(EvictSpec(count=1), (node_id,))) if isinstance(c, cmd.Evicted)
+    ]
+    assert answer == cmd.Evicted((node_id,))
     out = driver.do(FromNode(node_id, _lost(node_id, core)))  # evicted before its PushDelivered
     assert [e["reason"] for e in Driver.events_of(out, "node_lost")] == ["evicted"]
     assert record.status == "pending"

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.core.events import FromNode, Round
-from tests.conftest import make_scenario
+from tests.conftest import core_act, make_scenario
 from tests.core.driver import Driver, up
 from tests.core.test_properties import check_node_views
 
@@ -40,9 +40,9 @@ def edit(driver: Driver, action: str, pick: int) -> None:
     elif action == "partition":
         node.partition = "short" if node.partition == "general" else "general"
     elif action == "drain":
-        core.act(driver.now, core.drain, node, "test")
+        core_act(core, driver.now, core.drain, node, "test")
     elif action == "undrain":
-        core.act(driver.now, core.undrain, node, "test")
+        core_act(core, driver.now, core.undrain, node, "test")
     elif action == "lose" and len(alive) > 1:
         will = up(node.node_id, node.node_class, core).model_copy(update={"state": "lost"})
         driver.do(FromNode(node.node_id, will))

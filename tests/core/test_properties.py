@@ -14,8 +14,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from master.core import commands as cmd
-from master.core.events import FromNode, ProbeAnswered, Round
+from master.core.events import EvictRequest, FromNode, ProbeAnswered, Round
 from master.policies.window import PendingWindow
+from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, up
 from tests.policy_reference import snapshot_v1
@@ -114,7 +115,7 @@ def test_no_event_sequence_breaks_the_invariants(
             node_id = alive[pick % len(alive)]
             node = driver.core.nodes[node_id]
             if action == "evict":
-                driver.core.act(driver.now, driver.core.record_eviction, node, "manual", None, 0, 0)
+                driver.do(EvictRequest(EvictSpec(count=1), (node_id,)))
             will = up(node_id, node.node_class, driver.core).model_copy(update={"state": "lost"})
             out = driver.do(FromNode(node_id, will))
             for probe in (c for c in out if isinstance(c, cmd.Probe)):

@@ -1,42 +1,99 @@
-"""A workload plugin in containers (``--backend docker``): its directory mounted read-only at
-its own path and on the workers' PYTHONPATH; the output exact against its reference."""
+"""A scheduler and a workload plugin from a directory outside the package, in containers:
+``--backend docker`` (the plugin directory mounted read-only at its own path and on the
+workers' PYTHONPATH) and ``testbed compose`` + docker-compose (mounted the same way in
+the master's and the agents' services). Outputs exact against the workload's reference,
+the run labelled with both plugins' versions, no container left."""
 
 from __future__ import annotations
 
-import sys
+import json
+import os
+import re
+import subprocess
 from pathlib import Path
 
 import docker
 import pytest
 
 from master.run import run_scenario
+from testbed.cli import main
+from testbed.compare import compare_runs
 from testbed.scenario import load_scenario
 from testbed.workloads.check import check_output
 from tests.docker.conftest import new_run_id, remove_run, run_leftovers
+from tests.docker.test_docker_runs import compose_command
 from tests.test_plugin_docs import write_doc_files
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
 
-async def test_the_docs_inverted_index_runs_in_containers(
-    docker_client: docker.DockerClient, image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.fixture
+def plugins(tmp_path: Path, isolated_path: None) -> Path:
+    """The doc's plugins and scenarios in a directory of their own, importable for this test."""
+    directory = tmp_path / "my-plugins"
+    directory.mkdir()
+    write_doc_files(directory)
+    return directory
+
+
+def assert_labelled_and_exact(run_dir: Path, scenario_file: Path) -> None:
+    scenario = load_scenario(scenario_file)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["succeeded"] == summary["jobs"] == 1, summary
+    plugins = summary["plugins"]
+    assert plugins["scheduler"]["import_path"] == "random_placement:RandomScheduler"
+    workload = plugins["workloads"]["inverted_index:InvertedIndex"]
+    assert re.fullmatch(r"sha256:[0-9a-f]{12}", workload["version"])
+    assert check_output(scenario.jobs[0], scenario.seed * 1000, run_dir / "outputs" / "j000") == []
+    assert f"inverted_index:InvertedIndex {workload['version']}" in compare_runs([run_dir]).to_markdown()
+
+
+async def test_the_docs_scheduler_and_workload_run_in_containers(
+    docker_client: docker.DockerClient,
+    image: str,
+    plugins: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     run_id = f"wlplugin-{new_run_id()}"
     monkeypatch.setenv("TESTBED_RUN_ID", run_id)
     monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setenv("PYTHONPATH", ":".join(p for p in sys.path if p))
-    plugins = tmp_path / "my-workloads"
-    plugins.mkdir()
-    write_doc_files(plugins)
-    scenario = load_scenario(plugins / "index.yaml", ["cluster.heartbeat_timeout=5"])
+    run_dir = tmp_path / "run"
     try:
-        result = await run_scenario(scenario, tmp_path / "run", backend="docker")
+        result = await run_scenario(load_scenario(plugins / "experiment.yaml"), run_dir, backend="docker")
         assert result.ok, result.summary
-        assert (
-            check_output(scenario.jobs[0], scenario.seed * 1000, tmp_path / "run" / "outputs" / "j000") == []
-        )
+        assert_labelled_and_exact(run_dir, plugins / "experiment.yaml")
         assert run_leftovers(docker_client, run_id) == []
     finally:
         remove_run(docker_client, run_id)
-        sys.modules.pop("inverted_index", None)
+
+
+def test_the_docs_scheduler_and_workload_run_through_testbed_compose(
+    docker_client: docker.DockerClient,
+    image: str,
+    plugins: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    compose = compose_command()
+    monkeypatch.chdir(plugins)
+    stack = plugins / "stack" / "compose.yaml"
+    stack.parent.mkdir()
+    assert main(["compose", "experiment.yaml", "-o", str(stack)]) == 0
+    run_id = f"wlcompose-{new_run_id()}"
+    results = tmp_path / "results"
+    env = {"TESTBED_RUN_ID": run_id, "TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(results)}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    project = [*compose, "-f", str(stack), "-p", run_id]
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # docker-compose v1 is Python too
+    try:
+        up = subprocess.run(
+            [*project, "up", "--exit-code-from", "master"], capture_output=True, text=True, env=clean
+        )
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+    finally:
+        subprocess.run([*project, "down", "-v"], capture_output=True, env=clean)
+        remove_run(docker_client, run_id)
+    assert run_leftovers(docker_client, run_id) == []
+    assert_labelled_and_exact(results / "my-experiment", plugins / "experiment.yaml")

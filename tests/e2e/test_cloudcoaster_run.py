@@ -113,7 +113,7 @@ async def test_revoked_transient_server_loses_no_queued_short_task(tmp_path: Pat
     def revoke_on_first_queue(master: Any, record: dict[str, Any]) -> None:
         if record["event"] == "task_queued" and record["node"].startswith("transient") and not victims:
             victims.append(record["node"])
-            asyncio.get_running_loop().create_task(master.chaos.evict(record["node"], "manual"))
+            asyncio.get_running_loop().create_task(master.chaos.evict(record["node"]))
 
     result = await run_scenario(coaster_scenario(trace), tmp_path, on_event=revoke_on_first_queue)
     assert victims, "no short task was queued on a transient server"

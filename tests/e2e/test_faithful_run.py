@@ -42,17 +42,20 @@ async def test_a_faithful_pado_run_is_exact_with_each_agent_in_its_cgroup(tmp_pa
         run_ids.add(master.run_id)
         if record["event"] == "node_up":
             groups[record["node"]] = Path(f"/proc/{record['pid']}/cgroup").read_text()
+            groups["master"] = Path("/proc/self/cgroup").read_text()
 
     result = await run_scenario(scenario, tmp_path, on_event=where)
     assert result.ok, result.summary
     assert_exact(scenario, tmp_path)
     assert result.summary["bytes_pushed"] > 0
     [run_id] = run_ids
-    assert len(groups) == 3
-    for node, table in groups.items():
-        assert f"/testbed/{run_id}/{node}\n" in table
+    assert len(groups) == 4
+    for node, table in groups.items():  # the master in the run's top-weight control group
+        assert f"/testbed/{run_id}/{'control' if node == 'master' else node}\n" in table
     assert not cgroups.run_dir(run_id).exists()
+    assert "/testbed/" not in Path("/proc/self/cgroup").read_text()  # and back where it was
     fidelity = result.summary["fidelity"]
+    assert fidelity["prioritised"]
     assert fidelity["task_cpu_s"] > 0 and fidelity["task_cpu_per_quota"] is not None
     assert fidelity["nodes_throttled_share"] is not None  # every node's cgroup counters were read
     assert_clean(tmp_path)

@@ -15,12 +15,19 @@ from tests.test_plugin_docs import write_doc_files
 pytestmark = pytest.mark.e2e
 
 RAISES = """
-from testbed.api import Scheduler
+from testbed.api import Autoscaler, Scheduler
 
 
 class Raises(Scheduler):
     def schedule(self, snapshot):
         raise RuntimeError("plugin bug: no placement today")
+
+
+class RaisesLater(Autoscaler):
+    def decide(self, snapshot, provisioning):
+        if any(node.running for node in snapshot.nodes):
+            raise RuntimeError("plugin bug: scaling while tasks run")
+        return []
 """
 
 
@@ -43,23 +50,58 @@ def test_the_docs_random_scheduler_runs_checked_and_labelled(tmp_path: Path, iso
     assert f"random_placement:RandomScheduler {label['version']}" in comparison.to_markdown()
 
 
-def test_a_plugin_that_raises_fails_the_run_cleanly(tmp_path: Path, isolated_path: None) -> None:
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("{scheduler: 'raises_plugin:Raises'}", "plugin bug: no placement today"),
+        ("{autoscaler: 'raises_plugin:RaisesLater'}", "plugin bug: scaling while tasks run"),
+    ],
+    ids=["scheduler", "autoscaler-mid-run"],
+)
+def test_a_plugin_that_raises_fails_the_run_cleanly(
+    tmp_path: Path, isolated_path: None, policy: str, message: str
+) -> None:
     (tmp_path / "raises_plugin.py").write_text(RAISES, encoding="utf-8")
     scenario = tmp_path / "s.yaml"
     scenario.write_text(
         "name: raises\ncluster: {reserved: 1, transient: 1, heartbeat_interval: 0.2, heartbeat_timeout: 2}\n"
-        "policy: {scheduler: 'raises_plugin:Raises'}\n"
+        f"policy: {policy}\n"
         "jobs: [{workload: wordcount, size_mb: 2, maps: 2, reduces: 1}]\ntimeout: 120s\n",
         encoding="utf-8",
     )
     run_dir = tmp_path / "run"
     assert main(["run", str(scenario), "--out", str(run_dir)]) == 1
     error = next(e for e in events(run_dir) if e["event"] == "master_error")
-    assert "plugin bug: no placement today" in error["traceback"]
+    assert message in error["traceback"]
     assert 'raises_plugin.py", line' in error["traceback"]
     finished = [e for e in events(run_dir) if e["event"] == "job_finished"]
     assert [e["status"] for e in finished] == ["failed"]
     assert not any((run_dir / "outputs").glob("j000/*"))
+
+
+def test_the_docs_scheduler_over_its_workload_on_local_agents_and_the_simulator(
+    tmp_path: Path, isolated_path: None
+) -> None:
+    """The doc's experiment.yaml, from a directory outside the package: exact on local agents,
+    modelled by its SimModel on the simulator, both runs labelled with both plugins' versions."""
+    plugins = tmp_path / "my-plugins"
+    plugins.mkdir()
+    write_doc_files(plugins)
+    runs = {backend: tmp_path / backend for backend in ("local", "sim")}
+    for backend, run_dir in runs.items():
+        assert (
+            main(["run", str(plugins / "experiment.yaml"), "--backend", backend, "--out", str(run_dir)]) == 0
+        )
+    assert main(["check-output", "--run", str(runs["local"])]) == 0
+    labels = [json.loads((run_dir / "summary.json").read_text())["plugins"] for run_dir in runs.values()]
+    assert labels[0] == labels[1] and set(labels[0]) == {"scheduler", "workloads"}
+    workload = labels[0]["workloads"]["inverted_index:InvertedIndex"]
+    shown = f"inverted_index:InvertedIndex {workload['version']}"
+    assert main(["report", str(runs["local"])]) == 0
+    assert shown in (runs["local"] / "report.md").read_text()
+    assert shown in compare_runs(list(runs.values())).to_markdown()
+    maps = [row for row in (runs["sim"] / "tasks.csv").read_text().splitlines()[1:] if ".s0." in row]
+    assert len(maps) == 3 and all(",40400," in row for row in maps)  # the SimModel's 400 x 101 bytes
 
 
 async def test_the_harness_runs_a_scenario_in_a_line(tmp_path: Path, isolated_path: None) -> None:

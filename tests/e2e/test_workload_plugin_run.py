@@ -32,6 +32,11 @@ class Raises(Workload):
 
     def reduce(self, key, values):
         raise RuntimeError("plugin bug in reduce")
+
+
+class RaisesInMap(Raises):
+    def map(self, record):
+        raise RuntimeError("plugin bug in map")
 """
 
 
@@ -53,21 +58,51 @@ async def test_the_docs_inverted_index_is_exact_under_an_eviction(
     assert main(["check-output", "--run", str(run_dir)]) == 0
 
 
-def test_a_workload_that_raises_fails_its_job_cleanly(tmp_path: Path, isolated_path: None) -> None:
+@pytest.mark.parametrize("where", ["Raises:reduce", "RaisesInMap:map"])
+def test_a_workload_that_raises_fails_its_job_cleanly(
+    tmp_path: Path, isolated_path: None, where: str
+) -> None:
+    name, method = where.split(":")
     (tmp_path / "raises_workload.py").write_text(RAISES, encoding="utf-8")
     scenario = tmp_path / "s.yaml"
     scenario.write_text(
         "name: raises\ncluster: {reserved: 1, transient: 1, heartbeat_interval: 0.2, heartbeat_timeout: 2}\n"
-        "jobs: [{workload: 'raises_workload:Raises', maps: 2, reduces: 1}]\ntimeout: 120s\n",
+        f"jobs: [{{workload: 'raises_workload:{name}', maps: 2, reduces: 1}}]\ntimeout: 120s\n",
         encoding="utf-8",
     )
     run_dir = tmp_path / "run"
     assert main(["run", str(scenario), "--out", str(run_dir)]) == 1
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     failed = [e for e in events if e["event"] == "task_finished" and e["status"] == "failed"]
-    assert len(failed) == 1, failed  # not retried: it would fail alike
-    assert "plugin bug in reduce" in failed[0]["error"] and 'raises_workload.py", line' in failed[0]["error"]
+    assert failed and all(e["attempt"] == 0 for e in failed), failed  # not retried: it would fail alike
+    for event in failed:
+        assert f"plugin bug in {method}" in event["error"] and 'raises_workload.py", line' in event["error"]
     assert [e["status"] for e in events if e["event"] == "job_finished"] == ["failed"]
     assert not any((run_dir / "outputs").glob("j000/*"))
     logs = "".join(path.read_text() for path in (run_dir / "logs").glob("*"))
-    assert "plugin bug in reduce" in logs
+    assert f"plugin bug in {method}" in logs
+
+
+async def test_an_iterative_plugin_is_exact_on_real_agents_under_an_eviction(
+    tmp_path: Path, isolated_path: None
+) -> None:
+    """Map, 4 rounds of step, reduce: 6 stages chained by shuffles on local agents; the first
+    eviction loses shuffle outputs that lineage recomputes."""
+    from tests.workloads.test_user_workloads import ITERATIVE, path_graph
+
+    (tmp_path / "minlabel.py").write_text(ITERATIVE, encoding="utf-8")
+    scenario_file = tmp_path / "cc.yaml"
+    scenario_file.write_text(
+        "name: cc\nseed: 1\n"
+        "cluster: {reserved: 1, transient: 2, heartbeat_interval: 0.2, heartbeat_timeout: 5}\n"
+        f"jobs: [{{workload: 'minlabel:MinLabel', input: '{path_graph(tmp_path)}', maps: 3, reduces: 2,"
+        " options: {iterations: 4}}]\ntimeout: 180s\n",
+        encoding="utf-8",
+    )
+    scenario = load_scenario(scenario_file, ["time_scale=60"])
+    run_dir = tmp_path / "run"
+    result = await run_scenario(scenario, run_dir, on_event=evict_first_if_none())
+    assert result.ok and result.summary["evictions"] > 0, result.summary
+    stages = {int(row.split(",")[2]) for row in (run_dir / "tasks.csv").read_text().splitlines()[1:]}
+    assert stages == set(range(6))
+    assert check_output(scenario.jobs[0], scenario.seed * 1000, run_dir / "outputs" / "j000") == []

@@ -72,7 +72,7 @@ def evict_first_if_none() -> Any:
             evicted.append(record["node"])
         elif record["event"] == "task_finished" and record["class"] == "transient" and not evicted:
             evicted.append(record["node"])
-            asyncio.get_running_loop().create_task(master.chaos.evict(record["node"], "manual"))
+            asyncio.get_running_loop().create_task(master.chaos.evict(record["node"]))
 
     return hook
 

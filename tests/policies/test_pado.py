@@ -1,4 +1,7 @@
-"""The logical DAG model, the Pado compiler (Algorithms 1 and 2) and its runtime decisions.
+"""The logical DAG model, the Pado compiler (Algorithms 1 and 2) and its runtime rules
+(``master.strategies.pado_rules``: the commit ledger, the executor choice, the flush rule).
+The rest of Pado's runtime (launch order, evictions, reserved failures) is the strategy's
+and is tested through the core in ``tests/core/test_pado_order.py``.
 
 The three DAGs of the Pado paper's Fig. 3 are rebuilt from the paper's text (the
 figure itself is not in our copy of the paper); every operator and edge below is
@@ -24,25 +27,22 @@ from master.dag import (
     wordcount_dag,
 )
 from master.policies.pado import (
+    Stage,
+    TaskGroup,
+    aggregates_partially,
+    compile_pado,
+    partition_stages,
+    place_operators,
+)
+from master.strategies.pado_rules import (
     AggregationLimits,
     CommitLedger,
     Executor,
-    LruCache,
     Push,
-    Stage,
-    StageRunState,
-    StageTask,
-    TaskGroup,
-    aggregates_partially,
     choose_executor,
-    compile_pado,
-    on_reserved_failure,
-    on_transient_eviction,
-    partition_stages,
-    place_operators,
-    ready_to_launch,
     should_flush,
 )
+from testbed.lru import LruCache
 
 O2O, O2M, M2O, M2M = (
     Dependency.ONE_TO_ONE,
@@ -499,51 +499,6 @@ def test_pagerank_needs_an_iteration() -> None:
         pagerank_dag(2, 0)
 
 
-# ---------------------------------------------------------------- runtime: launch order
-
-
-def task(task_id: str, placement: str, status: str = "pending", node: str | None = None) -> StageTask:
-    return StageTask(task_id, placement, status, node)  # type: ignore[arg-type]
-
-
-def test_reserved_tasks_are_set_up_before_any_transient_task() -> None:
-    stage = StageRunState(
-        0,
-        (
-            task("m0", "transient"),
-            task("r0", "reserved", "running", "r1"),
-            task("m1", "transient"),
-            task("r1", "reserved"),
-        ),
-    )
-    assert ready_to_launch(stage) == ["r1"]
-    set_up = StageRunState(0, (*stage.tasks[:3], task("r1", "reserved", "running", "r2")))
-    assert ready_to_launch(set_up) == ["m0", "m1"]
-
-
-def test_a_stage_without_reserved_tasks_launches_its_transient_tasks() -> None:
-    stage = StageRunState(1, (task("e0", "transient", "committed", "t1"), task("e1", "transient")))
-    assert ready_to_launch(stage) == ["e1"]
-
-
-def test_eviction_relaunches_only_the_evicted_nodes_uncommitted_tasks() -> None:
-    """Section 3.2.5: only "the tasks that were scheduled in the evicted executors,
-    whose outputs were not transferred and committed to their destinations"."""
-    stage = StageRunState(
-        0,
-        (
-            task("m0", "transient", "committed", "t1"),
-            task("m1", "transient", "pushing", "t1"),
-            task("m2", "transient", "running", "t1"),
-            task("m3", "transient", "running", "t2"),
-            task("m4", "transient", "pending"),
-            task("r0", "reserved", "running", "r1"),
-        ),
-    )
-    assert on_transient_eviction(stage, "t1") == {"m1", "m2"}
-    assert on_transient_eviction(stage, "t3") == frozenset()
-
-
 # ---------------------------------------------------------------- runtime: exactly-once commits
 
 
@@ -789,50 +744,3 @@ def test_partial_aggregate_flushes_at_the_time_or_task_cap(
 def test_aggregation_limits_are_validated() -> None:
     with pytest.raises(ValueError, match="max_tasks >= 1"):
         AggregationLimits(max_delay_s=1.0, max_tasks=0)
-
-
-# ---------------------------------------------------------------- runtime: reserved failure
-
-
-def pagerank_outputs(stages: tuple[Stage, ...], upto: int) -> dict[int, dict[int, str]]:
-    """Reserved task 0 of every stage on r1, task 1 on r2."""
-    return {s.stage_id: {0: "r1", 1: "r2"} for s in stages if s.stage_id <= upto}
-
-
-def test_reserved_failure_pauses_the_stage_and_recomputes_lost_parents_in_order() -> None:
-    """Section 3.2.6: "pausing the currently executing stage, and observing its parent
-    stages in a topological order to identify stages whose intermediate results are
-    unavailable, to relaunch the corresponding tasks." Every reserved stage kept
-    partition 0 on r1, so losing r1 reaches back to the links."""
-    stages = compile_pado(pagerank_dag(partitions=2, iterations=2)).stages
-    plan = on_reserved_failure(
-        stages,
-        running=4,
-        completed={0, 1, 2, 3},
-        output_nodes=pagerank_outputs(stages, 4),
-        node="r1",
-    )
-    assert plan.paused == 4
-    assert plan.recompute == tuple((s, frozenset({0})) for s in (0, 1, 2, 3))
-    assert plan.restart == {0}
-
-
-def test_reserved_failure_stops_at_parents_that_lost_nothing() -> None:
-    stages = compile_pado(pagerank_dag(partitions=2, iterations=2)).stages
-    outputs = pagerank_outputs(stages, 4)
-    outputs[3] = {0: "r3", 1: "r2"}  # ranks-1 is whole: nothing before it is needed
-    outputs[0] = {0: "r3", 1: "r2"}  # links too
-    plan = on_reserved_failure(stages, running=4, completed={0, 1, 2, 3}, output_nodes=outputs, node="r1")
-    assert plan.recompute == ()
-    assert plan.restart == {0}
-
-
-def test_reserved_failure_also_recovers_inputs_of_stages_not_yet_started() -> None:
-    """MLR: while Aggregate Gradients runs, Compute 2nd Model has not started yet but
-    will read the 1st model, so a lost 1st model is recomputed too."""
-    stages = compile_pado(mlr_dag()).stages
-    plan = on_reserved_failure(
-        stages, running=1, completed={0}, output_nodes={0: {0: "r1"}, 1: {0: "r2"}}, node="r1"
-    )
-    assert plan.recompute == ((0, frozenset({0})),)
-    assert plan.restart == frozenset()

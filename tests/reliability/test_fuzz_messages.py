@@ -31,7 +31,7 @@ from testbed.protocol import (
     TaskUpdate,
     Topics,
 )
-from tests.conftest import make_scenario, offline_master
+from tests.conftest import make_scenario, offline_master, shell_act
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -89,7 +89,7 @@ def idle_master(tmp_path: Path) -> Master:
         node = NodeRecord(f"transient-{ordinal}", "transient", ordinal, 0.0, 2, 1024, 0.3)
         node.status, node.incarnation, node.session, node.url = "up", f"inc{ordinal}", 1, "http://127.0.0.1:9"
         master.nodes[node.node_id] = node
-    master.submit_job(scenario.jobs[0], 0)
+    shell_act(master, master.core.submit_job, scenario.jobs[0], 0)
     master.schedule_once()
     return master
 
@@ -154,7 +154,7 @@ def test_the_master_survives_any_message_sequence(tmp_path: Path, data: st.DataO
             master._on_message(topic, payload)
             await asyncio.sleep(0)  # let a Will's liveness probe start, as it would
             master.schedule_once()  # the scheduler still works on whatever state is left
-        master.snapshot()
+        shell_act(master, master.core.snapshot)
         master.api.status()
         for task in asyncio.all_tasks() - {asyncio.current_task()}:
             task.cancel()

@@ -21,7 +21,7 @@ import pytest
 from master.run import run_scenario
 from testbed.blocks import TOKEN_HEADER
 from testbed.rundir import RunDirError, secure_run_dir, write_secret_file
-from tests.conftest import make_scenario, offline_master
+from tests.conftest import make_scenario, offline_master, shell_act
 
 OTHER_USER = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 needs_other_user = pytest.mark.skipif(
@@ -111,7 +111,7 @@ async def test_another_user_reads_nothing_of_a_run(shared_parent: Path) -> None:
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[tuple[str, Any]]:
     master = offline_master(make_scenario(), tmp_path)
-    master.submit_job(master.scenario.jobs[0], 0)
+    shell_act(master, master.core.submit_job, master.scenario.jobs[0], 0)
     runner = await master.api.start()
     try:
         yield master.api.url, master
@@ -167,6 +167,6 @@ async def test_an_output_upload_needs_the_capability_of_that_attempt(api: tuple[
         async with http.put(f"{url}/outputs/j000/0/0", data=b"real", headers={TOKEN_HEADER: cap}) as r:
             assert r.status == 201
     assert ("j000", 0, 0) in master.core.staged  # the sink told the core (``OutputStaged``)
-    assert master._act(master.core.commit_output, "j000", 0, 0)
+    assert shell_act(master, master.core.commit_output, "j000", 0, 0)
     part = master.run_dir / "outputs" / "j000" / "part-00000"
     assert part.read_bytes() == b"real"

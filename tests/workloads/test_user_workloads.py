@@ -3,6 +3,7 @@ block files under a tight budget; checked against their own reference."""
 
 from __future__ import annotations
 
+import csv
 import re
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from testbed.testing import check_workload
 from testbed.workloads.base import WorkloadError
 from testbed.workloads.groups import GroupBuffer
 from testbed.workloads.spill import SpillFiles
+from tests.test_plugin_docs import write_doc_files
 
 GOOD = '''
 from testbed.api import Workload
@@ -49,7 +51,7 @@ BROKEN = {
     "version": (
         "class W:\n    api_version = '2.0'\n    def map(self, r):\n        return []\n"
         "    def reduce(self, k, v):\n        return []\n",
-        "is written for testbed.api 2.0, this testbed has 1.1",
+        "is written for testbed.api 2.0, this testbed has 1.2",
     ),
 }
 
@@ -180,15 +182,49 @@ def test_group_buffer_merges_many_spilled_runs_in_key_order(tmp_path: Path) -> N
     assert not list(tmp_path.glob("spill-*"))
 
 
-def test_a_plugin_workload_runs_on_the_simulator(plugin_dir: Path) -> None:
-    """Its generated splits have no size in the plan: the simulator reads them as 0 bytes."""
+def sim_tasks(scenario: Path, run_dir: Path, overrides: tuple[str, ...] = ()) -> list[dict[str, str]]:
     from master.sim.run import run_sim
     from testbed.scenario import load_scenario
-    from tests.test_plugin_docs import write_doc_files
 
-    write_doc_files(plugin_dir)
-    result = run_sim(load_scenario(plugin_dir / "index.yaml"), plugin_dir / "run")
+    result = run_sim(load_scenario(scenario, list(overrides)), run_dir)
     assert result.ok and result.summary["succeeded"] == 1, result.summary
+    with (run_dir / "tasks.csv").open(encoding="utf-8") as table:
+        return list(csv.DictReader(table))
+
+
+def test_a_plugin_workload_runs_on_the_simulator_with_its_own_sim_model(plugin_dir: Path) -> None:
+    """The doc's inverted index declares its SimModel: a generated split of 400 documents is
+    400 x 101 bytes, computed at 3 s/MB; maps' output is 0.73 of that, cut in 2 partitions."""
+    write_doc_files(plugin_dir)
+    maps = [t for t in sim_tasks(plugin_dir / "index.yaml", plugin_dir / "run") if t["stage"] == "0"]
+    split = int(400 * 101 / 2**20 * 2**20)
+    assert [int(t["bytes_in"]) for t in maps] == [split] * 3
+    assert float(maps[0]["compute_s"]) == pytest.approx(3.0 * split / 2**20, abs=1e-3)
+    assert int(maps[0]["bytes_out"]) == int(split * 0.73)
+
+
+def test_the_scenarios_simulation_ops_override_a_plugins_sim_model(plugin_dir: Path) -> None:
+    write_doc_files(plugin_dir)
+    ops = 'simulation.ops={"inverted_index:InvertedIndex.map": {s_per_mb: 30, output_ratio: 0.5}}'
+    maps = [t for t in sim_tasks(plugin_dir / "index.yaml", plugin_dir / "run", (ops,)) if t["stage"] == "0"]
+    assert float(maps[0]["compute_s"]) == pytest.approx(30 * int(maps[0]["bytes_in"]) / 2**20, abs=1e-3)
+    assert int(maps[0]["bytes_out"]) == int(int(maps[0]["bytes_in"]) * 0.5)
+
+
+def test_a_plugin_without_a_sim_model_costs_only_overheads_and_a_broken_one_is_refused(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (plugin_dir / "good.py").write_text(GOOD, encoding="utf-8")
+    path = scenario_file(plugin_dir, "{workload: 'good:CharCount', input: INPUT}")
+    tasks = sim_tasks(path, plugin_dir / "run")
+    assert {float(t["compute_s"]) for t in tasks} == {0.0}
+    (plugin_dir / "broken.py").write_text(
+        GOOD + "\n    def sim_model(self):\n        raise ValueError('no model yet')\n", encoding="utf-8"
+    )
+    path = scenario_file(plugin_dir, "{workload: 'broken:CharCount', input: INPUT}")
+    assert main(["run", str(path), "--backend", "sim", "--out", str(plugin_dir / "run2")]) == 2
+    err = capsys.readouterr().err
+    assert "jobs.0.workload: broken:CharCount.sim_model() raised ValueError: no model yet" in err, err
 
 
 def test_a_package_beside_the_scenario_registers_a_workload_by_entry_point(
@@ -215,3 +251,101 @@ def test_a_package_beside_the_scenario_registers_a_workload_by_entry_point(
         "import_path": "charcount_pkg:CharCount",
         "version": "0.3.1",
     }
+
+
+def test_measure_sim_model_times_the_plugins_real_tasks(plugin_dir: Path) -> None:
+    from testbed.testing import measure_sim_model
+
+    write_doc_files(plugin_dir)
+    job = {"workload": "inverted_index:InvertedIndex", "maps": 2, "options": {"docs_per_split": 400}}
+    model = measure_sim_model(job, plugin_dir / "work")
+    assert model.generated_split_mb == pytest.approx(400 * 101 / 2**20, rel=0.05)  # the doc's estimate
+    assert 0.5 < model.map_output_ratio < 1.0 and model.map_s_per_mb > 0 and model.reduce_s_per_mb > 0
+
+
+ITERATIVE = '''
+from pydantic import BaseModel
+
+from testbed.api import Workload
+
+
+class MinLabel(Workload):
+    """Connected components by label propagation: every node of an undirected edge list
+    ("u v" lines) ends with the least node id within ``iterations`` hops; the adjacency
+    travels in the pairs from round to round, as in Hadoop's iterative jobs."""
+
+    class Options(BaseModel, extra="forbid"):
+        iterations: int = 3
+
+    def __init__(self, iterations: int = 3) -> None:
+        self.iterations = iterations
+
+    def map(self, record):
+        u, v = (int(x) for x in record.split())
+        yield u, ("n", v)
+        yield v, ("n", u)
+        yield u, ("l", u)
+        yield v, ("l", v)
+
+    def step(self, round, key, values):
+        values = list(values)
+        label = min(x for kind, x in values if kind == "l")
+        yield key, ("l", label)
+        for kind, neighbour in values:
+            if kind == "n":
+                yield key, ("n", neighbour)
+                yield neighbour, ("l", label)
+
+    def reduce(self, key, values):
+        return f"{key}\\t{min(x for kind, x in values if kind == 'l')}"
+
+    def reference(self, records):
+        adjacency = {}
+        for record in records:
+            u, v = (int(x) for x in record.split())
+            adjacency.setdefault(u, set()).add(v)
+            adjacency.setdefault(v, set()).add(u)
+        labels = {node: node for node in adjacency}
+        for _ in range(self.iterations):
+            labels = {n: min([labels[n], *(labels[m] for m in adjacency[n])]) for n in adjacency}
+        return (f"{node}\\t{label}" for node, label in labels.items())
+'''
+
+
+def path_graph(directory: Path) -> Path:
+    """Two paths, 0-1-...-59 and 100-...-139, in shuffled lines: labels need 59 hops to settle."""
+    edges = [f"{i} {i + 1}" for i in range(59)] + [f"{i + 1} {i}" for i in range(100, 139)]
+    edges = edges[1::2] + edges[::2]
+    path = directory / "graph.txt"
+    path.write_text("\n".join(edges) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("iterations", [0, 1, 4])
+def test_an_iterative_plugin_runs_its_rounds_of_step_through_the_shuffle(
+    plugin_dir: Path, iterations: int
+) -> None:
+    (plugin_dir / "minlabel.py").write_text(ITERATIVE, encoding="utf-8")
+    job = {
+        "workload": "minlabel:MinLabel",
+        "input": str(path_graph(plugin_dir)),
+        "maps": 3,
+        "reduces": 2,
+        "options": {"iterations": iterations},
+    }
+    assert check_workload(job, plugin_dir / "work", budget_bytes=16 * 1024) == []
+    labels = dict(
+        line.split("\t")
+        for part in (plugin_dir / "work" / "outputs").glob("part-*")
+        for line in part.read_text().split("\n")
+        if line
+    )
+    assert labels["10"] == str(max(0, 10 - iterations)) and labels["100"] == "100"
+
+
+def test_an_iterative_plugins_rounds_without_step_are_refused(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (plugin_dir / "nostep.py").write_text(GOOD + "\n    iterations = 2\n", encoding="utf-8")
+    err = refused(scenario_file(plugin_dir, "{workload: 'nostep:CharCount', input: INPUT}"), capsys)
+    assert "jobs.0.workload: nostep:CharCount" in err and "has iterations = 2 but no step()" in err

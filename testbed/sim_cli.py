@@ -1,0 +1,107 @@
+"""The simulator's commands against reality: ``testbed crosscheck`` (the same cells run for
+real and simulated, their error) and ``testbed calibrate`` (the execution model measured on
+this machine). Their work is in ``testbed/crosscheck_run.py`` and ``testbed/calibrate.py``;
+the policies a run builds are checked through ``testbed.cli`` (which may import the master)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def add_simulator_commands(sub: Any, grid_parser: Callable[..., argparse.ArgumentParser]) -> None:
+    cross = grid_parser(
+        sub,
+        "crosscheck",
+        "run a scenario's cells for real and simulated with the same seeds; their error",
+        "which of them the sim gets most wrong",
+    )
+    cross.add_argument(
+        "--tolerance",
+        default="",
+        metavar="METRIC=LIMIT,...",
+        help="exit 1 when an error is beyond its limit: N%% relative, else absolute (jct=15%%,evictions=0)",
+    )
+    cross.add_argument(
+        "--out", type=Path, help="cross-check directory (default crosschecks/<name>); reruns resume it"
+    )
+    cross.set_defaults(handler=cmd_crosscheck)
+
+    calib = sub.add_parser("calibrate", help="measure the simulator's execution model on this machine")
+    calib.add_argument(
+        "scenario", type=Path, nargs="?", help="runs measured (default: the built-in calibration scenario)"
+    )
+    calib.add_argument("--seeds", type=int, default=2, help="real runs: seed, seed+1, ... (default 2)")
+    calib.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    calib.add_argument("--out", type=Path, default=Path("calibration.yaml"), help="default calibration.yaml")
+    calib.add_argument("--runs", type=Path, help="directory of the real runs (default <out>-runs); resumes")
+    calib.set_defaults(handler=cmd_calibrate)
+
+
+def cmd_crosscheck(args: argparse.Namespace) -> int:
+    from testbed.cli import EXIT_FAILED, EXIT_OK, UsageError, build_policies, sweep_dir
+    from testbed.crosscheck import parse_tolerances
+    from testbed.crosscheck_run import run_crosscheck
+    from testbed.scenario import load_scenario
+    from testbed.sweep import Variation
+
+    if args.seeds < 1:
+        raise UsageError("--seeds: expected a whole number >= 1")
+    try:
+        tolerances = parse_tolerances(args.tolerance)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    variations = [Variation.parse(text) for text in args.vary]
+    name = load_scenario(args.scenario, args.overrides).name
+    out = sweep_dir(args.out or Path("crosschecks") / name, "crosscheck")
+    result = run_crosscheck(
+        args.scenario,
+        variations,
+        args.seeds,
+        out,
+        args.overrides,
+        tolerances,
+        check=lambda scenario: build_policies(scenario, str(args.scenario)),
+    )
+    print((out / "crosscheck.md").read_text())
+    print(f"cross-check directory: {out} (crosscheck.md, crosscheck.csv, crosscheck.png; real/, sim/)")
+    problems = result.problems(tolerances)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return EXIT_FAILED if problems else EXIT_OK
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from testbed.calibrate import calibrate, write_calibration, write_calibration_scenario
+    from testbed.cli import EXIT_FAILED, EXIT_OK, UsageError, build_policies, sweep_dir
+
+    if args.seeds < 1:
+        raise UsageError("--seeds: expected a whole number >= 1")
+    runs = sweep_dir(args.runs or args.out.with_name(f"{args.out.stem}-runs"), "calibrate --runs")
+    scenario = args.scenario or write_calibration_scenario(runs / "calibrate.yaml")
+    command = ["testbed", "calibrate", *([str(args.scenario)] if args.scenario else [])]
+    command += ["--seeds", str(args.seeds), *(a for o in args.overrides for a in ("--set", o))]
+    command += ["--out", str(args.out), "--runs", str(runs)]
+    try:
+        document = calibrate(
+            scenario,
+            args.seeds,
+            runs,
+            args.overrides,
+            shlex.join(command),
+            check=lambda s: build_policies(s, str(scenario)),
+        )
+    except RuntimeError as exc:
+        print(f"testbed calibrate: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        write_calibration(document, args.out)
+    except OSError as exc:
+        raise UsageError(f"testbed calibrate --out {args.out}: cannot write it: {exc.strerror}") from None
+    print(args.out.read_text())
+    print(f"wrote {args.out}; use it: --set simulation.calibration={args.out}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,100 @@
+"""`testbed crosscheck`: one cell run for real (local agents) and simulated, compared.
+
+Asserts what is deterministic: the table's cells and metrics, and that its numbers are those
+of the two run directories; not how close the sim is (host noise moves the real side)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testbed.cli import main
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+SCENARIO = """\
+name: tiny
+cluster: {reserved: 1, transient: 1, heartbeat_interval: 0.2}
+jobs:
+  - {workload: sleep, tasks: 2, duration: 0.3}
+"""
+
+
+def test_crosscheck_compares_a_real_and_a_simulated_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
+    out = tmp_path / "cc"
+    # the sleep tasks take 0.3 s on both sides: a mean JCT 100x off would be a broken model
+    args = ["crosscheck", str(scenario), "--out", str(out), "--tolerance", "jct=10000%,evictions=0"]
+    assert main(args) == 0
+    real = json.loads((out / "real" / "seed-1" / "summary.json").read_text())
+    sim = json.loads((out / "sim" / "seed-1" / "summary.json").read_text())
+    assert real.get("backend") != "sim" and sim["backend"] == "sim"
+    rows = {r["metric"]: r for r in csv.DictReader((out / "crosscheck.csv").open())}
+    jct = rows["mean_jct_s"]
+    assert float(jct["real_mean"]) == real["mean_jct_s"]
+    assert float(jct["sim_mean"]) == sim["mean_jct_s"]
+    assert float(jct["abs_error"]) == pytest.approx(sim["mean_jct_s"] - real["mean_jct_s"])
+    assert float(jct["rel_error"]) == pytest.approx(
+        (sim["mean_jct_s"] - real["mean_jct_s"]) / real["mean_jct_s"]
+    )
+    assert jct["within"] == "True" and rows["evictions"]["within"] == "True"
+    assert "| scenario | mean_jct_s |" in (out / "crosscheck.md").read_text()
+    assert (out / "crosscheck.png").stat().st_size > 0
+    assert "cross-check directory" in capsys.readouterr().out
+    # the same directory again: both runs resume (nothing reruns), and tolerances of 0 on three
+    # timings a real run cannot all hit to 0.1 ms exit 1, naming the metric
+    assert main([*args[:-1], "jct=0,p95=0,makespan=0"]) == 1
+    assert "beyond tolerance: scenario " in capsys.readouterr().err
+
+
+def test_a_bad_tolerance_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
+    assert main(["crosscheck", str(scenario), "--out", str(tmp_path), "--tolerance", "jtc=5%"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("--tolerance 'jtc=5%': expected METRIC=LIMIT")
+    assert not (tmp_path / "real").exists()
+
+
+def test_calibrate_fits_the_model_from_real_runs(tmp_path: Path) -> None:
+    scenario = tmp_path / "c.yaml"
+    scenario.write_text(
+        "name: c\ncluster: {reserved: 1, transient: 1}\n"
+        "jobs: [{workload: wordcount, size_mb: 2, maps: 2, reduces: 1}]\n"
+    )
+    out = tmp_path / "cal.yaml"
+    assert main(["calibrate", str(scenario), "--seeds", "1", "--out", str(out)]) == 0
+    document = yaml.safe_load(out.read_text())
+    simulation, measured = document["simulation"], document["measured"]
+    assert set(simulation["ops"]) == {"wordcount.map", "wordcount.reduce"}
+    assert simulation["ops"]["wordcount.map"]["s_per_mb"] > 0
+    assert simulation["node_startup"] > 0 and "will_delay" not in simulation  # nothing was evicted
+    assert measured["runs"] == [str(tmp_path / "cal-runs" / "seed-1")]
+    assert measured["samples"]["launch_overhead"] == "3 attempts"
+    # the file is a calibration a simulated run loads and names
+    sim = tmp_path / "sim"
+    assert (
+        main(
+            [
+                "run",
+                str(scenario),
+                "--backend",
+                "sim",
+                "--set",
+                f"simulation.calibration={out}",
+                "--out",
+                str(sim),
+            ]
+        )
+        == 0
+    )
+    used = json.loads((sim / "summary.json").read_text())["simulation"]
+    assert used["calibration"]["path"] == str(out.resolve())
+    assert used["ops"]["wordcount.map"] == simulation["ops"]["wordcount.map"]

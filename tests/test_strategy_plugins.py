@@ -1,0 +1,126 @@
+"""A recovery strategy plugin named in a scenario (``policy.strategy: module:Class``): found
+beside the scenario, built with its options, run by the core, named in the run's provenance;
+a bad one is one line and exit 2."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from master.policies import policy_plugins
+from master.strategies import make_strategy
+from testbed.cli import main
+from testbed.scenario import load_scenario
+from testbed.testing import run
+
+PLUGIN = '''
+from master.core.strategy import Note, Ready, Strategy
+
+
+class OnReserved(Strategy):
+    """Lineage recovery with every task on the reserved nodes; journals each success."""
+
+    def __init__(self, reason: str = "reserved only") -> None:
+        self.reason = reason
+
+    def plan(self, view, job):
+        return (Ready(key, frozenset({"reserved"})) for key in job.ready())
+
+    def on_task_succeeded(self, view, event):
+        job = view.jobs[event.job_id]
+        task = job.task_id(event.key)
+        return [Note("push_failed", {"job": job.job_id, "task": task, "error": self.reason})]
+
+
+class NotAStrategy:
+    def plan(self, view, job):
+        return []
+
+    def launch(self, view, job, key):
+        return None
+
+
+class NoLaunch:
+    def plan(self, view, job):
+        return []
+'''
+
+
+@pytest.fixture
+def plugin_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> tuple[Path, str]:
+    """A scenario directory holding a plugin module with a name of its own (modules are cached)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("PYTHONPATH", "")
+    module = "strategy_" + re.sub(r"\W", "_", request.node.name)
+    (tmp_path / f"{module}.py").write_text(PLUGIN, encoding="utf-8")
+    yield tmp_path, module
+    sys.modules.pop(module, None)
+
+
+def scenario(directory: Path, policy: str) -> Path:
+    path = directory / "s.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+        name: strategy-plugin
+        seed: 3
+        cluster: {{reserved: 2, transient: 2}}
+        policy: {policy}
+        jobs: [{{workload: wordcount, size_mb: 1, maps: 3, reduces: 2}}]
+        """),
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_strategy_beside_the_scenario_is_built_with_its_options(plugin_dir: tuple[Path, str]) -> None:
+    directory, module = plugin_dir
+    name = f"{module}:OnReserved"
+    path = scenario(directory, f'{{strategy: "{name}", options: {{"{name}": {{reason: mine}}}}}}')
+    built = make_strategy(load_scenario(path))
+    assert type(built).__name__ == "OnReserved" and built.reason == "mine"  # type: ignore[attr-defined]
+    provenance = policy_plugins(load_scenario(path))["strategy"]
+    assert provenance["import_path"] == name
+    assert re.fullmatch(r"sha256:[0-9a-f]{12}", provenance["version"])
+
+
+def test_a_strategy_plugin_runs_on_the_simulator(plugin_dir: tuple[Path, str], tmp_path: Path) -> None:
+    directory, module = plugin_dir
+    path = scenario(directory, f'{{strategy: "{module}:OnReserved"}}')
+    asyncio.run(run(path, tmp_path / "run", backend="sim"))
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    started = [e for e in events if e["event"] == "task_started"]
+    assert len(started) == 5 and {e["class"] for e in started} == {"reserved"}
+    noted = [e["task"] for e in events if e["event"] == "push_failed" and e["error"] == "reserved only"]
+    assert sorted(noted) == sorted(e["task"] for e in started)  # its handler's decisions, applied
+    assert [e["status"] for e in events if e["event"] == "job_finished"] == ["succeeded"]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["plugins"]["strategy"]["import_path"] == f"{module}:OnReserved"
+
+
+BAD = [
+    ("{strategy: '{module}:NotAStrategy'}", "is no strategy: subclass master.core.strategy.Strategy"),
+    ("{strategy: '{module}:NoLaunch'}", "is no strategy: it lacks the method launch()"),
+    ("{strategy: nope}", "'nope' is neither a built-in strategy (spark, spark-checkpoint, pado)"),
+    ("{strategy: 'no_such_module_xyz:S'}", "policy.strategy: cannot import 'no_such_module_xyz'"),
+]
+
+
+@pytest.mark.parametrize(("policy", "expected"), BAD, ids=[f"bad{i}" for i in range(len(BAD))])
+def test_a_bad_strategy_plugin_is_one_line_and_exit_2(
+    plugin_dir: tuple[Path, str], capsys: pytest.CaptureFixture[str], policy: str, expected: str
+) -> None:
+    directory, module = plugin_dir
+    path = scenario(directory, policy.replace("{module}", module))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"{path}: policy.strategy"), err
+    assert expected.replace("{module}", module) in err
