@@ -1,12 +1,17 @@
 """Regenerate one paper's table from its scenario in scenarios/papers (simulated).
 
-    python benchmarks/reproduce.py pado|pado-mr|yarn-me|cloudcoaster|rdd-recovery [--full]
+    python benchmarks/reproduce.py pado|pado-mr|yarn-me|cloudcoaster|rdd-recovery \
+        [--full] [--seeds N] [--set KEY=VALUE ...] [--out DIR]
 
 pado, pado-mr, yarn-me, cloudcoaster: a `testbed sweep` over the paper's variants with
-seeds; its sweep.md (bootstrap 95% intervals over seeds) is the table. Without --full,
-the reduced size below (one that finishes in minutes on a small machine) is used.
+seeds (its sweep.md: bootstrap intervals), then benchmarks/paper_stats.py's paired table
+(per variant n, mean, sd, Student's t 95% interval; the subject against each other
+variant paired by seed, with a paired t-test), written to DIR/paired.md with the
+conditions (backend, load average before and after, commit). Without --full, the
+reduced size below (one that finishes in minutes on a small machine) is used.
 rdd-recovery: the job with and without its node failure; per-iteration times.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,73 +20,130 @@ import itertools
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPERS = ROOT / "scenarios" / "papers"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from paper_stats import cells, conditions, table  # noqa: E402
 
 STRATEGIES = "policy.strategy=spark,spark-checkpoint,pado"
 RATES = "chaos.transient.lifetime=none,low,medium,high"
-SWEEPS: dict[str, tuple[list[str], list[str], int]] = {
-    # name: (--vary lines, reduced-size --set lines, seeds)
-    "pado": ([STRATEGIES, RATES], [], 3),
-    "pado-mr": ([STRATEGIES, RATES], [], 3),
-    "yarn-me": (
+
+
+@dataclass(frozen=True)
+class Sweep:
+    varies: list[str]
+    reduced: list[str] = field(default_factory=list)
+    seeds: int = 3
+    metric: str = "mean_jct_s"
+    compare: str = "strategy"
+    subject: str = "pado"
+
+
+SWEEPS: dict[str, Sweep] = {
+    "pado": Sweep([STRATEGIES, RATES]),
+    "pado-mr": Sweep([STRATEGIES, RATES]),
+    # 25 nodes and 25 jobs: the paper's 100 / 100 weak-scaled by 4 (a 100-node run
+    # takes over 30 minutes of wall time here: docs/yarn-me.md)
+    "yarn-me": Sweep(
         ["policy.scheduler=yarn,yarn-me"],
-        ["cluster.transient.count=10", "jobs.0.repeat=2", "jobs.1.repeat=2", "jobs.2.repeat=1"],
-        3,
+        ["cluster.transient.count=25", "arrivals.dss.jobs=25"],
+        compare="scheduler",
+        subject="yarn-me",
     ),
-    "cloudcoaster": (
-        ["policy.autoscaler=static,cloudcoaster", "policy.options.cloudcoaster.r=1,3"],
-        [
-            "cluster.reserved.count=40",
-            "policy.options.eagle.short_fraction=0.2",
+    "cloudcoaster": Sweep(
+        ["policy.autoscaler=static,cloudcoaster"],
+        [  # 200 servers (N = 4), arrivals scaled by 200/4000, 900 s: docs/papers.md
+            "cluster.reserved.count=200",
+            "policy.options.cloudcoaster.r=3",
             "arrivals.synthetic.horizon_s=900",
-            "arrivals.synthetic.calm_rate_per_s=0.05",
-            "arrivals.synthetic.burst_rate_per_s=0.5",
-            "arrivals.synthetic.long_rate_per_s=0.011",
-            "arrivals.synthetic.long_tasks=8",
+            "arrivals.synthetic.calm_rate_per_s=0.25",
+            "arrivals.synthetic.burst_rate_per_s=2.5",
+            "arrivals.synthetic.long_rate_per_s=0.0055",
         ],
-        3,
+        metric="mean_short_queue_s",
+        compare="autoscaler",
+        subject="cloudcoaster",
     ),
 }
 
 
-def sweep(name: str, full: bool, out: Path) -> Path:
-    varies, reduced, seeds = SWEEPS[name]
-    command = ["testbed", "sweep", str(PAPERS / f"{name}.yaml"), "--seeds", str(seeds), "--out", str(out)]
-    for vary in varies:
+def load_average() -> str:
+    return Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
+
+
+def commit() -> str:
+    result = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return result.stdout.strip() or "?"
+
+
+def sweep(name: str, full: bool, seeds: int | None, settings: list[str], out: Path) -> Path:
+    spec = SWEEPS[name]
+    command = [
+        "testbed",
+        "sweep",
+        str(PAPERS / f"{name}.yaml"),
+        "--seeds",
+        str(seeds or spec.seeds),
+        "--out",
+        str(out),
+    ]
+    for vary in spec.varies:
         command += ["--vary", vary]
-    for setting in [] if full else reduced:
+    for setting in [*([] if full else spec.reduced), *settings]:
         command += ["--set", setting]
+    before = load_average()
     subprocess.run(command, check=True)
-    return out / "sweep.md"
+    runs = cells([out])
+    text = (
+        f"`{' '.join(command)}` (commit {commit()}; load average {before} before, "
+        f"{load_average()} after; {conditions(runs)}; sim results do not depend on the load)\n\n"
+        + table(runs, spec.metric, spec.compare, spec.subject)
+    )
+    (out / "paired.md").write_text(text + "\n")
+    return out / "paired.md"
 
 
 def iteration_times(tasks_csv: Path) -> list[float]:
-    """End of each pagerank.iterate stage's last successful task, differenced."""
-    ends: dict[int, float] = {}
+    """Each PageRank iteration's time as the job lives it: from the first launch of its
+    stage to the first launch of the next one (the stages are barriers: the next starts when
+    every partition of this one exists, recomputed ones included); the last iteration ends
+    with its stage's last task. A stage's last end is not used: recomputing a lost
+    partition re-runs earlier stages and moves their ends past the failure."""
+    starts: dict[int, float] = {}
+    end = 0.0
     with tasks_csv.open() as handle:
         for row in csv.DictReader(handle):
+            stage = int(row["stage"])
+            starts[stage] = min(starts.get(stage, float("inf")), float(row["start_s"]))
             if row["status"] == "succeeded":
-                stage = int(row["stage"])
-                ends[stage] = max(ends.get(stage, 0.0), float(row["end_s"]))
-    stages = sorted(ends)
-    return [ends[b] - ends[a] for a, b in itertools.pairwise(stages[2:])]
+                end = max(end, float(row["end_s"]))
+    iterations = sorted(starts)[3:]  # generate, build the graph, the initial ranks
+    bounds = [starts[stage] for stage in iterations] + [end]
+    return [b - a for a, b in itertools.pairwise(bounds)]
 
 
-def rdd_recovery(out: Path) -> str:
+def rdd_recovery(out: Path, settings: list[str]) -> str:
     scenario = str(PAPERS / "rdd-recovery.yaml")
+    extra = [item for setting in settings for item in ("--set", setting)]
     columns = {}
-    for label, extra in (("no failure", ["--set", "chaos.storms=[]"]), ("failure at 12 s", [])):
+    for label, storms in (("no failure", ["--set", "chaos.storms=[]"]), ("failure at 12 s", [])):
         run = out / label.replace(" ", "-")
-        subprocess.run(["testbed", "run", scenario, "--out", str(run), *extra], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["testbed", "run", scenario, "--out", str(run), *extra, *storms],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         columns[label] = iteration_times(run / "tasks.csv")
     lines = ["| iteration | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
     for index in range(max(len(times) for times in columns.values())):
-        cells = [f"{times[index]:.2f}" if index < len(times) else "" for times in columns.values()]
-        lines.append(f"| {index + 1} | " + " | ".join(cells) + " |")
+        row = [f"{times[index]:.2f}" if index < len(times) else "" for times in columns.values()]
+        lines.append(f"| {index + 1} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
@@ -89,13 +151,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paper", choices=[*SWEEPS, "rdd-recovery"])
     parser.add_argument("--full", action="store_true", help="the scenario's own (paper) size")
+    parser.add_argument("--seeds", type=int, help="seeds per cell (default: the paper's entry)")
+    parser.add_argument("--set", action="append", default=[], dest="settings", metavar="KEY=VALUE")
     parser.add_argument("--out", type=Path, help="directory for the runs (default: a new temporary one)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix=f"reproduce-{args.paper}-"))
     if args.paper == "rdd-recovery":
-        print(rdd_recovery(out))
+        print(rdd_recovery(out, args.settings))
     else:
-        print(f"table: {sweep(args.paper, args.full, out)}")
+        paired = sweep(args.paper, args.full, args.seeds, args.settings, out)
+        print(f"tables: {out / 'sweep.md'}, {paired}")
+        print(paired.read_text())
     return 0
 
 

@@ -50,6 +50,8 @@ class ArrivingJob:
     long: bool
     estimate_s: float | None = None
     """The estimated task duration; ``None`` means the mean of ``task_durations``."""
+    memory_mb: int | None = None
+    """The ideal memory of one task; ``None``: the ``arrivals`` section's ``memory_mb``."""
 
     @property
     def est_duration_s(self) -> float:

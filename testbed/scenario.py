@@ -304,7 +304,7 @@ class Scenario(Strict):
                 durations=list(job.task_durations),
                 estimate=job.est_duration_s,
                 cpu_bound=spec.cpu_bound,
-                memory_mb=spec.memory_mb,
+                memory_mb=job.memory_mb or spec.memory_mb,
             )
             for k, job in enumerate(spec.jobs(self.seed))
         ]

@@ -1,4 +1,4 @@
-"""The ``arrivals`` section of a scenario: jobs from a trace file or the seeded bursty generator."""
+"""The ``arrivals`` section of a scenario: jobs from a trace file or a seeded generator (bursty, DSS)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from testbed.arrivals import ArrivingJob, BurstyMix, bursty_jobs, load_trace
+from testbed.dss_traces import DssMix, dss_jobs
 from testbed.limits import MAX_JOBS, MAX_TASKS_PER_JOB, too_large, within_max_duration
 from testbed.scenario_base import Duration, Strict
 
@@ -14,24 +15,29 @@ DEFAULT_CUTOFF_S = 10.0
 
 
 class ArrivalsSpec(Strict):
-    """Jobs arriving from a trace file or the seeded bursty generator (``testbed.arrivals``).
+    """Jobs arriving from a trace file, the seeded bursty generator (``testbed.arrivals``) or
+    the YARN-ME paper's DSS trace generator (``testbed.dss_traces``).
 
     Every arriving job becomes a ``sleep`` job whose tasks run for the trace's
-    durations (divided by ``time_scale``), in addition to the ``jobs`` list.
+    durations (divided by ``time_scale``), in addition to the ``jobs`` list; a DSS
+    job's tasks take its own ideal memory, other jobs' ``memory_mb``.
     """
 
     trace: str | None = Field(default=None, description="an Eagle/Hawk simulator trace file")
     synthetic: dict[str, Any] | None = Field(default=None, description="seed and BurstyMix knobs")
+    dss: dict[str, Any] | None = Field(default=None, description="seed and DssMix knobs (YARN-ME's traces)")
     cutoff: Duration = Field(default=DEFAULT_CUTOFF_S, gt=0, description="long/short cutoff (trace time)")
     cpu_bound: bool = False
     memory_mb: int = Field(default=64, ge=1, description="ideal memory of one task")
 
     @model_validator(mode="after")
     def _one_source(self) -> ArrivalsSpec:
-        if (self.trace is None) == (self.synthetic is None):
-            raise ValueError("give exactly one of trace (a file) or synthetic (generator knobs)")
+        if [self.trace, self.synthetic, self.dss].count(None) != 2:
+            raise ValueError("give exactly one of trace (a file), synthetic or dss (generator knobs)")
         if self.synthetic is not None:
             self.mix()
+        elif self.dss is not None:
+            self.dss_mix()
         else:
             self.jobs(seed=0)  # a bad trace is a scenario error, with its line number
         return self
@@ -49,10 +55,30 @@ class ArrivalsSpec(Strict):
             raise ValueError("synthetic: every knob is a number (seconds, or per second for rates)")
         return _bounded(BurstyMix(**knobs, cutoff_s=self.cutoff))
 
+    def dss_mix(self) -> DssMix:
+        """The DSS generator's knobs: ``dss`` minus ``seed``."""
+        knobs = {k: v for k, v in (self.dss or {}).items() if k != "seed"}
+        known = list(DssMix.__dataclass_fields__)
+        unknown = sorted(set(knobs) - set(known))
+        if unknown:
+            raise ValueError(f"dss: unknown knobs {unknown}; known: seed, {', '.join(known)}")
+        numbers = {k: v for k, v in knobs.items() if k != "distribution"}
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in numbers.values()):
+            raise ValueError("dss: every knob but distribution is an integer (seconds, tasks or MB)")
+        mix = DssMix(**knobs)
+        if mix.jobs > MAX_JOBS:
+            raise ValueError(too_large("dss.jobs", mix.jobs, MAX_JOBS))
+        if mix.tasks_max > MAX_TASKS_PER_JOB:
+            raise ValueError(too_large("dss.tasks_max", mix.tasks_max, MAX_TASKS_PER_JOB))
+        within_max_duration(max(mix.submit_max_s, mix.duration_max_s))
+        return mix
+
     def jobs(self, seed: int) -> list[ArrivingJob]:
-        """The arriving jobs; ``seed`` is the generator's unless ``synthetic.seed`` is given."""
+        """The arriving jobs; ``seed`` is the generator's unless the knobs give a ``seed``."""
         if self.trace is not None:
             return load_trace(self.trace, self.cutoff)
+        if self.dss is not None:
+            return dss_jobs(int(self.dss.get("seed", seed)), self.dss_mix(), self.cutoff)
         return bursty_jobs(int((self.synthetic or {}).get("seed", seed)), self.mix())
 
 

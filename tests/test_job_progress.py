@@ -3,8 +3,8 @@
 Random plans (narrow and shuffle dependencies, one or more final stages) go
 through random sequences of the transitions the master applies (launch,
 success, push and commit, failure, lost blocks, lost nodes, reopening, a
-resumed run's direct writes); after every step, what the job reports must
-equal what a scan of all its records says.
+resumed run's direct writes); after every step, what the job reports (its counts,
+ready tasks, the tasks each node holds) must equal what a scan of all its records says.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ def random_step(job: JobRuntime, rng: random.Random) -> None:
     elif action < 0.7 and record.status == "running":
         job.failed(key, record.attempt, counts_as_failure=rng.random() < 0.5)
     elif action < 0.75:
-        job.node_lost(node, url)
+        held = [k for k, r in job.tasks.items() if r.node == node and r.status in ("running", "pushing")]
+        assert job.node_lost(node, url) == held  # found through the index, in the tasks' order
     elif action < 0.8 and record.block is not None:
         job.lose_blocks({record.block})
     elif action < 0.85:
@@ -106,6 +107,11 @@ def assert_consistent(job: JobRuntime) -> None:
     assert job.running_count == sum(r.status == "running" for r in records)
     assert job.done_count == sum(r.status == "done" for r in records)
     assert job.complete == all(r.status == "done" for r in records if job.is_final(r))
+    held: dict[str, set[TaskKey]] = {}
+    for key, record in job.tasks.items():
+        if record.node is not None and record.status in ("running", "pushing"):
+            held.setdefault(record.node, set()).add(key)
+    assert job.progress.on_node == held
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, database=None)

@@ -1,4 +1,5 @@
 """Every scenario in scenarios/papers validates, and a tiny version of each runs in sim."""
+
 from __future__ import annotations
 
 import json
@@ -11,21 +12,45 @@ from testbed.cli import main
 PAPERS = Path(__file__).resolve().parent.parent / "scenarios" / "papers"
 
 TINY: dict[str, list[str]] = {
-    "pado": ["cluster.transient.count=4", "cluster.reserved.count=1",
-             "jobs.0.nodes=20000", "jobs.0.edges=200000", "jobs.0.iterations=3",
-             "jobs.0.maps=4", "jobs.0.reduces=4"],
-    "pado-mr": ["cluster.transient.count=4", "cluster.reserved.count=1",
-                "jobs.0.size_mb=64", "jobs.0.maps=8", "jobs.0.reduces=4"],
-    "yarn-me": ["cluster.transient.count=2", "jobs.0.repeat=1", "jobs.1.repeat=1",
-                "jobs.2.repeat=1", "jobs.0.size_mb=256", "jobs.0.maps=8", "jobs.0.reduces=4",
-                "jobs.1.size_mb=128", "jobs.1.maps=8", "jobs.1.reduces=4",
-                "jobs.2.nodes=20000", "jobs.2.edges=200000", "jobs.2.maps=4", "jobs.2.reduces=4"],
-    "cloudcoaster": ["cluster.reserved.count=12", "policy.options.eagle.short_fraction=0.34",
-                     "arrivals.synthetic.horizon_s=300", "arrivals.synthetic.calm_rate_per_s=0.015",
-                     "arrivals.synthetic.burst_rate_per_s=0.15", "arrivals.synthetic.long_rate_per_s=0.0033",
-                     "arrivals.synthetic.long_tasks=4"],
-    "rdd-recovery": ["cluster.transient.count=4", "jobs.0.nodes=20000", "jobs.0.edges=200000",
-                     "jobs.0.maps=4", "jobs.0.reduces=4", "chaos.storms.0.at=1s"],
+    "pado": [
+        "cluster.transient.count=4",
+        "cluster.reserved.count=1",
+        "jobs.0.nodes=20000",
+        "jobs.0.edges=200000",
+        "jobs.0.iterations=3",
+        "jobs.0.maps=4",
+        "jobs.0.reduces=4",
+    ],
+    "pado-mr": [
+        "cluster.transient.count=4",
+        "cluster.reserved.count=1",
+        "jobs.0.size_mb=64",
+        "jobs.0.maps=8",
+        "jobs.0.reduces=4",
+    ],
+    "yarn-me": [
+        "cluster.transient.count=2",
+        "arrivals.dss.jobs=4",
+        "arrivals.dss.tasks_max=8",
+        "arrivals.dss.submit_max_s=50",
+    ],
+    "cloudcoaster": [
+        "cluster.reserved.count=12",
+        "policy.options.eagle.short_fraction=0.34",
+        "arrivals.synthetic.horizon_s=300",
+        "arrivals.synthetic.calm_rate_per_s=0.015",
+        "arrivals.synthetic.burst_rate_per_s=0.15",
+        "arrivals.synthetic.long_rate_per_s=0.0033",
+        "arrivals.synthetic.long_tasks=4",
+    ],
+    "rdd-recovery": [
+        "cluster.transient.count=4",
+        "jobs.0.nodes=20000",
+        "jobs.0.edges=200000",
+        "jobs.0.maps=4",
+        "jobs.0.reduces=4",
+        "chaos.storms.0.at=1s",
+    ],
 }
 
 

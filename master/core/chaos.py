@@ -37,7 +37,9 @@ class ChaosWorld:
     def __init__(self, core: ChaosCore) -> None:
         self.core = core
         scenario = core.scenario
-        self.clock = TraceClock(core.timers, scenario.time_scale)
+        # trace seconds per run second: time_scale compresses, the dilation stretches (as
+        # ``Scenario.trace`` does for arrivals and notices)
+        self.clock = TraceClock(core.timers, scenario.time_scale / scenario.fidelity.factor)
         self.rules = ChaosRules(scenario, self.clock, self)
         self.noticed: dict[str, tuple[float, float, float]] = {}
         """Each warned node's notice: when it went out, the wall seconds it promised, and the

@@ -25,8 +25,10 @@ _ON_NODE = ("running", "pushing")
 """The statuses of a task whose node holds it."""
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskRecord:
+    """One task's state (slotted: a simulated run holds a million of them)."""
+
     stage: int
     index: int
     status: TaskStatus = "pending"
@@ -54,16 +56,17 @@ class TaskRecord:
     """Disk bandwidth the scheduler charged the running attempt to its node (elastic tasks)."""
     pushes: bool = False
     """The running attempt's output is pushed: it counts once committed (the strategy's ``Launch``)."""
-    excluded_nodes: set[str] = field(default_factory=set)
-    """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there."""
+    excluded_nodes: frozenset[str] = frozenset()
+    """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there
+    (replaced, never changed in place: the empty one is shared by every record)."""
     progress: JobProgress | None = field(default=None, repr=False, compare=False)
-    """Told of every change of ``status`` and ``available`` (set by the owning job)."""
+    """Told of every change of ``status``, ``available`` and ``node`` (set by the owning job)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _TRACKED:
-            if name == "status" and "status" in self.__dict__:
-                TASK.check(self.__dict__["status"], value)
-            progress = self.__dict__.get("progress")
+            if name == "status" and (status := getattr(self, "status", None)) is not None:
+                TASK.check(status, value)  # not the first status, set by __init__
+            progress = getattr(self, "progress", None)  # unset while __init__ runs
             if progress is not None:
                 progress.changing(self, name, value)
         object.__setattr__(self, name, value)
@@ -74,15 +77,17 @@ class TaskRecord:
         return (self.location, *self.replicas) if self.location else self.replicas
 
 
-_TRACKED = frozenset({"status", "available"})
+_TRACKED = frozenset({"status", "available", "node"})
 
 
 class JobProgress:
-    """A job's task counts and pending tasks per stage, kept up to date on every transition.
+    """A job's task counts, pending tasks per stage and tasks held by each node, kept up to
+    date on every transition.
 
-    Whatever sets a record's ``status`` or ``available`` (the job's own methods,
+    Whatever sets a record's ``status``, ``available`` or ``node`` (the job's own methods,
     a resumed run) updates these, so the scheduling round asks in O(1) how many
-    tasks run or are done and visits only pending tasks, not every task of the job.
+    tasks run or are done and visits only pending tasks, and a lost node finds the tasks
+    it held, not by a walk over every task of the job.
     """
 
     def __init__(self, plan: JobPlan) -> None:
@@ -94,6 +99,8 @@ class JobProgress:
         self.available = [0] * len(sizes)
         """Per stage, how many of its tasks' outputs are available."""
         self.pending: list[set[int]] = [set() for _ in sizes]
+        self.on_node: dict[str, set[TaskKey]] = {}
+        """Per node, the tasks it holds (running or pushing their output there)."""
         self._low = [0] * len(sizes)
         """Per stage, a lower bound of its pending indices."""
 
@@ -106,6 +113,10 @@ class JobProgress:
         old = getattr(record, name)
         if old == value:
             return
+        if name != "available":
+            self._move(record, name, value)
+        if name == "node":
+            return
         if name == "available":
             self.available[record.stage] += 1 if value else -1
             return
@@ -115,6 +126,22 @@ class JobProgress:
         elif old == "done" and self.final[record.stage]:
             self.final_done -= 1
         self._enter(record, value)
+
+    def _move(self, record: TaskRecord, name: str, value: Any) -> None:
+        """Keep ``on_node`` as the record's node and status change."""
+        held = record.node if record.status in _ON_NODE else None
+        node, status = (value, record.status) if name == "node" else (record.node, value)
+        holds = node if status in _ON_NODE else None
+        if held == holds:
+            return
+        key = (record.stage, record.index)
+        if held is not None:
+            there = self.on_node[held]
+            there.discard(key)
+            if not there:
+                del self.on_node[held]
+        if holds is not None:
+            self.on_node.setdefault(holds, set()).add(key)
 
     def _enter(self, record: TaskRecord, status: TaskStatus) -> None:
         self.counts[status] += 1
@@ -396,8 +423,8 @@ class JobRuntime:
         pending again. A stored output is lost when no copy of it survives."""
         interrupted = []
         if self.outputs_final:  # no stored output to lose, no lineage: only what ran there
-            there = [(k, r) for k, r in self.tasks.items() if r.node == node and r.status in _ON_NODE]
-            for key, record in there:
+            for key in sorted(self.progress.on_node.get(node, ())):  # the tasks' order
+                record = self.tasks[key]
                 record.status = TASK.next(record.status, "node_lost")
                 record.node = None
                 interrupted.append(key)

@@ -355,7 +355,8 @@ class MasterCore:
     def resource_fault(self, node: NodeRecord, job: JobRuntime, key: TaskKey, failure: str) -> None:
         """The task goes elsewhere next time; a node whose disk is full takes no new task until
         it is taken back (``master.core.disk_full``)."""
-        job.tasks[key].excluded_nodes.add(node.node_id)
+        record = job.tasks[key]
+        record.excluded_nodes = record.excluded_nodes | {node.node_id}
         self.journal.event("resource_fault", node=node.node_id, task=job.task_id(key), failure=failure)
         if failure == "enospc":
             self.full_disks.node_full(node)

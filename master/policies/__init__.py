@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from master.policies.base import Autoscaler, PendingTask, Scheduler
@@ -97,6 +98,8 @@ def profile_models(scenario: Scenario) -> ModelSource | None:
     tasks of other sizes: the task keeps its own ideal memory (its measured
     spill scales with it), and takes the profile's ideal duration as its estimate.
     Under time dilation a task runs that many times slower, and so does its model.
+    A ``sleep`` task's duration is the scenario's (a trace's, already in wall
+    seconds): its own estimate is its model's ideal duration.
     """
     profiles = load_profiles(scenario)
     if not profiles:
@@ -108,6 +111,8 @@ def profile_models(scenario: Scenario) -> ModelSource | None:
         if profile is None:
             return None
         model = profile.model.resized(task.ideal_memory_mb)
+        if task.workload == "sleep":
+            return replace(model, ideal_duration_s=task.est_duration_s)
         return model.dilated(dilation) if dilation != 1.0 else model
 
     return model_of

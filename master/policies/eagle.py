@@ -25,6 +25,7 @@ the same decisions, and no global random state is touched.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping
@@ -102,12 +103,22 @@ def long_node_ids(
 
 
 def _holds_long(node: NodeView, pending: Mapping[str, PendingTask]) -> bool:
-    return any(t.long for t in node.running) or any(q in pending and pending[q].long for q in node.queued)
+    # plain loops: asked of every node in every round (no generator per node)
+    for task in node.running:
+        if task.long:
+            return True
+    for task_id in node.queued:
+        queued = pending.get(task_id)
+        if queued is not None and queued.long:
+            return True
+    return False
 
 
 def backlog_s(node: NodeView, pending: Mapping[str, PendingTask], now: float) -> float:
     """Estimated work ahead of a task queued now: running remainders plus queued estimates."""
-    running = sum(max(0.0, t.expected_end - now) for t in node.running)
+    running = sum([max(0.0, t.expected_end - now) for t in node.running]) if node.running else 0
+    if not node.queued:
+        return running
     queued = sum(pending[q].est_duration_s for q in node.queued if q in pending)
     return running + queued
 
@@ -164,6 +175,10 @@ class _NodeState:
         return self.queue_length == 0 and self.fits(task)
 
 
+_LongKey = tuple[float, int, tuple[int, str]]
+"""A long task's placement key (``_long_key``)."""
+
+
 class _Round:
     """The mutable bookkeeping of one ``schedule`` call over an immutable snapshot."""
 
@@ -176,13 +191,15 @@ class _Round:
                 free_slots=n.free_slots,
                 free_memory_mb=n.free_memory_mb,
                 backlog_s=backlog_s(n, self.pending, snapshot.now),
-                queue_length=sum(q in self.pending for q in n.queued),
+                queue_length=sum(q in self.pending for q in n.queued) if n.queued else 0,
                 long=n.node_id in long_ids,
             )
             for n in sorted(snapshot.nodes, key=lambda n: node_ordinal(n.node_id))
         }
         self.queued_on: dict[str, list[str]] = {}
         for state in self.nodes.values():
+            if not state.view.queued:
+                continue
             for task_id in state.view.queued:
                 if task_id in self.pending:
                     self.queued_on.setdefault(task_id, []).append(state.view.node_id)
@@ -192,6 +209,7 @@ class _Round:
         self.started: set[str] = set()
         self._placeable: dict[frozenset[str], list[_NodeState]] = {}
         self._clear: dict[frozenset[str], list[_NodeState]] = {}
+        self._general: dict[frozenset[str], list[tuple[_LongKey, int, _NodeState]]] = {}
 
     def placeable(self, task: PendingTask) -> list[_NodeState]:
         """Nodes that may take a new task: not draining, of a class the task allows (in
@@ -212,6 +230,26 @@ class _Round:
             found = [s for s in candidates if not s.long] or candidates
             self._clear[task.allowed_classes] = found
         return found
+
+    def least_wait_general(self, task: PendingTask) -> _NodeState | None:
+        """The placeable node of the general partition with the least estimated wait, then the
+        most free slots, then the lowest ordinal: ``min`` over them, in O(log nodes) per long
+        task. A heap of their keys, built on the round's first long task: once the queued
+        tasks have started (``EagleScheduler.schedule`` starts them first), a placement only
+        makes its node's key worse, so a stale top is pushed back down with its key now."""
+        heap = self._general.get(task.allowed_classes)
+        if heap is None:
+            general = (s for s in self.placeable(task) if s.view.partition == "general")
+            heap = [(_long_key(s), i, s) for i, s in enumerate(general)]
+            heapq.heapify(heap)
+            self._general[task.allowed_classes] = heap
+        while heap:
+            key, i, state = heap[0]
+            now = _long_key(state)
+            if now == key:
+                return state
+            heapq.heapreplace(heap, (now, i, state))
+        return None
 
     def unplaced(self) -> list[PendingTask]:
         """Pending tasks neither queued anywhere nor started this round, in job order."""
@@ -253,6 +291,11 @@ class _Round:
     def _take_slot(task: PendingTask, state: _NodeState) -> None:
         state.free_slots -= 1
         state.free_memory_mb -= task.ideal_memory_mb
+
+
+def _long_key(state: _NodeState) -> _LongKey:
+    """A long task goes to the least of these: the least wait, the most free slots, the lowest ordinal."""
+    return (state.wait_s(), -state.free_slots, node_ordinal(state.view.node_id))
 
 
 def _assign(task: PendingTask, node_id: str) -> Assign:
@@ -315,6 +358,8 @@ class EagleScheduler(Scheduler):
 
     def _start_queued(self, round_: _Round, state: _NodeState) -> list[Decision]:
         """Fill the node's free slots from its queue (draining nodes too: they finish it)."""
+        if not state.view.queued:
+            return []
         queue = [
             round_.pending[q] for q in state.view.queued if q in round_.pending and q not in round_.started
         ]
@@ -330,14 +375,8 @@ class EagleScheduler(Scheduler):
     @staticmethod
     def _place_long(round_: _Round, task: PendingTask) -> list[Decision]:
         """Central placement on the general partition: the least estimated wait."""
-        candidates = [s for s in round_.placeable(task) if s.view.partition == "general"]
-        if not candidates:
-            return []
-        best = min(
-            candidates,
-            key=lambda s: (s.wait_s(), -s.free_slots, node_ordinal(s.view.node_id)),
-        )
-        return [round_.place(task, best)]
+        best = round_.least_wait_general(task)
+        return [] if best is None else [round_.place(task, best)]
 
     def _place_short(self, round_: _Round, task: PendingTask) -> list[Decision]:
         """Probe ``probes`` nodes whose long bit is clear; take the least estimated wait."""

@@ -22,6 +22,7 @@ from testbed.protocol import (
     BlockReceived,
     BlockRef,
     CancelTask,
+    Codec,
     EvictionNotice,
     FlushAggregate,
     Heartbeat,
@@ -37,6 +38,7 @@ from testbed.protocol import (
     TaskUpdate,
 )
 
+_CODEC = Codec()
 Deliver = Callable[[str, Message], None]
 """A message from a node reaches the master (now)."""
 
@@ -66,7 +68,10 @@ class ModelNode:
     blocks: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Block id -> the bytes of each of its partitions held here."""
     running: dict[tuple[str, int], Attempt] = field(default_factory=dict)
-    finished: dict[tuple[str, int], TaskUpdate] = field(default_factory=dict)
+    finished: dict[tuple[str, int], bytes] = field(default_factory=dict)
+    """Each attempt's outcome, msgpack-encoded as on the wire (a launch sent again repeats
+    it): a few hundred bytes each instead of a pydantic object's kilobytes, at 1,000,000
+    tasks. A dead node forgets them (it gets no command again)."""
 
     @property
     def url(self) -> str:
@@ -165,6 +170,7 @@ class ModelAgents:
         node.alive = False
         node.blocks.clear()
         node.running.clear()
+        node.finished.clear()
         if node.up:
             lost = self._state(node, "lost")
             self.heap.after(self.model.detection_s(), DELIVER, lambda: self.deliver(node_id, lost))
@@ -176,6 +182,7 @@ class ModelAgents:
             node.alive = False
             node.blocks.clear()
             node.running.clear()
+            node.finished.clear()
 
     def live_nodes(self) -> int:
         return sum(1 for node in self.nodes.values() if node.alive)
@@ -201,7 +208,7 @@ class ModelAgents:
     def _launch(self, node: ModelNode, spec: TaskSpec) -> None:
         key = (spec.task_id, spec.attempt)
         if key in node.finished:  # a launch sent again: the outcome is repeated
-            self.deliver(node.node_id, node.finished[key])
+            self.deliver(node.node_id, _CODEC.decode(node.finished[key]))
             return
         if key in node.running:
             return
@@ -271,7 +278,7 @@ class ModelAgents:
             )
         else:
             update = self._succeeded(node, spec, cost)
-        node.finished[key] = update
+        node.finished[key] = Codec.encode(update)
         self.deliver(node.node_id, update)
         if update.state == "succeeded" and spec.push:
             block = spec.block_id
@@ -314,7 +321,7 @@ class ModelAgents:
             failure="cancelled",
             error="cancelled by the master",
         )
-        node.finished[(task_id, attempt)] = update
+        node.finished[(task_id, attempt)] = Codec.encode(update)
         self.deliver(node.node_id, update)
 
     def _inputs(self, node: ModelNode, message: TaskInputs) -> None:

@@ -155,14 +155,15 @@ class ExecutionModel:
         network (plus its source, if it has one), on a node of ``node_class`` whose NIC it
         shares with ``sharing`` running tasks (itself included)."""
         pinned = self.pinned_s(spec)
-        if pinned is not None:
-            return TaskCost(0, 0.0, pinned, 0, 0.0, 0)
+        fraction = min(1.0, spec.memory_mb / max(1, self.ideal_memory_mb(spec.job_id, spec.stage)))
+        profile = self.profiles.get((self.workload_of(spec), role_of(spec.stage)))
+        if pinned is not None:  # a sleep task given less than its ideal memory: its profile's penalty
+            penalty = profile.model.penalty.multiplier(fraction) if fraction < 1.0 and profile else 1.0
+            return TaskCost(0, 0.0, pinned * penalty, 0, 0.0, 0)
         bytes_in = self.source_bytes(spec) + local_bytes + remote_bytes
         op = self.op_model(spec)
-        fraction = min(1.0, spec.memory_mb / max(1, self.ideal_memory_mb(spec.job_id, spec.stage)))
         compute_s = op.s_per_mb * bytes_in / MB
         spill_bytes, spill_s = 0, 0.0
-        profile = self.profiles.get((self.workload_of(spec), role_of(spec.stage)))
         if fraction < 1.0 and profile is not None:
             compute_s *= profile.model.penalty.multiplier(fraction)
         elif fraction < 1.0:

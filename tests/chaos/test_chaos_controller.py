@@ -56,6 +56,26 @@ def test_a_live_eviction_is_refused_before_time_zero_after_the_stop_and_for_fore
     assert not any(isinstance(c, cmd.KillNode) for c in late)
 
 
+def test_the_chaos_rules_run_on_the_dilated_clock_as_arrivals_and_notices_do() -> None:
+    """time_scale 60 and a dilation of 2: a storm at 4 trace minutes comes at 8 run seconds
+    (the old controller's clock forgot the dilation: 4 s), its notice of 30 trace seconds is 1 s."""
+    storm = {"at": "4m", "evict": {"count": 1, "kind": "transient"}}
+    scenario = make_scenario(
+        time_scale=60,
+        fidelity={"mode": "faithful", "dilation": 2.0},
+        chaos={"transient": {"notice": "30s", "replace": False}, "storms": [storm]},
+    )
+    driver = Driver(scenario)
+    driver.boot()
+    driver.advance(7.99)
+    assert not driver.events("storm")
+    driver.advance(8.0)
+    assert [c.t for c in driver.log if isinstance(c, cmd.Journal) and c.kind == "storm"] == [8.0]
+    driver.advance(9.0)
+    (timing,) = driver.events("eviction_timing")
+    assert (timing["promised_s"], timing["lead_s"], timing["actual_s"]) == (1.0, 1.0, 270.0)
+
+
 def test_the_cores_clock_orders_simultaneous_actions_as_the_virtual_one() -> None:
     """Scheduled in the reverse of their order: both clocks run warnings, kills, launches,
     storms, and ties of one kind in the order they were scheduled."""

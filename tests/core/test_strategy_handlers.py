@@ -138,10 +138,10 @@ def test_decisions_are_applied_in_the_order_returned() -> None:
     assert cmd.RunFile("dags/x.json", "{}\n") in driver.log
     assert [type(e) for e in strategy.seen] == [JobSubmitted]
     node_id, spec = next(iter(driver.running().values()))
+    then = [Note("push_failed", {"job": "j000", "task": spec.task_id, "error": e}) for e in ("2nd", "3rd")]
+    strategy.script[TaskSucceeded] = then
     out = driver.finish(node_id, spec)
-    assert Driver.events_of(out, "push_failed") == [
-        {"job": "j000", "task": spec.task_id, "error": "scripted"}
-    ]
+    assert [e["error"] for e in Driver.events_of(out, "push_failed")] == ["scripted", "2nd", "3rd"]
     (event,) = [e for e in strategy.seen if isinstance(e, TaskSucceeded)]
     assert (event.key, event.attempt, event.node_id, event.pushing) == ((0, spec.index), 0, node_id, False)
     kinds = [c.kind for c in out if isinstance(c, cmd.Journal)]

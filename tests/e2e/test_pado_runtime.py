@@ -14,7 +14,7 @@ import pytest
 
 from master.run import run_scenario
 from testbed.workloads.wordcount import generate_split
-from tests.conftest import make_scenario
+from tests.conftest import make_scenario, shell_act
 from tests.e2e.test_wordcount_run import assert_clean
 from tests.e2e.test_workloads_run import assert_exact
 
@@ -114,7 +114,8 @@ async def test_pado_places_a_task_where_its_input_is_cached(tmp_path: Path) -> N
 
     def submit_b_after_a(master: Any, record: dict[str, Any]) -> None:
         if record["event"] == "job_finished" and record["job"] == "j000":
-            asyncio.get_running_loop().call_soon(master.submit_job, scenario.jobs[1], 1)
+            submit = master.core.submit_job
+            asyncio.get_running_loop().call_soon(shell_act, master, submit, scenario.jobs[1], 1)
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()

@@ -148,3 +148,16 @@ def test_heartbeats_list_the_running_attempts_and_probes_tell_the_dead() -> None
     fleet.kill("transient-0")
     assert fleet.probe("reserved-0", "sim-reserved-0") == "answered"
     assert fleet.probe("transient-0", "sim-transient-0") == "refused"
+
+
+def test_a_launch_sent_again_repeats_the_outcome_kept_encoded() -> None:
+    heap, fleet, heard = agents()
+    heard.clear()
+    fleet.command("reserved-0", LaunchTask(task=sleep_task(0, 3.0)))
+    run_all(heap)
+    first = [m for _, _, m in heard if isinstance(m, TaskUpdate) and m.state == "succeeded"]
+    heard.clear()
+    fleet.command("reserved-0", LaunchTask(task=sleep_task(0, 3.0)))
+    assert [m for _, _, m in heard] == first  # at once, the same message (its id too)
+    fleet.kill("reserved-0")
+    assert not fleet.nodes["reserved-0"].finished  # a dead node gets no launch again

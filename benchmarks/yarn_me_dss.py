@@ -1,0 +1,116 @@
+"""YARN-ME's simulation study (ATC'17, section 5.3, Fig. 6) on the schedulers' own
+discrete-event driver (master/policies/simulate.py), as the paper ran it on DSS.
+
+    python benchmarks/yarn_me_dss.py --nodes 100 --jobs 100 --seeds 1-5 [--penalty 3x]
+
+The same scheduler objects as `testbed run` (YarnScheduler, YarnMeScheduler), the same
+DSS traces (testbed/dss_traces.py, seeded) and penalty profiles
+(scenarios/profiles/dss-sawtooth-*.json) as scenarios/papers/yarn-me.yaml; what the
+driver leaves out is the master core and its messages (tasks do not run: their end is
+their start plus the model's penalized duration, exactly DSS's method). The elastic disk
+budget is out of reach (DSS has no disk). Prints one line per (seed, scheduler) and the
+paired statistics (benchmarks/paper_stats.py's tests) of yarn-me / yarn mean JCT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from master.policies.base import NodeView, PendingTask
+from master.policies.simulate import SimJob, model_runtime, simulate
+from master.policies.task_model import TaskModel, load_profile
+from master.policies.yarn import YarnScheduler
+from master.policies.yarn_me import YarnMeScheduler
+from testbed.dss_traces import DssMix, dss_jobs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def seeds_of(text: str) -> list[int]:
+    low, _, high = text.partition("-")
+    return list(range(int(low), int(high or low) + 1))
+
+
+def run(seed: int, scheduler: str, nodes: int, jobs: int, penalty: str) -> tuple[float, int, float]:
+    """(mean JCT, elastic tasks, wall seconds) of one trace under one scheduler."""
+    profile = load_profile(ROOT / "scenarios" / "profiles" / f"dss-sawtooth-{penalty}.json")
+
+    def model(task: PendingTask) -> TaskModel:
+        return replace(profile.model.resized(task.ideal_memory_mb), ideal_duration_s=task.est_duration_s)
+
+    trace = dss_jobs(seed, DssMix(jobs=jobs), cutoff_s=10.0)
+    sim_jobs = [
+        SimJob(
+            f"j{k:04d}",
+            job.submit_s,
+            (
+                tuple(
+                    PendingTask(
+                        f"j{k:04d}.t{i}",
+                        f"j{k:04d}",
+                        0,
+                        i,
+                        job.memory_mb or 100,
+                        job.est_duration_s,
+                        workload="sleep",
+                    )
+                    for i in range(len(job.task_durations))
+                ),
+            ),
+        )
+        for k, job in enumerate(trace)
+    ]
+    cluster = [NodeView(f"n{i:04d}", "transient", 16, 10240) for i in range(nodes)]
+    policy = (
+        YarnScheduler(models=model)
+        if scheduler == "yarn"
+        else YarnMeScheduler(models=model, elastic_disk_mb_s=1e6)
+    )
+    began = time.process_time()
+    result = simulate(policy, cluster, sim_jobs, model_runtime(model), max_rounds=10_000_000)
+    elapsed = time.process_time() - began
+    if result.unfinished:
+        raise RuntimeError(f"seed {seed} {scheduler}: unfinished jobs {result.unfinished}")
+    return float(np.mean(list(result.jct.values()))), sum(r.elastic for r in result.runs), elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--seeds", default="1-5")
+    parser.add_argument("--penalty", choices=["3x", "1.5x"], default="3x")
+    args = parser.parse_args()
+    ratios = []
+    print("| seed | yarn mean JCT (s) | yarn-me mean JCT (s) | yarn-me / yarn | elastic tasks | CPU s |")
+    print("|---|---|---|---|---|---|")
+    for seed in seeds_of(args.seeds):
+        yarn, _, t1 = run(seed, "yarn", args.nodes, args.jobs, args.penalty)
+        me, elastic, t2 = run(seed, "yarn-me", args.nodes, args.jobs, args.penalty)
+        ratios.append(me / yarn)
+        print(f"| {seed} | {yarn:.0f} | {me:.0f} | {me / yarn:.3f} | {elastic} | {t1 + t2:.0f} |", flush=True)
+    logs = np.log(ratios)
+    geo = math.exp(float(np.mean(logs)))
+    line = f"n={len(ratios)}, geo-mean yarn-me/yarn {geo:.3f}"
+    if len(ratios) > 1:
+        half = float(stats.sem(logs)) * float(stats.t.ppf(0.975, len(logs) - 1))
+        p = float(stats.ttest_1samp(logs, 0.0).pvalue)
+        low, high = math.exp(np.mean(logs) - half), math.exp(np.mean(logs) + half)
+        line += f", 95% CI (t on logs) [{low:.3f}, {high:.3f}]"
+        line += f", paired t-test p={p:.3g}"
+    if len(ratios) >= 6:
+        line += f", Wilcoxon p={float(stats.wilcoxon(logs).pvalue):.3g}"
+    print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

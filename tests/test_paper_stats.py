@@ -1,0 +1,33 @@
+"""benchmarks/paper_stats.py: the paired table of a paper sweep's runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+from paper_stats import cells, table
+
+
+def _run(sweep: Path, name: str, jct: float, failed: int = 0) -> None:
+    (sweep / name).mkdir(parents=True)
+    (sweep / name / "summary.json").write_text(
+        json.dumps({"mean_jct_s": jct, "failed": failed, "backend": "sim"})
+    )
+
+
+def test_paired_ratio_interval_and_test(tmp_path: Path) -> None:
+    for seed, (slow, fast) in enumerate([(100.0, 50.0), (120.0, 58.0), (90.0, 46.0)], start=1):
+        _run(tmp_path, f"strategy-spark_lifetime-high_seed-{seed}", slow)
+        _run(tmp_path, f"strategy-pado_lifetime-high_seed-{seed}", fast)
+    _run(tmp_path, "strategy-pado_lifetime-none_seed-1", 40.0, failed=1)
+    text = table(cells([tmp_path]), "mean_jct_s", "strategy", "pado")
+    assert "**lifetime=high** (mean_jct_s)" in text and "**lifetime=none** (mean_jct_s)" in text
+    assert "| pado | 1,2,3 | 3 | 51.3 |" in text  # mean of 50, 58, 46
+    line = next(row for row in text.splitlines() if row.startswith("| vs spark |"))
+    cells_ = [c.strip() for c in line.split("|")[1:-1]]
+    assert cells_[1] == "3" and cells_[2] == "0.498"  # geometric mean of 0.5, 0.483, 0.511
+    assert float(cells_[4]) < 0.01  # paired t-test on the logs: consistent halving
+    assert "failed jobs 1" in text  # flagged, not dropped
