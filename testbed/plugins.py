@@ -23,7 +23,15 @@ from pydantic import BaseModel, ValidationError
 
 from testbed.scenario_yaml import ScenarioError
 
-ENTRY_POINT_GROUP = "transient_testbed.{kind}s"
+ENTRY_POINT_GROUPS = {
+    kind: f"transient_testbed.{plural}"
+    for kind, plural in (
+        ("scheduler", "schedulers"),
+        ("strategy", "strategies"),
+        ("autoscaler", "autoscalers"),
+        ("workload", "workloads"),
+    )
+}
 REQUIRED_METHODS = {
     "scheduler": ("schedule",),
     "strategy": ("plan", "launch"),
@@ -189,7 +197,7 @@ def _by_import_path(name: str, field: str) -> Any:
 
 
 def _by_entry_point(kind: str, name: str, field: str, builtins: tuple[str, ...]) -> Any:
-    group = ENTRY_POINT_GROUP.format(kind=kind)
+    group = ENTRY_POINT_GROUPS[kind]
     found = metadata.entry_points(group=group, name=name)
     if not found:
         listed = f" ({', '.join(builtins)})" if builtins else ""

@@ -58,8 +58,8 @@ def test_synthetic_arrivals_are_the_bursty_generator_seeded_by_the_scenario() ->
 @pytest.mark.parametrize(
     ("arrivals", "message"),
     [
-        ({}, "give exactly one of trace (a file) or synthetic"),
-        ({"trace": "x.tr", "synthetic": {}}, "give exactly one of trace (a file) or synthetic"),
+        ({}, "give exactly one of trace (a file), synthetic or dss"),
+        ({"trace": "x.tr", "synthetic": {}}, "give exactly one of trace (a file), synthetic or dss"),
         ({"trace": "/nonexistent.tr"}, "trace /nonexistent.tr: cannot read the file"),
         ({"synthetic": {"horizon": 60}}, "unknown knobs ['horizon']"),
         ({"synthetic": {"cutoff_s": 5}}, "set arrivals.cutoff instead"),

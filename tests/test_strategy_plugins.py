@@ -91,6 +91,22 @@ def test_a_strategy_beside_the_scenario_is_built_with_its_options(plugin_dir: tu
     assert re.fullmatch(r"sha256:[0-9a-f]{12}", provenance["version"])
 
 
+def test_an_installed_package_registers_a_strategy_by_entry_point(plugin_dir: tuple[Path, str]) -> None:
+    """The group is transient_testbed.strategies (it was looked up as '...strategys')."""
+    directory, module = plugin_dir
+    info = directory / "fancy_recovery-0.4.dist-info"
+    info.mkdir()
+    metadata = "Metadata-Version: 2.1\nName: fancy-recovery\nVersion: 0.4\n"
+    (info / "METADATA").write_text(metadata, encoding="utf-8")
+    (info / "top_level.txt").write_text(f"{module}\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(
+        f"[transient_testbed.strategies]\nfancy = {module}:OnReserved\n", encoding="utf-8"
+    )
+    loaded = load_scenario(scenario(directory, "{strategy: fancy}"))
+    assert type(make_strategy(loaded)).__name__ == "OnReserved"
+    assert policy_plugins(loaded)["strategy"]["version"] == "0.4"
+
+
 def test_a_strategy_plugin_runs_on_the_simulator(plugin_dir: tuple[Path, str], tmp_path: Path) -> None:
     directory, module = plugin_dir
     path = scenario(directory, f'{{strategy: "{module}:OnReserved"}}')

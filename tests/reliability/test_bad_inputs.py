@@ -82,7 +82,7 @@ def test_an_unknown_workload(tmp_path: Path) -> None:
     ("field", "hint"),
     [
         ("scheduler", "neither a built-in scheduler, an import path"),
-        ("strategy", "Input should be"),
+        ("strategy", "is neither a built-in strategy"),
         ("autoscaler", "neither a built-in autoscaler, an import path"),
     ],
 )
