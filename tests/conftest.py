@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -129,3 +130,16 @@ def _wait_port(port: int, process: subprocess.Popen[bytes]) -> None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(0.02)
     raise TimeoutError(f"mosquitto did not listen on {port}")
+
+
+def plugin_module(
+    directory: Path, source: str, prefix: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> str:
+    """Write ``source`` as a module of a name of its own (modules are cached) in ``directory``,
+    importable the way a module beside a scenario is; it is forgotten after the test."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("PYTHONPATH", "")
+    module = prefix + re.sub(r"\W", "_", request.node.name)
+    (directory / f"{module}.py").write_text(source, encoding="utf-8")
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    return module

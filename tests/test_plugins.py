@@ -12,6 +12,7 @@ import pytest
 from master.policies import make_autoscaler, make_scheduler, policy_plugins
 from testbed.cli import main
 from testbed.scenario import load_scenario
+from tests.conftest import plugin_module
 
 PLUGIN = '''
 from pydantic import BaseModel
@@ -63,13 +64,8 @@ class Explodes(Scheduler):
 def plugin_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> tuple[Path, str]:
-    """A scenario directory holding a plugin module with a name of its own (modules are cached)."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setenv("PYTHONPATH", "")
-    module = "plug_" + re.sub(r"\W", "_", request.node.name)
-    (tmp_path / f"{module}.py").write_text(PLUGIN, encoding="utf-8")
-    yield tmp_path, module
-    sys.modules.pop(module, None)
+    """A scenario directory holding a plugin module with a name of its own."""
+    return tmp_path, plugin_module(tmp_path, PLUGIN, "plug_", monkeypatch, request)
 
 
 def scenario(directory: Path, policy: str) -> Path:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
 import textwrap
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from master.strategies import make_strategy
 from testbed.cli import main
 from testbed.scenario import load_scenario
 from testbed.testing import run
+from tests.conftest import plugin_module
 
 PLUGIN = '''
 from master.core.strategy import Note, Ready, Strategy
@@ -56,13 +56,8 @@ class NoLaunch:
 def plugin_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> tuple[Path, str]:
-    """A scenario directory holding a plugin module with a name of its own (modules are cached)."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setenv("PYTHONPATH", "")
-    module = "strategy_" + re.sub(r"\W", "_", request.node.name)
-    (tmp_path / f"{module}.py").write_text(PLUGIN, encoding="utf-8")
-    yield tmp_path, module
-    sys.modules.pop(module, None)
+    """A scenario directory holding a plugin module with a name of its own."""
+    return tmp_path, plugin_module(tmp_path, PLUGIN, "strategy_", monkeypatch, request)
 
 
 def scenario(directory: Path, policy: str) -> Path:
