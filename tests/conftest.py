@@ -143,3 +143,16 @@ def plugin_module(
     (directory / f"{module}.py").write_text(source, encoding="utf-8")
     request.addfinalizer(lambda: sys.modules.pop(module, None))
     return module
+
+
+def assert_validate_refuses(
+    path: Path, field: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``testbed validate PATH`` exits 2 with one line: the file, then ``field``, then ``expected``."""
+    from testbed.cli import main
+
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"{path}: {field}"), err
+    assert expected in err

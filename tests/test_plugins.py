@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from master.policies import make_autoscaler, make_scheduler, policy_plugins
-from testbed.cli import main
 from testbed.scenario import load_scenario
-from tests.conftest import plugin_module
+from tests.conftest import assert_validate_refuses, plugin_module
 
 PLUGIN = '''
 from pydantic import BaseModel
@@ -134,11 +133,7 @@ def test_a_bad_plugin_is_one_line_and_exit_2(
 ) -> None:
     directory, module = plugin_dir
     path = scenario(directory, policy.replace("{module}", module))
-    assert main(["validate", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1, err
-    assert err.startswith(f"{path}: policy."), err
-    assert expected.replace("{module}", module) in err
+    assert_validate_refuses(path, "policy.", expected.replace("{module}", module), capsys)
 
 
 def test_an_installed_package_registers_a_scheduler_by_entry_point(plugin_dir: tuple[Path, str]) -> None:

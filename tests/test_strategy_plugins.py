@@ -14,10 +14,9 @@ import pytest
 
 from master.policies import policy_plugins
 from master.strategies import make_strategy
-from testbed.cli import main
 from testbed.scenario import load_scenario
 from testbed.testing import run
-from tests.conftest import plugin_module
+from tests.conftest import assert_validate_refuses, plugin_module
 
 PLUGIN = '''
 from master.core.strategy import Note, Ready, Strategy
@@ -130,8 +129,4 @@ def test_a_bad_strategy_plugin_is_one_line_and_exit_2(
 ) -> None:
     directory, module = plugin_dir
     path = scenario(directory, policy.replace("{module}", module))
-    assert main(["validate", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1, err
-    assert err.startswith(f"{path}: policy.strategy"), err
-    assert expected.replace("{module}", module) in err
+    assert_validate_refuses(path, "policy.strategy", expected.replace("{module}", module), capsys)
