@@ -143,14 +143,13 @@ def control_plane(cgroups: CpuCgroups, run_id: str) -> Iterator[bool]:
     """
     origin = own_group(cgroups.version)
     moved = False
-    try:
-        group = cgroups._group(run_id, CONTROL)
-        nested = origin is not None and origin.is_relative_to(cgroups.base)  # a run inside a run
-        if origin is not None and not nested and cgroups.prioritise():
-            join(group)
-            moved = True
-    except OSError as exc:
-        log.warning("the control plane runs without CPU priority: %s", exc)
+    if origin is not None and not origin.is_relative_to(cgroups.base):  # not a run inside a run
+        try:
+            if cgroups.prioritise():
+                join(cgroups._group(run_id, CONTROL))
+                moved = True
+        except OSError as exc:
+            log.warning("the control plane runs without CPU priority: %s", exc)
     try:
         yield moved
     finally:
