@@ -157,9 +157,23 @@ class _NodeState:
     view: NodeView
     free_slots: int
     free_memory_mb: int
-    backlog_s: float
     queue_length: int
     long: bool
+    pending: Mapping[str, PendingTask]
+    now: float
+    _backlog: float | None = None
+
+    @property
+    def backlog_s(self) -> float:
+        """Estimated work ahead (``backlog_s``), computed when first asked: most nodes'
+        never is in a round."""
+        if self._backlog is None:
+            self._backlog = backlog_s(self.view, self.pending, self.now)
+        return self._backlog
+
+    @backlog_s.setter
+    def backlog_s(self, value: float) -> None:
+        self._backlog = value
 
     def wait_s(self) -> float:
         """Estimated wait of a task placed here now."""
@@ -175,6 +189,29 @@ class _NodeState:
         return self.queue_length == 0 and self.fits(task)
 
 
+class _States(dict[str, _NodeState]):
+    """The round's node states by id, each built when first asked for (``_Round.state``)."""
+
+    def __init__(self, round_: _Round) -> None:
+        super().__init__()
+        self.round = round_
+
+    def __missing__(self, node_id: str) -> _NodeState:
+        view = self.round.views[node_id]
+        pending = self.round.pending
+        state = _NodeState(
+            view=view,
+            free_slots=view.free_slots,
+            free_memory_mb=view.free_memory_mb,
+            queue_length=sum(q in pending for q in view.queued) if view.queued else 0,
+            long=_holds_long(view, pending),
+            pending=pending,
+            now=self.round.now,
+        )
+        self[node_id] = state
+        return state
+
+
 _LongKey = tuple[float, int, tuple[int, str]]
 """A long task's placement key (``_long_key``)."""
 
@@ -183,26 +220,22 @@ class _Round:
     """The mutable bookkeeping of one ``schedule`` call over an immutable snapshot."""
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
+        """What a round needs of every node is only its view: a node's state (its backlog,
+        queue length, long bit) is built when the round first asks about the node (``nodes``),
+        so a round whose tasks are all queued costs O(nodes with a queue), not O(nodes)."""
+        self.snapshot = snapshot
+        self.now = snapshot.now
         self.pending = pending_by_id(snapshot)
-        long_ids = long_node_ids(snapshot, self.pending)
-        self.nodes = {
-            n.node_id: _NodeState(
-                view=n,
-                free_slots=n.free_slots,
-                free_memory_mb=n.free_memory_mb,
-                backlog_s=backlog_s(n, self.pending, snapshot.now),
-                queue_length=sum(q in self.pending for q in n.queued) if n.queued else 0,
-                long=n.node_id in long_ids,
-            )
-            for n in sorted(snapshot.nodes, key=lambda n: node_ordinal(n.node_id))
-        }
+        self.views = {n.node_id: n for n in snapshot.nodes}
+        self.nodes = _States(self)
+        self._ordered: list[NodeView] | None = None
+        self.queueing = sorted((n for n in snapshot.nodes if n.queued), key=lambda n: node_ordinal(n.node_id))
+        """The nodes with a queue, in ordinal order."""
         self.queued_on: dict[str, list[str]] = {}
-        for state in self.nodes.values():
-            if not state.view.queued:
-                continue
-            for task_id in state.view.queued:
+        for view in self.queueing:
+            for task_id in view.queued:
                 if task_id in self.pending:
-                    self.queued_on.setdefault(task_id, []).append(state.view.node_id)
+                    self.queued_on.setdefault(task_id, []).append(view.node_id)
         jobs = sorted(snapshot.jobs, key=lambda j: (j.submitted, j.job_id))
         self.in_job_order = [task for job in jobs for task in job.pending]
         self.job_work_s = {j.job_id: sum(t.est_duration_s for t in j.pending) for j in jobs}
@@ -211,13 +244,19 @@ class _Round:
         self._clear: dict[frozenset[str], list[_NodeState]] = {}
         self._general: dict[frozenset[str], list[tuple[_LongKey, int, _NodeState]]] = {}
 
+    def ordered(self) -> list[NodeView]:
+        """Every node's view in ordinal order (sorted when first needed)."""
+        if self._ordered is None:
+            self._ordered = sorted(self.snapshot.nodes, key=lambda n: node_ordinal(n.node_id))
+        return self._ordered
+
     def placeable(self, task: PendingTask) -> list[_NodeState]:
         """Nodes that may take a new task: not draining, of a class the task allows (in
         ordinal order; one list per set of allowed classes, for the round)."""
         found = self._placeable.get(task.allowed_classes)
         if found is None:
-            allowed = task.allowed_classes
-            found = [s for s in self.nodes.values() if not s.view.draining and s.view.node_class in allowed]
+            allowed, states = task.allowed_classes, self.nodes
+            found = [states[n.node_id] for n in self.ordered() if not n.draining and n.node_class in allowed]
             self._placeable[task.allowed_classes] = found
         return found
 
@@ -347,8 +386,8 @@ class EagleScheduler(Scheduler):
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         round_ = _Round(snapshot)
         decisions: list[Decision] = []
-        for state in round_.nodes.values():
-            decisions += self._start_queued(round_, state)
+        for view in round_.queueing:
+            decisions += self._start_queued(round_, round_.nodes[view.node_id])
         for task in round_.unplaced():
             if task.long:
                 decisions += self._place_long(round_, task)
