@@ -240,8 +240,9 @@ class _Round:
         self.in_job_order = [task for job in jobs for task in job.pending]
         self.job_work_s = {j.job_id: sum(t.est_duration_s for t in j.pending) for j in jobs}
         self.started: set[str] = set()
+        self._placeable_views: dict[frozenset[str], list[NodeView]] = {}
         self._placeable: dict[frozenset[str], list[_NodeState]] = {}
-        self._clear: dict[frozenset[str], list[_NodeState]] = {}
+        self._clear: dict[frozenset[str], list[NodeView]] = {}
         self._general: dict[frozenset[str], list[tuple[_LongKey, int, _NodeState]]] = {}
 
     def ordered(self) -> list[NodeView]:
@@ -250,23 +251,38 @@ class _Round:
             self._ordered = sorted(self.snapshot.nodes, key=lambda n: node_ordinal(n.node_id))
         return self._ordered
 
-    def placeable(self, task: PendingTask) -> list[_NodeState]:
+    def placeable_views(self, task: PendingTask) -> list[NodeView]:
         """Nodes that may take a new task: not draining, of a class the task allows (in
         ordinal order; one list per set of allowed classes, for the round)."""
+        found = self._placeable_views.get(task.allowed_classes)
+        if found is None:
+            allowed = task.allowed_classes
+            found = [n for n in self.ordered() if not n.draining and n.node_class in allowed]
+            self._placeable_views[task.allowed_classes] = found
+        return found
+
+    def placeable(self, task: PendingTask) -> list[_NodeState]:
+        """The states of :meth:`placeable_views`' nodes (what a long task or a copy weighs)."""
         found = self._placeable.get(task.allowed_classes)
         if found is None:
-            allowed, states = task.allowed_classes, self.nodes
-            found = [states[n.node_id] for n in self.ordered() if not n.draining and n.node_class in allowed]
+            states = self.nodes
+            found = [states[n.node_id] for n in self.placeable_views(task)]
             self._placeable[task.allowed_classes] = found
         return found
 
-    def clear(self, task: PendingTask) -> list[_NodeState]:
+    def long(self, view: NodeView) -> bool:
+        """The node's long bit: its state's, once it has one (a placement may set it)."""
+        state = self.nodes.get(view.node_id)
+        return state.long if state is not None else _holds_long(view, self.pending)
+
+    def clear(self, task: PendingTask) -> list[NodeView]:
         """The placeable nodes whose long bit is clear, else all placeable ones (kept for the
-        round until a long bit is set: :meth:`place`)."""
+        round until a long bit is set: :meth:`place`). Views: a short task's probe needs only
+        their ids, and the state of the nodes it probes."""
         found = self._clear.get(task.allowed_classes)
         if found is None:
-            candidates = self.placeable(task)
-            found = [s for s in candidates if not s.long] or candidates
+            candidates = self.placeable_views(task)
+            found = [n for n in candidates if not self.long(n)] or candidates
             self._clear[task.allowed_classes] = found
         return found
 
@@ -341,15 +357,15 @@ def _assign(task: PendingTask, node_id: str) -> Assign:
     return Assign(task.task_id, node_id, task.ideal_memory_mb, predicted_duration_s=task.est_duration_s)
 
 
-def _probed(seed: int, task_id: str, nodes: list[_NodeState], probes: int) -> list[_NodeState]:
+def _probed(seed: int, task_id: str, nodes: list[NodeView], probes: int) -> list[NodeView]:
     """A task's sample: the ``probes`` nodes of lowest stable pseudo-random rank, the 8-byte
     BLAKE2b digest of ``seed/task_id/node_id`` (ties: the earlier node). The common prefix
     is hashed once; hashing every node is what a short task costs."""
     prefix = hashlib.blake2b(f"{seed}/{task_id}/".encode(), digest_size=8)
     ranks = []
-    for state in nodes:
+    for view in nodes:
         hashed = prefix.copy()
-        hashed.update(state.view.node_id.encode())
+        hashed.update(view.node_id.encode())
         ranks.append(hashed.digest())
     order = nsmallest(probes, range(len(nodes)), key=ranks.__getitem__)
     return [nodes[i] for i in order]
@@ -419,7 +435,6 @@ class EagleScheduler(Scheduler):
 
     def _place_short(self, round_: _Round, task: PendingTask) -> list[Decision]:
         """Probe ``probes`` nodes whose long bit is clear; take the least estimated wait."""
-        candidates = round_.placeable(task)
         probed = self._sample(round_, task)
         if not probed:
             return []
@@ -428,12 +443,13 @@ class EagleScheduler(Scheduler):
             key=lambda s: (s.wait_s(), s.queue_length, node_ordinal(s.view.node_id)),
         )
         if self.on_demand_copies and best.view.node_class == "transient" and not best.can_start(task):
-            return self._queue_with_copy(round_, task, best, candidates)
+            return self._queue_with_copy(round_, task, best, round_.placeable(task))
         return [round_.place(task, best)]
 
     def _sample(self, round_: _Round, task: PendingTask) -> list[_NodeState]:
         """The nodes a short task probes."""
-        return _probed(self.seed, task.task_id, round_.clear(task), self.probes)
+        probed = _probed(self.seed, task.task_id, round_.clear(task), self.probes)
+        return [round_.nodes[view.node_id] for view in probed]
 
     @staticmethod
     def _queue_with_copy(
