@@ -213,8 +213,6 @@ class Master:
         for command in commands:
             if isinstance(command, cmd.Journal):
                 self.journal.write_event(command.t, command.kind, command.fields)
-            elif isinstance(command, cmd.Row):
-                self.journal.row(command.table, **command.fields)
             elif isinstance(command, cmd.Send):
                 self._publish(command.node_id, command.message)
             elif isinstance(command, cmd.WantRound):

@@ -28,8 +28,6 @@ class JournalPort(Protocol):
 
     def event(self, name: str, /, **fields: Any) -> None: ...
 
-    def row(self, table: str, **fields: Any) -> None: ...
-
 
 class ClusterPort(Protocol):
     """The node registry, the jobs, the journal, and the commands every part may give."""
@@ -76,18 +74,17 @@ class JobEnding(Protocol):
     def fail_unfinished(self, reason: str) -> None:
         """Fail every job not finished yet (and those not submitted yet): the run ends."""
 
-    def task_row(
+    def task_finished(
         self,
         job: JobRuntime,
         key: TaskKey,
         node: NodeRecord,
         status: str,
         failure: str,
-        now: float,
         update: TaskUpdate | None = None,
     ) -> None: ...
 
-    def node_row(self, node: NodeRecord, now: float, reason: str) -> None: ...
+    def node_ended(self, node: NodeRecord, kind: str, **fields: Any) -> None: ...
 
 
 class RecordsPort(ClusterPort, Protocol):

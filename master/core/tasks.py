@@ -53,7 +53,7 @@ def task_update(core: CorePort, node: NodeRecord, update: TaskUpdate, launch_ack
         core.recovery.succeeded(job, key, node, update, now)
     else:
         _failed(core, node, job, key, update)
-    core.records.task_row(job, key, node, update.state if ok else "failed", update.failure or "", now, update)
+    core.records.task_finished(job, key, node, update.state if ok else "failed", update.failure or "", update)
     if job.status == "failed":
         core.records.finish_job(job)
     elif job.complete:

@@ -142,7 +142,7 @@ class NodeWatch:
         attempt = job.tasks[key].attempt
         node.forget_launch(task_id)
         job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it ({why})")
-        self.core.records.task_row(job, key, node, "failed", "vanished", now)
+        self.core.records.task_finished(job, key, node, "failed", "vanished")
         if job.status == "failed":
             self.core.records.finish_job(job)
         self.core.kick()
