@@ -33,6 +33,7 @@ def doc_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for module in (
         "random_placement",
         "backlog_autoscaler",
+        "evicted_to_reserved",
         "test_my_policies",
         "inverted_index",
         "test_inverted_index",
@@ -44,6 +45,8 @@ def test_the_doc_ships_a_scheduler_an_autoscaler_a_workload_their_tests_and_scen
     assert set(doc_files()) == {
         "random_placement.py",
         "backlog_autoscaler.py",
+        "evicted_to_reserved.py",
+        "evicted.yaml",
         "test_my_policies.py",
         "random.yaml",
         "inverted_index.py",
@@ -70,7 +73,8 @@ def test_the_docs_workload_test_passes(doc_dir: Path) -> None:
     importlib.import_module("test_inverted_index").test_inverted_index_matches_its_reference(doc_dir / "work")
 
 
-def test_the_docs_workload_scenario_validates(doc_dir: Path) -> None:
+@pytest.mark.parametrize("scenario", ["index.yaml", "evicted.yaml"])
+def test_the_docs_scenarios_validate(doc_dir: Path, scenario: str) -> None:
     from testbed.cli import main
 
-    assert main(["validate", str(doc_dir / "index.yaml")]) == 0
+    assert main(["validate", str(doc_dir / scenario)]) == 0

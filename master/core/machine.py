@@ -57,11 +57,11 @@ from master.core.resume import Recovered, restore_job, resumed_arrivals, resumin
 from master.core.rounds import Pending, SchedulingRound
 from master.core.scaling import Scaling
 from master.core.senders import SenderCheck
-from master.core.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
 from master.policies import make_scheduler, stage_memory
 from master.policies.base import Autoscaler, ClusterSnapshot, RunningTask, Scheduler
+from testbed.api_strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from testbed.arrivals import is_long
 from testbed.protocol import (
     MAX_BACKOFF_S,

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
-from master.core.strategy import Launch, Ready, StrategyEvent
 from master.core.timers import TimerHeap
 from master.policies.base import ClusterSnapshot, RunningTask
+from testbed.api_strategy import Ready, StrategyEvent, TaskLaunch
 from testbed.protocol import Message, TaskUpdate
 from testbed.scenario import Scenario
 
@@ -59,7 +59,7 @@ class RecoveryPort(Protocol):
 
     def plan(self, job: JobRuntime) -> Iterable[Ready]: ...
 
-    def launch(self, job: JobRuntime, key: TaskKey) -> Launch: ...
+    def launch(self, job: JobRuntime, key: TaskKey) -> TaskLaunch: ...
 
     def react(self, event: StrategyEvent) -> None: ...
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from master.core.commands import Command, PrepareJob
 from master.core.jobs import JobRuntime
 from master.core.ports import JobEnding, JournalPort, RecoveryPort
-from master.core.strategy import JobSubmitted
+from testbed.api_strategy import JobSubmitted
 from testbed.journal import TaskStarted
 from testbed.scenario import Scenario
 
