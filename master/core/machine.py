@@ -480,7 +480,8 @@ class MasterCore:
             if job.status in ("waiting", "running"):
                 interrupted[job.job_id] = tuple(job.node_lost(node.node_id, node.url))
                 for key in interrupted[job.job_id]:
-                    self.records.task_row(job, key, node, "lost", "node_lost", now)
+                    cause = f"its node {node.node_id} was lost ({reason})"
+                    self.records.task_row(job, key, node, "lost", "node_lost", now, cause=cause)
         self.recovery.react(NodeLost(node.node_id, node.node_class, interrupted))
         node.running.clear()
         node.launches.clear()

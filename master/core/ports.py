@@ -85,6 +85,7 @@ class JobEnding(Protocol):
         failure: str,
         now: float,
         update: TaskUpdate | None = None,
+        cause: str | None = None,
     ) -> None: ...
 
     def node_row(self, node: NodeRecord, now: float, reason: str) -> None: ...

@@ -117,7 +117,11 @@ class RunRecords:
         failure: str,
         now: float,
         update: TaskUpdate | None = None,
+        cause: str | None = None,
     ) -> None:
+        """The attempt's end: a ``tasks`` row and a ``task_finished`` event. An end that is no
+        success carries its ``error``: ``cause`` (what the core knows of it), else the node's
+        error, else the failure's name."""
         record = job.tasks[key]
         metrics = update.metrics.model_dump() if update is not None else {}
         self.master.journal.row(
@@ -152,7 +156,7 @@ class RunRecords:
             spill_bytes=metrics.get("spill_bytes", 0),
             bytes_in=metrics.get("bytes_in", 0),
             bytes_out=metrics.get("bytes_out", 0),
-            **_failed_for_good(failure, update),
+            **_cause(status, failure, update, cause),
         )
 
     def node_row(self, node: NodeRecord, now: float, reason: str) -> None:
@@ -167,9 +171,9 @@ class RunRecords:
         )
 
 
-def _failed_for_good(failure: str, update: TaskUpdate | None) -> dict[str, str]:
-    """A data failure's error in full (bad input, a workload plugin's traceback): the job
-    fails on it, so its author needs it in the journal."""
-    if failure != "data" or update is None or not update.error:
+def _cause(status: str, failure: str, update: TaskUpdate | None, cause: str | None) -> dict[str, str]:
+    """Why an attempt ended without success, in full (a data failure's error is a bad input or
+    a workload plugin's traceback, which its author needs in the journal); nothing for a success."""
+    if status == "succeeded":
         return {}
-    return {"error": update.error}
+    return {"error": cause or (update.error if update is not None else None) or failure or status}

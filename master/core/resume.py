@@ -95,6 +95,7 @@ def record_the_crash(journal: JournalPort, found: Recovered, prices: dict[str, f
             attempt=attempt,
             status="lost",
             failure="master_crashed",
+            error="the master crashed while it ran",
         )
         journal.row(
             "tasks",
@@ -110,6 +111,7 @@ def record_the_crash(journal: JournalPort, found: Recovered, prices: dict[str, f
             end_s=now,
             status="lost",
             failure="master_crashed",
+            error="the master crashed while it ran",
         )
     for node_id, joined in sorted(found.nodes_up.items()):
         node_class = NODE_ID.fullmatch(node_id)
