@@ -35,6 +35,7 @@ def doc_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "backlog_autoscaler",
         "evicted_to_reserved",
         "test_my_policies",
+        "test_my_strategy",
         "inverted_index",
         "test_inverted_index",
     ):
@@ -48,6 +49,7 @@ def test_the_doc_ships_a_scheduler_an_autoscaler_a_workload_their_tests_and_scen
         "evicted_to_reserved.py",
         "evicted.yaml",
         "test_my_policies.py",
+        "test_my_strategy.py",
         "random.yaml",
         "inverted_index.py",
         "index.yaml",
@@ -62,6 +64,10 @@ def test_the_docs_own_tests_pass(doc_dir: Path) -> None:
     assert len(names) == 2
     for name in names:
         getattr(tests, name)()
+
+
+def test_the_docs_strategy_test_passes(doc_dir: Path) -> None:
+    importlib.import_module("test_my_strategy").test_what_an_eviction_sets_back_runs_on_reserved_nodes()
 
 
 def test_the_docs_scheduler_is_about_30_lines() -> None:
