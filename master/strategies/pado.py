@@ -534,12 +534,12 @@ class PadoStrategy(SparkStrategy):
     def on_node_lost(self, view: StrategyView, event: NodeLost) -> list[StrategyDecision]:
         """Section 3.2.5, a transient eviction: the lost node's uncommitted pushes, its partial
         aggregates and the outputs it held are discarded (``CommitLedger.discard``); its tasks,
-        held or pushing, went back to pending (``LiveJob.node_lost``: only the evicted
+        held or pushing, went back to pending (the core's ``JobRuntime.node_lost``: only the evicted
         stage's uncommitted tasks). Section 3.2.6, a reserved node failure: each receiver set
         up on it that has not finished is set up on another reserved node (``on_tick``), and
         what had been committed to it (``forget_destination``) is computed and pushed again;
         meanwhile its stage waits (its inputs are not all available). Lost reserved outputs
-        are recomputed through ``LiveJob``'s lineage, parent stages first."""
+        are recomputed through the core's lineage (``JobRuntime``), parent stages first."""
         for job in view.jobs.values():
             state = self.jobs.get(job.job_id)
             if state is not None:

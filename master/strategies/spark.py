@@ -1,6 +1,6 @@
 """The ``spark`` and ``spark-checkpoint`` recovery strategies, as the core's event handlers.
 
-- ``spark``: lineage recovery as ``LiveJob`` implements it (executors on both
+- ``spark``: lineage recovery as the core implements it (executors on both
   classes; outputs on the producer's disk; lost outputs recomputed on demand).
 - ``spark-checkpoint``: executors on transient nodes only; each output crossing a
   shuffle boundary is copied by its producer, once the task has succeeded, to
@@ -91,7 +91,7 @@ def shuffle_consumers(plan: JobPlan, stage: int) -> list[int]:
 
 
 class SparkStrategy(Strategy):
-    """``spark``: what ``LiveJob`` does (lineage recomputation)."""
+    """``spark``: what the core does (lineage recomputation)."""
 
     name = "spark"
 

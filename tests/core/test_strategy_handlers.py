@@ -1,4 +1,4 @@
-"""Recovery strategies as the core's event handlers (``master.core.strategy``): a strategy
+"""Recovery strategies as the core's event handlers (``testbed.api``'s strategy interface): a strategy
 reads the view and returns decisions; only the core, applying them, changes its state."""
 
 from __future__ import annotations
