@@ -56,13 +56,12 @@ SWEEPS: dict[str, Sweep] = {
     ),
     "cloudcoaster": Sweep(
         ["policy.autoscaler=static,cloudcoaster"],
-        [  # 200 servers (N = 4), arrivals scaled by 200/4000, 900 s: docs/papers.md
-            "cluster.reserved.count=200",
+        [  # 1,000 servers (N = 20: the paper's 2%), arrivals scaled by 1000/4000: docs/papers.md
+            "cluster.reserved.count=1000",
             "policy.options.cloudcoaster.r=3",
-            "arrivals.synthetic.horizon_s=900",
-            "arrivals.synthetic.calm_rate_per_s=0.25",
-            "arrivals.synthetic.burst_rate_per_s=2.5",
-            "arrivals.synthetic.long_rate_per_s=0.0055",
+            "arrivals.synthetic.calm_rate_per_s=0.1425",
+            "arrivals.synthetic.burst_rate_per_s=1.425",
+            "arrivals.synthetic.long_rate_per_s=0.0395",
         ],
         metric="mean_short_queue_s",
         compare="autoscaler",
