@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
+import os
 import subprocess
 import sys
 import tempfile
@@ -70,6 +71,13 @@ SWEEPS: dict[str, Sweep] = {
 }
 
 
+def testbed(*arguments: str, stdout: int | None = None) -> None:
+    """``testbed ARGUMENTS`` with this tree's code (the console script runs the installed checkout's)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "testbed.cli", *arguments]
+    subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": path}, stdout=stdout)
+
+
 def load_average() -> str:
     return Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
 
@@ -84,7 +92,6 @@ def commit() -> str:
 def sweep(name: str, full: bool, seeds: int | None, settings: list[str], out: Path) -> Path:
     spec = SWEEPS[name]
     command = [
-        "testbed",
         "sweep",
         str(PAPERS / f"{name}.yaml"),
         "--seeds",
@@ -97,10 +104,10 @@ def sweep(name: str, full: bool, seeds: int | None, settings: list[str], out: Pa
     for setting in [*([] if full else spec.reduced), *settings]:
         command += ["--set", setting]
     before = load_average()
-    subprocess.run(command, check=True)
+    testbed(*command)
     runs = cells([out])
     text = (
-        f"`{' '.join(command)}` (commit {commit()}; load average {before} before, "
+        f"`testbed {' '.join(command)}` (commit {commit()}; load average {before} before, "
         f"{load_average()} after; {conditions(runs)}; sim results do not depend on the load)\n\n"
         + table(runs, spec.metric, spec.compare, spec.subject)
     )
@@ -133,11 +140,7 @@ def rdd_recovery(out: Path, settings: list[str]) -> str:
     columns = {}
     for label, storms in (("no failure", ["--set", "chaos.storms=[]"]), ("failure at 12 s", [])):
         run = out / label.replace(" ", "-")
-        subprocess.run(
-            ["testbed", "run", scenario, "--out", str(run), *extra, *storms],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        testbed("run", scenario, "--out", str(run), *extra, *storms, stdout=subprocess.DEVNULL)
         columns[label] = iteration_times(run / "tasks.csv")
     lines = ["| iteration | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
     for index in range(max(len(times) for times in columns.values())):
