@@ -81,6 +81,22 @@ def stage_classes(pado: PadoPlan, plan: JobPlan) -> list[NodeClass]:
     return classes
 
 
+def narrow_input_nodes(job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
+    """The nodes holding the outputs a task reads through its narrow dependencies: Spark's
+    preferred locations (NSDI'12, section 5.1: a task that processes a partition available in
+    memory on a node is sent to that node; a narrow child has its parent's locations). The
+    scheduler places the task there when the node has room, else anywhere. A parent whose
+    producer lost its output (a copy survives elsewhere, a checkpoint) names no node."""
+    nodes: list[str] = []
+    for dep in job.plan.stages[key[0]].deps:
+        if dep.kind != "narrow":
+            continue
+        parent = job.tasks[(dep.stage, key[1])]
+        if parent.location is not None and parent.node is not None and parent.node not in nodes:
+            nodes.append(parent.node)
+    return tuple(nodes)
+
+
 def shuffle_consumers(plan: JobPlan, stage: int) -> list[int]:
     return [
         s for s, st in enumerate(plan.stages) for d in st.deps if d.stage == stage and d.kind == "shuffle"
@@ -100,7 +116,7 @@ class SparkStrategy(Strategy):
 
     def plan(self, view: StrategyView, job: LiveJob) -> Iterable[Ready]:
         classes = self.classes(job, 0)
-        return (Ready(key, classes) for key in job.ready())
+        return (Ready(key, classes, narrow_input_nodes(job, key)) for key in job.ready())
 
     def launch(self, view: StrategyView, job: LiveJob, key: TaskKey) -> TaskLaunch:
         return TaskLaunch(job.input_refs(key), push=self.push_targets(view, job, key))
