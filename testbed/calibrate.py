@@ -4,11 +4,13 @@ It runs a calibration scenario for real (``CALIBRATION_SCENARIO``, or the user's
 scenario whose jobs use the built-in workloads) over some seeds with ``testbed sweep``'s
 runner, then fits, from the runs' tables (``fit``):
 
-- ``ops``: per task op, ``s_per_mb`` = the ops' compute seconds over their input MB (the
-  ratio of the sums: the total work the model must reproduce) and ``output_ratio`` = output
-  bytes over input bytes (a final op's: the default, its output goes to the sink), over every
-  succeeded attempt (tasks.csv; a stage's op from the job's
-  plan, ``testbed.workloads.plan_job``);
+- ``ops``: per task op, over every succeeded attempt (tasks.csv; a stage's op from the job's
+  plan, ``testbed.workloads.plan_job``), ``fixed_s`` and ``s_per_mb`` of compute seconds =
+  fixed_s + s_per_mb x input MB (``fit_line``: least squares, both >= 0; when the attempts'
+  inputs hardly differ in size a constant cannot be told from a rate, and it is the ratio of
+  the sums with no constant), and ``output_ratio`` = output bytes over input bytes (a final
+  op's: the default, its output goes to the sink). Either way the fitted times add up to the
+  measured ones: the total work the model must reproduce;
 - ``launch_overhead``: the median of ``end - start - compute_s`` of those attempts;
 - ``node_startup``: the median of ``node_launching`` -> ``node_up`` (events.jsonl), the
   replacement of the evicted node included;
@@ -54,14 +56,23 @@ CALIBRATION_SCENARIO: dict[str, Any] = {
         "storms": [{"at": "2s", "evict": {"count": 1, "kind": "transient", "select": "oldest"}}],
     },
     "jobs": [
-        {"workload": "wordcount", "size_mb": 16, "maps": 4, "reduces": 2},
-        {"workload": "sort", "size_mb": 32, "maps": 4, "reduces": 2},
+        {"workload": "wordcount", "size_mb": 8, "maps": 4, "reduces": 2},
+        {"workload": "wordcount", "size_mb": 32, "maps": 4, "reduces": 1},
+        {"workload": "sort", "size_mb": 8, "maps": 4, "reduces": 2},
+        {"workload": "sort", "size_mb": 32, "maps": 4, "reduces": 1},
         {"workload": "pagerank", "nodes": 50_000, "edges": 400_000, "iterations": 3},
+        {"workload": "pagerank", "nodes": 20_000, "edges": 100_000, "iterations": 3, "maps": 2},
     ],
 }
-"""One job of each built-in workload at once on 1 reserved + 2 transient nodes (the run the
-defaults of docs/simulation.md came from), and one transient node evicted 2 s in (the jobs
-take about 5 s here) for the detection delay and a replacement's start-up."""
+"""Two jobs of each built-in workload at once on 1 reserved + 2 transient nodes, their splits
+and reduce inputs 4x to 16x apart in size (a per-task constant and a per-MB rate need
+attempts of several sizes: ``fit_line``), and one transient node evicted 2 s in for the
+detection delay and a replacement's start-up."""
+
+MIN_SIZE_SPREAD = 0.25
+"""The least coefficient of variation of an op's input sizes for a constant to be fitted
+beside the rate: below it (splits of one size, as in most scenarios) the line is
+ill-conditioned (a fit on one-size splits gave wordcount.map 3.1 s per task and 0 s per MB)."""
 
 
 def load_average() -> str:
@@ -100,7 +111,7 @@ def _events(path: Path) -> list[dict[str, Any]]:
 def fit(run_dirs: list[Path], ops_of: dict[tuple[str, int], str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(simulation values, samples)`` from the run directories: what each value was fitted
     from (attempts, nodes) so that a file says how much it rests on."""
-    work: dict[str, list[float]] = {}  # op -> [compute_s, bytes_in, bytes_out]
+    work: dict[str, list[tuple[float, float, float]]] = {}  # op -> [(MB in, compute_s, bytes_out)]
     overheads: list[float] = []
     startups: list[float] = []
     detections: list[float] = []
@@ -113,10 +124,7 @@ def fit(run_dirs: list[Path], ops_of: dict[tuple[str, int], str]) -> tuple[dict[
             if op is None or task["status"] != "succeeded" or not task["compute_s"]:
                 continue
             compute = float(task["compute_s"]) / dilation
-            sums = work.setdefault(op, [0.0, 0.0, 0.0])
-            sums[0] += compute
-            sums[1] += float(task["bytes_in"])
-            sums[2] += float(task["bytes_out"])
+            work.setdefault(op, []).append((float(task["bytes_in"]) / MB, compute, float(task["bytes_out"])))
             overheads.append((float(task["end_s"]) - float(task["start_s"])) / dilation - compute)
         launched: dict[str, float] = {}
         for event in _events(run / "events.jsonl"):
@@ -137,14 +145,49 @@ def fit(run_dirs: list[Path], ops_of: dict[tuple[str, int], str]) -> tuple[dict[
     if detections:
         values["will_delay"] = round(statistics.median(detections), 4)
         samples["will_delay"] = f"{len(detections)} evicted nodes"
-    ops = {
-        op: {"s_per_mb": round(s / (b / MB), 4), "output_ratio": round(o / b, 4) if o else _final_ratio(op)}
-        for op, (s, b, o) in sorted(work.items())
-        if b > 0
-    }
+    ops: dict[str, dict[str, float]] = {}
+    for op, attempts in sorted(work.items()):
+        sizes = [mb for mb, _, _ in attempts]
+        if sum(sizes) <= 0:
+            continue
+        fixed, rate = fit_line(sizes, [seconds for _, seconds, _ in attempts])
+        out = sum(o for _, _, o in attempts)
+        ops[op] = {
+            "s_per_mb": round(rate, 4),
+            "output_ratio": round(out / (sum(sizes) * MB), 4) if out else _final_ratio(op),
+            "fixed_s": round(fixed, 4),
+        }
+        samples[f"ops.{op}"] = f"{len(attempts)} attempts of {min(sizes):.3g} to {max(sizes):.3g} MB"
     if ops:
         values["ops"] = ops
     return values, samples
+
+
+def fit_line(sizes: list[float], seconds: list[float]) -> tuple[float, float]:
+    """``(fixed, rate)`` with ``seconds ~ fixed + rate x size``: least squares with both >= 0
+    (the unconstrained line, else the better of its two edges: through the origin, or a
+    constant). Sizes spread less than ``MIN_SIZE_SPREAD``: no constant, the ratio of the sums.
+    Both ways the fitted seconds sum to the measured ones (or fall short of them by what a
+    negative constant would have taken)."""
+    n = len(sizes)
+    mean_x, mean_y = sum(sizes) / n, sum(seconds) / n
+    sxx = sum((x - mean_x) ** 2 for x in sizes)
+    if mean_x <= 0 or (sxx / n) ** 0.5 / mean_x < MIN_SIZE_SPREAD:
+        return 0.0, sum(seconds) / sum(sizes)
+    rate = sum((x - mean_x) * (y - mean_y) for x, y in zip(sizes, seconds, strict=True)) / sxx
+    fixed = mean_y - rate * mean_x
+    if fixed >= 0 and rate >= 0:
+        return fixed, rate
+    through_origin = (
+        0.0,
+        max(0.0, sum(x * y for x, y in zip(sizes, seconds, strict=True)) / sum(x * x for x in sizes)),
+    )
+    constant = (max(0.0, mean_y), 0.0)
+
+    def sse(line: tuple[float, float]) -> float:
+        return sum((line[0] + line[1] * x - y) ** 2 for x, y in zip(sizes, seconds, strict=True))
+
+    return min(through_origin, constant, key=sse)
 
 
 def _final_ratio(op: str) -> float:

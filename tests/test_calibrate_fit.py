@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.calibrate import CALIBRATION_SCENARIO, fit, stage_ops
+from master.sim.run import run_sim
+from testbed.calibrate import CALIBRATION_SCENARIO, fit, fit_line, stage_ops
 from testbed.scenario import parse_scenario
 from testbed.scenario_sim import OP_MODELS
 
@@ -43,15 +44,19 @@ def run_dir(tmp_path: Path, dilation: float = 1.0) -> Path:
 
 def test_fit_takes_ratios_of_sums_and_medians(tmp_path: Path) -> None:
     values, samples = fit([run_dir(tmp_path)], {("sort", 0): "sort.map", ("sort", 1): "sort.reduce"})
-    assert values["ops"]["sort.map"] == {"s_per_mb": 2.0, "output_ratio": 0.5}  # 6 s / 3 MB, 1.5 / 3 MB
+    # 2 s for 1 MB, 4 s for 2 MB: a line through the origin; output 1.5 of 3 MB
+    assert values["ops"]["sort.map"] == {"s_per_mb": 2.0, "output_ratio": 0.5, "fixed_s": 0.0}
     assert values["ops"]["sort.reduce"] == {
         "s_per_mb": 0.2,
         "output_ratio": OP_MODELS["sort.reduce"].output_ratio,
+        "fixed_s": 0.0,
     }
     assert values["launch_overhead"] == pytest.approx(0.4)  # median of 0.2, 0.4, 0.4 (failed left out)
     assert values["node_startup"] == 3.0  # median of 2 and 4
     assert values["will_delay"] == 0.02
     assert samples == {
+        "ops.sort.map": "2 attempts of 1 to 2 MB",
+        "ops.sort.reduce": "1 attempts of 1 to 1 MB",
         "launch_overhead": "3 attempts",
         "node_startup": "2 node starts",
         "will_delay": "1 evicted nodes",
@@ -67,3 +72,40 @@ def test_fit_reports_emulated_seconds(tmp_path: Path) -> None:
 def test_the_calibration_scenario_covers_every_builtin_op() -> None:
     ops = set(stage_ops(parse_scenario(CALIBRATION_SCENARIO)).values())
     assert ops == set(OP_MODELS)
+
+
+def test_fit_line_separates_a_per_task_constant_from_the_rate() -> None:
+    sizes = [1.0, 1.0, 4.0, 4.0, 16.0]
+    fixed, rate = fit_line(sizes, [0.3 + 0.05 * mb for mb in sizes])
+    assert fixed == pytest.approx(0.3) and rate == pytest.approx(0.05)
+
+
+def test_fit_line_keeps_both_parts_non_negative() -> None:
+    # seconds fall with size: no rate, the mean as a constant
+    assert fit_line([1.0, 4.0], [2.0, 1.0]) == (1.5, 0.0)
+    # the best line would start below 0: through the origin instead
+    fixed, rate = fit_line([1.0, 2.0, 4.0], [0.5, 1.9, 4.1])
+    assert fixed == 0.0 and rate == pytest.approx((0.5 + 3.8 + 16.4) / 21)
+
+
+def test_fit_line_of_one_size_is_the_ratio_of_the_sums() -> None:
+    """Splits of nearly one size cannot tell a constant from a rate: the whole time per MB."""
+    fixed, rate = fit_line([4.0, 4.0, 4.1, 4.0], [1.0, 3.0, 1.2, 1.0])
+    assert fixed == 0.0 and rate == pytest.approx(6.2 / 16.1)
+
+
+def test_calibrating_on_the_simulator_gives_back_its_model(tmp_path: Path) -> None:
+    """The calibration scenario simulated with a known per-task constant and rate per op: the
+    fit of its tables finds them again (its attempts are of several sizes for every op)."""
+    model = {
+        op: {"s_per_mb": round(0.01 * (i + 1), 4), "output_ratio": spec.output_ratio, "fixed_s": 0.05 * i}
+        for i, (op, spec) in enumerate(sorted(OP_MODELS.items()))
+    }
+    scenario = parse_scenario({**CALIBRATION_SCENARIO, "simulation": {"ops": model}})
+    run = tmp_path / "run"
+    run.mkdir()
+    assert run_sim(scenario, run).ok
+    values, samples = fit([run], stage_ops(scenario))
+    for op, expected in model.items():
+        assert values["ops"][op]["fixed_s"] == pytest.approx(expected["fixed_s"], abs=2e-3), samples
+        assert values["ops"][op]["s_per_mb"] == pytest.approx(expected["s_per_mb"], abs=2e-3), samples
