@@ -10,7 +10,9 @@ runner, then fits, from the runs' tables (``fit``):
   inputs hardly differ in size a constant cannot be told from a rate, and it is the ratio of
   the sums with no constant), and ``output_ratio`` = output bytes over input bytes (a final
   op's: the default, its output goes to the sink). Either way the fitted times add up to the
-  measured ones: the total work the model must reproduce;
+  measured ones: the total work the model must reproduce. A real attempt's compute seconds
+  hold the fetch of its input, which the model adds on its own: the modelled fetch of each
+  attempt (``fetch_seconds``) is taken off first;
 - ``launch_overhead``: the median of ``end - start - compute_s`` of those attempts;
 - ``node_startup``: the median of ``node_launching`` -> ``node_up`` (events.jsonl), the
   replacement of the evicted node included;
@@ -32,7 +34,7 @@ import json
 import os
 import platform
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ from testbed.scenario import Scenario, load_scenario
 from testbed.scenario_sim import OP_MODELS
 from testbed.sweep import grid, run_sweep
 from testbed.workloads import plan_job
+from testbed.workloads.plan import Dependency
 
 MB = 2**20
 
@@ -82,6 +85,24 @@ def load_average() -> str:
         return "unknown"
 
 
+def stage_deps(scenario: Scenario) -> dict[tuple[str, int], tuple[Dependency, ...]]:
+    """``(workload, stage) -> the stages it reads`` of the scenario's built-in jobs (as
+    ``stage_ops``)."""
+    deps: dict[tuple[str, int], tuple[Dependency, ...]] = {}
+    for job in scenario.jobs:
+        if job.workload in ("wordcount", "sort", "pagerank"):
+            for index, stage in enumerate(plan_job(job, scenario.seed, scenario).stages):
+                deps.setdefault((job.workload, index), stage.deps)
+    return deps
+
+
+def nic_bytes_s(scenario: Scenario) -> dict[str, float]:
+    """Each node class's NIC as the execution model has it (bytes per emulated second)."""
+    return {
+        name: getattr(scenario.cluster, name).network_mbps * 1e6 / 8 for name in ("reserved", "transient")
+    }
+
+
 def stage_ops(scenario: Scenario) -> dict[tuple[str, int], str]:
     """``(workload, stage) -> op`` of the scenario's jobs (one plan per workload: a built-in
     workload's stages do not depend on its sizes, but for PageRank's iterations)."""
@@ -108,24 +129,78 @@ def _events(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def fit(run_dirs: list[Path], ops_of: dict[tuple[str, int], str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def fetch_seconds(
+    tasks: list[dict[str, str]],
+    workloads: Mapping[str, str],
+    deps_of: Mapping[tuple[str, int], tuple[Dependency, ...]],
+    nic: Mapping[str, float],
+) -> dict[tuple[str, str], float]:
+    """Per succeeded attempt ``(task_id, attempt)``: the seconds the execution model gives the
+    fetch of its remote input, ``remote bytes / (NIC / attempts running on its node at its
+    start)``, the remote share of its input estimated from where the succeeded attempts of
+    the stages it reads ran (a shuffle: their output on its node over all of it; a narrow
+    dependency: its parent's node). A real attempt's ``compute_s`` holds its fetch; the model
+    adds a fetch of its own to its compute."""
+    done = [task for task in tasks if task["status"] == "succeeded"]
+    by_stage: dict[tuple[str, int], list[dict[str, str]]] = {}
+    for task in done:
+        by_stage.setdefault((task["job_id"], int(task["stage"])), []).append(task)
+    seconds = {}
+    for task in done:
+        local = total = 0.0
+        for dep in deps_of.get((workloads.get(task["job_id"], ""), int(task["stage"])), ()):
+            for parent in by_stage.get((task["job_id"], dep.stage), []):
+                if dep.kind == "narrow" and parent["index"] != task["index"]:
+                    continue
+                produced = float(parent["bytes_out"] or 0)
+                total += produced
+                local += produced if parent["node_id"] == task["node_id"] else 0.0
+        if total <= 0 or task["node_class"] not in nic:
+            continue
+        start = float(task["start_s"])
+        sharing = sum(
+            1
+            for other in tasks
+            if other["node_id"] == task["node_id"]
+            and float(other["start_s"]) <= start < float(other["end_s"] or "inf")
+        )
+        remote = float(task["bytes_in"] or 0) * (1.0 - local / total)
+        seconds[(task["task_id"], task["attempt"])] = remote / (nic[task["node_class"]] / max(1, sharing))
+    return seconds
+
+
+def fit(
+    run_dirs: list[Path],
+    ops_of: Mapping[tuple[str, int], str],
+    deps_of: Mapping[tuple[str, int], tuple[Dependency, ...]] | None = None,
+    nic: Mapping[str, float] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(simulation values, samples)`` from the run directories: what each value was fitted
-    from (attempts, nodes) so that a file says how much it rests on."""
+    from (attempts, nodes) so that a file says how much it rests on. With the stages'
+    dependencies and the NICs, each attempt's modelled fetch (``fetch_seconds``) is taken off
+    its compute seconds before the op's line is fitted, so that the model, which adds it
+    back, does not count it twice."""
     work: dict[str, list[tuple[float, float, float]]] = {}  # op -> [(MB in, compute_s, bytes_out)]
     overheads: list[float] = []
     startups: list[float] = []
     detections: list[float] = []
+    fetched = [0.0, 0.0]  # modelled fetch seconds taken off, compute seconds measured
     for run in run_dirs:
         summary = json.loads((run / "summary.json").read_text())
         dilation = float(summary.get("dilation") or 1.0)
         workloads = {row["job_id"]: row["workload"] for row in csv_rows(run / "jobs.csv")}
-        for task in csv_rows(run / "tasks.csv"):
+        tasks = csv_rows(run / "tasks.csv")
+        fetches = fetch_seconds(tasks, workloads, deps_of or {}, nic or {})
+        for task in tasks:
             op = ops_of.get((workloads.get(task["job_id"], ""), int(task["stage"])))
             if op is None or task["status"] != "succeeded" or not task["compute_s"]:
                 continue
-            compute = float(task["compute_s"]) / dilation
+            measured = float(task["compute_s"]) / dilation
+            compute = max(0.0, measured - fetches.get((task["task_id"], task["attempt"]), 0.0))
+            fetched[0] += measured - compute
+            fetched[1] += measured
+            overheads.append((float(task["end_s"]) - float(task["start_s"])) / dilation - measured)
             work.setdefault(op, []).append((float(task["bytes_in"]) / MB, compute, float(task["bytes_out"])))
-            overheads.append((float(task["end_s"]) - float(task["start_s"])) / dilation - compute)
         launched: dict[str, float] = {}
         for event in _events(run / "events.jsonl"):
             if event["event"] == "node_launching":
@@ -145,6 +220,10 @@ def fit(run_dirs: list[Path], ops_of: dict[tuple[str, int], str]) -> tuple[dict[
     if detections:
         values["will_delay"] = round(statistics.median(detections), 4)
         samples["will_delay"] = f"{len(detections)} evicted nodes"
+    if fetched[0] > 0:
+        samples["fetch"] = (
+            f"{fetched[0]:.3g} s of the {fetched[1]:.3g} s of compute measured are modelled fetches"
+        )
     ops: dict[str, dict[str, float]] = {}
     for op, attempts in sorted(work.items()):
         sizes = [mb for mb, _, _ in attempts]
@@ -216,7 +295,7 @@ def calibrate(
     runs = [work_dir / c.name for c, r in zip(cells, results, strict=True) if r.status == "ok"]
     if not runs:
         raise RuntimeError(f"no calibration run succeeded; see {work_dir}/logs/")
-    values, samples = fit(runs, stage_ops(scenario))
+    values, samples = fit(runs, stage_ops(scenario), stage_deps(scenario), nic_bytes_s(scenario))
     summaries = [json.loads((run / "summary.json").read_text()) for run in runs]
     measured = {
         "command": command,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -14,12 +16,12 @@ from testbed.scenario_sim import OP_MODELS
 
 MB = 2**20
 TASKS = """\
-task_id,job_id,stage,start_s,end_s,status,bytes_in,bytes_out,compute_s
-j000.s0.t0,j000,0,0.0,2.2,succeeded,{mb},{half},2.0
-j000.s0.t1,j000,0,0.0,4.4,succeeded,{two_mb},{mb},4.0
-j000.s0.t2,j000,0,0.0,9.0,failed,{mb},0,8.0
-j000.s1.t0,j000,1,4.4,5.0,succeeded,{mb},0,0.2
-j001.s0.t0,j001,0,0.0,1.0,succeeded,{mb},{mb},0.5
+task_id,job_id,stage,attempt,start_s,end_s,status,bytes_in,bytes_out,compute_s
+j000.s0.t0,j000,0,0,0.0,2.2,succeeded,{mb},{half},2.0
+j000.s0.t1,j000,0,0,0.0,4.4,succeeded,{two_mb},{mb},4.0
+j000.s0.t2,j000,0,0,0.0,9.0,failed,{mb},0,8.0
+j000.s1.t0,j000,1,0,4.4,5.0,succeeded,{mb},0,0.2
+j001.s0.t0,j001,0,0,0.0,1.0,succeeded,{mb},{mb},0.5
 """
 JOBS = "job_id,workload\nj000,sort\nj001,sleep\n"
 EVENTS = [
@@ -109,3 +111,26 @@ def test_calibrating_on_the_simulator_gives_back_its_model(tmp_path: Path) -> No
     for op, expected in model.items():
         assert values["ops"][op]["fixed_s"] == pytest.approx(expected["fixed_s"], abs=2e-3), samples
         assert values["ops"][op]["s_per_mb"] == pytest.approx(expected["s_per_mb"], abs=2e-3), samples
+
+
+def test_the_modelled_fetch_is_taken_off_a_reduces_compute() -> None:
+    """A reduce reading two maps' outputs, one of them from its own node: half its input is
+    remote, fetched over its node's NIC shared with the other attempt running there."""
+    from testbed.calibrate import fetch_seconds
+    from testbed.workloads.plan import Dependency
+
+    head = "task_id,job_id,stage,index,attempt,node_id,node_class,start_s,end_s,status,bytes_in,bytes_out\n"
+    table = head + (
+        "j0.s0.t0,j0,0,0,0,a,reserved,0,1,succeeded,100,500\n"
+        "j0.s0.t1,j0,0,1,0,b,transient,0,1,succeeded,100,500\n"
+        "j0.s1.t0,j0,1,0,0,a,reserved,1,3,succeeded,1000,0\n"
+        "j0.s1.t1,j0,1,1,0,b,transient,1,3,succeeded,1000,0\n"
+        "j1.s0.t0,j1,0,0,0,a,reserved,0.5,2,succeeded,100,0\n"
+    )
+    tasks = list(csv.DictReader(io.StringIO(table)))
+    deps = {("sort", 1): (Dependency(0, "shuffle"),)}
+    seconds = fetch_seconds(
+        tasks, {"j0": "sort", "j1": "sort"}, deps, {"reserved": 100.0, "transient": 500.0}
+    )
+    # 500 remote bytes over 100 B/s shared by 2 attempts on a; over 500 B/s alone on b
+    assert seconds == {("j0.s1.t0", "0"): 10.0, ("j0.s1.t1", "0"): 1.0}
