@@ -81,7 +81,7 @@ def stage_classes(pado: PadoPlan, plan: JobPlan) -> list[NodeClass]:
     return classes
 
 
-def narrow_input_nodes(job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
+def narrow_input_nodes(job: LiveJob, key: TaskKey) -> tuple[str, ...]:
     """The nodes holding the outputs a task reads through its narrow dependencies: Spark's
     preferred locations (NSDI'12, section 5.1: a task that processes a partition available in
     memory on a node is sent to that node; a narrow child has its parent's locations). The
