@@ -51,7 +51,7 @@ BROKEN = {
     "version": (
         "class W:\n    api_version = '2.0'\n    def map(self, r):\n        return []\n"
         "    def reduce(self, k, v):\n        return []\n",
-        "is written for testbed.api 2.0, this testbed has 1.2",
+        "is written for testbed.api 2.0, this testbed has 1.3",
     ),
 }
 
