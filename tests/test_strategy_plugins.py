@@ -38,6 +38,13 @@ class OnReserved(Strategy):
         return [Note("push_failed", {"job": job.job_id, "task": task, "error": self.reason})]
 
 
+class Raises(OnReserved):
+    """Raises on its first success: a bug in a plugin."""
+
+    def on_task_succeeded(self, view, event):
+        raise RuntimeError("a bug in the plugin")
+
+
 class NotAStrategy:
     def plan(self, view, job):
         return []
@@ -114,6 +121,23 @@ def test_a_strategy_plugin_runs_on_the_simulator(plugin_dir: tuple[Path, str], t
     assert [e["status"] for e in events if e["event"] == "job_finished"] == ["succeeded"]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["plugins"]["strategy"]["import_path"] == f"{module}:OnReserved"
+
+
+def test_a_strategy_that_raises_ends_its_simulated_run_cleanly(
+    plugin_dir: tuple[Path, str], tmp_path: Path
+) -> None:
+    # the run ends at once (it raised out of run_sim before): its job failed, the plugin's
+    # traceback in the journal, summary.json written, as a real run ends
+    directory, module = plugin_dir
+    path = scenario(directory, f'{{strategy: "{module}:Raises"}}')
+    result = asyncio.run(run(path, tmp_path / "run", backend="sim"))
+    assert not result.ok
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    (error,) = [e for e in events if e["event"] == "master_error"]
+    assert "a bug in the plugin" in error["error"] and "on_task_succeeded" in error["traceback"]
+    assert [e["status"] for e in events if e["event"] == "job_finished"] == ["failed"]
+    assert events[-1]["event"] == "run_finished" and events[-1]["status"] == "failed"
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["failed"] == 1
 
 
 BAD = [

@@ -96,6 +96,8 @@ def simulate(
     )
     try:
         shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None, stop)
+    except Exception as error:  # a policy or plugin raised: its jobs fail, the run still ends
+        shell.crash(error)
     finally:
         ok = shell.finish()
     return shell, ok
