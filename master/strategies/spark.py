@@ -3,7 +3,7 @@
 - ``spark``: lineage recovery as ``JobRuntime`` implements it (executors on both
   classes; outputs on the producer's disk; lost outputs recomputed on demand).
 - ``spark-checkpoint``: executors on transient nodes only; each output crossing a
-  shuffle boundary is copied by its producer, once the task has succeeded, to
+  shuffle or broadcast boundary is copied by its producer, once the task has succeeded, to
   ``checkpoint_node`` (a reserved agent); once the reserved agent has verified and
   committed the copy, it is one of the output's locations, so the loss of the
   producer loses nothing.
@@ -84,6 +84,11 @@ def shuffle_consumers(plan: JobPlan, stage: int) -> list[int]:
     return [
         s for s, st in enumerate(plan.stages) for d in st.deps if d.stage == stage and d.kind == "shuffle"
     ]
+
+
+def wide_consumers(plan: JobPlan, stage: int) -> list[int]:
+    """The stages reading the stage's output across a stage boundary (a shuffle or a broadcast)."""
+    return [s for s, st in enumerate(plan.stages) for d in st.deps if d.stage == stage and d.kind != "narrow"]
 
 
 # ---------------------------------------------------------------- spark
@@ -168,7 +173,8 @@ class SparkStrategy(Strategy):
 
 
 class CheckpointStrategy(SparkStrategy):
-    """``spark-checkpoint``: executors on transient nodes, shuffle outputs copied to reserved ones."""
+    """``spark-checkpoint``: executors on transient nodes, shuffled and broadcast outputs copied
+    to reserved ones."""
 
     name = "spark-checkpoint"
 
@@ -178,7 +184,7 @@ class CheckpointStrategy(SparkStrategy):
     def push_targets(self, view: StrategyView, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
         stage = job.plan.stages[key[0]]
         reserved = {n.node_id: n for n in self.reserved_nodes(view)}
-        if not shuffle_consumers(job.plan, key[0]) or not reserved:
+        if not wide_consumers(job.plan, key[0]) or not reserved:
             return ()
         target = reserved[checkpoint_node(key, list(reserved))]
         return (
