@@ -200,7 +200,7 @@ def test_profiles_may_mix_files_and_inline_models(tmp_path: Path) -> None:
         (("role: map", "role: mapper"), "profiles.0.role: Input should be 'map' or 'reduce'; found 'mapper'"),
         (
             ("workload: sort", "workload: sorting"),
-            "profiles.0.workload: unknown workload; expected one of wordcount, sort, pagerank, sleep, noop "
+            "profiles.0.workload: unknown workload; expected one of wordcount, sort, pagerank, mlr, sleep, noop "
             "or a plugin's module:Class; found 'sorting'",
         ),
         (

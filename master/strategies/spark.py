@@ -31,7 +31,7 @@ from master.core.strategy import (
     StrategyView,
     WriteFile,
 )
-from master.dag import LogicalDag, pagerank_dag, sort_dag, wordcount_dag
+from master.dag import LogicalDag, mlr_dag, pagerank_dag, sort_dag, wordcount_dag
 from master.policies.base import NodeClass
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
 from master.policies.pado import PadoPlan
@@ -51,6 +51,8 @@ def logical_dag(plan: JobPlan) -> LogicalDag | None:
         return sort_dag(stages[0].tasks, stages[1].tasks)
     if plan.workload == "pagerank":
         return pagerank_dag(stages[1].tasks, len(stages) - 3, readers=stages[0].tasks)
+    if plan.workload == "mlr":
+        return mlr_dag(stages[0].tasks, stages[2].tasks, (len(stages) - 1) // 3)
     return None
 
 
@@ -65,6 +67,13 @@ def physical_operators(plan: JobPlan) -> list[tuple[str, ...]]:
         ops: list[tuple[str, ...]] = [("read-edges",), ("links",), ("ranks-0", "contribs-1")]
         for i in range(1, iterations + 1):
             ops.append((f"ranks-{i}", f"contribs-{i + 1}") if i < iterations else (f"ranks-{i}", "write"))
+        return ops
+    if plan.workload == "mlr":
+        iterations = (len(plan.stages) - 1) // 3
+        ops = [("read",)]
+        for i in range(1, iterations + 1):
+            model = (f"model-{i}", "write") if i == iterations else (f"model-{i}",)
+            ops += [(f"gradient-{i}",), (f"aggregate-{i}",), model]
         return ops
     return []
 

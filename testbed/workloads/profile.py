@@ -27,7 +27,7 @@ from typing import Any
 
 from master.policies.task_model import PenaltyCurve, Role, TaskModel, TaskProfile
 from testbed.protocol import TaskMetrics
-from testbed.workloads import pagerank, plan_job, sort, wordcount
+from testbed.workloads import mlr, pagerank, plan_job, sort, wordcount
 from testbed.workloads.local import LocalJob
 
 MB = 2**20
@@ -36,11 +36,13 @@ BUFFER_FRACTIONS = {
     "sort": sort.BUFFER_FRACTION,
     "wordcount": wordcount.BUFFER_FRACTION,
     "pagerank": pagerank.BUFFER_FRACTION,
+    "mlr": mlr.BUFFER_FRACTION,
 }
 PROFILED_STAGES: dict[str, dict[Role, int]] = {
     "sort": {"map": 0, "reduce": 1},
     "wordcount": {"map": 0, "reduce": 1},
     "pagerank": {"map": 0, "reduce": 3},  # the first iterate stage: K of the job's K + 2 later stages
+    "mlr": {"map": 1, "reduce": 2},  # iteration 1's gradient and aggregate tasks
 }
 DEFAULT_FRACTIONS = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
 
