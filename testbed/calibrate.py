@@ -4,11 +4,15 @@ It runs a calibration scenario for real (``CALIBRATION_SCENARIO``, or the user's
 scenario whose jobs use the built-in workloads) over some seeds with ``testbed sweep``'s
 runner, then fits, from the runs' tables (``fit``):
 
-- ``ops``: per task op, ``s_per_mb`` = the ops' compute seconds over their input MB (the
-  ratio of the sums: the total work the model must reproduce) and ``output_ratio`` = output
-  bytes over input bytes (a final op's: the default, its output goes to the sink), over every
-  succeeded attempt (tasks.csv; a stage's op from the job's
-  plan, ``testbed.workloads.plan_job``);
+- ``ops``: per task op, over every succeeded attempt (tasks.csv; a stage's op from the job's
+  plan, ``testbed.workloads.plan_job``), ``fixed_s`` and ``s_per_mb`` of compute seconds =
+  fixed_s + s_per_mb x input MB (``fit_line``: least squares, both >= 0; when the attempts'
+  inputs hardly differ in size a constant cannot be told from a rate, and it is the ratio of
+  the sums with no constant), and ``output_ratio`` = output bytes over input bytes (a final
+  op's: the default, its output goes to the sink). Either way the fitted times add up to the
+  measured ones: the total work the model must reproduce. A real attempt's compute seconds
+  hold the fetch of its input, which the model adds on its own: the modelled fetch of each
+  attempt (``fetch_seconds``) is taken off first;
 - ``launch_overhead``: the median of ``end - start - compute_s`` of those attempts;
 - ``node_startup``: the median of ``node_launching`` -> ``node_up`` (events.jsonl), the
   replacement of the evicted node included;
@@ -30,7 +34,7 @@ import json
 import os
 import platform
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,7 @@ from testbed.scenario import Scenario, load_scenario
 from testbed.scenario_sim import OP_MODELS
 from testbed.sweep import grid, run_sweep
 from testbed.workloads import plan_job
+from testbed.workloads.plan import Dependency
 
 MB = 2**20
 
@@ -54,14 +59,23 @@ CALIBRATION_SCENARIO: dict[str, Any] = {
         "storms": [{"at": "2s", "evict": {"count": 1, "kind": "transient", "select": "oldest"}}],
     },
     "jobs": [
-        {"workload": "wordcount", "size_mb": 16, "maps": 4, "reduces": 2},
-        {"workload": "sort", "size_mb": 32, "maps": 4, "reduces": 2},
+        {"workload": "wordcount", "size_mb": 8, "maps": 4, "reduces": 2},
+        {"workload": "wordcount", "size_mb": 32, "maps": 4, "reduces": 1},
+        {"workload": "sort", "size_mb": 8, "maps": 4, "reduces": 2},
+        {"workload": "sort", "size_mb": 32, "maps": 4, "reduces": 1},
         {"workload": "pagerank", "nodes": 50_000, "edges": 400_000, "iterations": 3},
+        {"workload": "pagerank", "nodes": 20_000, "edges": 100_000, "iterations": 3, "maps": 2},
     ],
 }
-"""One job of each built-in workload at once on 1 reserved + 2 transient nodes (the run the
-defaults of docs/simulation.md came from), and one transient node evicted 2 s in (the jobs
-take about 5 s here) for the detection delay and a replacement's start-up."""
+"""Two jobs of each built-in workload at once on 1 reserved + 2 transient nodes, their splits
+and reduce inputs 4x to 16x apart in size (a per-task constant and a per-MB rate need
+attempts of several sizes: ``fit_line``), and one transient node evicted 2 s in for the
+detection delay and a replacement's start-up."""
+
+MIN_SIZE_SPREAD = 0.25
+"""The least coefficient of variation of an op's input sizes for a constant to be fitted
+beside the rate: below it (splits of one size, as in most scenarios) the line is
+ill-conditioned (a fit on one-size splits gave wordcount.map 3.1 s per task and 0 s per MB)."""
 
 
 def load_average() -> str:
@@ -69,6 +83,24 @@ def load_average() -> str:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "unknown"
+
+
+def stage_deps(scenario: Scenario) -> dict[tuple[str, int], tuple[Dependency, ...]]:
+    """``(workload, stage) -> the stages it reads`` of the scenario's built-in jobs (as
+    ``stage_ops``)."""
+    deps: dict[tuple[str, int], tuple[Dependency, ...]] = {}
+    for job in scenario.jobs:
+        if job.workload in ("wordcount", "sort", "pagerank"):
+            for index, stage in enumerate(plan_job(job, scenario.seed, scenario).stages):
+                deps.setdefault((job.workload, index), stage.deps)
+    return deps
+
+
+def nic_bytes_s(scenario: Scenario) -> dict[str, float]:
+    """Each node class's NIC as the execution model has it (bytes per emulated second)."""
+    return {
+        name: getattr(scenario.cluster, name).network_mbps * 1e6 / 8 for name in ("reserved", "transient")
+    }
 
 
 def stage_ops(scenario: Scenario) -> dict[tuple[str, int], str]:
@@ -97,27 +129,78 @@ def _events(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def fit(run_dirs: list[Path], ops_of: dict[tuple[str, int], str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def fetch_seconds(
+    tasks: list[dict[str, str]],
+    workloads: Mapping[str, str],
+    deps_of: Mapping[tuple[str, int], tuple[Dependency, ...]],
+    nic: Mapping[str, float],
+) -> dict[tuple[str, str], float]:
+    """Per succeeded attempt ``(task_id, attempt)``: the seconds the execution model gives the
+    fetch of its remote input, ``remote bytes / (NIC / attempts running on its node at its
+    start)``, the remote share of its input estimated from where the succeeded attempts of
+    the stages it reads ran (a shuffle: their output on its node over all of it; a narrow
+    dependency: its parent's node). A real attempt's ``compute_s`` holds its fetch; the model
+    adds a fetch of its own to its compute."""
+    done = [task for task in tasks if task["status"] == "succeeded"]
+    by_stage: dict[tuple[str, int], list[dict[str, str]]] = {}
+    for task in done:
+        by_stage.setdefault((task["job_id"], int(task["stage"])), []).append(task)
+    seconds = {}
+    for task in done:
+        local = total = 0.0
+        for dep in deps_of.get((workloads.get(task["job_id"], ""), int(task["stage"])), ()):
+            for parent in by_stage.get((task["job_id"], dep.stage), []):
+                if dep.kind == "narrow" and parent["index"] != task["index"]:
+                    continue
+                produced = float(parent["bytes_out"] or 0)
+                total += produced
+                local += produced if parent["node_id"] == task["node_id"] else 0.0
+        if total <= 0 or task["node_class"] not in nic:
+            continue
+        start = float(task["start_s"])
+        sharing = sum(
+            1
+            for other in tasks
+            if other["node_id"] == task["node_id"]
+            and float(other["start_s"]) <= start < float(other["end_s"] or "inf")
+        )
+        remote = float(task["bytes_in"] or 0) * (1.0 - local / total)
+        seconds[(task["task_id"], task["attempt"])] = remote / (nic[task["node_class"]] / max(1, sharing))
+    return seconds
+
+
+def fit(
+    run_dirs: list[Path],
+    ops_of: Mapping[tuple[str, int], str],
+    deps_of: Mapping[tuple[str, int], tuple[Dependency, ...]] | None = None,
+    nic: Mapping[str, float] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(simulation values, samples)`` from the run directories: what each value was fitted
-    from (attempts, nodes) so that a file says how much it rests on."""
-    work: dict[str, list[float]] = {}  # op -> [compute_s, bytes_in, bytes_out]
+    from (attempts, nodes) so that a file says how much it rests on. With the stages'
+    dependencies and the NICs, each attempt's modelled fetch (``fetch_seconds``) is taken off
+    its compute seconds before the op's line is fitted, so that the model, which adds it
+    back, does not count it twice."""
+    work: dict[str, list[tuple[float, float, float]]] = {}  # op -> [(MB in, compute_s, bytes_out)]
     overheads: list[float] = []
     startups: list[float] = []
     detections: list[float] = []
+    fetched = [0.0, 0.0]  # modelled fetch seconds taken off, compute seconds measured
     for run in run_dirs:
         summary = json.loads((run / "summary.json").read_text())
         dilation = float(summary.get("dilation") or 1.0)
         workloads = {row["job_id"]: row["workload"] for row in csv_rows(run / "jobs.csv")}
-        for task in csv_rows(run / "tasks.csv"):
+        tasks = csv_rows(run / "tasks.csv")
+        fetches = fetch_seconds(tasks, workloads, deps_of or {}, nic or {})
+        for task in tasks:
             op = ops_of.get((workloads.get(task["job_id"], ""), int(task["stage"])))
             if op is None or task["status"] != "succeeded" or not task["compute_s"]:
                 continue
-            compute = float(task["compute_s"]) / dilation
-            sums = work.setdefault(op, [0.0, 0.0, 0.0])
-            sums[0] += compute
-            sums[1] += float(task["bytes_in"])
-            sums[2] += float(task["bytes_out"])
-            overheads.append((float(task["end_s"]) - float(task["start_s"])) / dilation - compute)
+            measured = float(task["compute_s"]) / dilation
+            compute = max(0.0, measured - fetches.get((task["task_id"], task["attempt"]), 0.0))
+            fetched[0] += measured - compute
+            fetched[1] += measured
+            overheads.append((float(task["end_s"]) - float(task["start_s"])) / dilation - measured)
+            work.setdefault(op, []).append((float(task["bytes_in"]) / MB, compute, float(task["bytes_out"])))
         launched: dict[str, float] = {}
         for event in _events(run / "events.jsonl"):
             if event["event"] == "node_launching":
@@ -137,14 +220,53 @@ def fit(run_dirs: list[Path], ops_of: dict[tuple[str, int], str]) -> tuple[dict[
     if detections:
         values["will_delay"] = round(statistics.median(detections), 4)
         samples["will_delay"] = f"{len(detections)} evicted nodes"
-    ops = {
-        op: {"s_per_mb": round(s / (b / MB), 4), "output_ratio": round(o / b, 4) if o else _final_ratio(op)}
-        for op, (s, b, o) in sorted(work.items())
-        if b > 0
-    }
+    if fetched[0] > 0:
+        samples["fetch"] = (
+            f"{fetched[0]:.3g} s of the {fetched[1]:.3g} s of compute measured are modelled fetches"
+        )
+    ops: dict[str, dict[str, float]] = {}
+    for op, attempts in sorted(work.items()):
+        sizes = [mb for mb, _, _ in attempts]
+        if sum(sizes) <= 0:
+            continue
+        fixed, rate = fit_line(sizes, [seconds for _, seconds, _ in attempts])
+        out = sum(o for _, _, o in attempts)
+        ops[op] = {
+            "s_per_mb": round(rate, 4),
+            "output_ratio": round(out / (sum(sizes) * MB), 4) if out else _final_ratio(op),
+            "fixed_s": round(fixed, 4),
+        }
+        samples[f"ops.{op}"] = f"{len(attempts)} attempts of {min(sizes):.3g} to {max(sizes):.3g} MB"
     if ops:
         values["ops"] = ops
     return values, samples
+
+
+def fit_line(sizes: list[float], seconds: list[float]) -> tuple[float, float]:
+    """``(fixed, rate)`` with ``seconds ~ fixed + rate x size``: least squares with both >= 0
+    (the unconstrained line, else the better of its two edges: through the origin, or a
+    constant). Sizes spread less than ``MIN_SIZE_SPREAD``: no constant, the ratio of the sums.
+    Both ways the fitted seconds sum to the measured ones (or fall short of them by what a
+    negative constant would have taken)."""
+    n = len(sizes)
+    mean_x, mean_y = sum(sizes) / n, sum(seconds) / n
+    sxx = sum((x - mean_x) ** 2 for x in sizes)
+    if mean_x <= 0 or (sxx / n) ** 0.5 / mean_x < MIN_SIZE_SPREAD:
+        return 0.0, sum(seconds) / sum(sizes)
+    rate = sum((x - mean_x) * (y - mean_y) for x, y in zip(sizes, seconds, strict=True)) / sxx
+    fixed = mean_y - rate * mean_x
+    if fixed >= 0 and rate >= 0:
+        return fixed, rate
+    through_origin = (
+        0.0,
+        max(0.0, sum(x * y for x, y in zip(sizes, seconds, strict=True)) / sum(x * x for x in sizes)),
+    )
+    constant = (max(0.0, mean_y), 0.0)
+
+    def sse(line: tuple[float, float]) -> float:
+        return sum((line[0] + line[1] * x - y) ** 2 for x, y in zip(sizes, seconds, strict=True))
+
+    return min(through_origin, constant, key=sse)
 
 
 def _final_ratio(op: str) -> float:
@@ -173,7 +295,7 @@ def calibrate(
     runs = [work_dir / c.name for c, r in zip(cells, results, strict=True) if r.status == "ok"]
     if not runs:
         raise RuntimeError(f"no calibration run succeeded; see {work_dir}/logs/")
-    values, samples = fit(runs, stage_ops(scenario))
+    values, samples = fit(runs, stage_ops(scenario), stage_deps(scenario), nic_bytes_s(scenario))
     summaries = [json.loads((run / "summary.json").read_text()) for run in runs]
     measured = {
         "command": command,

@@ -302,20 +302,35 @@ def markdown(errors: Sequence[MetricError], tolerances: Mapping[str, Tolerance],
     return "\n".join(lines) + "\n"
 
 
-def op_table(real: Mapping[str, Sequence[float]], sim: Mapping[str, Sequence[float]]) -> list[str]:
+def op_table(
+    real: Mapping[str, Sequence[tuple[float, float]]], sim: Mapping[str, Sequence[tuple[float, float]]]
+) -> list[str]:
     """Which part of the execution model is off: each task op's mean attempt duration (launch to
-    end, succeeded attempts of every cell) for real and simulated, and their relative error."""
+    end, succeeded attempts of every cell) and mean input MB, for real and simulated, and the
+    relative error of the duration. Attempts are ``(seconds, MB in)``. An input that differs
+    says the bytes model is off (the sizes a stage's tasks are given); the same input with
+    another duration, the op's time model."""
     lines = [
-        "| op | real attempts | real mean s | sim attempts | sim mean s | rel error |",
-        "|---|---|---|---|---|---|",
+        "| op | real attempts | real mean s | real mean MB in "
+        "| sim attempts | sim mean s | sim mean MB in | rel error (s) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+
+    def means(attempts: Sequence[tuple[float, float]]) -> tuple[float | None, float | None]:
+        if not attempts:
+            return None, None
+        return (
+            sum(s for s, _ in attempts) / len(attempts),
+            sum(mb for _, mb in attempts) / len(attempts),
+        )
+
     for op in sorted(real.keys() | sim.keys()):
         r, s = real.get(op, ()), sim.get(op, ())
-        r_mean = sum(r) / len(r) if r else None
-        s_mean = sum(s) / len(s) if s else None
+        (r_mean, r_mb), (s_mean, s_mb) = means(r), means(s)
         error = None if not r_mean or s_mean is None else (s_mean - r_mean) / r_mean
-        shown = [f"{v:.3g}" if v is not None else "n/a" for v in (r_mean, s_mean)]
+        shown = [f"{v:.3g}" if v is not None else "n/a" for v in (r_mean, r_mb, s_mean, s_mb)]
         lines.append(
-            f"| {op} | {len(r)} | {shown[0]} | {len(s)} | {shown[1]} | {_number(error, percent=True)} |"
+            f"| {op} | {len(r)} | {shown[0]} | {shown[1]} | {len(s)} | {shown[2]} | {shown[3]} | "
+            f"{_number(error, percent=True)} |"
         )
     return lines

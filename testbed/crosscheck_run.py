@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,7 +91,7 @@ def run_crosscheck(
         f"# Cross-check: {base.name} ({scenario_path}), real ({real_backend}) against sim\n\n"
         f"Host load average (1, 5, 15 min) before the real runs: {load_before}; after: {load_after}.\n"
         + "".join(f"Overrides: `--set {s}`\n" for s in extra)
-        + calibration_note(base)
+        + calibration_note(load_scenario(scenario_path, [*extra, "backend=sim"]))
         + "\n"
     )
     ops = ["", "Task durations per op (the execution model's parts):", "", *task_durations(out, cells, base)]
@@ -104,14 +105,21 @@ def run_crosscheck(
 
 
 def calibration_note(scenario: Scenario) -> str:
-    """Which calibration the sim side used, and a warning when it was measured in another
-    fidelity mode than the scenario runs in (its times then mean other seconds)."""
+    """Which calibration the sim side used (the simulated scenario: named, or the one beside
+    it), where it was measured, and a warning when that was another host or another fidelity
+    mode than the scenario runs in (its times then mean other seconds)."""
     path = scenario.simulation.calibration
     if path is None:
         return "Simulated with the execution model's defaults (no calibration).\n"
     note = f"Calibration: `{path}` (SHA-256 {calibration_digest(path)[:12]})"
     measured = (yaml.safe_load(Path(path).read_text()) or {}).get("measured") or {}
-    mode = measured.get("fidelity_mode") if isinstance(measured, dict) else None
+    if not isinstance(measured, dict):
+        return note + "\n"
+    host, mode = measured.get("host"), measured.get("fidelity_mode")
+    if host is not None:
+        note += f", measured on {host} at load {measured.get('load_average_before', 'unknown')}"
+        if host != platform.node():
+            note += f"; **this host is {platform.node()}**"
     if mode is not None and mode != scenario.fidelity.mode:
         note += f"; **measured in {mode} mode, the scenario runs {scenario.fidelity.mode}**"
     return note + "\n"
@@ -132,9 +140,10 @@ def _numbers_by_cell(
 
 
 def task_durations(out: Path, cells: list[Cell], scenario: Scenario) -> list[str]:
-    """The op table of every succeeded attempt (launch to end, emulated seconds) of both sides."""
+    """The op table of every succeeded attempt (launch to end, emulated seconds; input MB) of
+    both sides."""
     ops_of = stage_ops(scenario)
-    sides: dict[str, dict[str, list[float]]] = {side: {} for side in SIDES}
+    sides: dict[str, dict[str, list[tuple[float, float]]]] = {side: {} for side in SIDES}
     for side in SIDES:
         for cell in cells:
             run = out / side / cell.name
@@ -147,7 +156,7 @@ def task_durations(out: Path, cells: list[Cell], scenario: Scenario) -> list[str
                 op = ops_of.get((workload, int(task["stage"])), f"{workload}.stage{task['stage']}")
                 if task["status"] == "succeeded":
                     seconds = (float(task["end_s"]) - float(task["start_s"])) / dilation
-                    sides[side].setdefault(op, []).append(seconds)
+                    sides[side].setdefault(op, []).append((seconds, float(task["bytes_in"] or 0) / 2**20))
     return op_table(sides["real"], sides["sim"])
 
 

@@ -308,7 +308,9 @@ class TaskFinished(Event, _MaybeClass):
     compute_s: NotRequired[float]
     cpu_s: NotRequired[float]
     error: NotRequired[str]
-    """A data failure's error (bad input, a workload plugin's traceback)."""
+    """Why an attempt that is no success ended (every one carries it): a data failure's
+    error in full (bad input, a workload plugin's traceback), the node's error, or the
+    core's cause (a lost node, a cancel because the job failed, a vanished task)."""
 
 
 class TaskVanished(Event):

@@ -55,7 +55,7 @@ from testbed.scenario_jobs import (  # noqa: F401 - the job models are re-export
     WordcountJob,
     _tasks_of,
 )
-from testbed.scenario_sim import SimulationSpec
+from testbed.scenario_sim import SimulationSpec, default_calibration
 from testbed.scenario_yaml import ScenarioError, apply_override, expand_node_counts, load_raw
 
 # --------------------------------------------------------------------- policy
@@ -383,6 +383,7 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     for assignment in overrides:
         apply_override(data, assignment)
     _resolve_profiles(data, Path(path).resolve().parent)
+    default_calibration(data, Path(path).resolve().parent)
     for directory in _resolve_plugin_path(data, Path(path).resolve().parent):
         add_plugin_dir(Path(directory))  # before parsing: a job may name an entry point installed there
     return parse_scenario(data, str(path), Path(path).parent)

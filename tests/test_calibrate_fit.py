@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
 import pytest
 
-from testbed.calibrate import CALIBRATION_SCENARIO, fit, stage_ops
+from master.sim.run import run_sim
+from testbed.calibrate import CALIBRATION_SCENARIO, fit, fit_line, stage_ops
 from testbed.scenario import parse_scenario
 from testbed.scenario_sim import OP_MODELS
 
 MB = 2**20
 TASKS = """\
-task_id,job_id,stage,start_s,end_s,status,bytes_in,bytes_out,compute_s
-j000.s0.t0,j000,0,0.0,2.2,succeeded,{mb},{half},2.0
-j000.s0.t1,j000,0,0.0,4.4,succeeded,{two_mb},{mb},4.0
-j000.s0.t2,j000,0,0.0,9.0,failed,{mb},0,8.0
-j000.s1.t0,j000,1,4.4,5.0,succeeded,{mb},0,0.2
-j001.s0.t0,j001,0,0.0,1.0,succeeded,{mb},{mb},0.5
+task_id,job_id,stage,attempt,start_s,end_s,status,bytes_in,bytes_out,compute_s
+j000.s0.t0,j000,0,0,0.0,2.2,succeeded,{mb},{half},2.0
+j000.s0.t1,j000,0,0,0.0,4.4,succeeded,{two_mb},{mb},4.0
+j000.s0.t2,j000,0,0,0.0,9.0,failed,{mb},0,8.0
+j000.s1.t0,j000,1,0,4.4,5.0,succeeded,{mb},0,0.2
+j001.s0.t0,j001,0,0,0.0,1.0,succeeded,{mb},{mb},0.5
 """
 JOBS = "job_id,workload\nj000,sort\nj001,sleep\n"
 EVENTS = [
@@ -43,15 +46,19 @@ def run_dir(tmp_path: Path, dilation: float = 1.0) -> Path:
 
 def test_fit_takes_ratios_of_sums_and_medians(tmp_path: Path) -> None:
     values, samples = fit([run_dir(tmp_path)], {("sort", 0): "sort.map", ("sort", 1): "sort.reduce"})
-    assert values["ops"]["sort.map"] == {"s_per_mb": 2.0, "output_ratio": 0.5}  # 6 s / 3 MB, 1.5 / 3 MB
+    # 2 s for 1 MB, 4 s for 2 MB: a line through the origin; output 1.5 of 3 MB
+    assert values["ops"]["sort.map"] == {"s_per_mb": 2.0, "output_ratio": 0.5, "fixed_s": 0.0}
     assert values["ops"]["sort.reduce"] == {
         "s_per_mb": 0.2,
         "output_ratio": OP_MODELS["sort.reduce"].output_ratio,
+        "fixed_s": 0.0,
     }
     assert values["launch_overhead"] == pytest.approx(0.4)  # median of 0.2, 0.4, 0.4 (failed left out)
     assert values["node_startup"] == 3.0  # median of 2 and 4
     assert values["will_delay"] == 0.02
     assert samples == {
+        "ops.sort.map": "2 attempts of 1 to 2 MB",
+        "ops.sort.reduce": "1 attempts of 1 to 1 MB",
         "launch_overhead": "3 attempts",
         "node_startup": "2 node starts",
         "will_delay": "1 evicted nodes",
@@ -67,3 +74,63 @@ def test_fit_reports_emulated_seconds(tmp_path: Path) -> None:
 def test_the_calibration_scenario_covers_every_builtin_op() -> None:
     ops = set(stage_ops(parse_scenario(CALIBRATION_SCENARIO)).values())
     assert ops == set(OP_MODELS)
+
+
+def test_fit_line_separates_a_per_task_constant_from_the_rate() -> None:
+    sizes = [1.0, 1.0, 4.0, 4.0, 16.0]
+    fixed, rate = fit_line(sizes, [0.3 + 0.05 * mb for mb in sizes])
+    assert fixed == pytest.approx(0.3) and rate == pytest.approx(0.05)
+
+
+def test_fit_line_keeps_both_parts_non_negative() -> None:
+    # seconds fall with size: no rate, the mean as a constant
+    assert fit_line([1.0, 4.0], [2.0, 1.0]) == (1.5, 0.0)
+    # the best line would start below 0: through the origin instead
+    fixed, rate = fit_line([1.0, 2.0, 4.0], [0.5, 1.9, 4.1])
+    assert fixed == 0.0 and rate == pytest.approx((0.5 + 3.8 + 16.4) / 21)
+
+
+def test_fit_line_of_one_size_is_the_ratio_of_the_sums() -> None:
+    """Splits of nearly one size cannot tell a constant from a rate: the whole time per MB."""
+    fixed, rate = fit_line([4.0, 4.0, 4.1, 4.0], [1.0, 3.0, 1.2, 1.0])
+    assert fixed == 0.0 and rate == pytest.approx(6.2 / 16.1)
+
+
+def test_calibrating_on_the_simulator_gives_back_its_model(tmp_path: Path) -> None:
+    """The calibration scenario simulated with a known per-task constant and rate per op: the
+    fit of its tables finds them again (its attempts are of several sizes for every op)."""
+    model = {
+        op: {"s_per_mb": round(0.01 * (i + 1), 4), "output_ratio": spec.output_ratio, "fixed_s": 0.05 * i}
+        for i, (op, spec) in enumerate(sorted(OP_MODELS.items()))
+    }
+    scenario = parse_scenario({**CALIBRATION_SCENARIO, "simulation": {"ops": model}})
+    run = tmp_path / "run"
+    run.mkdir()
+    assert run_sim(scenario, run).ok
+    values, samples = fit([run], stage_ops(scenario))
+    for op, expected in model.items():
+        assert values["ops"][op]["fixed_s"] == pytest.approx(expected["fixed_s"], abs=2e-3), samples
+        assert values["ops"][op]["s_per_mb"] == pytest.approx(expected["s_per_mb"], abs=2e-3), samples
+
+
+def test_the_modelled_fetch_is_taken_off_a_reduces_compute() -> None:
+    """A reduce reading two maps' outputs, one of them from its own node: half its input is
+    remote, fetched over its node's NIC shared with the other attempt running there."""
+    from testbed.calibrate import fetch_seconds
+    from testbed.workloads.plan import Dependency
+
+    head = "task_id,job_id,stage,index,attempt,node_id,node_class,start_s,end_s,status,bytes_in,bytes_out\n"
+    table = head + (
+        "j0.s0.t0,j0,0,0,0,a,reserved,0,1,succeeded,100,500\n"
+        "j0.s0.t1,j0,0,1,0,b,transient,0,1,succeeded,100,500\n"
+        "j0.s1.t0,j0,1,0,0,a,reserved,1,3,succeeded,1000,0\n"
+        "j0.s1.t1,j0,1,1,0,b,transient,1,3,succeeded,1000,0\n"
+        "j1.s0.t0,j1,0,0,0,a,reserved,0.5,2,succeeded,100,0\n"
+    )
+    tasks = list(csv.DictReader(io.StringIO(table)))
+    deps = {("sort", 1): (Dependency(0, "shuffle"),)}
+    seconds = fetch_seconds(
+        tasks, {"j0": "sort", "j1": "sort"}, deps, {"reserved": 100.0, "transient": 500.0}
+    )
+    # 500 remote bytes over 100 B/s shared by 2 attempts on a; over 500 B/s alone on b
+    assert seconds == {("j0.s1.t0", "0"): 10.0, ("j0.s1.t1", "0"): 1.0}

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 from pathlib import Path
 
 import pytest
 
-from master.sim.run import calibration_used
+from master.sim.run import calibration_used, run_sim
 from testbed.scenario import ScenarioError, load_scenario
 
 SCENARIO = """\
@@ -82,3 +83,79 @@ def test_a_bad_calibration_names_the_file_and_field(
     (line,) = caught.value.problems
     assert line.startswith(f"{scenario}: simulation")
     assert problem in line
+
+
+def beside(tmp_path: Path, mode: str, simulation: str = "") -> Path:
+    """A scenario in ``tmp_path`` and ``calibration/<mode>.yaml`` beside it."""
+    (tmp_path / "calibration").mkdir(exist_ok=True)
+    (tmp_path / "calibration" / f"{mode}.yaml").write_text(CALIBRATION)
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: q\nfidelity: {mode: faithful}\njobs: [{workload: wordcount, size_mb: 1}]\n" + simulation
+    )
+    return scenario
+
+
+def test_a_simulated_run_takes_the_calibration_of_its_mode_beside_the_scenario(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir("/")
+    scenario = beside(tmp_path, "faithful")
+    found = str((tmp_path / "calibration" / "faithful.yaml").resolve())
+    spec = load_scenario(scenario, ["backend=sim"]).simulation
+    assert spec.calibration == found and spec.node_startup == 3
+    run = tmp_path / "run"
+    run.mkdir()
+    summary = run_sim(load_scenario(scenario, ["backend=sim"]), run).summary
+    assert summary["simulation"]["calibration"] == {
+        "path": found,
+        "sha256": hashlib.sha256(CALIBRATION.encode()).hexdigest(),
+    }
+    # a real run has no model to calibrate: its scenario (and scenario.yaml) names none
+    assert load_scenario(scenario).simulation.calibration is None
+    assert load_scenario(scenario, ["backend=local"]).simulation.calibration is None
+
+
+def test_only_the_file_of_the_scenarios_mode_is_taken(tmp_path: Path) -> None:
+    scenario = beside(tmp_path, "unisolated")
+    assert load_scenario(scenario, ["backend=sim"]).simulation.calibration is None
+    sets = ["backend=sim", "fidelity.mode=unisolated"]
+    assert load_scenario(scenario, sets).simulation.calibration == str(
+        (tmp_path / "calibration" / "unisolated.yaml").resolve()
+    )
+
+
+def test_a_named_calibration_or_null_wins_over_the_one_beside(tmp_path: Path) -> None:
+    scenario = beside(tmp_path, "faithful", "simulation: {calibration: null}\n")
+    spec = load_scenario(scenario, ["backend=sim"]).simulation
+    assert spec.calibration is None and spec.node_startup == 1.45  # the built-in default
+    (tmp_path / "other.yaml").write_text("simulation: {node_startup: 7}\n")
+    spec = load_scenario(scenario, ["backend=sim", "simulation.calibration=other.yaml"]).simulation
+    assert spec.calibration == str((tmp_path / "other.yaml").resolve()) and spec.node_startup == 7
+
+
+def test_a_per_task_constant_adds_to_every_attempt(tmp_path: Path) -> None:
+    ops = "{wordcount.map: {s_per_mb: 0.5, output_ratio: 0.05, fixed_s: 2}}"
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: q\nbackend: sim\njobs: [{workload: wordcount, size_mb: 4, maps: 2}]\n"
+        f"simulation: {{ops: {ops}}}\n"
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    run_sim(load_scenario(scenario), run)
+    maps = [r for r in csv.DictReader((run / "tasks.csv").open()) if r["stage"] == "0"]
+    assert [float(r["compute_s"]) for r in maps] == [3.0, 3.0]  # 2 s + 0.5 s/MB x 2 MB
+
+
+def test_the_crosscheck_names_the_calibration_and_where_it_was_measured(tmp_path: Path) -> None:
+    from testbed.crosscheck_run import calibration_note
+
+    scenario = beside(tmp_path, "faithful")
+    note = calibration_note(load_scenario(scenario, ["backend=sim"]))
+    assert str((tmp_path / "calibration" / "faithful.yaml").resolve()) in note
+    assert "measured on here at load unknown; **this host is " in note
+    assert "mode" not in note  # the calibration's file says no mode: no warning
+    assert calibration_note(load_scenario(scenario)) == (
+        "Simulated with the execution model's defaults (no calibration).\n"
+    )

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from master.core.lifecycle import JOB, TASK, JobStatus, TaskStatus
+from master.core.lifecycle import JOB, TASK
+from testbed.api_strategy import JobStatus, TaskKey, TaskStatus
 from testbed.protocol import BlockRef, TaskMetrics
 from testbed.workloads.plan import Dependency, JobPlan
 
-TaskKey = tuple[int, int]
 MAX_FAILURES = 6
 
 
@@ -55,7 +55,7 @@ class TaskRecord:
     disk_mb_s: float = 0.0
     """Disk bandwidth the scheduler charged the running attempt to its node (elastic tasks)."""
     pushes: bool = False
-    """The running attempt's output is pushed: it counts once committed (the strategy's ``Launch``)."""
+    """The running attempt's output is pushed: it counts once committed (the strategy's ``TaskLaunch``)."""
     excluded_nodes: frozenset[str] = frozenset()
     """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there
     (replaced, never changed in place: the empty one is shared by every record)."""

@@ -57,11 +57,11 @@ from master.core.resume import Recovered, restore_job, resumed_arrivals, resumin
 from master.core.rounds import Pending, SchedulingRound
 from master.core.scaling import Scaling
 from master.core.senders import SenderCheck
-from master.core.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
 from master.policies import make_scheduler, stage_memory
 from master.policies.base import Autoscaler, ClusterSnapshot, RunningTask, Scheduler
+from testbed.api_strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from testbed.arrivals import is_long
 from testbed.protocol import (
     MAX_BACKOFF_S,
@@ -477,7 +477,8 @@ class MasterCore:
             if job.status in ("waiting", "running"):
                 interrupted[job.job_id] = tuple(job.node_lost(node.node_id, node.url))
                 for key in interrupted[job.job_id]:
-                    self.records.task_finished(job, key, node, "lost", "node_lost")
+                    cause = f"its node {node.node_id} was lost ({reason})"
+                    self.records.task_finished(job, key, node, "lost", "node_lost", cause=cause)
         self.recovery.react(NodeLost(node.node_id, node.node_class, interrupted))
         node.running.clear()
         node.launches.clear()

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
-from master.core.strategy import Launch, Ready, StrategyEvent
 from master.core.timers import TimerHeap
 from master.policies.base import ClusterSnapshot, RunningTask
+from testbed.api_strategy import Ready, StrategyEvent, TaskLaunch
 from testbed.protocol import Message, TaskUpdate
 from testbed.scenario import Scenario
 
@@ -57,7 +57,7 @@ class RecoveryPort(Protocol):
 
     def plan(self, job: JobRuntime) -> Iterable[Ready]: ...
 
-    def launch(self, job: JobRuntime, key: TaskKey) -> Launch: ...
+    def launch(self, job: JobRuntime, key: TaskKey) -> TaskLaunch: ...
 
     def react(self, event: StrategyEvent) -> None: ...
 
@@ -82,6 +82,7 @@ class JobEnding(Protocol):
         status: str,
         failure: str,
         update: TaskUpdate | None = None,
+        cause: str | None = None,
     ) -> None: ...
 
     def node_ended(self, node: NodeRecord, kind: str, **fields: Any) -> None: ...

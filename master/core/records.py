@@ -115,9 +115,11 @@ class RunRecords:
         status: str,
         failure: str,
         update: TaskUpdate | None = None,
+        cause: str | None = None,
     ) -> None:
         """The attempt ended (``task_finished``, its row of tasks.csv), now: the metrics are its
-        node's report, if it made one."""
+        node's report, if it made one. An end that is no success carries its ``error``:
+        ``cause`` (what the core knows of it), else the node's error, else the failure's name."""
         record = job.tasks[key]
         metrics = update.metrics.model_dump() if update is not None else {}
         self.master.journal.event(
@@ -137,7 +139,7 @@ class RunRecords:
             predicted_s=record.predicted_s,
             start_s=record.started,
             **{name: metrics[name] for name in TASK_METRICS if name in metrics},
-            **_failed_for_good(failure, update),
+            **_cause(status, failure, update, cause),
         )
 
     def node_ended(self, node: NodeRecord, kind: str, **fields: Any) -> None:
@@ -153,9 +155,9 @@ class RunRecords:
         )
 
 
-def _failed_for_good(failure: str, update: TaskUpdate | None) -> dict[str, str]:
-    """A data failure's error in full (bad input, a workload plugin's traceback): the job
-    fails on it, so its author needs it in the journal."""
-    if failure != "data" or update is None or not update.error:
+def _cause(status: str, failure: str, update: TaskUpdate | None, cause: str | None) -> dict[str, str]:
+    """Why an attempt ended without success, in full (a data failure's error is a bad input or
+    a workload plugin's traceback, which its author needs in the journal); nothing for a success."""
+    if status == "succeeded":
         return {}
-    return {"error": update.error}
+    return {"error": cause or (update.error if update is not None else None) or failure or status}

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from master.core.commands import Command, PrepareJob
 from master.core.jobs import JobRuntime
 from master.core.ports import JobEnding, JournalPort, RecoveryPort
-from master.core.strategy import JobSubmitted
+from testbed.api_strategy import JobSubmitted
 from testbed.journal import TaskStarted
 from testbed.scenario import Scenario
 
@@ -102,6 +102,7 @@ def record_the_crash(journal: JournalPort, found: Recovered, prices: dict[str, f
             memory_mb=started.get("memory_mb"),
             start_s=started.get("t"),
             end_s=now,
+            error="the master crashed while it ran",
         )
     for node_id, joined in sorted(found.nodes_up.items()):
         named = NODE_ID.fullmatch(node_id)

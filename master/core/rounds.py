@@ -16,7 +16,6 @@ from master.core.jobs import JobRuntime, TaskKey, TaskRecord
 from master.core.node_views import NodeViews
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
-from master.core.strategy import Launch, Ready, TaskStarted, Tick
 from master.policies.base import (
     Assign,
     ClusterSnapshot,
@@ -31,6 +30,7 @@ from master.policies.base import (
 )
 from master.policies.cloudcoaster import revocation_outcome
 from master.policies.window import PendingWindow
+from testbed.api_strategy import Ready, TaskLaunch, TaskStarted, Tick
 from testbed.protocol import LaunchTask, TaskSpec
 
 log = logging.getLogger("master")
@@ -261,7 +261,9 @@ class SchedulingRound:
         )
         core.recovery.react(TaskStarted(job.job_id, key, attempt, node.node_id, plan))
 
-    def _spec(self, job: JobRuntime, key: TaskKey, attempt: int, decision: Assign, plan: Launch) -> TaskSpec:
+    def _spec(
+        self, job: JobRuntime, key: TaskKey, attempt: int, decision: Assign, plan: TaskLaunch
+    ) -> TaskSpec:
         stage = job.plan.stages[key[0]]
         output_url = f"{self.output_base}/outputs/{job.job_id}/{key[1]}/{attempt}" if stage.final else None
         return TaskSpec(

@@ -162,7 +162,7 @@ class ExecutionModel:
             return TaskCost(0, 0.0, pinned * penalty, 0, 0.0, 0)
         bytes_in = self.source_bytes(spec) + local_bytes + remote_bytes
         op = self.op_model(spec)
-        compute_s = op.s_per_mb * bytes_in / MB
+        compute_s = op.fixed_s + op.s_per_mb * bytes_in / MB
         spill_bytes, spill_s = 0, 0.0
         if fraction < 1.0 and profile is not None:
             compute_s *= profile.model.penalty.multiplier(fraction)

@@ -2,7 +2,7 @@
 
 It drives the core as the real shell (``master.master``) does, on a virtual clock: every
 event goes in with the core's run time (the heap's time less the origin ``Begin`` set), and
-every command comes out carried out here. A ``Journal``/``Row`` goes to the run's journal
+every command comes out carried out here. A ``Journal`` goes to the run's journal
 file (``master.journal``, the real shell's writer); a ``Send`` reaches its model agent at
 once (as the next action of the same instant); a ``StartNode``, ``KillNode`` or
 ``ReleaseNode`` is the provider's, acted on after the other commands of the event, as a real
@@ -124,7 +124,7 @@ class SimShell:
     def finish(self) -> bool:
         """The run is over: the core stops (its nodes end with it), the end is journaled."""
         for command in self.core.handle(Stop(), self.now()):
-            if isinstance(command, cmd.Journal | cmd.Row):
+            if isinstance(command, cmd.Journal):
                 self._record(command)
         ok = self.core.records.all_succeeded()
         self.journal.event("run_finished", status="succeeded" if ok else "failed")
@@ -168,7 +168,7 @@ class SimShell:
     def _apply(self, commands: list[cmd.Command]) -> None:
         provider: list[cmd.Command] = []
         for command in commands:
-            if isinstance(command, cmd.Journal | cmd.Row):
+            if isinstance(command, cmd.Journal):
                 self._record(command)
             elif isinstance(command, cmd.Send):
                 send = command
@@ -183,11 +183,8 @@ class SimShell:
         for command in provider:
             self._provide(command)
 
-    def _record(self, command: cmd.Journal | cmd.Row) -> None:
-        if isinstance(command, cmd.Journal):
-            self.journal.write_event(command.t, command.kind, command.fields)
-        else:
-            self.journal.row(command.table, **command.fields)
+    def _record(self, command: cmd.Journal) -> None:
+        self.journal.write_event(command.t, command.kind, command.fields)
 
     def _provide(self, command: cmd.Command) -> None:
         """What the provider does (after the event's other commands, as its coroutines run)."""
