@@ -120,3 +120,24 @@ def test_pado_places_the_gradients_on_transient_and_the_aggregation_on_reserved(
     assert len(physical_operators(plan)) == len(plan.stages)
     kinds = [[d.kind for d in s.deps] for s in plan.stages]
     assert kinds[4] == ["narrow", "broadcast"] and kinds[6] == ["shuffle", "narrow"]
+
+
+@pytest.mark.parametrize("strategy", ["spark", "spark-checkpoint", "pado"])
+def test_an_mlr_job_runs_on_the_simulator_under_each_strategy(tmp_path: Path, strategy: str) -> None:
+    from tests.sim.helpers import events, rows, simulate
+
+    result = simulate(
+        tmp_path,
+        cluster={"reserved": {"count": 1, "slots": 1}, "transient": {"count": 4, "slots": 1}},
+        policy={"strategy": strategy},
+        jobs=[{"workload": "mlr", "points": 8000, "features": 500, "classes": 100, "maps": 8, "reduces": 2}],
+    )
+    (job,) = rows(result.run_dir, "jobs")
+    assert result.ok and job["status"] == "succeeded"
+    placed = {(e["stage"], e["class"]) for e in events(result.run_dir, "task_started")}
+    gradients = {cls for stage, cls in placed if stage in (1, 4, 7, 10, 13)}
+    models = {cls for stage, cls in placed if stage in (3, 6, 9, 12, 15)}
+    if strategy == "pado":
+        assert gradients == {"transient"} and models == {"reserved"}
+    if strategy == "spark-checkpoint":
+        assert gradients == models == {"transient"}
