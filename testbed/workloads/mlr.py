@@ -54,8 +54,10 @@ FRAME_BYTES = 1 << 20
 """Largest frame of points or model values written."""
 OFFSET = np.dtype("<i8")
 BUFFER_FRACTION = 0.5
-"""Share of the budget (above the model and gradient) for a frame of points being processed:
-the scores and probabilities of a piece take about as much again."""
+"""Share of the budget for the model, its gradient and the piece of samples being processed
+(the rest: the worker's own buffers, numpy's temporaries)."""
+MIN_PIECE_ROWS = 256
+"""The fewest samples a gradient task takes at once, however small its budget."""
 TRUTH = 0x6D6C72
 """Mixed into the seed of the hidden true model."""
 
@@ -213,12 +215,13 @@ def gradient_task(ctx: TaskContext) -> None:
     model = _model(ctx, 1 if len(ctx.spec.inputs) > 1 else None)
     gradient = np.zeros_like(model)
     features = model.shape[0] - 1
+    row_bytes = 8 * (features + 1 + 2 * model.shape[1])
+    """A row in memory while its piece is processed: the row, its scores and their gradient term."""
     rows_per_piece = max(
-        256,
-        int(ctx.budget_bytes * BUFFER_FRACTION - 2 * model.nbytes)
-        // (8 * (features + 1 + 2 * model.shape[1])),
+        MIN_PIECE_ROWS, int(ctx.budget_bytes * BUFFER_FRACTION - 2 * model.nbytes) // row_bytes
     )
-    ctx.note_buffered(2 * model.nbytes + min(FRAME_BYTES, rows_per_piece * 8 * (features + 1)))
+    rows_per_frame = max(1, FRAME_BYTES // (8 * (features + 1)))
+    ctx.note_buffered(2 * model.nbytes + min(rows_per_piece, rows_per_frame) * row_bytes)
     for frame in ctx.input_frames(0):
         rows = np.frombuffer(frame, np.float64).reshape(-1, features + 1)
         for start in range(0, len(rows), rows_per_piece):
