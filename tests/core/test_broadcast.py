@@ -105,3 +105,38 @@ def test_spark_checkpoint_copies_a_broadcast_output_and_pado_pushes_only_shuffle
     plan = model_job().plan
     assert wide_consumers(plan, 1) == [2] and wide_consumers(plan, 0) == []
     assert shuffle_consumers(plan, 1) == []
+
+
+def test_a_pado_gradient_runs_where_its_recomputed_training_partition_is() -> None:
+    """Pado fuses a transient one-to-one chain into one task (section 3.1); with the chain cut
+    into stages (mlr's points, then gradients), a gradient prefers its points' node. After
+    transient-0 is lost, points 0 is recomputed on the idle transient-3, and gradient 0 goes
+    there, not to the first free node."""
+    from master.core.events import EvictRequest, FromNode, Round
+    from testbed.scenario_chaos import EvictSpec
+    from tests.conftest import make_scenario
+    from tests.core.driver import Driver, up
+
+    scenario = make_scenario(
+        policy={"strategy": "pado"},
+        cluster={"reserved": 1, "transient": 4, "heartbeat_interval": 0.2, "heartbeat_timeout": 2},
+        jobs=[{"workload": "mlr", "points": 300, "features": 4, "classes": 3, "maps": 3, "reduces": 1}],
+    )
+    driver = Driver(scenario)
+    driver.boot()
+    driver.do(Round())
+    points = {s.index: (n, s) for n, s in driver.running().values() if s.stage == 0}
+    assert sorted(points) == [0, 1, 2]
+    for node, spec in points.values():
+        driver.finish(node, spec)
+    lost = points[0][0]
+    driver.do(EvictRequest(EvictSpec(count=1), (lost,)))
+    will = up(lost, "transient", driver.core).model_copy(update={"state": "lost"})
+    driver.do(FromNode(lost, will))
+    driver.do(Round())
+    (node, spec), *_ = [(n, s) for n, s in driver.running().values() if s.stage == 0]
+    assert spec.index == 0
+    driver.finish(node, spec)
+    driver.do(Round())
+    gradients = {s.index: n for n, s in driver.running().values() if s.stage == 1}
+    assert gradients[0] == node and gradients[2] == points[2][0]  # gradient 1's node is taken

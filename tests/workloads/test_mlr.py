@@ -137,6 +137,10 @@ def test_an_mlr_job_runs_on_the_simulator_under_each_strategy(tmp_path: Path, st
     placed = {(e["stage"], e["class"]) for e in events(result.run_dir, "task_started")}
     gradients = {cls for stage, cls in placed if stage in (1, 4, 7, 10, 13)}
     models = {cls for stage, cls in placed if stage in (3, 6, 9, 12, 15)}
+    if strategy in ("pado", "spark"):  # no eviction: each gradient runs where its points are
+        nodes = {(e["stage"], e["index"]): e["node"] for e in events(result.run_dir, "task_started")}
+        local = sum(nodes[(s, i)] == nodes[(0, i)] for s in (1, 4, 7, 10, 13) for i in range(8))
+        assert local >= 20, local
     if strategy == "pado":
         assert gradients == {"transient"} and models == {"reserved"}
     if strategy == "spark-checkpoint":
