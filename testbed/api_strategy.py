@@ -66,7 +66,13 @@ class LiveTask(Protocol):
 
     @property
     def node(self) -> str | None:
-        """The node running the attempt or pushing its output; None otherwise."""
+        """The node of the current attempt: running it, pushing its output, or (done) that
+        produced it; None while pending."""
+
+    @property
+    def location(self) -> str | None:
+        """The producer's URL while it still holds the output; None once that copy is lost
+        (``locations`` may name other copies)."""
 
     @property
     def block(self) -> str | None:

@@ -56,7 +56,7 @@ CALIBRATION_SCENARIO: dict[str, Any] = {
     "policy": {"scheduler": "fifo", "strategy": "spark"},
     "chaos": {
         "transient": {"lifetime": "none", "replace": True},
-        "storms": [{"at": "2s", "evict": {"count": 1, "kind": "transient", "select": "oldest"}}],
+        "storms": [{"at": "1s", "evict": {"count": 1, "kind": "transient", "select": "oldest"}}],
     },
     "jobs": [
         {"workload": "wordcount", "size_mb": 8, "maps": 4, "reduces": 2},
@@ -69,7 +69,7 @@ CALIBRATION_SCENARIO: dict[str, Any] = {
 }
 """Two jobs of each built-in workload at once on 1 reserved + 2 transient nodes, their splits
 and reduce inputs 4x to 16x apart in size (a per-task constant and a per-MB rate need
-attempts of several sizes: ``fit_line``), and one transient node evicted 2 s in for the
+attempts of several sizes: ``fit_line``), and one transient node evicted 1 s in for the
 detection delay and a replacement's start-up."""
 
 MIN_SIZE_SPREAD = 0.25

@@ -2,17 +2,17 @@
 
 It drives the core as the real shell (``master.master``) does, on a virtual clock: every
 event goes in with the core's run time (the heap's time less the origin ``Begin`` set), and
-every command comes out carried out here. A ``Journal`` goes to the run's journal
-file (``master.journal``, the real shell's writer); a ``Send`` reaches its model agent at
-once (as the next action of the same instant); a ``StartNode``, ``KillNode`` or
-``ReleaseNode`` is the provider's, acted on after the other commands of the event, as a real
-provider's coroutines are (whether the node is ours is asked when the command comes); a
-``WakeAt`` becomes a ``Wake`` at that time, delivered right after the first event at or past
-it (a real shell's loop timers run in the turn after its handler); a ``WantRound`` a
-scheduling round after every other action of the instant (the real shell's "backlog first,
-then the round"); a ``Probe`` is answered by the model agent at once; a ``RunFile`` is
-written. The agents' messages go in as ``FromNode``, unencoded: the core reads the same
-objects a real shell decodes.
+every command comes out carried out here. A ``Journal`` goes to the run's journal file
+(``master.journal``, the real shell's writer, which adds the table row the event makes); a
+``Send`` reaches its model agent at once (as the next action of the same instant); a
+``StartNode``, ``KillNode`` or ``ReleaseNode`` is the provider's, acted on after the other
+commands of the event, as a real provider's coroutines are (whether the node is ours is
+asked when the command comes); a ``WakeAt`` becomes a ``Wake`` at that time, delivered
+right after the first event at or past it (a real shell's loop timers run in the turn after
+its handler); a ``WantRound`` a scheduling round after every other action of the instant
+(the real shell's "backlog first, then the round"); a ``Probe`` is answered by the model
+agent at once; a ``RunFile`` is written. The agents' messages go in as ``FromNode``,
+unencoded: the core reads the same objects a real shell decodes.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class SimShell:
         """The run is over: the core stops (its nodes end with it), the end is journaled."""
         for command in self.core.handle(Stop(), self.now()):
             if isinstance(command, cmd.Journal):
-                self._record(command)
+                self.journal.write_event(command.t, command.kind, command.fields)
         ok = self.core.records.all_succeeded()
         self.journal.event("run_finished", status="succeeded" if ok else "failed")
         self.journal.close()
@@ -169,7 +169,7 @@ class SimShell:
         provider: list[cmd.Command] = []
         for command in commands:
             if isinstance(command, cmd.Journal):
-                self._record(command)
+                self.journal.write_event(command.t, command.kind, command.fields)
             elif isinstance(command, cmd.Send):
                 send = command
                 self.heap.at(self.heap.now, DELIVER, lambda c=send: self.agents.command(c.node_id, c.message))
@@ -182,9 +182,6 @@ class SimShell:
                 self._carry_out(command)
         for command in provider:
             self._provide(command)
-
-    def _record(self, command: cmd.Journal) -> None:
-        self.journal.write_event(command.t, command.kind, command.fields)
 
     def _provide(self, command: cmd.Command) -> None:
         """What the provider does (after the event's other commands, as its coroutines run)."""
