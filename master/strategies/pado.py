@@ -35,7 +35,14 @@ from master.strategies.pado_state import (
     blocks_by_partition,
     push_block_id,
 )
-from master.strategies.spark import BOTH, SparkStrategy, logical_dag, shuffle_consumers, stage_classes
+from master.strategies.spark import (
+    BOTH,
+    SparkStrategy,
+    logical_dag,
+    narrow_input_nodes,
+    shuffle_consumers,
+    stage_classes,
+)
 from testbed.api import (
     AbandonPush,
     BlockRef,
@@ -146,9 +153,12 @@ class PadoStrategy(SparkStrategy):
 
     def _preferred(self, view: StrategyView, job: LiveJob, state: PadoJob, key: TaskKey) -> tuple[str, ...]:
         """A receiver runs where its pushes went; a reserved task linked one-to-one to a
-        reserved parent runs where the parent's output is (Algorithm 1's locality)."""
+        reserved parent runs where the parent's output is (Algorithm 1's locality); a transient
+        task runs where its input is cached, else where its one-to-one parent's output is (the
+        paper fuses such a chain into one task, section 3.1: MLR's gradients and their
+        training data)."""
         if state.classes[key[0]] == "transient":
-            return self._cached_at(view, job, key)
+            return self._cached_at(view, job, key) or narrow_input_nodes(job, key)
         if key in state.receivers:
             return (state.receivers[key],)
         narrow = [d.stage for d in job.plan.stages[key[0]].deps if d.kind == "narrow"]

@@ -3,7 +3,7 @@
 - ``spark``: lineage recovery as the core implements it (executors on both
   classes; outputs on the producer's disk; lost outputs recomputed on demand).
 - ``spark-checkpoint``: executors on transient nodes only; each output crossing a
-  shuffle boundary is copied by its producer, once the task has succeeded, to
+  shuffle or broadcast boundary is copied by its producer, once the task has succeeded, to
   ``checkpoint_node`` (a reserved agent); once the reserved agent has verified and
   committed the copy, it is one of the output's locations, so the loss of the
   producer loses nothing.
@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from master.dag import LogicalDag, pagerank_dag, sort_dag, wordcount_dag
+from master.dag import LogicalDag, mlr_dag, pagerank_dag, sort_dag, wordcount_dag
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
 from master.policies.pado import PadoPlan
 from testbed.api import (
@@ -52,6 +52,8 @@ def logical_dag(plan: JobPlan) -> LogicalDag | None:
         return sort_dag(stages[0].tasks, stages[1].tasks)
     if plan.workload == "pagerank":
         return pagerank_dag(stages[1].tasks, len(stages) - 3, readers=stages[0].tasks)
+    if plan.workload == "mlr":
+        return mlr_dag(stages[0].tasks, stages[2].tasks, (len(stages) - 1) // 3)
     return None
 
 
@@ -66,6 +68,13 @@ def physical_operators(plan: JobPlan) -> list[tuple[str, ...]]:
         ops: list[tuple[str, ...]] = [("read-edges",), ("links",), ("ranks-0", "contribs-1")]
         for i in range(1, iterations + 1):
             ops.append((f"ranks-{i}", f"contribs-{i + 1}") if i < iterations else (f"ranks-{i}", "write"))
+        return ops
+    if plan.workload == "mlr":
+        iterations = (len(plan.stages) - 1) // 3
+        ops = [("read",)]
+        for i in range(1, iterations + 1):
+            model = (f"model-{i}", "write") if i == iterations else (f"model-{i}",)
+            ops += [(f"gradient-{i}",), (f"aggregate-{i}",), model]
         return ops
     return []
 
@@ -101,6 +110,11 @@ def shuffle_consumers(plan: JobPlan, stage: int) -> list[int]:
     return [
         s for s, st in enumerate(plan.stages) for d in st.deps if d.stage == stage and d.kind == "shuffle"
     ]
+
+
+def wide_consumers(plan: JobPlan, stage: int) -> list[int]:
+    """The stages reading the stage's output across a stage boundary (a shuffle or a broadcast)."""
+    return [s for s, st in enumerate(plan.stages) for d in st.deps if d.stage == stage and d.kind != "narrow"]
 
 
 # ---------------------------------------------------------------- spark
@@ -185,7 +199,8 @@ class SparkStrategy(Strategy):
 
 
 class CheckpointStrategy(SparkStrategy):
-    """``spark-checkpoint``: executors on transient nodes, shuffle outputs copied to reserved ones."""
+    """``spark-checkpoint``: executors on transient nodes, shuffled and broadcast outputs copied
+    to reserved ones."""
 
     name = "spark-checkpoint"
 
@@ -195,7 +210,7 @@ class CheckpointStrategy(SparkStrategy):
     def push_targets(self, view: StrategyView, job: LiveJob, key: TaskKey) -> tuple[PushTarget, ...]:
         stage = job.plan.stages[key[0]]
         reserved = {n.node_id: n for n in self.reserved_nodes(view)}
-        if not shuffle_consumers(job.plan, key[0]) or not reserved:
+        if not wide_consumers(job.plan, key[0]) or not reserved:
             return ()
         target = reserved[checkpoint_node(key, list(reserved))]
         return (

@@ -105,7 +105,8 @@ def test_bad_options_and_a_missing_input_are_refused(
     err = refused(scenario_file(plugin_dir, "{workload: 'opts:CharCount'}"), capsys)
     assert "jobs.0.input:" in err and "define generate(self, split, splits, seed)" in err
     err = refused(scenario_file(plugin_dir, "{workload: grep}"), capsys)
-    assert "jobs.0: unknown workload 'grep'; expected one of wordcount, sort, pagerank, sleep, noop" in err
+    expected = "jobs.0: unknown workload 'grep'; expected one of wordcount, sort, pagerank, mlr, sleep, noop"
+    assert expected in err
 
 
 def test_a_good_plugin_validates(plugin_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
