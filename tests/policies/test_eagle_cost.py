@@ -65,14 +65,18 @@ def snapshots(draw: st.DrawFn) -> ClusterSnapshot:
     return ClusterSnapshot(10.0, tuple(nodes), views)
 
 
-@settings(max_examples=150, deadline=None)
-@given(
+EAGLE_ROUNDS = (
     snapshots(),
-    st.integers(1, 3),
-    st.sampled_from(["fifo", "srpt"]),
-    st.booleans(),
-    st.integers(0, 3),
+    st.integers(1, 3),  # probes
+    st.sampled_from(["fifo", "srpt"]),  # queue order
+    st.booleans(),  # on-demand copies
+    st.integers(0, 3),  # seed
 )
+"""A snapshot and Eagle's knobs: what both equivalence tests draw."""
+
+
+@settings(max_examples=150, deadline=None)
+@given(*EAGLE_ROUNDS)
 def test_eagle_decisions_equal_the_reference(
     snapshot: ClusterSnapshot, probes: int, order: str, copies: bool, seed: int
 ) -> None:
@@ -109,13 +113,7 @@ def test_a_short_task_never_probes_a_node_a_long_task_took_earlier_in_the_round(
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    snapshots(),
-    st.integers(1, 3),
-    st.sampled_from(["fifo", "srpt"]),
-    st.booleans(),
-    st.integers(0, 3),
-)
+@given(*EAGLE_ROUNDS)
 def test_eagle_lazy_node_states_take_the_eager_rounds_decisions(
     snapshot: ClusterSnapshot, probes: int, order: str, copies: bool, seed: int
 ) -> None:
