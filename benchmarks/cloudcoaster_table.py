@@ -6,9 +6,11 @@ Each run directory is one ``testbed run scenarios/cloudcoaster.yaml`` (any
 seed, ``policy.autoscaler`` static or cloudcoaster, any ``r``). Runs are
 grouped by configuration (``baseline`` for the static autoscaler, ``r=R`` for
 CloudCoaster); every CloudCoaster run is compared with the baseline run of the
-same seed (same arrivals). Times are given in trace seconds (wall seconds of
+same seed (same arrivals). Times are given in trace seconds (emulated seconds of
 summary.json times the run's time_scale). ``--cdf`` draws the short-task
 queueing delay CDF per configuration, all seeds pooled (the paper's Fig. 3).
+A faithful run's tables and journal are in wall seconds and its summary.json in
+emulated seconds (wall / dilation): both are brought to trace seconds.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def load(run_dir: Path) -> dict[str, Any]:
         "config": "baseline" if static else f"r={options.get('r', 3):g}",
         "seed": summary["seed"],
         "scale": summary["time_scale"],
+        "wall_scale": summary["time_scale"] / summary.get("dilation", 1.0),
         "summary": summary,
     }
 
@@ -52,7 +55,7 @@ def delays(run: dict[str, Any]) -> list[float]:
     jobs = read_table(run["dir"] / "jobs.csv")
     tasks = read_table(run["dir"] / "tasks.csv")
     long_jobs = long_job_ids(run["dir"] / "events.jsonl")
-    return [d * run["scale"] for d in short_queue_delays(jobs, tasks, long_jobs)]
+    return [d * run["wall_scale"] for d in short_queue_delays(jobs, tasks, long_jobs)]
 
 
 def join_delays(run: dict[str, Any]) -> list[float]:
@@ -68,7 +71,7 @@ def join_delays(run: dict[str, Any]) -> list[float]:
                 launches.append(event["t"])
             elif event["event"] == "node_up" and event.get("class") == "transient":
                 ups.append((int(event["node"].rpartition("-")[2]), event["t"]))
-    return [(up - launch) * run["scale"] for launch, (_, up) in zip(launches, sorted(ups), strict=False)]
+    return [(up - launch) * run["wall_scale"] for launch, (_, up) in zip(launches, sorted(ups), strict=False)]
 
 
 def _mean(values: list[float]) -> float:

@@ -18,6 +18,8 @@ from pathlib import Path
 STRATEGY = "policy.strategy"
 RATE = "chaos.transient.lifetime"
 RATES = ("none", "low", "medium", "high")
+AS_SHIPPED = "as shipped"
+"""The rate of a sweep that does not vary it: the scenario's own."""
 
 
 def spread(rows: list[dict[str, str]], column: str, digits: int = 3) -> str:
@@ -43,8 +45,8 @@ def table(rows: list[dict[str, str]], workload: str) -> str:
     ]
     strategies = list(dict.fromkeys(r[STRATEGY] for r in rows))
     for strategy in strategies:
-        for rate in RATES:
-            mine = [r for r in rows if r[STRATEGY] == strategy and r[RATE] == rate]
+        for rate in (*RATES, AS_SHIPPED):
+            mine = [r for r in rows if r[STRATEGY] == strategy and r.get(RATE, AS_SHIPPED) == rate]
             if not mine:
                 continue
             jct, ratio = f"mean_jct_s_{workload}", f"relaunched_ratio_{workload}"

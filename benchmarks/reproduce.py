@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
+import os
 import subprocess
 import sys
 import tempfile
@@ -56,19 +57,25 @@ SWEEPS: dict[str, Sweep] = {
     ),
     "cloudcoaster": Sweep(
         ["policy.autoscaler=static,cloudcoaster"],
-        [  # 200 servers (N = 4), arrivals scaled by 200/4000, 900 s: docs/papers.md
-            "cluster.reserved.count=200",
+        [  # 1,000 servers (N = 20: the paper's 2%), arrivals scaled by 1000/4000: docs/papers.md
+            "cluster.reserved.count=1000",
             "policy.options.cloudcoaster.r=3",
-            "arrivals.synthetic.horizon_s=900",
-            "arrivals.synthetic.calm_rate_per_s=0.25",
-            "arrivals.synthetic.burst_rate_per_s=2.5",
-            "arrivals.synthetic.long_rate_per_s=0.0055",
+            "arrivals.synthetic.calm_rate_per_s=0.1425",
+            "arrivals.synthetic.burst_rate_per_s=1.425",
+            "arrivals.synthetic.long_rate_per_s=0.0395",
         ],
         metric="mean_short_queue_s",
         compare="autoscaler",
         subject="cloudcoaster",
     ),
 }
+
+
+def testbed(*arguments: str, stdout: int | None = None) -> None:
+    """``testbed ARGUMENTS`` with this tree's code (the console script runs the installed checkout's)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "testbed.cli", *arguments]
+    subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": path}, stdout=stdout)
 
 
 def load_average() -> str:
@@ -85,7 +92,6 @@ def commit() -> str:
 def sweep(name: str, full: bool, seeds: int | None, settings: list[str], out: Path) -> Path:
     spec = SWEEPS[name]
     command = [
-        "testbed",
         "sweep",
         str(PAPERS / f"{name}.yaml"),
         "--seeds",
@@ -98,10 +104,10 @@ def sweep(name: str, full: bool, seeds: int | None, settings: list[str], out: Pa
     for setting in [*([] if full else spec.reduced), *settings]:
         command += ["--set", setting]
     before = load_average()
-    subprocess.run(command, check=True)
+    testbed(*command)
     runs = cells([out])
     text = (
-        f"`{' '.join(command)}` (commit {commit()}; load average {before} before, "
+        f"`testbed {' '.join(command)}` (commit {commit()}; load average {before} before, "
         f"{load_average()} after; {conditions(runs)}; sim results do not depend on the load)\n\n"
         + table(runs, spec.metric, spec.compare, spec.subject)
     )
@@ -134,11 +140,7 @@ def rdd_recovery(out: Path, settings: list[str]) -> str:
     columns = {}
     for label, storms in (("no failure", ["--set", "chaos.storms=[]"]), ("failure at 12 s", [])):
         run = out / label.replace(" ", "-")
-        subprocess.run(
-            ["testbed", "run", scenario, "--out", str(run), *extra, *storms],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        testbed("run", scenario, "--out", str(run), *extra, *storms, stdout=subprocess.DEVNULL)
         columns[label] = iteration_times(run / "tasks.csv")
     lines = ["| iteration | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
     for index in range(max(len(times) for times in columns.values())):

@@ -139,7 +139,7 @@ def main() -> None:
         rounds = sum(
             v[3]  # cumulative seconds
             for k, v in stats.stats.items()  # type: ignore[attr-defined]
-            if k[2] == "_round" and k[0].endswith("legacy.py")
+            if k[2] == "_round" and k[0].endswith("shell.py")
         )
         print(f"the master's scheduling rounds: {rounds / wall:.0%} of the wall time (profiled)")
         stats.sort_stats("tottime").print_stats(20)

@@ -309,3 +309,43 @@ def pagerank_dag(partitions: int, iterations: int, readers: int | None = None) -
     operators.append(Operator("write", "Write ranks", partitions))
     edges.append(Edge(f"ranks-{iterations}", "write", Dependency.ONE_TO_ONE))
     return LogicalDag("pagerank", tuple(operators), tuple(edges))
+
+
+def mlr_dag(partitions: int, aggregates: int, iterations: int) -> LogicalDag:
+    """Multinomial logistic regression as in the Pado paper's Figure 3(b), iterations unrolled.
+
+    read (the training data's partitions); iteration i: gradient-i reads its partition
+    one-to-one and the previous model one-to-many (a broadcast; iteration 1 starts from
+    the zero model, created inside its tasks, so it has no model edge), =shuffle=>
+    aggregate-i (each sums a slice of every gradient) =gather=> model-i (the step, one-to-one
+    on the previous model); write the last model. The paper's Create 1st Model is the zero
+    model inside gradient-1 and model-1, not an operator of its own.
+    """
+    if iterations < 1:
+        raise DagError(f"mlr needs at least one iteration, got {iterations}")
+    operators = [Operator("read", "Read training data", partitions, source="read")]
+    edges: list[Edge] = []
+    for i in range(1, iterations + 1):
+        operators += [
+            Operator(f"gradient-{i}", f"Compute gradient, iteration {i}", partitions),
+            Operator(
+                f"aggregate-{i}",
+                f"Aggregate gradients, iteration {i}",
+                aggregates,
+                commutative_associative=True,
+            ),
+            Operator(f"model-{i}", f"Compute model {i}", 1),
+        ]
+        edges += [
+            Edge("read", f"gradient-{i}", Dependency.ONE_TO_ONE),
+            Edge(f"gradient-{i}", f"aggregate-{i}", Dependency.MANY_TO_MANY),
+            Edge(f"aggregate-{i}", f"model-{i}", Dependency.MANY_TO_ONE),
+        ]
+        if i > 1:
+            edges += [
+                Edge(f"model-{i - 1}", f"gradient-{i}", Dependency.ONE_TO_MANY),
+                Edge(f"model-{i - 1}", f"model-{i}", Dependency.ONE_TO_ONE),
+            ]
+    operators.append(Operator("write", "Write model", 1))
+    edges.append(Edge(f"model-{iterations}", "write", Dependency.ONE_TO_ONE))
+    return LogicalDag("mlr", tuple(operators), tuple(edges))

@@ -1,28 +1,29 @@
 """The run directory and its journal, written as the run goes so a crash loses nothing.
 
 ``events.jsonl`` gets one JSON object per event and each table (tasks, jobs,
-nodes, evictions) one CSV row per finished thing, each line flushed at once.
-``summary.json`` is written at the end (and rewritten by a resumed run).
-What an event and a row hold is the schema in ``testbed.journal``: every event
-is checked against it, and rows that repeat an event's facts are made from it.
+nodes, decisions, evictions) one CSV row per finished thing, each line flushed
+at once. ``summary.json`` is written at the end (and rewritten by a resumed run).
+What an event holds is the schema in ``testbed.journal``: every event is checked
+against it. The tables are made from the events alone (``testbed.journal_tables``:
+the event kinds that make a row, and how), so the writer takes only events, and
+``testbed.journal_tables.rebuild_tables`` makes the same CSVs again from ``events.jsonl``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from testbed.journal import check_event
-from testbed.journal_tables import ROWS_FROM_EVENTS, TABLES, check_row
+from testbed.journal_tables import row_of, table_writer, write_row
 
 log = logging.getLogger(__name__)
 
@@ -78,20 +79,18 @@ class Journal:
         self.write_event(self.now(), name, fields)
 
     def write_event(self, t: float, name: str, fields: dict[str, Any]) -> None:
-        """Append one event already checked (by the master's core), at run time ``t``."""
+        """Append one event already checked (by the master's core), at run time ``t``, and the
+        table row it makes (``testbed.journal_tables.ROWS_FROM_EVENTS``)."""
         record = {"t": round(t, 4), "event": name, **fields}
         line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
+        derived = row_of(record)  # before writing: a row off its table's schema is a bug and raises
         self._written(self._events, lambda: self._events.write(line))
-        derived = ROWS_FROM_EVENTS.get(name)
         if derived is not None:
-            table, make_row = derived
-            self.row(table, **make_row(record))
+            self._row(*derived)
         for listener in self.listeners:
             listener(record)
 
-    def row(self, table: str, **fields: Any) -> None:
-        """Append one row; ``JournalSchemaError`` if it is not as ``testbed.journal_tables`` declares."""
-        check_row(table, fields)
+    def _row(self, table: str, row: Mapping[str, Any]) -> None:
         entry = self._tables.get(table)
         if entry is None:
             try:
@@ -100,14 +99,13 @@ class Journal:
                 self._full(exc)
                 self.dropped += 1
                 return
-        cells = {k: _cell(v) for k, v in fields.items()}
-        self._written(entry.handle, lambda: entry.writer.writerow(cells))
+        self._written(entry.handle, lambda: write_row(entry.writer, row))
 
     def _open_table(self, table: str) -> _Table:
         path = self.run_dir / f"{table}.csv"
         fresh = not path.exists() or path.stat().st_size == 0
         handle = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115
-        writer = csv.DictWriter(handle, TABLES[table], extrasaction="ignore")
+        writer = table_writer(handle, table)
         if fresh:
             writer.writeheader()
         entry = self._tables[table] = _Table(handle, writer)
@@ -151,11 +149,3 @@ class Journal:
         self._reserve.unlink(missing_ok=True)
         if self.dropped:
             log.error("%d journal records were lost: the disk of %s was full", self.dropped, self.run_dir)
-
-
-def _cell(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, 4)
-    if value is None:
-        return ""
-    return value

@@ -111,6 +111,10 @@ class Master:
         self.signer = CommandSigner(self)
         self._kick = asyncio.Event()
         self._all_done = asyncio.Event()
+        self._crash: Exception | None = None
+        """The first error the core raised (a plugin's bug, or the core's), wherever it was
+        handling an event: a message, a timer, a round. The run ends on it (``_until_done``)."""
+        self._crashed = asyncio.Event()
         self._timers: list[tuple[float, asyncio.TimerHandle]] = []
         """The event loop's timers for the core's ``WakeAt``s, with their loop times."""
         self._work: set[asyncio.Task[Any]] = set()
@@ -174,19 +178,24 @@ class Master:
         self._handle(Begin(self.journal.t0 - old_t0))
 
     async def _until_done(self, background: list[asyncio.Task[None]]) -> None:
-        """Wait for every job to end, or the timeout. A background loop that dies (a bug in a
-        policy or in the shell) ends the run at once with its jobs failed and the error in the
-        journal, rather than leaving the run without a scheduler until its timeout."""
+        """Wait for every job to end, or the timeout. A background loop that dies, or an event
+        the core fails on (a bug in a policy, a strategy or the shell; an MQTT message's or a
+        timer's would otherwise only be logged), ends the run at once with its jobs failed and
+        the error in the journal, rather than leaving the run stuck until its timeout."""
         all_done = asyncio.ensure_future(self._all_done.wait())
+        crash = asyncio.ensure_future(self._crashed.wait())
         try:
             done, _ = await asyncio.wait(
-                [all_done, *background], timeout=self.scenario.timeout_s, return_when=asyncio.FIRST_COMPLETED
+                [all_done, crash, *background],
+                timeout=self.scenario.timeout_s,
+                return_when=asyncio.FIRST_COMPLETED,
             )
         finally:
             all_done.cancel()
-        crashed = [task for task in done if task is not all_done]
-        if crashed:
-            error = crashed[0].exception()
+            crash.cancel()
+        crashed = [task for task in done if task not in (all_done, crash)]
+        error = self._crash or (crashed[0].exception() if crashed else None)
+        if error is not None:
             log.error("the master stopped on an internal error", exc_info=error)
             trace = "".join(traceback.format_exception(error))
             self.journal.event("master_error", error=repr(error), traceback=trace)
@@ -205,7 +214,13 @@ class Master:
     # ------------------------------------------------------------------ events in, commands out
 
     def _handle(self, event: Event) -> list[cmd.Command]:
-        commands = self.core.handle(event, self.journal.now())
+        try:
+            commands = self.core.handle(event, self.journal.now())
+        except Exception as error:
+            if self._crash is None:
+                self._crash = error
+                self._crashed.set()
+            raise
         self._execute(commands)
         return commands
 
@@ -213,8 +228,6 @@ class Master:
         for command in commands:
             if isinstance(command, cmd.Journal):
                 self.journal.write_event(command.t, command.kind, command.fields)
-            elif isinstance(command, cmd.Row):
-                self.journal.row(command.table, **command.fields)
             elif isinstance(command, cmd.Send):
                 self._publish(command.node_id, command.message)
             elif isinstance(command, cmd.WantRound):

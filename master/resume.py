@@ -97,7 +97,7 @@ def _apply(found: Recovered, event: dict[str, Any]) -> None:
             found.failures[event["task"]] += 1
     elif name == "node_up":
         found.nodes_up[event["node"]] = float(event["t"])
-    elif name == "node_lost":
+    elif name in ("node_lost", "node_ended"):
         found.nodes_up.pop(event["node"], None)
 
 

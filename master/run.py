@@ -33,7 +33,7 @@ from master.rundir import check_inputs, owning, record_inputs, tidy
 from master.scale_model import class_flags, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.cgroups import control_plane
-from testbed.fidelity import emulated, is_duration_key
+from testbed.fidelity import PER_WORKLOAD_JCT, emulated, is_duration_key
 from testbed.journal_tables import JOB_TOTALS
 from testbed.mqtt import BrokerAddress
 from testbed.processes import RunTerminated
@@ -263,7 +263,7 @@ def per_workload(jobs: list[dict[str, str]]) -> dict[str, float | None]:
         jcts = [float(j["jct_s"]) for j in mine if j["status"] == "succeeded"]
         tasks = sum(int(j["tasks"] or 0) for j in mine)
         relaunched = sum(int(j["relaunched_tasks"] or 0) for j in mine)
-        numbers[f"mean_jct_s_{workload}"] = _round(statistics.fmean(jcts)) if jcts else None
+        numbers[f"{PER_WORKLOAD_JCT}{workload}"] = _round(statistics.fmean(jcts)) if jcts else None
         numbers[f"relaunched_ratio_{workload}"] = _round(relaunched / tasks) if tasks else None
     return numbers
 

@@ -1,4 +1,5 @@
-"""The public plugin API of transient-testbed: everything a scheduler, autoscaler or workload plugin needs.
+"""The public plugin API of transient-testbed: everything a scheduler, recovery strategy, autoscaler or
+workload plugin needs.
 
 A plugin imports only from this module; what is here keeps its name and meaning
 within a major ``API_VERSION`` (a new optional capability or field with a default
@@ -15,6 +16,14 @@ a plugin that subclasses the Protocol; the master never probes for anything else
 - :class:`Scheduler`: ``schedule(snapshot) -> list[Decision]``; optional
   ``needs_all_pending`` (True: every ready task is in the snapshot; False: a window of the
   first pending tasks of each job, faster for head-of-queue schedulers).
+- :class:`Strategy` (``policy.strategy``, a recovery strategy; subclass it): the queries
+  ``plan(view, job) -> Iterable[Ready]`` and ``launch(view, job, key) -> TaskLaunch``,
+  and the handlers ``on_<event>(view, event) -> list[StrategyDecision]`` (no-ops by
+  default). It reads a live, read-only :class:`StrategyView` of the core (:class:`LiveJob`,
+  :class:`LiveTask`, :class:`LiveNode`), not a snapshot; the messages its events and
+  decisions carry (:class:`BlockReceived`, :class:`PushDelivered`, :class:`TaskInputs`,
+  :class:`FlushAggregate`, :class:`PushTarget`, :class:`BlockRef`) and a job's plan
+  (:class:`JobPlan`, :class:`StagePlan`, :class:`Dependency`) are here too.
 - :class:`Autoscaler`: ``decide(snapshot, provisioning) -> list[ScaleDecision]``;
   optional ``provisioning_delay_s``, ``wake_at(snapshot, provisioning)`` and
   ``facts(snapshot)``.
@@ -25,7 +34,7 @@ a plugin that subclasses the Protocol; the master never probes for anything else
   (and in ``testbed check-output``); the master only imports it to check it and, on
   ``--backend sim``, to ask it for its :class:`SimModel`.
 
-Any plugin class may declare ``api_version = "1.2"``, the version it was written
+Any plugin class may declare ``api_version = "1.3"``, the version it was written
 against: a different major version, or a newer minor one, is refused before the run.
 
 A plugin class is built with its options as keyword arguments (``policy.options.<name>``
@@ -41,6 +50,41 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from testbed.api_strategy import (
+    AbandonPush,
+    AddReplica,
+    BlockReported,
+    CommitPush,
+    CountPushed,
+    FeedReceiver,
+    Flush,
+    JobStatus,
+    JobSubmitted,
+    LiveJob,
+    LiveNode,
+    LiveTask,
+    NodeLost,
+    NodeStatus,
+    Note,
+    PushReported,
+    Ready,
+    Reconnected,
+    Recover,
+    Reopen,
+    Reschedule,
+    SetUpReceiver,
+    Strategy,
+    StrategyDecision,
+    StrategyEvent,
+    StrategyView,
+    TaskKey,
+    TaskLaunch,
+    TaskStarted,
+    TaskStatus,
+    TaskSucceeded,
+    Tick,
+    WriteFile,
+)
 from testbed.policy import (
     Assign,
     Autoscaler,
@@ -62,11 +106,22 @@ from testbed.policy import (
     Scheduler,
     Undrain,
 )
+from testbed.protocol import (
+    BlockReceived,
+    BlockRef,
+    FlushAggregate,
+    PushDelivered,
+    PushedPart,
+    PushTarget,
+    TaskInputs,
+)
+from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
-API_VERSION = "1.2"
+API_VERSION = "1.3"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
-``Workload.iterations``/``step``."""
+``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events
+and decisions (``testbed.api_strategy``)."""
 
 
 @dataclass(frozen=True)
@@ -168,25 +223,68 @@ class Workload:
 
 __all__ = [
     "API_VERSION",
+    "AbandonPush",
+    "AddReplica",
     "Assign",
     "Autoscaler",
+    "BlockReceived",
+    "BlockRef",
+    "BlockReported",
     "ClusterSnapshot",
+    "CommitPush",
+    "CountPushed",
     "Decision",
+    "Dependency",
     "Dequeue",
     "Drain",
     "Enqueue",
+    "FeedReceiver",
+    "Flush",
+    "FlushAggregate",
+    "JobPlan",
+    "JobStatus",
+    "JobSubmitted",
     "JobView",
     "Launch",
+    "LiveJob",
+    "LiveNode",
+    "LiveTask",
     "LogDecision",
     "NodeClass",
+    "NodeLost",
+    "NodeStatus",
     "NodeView",
+    "Note",
     "PendingTask",
+    "PushDelivered",
+    "PushReported",
+    "PushTarget",
+    "PushedPart",
+    "Ready",
+    "Reconnected",
+    "Recover",
     "Release",
+    "Reopen",
+    "Reschedule",
     "Reserve",
     "RunningTask",
     "ScaleDecision",
     "Scheduler",
+    "SetUpReceiver",
     "SimModel",
+    "StagePlan",
+    "Strategy",
+    "StrategyDecision",
+    "StrategyEvent",
+    "StrategyView",
+    "TaskInputs",
+    "TaskKey",
+    "TaskLaunch",
+    "TaskStarted",
+    "TaskStatus",
+    "TaskSucceeded",
+    "Tick",
     "Undrain",
     "Workload",
+    "WriteFile",
 ]

@@ -80,11 +80,17 @@ def auto_dilation(peak_cores: float, host: float, control_plane: float) -> float
 
 
 RATE_SUFFIXES = ("_mb_s", "bytes_s", "_per_s", "_mbps")
+PER_WORKLOAD_JCT = "mean_jct_s_"
+"""The summary's mean JCT of one workload is ``mean_jct_s_<workload>``: a time, though its
+name does not end in ``_s``."""
 
 
 def is_duration_key(key: str) -> bool:
-    """Whether a recorded field is a time in seconds (``t``, ``jct_s``, ...), not a rate."""
-    return key in ("t", "seconds") or (key.endswith("_s") and not key.endswith(RATE_SUFFIXES))
+    """Whether a recorded field is a time in seconds (``t``, ``jct_s``, ``mean_jct_s_sort``,
+    ...), not a rate."""
+    if key in ("t", "seconds") or key.startswith(PER_WORKLOAD_JCT):
+        return True
+    return key.endswith("_s") and not key.endswith(RATE_SUFFIXES)
 
 
 def emulated(record: dict[str, Any], dilation: float) -> dict[str, Any]:

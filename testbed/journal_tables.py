@@ -1,16 +1,23 @@
-"""The run journal's CSV tables: each row's columns and their types, and the rows made from events.
+"""The run journal's CSV tables: each row's columns and their types, and how rows are made from events.
 
-Part of the journal's schema (``testbed.journal`` declares the events): the
-master's writer takes each table's columns from ``TABLES``, checks every row
-against them (``check_row``: a column not declared here, or a value of the
-wrong type, is a bug and raises) and, for an event kind in ``ROWS_FROM_EVENTS``,
-writes the row made from the event.
+Part of the journal's schema (``testbed.journal`` declares the events). The tables
+are a function of the events: every row of every table is made from one event
+(``ROWS_FROM_EVENTS``: ``task_finished`` makes a row of tasks.csv, ``job_finished``
+of jobs.csv, ``node_start_failed``/``node_lost``/``node_ended`` of nodes.csv,
+``decision`` of decisions.csv, ``eviction`` of evictions.csv), checked against
+its table's columns (``check_row``: a column not declared here, or a value of the
+wrong type, is a bug and raises). The master's writer (``master.journal``) adds
+each event's row as it writes the event; ``rebuild_tables`` makes the same CSVs,
+byte for byte, from ``events.jsonl`` alone.
 """
 
+import csv
+import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict, get_type_hints
+from pathlib import Path
+from typing import Any, TextIO, TypedDict, cast, get_type_hints
 
-from testbed.journal import JournalSchemaError, runtime_types
+from testbed.journal import JournalSchemaError, read_events, runtime_types
 
 
 class TaskRow(TypedDict, total=False):
@@ -150,6 +157,90 @@ JOB_TOTALS = (
     "bytes_from_cache",
 )
 """Per-job counters (``jobs.csv`` columns) that summary.json also totals over the run."""
+JOB_COUNTERS = ("error_relaunches", *JOB_TOTALS, "map_phase_s", "reduce_phase_s")
+"""The ``jobs.csv`` columns ``job_finished`` carries as they are."""
+
+
+TASK_METRICS = (
+    "bytes_in",
+    "bytes_out",
+    "spill_bytes",
+    "spills",
+    "merge_passes",
+    "peak_buffered_bytes",
+    "peak_rss_bytes",
+    "cache_hits",
+    "cache_misses",
+    "cache_bytes_read",
+    "compute_s",
+    "cpu_s",
+)
+"""A task's metrics (``testbed.protocol.TaskMetrics``) that ``task_finished`` and tasks.csv keep."""
+
+
+# --------------------------------------------------------------------- rows from events
+
+
+def _task_row(event: Mapping[str, Any]) -> TaskRow:
+    row: dict[str, Any] = {
+        "task_id": event["task"],
+        "job_id": event["job"],
+        "stage": event["stage"],
+        "index": event.get("index"),
+        "attempt": event["attempt"],
+        "node_id": event["node"],
+        "node_class": event.get("class"),
+        "memory_mb": event.get("memory_mb"),
+        "elastic": event.get("elastic"),
+        "ideal_memory_mb": event.get("ideal_memory_mb"),
+        "predicted_s": event.get("predicted_s"),
+        "start_s": event.get("start_s"),
+        "end_s": event.get("end_s", event["t"]),
+        "status": event["status"],
+        "failure": event["failure"],
+    }
+    row.update((name, event[name]) for name in TASK_METRICS if name in event)
+    return cast(TaskRow, row)
+
+
+def _job_row(event: Mapping[str, Any]) -> JobRow:
+    row: dict[str, Any] = {
+        name: event.get(name)
+        for name in ("name", "workload", "submit_s", "start_s", "tasks", "relaunched_tasks", *JOB_COUNTERS)
+    }
+    row.update(job_id=event["job"], jct_s=event["jct_s"], status=event["status"], error=event["error"])
+    if "submit_s" in event:  # a job that had a plan (one that never had has no times)
+        row["finish_s"] = event["t"]
+        if event["start_s"] is not None:
+            row["queue_s"] = event["start_s"] - event["submit_s"]
+        row["relaunched_ratio"] = event["relaunched_tasks"] / event["tasks"]
+    return cast(JobRow, row)
+
+
+def _node_row(event: Mapping[str, Any]) -> NodeRow:
+    row = {
+        "node_id": event["node"],
+        "node_class": event.get("class"),
+        "launched_s": event.get("launched_s"),
+        "ended_s": event.get("ended_s", event["t"]),
+        "end_reason": event.get("reason", "start_failed"),
+        "price_per_hour": event.get("price_per_hour"),
+    }
+    return cast(NodeRow, row)
+
+
+def _decision_row(event: Mapping[str, Any]) -> DecisionRow:
+    detail = event["detail"]
+    row: dict[str, Any] = {
+        "t_s": event["t"],
+        "job_id": event["job"],
+        "task_id": event["task"],
+        "decision": event["decision"],
+        "node_id": event["node"],
+        **columns("decisions", detail),
+        "detail": json.dumps(detail, separators=(",", ":")),
+    }
+    return cast(DecisionRow, row)
 
 
 def _eviction_row(event: Mapping[str, Any]) -> EvictionRow:
@@ -165,6 +256,71 @@ def _eviction_row(event: Mapping[str, Any]) -> EvictionRow:
 
 
 ROWS_FROM_EVENTS: dict[str, tuple[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]]] = {
+    "task_finished": ("tasks", _task_row),
+    "job_finished": ("jobs", _job_row),
+    "node_start_failed": ("nodes", _node_row),
+    "node_lost": ("nodes", _node_row),
+    "node_ended": ("nodes", _node_row),
+    "decision": ("decisions", _decision_row),
     "eviction": ("evictions", _eviction_row),
 }
-"""Event kinds whose every event is also a table row, and how the row is made from it."""
+"""Each event kind that makes a table row, its table, and how the row is made from the event
+(as ``events.jsonl`` records it: ``t`` rounded, values as JSON gives them back). Every row of
+every table is made so: the tables are a function of the events."""
+
+
+def row_of(event: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """``(table, row)`` of an event that makes a row, checked against the table's columns."""
+    derived = ROWS_FROM_EVENTS.get(event["event"])
+    if derived is None:
+        return None
+    table, make_row = derived
+    row = make_row(event)
+    check_row(table, row)
+    return table, row
+
+
+# --------------------------------------------------------------------- CSV files
+
+
+def cell(value: Any) -> Any:
+    """A value as its CSV cell holds it: floats to 4 decimals, None empty."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if value is None:
+        return ""
+    return value
+
+
+def table_writer(handle: TextIO, table: str) -> Any:
+    """The CSV writer of ``<table>.csv`` (its columns in order; the caller writes the header
+    into a fresh file)."""
+    return csv.DictWriter(handle, TABLES[table], extrasaction="ignore")
+
+
+def write_row(writer: Any, row: Mapping[str, Any]) -> None:
+    writer.writerow({name: cell(value) for name, value in row.items()})
+
+
+def rebuild_tables(events_path: Path, out_dir: Path) -> dict[str, int]:
+    """Write every table a run's ``events.jsonl`` makes into ``out_dir`` (the CSVs the run
+    wrote as it went, byte for byte); returns the rows of each table written. A table no event
+    makes is not written (as in the run)."""
+    handles: dict[str, tuple[TextIO, Any]] = {}
+    counts: dict[str, int] = {}
+    try:
+        for event in read_events(events_path).events:
+            derived = row_of(event)
+            if derived is None:
+                continue
+            table, row = derived
+            if table not in handles:
+                handle = open(out_dir / f"{table}.csv", "w", newline="", encoding="utf-8")  # noqa: SIM115
+                handles[table] = handle, table_writer(handle, table)
+                handles[table][1].writeheader()
+            write_row(handles[table][1], row)
+            counts[table] = counts.get(table, 0) + 1
+    finally:
+        for handle, _ in handles.values():
+            handle.close()
+    return counts

@@ -52,7 +52,7 @@ SIGNATURES = {
 }
 """The arguments the testbed passes to each plugin method (positionally)."""
 STRATEGY_SIGNATURES = {"plan": ("view", "job"), "launch": ("view", "job", "key")}
-"""A strategy's queries (``master.core.strategy.Strategy``; not checked on other kinds' methods)."""
+"""A strategy's queries (``testbed.api.Strategy``; not checked on other kinds' methods)."""
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,7 @@ class TaskUpdate(Message):
     task_id: str
     attempt: int
     state: Literal["running", "succeeded", "failed"]
-    metrics: TaskMetrics = TaskMetrics()
+    metrics: TaskMetrics = Field(default_factory=TaskMetrics)
     partition_bytes: tuple[Annotated[int, Field(ge=0)], ...] = ()
     result: dict[str, Any] = Field(default_factory=dict)
     failure: Literal["error", "data", "fetch", "enospc", "oom", "killed", "cancelled"] | None = None

@@ -46,6 +46,7 @@ from testbed.scenario_jobs import (  # noqa: F401 - the job models are re-export
     WORKLOADS,
     JobBase,
     JobSpec,
+    MlrJob,
     NoopJob,
     PagerankJob,
     PluginJob,

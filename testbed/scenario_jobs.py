@@ -110,6 +110,26 @@ class PagerankJob(JobBase):
         return value
 
 
+class MlrJob(JobBase):
+    """Multinomial logistic regression by gradient descent (the Pado paper's MLR): ``maps``
+    partitions of generated training data, ``reduces`` aggregate tasks (slices of the gradient)."""
+
+    workload: Literal["mlr"]
+    points: int = Field(default=20_000, ge=1, le=1_000_000_000, description="training samples")
+    features: int = Field(default=100, ge=1, le=1_000_000)
+    classes: int = Field(default=10, ge=2, le=100_000)
+    iterations: int = Field(default=5, ge=1, le=1000)
+    learning_rate: float = Field(default=0.5, gt=0)
+    regularization: float = Field(default=0.0, ge=0, description="L2 penalty")
+
+    @field_validator("input")
+    @classmethod
+    def _generated_only(cls, value: str | None) -> str | None:
+        if value is not None:
+            raise ValueError("mlr generates its training data (points, features, classes): it reads no input")
+        return value
+
+
 class SleepJob(JobBase):
     """Synthetic tasks that run for a given duration (CloudCoaster/Eagle traces).
 
@@ -166,7 +186,7 @@ class NoopJob(JobBase):
     tasks: int = Field(default=100, ge=1, le=MAX_TASKS_PER_JOB)
 
 
-WORKLOADS = ("wordcount", "sort", "pagerank", "sleep", "noop")
+WORKLOADS = ("wordcount", "sort", "pagerank", "mlr", "sleep", "noop")
 PLUGIN_TAG = "plugin"
 WORKLOAD_GROUP = "transient_testbed.workloads"
 
@@ -206,6 +226,7 @@ JobSpec = Annotated[
     Annotated[WordcountJob, Tag("wordcount")]
     | Annotated[SortJob, Tag("sort")]
     | Annotated[PagerankJob, Tag("pagerank")]
+    | Annotated[MlrJob, Tag("mlr")]
     | Annotated[SleepJob, Tag("sleep")]
     | Annotated[NoopJob, Tag("noop")]
     | Annotated[PluginJob, Tag(PLUGIN_TAG)],

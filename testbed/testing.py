@@ -20,6 +20,14 @@ its buffers spill, and is checked against its reference::
 
 and ``measure_sim_model`` times its real tasks into the ``SimModel`` the simulator needs.
 
+A recovery strategy runs on the master's real core without agents (``StrategyBench``,
+``testbed.testing_strategy``): a test starts, ends and loses things by hand and asks it::
+
+    bench = StrategyBench(MyStrategy(), {"jobs": [{"workload": "wordcount", "maps": 4, "reduces": 2}]})
+    bench.round()
+    bench.lose("transient-0")
+    assert all(ready.classes == {"reserved"} for ready in bench.plan())
+
 This module runs the master in-process, so it is, like the CLI, one of the few parts of
 ``testbed`` allowed to import ``master`` (``pyproject.toml``'s import contracts).
 """
@@ -43,6 +51,18 @@ from testbed.policy import (
     Scheduler,
 )
 from testbed.scenario import load_scenario, parse_scenario
+from testbed.testing_strategy import StrategyBench
+
+__all__ = [
+    "StrategyBench",
+    "check_workload",
+    "job",
+    "measure_sim_model",
+    "node",
+    "placements",
+    "run",
+    "snapshot",
+]
 
 
 def node(

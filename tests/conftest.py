@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import settings
 
 from testbed.broker import free_port
+from testbed.journal_tables import rebuild_tables
 from testbed.scenario import Scenario, parse_scenario
 
 if TYPE_CHECKING:
@@ -97,6 +99,17 @@ def process_alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return False
+
+
+def assert_tables_from_events(run_dir: Path) -> None:
+    """The CSVs the run wrote are those its ``events.jsonl`` makes, byte for byte."""
+    with tempfile.TemporaryDirectory() as elsewhere:
+        rebuilt = Path(elsewhere)
+        counts = rebuild_tables(run_dir / "events.jsonl", rebuilt)
+        written = sorted(p.name for p in run_dir.glob("*.csv"))
+        assert sorted(f"{table}.csv" for table in counts) == written
+        for name in written:
+            assert (rebuilt / name).read_bytes() == (run_dir / name).read_bytes(), name
 
 
 @pytest.fixture

@@ -106,12 +106,14 @@ def test_a_row_off_its_schema_is_refused(table: str, fields: dict, complaint: st
         check_row(table, fields)
 
 
-def test_the_writer_refuses_a_row_off_its_schema(tmp_path: Path) -> None:
+def test_the_writer_refuses_an_event_whose_row_is_off_its_tables_schema(tmp_path: Path) -> None:
     journal = Journal(tmp_path)
-    with pytest.raises(JournalSchemaError, match="no column 'end'"):
-        journal.row("nodes", **NODE_ROW, end="evicted")
+    decision = {"job": "j000", "task": "j000.s0.t0", "decision": "regular", "node": None}
+    with pytest.raises(JournalSchemaError, match="memory_mb='a lot' is not of type"):
+        journal.event("decision", **decision, detail={"memory_mb": "a lot"})
     journal.close()
-    assert not (tmp_path / "nodes.csv").exists()  # nothing half-written
+    assert (tmp_path / "events.jsonl").read_text() == ""  # nothing half-written
+    assert not (tmp_path / "decisions.csv").exists()
 
 
 def test_a_tasks_metrics_and_a_decisions_detail_keep_their_columns() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,21 @@ async def test_evict_kills_the_group_and_wipes_the_disk(tmp_path: Path) -> None:
     assert not process_alive(pid)
     assert not (tmp_path / "nodes/transient-0").exists()
     assert not provider.owns("transient-0")
+
+
+async def test_evict_kills_as_it_is_called_not_a_loop_turn_later(tmp_path: Path) -> None:
+    """The master's ``KillNode`` follows the eviction's journal entry in the same step: the
+    SIGKILL must not wait for the event loop (it did, once: docs/benchmarks.md)."""
+    provider = LocalProvider("run-a", tmp_path / "nodes")
+    await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
+    pid = provider.pid("transient-0")
+    cleanup = provider.evict("transient-0")
+    deadline = time.monotonic() + 10
+    while process_alive(pid) and time.monotonic() < deadline:  # no await: the loop never runs
+        time.sleep(0.001)
+    assert not process_alive(pid)
+    await cleanup
+    assert not (tmp_path / "nodes/transient-0").exists() and not provider.owns("transient-0")
 
 
 async def test_two_concurrent_evictions_of_a_node_both_end_cleanly(tmp_path: Path) -> None:

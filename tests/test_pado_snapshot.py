@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from master.core.strategy import Tick
+from testbed.api import Tick
 from tests.agents_stand_in import StandInAgents
 from tests.conftest import make_scenario, offline_master, shell_act
 

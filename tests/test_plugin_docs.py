@@ -33,7 +33,9 @@ def doc_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for module in (
         "random_placement",
         "backlog_autoscaler",
+        "evicted_to_reserved",
         "test_my_policies",
+        "test_my_strategy",
         "inverted_index",
         "test_inverted_index",
     ):
@@ -44,7 +46,10 @@ def test_the_doc_ships_a_scheduler_an_autoscaler_a_workload_their_tests_and_scen
     assert set(doc_files()) == {
         "random_placement.py",
         "backlog_autoscaler.py",
+        "evicted_to_reserved.py",
+        "evicted.yaml",
         "test_my_policies.py",
+        "test_my_strategy.py",
         "random.yaml",
         "inverted_index.py",
         "index.yaml",
@@ -61,6 +66,10 @@ def test_the_docs_own_tests_pass(doc_dir: Path) -> None:
         getattr(tests, name)()
 
 
+def test_the_docs_strategy_test_passes(doc_dir: Path) -> None:
+    importlib.import_module("test_my_strategy").test_what_an_eviction_sets_back_runs_on_reserved_nodes()
+
+
 def test_the_docs_scheduler_is_about_30_lines() -> None:
     code = [line for line in doc_files()["random_placement.py"].splitlines() if line.strip()]
     assert len(code) <= 32
@@ -70,7 +79,8 @@ def test_the_docs_workload_test_passes(doc_dir: Path) -> None:
     importlib.import_module("test_inverted_index").test_inverted_index_matches_its_reference(doc_dir / "work")
 
 
-def test_the_docs_workload_scenario_validates(doc_dir: Path) -> None:
+@pytest.mark.parametrize("scenario", ["index.yaml", "evicted.yaml"])
+def test_the_docs_scenarios_validate(doc_dir: Path, scenario: str) -> None:
     from testbed.cli import main
 
-    assert main(["validate", str(doc_dir / "index.yaml")]) == 0
+    assert main(["validate", str(doc_dir / scenario)]) == 0

@@ -89,6 +89,12 @@ def test_emulated_times_divide_durations_but_not_rates_or_counts() -> None:
     assert emulated(record, 1.0) == record
 
 
+def test_a_workloads_mean_jct_is_a_time_and_its_relaunched_ratio_is_not() -> None:
+    # sweep.csv's per-workload JCTs were wall seconds beside an emulated mean_jct_s
+    record = {"mean_jct_s_pagerank": 32.4, "relaunched_ratio_pagerank": 0.5}
+    assert emulated(record, 6.0) == {"mean_jct_s_pagerank": 5.4, "relaunched_ratio_pagerank": 0.5}
+
+
 def test_a_dilated_task_model_predicts_a_slower_task_that_spills_the_same() -> None:
     from master.policies.task_model import TaskModel
 

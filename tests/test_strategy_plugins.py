@@ -17,9 +17,10 @@ from master.strategies import make_strategy
 from testbed.scenario import load_scenario
 from testbed.testing import run
 from tests.conftest import assert_validate_refuses, plugin_module
+from tests.test_plugin_docs import write_doc_files
 
 PLUGIN = '''
-from master.core.strategy import Note, Ready, Strategy
+from testbed.api import Note, Ready, Strategy
 
 
 class OnReserved(Strategy):
@@ -35,6 +36,13 @@ class OnReserved(Strategy):
         job = view.jobs[event.job_id]
         task = job.task_id(event.key)
         return [Note("push_failed", {"job": job.job_id, "task": task, "error": self.reason})]
+
+
+class Raises(OnReserved):
+    """Raises on its first success: a bug in a plugin."""
+
+    def on_task_succeeded(self, view, event):
+        raise RuntimeError("a bug in the plugin")
 
 
 class NotAStrategy:
@@ -115,8 +123,25 @@ def test_a_strategy_plugin_runs_on_the_simulator(plugin_dir: tuple[Path, str], t
     assert summary["plugins"]["strategy"]["import_path"] == f"{module}:OnReserved"
 
 
+def test_a_strategy_that_raises_ends_its_simulated_run_cleanly(
+    plugin_dir: tuple[Path, str], tmp_path: Path
+) -> None:
+    # the run ends at once (it raised out of run_sim before): its job failed, the plugin's
+    # traceback in the journal, summary.json written, as a real run ends
+    directory, module = plugin_dir
+    path = scenario(directory, f'{{strategy: "{module}:Raises"}}')
+    result = asyncio.run(run(path, tmp_path / "run", backend="sim"))
+    assert not result.ok
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    (error,) = [e for e in events if e["event"] == "master_error"]
+    assert "a bug in the plugin" in error["error"] and "on_task_succeeded" in error["traceback"]
+    assert [e["status"] for e in events if e["event"] == "job_finished"] == ["failed"]
+    assert events[-1]["event"] == "run_finished" and events[-1]["status"] == "failed"
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["failed"] == 1
+
+
 BAD = [
-    ("{strategy: '{module}:NotAStrategy'}", "is no strategy: subclass master.core.strategy.Strategy"),
+    ("{strategy: '{module}:NotAStrategy'}", "is no strategy: subclass testbed.api.Strategy"),
     ("{strategy: '{module}:NoLaunch'}", "is no strategy: it lacks the method launch()"),
     ("{strategy: nope}", "'nope' is neither a built-in strategy (spark, spark-checkpoint, pado)"),
     ("{strategy: 'no_such_module_xyz:S'}", "policy.strategy: cannot import 'no_such_module_xyz'"),
@@ -130,3 +155,22 @@ def test_a_bad_strategy_plugin_is_one_line_and_exit_2(
     directory, module = plugin_dir
     path = scenario(directory, policy.replace("{module}", module))
     assert_validate_refuses(path, "policy.strategy", expected.replace("{module}", module), capsys)
+
+
+def reruns(events: list[dict]) -> list[tuple[str, str]]:
+    """(task, node class) of every attempt after a task's first."""
+    return [(e["task"], e["class"]) for e in events if e["event"] == "task_started" and e["attempt"] > 0]
+
+
+def test_the_docs_strategy_sends_interrupted_tasks_to_reserved_nodes_on_the_simulator(
+    tmp_path: Path, isolated_path: None
+) -> None:
+    write_doc_files(tmp_path)
+    asyncio.run(run(tmp_path / "evicted.yaml", tmp_path / "run", backend="sim"))
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    assert [e["status"] for e in events if e["event"] == "job_finished"] == ["succeeded"]
+    assert [e for e in events if e["event"] == "node_lost"]
+    again = reruns(events)
+    assert again and {cls for _, cls in again} == {"reserved"}, again
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["plugins"]["strategy"]["import_path"] == "evicted_to_reserved:EvictedToReserved"

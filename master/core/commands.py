@@ -25,19 +25,11 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class Journal:
-    """Append one journal event (``testbed.journal`` checked it already) at run time ``t``."""
+    """Append one journal event (``testbed.journal`` checked it already) at run time ``t``; the
+    writer adds the table row it makes, if any (``testbed.journal_tables.ROWS_FROM_EVENTS``)."""
 
     t: float
     kind: str
-    fields: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """Append one row to a journal table (``testbed.journal_tables.TABLES``)."""
-
-    t: float
-    table: str
     fields: dict[str, Any] = field(default_factory=dict)
 
 
@@ -147,7 +139,6 @@ class Evicted:
 Command = (
     Send
     | Journal
-    | Row
     | StartNode
     | NameNode
     | KillNode

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from master.core.lifecycle import JOB, TASK, JobStatus, TaskStatus
+from master.core.lifecycle import JOB, TASK
+from testbed.api_strategy import JobStatus, TaskKey, TaskStatus
 from testbed.protocol import BlockRef, TaskMetrics
 from testbed.workloads.plan import Dependency, JobPlan
 
-TaskKey = tuple[int, int]
 MAX_FAILURES = 6
 
 
@@ -55,7 +55,7 @@ class TaskRecord:
     disk_mb_s: float = 0.0
     """Disk bandwidth the scheduler charged the running attempt to its node (elastic tasks)."""
     pushes: bool = False
-    """The running attempt's output is pushed: it counts once committed (the strategy's ``Launch``)."""
+    """The running attempt's output is pushed: it counts once committed (the strategy's ``TaskLaunch``)."""
     excluded_nodes: frozenset[str] = frozenset()
     """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there
     (replaced, never changed in place: the empty one is shared by every record)."""
@@ -249,15 +249,16 @@ class JobRuntime:
     def ready(self, streamed: frozenset[int] = frozenset()) -> Iterator[TaskKey]:
         """Pending tasks whose every input is available, in stage then index order (lazily,
         so a caller that needs only the head of the queue stops early). Visits pending
-        tasks only, and none of a stage waiting for a whole stage's outputs. A shuffle from a
-        ``streamed`` stage does not wait: its outputs reach the task while it runs."""
+        tasks only, and none of a stage waiting for a whole stage's outputs (a shuffle's or a
+        broadcast's). A shuffle from a ``streamed`` stage does not wait: its outputs reach the
+        task while it runs."""
         stages, progress = self.plan.stages, self.progress
         for s, stage in enumerate(stages):
             if not progress.pending[s]:
                 continue
             if any(
                 d.kind != "narrow"
-                and d.stage not in streamed
+                and not (d.kind == "shuffle" and d.stage in streamed)
                 and progress.available[d.stage] < stages[d.stage].tasks
                 for d in stage.deps
             ):
@@ -275,14 +276,14 @@ class JobRuntime:
 
     def dep_refs(self, key: TaskKey, dep: Dependency) -> tuple[BlockRef, ...]:
         """The blocks task ``key`` reads through one dependency: the producer's copy
-        first, then any replica (a checkpoint)."""
+        first, then any replica (a checkpoint). Narrow: its parent's whole output; shuffle:
+        its own partition of every parent's; broadcast: every parent's whole output."""
         index = key[1]
         if dep.kind == "narrow":
             parents = [self.tasks[(dep.stage, index)]]
-            partition = 0
         else:
             parents = [self.tasks[(dep.stage, i)] for i in range(self.plan.stages[dep.stage].tasks)]
-            partition = index
+        partition = index if dep.kind == "shuffle" else 0
         return tuple(
             BlockRef(block=p.block, partition=partition, locations=p.locations)  # type: ignore[arg-type]
             for p in parents

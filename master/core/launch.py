@@ -100,8 +100,7 @@ class Launcher:
             return
         log.warning("node %s did not come up: the run goes on without it (%s)", node.node_id, error)
         node.status = "lost"
-        self.core.journal.event("node_start_failed", node=node.node_id, **{"class": node.node_class})
-        self.records.node_row(node, self.core.journal.now(), "start_failed")
+        self.records.node_ended(node, "node_start_failed")
         self._next()
 
     def launch(self, node_class: str) -> NodeRecord:

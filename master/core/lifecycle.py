@@ -6,7 +6,8 @@ raises ``IllegalTransition`` at once, rather than leaving a task or node in a
 state nothing else expects. The state-holding records (``TaskRecord`` and
 ``JobRuntime`` in ``master.core.jobs``, ``NodeRecord`` in ``master.core.nodes``) check
 every assignment of their status against their table (``Lifecycle.check``),
-and the code that changes a status names the event (``Lifecycle.next``).
+and the code that changes a status names the event (``Lifecycle.next``). The statuses
+are the plugin API's (``testbed.api``), which strategies read.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
+
+from testbed.api_strategy import JobStatus, NodeStatus, TaskStatus
 
 S = TypeVar("S", bound=str)
 E = TypeVar("E", bound=str)
@@ -55,8 +58,6 @@ class Lifecycle(Generic[S, E]):
         return frozenset(state for state, events in self.table.items() if not events)
 
 
-TaskStatus = Literal["pending", "running", "pushing", "done"]
-"""``pushing``: computed, its output being pushed to reserved executors (Pado), not yet committed."""
 TaskEvent = Literal[
     "launch",
     "succeed",
@@ -95,7 +96,6 @@ TASK: Lifecycle[TaskStatus, TaskEvent] = Lifecycle(
     },
 )
 
-NodeStatus = Literal["launching", "up", "draining", "lost", "gone"]
 NodeEvent = Literal["joined", "drain", "undrain", "lost", "released", "run_ended"]
 
 NODE: Lifecycle[NodeStatus, NodeEvent] = Lifecycle(
@@ -109,7 +109,6 @@ NODE: Lifecycle[NodeStatus, NodeEvent] = Lifecycle(
     },
 )
 
-JobStatus = Literal["waiting", "running", "succeeded", "failed"]
 JobEvent = Literal["start", "succeed", "fail"]
 
 JOB: Lifecycle[JobStatus, JobEvent] = Lifecycle(

@@ -57,11 +57,11 @@ from master.core.resume import Recovered, restore_job, resumed_arrivals, resumin
 from master.core.rounds import Pending, SchedulingRound
 from master.core.scaling import Scaling
 from master.core.senders import SenderCheck
-from master.core.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
 from master.policies import make_scheduler, stage_memory
 from master.policies.base import Autoscaler, ClusterSnapshot, RunningTask, Scheduler
+from testbed.api_strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from testbed.arrivals import is_long
 from testbed.protocol import (
     MAX_BACKOFF_S,
@@ -456,7 +456,6 @@ class MasterCore:
             "tasks_running": tasks_running,
             "bytes_lost": bytes_lost,
         }
-        # evictions.csv gets its row from this event (testbed.journal_tables.ROWS_FROM_EVENTS)
         self.journal.event("eviction", node=node.node_id, **{"class": node.node_class}, **facts)
         if node.status == "launching":  # it never connected: no Last Will or heartbeat will tell
             self.node_lost(node, "evicted_while_launching")
@@ -469,18 +468,17 @@ class MasterCore:
         node.status = NODE.next(node.status, "released" if reason == "released" else "lost")
         now = self.journal.now()
         detect_s = now - node.evicted_at if node.evicted_at is not None else None
-        self.journal.event(
-            "node_lost", node=node.node_id, **{"class": node.node_class}, reason=reason, detect_s=detect_s
-        )
         # An evicted node ended when it was killed, not when its loss was heard: its replacement
         # may already be launching, and the record never shows more nodes than were alive.
-        self.records.node_row(node, node.evicted_at if node.evicted_at is not None else now, reason)
+        ended_s = node.evicted_at if node.evicted_at is not None else now
+        self.records.node_ended(node, "node_lost", reason=reason, detect_s=detect_s, ended_s=ended_s)
         interrupted = {}
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
                 interrupted[job.job_id] = tuple(job.node_lost(node.node_id, node.url))
                 for key in interrupted[job.job_id]:
-                    self.records.task_row(job, key, node, "lost", "node_lost", now)
+                    cause = f"its node {node.node_id} was lost ({reason})"
+                    self.records.task_finished(job, key, node, "lost", "node_lost", cause=cause)
         self.recovery.react(NodeLost(node.node_id, node.node_class, interrupted))
         node.running.clear()
         node.launches.clear()
@@ -492,12 +490,11 @@ class MasterCore:
         self.kick()
 
     def end_nodes(self) -> None:
-        """The run ends: every node alive ends with it (``run_end`` in nodes.csv)."""
-        now = self.journal.now()
+        """The run ends: every node alive ends with it (``node_ended``: ``run_end`` in nodes.csv)."""
         for node in self.nodes.values():
             if node.alive:
                 node.status = NODE.next(node.status, "run_ended")
-                self.records.node_row(node, now, "run_end")
+                self.records.node_ended(node, "node_ended", reason="run_end")
 
     # ------------------------------------------------------------------ broker outages
 

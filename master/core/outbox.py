@@ -1,17 +1,18 @@
 """The core's outbox and its journal: what a handler decides, buffered as commands.
 
-``CoreJournal`` has the ``event``/``row``/``now`` API of the journal file
+``CoreJournal`` has the ``event``/``now`` API of the journal file
 (``master.journal.Journal``), so the strategies and the run's records write to it
-unchanged; each call becomes a ``Journal``/``Row`` command stamped with the core's
-time. Events are checked against ``testbed.journal``'s schema here, so a bad event
-fails in the core, in a simulation as in a real run.
+unchanged; each call becomes a ``Journal`` command stamped with the core's time.
+Events are checked against ``testbed.journal``'s schema here, so a bad event fails
+in the core, in a simulation as in a real run. The core journals events only: the
+journal's tables are made from them by its writer (``testbed.journal_tables``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from master.core.commands import Command, Journal, Row, WantRound
+from master.core.commands import Command, Journal, WantRound
 from testbed.journal import check_event
 
 
@@ -50,6 +51,3 @@ class CoreJournal:
     def event(self, name: str, /, **fields: Any) -> None:
         check_event(name, fields)
         self.outbox.put(Journal(self.outbox.now, name, fields))
-
-    def row(self, table: str, **fields: Any) -> None:
-        self.outbox.put(Row(self.outbox.now, table, fields))

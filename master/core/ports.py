@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
-from master.core.strategy import Launch, Ready, StrategyEvent
 from master.core.timers import TimerHeap
 from master.policies.base import ClusterSnapshot, RunningTask
+from testbed.api_strategy import Ready, StrategyEvent, TaskLaunch
 from testbed.protocol import Message, TaskUpdate
 from testbed.scenario import Scenario
 
@@ -27,8 +27,6 @@ class JournalPort(Protocol):
     def now(self) -> float: ...
 
     def event(self, name: str, /, **fields: Any) -> None: ...
-
-    def row(self, table: str, **fields: Any) -> None: ...
 
 
 class ClusterPort(Protocol):
@@ -59,7 +57,7 @@ class RecoveryPort(Protocol):
 
     def plan(self, job: JobRuntime) -> Iterable[Ready]: ...
 
-    def launch(self, job: JobRuntime, key: TaskKey) -> Launch: ...
+    def launch(self, job: JobRuntime, key: TaskKey) -> TaskLaunch: ...
 
     def react(self, event: StrategyEvent) -> None: ...
 
@@ -76,18 +74,18 @@ class JobEnding(Protocol):
     def fail_unfinished(self, reason: str) -> None:
         """Fail every job not finished yet (and those not submitted yet): the run ends."""
 
-    def task_row(
+    def task_finished(
         self,
         job: JobRuntime,
         key: TaskKey,
         node: NodeRecord,
         status: str,
         failure: str,
-        now: float,
         update: TaskUpdate | None = None,
+        cause: str | None = None,
     ) -> None: ...
 
-    def node_row(self, node: NodeRecord, now: float, reason: str) -> None: ...
+    def node_ended(self, node: NodeRecord, kind: str, **fields: Any) -> None: ...
 
 
 class RecordsPort(ClusterPort, Protocol):

@@ -1,6 +1,6 @@
-"""The run's records: jobs finishing, the run ending, and the journal's job, task and node rows.
+"""The run's records: jobs finishing, the run ending, and the journal's job, task and node ends.
 
-A job ends here (its ``job_finished`` event and ``jobs.csv`` row, its running
+A job ends here (its ``job_finished`` event, which makes its ``jobs.csv`` row, its running
 tasks cancelled if it failed); the run is done once every expected job has
 ended, including the ones that never had a plan (not submitted before the
 timeout, or not plannable): then the core says ``RunOver``. It reaches the core
@@ -15,7 +15,7 @@ from typing import Any
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import RecordsPort
-from testbed.journal_tables import columns
+from testbed.journal_tables import TASK_METRICS
 from testbed.protocol import CancelTask, TaskUpdate
 
 
@@ -42,22 +42,17 @@ class RunRecords:
         jct = job.finished - job.submitted
         map_phase_s, reduce_phase_s = job.phase_durations()
         self.master.journal.event(
-            "job_finished", job=job.job_id, status=job.status, jct_s=round(jct, 4), error=job.error
-        )
-        self.master.journal.row(
-            "jobs",
-            job_id=job.job_id,
+            "job_finished",
+            job=job.job_id,
+            status=job.status,
+            jct_s=round(jct, 4),
+            error=job.error,
             name=job.name,
             workload=job.workload,
             submit_s=job.submitted,
             start_s=job.started,
-            finish_s=job.finished,
-            jct_s=jct,
-            queue_s=(job.started - job.submitted) if job.started is not None else None,
-            status=job.status,
             tasks=job.plan.total_tasks,
             relaunched_tasks=job.relaunched,
-            relaunched_ratio=job.relaunched / job.plan.total_tasks,
             error_relaunches=job.error_relaunches,
             bytes_recomputed=job.bytes_recomputed,
             bytes_checkpointed=job.bytes_checkpointed,
@@ -67,7 +62,6 @@ class RunRecords:
             bytes_from_cache=job.bytes_from_cache,
             map_phase_s=map_phase_s,
             reduce_phase_s=reduce_phase_s,
-            error=job.error,
         )
         for node in self.master.nodes.values():
             if node.reserved_for == job.job_id:
@@ -102,74 +96,68 @@ class RunRecords:
         failed): a failed row with no times and no tasks."""
         job_id = f"j{ordinal:03d}"
         self.never_ran.add(job_id)
-        self.master.journal.event("job_finished", job=job_id, status="failed", jct_s=None, error=error)
         name = spec.name or f"{spec.workload}-{ordinal}"
-        self.master.journal.row(
-            "jobs", job_id=job_id, name=name, workload=spec.workload, status="failed", error=error
+        self.master.journal.event(
+            "job_finished",
+            job=job_id,
+            status="failed",
+            jct_s=None,
+            error=error,
+            name=name,
+            workload=spec.workload,
         )
 
-    def task_row(
+    def task_finished(
         self,
         job: JobRuntime,
         key: TaskKey,
         node: NodeRecord,
         status: str,
         failure: str,
-        now: float,
         update: TaskUpdate | None = None,
+        cause: str | None = None,
     ) -> None:
+        """The attempt ended (``task_finished``, its row of tasks.csv), now: the metrics are its
+        node's report, if it made one. An end that is no success carries its ``error``:
+        ``cause`` (what the core knows of it), else the node's error, else the failure's name."""
         record = job.tasks[key]
         metrics = update.metrics.model_dump() if update is not None else {}
-        self.master.journal.row(
-            "tasks",
-            task_id=job.task_id(key),
-            job_id=job.job_id,
-            stage=key[0],
-            index=key[1],
-            attempt=record.attempt,
-            node_id=node.node_id,
-            node_class=node.node_class,
-            memory_mb=record.memory_mb,
-            elastic=int(record.elastic),
-            ideal_memory_mb=job.ideal_memory_mb(key[0]),
-            predicted_s=record.predicted_s,
-            start_s=record.started,
-            end_s=now,
-            status=status,
-            failure=failure,
-            **columns("tasks", metrics),
-        )
         self.master.journal.event(
             "task_finished",
             task=job.task_id(key),
             job=job.job_id,
             stage=key[0],
+            index=key[1],
             node=node.node_id,
             **{"class": node.node_class},
             attempt=record.attempt,
             status=status,
             failure=failure or None,
-            spill_bytes=metrics.get("spill_bytes", 0),
-            bytes_in=metrics.get("bytes_in", 0),
-            bytes_out=metrics.get("bytes_out", 0),
-            **_failed_for_good(failure, update),
+            memory_mb=record.memory_mb,
+            elastic=int(record.elastic),
+            ideal_memory_mb=job.ideal_memory_mb(key[0]),
+            predicted_s=record.predicted_s,
+            start_s=record.started,
+            **{name: metrics[name] for name in TASK_METRICS if name in metrics},
+            **_cause(status, failure, update, cause),
         )
 
-    def node_row(self, node: NodeRecord, now: float, reason: str) -> None:
-        self.master.journal.row(
-            "nodes",
-            node_id=node.node_id,
-            node_class=node.node_class,
+    def node_ended(self, node: NodeRecord, kind: str, **fields: Any) -> None:
+        """The node ended (``kind``: ``node_start_failed``, ``node_lost``, ``node_ended``), with
+        what its row of nodes.csv needs."""
+        self.master.journal.event(
+            kind,
+            node=node.node_id,
+            **{"class": node.node_class},
+            **fields,
             launched_s=node.launched_t,
-            ended_s=now,
-            end_reason=reason,
             price_per_hour=node.price_per_hour,
         )
 
 
-def _failed_for_good(failure: str, update: TaskUpdate | None) -> dict[str, str]:
-    """A data failure's error in full (bad input, a workload plugin's traceback): the job
-    fails on it, so its author needs it in the journal."""
-    if failure != "data" or update is None or not update.error:
+def _cause(status: str, failure: str, update: TaskUpdate | None, cause: str | None) -> dict[str, str]:
+    """Why an attempt ended without success, in full (a data failure's error is a bad input or
+    a workload plugin's traceback, which its author needs in the journal); nothing for a success."""
+    if status == "succeeded":
         return {}
-    return {"error": update.error}
+    return {"error": cause or (update.error if update is not None else None) or failure or status}

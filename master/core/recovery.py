@@ -1,5 +1,5 @@
 """The core's side of the recovery strategy: it asks the strategy's queries, hands it events,
-and applies the decisions it returns (``master.core.strategy``), in order.
+and applies the decisions it returns (``testbed.api``'s strategy interface), in order.
 
 Applying a decision is the one place where a strategy's will changes the core's state:
 a task committed or run again, a replica added, an event journaled, a message sent. A
@@ -15,17 +15,17 @@ from types import MappingProxyType
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import StrategyPort
-from master.core.strategy import (
+from testbed.api_strategy import (
     AbandonPush,
     AddReplica,
     BlockReported,
     CommitPush,
     CountPushed,
-    Decision,
     FeedReceiver,
     Flush,
     JobSubmitted,
-    Launch,
+    LiveJob,
+    LiveNode,
     NodeLost,
     Note,
     PushReported,
@@ -36,34 +36,32 @@ from master.core.strategy import (
     Reschedule,
     SetUpReceiver,
     Strategy,
+    StrategyDecision,
     StrategyEvent,
+    TaskLaunch,
     TaskStarted,
     TaskSucceeded,
     Tick,
     WriteFile,
 )
 from testbed.protocol import TaskUpdate
-from testbed.scenario import Scenario
 
 
 class CoreView:
-    """``StrategyView`` over the core: its nodes and jobs behind read-only mappings."""
+    """``testbed.api.StrategyView`` over the core: its own node and job records behind
+    read-only mappings, typed as the API's ``LiveNode`` and ``LiveJob`` (nothing copied)."""
 
     def __init__(self, core: StrategyPort) -> None:
         self._core = core
-        self._nodes = MappingProxyType(core.nodes)
-        self._jobs = MappingProxyType(core.jobs)
+        self._nodes: Mapping[str, LiveNode] = MappingProxyType(core.nodes)
+        self._jobs: Mapping[str, LiveJob] = MappingProxyType(core.jobs)
 
     @property
-    def scenario(self) -> Scenario:
-        return self._core.scenario
-
-    @property
-    def nodes(self) -> Mapping[str, NodeRecord]:
+    def nodes(self) -> Mapping[str, LiveNode]:
         return self._nodes
 
     @property
-    def jobs(self) -> Mapping[str, JobRuntime]:
+    def jobs(self) -> Mapping[str, LiveJob]:
         return self._jobs
 
     def now(self) -> float:
@@ -80,7 +78,7 @@ HANDLERS: dict[type, str] = {
     Reconnected: "on_reconnected",
     NodeLost: "on_node_lost",
 }
-"""Each event's handler on ``master.core.strategy.Strategy``."""
+"""Each event's handler on ``testbed.api.Strategy``."""
 
 
 class Recovery:
@@ -94,7 +92,7 @@ class Recovery:
     def plan(self, job: JobRuntime) -> Iterable[Ready]:
         return self.strategy.plan(self.view, job)
 
-    def launch(self, job: JobRuntime, key: TaskKey) -> Launch:
+    def launch(self, job: JobRuntime, key: TaskKey) -> TaskLaunch:
         return self.strategy.launch(self.view, job, key)
 
     # ------------------------------------------------------------------ events
@@ -118,7 +116,7 @@ class Recovery:
 
     # ------------------------------------------------------------------ decisions
 
-    def apply(self, decision: Decision) -> None:
+    def apply(self, decision: StrategyDecision) -> None:
         core = self.core
         if isinstance(decision, Note):
             core.journal.event(decision.kind, **decision.fields)

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from master.core.commands import Command, PrepareJob
 from master.core.jobs import JobRuntime
 from master.core.ports import JobEnding, JournalPort, RecoveryPort
-from master.core.strategy import JobSubmitted
+from testbed.api_strategy import JobSubmitted
 from testbed.journal import TaskStarted
 from testbed.scenario import Scenario
 
@@ -79,49 +79,42 @@ def resuming(core: ResumingCore, found: Recovered) -> None:
 
 
 def record_the_crash(journal: JournalPort, found: Recovered, prices: dict[str, float]) -> None:
-    """Close what the crash left open: attempts that were running, nodes that were up.
+    """Close what the crash left open: attempts that were running, nodes that were up; each
+    ended at the crash (``end_s``/``ended_s``), and its event makes its table row.
 
-    Each gets an event as well as a row, so resuming the same directory twice
-    (the resumed master crashing too) closes nothing twice.
+    Resuming the same directory twice (the resumed master crashing too) closes nothing twice:
+    ``master.resume.recover`` reads these events back.
     """
     now = found.crashed_at
     for (task, attempt), started in sorted(found.in_flight.items()):
+        node_class = {"class": started["class"]} if "class" in started else {}
         journal.event(
             "task_finished",
             task=task,
             job=started.get("job"),
             stage=started.get("stage"),
+            index=started.get("index"),
             node=started.get("node"),
+            **node_class,
             attempt=attempt,
             status="lost",
             failure="master_crashed",
-        )
-        journal.row(
-            "tasks",
-            task_id=task,
-            job_id=started.get("job"),
-            stage=started.get("stage"),
-            index=started.get("index"),
-            attempt=attempt,
-            node_id=started.get("node"),
-            node_class=started.get("class"),
             memory_mb=started.get("memory_mb"),
             start_s=started.get("t"),
             end_s=now,
-            status="lost",
-            failure="master_crashed",
+            error="the master crashed while it ran",
         )
     for node_id, joined in sorted(found.nodes_up.items()):
-        node_class = NODE_ID.fullmatch(node_id)
-        journal.event("node_lost", node=node_id, reason="master_crashed", detect_s=None)
-        journal.row(
-            "nodes",
-            node_id=node_id,
-            node_class=node_class.group(1) if node_class else "",
-            launched_s=joined,
+        named = NODE_ID.fullmatch(node_id)
+        journal.event(
+            "node_lost",
+            node=node_id,
+            **({"class": named.group(1)} if named else {}),
+            reason="master_crashed",
+            detect_s=None,
             ended_s=now,
-            end_reason="master_crashed",
-            price_per_hour=prices.get(node_class.group(1)) if node_class else None,
+            launched_s=joined,
+            price_per_hour=prices.get(named.group(1)) if named else None,
         )
 
 

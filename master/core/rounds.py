@@ -9,7 +9,6 @@ task started elsewhere) is dropped, and the task waits for the next round.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 
@@ -17,7 +16,6 @@ from master.core.jobs import JobRuntime, TaskKey, TaskRecord
 from master.core.node_views import NodeViews
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
-from master.core.strategy import Launch, Ready, TaskStarted, Tick
 from master.policies.base import (
     Assign,
     ClusterSnapshot,
@@ -32,7 +30,7 @@ from master.policies.base import (
 )
 from master.policies.cloudcoaster import revocation_outcome
 from master.policies.window import PendingWindow
-from testbed.journal_tables import columns
+from testbed.api_strategy import Ready, TaskLaunch, TaskStarted, Tick
 from testbed.protocol import LaunchTask, TaskSpec
 
 log = logging.getLogger("master")
@@ -207,16 +205,15 @@ class SchedulingRound:
                 self._apply_queue_decision(decision, pending)
 
     def _log_decision(self, decision: LogDecision) -> None:
-        """The scheduler's decision statistics (regular, elastic accepted or rejected, reserved)."""
-        self.core.journal.row(
-            "decisions",
-            t_s=self.core.journal.now(),
-            job_id=decision.job_id,
-            task_id=decision.task_id,
+        """The scheduler's decision statistics (regular, elastic accepted or rejected, reserved):
+        a ``decision`` event, which makes its row of decisions.csv."""
+        self.core.journal.event(
+            "decision",
+            job=decision.job_id,
+            task=decision.task_id,
             decision=decision.decision,
-            node_id=decision.node_id,
-            **columns("decisions", decision.detail),
-            detail=json.dumps(decision.detail, separators=(",", ":")),
+            node=decision.node_id,
+            detail=dict(decision.detail),
         )
 
     def _assign(self, decision: Assign, pending: Pending) -> None:
@@ -264,7 +261,9 @@ class SchedulingRound:
         )
         core.recovery.react(TaskStarted(job.job_id, key, attempt, node.node_id, plan))
 
-    def _spec(self, job: JobRuntime, key: TaskKey, attempt: int, decision: Assign, plan: Launch) -> TaskSpec:
+    def _spec(
+        self, job: JobRuntime, key: TaskKey, attempt: int, decision: Assign, plan: TaskLaunch
+    ) -> TaskSpec:
         stage = job.plan.stages[key[0]]
         output_url = f"{self.output_base}/outputs/{job.job_id}/{key[1]}/{attempt}" if stage.final else None
         return TaskSpec(

@@ -49,11 +49,13 @@ def task_update(core: CorePort, node: NodeRecord, update: TaskUpdate, launch_ack
     node.forget_launch(update.task_id)
     job.count_cache_use(update.metrics)
     ok, update = _outcome(core, job, key, update)
+    cause = None
     if ok:
         core.recovery.succeeded(job, key, node, update, now)
     else:
-        _failed(core, node, job, key, update)
-    core.records.task_row(job, key, node, update.state if ok else "failed", update.failure or "", now, update)
+        cause = _failed(core, node, job, key, update)
+    status = update.state if ok else "failed"
+    core.records.task_finished(job, key, node, status, update.failure or "", update, cause)
     if job.status == "failed":
         core.records.finish_job(job)
     elif job.complete:
@@ -70,13 +72,25 @@ def _outcome(core: CorePort, job: JobRuntime, key: TaskKey, update: TaskUpdate) 
         log.warning(
             "%s reported %d partitions, not %d", update.task_id, len(update.partition_bytes), stage.partitions
         )
-        return False, update.model_copy(update={"failure": "error"})
-    if ok and stage.final and stage.writes_output:
-        ok = core.commit_output(job.job_id, key[1], update.attempt)
+        error = f"reported {len(update.partition_bytes)} partitions, not {stage.partitions}"
+        return False, update.model_copy(update={"failure": "error", "error": error})
+    if (
+        ok
+        and stage.final
+        and stage.writes_output
+        and not core.commit_output(job.job_id, key[1], update.attempt)
+    ):
+        return False, update.model_copy(
+            update={"error": "its output was not staged by the sink: not committed"}
+        )
     return ok, update
 
 
-def _failed(core: CorePort, node: NodeRecord, job: JobRuntime, key: TaskKey, update: TaskUpdate) -> None:
+def _failed(
+    core: CorePort, node: NodeRecord, job: JobRuntime, key: TaskKey, update: TaskUpdate
+) -> str | None:
+    """Apply a failed attempt; its cause when the core knows more of it than the node (a task
+    cancelled because its job failed: the job's error)."""
     if update.lost_blocks:
         job.lose_blocks(set(update.lost_blocks))
     real_failure = update.failure not in ("fetch", "cancelled")
@@ -84,3 +98,6 @@ def _failed(core: CorePort, node: NodeRecord, job: JobRuntime, key: TaskKey, upd
     job.failed(key, update.attempt, counts_as_failure=real_failure, error=update.error, fatal=fatal)
     if update.failure in ("enospc", "oom"):
         core.resource_fault(node, job, key, update.failure)
+    if update.failure == "cancelled" and job.status == "failed":
+        return f"cancelled: the job failed: {job.error}"
+    return None

@@ -141,8 +141,9 @@ class NodeWatch:
         job, key = node.running[task_id]
         attempt = job.tasks[key].attempt
         node.forget_launch(task_id)
-        job.failed(key, attempt, counts_as_failure=True, error=f"{node.node_id} does not run it ({why})")
-        self.core.records.task_row(job, key, node, "failed", "vanished", now)
+        cause = f"{node.node_id} does not run it ({why})"
+        job.failed(key, attempt, counts_as_failure=True, error=cause)
+        self.core.records.task_finished(job, key, node, "failed", "vanished", cause=cause)
         if job.status == "failed":
             self.core.records.finish_job(job)
         self.core.kick()

@@ -157,9 +157,23 @@ class _NodeState:
     view: NodeView
     free_slots: int
     free_memory_mb: int
-    backlog_s: float
     queue_length: int
     long: bool
+    pending: Mapping[str, PendingTask]
+    now: float
+    _backlog: float | None = None
+
+    @property
+    def backlog_s(self) -> float:
+        """Estimated work ahead (``backlog_s``), computed when first asked: most nodes'
+        never is in a round."""
+        if self._backlog is None:
+            self._backlog = backlog_s(self.view, self.pending, self.now)
+        return self._backlog
+
+    @backlog_s.setter
+    def backlog_s(self, value: float) -> None:
+        self._backlog = value
 
     def wait_s(self) -> float:
         """Estimated wait of a task placed here now."""
@@ -175,6 +189,29 @@ class _NodeState:
         return self.queue_length == 0 and self.fits(task)
 
 
+class _States(dict[str, _NodeState]):
+    """The round's node states by id, each built when first asked for (``_Round.state``)."""
+
+    def __init__(self, round_: _Round) -> None:
+        super().__init__()
+        self.round = round_
+
+    def __missing__(self, node_id: str) -> _NodeState:
+        view = self.round.views[node_id]
+        pending = self.round.pending
+        state = _NodeState(
+            view=view,
+            free_slots=view.free_slots,
+            free_memory_mb=view.free_memory_mb,
+            queue_length=sum(q in pending for q in view.queued) if view.queued else 0,
+            long=_holds_long(view, pending),
+            pending=pending,
+            now=self.round.now,
+        )
+        self[node_id] = state
+        return state
+
+
 _LongKey = tuple[float, int, tuple[int, str]]
 """A long task's placement key (``_long_key``)."""
 
@@ -183,51 +220,69 @@ class _Round:
     """The mutable bookkeeping of one ``schedule`` call over an immutable snapshot."""
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
+        """What a round needs of every node is only its view: a node's state (its backlog,
+        queue length, long bit) is built when the round first asks about the node (``nodes``),
+        so a round whose tasks are all queued costs O(nodes with a queue), not O(nodes)."""
+        self.snapshot = snapshot
+        self.now = snapshot.now
         self.pending = pending_by_id(snapshot)
-        long_ids = long_node_ids(snapshot, self.pending)
-        self.nodes = {
-            n.node_id: _NodeState(
-                view=n,
-                free_slots=n.free_slots,
-                free_memory_mb=n.free_memory_mb,
-                backlog_s=backlog_s(n, self.pending, snapshot.now),
-                queue_length=sum(q in self.pending for q in n.queued) if n.queued else 0,
-                long=n.node_id in long_ids,
-            )
-            for n in sorted(snapshot.nodes, key=lambda n: node_ordinal(n.node_id))
-        }
+        self.views = {n.node_id: n for n in snapshot.nodes}
+        self.nodes = _States(self)
+        self._ordered: list[NodeView] | None = None
+        self.queueing = sorted((n for n in snapshot.nodes if n.queued), key=lambda n: node_ordinal(n.node_id))
+        """The nodes with a queue, in ordinal order."""
         self.queued_on: dict[str, list[str]] = {}
-        for state in self.nodes.values():
-            if not state.view.queued:
-                continue
-            for task_id in state.view.queued:
+        for view in self.queueing:
+            for task_id in view.queued:
                 if task_id in self.pending:
-                    self.queued_on.setdefault(task_id, []).append(state.view.node_id)
+                    self.queued_on.setdefault(task_id, []).append(view.node_id)
         jobs = sorted(snapshot.jobs, key=lambda j: (j.submitted, j.job_id))
         self.in_job_order = [task for job in jobs for task in job.pending]
         self.job_work_s = {j.job_id: sum(t.est_duration_s for t in j.pending) for j in jobs}
         self.started: set[str] = set()
+        self._placeable_views: dict[frozenset[str], list[NodeView]] = {}
         self._placeable: dict[frozenset[str], list[_NodeState]] = {}
-        self._clear: dict[frozenset[str], list[_NodeState]] = {}
+        self._clear: dict[frozenset[str], list[NodeView]] = {}
         self._general: dict[frozenset[str], list[tuple[_LongKey, int, _NodeState]]] = {}
 
-    def placeable(self, task: PendingTask) -> list[_NodeState]:
+    def ordered(self) -> list[NodeView]:
+        """Every node's view in ordinal order (sorted when first needed)."""
+        if self._ordered is None:
+            self._ordered = sorted(self.snapshot.nodes, key=lambda n: node_ordinal(n.node_id))
+        return self._ordered
+
+    def placeable_views(self, task: PendingTask) -> list[NodeView]:
         """Nodes that may take a new task: not draining, of a class the task allows (in
         ordinal order; one list per set of allowed classes, for the round)."""
-        found = self._placeable.get(task.allowed_classes)
+        found = self._placeable_views.get(task.allowed_classes)
         if found is None:
             allowed = task.allowed_classes
-            found = [s for s in self.nodes.values() if not s.view.draining and s.view.node_class in allowed]
+            found = [n for n in self.ordered() if not n.draining and n.node_class in allowed]
+            self._placeable_views[task.allowed_classes] = found
+        return found
+
+    def placeable(self, task: PendingTask) -> list[_NodeState]:
+        """The states of :meth:`placeable_views`' nodes (what a long task or a copy weighs)."""
+        found = self._placeable.get(task.allowed_classes)
+        if found is None:
+            states = self.nodes
+            found = [states[n.node_id] for n in self.placeable_views(task)]
             self._placeable[task.allowed_classes] = found
         return found
 
-    def clear(self, task: PendingTask) -> list[_NodeState]:
+    def long(self, view: NodeView) -> bool:
+        """The node's long bit: its state's, once it has one (a placement may set it)."""
+        state = self.nodes.get(view.node_id)
+        return state.long if state is not None else _holds_long(view, self.pending)
+
+    def clear(self, task: PendingTask) -> list[NodeView]:
         """The placeable nodes whose long bit is clear, else all placeable ones (kept for the
-        round until a long bit is set: :meth:`place`)."""
+        round until a long bit is set: :meth:`place`). Views: a short task's probe needs only
+        their ids, and the state of the nodes it probes."""
         found = self._clear.get(task.allowed_classes)
         if found is None:
-            candidates = self.placeable(task)
-            found = [s for s in candidates if not s.long] or candidates
+            candidates = self.placeable_views(task)
+            found = [n for n in candidates if not self.long(n)] or candidates
             self._clear[task.allowed_classes] = found
         return found
 
@@ -302,15 +357,15 @@ def _assign(task: PendingTask, node_id: str) -> Assign:
     return Assign(task.task_id, node_id, task.ideal_memory_mb, predicted_duration_s=task.est_duration_s)
 
 
-def _probed(seed: int, task_id: str, nodes: list[_NodeState], probes: int) -> list[_NodeState]:
+def _probed(seed: int, task_id: str, nodes: list[NodeView], probes: int) -> list[NodeView]:
     """A task's sample: the ``probes`` nodes of lowest stable pseudo-random rank, the 8-byte
     BLAKE2b digest of ``seed/task_id/node_id`` (ties: the earlier node). The common prefix
     is hashed once; hashing every node is what a short task costs."""
     prefix = hashlib.blake2b(f"{seed}/{task_id}/".encode(), digest_size=8)
     ranks = []
-    for state in nodes:
+    for view in nodes:
         hashed = prefix.copy()
-        hashed.update(state.view.node_id.encode())
+        hashed.update(view.node_id.encode())
         ranks.append(hashed.digest())
     order = nsmallest(probes, range(len(nodes)), key=ranks.__getitem__)
     return [nodes[i] for i in order]
@@ -347,8 +402,8 @@ class EagleScheduler(Scheduler):
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         round_ = _Round(snapshot)
         decisions: list[Decision] = []
-        for state in round_.nodes.values():
-            decisions += self._start_queued(round_, state)
+        for view in round_.queueing:
+            decisions += self._start_queued(round_, round_.nodes[view.node_id])
         for task in round_.unplaced():
             if task.long:
                 decisions += self._place_long(round_, task)
@@ -380,7 +435,6 @@ class EagleScheduler(Scheduler):
 
     def _place_short(self, round_: _Round, task: PendingTask) -> list[Decision]:
         """Probe ``probes`` nodes whose long bit is clear; take the least estimated wait."""
-        candidates = round_.placeable(task)
         probed = self._sample(round_, task)
         if not probed:
             return []
@@ -389,12 +443,13 @@ class EagleScheduler(Scheduler):
             key=lambda s: (s.wait_s(), s.queue_length, node_ordinal(s.view.node_id)),
         )
         if self.on_demand_copies and best.view.node_class == "transient" and not best.can_start(task):
-            return self._queue_with_copy(round_, task, best, candidates)
+            return self._queue_with_copy(round_, task, best, round_.placeable(task))
         return [round_.place(task, best)]
 
     def _sample(self, round_: _Round, task: PendingTask) -> list[_NodeState]:
         """The nodes a short task probes."""
-        return _probed(self.seed, task.task_id, round_.clear(task), self.probes)
+        probed = _probed(self.seed, task.task_id, round_.clear(task), self.probes)
+        return [round_.nodes[view.node_id] for view in probed]
 
     @staticmethod
     def _queue_with_copy(

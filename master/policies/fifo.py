@@ -59,7 +59,7 @@ class _ClassNodes:
         those with ``memory_mb`` free, not excluded, and at least ``at_least`` free slots."""
         for slots in sorted((s for s, n in self.count.items() if n and s >= at_least), reverse=True):
             tree = self._tree(slots)
-            found = _rightmost(tree, self.size, len(self.ids), memory_mb)
+            found = _rightmost(tree, self.size, self.size, memory_mb)  # the padding leaves never fit
             while found >= 0 and self.ids[found] in excluded:
                 found = _rightmost(tree, self.size, found, memory_mb)
             if found >= 0:

@@ -107,7 +107,8 @@ class PhysicalPlan:
                 yield from ((dep.stage, i) for i in range(self.stages[dep.stage].tasks))
 
     def checkpointed_stages(self) -> frozenset[int]:
-        """Stages whose outputs cross a shuffle boundary: spark-checkpoint copies them."""
+        """Stages whose outputs cross a wide boundary (a shuffle, a broadcast): spark-checkpoint
+        copies them."""
         return frozenset(d.stage for s in self.stages for d in s.deps if d.kind == "wide")
 
     @property

@@ -25,7 +25,8 @@ class NodeProvider(Protocol):
         """Start a node running ``command`` (an agent command line lacking placement flags)."""
 
     async def evict(self, node_id: str) -> None:
-        """Kill the node with SIGKILL and destroy its node-local disk."""
+        """Kill the node with SIGKILL and destroy its node-local disk. A provider that can kill
+        without waiting (local) sends the kill as it is called, before the first await."""
 
     async def release(self, node_id: str) -> None:
         """Stop the node gracefully (SIGTERM), then remove it."""

@@ -2,7 +2,8 @@
 
 Each agent runs in its own session (process group) with its own node
 directory. ``evict`` is SIGKILL to the whole group (the agent and its task
-workers) followed by deleting the directory: nothing on the node survives.
+workers), sent as it is called, followed by deleting the directory: nothing on
+the node survives.
 The provider only ever signals process groups it started itself. An agent's
 secrets (``testbed.processes.SECRET_ENV``) reach it in a file of a private
 temporary directory, which it reads and deletes, never in its environment.
@@ -22,8 +23,10 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from master.providers.base import ForeignNodeError
 from testbed.cgroups import CpuCgroups, CpuStats
@@ -102,11 +105,18 @@ class LocalProvider:
             )
         return node
 
-    async def evict(self, node_id: str) -> None:
+    def evict(self, node_id: str) -> Coroutine[Any, Any, None]:
+        """SIGKILL the node's process group at once, in the caller's own step (the master's
+        ``KillNode``, right after it journaled the eviction: no turn of the event loop in
+        between); awaiting the result removes the node's disk and cgroup once its processes
+        are gone."""
         node = self._node(node_id)
         kill_group(node.process.pid, signal.SIGKILL)
+        return self._evicted(node)
+
+    async def _evicted(self, node: LocalNode) -> None:
         await node.process.wait()
-        self.nodes.pop(node_id, None)  # a concurrent evict or release may have gone first
+        self.nodes.pop(node.node_id, None)  # a concurrent evict or release may have gone first
         await asyncio.to_thread(shutil.rmtree, node.directory, True)
         await self._remove_cgroup(node)
 

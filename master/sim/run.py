@@ -14,13 +14,14 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from master.policies import policy_plugins
+from master.core.machine import MasterCore
+from master.policies import make_autoscaler, policy_plugins
 from master.run import RunResult, summarize
 from master.rundir import owning
 from master.sim.agents import ModelAgents
-from master.sim.legacy import LegacyCore
 from master.sim.model import ExecutionModel
 from master.sim.shell import SimShell
+from master.strategies import make_strategy
 from testbed.progress import progress_counts
 from testbed.rundir import secure_run_dir
 from testbed.scenario import Scenario, to_yaml
@@ -75,16 +76,30 @@ def simulate(
 ) -> tuple[SimShell, bool]:
     """Run the scenario on the simulator into ``run_dir`` (its journal and tables); ``stop``:
     asked now and then, a reason to end the run early (``SimShell.run``)."""
-    core = LegacyCore(scenario, SIM_RUN_ID, run_dir)
-    model = ExecutionModel(scenario, core.ideal_memory_mb)
-    shell = SimShell(
-        core, lambda heap, deliver: ModelAgents(heap, model, deliver), scenario.simulation.round_gap
+    core = MasterCore(
+        scenario,
+        SIM_RUN_ID,
+        strategy=make_strategy,
+        autoscaler=make_autoscaler(scenario),
+        # every node starts at once unless the scenario paces them: the model's node_startup is
+        # no host's CPU, and a window drawn from this host's cores made the run depend on it
+        start_window=scenario.cluster.start_window or None,
     )
-    with core.loop:
-        try:
-            shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None, stop)
-        finally:
-            ok = core.finish(shell.heap.now)
+
+    def ideal_memory_mb(job_id: str, stage: int) -> int:
+        """The memory at which the job's stage does not spill (what the model's penalty is of)."""
+        return core.jobs[job_id].stage_memory_mb[stage]
+
+    model = ExecutionModel(scenario, ideal_memory_mb)
+    shell = SimShell(
+        core, run_dir, lambda heap, deliver: ModelAgents(heap, model, deliver), scenario.simulation.round_gap
+    )
+    try:
+        shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None, stop)
+    except Exception as error:  # a policy or plugin raised: its jobs fail, the run still ends
+        shell.crash(error)
+    finally:
+        ok = shell.finish()
     return shell, ok
 
 
@@ -108,7 +123,7 @@ class SimProgress:
         if time.monotonic() - self.shown < 0.25:
             return
         self.shown = time.monotonic()
-        status = shell.core.status()
+        status = shell.status()
         trace = status["t"] * self.time_scale
         line = f"[sim {trace:9.1f}s trace, {shell.heap.popped} events] {progress_counts(status)}"
         self.live.update(Text(line), refresh=True)

@@ -1,47 +1,85 @@
-"""The discrete-event shell: the master core, model agents and the clock, wired together.
+"""The discrete-event shell: the master core (``MasterCore``), model agents and the clock.
 
-Every command the core returns is carried out on the virtual clock: a ``Send`` reaches
-its model agent at once, a ``StartNode`` starts a model node, a ``KillNode`` kills one, a
-``WakeAt`` schedules the core's timer, a ``WantRound`` a scheduling round after every other
-event of the same instant (the real shell's "backlog first, then the round"). The agents'
-messages go into the core as ``FromNode`` the moment the model says they arrive.
+It drives the core as the real shell (``master.master``) does, on a virtual clock: every
+event goes in with the core's run time (the heap's time less the origin ``Begin`` set), and
+every command comes out carried out here. A ``Journal`` goes to the run's journal file
+(``master.journal``, the real shell's writer, which adds the table row the event makes); a
+``Send`` reaches its model agent at once (as the next action of the same instant); a
+``StartNode``, ``KillNode`` or ``ReleaseNode`` is the provider's, acted on after the other
+commands of the event, as a real provider's coroutines are (whether the node is ours is
+asked when the command comes); a ``WakeAt`` becomes a ``Wake`` at that time, delivered
+right after the first event at or past it (a real shell's loop timers run in the turn after
+its handler); a ``WantRound`` a scheduling round after every other action of the instant
+(the real shell's "backlog first, then the round"); a ``Probe`` is answered by the model
+agent at once; a ``RunFile`` is written. The agents' messages go in as ``FromNode``,
+unencoded: the core reads the same objects a real shell decodes.
 """
 
 from __future__ import annotations
 
+import heapq
+import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from master.core import commands as cmd
-from master.core import events as ev
+from master.core.events import (
+    Abort,
+    Begin,
+    Event,
+    FromNode,
+    LinkDown,
+    OutputStaged,
+    ProbeAnswered,
+    Round,
+    Stop,
+    Wake,
+)
+from master.core.machine import MasterCore
+from master.core.view import CoreView
+from master.journal import Journal
 from master.sim.agents import ModelAgents
 from master.sim.clock import DELIVER, ROUND, WAKE, EventHeap
 from testbed.protocol import Message, TaskSpec
 
+AgentsOf = Callable[[EventHeap, Callable[[str, Message], None]], ModelAgents]
+"""The model agents on a shell's clock: ``agents_of(heap, deliver)``."""
+
 
 class SimShell:
-    def __init__(
-        self,
-        core: Any,
-        agents_of: Callable[[EventHeap, Callable[..., None]], ModelAgents],
-        round_gap: float = 0.0,
-    ) -> None:
-        """``core``: the master behind ``master.sim.port.Core`` (plus ``abort``);
-        ``agents_of(heap, deliver)``: the model agents on this shell's clock; ``round_gap``:
+    def __init__(self, core: MasterCore, run_dir: Path, agents_of: AgentsOf, round_gap: float = 0.0) -> None:
+        """``agents_of(heap, deliver)``: the model agents on this shell's clock; ``round_gap``:
         the least time between two rounds (what a master whose round takes that long does)."""
         self.core = core
+        self.view = CoreView(core)
+        self.run_dir = run_dir
         self.round_gap = round_gap
         self.last_round = float("-inf")
         self.heap = EventHeap()
+        self.origin: float | None = None
+        """The heap time that is the run's time 0 (``Begin``); None before."""
+        self.journal = Journal(run_dir, clock=self.now)
         self.agents = agents_of(self.heap, self._deliver)
         self.agents.output_staged = self._staged
-        self.wakes: set[float] = set()
+        self.wakes: list[float] = []
+        """Heap times a ``WakeAt`` asked for and not yet delivered (a heap, no duplicates)."""
+        self.provided: set[str] = set()
+        """The nodes the provider has started and not yet killed or released."""
         self.round_pending = False
         self.begun = False
         self.over: bool | None = None
         """The run's outcome once the core said it is over."""
         self.handled = 0
         """Events handed to the core (the benchmark's count)."""
+
+    def now(self) -> float:
+        """The core's run time: the heap's, less the origin once the run began."""
+        return self.heap.now if self.origin is None else self.heap.now - self.origin
+
+    def status(self) -> dict[str, Any]:
+        """The run's state for the progress line (``/status``'s shape, ``master.core.view``)."""
+        return {"t": round(self.now(), 3), **self.view.status()}
 
     def run(
         self,
@@ -52,7 +90,11 @@ class SimShell:
         """Until the core says the run is over, or ``limit_s`` of virtual time after time 0, or
         ``stop`` (asked every 256 events) gives a reason to end it now (unfinished jobs fail
         with that reason, as at the timeout)."""
-        self._apply(self.core.start(self.heap.now))
+        # model nodes send no heartbeats: the core's liveness checks are off, as while its own
+        # broker link is down (a killed node is heard of through its Will)
+        self._handle(LinkDown())
+        self._apply(self.core.start(self.now()))
+        self._due_wakes()
         deadline: float | None = None
         while self.over is None:
             due = self.heap.next_time()
@@ -65,7 +107,7 @@ class SimShell:
                     else "the simulation ran out of events with jobs unfinished"
                 )
                 self.heap.now = deadline if due is not None and deadline is not None else self.heap.now
-                self._apply(self.core.abort(reason, self.heap.now))
+                self._handle(Abort(reason, journal=False))
                 break
             self.heap.step()
             if self.heap.popped % 256:
@@ -73,59 +115,124 @@ class SimShell:
             if progress is not None:
                 progress(self.heap.now)
             reason = stop() if stop is not None else None
+            if reason is None and self.journal.disk_full is not None:
+                reason = f"the journal's disk is full ({self.journal.disk_full})"
             if reason is not None:
-                self._apply(self.core.abort(reason, self.heap.now))
+                self._handle(Abort(reason, journal=False))
                 break
         return bool(self.over)
 
+    def crash(self, error: Exception) -> None:
+        """A policy, a strategy or a plugin raised on an event: the run ends at once, as a real
+        master's does (``Master._until_done``): the error and its traceback in the journal, the
+        unfinished jobs failed with it."""
+        trace = "".join(traceback.format_exception(error))
+        self.journal.event("master_error", error=repr(error), traceback=trace)
+        abort = Abort(f"internal error in the master: {error!r}", journal=False)
+        self._apply(self.core.handle(abort, self.now()))
+
+    def finish(self) -> bool:
+        """The run is over: the core stops (its nodes end with it), the end is journaled."""
+        for command in self.core.handle(Stop(), self.now()):
+            if isinstance(command, cmd.Journal):
+                self.journal.write_event(command.t, command.kind, command.fields)
+        ok = self.core.records.all_succeeded()
+        self.journal.event("run_finished", status="succeeded" if ok else "failed")
+        self.journal.close()
+        return ok
+
     # ------------------------------------------------------------------ events into the core
 
-    def _handle(self, event: ev.Event) -> None:
+    def _handle(self, event: Event) -> None:
+        """One event in at the heap's time, its commands carried out, then the core's timers
+        that are due by now (what a real shell's loop runs in the turn after the handler)."""
         self.handled += 1
-        self._apply(self.core.handle(event, self.heap.now))
+        self._apply(self.core.handle(event, self.now()))
+        self._due_wakes()
+
+    def _due_wakes(self) -> None:
+        wakes = self.wakes
+        while wakes and wakes[0] <= self.heap.now:
+            heapq.heappop(wakes)
+            self.handled += 1
+            self._apply(self.core.handle(Wake(), self.now()))
 
     def _deliver(self, node_id: str, message: Message) -> None:
-        self._handle(ev.FromNode(node_id, message))
+        self._handle(FromNode(node_id, message))
 
     def _staged(self, spec: TaskSpec) -> None:
-        self._handle(ev.OutputStaged(spec.job_id, spec.index, spec.attempt))
-
-    def _wake(self, at: float) -> None:
-        self.wakes.discard(at)
-        self._handle(ev.Wake())
+        self._handle(OutputStaged(spec.job_id, spec.index, spec.attempt))
 
     def _round(self) -> None:
         self.round_pending = False
         self.last_round = self.heap.now
-        self._handle(ev.Round())
+        self._handle(Round())
+
+    def _begin(self) -> None:
+        """Time 0: the initial cluster is up (what ``Master.begin`` does)."""
+        self.origin = self.heap.now
+        self._handle(Begin(self.origin))
 
     # ------------------------------------------------------------------ commands out of it
 
     def _apply(self, commands: list[cmd.Command]) -> None:
+        provider: list[cmd.Command] = []
         for command in commands:
-            self._carry_out(command)
+            if isinstance(command, cmd.Journal):
+                self.journal.write_event(command.t, command.kind, command.fields)
+            elif isinstance(command, cmd.Send):
+                send = command
+                self.heap.at(self.heap.now, DELIVER, lambda c=send: self.agents.command(c.node_id, c.message))
+            elif isinstance(command, cmd.StartNode):
+                provider.append(command)
+            elif isinstance(command, cmd.KillNode | cmd.ReleaseNode):
+                if command.node_id in self.provided:
+                    provider.append(command)
+            else:
+                self._carry_out(command)
+        for command in provider:
+            self._provide(command)
+
+    def _provide(self, command: cmd.Command) -> None:
+        """What the provider does (after the event's other commands, as its coroutines run)."""
+        if isinstance(command, cmd.StartNode):
+            self.provided.add(command.node_id)
+            self.agents.start(command.node_id, command.node_class)
+        elif isinstance(command, cmd.KillNode | cmd.ReleaseNode) and command.node_id in self.provided:
+            self.provided.discard(command.node_id)
+            if isinstance(command, cmd.KillNode):
+                self.agents.kill(command.node_id)
+            else:
+                self.agents.release(command.node_id)
 
     def _carry_out(self, command: cmd.Command) -> None:
-        heap, agents = self.heap, self.agents
-        if isinstance(command, cmd.Send):
-            heap.at(heap.now, DELIVER, lambda c=command: agents.command(c.node_id, c.message))
-        elif isinstance(command, cmd.WantRound):
+        heap = self.heap
+        if isinstance(command, cmd.WantRound):
             if not self.round_pending:
                 self.round_pending = True
                 heap.at(max(heap.now, self.last_round + self.round_gap), ROUND, self._round)
         elif isinstance(command, cmd.WakeAt):
-            if command.t not in self.wakes:
-                self.wakes.add(command.t)
-                heap.at(command.t, WAKE, lambda t=command.t: self._wake(t))
-        elif isinstance(command, cmd.StartNode):
-            agents.start(command.node_id, command.node_class)
-        elif isinstance(command, cmd.KillNode):
-            agents.kill(command.node_id)
-        elif isinstance(command, cmd.ReleaseNode):
-            agents.release(command.node_id)
+            # the real shell's arithmetic (a loop timer ``t - now`` from now), so times agree
+            at = heap.now + max(0.0, command.t - self.now())
+            if at not in self.wakes:
+                heapq.heappush(self.wakes, at)
+                heap.at(at, WAKE, self._due_wakes)
+        elif isinstance(command, cmd.Probe):
+            probe = command
+            heap.at(heap.now, DELIVER, lambda: self._answer(probe))
+        elif isinstance(command, cmd.RunFile):
+            path = self.run_dir / command.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(command.text, encoding="utf-8")
         elif isinstance(command, cmd.ClusterUp):
             if not self.begun:
                 self.begun = True
-                heap.at(heap.now, WAKE, lambda: self._handle(ev.Begin()))
+                heap.at(heap.now, WAKE, self._begin)
         elif isinstance(command, cmd.RunOver):
             self.over = command.ok
+        # PrepareJob, CommitOutput, Evicted: no outputs are produced in a simulation;
+        # NameNode: a simulation adopts no agent
+
+    def _answer(self, probe: cmd.Probe) -> None:
+        outcome = self.agents.probe(probe.node_id, probe.incarnation)
+        self._handle(ProbeAnswered(probe.node_id, probe.purpose, outcome, probe.session))  # type: ignore[arg-type]

@@ -4,7 +4,7 @@ The pure decisions live in ``master/policies/lineage.py``, the Pado compiler in
 ``master/policies/pado.py`` and Pado's runtime rules in ``pado_rules.py``;
 ``spark.py`` and ``pado.py`` here map them onto the physical plans of our
 workloads (``testbed/workloads/*.plan``) and turn the core's events into
-decisions the core applies: each is a ``master.core.strategy.Strategy``, with two
+decisions the core applies: each is a ``testbed.api.Strategy``, with two
 queries (``plan``, ``launch``) and one handler per event (job submitted, task
 started, task succeeded, block reported, push reported, tick, reconnected, node
 lost); see docs/strategies.md, section 6.
@@ -12,10 +12,10 @@ lost); see docs/strategies.md, section 6.
 
 from __future__ import annotations
 
-from master.core.strategy import Strategy
 from master.policies import options_for
 from master.strategies.pado import PadoStrategy
 from master.strategies.spark import CheckpointStrategy, SparkStrategy
+from testbed.api import Strategy
 from testbed.plugins import find_plugin, source_of
 from testbed.scenario import Scenario, ScenarioError
 
@@ -37,6 +37,6 @@ def make_strategy(scenario: Scenario) -> Strategy:
     if not isinstance(built, Strategy):
         raise ScenarioError(
             [f"policy.strategy: {name} ({source_of(plugin.target)}) is no strategy: "
-             "subclass master.core.strategy.Strategy (docs/plugins.md)"]
+             "subclass testbed.api.Strategy (docs/plugins.md)"]
         )  # fmt: skip
     return built

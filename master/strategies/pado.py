@@ -14,7 +14,7 @@ agent's input cache and prefer a node that caches them. The compiler is
 ``master/strategies/pado_rules.py``'s; the rest of the runtime is here: the
 queries (``plan``, ``launch``) read the core's view, the handlers keep Pado's
 own bookkeeping (``PadoJob``) and return the decisions the core applies
-(``master.core.strategy``).
+(``testbed.api``).
 """
 
 from __future__ import annotations
@@ -23,33 +23,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from master.core.jobs import JobRuntime, TaskKey
-from master.core.strategy import (
-    AbandonPush,
-    BlockReported,
-    CommitPush,
-    CountPushed,
-    Decision,
-    FeedReceiver,
-    Flush,
-    JobSubmitted,
-    Launch,
-    NodeLost,
-    Note,
-    PushReported,
-    Ready,
-    Reconnected,
-    Recover,
-    Reopen,
-    Reschedule,
-    SetUpReceiver,
-    StrategyView,
-    TaskStarted,
-    TaskSucceeded,
-    Tick,
-)
 from master.dag import LogicalDag
-from master.policies.base import NodeClass
 from master.policies.pado import compile_pado
 from master.strategies.pado_rules import Block, Executor, Push, choose_executor, should_flush
 from master.strategies.pado_state import (
@@ -61,16 +35,54 @@ from master.strategies.pado_state import (
     blocks_by_partition,
     push_block_id,
 )
-from master.strategies.spark import BOTH, SparkStrategy, logical_dag, shuffle_consumers, stage_classes
+from master.strategies.spark import (
+    BOTH,
+    SparkStrategy,
+    logical_dag,
+    narrow_input_nodes,
+    shuffle_consumers,
+    stage_classes,
+)
+from testbed.api import (
+    AbandonPush,
+    BlockRef,
+    BlockReported,
+    CommitPush,
+    CountPushed,
+    Dependency,
+    FeedReceiver,
+    Flush,
+    FlushAggregate,
+    JobSubmitted,
+    LiveJob,
+    NodeClass,
+    NodeLost,
+    Note,
+    PushDelivered,
+    PushReported,
+    PushTarget,
+    Ready,
+    Reconnected,
+    Recover,
+    Reopen,
+    Reschedule,
+    SetUpReceiver,
+    StrategyDecision,
+    StrategyView,
+    TaskInputs,
+    TaskKey,
+    TaskLaunch,
+    TaskStarted,
+    TaskSucceeded,
+    Tick,
+)
 from testbed.lru import LruCache
-from testbed.protocol import BlockRef, FlushAggregate, PushDelivered, PushTarget, TaskInputs
 from testbed.scenario import Scenario
 from testbed.workloads.input_cache import input_cache_key
-from testbed.workloads.plan import Dependency
 
 log = logging.getLogger("master.strategies")
 
-Pushed = tuple[JobRuntime, PadoJob, Push, tuple[TaskKey, ...], int]
+Pushed = tuple[LiveJob, PadoJob, Push, tuple[TaskKey, ...], int]
 """A pushed block's job, Pado state, push, tasks and their stage."""
 
 
@@ -88,11 +100,11 @@ class PadoStrategy(SparkStrategy):
 
     # ------------------------------------------------------------ the queries
 
-    def classes(self, job: JobRuntime, stage: int) -> frozenset[NodeClass]:
+    def classes(self, job: LiveJob, stage: int) -> frozenset[NodeClass]:
         state = self.jobs.get(job.job_id)
         return frozenset({state.classes[stage]}) if state else BOTH
 
-    def plan(self, view: StrategyView, job: JobRuntime) -> Iterable[Ready]:
+    def plan(self, view: StrategyView, job: LiveJob) -> Iterable[Ready]:
         """Section 3.2.3: a stage's reserved receivers are set up first (``on_tick``); its
         transient tasks become ready only once every receiver has its reserved node, and ready
         receivers come before any other task. With incremental receivers, a receiver is
@@ -109,14 +121,14 @@ class PadoStrategy(SparkStrategy):
             Ready(k, frozenset({state.classes[k[0]]}), self._preferred(view, job, state, k)) for k in ordered
         )
 
-    def launch(self, view: StrategyView, job: JobRuntime, key: TaskKey) -> Launch:
+    def launch(self, view: StrategyView, job: LiveJob, key: TaskKey) -> TaskLaunch:
         """A receiver reads what is committed to it (the rest as it comes: ``streamed``); a
         pushing task pushes to the receivers it has not committed to, unless its output is held
         for partial aggregation; a transient task reads its source through the input cache
         (section 3.2.7)."""
         state = self.jobs.get(job.job_id)
         if state is None:
-            return Launch(job.input_refs(key), push_rate_bytes_s=self.rate)
+            return TaskLaunch(job.input_refs(key), push_rate_bytes_s=self.rate)
         inputs = tuple(
             self._committed_refs(view, job, state, key, dep)
             if dep.stage in state.pushed
@@ -124,7 +136,7 @@ class PadoStrategy(SparkStrategy):
             for dep in job.plan.stages[key[0]].deps
         )
         pushes = key[0] in state.pushed
-        return Launch(
+        return TaskLaunch(
             inputs,
             push=self._receiver_targets(view, job, state, key)
             if pushes and key[0] not in state.aggregated
@@ -139,19 +151,20 @@ class PadoStrategy(SparkStrategy):
             pushing=pushes,
         )
 
-    def _preferred(
-        self, view: StrategyView, job: JobRuntime, state: PadoJob, key: TaskKey
-    ) -> tuple[str, ...]:
+    def _preferred(self, view: StrategyView, job: LiveJob, state: PadoJob, key: TaskKey) -> tuple[str, ...]:
         """A receiver runs where its pushes went; a reserved task linked one-to-one to a
-        reserved parent runs where the parent's output is (Algorithm 1's locality)."""
+        reserved parent runs where the parent's output is (Algorithm 1's locality); a transient
+        task runs where its input is cached, else where its one-to-one parent's output is (the
+        paper fuses such a chain into one task, section 3.1: MLR's gradients and their
+        training data)."""
         if state.classes[key[0]] == "transient":
-            return self._cached_at(view, job, key)
+            return self._cached_at(view, job, key) or narrow_input_nodes(job, key)
         if key in state.receivers:
             return (state.receivers[key],)
         narrow = [d.stage for d in job.plan.stages[key[0]].deps if d.kind == "narrow"]
         return tuple(job.tasks[(s, key[1])].node for s in narrow if job.tasks[(s, key[1])].node)  # type: ignore[misc]
 
-    def _cached_at(self, view: StrategyView, job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
+    def _cached_at(self, view: StrategyView, job: LiveJob, key: TaskKey) -> tuple[str, ...]:
         """Section 3.2.3's cache-aware choice (``choose_executor``) among the transient
         executors with a free slot: the one caching most of the task's input, if any
         caches it. Otherwise no preference: the scenario's scheduler places the task."""
@@ -168,7 +181,7 @@ class PadoStrategy(SparkStrategy):
         chosen, _ = choose_executor([cache_key], executors, caches, 0)
         return (chosen,) if chosen is not None and cache_key in caches[chosen] else ()
 
-    def _may_receive(self, job: JobRuntime, state: PadoJob, key: TaskKey) -> bool:
+    def _may_receive(self, job: LiveJob, state: PadoJob, key: TaskKey) -> bool:
         """A receiver starts before its pushed inputs are all committed only when it has its
         node and the pushing stage can run to its end on transient nodes (its own inputs
         are available), so that waiting receivers never hold the reserved slots a producer
@@ -180,7 +193,7 @@ class PadoStrategy(SparkStrategy):
                     return False
         return True
 
-    def _has_receivers(self, job: JobRuntime, state: PadoJob, stage: int) -> bool:
+    def _has_receivers(self, job: LiveJob, state: PadoJob, stage: int) -> bool:
         """Whether every receiver of the stage's pushes has its reserved node."""
         return all(
             (consumer, index) in state.receivers
@@ -188,12 +201,12 @@ class PadoStrategy(SparkStrategy):
             for index in range(job.plan.stages[consumer].tasks)
         )
 
-    def _all_committed(self, job: JobRuntime, state: PadoJob, key: TaskKey, dep: Dependency) -> bool:
+    def _all_committed(self, job: LiveJob, state: PadoJob, key: TaskKey, dep: Dependency) -> bool:
         owners = state.ledger.owners_for(job.task_id(key))
         return all(job.task_id((dep.stage, i)) in owners for i in range(job.plan.stages[dep.stage].tasks))
 
     def _committed_refs(
-        self, view: StrategyView, job: JobRuntime, state: PadoJob, key: TaskKey, dep: Dependency
+        self, view: StrategyView, job: LiveJob, state: PadoJob, key: TaskKey, dep: Dependency
     ) -> tuple[BlockRef, ...]:
         """Exactly the blocks the ledger committed to this receiver: one push per task (a
         task's own output, or a partial aggregate covering it and others)."""
@@ -204,7 +217,7 @@ class PadoStrategy(SparkStrategy):
         return tuple(BlockRef(block=push_block_id(p), partition=key[1], locations=(url,)) for p in pushes)
 
     def _receiver_targets(
-        self, view: StrategyView, job: JobRuntime, state: PadoJob, key: TaskKey
+        self, view: StrategyView, job: LiveJob, state: PadoJob, key: TaskKey
     ) -> tuple[PushTarget, ...]:
         """The receivers this task has not committed to yet, grouped by node."""
         task_id = job.task_id(key)
@@ -221,7 +234,7 @@ class PadoStrategy(SparkStrategy):
 
     # ------------------------------------------------------------ a job and its tasks
 
-    def on_job_submitted(self, view: StrategyView, event: JobSubmitted) -> list[Decision]:
+    def on_job_submitted(self, view: StrategyView, event: JobSubmitted) -> list[StrategyDecision]:
         job = view.jobs[event.job_id]
         dag = logical_dag(job.plan)
         if dag is not None:
@@ -240,7 +253,7 @@ class PadoStrategy(SparkStrategy):
             self.jobs[job.job_id] = PadoJob(classes, pushed, aggregated)
         return super().on_job_submitted(view, event)
 
-    def describe(self, job: JobRuntime, dag: LogicalDag) -> dict[str, Any]:
+    def describe(self, job: LiveJob, dag: LogicalDag) -> dict[str, Any]:
         state = self.jobs[job.job_id]
         return {
             "job_id": job.job_id,
@@ -252,14 +265,14 @@ class PadoStrategy(SparkStrategy):
             "aggregated_stages": sorted(state.aggregated),
         }
 
-    def on_task_started(self, view: StrategyView, event: TaskStarted) -> list[Decision]:
+    def on_task_started(self, view: StrategyView, event: TaskStarted) -> list[StrategyDecision]:
         """A receiver launched before all its inputs were committed is fed as they are."""
         state = self.jobs.get(event.job_id)
         if state is not None and event.launch.streamed:
             state.streaming[event.key] = event.attempt
         return []
 
-    def on_task_succeeded(self, view: StrategyView, event: TaskSucceeded) -> list[Decision]:
+    def on_task_succeeded(self, view: StrategyView, event: TaskSucceeded) -> list[StrategyDecision]:
         """A pushing task's output is being pushed (or held for partial aggregation); a commit
         request that overtook the success is taken now."""
         state = self.jobs.get(event.job_id)
@@ -273,7 +286,7 @@ class PadoStrategy(SparkStrategy):
             "attempt": event.attempt,
             "node": event.node_id,
         }
-        out: list[Decision] = [Note("task_pushing", {**fields, "held": held})]
+        out: list[StrategyDecision] = [Note("task_pushing", {**fields, "held": held})]
         if held:
             state.held.setdefault((key[0], event.node_id), []).append(Held(key, event.attempt, view.now()))
             out += self._flush_due(view, job, state, view.now())
@@ -284,11 +297,11 @@ class PadoStrategy(SparkStrategy):
 
     # ------------------------------------------------------------ receivers and partial aggregation
 
-    def on_tick(self, view: StrategyView, event: Tick) -> list[Decision]:
+    def on_tick(self, view: StrategyView, event: Tick) -> list[StrategyDecision]:
         """Before each scheduling round: set up the receivers that lack a reserved node (at
         submission, or after their node was lost), then flush what partial aggregation holds.
         The round's snapshot (``plan``) only reads what this decided."""
-        out: list[Decision] = []
+        out: list[StrategyDecision] = []
         for job in view.jobs.values():
             state = self.jobs.get(job.job_id)
             if state is None or job.status not in ("waiting", "running"):
@@ -300,7 +313,7 @@ class PadoStrategy(SparkStrategy):
         return out
 
     def _set_up_receivers(
-        self, view: StrategyView, job: JobRuntime, state: PadoJob, stage: int, out: list[Decision]
+        self, view: StrategyView, job: LiveJob, state: PadoJob, stage: int, out: list[StrategyDecision]
     ) -> bool:
         """Give each receiver of the stage's pushes a reserved node (``out`` gets the
         ``SetUpReceiver``s); False while some lack one (no reserved node is up)."""
@@ -315,11 +328,13 @@ class PadoStrategy(SparkStrategy):
                     return False
         return True
 
-    def _flush_due(self, view: StrategyView, job: JobRuntime, state: PadoJob, now: float) -> list[Decision]:
+    def _flush_due(
+        self, view: StrategyView, job: LiveJob, state: PadoJob, now: float
+    ) -> list[StrategyDecision]:
         """Section 3.2.7: push each node's held outputs of a stage once ``should_flush`` says
         so (task cap reached, time cap reached, or no further task of the stage may end
         there), at most ``max_tasks`` outputs per aggregate."""
-        out: list[Decision] = []
+        out: list[StrategyDecision] = []
         for (stage, node_id), held in list(state.held.items()):
             held[:] = [
                 h
@@ -341,14 +356,14 @@ class PadoStrategy(SparkStrategy):
         return out
 
     def _flush(
-        self, view: StrategyView, job: JobRuntime, state: PadoJob, stage: int, node_id: str, batch: list[Held]
-    ) -> list[Decision]:
+        self, view: StrategyView, job: LiveJob, state: PadoJob, stage: int, node_id: str, batch: list[Held]
+    ) -> list[StrategyDecision]:
         """One aggregate per set of outputs going to the same receivers (after a reserved
         failure, rerun tasks push only to the reopened receivers)."""
         groups: dict[tuple[PushTarget, ...], list[Held]] = {}
         for held in batch:
             groups.setdefault(self._receiver_targets(view, job, state, held.key), []).append(held)
-        out: list[Decision] = []
+        out: list[StrategyDecision] = []
         for targets, members in groups.items():
             block = f"{job.job_id}.s{stage}.x{state.flushes}"
             state.flushes += 1
@@ -370,12 +385,12 @@ class PadoStrategy(SparkStrategy):
         return out
 
     def _feed_receivers(
-        self, view: StrategyView, job: JobRuntime, state: PadoJob, node_id: str | None = None
-    ) -> list[Decision]:
+        self, view: StrategyView, job: LiveJob, state: PadoJob, node_id: str | None = None
+    ) -> list[StrategyDecision]:
         """Tell every running incremental receiver (on ``node_id``, or anywhere) what is
         committed to it now (all of it: the message is cumulative), and whether that is
         the last of it; the agent ignores what comes after a last."""
-        out: list[Decision] = []
+        out: list[StrategyDecision] = []
         for key, attempt in list(state.streaming.items()):
             record = job.tasks[key]
             if record.status != "running" or record.attempt != attempt or record.node is None:
@@ -393,10 +408,10 @@ class PadoStrategy(SparkStrategy):
                     out.append(FeedReceiver(record.node, message))
         return out
 
-    def on_reconnected(self, view: StrategyView, event: Reconnected) -> list[Decision]:
+    def on_reconnected(self, view: StrategyView, event: Reconnected) -> list[StrategyDecision]:
         """Send again what the node must get: its receivers' inputs, its aggregates' flushes
         (the agent ignores a flush it has seen)."""
-        out: list[Decision] = []
+        out: list[StrategyDecision] = []
         for job in view.jobs.values():
             state = self.jobs.get(job.job_id)
             if state is None:
@@ -410,7 +425,7 @@ class PadoStrategy(SparkStrategy):
 
     # ------------------------------------------------------------ pushes and commits
 
-    def _receivers_on(self, job: JobRuntime, state: PadoJob, stage: int, node_id: str) -> list[TaskKey]:
+    def _receivers_on(self, job: LiveJob, state: PadoJob, stage: int, node_id: str) -> list[TaskKey]:
         return [
             (c, i)
             for c in shuffle_consumers(job.plan, stage)
@@ -434,7 +449,7 @@ class PadoStrategy(SparkStrategy):
         _, key, attempt = located
         return job, state, Push.of(job.task_id(key), attempt), (key,), key[0]
 
-    def on_block_reported(self, view: StrategyView, event: BlockReported) -> list[Decision]:
+    def on_block_reported(self, view: StrategyView, event: BlockReported) -> list[StrategyDecision]:
         """A reserved agent verified a pushed block: the ledger records what each of the
         receivers on it got (``receive``); a commit that waited for it is taken."""
         message = event.message
@@ -448,7 +463,7 @@ class PadoStrategy(SparkStrategy):
         parts = blocks_by_partition(message.parts)
         for receiver in self._receivers_on(job, state, stage, event.node_id):
             state.ledger.receive(push.push_id, job.task_id(receiver), parts.get(receiver[1], (0, 0)))
-        out: list[Decision] = [CountPushed(job.job_id, sum(p.nbytes for p in message.parts))]
+        out: list[StrategyDecision] = [CountPushed(job.job_id, sum(p.nbytes for p in message.parts))]
         for task_id, attempt in push.members:
             fields = {"job": job.job_id, "task": task_id, "attempt": attempt, "node": event.node_id}
             out.append(Note("push_received", fields))
@@ -456,10 +471,12 @@ class PadoStrategy(SparkStrategy):
             out += self._commit(view, job, state, *state.waiting.pop(push.push_id))
         return out
 
-    def on_push_reported(self, view: StrategyView, event: PushReported) -> list[Decision]:
+    def on_push_reported(self, view: StrategyView, event: PushReported) -> list[StrategyDecision]:
         return self._push_reported(view, event.node_id, event.message)
 
-    def _push_reported(self, view: StrategyView, node_id: str, message: PushDelivered) -> list[Decision]:
+    def _push_reported(
+        self, view: StrategyView, node_id: str, message: PushDelivered
+    ) -> list[StrategyDecision]:
         """The transient agent's commit request, through the master (section 3.2.5).
         Ignored from a node already declared lost: commits and evictions are serialised."""
         pushed = self._pushed(view, message.block)
@@ -479,7 +496,7 @@ class PadoStrategy(SparkStrategy):
         if message.failed:
             log.warning("push of %s failed: %s", message.block, message.error)
             state.aggregates.pop(message.block, None)
-            out: list[Decision] = [
+            out: list[StrategyDecision] = [
                 AbandonPush(job.job_id, key, attempt, failed=True, error=message.error)
                 for key, attempt in current
             ]
@@ -494,12 +511,12 @@ class PadoStrategy(SparkStrategy):
     def _commit(
         self,
         view: StrategyView,
-        job: JobRuntime,
+        job: LiveJob,
         state: PadoJob,
         keys: tuple[TaskKey, ...],
         push: Push,
         manifest: dict[str, Block],
-    ) -> list[Decision]:
+    ) -> list[StrategyDecision]:
         """Commit one push for all its tasks at once. Accepted: every task is done, held by
         the reserved nodes. Refused as superseded: its tasks that some other push already
         committed are done; the others (an aggregate overlapping another push in part)
@@ -524,22 +541,22 @@ class PadoStrategy(SparkStrategy):
 
     # ------------------------------------------------------------ lost nodes
 
-    def on_node_lost(self, view: StrategyView, event: NodeLost) -> list[Decision]:
+    def on_node_lost(self, view: StrategyView, event: NodeLost) -> list[StrategyDecision]:
         """Section 3.2.5, a transient eviction: the lost node's uncommitted pushes, its partial
         aggregates and the outputs it held are discarded (``CommitLedger.discard``); its tasks,
-        held or pushing, went back to pending (``JobRuntime.node_lost``: only the evicted
+        held or pushing, went back to pending (the core's ``JobRuntime.node_lost``: only the evicted
         stage's uncommitted tasks). Section 3.2.6, a reserved node failure: each receiver set
         up on it that has not finished is set up on another reserved node (``on_tick``), and
         what had been committed to it (``forget_destination``) is computed and pushed again;
         meanwhile its stage waits (its inputs are not all available). Lost reserved outputs
-        are recomputed through ``JobRuntime``'s lineage, parent stages first."""
+        are recomputed through the core's lineage (``JobRuntime``), parent stages first."""
         for job in view.jobs.values():
             state = self.jobs.get(job.job_id)
             if state is not None:
                 self._discard(job, state, event)
         if event.node_class != "reserved":
             return []
-        out: list[Decision] = []
+        out: list[StrategyDecision] = []
         for job in view.jobs.values():
             state = self.jobs.get(job.job_id)
             if state is None or job.status not in ("waiting", "running"):
@@ -553,7 +570,7 @@ class PadoStrategy(SparkStrategy):
             out.append(Recover(job.job_id))
         return out
 
-    def _discard(self, job: JobRuntime, state: PadoJob, event: NodeLost) -> None:
+    def _discard(self, job: LiveJob, state: PadoJob, event: NodeLost) -> None:
         interrupted = event.interrupted.get(job.job_id, ())
         pushes = [Push.of(job.task_id(key), job.tasks[key].attempt).push_id for key in interrupted]
         pushes += [block for block, a in state.aggregates.items() if a.node == event.node_id]

@@ -5,15 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from master.core.jobs import TaskKey
-from master.policies.base import NodeClass
 from master.policies.pado import PadoPlan, aggregates_partially
 from master.strategies.pado_rules import AggregationLimits, Block, CommitLedger, Push
 from master.strategies.spark import physical_operators, shuffle_consumers
-from testbed.protocol import FlushAggregate, PushDelivered, PushedPart
+from testbed.api import FlushAggregate, JobPlan, NodeClass, PushDelivered, PushedPart, TaskKey
 from testbed.scenario import ScenarioError
 from testbed.workloads import COMBINERS
-from testbed.workloads.plan import JobPlan
 
 DEFAULT_INPUT_CACHE_MB = 64
 """Each transient agent's task input cache under ``pado`` (``policy.options.pado.input_cache_mb``)."""

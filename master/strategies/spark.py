@@ -1,14 +1,14 @@
 """The ``spark`` and ``spark-checkpoint`` recovery strategies, as the core's event handlers.
 
-- ``spark``: lineage recovery as ``JobRuntime`` implements it (executors on both
+- ``spark``: lineage recovery as the core implements it (executors on both
   classes; outputs on the producer's disk; lost outputs recomputed on demand).
 - ``spark-checkpoint``: executors on transient nodes only; each output crossing a
-  shuffle boundary is copied by its producer, once the task has succeeded, to
+  shuffle or broadcast boundary is copied by its producer, once the task has succeeded, to
   ``checkpoint_node`` (a reserved agent); once the reserved agent has verified and
   committed the copy, it is one of the output's locations, so the loss of the
   producer loses nothing.
 
-``SparkStrategy`` is also the base of the others (``master.core.strategy.Strategy``'s
+``SparkStrategy`` is also the base of the others (``testbed.api.Strategy``'s
 queries and handlers, docs/strategies.md section 6), with the physical plans' logical DAGs.
 """
 
@@ -18,26 +18,27 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from master.core.jobs import JobRuntime, TaskKey
-from master.core.nodes import NodeRecord
-from master.core.strategy import (
-    AddReplica,
-    BlockReported,
-    Decision,
-    JobSubmitted,
-    Launch,
-    Ready,
-    Strategy,
-    StrategyView,
-    WriteFile,
-)
-from master.dag import LogicalDag, pagerank_dag, sort_dag, wordcount_dag
-from master.policies.base import NodeClass
+from master.dag import LogicalDag, mlr_dag, pagerank_dag, sort_dag, wordcount_dag
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
 from master.policies.pado import PadoPlan
-from testbed.protocol import PushTarget
+from testbed.api import (
+    AddReplica,
+    BlockReported,
+    JobPlan,
+    JobSubmitted,
+    LiveJob,
+    LiveNode,
+    NodeClass,
+    PushTarget,
+    Ready,
+    Strategy,
+    StrategyDecision,
+    StrategyView,
+    TaskKey,
+    TaskLaunch,
+    WriteFile,
+)
 from testbed.scenario import Scenario
-from testbed.workloads.plan import JobPlan
 
 BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
 
@@ -51,6 +52,8 @@ def logical_dag(plan: JobPlan) -> LogicalDag | None:
         return sort_dag(stages[0].tasks, stages[1].tasks)
     if plan.workload == "pagerank":
         return pagerank_dag(stages[1].tasks, len(stages) - 3, readers=stages[0].tasks)
+    if plan.workload == "mlr":
+        return mlr_dag(stages[0].tasks, stages[2].tasks, (len(stages) - 1) // 3)
     return None
 
 
@@ -66,6 +69,13 @@ def physical_operators(plan: JobPlan) -> list[tuple[str, ...]]:
         for i in range(1, iterations + 1):
             ops.append((f"ranks-{i}", f"contribs-{i + 1}") if i < iterations else (f"ranks-{i}", "write"))
         return ops
+    if plan.workload == "mlr":
+        iterations = (len(plan.stages) - 1) // 3
+        ops = [("read",)]
+        for i in range(1, iterations + 1):
+            model = (f"model-{i}", "write") if i == iterations else (f"model-{i}",)
+            ops += [(f"gradient-{i}",), (f"aggregate-{i}",), model]
+        return ops
     return []
 
 
@@ -80,38 +90,59 @@ def stage_classes(pado: PadoPlan, plan: JobPlan) -> list[NodeClass]:
     return classes
 
 
+def narrow_input_nodes(job: LiveJob, key: TaskKey) -> tuple[str, ...]:
+    """The nodes holding the outputs a task reads through its narrow dependencies: Spark's
+    preferred locations (NSDI'12, section 5.1: a task that processes a partition available in
+    memory on a node is sent to that node; a narrow child has its parent's locations). The
+    scheduler places the task there when the node has room, else anywhere. A parent whose
+    producer lost its output (a copy survives elsewhere, a checkpoint) names no node."""
+    nodes: list[str] = []
+    for dep in job.plan.stages[key[0]].deps:
+        if dep.kind != "narrow":
+            continue
+        parent = job.tasks[(dep.stage, key[1])]
+        if parent.location is not None and parent.node is not None and parent.node not in nodes:
+            nodes.append(parent.node)
+    return tuple(nodes)
+
+
 def shuffle_consumers(plan: JobPlan, stage: int) -> list[int]:
     return [
         s for s, st in enumerate(plan.stages) for d in st.deps if d.stage == stage and d.kind == "shuffle"
     ]
 
 
+def wide_consumers(plan: JobPlan, stage: int) -> list[int]:
+    """The stages reading the stage's output across a stage boundary (a shuffle or a broadcast)."""
+    return [s for s, st in enumerate(plan.stages) for d in st.deps if d.stage == stage and d.kind != "narrow"]
+
+
 # ---------------------------------------------------------------- spark
 
 
 class SparkStrategy(Strategy):
-    """``spark``: what ``JobRuntime`` does (lineage recomputation)."""
+    """``spark``: what the core does (lineage recomputation)."""
 
     name = "spark"
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
 
-    def plan(self, view: StrategyView, job: JobRuntime) -> Iterable[Ready]:
+    def plan(self, view: StrategyView, job: LiveJob) -> Iterable[Ready]:
         classes = self.classes(job, 0)
-        return (Ready(key, classes) for key in job.ready())
+        return (Ready(key, classes, narrow_input_nodes(job, key)) for key in job.ready())
 
-    def launch(self, view: StrategyView, job: JobRuntime, key: TaskKey) -> Launch:
-        return Launch(job.input_refs(key), push=self.push_targets(view, job, key))
+    def launch(self, view: StrategyView, job: LiveJob, key: TaskKey) -> TaskLaunch:
+        return TaskLaunch(job.input_refs(key), push=self.push_targets(view, job, key))
 
-    def classes(self, job: JobRuntime, stage: int) -> frozenset[NodeClass]:
+    def classes(self, job: LiveJob, stage: int) -> frozenset[NodeClass]:
         """The node classes the stage's tasks may run on."""
         return executor_classes("spark")
 
-    def push_targets(self, view: StrategyView, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
+    def push_targets(self, view: StrategyView, job: LiveJob, key: TaskKey) -> tuple[PushTarget, ...]:
         return ()
 
-    def on_job_submitted(self, view: StrategyView, event: JobSubmitted) -> list[Decision]:
+    def on_job_submitted(self, view: StrategyView, event: JobSubmitted) -> list[StrategyDecision]:
         job = view.jobs[event.job_id]
         dag = logical_dag(job.plan)
         if dag is None:
@@ -119,7 +150,7 @@ class SparkStrategy(Strategy):
         text = json.dumps(self.describe(job, dag), indent=2) + "\n"
         return [WriteFile(f"dags/{job.job_id}.json", text)]
 
-    def describe(self, job: JobRuntime, dag: LogicalDag) -> dict[str, Any]:
+    def describe(self, job: LiveJob, dag: LogicalDag) -> dict[str, Any]:
         plan = spark_plan(dag)
         return {
             "job_id": job.job_id,
@@ -130,7 +161,7 @@ class SparkStrategy(Strategy):
             "physical_stages": self.physical(job),
         }
 
-    def physical(self, job: JobRuntime) -> list[dict[str, Any]]:
+    def physical(self, job: LiveJob) -> list[dict[str, Any]]:
         operators = physical_operators(job.plan)
         return [
             {
@@ -148,13 +179,13 @@ class SparkStrategy(Strategy):
     # ------------------------------------------------------------ shared helpers
 
     @staticmethod
-    def reserved_nodes(view: StrategyView) -> list[NodeRecord]:
+    def reserved_nodes(view: StrategyView) -> list[LiveNode]:
         """Reserved agents able to receive data, in a stable order."""
         nodes = [n for n in view.nodes.values() if n.node_class == "reserved" and n.status == "up"]
         return sorted(nodes, key=lambda n: n.ordinal)
 
     @staticmethod
-    def located(view: StrategyView, block: str) -> tuple[JobRuntime, TaskKey, int] | None:
+    def located(view: StrategyView, block: str) -> tuple[LiveJob, TaskKey, int] | None:
         """The job, task and attempt of a block id ``<task id>.a<attempt>``."""
         task_id, _, attempt = block.rpartition(".a")
         job = view.jobs.get(task_id.partition(".")[0])
@@ -168,24 +199,25 @@ class SparkStrategy(Strategy):
 
 
 class CheckpointStrategy(SparkStrategy):
-    """``spark-checkpoint``: executors on transient nodes, shuffle outputs copied to reserved ones."""
+    """``spark-checkpoint``: executors on transient nodes, shuffled and broadcast outputs copied
+    to reserved ones."""
 
     name = "spark-checkpoint"
 
-    def classes(self, job: JobRuntime, stage: int) -> frozenset[NodeClass]:
+    def classes(self, job: LiveJob, stage: int) -> frozenset[NodeClass]:
         return executor_classes("spark-checkpoint")
 
-    def push_targets(self, view: StrategyView, job: JobRuntime, key: TaskKey) -> tuple[PushTarget, ...]:
+    def push_targets(self, view: StrategyView, job: LiveJob, key: TaskKey) -> tuple[PushTarget, ...]:
         stage = job.plan.stages[key[0]]
         reserved = {n.node_id: n for n in self.reserved_nodes(view)}
-        if not shuffle_consumers(job.plan, key[0]) or not reserved:
+        if not wide_consumers(job.plan, key[0]) or not reserved:
             return ()
         target = reserved[checkpoint_node(key, list(reserved))]
         return (
             PushTarget(node_id=target.node_id, url=target.url, partitions=tuple(range(stage.partitions))),
         )
 
-    def on_block_reported(self, view: StrategyView, event: BlockReported) -> list[Decision]:
+    def on_block_reported(self, view: StrategyView, event: BlockReported) -> list[StrategyDecision]:
         located = self.located(view, event.message.block)
         node = view.nodes[event.node_id]
         if located is None or node.node_class != "reserved":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from testbed.protocol import INLINE_NOOP
 from testbed.scenario import PluginJob, Scenario
-from testbed.workloads import pagerank, sleep, sort, user, wordcount
+from testbed.workloads import mlr, pagerank, sleep, sort, user, wordcount
 from testbed.workloads.base import Combiner, TaskFunction
 from testbed.workloads.plan import JobPlan, StagePlan
 
@@ -19,6 +19,10 @@ OPERATIONS: dict[str, TaskFunction] = {
     "pagerank.links": pagerank.links_task,
     "pagerank.scatter": pagerank.scatter_task,
     "pagerank.iterate": pagerank.iterate_task,
+    "mlr.points": mlr.points_task,
+    "mlr.gradient": mlr.gradient_task,
+    "mlr.aggregate": mlr.aggregate_task,
+    "mlr.model": mlr.model_task,
     "sort.map": sort.map_task,
     "sort.reduce": sort.reduce_task,
     "sleep.run": sleep.run_task,
@@ -28,7 +32,10 @@ OPERATIONS: dict[str, TaskFunction] = {
 }
 
 
-COMBINERS: dict[str, Combiner] = {"wordcount.map": wordcount.combine_outputs}
+COMBINERS: dict[str, Combiner] = {
+    "wordcount.map": wordcount.combine_outputs,
+    "mlr.gradient": mlr.combine_gradients,
+}
 """Ops whose outputs may be partially aggregated on their node before a push (Pado)."""
 
 
@@ -39,6 +46,8 @@ def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
         return wordcount.plan(job, seed)
     if job.workload == "pagerank":
         return pagerank.plan(job, seed)
+    if job.workload == "mlr":
+        return mlr.plan(job, seed)
     if job.workload == "sort":
         return sort.plan(job, seed, sample=scenario is None or scenario.backend != "sim")
     if job.workload == "sleep":

@@ -10,6 +10,8 @@ the output is correct):
   equal a plain single-process count of the input;
 - pagerank: the ranks sum to 1 and equal a single-process scipy.sparse power
   iteration within a relative 1e-9;
+- mlr: the model equals a single-process numpy gradient descent within 1e-9 of its
+  largest weight (``mlr.RTOL`` says why);
 - a workload plugin: the output lines, as a multiset, equal the plugin's reference
   (its ``reference``, else its ``map`` and ``reduce`` in one process; ``user.py``).
 
@@ -28,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from testbed.scenario import PluginJob
-from testbed.workloads import pagerank_reference, sort, user, wordcount
+from testbed.workloads import mlr, pagerank_reference, sort, user, wordcount
 
 REFERENCES: dict[str, tuple[Callable[[Any, int], Any], Callable[[Path], Any]]] = {
     "sort": (sort.reference_output, lambda d: sort.read_output(d).comparable()),
     "wordcount": (wordcount.reference_output, wordcount.read_output),
     "pagerank": (pagerank_reference.reference_output, pagerank_reference.read_output),
+    "mlr": (mlr.reference_output, mlr.read_output),
 }
 
 
@@ -45,7 +48,12 @@ def check_output(job: Any, seed: int, directory: Path) -> list[str]:
         return [f"{directory}: no part-* files"]
     if isinstance(job, PluginJob):
         return user.check_plugin(job, seed, directory)
-    checks = {"sort": _check_sort, "wordcount": _check_wordcount, "pagerank": _check_pagerank}
+    checks = {
+        "sort": _check_sort,
+        "wordcount": _check_wordcount,
+        "pagerank": _check_pagerank,
+        "mlr": mlr.check,
+    }
     if job.workload not in checks:
         return [f"no output check for workload {job.workload!r}"]
     return checks[job.workload](job, seed, directory)

@@ -19,11 +19,19 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from testbed.scenario import PagerankJob, PluginJob, ScenarioError, SortJob, WordcountJob, load_scenario
+from testbed.scenario import (
+    MlrJob,
+    PagerankJob,
+    PluginJob,
+    ScenarioError,
+    SortJob,
+    WordcountJob,
+    load_scenario,
+)
 from testbed.scenario_base import MAX_SEED
 from testbed.workloads import pagerank, sort, wordcount
 
-JOB_MODELS = {"sort": SortJob, "wordcount": WordcountJob, "pagerank": PagerankJob}
+JOB_MODELS = {"sort": SortJob, "wordcount": WordcountJob, "pagerank": PagerankJob, "mlr": MlrJob}
 DEFAULT_SEED = 1
 
 
@@ -66,9 +74,14 @@ def _job_options(parser: argparse.ArgumentParser, with_input: bool = True, posit
     parser.add_argument("--vocabulary", type=int, help="wordcount: distinct generated words")
     parser.add_argument("--nodes", type=int, help="pagerank: generated node id space")
     parser.add_argument("--edges", type=int, help="pagerank: generated edges")
-    parser.add_argument("--iterations", type=int, help="pagerank iterations")
+    parser.add_argument("--iterations", type=int, help="pagerank, mlr: iterations")
     parser.add_argument("--damping", type=float, help="pagerank damping factor")
     parser.add_argument("--tolerance", type=float, help="pagerank: stop when the L1 change is below")
+    parser.add_argument("--points", type=int, help="mlr: generated training samples")
+    parser.add_argument("--features", type=int, help="mlr: features per sample")
+    parser.add_argument("--classes", type=int, help="mlr: classes")
+    parser.add_argument("--learning-rate", type=float, help="mlr: gradient descent step")
+    parser.add_argument("--regularization", type=float, help="mlr: L2 penalty")
 
 
 def job_from_args(args: argparse.Namespace) -> Any:
@@ -84,6 +97,11 @@ def job_from_args(args: argparse.Namespace) -> Any:
         "iterations": args.iterations,
         "damping": args.damping,
         "tolerance": args.tolerance,
+        "points": args.points,
+        "features": args.features,
+        "classes": args.classes,
+        "learning_rate": args.learning_rate,
+        "regularization": args.regularization,
     }
     if not 0 <= seed_of(args) <= MAX_SEED:
         raise ValueError(f"--seed: expected a whole number from 0 to {MAX_SEED}, found {args.seed}")
@@ -105,7 +123,10 @@ def seed_of(args: argparse.Namespace) -> int:
     return DEFAULT_SEED if args.seed is None else args.seed
 
 
-ASSUMABLE = ("size_mb", "vocabulary", "nodes", "edges", "maps", "iterations", "damping", "tolerance")
+ASSUMABLE = (
+    *("size_mb", "vocabulary", "nodes", "edges", "maps", "iterations", "damping", "tolerance"),
+    *("points", "features", "classes", "learning_rate", "regularization"),
+)
 """Options that shape a generated input or the result: when absent, check-output assumes them."""
 
 
@@ -136,6 +157,8 @@ def cmd_gen(args: argparse.Namespace) -> int:
         job = job_from_args(args)
     except ValueError as exc:
         return _fail(str(exc))
+    if job.workload == "mlr":
+        return _fail("mlr reads no input file: its tasks generate their samples")
     out = Path(args.out)
     if not out.parent.is_dir():
         return _fail(f"--out: directory {out.parent} does not exist")

@@ -66,7 +66,7 @@ class LocalJob:
         refs = []
         for dep in self.plan.stages[stage].deps:
             parents = [index] if dep.kind == "narrow" else range(self.plan.stages[dep.stage].tasks)
-            partition = 0 if dep.kind == "narrow" else index
+            partition = index if dep.kind == "shuffle" else 0
             refs.append(
                 tuple(
                     BlockRef(

@@ -9,10 +9,12 @@ from typing import Any, Literal
 @dataclass(frozen=True, slots=True)
 class Dependency:
     """``shuffle``: task i reads partition i of every parent task (many-to-many).
-    ``narrow``: task i reads the whole output of parent task i (one-to-one)."""
+    ``narrow``: task i reads the whole output of parent task i (one-to-one).
+    ``broadcast``: every task reads the whole output (partition 0) of every parent task
+    (one-to-many: a model or a lookup table that every task of the child needs)."""
 
     stage: int
-    kind: Literal["shuffle", "narrow"]
+    kind: Literal["shuffle", "narrow", "broadcast"]
 
 
 @dataclass(frozen=True, slots=True)

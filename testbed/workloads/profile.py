@@ -27,7 +27,7 @@ from typing import Any
 
 from master.policies.task_model import PenaltyCurve, Role, TaskModel, TaskProfile
 from testbed.protocol import TaskMetrics
-from testbed.workloads import pagerank, plan_job, sort, wordcount
+from testbed.workloads import mlr, pagerank, plan_job, sort, wordcount
 from testbed.workloads.local import LocalJob
 
 MB = 2**20
@@ -36,12 +36,18 @@ BUFFER_FRACTIONS = {
     "sort": sort.BUFFER_FRACTION,
     "wordcount": wordcount.BUFFER_FRACTION,
     "pagerank": pagerank.BUFFER_FRACTION,
+    "mlr": mlr.BUFFER_FRACTION,
 }
 PROFILED_STAGES: dict[str, dict[Role, int]] = {
     "sort": {"map": 0, "reduce": 1},
     "wordcount": {"map": 0, "reduce": 1},
     "pagerank": {"map": 0, "reduce": 3},  # the first iterate stage: K of the job's K + 2 later stages
+    "mlr": {"map": 1, "reduce": 2},  # iteration 1's gradient and aggregate tasks
 }
+NEVER_SPILLS = frozenset({"mlr"})
+"""Workloads whose buffers do not grow with their input: a smaller budget takes their input in
+smaller pieces instead of spilling, so their ideal budget is the one their unconstrained peak
+needs (no bisection for the least spill-free one, which would be the smallest of all)."""
 DEFAULT_FRACTIONS = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
 
 
@@ -142,7 +148,9 @@ def _mb(budget_bytes: int) -> int:
 def task_ideal_budgets(local: LocalJob) -> dict[tuple[int, int], int]:
     """Every task's ideal budget, after an unconstrained local run of the job."""
     return {
-        (stage, index): least_spill_free_budget(local, stage, index, ideal_budget(run.spec.op, run.metrics))
+        (stage, index): ideal_budget(run.spec.op, run.metrics)
+        if run.spec.op.partition(".")[0] in NEVER_SPILLS
+        else least_spill_free_budget(local, stage, index, ideal_budget(run.spec.op, run.metrics))
         for (stage, index), run in list(local.tasks.items())
     }
 

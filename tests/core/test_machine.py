@@ -104,14 +104,12 @@ def test_the_worked_example_of_docs_architecture() -> None:
     ((node_id, final),) = launches(driver.log)[1:]
     assert driver.do(OutputStaged(final.job_id, final.index, final.attempt)) == []
     out = driver.do(FromNode(node_id, _succeeded(node_id, final)))
-    named = [(type(c).__name__, getattr(c, "kind", None) or getattr(c, "table", None)) for c in out]
+    named = [(type(c).__name__, getattr(c, "kind", None)) for c in out]
     assert named == [
         ("CommitOutput", None),
         ("Journal", "output_committed"),
-        ("Row", "tasks"),
         ("Journal", "task_finished"),
         ("Journal", "job_finished"),
-        ("Row", "jobs"),
         ("RunOver", None),
         ("WantRound", None),
     ]

@@ -1,4 +1,4 @@
-"""Recovery strategies as the core's event handlers (``master.core.strategy``): a strategy
+"""Recovery strategies as the core's event handlers (``testbed.api``'s strategy interface): a strategy
 reads the view and returns decisions; only the core, applying them, changes its state."""
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from master.core.events import EvictRequest, FromNode, Round
 from master.core.jobs import JobRuntime
 from master.core.machine import MasterCore
 from master.core.recovery import HANDLERS
-from master.core.strategy import (
+from master.strategies import make_strategy
+from testbed.api import (
     CommitPush,
-    Decision,
     JobSubmitted,
     Note,
     Reopen,
     Strategy,
+    StrategyDecision,
     StrategyView,
     TaskSucceeded,
     WriteFile,
 )
-from master.strategies import make_strategy
 from testbed.scenario import Scenario
 from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
@@ -107,14 +107,14 @@ class Scripted(Strategy):
     """A strategy that answers each event with what a test scripted for it."""
 
     def __init__(self, scenario: Scenario) -> None:
-        self.script: dict[type, list[Decision]] = {}
+        self.script: dict[type, list[StrategyDecision]] = {}
         self.seen: list[object] = []
 
-    def on_job_submitted(self, view: StrategyView, event: JobSubmitted) -> list[Decision]:
+    def on_job_submitted(self, view: StrategyView, event: JobSubmitted) -> list[StrategyDecision]:
         self.seen.append(event)
         return self.script.get(JobSubmitted, [])
 
-    def on_task_succeeded(self, view: StrategyView, event: TaskSucceeded) -> list[Decision]:
+    def on_task_succeeded(self, view: StrategyView, event: TaskSucceeded) -> list[StrategyDecision]:
         self.seen.append(event)
         job = view.jobs[event.job_id]
         note = Note("push_failed", {"job": job.job_id, "task": job.task_id(event.key), "error": "scripted"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -40,6 +41,37 @@ def image(docker_client: docker.DockerClient) -> str:
     except NotFound:
         pytest.skip(f"image {IMAGE} is not built; run containers/build-images.sh")
     return IMAGE
+
+
+SWARM_BRIDGE = "docker_gwbridge"
+
+
+def swarm_state(client: docker.DockerClient) -> str:
+    return client.info().get("Swarm", {}).get("LocalNodeState", "inactive")
+
+
+@pytest.fixture
+def single_node_swarm(docker_client: docker.DockerClient) -> Iterator[None]:
+    """The engine as a Swarm manager: a single-node swarm made for the test (and left after
+    it) when the engine is in none; a skip, with the reason, when ``docker swarm init``
+    fails or the engine is a swarm's worker. Images are local: one node needs no registry."""
+    if swarm_state(docker_client) != "inactive" and not docker_client.info()["Swarm"].get("ControlAvailable"):
+        pytest.skip("this engine is in a swarm but not a manager: a stack cannot be deployed from here")
+    created = swarm_state(docker_client) == "inactive"
+    had_gateway_bridge = bool(docker_client.networks.list(names=[SWARM_BRIDGE]))
+    if created:
+        init = subprocess.run(
+            ["docker", "swarm", "init", "--advertise-addr", "127.0.0.1"], capture_output=True, text=True
+        )
+        if init.returncode != 0:
+            pytest.skip(f"docker swarm init is impossible here: {init.stderr.strip()}")
+    try:
+        yield
+    finally:
+        if created:
+            subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True)
+        if created and not had_gateway_bridge:  # swarm init made it; leave keeps it
+            subprocess.run(["docker", "network", "rm", SWARM_BRIDGE], capture_output=True)
 
 
 def new_run_id() -> str:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,6 @@ from tests.e2e.test_workloads_run import assert_exact
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "compose" / "quickstart.yaml"
-SWARM_BRIDGE = "docker_gwbridge"
 
 
 async def test_container_killed_mid_job_output_exact_and_foreign_containers_refused(
@@ -107,55 +108,46 @@ def test_compose_quickstart_end_to_end(
     assert run_leftovers(docker_client, run_id) == []
 
 
-def swarm_state(client: docker.DockerClient) -> str:
-    return client.info().get("Swarm", {}).get("LocalNodeState", "inactive")
-
-
 def master_task_state(client: docker.DockerClient, stack: str) -> str:
     tasks = client.api.tasks(filters={"service": f"{stack}_master"})
     return tasks[0]["Status"]["State"] if tasks else "pending"
 
 
 @pytest.mark.parametrize("name", ["quickstart", "eviction-storm"])
-def test_swarm_stack(docker_client: docker.DockerClient, image: str, tmp_path: Path, name: str) -> None:
+def test_swarm_stack(
+    docker_client: docker.DockerClient, single_node_swarm: None, image: str, tmp_path: Path, name: str
+) -> None:
     """A shipped compose file as a stack; in eviction-storm the chaos controller kills agents
     and launches replacements through the Swarm manager."""
-    if swarm_state(docker_client) != "inactive" and not docker_client.info()["Swarm"].get("ControlAvailable"):
-        pytest.skip("this engine is in a swarm but not a manager: the stack cannot be deployed from here")
-    created_swarm = swarm_state(docker_client) == "inactive"
-    had_gateway_bridge = bool(docker_client.networks.list(names=[SWARM_BRIDGE]))
-    if created_swarm:
-        init = subprocess.run(
-            ["docker", "swarm", "init", "--advertise-addr", "127.0.0.1"], capture_output=True, text=True
-        )
-        if init.returncode != 0:
-            pytest.skip(f"docker swarm init is impossible here: {init.stderr.strip()}")
+    env = {"TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(tmp_path)}
+    with deployed_stack(docker_client, REPO / "compose" / f"{name}.yaml", env):
+        summary = assert_scenario_results(tmp_path, name)
+        if name == "eviction-storm":
+            evictions = (tmp_path / name / "evictions.csv").read_text()
+            assert summary["evictions"] >= 2 and ",storm," in evictions, evictions
+
+
+@contextlib.contextmanager
+def deployed_stack(client: docker.DockerClient, compose_file: Path, env: dict[str, str]) -> Iterator[str]:
+    """Deploy the compose file as a stack of a run of its own, wait until its master's task
+    completed, yield the stack's name; then remove the stack and check nothing of it is left."""
     stack = f"stack{new_run_id()}".replace("-", "")
-    env = {"TESTBED_RUN_ID": stack, "TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(tmp_path)}
+    env = {"TESTBED_RUN_ID": stack, **env}
     try:
         deploy = subprocess.run(
-            ["docker", "stack", "deploy", "-c", str(REPO / "compose" / f"{name}.yaml"), stack],
+            ["docker", "stack", "deploy", "-c", str(compose_file), stack],
             capture_output=True,
             text=True,
             env={**os.environ, **env},
         )
         assert deploy.returncode == 0, deploy.stderr
-        state = wait_for_master(docker_client, stack)
+        state = wait_for_master(client, stack)
         assert state == "complete", f"master task ended {state}: {service_logs(stack)}"
-        summary = assert_scenario_results(tmp_path, name)
-        if name == "eviction-storm":
-            evictions = (tmp_path / name / "evictions.csv").read_text()
-            assert summary["evictions"] >= 2 and ",storm," in evictions, evictions
+        yield stack
     finally:
-        try:
-            subprocess.run(["docker", "stack", "rm", stack], capture_output=True)
-            wait_until_gone(docker_client, stack)
-        finally:
-            if created_swarm:
-                subprocess.run(["docker", "swarm", "leave", "--force"], capture_output=True)
-            if created_swarm and not had_gateway_bridge:  # swarm init made it; leave keeps it
-                subprocess.run(["docker", "network", "rm", SWARM_BRIDGE], capture_output=True)
-    assert run_leftovers(docker_client, stack) == []
+        subprocess.run(["docker", "stack", "rm", stack], capture_output=True)
+        wait_until_gone(client, stack)
+    assert run_leftovers(client, stack) == []
 
 
 def wait_for_master(client: docker.DockerClient, stack: str, limit_s: float = 600) -> str:

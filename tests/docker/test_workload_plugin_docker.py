@@ -1,8 +1,10 @@
 """A scheduler and a workload plugin from a directory outside the package, in containers:
 ``--backend docker`` (the plugin directory mounted read-only at its own path and on the
-workers' PYTHONPATH) and ``testbed compose`` + docker-compose (mounted the same way in
-the master's and the agents' services). Outputs exact against the workload's reference,
-the run labelled with both plugins' versions, no container left."""
+workers' PYTHONPATH), ``testbed compose`` + docker-compose (mounted the same way in
+the master's and the agents' services) and the same compose file as a stack on a
+single-node Swarm (bind mounts of the one node's directories; the image is local, so no
+registry). Outputs exact against the workload's reference, the run labelled with both
+plugins' versions, no container left."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from testbed.compare import compare_runs
 from testbed.scenario import load_scenario
 from testbed.workloads.check import check_output
 from tests.docker.conftest import new_run_id, remove_run, run_leftovers
-from tests.docker.test_docker_runs import compose_command
+from tests.docker.test_docker_runs import compose_command, deployed_stack
 from tests.test_plugin_docs import write_doc_files
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
@@ -97,3 +99,22 @@ def test_the_docs_scheduler_and_workload_run_through_testbed_compose(
         remove_run(docker_client, run_id)
     assert run_leftovers(docker_client, run_id) == []
     assert_labelled_and_exact(results / "my-experiment", plugins / "experiment.yaml")
+
+
+def test_the_docs_scheduler_and_workload_run_as_a_swarm_stack(
+    docker_client: docker.DockerClient,
+    single_node_swarm: None,
+    image: str,
+    plugins: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(plugins)
+    stack = plugins / "stack" / "compose.yaml"
+    stack.parent.mkdir()
+    assert main(["compose", "experiment.yaml", "-o", str(stack)]) == 0
+    results = tmp_path / "results"
+    results.mkdir()  # Swarm does not create a bind mount's source
+    env = {"TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(results)}
+    with deployed_stack(docker_client, stack, env):
+        assert_labelled_and_exact(results / "my-experiment", plugins / "experiment.yaml")

@@ -15,7 +15,7 @@ from tests.test_plugin_docs import write_doc_files
 pytestmark = pytest.mark.e2e
 
 RAISES = """
-from testbed.api import Autoscaler, Scheduler
+from testbed.api import Autoscaler, Scheduler, Strategy
 
 
 class Raises(Scheduler):
@@ -28,6 +28,11 @@ class RaisesLater(Autoscaler):
         if any(node.running for node in snapshot.nodes):
             raise RuntimeError("plugin bug: scaling while tasks run")
         return []
+
+
+class RaisesOnSuccess(Strategy):
+    def on_task_succeeded(self, view, event):
+        raise RuntimeError("plugin bug: a strategy's handler")
 """
 
 
@@ -55,8 +60,9 @@ def test_the_docs_random_scheduler_runs_checked_and_labelled(tmp_path: Path, iso
     [
         ("{scheduler: 'raises_plugin:Raises'}", "plugin bug: no placement today"),
         ("{autoscaler: 'raises_plugin:RaisesLater'}", "plugin bug: scaling while tasks run"),
+        ("{strategy: 'raises_plugin:RaisesOnSuccess'}", "plugin bug: a strategy's handler"),
     ],
-    ids=["scheduler", "autoscaler-mid-run"],
+    ids=["scheduler", "autoscaler-mid-run", "strategy-mid-run"],
 )
 def test_a_plugin_that_raises_fails_the_run_cleanly(
     tmp_path: Path, isolated_path: None, policy: str, message: str

@@ -13,7 +13,7 @@ import pytest
 from master.run import run_scenario
 from testbed.scenario import WordcountJob
 from testbed.workloads.wordcount import read_output, reference_output
-from tests.conftest import make_scenario, process_alive
+from tests.conftest import assert_tables_from_events, make_scenario, process_alive
 
 pytestmark = pytest.mark.e2e
 
@@ -29,9 +29,11 @@ def agent_pids(run_dir: Path) -> list[int]:
 
 
 def assert_clean(run_dir: Path) -> None:
-    """Nothing the run started is left: no agent process, no node directory."""
+    """Nothing the run started is left: no agent process, no node directory; and the tables
+    it wrote are those its events make."""
     assert not any(process_alive(pid) for pid in agent_pids(run_dir))
     assert not (run_dir / "nodes").exists() or not any((run_dir / "nodes").iterdir())
+    assert_tables_from_events(run_dir)
 
 
 async def test_wordcount_on_amqtt(tmp_path: Path) -> None:

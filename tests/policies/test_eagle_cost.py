@@ -1,5 +1,6 @@
-"""Eagle's cheaper round and CloudCoaster's once-per-snapshot census take the previous
-implementations' decisions (tests/policy_reference) on random partitioned clusters."""
+"""Eagle's cheaper round (per task, then with lazy node states) and CloudCoaster's
+once-per-snapshot census take the previous implementations' decisions
+(tests/policy_reference) on random partitioned clusters."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 from master.policies.base import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
 from master.policies.cloudcoaster import CloudCoasterAutoscaler
 from master.policies.eagle import EagleScheduler
-from tests.policy_reference import cloudcoaster_v1, eagle_v1
+from tests.policy_reference import cloudcoaster_v1, eagle_v1, eagle_v2
 
 CLASSES = ("reserved", "transient")
 
@@ -105,3 +106,19 @@ def test_a_short_task_never_probes_a_node_a_long_task_took_earlier_in_the_round(
         decisions = EagleScheduler(probes=1, seed=seed).schedule(ClusterSnapshot(10.0, nodes, jobs))
         placed = {d.task_id: d.node_id for d in decisions}
         assert placed["c/0"] != placed["b/0"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    snapshots(),
+    st.integers(1, 3),
+    st.sampled_from(["fifo", "srpt"]),
+    st.booleans(),
+    st.integers(0, 3),
+)
+def test_eagle_lazy_node_states_take_the_eager_rounds_decisions(
+    snapshot: ClusterSnapshot, probes: int, order: str, copies: bool, seed: int
+) -> None:
+    knobs = {"probes": probes, "queue_order": order, "on_demand_copies": copies, "seed": seed}
+    ours = EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+    assert ours == eagle_v2.EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
 """Eagle's round before it was made cheaper per task (reference): the parts that changed,
-verbatim; the rest of the round is the current code.
+verbatim; the rest of the round is ``eagle_v2``'s (the round before node states were lazy).
 
 Before, every task filtered the nodes afresh (placeable, then long-clear) and ranked the
 clear ones by a BLAKE2b digest of the whole ``seed/task_id/node_id`` each, sorted.
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 
-from master.policies import eagle
 from master.policies.base import ClusterSnapshot, Decision, PendingTask
+from tests.policy_reference import eagle_v2 as eagle
 
 
 class _Round(eagle._Round):

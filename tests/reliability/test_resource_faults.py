@@ -113,13 +113,13 @@ def test_the_journal_on_a_full_disk_gives_its_reserve_back_and_says_so_once(tmp_
         journal.on_disk_full = calls.append
         filler = fill(run_dir)
         journal.event("master_error", error="after the disk filled")
-        journal.row("jobs", job_id="j000", status="failed")
+        journal.event("job_finished", job="j000", status="failed", jct_s=None, error="disk full")
         journal.close()
         lines = (run_dir / "events.jsonl").read_text().splitlines()
         rows = (run_dir / "jobs.csv").read_text().splitlines()
         filler.unlink()
     assert [e.errno for e in calls] == [errno.ENOSPC]
-    assert [json.loads(line)["error"] for line in lines] == ["after the disk filled"]
+    assert [json.loads(line)["error"] for line in lines] == ["after the disk filled", "disk full"]
     assert rows[1].startswith("j000,") and journal.dropped == 0
 
 

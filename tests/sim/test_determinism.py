@@ -58,3 +58,18 @@ def test_same_journal_across_processes_whatever_their_hash_seed(tmp_path: Path) 
         argv = ["run", str(scenario), "--backend", "sim", "--out", str(tmp_path / hash_seed)]
         subprocess.run([sys.executable, "-m", "testbed.cli", *argv], env=env, check=True, capture_output=True)
     assert (tmp_path / "1" / "events.jsonl").read_bytes() == (tmp_path / "2" / "events.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("cpus", [1, 64])
+def test_every_node_starts_at_once_whatever_the_hosts_cores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpus: int
+) -> None:
+    """The sim models a start as ``node_startup``, not the host's CPU: no start window drawn
+    from this host's cores (32 a core), so a run is the same on any machine."""
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+    cluster = {"reserved": {"count": 10, "slots": 1}, "transient": {"count": 70, "slots": 1}}
+    jobs = [{"workload": "sleep", "tasks": 4, "duration": "1s"}]
+    run_dir = simulate(tmp_path, cluster=cluster, jobs=jobs).run_dir
+    assert {record["t"] for record in events(run_dir, "node_up")} == {1.45}
+    paced = simulate(tmp_path, "paced", cluster={**cluster, "start_window": 40}, jobs=jobs).run_dir
+    assert sorted({record["t"] for record in events(paced, "node_up")}) == [1.45, 2.9]

@@ -51,7 +51,7 @@ BROKEN = {
     "version": (
         "class W:\n    api_version = '2.0'\n    def map(self, r):\n        return []\n"
         "    def reduce(self, k, v):\n        return []\n",
-        "is written for testbed.api 2.0, this testbed has 1.2",
+        "is written for testbed.api 2.0, this testbed has 1.3",
     ),
 }
 
@@ -105,7 +105,8 @@ def test_bad_options_and_a_missing_input_are_refused(
     err = refused(scenario_file(plugin_dir, "{workload: 'opts:CharCount'}"), capsys)
     assert "jobs.0.input:" in err and "define generate(self, split, splits, seed)" in err
     err = refused(scenario_file(plugin_dir, "{workload: grep}"), capsys)
-    assert "jobs.0: unknown workload 'grep'; expected one of wordcount, sort, pagerank, sleep, noop" in err
+    expected = "jobs.0: unknown workload 'grep'; expected one of wordcount, sort, pagerank, mlr, sleep, noop"
+    assert expected in err
 
 
 def test_a_good_plugin_validates(plugin_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,189 @@
+"""The journal's tables are a function of its events: every row is made from one event
+(``testbed.journal_tables.ROWS_FROM_EVENTS``), by the writer as the run goes and by
+``rebuild_tables`` from ``events.jsonl`` alone, byte for byte the same."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from master.journal import Journal
+from testbed.journal import EVENTS
+from testbed.journal_tables import ROWS_FROM_EVENTS, TABLES, row_of
+from tests.conftest import assert_tables_from_events
+from tests.sim.helpers import simulate
+from tests.sim.test_determinism import SCENARIO
+
+TASK = {"task": "j000.s1.t2", "job": "j000", "stage": 1, "node": "transient-3", "attempt": 1}
+
+
+def test_every_table_is_made_by_declared_event_kinds() -> None:
+    assert set(ROWS_FROM_EVENTS) <= set(EVENTS)
+    assert {table for table, _ in ROWS_FROM_EVENTS.values()} == set(TABLES)
+
+
+def _row(event: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    derived = row_of(event)
+    assert derived is not None
+    table, row = derived
+    return table, {name: value for name, value in row.items() if value is not None}
+
+
+def test_a_task_row_has_its_metrics_only_when_its_node_reported_them() -> None:
+    ended = {
+        "t": 9.5,
+        "event": "task_finished",
+        **TASK,
+        "index": 2,
+        "class": "transient",
+        "status": "lost",
+        "failure": "node_lost",
+        "memory_mb": 64,
+        "elastic": 0,
+        "ideal_memory_mb": 64,
+        "predicted_s": None,
+        "start_s": 4.25,
+    }
+    assert _row(ended) == (
+        "tasks",
+        {
+            "task_id": "j000.s1.t2",
+            "job_id": "j000",
+            "stage": 1,
+            "index": 2,
+            "attempt": 1,
+            "node_id": "transient-3",
+            "node_class": "transient",
+            "memory_mb": 64,
+            "elastic": 0,
+            "ideal_memory_mb": 64,
+            "start_s": 4.25,
+            "end_s": 9.5,
+            "status": "lost",
+            "failure": "node_lost",
+        },
+    )
+    reported = {**ended, "status": "succeeded", "failure": None, "bytes_in": 10, "cpu_s": 0.5}
+    assert _row(reported)[1] == {
+        **{name: value for name, value in _row(ended)[1].items() if name != "failure"},
+        "status": "succeeded",
+        "bytes_in": 10,
+        "cpu_s": 0.5,
+    }
+    crashed = {"t": 30.0, "event": "task_finished", **TASK, "status": "lost", "failure": "master_crashed"}
+    assert _row({**crashed, "end_s": 20.0})[1]["end_s"] == 20.0  # it ended at the crash, not at t
+
+
+def test_a_job_row_derives_its_queue_time_and_relaunch_ratio() -> None:
+    counters = {"error_relaunches": 0, "bytes_recomputed": 5, "map_phase_s": 1.5, "reduce_phase_s": None}
+    finished = {
+        "t": 12.0,
+        "event": "job_finished",
+        "job": "j001",
+        "status": "succeeded",
+        "jct_s": 10.0,
+        "error": None,
+        "name": "sort-1",
+        "workload": "sort",
+        "submit_s": 2.0,
+        "start_s": 2.5,
+        "tasks": 8,
+        "relaunched_tasks": 2,
+        **counters,
+    }
+    table, row = _row(finished)
+    assert table == "jobs"
+    assert row == {
+        "job_id": "j001",
+        "name": "sort-1",
+        "workload": "sort",
+        "submit_s": 2.0,
+        "start_s": 2.5,
+        "finish_s": 12.0,
+        "jct_s": 10.0,
+        "queue_s": 0.5,
+        "status": "succeeded",
+        "tasks": 8,
+        "relaunched_tasks": 2,
+        "relaunched_ratio": 0.25,
+        "error_relaunches": 0,
+        "bytes_recomputed": 5,
+        "map_phase_s": 1.5,
+    }
+    unplanned = {"t": 60.0, "event": "job_finished", "job": "j002", "status": "failed", "jct_s": None}
+    unplanned |= {"error": "not submitted: timeout", "name": "wordcount-2", "workload": "wordcount"}
+    assert _row(unplanned)[1] == {
+        "job_id": "j002",
+        "name": "wordcount-2",
+        "workload": "wordcount",
+        "status": "failed",
+        "error": "not submitted: timeout",
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "ended_s", "reason"),
+    [
+        ("node_start_failed", {}, 7.0, "start_failed"),
+        ("node_lost", {"reason": "evicted", "detect_s": 0.1, "ended_s": 6.9}, 6.9, "evicted"),
+        ("node_ended", {"reason": "run_end"}, 7.0, "run_end"),
+    ],
+)
+def test_a_node_row_is_made_by_each_way_a_node_ends(
+    kind: str, fields: dict[str, Any], ended_s: float, reason: str
+) -> None:
+    node = {"node": "transient-1", "class": "transient", "launched_s": 1.0, "price_per_hour": 0.03}
+    assert _row({"t": 7.0, "event": kind, **node, **fields}) == (
+        "nodes",
+        {
+            "node_id": "transient-1",
+            "node_class": "transient",
+            "launched_s": 1.0,
+            "ended_s": ended_s,
+            "end_reason": reason,
+            "price_per_hour": 0.03,
+        },
+    )
+
+
+def test_a_decision_row_keeps_its_columns_of_the_detail_and_all_of_it_as_json() -> None:
+    decision = {"job": "j000", "task": "j000.s0.t0", "decision": "elastic", "node": "transient-0"}
+    detail = {"memory_mb": 16.0, "ideal_memory_mb": 32.0, "penalty": 1.5}
+    assert _row({"t": 3.0, "event": "decision", **decision, "detail": detail}) == (
+        "decisions",
+        {
+            "t_s": 3.0,
+            "job_id": "j000",
+            "task_id": "j000.s0.t0",
+            "decision": "elastic",
+            "node_id": "transient-0",
+            "memory_mb": 16.0,
+            "ideal_memory_mb": 32.0,
+            "detail": '{"memory_mb":16.0,"ideal_memory_mb":32.0,"penalty":1.5}',
+        },
+    )
+
+
+def test_a_resumed_journal_rebuilds_as_one_table(tmp_path: Path) -> None:
+    """A resumed run appends to its tables (one header); rebuilding gives the same file."""
+    for start in (0.0, 100.0):
+        journal = Journal(tmp_path, clock=lambda start=start: start + 1 / 3)
+        journal.t0 = 0.0
+        journal.event("node_ended", node="reserved-0", **{"class": "reserved"}, reason="run_end")
+        journal.close()
+    with open(tmp_path / "nodes.csv", newline="") as handle:
+        assert [row["ended_s"] for row in csv.DictReader(handle)] == ["0.3333", "100.3333"]
+    assert_tables_from_events(tmp_path)
+
+
+@pytest.mark.parametrize("policy", [{"strategy": "pado"}, {"scheduler": "yarn-me"}])
+def test_a_simulated_runs_tables_are_what_its_events_make(tmp_path: Path, policy: dict[str, str]) -> None:
+    run_dir = simulate(tmp_path, policy=policy, **SCENARIO).run_dir
+    tables = {"tasks.csv", "jobs.csv", "nodes.csv", "evictions.csv"} | (
+        {"decisions.csv"} if "scheduler" in policy else set()
+    )
+    assert tables <= {p.name for p in run_dir.glob("*.csv")}
+    assert_tables_from_events(run_dir)

@@ -1,0 +1,147 @@
+"""The mlr workload: the distributed gradient descent against the textbook reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from master.policies.pado import compile_pado
+from master.strategies.spark import logical_dag, physical_operators, stage_classes
+from testbed.blocks import BlockWriter
+from testbed.protocol import BlockRef
+from testbed.scenario import MlrJob
+from testbed.workloads import COMBINERS, mlr, plan_job
+from testbed.workloads.base import BlockFetcher
+from testbed.workloads.check import check_output
+from testbed.workloads.local import LocalJob
+
+SEED = 5
+
+
+def small(**fields) -> MlrJob:
+    base = {"points": 3000, "features": 12, "classes": 4, "iterations": 3, "maps": 3, "reduces": 2}
+    return MlrJob(workload="mlr", **{**base, **fields})
+
+
+def plain_gradient_descent(job: MlrJob, seed: int) -> np.ndarray:
+    """Loops over samples, no matrix product: independent of the vectorised reference."""
+    rows = np.concatenate([p for s in mlr.sources_of(job, seed) for p in mlr.generate_split(s["generate"])])
+    model = np.zeros((job.features + 1, job.classes))
+    for _ in range(job.iterations):
+        gradient = np.zeros_like(model)
+        for row in rows:
+            x = np.concatenate(([1.0], row[1:]))
+            scores = np.array([x @ model[:, c] for c in range(job.classes)])
+            p = np.exp(scores - scores.max())
+            p /= p.sum()
+            p[int(row[0])] -= 1.0
+            gradient += np.outer(x, p)
+        penalty = job.regularization * model
+        penalty[0] = 0
+        model = model - job.learning_rate * (gradient / len(rows) + penalty)
+    return model
+
+
+def test_the_reference_is_the_textbook_gradient_descent() -> None:
+    job = small(points=200, regularization=0.1)
+    assert np.allclose(mlr.reference_output(job, SEED), plain_gradient_descent(job, SEED), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("budget", [64 << 20, 1 << 16])
+def test_the_job_equals_the_reference(tmp_path: Path, budget: int) -> None:
+    job = small(regularization=0.01)
+    local = LocalJob(plan_job(job, SEED, None), tmp_path).run(budget)
+    assert check_output(job, SEED, local.outputs) == []
+    model = mlr.read_output(local.outputs)
+    assert np.abs(model).max() > 0.01  # it learned something
+    assert local.total("spill_bytes") == 0
+
+
+def test_the_model_learns_the_hidden_one() -> None:
+    job = small(points=4000, iterations=30, learning_rate=1.0)
+    model = mlr.reference_output(job, SEED)
+    rows = np.concatenate([p for s in mlr.sources_of(job, SEED) for p in mlr.generate_split(s["generate"])])
+    predicted = np.argmax(rows[:, 1:] @ model[1:] + model[0], axis=1)
+    majority = np.bincount(rows[:, 0].astype(int)).max() / len(rows)
+    assert (predicted == rows[:, 0]).mean() > majority + 0.1
+
+
+def test_a_wrong_model_fails_the_check(tmp_path: Path) -> None:
+    job = small()
+    model = mlr.reference_output(job, SEED)
+    model[3, 1] *= 1 + 1e-6
+    (tmp_path / "out").mkdir()
+    mlr.write_model(tmp_path / "out" / "part-00000", model)
+    assert check_output(job, SEED, tmp_path / "out")[0].startswith("the model differs")
+    assert check_output(small(iterations=2), SEED, tmp_path / "out")
+
+
+def test_partial_aggregates_sum_to_the_same_slices(tmp_path: Path) -> None:
+    """Pado's combiner: several gradient outputs summed slice by slice, read by the aggregate task."""
+    job = small()
+    local = LocalJob(plan_job(job, SEED, None), tmp_path).run(64 << 20)
+    fetcher = BlockFetcher(local.blocks, "local")
+
+    def frames_of(partition: int):
+        for i in range(3):
+            ref = BlockRef(block=local.tasks[(1, i)].spec.block_id, partition=partition, locations=("local",))
+            yield from fetcher.frames(ref)
+
+    writer = BlockWriter(local.blocks, "combined", 2)
+    COMBINERS["mlr.gradient"](frames_of, writer)
+    writer.commit()
+    for partition in range(2):
+        lo, hi = mlr.slice_bounds(local.plan.stages[1].params(0), partition)
+        combined = np.zeros(hi - lo)
+        mlr.add_frames(
+            fetcher.frames(BlockRef(block="combined", partition=partition, locations=("local",))),
+            combined,
+            lo,
+        )
+        direct = np.zeros(hi - lo)
+        mlr.add_frames(frames_of(partition), direct, lo)
+        assert np.allclose(combined, direct, rtol=1e-15, atol=0)
+
+
+def test_pado_places_the_gradients_on_transient_and_the_aggregation_on_reserved() -> None:
+    plan = plan_job(small(), SEED, None)
+    dag = logical_dag(plan)
+    assert dag is not None
+    classes = stage_classes(compile_pado(dag), plan)
+    ops = [s.op for s in plan.stages]
+    assert [c for c, op in zip(classes, ops, strict=True) if op in ("mlr.points", "mlr.gradient")] == [
+        "transient"
+    ] * 4
+    assert [c for c, op in zip(classes, ops, strict=True) if op in ("mlr.aggregate", "mlr.model")] == [
+        "reserved"
+    ] * 6
+    assert len(physical_operators(plan)) == len(plan.stages)
+    kinds = [[d.kind for d in s.deps] for s in plan.stages]
+    assert kinds[4] == ["narrow", "broadcast"] and kinds[6] == ["shuffle", "narrow"]
+
+
+@pytest.mark.parametrize("strategy", ["spark", "spark-checkpoint", "pado"])
+def test_an_mlr_job_runs_on_the_simulator_under_each_strategy(tmp_path: Path, strategy: str) -> None:
+    from tests.sim.helpers import events, rows, simulate
+
+    result = simulate(
+        tmp_path,
+        cluster={"reserved": {"count": 1, "slots": 1}, "transient": {"count": 4, "slots": 1}},
+        policy={"strategy": strategy},
+        jobs=[{"workload": "mlr", "points": 8000, "features": 500, "classes": 100, "maps": 8, "reduces": 2}],
+    )
+    (job,) = rows(result.run_dir, "jobs")
+    assert result.ok and job["status"] == "succeeded"
+    placed = {(e["stage"], e["class"]) for e in events(result.run_dir, "task_started")}
+    gradients = {cls for stage, cls in placed if stage in (1, 4, 7, 10, 13)}
+    models = {cls for stage, cls in placed if stage in (3, 6, 9, 12, 15)}
+    if strategy in ("pado", "spark"):  # no eviction: each gradient runs where its points are
+        nodes = {(e["stage"], e["index"]): e["node"] for e in events(result.run_dir, "task_started")}
+        local = sum(nodes[(s, i)] == nodes[(0, i)] for s in (1, 4, 7, 10, 13) for i in range(8))
+        assert local >= 20, local
+    if strategy == "pado":
+        assert gradients == {"transient"} and models == {"reserved"}
+    if strategy == "spark-checkpoint":
+        assert gradients == models == {"transient"}
