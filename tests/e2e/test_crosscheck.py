@@ -69,32 +69,19 @@ def test_calibrate_fits_the_model_from_real_runs(tmp_path: Path) -> None:
         "name: c\ncluster: {reserved: 1, transient: 1}\n"
         "jobs: [{workload: wordcount, size_mb: 2, maps: 2, reduces: 1}]\n"
     )
-    out = tmp_path / "cal.yaml"
+    (tmp_path / "calibration").mkdir()
+    out = tmp_path / "calibration" / "unisolated.yaml"  # the file a simulated run takes by itself
     assert main(["calibrate", str(scenario), "--seeds", "1", "--out", str(out)]) == 0
     document = yaml.safe_load(out.read_text())
     simulation, measured = document["simulation"], document["measured"]
     assert set(simulation["ops"]) == {"wordcount.map", "wordcount.reduce"}
     assert simulation["ops"]["wordcount.map"]["s_per_mb"] > 0
     assert simulation["node_startup"] > 0 and "will_delay" not in simulation  # nothing was evicted
-    assert measured["runs"] == [str(tmp_path / "cal-runs" / "seed-1")]
+    assert measured["runs"] == [str(tmp_path / "calibration" / "unisolated-runs" / "seed-1")]
     assert measured["samples"]["launch_overhead"] == "3 attempts"
-    # the file is a calibration a simulated run loads and names
+    # the file is the calibration a simulated run of the scenario beside it loads and names
     sim = tmp_path / "sim"
-    assert (
-        main(
-            [
-                "run",
-                str(scenario),
-                "--backend",
-                "sim",
-                "--set",
-                f"simulation.calibration={out}",
-                "--out",
-                str(sim),
-            ]
-        )
-        == 0
-    )
+    assert main(["run", str(scenario), "--backend", "sim", "--out", str(sim)]) == 0
     used = json.loads((sim / "summary.json").read_text())["simulation"]
     assert used["calibration"]["path"] == str(out.resolve())
     assert used["ops"]["wordcount.map"] == simulation["ops"]["wordcount.map"]
