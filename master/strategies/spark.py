@@ -81,7 +81,7 @@ def stage_classes(pado: PadoPlan, plan: JobPlan) -> list[NodeClass]:
     return classes
 
 
-def narrow_input_nodes(job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
+def narrow_input_nodes(view: StrategyView, job: LiveJob, key: TaskKey) -> tuple[str, ...]:
     """The nodes holding the outputs a task reads through its narrow dependencies: Spark's
     preferred locations (NSDI'12, section 5.1: a task that processes a partition available in
     memory on a node is sent to that node; a narrow child has its parent's locations). The
@@ -92,8 +92,9 @@ def narrow_input_nodes(job: JobRuntime, key: TaskKey) -> tuple[str, ...]:
         if dep.kind != "narrow":
             continue
         parent = job.tasks[(dep.stage, key[1])]
-        if parent.location is not None and parent.node is not None and parent.node not in nodes:
-            nodes.append(parent.node)
+        producer = view.nodes.get(parent.node) if parent.node is not None else None
+        if producer is not None and producer.url in parent.locations and producer.node_id not in nodes:
+            nodes.append(producer.node_id)
     return tuple(nodes)
 
 
@@ -116,7 +117,7 @@ class SparkStrategy(Strategy):
 
     def plan(self, view: StrategyView, job: LiveJob) -> Iterable[Ready]:
         classes = self.classes(job, 0)
-        return (Ready(key, classes, narrow_input_nodes(job, key)) for key in job.ready())
+        return (Ready(key, classes, narrow_input_nodes(view, job, key)) for key in job.ready())
 
     def launch(self, view: StrategyView, job: LiveJob, key: TaskKey) -> TaskLaunch:
         return TaskLaunch(job.input_refs(key), push=self.push_targets(view, job, key))
