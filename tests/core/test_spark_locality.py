@@ -62,17 +62,13 @@ def narrow_launches(driver: Driver, start: int) -> list[tuple[int, int, str, str
 @pytest.mark.parametrize("strategy", ["spark", "spark-checkpoint"])
 def test_a_narrow_task_prefers_the_node_holding_its_parent_partition(strategy: str) -> None:
     driver = pagerank(strategy)
-    assert narrow_input_nodes(driver.core.recovery.view, job(driver), (2, 0)) == ()  # nothing computed yet
+    assert narrow_input_nodes(job(driver), (2, 0)) == ()  # nothing computed yet
     step(driver, 2)  # the edges, then the links
     tasks = job(driver).tasks
     assert all(tasks[(LINKS, i)].status == "done" for i in range(4))
     for index in range(4):
-        assert narrow_input_nodes(driver.core.recovery.view, job(driver), (2, index)) == (
-            tasks[(LINKS, index)].node,
-        )
-    assert (
-        narrow_input_nodes(driver.core.recovery.view, job(driver), (LINKS, 0)) == ()
-    )  # a shuffle only: no preference
+        assert narrow_input_nodes(job(driver), (2, index)) == (tasks[(LINKS, index)].node,)
+    assert narrow_input_nodes(job(driver), (LINKS, 0)) == ()  # a shuffle only: no preference
 
 
 def test_after_a_node_failure_the_iterations_run_where_their_links_partition_is() -> None:
