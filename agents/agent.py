@@ -114,9 +114,9 @@ class Agent:
         repeated on ``Resync``."""
         self.port = config.port
         self.input_cache = LruCache(0)
+        """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
         self.free_slots = set(range(config.slots)) if config.cgroup is not None else set()
         """Task slots whose CPU group no worker is in (none without per-slot groups)."""
-        """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
         self.state = "up"
         self.started = False
         """Announced (retained state ``up``) only once its task forkserver is warm."""
