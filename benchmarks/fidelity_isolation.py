@@ -58,7 +58,7 @@ def cpu_bench(cpu_s: float) -> None:
         for cores in (1.0, 0.5, 0.25):
             group = cgroups.create(run, f"c{cores:g}", cores, 1)
             walls[f"{cores:g} core"] = burn(cpu_s, slot_group(group, 0))
-            stats = cgroups.stats(slot_group(group, 0))
+            stats = cgroups.stats(group)
             print(
                 f"ours: {cpu_s:g} s of CPU at {cores:g} core: {walls[f'{cores:g} core']:.2f} s wall, "
                 f"{stats.throttled_ratio:.0%} of {stats.periods} periods throttled",

@@ -38,7 +38,8 @@ def test_v2_node_group_gets_cpu_max_and_its_parents_delegate_the_cpu_controller(
 def test_v2_each_slot_gets_one_emulated_core_at_most_the_nodes_and_the_agent_a_leaf(tmp_path: Path) -> None:
     """A 2-cpu node at dilation 4: 0.5 core for the node, 0.25 (one core / 4) per slot; the node
     hands cpu to its children, so the agent lives in a leaf of its own (v2 allows no process in
-    a group that does). A 0.5-cpu node's one slot gets the node's 0.125, not a whole core's."""
+    a group that does). A 0.5-cpu node's one slot gets no quota of its own: the node's 0.125 is
+    less than a core's."""
     cgroups = CpuCgroups(2, tmp_path / "testbed", core=0.25)
     node = cgroups.create("run-1", "reserved-0", 0.5, 2)
     assert (node / "cpu.max").read_text() == f"50000 {PERIOD_US}"
@@ -49,7 +50,7 @@ def test_v2_each_slot_gets_one_emulated_core_at_most_the_nodes_and_the_agent_a_l
         assert (slot_group(node, slot) / "cpu.max").read_text() == f"25000 {PERIOD_US}"
     assert not slot_group(node, 2).exists()
     small = cgroups.create("run-1", "transient-0", 0.125, 1)
-    assert (slot_group(small, 0) / "cpu.max").read_text() == f"12500 {PERIOD_US}"
+    assert slot_group(small, 0).is_dir() and not (slot_group(small, 0) / "cpu.max").exists()
 
 
 def test_v2_stats_read_throttling_in_microseconds(tmp_path: Path) -> None:
@@ -134,7 +135,7 @@ def test_v1_quota_throttles_a_cpu_bound_process_to_its_share() -> None:
     group = cgroups.create(run, "quarter", 0.25, 1)
     try:
         wall = _busy_in_group(slot_group(group, 0), 0.3)
-        stats = cgroups.stats(slot_group(group, 0))
+        stats = cgroups.stats(group)
     finally:
         assert cgroups.remove(group)
         cgroups.remove_run(run)
@@ -155,7 +156,7 @@ def test_a_quarter_core_is_throttled_where_a_full_core_is_not() -> None:
     try:
         slow = _busy_in_group(slot_group(quarter, 0), 0.5)
         _busy_in_group(slot_group(full, 0), 0.5)
-        held, free = cgroups.stats(slot_group(quarter, 0)), cgroups.stats(slot_group(full, 0))
+        held, free = cgroups.stats(quarter), cgroups.stats(full)
     finally:
         for group in (quarter, full):
             assert cgroups.remove(group)
