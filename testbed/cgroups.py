@@ -39,7 +39,7 @@ import errno
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -260,10 +260,11 @@ def _mount_points(table: str) -> tuple[Path | None, Path | None]:
 
 
 def _probe(cgroups: CpuCgroups) -> CpuCgroups:
-    """Create and remove a throw-away group, so a refusal comes before any node starts."""
+    """Create and remove a throw-away node's groups (a slot quota among them), so a refusal
+    comes before any node starts."""
     probe = f"probe-{os.getpid()}"
     try:
-        group = cgroups.create(probe, "probe", 1.0, 1)
+        group = replace(cgroups, core=0.5).create(probe, "probe", 1.0, 1)
         if not cgroups.remove(group):
             raise OSError(errno.EBUSY, "a process joined the probe group")
         os.rmdir(group.parent)
