@@ -78,6 +78,12 @@ class SimulationSpec(Strict):
     will_delay: Duration = Field(
         default=0.008, ge=0, description="a SIGKILL to its Last Will at the master (detection: will)"
     )
+    link_burst: Duration = Field(
+        default=0.0,
+        ge=0,
+        description="how far ahead of its rate an idle NIC direction runs (the scale model's token "
+        "bucket burst, testbed.bandwidth.BURST_S, in this model's seconds: wall / dilation)",
+    )
     round_gap: Duration = Field(
         default=0.0,
         ge=0,
