@@ -230,7 +230,7 @@ class ExecutionModel:
         ``receivers[i]``, None: a receiver gone, refused at once). The real agent uploads to
         every receiver at once, their chunks interleaved on the sender's ``net-out``: every copy
         ends with the sender's booking of them all, or later on its receiver's ``net-in``, or at
-        its own ``rate_bytes_s`` (Pado's push rate) if that is slower."""
+        its own ``rate_bytes_s`` (Pado's push rate) if that is slower; then ``push_overhead``."""
         links, node_class = sender
         burst = self.spec.link_burst
         total = sum(size for size, receiver in zip(sizes, receivers, strict=True) if receiver is not None)
@@ -242,5 +242,6 @@ class ExecutionModel:
                 continue
             their, their_class = receiver
             their.in_free, in_s = book(their.in_free, now, size, self.nic_bytes_s(their_class), burst)
-            ends.append(max(out_s, in_s, size / rate_bytes_s if rate_bytes_s else 0.0))
+            link_s = max(out_s, in_s, size / rate_bytes_s if rate_bytes_s else 0.0)
+            ends.append(self.spec.push_overhead + link_s)
         return ends

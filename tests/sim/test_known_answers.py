@@ -121,6 +121,7 @@ def test_a_checkpoint_copy_holds_its_senders_nic_as_the_real_agent_does(tmp_path
         jobs=[{"workload": "sort", "size_mb": 2, "maps": 2, "reduces": 1}],
         simulation={
             "launch_overhead": 0.1,
+            "push_overhead": 0.0,
             "ops": {
                 "sort.map": {"s_per_mb": 0.5, "output_ratio": 1.0},
                 "sort.reduce": {"s_per_mb": 0.0, "output_ratio": 1.0},
