@@ -59,7 +59,8 @@ class SimShell:
         self.heap = EventHeap()
         self.origin: float | None = None
         """The heap time that is the run's time 0 (``Begin``); None before."""
-        self.journal = Journal(run_dir, clock=self.now)
+        self.journal = Journal(run_dir, clock=self.now, flush_each=False)
+        """Flushed every 256 events (``run``) and at the end: a simulation is never resumed."""
         self.agents = agents_of(self.heap, self._deliver)
         self.agents.output_staged = self._staged
         self.wakes: list[float] = []
@@ -115,6 +116,7 @@ class SimShell:
             if progress is not None:
                 progress(self.heap.now)
             reason = stop() if stop is not None else None
+            self.journal.flush()
             if reason is None and self.journal.disk_full is not None:
                 reason = f"the journal's disk is full ({self.journal.disk_full})"
             if reason is not None:
