@@ -72,6 +72,13 @@ class CpuStats:
     def throttled_ratio(self) -> float:
         return self.throttled_periods / self.periods if self.periods else 0.0
 
+    def __add__(self, other: CpuStats) -> CpuStats:
+        return CpuStats(
+            self.periods + other.periods,
+            self.throttled_periods + other.throttled_periods,
+            self.throttled_s + other.throttled_s,
+        )
+
 
 def agent_group(node: Path) -> Path:
     return node / AGENT
@@ -145,6 +152,10 @@ class CpuCgroups:
         else:
             throttled_s = int(fields.get("throttled_usec", 0)) / 1e6
         return CpuStats(int(fields.get("nr_periods", 0)), int(fields.get("nr_throttled", 0)), throttled_s)
+
+    def slot_stats(self, node: Path) -> CpuStats:
+        """The counters of a node's slot groups, totalled (none counted where slots have no quota)."""
+        return sum((self.stats(slot) for slot in node.glob("slot-*")), CpuStats(0, 0, 0.0))
 
     @staticmethod
     def remove(group: Path) -> bool:
