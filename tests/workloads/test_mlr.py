@@ -57,6 +57,8 @@ def test_the_job_equals_the_reference(tmp_path: Path, budget: int) -> None:
     model = mlr.read_output(local.outputs)
     assert np.abs(model).max() > 0.01  # it learned something
     assert local.total("spill_bytes") == 0
+    generated = sum(s["generate"]["nbytes"] for s in mlr.sources_of(job, SEED))
+    assert local.total("bytes_in", stage=0) == generated  # a source counts what it generated
 
 
 def test_the_model_learns_the_hidden_one() -> None:
