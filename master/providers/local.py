@@ -9,9 +9,10 @@ secrets (``testbed.processes.SECRET_ENV``) reach it in a file of a private
 temporary directory, which it reads and deletes, never in its environment.
 
 With ``cgroups`` (a faithful run) each node gets its own CPU cgroup with a quota
-of ``cpus`` cores; the agent joins it at start (``--cgroup``), so its task workers
-are born in it. The group goes with the node; its last throttling counters stay
-in ``cpu_stats`` for the fidelity monitor.
+of ``cpus`` cores and a child group per task slot (``testbed.cgroups``); the agent
+joins its own child at start (``--cgroup``) and each task worker its slot's. The
+groups go with the node; the node's last throttling counters stay in ``cpu_stats``
+for the fidelity monitor.
 """
 
 from __future__ import annotations
@@ -77,14 +78,14 @@ class LocalProvider:
         command: list[str],
         env: dict[str, str],
     ) -> None:
-        del node_class, slots, memory_mb  # carried by the command line
+        del node_class, memory_mb  # carried by the command line
         directory = self.nodes_dir / node_id
         directory.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         argv = [*command, "--data-dir", str(directory), "--listen", "127.0.0.1", "--advertise", "127.0.0.1"]
         cgroup = None
         if self.cgroups is not None and cpus is not None:
-            cgroup = await asyncio.to_thread(self.cgroups.create, self.run_id, node_id, cpus)
+            cgroup = await asyncio.to_thread(self.cgroups.create, self.run_id, node_id, cpus, slots)
             argv += ["--cgroup", str(cgroup)]
         with open(self.log_dir / f"{node_id}.log", "ab") as log:
             process = await asyncio.create_subprocess_exec(

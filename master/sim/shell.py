@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gc
 import heapq
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from master.core import commands as cmd
 from master.core.events import (
     Abort,
     Begin,
+    Crashed,
     Event,
     FromNode,
     LinkDown,
@@ -150,12 +150,8 @@ class SimShell:
 
     def crash(self, error: Exception) -> None:
         """A policy, a strategy or a plugin raised on an event: the run ends at once, as a real
-        master's does (``Master._until_done``): the error and its traceback in the journal, the
-        unfinished jobs failed with it."""
-        trace = "".join(traceback.format_exception(error))
-        self.journal.event("master_error", error=repr(error), traceback=trace)
-        abort = Abort(f"internal error in the master: {error!r}", journal=False)
-        self._apply(self.core.handle(abort, self.now()))
+        master's does (``Crashed``)."""
+        self._apply(self.core.handle(Crashed(error), self.now()))
 
     def finish(self) -> bool:
         """The run is over: the core stops (its nodes end with it), the end is journaled."""
