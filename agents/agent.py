@@ -27,6 +27,7 @@ from agents.push import push_block
 from agents.shuffle import make_app
 from agents.worker_main import combine_in_worker, run_in_worker, warmed
 from testbed.bandwidth import UNLIMITED, NodeLimits
+from testbed.cgroups import slot_group
 from testbed.lru import LruCache
 from testbed.mqtt import BrokerAddress, MqttLink
 from testbed.protocol import (
@@ -78,6 +79,8 @@ class AgentConfig:
     network_mbps: float | None = None
     disk_mb_s: float | None = None
     """The node's bandwidths (None: unlimited), shared with its task workers (testbed.bandwidth)."""
+    cgroup: Path | None = None
+    """The node's CPU group (testbed.cgroups): each task worker joins the leaf of a free slot."""
 
 
 @dataclass
@@ -92,6 +95,8 @@ class RunningAttempt:
     complete: set[int] = field(default_factory=set)
     """Streamed dependencies whose last TaskInputs the worker has (later ones are dropped)."""
     feeding: asyncio.Lock = field(default_factory=asyncio.Lock)
+    slot: int | None = None
+    """The task slot whose CPU group its worker joined, until the worker is gone."""
 
 
 class Agent:
@@ -110,6 +115,8 @@ class Agent:
         self.port = config.port
         self.input_cache = LruCache(0)
         """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
+        self.free_slots = set(range(config.slots)) if config.cgroup is not None else set()
+        """Task slots whose CPU group no worker is in (none without per-slot groups)."""
         self.state = "up"
         self.started = False
         """Announced (retained state ``up``) only once its task forkserver is warm."""
@@ -275,12 +282,29 @@ class Agent:
         except Exception as exc:
             log.exception("the attempt %s/%d failed in the agent", attempt.spec.task_id, attempt.spec.attempt)
             if self.running.get(attempt.spec.task_id) is attempt:
-                await self._await_worker(attempt.spec, None, None, error=f"agent error: {exc!r}")
+                self._finish(attempt.spec, {}, error=f"agent error: {exc!r}")
+        finally:
+            self._free_slot(attempt)
+
+    def _slot_group(self, attempt: RunningAttempt) -> str | None:
+        """The CPU group of a free task slot, taken by ``attempt``. None without per-slot groups,
+        or when every slot's worker is still exiting: the worker then stays in the agent's group,
+        under the node's quota alone."""
+        if self.config.cgroup is None or not self.free_slots:
+            return None
+        attempt.slot = min(self.free_slots)
+        self.free_slots.discard(attempt.slot)
+        return str(slot_group(self.config.cgroup, attempt.slot))
+
+    def _free_slot(self, attempt: RunningAttempt) -> None:
+        if attempt.slot is not None:
+            self.free_slots.add(attempt.slot)
+            attempt.slot = None
 
     async def _run_attempt(self, attempt: RunningAttempt) -> None:
         spec = attempt.spec
         if attempt.cancelled:
-            await self._await_worker(spec, None, None)
+            self._finish(spec, {})
             return
         receiver, sender = _forkserver.Pipe(duplex=False)
         feed_out, feed_in = _forkserver.Pipe(duplex=False) if spec.streamed else (None, None)
@@ -293,6 +317,7 @@ class Agent:
                 sender,
                 self.config.task_memory_limit_mb,
                 feed_out,
+                self._slot_group(attempt),
             ),
             daemon=True,
         )
@@ -304,7 +329,7 @@ class Agent:
             receiver.close()
             if feed_in is not None:
                 feed_in.close()
-            await self._await_worker(spec, None, None, error=f"cannot start a worker process: {exc}")
+            self._finish(spec, {}, error=f"cannot start a worker process: {exc}")
             return
         finally:
             sender.close()
@@ -316,15 +341,17 @@ class Agent:
             attempt.feed = feed_in
             asyncio.get_running_loop().create_task(self._feed(attempt))
         try:
-            await self._await_worker(spec, attempt.process, receiver)
+            outcome = await _receive(receiver, attempt.process)
+            self._free_slot(attempt)  # the worker is gone: the slot is free before the master hears so
+            self._finish(spec, outcome)
         finally:
             if feed_in is not None:
                 async with attempt.feeding:
                     attempt.feed = None
                     feed_in.close()
 
-    async def _await_worker(self, spec: TaskSpec, process: Any, receiver: Any, error: str = "") -> None:
-        outcome = await _receive(receiver, process) if process is not None else {}
+    def _finish(self, spec: TaskSpec, outcome: dict[str, Any], error: str = "") -> None:
+        """Report the attempt's end: its worker's ``outcome`` ({} if it had none), or ``error``."""
         if outcome.get("cache"):
             self._cache_accessed(outcome["cache"]["key"], outcome["cache"]["nbytes"])
         attempt = self.running.pop(spec.task_id, None)

@@ -57,7 +57,11 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--task-memory-limit-mb", type=int, help="memory each task may allocate; beyond it the task fails oom"
     )
-    parser.add_argument("--cgroup", type=Path, help="a CPU cgroup to join first (the node's CPU quota)")
+    parser.add_argument(
+        "--cgroup",
+        type=Path,
+        help="the node's CPU cgroup: the agent joins its leaf 'agent' first, each task worker its slot's",
+    )
     parser.add_argument("--network-mbps", type=float, help="the node's NIC bandwidth, each direction")
     parser.add_argument("--disk-mb-s", type=float, help="the node's spill bandwidth")
 
@@ -67,10 +71,10 @@ def run_agent(args: argparse.Namespace) -> int:
 
     from testbed.processes import die_with_parent, take_secrets
 
-    if args.cgroup is not None:  # first: the forkserver and every task worker are born in it
-        from testbed.cgroups import join
+    if args.cgroup is not None:  # first: the forkserver and every task worker are born under the node's quota
+        from testbed.cgroups import agent_group, join
 
-        join(args.cgroup)
+        join(agent_group(args.cgroup))
     die_with_parent()
     secrets = take_secrets()  # task workers get none of them
     try:
@@ -114,6 +118,7 @@ async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> Non
         task_memory_limit_mb=args.task_memory_limit_mb,
         network_mbps=args.network_mbps,
         disk_mb_s=args.disk_mb_s,
+        cgroup=args.cgroup,
     )
     await Agent(config).run()
 

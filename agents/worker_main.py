@@ -18,15 +18,25 @@ def run_in_worker(
     conn: Connection,
     memory_limit_mb: int | None = None,
     feed: Connection | None = None,
+    cpu_group: str | None = None,
 ) -> None:
     """Run the task (its memory capped, if the node says so), send one result dict, exit.
-    ``feed`` brings the blocks of streamed dependencies (``TaskInputs`` as dicts) while it runs."""
+    ``feed`` brings the blocks of streamed dependencies (``TaskInputs`` as dicts) while it runs;
+    ``cpu_group``: its task slot's CPU cgroup (``testbed.cgroups``), joined first."""
     from pathlib import Path
 
     from agents.worker import execute, memory_cap
     from testbed.protocol import TaskSpec
 
     try:
+        if cpu_group is not None:
+            from testbed.cgroups import join
+
+            try:
+                join(Path(cpu_group))
+            except OSError as exc:  # never run a task beyond its slot's share unnoticed
+                conn.send({"state": "failed", "failure": "error", "error": f"cannot join {cpu_group}: {exc}"})
+                return
         spec = TaskSpec.model_validate(spec_data)
         with memory_cap(memory_limit_mb):
             outcome = execute(spec, Path(node_dir), own_url, feed)

@@ -3,6 +3,9 @@
 CPU: the same CPU-bound work (a Python loop burning ``--cpu-s`` seconds of CPU) in a
 node cgroup limited to 0.25, 0.5 and 1 core (ours), and in no cgroup (peer, the same
 run); wall time, and the ratio to the 1-core run (a 0.25-core node should take ~4x).
+A lone task on a 2-cpu, 2-slot node at ``--dilation`` d: in its slot's group (ours, one
+core's share: d x its CPU seconds) and under the node's quota alone (peer, as before the
+per-slot groups: 2 cores' share, d / 2 x).
 Network: a 10 MB block fetched from an agent's shuffle server limited to 8 Mb/s (ours,
 ~10 s expected) and from an unlimited one (peer), through the task workers' fetcher.
 
@@ -18,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from aiohttp.test_utils import TestServer
@@ -28,7 +32,7 @@ from agents.shuffle import make_app
 from testbed.bandwidth import UNLIMITED, NodeLimits, bind_worker
 from testbed.blocks import BlockWriter
 from testbed.capabilities import block_cap
-from testbed.cgroups import detect, join
+from testbed.cgroups import agent_group, detect, join, slot_group
 from testbed.protocol import BlockRef
 from testbed.workloads.base import BlockFetcher
 
@@ -52,8 +56,8 @@ def cpu_bench(cpu_s: float) -> None:
     walls: dict[str, float] = {}
     try:
         for cores in (1.0, 0.5, 0.25):
-            group = cgroups.create(run, f"c{cores:g}", cores)
-            walls[f"{cores:g} core"] = burn(cpu_s, group)
+            group = cgroups.create(run, f"c{cores:g}", cores, 1)
+            walls[f"{cores:g} core"] = burn(cpu_s, slot_group(group, 0))
             stats = cgroups.stats(group)
             print(
                 f"ours: {cpu_s:g} s of CPU at {cores:g} core: {walls[f'{cores:g} core']:.2f} s wall, "
@@ -67,6 +71,24 @@ def cpu_bench(cpu_s: float) -> None:
     peer = burn(cpu_s, None)
     print(f"peer: {cpu_s:g} s of CPU in no cgroup: {peer:.2f} s wall")
     print(f"ratio 0.25 core / 1 core: {walls['0.25 core'] / walls['1 core']:.2f}x (4x on a quiet host)")
+
+
+def lone_task_bench(cpu_s: float, dilation: float) -> None:
+    """One CPU-bound task alone on a 2-cpu, 2-slot node: in its slot, then under the node's quota only."""
+    cgroups = replace(detect(), core=1 / dilation)
+    run = f"bench-{os.getpid()}"
+    try:
+        node = cgroups.create(run, "reserved-0", 2 / dilation, 2)
+        ours, peer = burn(cpu_s, slot_group(node, 0)), burn(cpu_s, agent_group(node))
+        while not cgroups.remove(node):
+            time.sleep(0.05)
+    finally:
+        cgroups.remove_run(run)
+    print(
+        f"lone task, 2-cpu 2-slot node, dilation {dilation:g}: {cpu_s:g} s of CPU in its slot, {ours:.2f} s "
+        f"(expected {cpu_s * dilation:.2f}: one core), under the node's quota only {peer:.2f} s "
+        f"(expected {cpu_s * dilation / 2:.2f}: two cores)"
+    )
 
 
 async def fetch_seconds(block_mb: int, limits: NodeLimits, work: Path) -> float:
@@ -105,9 +127,11 @@ def main() -> int:
     parser.add_argument("--cpu-s", type=float, default=1.0)
     parser.add_argument("--block-mb", type=int, default=10)
     parser.add_argument("--mbps", type=float, default=8.0)
+    parser.add_argument("--dilation", type=float, default=4.0, help="of the lone-task cell")
     args = parser.parse_args()
     print(f"load average: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
     cpu_bench(args.cpu_s)
+    lone_task_bench(args.cpu_s, args.dilation)
     asyncio.run(network_bench(args.block_mb, args.mbps))
     return 0
 

@@ -1,14 +1,16 @@
 """Regenerate one paper's table from its scenario in scenarios/papers (simulated).
 
     python benchmarks/reproduce.py pado|pado-mr|yarn-me|cloudcoaster|rdd-recovery \
-        [--full] [--seeds N] [--set KEY=VALUE ...] [--out DIR]
+        [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
 
 pado, pado-mr, yarn-me, cloudcoaster: a `testbed sweep` over the paper's variants with
 seeds (its sweep.md: bootstrap intervals), then benchmarks/paper_stats.py's paired table
 (per variant n, mean, sd, Student's t 95% interval; the subject against each other
 variant paired by seed, with a paired t-test), written to DIR/paired.md with the
 conditions (backend, load average before and after, commit). Without --full, the
-reduced size below (one that finishes in minutes on a small machine) is used.
+reduced size below (one that finishes in minutes on a small machine) is used. ``--vary``
+replaces the paper's values of one varied key (e.g. only the high eviction rate:
+``--vary chaos.transient.lifetime=high``) or adds a key to the grid.
 rdd-recovery: the job with and without its node failure; per-iteration times.
 """
 
@@ -89,7 +91,9 @@ def commit() -> str:
     return result.stdout.strip() or "?"
 
 
-def sweep(name: str, full: bool, seeds: int | None, settings: list[str], out: Path) -> Path:
+def sweep(
+    name: str, full: bool, seeds: int | None, settings: list[str], out: Path, varies: tuple[str, ...] = ()
+) -> Path:
     spec = SWEEPS[name]
     command = [
         "sweep",
@@ -99,7 +103,8 @@ def sweep(name: str, full: bool, seeds: int | None, settings: list[str], out: Pa
         "--out",
         str(out),
     ]
-    for vary in spec.varies:
+    replaced = {vary.partition("=")[0] for vary in varies}
+    for vary in [*(v for v in spec.varies if v.partition("=")[0] not in replaced), *varies]:
         command += ["--vary", vary]
     for setting in [*([] if full else spec.reduced), *settings]:
         command += ["--set", setting]
@@ -155,13 +160,14 @@ def main() -> int:
     parser.add_argument("--full", action="store_true", help="the scenario's own (paper) size")
     parser.add_argument("--seeds", type=int, help="seeds per cell (default: the paper's entry)")
     parser.add_argument("--set", action="append", default=[], dest="settings", metavar="KEY=VALUE")
+    parser.add_argument("--vary", action="append", default=[], dest="varies", metavar="KEY=V1,V2")
     parser.add_argument("--out", type=Path, help="directory for the runs (default: a new temporary one)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix=f"reproduce-{args.paper}-"))
     if args.paper == "rdd-recovery":
         print(rdd_recovery(out, args.settings))
     else:
-        paired = sweep(args.paper, args.full, args.seeds, args.settings, out)
+        paired = sweep(args.paper, args.full, args.seeds, args.settings, out, tuple(args.varies))
         print(f"tables: {out / 'sweep.md'}, {paired}")
         print(paired.read_text())
     return 0

@@ -4,8 +4,10 @@ Ours: a scenario of N nodes (a tenth reserved) and T sleep tasks (jobs of ``--ta
 arriving every ``--every`` seconds, each task ``--duration`` seconds) under a scheduler and
 an eviction preset, simulated to its end; or a scenario file (``--scenario``). Printed: the
 simulated span, wall seconds, events popped off the clock and events handed to the master,
-events per wall second and peak RSS; ``--profile`` (slower) adds the share of the wall time
-the master's scheduling rounds took and the hot functions. ``--wall-limit S`` ends the run
+events per wall second, tasks started (and per wall second), the process's CPU seconds (on
+a shared host the wall figures follow the load, the CPU ones much less) and peak RSS;
+``--profile`` (slower) adds the share of the wall time the master's scheduling rounds took
+and the hot functions. ``--wall-limit S`` ends the run
 after S wall seconds (its unfinished jobs fail) and reports how far it got: the simulated
 seconds against the last job's arrival, and the jobs finished.
 
@@ -106,6 +108,7 @@ def main() -> None:
     scenario = sim_scenario(load_scenario(args.scenario) if args.scenario else built(args))
     profile = cProfile.Profile() if args.profile else None
     with tempfile.TemporaryDirectory() as tmp:
+        before = resource.getrusage(resource.RUSAGE_SELF)
         limit = WallLimit(args.wall_limit)
         if profile is not None:
             profile.enable()
@@ -115,6 +118,10 @@ def main() -> None:
         wall = time.perf_counter() - limit.started
         table = Path(tmp) / "jobs.csv"  # none if the run ended before its first job
         jobs = list(csv.DictReader(table.open(newline=""))) if table.exists() else []
+        with (Path(tmp) / "events.jsonl").open(encoding="utf-8") as events:
+            started = sum('"event":"task_started"' in line for line in events)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime - before.ru_utime - before.ru_stime
     cluster = scenario.cluster
     tasks = sum(int(job["tasks"] or 0) for job in jobs)
     finished = sum(job["status"] == "succeeded" for job in jobs)
@@ -131,7 +138,9 @@ def main() -> None:
         f"{'ok' if ok else 'FAILED'}, {shell.heap.now:.0f} s simulated in {wall:.1f} s wall; "
         f"{shell.heap.popped} events ({shell.heap.popped / wall:.0f}/s), "
         f"{shell.handled} handled by the master ({shell.handled / wall:.0f}/s); "
-        f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+        f"{started} tasks started ({started / wall:.0f}/s); "
+        f"{cpu:.0f} s of CPU ({cpu / max(started, 1) * 1e3:.2f} ms a task started); "
+        f"peak RSS {usage.ru_maxrss / 1024:.0f} MB"
     )
     print(f"peer: {PEER}")
     if profile is not None:

@@ -13,7 +13,9 @@ at N it is remote for (N - 1) / N of the bytes, as on a real cluster; a large
 ``--network-mbps`` removes that part).
 
 Repeatability: the same scenario and seed ``--repeat`` times at N = ``--repeat-nodes``;
-the coefficient of variation (stdev / mean) of the runs' mean JCT, for both modes.
+the coefficient of variation (stdev / mean) of the runs' mean JCT, for both modes, beside
+the CV of the tasks' CPU seconds (the same work costing more CPU time) and of their summed
+durations.
 
 Dilation's cost: the wall-clock time of each run (nodes' start to the last job's end).
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import csv
 import json
 import statistics
 import sys
@@ -70,6 +73,7 @@ async def one_run(nodes: int, mode: str, size_mb: int, network_mbps: float) -> d
         started = time.monotonic()
         result = await run_scenario(parse_scenario(scenario(nodes, mode, size_mb, network_mbps)), Path(out))
         wall = time.monotonic() - started
+        tasks = task_totals(Path(out) / "tasks.csv")
     summary, fidelity = result.summary, result.summary.get("fidelity", {})
     return {
         "nodes": nodes,
@@ -83,7 +87,26 @@ async def one_run(nodes: int, mode: str, size_mb: int, network_mbps: float) -> d
         "task_time_saturated_share": fidelity.get("task_time_saturated_share"),
         "control_plane_cores": fidelity.get("control_plane_cores"),
         "distorted": fidelity.get("distorted"),
+        **tasks,
     }
+
+
+def task_totals(tasks_csv: Path) -> dict[str, float]:
+    """The run's work: its tasks' CPU seconds and their summed durations (emulated s).
+
+    Splits a run's variance in two: the same work costing more CPU time (the host's caches,
+    memory bus and neighbours) against the same CPU time taking longer (queueing, placement).
+    """
+    with tasks_csv.open(newline="", encoding="utf-8") as rows:
+        succeeded = [row for row in csv.DictReader(rows) if row["status"] == "succeeded"]
+    return {
+        "task_cpu_s": round(sum(float(row["cpu_s"] or 0) for row in succeeded), 3),
+        "task_time_s": round(sum(float(row["end_s"]) - float(row["start_s"]) for row in succeeded), 3),
+    }
+
+
+def coefficient_of_variation(values: list[float]) -> float:
+    return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0
 
 
 def show(row: dict[str, Any]) -> None:
@@ -92,7 +115,8 @@ def show(row: dict[str, Any]) -> None:
         f"mean JCT {row['mean_jct_s']:7.2f} s emulated ({row['wall_mean_jct_s']:7.2f} s wall)  "
         f"run {row['run_wall_s']:7.1f} s wall  host busy {row['host_busy_mean']}  "
         f"saturated task time {row['task_time_saturated_share']}  "
-        f"control plane {row['control_plane_cores']} cores  distorted {row['distorted']}",
+        f"control plane {row['control_plane_cores']} cores  distorted {row['distorted']}  "
+        f"task CPU {row['task_cpu_s']} s",
         flush=True,
     )
 
@@ -121,11 +145,18 @@ async def bench(
         for _ in range(repeat):
             runs.append(await one_run(repeat_nodes, mode, size_mb, network_mbps))
             show(runs[-1])
-        jcts = [r["mean_jct_s"] for r in runs]
-        cv = statistics.stdev(jcts) / statistics.fmean(jcts) if len(jcts) > 1 else 0.0
-        repeats[mode] = {"runs": runs, "cv": round(cv, 4)}
+        cv = coefficient_of_variation([r["mean_jct_s"] for r in runs])
+        cpu_cv = coefficient_of_variation([r["task_cpu_s"] for r in runs])
+        time_cv = coefficient_of_variation([r["task_time_s"] for r in runs])
+        repeats[mode] = {
+            "runs": runs,
+            "cv": round(cv, 4),
+            "task_cpu_cv": round(cpu_cv, 4),
+            "task_time_cv": round(time_cv, 4),
+        }
         print(
-            f"repeatability {mode} at N={repeat_nodes}: CV of mean JCT {cv:.1%} over {repeat} runs",
+            f"repeatability {mode} at N={repeat_nodes}: CV of mean JCT {cv:.1%} over {repeat} runs; "
+            f"of the tasks' CPU seconds {cpu_cv:.1%}, of their summed durations {time_cv:.1%}",
             flush=True,
         )
     print(f"load average after: {load_average()}", flush=True)

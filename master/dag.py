@@ -53,6 +53,14 @@ class Operator:
     partial inputs and again to the partial results (a sum, a count, a max): the
     outputs heading to it may then be partially aggregated before they arrive
     (Pado section 3.2.7; the combiner of MapReduce).
+
+    ``driver`` marks an operator Spark runs in its driver program, not in an executor: the
+    result of an action collected there and used by the program (MLlib's model update after
+    its tree aggregation: "the 22 aggregated vectors are sent to the master process, which
+    uses them to update its model. As the master process is never evicted, the critical
+    chain does not exceed the current iteration", Pado section 5.2.2). Pado's engines ran
+    their master on "an additional reserved container" (section 5.2): our spark baselines run
+    a driver operator on a reserved node (``master.policies.lineage.executor_classes``).
     """
 
     op_id: str
@@ -60,6 +68,7 @@ class Operator:
     parallelism: int
     source: Source | None = None
     commutative_associative: bool = False
+    driver: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +77,7 @@ class Operator:
             "parallelism": self.parallelism,
             "source": self.source,
             "commutative_associative": self.commutative_associative,
+            "driver": self.driver,
         }
 
 
@@ -140,6 +150,7 @@ class LogicalDag:
                     parallelism=o["parallelism"],
                     source=o.get("source"),
                     commutative_associative=o.get("commutative_associative", False),
+                    driver=o.get("driver", False),
                 )
                 for o in data["operators"]
             )
@@ -319,7 +330,8 @@ def mlr_dag(partitions: int, aggregates: int, iterations: int) -> LogicalDag:
     the zero model, created inside its tasks, so it has no model edge), =shuffle=>
     aggregate-i (each sums a slice of every gradient) =gather=> model-i (the step, one-to-one
     on the previous model); write the last model. The paper's Create 1st Model is the zero
-    model inside gradient-1 and model-1, not an operator of its own.
+    model inside gradient-1 and model-1, not an operator of its own. The model and its
+    write are the driver's (``Operator.driver``): MLlib updates the model in the driver.
     """
     if iterations < 1:
         raise DagError(f"mlr needs at least one iteration, got {iterations}")
@@ -334,7 +346,7 @@ def mlr_dag(partitions: int, aggregates: int, iterations: int) -> LogicalDag:
                 aggregates,
                 commutative_associative=True,
             ),
-            Operator(f"model-{i}", f"Compute model {i}", 1),
+            Operator(f"model-{i}", f"Compute model {i}", 1, driver=True),
         ]
         edges += [
             Edge("read", f"gradient-{i}", Dependency.ONE_TO_ONE),
@@ -346,6 +358,6 @@ def mlr_dag(partitions: int, aggregates: int, iterations: int) -> LogicalDag:
                 Edge(f"model-{i - 1}", f"gradient-{i}", Dependency.ONE_TO_MANY),
                 Edge(f"model-{i - 1}", f"model-{i}", Dependency.ONE_TO_ONE),
             ]
-    operators.append(Operator("write", "Write model", 1))
+    operators.append(Operator("write", "Write model", 1, driver=True))
     edges.append(Edge(f"model-{iterations}", "write", Dependency.ONE_TO_ONE))
     return LogicalDag("mlr", tuple(operators), tuple(edges))

@@ -124,16 +124,20 @@ def patience_s(timeout_s: float) -> float:
     return max(30.0, 10 * timeout_s)
 
 
-def after_probe(outcome: ProbeOutcome, silent_for: float, lenient: bool, patience: float) -> Verdict:
-    """A silent node was asked directly. Dead (refused) is lost at once. A node silent alone
-    that does not answer is frozen or overloaded: lost. ``lenient`` when the whole cluster is
-    quiet (the control plane, a stalled broker, or the whole host, a pause, is more likely at
-    fault) or while the cluster is still starting (the machine is busy starting agents): then
-    wait and ask again, up to ``patience`` seconds of silence. A node that answers but stays
-    silent on MQTT longer than that cannot be commanded either: lost."""
+def after_probe(
+    outcome: ProbeOutcome, silent_for: float, lenient: bool, patience: float, timeout_s: float
+) -> Verdict:
+    """A silent node was asked directly. Dead (refused) is lost at once. A node heard again
+    since (silent for less than ``timeout_s`` now) is alive whatever its probe says: a probe
+    sent to a frozen agent can time out just after the agent thaws and heartbeats. A node
+    silent alone that does not answer is frozen or overloaded: lost. ``lenient`` when the
+    whole cluster is quiet (the control plane, a stalled broker, or the whole host, a pause,
+    is more likely at fault) or while the cluster is still starting (the machine is busy
+    starting agents): then wait and ask again, up to ``patience`` seconds of silence. A node
+    that answers but stays silent on MQTT longer than that cannot be commanded either: lost."""
     if outcome == "refused" or silent_for > patience:
         return "lost"
-    if outcome == "answered":
+    if outcome == "answered" or silent_for < timeout_s:
         return "alive"
     return "wait" if lenient else "lost"
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from master.core import commands as cmd
 from master.core.events import (
     Abort,
     Begin,
+    Crashed,
     Event,
     EvictRequest,
     FromNode,
@@ -197,9 +197,7 @@ class Master:
         error = self._crash or (crashed[0].exception() if crashed else None)
         if error is not None:
             log.error("the master stopped on an internal error", exc_info=error)
-            trace = "".join(traceback.format_exception(error))
-            self.journal.event("master_error", error=repr(error), traceback=trace)
-            self._handle(Abort(f"internal error in the master: {error!r}", journal=False))
+            self._handle(Crashed(error))
         elif not done:
             self._handle(Abort(f"the run hit its timeout of {self.scenario.timeout_s:.0f}s", journal=False))
 

@@ -9,7 +9,7 @@ refuses the run with one line saying how to get them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from master.policies import added_transient_nodes
 from testbed.cgroups import CgroupUnavailable, CpuCgroups, detect
@@ -68,11 +68,12 @@ class NodeShares:
 
 
 def local_isolation(scenario: Scenario) -> CpuCgroups | None:
-    """The cgroups a faithful run's local nodes need (None for an unisolated run)."""
+    """The cgroups a faithful run's local nodes need (None for an unisolated run); a task slot's
+    quota is one emulated core (``core``: 1 / dilation), at most its node's."""
     if not scenario.fidelity.faithful:
         return None
     try:
-        return detect()
+        return replace(detect(), core=1 / scenario.fidelity.factor)
     except CgroupUnavailable as exc:
         raise ScenarioError([f"{scenario.name}: fidelity.mode: faithful: {exc}"]) from None
 

@@ -34,7 +34,7 @@ a plugin that subclasses the Protocol; the master never probes for anything else
   (and in ``testbed check-output``); the master only imports it to check it and, on
   ``--backend sim``, to ask it for its :class:`SimModel`.
 
-Any plugin class may declare ``api_version = "1.3"``, the version it was written
+Any plugin class may declare ``api_version = "1.4"``, the version it was written
 against: a different major version, or a newer minor one, is refused before the run.
 
 A plugin class is built with its options as keyword arguments (``policy.options.<name>``
@@ -93,6 +93,8 @@ from testbed.policy import (
     Dequeue,
     Drain,
     Enqueue,
+    FreeNode,
+    FreeNodes,
     JobView,
     Launch,
     LogDecision,
@@ -117,11 +119,12 @@ from testbed.protocol import (
 )
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
-API_VERSION = "1.3"
+API_VERSION = "1.4"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events
-and decisions (``testbed.api_strategy``)."""
+and decisions (``testbed.api_strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`FreeNodes`,
+:class:`FreeNode`: the nodes with a free slot, indexed by the master)."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,8 @@ __all__ = [
     "FeedReceiver",
     "Flush",
     "FlushAggregate",
+    "FreeNode",
+    "FreeNodes",
     "JobPlan",
     "JobStatus",
     "JobSubmitted",

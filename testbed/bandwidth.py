@@ -32,6 +32,18 @@ BURST_S = 0.05
 KINDS = ("net-out", "net-in", "disk")
 
 
+def book(
+    free_at: float, now: float, nbytes: float, rate: float, burst: float = BURST_S
+) -> tuple[float, float]:
+    """One booking of ``nbytes`` on a link of ``rate`` bytes/s that is next free at
+    ``free_at``: ``(the link's new free time, the seconds the caller waits from now)``. An
+    idle link's clock is set back ``burst`` and the wait is ``burst`` short of the booking's
+    end, so an idle link lets ``2 x burst`` seconds of bytes through at once. The simulator
+    books its model links with this arithmetic (``master.sim``), in its own seconds."""
+    free_at = max(free_at, now - burst) + nbytes / rate
+    return free_at, max(0.0, free_at - now - burst)
+
+
 class SharedBucket:
     """One bucket file, opened by any process of the node."""
 
@@ -57,11 +69,11 @@ class SharedBucket:
         try:
             rate, free_at = STATE.unpack(os.pread(self._fd, STATE.size, 0))
             now = time.monotonic()
-            free_at = max(free_at, now - BURST_S) + nbytes / rate
+            free_at, wait = book(free_at, now, nbytes, rate)
             os.pwrite(self._fd, STATE.pack(rate, free_at), 0)
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
-        return max(0.0, free_at - now - BURST_S)
+        return wait
 
     def close(self) -> None:
         os.close(self._fd)

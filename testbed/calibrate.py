@@ -41,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from testbed.bandwidth import BURST_S, book
 from testbed.scenario import Scenario, load_scenario
 from testbed.scenario_sim import OP_MODELS
 from testbed.sweep import grid, run_sweep
@@ -65,12 +66,25 @@ CALIBRATION_SCENARIO: dict[str, Any] = {
         {"workload": "sort", "size_mb": 32, "maps": 4, "reduces": 1},
         {"workload": "pagerank", "nodes": 50_000, "edges": 400_000, "iterations": 3},
         {"workload": "pagerank", "nodes": 20_000, "edges": 100_000, "iterations": 3, "maps": 2},
+        {"workload": "mlr", "points": 4000, "features": 1000, "classes": 512, "iterations": 2, "maps": 4},
+        {"workload": "mlr", "points": 1000, "features": 1000, "classes": 512, "iterations": 2, "maps": 4},
     ],
 }
 """Two jobs of each built-in workload at once on 1 reserved + 2 transient nodes, their splits
 and reduce inputs 4x to 16x apart in size (a per-task constant and a per-MB rate need
-attempts of several sizes: ``fit_line``), and one transient node evicted 1 s in for the
-detection delay and a replacement's start-up."""
+attempts of several sizes: ``fit_line``; mlr's gradient inputs, split and model, 2x: its
+features and classes are scenarios/pado-mlr.yaml's, since an mlr task's seconds per MB grow
+with its classes), and one transient node evicted 1 s in for the detection delay and a
+replacement's start-up."""
+
+SHAPED_RATIOS = ("mlr.",)
+"""Ops whose output over input the job's shape sets, not the op: mlr's gradient (the model over
+the split: classes over points per map), aggregate (1 / maps) and model (0.5, 1 in the first
+iteration). Calibrate fits their times and keeps their default ratios (measured on
+scenarios/pado-mlr.yaml, the shipped mlr scenario)."""
+
+BUILT_IN = ("wordcount", "sort", "pagerank", "mlr")
+"""The workloads whose ops the simulator's model has (a plugin's tasks have its own model)."""
 
 MIN_SIZE_SPREAD = 0.25
 """The least coefficient of variation of an op's input sizes for a constant to be fitted
@@ -90,7 +104,7 @@ def stage_deps(scenario: Scenario) -> dict[tuple[str, int], tuple[Dependency, ..
     ``stage_ops``)."""
     deps: dict[tuple[str, int], tuple[Dependency, ...]] = {}
     for job in scenario.jobs:
-        if job.workload in ("wordcount", "sort", "pagerank"):
+        if job.workload in BUILT_IN:
             for index, stage in enumerate(plan_job(job, scenario.seed, scenario).stages):
                 deps.setdefault((job.workload, index), stage.deps)
     return deps
@@ -108,7 +122,7 @@ def stage_ops(scenario: Scenario) -> dict[tuple[str, int], str]:
     workload's stages do not depend on its sizes, but for PageRank's iterations)."""
     ops: dict[tuple[str, int], str] = {}
     for job in scenario.jobs:
-        if job.workload in ("wordcount", "sort", "pagerank"):
+        if job.workload in BUILT_IN:
             plan = plan_job(job, scenario.seed, scenario)
             for index, stage in enumerate(plan.stages):
                 ops.setdefault((job.workload, index), stage.op)
@@ -134,38 +148,51 @@ def fetch_seconds(
     workloads: Mapping[str, str],
     deps_of: Mapping[tuple[str, int], tuple[Dependency, ...]],
     nic: Mapping[str, float],
+    dilation: float = 1.0,
+    burst: float = 0.0,
 ) -> dict[tuple[str, str], float]:
-    """Per succeeded attempt ``(task_id, attempt)``: the seconds the execution model gives the
-    fetch of its remote input, ``remote bytes / (NIC / attempts running on its node at its
-    start)``, the remote share of its input estimated from where the succeeded attempts of
-    the stages it reads ran (a shuffle: their output on its node over all of it; a narrow
-    dependency: its parent's node). A real attempt's ``compute_s`` holds its fetch; the model
-    adds a fetch of its own to its compute."""
+    """Per succeeded attempt ``(task_id, attempt)``: the seconds the execution model's links
+    give the fetch of its remote input. The attempts are replayed in the order they started
+    (emulated seconds: the tables' over ``dilation``), each booking its remote bytes, sender
+    after sender, on the sender's ``net-out`` and its own node's ``net-in``, as
+    ``master.sim`` books them (``testbed.bandwidth.book``, ``burst`` emulated seconds). Its
+    input is cut between the nodes that produced it as the succeeded attempts of the stages
+    it reads produced it (a shuffle: every parent's output; a narrow dependency: its
+    parent's). A real attempt's ``compute_s`` holds its fetch; the model adds a fetch of its
+    own to its compute."""
     done = [task for task in tasks if task["status"] == "succeeded"]
     by_stage: dict[tuple[str, int], list[dict[str, str]]] = {}
     for task in done:
         by_stage.setdefault((task["job_id"], int(task["stage"])), []).append(task)
+    free: dict[tuple[str, str], float] = {}  # (node, "out" or "in") -> the link's next free time
     seconds = {}
-    for task in done:
-        local = total = 0.0
+    for task in sorted(done, key=lambda row: float(row["start_s"])):
+        produced: dict[str, float] = {}
+        classes: dict[str, str] = {}
         for dep in deps_of.get((workloads.get(task["job_id"], ""), int(task["stage"])), ()):
             for parent in by_stage.get((task["job_id"], dep.stage), []):
                 if dep.kind == "narrow" and parent["index"] != task["index"]:
                     continue
-                produced = float(parent["bytes_out"] or 0)
-                total += produced
-                local += produced if parent["node_id"] == task["node_id"] else 0.0
+                node = parent["node_id"]
+                produced[node] = produced.get(node, 0.0) + float(parent["bytes_out"] or 0)
+                classes[node] = parent["node_class"]
+        total = sum(produced.values())
         if total <= 0 or task["node_class"] not in nic:
             continue
-        start = float(task["start_s"])
-        sharing = sum(
-            1
-            for other in tasks
-            if other["node_id"] == task["node_id"]
-            and float(other["start_s"]) <= start < float(other["end_s"] or "inf")
-        )
-        remote = float(task["bytes_in"] or 0) * (1.0 - local / total)
-        seconds[(task["task_id"], task["attempt"])] = remote / (nic[task["node_class"]] / max(1, sharing))
+        me = task["node_id"]
+        start = at = float(task["start_s"]) / dilation
+        for sender, nbytes in produced.items():
+            if sender == me or not nbytes or classes[sender] not in nic:
+                continue
+            share = float(task["bytes_in"] or 0) * nbytes / total
+            free[(sender, "out")], out_s = book(
+                free.get((sender, "out"), 0.0), at, share, nic[classes[sender]], burst
+            )
+            free[(me, "in")], in_s = book(
+                free.get((me, "in"), 0.0), at, share, nic[task["node_class"]], burst
+            )
+            at += max(out_s, in_s)
+        seconds[(task["task_id"], task["attempt"])] = at - start
     return seconds
 
 
@@ -184,13 +211,19 @@ def fit(
     overheads: list[float] = []
     startups: list[float] = []
     detections: list[float] = []
+    bursts: list[float] = []  # the scale model's link burst in each faithful run's emulated seconds
     fetched = [0.0, 0.0]  # modelled fetch seconds taken off, compute seconds measured
     for run in run_dirs:
         summary = json.loads((run / "summary.json").read_text())
         dilation = float(summary.get("dilation") or 1.0)
+        faithful = summary.get("fidelity_mode") == "faithful"
+        if faithful:
+            bursts.append(BURST_S / dilation)
         workloads = {row["job_id"]: row["workload"] for row in csv_rows(run / "jobs.csv")}
         tasks = csv_rows(run / "tasks.csv")
-        fetches = fetch_seconds(tasks, workloads, deps_of or {}, nic or {})
+        fetches = fetch_seconds(
+            tasks, workloads, deps_of or {}, nic or {}, dilation, bursts[-1] if faithful else 0.0
+        )
         for task in tasks:
             op = ops_of.get((workloads.get(task["job_id"], ""), int(task["stage"])))
             if op is None or task["status"] != "succeeded" or not task["compute_s"]:
@@ -220,6 +253,11 @@ def fit(
     if detections:
         values["will_delay"] = round(statistics.median(detections), 4)
         samples["will_delay"] = f"{len(detections)} evicted nodes"
+    if bursts:
+        values["link_burst"] = round(statistics.median(bursts), 5)
+        samples["link_burst"] = (
+            f"the scale model's {BURST_S} s of wall burst over the dilation of {len(bursts)} runs"
+        )
     if fetched[0] > 0:
         samples["fetch"] = (
             f"{fetched[0]:.3g} s of the {fetched[1]:.3g} s of compute measured are modelled fetches"
@@ -233,7 +271,9 @@ def fit(
         out = sum(o for _, _, o in attempts)
         ops[op] = {
             "s_per_mb": round(rate, 4),
-            "output_ratio": round(out / (sum(sizes) * MB), 4) if out else _final_ratio(op),
+            "output_ratio": round(out / (sum(sizes) * MB), 4)
+            if out and not op.startswith(SHAPED_RATIOS)
+            else _final_ratio(op),
             "fixed_s": round(fixed, 4),
         }
         samples[f"ops.{op}"] = f"{len(attempts)} attempts of {min(sizes):.3g} to {max(sizes):.3g} MB"
@@ -270,8 +310,8 @@ def fit_line(sizes: list[float], seconds: list[float]) -> tuple[float, float]:
 
 
 def _final_ratio(op: str) -> float:
-    """A final op's tasks write their output to the run's sink, not as blocks: tasks.csv has no
-    bytes out for them, and the measured default stands."""
+    """The default ratio: a final op's tasks write their output to the run's sink, not as blocks
+    (tasks.csv has no bytes out for them), and a shaped op's ratio is its job's."""
     return OP_MODELS[op].output_ratio if op in OP_MODELS else 0.0
 
 

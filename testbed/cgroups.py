@@ -1,10 +1,18 @@
 """CPU shares of local nodes through Linux control groups, v1 and v2.
 
 Each node gets its own group, ``<base>/<run>/<node>``, with a CFS quota of its cores
-(``cpus`` of its class, divided by the run's dilation) per 100 ms period. The agent
-joins the group as its first act (``join``), so its task forkserver and every task
-worker inherit it. The kernel's ``cpu.stat`` then counts the periods the node was
-throttled: the fidelity monitor's evidence that the node got no more than its share.
+(``cpus`` of its class, divided by the run's dilation) per 100 ms period, and under it
+one leaf per task slot, ``slot-<i>``, with a quota of one emulated core (``core``: 1 /
+dilation of a host core) when the node has more: a task is one thread, and one thread of
+a real node runs on one core at most, however many the node has. The node's quota caps
+the sum, so tasks that outnumber its cores share them. The agent joins the leaf
+``agent`` as its first act (``join``), so its task forkserver is born there (under the
+node's quota only: serving blocks and pushing are the node's work, not a slot's), and each
+task worker moves itself into its slot's leaf as it takes a task. v2 allows processes
+only in leaves once a group hands ``cpu`` to its children; v1 would allow the agent in
+the node's group itself, and gets the same layout. The kernel's ``cpu.stat`` then counts
+the periods the node was throttled: the fidelity monitor's evidence that the node got no
+more than its share.
 
 - v1 (a ``cgroup`` mount with the ``cpu`` controller): ``cpu.cfs_quota_us`` and
   ``cpu.cfs_period_us``, under ``<mount>/testbed``; needs root.
@@ -27,14 +35,17 @@ to enable it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 PERIOD_US = 100_000
+AGENT = "agent"
+"""The leaf of a node's group the agent (and its task forkserver) runs in."""
 TOP_WEIGHT = {1: ("cpu.shares", "262144"), 2: ("cpu.weight", "10000")}
 """The largest weight of each version: ``<base>`` wins the host's CPU over other processes."""
 CONTROL = "control"
@@ -61,27 +72,58 @@ class CpuStats:
     def throttled_ratio(self) -> float:
         return self.throttled_periods / self.periods if self.periods else 0.0
 
+    def __add__(self, other: CpuStats) -> CpuStats:
+        return CpuStats(
+            self.periods + other.periods,
+            self.throttled_periods + other.throttled_periods,
+            self.throttled_s + other.throttled_s,
+        )
+
+
+def agent_group(node: Path) -> Path:
+    return node / AGENT
+
+
+def slot_group(node: Path, slot: int) -> Path:
+    return node / f"slot-{slot}"
+
 
 @dataclass(frozen=True)
 class CpuCgroups:
-    """The groups of one run: ``base/<run>/<node>``."""
+    """The groups of one run: ``base/<run>/<node>/{agent,slot-<i>}``."""
 
     version: Literal[1, 2]
     base: Path
+    core: float = 1.0
+    """One emulated core in host cores (1 / the run's dilation): what a task slot may use."""
 
     def run_dir(self, run_id: str) -> Path:
         return self.base / run_id
 
-    def create(self, run_id: str, node_id: str, cores: float) -> Path:
-        """The node's group, with a quota of ``cores`` (a fraction is fine)."""
+    def create(self, run_id: str, node_id: str, cores: float, slots: int) -> Path:
+        """The node's group, with a quota of ``cores`` (a fraction is fine), its ``agent``
+        leaf and a leaf per task slot with a quota of ``core``. Where ``core`` is no less than
+        the node's ``cores`` the node's quota is the slot's, and the slot gets none of its
+        own: a quota nested in an equal one only costs (2 to 3% of a CPU-bound task's rate,
+        measured: each level hands its runtime out in per-CPU slices)."""
         node_dir = self._group(run_id, node_id)
+        self._limit(node_dir, cores)
+        if self.version == 2:  # its leaves may get cpu.max; no process may stay in it from now on
+            _write(node_dir / "cgroup.subtree_control", "+cpu")
+        agent_group(node_dir).mkdir(exist_ok=True)
+        for slot in range(slots):
+            slot_group(node_dir, slot).mkdir(exist_ok=True)
+            if self.core < cores:
+                self._limit(slot_group(node_dir, slot), self.core)
+        return node_dir
+
+    def _limit(self, group: Path, cores: float) -> None:
         quota = max(1000, round(cores * PERIOD_US))
         if self.version == 1:
-            _write(node_dir / "cpu.cfs_period_us", str(PERIOD_US))
-            _write(node_dir / "cpu.cfs_quota_us", str(quota))
+            _write(group / "cpu.cfs_period_us", str(PERIOD_US))
+            _write(group / "cpu.cfs_quota_us", str(quota))
         else:
-            _write(node_dir / "cpu.max", f"{quota} {PERIOD_US}")
-        return node_dir
+            _write(group / "cpu.max", f"{quota} {PERIOD_US}")
 
     def _group(self, run_id: str, name: str) -> Path:
         """``<base>/<run>/<name>``, its parents made (v2: with the cpu controller delegated)."""
@@ -111,15 +153,30 @@ class CpuCgroups:
             throttled_s = int(fields.get("throttled_usec", 0)) / 1e6
         return CpuStats(int(fields.get("nr_periods", 0)), int(fields.get("nr_throttled", 0)), throttled_s)
 
+    def slot_stats(self, node: Path) -> CpuStats:
+        """The counters of a node's slot groups, totalled (none counted where slots have no quota)."""
+        return sum((self.stats(slot) for slot in node.glob("slot-*")), CpuStats(0, 0, 0.0))
+
     @staticmethod
     def remove(group: Path) -> bool:
-        """Remove an empty group (False while a process is still in it)."""
+        """Remove a group and its child groups once no process is left in any of them
+        (False while one is: nothing of a busy group is removed)."""
         try:
+            children = [child for child in group.iterdir() if child.is_dir()]
             if (group / "cgroup.procs").read_text().strip():
                 return False
+        except FileNotFoundError:
+            return True
+        if not all(CpuCgroups.remove(child) for child in children):
+            return False
+        try:
             os.rmdir(group)
         except FileNotFoundError:
             pass
+        except OSError as exc:  # a process came in meanwhile
+            if exc.errno != errno.EBUSY:
+                raise
+            return False
         return True
 
     def remove_run(self, run_id: str) -> None:
@@ -214,16 +271,19 @@ def _mount_points(table: str) -> tuple[Path | None, Path | None]:
 
 
 def _probe(cgroups: CpuCgroups) -> CpuCgroups:
-    """Create and remove a throw-away group, so a refusal comes before any node starts."""
+    """Create and remove a throw-away node's groups (a slot quota among them), so a refusal
+    comes before any node starts."""
     probe = f"probe-{os.getpid()}"
     try:
-        group = cgroups.create(probe, "probe", 1.0)
-        os.rmdir(group)
+        group = replace(cgroups, core=0.5).create(probe, "probe", 1.0, 1)
+        if not cgroups.remove(group):
+            raise OSError(errno.EBUSY, "a process joined the probe group")
         os.rmdir(group.parent)
     except OSError as exc:
-        for leftover in (cgroups.run_dir(probe) / "probe", cgroups.run_dir(probe)):
-            with contextlib.suppress(OSError):
-                os.rmdir(leftover)
+        with contextlib.suppress(OSError):
+            cgroups.remove(cgroups.run_dir(probe) / "probe")
+        with contextlib.suppress(OSError):
+            os.rmdir(cgroups.run_dir(probe))
         reason = f"cannot make a cgroup under {cgroups.base} ({exc.strerror})"
         raise CgroupUnavailable(f"{reason}: {HOW_TO}") from None
     return cgroups

@@ -6,7 +6,8 @@ Two sweeps (``testbed/sweep.py``: its grid, its runner, its resume) into ``<out>
 (``testbed/crosscheck.py``: per cell and metric, real and sim mean with their intervals and
 the error) and ``crosscheck.png``: every job's simulated JCT against its real JCT (the job of
 the same cell and seed), with the line y = x. The host's load average before and after the
-real runs heads the markdown: a loaded host slows the real side only.
+real runs heads the markdown: a loaded host slows the real side only. A faithful real side's
+link burst (its token buckets', in its emulated seconds) is the sim side's ``link_burst``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from testbed.bandwidth import BURST_S
 from testbed.calibrate import csv_rows as read_csv
 from testbed.calibrate import load_average, stage_ops
 from testbed.crosscheck import (
@@ -75,9 +77,12 @@ def run_crosscheck(
     base = load_scenario(scenario_path, extra)
     real_backend = "local" if base.backend in (None, "sim") else base.backend
     load_before = load_average()
-    for side, backend in (("real", real_backend), ("sim", "sim")):
-        run_sweep(scenario_path, variations, seed_count, out / side, [*extra, f"backend={backend}"], 1, check)
+    run_sweep(
+        scenario_path, variations, seed_count, out / "real", [*extra, f"backend={real_backend}"], 1, check
+    )
     load_after = load_average()
+    sim_extra = [*extra, *real_link_burst(out / "real", extra)]
+    run_sweep(scenario_path, variations, seed_count, out / "sim", [*sim_extra, "backend=sim"], 1, check)
     seeds = [base.seed + i for i in range(seed_count)]
     cells = grid(variations, seeds)
     results = {side: {cell: cell_result(out / side, cell) for cell in cells} for side in SIDES}
@@ -91,6 +96,7 @@ def run_crosscheck(
         f"# Cross-check: {base.name} ({scenario_path}), real ({real_backend}) against sim\n\n"
         f"Host load average (1, 5, 15 min) before the real runs: {load_before}; after: {load_after}.\n"
         + "".join(f"Overrides: `--set {s}`\n" for s in extra)
+        + "".join(f"Sim side (the real runs' scale model): `--set {s}`\n" for s in sim_extra[len(extra) :])
         + calibration_note(load_scenario(scenario_path, [*extra, "backend=sim"]))
         + "\n"
     )
@@ -102,6 +108,20 @@ def run_crosscheck(
         f"{side}/{r.name} ({r.status})" for side in SIDES for r in results[side].values() if r.status != "ok"
     ]
     return Crosscheck(errors, failed)
+
+
+def real_link_burst(real: Path, extra: list[str]) -> list[str]:
+    """The sim side's ``simulation.link_burst`` override: the real runs' token bucket burst
+    (``testbed.bandwidth.BURST_S``, wall seconds) in their emulated seconds, when they were
+    faithful (an unisolated run has no bucket) and the caller set none. It depends on the
+    dilation the real runs had on this host, which the simulated scenario does not know."""
+    if any(s.startswith("simulation.link_burst=") for s in extra):
+        return []
+    for summary in sorted(real.glob("*/summary.json")):
+        data = json.loads(summary.read_text())
+        if data.get("fidelity_mode") == "faithful":
+            return [f"simulation.link_burst={BURST_S / float(data.get('dilation') or 1.0):.6g}"]
+    return []
 
 
 def calibration_note(scenario: Scenario) -> str:

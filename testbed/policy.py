@@ -11,6 +11,7 @@ drive them with a virtual clock.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -88,6 +89,28 @@ class JobView:
 
 
 @dataclass(frozen=True, slots=True)
+class FreeNode:
+    """A node up (not draining) with a free slot: its free slots and memory."""
+
+    node_id: str
+    node_class: NodeClass
+    free_slots: int
+    free_memory_mb: int
+
+
+@dataclass(frozen=True, slots=True)
+class FreeNodes:
+    """The nodes of ``ClusterSnapshot.nodes`` that are up (not draining) with a free slot, as
+    the master keeps them from round to round (so a scheduler need not walk every node):
+    each one by id, and per node class and number of free slots their ids in increasing order."""
+
+    nodes: Mapping[str, FreeNode]
+    by_slots: Mapping[tuple[NodeClass, int], tuple[str, ...]]
+    """(class, free slots) -> the ids of those nodes with exactly that many free slots, sorted;
+    only non-empty entries."""
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     now: float
     nodes: tuple[NodeView, ...]
@@ -96,6 +119,10 @@ class ClusterSnapshot:
     unavailable: frozenset[NodeClass] = frozenset()
     """Classes whose cloud capacity is out now (docs/chaos.md, "Capacity"): a launch of them
     waits or is refused."""
+    free: FreeNodes | None = None
+    """The nodes with a free slot, indexed: the master gives them in a scheduling round's
+    snapshot; None in other snapshots (an autoscaler's, one made by hand): derive them from
+    ``nodes`` (``NodeView.free_slots``, ``free_memory_mb``)."""
 
 
 @dataclass(frozen=True, slots=True)

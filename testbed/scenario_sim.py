@@ -78,6 +78,18 @@ class SimulationSpec(Strict):
     will_delay: Duration = Field(
         default=0.008, ge=0, description="a SIGKILL to its Last Will at the master (detection: will)"
     )
+    push_overhead: Duration = Field(
+        default=0.0085,
+        ge=0,
+        description="a push or checkpoint copy's fixed cost beyond its link time (the upload's "
+        "connection, the receiver's staging, CRC check, fsync and commit, and its report)",
+    )
+    link_burst: Duration = Field(
+        default=0.0,
+        ge=0,
+        description="how far ahead of its rate an idle NIC direction runs (the scale model's token "
+        "bucket burst, testbed.bandwidth.BURST_S, in this model's seconds: wall / dilation)",
+    )
     round_gap: Duration = Field(
         default=0.0,
         ge=0,

@@ -15,8 +15,8 @@ from testbed.scenario import parse_scenario
 from testbed.scenario_sim import OP_MODELS
 
 MB = 2**20
-CALIBRATED = {op for op in OP_MODELS if op.partition(".")[0] in ("wordcount", "sort", "pagerank")}
-"""The ops the calibration scenario measures: not mlr's (its defaults stand; not in it yet)."""
+CALIBRATED = {op for op in OP_MODELS if op.partition(".")[0] in ("wordcount", "sort", "pagerank", "mlr")}
+"""The ops the calibration scenario measures: every built-in workload's."""
 TASKS = """\
 task_id,job_id,stage,attempt,start_s,end_s,status,bytes_in,bytes_out,compute_s
 j000.s0.t0,j000,0,0,0.0,2.2,succeeded,{mb},{half},2.0
@@ -117,8 +117,9 @@ def test_calibrating_on_the_simulator_gives_back_its_model(tmp_path: Path) -> No
 
 
 def test_the_modelled_fetch_is_taken_off_a_reduces_compute() -> None:
-    """A reduce reading two maps' outputs, one of them from its own node: half its input is
-    remote, fetched over its node's NIC shared with the other attempt running there."""
+    """Two reduces each reading two maps' outputs, one of them from its own node: half their
+    input is remote, booked on the sender's ``net-out`` and the reader's ``net-in`` as the
+    simulator's links book it; the slower side is the fetch's time."""
     from testbed.calibrate import fetch_seconds
     from testbed.workloads.plan import Dependency
 
@@ -128,12 +129,16 @@ def test_the_modelled_fetch_is_taken_off_a_reduces_compute() -> None:
         "j0.s0.t1,j0,0,1,0,b,transient,0,1,succeeded,100,500\n"
         "j0.s1.t0,j0,1,0,0,a,reserved,1,3,succeeded,1000,0\n"
         "j0.s1.t1,j0,1,1,0,b,transient,1,3,succeeded,1000,0\n"
-        "j1.s0.t0,j1,0,0,0,a,reserved,0.5,2,succeeded,100,0\n"
+        "j1.s0.t0,j1,0,0,0,b,transient,2,3,succeeded,1000,0\n"
     )
     tasks = list(csv.DictReader(io.StringIO(table)))
     deps = {("sort", 1): (Dependency(0, "shuffle"),)}
-    seconds = fetch_seconds(
-        tasks, {"j0": "sort", "j1": "sort"}, deps, {"reserved": 100.0, "transient": 500.0}
-    )
-    # 500 remote bytes over 100 B/s shared by 2 attempts on a; over 500 B/s alone on b
-    assert seconds == {("j0.s1.t0", "0"): 10.0, ("j0.s1.t1", "0"): 1.0}
+    nic = {"reserved": 100.0, "transient": 500.0}
+    seconds = fetch_seconds(tasks, {"j0": "sort", "j1": "mlr"}, deps, nic)
+    # 500 bytes b -> a: 1 s on b's net-out, 5 s on a's net-in; a -> b: 5 s on a's net-out
+    assert seconds == {("j0.s1.t0", "0"): 5.0, ("j0.s1.t1", "0"): 5.0}
+    # at dilation 2 the tables' seconds are twice the emulated ones; a 0.5 s burst lets an idle
+    # link run 1 s ahead: 500 bytes over 100 B/s wait 4 s
+    halved = [{**t, "start_s": str(2 * float(t["start_s"]))} for t in tasks]
+    seconds = fetch_seconds(halved, {"j0": "sort", "j1": "mlr"}, deps, nic, dilation=2.0, burst=0.5)
+    assert seconds == {("j0.s1.t0", "0"): 4.0, ("j0.s1.t1", "0"): 4.0}

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,20 +16,41 @@ from testbed.cgroups import (
     CgroupUnavailable,
     CpuCgroups,
     _mount_points,
+    _probe,
+    agent_group,
     control_plane,
     detect,
     join,
     own_group,
+    slot_group,
 )
 
 
 def test_v2_node_group_gets_cpu_max_and_its_parents_delegate_the_cpu_controller(tmp_path: Path) -> None:
     cgroups = CpuCgroups(2, tmp_path / "testbed")
-    group = cgroups.create("run-1", "transient-0", 0.25)
+    group = cgroups.create("run-1", "transient-0", 0.25, 1)
     assert group == tmp_path / "testbed" / "run-1" / "transient-0"
     assert (group / "cpu.max").read_text() == f"25000 {PERIOD_US}"
     assert (tmp_path / "testbed" / "cgroup.subtree_control").read_text() == "+cpu"
     assert (tmp_path / "testbed" / "run-1" / "cgroup.subtree_control").read_text() == "+cpu"
+
+
+def test_v2_each_slot_gets_one_emulated_core_at_most_the_nodes_and_the_agent_a_leaf(tmp_path: Path) -> None:
+    """A 2-cpu node at dilation 4: 0.5 core for the node, 0.25 (one core / 4) per slot; the node
+    hands cpu to its children, so the agent lives in a leaf of its own (v2 allows no process in
+    a group that does). A 0.5-cpu node's one slot gets no quota of its own: the node's 0.125 is
+    less than a core's."""
+    cgroups = CpuCgroups(2, tmp_path / "testbed", core=0.25)
+    node = cgroups.create("run-1", "reserved-0", 0.5, 2)
+    assert (node / "cpu.max").read_text() == f"50000 {PERIOD_US}"
+    assert (node / "cgroup.subtree_control").read_text() == "+cpu"
+    assert agent_group(node) == node / "agent" and agent_group(node).is_dir()
+    assert not (agent_group(node) / "cpu.max").exists()  # the agent is held by the node's quota only
+    for slot in (0, 1):
+        assert (slot_group(node, slot) / "cpu.max").read_text() == f"25000 {PERIOD_US}"
+    assert not slot_group(node, 2).exists()
+    small = cgroups.create("run-1", "transient-0", 0.125, 1)
+    assert slot_group(small, 0).is_dir() and not (slot_group(small, 0) / "cpu.max").exists()
 
 
 def test_v2_stats_read_throttling_in_microseconds(tmp_path: Path) -> None:
@@ -110,9 +132,9 @@ def _busy_in_group(group: Path, cpu_s: float) -> float:
 def test_v1_quota_throttles_a_cpu_bound_process_to_its_share() -> None:
     cgroups = _v1_or_skip()
     run = f"test-{os.getpid()}"
-    group = cgroups.create(run, "quarter", 0.25)
+    group = cgroups.create(run, "quarter", 0.25, 1)
     try:
-        wall = _busy_in_group(group, 0.3)
+        wall = _busy_in_group(slot_group(group, 0), 0.3)
         stats = cgroups.stats(group)
     finally:
         assert cgroups.remove(group)
@@ -130,10 +152,10 @@ def test_a_quarter_core_is_throttled_where_a_full_core_is_not() -> None:
     quotas: measured in docs/fidelity.md."""
     cgroups = _v1_or_skip()
     run = f"test-{os.getpid()}"
-    quarter, full = cgroups.create(run, "quarter", 0.25), cgroups.create(run, "full", 1.0)
+    quarter, full = cgroups.create(run, "quarter", 0.25, 1), cgroups.create(run, "full", 1.0, 1)
     try:
-        slow = _busy_in_group(quarter, 0.5)
-        _busy_in_group(full, 0.5)
+        slow = _busy_in_group(slot_group(quarter, 0), 0.5)
+        _busy_in_group(slot_group(full, 0), 0.5)
         held, free = cgroups.stats(quarter), cgroups.stats(full)
     finally:
         for group in (quarter, full):
@@ -142,6 +164,62 @@ def test_a_quarter_core_is_throttled_where_a_full_core_is_not() -> None:
     assert slow >= 0.5 / 0.25 * 0.9
     assert held.periods > 0
     assert free.throttled_s < 0.025  # 5% of its 0.5 s of work; a quarter core is held ~1.5 s
+
+
+def _version_or_skip(version: int) -> CpuCgroups:
+    """This machine's controller of ``version`` as root, for real (whichever ``detect`` prefers)."""
+    v1, v2 = _mount_points(Path("/proc/self/mounts").read_text())
+    mount = v1 if version == 1 else v2
+    if mount is None or os.geteuid() != 0:
+        pytest.skip(f"needs root and a cgroup v{version} cpu controller")
+    if version == 2 and "cpu" not in (mount / "cgroup.controllers").read_text().split():
+        pytest.skip(f"the cpu controller is not in {mount}'s cgroup v2 hierarchy (bound to v1 here)")
+    try:
+        return _probe(CpuCgroups(version, mount / "testbed"))
+    except CgroupUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_lone_task_on_a_2_cpu_2_slot_node_gets_one_core_not_the_nodes_two(version: int) -> None:
+    """Dilation 4: the node has 2 / 4 = 0.5 core, each slot 1 / 4. One CPU-bound process alone in
+    slot 0 burns 0.3 s of CPU in no less than 1.2 s (one core's share; with the node's quota
+    alone it took 0.6 s); the node's group holds it back hardly at all (0.25 < 0.5). On v2
+    the node hands cpu to its slots, so a process may live in its leaves only."""
+    cgroups = replace(_version_or_skip(version), core=0.25)
+    run = f"test-{os.getpid()}"
+    node = cgroups.create(run, "reserved-0", 0.5, 2)
+    try:
+        wall = _busy_in_group(slot_group(node, 0), 0.3)
+        slot, idle, whole = (cgroups.stats(g) for g in (slot_group(node, 0), slot_group(node, 1), node))
+    finally:
+        assert cgroups.remove(node)
+        cgroups.remove_run(run)
+    assert wall > 0.3 / 0.25 * 0.9
+    assert slot.periods > 0 and idle.throttled_periods == 0  # a loaded host may keep it under quota
+    assert whole.throttled_s < 0.05  # a moment as the task moves between CPUs; the slot holds it ~0.9 s
+
+
+def test_v1_a_node_with_a_process_in_a_slot_is_not_removed_until_it_is_gone() -> None:
+    cgroups = _v1_or_skip()
+    run = f"test-{os.getpid()}"
+    node = cgroups.create(run, "reserved-0", 1.0, 2)
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"],
+        preexec_fn=lambda: join(slot_group(node, 1), os.getpid()),
+    )
+    try:
+        assert not cgroups.remove(node)
+        assert slot_group(node, 1).is_dir() and agent_group(node).is_dir()
+    finally:
+        process.kill()
+        process.wait()
+    for _ in range(100):  # a killed process leaves its group a moment later
+        if cgroups.remove(node):
+            break
+        time.sleep(0.05)
+    assert not node.exists()
+    cgroups.remove_run(run)
 
 
 def test_own_group_reads_this_process_line_of_each_version() -> None:

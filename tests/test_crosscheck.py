@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from testbed.crosscheck import (
@@ -137,3 +140,17 @@ def test_op_table_compares_mean_attempt_durations_and_inputs() -> None:
         "| sort.reduce | 1 | 1 | 0.5 | 0 | n/a | n/a | n/a |",
         "| x.y | 0 | n/a | n/a | 1 | 1 | 1 | n/a |",
     ]
+
+
+def test_the_sim_side_gets_the_faithful_real_runs_link_burst(tmp_path: Path) -> None:
+    """The real runs' token bucket burst (50 ms of wall time) in their emulated seconds; none
+    for unisolated runs (no bucket) or when the caller set one."""
+    from testbed.crosscheck_run import real_link_burst
+
+    run = tmp_path / "real" / "seed-1"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps({"fidelity_mode": "faithful", "dilation": 4.0}))
+    assert real_link_burst(tmp_path / "real", []) == ["simulation.link_burst=0.0125"]
+    assert real_link_burst(tmp_path / "real", ["simulation.link_burst=0"]) == []
+    (run / "summary.json").write_text(json.dumps({"fidelity_mode": "unisolated", "dilation": 1.0}))
+    assert real_link_burst(tmp_path / "real", []) == []

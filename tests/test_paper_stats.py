@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 from paper_stats import cells, table
@@ -31,3 +33,23 @@ def test_paired_ratio_interval_and_test(tmp_path: Path) -> None:
     assert cells_[1] == "3" and cells_[2] == "0.498"  # geometric mean of 0.5, 0.483, 0.511
     assert float(cells_[4]) < 0.01  # paired t-test on the logs: consistent halving
     assert "failed jobs 1" in text  # flagged, not dropped
+
+
+def test_reproduce_vary_replaces_the_papers_values_of_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reproduce
+
+    commands: list[tuple[str, ...]] = []
+    monkeypatch.setattr(reproduce, "testbed", lambda *arguments, **_: commands.append(arguments))
+    reproduce.sweep(
+        "pado-mr", True, 3, ["seed=5"], tmp_path, ("chaos.transient.lifetime=high", "time_scale=3")
+    )
+    (command,) = commands
+    varies = [command[i + 1] for i, part in enumerate(command) if part == "--vary"]
+    assert varies == [
+        "policy.strategy=spark,spark-checkpoint,pado",
+        "chaos.transient.lifetime=high",
+        "time_scale=3",
+    ]
+    assert command[command.index("--set") + 1] == "seed=5"

@@ -94,6 +94,14 @@ class Abort:
 
 
 @dataclass(frozen=True, slots=True)
+class Crashed:
+    """A policy, a strategy, a plugin or the shell raised on an event: the run ends now, the
+    error and its traceback journaled (``master_error``), its unfinished jobs failed."""
+
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
 class JobFailed:
     """The job fails now, saying why (its output does not fit at the master's disk)."""
 
@@ -129,6 +137,7 @@ Event = (
     | LinkUp
     | LinkDown
     | Abort
+    | Crashed
     | JobFailed
     | EvictRequest
     | Stop

@@ -12,6 +12,7 @@ and a simulator drive the same decisions. docs/architecture.md shows the flow.
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,7 @@ from master.core.disk_full import DiskFullNodes
 from master.core.events import (
     Abort,
     Begin,
+    Crashed,
     Event,
     EvictRequest,
     FromNode,
@@ -194,6 +196,10 @@ class MasterCore:
             self.link_up = False
         elif isinstance(event, Abort):
             self.abort(event.reason, event.journal)
+        elif isinstance(event, Crashed):
+            trace = "".join(traceback.format_exception(event.error))
+            self.journal.event("master_error", error=repr(event.error), traceback=trace)
+            self.abort(f"internal error in the master: {event.error!r}", journal=False)
         elif isinstance(event, JobFailed):
             self.fail_job(event.job_id, event.error)
         elif isinstance(event, EvictRequest):

@@ -53,7 +53,9 @@ class SchedulingRound:
 
     # ------------------------------------------------------------------ the snapshot
 
-    def snapshot(self) -> tuple[ClusterSnapshot, Pending]:
+    def snapshot(self, free: bool = False) -> tuple[ClusterSnapshot, Pending]:
+        """``free``: with the nodes with a free slot indexed (``ClusterSnapshot.free``: the
+        scheduling round's snapshot)."""
         core = self.core
         now = core.journal.now()
         pending: Pending = {}
@@ -91,7 +93,8 @@ class SchedulingRound:
         self._prune_queues(pending)
         nodes = self.nodes.views()
         increment = core.scenario.cluster.memory_increment_mb
-        return ClusterSnapshot(now, nodes, tuple(jobs), increment, self.unavailable()), pending
+        indexed = self.nodes.free_index() if free else None
+        return ClusterSnapshot(now, nodes, tuple(jobs), increment, self.unavailable(), indexed), pending
 
     def _pending_task(
         self,
@@ -189,7 +192,7 @@ class SchedulingRound:
 
     def schedule_once(self) -> None:
         self.core.recovery.react(Tick())
-        snapshot, pending = self.snapshot()
+        snapshot, pending = self.snapshot(free=True)
         if not any(job.pending for job in snapshot.jobs):
             return
         for decision in self.scheduler.schedule(snapshot):

@@ -79,7 +79,8 @@ class NodeWatch:
         now = self.core.journal.now()
         patience = patience_s(self.core.scenario.heartbeat_timeout_s)
         lenient = self.starting_up or self._everyone_quiet(now)
-        verdict = after_probe(answer.outcome, now - node.last_seen, lenient, patience)
+        timeout = self.core.scenario.heartbeat_timeout_s
+        verdict = after_probe(answer.outcome, now - node.last_seen, lenient, patience, timeout)
         if verdict == "alive":
             self.answered[node.node_id] = now
         elif verdict == "lost":
@@ -187,9 +188,12 @@ class NodeWatch:
         if not node.alive or answer.session < node.session:
             return
         now = self.core.journal.now()
-        patience = patience_s(self.core.scenario.heartbeat_timeout_s)
+        timeout = self.core.scenario.heartbeat_timeout_s
         lenient = self.starting_up or self._everyone_quiet(now)
-        if after_probe(answer.outcome, now - node.last_seen, lenient, patience) == "wait":
+        verdict = after_probe(answer.outcome, now - node.last_seen, lenient, patience_s(timeout), timeout)
+        if verdict == "alive":  # heard again since its Will: the keepalive ran out in a pause
+            self.core.journal.event("will_ignored", node=node.node_id, session=answer.session)
+        elif verdict == "wait":
             self.core.probe(node, "will", answer.session)
-            return
-        self.core.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
+        else:
+            self.core.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")

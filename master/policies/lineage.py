@@ -184,10 +184,15 @@ def _add_dep(deps: dict[int, DepKind], parent: int, dependency: Dependency) -> N
     deps[parent] = "wide" if "wide" in (kind, deps.get(parent)) else kind
 
 
-def executor_classes(strategy: Strategy) -> frozenset[NodeClass]:
+def executor_classes(strategy: Strategy, driver: bool = False) -> frozenset[NodeClass]:
     """Where tasks may run (Pado paper, section 5.1.2): Spark "runs executors on both
     transient and reserved containers"; Spark-checkpoint "runs executors on transient
-    containers and uses reserved containers [...] as stable storages"."""
+    containers and uses reserved containers [...] as stable storages". A ``driver`` stage
+    (its operators run in Spark's driver program, ``Operator.driver``) runs on a reserved
+    node under both: the engines' master ran on a reserved container (section 5.2), never
+    evicted."""
+    if driver:
+        return frozenset({"reserved"})
     if strategy == "spark":
         return frozenset({"reserved", "transient"})
     return frozenset({"transient"})

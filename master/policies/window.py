@@ -18,19 +18,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from operator import attrgetter
 
-from master.policies.base import NodeClass
-
-
-@dataclass(frozen=True, slots=True)
-class FreeNode:
-    node_id: str
-    node_class: NodeClass
-    free_slots: int
-    free_memory_mb: int
-
+from master.policies.base import FreeNode, NodeClass
 
 _MEMORY = attrgetter("free_memory_mb")
 Listing = Callable[[], Iterable[FreeNode]]

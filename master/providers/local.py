@@ -9,9 +9,10 @@ secrets (``testbed.processes.SECRET_ENV``) reach it in a file of a private
 temporary directory, which it reads and deletes, never in its environment.
 
 With ``cgroups`` (a faithful run) each node gets its own CPU cgroup with a quota
-of ``cpus`` cores; the agent joins it at start (``--cgroup``), so its task workers
-are born in it. The group goes with the node; its last throttling counters stay
-in ``cpu_stats`` for the fidelity monitor.
+of ``cpus`` cores and a child group per task slot (``testbed.cgroups``); the agent
+joins its own child at start (``--cgroup``) and each task worker its slot's. The
+groups go with the node; the node's last throttling counters stay in ``cpu_stats``
+for the fidelity monitor.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,8 @@ class LocalProvider:
         self.nodes: dict[str, LocalNode] = {}
         self.cpu_stats: dict[str, CpuStats] = {}
         """Each node's CPU throttling counters, read as its cgroup goes (isolated runs)."""
+        self.slot_stats: dict[str, CpuStats] = {}
+        """Each node's slot groups' counters, totalled, read likewise."""
         self._secrets_dir: Path | None = None
 
     def _private_env(self, node_id: str, env: dict[str, str]) -> dict[str, str]:
@@ -77,14 +80,14 @@ class LocalProvider:
         command: list[str],
         env: dict[str, str],
     ) -> None:
-        del node_class, slots, memory_mb  # carried by the command line
+        del node_class, memory_mb  # carried by the command line
         directory = self.nodes_dir / node_id
         directory.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         argv = [*command, "--data-dir", str(directory), "--listen", "127.0.0.1", "--advertise", "127.0.0.1"]
         cgroup = None
         if self.cgroups is not None and cpus is not None:
-            cgroup = await asyncio.to_thread(self.cgroups.create, self.run_id, node_id, cpus)
+            cgroup = await asyncio.to_thread(self.cgroups.create, self.run_id, node_id, cpus, slots)
             argv += ["--cgroup", str(cgroup)]
         with open(self.log_dir / f"{node_id}.log", "ab") as log:
             process = await asyncio.create_subprocess_exec(
@@ -145,11 +148,20 @@ class LocalProvider:
 
     def node_cpu_stats(self) -> dict[str, CpuStats]:
         """Throttling counters of every node so far: live ones read now, gone ones as they went."""
-        stats = dict(self.cpu_stats)
+        return self._stats_so_far(self.cpu_stats, CpuCgroups.stats)
+
+    def slot_cpu_stats(self) -> dict[str, CpuStats]:
+        """The same of every node's task slots, totalled per node."""
+        return self._stats_so_far(self.slot_stats, CpuCgroups.slot_stats)
+
+    def _stats_so_far(
+        self, gone: dict[str, CpuStats], read: Callable[[CpuCgroups, Path], CpuStats]
+    ) -> dict[str, CpuStats]:
+        stats = dict(gone)
         for node in self.nodes.values():
             if node.cgroup is not None and self.cgroups is not None:
                 with contextlib.suppress(OSError):
-                    stats[node.node_id] = self.cgroups.stats(node.cgroup)
+                    stats[node.node_id] = read(self.cgroups, node.cgroup)
         return stats
 
     async def _remove_cgroup(self, node: LocalNode) -> None:
@@ -159,6 +171,7 @@ class LocalProvider:
             return
         with contextlib.suppress(OSError):
             self.cpu_stats[node.node_id] = self.cgroups.stats(node.cgroup)
+            self.slot_stats[node.node_id] = self.cgroups.slot_stats(node.cgroup)
         for _ in range(100):
             if await asyncio.to_thread(self.cgroups.remove, node.cgroup):
                 return

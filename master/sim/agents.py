@@ -6,9 +6,11 @@ acknowledged ``running`` at once, succeeds (output partition sizes, metrics) aft
 launch overhead and its modelled fetch and compute time, or fails with ``fetch`` and the
 lost blocks when an input is held by no live node. A node holds the blocks its tasks wrote
 and those pushed to it; a killed node loses them all, and its Last Will reaches the master
-after the detection delay. Pushes (Pado's, and spark-checkpoint's copies) take their bytes
-over the sender's NIC and are reported as real agents report them: the receiver's
-``BlockReceived``, then the sender's ``PushDelivered``.
+after the detection delay. Every byte between two nodes (a fetch, a push: Pado's, and
+spark-checkpoint's copies) is booked on the sender's and the receiver's NIC links
+(``model.Links``), which every transfer of a node shares as the real agent's token buckets
+are; pushes are reported as real agents report them: the receiver's ``BlockReceived``,
+then the sender's ``PushDelivered``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from master.sim.clock import DELIVER, EventHeap
-from master.sim.model import ExecutionModel, TaskCost
+from master.sim.model import ExecutionModel, Links, TaskCost
 from testbed.protocol import (
     BlockReceived,
     BlockRef,
@@ -67,6 +69,7 @@ class ModelNode:
     up: bool = False
     blocks: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Block id -> the bytes of each of its partitions held here."""
+    links: Links = field(default_factory=Links)
     running: dict[tuple[str, int], Attempt] = field(default_factory=dict)
     finished: dict[tuple[str, int], bytes] = field(default_factory=dict)
     """Each attempt's outcome, msgpack-encoded as on the wire (a launch sent again repeats
@@ -229,16 +232,18 @@ class ModelAgents:
             self._finish(node, attempt, failure="fetch", lost=tuple(lost))
             return
         attempt.started = True
-        local = remote = 0
-        for ref in attempt.refs:
+        whole = self.model.whole_blocks(attempt.spec)
+        read, at = 0, self.heap.now
+        for ref in attempt.refs:  # block after block, as the real worker reads them
             holder = self._holder(ref)
             assert holder is not None
-            nbytes = self._part_bytes(holder, ref)
-            if holder is node:
-                local += nbytes
-            else:
-                remote += nbytes
-        cost = self.model.cost(attempt.spec, local, remote, node.node_class, len(node.running))
+            nbytes = self._part_bytes(holder, ref, ref.block in whole)
+            read += nbytes
+            if holder is not node and nbytes:
+                at += self.model.move(
+                    nbytes, at, holder.links, holder.node_class, node.links, node.node_class
+                )
+        cost = self.model.cost(attempt.spec, read, at - self.heap.now, node.node_class)
         self.heap.after(cost.seconds, DELIVER, lambda: self._finish(node, attempt, cost=cost))
 
     def _holder(self, ref: BlockRef) -> ModelNode | None:
@@ -250,8 +255,12 @@ class ModelAgents:
         return None
 
     @staticmethod
-    def _part_bytes(node: ModelNode, ref: BlockRef) -> int:
+    def _part_bytes(node: ModelNode, ref: BlockRef, whole: bool) -> int:
+        """The bytes the reference reads from the node's copy: the partition it names, or
+        every partition of a block read whole."""
         parts = node.blocks[ref.block]
+        if whole:
+            return sum(parts)
         return parts[ref.partition] if ref.partition < len(parts) else 0
 
     def _finish(
@@ -354,25 +363,40 @@ class ModelAgents:
         targets: tuple[PushTarget, ...],
         rate: float | None,
     ) -> None:
-        """Copy the block's partitions to each target, one after another over the NIC; each
-        receiver reports its verified copy, then the sender asks the master to commit."""
+        """Copy the block's partitions to every target at once, as the real agent does (one
+        upload per target, each at most ``rate`` bytes/s): all of them on the sender's NIC
+        link, each on its receiver's; each receiver reports its verified copy, then the sender
+        asks the master to commit."""
         parts = node.blocks.get(block, ())
         delivered: dict[str, tuple[PushedPart, ...]] = {}
         failed: list[str] = []
-        at = self.heap.now
-        for target in targets:
-            pushed = tuple(
-                PushedPart(partition=p, nbytes=parts[p] if p < len(parts) else 0, crc32=0)
-                for p in target.partitions
+        copies = [
+            (
+                target,
+                tuple(
+                    PushedPart(partition=p, nbytes=parts[p] if p < len(parts) else 0, crc32=0)
+                    for p in target.partitions
+                ),
             )
-            at += self.model.transfer_s(sum(part.nbytes for part in pushed), node.node_class, rate)
-            self.heap.at(
-                at,
+            for target in targets
+        ]
+        sizes = [sum(part.nbytes for part in pushed) for _, pushed in copies]
+        receivers = [self.nodes.get(target.node_id) for target, _ in copies]
+        ends = self.model.push_s(
+            sizes,
+            self.heap.now,
+            (node.links, node.node_class),
+            [(r.links, r.node_class) if r is not None and r.alive else None for r in receivers],
+            rate,
+        )
+        for (target, pushed), end in zip(copies, ends, strict=True):
+            self.heap.after(
+                end,
                 DELIVER,
                 lambda t=target, pushed=pushed: self._arrive(node, block, t, pushed, delivered, failed),
             )
         request = lambda: self._pushed(node, task_id, attempt, block, delivered, failed)  # noqa: E731
-        self.heap.at(at, DELIVER, request)
+        self.heap.after(max(ends, default=0.0), DELIVER, request)
 
     def _arrive(
         self,

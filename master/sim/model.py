@@ -15,6 +15,7 @@ from typing import Any
 
 from master.policies import load_profiles, role_of
 from testbed.api import SimModel
+from testbed.bandwidth import book
 from testbed.protocol import INLINE_NOOP, TaskSpec
 from testbed.scenario import PluginJob, Scenario, ScenarioError
 from testbed.scenario_sim import OpModel
@@ -24,6 +25,16 @@ BYTES_PER_RECORD = {"sort": 100, "pagerank": 16}
 """Bytes of one generated input record: a sort record, a packed PageRank edge."""
 PLUGIN_OP = "plugin."
 """The ops of a workload plugin's tasks: ``plugin.map``, ``plugin.reduce``."""
+
+
+@dataclass(slots=True)
+class Links:
+    """A node's NIC as the scale model enforces it (``testbed.bandwidth``): one token bucket
+    per direction, shared by every transfer of the node (fetches, blocks served, pushes sent
+    and received), booked first come first served: the time each is next free."""
+
+    out_free: float = 0.0
+    in_free: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +68,19 @@ def source_bytes(spec: TaskSpec) -> int:
 
 
 class ExecutionModel:
-    def __init__(self, scenario: Scenario, ideal_memory_mb: Callable[[str, int], int]) -> None:
-        """``ideal_memory_mb(job_id, stage)``: the memory at which the stage's tasks do not spill."""
+    def __init__(
+        self,
+        scenario: Scenario,
+        ideal_memory_mb: Callable[[str, int], int],
+        dependency_kinds: Callable[[str, int], tuple[str, ...]],
+    ) -> None:
+        """``ideal_memory_mb(job_id, stage)``: the memory at which the stage's tasks do not spill;
+        ``dependency_kinds(job_id, stage)``: the kind of each dependency of the stage, in the
+        order of its tasks' inputs (``shuffle``, ``narrow``, ``broadcast``)."""
         self.scenario = scenario
         self.spec = scenario.simulation
         self.ideal_memory_mb = ideal_memory_mb
+        self.dependency_kinds = dependency_kinds
         self.profiles = load_profiles(scenario) if self.spec.memory_penalty else {}
         self.plugin_models: dict[tuple[str, str], SimModel | None] = {}
         """A workload plugin's ``sim_model()`` per (import path, options as JSON)."""
@@ -132,6 +151,29 @@ class ExecutionModel:
         rate = getattr(self.scenario.cluster, node_class).disk_mb_s
         return None if rate is None else rate * MB
 
+    def move(
+        self, nbytes: int, now: float, sender: Links, sender_class: str, receiver: Links, receiver_class: str
+    ) -> float:
+        """Book ``nbytes`` sent at ``now`` on the sender's ``net-out`` and the receiver's ``net-in``
+        (the real agent paces every chunk on both): the seconds until they are through, the
+        slower of the two bookings."""
+        burst = self.spec.link_burst
+        sender.out_free, out_s = book(sender.out_free, now, nbytes, self.nic_bytes_s(sender_class), burst)
+        receiver.in_free, in_s = book(receiver.in_free, now, nbytes, self.nic_bytes_s(receiver_class), burst)
+        return max(out_s, in_s)
+
+    def whole_blocks(self, spec: TaskSpec) -> set[str]:
+        """The input blocks the task reads whole: those of its narrow and broadcast dependencies
+        (task i reads all of parent i's output, e.g. PageRank's links: edges and node table);
+        through a shuffle it reads the one partition its reference names."""
+        kinds = self.dependency_kinds(spec.job_id, spec.stage)
+        return {
+            ref.block
+            for kind, refs in zip(kinds, spec.inputs, strict=False)
+            if kind != "shuffle"
+            for ref in refs
+        }
+
     def detection_s(self) -> float:
         """A killed node's death to the master hearing of it."""
         if self.spec.detection == "will":
@@ -148,19 +190,17 @@ class ExecutionModel:
             return float(spec.params["duration_s"])
         return None
 
-    def cost(
-        self, spec: TaskSpec, local_bytes: int, remote_bytes: int, node_class: str, sharing: int
-    ) -> TaskCost:
-        """An attempt reading ``local_bytes`` from its own node and ``remote_bytes`` over the
-        network (plus its source, if it has one), on a node of ``node_class`` whose NIC it
-        shares with ``sharing`` running tasks (itself included)."""
+    def cost(self, spec: TaskSpec, input_bytes: int, fetch_s: float, node_class: str) -> TaskCost:
+        """An attempt reading ``input_bytes`` of blocks, from its own node or over the network
+        (``fetch_s``: the links' time for its remote ones, ``move``), plus its source if it has
+        one, on a node of ``node_class``."""
         pinned = self.pinned_s(spec)
         fraction = min(1.0, spec.memory_mb / max(1, self.ideal_memory_mb(spec.job_id, spec.stage)))
         profile = self.profiles.get((self.workload_of(spec), role_of(spec.stage)))
         if pinned is not None:  # a sleep task given less than its ideal memory: its profile's penalty
             penalty = profile.model.penalty.multiplier(fraction) if fraction < 1.0 and profile else 1.0
             return TaskCost(0, 0.0, pinned * penalty, 0, 0.0, 0)
-        bytes_in = self.source_bytes(spec) + local_bytes + remote_bytes
+        bytes_in = self.source_bytes(spec) + input_bytes
         op = self.op_model(spec)
         compute_s = op.fixed_s + op.s_per_mb * bytes_in / MB
         spill_bytes, spill_s = 0, 0.0
@@ -170,7 +210,6 @@ class ExecutionModel:
             spill_bytes = int(bytes_in * (1.0 - fraction))
             disk = self.disk_bytes_s(node_class)
             spill_s = 2 * spill_bytes / disk if disk else 0.0
-        fetch_s = remote_bytes / (self.nic_bytes_s(node_class) / max(1, sharing))
         return TaskCost(bytes_in, fetch_s, compute_s, spill_bytes, spill_s, int(bytes_in * op.output_ratio))
 
     @staticmethod
@@ -179,7 +218,30 @@ class ExecutionModel:
         base, extra = divmod(total, count)
         return tuple(base + (1 if p < extra else 0) for p in range(count))
 
-    def transfer_s(self, nbytes: int, node_class: str, rate_bytes_s: float | None) -> float:
-        """A push or checkpoint copy of ``nbytes`` from a node of ``node_class``."""
-        nic = self.nic_bytes_s(node_class)
-        return nbytes / (min(nic, rate_bytes_s) if rate_bytes_s else nic)
+    def push_s(
+        self,
+        sizes: list[int],
+        now: float,
+        sender: tuple[Links, str],
+        receivers: list[tuple[Links, str] | None],
+        rate_bytes_s: float | None,
+    ) -> list[float]:
+        """The seconds from ``now`` until each copy of a push is through (``sizes[i]`` bytes to
+        ``receivers[i]``, None: a receiver gone, refused at once). The real agent uploads to
+        every receiver at once, their chunks interleaved on the sender's ``net-out``: every copy
+        ends with the sender's booking of them all, or later on its receiver's ``net-in``, or at
+        its own ``rate_bytes_s`` (Pado's push rate) if that is slower; then ``push_overhead``."""
+        links, node_class = sender
+        burst = self.spec.link_burst
+        total = sum(size for size, receiver in zip(sizes, receivers, strict=True) if receiver is not None)
+        links.out_free, out_s = book(links.out_free, now, total, self.nic_bytes_s(node_class), burst)
+        ends = []
+        for size, receiver in zip(sizes, receivers, strict=True):
+            if receiver is None:
+                ends.append(0.0)
+                continue
+            their, their_class = receiver
+            their.in_free, in_s = book(their.in_free, now, size, self.nic_bytes_s(their_class), burst)
+            link_s = max(out_s, in_s, size / rate_bytes_s if rate_bytes_s else 0.0)
+            ends.append(self.spec.push_overhead + link_s)
+        return ends

@@ -90,7 +90,10 @@ def simulate(
         """The memory at which the job's stage does not spill (what the model's penalty is of)."""
         return core.jobs[job_id].stage_memory_mb[stage]
 
-    model = ExecutionModel(scenario, ideal_memory_mb)
+    def dependency_kinds(job_id: str, stage: int) -> tuple[str, ...]:
+        return tuple(dep.kind for dep in core.jobs[job_id].plan.stages[stage].deps)
+
+    model = ExecutionModel(scenario, ideal_memory_mb, dependency_kinds)
     shell = SimShell(
         core, run_dir, lambda heap, deliver: ModelAgents(heap, model, deliver), scenario.simulation.round_gap
     )

@@ -17,8 +17,8 @@ unencoded: the core reads the same objects a real shell decodes.
 
 from __future__ import annotations
 
+import gc
 import heapq
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from master.core import commands as cmd
 from master.core.events import (
     Abort,
     Begin,
+    Crashed,
     Event,
     FromNode,
     LinkDown,
@@ -43,6 +44,8 @@ from master.sim.agents import ModelAgents
 from master.sim.clock import DELIVER, ROUND, WAKE, EventHeap
 from testbed.protocol import Message, TaskSpec
 
+COLLECT_EVERY = 1 << 20
+"""Events between two passes of the cycle collector while a simulation runs (``SimShell.run``)."""
 AgentsOf = Callable[[EventHeap, Callable[[str, Message], None]], ModelAgents]
 """The model agents on a shell's clock: ``agents_of(heap, deliver)``."""
 
@@ -59,7 +62,8 @@ class SimShell:
         self.heap = EventHeap()
         self.origin: float | None = None
         """The heap time that is the run's time 0 (``Begin``); None before."""
-        self.journal = Journal(run_dir, clock=self.now)
+        self.journal = Journal(run_dir, clock=self.now, flush_each=False)
+        """Flushed every 256 events (``run``) and at the end: a simulation is never resumed."""
         self.agents = agents_of(self.heap, self._deliver)
         self.agents.output_staged = self._staged
         self.wakes: list[float] = []
@@ -89,7 +93,26 @@ class SimShell:
     ) -> bool:
         """Until the core says the run is over, or ``limit_s`` of virtual time after time 0, or
         ``stop`` (asked every 256 events) gives a reason to end it now (unfinished jobs fail
-        with that reason, as at the timeout)."""
+        with that reason, as at the timeout).
+
+        The cycle collector is off meanwhile and collects every ``COLLECT_EVERY`` events: the
+        simulator's objects are freed by reference counting (a 2,000-node run of 10,500 tasks
+        left 45 objects in cycles, all made at import), and the collector's automatic passes
+        over every live task record were 15 to 20% of its CPU time."""
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run(limit_s, progress, stop)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run(
+        self,
+        limit_s: float,
+        progress: Callable[[float], None] | None,
+        stop: Callable[[], str | None] | None,
+    ) -> bool:
         # model nodes send no heartbeats: the core's liveness checks are off, as while its own
         # broker link is down (a killed node is heard of through its Will)
         self._handle(LinkDown())
@@ -112,9 +135,12 @@ class SimShell:
             self.heap.step()
             if self.heap.popped % 256:
                 continue
+            if not self.heap.popped % COLLECT_EVERY:
+                gc.collect()  # the cycles a plugin may make
             if progress is not None:
                 progress(self.heap.now)
             reason = stop() if stop is not None else None
+            self.journal.flush()
             if reason is None and self.journal.disk_full is not None:
                 reason = f"the journal's disk is full ({self.journal.disk_full})"
             if reason is not None:
@@ -124,12 +150,8 @@ class SimShell:
 
     def crash(self, error: Exception) -> None:
         """A policy, a strategy or a plugin raised on an event: the run ends at once, as a real
-        master's does (``Master._until_done``): the error and its traceback in the journal, the
-        unfinished jobs failed with it."""
-        trace = "".join(traceback.format_exception(error))
-        self.journal.event("master_error", error=repr(error), traceback=trace)
-        abort = Abort(f"internal error in the master: {error!r}", journal=False)
-        self._apply(self.core.handle(abort, self.now()))
+        master's does (``Crashed``)."""
+        self._apply(self.core.handle(Crashed(error), self.now()))
 
     def finish(self) -> bool:
         """The run is over: the core stops (its nodes end with it), the end is journaled."""

@@ -94,7 +94,7 @@ class PadoStrategy(SparkStrategy):
     def __init__(self, scenario: Scenario) -> None:
         super().__init__(scenario)
         self.jobs: dict[str, PadoJob] = {}
-        options = PadoOptions.parse(scenario.policy.options.get("pado", {}))
+        options = PadoOptions.parse(scenario.policy.options.get("pado", {})).dilated(scenario.fidelity.factor)
         self.rate, self.cache_mb = options.rate, options.cache_mb
         self.limits, self.incremental = options.limits, options.incremental
 

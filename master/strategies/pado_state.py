@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from master.policies.pado import PadoPlan, aggregates_partially
@@ -106,6 +106,19 @@ class PadoOptions:
                 [f"policy.options.pado.incremental_receivers: true or false, not {incremental!r}"]
             )
         return cls(float(mbps) * 1e6 / 8 if mbps else None, cache_mb, limits, incremental)
+
+    def dilated(self, dilation: float) -> PadoOptions:
+        """The options on the core's clock, the shell's: wall seconds, ``dilation`` times the
+        emulated ones a faithful run's options are written in (docs/fidelity.md; the
+        simulator's dilation is 1). The push rate is divided by it, as the nodes'
+        bandwidths are, and the aggregation's time cap multiplied by it: undilated, a 1 s cap
+        at dilation 6 flushed each held gradient of scenarios/pado-mlr.yaml alone, before
+        its node's next one (0.5 emulated s, 3 wall s) could join it."""
+        if dilation == 1.0:
+            return self
+        limits = AggregationLimits(self.limits.max_delay_s * dilation, self.limits.max_tasks)
+        rate = self.rate / dilation if self.rate is not None else None
+        return replace(self, rate=rate, limits=limits)
 
 
 def aggregates_into(pado: PadoPlan, plan: JobPlan, stage: int) -> bool:

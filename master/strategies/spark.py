@@ -7,6 +7,9 @@
   ``checkpoint_node`` (a reserved agent); once the reserved agent has verified and
   committed the copy, it is one of the output's locations, so the loss of the
   producer loses nothing.
+- both run a driver stage (``driver_stages``: MLR's model updates, which MLlib computes in
+  Spark's driver program) on a reserved node, as the Pado paper's engines ran their master
+  on a reserved container; its output is not copied.
 
 ``SparkStrategy`` is also the base of the others (``testbed.api.Strategy``'s
 queries and handlers, docs/strategies.md section 6), with the physical plans' logical DAGs.
@@ -90,6 +93,17 @@ def stage_classes(pado: PadoPlan, plan: JobPlan) -> list[NodeClass]:
     return classes
 
 
+def driver_stages(plan: JobPlan) -> frozenset[int]:
+    """The physical stages running an operator of Spark's driver program (``Operator.driver``:
+    MLR's model updates), which the spark baselines run on a reserved node."""
+    dag = logical_dag(plan)
+    if dag is None:
+        return frozenset()
+    return frozenset(
+        s for s, ops in enumerate(physical_operators(plan)) if any(dag.operator(op).driver for op in ops)
+    )
+
+
 def narrow_input_nodes(job: LiveJob, key: TaskKey) -> tuple[str, ...]:
     """The nodes holding the outputs a task reads through its narrow dependencies: Spark's
     preferred locations (NSDI'12, section 5.1: a task that processes a partition available in
@@ -127,8 +141,15 @@ class SparkStrategy(Strategy):
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
+        self.driver: dict[str, frozenset[int]] = {}
+        """Job -> its driver stages (``driver_stages``), when the cluster has reserved nodes
+        to run them on (without, Spark's driver work runs beside its executors)."""
 
     def plan(self, view: StrategyView, job: LiveJob) -> Iterable[Ready]:
+        if job.job_id in self.driver:
+            return (
+                Ready(key, self.classes(job, key[0]), narrow_input_nodes(job, key)) for key in job.ready()
+            )
         classes = self.classes(job, 0)
         return (Ready(key, classes, narrow_input_nodes(job, key)) for key in job.ready())
 
@@ -137,7 +158,11 @@ class SparkStrategy(Strategy):
 
     def classes(self, job: LiveJob, stage: int) -> frozenset[NodeClass]:
         """The node classes the stage's tasks may run on."""
-        return executor_classes("spark")
+        return executor_classes("spark", self.is_driver(job, stage))
+
+    def is_driver(self, job: LiveJob, stage: int) -> bool:
+        stages = self.driver.get(job.job_id)
+        return stages is not None and stage in stages
 
     def push_targets(self, view: StrategyView, job: LiveJob, key: TaskKey) -> tuple[PushTarget, ...]:
         return ()
@@ -147,6 +172,9 @@ class SparkStrategy(Strategy):
         dag = logical_dag(job.plan)
         if dag is None:
             return []
+        driver = driver_stages(job.plan) if self.scenario.cluster.reserved.count else frozenset()
+        if driver:
+            self.driver[job.job_id] = driver
         text = json.dumps(self.describe(job, dag), indent=2) + "\n"
         return [WriteFile(f"dags/{job.job_id}.json", text)]
 
@@ -205,12 +233,14 @@ class CheckpointStrategy(SparkStrategy):
     name = "spark-checkpoint"
 
     def classes(self, job: LiveJob, stage: int) -> frozenset[NodeClass]:
-        return executor_classes("spark-checkpoint")
+        return executor_classes("spark-checkpoint", self.is_driver(job, stage))
 
     def push_targets(self, view: StrategyView, job: LiveJob, key: TaskKey) -> tuple[PushTarget, ...]:
+        """A driver stage's output is not copied: the driver holds it (a broadcast model), on
+        a node that is never evicted."""
         stage = job.plan.stages[key[0]]
         reserved = {n.node_id: n for n in self.reserved_nodes(view)}
-        if not wide_consumers(job.plan, key[0]) or not reserved:
+        if not wide_consumers(job.plan, key[0]) or not reserved or self.is_driver(job, key[0]):
             return ()
         target = reserved[checkpoint_node(key, list(reserved))]
         return (

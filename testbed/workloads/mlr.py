@@ -205,6 +205,7 @@ def points_task(ctx: TaskContext) -> None:
     width = 8 * (ctx.params["generate"]["features"] + 1)
     for chunk in chunks:
         writer.write(0, chunk)
+        ctx.metrics.bytes_in += len(chunk)  # generated, as sort's and wordcount's sources count theirs
         ctx.metrics.records_in += len(chunk) // width
         ctx.metrics.records_out += len(chunk) // width
     ctx.commit_output(writer)

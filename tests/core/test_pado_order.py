@@ -31,12 +31,14 @@ from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches, sends, up
 
 
-def pado(reserved: int = 2, maps: int = 8, **options: Any) -> Driver:
-    """A booted core running one wordcount job (3 receivers) under ``pado`` with ``options``."""
+def pado(reserved: int = 2, maps: int = 8, dilation: float = 1.0, **options: Any) -> Driver:
+    """A booted core running one wordcount job (3 receivers) under ``pado`` with ``options``
+    (a faithful run slowed ``dilation`` times, if not 1)."""
     scenario = make_scenario(
         policy={"strategy": "pado", "options": {"pado": {"aggregate_max_tasks": 1, **options}}},
         cluster={"reserved": reserved, "transient": 3, "heartbeat_interval": 0.2, "heartbeat_timeout": 2},
         jobs=[{"workload": "wordcount", "size_mb": 4, "maps": maps, "reduces": 3}],
+        **({"fidelity": {"mode": "faithful", "dilation": dilation}} if dilation != 1.0 else {}),
     )
     driver = Driver(scenario)
     driver.boot()
@@ -262,6 +264,25 @@ def test_a_held_output_is_flushed_at_the_time_cap() -> None:
     driver.advance(driver.now + 4.9)  # rounds every heartbeat interval (0.2 s)
     assert not held_and_flushed(driver.log[start:])[1]
     driver.advance(driver.now + 0.2)
+    _, (flush,) = held_and_flushed(driver.log[start:])
+    assert flush.members == (f"{spec.task_id}.a0",)
+
+
+def test_the_time_cap_and_the_push_rate_are_emulated_under_dilation() -> None:
+    """The options are emulated seconds and bandwidths; the core's clock is the shell's
+    (wall seconds, 3 times the emulated ones here): a 5 s cap holds an output 15 s, and a
+    push of 80 Mb/s gets a third of it, as the nodes' own bandwidths do."""
+    driver = pado(
+        maps=12, dilation=3.0, aggregate_max_tasks=4, aggregate_max_delay_s=5.0, push_bandwidth_mbps=80
+    )
+    driver.do(Round())
+    node_id, spec = running_maps(driver)[0]
+    assert spec.push_rate_bytes_s == 80e6 / 8 / 3
+    driver.finish(node_id, spec)
+    start = len(driver.log)
+    driver.advance(driver.now + 14.9)
+    assert not held_and_flushed(driver.log[start:])[1]  # undilated: flushed at 5 s
+    driver.advance(driver.now + 1.0)  # the next round (heartbeats are dilated too)
     _, (flush,) = held_and_flushed(driver.log[start:])
     assert flush.members == (f"{spec.task_id}.a0",)
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from master.run import run_scenario
-from testbed.cgroups import CgroupUnavailable, detect
+from testbed.cgroups import CgroupUnavailable, detect, slot_group
 from testbed.report.build import write_report
 from testbed.report.rundir import load_run
 from tests.conftest import make_scenario
@@ -51,7 +51,7 @@ async def test_a_faithful_pado_run_is_exact_with_each_agent_in_its_cgroup(tmp_pa
     [run_id] = run_ids
     assert len(groups) == 4
     for node, table in groups.items():  # the master in the run's top-weight control group
-        assert f"/testbed/{run_id}/{'control' if node == 'master' else node}\n" in table
+        assert f"/testbed/{run_id}/{'control' if node == 'master' else node + '/agent'}\n" in table
     assert not cgroups.run_dir(run_id).exists()
     assert "/testbed/" not in Path("/proc/self/cgroup").read_text()  # and back where it was
     fidelity = result.summary["fidelity"]
@@ -59,6 +59,39 @@ async def test_a_faithful_pado_run_is_exact_with_each_agent_in_its_cgroup(tmp_pa
     assert fidelity["task_cpu_s"] > 0 and fidelity["task_cpu_per_quota"] is not None
     assert fidelity["nodes_throttled_share"] is not None  # every node's cgroup counters were read
     assert_clean(tmp_path)
+
+
+async def test_a_lone_task_on_a_2_cpu_2_slot_node_gets_one_core_not_two(tmp_path: Path) -> None:
+    """One CPU-bound task alone on a node with 2 cpus and 2 slots, at dilation 4: its worker runs
+    in slot 0's group and uses at most one core's share, 1 / 4 of a host core (before the
+    per-slot groups it could use the node's 2 / 4); slot 1's group held no one back."""
+    try:
+        cgroups = detect()
+    except CgroupUnavailable as exc:
+        pytest.skip(str(exc))
+    dilation = 4
+    scenario = make_scenario(
+        cluster={"reserved": {"count": 1, "slots": 2, "cpus": 2}, "transient": 0},
+        jobs=[{"workload": "sleep", "tasks": 1, "duration": "1s", "cpu_bound": True}],
+        fidelity={"mode": "faithful", "dilation": dilation},
+    )
+    slots: list[Any] = []
+    cpu_s: list[float] = []
+
+    def at_the_end(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "task_finished":
+            node = cgroups.run_dir(master.run_id) / record["node"]
+            slots.extend(cgroups.stats(slot_group(node, slot)) for slot in (0, 1))
+            cpu_s.append(record["cpu_s"])
+
+    result = await run_scenario(scenario, tmp_path, on_event=at_the_end)
+    assert result.ok, result.summary
+    # it spins for 1 trace second stretched to 4 wall seconds: at 1 / 4 core, 1 s of CPU (not 2)
+    assert cpu_s[0] <= 1.0 * 1.1
+    assert slots[0].periods > 10 and slots[1].throttled_periods == 0
+    fidelity = result.summary["fidelity"]
+    assert fidelity["task_cpu_per_quota"] <= 1.1
+    assert fidelity["slots_throttled_share"] is not None  # the slots' counters were read too
 
 
 async def test_a_dilated_run_stretches_trace_time_and_reports_emulated_seconds(tmp_path: Path) -> None:

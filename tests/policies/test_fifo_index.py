@@ -2,15 +2,18 @@
 
 The references (tests/policy_reference) scanned every node for every task; on random
 clusters (node classes, free slots and memory, draining nodes, preferred and excluded
-nodes, duplicated ids in preferences) both must agree exactly.
+nodes, duplicated ids in preferences) both must agree exactly, FIFO with its own index
+(a snapshot made by hand) and with the master's (``ClusterSnapshot.free``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master.policies.base import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
+from master.policies.base import ClusterSnapshot, FreeNodes, JobView, NodeView, PendingTask, RunningTask
 from master.policies.fifo import FifoScheduler
 from master.policies.window import FreeNode, PendingWindow
 from tests.policy_reference import fifo_v1, window_v1
@@ -70,6 +73,26 @@ def snapshots(draw: st.DrawFn) -> ClusterSnapshot:
 @given(snapshots())
 def test_fifo_decisions_equal_the_reference(snapshot: ClusterSnapshot) -> None:
     assert FifoScheduler().schedule(snapshot) == fifo_v1.FifoScheduler().schedule(snapshot)
+
+
+def indexed(snapshot: ClusterSnapshot) -> ClusterSnapshot:
+    """The snapshot with its nodes with a free slot indexed, as the master's round gives it."""
+    free = {
+        n.node_id: FreeNode(n.node_id, n.node_class, n.free_slots, n.free_memory_mb)
+        for n in snapshot.nodes
+        if not n.draining and n.free_slots > 0
+    }
+    by_slots: dict[tuple[str, int], list[str]] = {}
+    for node in free.values():
+        by_slots.setdefault((node.node_class, node.free_slots), []).append(node.node_id)
+    buckets = {key: tuple(sorted(ids)) for key, ids in by_slots.items()}
+    return replace(snapshot, free=FreeNodes(free, buckets))  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(snapshots())
+def test_fifo_on_the_masters_index_decides_as_the_reference(snapshot: ClusterSnapshot) -> None:
+    assert FifoScheduler().schedule(indexed(snapshot)) == fifo_v1.FifoScheduler().schedule(snapshot)
 
 
 @settings(max_examples=150, deadline=None)

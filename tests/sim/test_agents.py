@@ -29,18 +29,26 @@ SPEC: dict[str, Any] = {
     "jobs": [{"workload": "sleep", "tasks": 1}],
     "simulation": {"launch_overhead": 0.5, "node_startup": 2.0, "will_delay": 0.1},
 }
+NIC_SPEC: dict[str, Any] = {
+    **SPEC,
+    "cluster": {"reserved": {"count": 2, "network_mbps": 8}, "transient": {"count": 1, "network_mbps": 8}},
+    "simulation": {**SPEC["simulation"], "push_overhead": 0.25},
+}
+"""Links of 1,000,000 bytes a second each way."""
 
 
 def agents(
-    heartbeat_s: float | None = None,
+    heartbeat_s: float | None = None, spec: dict[str, Any] = SPEC
 ) -> tuple[EventHeap, ModelAgents, list[tuple[float, str, Message]]]:
     heap, heard = EventHeap(), []
-    model = ExecutionModel(parse_scenario(SPEC), lambda job, stage: 256)
+    model = ExecutionModel(parse_scenario(spec), lambda job, stage: 256, lambda job, stage: ("shuffle",))
     deliver = lambda node, message: heard.append((heap.now, node, message))  # noqa: E731
     fleet = ModelAgents(heap, model, deliver, heartbeat_s=heartbeat_s)
-    for node_id, node_class in (("reserved-0", "reserved"), ("transient-0", "transient")):
-        fleet.start(node_id, node_class)
-    run_all(heap, until=2.0)  # both up (heartbeats, when on, go on for ever)
+    cluster = parse_scenario(spec).cluster
+    for node_class in ("reserved", "transient"):
+        for index in range(getattr(cluster, node_class).count):
+            fleet.start(f"{node_class}-{index}", node_class)
+    run_all(heap, until=2.0)  # all up (heartbeats, when on, go on for ever)
     return heap, fleet, heard
 
 
@@ -136,6 +144,57 @@ def test_a_push_is_received_then_reported_by_its_sender() -> None:
     delivered = next(m for _, _, m in heard if isinstance(m, PushDelivered)).delivered
     assert delivered["reserved-0"][0].nbytes == 2**20  # sort.map's output is its input
     assert spec.block_id in fleet.nodes["reserved-0"].blocks
+
+
+def test_a_push_to_two_receivers_sends_both_at_once_on_the_senders_link() -> None:
+    """As the real agent (one upload per receiver at once, their chunks interleaved on the
+    sender's ``net-out``): both copies are through when the sender's link has sent both,
+    2 MiB at 1,000,000 bytes a second, and committed ``push_overhead`` later; then the
+    sender reports."""
+    heap, fleet, heard = agents(spec=NIC_SPEC)
+    targets = tuple(
+        PushTarget(node_id=n, url=url_of(n), partitions=(0,)) for n in ("reserved-0", "reserved-1")
+    )
+    spec = sleep_task(0, 0.0).model_copy(
+        update={"final": False, "params": {"generate": {"nbytes": 2**20}}, "op": "sort.map", "push": targets}
+    )
+    fleet.command("transient-0", LaunchTask(task=spec))
+    run_all(heap)
+    (done,) = [t for t, _, m in heard if isinstance(m, TaskUpdate) and m.state == "succeeded"]
+    copies = [(t, type(m).__name__) for t, _, m in heard if not isinstance(m, (TaskUpdate, NodeState))]
+    end = pytest.approx(done + 2 * 2**20 / 1e6 + 0.25)
+    assert copies == [(end, "BlockReceived"), (end, "BlockReceived"), (end, "PushDelivered")]
+
+
+def test_fetches_by_one_node_share_its_net_in_link() -> None:
+    """Two readers on one node start together, each fetching 1 MiB from another node: the
+    receiver's ``net-in`` books them one after the other (first come, first served)."""
+    heap, fleet, heard = agents(spec=NIC_SPEC)
+    for index, holder in enumerate(("reserved-0", "reserved-1")):
+        writer = sleep_task(index, 0.0).model_copy(
+            update={"final": False, "params": {"generate": {"nbytes": 2**20}}, "op": "sort.map"}
+        )
+        fleet.command(holder, LaunchTask(task=writer))
+    run_all(heap)
+    heard.clear()
+    for index, holder in enumerate(("reserved-0", "reserved-1")):
+        ref = BlockRef(block=f"j000.s0.t{index}.a0", partition=0, locations=(url_of(holder),))
+        reader = sleep_task(index, 0.0).model_copy(
+            update={
+                "params": {},
+                "op": "sort.reduce",
+                "stage": 1,
+                "task_id": f"j000.s1.t{index}",
+                "inputs": ((ref,),),
+            }
+        )
+        fleet.command("transient-0", LaunchTask(task=reader))
+    start = heap.now
+    run_all(heap)
+    ends = sorted(t for t, _, m in heard if isinstance(m, TaskUpdate) and m.state == "succeeded")
+    reduce = parse_scenario(SPEC).simulation.op("sort.reduce").s_per_mb
+    begin = start + 0.5
+    assert ends == pytest.approx([begin + (1 + k) * 2**20 / 1e6 + reduce for k in range(2)])
 
 
 def test_heartbeats_list_the_running_attempts_and_probes_tell_the_dead() -> None:

@@ -97,3 +97,83 @@ def test_a_simulated_sort_is_planned_from_sizes_alone(
     monkeypatch.setattr(sort, "generate_piece", refuse)
     result = simulate(tmp_path, cluster=ONE_NODE, jobs=[{"workload": "sort", "size_mb": 64, "maps": 8}])
     assert result.ok
+
+
+NIC = {"network_mbps": 8}
+"""1,000,000 bytes a second each way."""
+
+
+def test_a_checkpoint_copy_holds_its_senders_nic_as_the_real_agent_does(tmp_path: Path) -> None:
+    """spark-checkpoint, two transient nodes, one sort of two maps and one reduce. Each map,
+    once done, copies its output (M bytes) to the reserved node: its node's ``net-out`` is
+    booked for M bytes from then. The reduce starts on one of the two a launch overhead
+    later, reads its own map's output locally and the other's over the other node's
+    ``net-out``, still busy with its copy: the fetch waits for the copy, then takes its own M
+    bytes, so the reduce ends 2 M / rate after that map did. The reserved node's ``net-in``
+    takes the two copies one after the other."""
+    result = simulate(
+        tmp_path,
+        cluster={
+            "reserved": {"count": 1, "slots": 1, **NIC},
+            "transient": {"count": 2, "slots": 1, **NIC},
+        },
+        policy={"scheduler": "fifo", "strategy": "spark-checkpoint"},
+        jobs=[{"workload": "sort", "size_mb": 2, "maps": 2, "reduces": 1}],
+        simulation={
+            "launch_overhead": 0.1,
+            "push_overhead": 0.0,
+            "ops": {
+                "sort.map": {"s_per_mb": 0.5, "output_ratio": 1.0},
+                "sort.reduce": {"s_per_mb": 0.0, "output_ratio": 1.0},
+            },
+        },
+    )
+    assert result.ok
+    tasks = rows(result.run_dir, "tasks")
+    maps = sorted((float(t["end_s"]), int(t["bytes_out"]), t["node_id"]) for t in tasks if t["stage"] == "0")
+    (reduce,) = [t for t in tasks if t["stage"] == "1"]
+    (remote_end, remote_bytes, _) = next(m for m in maps if m[2] != reduce["node_id"])
+    assert int(reduce["bytes_in"]) == sum(m[1] for m in maps)
+    assert float(reduce["end_s"]) == pytest.approx(remote_end + 2 * remote_bytes / 1e6, abs=1e-3)
+    (first_end, first_bytes, _), (second_end, second_bytes, _) = maps
+    first_in = first_end + first_bytes / 1e6
+    copies = sorted(e["t"] for e in events(result.run_dir) if e["event"] == "checkpointed")
+    assert copies == pytest.approx([first_in, max(first_in, second_end) + second_bytes / 1e6], abs=1e-3)
+
+
+def test_without_checkpoints_the_same_fetch_takes_its_own_bytes_only(tmp_path: Path) -> None:
+    """The same job under spark (no copies): the reduce's remote MiB over idle links."""
+    launch = 0.1
+    result = simulate(
+        tmp_path,
+        cluster={"reserved": 0, "transient": {"count": 2, "slots": 1, **NIC}},
+        policy={"scheduler": "fifo", "strategy": "spark"},
+        jobs=[{"workload": "sort", "size_mb": 2, "maps": 2, "reduces": 1}],
+        simulation={
+            "launch_overhead": launch,
+            "ops": {
+                "sort.map": {"s_per_mb": 0.5, "output_ratio": 1.0},
+                "sort.reduce": {"s_per_mb": 0.0, "output_ratio": 1.0},
+            },
+        },
+    )
+    tasks = {t["task_id"]: t for t in rows(result.run_dir, "tasks")}
+    reduce, fetched = tasks["j000.s1.t0"], int(tasks["j000.s0.t0"]["bytes_out"]) / 1e6
+    assert float(reduce["end_s"]) - float(reduce["start_s"]) == pytest.approx(launch + fetched, abs=1e-4)
+
+
+def test_a_narrow_dependency_reads_its_parents_whole_block(tmp_path: Path) -> None:
+    """PageRank's scatter reads all of its links task's output (edges and node table: every
+    partition), as the real task does, not the one partition its reference names."""
+    result = simulate(
+        tmp_path,
+        cluster=ONE_NODE,
+        jobs=[
+            {"workload": "pagerank", "nodes": 2000, "edges": 20000, "iterations": 1, "maps": 2, "reduces": 3}
+        ],
+    )
+    assert result.ok
+    tasks = {(int(t["stage"]), int(t["index"])): t for t in rows(result.run_dir, "tasks")}
+    for index in range(3):
+        links, scatter = tasks[(1, index)], tasks[(2, index)]
+        assert int(scatter["bytes_in"]) == int(links["bytes_out"]) > 0
