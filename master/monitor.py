@@ -155,9 +155,11 @@ def assess(
     quotas: dict[str, float],
     throttling: dict[str, CpuStats],
     host_cores: float,
+    slot_throttling: dict[str, CpuStats] | None = None,
 ) -> dict[str, Any]:
     """summary.json's ``fidelity`` block. ``quotas``: each node class's cores per task slot
-    under the scale model (absent: unisolated); times are wall seconds."""
+    under the scale model (absent: unisolated); ``throttling``, ``slot_throttling``: each
+    node's CPU counters, and its slots' (totalled); times are wall seconds."""
     task_time = sum(t.end_s - t.start_s for t in tasks)
     saturated = sum(saturated_overlap(t, obs.samples) for t in tasks)
     spans = sum(s.span_s for s in obs.samples)
@@ -174,7 +176,8 @@ def assess(
         "task_time_saturated_share": _round(saturated / task_time if task_time else 0.0),
         "task_cpu_s": _round(sum(t.cpu_s for t in tasks)),
         **_quota_use(tasks, quotas),
-        **_throttling(throttling),
+        **_throttling(throttling, "nodes"),
+        **_throttling(slot_throttling or {}, "slots"),
         "master_loop_lag_p95_s": _round(percentile(sorted(obs.loop_lag_s), 95)),
         "master_loop_lag_max_s": _round(max(obs.loop_lag_s, default=0.0)),
         "launch_ack_mean_s": _round(statistics.fmean(obs.launch_ack_s) if obs.launch_ack_s else None),
@@ -197,15 +200,15 @@ def _quota_use(tasks: Sequence[TaskTime], quotas: dict[str, float]) -> dict[str,
     return {"task_cpu_per_quota": _round(used / allowed if allowed else None)}
 
 
-def _throttling(stats: dict[str, CpuStats]) -> dict[str, Any]:
+def _throttling(stats: dict[str, CpuStats], of: str) -> dict[str, Any]:
     if not stats:
-        return {"nodes_throttled_share": None, "nodes_throttled_s": None}
+        return {f"{of}_throttled_share": None, f"{of}_throttled_s": None}
     periods = sum(s.periods for s in stats.values())
     return {
-        "nodes_throttled_share": _round(
+        f"{of}_throttled_share": _round(
             sum(s.throttled_periods for s in stats.values()) / periods if periods else 0.0
         ),
-        "nodes_throttled_s": _round(sum(s.throttled_s for s in stats.values())),
+        f"{of}_throttled_s": _round(sum(s.throttled_s for s in stats.values())),
     }
 
 
@@ -258,6 +261,7 @@ def write_assessment(
     throttling: dict[str, CpuStats],
     enforced: bool = True,
     prioritised: bool = False,
+    slot_throttling: dict[str, CpuStats] | None = None,
 ) -> dict[str, Any]:
     """Assess the run and keep the verdict beside its journal (``fidelity.json``);
     ``enforced``: whether the run could give a faithful scenario's nodes their shares;
@@ -269,7 +273,7 @@ def write_assessment(
             tasks = task_times(list(csv.DictReader(handle)))
     block = {
         "prioritised": prioritised,
-        **assess(obs, tasks, slot_quotas(scenario), throttling, host_cores()),
+        **assess(obs, tasks, slot_quotas(scenario), throttling, host_cores(), slot_throttling),
     }
     if scenario.fidelity.faithful and not enforced:
         block["problems"].append(UNENFORCED)

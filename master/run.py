@@ -157,9 +157,15 @@ async def _run_owned(
                 if broker is not None:
                     await broker.close()
     observations.launch_ack_s = list(master.core.launch_acks.values())
-    throttling = provider.node_cpu_stats() if isinstance(provider, LocalProvider) else {}
+    local = provider if isinstance(provider, LocalProvider) else None
     write_assessment(
-        run_dir, scenario, observations, throttling, enforced=not backend_.attach, prioritised=prioritised
+        run_dir,
+        scenario,
+        observations,
+        local.node_cpu_stats() if local else {},
+        enforced=not backend_.attach,
+        prioritised=prioritised,
+        slot_throttling=local.slot_cpu_stats() if local else {},
     )
     summary = summarize(run_dir, scenario, plugins)
     try:

@@ -39,7 +39,7 @@ import errno
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -71,6 +71,13 @@ class CpuStats:
     @property
     def throttled_ratio(self) -> float:
         return self.throttled_periods / self.periods if self.periods else 0.0
+
+    def __add__(self, other: CpuStats) -> CpuStats:
+        return CpuStats(
+            self.periods + other.periods,
+            self.throttled_periods + other.throttled_periods,
+            self.throttled_s + other.throttled_s,
+        )
 
 
 def agent_group(node: Path) -> Path:
@@ -145,6 +152,10 @@ class CpuCgroups:
         else:
             throttled_s = int(fields.get("throttled_usec", 0)) / 1e6
         return CpuStats(int(fields.get("nr_periods", 0)), int(fields.get("nr_throttled", 0)), throttled_s)
+
+    def slot_stats(self, node: Path) -> CpuStats:
+        """The counters of a node's slot groups, totalled (none counted where slots have no quota)."""
+        return sum((self.stats(slot) for slot in node.glob("slot-*")), CpuStats(0, 0, 0.0))
 
     @staticmethod
     def remove(group: Path) -> bool:
@@ -260,10 +271,11 @@ def _mount_points(table: str) -> tuple[Path | None, Path | None]:
 
 
 def _probe(cgroups: CpuCgroups) -> CpuCgroups:
-    """Create and remove a throw-away group, so a refusal comes before any node starts."""
+    """Create and remove a throw-away node's groups (a slot quota among them), so a refusal
+    comes before any node starts."""
     probe = f"probe-{os.getpid()}"
     try:
-        group = cgroups.create(probe, "probe", 1.0, 1)
+        group = replace(cgroups, core=0.5).create(probe, "probe", 1.0, 1)
         if not cgroups.remove(group):
             raise OSError(errno.EBUSY, "a process joined the probe group")
         os.rmdir(group.parent)

@@ -184,7 +184,7 @@ def _version_or_skip(version: int) -> CpuCgroups:
 def test_a_lone_task_on_a_2_cpu_2_slot_node_gets_one_core_not_the_nodes_two(version: int) -> None:
     """Dilation 4: the node has 2 / 4 = 0.5 core, each slot 1 / 4. One CPU-bound process alone in
     slot 0 burns 0.3 s of CPU in no less than 1.2 s (one core's share; with the node's quota
-    alone it took 0.6 s); the node's group counts no throttling of its own (0.25 < 0.5). On v2
+    alone it took 0.6 s); the node's group holds it back hardly at all (0.25 < 0.5). On v2
     the node hands cpu to its slots, so a process may live in its leaves only."""
     cgroups = replace(_version_or_skip(version), core=0.25)
     run = f"test-{os.getpid()}"
@@ -197,7 +197,7 @@ def test_a_lone_task_on_a_2_cpu_2_slot_node_gets_one_core_not_the_nodes_two(vers
         cgroups.remove_run(run)
     assert wall > 0.3 / 0.25 * 0.9
     assert slot.periods > 0 and idle.throttled_periods == 0  # a loaded host may keep it under quota
-    assert whole.throttled_periods == 0
+    assert whole.throttled_s < 0.05  # a moment as the task moves between CPUs; the slot holds it ~0.9 s
 
 
 def test_v1_a_node_with_a_process_in_a_slot_is_not_removed_until_it_is_gone() -> None:

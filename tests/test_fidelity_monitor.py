@@ -79,9 +79,12 @@ def test_cpu_use_is_compared_with_each_slots_quota_and_throttling_is_totalled() 
     tasks = [TaskTime(0.0, 4.0, 0.5, "reserved"), TaskTime(0.0, 2.0, 0.5, "transient")]
     quotas = {"reserved": 0.25, "transient": 0.5}
     stats = {"reserved-0": CpuStats(100, 30, 1.5), "transient-0": CpuStats(100, 10, 0.5)}
-    block = assess(observed(0.5), tasks, quotas, stats, host_cores=2)
+    slots = {"reserved-0": CpuStats(100, 80, 3.0) + CpuStats(100, 0, 0.0), "transient-0": CpuStats(0, 0, 0.0)}
+    block = assess(observed(0.5), tasks, quotas, stats, host_cores=2, slot_throttling=slots)
     assert block["task_cpu_per_quota"] == 0.5  # 1.0 CPU-s of the 2.0 allowed
     assert (block["nodes_throttled_share"], block["nodes_throttled_s"]) == (0.2, 2.0)
+    assert (block["slots_throttled_share"], block["slots_throttled_s"]) == (0.4, 3.0)
+    assert assess(observed(0.5), tasks, quotas, stats, host_cores=2)["slots_throttled_share"] is None
 
 
 def test_slot_quotas_follow_the_scale_model() -> None:

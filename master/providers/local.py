@@ -24,7 +24,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,8 @@ class LocalProvider:
         self.nodes: dict[str, LocalNode] = {}
         self.cpu_stats: dict[str, CpuStats] = {}
         """Each node's CPU throttling counters, read as its cgroup goes (isolated runs)."""
+        self.slot_stats: dict[str, CpuStats] = {}
+        """Each node's slot groups' counters, totalled, read likewise."""
         self._secrets_dir: Path | None = None
 
     def _private_env(self, node_id: str, env: dict[str, str]) -> dict[str, str]:
@@ -146,11 +148,20 @@ class LocalProvider:
 
     def node_cpu_stats(self) -> dict[str, CpuStats]:
         """Throttling counters of every node so far: live ones read now, gone ones as they went."""
-        stats = dict(self.cpu_stats)
+        return self._stats_so_far(self.cpu_stats, CpuCgroups.stats)
+
+    def slot_cpu_stats(self) -> dict[str, CpuStats]:
+        """The same of every node's task slots, totalled per node."""
+        return self._stats_so_far(self.slot_stats, CpuCgroups.slot_stats)
+
+    def _stats_so_far(
+        self, gone: dict[str, CpuStats], read: Callable[[CpuCgroups, Path], CpuStats]
+    ) -> dict[str, CpuStats]:
+        stats = dict(gone)
         for node in self.nodes.values():
             if node.cgroup is not None and self.cgroups is not None:
                 with contextlib.suppress(OSError):
-                    stats[node.node_id] = self.cgroups.stats(node.cgroup)
+                    stats[node.node_id] = read(self.cgroups, node.cgroup)
         return stats
 
     async def _remove_cgroup(self, node: LocalNode) -> None:
@@ -160,6 +171,7 @@ class LocalProvider:
             return
         with contextlib.suppress(OSError):
             self.cpu_stats[node.node_id] = self.cgroups.stats(node.cgroup)
+            self.slot_stats[node.node_id] = self.cgroups.slot_stats(node.cgroup)
         for _ in range(100):
             if await asyncio.to_thread(self.cgroups.remove, node.cgroup):
                 return

@@ -19,6 +19,8 @@ ROWS = (
     ("task_cpu_per_quota", "task CPU used / slot quota (faithful runs)", percent),
     ("nodes_throttled_share", "node CPU periods throttled by their quota", percent),
     ("nodes_throttled_s", "node time throttled (s, wall)", number),
+    ("slots_throttled_share", "task slot CPU periods throttled by their own quota", percent),
+    ("slots_throttled_s", "task slot time throttled (s, wall)", number),
     ("master_loop_lag_p95_s", "master event-loop lag, p95 (s, wall)", number),
     ("master_loop_lag_max_s", "master event-loop lag, max (s, wall)", number),
     ("launch_ack_mean_s", "launch -> running acknowledgement, mean (s, wall)", number),

@@ -89,7 +89,9 @@ async def test_a_lone_task_on_a_2_cpu_2_slot_node_gets_one_core_not_two(tmp_path
     # it spins for 1 trace second stretched to 4 wall seconds: at 1 / 4 core, 1 s of CPU (not 2)
     assert cpu_s[0] <= 1.0 * 1.1
     assert slots[0].periods > 10 and slots[1].throttled_periods == 0
-    assert result.summary["fidelity"]["task_cpu_per_quota"] <= 1.1
+    fidelity = result.summary["fidelity"]
+    assert fidelity["task_cpu_per_quota"] <= 1.1
+    assert fidelity["slots_throttled_share"] is not None  # the slots' counters were read too
 
 
 async def test_a_dilated_run_stretches_trace_time_and_reports_emulated_seconds(tmp_path: Path) -> None:

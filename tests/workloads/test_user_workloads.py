@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed.api import API_VERSION
 from testbed.cli import main
 from testbed.protocol import TaskMetrics
 from testbed.testing import check_workload
@@ -51,7 +52,7 @@ BROKEN = {
     "version": (
         "class W:\n    api_version = '2.0'\n    def map(self, r):\n        return []\n"
         "    def reduce(self, k, v):\n        return []\n",
-        "is written for testbed.api 2.0, this testbed has 1.3",
+        "is written for testbed.api 2.0, this testbed has " + API_VERSION,
     ),
 }
 
