@@ -15,7 +15,9 @@ a plugin that subclasses the Protocol; the master never probes for anything else
 
 - :class:`Scheduler`: ``schedule(snapshot) -> list[Decision]``; optional
   ``needs_all_pending`` (True: every ready task is in the snapshot; False: a window of the
-  first pending tasks of each job, faster for head-of-queue schedulers).
+  first pending tasks of each job, faster for head-of-queue schedulers) and
+  ``needs_node_views`` (False: it places from ``ClusterSnapshot.free`` alone, and the round's
+  snapshot has no node views).
 - :class:`Strategy` (``policy.strategy``, a recovery strategy; subclass it): the queries
   ``plan(view, job) -> Iterable[Ready]`` and ``launch(view, job, key) -> TaskLaunch``,
   and the handlers ``on_<event>(view, event) -> list[StrategyDecision]`` (no-ops by
@@ -124,7 +126,8 @@ API_VERSION = "1.4"
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events
 and decisions (``testbed.api_strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`FreeNodes`,
-:class:`FreeNode`: the nodes with a free slot, indexed by the master)."""
+:class:`FreeNode`: the nodes with a free slot, indexed by the master) and
+``Scheduler.needs_node_views``."""
 
 
 @dataclass(frozen=True)

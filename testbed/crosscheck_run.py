@@ -76,6 +76,9 @@ def run_crosscheck(
 ) -> Crosscheck:
     base = load_scenario(scenario_path, extra)
     real_backend = "local" if base.backend in (None, "sim") else base.backend
+    seeds = [base.seed + i for i in range(seed_count)]
+    cells = grid(variations, seeds)
+    reused = sum((out / "real" / cell.name / "summary.json").exists() for cell in cells)
     load_before = load_average()
     run_sweep(
         scenario_path, variations, seed_count, out / "real", [*extra, f"backend={real_backend}"], 1, check
@@ -83,8 +86,6 @@ def run_crosscheck(
     load_after = load_average()
     sim_extra = [*extra, *real_link_burst(out / "real", extra)]
     run_sweep(scenario_path, variations, seed_count, out / "sim", [*sim_extra, "backend=sim"], 1, check)
-    seeds = [base.seed + i for i in range(seed_count)]
-    cells = grid(variations, seeds)
     results = {side: {cell: cell_result(out / side, cell) for cell in cells} for side in SIDES}
     errors = compare(_numbers_by_cell(cells, results))
     rows = csv_rows(errors, tolerances)
@@ -94,7 +95,7 @@ def run_crosscheck(
         writer.writerows(rows)
     head = (
         f"# Cross-check: {base.name} ({scenario_path}), real ({real_backend}) against sim\n\n"
-        f"Host load average (1, 5, 15 min) before the real runs: {load_before}; after: {load_after}.\n"
+        + load_note(load_before, load_after, reused, len(cells))
         + "".join(f"Overrides: `--set {s}`\n" for s in extra)
         + "".join(f"Sim side (the real runs' scale model): `--set {s}`\n" for s in sim_extra[len(extra) :])
         + calibration_note(load_scenario(scenario_path, [*extra, "backend=sim"]))
@@ -108,6 +109,17 @@ def run_crosscheck(
         f"{side}/{r.name} ({r.status})" for side in SIDES for r in results[side].values() if r.status != "ok"
     ]
     return Crosscheck(errors, failed)
+
+
+def load_note(before: str, after: str, reused: int, runs: int) -> str:
+    """The host's load around the real runs made now; a rerun that made none (the real runs
+    resumed from an earlier call) does not know theirs."""
+    if reused == runs:
+        return f"Host load average: not known (all {runs} real runs were made by an earlier call).\n"
+    note = f"Host load average (1, 5, 15 min) before the real runs: {before}; after: {after}.\n"
+    if reused:
+        note += f"({reused} of the {runs} real runs were made by an earlier call, at a load not known.)\n"
+    return note
 
 
 def real_link_burst(real: Path, extra: list[str]) -> list[str]:

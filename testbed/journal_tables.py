@@ -305,8 +305,11 @@ class TableWriter:
         self._writer.writerow(self.columns)
 
     def writerow(self, row: Mapping[str, Any]) -> None:
-        get = row.get
-        self._writer.writerow([cell(get(name)) for name in self.columns])
+        """The row's cells (``cell``, inlined: 27 calls a task row)."""
+        values = map(row.get, self.columns)
+        self._writer.writerow(
+            [round(v, 4) if isinstance(v, float) else "" if v is None else v for v in values]
+        )
 
 
 def table_writer(handle: TextIO, table: str) -> TableWriter:

@@ -195,11 +195,15 @@ class Scheduler(Protocol):
     - ``needs_all_pending``: the scheduler looks at every ready task (YARN-ME's
       timeline). False when it places the head of each queue only (FIFO): its
       snapshot then holds a window of the ready tasks (the first pending tasks of each job).
+    - ``needs_node_views``: False when it places from ``ClusterSnapshot.free`` alone
+      (FIFO): the round's snapshot then has no ``nodes`` (an empty tuple), and the master
+      builds no ``NodeView`` for it.
     - ``name``: how the run is labelled (summary, report, ``compare``); a plugin
       is labelled by its import path and version whatever it sets here.
     """
 
     needs_all_pending: bool = True
+    needs_node_views: bool = True
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]: ...
 

@@ -75,7 +75,7 @@ def test_adopted_nodes_are_named_and_placed_like_launched_ones(tmp_path: Path) -
 def test_the_answer_carries_the_run_secrets_proof(tmp_path: Path) -> None:
     master, sent = attached_master(tmp_path, {"scheduler": "fifo", "strategy": "spark"})
     ask(master, TRANSIENT_HOST, "transient", incarnation="abc")
-    (_, answer), = sent
+    ((_, answer),) = sent
     assert isinstance(answer, NodeNamed) and answer.incarnation == "abc"
     assert answer.proof == name_proof("t", TRANSIENT_HOST, "abc", "transient-0")  # offline_master's secret
     assert answer.proof != name_proof("t", TRANSIENT_HOST, "abc", "transient-1")

@@ -154,3 +154,11 @@ def test_the_sim_side_gets_the_faithful_real_runs_link_burst(tmp_path: Path) -> 
     assert real_link_burst(tmp_path / "real", ["simulation.link_burst=0"]) == []
     (run / "summary.json").write_text(json.dumps({"fidelity_mode": "unisolated", "dilation": 1.0}))
     assert real_link_burst(tmp_path / "real", []) == []
+
+
+def test_a_rerun_that_made_no_real_run_does_not_report_a_load_for_them() -> None:
+    from testbed.crosscheck_run import load_note
+
+    assert "before the real runs: 1.0; after: 2.0" in load_note("1.0", "2.0", 0, 3)
+    assert "1 of the 3 real runs were made by an earlier call" in load_note("1.0", "2.0", 1, 3)
+    assert load_note("1.0", "2.0", 3, 3).startswith("Host load average: not known")

@@ -390,13 +390,13 @@ class MasterCore:
             if message.host == node_id:  # on its own host's topic
                 self.launcher.adopt(message)
             return
-        latest = tasks.latest_attempt(self, message)
-        if node is None or not self.senders.allows(node.node_id, message, latest):
+        located = tasks.locate(self, message.task_id) if isinstance(message, TaskUpdate) else None
+        if node is None or not self.senders.allows(node.node_id, message, tasks.latest_attempt(located)):
             return
         if isinstance(message, TaskUpdate | Heartbeat) and message.cached_inputs is not None:
             node.cached_inputs = tuple((c.key, c.nbytes) for c in message.cached_inputs)
         if isinstance(message, TaskUpdate):
-            tasks.task_update(self, node, message, self.launch_acks)
+            tasks.task_update(self, node, message, self.launch_acks, located)
         elif isinstance(message, NodeState):
             self._node_state(node, message)
         elif isinstance(message, BlockReceived):

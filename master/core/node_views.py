@@ -54,6 +54,9 @@ class NodeViews:
         """The nodes up or draining with a task queued."""
         self._volatile: set[str] = set()
         """Nodes whose view shows a task not yet started (its times are the round's now)."""
+        self._unbuilt: set[str] = set()
+        """Nodes up or draining whose view is out of date: built when views are asked for (a
+        round of a scheduler that places from the free-node index alone builds none)."""
         self._known = 0
         self._tuple: tuple[NodeView, ...] = ()
         self._stale = True
@@ -61,6 +64,7 @@ class NodeViews:
     def views(self) -> tuple[NodeView, ...]:
         """The nodes up or draining, as a full rebuild would show them now."""
         self._refresh()
+        self._build()
         if self._stale:
             self._tuple = tuple(filter(None, self._views.values()))
             self._stale = False
@@ -87,6 +91,7 @@ class NodeViews:
     def up(self) -> set[str]:
         """The ids of the nodes up."""
         self._refresh()
+        self._build()
         return {node_id for node_id, view in self._views.items() if view is not None and not view.draining}
 
     def alive(self) -> list[str]:
@@ -130,16 +135,39 @@ class NodeViews:
         self._volatile.discard(node_id)
         self._queueing.discard(node_id)
         if node.status not in VISIBLE:
+            self._unbuilt.discard(node_id)
             if node.status == "launching":
                 self._views[node_id] = None
             else:  # lost or gone: it never comes back
                 self._views.pop(node_id, None)
             return
+        self._unbuilt.add(node_id)
+        if node.queued:
+            self._queueing.add(node_id)
+        free_slots = node.slots - len(node.running)
+        if node.status == "up" and free_slots > 0:
+            used = sum(job.tasks[key].memory_mb for job, key in node.running.values())
+            node_class = node.node_class
+            self._free[node_id] = FreeNode(node_id, node_class, free_slots, node.memory_mb - used)  # type: ignore[arg-type]
+            self._room[node_class] += free_slots
+            self._memory.setdefault(node_class, Counter())[node.memory_mb - used] += 1
+            insort(self._by_slots.setdefault((node_class, free_slots), []), node_id)
+
+    def _build(self) -> None:
+        """The views of the nodes changed since they were last built (up or draining)."""
+        if not self._unbuilt:
+            return
+        self._stale = True
+        for node_id in self._unbuilt:
+            self._views[node_id] = self._view(self.nodes[node_id])
+        self._unbuilt.clear()
+
+    def _view(self, node: NodeRecord) -> NodeView:
         running, volatile = self.running_views(node)
         if volatile:
-            self._volatile.add(node_id)
-        view = NodeView(
-            node_id,
+            self._volatile.add(node.node_id)
+        return NodeView(
+            node.node_id,
             node.node_class,  # type: ignore[arg-type]
             node.slots,
             node.memory_mb,
@@ -152,16 +180,6 @@ class NodeViews:
             rebalance=node.rebalance_at is not None,
             zone=getattr(self.scenario.cluster, node.node_class).zone_of(node.ordinal),
         )
-        self._views[node_id] = view
-        if view.queued:
-            self._queueing.add(node_id)
-        free_slots = node.slots - len(running)
-        if node.status == "up" and free_slots > 0:
-            free_memory = node.memory_mb - sum(t.memory_mb for t in running)
-            self._free[node_id] = FreeNode(node_id, view.node_class, free_slots, free_memory)
-            self._room[view.node_class] += free_slots
-            self._memory.setdefault(view.node_class, Counter())[free_memory] += 1
-            insort(self._by_slots.setdefault((view.node_class, free_slots), []), node_id)
 
     def _forget_free(self, node_id: str) -> None:
         free = self._free.pop(node_id, None)

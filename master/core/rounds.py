@@ -48,14 +48,17 @@ class SchedulingRound:
         """The node classes whose capacity is out now (the chaos rules say; none by default)."""
         self.nodes = NodeViews(core.nodes, core.scenario, self._running_views)
         """The nodes' views, rebuilt only where they changed."""
+        self.views_needed: bool = getattr(scheduler, "needs_node_views", True)
+        """Whether the round's snapshot shows the nodes' views (API 1.4: a scheduler of an
+        earlier API that does not subclass ``Scheduler`` has no such member: it needs them)."""
         self._pending_views: dict[str, PendingTask] = {}
         """The last snapshot's pending tasks, by id (``_pending_task``)."""
 
     # ------------------------------------------------------------------ the snapshot
 
     def snapshot(self, free: bool = False) -> tuple[ClusterSnapshot, Pending]:
-        """``free``: with the nodes with a free slot indexed (``ClusterSnapshot.free``: the
-        scheduling round's snapshot)."""
+        """``free``: the scheduling round's snapshot: with the nodes with a free slot indexed
+        (``ClusterSnapshot.free``), and no node views if the scheduler needs none."""
         core = self.core
         now = core.journal.now()
         pending: Pending = {}
@@ -91,7 +94,7 @@ class SchedulingRound:
                 )
             )
         self._prune_queues(pending)
-        nodes = self.nodes.views()
+        nodes = self.nodes.views() if not free or self.views_needed else ()
         increment = core.scenario.cluster.memory_increment_mb
         indexed = self.nodes.free_index() if free else None
         return ClusterSnapshot(now, nodes, tuple(jobs), increment, self.unavailable(), indexed), pending

@@ -28,10 +28,23 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from itertools import islice
+from operator import attrgetter
 from typing import Any
 
+from master.core.node_views import VISIBLE
+from master.core.nodes import NodeRecord
 from master.core.ports import ScalingCore
-from master.policies.base import Autoscaler, ClusterSnapshot, Drain, Launch, Release, ScaleDecision, Undrain
+from master.policies.base import (
+    Autoscaler,
+    ClusterSnapshot,
+    Drain,
+    Launch,
+    NodeView,
+    Release,
+    ScaleDecision,
+    Undrain,
+)
 from master.policies.static import StaticAutoscaler
 
 log = logging.getLogger("autoscaling")
@@ -39,6 +52,9 @@ MAX_ROUNDS = 64
 WAKE_SLACK_S = 0.001
 SCALING = 30
 """Priority of the autoscaler's timers at the same instant (after arrivals and the ticker)."""
+ENDED = ("lost", "gone")
+"""The statuses a node never leaves."""
+_ID = attrgetter("node_id")
 
 
 class Scaling:
@@ -50,7 +66,14 @@ class Scaling:
         self.waiting = 0
         """Launches decided and not yet started (in their provisioning delay, or waiting for capacity)."""
         self.joining: set[str] = set()
+        """Launched nodes not yet seen up (not yet in a snapshot, and not ended)."""
         self.joined: dict[str, float] = {}
+        """When each node launched by a decision was first seen up (until it ends)."""
+        self._fixed: dict[str, tuple[NodeView, NodeView]] = {}
+        """Per joined node, its last view and that view with ``launched`` the join time."""
+        self._transients: list[NodeRecord] = []
+        """The transient nodes not ended (``_journal_count``), adopted from ``core.nodes``' end."""
+        self._known = 0
         self.last_count: tuple[int, int, int] | None = None
         self.running = False
         self.wake = 0
@@ -59,7 +82,8 @@ class Scaling:
     @property
     def provisioning(self) -> int:
         """Launches not yet joined: in their delay, or started and not yet up."""
-        launching = sum(1 for n in self.joining if self.core.nodes[n].status == "launching")
+        nodes = self.core.nodes
+        launching = sum(1 for n in self.joining if nodes[n].status == "launching")
         return self.waiting + launching
 
     def start(self) -> None:
@@ -94,20 +118,46 @@ class Scaling:
         self._set_wake(snapshot)
 
     def snapshot(self) -> ClusterSnapshot:
-        """The core's snapshot without the nodes under an eviction notice, with join times."""
+        """The core's snapshot without the nodes under an eviction notice, with join times.
+
+        A snapshot shows the nodes up or draining: a launched node is joined when its status
+        is first one of those. Only the joined nodes' views are replaced (each replacement
+        built once per view) and the tuple is rebuilt in one C-speed pass, not a walk over
+        every node in Python after every round."""
         snapshot, _ = self.core.snapshot()
-        for view in snapshot.nodes:
-            if view.node_id in self.joining:
-                self.joined.setdefault(view.node_id, snapshot.now)
-        doomed, joined = self.core.chaos.doomed, self.joined
-        nodes = tuple(
-            view  # most views: no copy (a copy per node per step was most of a 4,000-node round)
-            if joined.get(view.node_id, view.launched) == view.launched
-            else dataclasses.replace(view, launched=joined[view.node_id])
-            for view in snapshot.nodes
-            if view.node_id not in doomed
-        )
+        records, now = self.core.nodes, snapshot.now
+        for node_id in list(self.joining):
+            status = records[node_id].status
+            if status in VISIBLE:
+                self.joined[node_id] = now
+                self.joining.discard(node_id)
+            elif status != "launching":  # it ended before it came up
+                self.joining.discard(node_id)
+        for node_id in [n for n in self.joined if records[n].status not in VISIBLE]:
+            del self.joined[node_id]  # ended: it never comes back
+            self._fixed.pop(node_id, None)
+        doomed = [n for n in self.core.chaos.doomed if records[n].status in VISIBLE]
+        if not self.joined and not doomed:
+            return snapshot
+        ids = list(map(_ID, snapshot.nodes))
+        fixes = self._fixes(dict(zip(ids, snapshot.nodes, strict=True)))
+        nodes = tuple(map(fixes.get, ids, snapshot.nodes)) if fixes else snapshot.nodes
+        if doomed:
+            nodes = tuple(view for view in nodes if view.node_id not in doomed)
         return dataclasses.replace(snapshot, nodes=nodes)
+
+    def _fixes(self, views: dict[str, NodeView]) -> dict[str, NodeView]:
+        """The joined nodes' views whose ``launched`` is not their join time, with it."""
+        fixes = {}
+        for node_id, joined in self.joined.items():
+            view = views[node_id]
+            if view.launched == joined:
+                continue
+            fixed = self._fixed.get(node_id)
+            if fixed is None or fixed[0] is not view:
+                fixed = self._fixed[node_id] = (view, dataclasses.replace(view, launched=joined))
+            fixes[node_id] = fixed[1]
+        return fixes
 
     def _apply(self, decision: ScaleDecision) -> None:
         if isinstance(decision, Launch):
@@ -173,10 +223,15 @@ class Scaling:
 
     def _journal_count(self) -> None:
         """A ``transient_servers`` event whenever the number in service, draining or provisioning changes."""
-        transients = [n for n in self.core.nodes.values() if n.node_class == "transient"]
+        nodes = self.core.nodes
+        if len(nodes) != self._known:  # ``core.nodes`` only grows, in order
+            fresh = islice(reversed(nodes.values()), len(nodes) - self._known)
+            self._transients += reversed([n for n in fresh if n.node_class == "transient"])
+            self._known = len(nodes)
+        self._transients = [n for n in self._transients if n.status not in ENDED]
         count = (
-            sum(n.status in ("up", "draining") for n in transients),
-            sum(n.status == "draining" for n in transients),
+            sum(n.status in VISIBLE for n in self._transients),
+            sum(n.status == "draining" for n in self._transients),
             self.provisioning,
         )
         if count != self.last_count:

@@ -14,7 +14,7 @@ import logging
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
-from testbed.protocol import Message, TaskUpdate
+from testbed.protocol import TaskUpdate
 
 log = logging.getLogger("master")
 
@@ -25,13 +25,19 @@ def locate(core: CorePort, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
     return (job, key) if job and key else None
 
 
-def latest_attempt(core: CorePort, message: Message) -> int | None:
-    located = locate(core, message.task_id) if isinstance(message, TaskUpdate) else None
+def latest_attempt(located: tuple[JobRuntime, TaskKey] | None) -> int | None:
+    """The located task's latest launched attempt (the sender check's bound)."""
     return located[0].tasks[located[1]].attempt if located else None
 
 
-def task_update(core: CorePort, node: NodeRecord, update: TaskUpdate, launch_acks: dict) -> None:
-    located = locate(core, update.task_id)
+def task_update(
+    core: CorePort,
+    node: NodeRecord,
+    update: TaskUpdate,
+    launch_acks: dict,
+    located: tuple[JobRuntime, TaskKey] | None,
+) -> None:
+    """Apply the update of the task ``located`` (``locate(core, update.task_id)``)."""
     now = core.journal.now()
     if update.state == "running" and update.task_id in node.sent_at:  # the first, not a redelivery
         launch_acks.setdefault((update.task_id, update.attempt), now - node.sent_at[update.task_id])

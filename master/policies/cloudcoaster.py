@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter, is_not
 
 from master.policies.base import (
     Autoscaler,
@@ -49,9 +51,10 @@ from master.policies.base import (
     ScaleDecision,
     Undrain,
 )
-from master.policies.eagle import long_node_ids, node_ordinal
+from master.policies.eagle import holds_long, node_ordinal, pending_by_id
 
 _EPSILON = 1e-9
+_ID = attrgetter("node_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +86,102 @@ class RevocationOutcome:
     rerun: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class _Census:
-    replaced: frozenset[str]
-    """The on-demand servers being replaced."""
-    counted: list[NodeView]
-    """The servers of ``N_total``: not draining, not being replaced."""
-    long_servers: int
-    """``N_long``: those of them whose long bit is set."""
+    """What ``decide``, ``facts`` and ``wake_at`` count, kept across snapshots.
+
+    Each server's part of the counts is a function of its view, and views are immutable:
+    a snapshot's views that are not the previous snapshot's objects (one C-speed pass finds
+    them) are taken out of the counts and put back as they are now, so a snapshot costs
+    O(servers changed + servers whose long bit hangs on their queue), not a walk over every
+    server in Python. The long bit of a server with no long task running depends on the
+    snapshot's pending tasks, so those servers are looked at again in every snapshot.
+    """
+
+    def __init__(self, short_on_demand: int, replaced: int) -> None:
+        self.kept = short_on_demand - replaced
+        self.short_on_demand = short_on_demand
+        self.views: dict[str, NodeView] = {}
+        """Every server of the last snapshot, by id."""
+        self.short: set[str] = set()
+        """On-demand servers of the short-only partition."""
+        self.replaced: frozenset[str] = frozenset()
+        self.draining: set[str] = set()
+        self.transients: dict[str, NodeView] = {}
+        self.taking = 0
+        """Servers not draining."""
+        self.taking_static = 0
+        """Servers not draining and not transient."""
+        self.running_long: set[str] = set()
+        """Servers not draining with a long task running (their long bit is set)."""
+        self.queue_only: dict[str, NodeView] = {}
+        """Servers not draining, with no long task running and a queue."""
+        self.counted = 0
+        self.counted_static = 0
+        self.long_servers = 0
+
+    def update(self, snapshot: ClusterSnapshot) -> None:
+        nodes, views, short = snapshot.nodes, self.views, self.short
+        short_changed = False
+        for view in list(compress(nodes, map(is_not, map(views.get, map(_ID, nodes)), nodes))):
+            node_id = view.node_id
+            old = views.get(node_id)
+            if old is not None:
+                self._forget(old)
+            views[node_id] = view
+            self._add(view)
+            if (node_id in short) != _short_on_demand(view):
+                short_changed = True
+                short.symmetric_difference_update((node_id,))
+        if len(views) != len(nodes):  # servers gone since the last snapshot
+            present = set(map(_ID, nodes))
+            for node_id in [n for n in views if n not in present]:
+                self._forget(views.pop(node_id))
+                if node_id in short:
+                    short_changed = True
+                    short.discard(node_id)
+        if short_changed:
+            ranked = sorted(short, key=node_ordinal)
+            self.replaced = frozenset(ranked[self.kept : self.short_on_demand])
+        self._count(snapshot)
+
+    def _count(self, snapshot: ClusterSnapshot) -> None:
+        """``N_total`` (and its on-demand part) and ``N_long``: the servers not draining and
+        not replaced, and those of them whose long bit is set."""
+        replaced = [self.views[n] for n in self.replaced if n not in self.draining]
+        self.counted = self.taking - len(replaced)
+        self.counted_static = self.taking_static - len(replaced)  # replaced servers are on-demand
+        long_servers = len(self.running_long) - sum(v.node_id in self.running_long for v in replaced)
+        if self.queue_only:
+            pending = pending_by_id(snapshot)
+            long_servers += sum(
+                holds_long(v, pending) for v in self.queue_only.values() if v.node_id not in self.replaced
+            )
+        self.long_servers = long_servers
+
+    def _add(self, view: NodeView) -> None:
+        node_id = view.node_id
+        if view.node_class == "transient":
+            self.transients[node_id] = view
+        if view.draining:
+            self.draining.add(node_id)
+            return
+        self.taking += 1
+        self.taking_static += view.node_class != "transient"
+        if any(task.long for task in view.running):
+            self.running_long.add(node_id)
+        elif view.queued:
+            self.queue_only[node_id] = view
+
+    def _forget(self, view: NodeView) -> None:
+        node_id = view.node_id
+        self.transients.pop(node_id, None)
+        if view.draining:
+            self.draining.discard(node_id)
+            return
+        self.taking -= 1
+        self.taking_static -= view.node_class != "transient"
+        self.running_long.discard(node_id)
+        self.queue_only.pop(node_id, None)
 
 
 def revocation_outcome(snapshot: ClusterSnapshot, node_id: str) -> RevocationOutcome:
@@ -111,6 +202,10 @@ def revocation_outcome(snapshot: ClusterSnapshot, node_id: str) -> RevocationOut
         else:
             surviving.append((task_id, holder))
     return RevocationOutcome(tuple(surviving), tuple(requeue), tuple(t.task_id for t in revoked.running))
+
+
+def _short_on_demand(node: NodeView) -> bool:
+    return node.node_class == "reserved" and node.partition == "short"
 
 
 def _is_idle(node: NodeView) -> bool:
@@ -154,7 +249,8 @@ class CloudCoasterAutoscaler(Autoscaler):
         self.p = p
         self.provisioning_delay_s = provisioning_delay_s
         self.short_on_demand = short_on_demand
-        self._seen: tuple[ClusterSnapshot, _Census] | None = None
+        self._census_kept = _Census(short_on_demand, self.replaced)
+        self._seen: ClusterSnapshot | None = None
 
     @property
     def budget(self) -> int:
@@ -167,31 +263,22 @@ class CloudCoasterAutoscaler(Autoscaler):
         return math.ceil(self.p * self.short_on_demand - _EPSILON)
 
     def replaced_ids(self, snapshot: ClusterSnapshot) -> frozenset[str]:
-        return self._census(snapshot).replaced
-
-    def _replaced_ids(self, snapshot: ClusterSnapshot) -> frozenset[str]:
         """The replaced servers: short-only on-demand ones ranked ``N - ceil(p*N) + 1 .. N``.
 
         Ranked by ordinal among those in the snapshot, so nodes joining late or
         out of order still leave exactly the ``N - ceil(p*N)`` lowest ones.
         """
-        short = sorted(
-            (n for n in snapshot.nodes if n.node_class == "reserved" and n.partition == "short"),
-            key=lambda n: node_ordinal(n.node_id),
-        )
-        kept = self.short_on_demand - self.replaced
-        return frozenset(n.node_id for n in short[kept : self.short_on_demand])
+        return self._census(snapshot).replaced
 
     def long_load(self, snapshot: ClusterSnapshot) -> LongLoad:
         """``l_r`` as observed: servers taking work, and those among them with long tasks."""
         census = self._census(snapshot)
-        return LongLoad(census.long_servers, len(census.counted))
+        return LongLoad(census.long_servers, census.counted)
 
     def target(self, snapshot: ClusterSnapshot) -> int:
         """``n*``: the transient servers that bring ``l_r`` to the threshold, within budget."""
-        load = self.long_load(snapshot)
-        static = sum(n.node_class != "transient" for n in self._counted(snapshot))
-        needed = math.ceil(load.long_servers / self.threshold - static - _EPSILON)
+        census = self._census(snapshot)
+        needed = math.ceil(census.long_servers / self.threshold - census.counted_static - _EPSILON)
         return min(self.budget, max(0, needed))
 
     def facts(self, snapshot: ClusterSnapshot) -> dict[str, int]:
@@ -204,24 +291,28 @@ class CloudCoasterAutoscaler(Autoscaler):
         }
 
     def decide(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]:
-        """Scale decisions for this snapshot; ``provisioning``: transient launches in flight."""
-        replaced = self.replaced_ids(snapshot)
+        """Scale decisions for this snapshot; ``provisioning``: transient launches in flight.
+
+        Drains and releases come in the snapshot's order of nodes; they are rare, so the
+        nodes are walked only when there is one."""
+        census = self._census(snapshot)
+        replaced, views = census.replaced, census.views
+        drain = {n for n in replaced if not views[n].draining}
         decisions: list[ScaleDecision] = [
             Drain(n.node_id, "on-demand server replaced by transient budget")
-            for n in snapshot.nodes
-            if n.node_id in replaced and not n.draining
+            for n in _in_order(snapshot, drain)
         ]
         resize = self._resize(snapshot, provisioning)
         undrained = {d.node_id for d in resize if isinstance(d, Undrain)}
         decisions += resize
-        decisions += [
-            Release(n.node_id, "drained")
-            for n in snapshot.nodes
-            if n.draining
-            and _is_idle(n)
-            and n.node_id not in undrained
-            and (n.node_class == "transient" or n.node_id in replaced)
-        ]
+        release = {
+            n
+            for n in census.draining
+            if _is_idle(views[n])
+            and n not in undrained
+            and (views[n].node_class == "transient" or n in replaced)
+        }
+        decisions += [Release(n.node_id, "drained") for n in _in_order(snapshot, release)]
         return decisions
 
     def wake_at(self, snapshot: ClusterSnapshot, provisioning: int) -> float | None:
@@ -230,27 +321,22 @@ class CloudCoasterAutoscaler(Autoscaler):
         A removal waits for a server to reach the provisioning delay in age;
         the shell sets a timer for that time and calls ``decide`` again.
         """
-        active = [n for n in snapshot.nodes if n.node_class == "transient" and not n.draining]
+        active = [n for n in self._census(snapshot).transients.values() if not n.draining]
         if len(active) + provisioning <= self.target(snapshot):
             return None
         ages = [n.launched + self.provisioning_delay_s for n in active]
         return min((t for t in ages if t > snapshot.now), default=None)
 
-    def _counted(self, snapshot: ClusterSnapshot) -> list[NodeView]:
-        return self._census(snapshot).counted
-
     def _census(self, snapshot: ClusterSnapshot) -> _Census:
-        """What ``decide``, ``facts`` and ``wake_at`` count, once per snapshot (the shell asks
-        them all of the same one): each is O(servers + pending tasks)."""
-        if self._seen is None or self._seen[0] is not snapshot:
-            replaced = self._replaced_ids(snapshot)
-            counted = [n for n in snapshot.nodes if not n.draining and n.node_id not in replaced]
-            long_ids = long_node_ids(snapshot)
-            self._seen = (snapshot, _Census(replaced, counted, sum(n.node_id in long_ids for n in counted)))
-        return self._seen[1]
+        """The census brought up to ``snapshot`` (once: the shell asks ``decide``, ``facts``
+        and ``wake_at`` of the same one)."""
+        if self._seen is not snapshot:
+            self._census_kept.update(snapshot)
+            self._seen = snapshot
+        return self._census_kept
 
     def _resize(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]:
-        transients = [n for n in snapshot.nodes if n.node_class == "transient"]
+        transients = list(self._census(snapshot).transients.values())
         active = [n for n in transients if not n.draining]
         target = self.target(snapshot)
         planned = len(active) + provisioning
@@ -282,6 +368,11 @@ class CloudCoasterAutoscaler(Autoscaler):
             return []
         idlest = min(old_enough, key=_idlest_first)
         return [Drain(idlest.node_id, "long-load ratio below threshold")]
+
+
+def _in_order(snapshot: ClusterSnapshot, node_ids: set[str]) -> list[NodeView]:
+    """The views of ``node_ids`` in the snapshot's order (none: no walk)."""
+    return [n for n in snapshot.nodes if n.node_id in node_ids] if node_ids else []
 
 
 def _work(node: NodeView) -> int:

@@ -99,10 +99,10 @@ def long_node_ids(
     if the caller has it already.
     """
     pending = pending_by_id(snapshot) if pending is None else pending
-    return frozenset(n.node_id for n in snapshot.nodes if _holds_long(n, pending))
+    return frozenset(n.node_id for n in snapshot.nodes if holds_long(n, pending))
 
 
-def _holds_long(node: NodeView, pending: Mapping[str, PendingTask]) -> bool:
+def holds_long(node: NodeView, pending: Mapping[str, PendingTask]) -> bool:
     # plain loops: asked of every node in every round (no generator per node)
     for task in node.running:
         if task.long:
@@ -204,7 +204,7 @@ class _States(dict[str, _NodeState]):
             free_slots=view.free_slots,
             free_memory_mb=view.free_memory_mb,
             queue_length=sum(q in pending for q in view.queued) if view.queued else 0,
-            long=_holds_long(view, pending),
+            long=holds_long(view, pending),
             pending=pending,
             now=self.round.now,
         )
@@ -273,7 +273,7 @@ class _Round:
     def long(self, view: NodeView) -> bool:
         """The node's long bit: its state's, once it has one (a placement may set it)."""
         state = self.nodes.get(view.node_id)
-        return state.long if state is not None else _holds_long(view, self.pending)
+        return state.long if state is not None else holds_long(view, self.pending)
 
     def clear(self, task: PendingTask) -> list[NodeView]:
         """The placeable nodes whose long bit is clear, else all placeable ones (kept for the

@@ -35,10 +35,12 @@ _NONE = -math.inf
 class FifoScheduler(Scheduler):
     needs_all_pending = False
     """It places tasks in order until the cluster is full: the head of the queue is enough."""
+    needs_node_views = False
+    """It places from the round's free-node index (``ClusterSnapshot.free``) alone."""
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         index: FreeIndex | KeptIndex
-        if snapshot.free is not None:
+        if snapshot.free is not None:  # the master's round: its nodes may not be in the snapshot
             index = KeptIndex(snapshot.free)
         else:
             index = FreeIndex(n for n in snapshot.nodes if not n.draining and n.free_slots > 0)

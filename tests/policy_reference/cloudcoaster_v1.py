@@ -1,13 +1,14 @@
 """The CloudCoaster autoscaler before it counted once per snapshot (reference): it counted
 afresh at every call, with these formulas (verbatim); ``_replaced_ids`` is the previous
-``replaced_ids`` moved unchanged."""
+``replaced_ids`` moved unchanged. The rest is ``cloudcoaster_v2``'s (the census before it
+was kept across snapshots)."""
 
 from __future__ import annotations
 
-from master.policies import cloudcoaster
 from master.policies.base import ClusterSnapshot, NodeView
 from master.policies.cloudcoaster import LongLoad
 from master.policies.eagle import long_node_ids
+from tests.policy_reference import cloudcoaster_v2 as cloudcoaster
 
 
 class CloudCoasterAutoscaler(cloudcoaster.CloudCoasterAutoscaler):
