@@ -53,6 +53,9 @@ class Attempt:
     closed: set[int] = field(default_factory=set)
     started: bool = False
     """Its work is under way (every input there): its outcome is scheduled."""
+    fetches: list[tuple[str, float, float]] = field(default_factory=list)
+    """Each remote block it reads, in order, with when its fetch starts and its last byte
+    arrives: a holder killed before then fails it (``ModelAgents._fail_fetches``)."""
 
     @property
     def ready(self) -> bool:
@@ -174,6 +177,7 @@ class ModelAgents:
         node.blocks.clear()
         node.running.clear()
         node.finished.clear()
+        self._fail_fetches()
         if node.up:
             lost = self._state(node, "lost")
             self.heap.after(self.model.detection_s(), DELIVER, lambda: self.deliver(node_id, lost))
@@ -240,11 +244,42 @@ class ModelAgents:
             nbytes = self._part_bytes(holder, ref, ref.block in whole)
             read += nbytes
             if holder is not node and nbytes:
+                begun = at
                 at += self.model.move(
                     nbytes, at, holder.links, holder.node_class, node.links, node.node_class
                 )
+                attempt.fetches.append((ref.block, begun, at))
         cost = self.model.cost(attempt.spec, read, at - self.heap.now, node.node_class)
         self.heap.after(cost.seconds, DELIVER, lambda: self._finish(node, attempt, cost=cost))
+
+    def _fail_fetches(self) -> None:
+        """A node was killed: every started attempt elsewhere that still has to fetch a block
+        no live node holds fails when its worker reaches that block (now, if it is fetching
+        it), with ``fetch`` and that block, as the real worker's ``FetchFailed`` reports it."""
+        now = self.heap.now
+        for node in self.nodes.values():
+            if not node.alive:
+                continue
+            for attempt in node.running.values():
+                stalled = self._stalled_fetch(attempt, now)
+                if stalled is not None:
+                    block, at = stalled
+                    fail = lambda n=node, a=attempt, b=block: self._fetch_failed(n, a, b)  # noqa: E731
+                    self.heap.after(max(at - now, 0.0), DELIVER, fail)
+
+    def _stalled_fetch(self, attempt: Attempt, now: float) -> tuple[str, float] | None:
+        """The first block the attempt has yet to receive whose every holder is gone, and when
+        its fetch starts (None: every block it still needs is held)."""
+        if not attempt.started:
+            return None
+        refs = {ref.block: ref for ref in attempt.refs}
+        for block, begun, end in attempt.fetches:
+            if end > now and self._holder(refs[block]) is None:
+                return block, begun
+        return None
+
+    def _fetch_failed(self, node: ModelNode, attempt: Attempt, block: str) -> None:
+        self._finish(node, attempt, failure="fetch", lost=(block,), reason="its holders are gone")
 
     def _holder(self, ref: BlockRef) -> ModelNode | None:
         """A live node that holds the block (its own copy, or a pushed one)."""
@@ -270,7 +305,9 @@ class ModelAgents:
         cost: TaskCost | None = None,
         failure: str | None = None,
         lost: tuple[str, ...] = (),
+        reason: str | None = None,
     ) -> None:
+        """``reason``: a fetch failure's message as the real worker words it (one block)."""
         spec = attempt.spec
         key = (spec.task_id, spec.attempt)
         if not node.alive or node.running.pop(key, None) is not attempt:
@@ -282,7 +319,7 @@ class ModelAgents:
                 attempt=spec.attempt,
                 state="failed",
                 failure=failure,  # type: ignore[arg-type]
-                error=f"input blocks lost: {', '.join(lost)}" if lost else None,
+                error=self._fetch_error(lost, reason),
                 lost_blocks=lost,
             )
         else:
@@ -292,6 +329,12 @@ class ModelAgents:
         if update.state == "succeeded" and spec.push:
             block = spec.block_id
             self._push(node, block, spec.task_id, spec.attempt, spec.push, spec.push_rate_bytes_s)
+
+    @staticmethod
+    def _fetch_error(lost: tuple[str, ...], reason: str | None) -> str | None:
+        if reason is not None:
+            return f"cannot fetch block {lost[0]}: {reason}"
+        return f"input blocks lost: {', '.join(lost)}" if lost else None
 
     def _succeeded(self, node: ModelNode, spec: TaskSpec, cost: TaskCost) -> TaskUpdate:
         partitions: tuple[int, ...] = ()

@@ -197,6 +197,37 @@ def test_fetches_by_one_node_share_its_net_in_link() -> None:
     assert ends == pytest.approx([begin + (1 + k) * 2**20 / 1e6 + reduce for k in range(2)])
 
 
+def test_a_holder_killed_before_its_block_is_fetched_fails_the_reader_as_a_real_worker() -> None:
+    """A reader fetches 1 MiB from reserved-0, then 1 MiB from reserved-1; reserved-1 is
+    killed during the first fetch. As the real worker, it fails when it reaches that block (the
+    first fetch's end), with ``fetch``, that block alone and the real worker's message."""
+    heap, fleet, heard = agents(spec=NIC_SPEC)
+    for index, holder in enumerate(("reserved-0", "reserved-1")):
+        writer = sleep_task(index, 0.0).model_copy(
+            update={"final": False, "params": {"generate": {"nbytes": 2**20}}, "op": "sort.map"}
+        )
+        fleet.command(holder, LaunchTask(task=writer))
+    run_all(heap)
+    refs = tuple(
+        BlockRef(block=f"j000.s0.t{index}.a0", partition=0, locations=(url_of(holder),))
+        for index, holder in enumerate(("reserved-0", "reserved-1"))
+    )
+    reader = sleep_task(0, 0.0).model_copy(
+        update={"params": {}, "op": "sort.reduce", "stage": 1, "task_id": "j000.s1.t0", "inputs": (refs,)}
+    )
+    heard.clear()
+    fleet.command("transient-0", LaunchTask(task=reader))
+    begin = heap.now + 0.5
+    run_all(heap, until=begin + 0.25)
+    fleet.kill("reserved-1")
+    run_all(heap)
+    (failed,) = [(t, m) for t, _, m in heard if isinstance(m, TaskUpdate) and m.state != "running"]
+    at, update = failed
+    assert at == pytest.approx(begin + 2**20 / 1e6)
+    assert (update.state, update.failure, update.lost_blocks) == ("failed", "fetch", ("j000.s0.t1.a0",))
+    assert update.error == "cannot fetch block j000.s0.t1.a0: its holders are gone"
+
+
 def test_heartbeats_list_the_running_attempts_and_probes_tell_the_dead() -> None:
     heap, fleet, heard = agents(heartbeat_s=1.0)
     fleet.command("reserved-0", LaunchTask(task=sleep_task(0, 10.0)))

@@ -177,3 +177,53 @@ def test_a_narrow_dependency_reads_its_parents_whole_block(tmp_path: Path) -> No
     for index in range(3):
         links, scatter = tasks[(1, index)], tasks[(2, index)]
         assert int(scatter["bytes_in"]) == int(links["bytes_out"]) > 0
+
+
+def _fetch_from_an_evicted_node(tmp_path: Path, evict_at: float) -> dict[tuple[str, int], dict[str, str]]:
+    """spark, a reserved node of 2 slots, a transient one of 1: a sort of 3 maps (two on the
+    reserved node, one on the transient) and 1 reduce on the reserved node from 0.65 s. After
+    the launch overhead (0.75 s) it fetches the transient node's 1 MiB over 1 MB/s links: the
+    last byte arrives at 0.75 + 1.048576 s. The storm evicts the transient node at ``evict_at``."""
+    result = simulate(
+        tmp_path,
+        cluster={
+            "reserved": {"count": 1, "slots": 2, **NIC},
+            "transient": {"count": 1, "slots": 1, **NIC},
+        },
+        policy={"scheduler": "fifo", "strategy": "spark"},
+        jobs=[{"workload": "sort", "size_mb": 3, "maps": 3, "reduces": 1}],
+        simulation={
+            "launch_overhead": 0.1,
+            "ops": {
+                "sort.map": {"s_per_mb": 0.5, "output_ratio": 1.0},
+                "sort.reduce": {"s_per_mb": 0.0, "output_ratio": 1.0},
+            },
+        },
+        chaos={"storms": [{"at": evict_at, "evict": {"count": 1}}]},
+    )
+    assert result.ok
+    return {(t["task_id"], int(t["attempt"])): t for t in rows(result.run_dir, "tasks")}
+
+
+def test_a_reducer_fetching_from_an_evicted_node_fails_and_reruns_after_its_map(tmp_path: Path) -> None:
+    """Evicted at 1.2 s, mid-fetch: the reduce fails at once with ``fetch`` (as a real worker's
+    does), the lost map reruns on the reserved node (1.2 to 1.8 s), then the reduce (all local
+    now: the launch overhead only)."""
+    tasks = _fetch_from_an_evicted_node(tmp_path, 1.2)
+    (lost_map,) = [t for t in tasks.values() if t["node_id"].startswith("transient")]
+    failed, rerun = tasks[("j000.s1.t0", 0)], tasks[("j000.s1.t0", 1)]
+    assert (failed["status"], failed["failure"]) == ("failed", "fetch")
+    assert float(failed["end_s"]) == pytest.approx(1.2)
+    remap = tasks[(lost_map["task_id"], 1)]
+    assert remap["node_id"] == "reserved-0" and remap["status"] == "succeeded"
+    assert (float(remap["start_s"]), float(remap["end_s"])) == pytest.approx((1.2, 1.8), abs=1e-3)
+    assert rerun["status"] == "succeeded"
+    assert float(rerun["end_s"]) == pytest.approx(1.8 + 0.1, abs=1e-3)
+    assert len(tasks) == 6
+
+
+def test_a_reducer_whose_fetch_completed_survives_the_eviction(tmp_path: Path) -> None:
+    """Evicted at 1.9 s, after the fetch's last byte (1.7986 s): nothing fails or reruns."""
+    tasks = _fetch_from_an_evicted_node(tmp_path, 1.9)
+    assert len(tasks) == 4 and all(t["status"] == "succeeded" for t in tasks.values())
+    assert float(tasks[("j000.s1.t0", 0)]["end_s"]) == pytest.approx(0.75 + 2**20 / 1e6, abs=1e-3)
