@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from master.sim.clock import DELIVER, EventHeap
-from master.sim.model import ExecutionModel, Links, TaskCost
+from master.sim.model import ExecutionModel, Links, TaskCost, aggregate_sizes
 from testbed.protocol import (
     BlockReceived,
     BlockRef,
@@ -391,10 +391,10 @@ class ModelAgents:
     # ------------------------------------------------------------------ pushes
 
     def _flush(self, node: ModelNode, flush: FlushAggregate) -> None:
-        """Pado's partial aggregation: the members held here merged into one block, pushed."""
+        """Pado's partial aggregation: the members held here merged into one block (summed
+        gradients: one gradient's size), pushed."""
         held = [node.blocks[m] for m in flush.members if m in node.blocks]
-        sizes = [sum(parts[p] for parts in held if p < len(parts)) for p in range(flush.partitions)]
-        node.blocks[flush.block] = tuple(sizes)
+        node.blocks[flush.block] = aggregate_sizes(flush.op, held, flush.partitions)
         self._push(node, flush.block, flush.block, 0, flush.push, flush.push_rate_bytes_s)
 
     def _push(

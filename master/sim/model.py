@@ -25,6 +25,11 @@ BYTES_PER_RECORD = {"sort": 100, "pagerank": 16}
 """Bytes of one generated input record: a sort record, a packed PageRank edge."""
 PLUGIN_OP = "plugin."
 """The ops of a workload plugin's tasks: ``plugin.map``, ``plugin.reduce``."""
+SUMMED_VECTORS = frozenset({"mlr.gradient"})
+"""Ops whose combiner (``testbed.workloads.COMBINERS``) adds vectors of one shape, slice by
+slice: a partial aggregate of their outputs is one output's size, not the sum of them.
+Any other combiner (wordcount's: the union of the members' words) is counted as the sum,
+an upper bound (sizes alone do not tell how many words the members share)."""
 
 
 @dataclass(slots=True)
@@ -51,6 +56,15 @@ class TaskCost:
     @property
     def seconds(self) -> float:
         return self.fetch_s + self.compute_s + self.spill_s
+
+
+def aggregate_sizes(op: str, held: list[tuple[int, ...]], partitions: int) -> tuple[int, ...]:
+    """Each partition's bytes of the partial aggregate of outputs ``held`` (their partition
+    sizes) merged by the op's combiner."""
+    columns = [[parts[p] for parts in held if p < len(parts)] for p in range(partitions)]
+    if op in SUMMED_VECTORS:
+        return tuple(max(column, default=0) for column in columns)
+    return tuple(sum(column) for column in columns)
 
 
 def source_bytes(spec: TaskSpec) -> int:

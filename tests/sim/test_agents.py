@@ -10,8 +10,10 @@ from master.sim.agents import ModelAgents, url_of
 from master.sim.clock import EventHeap
 from master.sim.model import ExecutionModel
 from testbed.protocol import (
+    BlockReceived,
     BlockRef,
     CancelTask,
+    FlushAggregate,
     Heartbeat,
     LaunchTask,
     Message,
@@ -226,6 +228,23 @@ def test_a_holder_killed_before_its_block_is_fetched_fails_the_reader_as_a_real_
     assert at == pytest.approx(begin + 2**20 / 1e6)
     assert (update.state, update.failure, update.lost_blocks) == ("failed", "fetch", ("j000.s0.t1.a0",))
     assert update.error == "cannot fetch block j000.s0.t1.a0: its holders are gone"
+
+
+@pytest.mark.parametrize(("op", "pushed"), [("mlr.gradient", (300, 500)), ("wordcount.map", (400, 700))])
+def test_a_partial_aggregate_of_gradients_is_one_gradients_size(op: str, pushed: tuple[int, ...]) -> None:
+    """Summed gradients keep one gradient's size (the real combiner adds them slice by
+    slice); merged word counts are counted as the members' sum (an upper bound)."""
+    heap, fleet, heard = agents()
+    sender = fleet.nodes["transient-0"]
+    sender.blocks.update({"g0": (300, 500), "g1": (100, 200)})
+    target = PushTarget(node_id="reserved-0", url=url_of("reserved-0"), partitions=(0, 1))
+    heard.clear()
+    flush = FlushAggregate(block="agg", op=op, members=("g0", "g1"), partitions=2, push=(target,))
+    fleet.command("transient-0", flush)
+    run_all(heap)
+    (received,) = [m for _, _, m in heard if isinstance(m, BlockReceived)]
+    assert tuple(part.nbytes for part in received.parts) == pushed
+    assert fleet.nodes["reserved-0"].blocks["agg"] == pushed
 
 
 def test_heartbeats_list_the_running_attempts_and_probes_tell_the_dead() -> None:
