@@ -45,6 +45,18 @@ Deliver = Callable[[str, Message], None]
 """A message from a node reaches the master (now)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """One remote block an attempt reads: booked on the sender's links from ``begun`` (the
+    previous block's end) until its last byte arrives at ``end``."""
+
+    block: str
+    begun: float
+    end: float
+    nbytes: int
+    sender: ModelNode
+
+
 @dataclass
 class Attempt:
     spec: TaskSpec
@@ -53,9 +65,9 @@ class Attempt:
     closed: set[int] = field(default_factory=set)
     started: bool = False
     """Its work is under way (every input there): its outcome is scheduled."""
-    fetches: list[tuple[str, float, float]] = field(default_factory=list)
-    """Each remote block it reads, in order, with when its fetch starts and its last byte
-    arrives: a holder killed before then fails it (``ModelAgents._fail_fetches``)."""
+    fetches: list[Fetch] = field(default_factory=list)
+    """Each remote block it reads, in order: a holder killed before its last byte arrives
+    fails it (``ModelAgents._fail_fetches``)."""
 
     @property
     def ready(self) -> bool:
@@ -248,7 +260,7 @@ class ModelAgents:
                 at += self.model.move(
                     nbytes, at, holder.links, holder.node_class, node.links, node.node_class
                 )
-                attempt.fetches.append((ref.block, begun, at))
+                attempt.fetches.append(Fetch(ref.block, begun, at, nbytes, holder))
         cost = self.model.cost(attempt.spec, read, at - self.heap.now, node.node_class)
         self.heap.after(cost.seconds, DELIVER, lambda: self._finish(node, attempt, cost=cost))
 
@@ -270,16 +282,31 @@ class ModelAgents:
     def _stalled_fetch(self, attempt: Attempt, now: float) -> tuple[str, float] | None:
         """The first block the attempt has yet to receive whose every holder is gone, and when
         its fetch starts (None: every block it still needs is held)."""
-        if not attempt.started:
+        if not attempt.fetches or attempt.fetches[-1].end <= now:  # every fetch through (or none)
             return None
         refs = {ref.block: ref for ref in attempt.refs}
-        for block, begun, end in attempt.fetches:
-            if end > now and self._holder(refs[block]) is None:
-                return block, begun
+        for fetch in attempt.fetches:
+            if fetch.end > now and self._holder(refs[fetch.block]) is None:
+                return fetch.block, fetch.begun
         return None
 
     def _fetch_failed(self, node: ModelNode, attempt: Attempt, block: str) -> None:
+        key = (attempt.spec.task_id, attempt.spec.attempt)
+        if node.alive and node.running.get(key) is attempt:
+            self._unbook_rest(node, attempt)
         self._finish(node, attempt, failure="fetch", lost=(block,), reason="its holders are gone")
+
+    def _unbook_rest(self, node: ModelNode, attempt: Attempt) -> None:
+        """The bytes its fetches had booked and will not send are given back to the links."""
+        now = self.heap.now
+        for fetch in attempt.fetches:
+            if fetch.end <= now:
+                continue
+            unsent: float = fetch.nbytes
+            if fetch.begun < now:  # under way: the part not yet through
+                unsent *= (fetch.end - now) / (fetch.end - fetch.begun)
+            sender = fetch.sender
+            self.model.unbook(unsent, sender.links, sender.node_class, node.links, node.node_class)
 
     def _holder(self, ref: BlockRef) -> ModelNode | None:
         """A live node that holds the block (its own copy, or a pushed one)."""

@@ -176,6 +176,14 @@ class ExecutionModel:
         receiver.in_free, in_s = book(receiver.in_free, now, nbytes, self.nic_bytes_s(receiver_class), burst)
         return max(out_s, in_s)
 
+    def unbook(
+        self, nbytes: float, sender: Links, sender_class: str, receiver: Links, receiver_class: str
+    ) -> None:
+        """Give back ``nbytes`` booked by ``move`` and never sent (a fetch failed before them):
+        both links are free that much sooner."""
+        sender.out_free -= nbytes / self.nic_bytes_s(sender_class)
+        receiver.in_free -= nbytes / self.nic_bytes_s(receiver_class)
+
     def whole_blocks(self, spec: TaskSpec) -> set[str]:
         """The input blocks the task reads whole: those of its narrow and broadcast dependencies
         (task i reads all of parent i's output, e.g. PageRank's links: edges and node table);

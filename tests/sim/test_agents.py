@@ -202,7 +202,8 @@ def test_fetches_by_one_node_share_its_net_in_link() -> None:
 def test_a_holder_killed_before_its_block_is_fetched_fails_the_reader_as_a_real_worker() -> None:
     """A reader fetches 1 MiB from reserved-0, then 1 MiB from reserved-1; reserved-1 is
     killed during the first fetch. As the real worker, it fails when it reaches that block (the
-    first fetch's end), with ``fetch``, that block alone and the real worker's message."""
+    first fetch's end), with ``fetch``, that block alone and the real worker's message; the
+    bytes it had booked and will not fetch are given back to the links."""
     heap, fleet, heard = agents(spec=NIC_SPEC)
     for index, holder in enumerate(("reserved-0", "reserved-1")):
         writer = sleep_task(index, 0.0).model_copy(
@@ -228,6 +229,8 @@ def test_a_holder_killed_before_its_block_is_fetched_fails_the_reader_as_a_real_
     assert at == pytest.approx(begin + 2**20 / 1e6)
     assert (update.state, update.failure, update.lost_blocks) == ("failed", "fetch", ("j000.s0.t1.a0",))
     assert update.error == "cannot fetch block j000.s0.t1.a0: its holders are gone"
+    # the second block's booking, never sent, is given back: the reader's net-in is free now
+    assert fleet.nodes["transient-0"].links.in_free == pytest.approx(at, abs=0.01)
 
 
 @pytest.mark.parametrize(("op", "pushed"), [("mlr.gradient", (300, 500)), ("wordcount.map", (400, 700))])
