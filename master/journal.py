@@ -128,13 +128,8 @@ class Journal:
             write(record)
             if self.flush_each:
                 handle.flush()
-            return
         except OSError as exc:
-            self._full(exc)
-        try:
-            handle.flush()
-        except OSError:
-            self.dropped += 1
+            self._flush_after_full(handle, exc)
 
     def flush(self) -> None:
         """Flush what was written (with ``flush_each`` off); a full disk is handled as in ``_written``."""
@@ -142,11 +137,16 @@ class Journal:
             try:
                 handle.flush()
             except OSError as exc:
-                self._full(exc)
-                try:
-                    handle.flush()
-                except OSError:
-                    self.dropped += 1
+                self._flush_after_full(handle, exc)
+
+    def _flush_after_full(self, handle: TextIO, exc: OSError) -> None:
+        """The disk is full: give the reserve back, say so, and flush once more; what still
+        does not fit is counted and dropped."""
+        self._full(exc)
+        try:
+            handle.flush()
+        except OSError:
+            self.dropped += 1
 
     def _full(self, exc: OSError) -> None:
         if self.disk_full is not None:
