@@ -4,13 +4,14 @@ They answer the master's commands with the protocol messages real agents send
 (``testbed.protocol``), after the times the execution model gives: a launch is
 acknowledged ``running`` at once, succeeds (output partition sizes, metrics) after the
 launch overhead and its modelled fetch and compute time, or fails with ``fetch`` and the
-lost blocks when an input is held by no live node. A node holds the blocks its tasks wrote
-and those pushed to it; a killed node loses them all, and its Last Will reaches the master
-after the detection delay. Every byte between two nodes (a fetch, a push: Pado's, and
-spark-checkpoint's copies) is booked on the sender's and the receiver's NIC links
-(``model.Links``), which every transfer of a node shares as the real agent's token buckets
-are; pushes are reported as real agents report them: the receiver's ``BlockReceived``,
-then the sender's ``PushDelivered``.
+lost blocks when an input is held by no live node (when it begins, or when its worker
+reaches a block whose holders were killed while it fetched earlier ones). A node holds
+the blocks its tasks wrote and those pushed to it; a killed node loses them all, and its
+Last Will reaches the master after the detection delay. Every byte between two nodes (a
+fetch, a push: Pado's, and spark-checkpoint's copies) is booked on the sender's and the
+receiver's NIC links (``model.Links``), which every transfer of a node shares as the real
+agent's token buckets are; pushes are reported as real agents report them: the
+receiver's ``BlockReceived``, then the sender's ``PushDelivered``.
 """
 
 from __future__ import annotations
