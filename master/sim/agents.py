@@ -48,8 +48,8 @@ Deliver = Callable[[str, Message], None]
 
 @dataclass(frozen=True, slots=True)
 class Fetch:
-    """One remote block an attempt reads: booked on the sender's links from ``begun`` (the
-    previous block's end) until its last byte arrives at ``end``."""
+    """One remote block an attempt reads: booked on the links at ``begun`` (when its worker
+    reached it) until its last byte arrives at ``end``."""
 
     block: str
     begun: float
@@ -67,8 +67,16 @@ class Attempt:
     started: bool = False
     """Its work is under way (every input there): its outcome is scheduled."""
     fetches: list[Fetch] = field(default_factory=list)
-    """Each remote block it reads, in order: a holder killed before its last byte arrives
-    fails it (``ModelAgents._fail_fetches``)."""
+    """Each remote block it has begun to read, in order: a holder killed before the last
+    one's last byte arrives fails it (``ModelAgents._fail_fetches``)."""
+    next_ref: int = 0
+    """The next of ``refs`` its worker reads."""
+    read: int = 0
+    """The input bytes read so far."""
+    fetch_from: float = 0.0
+    """When its worker began reading."""
+    whole: frozenset[str] = frozenset()
+    """The blocks it reads whole (narrow and broadcast inputs)."""
 
     @property
     def ready(self) -> bool:
@@ -249,47 +257,53 @@ class ModelAgents:
             self._finish(node, attempt, failure="fetch", lost=tuple(lost))
             return
         attempt.started = True
-        whole = self.model.whole_blocks(attempt.spec)
-        read, at = 0, self.heap.now
-        for ref in attempt.refs:  # block after block, as the real worker reads them
+        attempt.whole = frozenset(self.model.whole_blocks(attempt.spec))
+        attempt.fetch_from = self.heap.now
+        self._read_on(node, attempt)
+
+    def _read_on(self, node: ModelNode, attempt: Attempt) -> None:
+        """The worker reads its next blocks: local ones at once, a remote one booked on the
+        links now, as the real worker books each chunk as it arrives (a booking ahead would
+        keep other readers off a link while it is idle); once all are read, it computes."""
+        if not self._current(node, attempt):
+            return
+        now = self.heap.now
+        while attempt.next_ref < len(attempt.refs):
+            ref = attempt.refs[attempt.next_ref]
+            attempt.next_ref += 1
             holder = self._holder(ref)
-            assert holder is not None
-            nbytes = self._part_bytes(holder, ref, ref.block in whole)
-            read += nbytes
+            if holder is None:  # its holders were killed while earlier blocks came
+                self._fetch_failed(node, attempt, ref.block)
+                return
+            nbytes = self._part_bytes(holder, ref, ref.block in attempt.whole)
+            attempt.read += nbytes
             if holder is not node and nbytes:
-                begun = at
-                at += self.model.move(
-                    nbytes, at, holder.links, holder.node_class, node.links, node.node_class
+                wait = self.model.move(
+                    nbytes, now, holder.links, holder.node_class, node.links, node.node_class
                 )
-                attempt.fetches.append(Fetch(ref.block, begun, at, nbytes, holder))
-        cost = self.model.cost(attempt.spec, read, at - self.heap.now, node.node_class)
-        self.heap.after(cost.seconds, DELIVER, lambda: self._finish(node, attempt, cost=cost))
+                attempt.fetches.append(Fetch(ref.block, now, now + wait, nbytes, holder))
+                self.heap.after(wait, DELIVER, lambda: self._read_on(node, attempt))
+                return
+        cost = self.model.cost(attempt.spec, attempt.read, now - attempt.fetch_from, node.node_class)
+        compute_s = cost.seconds - cost.fetch_s
+        self.heap.after(compute_s, DELIVER, lambda: self._finish(node, attempt, cost=cost))
+
+    @staticmethod
+    def _current(node: ModelNode, attempt: Attempt) -> bool:
+        return node.alive and node.running.get((attempt.spec.task_id, attempt.spec.attempt)) is attempt
 
     def _fail_fetches(self) -> None:
-        """A node was killed: every started attempt elsewhere that still has to fetch a block
-        no live node holds fails when its worker reaches that block (now, if it is fetching
-        it), with ``fetch`` and that block, as the real worker's ``FetchFailed`` reports it."""
+        """A node was killed: every attempt elsewhere fetching a block that no live node holds
+        now fails, with ``fetch`` and that block, as the real worker's ``FetchFailed``
+        reports it (a block not yet begun is checked when the worker reaches it)."""
         now = self.heap.now
         for node in self.nodes.values():
             if not node.alive:
                 continue
-            for attempt in node.running.values():
-                stalled = self._stalled_fetch(attempt, now)
-                if stalled is not None:
-                    block, at = stalled
-                    fail = lambda n=node, a=attempt, b=block: self._fetch_failed(n, a, b)  # noqa: E731
-                    self.heap.after(max(at - now, 0.0), DELIVER, fail)
-
-    def _stalled_fetch(self, attempt: Attempt, now: float) -> tuple[str, float] | None:
-        """The first block the attempt has yet to receive whose every holder is gone, and when
-        its fetch starts (None: every block it still needs is held)."""
-        if not attempt.fetches or attempt.fetches[-1].end <= now:  # every fetch through (or none)
-            return None
-        refs = {ref.block: ref for ref in attempt.refs}
-        for fetch in attempt.fetches:
-            if fetch.end > now and self._holder(refs[fetch.block]) is None:
-                return fetch.block, fetch.begun
-        return None
+            for attempt in list(node.running.values()):
+                fetching = attempt.fetches and attempt.fetches[-1].end > now
+                if fetching and self._holder(attempt.refs[attempt.next_ref - 1]) is None:
+                    self._fetch_failed(node, attempt, attempt.fetches[-1].block)
 
     def _fetch_failed(self, node: ModelNode, attempt: Attempt, block: str) -> None:
         key = (attempt.spec.task_id, attempt.spec.attempt)

@@ -199,6 +199,45 @@ def test_fetches_by_one_node_share_its_net_in_link() -> None:
     assert ends == pytest.approx([begin + (1 + k) * 2**20 / 1e6 + reduce for k in range(2)])
 
 
+def test_a_link_idle_now_is_not_held_for_a_later_block_of_another_reader() -> None:
+    """Reader A fetches 1 MiB from reserved-0, then 1 MiB from reserved-1; reader B, on
+    reserved-0, fetches the reserved-1 block at the same time. As the real workers book each
+    chunk as it arrives, B has reserved-1's ``net-out`` now and A's second block follows it;
+    booked ahead, A's second block would have held that link idle for B's whole first second."""
+    heap, fleet, heard = agents(spec=NIC_SPEC)
+    for index, holder in enumerate(("reserved-0", "reserved-1")):
+        writer = sleep_task(index, 0.0).model_copy(
+            update={"final": False, "params": {"generate": {"nbytes": 2**20}}, "op": "sort.map"}
+        )
+        fleet.command(holder, LaunchTask(task=writer))
+    run_all(heap)
+    heard.clear()
+    refs = [
+        BlockRef(block=f"j000.s0.t{index}.a0", partition=0, locations=(url_of(holder),))
+        for index, holder in enumerate(("reserved-0", "reserved-1"))
+    ]
+    for index, (node, inputs) in enumerate((("transient-0", tuple(refs)), ("reserved-0", (refs[1],)))):
+        reader = sleep_task(index, 0.0).model_copy(
+            update={
+                "params": {},
+                "op": "sort.reduce",
+                "stage": 1,
+                "task_id": f"j000.s1.t{index}",
+                "inputs": (inputs,),
+            }
+        )
+        fleet.command(node, LaunchTask(task=reader))
+    begin = heap.now + 0.5
+    run_all(heap)
+    ends = {m.task_id: t for t, _, m in heard if isinstance(m, TaskUpdate) and m.state == "succeeded"}
+    model = ExecutionModel(parse_scenario(NIC_SPEC), lambda job, stage: 256, lambda job, stage: ("shuffle",))
+    per_mb = model.op_model(reader).s_per_mb
+    fixed = model.op_model(reader).fixed_s
+    one = 2**20 / 1e6
+    assert ends["j000.s1.t1"] == pytest.approx(begin + one + fixed + per_mb)
+    assert ends["j000.s1.t0"] == pytest.approx(begin + 2 * one + fixed + 2 * per_mb)
+
+
 def test_a_holder_killed_before_its_block_is_fetched_fails_the_reader_as_a_real_worker() -> None:
     """A reader fetches 1 MiB from reserved-0, then 1 MiB from reserved-1; reserved-1 is
     killed during the first fetch. As the real worker, it fails when it reaches that block (the
