@@ -74,6 +74,28 @@ def sleep_task(index: int, seconds: float, **extra: Any) -> TaskSpec:
     )
 
 
+def written_blocks(heap: EventHeap, fleet: ModelAgents) -> list[BlockRef]:
+    """reserved-0 and reserved-1 each write 1 MiB (a map's output, tasks 0 and 1); their refs."""
+    holders = ("reserved-0", "reserved-1")
+    for index, holder in enumerate(holders):
+        writer = sleep_task(index, 0.0).model_copy(
+            update={"final": False, "params": {"generate": {"nbytes": 2**20}}, "op": "sort.map"}
+        )
+        fleet.command(holder, LaunchTask(task=writer))
+    run_all(heap)
+    return [
+        BlockRef(block=f"j000.s0.t{index}.a0", partition=0, locations=(url_of(holder),))
+        for index, holder in enumerate(holders)
+    ]
+
+
+def reduce_task(index: int, refs: tuple[BlockRef, ...]) -> TaskSpec:
+    """Reduce ``index`` of stage 1, reading ``refs`` one after another."""
+    task_id = f"j000.s1.t{index}"
+    update = {"params": {}, "op": "sort.reduce", "stage": 1, "task_id": task_id, "inputs": (refs,)}
+    return sleep_task(index, 0.0).model_copy(update=update)
+
+
 def test_nodes_announce_themselves_after_the_startup_delay() -> None:
     _, _, heard = agents()
     assert [(t, node, m.state) for t, node, m in heard if isinstance(m, NodeState)] == [
@@ -172,25 +194,10 @@ def test_fetches_by_one_node_share_its_net_in_link() -> None:
     """Two readers on one node start together, each fetching 1 MiB from another node: the
     receiver's ``net-in`` books them one after the other (first come, first served)."""
     heap, fleet, heard = agents(spec=NIC_SPEC)
-    for index, holder in enumerate(("reserved-0", "reserved-1")):
-        writer = sleep_task(index, 0.0).model_copy(
-            update={"final": False, "params": {"generate": {"nbytes": 2**20}}, "op": "sort.map"}
-        )
-        fleet.command(holder, LaunchTask(task=writer))
-    run_all(heap)
+    refs = written_blocks(heap, fleet)
     heard.clear()
-    for index, holder in enumerate(("reserved-0", "reserved-1")):
-        ref = BlockRef(block=f"j000.s0.t{index}.a0", partition=0, locations=(url_of(holder),))
-        reader = sleep_task(index, 0.0).model_copy(
-            update={
-                "params": {},
-                "op": "sort.reduce",
-                "stage": 1,
-                "task_id": f"j000.s1.t{index}",
-                "inputs": ((ref,),),
-            }
-        )
-        fleet.command("transient-0", LaunchTask(task=reader))
+    for index, ref in enumerate(refs):
+        fleet.command("transient-0", LaunchTask(task=reduce_task(index, (ref,))))
     start = heap.now
     run_all(heap)
     ends = sorted(t for t, _, m in heard if isinstance(m, TaskUpdate) and m.state == "succeeded")
@@ -205,34 +212,16 @@ def test_a_link_idle_now_is_not_held_for_a_later_block_of_another_reader() -> No
     chunk as it arrives, B has reserved-1's ``net-out`` now and A's second block follows it;
     booked ahead, A's second block would have held that link idle for B's whole first second."""
     heap, fleet, heard = agents(spec=NIC_SPEC)
-    for index, holder in enumerate(("reserved-0", "reserved-1")):
-        writer = sleep_task(index, 0.0).model_copy(
-            update={"final": False, "params": {"generate": {"nbytes": 2**20}}, "op": "sort.map"}
-        )
-        fleet.command(holder, LaunchTask(task=writer))
-    run_all(heap)
+    refs = written_blocks(heap, fleet)
     heard.clear()
-    refs = [
-        BlockRef(block=f"j000.s0.t{index}.a0", partition=0, locations=(url_of(holder),))
-        for index, holder in enumerate(("reserved-0", "reserved-1"))
-    ]
     for index, (node, inputs) in enumerate((("transient-0", tuple(refs)), ("reserved-0", (refs[1],)))):
-        reader = sleep_task(index, 0.0).model_copy(
-            update={
-                "params": {},
-                "op": "sort.reduce",
-                "stage": 1,
-                "task_id": f"j000.s1.t{index}",
-                "inputs": (inputs,),
-            }
-        )
-        fleet.command(node, LaunchTask(task=reader))
+        fleet.command(node, LaunchTask(task=reduce_task(index, inputs)))
     begin = heap.now + 0.5
     run_all(heap)
     ends = {m.task_id: t for t, _, m in heard if isinstance(m, TaskUpdate) and m.state == "succeeded"}
     model = ExecutionModel(parse_scenario(NIC_SPEC), lambda job, stage: 256, lambda job, stage: ("shuffle",))
-    per_mb = model.op_model(reader).s_per_mb
-    fixed = model.op_model(reader).fixed_s
+    op = model.op_model(reduce_task(0, ()))
+    per_mb, fixed = op.s_per_mb, op.fixed_s
     one = 2**20 / 1e6
     assert ends["j000.s1.t1"] == pytest.approx(begin + one + fixed + per_mb)
     assert ends["j000.s1.t0"] == pytest.approx(begin + 2 * one + fixed + 2 * per_mb)
@@ -244,19 +233,8 @@ def test_a_holder_killed_before_its_block_is_fetched_fails_the_reader_as_a_real_
     first fetch's end), with ``fetch``, that block alone and the real worker's message; the
     bytes it had booked and will not fetch are given back to the links."""
     heap, fleet, heard = agents(spec=NIC_SPEC)
-    for index, holder in enumerate(("reserved-0", "reserved-1")):
-        writer = sleep_task(index, 0.0).model_copy(
-            update={"final": False, "params": {"generate": {"nbytes": 2**20}}, "op": "sort.map"}
-        )
-        fleet.command(holder, LaunchTask(task=writer))
-    run_all(heap)
-    refs = tuple(
-        BlockRef(block=f"j000.s0.t{index}.a0", partition=0, locations=(url_of(holder),))
-        for index, holder in enumerate(("reserved-0", "reserved-1"))
-    )
-    reader = sleep_task(0, 0.0).model_copy(
-        update={"params": {}, "op": "sort.reduce", "stage": 1, "task_id": "j000.s1.t0", "inputs": (refs,)}
-    )
+    refs = tuple(written_blocks(heap, fleet))
+    reader = reduce_task(0, refs)
     heard.clear()
     fleet.command("transient-0", LaunchTask(task=reader))
     begin = heap.now + 0.5
