@@ -51,7 +51,7 @@ class Fetch:
     """One remote block an attempt reads: booked on the links at ``begun`` (when its worker
     reached it) until its last byte arrives at ``end``."""
 
-    block: str
+    ref: BlockRef
     begun: float
     end: float
     nbytes: int
@@ -66,9 +66,9 @@ class Attempt:
     closed: set[int] = field(default_factory=set)
     started: bool = False
     """Its work is under way (every input there): its outcome is scheduled."""
-    fetches: list[Fetch] = field(default_factory=list)
-    """Each remote block it has begun to read, in order: a holder killed before the last
-    one's last byte arrives fails it (``ModelAgents._fail_fetches``)."""
+    fetching: Fetch | None = None
+    """The last remote block it began to read: its holders killed before its last byte
+    arrives fail the attempt (``ModelAgents._fail_fetches``)."""
     next_ref: int = 0
     """The next of ``refs`` its worker reads."""
     read: int = 0
@@ -249,8 +249,7 @@ class ModelAgents:
 
     def _begin(self, node: ModelNode, attempt: Attempt) -> None:
         """The worker is up: its inputs are fetched (or found lost), then it computes."""
-        key = (attempt.spec.task_id, attempt.spec.attempt)
-        if not node.alive or node.running.get(key) is not attempt or attempt.started or not attempt.ready:
+        if not self._current(node, attempt) or attempt.started or not attempt.ready:
             return
         lost = sorted({ref.block for ref in attempt.refs if self._holder(ref) is None})
         if lost:
@@ -281,7 +280,7 @@ class ModelAgents:
                 wait = self.model.move(
                     nbytes, now, holder.links, holder.node_class, node.links, node.node_class
                 )
-                attempt.fetches.append(Fetch(ref.block, now, now + wait, nbytes, holder))
+                attempt.fetching = Fetch(ref, now, now + wait, nbytes, holder)
                 self.heap.after(wait, DELIVER, lambda: self._read_on(node, attempt))
                 return
         cost = self.model.cost(attempt.spec, attempt.read, now - attempt.fetch_from, node.node_class)
@@ -301,27 +300,25 @@ class ModelAgents:
             if not node.alive:
                 continue
             for attempt in list(node.running.values()):
-                fetching = attempt.fetches and attempt.fetches[-1].end > now
-                if fetching and self._holder(attempt.refs[attempt.next_ref - 1]) is None:
-                    self._fetch_failed(node, attempt, attempt.fetches[-1].block)
+                fetch = attempt.fetching
+                if fetch is not None and fetch.end > now and self._holder(fetch.ref) is None:
+                    self._fetch_failed(node, attempt, fetch.ref.block)
 
     def _fetch_failed(self, node: ModelNode, attempt: Attempt, block: str) -> None:
-        key = (attempt.spec.task_id, attempt.spec.attempt)
-        if node.alive and node.running.get(key) is attempt:
+        if self._current(node, attempt):
             self._unbook_rest(node, attempt)
         self._finish(node, attempt, failure="fetch", lost=(block,), reason="its holders are gone")
 
     def _unbook_rest(self, node: ModelNode, attempt: Attempt) -> None:
-        """The bytes its fetches had booked and will not send are given back to the links."""
-        now = self.heap.now
-        for fetch in attempt.fetches:
-            if fetch.end <= now:
-                continue
-            unsent: float = fetch.nbytes
-            if fetch.begun < now:  # under way: the part not yet through
-                unsent *= (fetch.end - now) / (fetch.end - fetch.begun)
-            sender = fetch.sender
-            self.model.unbook(unsent, sender.links, sender.node_class, node.links, node.node_class)
+        """The bytes its fetch under way had booked and will not send are given back to the links."""
+        now, fetch = self.heap.now, attempt.fetching
+        if fetch is None or fetch.end <= now:
+            return
+        unsent: float = fetch.nbytes
+        if fetch.begun < now:  # under way: the part not yet through
+            unsent *= (fetch.end - now) / (fetch.end - fetch.begun)
+        sender = fetch.sender
+        self.model.unbook(unsent, sender.links, sender.node_class, node.links, node.node_class)
 
     def _holder(self, ref: BlockRef) -> ModelNode | None:
         """A live node that holds the block (its own copy, or a pushed one)."""
