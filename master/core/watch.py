@@ -38,6 +38,11 @@ class NodeWatch:
         """When each silent node last answered a probe (a fresh timeout from then)."""
         self.starting_up = True
         """Until time 0: silent nodes that do not answer are waited for, the machine is busy."""
+        self.asked_in_quiet: set[tuple[str, str]] = set()
+        """(node, purpose) of the probes sent while the whole cluster was quiet: one of them
+        that times out says nothing about its node alone, even if the others are heard by then
+        (a probe sent into a freeze of every agent can time out just after they thaw, before
+        its own node's first heartbeat)."""
 
     # ------------------------------------------------------------------ silent nodes
 
@@ -54,31 +59,44 @@ class NodeWatch:
             self.core.journal.event("cluster_silent", nodes=[n.node_id for n in unasked])
         for node in unasked:
             self.probing.add(node.node_id)
-            self.core.probe(node, "silent")
+            self._ask(node, "silent", now)
 
     def _everyone_quiet(self, now: float) -> bool:
         live = [n.last_seen for n in self.core.nodes.values() if n.status in ("up", "draining")]
         return everyone_quiet(live, now, self.core.scenario.heartbeat_interval_s)
 
+    def _ask(self, node: NodeRecord, purpose: str, now: float, session: int = 0) -> None:
+        """Probe the node, remembering whether the whole cluster was quiet as it was asked."""
+        if self._everyone_quiet(now):
+            self.asked_in_quiet.add((node.node_id, purpose))
+        self.core.probe(node, purpose, session)
+
+    def _lenient(self, asked_in_quiet: bool, now: float) -> bool:
+        """Whether a probe's silence is forgiven (``master.liveness.after_probe``): while the
+        cluster starts, or when the whole cluster is quiet now or was when the probe was sent."""
+        return self.starting_up or asked_in_quiet or self._everyone_quiet(now)
+
     def probe_answered(self, answer: ProbeAnswered) -> None:
         node = self.core.nodes.get(answer.node_id)
         if answer.purpose == "silent":
             self.probing.discard(answer.node_id)
+        asked_in_quiet = (answer.node_id, answer.purpose) in self.asked_in_quiet
+        self.asked_in_quiet.discard((answer.node_id, answer.purpose))
         if node is None:
             return
         if answer.purpose == "silent":
-            self._silent_answered(node, answer)
+            self._silent_answered(node, answer, asked_in_quiet)
         elif answer.purpose == "will":
-            self._will_answered(node, answer)
+            self._will_answered(node, answer, asked_in_quiet)
         else:
             self._gone_answered(node, answer)
 
-    def _silent_answered(self, node: NodeRecord, answer: ProbeAnswered) -> None:
+    def _silent_answered(self, node: NodeRecord, answer: ProbeAnswered, asked_in_quiet: bool) -> None:
         if node.status not in ("up", "draining"):
             return
         now = self.core.journal.now()
         patience = patience_s(self.core.scenario.heartbeat_timeout_s)
-        lenient = self.starting_up or self._everyone_quiet(now)
+        lenient = self._lenient(asked_in_quiet, now)
         timeout = self.core.scenario.heartbeat_timeout_s
         verdict = after_probe(answer.outcome, now - node.last_seen, lenient, patience, timeout)
         if verdict == "alive":
@@ -164,7 +182,7 @@ class NodeWatch:
         if node.evicted_at is not None:
             self.core.node_lost(node, "evicted")
             return
-        self.core.probe(node, "will", session)
+        self._ask(node, "will", self.core.journal.now(), session)
 
     def gone(self, node: NodeRecord) -> None:
         """The agent says it stopped (it closes its HTTP server first): believed once it no
@@ -177,7 +195,7 @@ class NodeWatch:
             return
         self.core.node_lost(node, "released")
 
-    def _will_answered(self, node: NodeRecord, answer: ProbeAnswered) -> None:
+    def _will_answered(self, node: NodeRecord, answer: ProbeAnswered, asked_in_quiet: bool) -> None:
         """A refusal (nothing listens) is a crash; an answer, a Will to ignore. No answer in time
         while the whole cluster is quiet is a pause (a frozen host, a stalled broker: every
         agent's keepalive ran out at once): asked again, as a silent node is, within the
@@ -189,11 +207,11 @@ class NodeWatch:
             return
         now = self.core.journal.now()
         timeout = self.core.scenario.heartbeat_timeout_s
-        lenient = self.starting_up or self._everyone_quiet(now)
+        lenient = self._lenient(asked_in_quiet, now)
         verdict = after_probe(answer.outcome, now - node.last_seen, lenient, patience_s(timeout), timeout)
         if verdict == "alive":  # heard again since its Will: the keepalive ran out in a pause
             self.core.journal.event("will_ignored", node=node.node_id, session=answer.session)
         elif verdict == "wait":
-            self.core.probe(node, "will", answer.session)
+            self._ask(node, "will", now, answer.session)
         else:
             self.core.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
