@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgpack
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from testbed.protocol import (
     BlockRef,
@@ -106,3 +108,37 @@ def test_topics_are_namespaced_by_run() -> None:
     assert topics.state("t001") == "tb/run1/node/t001/state"
     assert topics.command("r000") == "tb/run1/node/r000/cmd"
     assert Topics.node_of(topics.task_updates("t007")) == "t007"
+
+
+_BLOCK = st.from_regex(r"[A-Za-z0-9_.-]{1,40}", fullmatch=True)
+_URL = st.from_regex(r"http://[a-z0-9-]{1,12}\.sim:[0-9]{1,4}", fullmatch=True)
+_URLS = st.lists(_URL, min_size=1, max_size=3)
+
+
+@given(_BLOCK, st.integers(0, 10_000), _URLS)
+def test_trusted_ref_is_the_validated_one(block: str, partition: int, urls: list[str]) -> None:
+    """The master's own refs skip validation (``BlockRef.trusted``): the same object in every
+    respect a reader sees (equality, hash, fields set, dump, bytes on the wire), and a copy
+    with capabilities (``master.signing``) the same as the validated one's."""
+    locations = tuple(urls)
+    trusted = BlockRef.trusted(block, partition, locations)
+    validated = BlockRef(block=block, partition=partition, locations=locations)
+    assert trusted == validated
+    assert hash(trusted) == hash(validated)
+    assert trusted.model_fields_set == validated.model_fields_set
+    assert trusted.model_dump(exclude_unset=True) == validated.model_dump(exclude_unset=True)
+    spec = SPEC.model_copy(update={"inputs": ((trusted,),)})
+    assert Codec.encode(LaunchTask(task=spec, id="m")) == Codec.encode(
+        LaunchTask(task=SPEC.model_copy(update={"inputs": ((validated,),)}), id="m")
+    )
+    caps = tuple("c" for _ in locations)
+    assert trusted.model_copy(update={"caps": caps}) == validated.model_copy(update={"caps": caps})
+    assert trusted.cap_at(locations[0]) == ""
+
+
+def test_trusted_ref_refuses_what_validation_refuses_loudly() -> None:
+    """No location, or a negative partition, is a bug in the master: raised, not sent."""
+    with pytest.raises(ValueError):
+        BlockRef.trusted("b", 0, ())
+    with pytest.raises(ValueError):
+        BlockRef.trusted("b", -1, ("http://x.sim:1",))

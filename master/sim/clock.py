@@ -29,7 +29,8 @@ class EventHeap:
         heapq.heappush(self._queue, (max(when, self.now), priority, next(self._order), action))
 
     def after(self, delay: float, priority: int, action: Callable[[], None]) -> None:
-        self.at(self.now + delay, priority, action)
+        """``at(now + delay, ...)``, in one call (a call per remote block read)."""
+        heapq.heappush(self._queue, (max(self.now + delay, self.now), priority, next(self._order), action))
 
     def __len__(self) -> int:
         return len(self._queue)

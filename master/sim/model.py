@@ -96,6 +96,8 @@ class ExecutionModel:
         self.ideal_memory_mb = ideal_memory_mb
         self.dependency_kinds = dependency_kinds
         self.profiles = load_profiles(scenario) if self.spec.memory_penalty else {}
+        self.nic = {c: getattr(scenario.cluster, c).network_mbps * 1e6 / 8 for c in ("reserved", "transient")}
+        """Each node class's NIC rate in bytes/s (looked up once per fetch, twice)."""
         self.plugin_models: dict[tuple[str, str], SimModel | None] = {}
         """A workload plugin's ``sim_model()`` per (import path, options as JSON)."""
         for index, job in enumerate(scenario.jobs):
@@ -159,7 +161,7 @@ class ExecutionModel:
     # ------------------------------------------------------------------ nodes
 
     def nic_bytes_s(self, node_class: str) -> float:
-        return getattr(self.scenario.cluster, node_class).network_mbps * 1e6 / 8
+        return self.nic[node_class]
 
     def disk_bytes_s(self, node_class: str) -> float | None:
         rate = getattr(self.scenario.cluster, node_class).disk_mb_s
@@ -171,9 +173,9 @@ class ExecutionModel:
         """Book ``nbytes`` sent at ``now`` on the sender's ``net-out`` and the receiver's ``net-in``
         (the real agent paces every chunk on both): the seconds until they are through, the
         slower of the two bookings."""
-        burst = self.spec.link_burst
-        sender.out_free, out_s = book(sender.out_free, now, nbytes, self.nic_bytes_s(sender_class), burst)
-        receiver.in_free, in_s = book(receiver.in_free, now, nbytes, self.nic_bytes_s(receiver_class), burst)
+        burst, nic = self.spec.link_burst, self.nic
+        sender.out_free, out_s = book(sender.out_free, now, nbytes, nic[sender_class], burst)
+        receiver.in_free, in_s = book(receiver.in_free, now, nbytes, nic[receiver_class], burst)
         return max(out_s, in_s)
 
     def unbook(

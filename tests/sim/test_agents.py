@@ -250,6 +250,36 @@ def test_a_holder_killed_before_its_block_is_fetched_fails_the_reader_as_a_real_
     assert fleet.nodes["transient-0"].links.in_free == pytest.approx(at, abs=0.01)
 
 
+def test_a_holder_killed_while_a_reader_reads_leaves_it_the_next_location() -> None:
+    """As above, but the second block has a copy on reserved-0 (pushed when it was written):
+    the holders the reader found at its start are not trusted once a node died, and it reads
+    that block from its next location, as a worker tries each in turn."""
+    heap, fleet, heard = agents(spec=NIC_SPEC)
+    copy = PushTarget(node_id="reserved-0", url=url_of("reserved-0"), partitions=(0,))
+    for index, (holder, push) in enumerate((("reserved-0", ()), ("reserved-1", (copy,)))):
+        writer = sleep_task(index, 0.0).model_copy(
+            update={"final": False, "params": {"generate": {"nbytes": 2**20}}, "op": "sort.map", "push": push}
+        )
+        fleet.command(holder, LaunchTask(task=writer))
+    run_all(heap)
+    refs = (
+        BlockRef(block="j000.s0.t0.a0", partition=0, locations=(url_of("reserved-0"),)),
+        BlockRef(block="j000.s0.t1.a0", partition=0, locations=(url_of("reserved-1"), url_of("reserved-0"))),
+    )
+    heard.clear()
+    fleet.command("transient-0", LaunchTask(task=reduce_task(0, refs)))
+    begin = heap.now + 0.5
+    run_all(heap, until=begin + 0.25)
+    fleet.kill("reserved-1")
+    run_all(heap)
+    (done,) = [(t, m) for t, _, m in heard if isinstance(m, TaskUpdate) and m.state != "running"]
+    assert done[1].state == "succeeded"
+    assert done[1].metrics is not None and done[1].metrics.bytes_in == 2 * 2**20
+    one = 2**20 / 1e6
+    assert done[0] > begin + 2 * one  # both blocks came over the links
+    assert fleet.nodes["reserved-0"].links.out_free > begin + 1.5 * one  # both from reserved-0
+
+
 @pytest.mark.parametrize(("op", "pushed"), [("mlr.gradient", (300, 500)), ("wordcount.map", (400, 700))])
 def test_a_partial_aggregate_of_gradients_is_one_gradients_size(op: str, pushed: tuple[int, ...]) -> None:
     """Summed gradients keep one gradient's size (the real combiner adds them slice by
