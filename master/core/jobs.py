@@ -279,10 +279,8 @@ class JobRuntime:
         first, then any replica (a checkpoint). Narrow: its parent's whole output; shuffle:
         its own partition of every parent's; broadcast: every parent's whole output."""
         index = key[1]
-        if dep.kind == "narrow":
-            parents = [self.tasks[(dep.stage, index)]]
-        else:
-            parents = [self.tasks[(dep.stage, i)] for i in range(self.plan.stages[dep.stage].tasks)]
+        stage = self._by_stage[dep.stage]
+        parents = [stage[index]] if dep.kind == "narrow" else stage
         partition = index if dep.kind == "shuffle" else 0
         trusted = BlockRef.trusted  # the core's own block ids and locations: not validated again
         return tuple(

@@ -264,19 +264,22 @@ class ModelAgents:
         """The worker is up: its inputs are fetched (or found lost), then it computes."""
         if not self._current(node, attempt) or attempt.started or not attempt.ready:
             return
-        found = [self._holder(ref) for ref in attempt.refs]
-        lost = sorted({ref.block for ref, holder in zip(attempt.refs, found, strict=True) if holder is None})
+        whole = frozenset(self.model.whole_blocks(attempt.spec))
+        holders: list[ModelNode] = []
+        sizes: list[int] = []
+        lost: set[str] = set()
+        for ref in attempt.refs:
+            holder = self._holder(ref)
+            if holder is None:
+                lost.add(ref.block)
+            elif not lost:
+                holders.append(holder)
+                sizes.append(self._part_bytes(holder, ref, ref.block in whole))
         if lost:
-            self._finish(node, attempt, failure="fetch", lost=tuple(lost))
+            self._finish(node, attempt, failure="fetch", lost=tuple(sorted(lost)))
             return
         attempt.started = True
-        whole = attempt.whole = frozenset(self.model.whole_blocks(attempt.spec))
-        attempt.holders = [holder for holder in found if holder is not None]  # all: none is lost
-        attempt.sizes = [
-            self._part_bytes(holder, ref, ref.block in whole)
-            for ref, holder in zip(attempt.refs, attempt.holders, strict=True)
-        ]
-        attempt.seen = self.moved
+        attempt.whole, attempt.holders, attempt.sizes, attempt.seen = whole, holders, sizes, self.moved
         attempt.fetch_from = self.heap.now
         self._read_on(node, attempt)
 
