@@ -59,7 +59,7 @@ class Fetch:
     sender: ModelNode
 
 
-@dataclass
+@dataclass(slots=True)
 class Attempt:
     spec: TaskSpec
     key: tuple[str, int]
@@ -91,7 +91,7 @@ class Attempt:
         return set(self.spec.streamed) <= self.closed
 
 
-@dataclass
+@dataclass(slots=True)
 class ModelNode:
     node_id: str
     node_class: str
