@@ -10,9 +10,10 @@ upstream from its job's estimated task duration against a cutoff
 - Long tasks are placed centrally on the general partition only: on the node
   with the least estimated wait, started at once on a free slot, else queued.
 - Short tasks are placed by probing: ``probes`` candidate nodes per task (the
-  power of d choices), sampled by a hash of (seed, task id, node id) among the
-  nodes whose "runs long" bit is clear (Eagle's succinct state sharing); the
-  task goes to the probed node with the least estimated wait.
+  power of d choices), drawn uniformly at random among the nodes whose "runs
+  long" bit is clear (Eagle's succinct state sharing), from a hash of (seed,
+  task id, draw number); the task goes to the probed node with the least
+  estimated wait.
 - A node with a free slot starts its queued tasks, FIFO or SRPT.
 - A short task queued on a transient node also gets a copy queued on an
   on-demand node (CloudCoaster, section 3.3), so a revocation never loses it;
@@ -28,10 +29,9 @@ import hashlib
 import heapq
 import math
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from heapq import nsmallest
 from typing import Literal
 
 from master.policies.base import (
@@ -242,7 +242,6 @@ class _Round:
         self.started: set[str] = set()
         self._placeable_views: dict[frozenset[str], list[NodeView]] = {}
         self._placeable: dict[frozenset[str], list[_NodeState]] = {}
-        self._clear: dict[frozenset[str], list[NodeView]] = {}
         self._general: dict[frozenset[str], list[tuple[_LongKey, int, _NodeState]]] = {}
 
     def ordered(self) -> list[NodeView]:
@@ -275,16 +274,9 @@ class _Round:
         state = self.nodes.get(view.node_id)
         return state.long if state is not None else holds_long(view, self.pending)
 
-    def clear(self, task: PendingTask) -> list[NodeView]:
-        """The placeable nodes whose long bit is clear, else all placeable ones (kept for the
-        round until a long bit is set: :meth:`place`). Views: a short task's probe needs only
-        their ids, and the state of the nodes it probes."""
-        found = self._clear.get(task.allowed_classes)
-        if found is None:
-            candidates = self.placeable_views(task)
-            found = [n for n in candidates if not self.long(n)] or candidates
-            self._clear[task.allowed_classes] = found
-        return found
+    def is_clear(self, view: NodeView) -> bool:
+        """Whether the node's long bit is clear (what a short task's probe asks of a node)."""
+        return not self.long(view)
 
     def least_wait_general(self, task: PendingTask) -> _NodeState | None:
         """The placeable node of the general partition with the least estimated wait, then the
@@ -329,9 +321,8 @@ class _Round:
     def place(self, task: PendingTask, state: _NodeState, copy: bool = False) -> Decision:
         """Start a new task on ``state``'s node if it can start there now, else queue it."""
         node_id = state.view.node_id
-        if task.long and not state.long:
+        if task.long:
             state.long = True
-            self._clear.clear()
         if not copy and state.can_start(task):
             self._take_slot(task, state)
             state.backlog_s += task.est_duration_s
@@ -357,18 +348,48 @@ def _assign(task: PendingTask, node_id: str) -> Assign:
     return Assign(task.task_id, node_id, task.ideal_memory_mb, predicted_duration_s=task.est_duration_s)
 
 
-def _probed(seed: int, task_id: str, nodes: list[NodeView], probes: int) -> list[NodeView]:
-    """A task's sample: the ``probes`` nodes of lowest stable pseudo-random rank, the 8-byte
-    BLAKE2b digest of ``seed/task_id/node_id`` (ties: the earlier node). The common prefix
-    is hashed once; hashing every node is what a short task costs."""
+_MAX_DRAWS = 64
+"""Draws per probe before a short task lists the clear nodes (``_probed``): a draw costs about
+a microsecond, a list of every clear node about a millisecond at 4,000 servers."""
+
+
+def _probed(
+    seed: int, task_id: str, nodes: list[NodeView], probes: int, clear: Callable[[NodeView], bool]
+) -> list[NodeView]:
+    """A task's sample: ``probes`` distinct nodes drawn uniformly at random among ``nodes``
+    whose long bit is clear (``clear``), else among all of them if none is clear; all of them if
+    there are no more than ``probes``. Eagle's own rule (its simulator's ``find_workers_random``
+    draws probe targets uniformly among the nodes the succinct state shows free of long tasks).
+
+    Draw ``i`` is node ``h_i mod len(nodes)``, ``h_i`` the 8-byte BLAKE2b digest of
+    ``seed/task_id/i``: a node already drawn or with its long bit set is drawn again
+    (rejection: the nodes kept are uniform over the clear ones), so a probe costs O(probes /
+    share of clear nodes), not O(nodes). After ``_MAX_DRAWS`` draws per probe (few clear
+    nodes) the remaining picks are drawn the same way from the list of the clear nodes not yet
+    picked. Pure: the same snapshot gets the same sample."""
     prefix = hashlib.blake2b(f"{seed}/{task_id}/".encode(), digest_size=8)
-    ranks = []
-    for view in nodes:
+    draw = 0
+
+    def index(size: int) -> int:
+        nonlocal draw
         hashed = prefix.copy()
-        hashed.update(view.node_id.encode())
-        ranks.append(hashed.digest())
-    order = nsmallest(probes, range(len(nodes)), key=ranks.__getitem__)
-    return [nodes[i] for i in order]
+        hashed.update(str(draw).encode())
+        draw += 1
+        return int.from_bytes(hashed.digest(), "big") % size
+
+    size = len(nodes)
+    picked: dict[int, None] = {}
+    while len(picked) < probes and draw < _MAX_DRAWS * probes and size > 0:
+        i = index(size)
+        if i not in picked and clear(nodes[i]):
+            picked[i] = None
+    if len(picked) < probes:
+        rest = [i for i in range(size) if i not in picked and clear(nodes[i])]
+        if not rest and not picked:
+            rest = list(range(size))
+        while len(picked) < probes and rest:
+            picked[rest.pop(index(len(rest)))] = None
+    return [nodes[i] for i in picked]
 
 
 class EagleScheduler(Scheduler):
@@ -448,7 +469,8 @@ class EagleScheduler(Scheduler):
 
     def _sample(self, round_: _Round, task: PendingTask) -> list[_NodeState]:
         """The nodes a short task probes."""
-        probed = _probed(self.seed, task.task_id, round_.clear(task), self.probes)
+        views = round_.placeable_views(task)
+        probed = _probed(self.seed, task.task_id, views, self.probes, round_.is_clear)
         return [round_.nodes[view.node_id] for view in probed]
 
     @staticmethod
