@@ -242,7 +242,7 @@ class _Round:
         self.started: set[str] = set()
         self._placeable_views: dict[frozenset[str], list[NodeView]] = {}
         self._placeable: dict[frozenset[str], list[_NodeState]] = {}
-        self._general: dict[frozenset[str], list[tuple[_LongKey, int, _NodeState]]] = {}
+        self._general: dict[frozenset[str], list[tuple[_LongKey, int, str]]] = {}
 
     def ordered(self) -> list[NodeView]:
         """Every node's view in ordinal order (sorted when first needed)."""
@@ -283,20 +283,36 @@ class _Round:
         most free slots, then the lowest ordinal: ``min`` over them, in O(log nodes) per long
         task. A heap of their keys, built on the round's first long task: once the queued
         tasks have started (``EagleScheduler.schedule`` starts them first), a placement only
-        makes its node's key worse, so a stale top is pushed back down with its key now."""
+        makes its node's key worse, so a stale top is pushed back down with its key now.
+        The heap holds node ids: only the nodes it pops get a state (``_view_key``)."""
         heap = self._general.get(task.allowed_classes)
         if heap is None:
-            general = (s for s in self.placeable(task) if s.view.partition == "general")
-            heap = [(_long_key(s), i, s) for i, s in enumerate(general)]
+            general = (v for v in self.placeable_views(task) if v.partition == "general")
+            heap = [(self._view_key(v), i, v.node_id) for i, v in enumerate(general)]
             heapq.heapify(heap)
             self._general[task.allowed_classes] = heap
+        states = self.nodes
         while heap:
-            key, i, state = heap[0]
+            key, i, node_id = heap[0]
+            state = states[node_id]
             now = _long_key(state)
             if now == key:
                 return state
-            heapq.heapreplace(heap, (now, i, state))
+            heapq.heapreplace(heap, (now, i, node_id))
         return None
+
+    def _view_key(self, view: NodeView) -> _LongKey:
+        """``_long_key`` of the node's state, without building one for a node the round has not
+        touched: such a node has no queue (the round starts every queue first), so its wait is
+        0 with a free slot, else its running tasks' remainders over its slots."""
+        state = self.nodes.get(view.node_id)
+        if state is not None:
+            return _long_key(state)
+        free = view.slots - len(view.running)
+        if view.queued:  # not reached after the queues have started; kept exact regardless
+            return _long_key(self.nodes[view.node_id])
+        wait = 0.0 if free > 0 else backlog_s(view, self.pending, self.now) / view.slots
+        return (wait, -free, node_ordinal(view.node_id))
 
     def unplaced(self) -> list[PendingTask]:
         """Pending tasks neither queued anywhere nor started this round, in job order."""
