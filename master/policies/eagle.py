@@ -32,6 +32,8 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import compress
+from operator import attrgetter
 from typing import Literal
 
 from master.policies.base import (
@@ -48,6 +50,8 @@ from master.policies.base import (
 Partition = Literal["general", "short"]
 _ORDINAL = re.compile(r"(\d+)$")
 QueueOrder = Literal["fifo", "srpt"]
+_ID = attrgetter("node_id")
+_QUEUED = attrgetter("queued")
 
 
 # ----------------------------------------------------------------- partitions
@@ -212,6 +216,22 @@ class _States(dict[str, _NodeState]):
         return state
 
 
+class _OrdinalOrder:
+    """A snapshot's nodes in ordinal order. The permutation is kept from round to round while
+    the snapshot shows the same node ids in the same order (the common case: only views
+    change), so a round takes its nodes in C (``map``), not a sort keyed in Python."""
+
+    def __init__(self) -> None:
+        self.ids: tuple[str, ...] = ()
+        self.permutation: list[int] = []
+
+    def of(self, nodes: tuple[NodeView, ...], ids: tuple[str, ...]) -> list[NodeView]:
+        if ids != self.ids:
+            self.permutation = sorted(range(len(ids)), key=lambda i: node_ordinal(ids[i]))
+            self.ids = ids
+        return list(map(nodes.__getitem__, self.permutation))
+
+
 _LongKey = tuple[float, int, tuple[int, str]]
 """A long task's placement key (``_long_key``)."""
 
@@ -219,17 +239,20 @@ _LongKey = tuple[float, int, tuple[int, str]]
 class _Round:
     """The mutable bookkeeping of one ``schedule`` call over an immutable snapshot."""
 
-    def __init__(self, snapshot: ClusterSnapshot) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, order: _OrdinalOrder) -> None:
         """What a round needs of every node is only its view: a node's state (its backlog,
         queue length, long bit) is built when the round first asks about the node (``nodes``),
         so a round whose tasks are all queued costs O(nodes with a queue), not O(nodes)."""
         self.snapshot = snapshot
         self.now = snapshot.now
         self.pending = pending_by_id(snapshot)
-        self.views = {n.node_id: n for n in snapshot.nodes}
+        self.ids = tuple(map(_ID, snapshot.nodes))
+        self.views = dict(zip(self.ids, snapshot.nodes, strict=True))
         self.nodes = _States(self)
+        self.order = order
         self._ordered: list[NodeView] | None = None
-        self.queueing = sorted((n for n in snapshot.nodes if n.queued), key=lambda n: node_ordinal(n.node_id))
+        queueing = compress(snapshot.nodes, map(_QUEUED, snapshot.nodes))
+        self.queueing = sorted(queueing, key=lambda n: node_ordinal(n.node_id))
         """The nodes with a queue, in ordinal order."""
         self.queued_on: dict[str, list[str]] = {}
         for view in self.queueing:
@@ -247,7 +270,7 @@ class _Round:
     def ordered(self) -> list[NodeView]:
         """Every node's view in ordinal order (sorted when first needed)."""
         if self._ordered is None:
-            self._ordered = sorted(self.snapshot.nodes, key=lambda n: node_ordinal(n.node_id))
+            self._ordered = self.order.of(self.snapshot.nodes, self.ids)
         return self._ordered
 
     def placeable_views(self, task: PendingTask) -> list[NodeView]:
@@ -435,9 +458,10 @@ class EagleScheduler(Scheduler):
         self.queue_order = queue_order
         self.seed = seed
         self.on_demand_copies = on_demand_copies
+        self._order = _OrdinalOrder()
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
-        round_ = _Round(snapshot)
+        round_ = _Round(snapshot, self._order)
         decisions: list[Decision] = []
         for view in round_.queueing:
             decisions += self._start_queued(round_, round_.nodes[view.node_id])

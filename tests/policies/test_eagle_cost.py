@@ -173,3 +173,15 @@ def test_a_probe_is_uniform_over_the_clear_nodes() -> None:
     )
     assert set(counts) == {f"reserved-{i}" for i in range(0, 40, 4)}
     assert min(counts.values()) > 700 and max(counts.values()) < 900  # 800 expected, sd ~27
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(snapshots(), min_size=2, max_size=4), *EAGLE_ROUNDS[1:])
+def test_an_eagle_kept_across_rounds_decides_as_a_fresh_one(
+    rounds: list[ClusterSnapshot], probes: int, order: str, copies: bool, seed: int
+) -> None:
+    """What Eagle keeps from round to round (its nodes' ordinal order) changes no decision."""
+    knobs = {"probes": probes, "queue_order": order, "on_demand_copies": copies, "seed": seed}
+    kept = EagleScheduler(**knobs)  # type: ignore[arg-type]
+    for snapshot in rounds + rounds[:1]:
+        assert kept.schedule(snapshot) == EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
