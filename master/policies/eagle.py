@@ -31,7 +31,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import compress
 from operator import attrgetter
 from typing import Literal
@@ -266,6 +266,7 @@ class _Round:
         self._placeable_views: dict[frozenset[str], list[NodeView]] = {}
         self._placeable: dict[frozenset[str], list[_NodeState]] = {}
         self._general: dict[frozenset[str], list[tuple[_LongKey, int, str]]] = {}
+        self._busy: dict[frozenset[str], list[Callable[[], tuple[_LongKey, int, str]]]] = {}
 
     def ordered(self) -> list[NodeView]:
         """Every node's view in ordinal order (sorted when first needed)."""
@@ -307,35 +308,61 @@ class _Round:
         task. A heap of their keys, built on the round's first long task: once the queued
         tasks have started (``EagleScheduler.schedule`` starts them first), a placement only
         makes its node's key worse, so a stale top is pushed back down with its key now.
-        The heap holds node ids: only the nodes it pops get a state (``_view_key``)."""
+
+        The heap holds node ids, and only the nodes it pops get a state. A node the round has
+        not touched has no queue (the queues start first): with a free slot its key is
+        ``(0.0, -free slots, ordinal)``; without, ``(wait, 0, ordinal)``, which no key with a
+        free slot and no wait can lose to. So those busy nodes' keys (their running tasks'
+        remainders) are computed only once the heap's top is no longer such a key."""
         heap = self._general.get(task.allowed_classes)
         if heap is None:
-            general = (v for v in self.placeable_views(task) if v.partition == "general")
-            heap = [(self._view_key(v), i, v.node_id) for i, v in enumerate(general)]
+            heap, busy = self._general_keys(task)
             heapq.heapify(heap)
             self._general[task.allowed_classes] = heap
+            self._busy[task.allowed_classes] = busy
+        busy = self._busy[task.allowed_classes]
         states = self.nodes
-        while heap:
+        while True:
+            if busy and (not heap or heap[0][0][:2] >= (0.0, 0)):
+                for entry in busy:
+                    heapq.heappush(heap, entry())
+                busy.clear()
+            if not heap:
+                return None
             key, i, node_id = heap[0]
             state = states[node_id]
             now = _long_key(state)
             if now == key:
                 return state
             heapq.heapreplace(heap, (now, i, node_id))
-        return None
 
-    def _view_key(self, view: NodeView) -> _LongKey:
-        """``_long_key`` of the node's state, without building one for a node the round has not
-        touched: such a node has no queue (the round starts every queue first), so its wait is
-        0 with a free slot, else its running tasks' remainders over its slots."""
-        state = self.nodes.get(view.node_id)
+    def _general_keys(
+        self, task: PendingTask
+    ) -> tuple[list[tuple[_LongKey, int, str]], list[Callable[[], tuple[_LongKey, int, str]]]]:
+        """The heap's entries of the general partition's placeable nodes (``least_wait_general``),
+        and the untouched busy ones' entries to compute when needed."""
+        states = self.nodes
+        heap: list[tuple[_LongKey, int, str]] = []
+        busy: list[Callable[[], tuple[_LongKey, int, str]]] = []
+        general = (v for v in self.placeable_views(task) if v.partition == "general")
+        for i, view in enumerate(general):
+            node_id = view.node_id
+            free = view.slots - len(view.running)
+            if node_id in states or view.queued:
+                heap.append((_long_key(states[node_id]), i, node_id))
+            elif free > 0:
+                heap.append(((0.0, -free, node_ordinal(node_id)), i, node_id))
+            else:
+                busy.append(partial(self._busy_entry, view, i))
+        return heap, busy
+
+    def _busy_entry(self, view: NodeView, i: int) -> tuple[_LongKey, int, str]:
+        """A busy node's heap entry: its state's key if the round has touched it since."""
+        node_id = view.node_id
+        state = self.nodes.get(node_id)
         if state is not None:
-            return _long_key(state)
-        free = view.slots - len(view.running)
-        if view.queued:  # not reached after the queues have started; kept exact regardless
-            return _long_key(self.nodes[view.node_id])
-        wait = 0.0 if free > 0 else backlog_s(view, self.pending, self.now) / view.slots
-        return (wait, -free, node_ordinal(view.node_id))
+            return (_long_key(state), i, node_id)
+        return ((backlog_s(view, self.pending, self.now) / view.slots, 0, node_ordinal(node_id)), i, node_id)
 
     def unplaced(self) -> list[PendingTask]:
         """Pending tasks neither queued anywhere nor started this round, in job order."""
