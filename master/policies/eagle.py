@@ -31,7 +31,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import lru_cache
 from itertools import compress
 from operator import attrgetter
 from typing import Literal
@@ -196,13 +196,18 @@ class _NodeState:
 class _States(dict[str, _NodeState]):
     """The round's node states by id, each built when first asked for (``_Round.state``)."""
 
-    def __init__(self, round_: _Round) -> None:
+    def __init__(self, views: Mapping[str, NodeView], pending: Mapping[str, PendingTask], now: float) -> None:
+        """Not the round itself: a reference back to it would make each round a reference
+        cycle, freed only by the cycle collector, which a simulation runs once in 2^20 events
+        (docs/simulation.md): gigabytes of rounds over a simulated day."""
         super().__init__()
-        self.round = round_
+        self.views = views
+        self.pending = pending
+        self.now = now
 
     def __missing__(self, node_id: str) -> _NodeState:
-        view = self.round.views[node_id]
-        pending = self.round.pending
+        view = self.views[node_id]
+        pending = self.pending
         state = _NodeState(
             view=view,
             free_slots=view.free_slots,
@@ -210,7 +215,7 @@ class _States(dict[str, _NodeState]):
             queue_length=sum(q in pending for q in view.queued) if view.queued else 0,
             long=holds_long(view, pending),
             pending=pending,
-            now=self.round.now,
+            now=self.now,
         )
         self[node_id] = state
         return state
@@ -248,7 +253,7 @@ class _Round:
         self.pending = pending_by_id(snapshot)
         self.ids = tuple(map(_ID, snapshot.nodes))
         self.views = dict(zip(self.ids, snapshot.nodes, strict=True))
-        self.nodes = _States(self)
+        self.nodes = _States(self.views, self.pending, self.now)
         self.order = order
         self._ordered: list[NodeView] | None = None
         queueing = compress(snapshot.nodes, map(_QUEUED, snapshot.nodes))
@@ -266,7 +271,7 @@ class _Round:
         self._placeable_views: dict[frozenset[str], list[NodeView]] = {}
         self._placeable: dict[frozenset[str], list[_NodeState]] = {}
         self._general: dict[frozenset[str], list[tuple[_LongKey, int, str]]] = {}
-        self._busy: dict[frozenset[str], list[Callable[[], tuple[_LongKey, int, str]]]] = {}
+        self._busy: dict[frozenset[str], list[tuple[NodeView, int]]] = {}
 
     def ordered(self) -> list[NodeView]:
         """Every node's view in ordinal order (sorted when first needed)."""
@@ -324,8 +329,8 @@ class _Round:
         states = self.nodes
         while True:
             if busy and (not heap or heap[0][0][:2] >= (0.0, 0)):
-                for entry in busy:
-                    heapq.heappush(heap, entry())
+                for view, i in busy:
+                    heapq.heappush(heap, self._busy_entry(view, i))
                 busy.clear()
             if not heap:
                 return None
@@ -338,12 +343,12 @@ class _Round:
 
     def _general_keys(
         self, task: PendingTask
-    ) -> tuple[list[tuple[_LongKey, int, str]], list[Callable[[], tuple[_LongKey, int, str]]]]:
+    ) -> tuple[list[tuple[_LongKey, int, str]], list[tuple[NodeView, int]]]:
         """The heap's entries of the general partition's placeable nodes (``least_wait_general``),
-        and the untouched busy ones' entries to compute when needed."""
+        and the untouched busy nodes (with their position) whose keys wait until needed."""
         states = self.nodes
         heap: list[tuple[_LongKey, int, str]] = []
-        busy: list[Callable[[], tuple[_LongKey, int, str]]] = []
+        busy: list[tuple[NodeView, int]] = []
         general = (v for v in self.placeable_views(task) if v.partition == "general")
         for i, view in enumerate(general):
             node_id = view.node_id
@@ -353,7 +358,7 @@ class _Round:
             elif free > 0:
                 heap.append(((0.0, -free, node_ordinal(node_id)), i, node_id))
             else:
-                busy.append(partial(self._busy_entry, view, i))
+                busy.append((view, i))
         return heap, busy
 
     def _busy_entry(self, view: NodeView, i: int) -> tuple[_LongKey, int, str]:

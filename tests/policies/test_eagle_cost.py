@@ -5,6 +5,7 @@ changes only the sample (the round before it, given the same sampler, decides th
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 
 from hypothesis import given, settings
@@ -185,3 +186,23 @@ def test_an_eagle_kept_across_rounds_decides_as_a_fresh_one(
     kept = EagleScheduler(**knobs)  # type: ignore[arg-type]
     for snapshot in rounds + rounds[:1]:
         assert kept.schedule(snapshot) == EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+
+
+def test_a_round_leaves_no_reference_cycle() -> None:
+    """A simulation runs the cycle collector once in 2^20 events: a round that is a cycle
+    (its node states pointing back at it) piles up gigabytes over a simulated day."""
+    nodes = tuple(
+        NodeView(f"reserved-{i}", "reserved", 1, 4_000, partition="short" if i > 5 else "general")
+        for i in range(8)
+    )
+    tasks = tuple(PendingTask(f"a/{i}", "a", 0, i, 1_000, 60.0, long=i % 2 == 0) for i in range(12))
+    snapshot = ClusterSnapshot(10.0, nodes, (JobView("a", 0.0, tasks),))
+    scheduler = EagleScheduler(probes=2)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            assert scheduler.schedule(snapshot)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
