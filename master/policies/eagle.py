@@ -199,7 +199,7 @@ class _States(dict[str, _NodeState]):
     def __init__(self, views: Mapping[str, NodeView], pending: Mapping[str, PendingTask], now: float) -> None:
         """Not the round itself: a reference back to it would make each round a reference
         cycle, freed only by the cycle collector, which a simulation runs once in 2^20 events
-        (docs/simulation.md): gigabytes of rounds over a simulated day."""
+        (``master.sim.shell.COLLECT_EVERY``): gigabytes of rounds over a simulated day."""
         super().__init__()
         self.views = views
         self.pending = pending
