@@ -6,8 +6,12 @@ CRC check, fsync and commit) in a child process, and this process pushing one st
 to it with ``agents.push.push_block`` (reading its segments, the upload), then fetching a
 partition of it back (the child serving it). Each side's CPU is its process's user + system
 seconds around the transfers (``/proc/<pid>/stat`` for the child), less an idle baseline of
-the same length; printed as JSON, per MB. ``testbed calibrate`` runs it for the simulator's
-``copy_*_cpu_s_per_mb`` defaults (docs/simulation.md).
+the same length; printed as JSON, per MB, with the pushes' wall seconds per MB (one after
+another, unpaced: the data plane's own speed, fsync included). ``--receiver-cgroup DIR``
+puts the receiving agent in that CPU control group first (a v1 ``cpu`` group or a v2 group,
+made by the caller with the quota to try: how a node's quota stretches a copy).
+``testbed calibrate`` runs it for the simulator's ``copy_*_cpu_s_per_mb`` defaults
+(docs/simulation.md).
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ async def _wait_up(session: aiohttp.ClientSession, url: str) -> None:
     raise RuntimeError("the receiving agent did not come up")
 
 
-async def measure(mb: float, repeats: int) -> dict[str, float]:
+async def measure(mb: float, repeats: int, receiver_cgroup: Path | None = None) -> dict[str, float]:
     """CPU seconds per MB: ``send`` (this process's push), ``receive`` and ``serve`` (the child's)."""
     with tempfile.TemporaryDirectory(prefix="copy-cpu-") as tmp:
         sender_dir, receiver_dir = Path(tmp, "sender"), Path(tmp, "receiver")
@@ -85,6 +89,8 @@ async def measure(mb: float, repeats: int) -> dict[str, float]:
             [sys.executable, "-m", "agents.copy_cpu", "--serve", str(receiver_dir), "--port", str(port)]
         )
         try:
+            if receiver_cgroup is not None:
+                (receiver_cgroup / "cgroup.procs").write_text(str(child.pid))
             url = f"http://127.0.0.1:{port}"
             async with aiohttp.ClientSession() as session:
                 await _wait_up(session, url)
@@ -114,6 +120,7 @@ async def measure(mb: float, repeats: int) -> dict[str, float]:
         "copy_send_cpu_s_per_mb": round(max(0.0, send) / total_mb, 5),
         "copy_receive_cpu_s_per_mb": round(max(0.0, receive) / total_mb, 5),
         "serve_cpu_s_per_mb": round(max(0.0, serve) / total_mb, 5),
+        "push_wall_s_per_mb": round(pushed_s / total_mb, 5),
         "mb": round(total_mb, 2),
         "copies": repeats,
     }
@@ -123,13 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agents.copy_cpu", description=__doc__)
     parser.add_argument("--mb", type=float, default=4.0, help="size of each copied block")
     parser.add_argument("--repeats", type=int, default=8, help="copies (and fetches) measured")
+    parser.add_argument("--receiver-cgroup", type=Path, help="a CPU control group for the receiver")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve is not None:
         _serve(args.serve, args.port)
         return 0
-    print(json.dumps(asyncio.run(measure(args.mb, args.repeats))))
+    print(json.dumps(asyncio.run(measure(args.mb, args.repeats, args.receiver_cgroup))))
     return 0
 
 
