@@ -16,7 +16,12 @@ runner, then fits, from the runs' tables (``fit``):
 - ``launch_overhead``: the median of ``end - start - compute_s`` of those attempts;
 - ``node_startup``: the median of ``node_launching`` -> ``node_up`` (events.jsonl), the
   replacement of the evicted node included;
-- ``will_delay``: the median ``detect_s`` of the nodes lost to an eviction.
+- ``will_delay``: the median ``detect_s`` of the nodes lost to an eviction;
+- ``copy_send_cpu_s_per_mb``, ``copy_receive_cpu_s_per_mb``, ``serve_cpu_s_per_mb``: the
+  agents' CPU seconds per MB of a copy sent and received and of a block served, measured
+  after the runs by ``python -m agents.copy_cpu`` (``copy_cpu``: the real data plane between
+  two processes, each side's CPU from ``/proc``). Host CPU seconds are a faithful node's
+  emulated core-seconds (its quota is its cores over the dilation), so they hold in both modes.
 
 Every time is in the runs' emulated seconds (wall / dilation). The file it writes is a
 calibration file (``testbed/scenario_sim.py``): ``simulation`` (those fields) and ``measured``
@@ -34,6 +39,8 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -336,6 +343,9 @@ def calibrate(
     if not runs:
         raise RuntimeError(f"no calibration run succeeded; see {work_dir}/logs/")
     values, samples = fit(runs, stage_ops(scenario), stage_deps(scenario), nic_bytes_s(scenario))
+    copies = copy_cpu()
+    values.update({key: copies[key] for key in COPY_CPU_KEYS})
+    samples["copy_cpu"] = f"{copies['copies']} copies and fetches of {copies['mb'] / copies['copies']:.3g} MB"
     summaries = [json.loads((run / "summary.json").read_text()) for run in runs]
     measured = {
         "command": command,
@@ -353,6 +363,22 @@ def calibrate(
         "samples": samples,
     }
     return {"simulation": values, "measured": measured}
+
+
+COPY_CPU_KEYS = ("copy_send_cpu_s_per_mb", "copy_receive_cpu_s_per_mb", "serve_cpu_s_per_mb")
+
+
+def copy_cpu(mb: float = 4.0, repeats: int = 8) -> dict[str, float]:
+    """The agents' CPU seconds per MB of a copy and a fetch served (``agents.copy_cpu``, run as
+    its own process: the real data plane, which this package does not import)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "agents.copy_cpu", "--mb", str(mb), "--repeats", str(repeats)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def write_calibration(document: dict[str, Any], path: Path) -> None:

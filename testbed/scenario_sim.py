@@ -90,6 +90,29 @@ class SimulationSpec(Strict):
         description="how far ahead of its rate an idle NIC direction runs (the scale model's token "
         "bucket burst, testbed.bandwidth.BURST_S, in this model's seconds: wall / dilation)",
     )
+    cpu_sharing: bool = Field(
+        default=True,
+        description="share each node's cores (its class's cpus) among its running attempts' compute "
+        "and its agent's copy and serve work, so an attempt beside a copy slows (master.sim.cpu); "
+        "false: every attempt computes at one core whatever runs beside it",
+    )
+    copy_send_cpu_s_per_mb: float = Field(
+        default=0.0024,
+        ge=0,
+        description="the sending agent's CPU seconds per MB of a push or checkpoint copy (reading "
+        "the block, the upload), on one core of the sender's (python -m agents.copy_cpu)",
+    )
+    copy_receive_cpu_s_per_mb: float = Field(
+        default=0.0045,
+        ge=0,
+        description="the receiving agent's CPU seconds per MB of a copy (staging, CRC check, fsync "
+        "and commit), after its last byte, on one core of the receiver's",
+    )
+    serve_cpu_s_per_mb: float = Field(
+        default=0.00125,
+        ge=0,
+        description="the holder's agent's CPU seconds per MB of a block it serves to a fetch",
+    )
     round_gap: Duration = Field(
         default=0.0,
         ge=0,

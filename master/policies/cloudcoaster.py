@@ -102,6 +102,10 @@ class _Census:
         self.short_on_demand = short_on_demand
         self.views: dict[str, NodeView] = {}
         """Every server of the last snapshot, by id."""
+        self.nodes: tuple[NodeView, ...] = ()
+        """The last snapshot's servers, in its order: a snapshot of as many is compared with it
+        position by position (a server at a position whose view is the same object is
+        unchanged; any other is recounted, and a server gone shows in ``views``' size)."""
         self.short: set[str] = set()
         """On-demand servers of the short-only partition."""
         self.replaced: frozenset[str] = frozenset()
@@ -121,8 +125,13 @@ class _Census:
 
     def update(self, snapshot: ClusterSnapshot) -> None:
         nodes, views, short = snapshot.nodes, self.views, self.short
+        previous, self.nodes = self.nodes, nodes
+        if len(previous) == len(nodes):  # as a rule the same servers in the same order
+            changed = list(compress(nodes, map(is_not, nodes, previous)))
+        else:
+            changed = list(compress(nodes, map(is_not, map(views.get, map(_ID, nodes)), nodes)))
         short_changed = False
-        for view in list(compress(nodes, map(is_not, map(views.get, map(_ID, nodes)), nodes))):
+        for view in changed:
             node_id = view.node_id
             old = views.get(node_id)
             if old is not None:

@@ -10,9 +10,10 @@ upstream from its job's estimated task duration against a cutoff
 - Long tasks are placed centrally on the general partition only: on the node
   with the least estimated wait, started at once on a free slot, else queued.
 - Short tasks are placed by probing: ``probes`` candidate nodes per task (the
-  power of d choices), sampled by a hash of (seed, task id, node id) among the
-  nodes whose "runs long" bit is clear (Eagle's succinct state sharing); the
-  task goes to the probed node with the least estimated wait.
+  power of d choices), drawn uniformly at random among the nodes whose "runs
+  long" bit is clear (Eagle's succinct state sharing), from a hash of (seed,
+  task id, draw number); the task goes to the probed node with the least
+  estimated wait.
 - A node with a free slot starts its queued tasks, FIFO or SRPT.
 - A short task queued on a transient node also gets a copy queued on an
   on-demand node (CloudCoaster, section 3.3), so a revocation never loses it;
@@ -28,10 +29,11 @@ import hashlib
 import heapq
 import math
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from heapq import nsmallest
+from itertools import compress
+from operator import attrgetter
 from typing import Literal
 
 from master.policies.base import (
@@ -48,6 +50,8 @@ from master.policies.base import (
 Partition = Literal["general", "short"]
 _ORDINAL = re.compile(r"(\d+)$")
 QueueOrder = Literal["fifo", "srpt"]
+_ID = attrgetter("node_id")
+_QUEUED = attrgetter("queued")
 
 
 # ----------------------------------------------------------------- partitions
@@ -192,13 +196,18 @@ class _NodeState:
 class _States(dict[str, _NodeState]):
     """The round's node states by id, each built when first asked for (``_Round.state``)."""
 
-    def __init__(self, round_: _Round) -> None:
+    def __init__(self, views: Mapping[str, NodeView], pending: Mapping[str, PendingTask], now: float) -> None:
+        """Not the round itself: a reference back to it would make each round a reference
+        cycle, freed only by the cycle collector, which a simulation runs once in 2^20 events
+        (``master.sim.shell.COLLECT_EVERY``): gigabytes of rounds over a simulated day."""
         super().__init__()
-        self.round = round_
+        self.views = views
+        self.pending = pending
+        self.now = now
 
     def __missing__(self, node_id: str) -> _NodeState:
-        view = self.round.views[node_id]
-        pending = self.round.pending
+        view = self.views[node_id]
+        pending = self.pending
         state = _NodeState(
             view=view,
             free_slots=view.free_slots,
@@ -206,10 +215,26 @@ class _States(dict[str, _NodeState]):
             queue_length=sum(q in pending for q in view.queued) if view.queued else 0,
             long=holds_long(view, pending),
             pending=pending,
-            now=self.round.now,
+            now=self.now,
         )
         self[node_id] = state
         return state
+
+
+class _OrdinalOrder:
+    """A snapshot's nodes in ordinal order. The permutation is kept from round to round while
+    the snapshot shows the same node ids in the same order (the common case: only views
+    change), so a round takes its nodes in C (``map``), not a sort keyed in Python."""
+
+    def __init__(self) -> None:
+        self.ids: tuple[str, ...] = ()
+        self.permutation: list[int] = []
+
+    def of(self, nodes: tuple[NodeView, ...], ids: tuple[str, ...]) -> list[NodeView]:
+        if ids != self.ids:
+            self.permutation = sorted(range(len(ids)), key=lambda i: node_ordinal(ids[i]))
+            self.ids = ids
+        return list(map(nodes.__getitem__, self.permutation))
 
 
 _LongKey = tuple[float, int, tuple[int, str]]
@@ -219,17 +244,20 @@ _LongKey = tuple[float, int, tuple[int, str]]
 class _Round:
     """The mutable bookkeeping of one ``schedule`` call over an immutable snapshot."""
 
-    def __init__(self, snapshot: ClusterSnapshot) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, order: _OrdinalOrder) -> None:
         """What a round needs of every node is only its view: a node's state (its backlog,
         queue length, long bit) is built when the round first asks about the node (``nodes``),
         so a round whose tasks are all queued costs O(nodes with a queue), not O(nodes)."""
         self.snapshot = snapshot
         self.now = snapshot.now
         self.pending = pending_by_id(snapshot)
-        self.views = {n.node_id: n for n in snapshot.nodes}
-        self.nodes = _States(self)
+        self.ids = tuple(map(_ID, snapshot.nodes))
+        self.views = dict(zip(self.ids, snapshot.nodes, strict=True))
+        self.nodes = _States(self.views, self.pending, self.now)
+        self.order = order
         self._ordered: list[NodeView] | None = None
-        self.queueing = sorted((n for n in snapshot.nodes if n.queued), key=lambda n: node_ordinal(n.node_id))
+        queueing = compress(snapshot.nodes, map(_QUEUED, snapshot.nodes))
+        self.queueing = sorted(queueing, key=lambda n: node_ordinal(n.node_id))
         """The nodes with a queue, in ordinal order."""
         self.queued_on: dict[str, list[str]] = {}
         for view in self.queueing:
@@ -242,13 +270,13 @@ class _Round:
         self.started: set[str] = set()
         self._placeable_views: dict[frozenset[str], list[NodeView]] = {}
         self._placeable: dict[frozenset[str], list[_NodeState]] = {}
-        self._clear: dict[frozenset[str], list[NodeView]] = {}
-        self._general: dict[frozenset[str], list[tuple[_LongKey, int, _NodeState]]] = {}
+        self._general: dict[frozenset[str], list[tuple[_LongKey, int, str]]] = {}
+        self._busy: dict[frozenset[str], list[tuple[NodeView, int]]] = {}
 
     def ordered(self) -> list[NodeView]:
         """Every node's view in ordinal order (sorted when first needed)."""
         if self._ordered is None:
-            self._ordered = sorted(self.snapshot.nodes, key=lambda n: node_ordinal(n.node_id))
+            self._ordered = self.order.of(self.snapshot.nodes, self.ids)
         return self._ordered
 
     def placeable_views(self, task: PendingTask) -> list[NodeView]:
@@ -275,36 +303,71 @@ class _Round:
         state = self.nodes.get(view.node_id)
         return state.long if state is not None else holds_long(view, self.pending)
 
-    def clear(self, task: PendingTask) -> list[NodeView]:
-        """The placeable nodes whose long bit is clear, else all placeable ones (kept for the
-        round until a long bit is set: :meth:`place`). Views: a short task's probe needs only
-        their ids, and the state of the nodes it probes."""
-        found = self._clear.get(task.allowed_classes)
-        if found is None:
-            candidates = self.placeable_views(task)
-            found = [n for n in candidates if not self.long(n)] or candidates
-            self._clear[task.allowed_classes] = found
-        return found
+    def is_clear(self, view: NodeView) -> bool:
+        """Whether the node's long bit is clear (what a short task's probe asks of a node)."""
+        return not self.long(view)
 
     def least_wait_general(self, task: PendingTask) -> _NodeState | None:
         """The placeable node of the general partition with the least estimated wait, then the
         most free slots, then the lowest ordinal: ``min`` over them, in O(log nodes) per long
         task. A heap of their keys, built on the round's first long task: once the queued
         tasks have started (``EagleScheduler.schedule`` starts them first), a placement only
-        makes its node's key worse, so a stale top is pushed back down with its key now."""
+        makes its node's key worse, so a stale top is pushed back down with its key now.
+
+        The heap holds node ids, and only the nodes it pops get a state. A node the round has
+        not touched has no queue (the queues start first): with a free slot its key is
+        ``(0.0, -free slots, ordinal)``; without, ``(wait, 0, ordinal)``, which no key with a
+        free slot and no wait can lose to. So those busy nodes' keys (their running tasks'
+        remainders) are computed only once the heap's top is no longer such a key."""
         heap = self._general.get(task.allowed_classes)
         if heap is None:
-            general = (s for s in self.placeable(task) if s.view.partition == "general")
-            heap = [(_long_key(s), i, s) for i, s in enumerate(general)]
+            heap, busy = self._general_keys(task)
             heapq.heapify(heap)
             self._general[task.allowed_classes] = heap
-        while heap:
-            key, i, state = heap[0]
+            self._busy[task.allowed_classes] = busy
+        busy = self._busy[task.allowed_classes]
+        states = self.nodes
+        while True:
+            if busy and (not heap or heap[0][0][:2] >= (0.0, 0)):
+                for view, i in busy:
+                    heapq.heappush(heap, self._busy_entry(view, i))
+                busy.clear()
+            if not heap:
+                return None
+            key, i, node_id = heap[0]
+            state = states[node_id]
             now = _long_key(state)
             if now == key:
                 return state
-            heapq.heapreplace(heap, (now, i, state))
-        return None
+            heapq.heapreplace(heap, (now, i, node_id))
+
+    def _general_keys(
+        self, task: PendingTask
+    ) -> tuple[list[tuple[_LongKey, int, str]], list[tuple[NodeView, int]]]:
+        """The heap's entries of the general partition's placeable nodes (``least_wait_general``),
+        and the untouched busy nodes (with their position) whose keys wait until needed."""
+        states = self.nodes
+        heap: list[tuple[_LongKey, int, str]] = []
+        busy: list[tuple[NodeView, int]] = []
+        general = (v for v in self.placeable_views(task) if v.partition == "general")
+        for i, view in enumerate(general):
+            node_id = view.node_id
+            free = view.slots - len(view.running)
+            if node_id in states or view.queued:
+                heap.append((_long_key(states[node_id]), i, node_id))
+            elif free > 0:
+                heap.append(((0.0, -free, node_ordinal(node_id)), i, node_id))
+            else:
+                busy.append((view, i))
+        return heap, busy
+
+    def _busy_entry(self, view: NodeView, i: int) -> tuple[_LongKey, int, str]:
+        """A busy node's heap entry: its state's key if the round has touched it since."""
+        node_id = view.node_id
+        state = self.nodes.get(node_id)
+        if state is not None:
+            return (_long_key(state), i, node_id)
+        return ((backlog_s(view, self.pending, self.now) / view.slots, 0, node_ordinal(node_id)), i, node_id)
 
     def unplaced(self) -> list[PendingTask]:
         """Pending tasks neither queued anywhere nor started this round, in job order."""
@@ -329,9 +392,8 @@ class _Round:
     def place(self, task: PendingTask, state: _NodeState, copy: bool = False) -> Decision:
         """Start a new task on ``state``'s node if it can start there now, else queue it."""
         node_id = state.view.node_id
-        if task.long and not state.long:
+        if task.long:
             state.long = True
-            self._clear.clear()
         if not copy and state.can_start(task):
             self._take_slot(task, state)
             state.backlog_s += task.est_duration_s
@@ -357,18 +419,48 @@ def _assign(task: PendingTask, node_id: str) -> Assign:
     return Assign(task.task_id, node_id, task.ideal_memory_mb, predicted_duration_s=task.est_duration_s)
 
 
-def _probed(seed: int, task_id: str, nodes: list[NodeView], probes: int) -> list[NodeView]:
-    """A task's sample: the ``probes`` nodes of lowest stable pseudo-random rank, the 8-byte
-    BLAKE2b digest of ``seed/task_id/node_id`` (ties: the earlier node). The common prefix
-    is hashed once; hashing every node is what a short task costs."""
+_MAX_DRAWS = 64
+"""Draws per probe before a short task lists the clear nodes (``_probed``): a draw costs about
+a microsecond, a list of every clear node about a millisecond at 4,000 servers."""
+
+
+def _probed(
+    seed: int, task_id: str, nodes: list[NodeView], probes: int, clear: Callable[[NodeView], bool]
+) -> list[NodeView]:
+    """A task's sample: ``probes`` distinct nodes drawn uniformly at random among ``nodes``
+    whose long bit is clear (``clear``), else among all of them if none is clear; all of them if
+    there are no more than ``probes``. Eagle's own rule (its simulator's ``find_workers_random``
+    draws probe targets uniformly among the nodes the succinct state shows free of long tasks).
+
+    Draw ``i`` is node ``h_i mod len(nodes)``, ``h_i`` the 8-byte BLAKE2b digest of
+    ``seed/task_id/i``: a node already drawn or with its long bit set is drawn again
+    (rejection: the nodes kept are uniform over the clear ones), so a probe costs O(probes /
+    share of clear nodes), not O(nodes). After ``_MAX_DRAWS`` draws per probe (few clear
+    nodes) the remaining picks are drawn the same way from the list of the clear nodes not yet
+    picked. Pure: the same snapshot gets the same sample."""
     prefix = hashlib.blake2b(f"{seed}/{task_id}/".encode(), digest_size=8)
-    ranks = []
-    for view in nodes:
+    draw = 0
+
+    def index(size: int) -> int:
+        nonlocal draw
         hashed = prefix.copy()
-        hashed.update(view.node_id.encode())
-        ranks.append(hashed.digest())
-    order = nsmallest(probes, range(len(nodes)), key=ranks.__getitem__)
-    return [nodes[i] for i in order]
+        hashed.update(str(draw).encode())
+        draw += 1
+        return int.from_bytes(hashed.digest(), "big") % size
+
+    size = len(nodes)
+    picked: dict[int, None] = {}
+    while len(picked) < probes and draw < _MAX_DRAWS * probes and size > 0:
+        i = index(size)
+        if i not in picked and clear(nodes[i]):
+            picked[i] = None
+    if len(picked) < probes:
+        rest = [i for i in range(size) if i not in picked and clear(nodes[i])]
+        if not rest and not picked:
+            rest = list(range(size))
+        while len(picked) < probes and rest:
+            picked[rest.pop(index(len(rest)))] = None
+    return [nodes[i] for i in picked]
 
 
 class EagleScheduler(Scheduler):
@@ -398,9 +490,10 @@ class EagleScheduler(Scheduler):
         self.queue_order = queue_order
         self.seed = seed
         self.on_demand_copies = on_demand_copies
+        self._order = _OrdinalOrder()
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
-        round_ = _Round(snapshot)
+        round_ = _Round(snapshot, self._order)
         decisions: list[Decision] = []
         for view in round_.queueing:
             decisions += self._start_queued(round_, round_.nodes[view.node_id])
@@ -448,7 +541,8 @@ class EagleScheduler(Scheduler):
 
     def _sample(self, round_: _Round, task: PendingTask) -> list[_NodeState]:
         """The nodes a short task probes."""
-        probed = _probed(self.seed, task.task_id, round_.clear(task), self.probes)
+        views = round_.placeable_views(task)
+        probed = _probed(self.seed, task.task_id, views, self.probes, round_.is_clear)
         return [round_.nodes[view.node_id] for view in probed]
 
     @staticmethod

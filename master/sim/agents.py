@@ -17,11 +17,12 @@ receiver's ``BlockReceived``, then the sender's ``PushDelivered``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from master.sim.clock import DELIVER, EventHeap
-from master.sim.model import ExecutionModel, Links, TaskCost, aggregate_sizes
+from master.sim.cpu import CpuJob, NodeCpu
+from master.sim.model import MB, ExecutionModel, Links, TaskCost, aggregate_sizes
 from testbed.protocol import (
     BlockReceived,
     BlockRef,
@@ -85,6 +86,8 @@ class Attempt:
     it reads there (``sizes``): still so while ``ModelAgents.moved`` is ``seen``."""
     sizes: list[int] = field(default_factory=list)
     seen: int = -1
+    computing: CpuJob | None = None
+    """Its compute on its node's CPU, once its inputs are read."""
 
     @property
     def ready(self) -> bool:
@@ -102,6 +105,8 @@ class ModelNode:
     blocks: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Block id -> the bytes of each of its partitions held here."""
     links: Links = field(default_factory=Links)
+    cpu: NodeCpu | None = None
+    """Its cores shared by its attempts and its agent (None: no CPU sharing modelled)."""
     running: dict[tuple[str, int], Attempt] = field(default_factory=dict)
     finished: dict[tuple[str, int], bytes] = field(default_factory=dict)
     """Each attempt's outcome, msgpack-encoded as on the wire (a launch sent again repeats
@@ -153,6 +158,8 @@ class ModelAgents:
         spec = getattr(self.model.scenario.cluster, node_class)
         node = self.nodes[node_id] = ModelNode(node_id, node_class, spec.slots, spec.memory_mb)
         self.at_url[node.url] = node
+        if self.model.spec.cpu_sharing:
+            node.cpu = NodeCpu(self.heap, spec.cores)
         self.heap.after(self.model.spec.node_startup, DELIVER, lambda: self._announce(node))
 
     def _announce(self, node: ModelNode) -> None:
@@ -210,6 +217,8 @@ class ModelAgents:
         node.blocks.clear()
         node.running.clear()
         node.finished.clear()
+        if node.cpu is not None:
+            node.cpu.clear()
         self._fail_fetches()
         if node.up:
             lost = self._state(node, "lost")
@@ -224,6 +233,8 @@ class ModelAgents:
             node.blocks.clear()
             node.running.clear()
             node.finished.clear()
+            if node.cpu is not None:
+                node.cpu.clear()
 
     def live_nodes(self) -> int:
         return sum(1 for node in self.nodes.values() if node.alive)
@@ -312,11 +323,30 @@ class ModelAgents:
                     nbytes, now, holder.links, holder.node_class, node.links, node.node_class
                 )
                 attempt.fetching = Fetch(refs[i], now, now + wait, nbytes, holder)
+                self._agent_work(holder, nbytes * self.model.spec.serve_cpu_s_per_mb, lambda: None)
                 self.heap.after(wait, DELIVER, partial(self._read_on, node, attempt))  # no frame of its own
                 return
         cost = self.model.cost(attempt.spec, attempt.read, now - attempt.fetch_from, node.node_class)
-        compute_s = cost.seconds - cost.fetch_s
-        self.heap.after(compute_s, DELIVER, lambda: self._finish(node, attempt, cost=cost))
+        if node.cpu is None or not cost.compute_s or self.model.pinned_s(attempt.spec) is not None:
+            self.heap.after(
+                cost.compute_s + cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=cost)
+            )
+        else:  # its compute shares the node's cores (a sleep takes none), then it spills
+            attempt.computing = node.cpu.run(cost.compute_s, lambda: self._computed(node, attempt, cost))
+
+    def _computed(self, node: ModelNode, attempt: Attempt, cost: TaskCost) -> None:
+        """Its compute is through, stretched by what shared the node's cores: reported as it took."""
+        job = attempt.computing
+        stretched = replace(cost, compute_s=self.heap.now - job.started) if job is not None else cost
+        self.heap.after(cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=stretched))
+
+    def _agent_work(self, node: ModelNode, mb_cpu_s: float, done: Callable[[], None]) -> None:
+        """``mb_cpu_s``: bytes times CPU seconds per MB, of the node's agent; ``done()`` when
+        through (at once without CPU sharing)."""
+        if node.cpu is None or not mb_cpu_s or not node.alive:
+            done()
+        else:
+            node.cpu.run(mb_cpu_s / MB, done, agent=True)
 
     @staticmethod
     def _current(node: ModelNode, attempt: Attempt) -> bool:
@@ -436,6 +466,8 @@ class ModelAgents:
         if running is None:
             return
         del node.running[(task_id, attempt)]
+        if node.cpu is not None and running.computing is not None:
+            node.cpu.stop(running.computing)
         update = TaskUpdate(
             node_id=node.node_id,
             task_id=task_id,
@@ -504,14 +536,45 @@ class ModelAgents:
             [(r.links, r.node_class) if r is not None and r.alive else None for r in receivers],
             rate,
         )
-        for (target, pushed), end in zip(copies, ends, strict=True):
-            self.heap.after(
-                end,
-                DELIVER,
-                lambda t=target, pushed=pushed: self._arrive(node, block, t, pushed, delivered, failed),
-            )
         request = lambda: self._pushed(node, task_id, attempt, block, delivered, failed)  # noqa: E731
-        self.heap.after(max(ends, default=0.0), DELIVER, request)
+        if not copies:
+            self.heap.after(0.0, DELIVER, request)
+            return
+        left = [len(copies)]
+        """Copies not yet landed (received, or failed)."""
+        waiting: list[int] = []
+        """Copies through their links before the sender's CPU for the uploads is."""
+        sent = [False]
+
+        def landed() -> None:
+            left[0] -= 1
+            if not left[0]:
+                self.heap.after(0.0, DELIVER, request)
+
+        def receive(i: int) -> None:
+            """Copy ``i`` is sent whole: its receiver stages, checks and commits it."""
+            (target, pushed), receiver = copies[i], receivers[i]
+            land = lambda: (self._arrive(node, block, target, pushed, delivered, failed), landed())  # noqa: E731
+            if receiver is None or not receiver.alive or not node.alive:
+                land()
+            else:
+                self._agent_work(receiver, sizes[i] * self.model.spec.copy_receive_cpu_s_per_mb, land)
+
+        def through(i: int) -> None:
+            """Copy ``i``'s link time is over."""
+            if sent[0]:
+                receive(i)
+            else:
+                waiting.append(i)
+
+        def uploaded() -> None:
+            sent[0] = True
+            for i in waiting:
+                receive(i)
+
+        for i, end in enumerate(ends):
+            self.heap.after(end, DELIVER, lambda i=i: through(i))
+        self._agent_work(node, sum(sizes) * self.model.spec.copy_send_cpu_s_per_mb, uploaded)
 
     def _arrive(
         self,

@@ -1,16 +1,20 @@
 """Eagle's cheaper round (per task, then with lazy node states) and CloudCoaster's
 once-per-snapshot census take the previous implementations' decisions
-(tests/policy_reference) on random partitioned clusters."""
+(tests/policy_reference) on random partitioned clusters; Eagle's probe drawn by rejection
+changes only the sample (the round before it, given the same sampler, decides the same)."""
 
 from __future__ import annotations
+
+import gc
+from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.policies.base import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
 from master.policies.cloudcoaster import CloudCoasterAutoscaler
-from master.policies.eagle import EagleScheduler
-from tests.policy_reference import cloudcoaster_v1, eagle_v1, eagle_v2
+from master.policies.eagle import EagleScheduler, _probed
+from tests.policy_reference import cloudcoaster_v1, eagle_v1, eagle_v2, eagle_v3
 
 CLASSES = ("reserved", "transient")
 
@@ -81,7 +85,7 @@ def test_eagle_decisions_equal_the_reference(
     snapshot: ClusterSnapshot, probes: int, order: str, copies: bool, seed: int
 ) -> None:
     knobs = {"probes": probes, "queue_order": order, "on_demand_copies": copies, "seed": seed}
-    ours = EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+    ours = eagle_v3.EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
     assert ours == eagle_v1.EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
 
 
@@ -118,5 +122,87 @@ def test_eagle_lazy_node_states_take_the_eager_rounds_decisions(
     snapshot: ClusterSnapshot, probes: int, order: str, copies: bool, seed: int
 ) -> None:
     knobs = {"probes": probes, "queue_order": order, "on_demand_copies": copies, "seed": seed}
-    ours = EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+    ours = eagle_v3.EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
     assert ours == eagle_v2.EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+
+
+class _DrawingV3(eagle_v3.EagleScheduler):
+    """The round before the probe drew by rejection, with the new sampler (``_probed``)."""
+
+    def _sample(self, round_: eagle_v3._Round, task: PendingTask) -> list[eagle_v3._NodeState]:  # type: ignore[override]
+        views = round_.placeable_views(task)
+        probed = _probed(self.seed, task.task_id, views, self.probes, lambda v: not round_.long(v))
+        return [round_.nodes[view.node_id] for view in probed]
+
+
+@settings(max_examples=150, deadline=None)
+@given(*EAGLE_ROUNDS)
+def test_eagle_drawn_probes_change_only_the_sample(
+    snapshot: ClusterSnapshot, probes: int, order: str, copies: bool, seed: int
+) -> None:
+    knobs = {"probes": probes, "queue_order": order, "on_demand_copies": copies, "seed": seed}
+    ours = EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+    assert ours == _DrawingV3(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.booleans(), min_size=1, max_size=12),
+    st.integers(1, 4),
+    st.integers(0, 3),
+    st.text(min_size=1, max_size=6),
+)
+def test_a_probe_is_distinct_clear_nodes_or_all_when_none_is_clear(
+    long_bits: list[bool], probes: int, seed: int, task_id: str
+) -> None:
+    nodes = [NodeView(f"reserved-{i}", "reserved", 1, 4_000) for i in range(len(long_bits))]
+    is_long = dict(zip([n.node_id for n in nodes], long_bits, strict=True))
+    probed = _probed(seed, task_id, nodes, probes, lambda v: not is_long[v.node_id])
+    clear = [n for n in nodes if not is_long[n.node_id]] or nodes
+    assert len({n.node_id for n in probed}) == len(probed) == min(probes, len(clear))
+    assert all(n in clear for n in probed)
+    assert probed == _probed(seed, task_id, nodes, probes, lambda v: not is_long[v.node_id])
+
+
+def test_a_probe_is_uniform_over_the_clear_nodes() -> None:
+    """Rejection keeps the sample uniform: 40 nodes, 10 clear (every 4th), 2 probes, 4,000 tasks."""
+    nodes = [NodeView(f"reserved-{i}", "reserved", 1, 4_000) for i in range(40)]
+    counts = Counter(
+        n.node_id
+        for t in range(4_000)
+        for n in _probed(0, f"j/{t}", nodes, 2, lambda v: int(v.node_id.split("-")[1]) % 4 == 0)
+    )
+    assert set(counts) == {f"reserved-{i}" for i in range(0, 40, 4)}
+    assert min(counts.values()) > 700 and max(counts.values()) < 900  # 800 expected, sd ~27
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(snapshots(), min_size=2, max_size=4), *EAGLE_ROUNDS[1:])
+def test_an_eagle_kept_across_rounds_decides_as_a_fresh_one(
+    rounds: list[ClusterSnapshot], probes: int, order: str, copies: bool, seed: int
+) -> None:
+    """What Eagle keeps from round to round (its nodes' ordinal order) changes no decision."""
+    knobs = {"probes": probes, "queue_order": order, "on_demand_copies": copies, "seed": seed}
+    kept = EagleScheduler(**knobs)  # type: ignore[arg-type]
+    for snapshot in rounds + rounds[:1]:
+        assert kept.schedule(snapshot) == EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+
+
+def test_a_round_leaves_no_reference_cycle() -> None:
+    """A simulation runs the cycle collector once in 2^20 events: a round that is a cycle
+    (its node states pointing back at it) piles up gigabytes over a simulated day."""
+    nodes = tuple(
+        NodeView(f"reserved-{i}", "reserved", 1, 4_000, partition="short" if i > 5 else "general")
+        for i in range(8)
+    )
+    tasks = tuple(PendingTask(f"a/{i}", "a", 0, i, 1_000, 60.0, long=i % 2 == 0) for i in range(12))
+    snapshot = ClusterSnapshot(10.0, nodes, (JobView("a", 0.0, tasks),))
+    scheduler = EagleScheduler(probes=2)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            assert scheduler.schedule(snapshot)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

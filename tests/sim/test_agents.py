@@ -34,9 +34,15 @@ SPEC: dict[str, Any] = {
 NIC_SPEC: dict[str, Any] = {
     **SPEC,
     "cluster": {"reserved": {"count": 2, "network_mbps": 8}, "transient": {"count": 1, "network_mbps": 8}},
-    "simulation": {**SPEC["simulation"], "push_overhead": 0.25},
+    "simulation": {
+        **SPEC["simulation"],
+        "push_overhead": 0.25,
+        "copy_send_cpu_s_per_mb": 0,
+        "copy_receive_cpu_s_per_mb": 0,
+        "serve_cpu_s_per_mb": 0,
+    },
 }
-"""Links of 1,000,000 bytes a second each way."""
+"""Links of 1,000,000 bytes a second each way (the agents' CPU for transfers: none)."""
 
 
 def agents(

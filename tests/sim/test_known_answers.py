@@ -122,6 +122,7 @@ def test_a_checkpoint_copy_holds_its_senders_nic_as_the_real_agent_does(tmp_path
         simulation={
             "launch_overhead": 0.1,
             "push_overhead": 0.0,
+            "cpu_sharing": False,  # the links alone (test_cpu.py: the copies' CPU)
             "ops": {
                 "sort.map": {"s_per_mb": 0.5, "output_ratio": 1.0},
                 "sort.reduce": {"s_per_mb": 0.0, "output_ratio": 1.0},

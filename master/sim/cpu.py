@@ -1,0 +1,117 @@
+"""A node's CPU in the simulator: its cores shared by the work running on it (processor sharing).
+
+The real node's CPU is a quota (``testbed.cgroups``): ``cpus`` emulated cores for the node,
+at most one for each task slot (a task is one thread), and its agent beside the slots under
+the node's quota only: one Python process (its event loop and the threads it hands file
+reads, CRC checks and fsyncs to, one at a time under its interpreter lock), so at most one
+core for all it serves, sends and receives. Here an attempt's compute and each piece of the
+agent's work are jobs of so many CPU seconds. The node's cores go max-min fairly to its
+attempts (each at most one core) and its agent (at most one core, split evenly over its
+jobs): while the attempts and the agent fit the cores each runs at its cap, else each gets
+an equal share and a capped one's unused share goes to the others, as the kernel's fair
+scheduler shares a group's quota among its runnable threads. A job ends when its work is
+done; its rate changes only when the jobs beside it change, and only then is its end moved
+(the event of its old end is ignored by its token), so a node whose attempts fit its cores
+and whose agent is idle costs one event per attempt, as a fixed duration does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from master.sim.clock import DELIVER, EventHeap
+
+EPS = 1e-12
+
+
+@dataclass(slots=True, eq=False)
+class CpuJob:
+    work: float
+    """CPU seconds left at ``since``."""
+    done: Callable[[], None]
+    agent: bool
+    started: float
+    since: float
+    rate: float = 0.0
+    token: int = 0
+
+
+class NodeCpu:
+    def __init__(self, heap: EventHeap, cores: float) -> None:
+        self.heap = heap
+        self.cores = cores
+        self.cap = min(1.0, cores)
+        """One thread's cores: an attempt's, the agent's."""
+        self.tasks: list[CpuJob] = []
+        self.agent: list[CpuJob] = []
+
+    def run(self, work: float, done: Callable[[], None], agent: bool = False) -> CpuJob:
+        """Start ``work`` CPU seconds of an attempt (or of the agent); ``done()`` when through."""
+        now = self.heap.now
+        job = CpuJob(work, done, agent, started=now, since=now)
+        if agent:
+            self.agent.append(job)
+            self._share()
+        else:
+            self.tasks.append(job)
+            if self._demand() <= self.cores + EPS:  # nobody's rate moves: only the new one is scheduled
+                self._schedule(job, self.cap)
+            else:
+                self._share()
+        return job
+
+    def stop(self, job: CpuJob) -> None:
+        """Drop a job before its end (its attempt cancelled): the others get its share."""
+        jobs = self.agent if job.agent else self.tasks
+        if job in jobs:
+            self._remove(job)
+
+    def clear(self) -> None:
+        """The node is gone: its attempts' work with it (their ends are ignored); its agent's
+        transfers end now, failed (``done`` checks who is alive)."""
+        for job in self.tasks + self.agent:
+            job.token += 1
+        for job in self.agent:
+            self.heap.after(0.0, DELIVER, job.done)
+        self.tasks.clear()
+        self.agent.clear()
+
+    def _demand(self) -> float:
+        return self.cap * (len(self.tasks) + (1 if self.agent else 0))
+
+    def _remove(self, job: CpuJob) -> None:
+        shared = job.agent or self._demand() > self.cores + EPS
+        (self.agent if job.agent else self.tasks).remove(job)
+        job.token += 1
+        if shared:
+            self._share()
+
+    def _schedule(self, job: CpuJob, rate: float) -> None:
+        now = self.heap.now
+        job.work = max(0.0, job.work - job.rate * (now - job.since))
+        job.since, job.rate = now, rate
+        job.token += 1
+        token = job.token
+        self.heap.after(job.work / rate, DELIVER, lambda: self._end(job, token))
+
+    def _end(self, job: CpuJob, token: int) -> None:
+        if token != job.token:
+            return
+        self._remove(job)
+        job.done()
+
+    def _share(self) -> None:
+        """Every thread (attempt, agent) ``min(cap, cores / threads)``: they all have the same
+        cap, so max-min fairness is an equal share; the agent's split over its jobs. Only jobs
+        whose rate changes are rescheduled."""
+        threads = len(self.tasks) + (1 if self.agent else 0)
+        if not threads:
+            return
+        rate = min(self.cap, self.cores / threads)
+        for job in self.tasks:
+            if abs(rate - job.rate) > EPS:
+                self._schedule(job, rate)
+        for job in self.agent:
+            if abs(rate / len(self.agent) - job.rate) > EPS:
+                self._schedule(job, rate / len(self.agent))
