@@ -323,7 +323,8 @@ class ModelAgents:
                     nbytes, now, holder.links, holder.node_class, node.links, node.node_class
                 )
                 attempt.fetching = Fetch(refs[i], now, now + wait, nbytes, holder)
-                self._agent_work(holder, nbytes * self.model.spec.serve_cpu_s_per_mb, lambda: None)
+                if holder.cpu is not None and self.model.spec.serve_cpu_s_per_mb:
+                    holder.cpu.serve(nbytes * self.model.spec.serve_cpu_s_per_mb / MB)
                 self.heap.after(wait, DELIVER, partial(self._read_on, node, attempt))  # no frame of its own
                 return
         cost = self.model.cost(attempt.spec, attempt.read, now - attempt.fetch_from, node.node_class)

@@ -32,6 +32,23 @@ def ends(cores: float, jobs: list[tuple[float, float, bool]]) -> list[float]:
     return done
 
 
+def test_blocks_served_are_one_job_of_the_agent_whose_end_moves_with_each_block() -> None:
+    """0.25 s of serving at 0 and 0.25 s more at 0.1: one job, through at 0.5; a copy of 0.5 s
+    from 0.2 shares the agent's one core with it from then: the serving has 0.3 s left at
+    0.2, at half speed both run until the serving ends at 0.8, the copy's 0.2 s left then alone:
+    1.0. Each block adds no event but the serving's end when it comes."""
+    heap, copied = EventHeap(), []
+    cpu = NodeCpu(heap, 4.0)
+    heap.at(0.0, 0, lambda: cpu.serve(0.25))
+    heap.at(0.1, 0, lambda: cpu.serve(0.25))
+    heap.at(0.2, 0, lambda: cpu.run(0.5, lambda: copied.append(heap.now), agent=True))
+    ended = []
+    while heap.step():
+        if cpu.serving is None and not ended:
+            ended.append(heap.now)
+    assert ended == pytest.approx([0.8]) and copied == pytest.approx([1.0])
+
+
 def test_two_attempts_on_one_core_take_twice_as_long() -> None:
     assert ends(1.0, [(0.0, 1.0, False), (0.0, 1.0, False)]) == pytest.approx([2.0, 2.0])
 
