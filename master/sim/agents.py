@@ -77,6 +77,8 @@ class Attempt:
     """The next of ``refs`` its worker reads."""
     read: int = 0
     """The input bytes read so far."""
+    largest: int = 0
+    """The largest block it read (an aggregate's output is one of them: ``SUMS_ITS_INPUTS``)."""
     fetch_from: float = 0.0
     """When its worker began reading."""
     whole: frozenset[str] = frozenset()
@@ -318,6 +320,7 @@ class ModelAgents:
                     return
                 holder, nbytes = found, self._part_bytes(found, ref, ref.block in attempt.whole)
             attempt.read += nbytes
+            attempt.largest = max(attempt.largest, nbytes)
             if holder is not node and nbytes:
                 wait = self.model.move(
                     nbytes, now, holder.links, holder.node_class, node.links, node.node_class
@@ -327,7 +330,9 @@ class ModelAgents:
                     holder.cpu.serve(nbytes * self.model.spec.serve_cpu_s_per_mb / MB)
                 self.heap.after(wait, DELIVER, partial(self._read_on, node, attempt))  # no frame of its own
                 return
-        cost = self.model.cost(attempt.spec, attempt.read, now - attempt.fetch_from, node.node_class)
+        cost = self.model.cost(
+            attempt.spec, attempt.read, now - attempt.fetch_from, node.node_class, attempt.largest
+        )
         if node.cpu is None or not cost.compute_s or self.model.pinned_s(attempt.spec) is not None:
             self.heap.after(
                 cost.compute_s + cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=cost)

@@ -30,6 +30,10 @@ SUMMED_VECTORS = frozenset({"mlr.gradient"})
 slice: a partial aggregate of their outputs is one output's size, not the sum of them.
 Any other combiner (wordcount's: the union of the members' words) is counted as the sum,
 an upper bound (sizes alone do not tell how many words the members share)."""
+SUMS_ITS_INPUTS = frozenset({"mlr.aggregate"})
+"""Ops whose output is the sum of their input blocks' vectors, slice by slice: one input
+block's size, however many blocks (a partial aggregate of Pado's is one block standing for
+many gradients: sized by its op's output ratio, it made Pado's model half Spark's)."""
 
 
 @dataclass(slots=True)
@@ -222,10 +226,12 @@ class ExecutionModel:
             return float(spec.params["duration_s"])
         return None
 
-    def cost(self, spec: TaskSpec, input_bytes: int, fetch_s: float, node_class: str) -> TaskCost:
-        """An attempt reading ``input_bytes`` of blocks, from its own node or over the network
-        (``fetch_s``: the links' time for its remote ones, ``move``), plus its source if it has
-        one, on a node of ``node_class``."""
+    def cost(
+        self, spec: TaskSpec, input_bytes: int, fetch_s: float, node_class: str, largest: int = 0
+    ) -> TaskCost:
+        """An attempt reading ``input_bytes`` of blocks (``largest``: the largest of them), from
+        its own node or over the network (``fetch_s``: the links' time for its remote ones,
+        ``move``), plus its source if it has one, on a node of ``node_class``."""
         pinned = self.pinned_s(spec)
         fraction = min(1.0, spec.memory_mb / max(1, self.ideal_memory_mb(spec.job_id, spec.stage)))
         profile = self.profiles.get((self.workload_of(spec), role_of(spec.stage)))
@@ -242,7 +248,8 @@ class ExecutionModel:
             spill_bytes = int(bytes_in * (1.0 - fraction))
             disk = self.disk_bytes_s(node_class)
             spill_s = 2 * spill_bytes / disk if disk else 0.0
-        return TaskCost(bytes_in, fetch_s, compute_s, spill_bytes, spill_s, int(bytes_in * op.output_ratio))
+        bytes_out = largest if spec.op in SUMS_ITS_INPUTS and largest else int(bytes_in * op.output_ratio)
+        return TaskCost(bytes_in, fetch_s, compute_s, spill_bytes, spill_s, bytes_out)
 
     @staticmethod
     def partitions(total: int, count: int) -> tuple[int, ...]:

@@ -326,3 +326,15 @@ def test_a_launch_sent_again_repeats_the_outcome_kept_encoded() -> None:
     assert [m for _, _, m in heard] == first  # at once, the same message (its id too)
     fleet.kill("reserved-0")
     assert not fleet.nodes["reserved-0"].finished  # a dead node gets no launch again
+
+
+def test_an_aggregate_of_gradients_is_one_inputs_size_however_many_it_sums() -> None:
+    """An MLR aggregate sums its input slices: its output is one slice whether it reads 16
+    gradients' slices (Spark) or 4 partial aggregates' (Pado), not a ratio of what it read."""
+    model = ExecutionModel(parse_scenario(SPEC), lambda job, stage: 256, lambda job, stage: ("shuffle",))
+    aggregate = sleep_task(0, 0.0).model_copy(update={"op": "mlr.aggregate", "params": {}})
+    spark = model.cost(aggregate, 16 * 2**20, 0.0, "reserved", largest=2**20)
+    pado = model.cost(aggregate, 4 * 2**20, 0.0, "reserved", largest=2**20)
+    assert spark.bytes_out == pado.bytes_out == 2**20
+    sort = model.cost(aggregate.model_copy(update={"op": "sort.reduce"}), 4 * 2**20, 0.0, "reserved", 2**20)
+    assert sort.bytes_out == 4 * 2**20  # any other op: its output ratio (sort's is 1)
