@@ -342,7 +342,7 @@ class ModelAgents:
 
     def _computed(self, node: ModelNode, attempt: Attempt, cost: TaskCost) -> None:
         """Its compute is through, stretched by what shared the node's cores: reported as it took."""
-        job = attempt.computing
+        job, attempt.computing = attempt.computing, None
         stretched = replace(cost, compute_s=self.heap.now - job.started) if job is not None else cost
         self.heap.after(cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=stretched))
 

@@ -28,6 +28,12 @@ from master.sim.clock import DELIVER, EventHeap
 EPS = 1e-12
 
 
+def _nothing() -> None:
+    """A finished job's ``done``: it lets go of what its callback held (an attempt that holds
+    the job would otherwise be a cycle, left to a collector the simulator runs rarely and
+    freezes: ``master.sim.shell``)."""
+
+
 @dataclass(slots=True, eq=False)
 class CpuJob:
     work: float
@@ -78,6 +84,7 @@ class NodeCpu:
         jobs = self.agent if job.agent else self.tasks
         if job in jobs:
             self._remove(job)
+        job.done = _nothing
 
     def clear(self) -> None:
         """The node is gone: its attempts' work with it (their ends are ignored); its agent's
@@ -86,6 +93,8 @@ class NodeCpu:
             job.token += 1
         for job in self.agent:
             self.heap.after(0.0, DELIVER, job.done)
+        for job in self.tasks + self.agent:
+            job.done = _nothing
         self.tasks.clear()
         self.agent.clear()
         self.serving = None
@@ -117,7 +126,8 @@ class NodeCpu:
             self._schedule(job, job.rate)  # work was added since it was scheduled
             return
         self._remove(job)
-        job.done()
+        done, job.done = job.done, _nothing
+        done()
 
     def _share(self) -> None:
         """Every thread (attempt, agent) ``min(cap, cores / threads)``: they all have the same
