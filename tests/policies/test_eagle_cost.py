@@ -5,6 +5,7 @@ changes only the sample (the round before it, given the same sampler, decides th
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections import Counter
 
@@ -182,6 +183,36 @@ def test_an_eagle_kept_across_rounds_decides_as_a_fresh_one(
     rounds: list[ClusterSnapshot], probes: int, order: str, copies: bool, seed: int
 ) -> None:
     """What Eagle keeps from round to round (its nodes' ordinal order) changes no decision."""
+    knobs = {"probes": probes, "queue_order": order, "on_demand_copies": copies, "seed": seed}
+    kept = EagleScheduler(**knobs)  # type: ignore[arg-type]
+    for snapshot in rounds + rounds[:1]:
+        assert kept.schedule(snapshot) == EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[ClusterSnapshot]:
+    """Snapshots that share view objects, as the master's do: each the last with some nodes'
+    views replaced by another snapshot's (its node ids renamed) and some nodes gone."""
+    first = draw(snapshots())
+    rounds = [first]
+    for _ in range(draw(st.integers(1, 4))):
+        other = draw(snapshots())
+        nodes = list(rounds[-1].nodes)
+        for i in draw(st.lists(st.integers(0, len(nodes) - 1), max_size=len(nodes))):
+            donor = other.nodes[i % len(other.nodes)]
+            nodes[i] = dataclasses.replace(donor, node_id=nodes[i].node_id, node_class=nodes[i].node_class)
+        if len(nodes) > 1 and draw(st.booleans()):
+            del nodes[draw(st.integers(0, len(nodes) - 1))]
+        rounds.append(dataclasses.replace(other, nodes=tuple(nodes)))
+    return rounds
+
+
+@settings(max_examples=100, deadline=None)
+@given(histories(), *EAGLE_ROUNDS[1:])
+def test_an_eagle_kept_across_rounds_of_shared_views_decides_as_a_fresh_one(
+    rounds: list[ClusterSnapshot], probes: int, order: str, copies: bool, seed: int
+) -> None:
+    """Eagle's general nodes kept across rounds by the views that changed (``_Kept``)."""
     knobs = {"probes": probes, "queue_order": order, "on_demand_copies": copies, "seed": seed}
     kept = EagleScheduler(**knobs)  # type: ignore[arg-type]
     for snapshot in rounds + rounds[:1]:
