@@ -32,8 +32,6 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import compress
-from operator import attrgetter, is_not
 from typing import Literal
 
 from master.policies.base import (
@@ -46,12 +44,11 @@ from master.policies.base import (
     PendingTask,
     Scheduler,
 )
+from master.policies.eagle_kept import Entry, KeptNodes, LongKey
 
 Partition = Literal["general", "short"]
 _ORDINAL = re.compile(r"(\d+)$")
 QueueOrder = Literal["fifo", "srpt"]
-_ID = attrgetter("node_id")
-_QUEUED = attrgetter("queued")
 
 
 # ----------------------------------------------------------------- partitions
@@ -221,117 +218,23 @@ class _States(dict[str, _NodeState]):
         return state
 
 
-class _OrdinalOrder:
-    """A snapshot's nodes in ordinal order. The permutation is kept from round to round while
-    the snapshot shows the same node ids in the same order (the common case: only views
-    change), so a round takes its nodes in C (``map``), not a sort keyed in Python."""
-
-    def __init__(self) -> None:
-        self.ids: tuple[str, ...] = ()
-        self.permutation: list[int] = []
-
-    def of(self, nodes: tuple[NodeView, ...], ids: tuple[str, ...]) -> list[NodeView]:
-        if ids != self.ids:
-            self.permutation = sorted(range(len(ids)), key=lambda i: node_ordinal(ids[i]))
-            self.ids = ids
-        return list(map(nodes.__getitem__, self.permutation))
-
-
-_LongKey = tuple[float, int, tuple[int, str]]
-"""A long task's placement key (``_long_key``)."""
-_Entry = tuple[_LongKey, int, str]
-"""A long-heap entry: a key, 0 (keys are distinct: they end with the node's id), the node."""
-
-
-class _General:
-    """The placeable nodes of the general partition for one set of allowed classes, as a
-    round's long heap takes them (``_Round.least_wait_general``): with a queue, with a free
-    slot (and their key), or busy. Kept from round to round by the nodes whose view changed."""
-
-    def __init__(self, allowed: frozenset[str], views: Iterable[NodeView]) -> None:
-        self.allowed = allowed
-        self.queued: dict[str, None] = {}
-        self.free: dict[str, _Entry] = {}
-        self.busy: dict[str, NodeView] = {}
-        for view in views:
-            self.put(view)
-
-    def put(self, view: NodeView) -> None:
-        node_id = view.node_id
-        if view.draining or view.node_class not in self.allowed or view.partition != "general":
-            return
-        free = view.slots - len(view.running)
-        if view.queued:
-            self.queued[node_id] = None
-        elif free > 0:
-            self.free[node_id] = ((0.0, -free, node_ordinal(node_id)), 0, node_id)
-        else:
-            self.busy[node_id] = view
-
-    def discard(self, node_id: str) -> None:
-        self.queued.pop(node_id, None)
-        self.free.pop(node_id, None)
-        self.busy.pop(node_id, None)
-
-
-class _Kept:
-    """What Eagle keeps across rounds: the last snapshot's nodes and, per set of allowed
-    classes, its general nodes (``_General``). A snapshot's views that are not the last
-    one's objects (one C-speed pass finds them) are the only ones looked at again, so a
-    round's long heap costs O(nodes changed + nodes with a free slot or a queue), not a
-    walk over every node in Python."""
-
-    def __init__(self) -> None:
-        self.nodes: tuple[NodeView, ...] = ()
-        self.views: dict[str, NodeView] = {}
-        self.general: dict[frozenset[str], _General] = {}
-
-    def update(self, nodes: tuple[NodeView, ...]) -> None:
-        previous, views, self.nodes = self.nodes, self.views, nodes
-        if len(previous) == len(nodes):  # as a rule the same nodes in the same order
-            changed = list(compress(nodes, map(is_not, nodes, previous)))
-        else:
-            changed = list(compress(nodes, map(is_not, map(views.get, map(_ID, nodes)), nodes)))
-        gone: list[str] = []
-        for view in changed:
-            views[view.node_id] = view
-        if len(views) != len(nodes):  # nodes gone since the last snapshot
-            present = set(map(_ID, nodes))
-            gone = [node_id for node_id in views if node_id not in present]
-            for node_id in gone:
-                del views[node_id]
-        for general in self.general.values():
-            for node_id in gone:
-                general.discard(node_id)
-            for view in changed:
-                general.discard(view.node_id)
-                general.put(view)
-
-    def of(self, allowed: frozenset[str]) -> _General:
-        found = self.general.get(allowed)
-        if found is None:
-            found = self.general[allowed] = _General(allowed, self.nodes)
-        return found
+_LongKey = LongKey
 
 
 class _Round:
     """The mutable bookkeeping of one ``schedule`` call over an immutable snapshot."""
 
-    def __init__(self, snapshot: ClusterSnapshot, order: _OrdinalOrder, kept: _Kept) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, kept: KeptNodes) -> None:
         """What a round needs of every node is only its view: a node's state (its backlog,
         queue length, long bit) is built when the round first asks about the node (``nodes``),
-        so a round whose tasks are all queued costs O(nodes with a queue), not O(nodes)."""
+        so a round whose tasks are all queued costs O(nodes with a queue), not O(nodes).
+        ``kept``: the nodes as of this snapshot (``KeptNodes.update``), kept across rounds."""
         self.snapshot = snapshot
         self.now = snapshot.now
         self.pending = pending_by_id(snapshot)
-        self.ids = tuple(map(_ID, snapshot.nodes))
-        self.views = dict(zip(self.ids, snapshot.nodes, strict=True))
-        self.nodes = _States(self.views, self.pending, self.now)
-        self.order = order
+        self.nodes = _States(kept.views, self.pending, self.now)
         self.kept = kept
-        self._ordered: list[NodeView] | None = None
-        queueing = compress(snapshot.nodes, map(_QUEUED, snapshot.nodes))
-        self.queueing = sorted(queueing, key=lambda n: node_ordinal(n.node_id))
+        self.queueing = kept.queueing_in_order()
         """The nodes with a queue, in ordinal order."""
         self.queued_on: dict[str, list[str]] = {}
         for view in self.queueing:
@@ -342,26 +245,14 @@ class _Round:
         self.in_job_order = [task for job in jobs for task in job.pending]
         self.job_work_s = {j.job_id: sum(t.est_duration_s for t in j.pending) for j in jobs}
         self.started: set[str] = set()
-        self._placeable_views: dict[frozenset[str], list[NodeView]] = {}
         self._placeable: dict[frozenset[str], list[_NodeState]] = {}
         self._general: dict[frozenset[str], list[tuple[_LongKey, int, str]]] = {}
         self._busy: dict[frozenset[str], list[tuple[NodeView, int]]] = {}
 
-    def ordered(self) -> list[NodeView]:
-        """Every node's view in ordinal order (sorted when first needed)."""
-        if self._ordered is None:
-            self._ordered = self.order.of(self.snapshot.nodes, self.ids)
-        return self._ordered
-
     def placeable_views(self, task: PendingTask) -> list[NodeView]:
         """Nodes that may take a new task: not draining, of a class the task allows (in
-        ordinal order; one list per set of allowed classes, for the round)."""
-        found = self._placeable_views.get(task.allowed_classes)
-        if found is None:
-            allowed = task.allowed_classes
-            found = [n for n in self.ordered() if not n.draining and n.node_class in allowed]
-            self._placeable_views[task.allowed_classes] = found
-        return found
+        ordinal order; one list per set of allowed classes, kept across rounds)."""
+        return self.kept.placeable_of(task.allowed_classes)
 
     def placeable(self, task: PendingTask) -> list[_NodeState]:
         """The states of :meth:`placeable_views`' nodes (what a long task or a copy weighs)."""
@@ -415,13 +306,13 @@ class _Round:
                 return state
             heapq.heapreplace(heap, (now, i, node_id))
 
-    def _general_keys(self, task: PendingTask) -> tuple[list[_Entry], list[tuple[NodeView, int]]]:
+    def _general_keys(self, task: PendingTask) -> tuple[list[Entry], list[tuple[NodeView, int]]]:
         """The heap's entries of the general partition's placeable nodes (``least_wait_general``),
         and the busy nodes whose keys wait until needed, from what Eagle keeps across rounds.
         A node the round has touched since its view keeps its view's entry: the heap's top is
         checked against the node's key now, and a placement only makes a key worse, so an
         entry is never better than its node; a busy node's key is never below ``(0.0, 0)``."""
-        general = self.kept.of(task.allowed_classes)
+        general = self.kept.general_of(task.allowed_classes)
         states = self.nodes
         heap = list(general.free.values())
         heap += [(_long_key(states[node_id]), 0, node_id) for node_id in general.queued]
@@ -556,12 +447,11 @@ class EagleScheduler(Scheduler):
         self.queue_order = queue_order
         self.seed = seed
         self.on_demand_copies = on_demand_copies
-        self._order = _OrdinalOrder()
-        self._kept = _Kept()
+        self._kept = KeptNodes(node_ordinal)
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         self._kept.update(snapshot.nodes)
-        round_ = _Round(snapshot, self._order, self._kept)
+        round_ = _Round(snapshot, self._kept)
         decisions: list[Decision] = []
         for view in round_.queueing:
             decisions += self._start_queued(round_, round_.nodes[view.node_id])
