@@ -62,7 +62,7 @@ from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
 from master.policies import make_scheduler, stage_memory
-from master.policies.base import Autoscaler, ClusterSnapshot, RunningTask, Scheduler
+from master.policies.base import Autoscaler, ClusterSnapshot, NodeView, RunningTask, Scheduler
 from testbed.api_strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from testbed.arrivals import is_long
 from testbed.protocol import (
@@ -175,8 +175,7 @@ class MasterCore:
         elif isinstance(event, Round):
             self.outbox.round_begins()
             self.full_disks.step()
-            self.round.schedule_once()
-            self.scaling.step()
+            self.scaling.step(self.round.schedule_once())
         elif isinstance(event, Begin):
             self._begin(event.origin)
         elif isinstance(event, NodeStartFailed):
@@ -354,6 +353,9 @@ class MasterCore:
 
     def snapshot(self) -> tuple[ClusterSnapshot, Pending]:
         return self.round.snapshot()
+
+    def node_views(self) -> tuple[NodeView, ...]:
+        return self.round.nodes.views()
 
     def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]:
         return self.round.running_views(node)

@@ -15,7 +15,7 @@ from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
-from master.policies.base import ClusterSnapshot, RunningTask
+from master.policies.base import ClusterSnapshot, NodeView, RunningTask
 from testbed.api_strategy import Ready, StrategyEvent, TaskLaunch
 from testbed.protocol import Message, TaskUpdate
 from testbed.scenario import Scenario
@@ -168,6 +168,9 @@ class ScalingCore(ClusterPort, Protocol):
     chaos: ChaosRulesPort
 
     def snapshot(self) -> tuple[ClusterSnapshot, dict[str, tuple[JobRuntime, TaskKey]]]: ...
+
+    def node_views(self) -> tuple[NodeView, ...]:
+        """The nodes up or draining as a snapshot now shows them (no walk over the jobs)."""
 
     def undrain(self, node: NodeRecord, reason: str) -> None: ...
 

@@ -193,11 +193,12 @@ class SchedulingRound:
 
     # ------------------------------------------------------------------ the round
 
-    def schedule_once(self) -> None:
+    def schedule_once(self) -> ClusterSnapshot:
+        """Ask the scheduler and apply its decisions; the snapshot it saw (before them)."""
         self.core.recovery.react(Tick())
         snapshot, pending = self.snapshot(free=True)
         if not any(job.pending for job in snapshot.jobs):
-            return
+            return snapshot
         for decision in self.scheduler.schedule(snapshot):
             if isinstance(decision, Assign):
                 self._assign(decision, pending)
@@ -209,6 +210,7 @@ class SchedulingRound:
                 self._log_decision(decision)
             elif isinstance(decision, Enqueue | Dequeue):
                 self._apply_queue_decision(decision, pending)
+        return snapshot
 
     def _log_decision(self, decision: LogDecision) -> None:
         """The scheduler's decision statistics (regular, elastic accepted or rejected, reserved):

@@ -32,8 +32,6 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import compress
-from operator import attrgetter
 from typing import Literal
 
 from master.policies.base import (
@@ -46,12 +44,11 @@ from master.policies.base import (
     PendingTask,
     Scheduler,
 )
+from master.policies.eagle_kept import Entry, KeptNodes, LongKey
 
 Partition = Literal["general", "short"]
 _ORDINAL = re.compile(r"(\d+)$")
 QueueOrder = Literal["fifo", "srpt"]
-_ID = attrgetter("node_id")
-_QUEUED = attrgetter("queued")
 
 
 # ----------------------------------------------------------------- partitions
@@ -221,43 +218,23 @@ class _States(dict[str, _NodeState]):
         return state
 
 
-class _OrdinalOrder:
-    """A snapshot's nodes in ordinal order. The permutation is kept from round to round while
-    the snapshot shows the same node ids in the same order (the common case: only views
-    change), so a round takes its nodes in C (``map``), not a sort keyed in Python."""
-
-    def __init__(self) -> None:
-        self.ids: tuple[str, ...] = ()
-        self.permutation: list[int] = []
-
-    def of(self, nodes: tuple[NodeView, ...], ids: tuple[str, ...]) -> list[NodeView]:
-        if ids != self.ids:
-            self.permutation = sorted(range(len(ids)), key=lambda i: node_ordinal(ids[i]))
-            self.ids = ids
-        return list(map(nodes.__getitem__, self.permutation))
-
-
-_LongKey = tuple[float, int, tuple[int, str]]
-"""A long task's placement key (``_long_key``)."""
+_LongKey = LongKey
 
 
 class _Round:
     """The mutable bookkeeping of one ``schedule`` call over an immutable snapshot."""
 
-    def __init__(self, snapshot: ClusterSnapshot, order: _OrdinalOrder) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, kept: KeptNodes) -> None:
         """What a round needs of every node is only its view: a node's state (its backlog,
         queue length, long bit) is built when the round first asks about the node (``nodes``),
-        so a round whose tasks are all queued costs O(nodes with a queue), not O(nodes)."""
+        so a round whose tasks are all queued costs O(nodes with a queue), not O(nodes).
+        ``kept``: the nodes as of this snapshot (``KeptNodes.update``), kept across rounds."""
         self.snapshot = snapshot
         self.now = snapshot.now
         self.pending = pending_by_id(snapshot)
-        self.ids = tuple(map(_ID, snapshot.nodes))
-        self.views = dict(zip(self.ids, snapshot.nodes, strict=True))
-        self.nodes = _States(self.views, self.pending, self.now)
-        self.order = order
-        self._ordered: list[NodeView] | None = None
-        queueing = compress(snapshot.nodes, map(_QUEUED, snapshot.nodes))
-        self.queueing = sorted(queueing, key=lambda n: node_ordinal(n.node_id))
+        self.nodes = _States(kept.views, self.pending, self.now)
+        self.kept = kept
+        self.queueing = kept.queueing_in_order()
         """The nodes with a queue, in ordinal order."""
         self.queued_on: dict[str, list[str]] = {}
         for view in self.queueing:
@@ -268,26 +245,14 @@ class _Round:
         self.in_job_order = [task for job in jobs for task in job.pending]
         self.job_work_s = {j.job_id: sum(t.est_duration_s for t in j.pending) for j in jobs}
         self.started: set[str] = set()
-        self._placeable_views: dict[frozenset[str], list[NodeView]] = {}
         self._placeable: dict[frozenset[str], list[_NodeState]] = {}
         self._general: dict[frozenset[str], list[tuple[_LongKey, int, str]]] = {}
         self._busy: dict[frozenset[str], list[tuple[NodeView, int]]] = {}
 
-    def ordered(self) -> list[NodeView]:
-        """Every node's view in ordinal order (sorted when first needed)."""
-        if self._ordered is None:
-            self._ordered = self.order.of(self.snapshot.nodes, self.ids)
-        return self._ordered
-
     def placeable_views(self, task: PendingTask) -> list[NodeView]:
         """Nodes that may take a new task: not draining, of a class the task allows (in
-        ordinal order; one list per set of allowed classes, for the round)."""
-        found = self._placeable_views.get(task.allowed_classes)
-        if found is None:
-            allowed = task.allowed_classes
-            found = [n for n in self.ordered() if not n.draining and n.node_class in allowed]
-            self._placeable_views[task.allowed_classes] = found
-        return found
+        ordinal order; one list per set of allowed classes, kept across rounds)."""
+        return self.kept.placeable_of(task.allowed_classes)
 
     def placeable(self, task: PendingTask) -> list[_NodeState]:
         """The states of :meth:`placeable_views`' nodes (what a long task or a copy weighs)."""
@@ -341,25 +306,17 @@ class _Round:
                 return state
             heapq.heapreplace(heap, (now, i, node_id))
 
-    def _general_keys(
-        self, task: PendingTask
-    ) -> tuple[list[tuple[_LongKey, int, str]], list[tuple[NodeView, int]]]:
+    def _general_keys(self, task: PendingTask) -> tuple[list[Entry], list[tuple[NodeView, int]]]:
         """The heap's entries of the general partition's placeable nodes (``least_wait_general``),
-        and the untouched busy nodes (with their position) whose keys wait until needed."""
+        and the busy nodes whose keys wait until needed, from what Eagle keeps across rounds.
+        A node the round has touched since its view keeps its view's entry: the heap's top is
+        checked against the node's key now, and a placement only makes a key worse, so an
+        entry is never better than its node; a busy node's key is never below ``(0.0, 0)``."""
+        general = self.kept.general_of(task.allowed_classes)
         states = self.nodes
-        heap: list[tuple[_LongKey, int, str]] = []
-        busy: list[tuple[NodeView, int]] = []
-        general = (v for v in self.placeable_views(task) if v.partition == "general")
-        for i, view in enumerate(general):
-            node_id = view.node_id
-            free = view.slots - len(view.running)
-            if node_id in states or view.queued:
-                heap.append((_long_key(states[node_id]), i, node_id))
-            elif free > 0:
-                heap.append(((0.0, -free, node_ordinal(node_id)), i, node_id))
-            else:
-                busy.append((view, i))
-        return heap, busy
+        heap = list(general.free.values())
+        heap += [(_long_key(states[node_id]), 0, node_id) for node_id in general.queued]
+        return heap, [(view, 0) for view in general.busy.values()]
 
     def _busy_entry(self, view: NodeView, i: int) -> tuple[_LongKey, int, str]:
         """A busy node's heap entry: its state's key if the round has touched it since."""
@@ -490,10 +447,11 @@ class EagleScheduler(Scheduler):
         self.queue_order = queue_order
         self.seed = seed
         self.on_demand_copies = on_demand_copies
-        self._order = _OrdinalOrder()
+        self._kept = KeptNodes(node_ordinal)
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
-        round_ = _Round(snapshot, self._order)
+        self._kept.update(snapshot.nodes)
+        round_ = _Round(snapshot, self._kept)
         decisions: list[Decision] = []
         for view in round_.queueing:
             decisions += self._start_queued(round_, round_.nodes[view.node_id])

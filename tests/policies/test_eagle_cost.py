@@ -5,7 +5,9 @@ changes only the sample (the round before it, given the same sampler, decides th
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import operator
 from collections import Counter
 
 from hypothesis import given, settings
@@ -13,7 +15,8 @@ from hypothesis import strategies as st
 
 from master.policies.base import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
 from master.policies.cloudcoaster import CloudCoasterAutoscaler
-from master.policies.eagle import EagleScheduler, _probed
+from master.policies.eagle import EagleScheduler, _probed, node_ordinal
+from master.policies.eagle_kept import KeptNodes
 from tests.policy_reference import cloudcoaster_v1, eagle_v1, eagle_v2, eagle_v3
 
 CLASSES = ("reserved", "transient")
@@ -186,6 +189,63 @@ def test_an_eagle_kept_across_rounds_decides_as_a_fresh_one(
     kept = EagleScheduler(**knobs)  # type: ignore[arg-type]
     for snapshot in rounds + rounds[:1]:
         assert kept.schedule(snapshot) == EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[ClusterSnapshot]:
+    """Snapshots that share view objects, as the master's do: each the last with some nodes'
+    views replaced by another snapshot's (its node ids renamed), some nodes gone, some joining."""
+    first = draw(snapshots())
+    rounds = [first]
+    for _ in range(draw(st.integers(1, 4))):
+        other = draw(snapshots())
+        nodes = list(rounds[-1].nodes)
+        for i in draw(st.lists(st.integers(0, len(nodes) - 1), max_size=len(nodes))):
+            donor = other.nodes[i % len(other.nodes)]
+            nodes[i] = dataclasses.replace(donor, node_id=nodes[i].node_id, node_class=nodes[i].node_class)
+        if len(nodes) > 1 and draw(st.booleans()):
+            del nodes[draw(st.integers(0, len(nodes) - 1))]
+        if draw(st.booleans()):  # a node joins, at a drawn place
+            joining = dataclasses.replace(other.nodes[-1], node_id=f"reserved-{100 + len(rounds)}")
+            joining = dataclasses.replace(joining, node_class="reserved")
+            nodes.insert(draw(st.integers(0, len(nodes))), joining)
+        rounds.append(dataclasses.replace(other, nodes=tuple(nodes)))
+    return rounds
+
+
+@settings(max_examples=100, deadline=None)
+@given(histories(), *EAGLE_ROUNDS[1:])
+def test_an_eagle_kept_across_rounds_of_shared_views_decides_as_a_fresh_one(
+    rounds: list[ClusterSnapshot], probes: int, order: str, copies: bool, seed: int
+) -> None:
+    """What Eagle keeps across rounds by the views that changed (``eagle_kept.KeptNodes``)."""
+    knobs = {"probes": probes, "queue_order": order, "on_demand_copies": copies, "seed": seed}
+    kept = EagleScheduler(**knobs)  # type: ignore[arg-type]
+    for snapshot in rounds + rounds[:1]:
+        assert kept.schedule(snapshot) == EagleScheduler(**knobs).schedule(snapshot)  # type: ignore[arg-type]
+
+
+ALLOWED = [frozenset({"reserved"}), frozenset({"transient"}), frozenset(CLASSES)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories())
+def test_the_kept_nodes_are_a_fresh_walks(rounds: list[ClusterSnapshot]) -> None:
+    """``KeptNodes`` updated snapshot after snapshot holds what one built from the last holds."""
+    kept = KeptNodes(node_ordinal)
+    for snapshot in rounds:
+        kept.update(snapshot.nodes)
+        fresh = KeptNodes(node_ordinal)
+        fresh.update(snapshot.nodes)
+        assert kept.views == {view.node_id: view for view in snapshot.nodes}
+        assert [v.node_id for v in kept.queueing_in_order()] == [v.node_id for v in fresh.queueing_in_order()]
+        for allowed in ALLOWED:
+            ours, theirs = kept.placeable_of(allowed), fresh.placeable_of(allowed)
+            assert len(ours) == len(theirs) and all(map(operator.is_, ours, theirs))
+            general, reference = kept.general_of(allowed), fresh.general_of(allowed)
+            assert general.free == reference.free and set(general.queued) == set(reference.queued)
+            assert general.busy.keys() == reference.busy.keys()
+            assert all(map(operator.is_, general.busy.values(), map(reference.busy.get, general.busy)))
 
 
 def test_a_round_leaves_no_reference_cycle() -> None:
