@@ -13,6 +13,7 @@ from master.sim.cpu import NodeCpu
 from master.sim.model import ExecutionModel
 from testbed.protocol import CancelTask, LaunchTask, PushDelivered, PushTarget, TaskSpec, TaskUpdate
 from testbed.scenario import parse_scenario
+from tests.sim.test_agents import sleep_task
 
 MB = 2**20
 
@@ -122,17 +123,9 @@ def fleet(spec: dict[str, Any] = SPEC) -> tuple[EventHeap, ModelAgents, list[tup
 
 
 def map_task(index: int, mb: float, push: tuple[PushTarget, ...] = ()) -> TaskSpec:
-    return TaskSpec(
-        task_id=f"j000.s0.t{index}",
-        job_id="j000",
-        stage=0,
-        index=index,
-        attempt=0,
-        op="sort.map",
-        memory_mb=64,
-        params={"generate": {"nbytes": int(mb * MB)}},
-        final=False,
-        push=push,
+    params = {"generate": {"nbytes": int(mb * MB)}}
+    return sleep_task(index, 0.0).model_copy(
+        update={"op": "sort.map", "params": params, "final": False, "push": push}
     )
 
 
