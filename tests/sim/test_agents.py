@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from master.sim.agents import ModelAgents, url_of
+from master.sim.agents import ModelAgents
 from master.sim.clock import EventHeap
 from master.sim.model import ExecutionModel
+from master.sim.nodes import url_of
 from testbed.protocol import (
     BlockReceived,
     BlockRef,

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from master.sim.agents import ModelAgents, url_of
+from master.sim.agents import ModelAgents
 from master.sim.clock import EventHeap
 from master.sim.cpu import NodeCpu
 from master.sim.model import ExecutionModel
+from master.sim.nodes import url_of
 from testbed.protocol import CancelTask, LaunchTask, PushDelivered, PushTarget, TaskSpec, TaskUpdate
 from testbed.scenario import parse_scenario
 from tests.sim.test_agents import sleep_task

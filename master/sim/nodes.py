@@ -1,0 +1,90 @@
+"""What each simulated node holds and runs, as the model agents (``master.sim.agents``) keep it:
+its blocks, its links and CPU, its running attempts and the fetch each is reading."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from master.sim.cpu import CpuJob, NodeCpu
+from master.sim.model import Links
+from testbed.protocol import BlockRef, TaskSpec
+
+
+@dataclass(slots=True)
+class Fetch:
+    """One remote block an attempt reads: booked on the links at ``begun`` (when its worker
+    reached it) until its last byte arrives at ``end``."""
+
+    ref: BlockRef
+    begun: float
+    end: float
+    nbytes: int
+    sender: ModelNode
+
+
+@dataclass(slots=True)
+class Attempt:
+    spec: TaskSpec
+    key: tuple[str, int]
+    """(task id, attempt): its key in its node's ``running``."""
+    refs: list[BlockRef] = field(default_factory=list)
+    """Every input block it reads (its launch's, then its streamed feeds')."""
+    closed: set[int] = field(default_factory=set)
+    started: bool = False
+    """Its work is under way (every input there): its outcome is scheduled."""
+    fetching: Fetch | None = None
+    """The last remote block it began to read: its holders killed before its last byte
+    arrives fail the attempt (``ModelAgents._fail_fetches``)."""
+    next_ref: int = 0
+    """The next of ``refs`` its worker reads."""
+    read: int = 0
+    """The input bytes read so far."""
+    largest: int = 0
+    """The largest block it read (an aggregate's output is one of them: ``SUMS_ITS_INPUTS``)."""
+    fetch_from: float = 0.0
+    """When its worker began reading."""
+    whole: frozenset[str] = frozenset()
+    """The blocks it reads whole (narrow and broadcast inputs)."""
+    holders: list[ModelNode] = field(default_factory=list)
+    """The node its worker reads each of ``refs`` from, as found when it began, and the bytes
+    it reads there (``sizes``): still so while ``ModelAgents.moved`` is ``seen``."""
+    sizes: list[int] = field(default_factory=list)
+    seen: int = -1
+    computing: CpuJob | None = None
+    """Its compute on its node's CPU, once its inputs are read."""
+
+    @property
+    def ready(self) -> bool:
+        return set(self.spec.streamed) <= self.closed
+
+
+@dataclass(slots=True)
+class ModelNode:
+    node_id: str
+    node_class: str
+    slots: int
+    memory_mb: int
+    alive: bool = True
+    up: bool = False
+    blocks: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Block id -> the bytes of each of its partitions held here."""
+    links: Links = field(default_factory=Links)
+    cpu: NodeCpu | None = None
+    """Its cores shared by its attempts and its agent (None: no CPU sharing modelled)."""
+    running: dict[tuple[str, int], Attempt] = field(default_factory=dict)
+    finished: dict[tuple[str, int], bytes] = field(default_factory=dict)
+    """Each attempt's outcome, msgpack-encoded as on the wire (a launch sent again repeats
+    it): a few hundred bytes each instead of a pydantic object's kilobytes, at 1,000,000
+    tasks. A dead node forgets them (it gets no command again)."""
+
+    @property
+    def url(self) -> str:
+        return url_of(self.node_id)
+
+
+def incarnation_of(node_id: str) -> str:
+    return f"sim-{node_id}"
+
+
+def url_of(node_id: str) -> str:
+    return f"http://{node_id}.sim:1"
