@@ -467,15 +467,16 @@ class ModelAgents:
         if not copies:
             self.heap.after(0.0, DELIVER, request)
             return
-        left = [len(copies)]
+        left = len(copies)
         """Copies not yet landed (received, or failed)."""
         waiting: list[int] = []
         """Copies through their links before the sender's CPU for the uploads is."""
-        sent = [False]
+        sent = False
 
         def landed() -> None:
-            left[0] -= 1
-            if not left[0]:
+            nonlocal left
+            left -= 1
+            if not left:
                 self.heap.after(0.0, DELIVER, request)
 
         def receive(i: int) -> None:
@@ -489,13 +490,14 @@ class ModelAgents:
 
         def through(i: int) -> None:
             """Copy ``i``'s link time is over."""
-            if sent[0]:
+            if sent:
                 receive(i)
             else:
                 waiting.append(i)
 
         def uploaded() -> None:
-            sent[0] = True
+            nonlocal sent
+            sent = True
             for i in waiting:
                 receive(i)
 
