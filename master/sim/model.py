@@ -19,6 +19,7 @@ from testbed.bandwidth import book
 from testbed.protocol import INLINE_NOOP, TaskSpec
 from testbed.scenario import PluginJob, Scenario, ScenarioError
 from testbed.scenario_sim import OpModel
+from testbed.workloads.mlr import model_shaped_bytes
 
 MB = 2**20
 BYTES_PER_RECORD = {"sort": 100, "pagerank": 16}
@@ -34,6 +35,12 @@ SUMS_ITS_INPUTS = frozenset({"mlr.aggregate"})
 """Ops whose output is the sum of their input blocks' vectors, slice by slice: one input
 block's size, however many blocks (a partial aggregate of Pado's is one block standing for
 many gradients: sized by its op's output ratio, it made Pado's model half Spark's)."""
+MODEL_SHAPED = frozenset({"mlr.gradient", "mlr.model"})
+"""Ops whose output has the MLR model's shape whatever they read (a gradient cut into its
+slices, a model): sized from the job's features and classes as the real task writes it
+(``testbed.workloads.mlr.model_shaped_bytes``). By their output ratios the first iteration,
+which reads no model, wrote 0.66 (gradient) and 0.33 (model) of it, and the model grew
+toward its size over the iterations; at another shape than the ratios' it had no bound."""
 
 
 @dataclass(slots=True)
@@ -248,7 +255,12 @@ class ExecutionModel:
             spill_bytes = int(bytes_in * (1.0 - fraction))
             disk = self.disk_bytes_s(node_class)
             spill_s = 2 * spill_bytes / disk if disk else 0.0
-        bytes_out = largest if spec.op in SUMS_ITS_INPUTS and largest else int(bytes_in * op.output_ratio)
+        if spec.op in MODEL_SHAPED:
+            bytes_out = model_shaped_bytes(spec.params, spec.partitions)
+        elif spec.op in SUMS_ITS_INPUTS and largest:
+            bytes_out = largest
+        else:
+            bytes_out = int(bytes_in * op.output_ratio)
         return TaskCost(bytes_in, fetch_s, compute_s, spill_bytes, spill_s, bytes_out)
 
     @staticmethod

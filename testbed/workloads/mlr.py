@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from testbed.blocks import BlockWriter
+from testbed.blocks import FRAME_HEADER, BlockWriter
 from testbed.scenario import MlrJob
 from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
@@ -160,6 +160,20 @@ def slice_bounds(params: dict[str, Any], index: int) -> tuple[int, int]:
     """Slice ``index`` of the flat model vector: [lo, hi)."""
     size = (params["features"] + 1) * params["classes"]
     return size * index // params["slices"], size * (index + 1) // params["slices"]
+
+
+def vector_bytes(values: int) -> int:
+    """Bytes of the block ``write_values`` writes for ``values`` values: 8 each, and per frame
+    its offset and the block's frame header."""
+    frames = max(1, -(-values // (FRAME_BYTES // 8)))
+    return 8 * values + (OFFSET.itemsize + FRAME_HEADER.size) * frames
+
+
+def model_shaped_bytes(params: dict[str, Any], partitions: int) -> int:
+    """Bytes a gradient task (``partitions``: its slices) or a model task (one partition)
+    writes: the model's (features + 1) x classes values, whatever the task read."""
+    size = (params["features"] + 1) * params["classes"]
+    return sum(vector_bytes(size * (p + 1) // partitions - size * p // partitions) for p in range(partitions))
 
 
 # ------------------------------------------------------------------ frames of values

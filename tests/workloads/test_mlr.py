@@ -148,3 +148,29 @@ def test_an_mlr_job_runs_on_the_simulator_under_each_strategy(tmp_path: Path, st
         assert gradients == {"transient"}
     if strategy == "spark-checkpoint":
         assert gradients == {"transient"}
+
+
+def test_the_simulator_sizes_gradients_and_models_as_the_real_tasks_write_them(tmp_path: Path) -> None:
+    """Every gradient and model has the model's shape, the first iteration's (which reads no
+    model) too: the execution model's output bytes are those the real tasks wrote."""
+    from master.sim.model import MODEL_SHAPED, ExecutionModel
+    from testbed.scenario import parse_scenario
+
+    job = small(features=300, classes=5)  # 1,505 values: a slice of 752 or 753
+    local = LocalJob(plan_job(job, SEED, None), tmp_path).run(64 << 20)
+    scenario = parse_scenario({"name": "mlr", "jobs": [job.model_dump(exclude_none=True)]})
+    model = ExecutionModel(scenario, lambda job, stage: 256, lambda job, stage: ("shuffle",))
+    shaped = [run for run in local.tasks.values() if run.spec.op in MODEL_SHAPED and not run.spec.final]
+    assert len(shaped) == 3 * 3 + 2  # the gradients of 3 iterations, the first 2 models
+    for run in shaped:
+        written = sum(run.partition_bytes)
+        assert written == run.metrics.bytes_out > 0
+        for bytes_in in (1, run.metrics.bytes_in):  # however much it read
+            assert model.cost(run.spec, bytes_in, 0.0, "transient").bytes_out == written, run.spec.task_id
+
+
+@pytest.mark.parametrize("values", [0, 1, 131_072, 131_073, 512_512])
+def test_vector_bytes_is_the_size_of_the_block_written(tmp_path: Path, values: int) -> None:
+    writer = BlockWriter(tmp_path, "v", 1)
+    mlr.write_values(writer, 0, np.zeros(values), 0)
+    assert writer.commit() == (mlr.vector_bytes(values),)
