@@ -1,9 +1,9 @@
 """Regenerate one paper's table from its scenario in scenarios/papers (simulated).
 
-    python benchmarks/reproduce.py pado|pado-mr|yarn-me|cloudcoaster|rdd-recovery \
+    python benchmarks/reproduce.py pado|pado-mr|pado-mlr|yarn-me|cloudcoaster|rdd-recovery \
         [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
 
-pado, pado-mr, yarn-me, cloudcoaster: a `testbed sweep` over the paper's variants with
+pado, pado-mr, pado-mlr, yarn-me, cloudcoaster: a `testbed sweep` over the paper's variants with
 seeds (its sweep.md: bootstrap intervals), then benchmarks/paper_stats.py's paired table
 (per variant n, mean, sd, Student's t 95% interval; the subject against each other
 variant paired by seed, with a paired t-test), written to DIR/paired.md with the
@@ -49,6 +49,7 @@ class Sweep:
 SWEEPS: dict[str, Sweep] = {
     "pado": Sweep([STRATEGIES, RATES]),
     "pado-mr": Sweep([STRATEGIES, RATES]),
+    "pado-mlr": Sweep([STRATEGIES, RATES]),
     # 25 nodes and 25 jobs: the paper's 100 / 100 weak-scaled by 4 (a 100-node run
     # takes over 30 minutes of wall time here: docs/yarn-me.md)
     "yarn-me": Sweep(

@@ -28,6 +28,16 @@ TINY: dict[str, list[str]] = {
         "jobs.0.maps=8",
         "jobs.0.reduces=4",
     ],
+    "pado-mlr": [
+        "cluster.transient.count=4",
+        "cluster.reserved.count=1",
+        "jobs.0.points=2000",
+        "jobs.0.features=20",
+        "jobs.0.classes=4",
+        "jobs.0.iterations=2",
+        "jobs.0.maps=8",
+        "jobs.0.reduces=2",
+    ],
     "yarn-me": [
         "cluster.transient.count=2",
         "arrivals.dss.jobs=4",
