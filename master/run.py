@@ -22,8 +22,9 @@ from typing import Any
 
 from master.backends import broker_credentials, open_backend, run_id_for, run_token
 from master.broker_keeper import BrokerKeeper
-from master.cluster_summary import cluster_summary
+from master.cluster_summary import cluster_summary, run_events
 from master.coaster_summary import job_class_summary, percentile
+from master.copy_summary import checkpoint_summary
 from master.master import Master
 from master.monitor import FIDELITY_FILE, Sampler, write_assessment
 from master.policies import make_autoscaler, policy_plugins
@@ -229,6 +230,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
     submits = [float(j["submit_s"]) for j in jobs if j["submit_s"]]
     relaunched = sum(int(j["relaunched_tasks"] or 0) for j in jobs)
     total_tasks = sum(int(j["tasks"] or 0) for j in jobs)
+    events = run_events(run_dir)
     return {
         "name": scenario.name,
         "seed": scenario.seed,
@@ -257,7 +259,8 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
         **elastic_summary(tasks),
         **job_class_summary(run_dir, scenario),
-        **cluster_summary(run_dir, scenario),
+        **checkpoint_summary(events),
+        **cluster_summary(events, scenario),
     }
 
 
