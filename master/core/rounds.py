@@ -51,6 +51,8 @@ class SchedulingRound:
         self.views_needed: bool = getattr(scheduler, "needs_node_views", True)
         """Whether the round's snapshot shows the nodes' views (API 1.4: a scheduler of an
         earlier API that does not subclass ``Scheduler`` has no such member: it needs them)."""
+        self.free_needed: bool = getattr(scheduler, "needs_free_index", True)
+        """Whether the round's snapshot indexes the free nodes (``ClusterSnapshot.free``)."""
         self._pending_views: dict[str, PendingTask] = {}
         """The last snapshot's pending tasks, by id (``_pending_task``)."""
 
@@ -58,16 +60,14 @@ class SchedulingRound:
 
     def snapshot(self, free: bool = False) -> tuple[ClusterSnapshot, Pending]:
         """``free``: the scheduling round's snapshot: with the nodes with a free slot indexed
-        (``ClusterSnapshot.free``), and no node views if the scheduler needs none."""
+        (``ClusterSnapshot.free``) if the scheduler reads them, and no node views if it needs none."""
         core = self.core
         now = core.journal.now()
         pending: Pending = {}
         jobs = []
         window = self._pending_window()
         previous, self._pending_views = self._pending_views, {}
-        for job in core.jobs.values():
-            if job.status not in ("waiting", "running"):
-                continue
+        for job in core.live_jobs.jobs():
             tasks = []
             for ready in core.recovery.plan(job):
                 if window is not None and window.full:
@@ -96,7 +96,7 @@ class SchedulingRound:
         self._prune_queues(pending)
         nodes = self.nodes.views() if not free or self.views_needed else ()
         increment = core.scenario.cluster.memory_increment_mb
-        indexed = self.nodes.free_index() if free else None
+        indexed = self.nodes.free_index() if free and self.free_needed else None
         return ClusterSnapshot(now, nodes, tuple(jobs), increment, self.unavailable(), indexed), pending
 
     def _pending_task(
@@ -205,7 +205,7 @@ class SchedulingRound:
             elif isinstance(decision, Reserve):
                 node = self.core.nodes.get(decision.node_id)
                 if node is not None:
-                    node.reserved_for = decision.job_id
+                    self.core.records.reserve(node, decision.job_id)
             elif isinstance(decision, LogDecision):
                 self._log_decision(decision)
             elif isinstance(decision, Enqueue | Dequeue):

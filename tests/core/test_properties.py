@@ -54,6 +54,11 @@ def check_invariants(driver: Driver) -> None:
         for key, record in job.tasks.items():
             if record.status == "running":
                 assert holders[job.task_id(key)] == 1, job.task_id(key)
+    # the jobs a round lists and the run's end counts, kept apart, are those a walk finds
+    assert core.live_jobs.jobs() == [j for j in core.jobs.values() if j.status in ("waiting", "running")]
+    # a job's end lifts its reservations from the nodes reserved, not from every node
+    reserved = {n.node_id for n in core.nodes.values() if n.reserved_for is not None}
+    assert all(core.records.reserved.get(n) is core.nodes[n] for n in reserved)
     commits = Counter((c.job_id, c.index) for c in driver.log if isinstance(c, cmd.CommitOutput))
     assert all(count == 1 for count in commits.values()), commits
     check_node_views(driver)
