@@ -79,9 +79,11 @@ def check_node_views(driver: Driver) -> None:
     assert (+kept.room, kept._most) == (+rebuilt.room, rebuilt._most)
     queueing = sorted(n.node_id for n in snapshot_v1.node_views(core) if n.queued)
     assert sorted(core.round.nodes.queueing()) == queueing
-    if core.jobs:  # the pending tasks, reusing the last snapshot's views, as built afresh
+    if core.jobs:  # the pending tasks and jobs, reusing the last snapshot's views, as built afresh
         reused = core.snapshot()[0].jobs
         core.round._pending_views.clear()
+        core.round._job_views.clear()
+        core.round._shown_jobs.clear()
         assert core.snapshot()[0].jobs == reused
 
 
