@@ -167,6 +167,18 @@ class CpuCgroups:
         for path in files:
             os.chown(path, uid, -1)
 
+    def cap_memory(self, node: Path, limit_bytes: int) -> None:
+        """v2: the node's memory limit, without swap, on its group: a container's task workers
+        leave its own group (and its memory limit) for their slots', in every controller at
+        once. v1 moves them in the cpu hierarchy only, and needs nothing."""
+        if self.version != 2:
+            return
+        for parent in (self.base, node.parent):  # a group's controllers come from its parent
+            _write(parent / "cgroup.subtree_control", "+memory")
+        _write(node / "memory.max", str(limit_bytes))
+        with contextlib.suppress(FileNotFoundError):  # no swap accounting: no swap to forbid
+            _write(node / "memory.swap.max", "0")
+
     @staticmethod
     def remove(group: Path) -> bool:
         """Remove a group and its child groups once no process is left in any of them

@@ -18,7 +18,9 @@ Per node:
   a local node (``testbed.cgroups``: the node's quota, an ``agent`` leaf and a leaf per task
   slot with a quota of one emulated core), else the container's `nano_cpus`. The container
   is started under that group (``cgroup_parent``; on cgroup v2 in the host's cgroup
-  namespace, where its processes can reach a sibling group) and gets the group's
+  namespace, where its processes can reach a sibling group, and with the memory limit on
+  the node's group too, since a v2 move takes a worker out of the container's group in
+  every controller) and gets the group's
   directory bind-mounted read-write at CGROUP_DIR, as the agent's ``--cgroup``; the image's
   user owns just the leaves' ``cgroup.procs``, so that the agent and its task workers move
   themselves into their leaves (no privilege, no capability). The groups go with the
@@ -298,6 +300,7 @@ class DockerProvider:
         ]
         if group is not None and self._cgroups is not None:  # the group's quotas, none of its own
             placement["cgroup_parent"] = hierarchy_path(group)
+            self._cgroups.cap_memory(group, limit_bytes)
             if self._cgroups.version == 2:  # a private namespace would hide the slot groups
                 placement["cgroupns"] = "host"
             mounts.append(Mount(CGROUP_DIR, str(group), type="bind", read_only=False))

@@ -79,6 +79,9 @@ def test_on_v2_the_container_shares_the_hosts_cgroup_namespace_and_owns_the_node
     assert container.kwargs["cgroup_parent"] == "/testbed/run-1/n0"
     assert container.kwargs["cgroupns"] == "host"
     assert "nano_cpus" not in container.kwargs  # the group's quota caps the node
+    # its workers leave the container's group (and memory limit) for their slots': the node's caps them
+    assert (group / "memory.max").read_text() == str(container.kwargs["mem_limit"])
+    assert (group.parent / "cgroup.subtree_control").read_text() == "+memory"
     [mount_] = [m for m in container.kwargs["mounts"] if m["Target"] == CGROUP_DIR]
     assert (mount_["Source"], mount_["ReadOnly"]) == (str(group), False)
     owned = {path.parent.name for path in group.rglob("cgroup.procs") if path.stat().st_uid == 10001}
