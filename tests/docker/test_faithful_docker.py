@@ -5,6 +5,7 @@ bandwidth."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from master.providers.docker import CGROUP_DIR, DockerProvider
 from master.run import run_scenario
 from testbed.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, detect, slot_group
+from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.docker.conftest import new_run_id, remove_run, run_leftovers
 from tests.e2e.test_workloads_run import assert_exact
@@ -70,11 +72,28 @@ async def test_dilated_containers_get_their_share_and_outputs_stay_exact(
             host_config = container.attrs["HostConfig"]
             limit = cpu_limit(cgroups, run_id, record["node"], host_config)
             limits[record["node"]] = (limit, container.attrs["Args"])
+        if record["event"] == "task_started" and record["class"] == "transient" and not evicted:
+            evicted[record["node"]] = []
+            asyncio.get_running_loop().create_task(evict(master, record["node"]))
 
+    async def evict(master: Any, node_id: str) -> None:  # its groups go with its container, mid-run
+        await master.chaos.evict_now(EvictSpec(count=1), named=[node_id])  # the kill is on its way
+        labels = [f"testbed.run={run_id}", f"testbed.node={node_id}"]
+        while docker_client.containers.list(all=True, filters={"label": labels}):
+            await asyncio.sleep(0.1)
+        for _ in range(20):  # the provider removes the groups right after the container
+            evicted[node_id] = sorted(Path("/sys/fs/cgroup").glob(f"**/testbed/{run_id}/{node_id}"))
+            if not evicted[node_id]:
+                break
+            await asyncio.sleep(0.1)
+
+    evicted: dict[str, list[Path]] = {}
     try:
         result = await run_scenario(scenario, tmp_path, backend="docker", on_event=on_event)
         assert result.ok, result.summary
+        assert result.summary["evictions"] == 1
         assert_exact(scenario, tmp_path)
+        assert list(evicted.values()) == [[]]
     finally:
         remove_run(docker_client, run_id)
     assert run_leftovers(docker_client, run_id) == []
