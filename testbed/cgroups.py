@@ -38,7 +38,7 @@ import contextlib
 import errno
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -156,6 +156,18 @@ class CpuCgroups:
     def slot_stats(self, node: Path) -> CpuStats:
         """The counters of a node's slot groups, totalled (none counted where slots have no quota)."""
         return sum((self.stats(slot) for slot in node.glob("slot-*")), CpuStats(0, 0, 0.0))
+
+    def stats_so_far(
+        self, gone: dict[str, CpuStats], groups: Iterable[tuple[str, Path]], slots: bool = False
+    ) -> dict[str, CpuStats]:
+        """Each node's counters: those kept of nodes gone, then read from the live ``groups``
+        (node id, node group) by ``slot_stats`` or ``stats``; a group just removed is skipped."""
+        read = self.slot_stats if slots else self.stats
+        stats = dict(gone)
+        for node_id, group in groups:
+            with contextlib.suppress(OSError):
+                stats[node_id] = read(group)
+        return stats
 
     def delegate(self, node: Path, uid: int) -> None:
         """Let the user ``uid`` (a container's agent) move its own processes into the node's

@@ -40,7 +40,7 @@ import io
 import logging
 import re
 import tarfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import docker
@@ -218,21 +218,16 @@ class DockerProvider:
     def node_cpu_stats(self) -> dict[str, CpuStats]:
         """Throttling counters of every node with a CPU group so far: live ones read now, gone
         ones as they went."""
-        return self._stats_so_far(self.cpu_stats, CpuCgroups.stats)
+        return self._stats_so_far(self.cpu_stats, slots=False)
 
     def slot_cpu_stats(self) -> dict[str, CpuStats]:
         """The same of every node's task slots, totalled per node."""
-        return self._stats_so_far(self.slot_stats, CpuCgroups.slot_stats)
+        return self._stats_so_far(self.slot_stats, slots=True)
 
-    def _stats_so_far(
-        self, gone: dict[str, CpuStats], read: Callable[[CpuCgroups, Path], CpuStats]
-    ) -> dict[str, CpuStats]:
-        stats = dict(gone)
-        for node_id, group in list(self._groups.items()):
-            if self._cgroups is not None:
-                with contextlib.suppress(OSError):
-                    stats[node_id] = read(self._cgroups, group)
-        return stats
+    def _stats_so_far(self, gone: dict[str, CpuStats], slots: bool) -> dict[str, CpuStats]:
+        if self._cgroups is None:
+            return dict(gone)
+        return self._cgroups.stats_so_far(gone, list(self._groups.items()), slots)
 
     # -- CPU groups -------------------------------------------------------------------
 
