@@ -20,10 +20,14 @@ UNPLANNED_LOSSES = ("heartbeat_timeout", "crashed")
 """Node losses that no eviction (chaos, autoscaler) caused."""
 
 
-def cluster_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
-    """Nodes asked for, nodes up when the run started, failed starts and unplanned losses."""
+def run_events(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's journal events (none before its journal exists)."""
     path = run_dir / "events.jsonl"
-    events = read_events(path).events if path.exists() else []
+    return read_events(path).events if path.exists() else []
+
+
+def cluster_summary(events: list[dict[str, Any]], scenario: Scenario) -> dict[str, Any]:
+    """Nodes asked for, nodes up when the run started, failed starts and unplanned losses."""
     asked = {c: getattr(scenario.cluster, c).count for c in CLASSES}
     begun = next((i for i, e in enumerate(events) if e["event"] in ("run_started", "run_resumed")), None)
     started = Counter(e["class"] for e in events_of(events[:begun], NodeUp))

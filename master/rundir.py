@@ -60,7 +60,7 @@ def owning(run_dir: Path) -> Iterator[None]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        holder = _lock_holder(fd)
         os.close(fd)
         raise RunDirError(
             f"{run_dir}: in use by another testbed master (pid {holder}); "
@@ -74,6 +74,22 @@ def owning(run_dir: Path) -> Iterator[None]:
     finally:
         del _held[key]
         os.close(fd)  # releases the lock
+
+
+def _lock_holder(fd: int) -> str:
+    """The pid holding the ``flock`` on ``fd``'s file, as the kernel's lock table names it.
+
+    The pid the holder writes into the file comes just after its ``flock``: read in between,
+    the file still names the master that held it before (a dead one, for a resume) or nothing.
+    """
+    st = os.fstat(fd)
+    file_id = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    with contextlib.suppress(OSError), open("/proc/locks") as locks:  # Linux; else the file's word
+        for line in locks:
+            fields = line.split()  # "1: FLOCK ADVISORY WRITE <pid> <maj:min:inode> 0 EOF"
+            if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == file_id:
+                return fields[4]
+    return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
 
 
 @contextlib.contextmanager

@@ -24,8 +24,12 @@ METRICS = (
     "bytes_recomputed",
     "bytes_pushed",
     "bytes_checkpointed",
+    "checkpoint_delay_p50_s",
+    "checkpoint_delay_p95_s",
 )
-"""Metrics of ``summary.json`` compared, in table order."""
+"""Metrics of ``summary.json`` compared, in table order (``checkpoint_delay_*``: a checkpoint copy's
+task end to commit, median and 95th percentile, ``master/copy_summary.py``; n/a in a run
+without checkpoints)."""
 
 ALIASES = {
     "jct": "mean_jct_s",
@@ -37,6 +41,8 @@ ALIASES = {
     "recomputed": "bytes_recomputed",
     "pushed": "bytes_pushed",
     "checkpointed": "bytes_checkpointed",
+    "checkpoint_delay": "checkpoint_delay_p50_s",
+    "checkpoint_delay_p95": "checkpoint_delay_p95_s",
 }
 """Short names ``--tolerance`` accepts besides the metrics' own."""
 

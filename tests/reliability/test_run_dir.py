@@ -7,6 +7,7 @@ real are in ``test_run_dir_runs.py``.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -147,3 +148,18 @@ def test_a_resume_whose_input_changed_is_refused_naming_the_file(
         f"testbed run --resume: {run_dir}: input file {(data / 'a.txt').resolve()} changed since the "
         "run started (its size differs); restore it or start a new run"
     )
+
+
+def test_a_refusal_names_the_live_holder_even_before_it_wrote_its_pid(tmp_path: Path) -> None:
+    """Between a master's flock and its pid write the file names the dead master before it."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / LOCK_FILE).write_text("4194304\n")  # a pid no live process has (above pid_max)
+    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held, its pid not yet written
+        busy = rf"in use by another testbed master \(pid {os.getpid()}\)"
+        with pytest.raises(RunDirError, match=busy), owning(run_dir):
+            pass
+    finally:
+        os.close(fd)
