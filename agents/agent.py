@@ -199,7 +199,7 @@ class Agent:
         otherwise delay this node's first task, or its heartbeats once it is up."""
         process = _forkserver.Process(target=warmed, daemon=True)
         try:
-            await _start_worker(process)
+            await _start_worker(process, self.config.cgroup)
             await asyncio.to_thread(process.join)
         except (OSError, EOFError) as exc:  # the first task will try again
             log.warning("could not warm the task forkserver: %s", exc)
@@ -322,7 +322,7 @@ class Agent:
             daemon=True,
         )
         try:
-            await _start_worker(attempt.process)
+            await _start_worker(attempt.process, self.config.cgroup)
         except (OSError, EOFError) as exc:
             log.error("cannot start a worker for %s: %s", spec.task_id, exc)
             attempt.process = None
@@ -341,7 +341,7 @@ class Agent:
             attempt.feed = feed_in
             asyncio.get_running_loop().create_task(self._feed(attempt))
         try:
-            outcome = await _receive(receiver, attempt.process)
+            outcome = await _receive(receiver, attempt.process, self.config.cgroup)
             self._free_slot(attempt)  # the worker is gone: the slot is free before the master hears so
             self._finish(spec, outcome)
         finally:
@@ -432,13 +432,13 @@ class Agent:
         args = (flush.op, list(flush.members), flush.block, flush.partitions, str(self.config.data_dir))
         process = _forkserver.Process(target=combine_in_worker, args=(*args, sender), daemon=True)
         try:
-            await _start_worker(process)
+            await _start_worker(process, self.config.cgroup)
         except (OSError, EOFError) as exc:
             receiver.close()
             outcome = {"state": "failed", "error": f"cannot start a worker process: {exc}"}
         else:
             sender.close()  # so that the worker's death reads as end of file
-            outcome = await _receive(receiver, process)
+            outcome = await _receive(receiver, process, self.config.cgroup)
         finally:
             sender.close()
         if outcome["state"] != "succeeded":
@@ -527,12 +527,12 @@ _oom_kills_at_start: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKe
 """The cgroup's OOM kill count when each worker was started (``agents.oom``)."""
 
 
-async def _start_worker(process: Any) -> None:
+async def _start_worker(process: Any, node_group: Path | None) -> None:
     """Start a worker process through the node's forkserver, off the loop (the first start
     waits for the forkserver to preload the workloads). A forkserver that died (killed, or
     out of memory) fails the start in flight with EOFError or OSError; the next start
     launches a new forkserver, so a start is tried again before the task is failed."""
-    _oom_kills_at_start[process] = oom_kill_count()
+    _oom_kills_at_start[process] = oom_kill_count(node=node_group)
     for tries_left in range(WORKER_START_TRIES - 1, -1, -1):
         try:
             await asyncio.to_thread(process.start)
@@ -544,7 +544,7 @@ async def _start_worker(process: Any) -> None:
             await asyncio.sleep(WORKER_RESTART_BACKOFF_S * 4 ** (WORKER_START_TRIES - 1 - tries_left))
 
 
-async def _receive(receiver: Any, process: Any) -> dict[str, Any]:
+async def _receive(receiver: Any, process: Any, node_group: Path | None) -> dict[str, Any]:
     """Wait, without blocking the loop, until the worker sends its result or dies."""
     loop = asyncio.get_running_loop()
     readable = loop.create_future()
@@ -557,7 +557,9 @@ async def _receive(receiver: Any, process: Any) -> dict[str, Any]:
         outcome = receiver.recv()
     except (EOFError, OSError):
         await asyncio.to_thread(process.join)
-        return death_outcome(process.exitcode, _oom_kills_at_start.get(process), oom_kill_count())
+        return death_outcome(
+            process.exitcode, _oom_kills_at_start.get(process), oom_kill_count(node=node_group)
+        )
     finally:
         receiver.close()
     await asyncio.to_thread(process.join)

@@ -39,13 +39,17 @@ def counter_files(proc_cgroup: str, root: Path = CGROUP_ROOT) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
-def oom_kill_count(files: list[Path] | None = None) -> int | None:
-    """The OOM killer's kill count of this process's memory cgroup; None when not readable."""
+def oom_kill_count(files: list[Path] | None = None, node: Path | None = None) -> int | None:
+    """The OOM killer's kill count of this process's memory cgroup; None when not readable.
+    ``node``: the node's CPU group (``--cgroup``), whose ``memory.events`` comes first where it
+    has one (cgroup v2, a container's node): a task worker that moved into its slot's group
+    left the agent's in every controller, and the node's count is its whole subtree's."""
     if files is None:
         try:
             files = counter_files(Path("/proc/self/cgroup").read_text())
         except OSError:
-            return None
+            files = []
+        files = [node / "memory.events", *files] if node is not None else files
     for path in files:
         try:
             match = _OOM_KILL.search(path.read_text())

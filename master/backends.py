@@ -68,7 +68,7 @@ async def open_backend(
 ) -> Backend:
     """The provider and addresses of a backend; the caller closes ``provider`` in any case.
     ``inputs``: the jobs' input files, which containers mount read-only at the same path;
-    ``cgroups``: where local nodes get their CPU quotas (a faithful run); ``plugin_dirs``
+    ``cgroups``: where local and Docker nodes get their CPU quotas (a faithful run); ``plugin_dirs``
     (``policy.plugin_path``): mounted read-only at the same path in containers too, and
     on their ``PYTHONPATH``, so that workers import workload plugins (local agents
     inherit the master's ``PYTHONPATH``)."""
@@ -85,7 +85,7 @@ async def open_backend(
             **({"PYTHONPATH": os.pathsep.join(plugin_dirs)} if plugin_dirs else {}),
         }
         mounted = [*inputs, *(Path(directory) for directory in plugin_dirs)]
-        docker_provider = DockerProvider(run_id, image, env=env, inputs=mounted)
+        docker_provider = DockerProvider(run_id, image, env=env, inputs=mounted, cgroups=cgroups)
         backend = Backend(docker_provider, "", "", ["agent"], broker_url=broker_url)
         try:
             backend.host = backend.advertise = await docker_provider.host_address()

@@ -31,8 +31,9 @@ from testbed.journal_tables import TableWriter, row_of, table_writer
 
 log = logging.getLogger(__name__)
 
-_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
-"""``json.dumps(record, separators=(",", ":"), default=str)``, without an encoder made per event."""
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
+"""``json.dumps(record, separators=(",", ":"), default=str)``, without an encoder made per event
+and without its check for cycles (an event's fields are checked values, never a cycle)."""
 
 RESERVE_NAME = ".journal-reserve"
 RESERVE_BYTES = 128 * 1024

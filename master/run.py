@@ -28,10 +28,10 @@ from master.copy_summary import checkpoint_summary
 from master.master import Master
 from master.monitor import FIDELITY_FILE, Sampler, write_assessment
 from master.policies import make_autoscaler, policy_plugins
-from master.providers.local import LocalProvider, python_command
+from master.providers.local import python_command
 from master.resume import Recovered, check_resumable, recover
 from master.rundir import check_inputs, owning, record_inputs, tidy
-from master.scale_model import class_flags, local_isolation, resolve
+from master.scale_model import class_flags, docker_isolation, local_isolation, resolve
 from testbed.broker import ManagedBroker, agent_env, make_broker, master_address
 from testbed.cgroups import control_plane
 from testbed.fidelity import PER_WORKLOAD_JCT, emulated, is_duration_key
@@ -97,7 +97,8 @@ async def _run_owned(
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
     autoscaler = make_autoscaler(scenario)
     plugins = policy_plugins(scenario)  # their versions as the run starts (a source may change)
-    cgroups = local_isolation(scenario) if backend == "local" else None
+    isolation = {"local": local_isolation, "docker": docker_isolation}.get(backend)
+    cgroups = isolation(scenario) if isolation is not None else None
     backend_ = await open_backend(
         backend, run_id, run_dir, input_files(scenario), cgroups, scenario.policy.plugin_path
     )
@@ -158,15 +159,16 @@ async def _run_owned(
                 if broker is not None:
                     await broker.close()
     observations.launch_ack_s = list(master.core.launch_acks.values())
-    local = provider if isinstance(provider, LocalProvider) else None
+    node_stats = getattr(provider, "node_cpu_stats", dict)  # nodes in CPU groups (local, Docker)
+    slot_stats = getattr(provider, "slot_cpu_stats", dict)
     write_assessment(
         run_dir,
         scenario,
         observations,
-        local.node_cpu_stats() if local else {},
+        node_stats(),
         enforced=not backend_.attach,
         prioritised=prioritised,
-        slot_throttling=local.slot_cpu_stats() if local else {},
+        slot_throttling=slot_stats(),
     )
     summary = summarize(run_dir, scenario, plugins)
     try:

@@ -9,6 +9,7 @@ refuses the run with one line saying how to get them.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 
 from master.policies import added_transient_nodes
@@ -16,6 +17,8 @@ from testbed.cgroups import CgroupUnavailable, CpuCgroups, detect
 from testbed.fidelity import auto_dilation, host_cores
 from testbed.scenario import Scenario, ScenarioError
 from testbed.scenario_cluster import NodeClassSpec
+
+log = logging.getLogger(__name__)
 
 
 def peak_cores(scenario: Scenario) -> float:
@@ -76,6 +79,17 @@ def local_isolation(scenario: Scenario) -> CpuCgroups | None:
         return replace(detect(), core=1 / scenario.fidelity.factor)
     except CgroupUnavailable as exc:
         raise ScenarioError([f"{scenario.name}: fidelity.mode: faithful: {exc}"]) from None
+
+
+def docker_isolation(scenario: Scenario) -> CpuCgroups | None:
+    """The host's cgroups for a faithful run's Docker nodes, as ``local_isolation``'s; None
+    (each container then gets its node's ``nano_cpus`` only, as the warning says) when this
+    user may not make them."""
+    try:
+        return local_isolation(scenario)
+    except ScenarioError as exc:
+        log.warning("the Docker nodes get no per-slot CPU quota: %s", exc)
+        return None
 
 
 def class_flags(scenario: Scenario, node_class: str, broker_url: str) -> list[str]:

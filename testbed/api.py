@@ -17,7 +17,8 @@ a plugin that subclasses the Protocol; the master never probes for anything else
   ``needs_all_pending`` (True: every ready task is in the snapshot; False: a window of the
   first pending tasks of each job, faster for head-of-queue schedulers) and
   ``needs_node_views`` (False: it places from ``ClusterSnapshot.free`` alone, and the round's
-  snapshot has no node views).
+  snapshot has no node views) and ``needs_free_index`` (False: it never reads
+  ``ClusterSnapshot.free``, and the round's snapshot has none).
 - :class:`Strategy` (``policy.strategy``, a recovery strategy; subclass it): the queries
   ``plan(view, job) -> Iterable[Ready]`` and ``launch(view, job, key) -> TaskLaunch``,
   and the handlers ``on_<event>(view, event) -> list[StrategyDecision]`` (no-ops by
@@ -36,7 +37,7 @@ a plugin that subclasses the Protocol; the master never probes for anything else
   (and in ``testbed check-output``); the master only imports it to check it and, on
   ``--backend sim``, to ask it for its :class:`SimModel`.
 
-Any plugin class may declare ``api_version = "1.4"``, the version it was written
+Any plugin class may declare ``api_version = "1.5"``, the version it was written
 against: a different major version, or a newer minor one, is refused before the run.
 
 A plugin class is built with its options as keyword arguments (``policy.options.<name>``
@@ -121,13 +122,13 @@ from testbed.protocol import (
 )
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
-API_VERSION = "1.4"
+API_VERSION = "1.5"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events
 and decisions (``testbed.api_strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`FreeNodes`,
 :class:`FreeNode`: the nodes with a free slot, indexed by the master) and
-``Scheduler.needs_node_views``."""
+``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``."""
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ import contextlib
 import errno
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -157,6 +157,40 @@ class CpuCgroups:
         """The counters of a node's slot groups, totalled (none counted where slots have no quota)."""
         return sum((self.stats(slot) for slot in node.glob("slot-*")), CpuStats(0, 0, 0.0))
 
+    def stats_so_far(
+        self, gone: dict[str, CpuStats], groups: Iterable[tuple[str, Path]], slots: bool = False
+    ) -> dict[str, CpuStats]:
+        """Each node's counters: those kept of nodes gone, then read from the live ``groups``
+        (node id, node group) by ``slot_stats`` or ``stats``; a group just removed is skipped."""
+        read = self.slot_stats if slots else self.stats
+        stats = dict(gone)
+        for node_id, group in groups:
+            with contextlib.suppress(OSError):
+                stats[node_id] = read(group)
+        return stats
+
+    def delegate(self, node: Path, uid: int) -> None:
+        """Let the user ``uid`` (a container's agent) move its own processes into the node's
+        leaves: v1 asks for write access to the target group's ``cgroup.procs``, v2 to the
+        source's and target's common ancestor's too (the node's). Nothing else becomes its."""
+        files = [agent_group(node) / "cgroup.procs", *(slot / "cgroup.procs" for slot in node.glob("slot-*"))]
+        if self.version == 2:
+            files.append(node / "cgroup.procs")
+        for path in files:
+            os.chown(path, uid, -1)
+
+    def cap_memory(self, node: Path, limit_bytes: int) -> None:
+        """v2: the node's memory limit, without swap, on its group: a container's task workers
+        leave its own group (and its memory limit) for their slots', in every controller at
+        once. v1 moves them in the cpu hierarchy only, and needs nothing."""
+        if self.version != 2:
+            return
+        for parent in (self.base, node.parent):  # a group's controllers come from its parent
+            _write(parent / "cgroup.subtree_control", "+memory")
+        _write(node / "memory.max", str(limit_bytes))
+        with contextlib.suppress(FileNotFoundError):  # no swap accounting: no swap to forbid
+            _write(node / "memory.swap.max", "0")
+
     @staticmethod
     def remove(group: Path) -> bool:
         """Remove a group and its child groups once no process is left in any of them
@@ -216,6 +250,28 @@ def control_plane(cgroups: CpuCgroups, run_id: str) -> Iterator[bool]:
         with contextlib.suppress(OSError):
             os.rmdir(cgroups.run_dir(run_id) / CONTROL)
         cgroups.remove_run(run_id)
+
+
+def hierarchy_path(group: Path, mounts: str | None = None) -> str:
+    """``group`` as its hierarchy names it, from its root: a container engine's ``cgroup_parent``."""
+    for mount in _mount_points(Path("/proc/self/mounts").read_text() if mounts is None else mounts):
+        if mount is not None and group.is_relative_to(mount):
+            return "/" + str(group.relative_to(mount))
+    raise ValueError(f"{group} is in no mounted CPU hierarchy")
+
+
+def remove_everywhere(path: str, mounts: str | None = None) -> bool:
+    """Remove the group ``path`` (a hierarchy path, see ``hierarchy_path``) and its child groups
+    from every mounted hierarchy, once they hold no process: a container engine given a
+    ``cgroup_parent`` makes it in each of its controllers' (v1), and removes only the
+    container's own group. False while a process is left in one of them."""
+    table = Path("/proc/self/mounts").read_text() if mounts is None else mounts
+    roots = [
+        Path(fields[1])
+        for fields in map(str.split, table.splitlines())
+        if fields[2:3] in (["cgroup"], ["cgroup2"])
+    ]
+    return all([CpuCgroups.remove(root / path.lstrip("/")) for root in roots])
 
 
 def own_group(version: int, table: str | None = None, mounts: str | None = None) -> Path | None:

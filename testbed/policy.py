@@ -198,12 +198,16 @@ class Scheduler(Protocol):
     - ``needs_node_views``: False when it places from ``ClusterSnapshot.free`` alone
       (FIFO): the round's snapshot then has no ``nodes`` (an empty tuple), and the master
       builds no ``NodeView`` for it.
+    - ``needs_free_index``: False when it never reads ``ClusterSnapshot.free`` (Eagle keeps
+      its own nodes): the round's snapshot then has ``free=None``, and the master copies no
+      index of the free nodes for it.
     - ``name``: how the run is labelled (summary, report, ``compare``); a plugin
       is labelled by its import path and version whatever it sets here.
     """
 
     needs_all_pending: bool = True
     needs_node_views: bool = True
+    needs_free_index: bool = True
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]: ...
 

@@ -20,6 +20,7 @@ from testbed.cgroups import (
     agent_group,
     control_plane,
     detect,
+    hierarchy_path,
     join,
     own_group,
     slot_group,
@@ -85,6 +86,27 @@ def test_mount_table_names_the_v1_cpu_and_the_v2_mounts() -> None:
     )
     assert _mount_points(table) == (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/unified"))
     assert _mount_points("proc /proc proc rw 0 0\n") == (None, None)
+
+
+def test_a_group_is_named_from_its_hierarchys_root_as_an_engines_cgroup_parent() -> None:
+    table = "cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\ncgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n"
+    assert hierarchy_path(Path("/sys/fs/cgroup/cpu/testbed/r/n"), table) == "/testbed/r/n"
+    assert hierarchy_path(Path("/sys/fs/cgroup/unified/user/testbed/r/n"), table) == "/user/testbed/r/n"
+    with pytest.raises(ValueError):
+        hierarchy_path(Path("/tmp/r/n"), table)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_containers_user_owns_only_the_cgroup_procs_it_must_write(tmp_path: Path, version: int) -> None:
+    """v1: the leaves' (the target of a move); v2: the node's too (the common ancestor)."""
+    if os.geteuid() != 0:
+        pytest.skip("chown needs root")
+    group = replace(CpuCgroups(version, tmp_path / "testbed"), core=0.5).create("r", "n", 1.0, 2)
+    for leaf in (agent_group(group), slot_group(group, 0), slot_group(group, 1), group):
+        (leaf / "cgroup.procs").touch()
+    CpuCgroups(version, tmp_path / "testbed").delegate(group, 10001)
+    owned = {path.parent.name for path in group.rglob("*") if path.stat().st_uid == 10001}
+    assert owned == {"agent", "slot-0", "slot-1", *(["n"] if version == 2 else [])}
 
 
 def test_no_controller_is_one_line_saying_how_to_enable_it(tmp_path: Path, monkeypatch) -> None:

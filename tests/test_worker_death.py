@@ -22,12 +22,12 @@ async def test_a_worker_killed_from_outside_is_not_reported_out_of_memory() -> N
     ready_receiver, ready_sender = _forkserver.Pipe(duplex=False)
     process = _forkserver.Process(target=wait_to_be_killed, args=(ready_sender,), daemon=True)
     try:
-        await _start_worker(process)
+        await _start_worker(process, None)
         sender.close()
         ready_sender.close()
         assert ready_receiver.recv_bytes() == b"up"
         os.kill(process.pid, signal.SIGKILL)
-        outcome = await _receive(receiver, process)
+        outcome = await _receive(receiver, process, None)
     finally:
         if process.exitcode is None:
             process.kill()
@@ -53,6 +53,15 @@ def test_the_oom_kill_count_is_read_from_cgroup_v2_or_v1(tmp_path: Path) -> None
     assert isinstance(oom_kill_count(), int | None)  # this machine's own cgroup, whatever it is
 
 
+def test_a_v2_node_groups_oom_count_comes_first_a_v1_cpu_group_has_none(tmp_path: Path) -> None:
+    """A container's worker in its slot's v2 group is out of the agent's: the node's count is."""
+    node = tmp_path / "testbed/run/n0"
+    node.mkdir(parents=True)
+    assert oom_kill_count(node=node) == oom_kill_count()  # no memory.events: the agent's own
+    (node / "memory.events").write_text("low 0\nhigh 0\nmax 4\noom 2\noom_kill 2\n")
+    assert oom_kill_count(node=node) == 2
+
+
 def test_only_a_larger_oom_count_makes_a_sigkill_oom() -> None:
     assert death_outcome(-signal.SIGKILL, 3, 4)["failure"] == "oom"
     assert death_outcome(-signal.SIGKILL, 3, 3)["failure"] == "killed"
@@ -70,6 +79,6 @@ async def run_allocating_worker(megabytes: int) -> dict:
     """Start ``allocate`` as the agent starts a task's worker and return the outcome it reads."""
     receiver, sender = _forkserver.Pipe(duplex=False)
     process = _forkserver.Process(target=allocate, args=(sender, megabytes), daemon=True)
-    await _start_worker(process)
+    await _start_worker(process, None)
     sender.close()
-    return await _receive(receiver, process)
+    return await _receive(receiver, process, None)

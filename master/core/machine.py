@@ -48,7 +48,7 @@ from master.core.events import (
     Stop,
     Wake,
 )
-from master.core.jobs import JobRuntime, TaskKey
+from master.core.jobs import JobRuntime, LiveJobs, TaskKey
 from master.core.launch import Launcher
 from master.core.lifecycle import NODE
 from master.core.nodes import NodeRecord
@@ -115,6 +115,7 @@ class MasterCore:
         self.senders = SenderCheck(self.journal)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
+        self.live_jobs = LiveJobs()
         self.arriving = scenario.arriving_jobs()
         self.expected_jobs = sum(job.repeat for job in scenario.jobs) + len(self.arriving)
         self.evictions = 0
@@ -257,6 +258,7 @@ class MasterCore:
             self.records.check_all_done()
             return
         self.jobs[job.job_id] = job
+        self.live_jobs.add(job)
         self.outbox.put(PrepareJob(job.job_id))
         self.recovery.react(JobSubmitted(job.job_id))
         self.journal.event(

@@ -60,13 +60,25 @@ class NodeViews:
         self._known = 0
         self._tuple: tuple[NodeView, ...] = ()
         self._stale = True
+        self._shown: list[NodeView] = []
+        """The views of ``_views`` that are built, in its order: ``_tuple``'s contents."""
+        self._at: dict[str, int] = {}
+        """Each node's position in ``_shown``."""
+        self._moved = True
+        """Whether a node joined or left ``_shown`` since it was last laid out (else a view
+        rebuilt replaces the old one at its place, and the tuple is one copy of the list)."""
 
     def views(self) -> tuple[NodeView, ...]:
         """The nodes up or draining, as a full rebuild would show them now."""
         self._refresh()
         self._build()
+        if self._moved:
+            self._shown = list(filter(None, self._views.values()))
+            self._at = {view.node_id: i for i, view in enumerate(self._shown)}
+            self._moved = False
+            self._stale = True
         if self._stale:
-            self._tuple = tuple(filter(None, self._views.values()))
+            self._tuple = tuple(self._shown)
             self._stale = False
         return self._tuple
 
@@ -136,6 +148,8 @@ class NodeViews:
         self._queueing.discard(node_id)
         if node.status not in VISIBLE:
             self._unbuilt.discard(node_id)
+            if self._views.get(node_id) is not None:
+                self._moved = True
             if node.status == "launching":
                 self._views[node_id] = None
             else:  # lost or gone: it never comes back
@@ -158,8 +172,13 @@ class NodeViews:
         if not self._unbuilt:
             return
         self._stale = True
+        views, shown, at = self._views, self._shown, self._at
         for node_id in self._unbuilt:
-            self._views[node_id] = self._view(self.nodes[node_id])
+            view = views[node_id] = self._view(self.nodes[node_id])
+            if self._moved or node_id not in at:
+                self._moved = True
+            else:
+                shown[at[node_id]] = view
         self._unbuilt.clear()
 
     def _view(self, node: NodeRecord) -> NodeView:

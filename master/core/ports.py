@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from master.core.jobs import JobRuntime, TaskKey
+from master.core.jobs import JobRuntime, LiveJobs, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
@@ -36,6 +36,8 @@ class ClusterPort(Protocol):
     journal: JournalPort
     nodes: dict[str, NodeRecord]
     jobs: dict[str, JobRuntime]
+    live_jobs: LiveJobs
+    """The jobs of ``jobs`` not ended, in the same order."""
 
     def send(self, node_id: str, message: Message) -> None: ...
 
@@ -70,6 +72,9 @@ class JobEnding(Protocol):
     """How a job, or the whole run, is ended (``master.core.records.RunRecords``)."""
 
     def finish_job(self, job: JobRuntime) -> None: ...
+
+    def reserve(self, node: NodeRecord, job_id: str | None) -> None:
+        """Reserve the node for the job (None: lift its reservation); the job's end lifts it."""
 
     def fail_unfinished(self, reason: str) -> None:
         """Fail every job not finished yet (and those not submitted yet): the run ends."""

@@ -28,6 +28,9 @@ class RunRecords:
         """Scheduled jobs not submitted yet, by ordinal: failed if the run times out first."""
         self.never_ran: set[str] = set()
         """Jobs failed without a plan: not submitted before the timeout, or not plannable."""
+        self.reserved: dict[str, NodeRecord] = {}
+        """The nodes given a reservation (``reserve``) and not seen free of it since: a job's
+        end lifts its reservations from these, not from every node."""
 
     def all_succeeded(self) -> bool:
         jobs = self.master.jobs.values()
@@ -63,14 +66,23 @@ class RunRecords:
             map_phase_s=map_phase_s,
             reduce_phase_s=reduce_phase_s,
         )
-        for node in self.master.nodes.values():
+        for node_id, node in list(self.reserved.items()):
             if node.reserved_for == job.job_id:
                 node.reserved_for = None
+            if node.reserved_for is None:
+                del self.reserved[node_id]
         self.check_all_done()
 
+    def reserve(self, node: NodeRecord, job_id: str | None) -> None:
+        """The node is reserved for the job (None: no longer), until that job ends."""
+        node.reserved_for = job_id
+        self.reserved[node.node_id] = node
+
     def check_all_done(self) -> None:
-        finished = [j for j in self.master.jobs.values() if j.status in ("succeeded", "failed")]
-        if not self.all_done and len(finished) + len(self.never_ran) == self.master.expected_jobs:
+        if self.all_done:
+            return
+        finished = len(self.master.jobs) - len(self.master.live_jobs.jobs())  # an end is final
+        if finished + len(self.never_ran) == self.master.expected_jobs:
             self.all_done = True
             self.master.run_over()
 

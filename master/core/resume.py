@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from master.core.commands import Command, PrepareJob
-from master.core.jobs import JobRuntime
+from master.core.jobs import JobRuntime, LiveJobs
 from master.core.ports import JobEnding, JournalPort, RecoveryPort
 from testbed.api_strategy import JobSubmitted
 from testbed.journal import TaskStarted
@@ -31,6 +31,7 @@ class ResumingCore(Protocol):
     run_id: str
     journal: JournalPort
     jobs: dict[str, JobRuntime]
+    live_jobs: LiveJobs
     nodes: dict[str, Any]
     arriving: list[Any]
     expected_jobs: int
@@ -164,6 +165,7 @@ def restore_job(core: ResumingCore, found: Recovered, spec: Any, ordinal: int) -
     if job.job_id in found.job_started:
         job.started, job.status = found.job_started[job.job_id], "running"
     core.jobs[job.job_id] = job
+    core.live_jobs.add(job)
     core.recovery.react(JobSubmitted(job.job_id))
     core.put(PrepareJob(job.job_id, keep=tuple(sorted(committed))))
     core.journal.event("job_restored", job=job.job_id, tasks=job.plan.total_tasks, kept=len(committed))

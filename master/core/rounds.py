@@ -51,23 +51,29 @@ class SchedulingRound:
         self.views_needed: bool = getattr(scheduler, "needs_node_views", True)
         """Whether the round's snapshot shows the nodes' views (API 1.4: a scheduler of an
         earlier API that does not subclass ``Scheduler`` has no such member: it needs them)."""
+        self.free_needed: bool = getattr(scheduler, "needs_free_index", True)
+        """Whether the round's snapshot indexes the free nodes (``ClusterSnapshot.free``)."""
         self._pending_views: dict[str, PendingTask] = {}
         """The last snapshot's pending tasks, by id (``_pending_task``)."""
+        self._job_views: dict[str, JobView] = {}
+        """The last snapshot's jobs, by id (``_job_view``)."""
+        self._shown_jobs: dict[str, JobView] = {}
+        """This snapshot's, as it is built (the last but one's dict, reused)."""
 
     # ------------------------------------------------------------------ the snapshot
 
     def snapshot(self, free: bool = False) -> tuple[ClusterSnapshot, Pending]:
         """``free``: the scheduling round's snapshot: with the nodes with a free slot indexed
-        (``ClusterSnapshot.free``), and no node views if the scheduler needs none."""
+        (``ClusterSnapshot.free``) if the scheduler reads them, and no node views if it needs none."""
         core = self.core
         now = core.journal.now()
         pending: Pending = {}
         jobs = []
         window = self._pending_window()
         previous, self._pending_views = self._pending_views, {}
-        for job in core.jobs.values():
-            if job.status not in ("waiting", "running"):
-                continue
+        self._job_views, self._shown_jobs = self._shown_jobs, self._job_views
+        self._shown_jobs.clear()
+        for job in core.live_jobs.jobs():
             tasks = []
             for ready in core.recovery.plan(job):
                 if window is not None and window.full:
@@ -83,21 +89,22 @@ class SchedulingRound:
                 task = self._pending_task(previous.get(task_id), task_id, job, key, ready, excluded)
                 self._pending_views[task_id] = task
                 tasks.append(task)
-            jobs.append(
-                JobView(
-                    job.job_id,
-                    job.submitted,
-                    tuple(tasks),
-                    job.running_count,
-                    job.done_count,
-                    job.plan.total_tasks,
-                )
-            )
+            jobs.append(self._job_view(job, tuple(tasks)))
         self._prune_queues(pending)
         nodes = self.nodes.views() if not free or self.views_needed else ()
         increment = core.scenario.cluster.memory_increment_mb
-        indexed = self.nodes.free_index() if free else None
+        indexed = self.nodes.free_index() if free and self.free_needed else None
         return ClusterSnapshot(now, nodes, tuple(jobs), increment, self.unavailable(), indexed), pending
+
+    def _job_view(self, job: JobRuntime, tasks: tuple[PendingTask, ...]) -> JobView:
+        """The job's view: the last snapshot's when it shows the same (most jobs' pending
+        tasks and counts are the same from one round to the next), else a new one."""
+        cached = self._job_views.get(job.job_id)
+        running, done = job.running_count, job.done_count
+        if cached is None or (cached.running, cached.done_tasks, cached.pending) != (running, done, tasks):
+            cached = JobView(job.job_id, job.submitted, tasks, running, done, job.plan.total_tasks)
+        self._shown_jobs[job.job_id] = cached
+        return cached
 
     def _pending_task(
         self,
@@ -205,7 +212,7 @@ class SchedulingRound:
             elif isinstance(decision, Reserve):
                 node = self.core.nodes.get(decision.node_id)
                 if node is not None:
-                    node.reserved_for = decision.job_id
+                    self.core.records.reserve(node, decision.job_id)
             elif isinstance(decision, LogDecision):
                 self._log_decision(decision)
             elif isinstance(decision, Enqueue | Dequeue):

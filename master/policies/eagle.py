@@ -431,6 +431,10 @@ class EagleScheduler(Scheduler):
     ``on_demand_copies``: CloudCoaster's copy rule for tasks queued on transients.
     """
 
+    needs_free_index = False
+    """Its nodes are kept across rounds (``master.policies.eagle_kept``), not read off
+    ``ClusterSnapshot.free``."""
+
     def __init__(
         self,
         *,

@@ -13,7 +13,18 @@ With the testbed image it starts with the entrypoint's role, e.g. `["agent", "--
 Per node:
 - memory limit = the node's memory plus AGENT_OVERHEAD_MB for the agent process itself,
   with no swap, so a task that exceeds its budget must spill rather than swap;
-- CPU limit = `cpus` (a fraction of the host's cores), none when unset;
+- CPU limit = `cpus` (a fraction of the host's cores), none when unset: with `cgroups`
+  (a faithful run on an engine of this host) the node's own group, made on the host as for
+  a local node (``testbed.cgroups``: the node's quota, an ``agent`` leaf and a leaf per task
+  slot with a quota of one emulated core), else the container's `nano_cpus`. The container
+  is started under that group (``cgroup_parent``; on cgroup v2 in the host's cgroup
+  namespace, where its processes can reach a sibling group, and with the memory limit on
+  the node's group too, since a v2 move takes a worker out of the container's group in
+  every controller) and gets the group's
+  directory bind-mounted read-write at CGROUP_DIR, as the agent's ``--cgroup``; the image's
+  user owns just the leaves' ``cgroup.procs``, so that the agent and its task workers move
+  themselves into their leaves (no privilege, no capability). The groups go with the
+  container: evicted, released or closed;
 - node-local disk = a fresh anonymous volume at /data (on the engine's disk rather than
   in memory, so spilled data does not count against the memory limit), deleted with the
   container;
@@ -24,7 +35,11 @@ The SDK blocks: every call into it runs in a worker thread (asyncio.to_thread).
 """
 
 import asyncio
+import contextlib
+import io
+import logging
 import re
+import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,6 +51,7 @@ from docker.models.volumes import Volume
 from docker.types import Mount
 
 from master.providers.base import ForeignNodeError
+from testbed.cgroups import CpuCgroups, CpuStats, hierarchy_path, remove_everywhere
 
 LABEL_RUN = "testbed.run"
 LABEL_NODE = "testbed.node"
@@ -53,6 +69,10 @@ AGENT_PORT = 7070
 # How long a released node may take to shut down after SIGTERM before it is killed.
 RELEASE_TIMEOUT_S = 30
 HTTP_CONFLICT = 409
+# Where a container sees its node's CPU group (the agent's --cgroup).
+CGROUP_DIR = "/run/testbed-cgroup"
+
+log = logging.getLogger(__name__)
 
 # Docker object names: the run id and node id become parts of container/network names.
 _DOCKER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
@@ -89,13 +109,17 @@ class DockerProvider:
         network: str | None = None,
         env: dict[str, str] | None = None,
         inputs: Sequence[Path] = (),
+        cgroups: CpuCgroups | None = None,
     ) -> None:
         """`network`: an existing network to attach nodes to (e.g. made by compose),
         left in place by close(). Without it, the run gets its own bridge network,
         created on the first launch and removed by close(). `env`: environment of every
         node (e.g. broker credentials), under the one given to launch(). `inputs`: host
         files every node mounts read-only at the same path (the jobs' input files, which
-        tasks open by their absolute path)."""
+        tasks open by their absolute path). `cgroups`: the host's CPU groups (a faithful run),
+        where each node gets its group and its slots theirs; unused (each container gets
+        `nano_cpus` alone, with a warning) unless the engine makes its containers' groups
+        in this host's hierarchy (the cgroupfs driver, the same cgroup version)."""
         _check_docker_name("run id", run_id)
         self.run_id = run_id
         self.image = image
@@ -106,6 +130,12 @@ class DockerProvider:
         self._env = dict(env or {})
         self._inputs = sorted({str(Path(p).resolve()) for p in inputs})
         self._client = docker.from_env()
+        self._cgroups = cgroups if cgroups is not None and self._engine_shares_groups(cgroups) else None
+        self._groups: dict[str, Path] = {}
+        self._uid: int | None = None
+        self.cpu_stats: dict[str, CpuStats] = {}
+        """Each removed node's last throttling counters (the fidelity monitor's), its slots' in slot_stats."""
+        self.slot_stats: dict[str, CpuStats] = {}
 
     # -- public interface -------------------------------------------------------------
 
@@ -133,25 +163,39 @@ class DockerProvider:
             *("--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", node_id),
             *("--port", str(AGENT_PORT)),
         ]
-        await asyncio.to_thread(
-            self._create_and_start, node_id, labels, memory_mb, cpus, argv, {**self._env, **env}
-        )
+        group = None
+        if self._cgroups is not None and cpus is not None:
+            group = await asyncio.to_thread(self._cgroups.create, self.run_id, node_id, cpus, slots)
+            self._groups[node_id] = group
+            argv += ["--cgroup", CGROUP_DIR]
+        try:
+            await asyncio.to_thread(
+                self._create_and_start, node_id, labels, memory_mb, cpus, argv, {**self._env, **env}, group
+            )
+        except BaseException:
+            await self._remove_group(node_id)
+            raise
 
     async def evict(self, node_id: str) -> None:
         """Kill the node with SIGKILL, then remove it and its disk: nothing survives."""
         container = await asyncio.to_thread(self._owned_container, node_id)
         await asyncio.to_thread(self._kill_and_remove, container)
+        await self._remove_group(node_id)
 
     async def release(self, node_id: str) -> None:
         """Stop the node gracefully (SIGTERM, then SIGKILL after RELEASE_TIMEOUT_S), then
         remove it and its disk. Draining its tasks first is the master's job."""
         container = await asyncio.to_thread(self._owned_container, node_id)
         await asyncio.to_thread(self._stop_and_remove, container)
+        await self._remove_group(node_id)
 
     async def close(self) -> None:
-        """Remove every container and volume of this run, and the run's own network."""
+        """Remove every container and volume of this run, their CPU groups, and the run's own network."""
         containers = await asyncio.to_thread(self._run_containers)
         await asyncio.gather(*(asyncio.to_thread(self._kill_and_remove, c) for c in containers))
+        await asyncio.gather(*(self._remove_group(node_id) for node_id in list(self._groups)))
+        if self._cgroups is not None:  # the run's group in every hierarchy (the master's own stays)
+            await asyncio.to_thread(remove_everywhere, hierarchy_path(self._cgroups.run_dir(self.run_id)))
         await asyncio.to_thread(self._remove_run_volumes)
         if self._given_network is None:
             await asyncio.to_thread(self._remove_run_network)
@@ -171,6 +215,62 @@ class DockerProvider:
         network = await self._ensure_network()
         return await asyncio.to_thread(self._gateway_of, network)
 
+    def node_cpu_stats(self) -> dict[str, CpuStats]:
+        """Throttling counters of every node with a CPU group so far: live ones read now, gone
+        ones as they went."""
+        return self._stats_so_far(self.cpu_stats, slots=False)
+
+    def slot_cpu_stats(self) -> dict[str, CpuStats]:
+        """The same of every node's task slots, totalled per node."""
+        return self._stats_so_far(self.slot_stats, slots=True)
+
+    def _stats_so_far(self, gone: dict[str, CpuStats], slots: bool) -> dict[str, CpuStats]:
+        if self._cgroups is None:
+            return dict(gone)
+        return self._cgroups.stats_so_far(gone, list(self._groups.items()), slots)
+
+    # -- CPU groups -------------------------------------------------------------------
+
+    def _engine_shares_groups(self, cgroups: CpuCgroups) -> bool:
+        """Whether the engine puts a container given ``cgroup_parent`` under that group of this
+        host's hierarchy: its cgroupfs driver does (the systemd driver takes a slice instead)."""
+        info = self._client.info()
+        driver, version = info.get("CgroupDriver"), str(info.get("CgroupVersion", "1"))
+        if driver == "cgroupfs" and version == str(cgroups.version):
+            return True
+        log.warning(
+            "the engine's cgroups (driver %s, v%s) are not this host's cgroupfs v%d: each node "
+            "gets nano_cpus only, and a lone task on a node of several slots may use all its cores",
+            driver,
+            version,
+            cgroups.version,
+        )
+        return False
+
+    async def _remove_group(self, node_id: str) -> None:
+        """Keep the node's last counters, then remove its groups in every hierarchy (the engine
+        made them there) once the container's processes are gone."""
+        group = self._groups.pop(node_id, None)
+        if group is None or self._cgroups is None:
+            return
+        with contextlib.suppress(OSError):
+            self.cpu_stats[node_id] = self._cgroups.stats(group)
+            self.slot_stats[node_id] = self._cgroups.slot_stats(group)
+        path = hierarchy_path(group)
+        for _ in range(100):
+            if await asyncio.to_thread(remove_everywhere, path):
+                return
+            await asyncio.sleep(0.05)
+        log.warning("the CPU groups %s of node %s still hold processes; left in place", path, node_id)
+
+    def _user_id(self, container: Container) -> int:
+        """The uid the container's processes run as: its image's user, numeric or looked up in
+        the image's /etc/passwd (once per run: every node runs the same image)."""
+        if self._uid is None:
+            user = (container.attrs["Config"].get("User") or "0").split(":")[0]
+            self._uid = int(user) if user.isdigit() else _passwd_uid(container, user)
+        return self._uid
+
     # -- containers -------------------------------------------------------------------
 
     def _container_name(self, node_id: str) -> str:
@@ -184,10 +284,22 @@ class DockerProvider:
         cpus: float | None,
         command: list[str],
         env: dict[str, str],
+        group: Path | None,
     ) -> None:
         limit_bytes = (memory_mb + AGENT_OVERHEAD_MB) * 1024 * 1024
         limits: dict[str, int] = {"mem_limit": limit_bytes, "memswap_limit": limit_bytes}
-        if cpus is not None:
+        placement: dict[str, str] = {}
+        mounts = [
+            Mount(DATA_DIR, None, type="volume", labels={LABEL_RUN: self.run_id}),
+            *(Mount(path, path, type="bind", read_only=True) for path in self._inputs),
+        ]
+        if group is not None and self._cgroups is not None:  # the group's quotas, none of its own
+            placement["cgroup_parent"] = hierarchy_path(group)
+            self._cgroups.cap_memory(group, limit_bytes)
+            if self._cgroups.version == 2:  # a private namespace would hide the slot groups
+                placement["cgroupns"] = "host"
+            mounts.append(Mount(CGROUP_DIR, str(group), type="bind", read_only=False))
+        elif cpus is not None:
             limits["nano_cpus"] = round(cpus * 1e9)
         endpoint = self._client.api.create_endpoint_config(aliases=[node_id])
         try:
@@ -200,19 +312,23 @@ class DockerProvider:
                 environment=env,
                 network=self._network_name,
                 networking_config={self._network_name: endpoint},
-                mounts=[
-                    Mount(DATA_DIR, None, type="volume", labels={LABEL_RUN: self.run_id}),
-                    *(Mount(path, path, type="bind", read_only=True) for path in self._inputs),
-                ],
+                mounts=mounts,
                 **limits,
+                **placement,
             )
         except APIError as error:
             if error.status_code == HTTP_CONFLICT:
                 raise NodeExistsError(f"container {self._container_name(node_id)} already exists") from error
             raise
         try:
+            if group is not None and self._cgroups is not None:
+                self._cgroups.delegate(group, self._user_id(container))
             container.start()
-        except APIError:
+            if group is not None and not (group / container.id).is_dir():
+                raise RuntimeError(
+                    f"the engine did not start node {node_id}'s container in {group}: is it on another host?"
+                )
+        except BaseException:
             container.remove(force=True, v=True)
             raise
 
@@ -316,3 +432,15 @@ class DockerProvider:
     def _gateway_of(network: Network) -> str:
         network.reload()
         return network.attrs["IPAM"]["Config"][0]["Gateway"]
+
+
+def _passwd_uid(container: Container, user: str) -> int:
+    stream, _ = container.get_archive("/etc/passwd")
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+        member = archive.extractfile("passwd")
+        entries = member.read().decode() if member is not None else ""
+    for entry in entries.splitlines():
+        fields = entry.split(":")
+        if fields[0] == user and len(fields) > 2:
+            return int(fields[2])
+    raise RuntimeError(f"the image's user {user!r} is not in its /etc/passwd")

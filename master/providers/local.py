@@ -24,7 +24,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,21 +148,17 @@ class LocalProvider:
 
     def node_cpu_stats(self) -> dict[str, CpuStats]:
         """Throttling counters of every node so far: live ones read now, gone ones as they went."""
-        return self._stats_so_far(self.cpu_stats, CpuCgroups.stats)
+        return self._stats_so_far(self.cpu_stats, slots=False)
 
     def slot_cpu_stats(self) -> dict[str, CpuStats]:
         """The same of every node's task slots, totalled per node."""
-        return self._stats_so_far(self.slot_stats, CpuCgroups.slot_stats)
+        return self._stats_so_far(self.slot_stats, slots=True)
 
-    def _stats_so_far(
-        self, gone: dict[str, CpuStats], read: Callable[[CpuCgroups, Path], CpuStats]
-    ) -> dict[str, CpuStats]:
-        stats = dict(gone)
-        for node in self.nodes.values():
-            if node.cgroup is not None and self.cgroups is not None:
-                with contextlib.suppress(OSError):
-                    stats[node.node_id] = read(self.cgroups, node.cgroup)
-        return stats
+    def _stats_so_far(self, gone: dict[str, CpuStats], slots: bool) -> dict[str, CpuStats]:
+        if self.cgroups is None:
+            return dict(gone)
+        groups = [(node.node_id, node.cgroup) for node in self.nodes.values() if node.cgroup is not None]
+        return self.cgroups.stats_so_far(gone, groups, slots)
 
     async def _remove_cgroup(self, node: LocalNode) -> None:
         """Keep the node's last counters, then remove its group once its processes are gone

@@ -54,6 +54,11 @@ def check_invariants(driver: Driver) -> None:
         for key, record in job.tasks.items():
             if record.status == "running":
                 assert holders[job.task_id(key)] == 1, job.task_id(key)
+    # the jobs a round lists and the run's end counts, kept apart, are those a walk finds
+    assert core.live_jobs.jobs() == [j for j in core.jobs.values() if j.status in ("waiting", "running")]
+    # a job's end lifts its reservations from the nodes reserved, not from every node
+    reserved = {n.node_id for n in core.nodes.values() if n.reserved_for is not None}
+    assert all(core.records.reserved.get(n) is core.nodes[n] for n in reserved)
     commits = Counter((c.job_id, c.index) for c in driver.log if isinstance(c, cmd.CommitOutput))
     assert all(count == 1 for count in commits.values()), commits
     check_node_views(driver)
@@ -74,9 +79,11 @@ def check_node_views(driver: Driver) -> None:
     assert (+kept.room, kept._most) == (+rebuilt.room, rebuilt._most)
     queueing = sorted(n.node_id for n in snapshot_v1.node_views(core) if n.queued)
     assert sorted(core.round.nodes.queueing()) == queueing
-    if core.jobs:  # the pending tasks, reusing the last snapshot's views, as built afresh
+    if core.jobs:  # the pending tasks and jobs, reusing the last snapshot's views, as built afresh
         reused = core.snapshot()[0].jobs
         core.round._pending_views.clear()
+        core.round._job_views.clear()
+        core.round._shown_jobs.clear()
         assert core.snapshot()[0].jobs == reused
 
 

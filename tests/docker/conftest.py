@@ -18,6 +18,7 @@ from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 
 from master.providers.docker import LABEL_NODE, LABEL_RUN, DockerProvider
+from testbed.cgroups import CgroupUnavailable, detect, hierarchy_path, remove_everywhere
 
 IMAGE = os.environ.get("TESTBED_DOCKER_IMAGE", "transient-testbed:latest")
 _run_numbers = itertools.count()
@@ -80,10 +81,13 @@ def new_run_id() -> str:
 
 
 def remove_run(client: docker.DockerClient, run_id: str) -> None:
-    """Everything labelled with the run: the safety net under DockerProvider.close()."""
+    """Everything labelled with the run, and its CPU groups on the host: the safety net under
+    DockerProvider.close()."""
     label = {"label": f"{LABEL_RUN}={run_id}"}
     for container in client.containers.list(all=True, filters=label):
         container.remove(force=True, v=True)
+    with contextlib.suppress(CgroupUnavailable):
+        remove_everywhere(hierarchy_path(detect().run_dir(run_id)))
     for volume in client.volumes.list(filters=label):
         volume.remove(force=True)
     for network in client.networks.list(filters=label):

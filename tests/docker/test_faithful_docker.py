@@ -1,20 +1,51 @@
-"""A faithful run with containers as nodes: each container's CPU limit is its share of the
-scale model (nano_cpus), and its agent paces its bytes on the node's bandwidth."""
+"""A faithful run with containers as nodes: each node's CPU limit is its share of the scale
+model (its group on the host with a leaf per task slot, as a local node's, where this user
+may make one; else the container's nano_cpus), and its agent paces its bytes on the node's
+bandwidth."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
 
+from master.providers.docker import CGROUP_DIR, DockerProvider
 from master.run import run_scenario
+from testbed.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, detect
+from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.docker.conftest import new_run_id, remove_run, run_leftovers
+from tests.e2e.test_faithful_run import run_a_lone_task
 from tests.e2e.test_workloads_run import assert_exact
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
+
+
+def host_cgroups() -> CpuCgroups | None:
+    try:
+        return detect()
+    except CgroupUnavailable:
+        return None
+
+
+def cpu_limit(cgroups: CpuCgroups | None, run_id: str, node: str, host_config: dict[str, Any]) -> float:
+    """The cores a node's container may use: its group's quota, else its nano_cpus."""
+    if not host_config.get("CgroupParent"):
+        return host_config["NanoCpus"] / 1e9
+    assert cgroups is not None and host_config["NanoCpus"] == 0  # the group's quota, none of its own
+    group = cgroups.run_dir(run_id) / node
+    assert host_config["CgroupParent"] == "/" + str(group.relative_to(cgroups.base.parent))
+    if cgroups.version == 1:
+        return int((group / "cpu.cfs_quota_us").read_text()) / PERIOD_US
+    return int((group / "cpu.max").read_text().split()[0]) / PERIOD_US
+
+
+def leftover_groups(run_id: str) -> list[Path]:
+    """The run's groups in any hierarchy (the engine makes a node's in each of its controllers')."""
+    return sorted(Path("/sys/fs/cgroup").glob(f"**/testbed/{run_id}"))
 
 
 async def test_dilated_containers_get_their_share_and_outputs_stay_exact(
@@ -32,22 +63,101 @@ async def test_dilated_containers_get_their_share_and_outputs_stay_exact(
         jobs=[{"workload": "sort", "size_mb": 4, "maps": 4, "reduces": 2, "memory_mb": 1}],
         fidelity={"mode": "faithful", "dilation": 2},
     )
-    limits: dict[str, tuple[int, list[str]]] = {}
+    limits: dict[str, tuple[float, list[str]]] = {}
+    cgroups = host_cgroups()
 
     def on_event(master: Any, record: dict[str, Any]) -> None:
         if record["event"] == "node_up":
             labels = [f"testbed.run={run_id}", f"testbed.node={record['node']}"]
             [container] = docker_client.containers.list(filters={"label": labels})
-            limits[record["node"]] = (container.attrs["HostConfig"]["NanoCpus"], container.attrs["Args"])
+            host_config = container.attrs["HostConfig"]
+            limit = cpu_limit(cgroups, run_id, record["node"], host_config)
+            limits[record["node"]] = (limit, container.attrs["Args"])
+        if record["event"] == "task_started" and record["class"] == "transient" and not evicted:
+            evicted[record["node"]] = []
+            asyncio.get_running_loop().create_task(evict(master, record["node"]))
 
+    async def evict(master: Any, node_id: str) -> None:  # its groups go with its container, mid-run
+        await master.chaos.evict_now(EvictSpec(count=1), named=[node_id])  # the kill is on its way
+        labels = [f"testbed.run={run_id}", f"testbed.node={node_id}"]
+        while docker_client.containers.list(all=True, filters={"label": labels}):
+            await asyncio.sleep(0.1)
+        for _ in range(20):  # the provider removes the groups right after the container
+            evicted[node_id] = sorted(Path("/sys/fs/cgroup").glob(f"**/testbed/{run_id}/{node_id}"))
+            if not evicted[node_id]:
+                break
+            await asyncio.sleep(0.1)
+
+    evicted: dict[str, list[Path]] = {}
     try:
         result = await run_scenario(scenario, tmp_path, backend="docker", on_event=on_event)
         assert result.ok, result.summary
+        assert result.summary["evictions"] == 1
         assert_exact(scenario, tmp_path)
+        assert list(evicted.values()) == [[]]
     finally:
         remove_run(docker_client, run_id)
     assert run_leftovers(docker_client, run_id) == []
-    assert limits["reserved-0"][0] == 1_000_000_000  # 2 cores / dilation 2
-    assert limits["transient-0"][0] == 250_000_000  # 0.5 core / 2
+    assert leftover_groups(run_id) == []
+    assert limits["reserved-0"][0] == 1.0  # 2 cores / dilation 2
+    assert limits["transient-0"][0] == 0.25  # 0.5 core / 2
     assert "--network-mbps" in limits["reserved-0"][1] and "200" in limits["reserved-0"][1]
     assert "--disk-mb-s" in limits["transient-1"][1] and "50" in limits["transient-1"][1]
+
+
+async def test_a_lone_task_on_a_2_cpu_2_slot_container_gets_one_core_not_two(
+    docker_client: docker.DockerClient, image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As tests/e2e/test_faithful_run.py's local test, with the node a container: one CPU-bound
+    task alone on a node of 2 cpus and 2 slots at dilation 4 uses 1 / 4 of a host core (its
+    slot's), not the node's 2 / 4 (the container's nano_cpus alone gave it 0.91 of its CPU
+    seconds' worth of two emulated cores, 0.50 expected)."""
+    cgroups = host_cgroups()
+    if cgroups is None:
+        pytest.skip("no writable cgroup on this host: Docker nodes get nano_cpus only")
+    run_id = f"faithful-{new_run_id()}"
+    monkeypatch.setenv("TESTBED_RUN_ID", run_id)
+    monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
+    try:
+        result, cpu_s = await run_a_lone_task(cgroups, tmp_path, run_id, backend="docker")
+    finally:
+        remove_run(docker_client, run_id)
+    assert 0.8 <= cpu_s <= 1.0 * 1.1
+    assert result.summary["fidelity"]["slots_throttled_share"] is not None  # the slots' counters were read
+    assert leftover_groups(run_id) == []
+
+
+async def test_a_container_moves_only_its_own_processes_and_its_groups_go_with_it(
+    docker_client: docker.DockerClient, image: str
+) -> None:
+    """Unprivileged, the image's user may move its processes into its node's leaves, and
+    change nothing else; the node's groups (in every hierarchy) go when it is evicted,
+    released, or left to close()."""
+    cgroups = host_cgroups()
+    if cgroups is None:
+        pytest.skip("no writable cgroup on this host: Docker nodes get nano_cpus only")
+    run_id = new_run_id()
+    provider = DockerProvider(run_id, image, cgroups=cgroups)
+    idle = ["sh", "-c", "sleep 60"]  # the provider's placement flags become its $0 and arguments
+    try:
+        for node in ("n0", "n1", "n2"):
+            await provider.launch(node, "transient", 2, 64, 1.0, idle, {})
+        [container] = docker_client.containers.list(
+            filters={"label": [f"testbed.run={run_id}", "testbed.node=n0"]}
+        )
+        assert not container.attrs["HostConfig"]["Privileged"] and not container.attrs["HostConfig"]["CapAdd"]
+        joined = container.exec_run(
+            ["sh", "-c", f"echo $$ > {CGROUP_DIR}/slot-1/cgroup.procs && cat /proc/self/cgroup"]
+        )
+        assert joined.exit_code == 0 and f"/testbed/{run_id}/n0/slot-1" in joined.output.decode()
+        widen = container.exec_run(["sh", "-c", f"echo -1 > {CGROUP_DIR}/cpu.cfs_quota_us"])
+        assert widen.exit_code != 0  # the node's quota is not the container's to change
+        assert (cgroups.run_dir(run_id) / "n0").is_dir()
+        await provider.evict("n0")
+        await provider.release("n1")
+        assert not (cgroups.run_dir(run_id) / "n0").exists() and not (cgroups.run_dir(run_id) / "n1").exists()
+        assert set(provider.node_cpu_stats()) == {"n0", "n1", "n2"}
+    finally:
+        await provider.close()
+        remove_run(docker_client, run_id)
+    assert leftover_groups(run_id) == []
