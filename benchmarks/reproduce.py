@@ -65,7 +65,7 @@ SWEEPS: dict[str, Sweep] = {
             "policy.options.cloudcoaster.r=3",
             "arrivals.synthetic.calm_rate_per_s=0.1425",
             "arrivals.synthetic.burst_rate_per_s=1.425",
-            "arrivals.synthetic.long_rate_per_s=0.0395",
+            "arrivals.synthetic.long_rate_per_s=0.0494",
         ],
         metric="mean_short_queue_s",
         compare="autoscaler",
