@@ -31,18 +31,19 @@ from testbed.journal import JobSubmitted, events_of, read_events
 from testbed.scenario import Scenario
 
 
-def job_class_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
-    """The keys above for an Eagle run or a run with ``arrivals``; nothing for other runs."""
+def job_class_summary(run_dir: Path, scenario: Scenario, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The keys above for an Eagle run or a run with ``arrivals``; nothing for other runs.
+    ``events``: the run's journal, read once for the whole summary."""
     if scenario.policy.scheduler != "eagle" and scenario.arrivals is None:
         return {}
     jobs = read_table(run_dir / "jobs.csv")
-    long_jobs = long_job_ids(run_dir / "events.jsonl")
+    long_jobs = long_jobs_in(events)
     delays = short_queue_delays(jobs, read_table(run_dir / "tasks.csv"), long_jobs)
     return {
         "short_tasks": len(delays),
         "mean_short_queue_s": _mean(delays),
-        "p95_short_queue_s": _round(percentile(delays, 95)),
-        "max_short_queue_s": _round(max(delays)) if delays else None,
+        "p95_short_queue_s": round4(percentile(delays, 95)),
+        "max_short_queue_s": round4(max(delays)) if delays else None,
         "long_jobs": sum(1 for j in jobs if j["job_id"] in long_jobs),
         "mean_long_jct_s": _mean(_jcts(jobs, lambda job: job in long_jobs)),
         "mean_short_jct_s": _mean(_jcts(jobs, lambda job: job not in long_jobs)),
@@ -75,12 +76,12 @@ def transient_cost(nodes: list[dict[str, str]], scenario: Scenario) -> dict[str,
     return {
         "transient_launched": len(transient),
         "mean_transient_active_s": _mean(transient),
-        "max_transient_active_s": _round(max(transient)) if transient else None,
-        "avg_transient_servers": _round(avg_transient),
-        "cost_ratio_r": _round(r),
-        "transient_on_demand_equiv": _round(avg_transient / r),
-        "avg_short_on_demand_servers": _round(avg_short_on_demand),
-        "short_partition_cost_servers": _round(avg_short_on_demand + avg_transient / r),
+        "max_transient_active_s": round4(max(transient)) if transient else None,
+        "avg_transient_servers": round4(avg_transient),
+        "cost_ratio_r": round4(r),
+        "transient_on_demand_equiv": round4(avg_transient / r),
+        "avg_short_on_demand_servers": round4(avg_short_on_demand),
+        "short_partition_cost_servers": round4(avg_short_on_demand + avg_transient / r),
     }
 
 
@@ -102,7 +103,10 @@ def long_job_ids(events_path: Path) -> set[str]:
     """Jobs submitted as long; a torn line (the crash a resumed run continues from) is skipped."""
     if not events_path.exists():
         return set()
-    events = read_events(events_path).events
+    return long_jobs_in(read_events(events_path).events)
+
+
+def long_jobs_in(events: list[dict[str, Any]]) -> set[str]:
     return {e["job"] for e in events_of(events, JobSubmitted) if e.get("long")}
 
 
@@ -116,10 +120,11 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def _mean(values: list[float]) -> float | None:
-    return _round(statistics.fmean(values)) if values else None
+    return round4(statistics.fmean(values)) if values else None
 
 
-def _round(value: float | None) -> float | None:
+def round4(value: float | None) -> float | None:
+    """Four decimals, as summary.json gives its figures (None stays None)."""
     return None if value is None else round(value, 4)
 
 

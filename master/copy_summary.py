@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from master.coaster_summary import percentile
+from master.coaster_summary import percentile, round4
 
 
 def checkpoint_summary(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -30,10 +30,6 @@ def checkpoint_summary(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         return {}
     return {
         "checkpoint_copies": len(delays),
-        "checkpoint_delay_p50_s": _round(percentile(delays, 50)),
-        "checkpoint_delay_p95_s": _round(percentile(delays, 95)),
+        "checkpoint_delay_p50_s": round4(percentile(delays, 50)),
+        "checkpoint_delay_p95_s": round4(percentile(delays, 95)),
     }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from master.coaster_summary import percentile
+from master.coaster_summary import percentile, round4
 from master.scale_model import NodeShares
 from testbed.cgroups import CpuStats
 from testbed.fidelity import host_cores
@@ -167,22 +167,22 @@ def assess(
     block: dict[str, Any] = {
         "host_cores": host_cores,
         "host_samples": len(obs.samples),
-        "host_busy_mean": _round(sum(s.busy * s.span_s for s in obs.samples) / spans if spans else None),
-        "host_saturated_share": _round(
+        "host_busy_mean": round4(sum(s.busy * s.span_s for s in obs.samples) / spans if spans else None),
+        "host_saturated_share": round4(
             sum(s.span_s for s in obs.samples if s.busy >= SATURATED_BUSY) / spans if spans else None
         ),
-        "host_steal_share": _round(steal),
-        "task_time_s": _round(task_time),
-        "task_time_saturated_share": _round(saturated / task_time if task_time else 0.0),
-        "task_cpu_s": _round(sum(t.cpu_s for t in tasks)),
+        "host_steal_share": round4(steal),
+        "task_time_s": round4(task_time),
+        "task_time_saturated_share": round4(saturated / task_time if task_time else 0.0),
+        "task_cpu_s": round4(sum(t.cpu_s for t in tasks)),
         **_quota_use(tasks, quotas),
         **_throttling(throttling, "nodes"),
         **_throttling(slot_throttling or {}, "slots"),
-        "master_loop_lag_p95_s": _round(percentile(sorted(obs.loop_lag_s), 95)),
-        "master_loop_lag_max_s": _round(max(obs.loop_lag_s, default=0.0)),
-        "launch_ack_mean_s": _round(statistics.fmean(obs.launch_ack_s) if obs.launch_ack_s else None),
-        "launch_ack_p95_s": _round(percentile(sorted(obs.launch_ack_s), 95)),
-        "control_plane_cores": _round(obs.control_plane_cpu_s / obs.wall_s if obs.wall_s else None),
+        "master_loop_lag_p95_s": round4(percentile(sorted(obs.loop_lag_s), 95)),
+        "master_loop_lag_max_s": round4(max(obs.loop_lag_s, default=0.0)),
+        "launch_ack_mean_s": round4(statistics.fmean(obs.launch_ack_s) if obs.launch_ack_s else None),
+        "launch_ack_p95_s": round4(percentile(sorted(obs.launch_ack_s), 95)),
+        "control_plane_cores": round4(obs.control_plane_cpu_s / obs.wall_s if obs.wall_s else None),
     }
     block["problems"] = problems(block)
     block["distorted"] = bool(block["problems"])
@@ -197,7 +197,7 @@ def _quota_use(tasks: Sequence[TaskTime], quotas: dict[str, float]) -> dict[str,
         return {"task_cpu_per_quota": None}
     used = sum(t.cpu_s for t in limited)
     allowed = sum((t.end_s - t.start_s) * quotas[t.node_class] for t in limited)
-    return {"task_cpu_per_quota": _round(used / allowed if allowed else None)}
+    return {"task_cpu_per_quota": round4(used / allowed if allowed else None)}
 
 
 def _throttling(stats: dict[str, CpuStats], of: str) -> dict[str, Any]:
@@ -205,10 +205,10 @@ def _throttling(stats: dict[str, CpuStats], of: str) -> dict[str, Any]:
         return {f"{of}_throttled_share": None, f"{of}_throttled_s": None}
     periods = sum(s.periods for s in stats.values())
     return {
-        f"{of}_throttled_share": _round(
+        f"{of}_throttled_share": round4(
             sum(s.throttled_periods for s in stats.values()) / periods if periods else 0.0
         ),
-        f"{of}_throttled_s": _round(sum(s.throttled_s for s in stats.values())),
+        f"{of}_throttled_s": round4(sum(s.throttled_s for s in stats.values())),
     }
 
 
@@ -225,10 +225,6 @@ def problems(block: dict[str, Any]) -> list[str]:
     if lag is not None and lag > LAG_LIMIT_S:
         found.append(f"the master's event loop lagged {lag * 1000:.0f} ms at the 95th percentile")
     return found
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
 
 
 def task_times(tasks: list[dict[str, str]]) -> list[TaskTime]:

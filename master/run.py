@@ -260,7 +260,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         "spill_bytes": sum(int(t["spill_bytes"] or 0) for t in tasks),
         "shuffle_bytes": sum(int(t["bytes_out"] or 0) for t in tasks),
         **elastic_summary(tasks),
-        **job_class_summary(run_dir, scenario),
+        **job_class_summary(run_dir, scenario, events),
         **checkpoint_summary(events),
         **cluster_summary(events, scenario),
     }
