@@ -34,11 +34,12 @@ to enable it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -168,6 +169,25 @@ class CpuCgroups:
             with contextlib.suppress(OSError):
                 stats[node_id] = read(group)
         return stats
+
+    async def retire(
+        self,
+        node_id: str,
+        group: Path,
+        gone: tuple[dict[str, CpuStats], dict[str, CpuStats]],
+        remove: Callable[[], bool],
+    ) -> bool:
+        """Keep a node's last counters in ``gone`` (the node's, its slots'), then ``remove()``
+        its group once its processes are gone (killed task workers take a moment to exit):
+        False if they still held it after about 5 s."""
+        with contextlib.suppress(OSError):
+            gone[0][node_id] = self.stats(group)
+            gone[1][node_id] = self.slot_stats(group)
+        for _ in range(100):
+            if await asyncio.to_thread(remove):
+                return True
+            await asyncio.sleep(0.05)
+        return False
 
     def delegate(self, node: Path, uid: int) -> None:
         """Let the user ``uid`` (a container's agent) move its own processes into the node's

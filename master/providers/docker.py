@@ -35,7 +35,6 @@ The SDK blocks: every call into it runs in a worker thread (asyncio.to_thread).
 """
 
 import asyncio
-import contextlib
 import io
 import logging
 import re
@@ -253,14 +252,11 @@ class DockerProvider:
         group = self._groups.pop(node_id, None)
         if group is None or self._cgroups is None:
             return
-        with contextlib.suppress(OSError):
-            self.cpu_stats[node_id] = self._cgroups.stats(group)
-            self.slot_stats[node_id] = self._cgroups.slot_stats(group)
         path = hierarchy_path(group)
-        for _ in range(100):
-            if await asyncio.to_thread(remove_everywhere, path):
-                return
-            await asyncio.sleep(0.05)
+        if await self._cgroups.retire(
+            node_id, group, (self.cpu_stats, self.slot_stats), lambda: remove_everywhere(path)
+        ):
+            return
         log.warning("the CPU groups %s of node %s still hold processes; left in place", path, node_id)
 
     def _user_id(self, container: Container) -> int:

@@ -18,7 +18,6 @@ for the fidelity monitor.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import signal
@@ -165,13 +164,10 @@ class LocalProvider:
         (killed task workers take a moment to exit)."""
         if node.cgroup is None or self.cgroups is None:
             return
-        with contextlib.suppress(OSError):
-            self.cpu_stats[node.node_id] = self.cgroups.stats(node.cgroup)
-            self.slot_stats[node.node_id] = self.cgroups.slot_stats(node.cgroup)
-        for _ in range(100):
-            if await asyncio.to_thread(self.cgroups.remove, node.cgroup):
-                return
-            await asyncio.sleep(0.05)
+        group, cgroups = node.cgroup, self.cgroups
+        await cgroups.retire(
+            node.node_id, group, (self.cpu_stats, self.slot_stats), lambda: cgroups.remove(group)
+        )
 
     def pid(self, node_id: str) -> int:
         return self._node(node_id).process.pid
