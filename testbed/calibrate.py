@@ -8,8 +8,12 @@ runner, then fits, from the runs' tables (``fit``):
   plan, ``testbed.workloads.plan_job``), ``fixed_s`` and ``s_per_mb`` of compute seconds =
   fixed_s + s_per_mb x input MB (``fit_line``: least squares, both >= 0; when the attempts'
   inputs hardly differ in size a constant cannot be told from a rate, and it is the ratio of
-  the sums with no constant), and ``output_ratio`` = output bytes over input bytes (a final
-  op's: the default, its output goes to the sink). Either way the fitted times add up to the
+  the sums with no constant), and ``output_ratio`` = output bytes over input bytes of the
+  attempts that wrote a block (a final attempt's output goes to the sink: PageRank's last
+  iterate stage had pulled iterate's ratio down by 1/iterations; an op with no such attempt
+  keeps the default). The simulator does not use the ratio of an op whose job's shape sizes
+  its output (``SHAPED_RATIOS``; PageRank's on a generated graph, ``master/sim/model.py``
+  ``GRAPH_SHAPED``: the file says so). Either way the fitted times add up to the
   measured ones: the total work the model must reproduce. A real attempt's compute seconds
   hold the fetch of its input, which the model adds on its own: the modelled fetch of each
   attempt (``fetch_seconds``) is taken off first;
@@ -89,6 +93,13 @@ SHAPED_RATIOS = ("mlr.",)
 the split: classes over points per map), aggregate (1 / maps) and model (0.5, 1 in the first
 iteration). Calibrate fits their times and keeps their default ratios (measured on
 scenarios/pado-mlr.yaml, the shipped mlr scenario)."""
+
+UNUSED_RATIOS = (
+    "output_ratio is not used by the simulator for mlr.gradient, mlr.model, mlr.aggregate (the job's "
+    "model shape sizes them), nor for the pagerank ops of a generated graph (its nodes, edges and "
+    "partitions do: testbed/workloads/pagerank_sizes.py); pagerank's serve a graph read from files"
+)
+"""The calibration file's note on the ratios its values carry but the simulator does not use."""
 
 BUILT_IN = ("wordcount", "sort", "pagerank", "mlr")
 """The workloads whose ops the simulator's model has (a plugin's tasks have its own model)."""
@@ -275,10 +286,11 @@ def fit(
         if sum(sizes) <= 0:
             continue
         fixed, rate = fit_line(sizes, [seconds for _, seconds, _ in attempts])
-        out = sum(o for _, _, o in attempts)
+        written = [(mb, o) for mb, _, o in attempts if o > 0]
+        out = sum(o for _, o in written)
         ops[op] = {
             "s_per_mb": round(rate, 4),
-            "output_ratio": round(out / (sum(sizes) * MB), 4)
+            "output_ratio": round(out / (sum(mb for mb, _ in written) * MB), 4)
             if out and not op.startswith(SHAPED_RATIOS)
             else _final_ratio(op),
             "fixed_s": round(fixed, 4),
@@ -386,6 +398,7 @@ def write_calibration(document: dict[str, Any], path: Path) -> None:
         "# A calibration of the simulator's execution model (docs/simulation.md), measured by\n"
         f"# {document['measured']['command']}\n"
         "# Use it: simulation: {calibration: FILE} in a scenario, or --set simulation.calibration=FILE\n"
+        f"# {UNUSED_RATIOS}\n"
     )
     path.write_text(head + yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
 

@@ -309,34 +309,33 @@ def markdown(errors: Sequence[MetricError], tolerances: Mapping[str, Tolerance],
 
 
 def op_table(
-    real: Mapping[str, Sequence[tuple[float, float]]], sim: Mapping[str, Sequence[tuple[float, float]]]
+    real: Mapping[str, Sequence[tuple[float, float, float]]],
+    sim: Mapping[str, Sequence[tuple[float, float, float]]],
 ) -> list[str]:
     """Which part of the execution model is off: each task op's mean attempt duration (launch to
-    end, succeeded attempts of every cell) and mean input MB, for real and simulated, and the
-    relative error of the duration. Attempts are ``(seconds, MB in)``. An input that differs
-    says the bytes model is off (the sizes a stage's tasks are given); the same input with
-    another duration, the op's time model."""
+    end, succeeded attempts of every cell) and mean input and output MB, for real and
+    simulated, and the relative error of the duration. Attempts are ``(seconds, MB in, MB
+    out)``. An input or output that differs says the bytes model is off (the sizes a stage's
+    tasks are given, the blocks they write); the same input with another duration, the op's
+    time model."""
     lines = [
-        "| op | real attempts | real mean s | real mean MB in "
-        "| sim attempts | sim mean s | sim mean MB in | rel error (s) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| op | real attempts | real mean s | real mean MB in | real mean MB out "
+        "| sim attempts | sim mean s | sim mean MB in | sim mean MB out | rel error (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
 
-    def means(attempts: Sequence[tuple[float, float]]) -> tuple[float | None, float | None]:
+    def means(attempts: Sequence[tuple[float, float, float]]) -> list[float | None]:
         if not attempts:
-            return None, None
-        return (
-            sum(s for s, _ in attempts) / len(attempts),
-            sum(mb for _, mb in attempts) / len(attempts),
-        )
+            return [None, None, None]
+        return [sum(a[i] for a in attempts) / len(attempts) for i in range(3)]
 
     for op in sorted(real.keys() | sim.keys()):
         r, s = real.get(op, ()), sim.get(op, ())
-        (r_mean, r_mb), (s_mean, s_mb) = means(r), means(s)
+        (r_mean, *r_mb), (s_mean, *s_mb) = means(r), means(s)
         error = None if not r_mean or s_mean is None else (s_mean - r_mean) / r_mean
-        shown = [f"{v:.3g}" if v is not None else "n/a" for v in (r_mean, r_mb, s_mean, s_mb)]
+        shown = [f"{v:.3g}" if v is not None else "n/a" for v in (r_mean, *r_mb, s_mean, *s_mb)]
         lines.append(
-            f"| {op} | {len(r)} | {shown[0]} | {shown[1]} | {len(s)} | {shown[2]} | {shown[3]} | "
+            f"| {op} | {len(r)} | {' | '.join(shown[:3])} | {len(s)} | {' | '.join(shown[3:])} | "
             f"{_number(error, percent=True)} |"
         )
     return lines

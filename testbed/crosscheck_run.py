@@ -172,10 +172,10 @@ def _numbers_by_cell(
 
 
 def task_durations(out: Path, cells: list[Cell], scenario: Scenario) -> list[str]:
-    """The op table of every succeeded attempt (launch to end, emulated seconds; input MB) of
-    both sides."""
+    """The op table of every succeeded attempt (launch to end, emulated seconds; input and
+    output MB) of both sides."""
     ops_of = stage_ops(scenario)
-    sides: dict[str, dict[str, list[tuple[float, float]]]] = {side: {} for side in SIDES}
+    sides: dict[str, dict[str, list[tuple[float, float, float]]]] = {side: {} for side in SIDES}
     for side in SIDES:
         for cell in cells:
             run = out / side / cell.name
@@ -188,7 +188,8 @@ def task_durations(out: Path, cells: list[Cell], scenario: Scenario) -> list[str
                 op = ops_of.get((workload, int(task["stage"])), f"{workload}.stage{task['stage']}")
                 if task["status"] == "succeeded":
                     seconds = (float(task["end_s"]) - float(task["start_s"])) / dilation
-                    sides[side].setdefault(op, []).append((seconds, float(task["bytes_in"] or 0) / 2**20))
+                    mb = [float(task[key] or 0) / 2**20 for key in ("bytes_in", "bytes_out")]
+                    sides[side].setdefault(op, []).append((seconds, *mb))
     return op_table(sides["real"], sides["sim"])
 
 

@@ -130,15 +130,15 @@ def test_tables_hold_every_cell_and_metric() -> None:
     assert "pairs" in text
 
 
-def test_op_table_compares_mean_attempt_durations_and_inputs() -> None:
+def test_op_table_compares_mean_attempt_durations_inputs_and_outputs() -> None:
     lines = op_table(
-        {"sort.map": [(1.0, 2.0), (3.0, 4.0)], "sort.reduce": [(1.0, 0.5)]},
-        {"sort.map": [(3.0, 3.0)], "x.y": [(1.0, 1.0)]},
+        {"sort.map": [(1.0, 2.0, 2.0), (3.0, 4.0, 1.0)], "sort.reduce": [(1.0, 0.5, 0.0)]},
+        {"sort.map": [(3.0, 3.0, 3.0)], "x.y": [(1.0, 1.0, 0.25)]},
     )
     assert lines[2:] == [
-        "| sort.map | 2 | 2 | 3 | 1 | 3 | 3 | +50.0% |",
-        "| sort.reduce | 1 | 1 | 0.5 | 0 | n/a | n/a | n/a |",
-        "| x.y | 0 | n/a | n/a | 1 | 1 | 1 | n/a |",
+        "| sort.map | 2 | 2 | 3 | 1.5 | 1 | 3 | 3 | 3 | +50.0% |",
+        "| sort.reduce | 1 | 1 | 0.5 | 0 | 0 | n/a | n/a | n/a | n/a |",
+        "| x.y | 0 | n/a | n/a | n/a | 1 | 1 | 1 | 0.25 | n/a |",
     ]
 
 

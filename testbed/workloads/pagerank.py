@@ -291,10 +291,11 @@ def source_edges(source: dict[str, Any]) -> Iterator[EdgeChunk]:
 def plan(job: PagerankJob, seed: int) -> JobPlan:
     sources = sources_of(job, seed)
     parts = job.reduces
-    shared = {"damping": job.damping, "tolerance": job.tolerance}
+    graph = {} if job.input else {"graph": {"nodes": job.nodes, "edges": job.edges, "partitions": parts}}
+    shared = {"damping": job.damping, "tolerance": job.tolerance, **graph}
     stages = [
         StagePlan("pagerank.edges", len(sources), parts, task_params=tuple(sources)),
-        StagePlan("pagerank.links", parts, 3, (Dependency(0, "shuffle"),)),
+        StagePlan("pagerank.links", parts, 3, (Dependency(0, "shuffle"),), shared_params=graph),
         StagePlan("pagerank.scatter", parts, parts, (Dependency(1, "narrow"),), shared_params=shared),
     ]
     for iteration in range(1, job.iterations + 1):
@@ -337,7 +338,7 @@ def edges_task(ctx: TaskContext) -> None:
         names.update(chunk.names)
     writer = ctx.open_output()
     named = _names_by_partition(names, partitions)
-    for partition, records in buffer.finish(_chunk_bytes(ctx.budget_bytes)):
+    for partition, records in buffer.finish(chunk_bytes(ctx.budget_bytes)):
         for record_chunk in records:
             writer.write(partition, EDGES + record_chunk.tobytes())
             ctx.metrics.records_out += len(record_chunk)
@@ -399,7 +400,7 @@ def _merge_names(names: dict[int, bytes], more: dict[int, bytes]) -> None:
             )
 
 
-def _chunk_bytes(budget: int) -> int:
+def chunk_bytes(budget: int) -> int:
     return int(min(1 << 20, max(4096, budget // 32)))
 
 
@@ -421,7 +422,7 @@ def links_task(ctx: TaskContext) -> None:
     writer = ctx.open_output()
     writer.write(0, b"")
     ids, degrees = [], []
-    for _, chunks in buffer.finish(_chunk_bytes(ctx.budget_bytes)):
+    for _, chunks in buffer.finish(chunk_bytes(ctx.budget_bytes)):
         for chunk in chunks:
             real = chunk[chunk["dst"] != MARKER]
             if len(real):
@@ -579,7 +580,7 @@ def _scatter(
         ctx.metrics.records_in += len(edges)
         buffer.add(contribs, owner(edges["dst"], partitions))
     writer = ctx.open_output()
-    for partition, chunks in buffer.finish(_chunk_bytes(ctx.budget_bytes)):
+    for partition, chunks in buffer.finish(chunk_bytes(ctx.budget_bytes)):
         writer.write(partition, HEADER + msgpack.packb(header))
         for chunk in chunks:
             writer.write(partition, CONTRIBUTIONS + chunk.tobytes())

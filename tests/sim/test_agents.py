@@ -25,6 +25,7 @@ from testbed.protocol import (
     TaskUpdate,
 )
 from testbed.scenario import parse_scenario
+from testbed.workloads import pagerank_sizes
 
 SPEC: dict[str, Any] = {
     "name": "agents",
@@ -333,9 +334,30 @@ def test_an_aggregate_of_gradients_is_one_inputs_size_however_many_it_sums() -> 
     """An MLR aggregate sums its input slices: its output is one slice whether it reads 16
     gradients' slices (Spark) or 4 partial aggregates' (Pado), not a ratio of what it read."""
     model = ExecutionModel(parse_scenario(SPEC), lambda job, stage: 256, lambda job, stage: ("shuffle",))
-    aggregate = sleep_task(0, 0.0).model_copy(update={"op": "mlr.aggregate", "params": {}})
+    aggregate = sleep_task(0, 0.0).model_copy(update={"op": "mlr.aggregate", "params": {}, "final": False})
     spark = model.cost(aggregate, 16 * 2**20, 0.0, "reserved", largest=2**20)
     pado = model.cost(aggregate, 4 * 2**20, 0.0, "reserved", largest=2**20)
     assert spark.bytes_out == pado.bytes_out == 2**20
     sort = model.cost(aggregate.model_copy(update={"op": "sort.reduce"}), 4 * 2**20, 0.0, "reserved", 2**20)
     assert sort.bytes_out == 4 * 2**20  # any other op: its output ratio (sort's is 1)
+    final = model.cost(
+        aggregate.model_copy(update={"op": "sort.reduce", "final": True}), 2**20, 0.0, "reserved"
+    )
+    assert final.bytes_out == 0  # a final task writes to the sink, no block
+
+
+def test_a_pagerank_tasks_output_comes_from_its_graphs_shape() -> None:
+    """A generated graph's scatter writes its expected contributions, whatever it read; a graph
+    read from files (no shape in the plan) keeps the op's ratio."""
+    model = ExecutionModel(parse_scenario(SPEC), lambda job, stage: 256, lambda job, stage: ("narrow",))
+    graph = {"nodes": 100_000, "edges": 1_000_000, "partitions": 8}
+    scatter = sleep_task(0, 0.0).model_copy(
+        update={"op": "pagerank.scatter", "params": {"graph": graph}, "partitions": 8, "final": False}
+    )
+    shaped = pagerank_sizes.task_bytes(scatter)
+    assert shaped is not None and shaped > 2 * 2**20 / 8
+    for read in (2**20, 4 * 2**20):
+        assert model.cost(scatter, read, 0.0, "reserved").bytes_out == shaped
+    from_files = scatter.model_copy(update={"params": {}})
+    ratio = model.spec.op("pagerank.scatter").output_ratio
+    assert model.cost(from_files, 2**20, 0.0, "reserved").bytes_out == int(2**20 * ratio)
