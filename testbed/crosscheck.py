@@ -26,10 +26,15 @@ METRICS = (
     "bytes_checkpointed",
     "checkpoint_delay_p50_s",
     "checkpoint_delay_p95_s",
+    "mean_short_queue_s",
+    "p95_short_queue_s",
+    "short_partition_cost_servers",
 )
 """Metrics of ``summary.json`` compared, in table order (``checkpoint_delay_*``: a checkpoint copy's
 task end to commit, median and 95th percentile, ``master/copy_summary.py``; n/a in a run
-without checkpoints)."""
+without checkpoints; ``*_short_queue_s`` and ``short_partition_cost_servers``: a hybrid
+(Eagle) run's short tasks' queueing and its short partition's cost in on-demand servers,
+``master/coaster_summary.py``; n/a in other runs)."""
 
 ALIASES = {
     "jct": "mean_jct_s",
@@ -43,6 +48,8 @@ ALIASES = {
     "checkpointed": "bytes_checkpointed",
     "checkpoint_delay": "checkpoint_delay_p50_s",
     "checkpoint_delay_p95": "checkpoint_delay_p95_s",
+    "short_queue": "mean_short_queue_s",
+    "cost": "short_partition_cost_servers",
 }
 """Short names ``--tolerance`` accepts besides the metrics' own."""
 

@@ -53,6 +53,17 @@ def test_a_missing_side_or_a_zero_real_value_has_no_relative_error() -> None:
     assert error_of(errors, "bytes_pushed").real is None  # not in the runs' numbers
 
 
+def test_a_hybrid_runs_short_queueing_and_cost_are_compared() -> None:
+    real = [run(9.0, mean_short_queue_s=40.0, short_partition_cost_servers=2.8)]
+    errors = compare({(): (real, [run(9.0, mean_short_queue_s=30.0, short_partition_cost_servers=2.8)])})
+    assert error_of(errors, "mean_short_queue_s").relative == pytest.approx(-0.25)
+    assert error_of(errors, "short_partition_cost_servers").absolute == 0
+    assert parse_tolerances("short_queue=10%,cost=0.1") == {
+        "mean_short_queue_s": Tolerance("mean_short_queue_s", 0.1, True),
+        "short_partition_cost_servers": Tolerance("short_partition_cost_servers", 0.1, False),
+    }
+
+
 def test_tolerances_parse_relative_and_absolute_limits_and_short_names() -> None:
     assert parse_tolerances("jct=15%, evictions=0,relaunched_ratio=0.05") == {
         "mean_jct_s": Tolerance("mean_jct_s", 0.15, True),
