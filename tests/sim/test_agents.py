@@ -291,12 +291,12 @@ def test_a_jobs_final_stage_takes_its_ops_final_model_when_there_is_one() -> Non
     """``<op>.final`` (a calibration's fit of the stages that write the run's output) is the
     model of a final stage's attempts only; without it a final stage takes its op's model."""
     ops = {
-        "mlr.model": {"s_per_mb": 0.01, "output_ratio": 0.5},
-        "mlr.model.final": {"s_per_mb": 0.1, "output_ratio": 0.5, "fixed_s": 0.2},
+        "pagerank.iterate": {"s_per_mb": 0.01, "output_ratio": 0.5},
+        "pagerank.iterate.final": {"s_per_mb": 0.1, "output_ratio": 0.5, "fixed_s": 0.2},
     }
     scenario = parse_scenario({**SPEC, "simulation": {**SPEC["simulation"], "ops": ops}})
     model = ExecutionModel(scenario, lambda job, stage: 64, lambda job, stage: ("shuffle",))
-    task = sleep_task(0, 0.0).model_copy(update={"op": "mlr.model", "params": {}, "final": False})
+    task = sleep_task(0, 0.0).model_copy(update={"op": "pagerank.iterate", "params": {}, "final": False})
     assert model.cost(task, 8 * 2**20, 0.0, "reserved").compute_s == pytest.approx(0.08)
     final = task.model_copy(update={"final": True})
     assert model.cost(final, 8 * 2**20, 0.0, "reserved").compute_s == pytest.approx(1.0)
