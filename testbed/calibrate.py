@@ -13,10 +13,14 @@ runner, then fits, from the runs' tables (``fit``):
   iterate stage had pulled iterate's ratio down by 1/iterations; an op with no such attempt
   keeps the default). The simulator does not use the ratio of an op whose job's shape sizes
   its output (``SHAPED_RATIOS``; PageRank's on a generated graph, ``master/sim/model.py``
-  ``GRAPH_SHAPED``: the file says so). Either way the fitted times add up to the
-  measured ones: the total work the model must reproduce. A real attempt's compute seconds
-  hold the fetch of its input, which the model adds on its own: the modelled fetch of each
-  attempt (``fetch_seconds``) is taken off first;
+  ``GRAPH_SHAPED``: the file says so). An op that is a job's final stage in one place and not
+  in another (``final_split_ops``: mlr's model, PageRank's iterate) is fitted twice: ``<op>``
+  from its other stages' attempts, ``<op>.final`` from the final stages' (they write the
+  run's output instead of blocks: mlr's last model took 10x the seconds per MB of the
+  others), which the simulator uses for a job's final stage. Either way the fitted times
+  add up to the measured ones: the total work the model must reproduce. A real attempt's
+  compute seconds hold the fetch of its input, which the model adds on its own: the modelled
+  fetch of each attempt (``fetch_seconds``) is taken off first;
 - ``launch_overhead``: the median of ``end - start - compute_s`` of those attempts;
 - ``node_startup``: the median of ``node_launching`` -> ``node_up`` (events.jsonl), the
   replacement of the evicted node included;
@@ -54,7 +58,7 @@ import yaml
 
 from testbed.bandwidth import BURST_S, book
 from testbed.scenario import Scenario, load_scenario
-from testbed.scenario_sim import OP_MODELS
+from testbed.scenario_sim import FINAL_OP, OP_MODELS
 from testbed.sweep import grid, run_sweep
 from testbed.workloads import plan_job
 from testbed.workloads.plan import Dependency
@@ -147,6 +151,40 @@ def stage_ops(scenario: Scenario) -> dict[tuple[str, int], str]:
     return ops
 
 
+def final_split_ops(scenario: Scenario) -> frozenset[str]:
+    """The ops of the scenario's built-in jobs that are a job's final stage somewhere and not
+    elsewhere: their final stages' attempts are ``<op>.final`` (``FINAL_OP``), fitted and shown
+    apart (an op that is always final, a wordcount or sort reduce, keeps its name)."""
+    final: set[str] = set()
+    other: set[str] = set()
+    for job in scenario.jobs:
+        if job.workload in BUILT_IN:
+            for stage in plan_job(job, scenario.seed, scenario).stages:
+                (final if stage.final else other).add(stage.op)
+    return frozenset(final & other)
+
+
+def final_stages(jobs: list[dict[str, str]], tasks: list[dict[str, str]]) -> dict[str, int]:
+    """Each succeeded job's final stage (jobs.csv, tasks.csv rows): the last stage of its tasks
+    (a built-in plan's final stage is its last one, which a succeeded job ran). A job that did
+    not succeed has none: its attempts count as its ops' other stages'."""
+    succeeded = {row["job_id"] for row in jobs if row.get("status") == "succeeded"}
+    last: dict[str, int] = {}
+    for task in tasks:
+        if task["job_id"] in succeeded:
+            last[task["job_id"]] = max(last.get(task["job_id"], 0), int(task["stage"]))
+    return last
+
+
+def attempt_op(
+    op: str, task: Mapping[str, str], finals: Mapping[str, int], final_split: frozenset[str]
+) -> str:
+    """The op a tasks.csv row is fitted and shown as: ``<op>.final`` for the job's final stage
+    (``finals``: ``final_stages``) of an op in ``final_split`` (``final_split_ops``)."""
+    final = op in final_split and int(task["stage"]) == finals.get(task["job_id"])
+    return op + FINAL_OP if final else op
+
+
 def csv_rows(path: Path) -> list[dict[str, str]]:
     if not path.exists():
         return []
@@ -219,12 +257,14 @@ def fit(
     ops_of: Mapping[tuple[str, int], str],
     deps_of: Mapping[tuple[str, int], tuple[Dependency, ...]] | None = None,
     nic: Mapping[str, float] | None = None,
+    final_split: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(simulation values, samples)`` from the run directories: what each value was fitted
     from (attempts, nodes) so that a file says how much it rests on. With the stages'
     dependencies and the NICs, each attempt's modelled fetch (``fetch_seconds``) is taken off
     its compute seconds before the op's line is fitted, so that the model, which adds it
-    back, does not count it twice."""
+    back, does not count it twice. The final stages' attempts of an op in ``final_split``
+    (``final_split_ops``) are fitted as ``<op>.final``."""
     work: dict[str, list[tuple[float, float, float]]] = {}  # op -> [(MB in, compute_s, bytes_out)]
     overheads: list[float] = []
     startups: list[float] = []
@@ -237,8 +277,10 @@ def fit(
         faithful = summary.get("fidelity_mode") == "faithful"
         if faithful:
             bursts.append(BURST_S / dilation)
-        workloads = {row["job_id"]: row["workload"] for row in csv_rows(run / "jobs.csv")}
+        jobs = csv_rows(run / "jobs.csv")
+        workloads = {row["job_id"]: row["workload"] for row in jobs}
         tasks = csv_rows(run / "tasks.csv")
+        finals = final_stages(jobs, tasks)
         fetches = fetch_seconds(
             tasks, workloads, deps_of or {}, nic or {}, dilation, bursts[-1] if faithful else 0.0
         )
@@ -246,6 +288,7 @@ def fit(
             op = ops_of.get((workloads.get(task["job_id"], ""), int(task["stage"])))
             if op is None or task["status"] != "succeeded" or not task["compute_s"]:
                 continue
+            op = attempt_op(op, task, finals, final_split)
             measured = float(task["compute_s"]) / dilation
             compute = max(0.0, measured - fetches.get((task["task_id"], task["attempt"]), 0.0))
             fetched[0] += measured - compute
@@ -330,8 +373,10 @@ def fit_line(sizes: list[float], seconds: list[float]) -> tuple[float, float]:
 
 def _final_ratio(op: str) -> float:
     """The default ratio: a final op's tasks write their output to the run's sink, not as blocks
-    (tasks.csv has no bytes out for them), and a shaped op's ratio is its job's."""
-    return OP_MODELS[op].output_ratio if op in OP_MODELS else 0.0
+    (tasks.csv has no bytes out for them), and a shaped op's ratio is its job's; ``<op>.final``'s
+    is its op's (the simulator writes no block of a final stage's output)."""
+    default = OP_MODELS.get(op.removesuffix(FINAL_OP))
+    return default.output_ratio if default is not None else 0.0
 
 
 def calibrate(
@@ -354,7 +399,9 @@ def calibrate(
     runs = [work_dir / c.name for c, r in zip(cells, results, strict=True) if r.status == "ok"]
     if not runs:
         raise RuntimeError(f"no calibration run succeeded; see {work_dir}/logs/")
-    values, samples = fit(runs, stage_ops(scenario), stage_deps(scenario), nic_bytes_s(scenario))
+    values, samples = fit(
+        runs, stage_ops(scenario), stage_deps(scenario), nic_bytes_s(scenario), final_split_ops(scenario)
+    )
     copies = copy_cpu()
     values.update({key: copies[key] for key in COPY_CPU_KEYS})
     samples["copy_cpu"] = f"{copies['copies']} copies and fetches of {copies['mb'] / copies['copies']:.3g} MB"

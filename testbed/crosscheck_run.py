@@ -22,8 +22,8 @@ from pathlib import Path
 import yaml
 
 from testbed.bandwidth import BURST_S
+from testbed.calibrate import attempt_op, final_split_ops, final_stages, load_average, stage_ops
 from testbed.calibrate import csv_rows as read_csv
-from testbed.calibrate import load_average, stage_ops
 from testbed.crosscheck import (
     MetricError,
     RunNumbers,
@@ -173,8 +173,9 @@ def _numbers_by_cell(
 
 def task_durations(out: Path, cells: list[Cell], scenario: Scenario) -> list[str]:
     """The op table of every succeeded attempt (launch to end, emulated seconds; input and
-    output MB) of both sides."""
-    ops_of = stage_ops(scenario)
+    output MB) of both sides, the final stages of an op that is not always final apart as
+    ``<op>.final`` (as ``testbed calibrate`` fits them)."""
+    ops_of, final_split = stage_ops(scenario), final_split_ops(scenario)
     sides: dict[str, dict[str, list[tuple[float, float, float]]]] = {side: {} for side in SIDES}
     for side in SIDES:
         for cell in cells:
@@ -182,10 +183,12 @@ def task_durations(out: Path, cells: list[Cell], scenario: Scenario) -> list[str
             if not (run / "summary.json").exists():
                 continue
             dilation = float(json.loads((run / "summary.json").read_text()).get("dilation") or 1.0)
-            workloads = {row["job_id"]: row["workload"] for row in read_csv(run / "jobs.csv")}
-            for task in read_csv(run / "tasks.csv"):
+            jobs, tasks = read_csv(run / "jobs.csv"), read_csv(run / "tasks.csv")
+            workloads, finals = {row["job_id"]: row["workload"] for row in jobs}, final_stages(jobs, tasks)
+            for task in tasks:
                 workload = workloads.get(task["job_id"], "")
                 op = ops_of.get((workload, int(task["stage"])), f"{workload}.stage{task['stage']}")
+                op = attempt_op(op, task, finals, final_split)
                 if task["status"] == "succeeded":
                     seconds = (float(task["end_s"]) - float(task["start_s"])) / dilation
                     mb = [float(task[key] or 0) / 2**20 for key in ("bytes_in", "bytes_out")]

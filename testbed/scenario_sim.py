@@ -58,6 +58,13 @@ OP_MODELS: dict[str, OpModel] = {
 }
 
 
+FINAL_OP = ".final"
+"""``<op>.final``: the model of an op's stages that are their job's final stage, which write the
+run's output (text) instead of blocks and can cost otherwise (mlr's last model: 10x the seconds
+per MB of the others, docs/simulation.md); ``testbed calibrate`` fits it apart when an op runs
+both as a final stage and not. Without it a final stage takes its op's model."""
+
+
 class SimulationSpec(Strict):
     calibration: str | None = Field(
         default=None,
@@ -132,6 +139,12 @@ class SimulationSpec(Strict):
     def op(self, name: str) -> OpModel:
         """The model of an op: the scenario's, else the measured default, else no cost."""
         return self.ops.get(name) or OP_MODELS.get(name) or OpModel(s_per_mb=0.0, output_ratio=1.0)
+
+    def stage_op(self, name: str, final: bool) -> OpModel:
+        """The model of a stage of op ``name``: a job's final stage's ``<op>.final`` when the
+        scenario or its calibration has one, else the op's."""
+        own = self.ops.get(name + FINAL_OP) if final else None
+        return own or self.op(name)
 
     @model_validator(mode="before")
     @classmethod

@@ -10,9 +10,17 @@ from pathlib import Path
 import pytest
 
 from master.sim.run import run_sim
-from testbed.calibrate import CALIBRATION_SCENARIO, COPY_CPU_KEYS, copy_cpu, fit, fit_line, stage_ops
+from testbed.calibrate import (
+    CALIBRATION_SCENARIO,
+    COPY_CPU_KEYS,
+    copy_cpu,
+    final_split_ops,
+    fit,
+    fit_line,
+    stage_ops,
+)
 from testbed.scenario import parse_scenario
-from testbed.scenario_sim import OP_MODELS
+from testbed.scenario_sim import FINAL_OP, OP_MODELS
 
 MB = 2**20
 CALIBRATED = {op for op in OP_MODELS if op.partition(".")[0] in ("wordcount", "sort", "pagerank", "mlr")}
@@ -99,23 +107,78 @@ def test_fit_line_of_one_size_is_the_ratio_of_the_sums() -> None:
 
 
 def test_calibrating_on_the_simulator_gives_back_its_model(tmp_path: Path) -> None:
-    """The calibration scenario simulated with a known per-task constant and rate per op: the
-    fit of its tables finds them again (its attempts are of several sizes for every op)."""
+    """The calibration scenario simulated with a known per-task constant and rate per op, and
+    its own for the final stages of mlr's model and PageRank's iterate: the fit of its tables
+    finds them again (a constant where an op's attempts are of several sizes: mlr's aggregate
+    and model, final or not, read one size, and have none)."""
     model = {
         op: {"s_per_mb": round(0.01 * (i + 1), 4), "output_ratio": spec.output_ratio, "fixed_s": 0.05 * i}
         for i, (op, spec) in enumerate(sorted(OP_MODELS.items()))
         if op in CALIBRATED
     }
+    model["mlr.model"]["fixed_s"] = 0.0
+    model["mlr.model.final"] = {"s_per_mb": 0.5, "output_ratio": 0.5}
+    model["pagerank.iterate.final"] = {"s_per_mb": 0.2, "output_ratio": 0.0, "fixed_s": 0.1}
     # the agents' serving takes no CPU here: it would slow the attempts beside it, which the fit
     # of the ops counts as theirs (so a real calibration does; test_cpu.py tests the sharing)
     scenario = parse_scenario({**CALIBRATION_SCENARIO, "simulation": {"ops": model, "serve_cpu_s_per_mb": 0}})
     run = tmp_path / "run"
     run.mkdir()
     assert run_sim(scenario, run).ok
-    values, samples = fit([run], stage_ops(scenario))
+    values, samples = fit([run], stage_ops(scenario), final_split=final_split_ops(scenario))
+    assert values["ops"].keys() == model.keys()
     for op, expected in model.items():
-        assert values["ops"][op]["fixed_s"] == pytest.approx(expected["fixed_s"], abs=2e-3), samples
+        assert values["ops"][op]["fixed_s"] == pytest.approx(expected.get("fixed_s", 0.0), abs=2e-3), samples
         assert values["ops"][op]["s_per_mb"] == pytest.approx(expected["s_per_mb"], abs=2e-3), samples
+
+
+def test_an_ops_final_stages_are_fitted_apart_when_it_also_runs_as_another_stage(tmp_path: Path) -> None:
+    """PageRank's iterate is both a middle stage and, the last iteration, the job's final stage
+    (it writes the ranks as the run's output): its final stage's attempts are fitted as
+    ``pagerank.iterate.final``, the others as ``pagerank.iterate``. A job that did not succeed has
+    no final stage known (its last attempts count as the others'); an op that is always final
+    (sort's reduce) keeps its name."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps({"dilation": 1.0}))
+    head = "task_id,job_id,stage,attempt,start_s,end_s,status,bytes_in,bytes_out,compute_s\n"
+    rows = [
+        f"j0.s0.t0,j0,0,0,0,1,succeeded,{MB},{MB // 2},0.1",
+        f"j0.s0.t1,j0,0,0,0,1,succeeded,{2 * MB},{MB},0.2",
+        f"j0.s1.t0,j0,1,0,1,3,succeeded,{MB},0,2.0",  # j0's final stage: 10x the seconds per MB
+        f"j0.s1.t1,j0,1,0,1,3,failed,{MB},0,9.0",
+        f"j1.s0.t0,j1,0,0,0,1,succeeded,{MB},{MB // 2},0.1",
+        f"j1.s1.t0,j1,1,0,1,2,succeeded,{3 * MB},{3 * MB // 2},0.3",  # j1 failed: a middle stage
+        f"j2.s0.t0,j2,0,0,0,1,succeeded,{MB},{MB},0.5",
+        f"j2.s1.t0,j2,1,0,1,2,succeeded,{MB},0,0.7",
+    ]
+    (run / "tasks.csv").write_text(head + "\n".join(rows) + "\n")
+    jobs = "job_id,workload,status\nj0,pagerank,succeeded\nj1,pagerank,failed\nj2,sort,succeeded\n"
+    (run / "jobs.csv").write_text(jobs)
+    ops_of = {
+        ("pagerank", 0): "pagerank.iterate",
+        ("pagerank", 1): "pagerank.iterate",
+        ("sort", 0): "sort.map",
+        ("sort", 1): "sort.reduce",
+    }
+    values, samples = fit([run], ops_of, final_split=frozenset({"pagerank.iterate"}))
+    # 0.1 s per MB through the origin (1, 2, 1 and 3 MB); blocks of 3.5 of their 7 MB
+    assert values["ops"]["pagerank.iterate"] == {"s_per_mb": 0.1, "output_ratio": 0.5, "fixed_s": 0.0}
+    assert values["ops"]["pagerank.iterate" + FINAL_OP] == {
+        "s_per_mb": 2.0,
+        "output_ratio": OP_MODELS["pagerank.iterate"].output_ratio,  # it writes no block
+        "fixed_s": 0.0,
+    }
+    assert values["ops"]["sort.reduce"]["s_per_mb"] == 0.7
+    assert samples["ops.pagerank.iterate.final"] == "1 attempts of 1 to 1 MB"
+    # without the split (the old fit): one line over both
+    assert fit([run], ops_of)[0]["ops"].keys() == {"pagerank.iterate", "sort.map", "sort.reduce"}
+
+
+def test_the_ops_split_are_those_a_final_stage_and_another_stage_in_the_scenario() -> None:
+    assert final_split_ops(parse_scenario(CALIBRATION_SCENARIO)) == {"mlr.model", "pagerank.iterate"}
+    sort_only = {**CALIBRATION_SCENARIO, "jobs": CALIBRATION_SCENARIO["jobs"][:4]}
+    assert final_split_ops(parse_scenario(sort_only)) == frozenset()
 
 
 def test_the_modelled_fetch_is_taken_off_a_reduces_compute() -> None:

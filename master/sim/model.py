@@ -145,10 +145,11 @@ class ExecutionModel:
         return self.plugin_models[key]
 
     def op_model(self, spec: TaskSpec) -> OpModel:
-        """The scenario's ``simulation.ops`` entry of the op; for a workload plugin's task,
+        """The scenario's ``simulation.ops`` entry of the op (a job's final stage: its
+        ``<op>.final`` when there is one); for a workload plugin's task,
         ``<import path>.<map|reduce>`` there, else the plugin's ``sim_model()``."""
         if not spec.op.startswith(PLUGIN_OP):
-            return self.spec.op(spec.op)
+            return self.spec.stage_op(spec.op, spec.final)
         role = spec.op.removeprefix(PLUGIN_OP)
         workload = spec.params["workload"]
         if f"{workload}.{role}" in self.spec.ops:

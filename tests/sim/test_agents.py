@@ -288,6 +288,23 @@ def test_a_holder_killed_while_a_reader_reads_leaves_it_the_next_location() -> N
     assert fleet.nodes["reserved-0"].links.out_free > begin + 1.5 * one  # both from reserved-0
 
 
+def test_a_jobs_final_stage_takes_its_ops_final_model_when_there_is_one() -> None:
+    """``<op>.final`` (a calibration's fit of the stages that write the run's output) is the
+    model of a final stage's attempts only; without it a final stage takes its op's model."""
+    ops = {
+        "pagerank.iterate": {"s_per_mb": 0.01, "output_ratio": 0.5},
+        "pagerank.iterate.final": {"s_per_mb": 0.1, "output_ratio": 0.5, "fixed_s": 0.2},
+    }
+    scenario = parse_scenario({**SPEC, "simulation": {**SPEC["simulation"], "ops": ops}})
+    model = ExecutionModel(scenario, lambda job, stage: 64, lambda job, stage: ("shuffle",))
+    task = sleep_task(0, 0.0).model_copy(update={"op": "pagerank.iterate", "params": {}, "final": False})
+    assert model.cost(task, 8 * 2**20, 0.0, "reserved").compute_s == pytest.approx(0.08)
+    final = task.model_copy(update={"final": True})
+    assert model.cost(final, 8 * 2**20, 0.0, "reserved").compute_s == pytest.approx(1.0)
+    sort = final.model_copy(update={"op": "sort.reduce"})  # no sort.reduce.final: sort.reduce's
+    assert model.cost(sort, 2**20, 0.0, "reserved").compute_s == model.spec.op("sort.reduce").s_per_mb
+
+
 @pytest.mark.parametrize(("op", "pushed"), [("mlr.gradient", (300, 500)), ("wordcount.map", (400, 700))])
 def test_a_partial_aggregate_of_gradients_is_one_gradients_size(op: str, pushed: tuple[int, ...]) -> None:
     """Summed gradients keep one gradient's size (the real combiner adds them slice by
