@@ -80,6 +80,14 @@ class SimulationSpec(Strict):
     node_startup: Duration = Field(
         default=1.45, ge=0, description="a node's start to its announcement (agent and forkserver warm)"
     )
+    node_startup_cores: float | None = Field(
+        default=None,
+        gt=0,
+        description="the cores of the nodes node_startup was measured on: a node of c cores then "
+        "starts in node_startup x node_startup_cores / c, since a faithful agent starts inside its "
+        "node's CPU quota (testbed calibrate writes it for a faithful calibration); none: every "
+        "node starts in node_startup",
+    )
     detection: Literal["will", "heartbeat"] = Field(
         default="will",
         description="how a killed node's loss is heard: its Last Will, or missed heartbeats",
@@ -135,6 +143,12 @@ class SimulationSpec(Strict):
         default=True,
         description="stretch a task given less than its ideal memory by the scenario's profile curve",
     )
+
+    def startup_s(self, cores: float) -> float:
+        """A node of ``cores`` cores' start to its announcement (``node_startup_cores``)."""
+        if self.node_startup_cores is None:
+            return self.node_startup
+        return self.node_startup * self.node_startup_cores / cores
 
     def op(self, name: str) -> OpModel:
         """The model of an op: the scenario's, else the measured default, else no cost."""

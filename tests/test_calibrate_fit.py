@@ -18,6 +18,7 @@ from testbed.calibrate import (
     fit,
     fit_line,
     stage_ops,
+    startup_values,
 )
 from testbed.scenario import parse_scenario
 from testbed.scenario_sim import FINAL_OP, OP_MODELS
@@ -79,6 +80,27 @@ def test_fit_reports_emulated_seconds(tmp_path: Path) -> None:
     values, _ = fit([run_dir(tmp_path, dilation=2.0)], {("sort", 0): "sort.map"})
     assert values["ops"]["sort.map"]["s_per_mb"] == 1.0
     assert values["node_startup"] == 1.5 and values["will_delay"] == 0.01
+
+
+def test_faithful_start_ups_are_given_with_their_nodes_cores(tmp_path: Path) -> None:
+    """A faithful run's agents start inside their nodes' CPU quotas: each start is scaled to the
+    median node's cores (reserved-0 of 2 cores in 2 s, transient-0 of 1 core in 4 s: 2 s at 2
+    cores each), and the file says of which cores; an unisolated run's starts are as measured."""
+    run = run_dir(tmp_path)
+    (run / "summary.json").write_text(json.dumps({"dilation": 1.0, "fidelity_mode": "faithful"}))
+    events = [{**e, "class": e["node"].split("-")[0]} for e in EVENTS]
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    cores = {"reserved": 2.0, "transient": 1.0}
+    values, _ = fit([run], {}, cores=cores)
+    assert (values["node_startup"], values["node_startup_cores"]) == (2.0, 2.0)
+    # scaled to 2 cores: 2.0, 2.5, 2.2
+    assert startup_values([(2.0, 2.0), (5.0, 1.0), (2.2, 2.0)]) == {
+        "node_startup": 2.2,
+        "node_startup_cores": 2.0,
+    }
+    (run / "summary.json").write_text(json.dumps({"dilation": 1.0, "fidelity_mode": "unisolated"}))
+    values, _ = fit([run], {}, cores=cores)
+    assert values["node_startup"] == 3.0 and "node_startup_cores" not in values
 
 
 def test_the_calibration_scenario_covers_every_calibrated_op() -> None:

@@ -83,7 +83,7 @@ class ModelAgents:
         self.at_url[node.url] = node
         if self.model.spec.cpu_sharing:
             node.cpu = NodeCpu(self.heap, spec.cores)
-        self.heap.after(self.model.spec.node_startup, DELIVER, lambda: self._announce(node))
+        self.heap.after(self.model.spec.startup_s(spec.cores), DELIVER, lambda: self._announce(node))
 
     def _announce(self, node: ModelNode) -> None:
         if not node.alive:

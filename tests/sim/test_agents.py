@@ -112,6 +112,21 @@ def test_nodes_announce_themselves_after_the_startup_delay() -> None:
     ]
 
 
+def test_a_node_starts_in_proportion_to_its_cores_when_the_startup_names_its_cores() -> None:
+    """A faithful agent starts inside its node's CPU quota: node_startup was measured on nodes
+    of node_startup_cores, so a node of half those cores takes twice as long."""
+    spec = {
+        **SPEC,
+        "cluster": {"reserved": {"count": 1, "slots": 2}, "transient": {"count": 1, "slots": 1}},
+        "simulation": {**SPEC["simulation"], "node_startup": 1.0, "node_startup_cores": 2},
+    }
+    _, _, heard = agents(spec=spec)
+    assert [(t, node) for t, node, m in heard if isinstance(m, NodeState)] == [
+        (1.0, "reserved-0"),
+        (2.0, "transient-0"),
+    ]
+
+
 def test_a_launch_is_running_at_once_and_succeeds_after_overhead_and_duration() -> None:
     heap, fleet, heard = agents()
     heard.clear()
