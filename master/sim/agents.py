@@ -16,7 +16,7 @@ receiver's ``BlockReceived``, then the sender's ``PushDelivered``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
 
@@ -198,7 +198,7 @@ class ModelAgents:
         """The worker is up: its inputs are fetched (or found lost), then it computes."""
         if not self._current(node, attempt) or attempt.started or not attempt.ready:
             return
-        whole = frozenset(self.model.whole_blocks(attempt.spec))
+        whole = self.model.whole_blocks(attempt.spec)
         holders: list[ModelNode] = []
         sizes: list[int] = []
         lost: set[str] = set()
@@ -208,7 +208,7 @@ class ModelAgents:
                 lost.add(ref.block)
             elif not lost:
                 holders.append(holder)
-                sizes.append(self._part_bytes(holder, ref, ref.block in whole))
+                sizes.append(self._part_bytes(holder, ref, whole))
         if lost:
             self._finish(node, attempt, failure="fetch", lost=tuple(sorted(lost)))
             return
@@ -239,7 +239,7 @@ class ModelAgents:
                 if found is None:  # its holders were killed while earlier blocks came
                     self._fetch_failed(node, attempt, ref.block)
                     return
-                holder, nbytes = found, self._part_bytes(found, ref, ref.block in attempt.whole)
+                holder, nbytes = found, self._part_bytes(found, ref, attempt.whole)
             attempt.read += nbytes
             attempt.largest = max(attempt.largest, nbytes)
             if holder is not node and nbytes:
@@ -318,12 +318,13 @@ class ModelAgents:
         return None
 
     @staticmethod
-    def _part_bytes(node: ModelNode, ref: BlockRef, whole: bool) -> int:
-        """The bytes the reference reads from the node's copy: the partition it names, or
-        every partition of a block read whole."""
+    def _part_bytes(node: ModelNode, ref: BlockRef, whole: Mapping[str, tuple[int, ...] | None]) -> int:
+        """The bytes the reference reads from the node's copy: the partition it names, or the
+        partitions of a block read whole (``ExecutionModel.whole_blocks``: None, every one)."""
         parts = node.blocks[ref.block]
-        if whole:
-            return sum(parts)
+        if ref.block in whole:
+            read = whole[ref.block]
+            return sum(parts) if read is None else sum(parts[i] for i in read if i < len(parts))
         return parts[ref.partition] if ref.partition < len(parts) else 0
 
     def _finish(
@@ -369,7 +370,7 @@ class ModelAgents:
         if spec.final:
             self.output_staged(spec)
         else:
-            partitions = self.model.partitions(cost.bytes_out, spec.partitions)
+            partitions = self.model.output_parts(spec, cost.bytes_out)
             node.blocks[spec.block_id] = partitions
         metrics = TaskMetrics(
             bytes_in=cost.bytes_in,

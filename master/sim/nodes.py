@@ -3,6 +3,7 @@ its blocks, its links and CPU, its running attempts and the fetch each is readin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from master.sim.cpu import CpuJob, NodeCpu
@@ -43,8 +44,9 @@ class Attempt:
     """The largest block it read (an aggregate's output is one of them: ``SUMS_ITS_INPUTS``)."""
     fetch_from: float = 0.0
     """When its worker began reading."""
-    whole: frozenset[str] = frozenset()
-    """The blocks it reads whole (narrow and broadcast inputs)."""
+    whole: Mapping[str, tuple[int, ...] | None] = field(default_factory=dict)
+    """The blocks it reads beyond one partition (narrow and broadcast inputs) and the
+    partitions it reads of each (None: every one)."""
     holders: list[ModelNode] = field(default_factory=list)
     """The node its worker reads each of ``refs`` from, as found when it began, and the bytes
     it reads there (``sizes``): still so while ``ModelAgents.moved`` is ``seen``."""

@@ -209,6 +209,15 @@ def links_bytes(shape: GraphShape, partitions: int, budget: int) -> float:
     return edges * EDGE_DTYPE.itemsize + nodes * NODE_DTYPE.itemsize + frames * FRAME_HEADER.size
 
 
+def links_parts(shape: GraphShape, partitions: int, total: int) -> tuple[int, int, int]:
+    """A links block of ``total`` bytes (``links_bytes``) as its partitions: the edges, the
+    node table and the names (a generated graph's nodes have none: an empty frame)."""
+    nodes = shape.nodes / partitions
+    table = round(nodes * NODE_DTYPE.itemsize + math.ceil(nodes / NODE_TABLE_ROWS) * FRAME_HEADER.size)
+    names = FRAME_HEADER.size
+    return max(0, total - table - names), table, names
+
+
 def contributions_bytes(
     shape: GraphShape, partitions: int, budget: int, index: int, scatter: bool, tolerance: bool
 ) -> float:

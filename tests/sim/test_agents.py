@@ -320,6 +320,27 @@ def test_a_jobs_final_stage_takes_its_ops_final_model_when_there_is_one() -> Non
     assert model.cost(sort, 2**20, 0.0, "reserved").compute_s == model.spec.op("sort.reduce").s_per_mb
 
 
+def test_pageranks_iterates_read_only_the_parts_of_the_links_block_the_real_tasks_read() -> None:
+    """Links is edges (0), node table (1), names (2): an iterate reads the edges and the
+    table, the last iterate the table and the names, as ``testbed.workloads.pagerank``."""
+    kinds = lambda job, stage: ("shuffle", "narrow")  # noqa: E731
+    model = ExecutionModel(parse_scenario(SPEC), lambda job, stage: 64, kinds)
+    links = BlockRef(block="j000.s1.t0.a0", partition=0, locations=(url_of("reserved-0"),))
+    shuffled = BlockRef(block="j000.s3.t0.a0", partition=0, locations=(url_of("reserved-0"),))
+    update = {"params": {}, "op": "pagerank.iterate", "stage": 4, "inputs": ((shuffled,), (links,))}
+    iterate = sleep_task(0, 0.0).model_copy(update={**update, "final": False})
+    last = iterate.model_copy(update={"final": True})
+    node = agents()[1].nodes["reserved-0"]
+    node.blocks[links.block] = (1000, 200, 30)
+    node.blocks[shuffled.block] = (7, 9)
+    read = model.whole_blocks(iterate)
+    assert read == {links.block: (0, 1)}
+    assert [ModelAgents._part_bytes(node, ref, read) for ref in (shuffled, links)] == [7, 1200]
+    assert ModelAgents._part_bytes(node, links, model.whole_blocks(last)) == 230
+    gradient = iterate.model_copy(update={"op": "mlr.gradient"})  # a broadcast model: every part
+    assert ModelAgents._part_bytes(node, links, model.whole_blocks(gradient)) == 1230
+
+
 @pytest.mark.parametrize(("op", "pushed"), [("mlr.gradient", (300, 500)), ("wordcount.map", (400, 700))])
 def test_a_partial_aggregate_of_gradients_is_one_gradients_size(op: str, pushed: tuple[int, ...]) -> None:
     """Summed gradients keep one gradient's size (the real combiner adds them slice by
