@@ -279,7 +279,8 @@ class ModelAgents:
         True: the worker waits for a fetch (or failed)."""
         copy = node.copies.get((ref.block, ref.partition))
         if copy is None:
-            holder = self._holder(ref)
+            held = ref.block in node.blocks and node.url in ref.locations
+            holder = node if held else self._holder(ref)
             if holder is None:
                 self._fetch_failed(node, attempt, ref.block)
                 return True

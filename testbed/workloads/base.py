@@ -59,18 +59,26 @@ class BlockFetcher:
     timeout_s: float = 30.0
 
     def frames(self, ref: BlockRef) -> Iterator[bytes]:
+        """The partition's frames from its first location that serves it. A location that fails
+        part-way is followed by the next from the frame where it stopped (every copy of a block
+        holds the same frames), so no frame reaches the reader twice; frames that fail their
+        checksum once given cannot be taken back: the fetch fails."""
         reasons = []
+        given = 0
         for location in ref.locations:
             try:
-                if location == self.own_url:
-                    yield from self.local(ref)
-                else:
-                    yield from self._remote(location, ref)
+                source = self.local(ref) if location == self.own_url else self._remote(location, ref)
+                for n, frame in enumerate(source):
+                    if n >= given:
+                        given += 1
+                        yield frame
                 return
             except (OSError, http.client.HTTPException, CorruptBlock, LookupError) as exc:
                 if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
                     raise MemoryError(f"fetching {ref.block}: {exc}") from exc  # our fault, not the block's
                 reasons.append(f"{location}: {exc}")
+                if isinstance(exc, CorruptBlock) and given:
+                    break
         raise FetchFailed(ref.block, "; ".join(reasons) or "no location")
 
     def local(self, ref: BlockRef) -> Iterator[bytes]:
