@@ -343,6 +343,8 @@ def test_a_nodes_copy_outlives_the_blocks_holder_but_a_copy_under_way_dies_with_
         fleet.command("transient-0", LaunchTask(task=broadcast_reader(index, second)))
     begin = heap.now + 0.5
     run_all(heap, until=begin + 0.25)
+    killed_at = heap.now
+    assert begin <= killed_at < begin + 2**20 / 1e6  # during the fetch
     fleet.kill("reserved-1")
     run_all(heap)
     done = outcomes(heard)
@@ -353,7 +355,7 @@ def test_a_nodes_copy_outlives_the_blocks_holder_but_a_copy_under_way_dies_with_
     }
     node = fleet.nodes["transient-0"]
     assert set(node.copies) == {(first.block, 0)}
-    assert node.links.in_free == pytest.approx(begin + 0.25, abs=0.01)
+    assert node.links.in_free == pytest.approx(killed_at)
 
 
 @pytest.mark.parametrize(("op", "pushed"), [("mlr.gradient", (300, 500)), ("wordcount.map", (400, 700))])
