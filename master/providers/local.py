@@ -6,7 +6,9 @@ workers), sent as it is called, followed by deleting the directory: nothing on
 the node survives.
 The provider only ever signals process groups it started itself. An agent's
 secrets (``testbed.processes.SECRET_ENV``) reach it in a file of a private
-temporary directory, which it reads and deletes, never in its environment.
+temporary directory, which it reads and deletes, never in its environment. Each agent's
+``TMPDIR`` (where its task forkserver keeps its socket) is a directory of its own in
+that private one, deleted with the node: a SIGKILLed agent leaves no ``pymp-*`` behind.
 
 With ``cgroups`` (a faithful run) each node gets its own CPU cgroup with a quota
 of ``cpus`` cores and a child group per task slot (``testbed.cgroups``); the agent
@@ -32,12 +34,18 @@ from master.providers.base import ForeignNodeError
 from testbed.cgroups import CpuCgroups, CpuStats
 from testbed.processes import SECRET_ENV, child_env, kill_group, private_env
 
+SOCKET_PATH_MAX = 107
+"""The longest path of an AF_UNIX socket (Linux: 108 bytes, its NUL included)."""
+FORKSERVER_SOCKET_TAIL = f"/transient-9999/pymp-{'x' * 8}/listener-{'x' * 8}"
+"""What a node's forkserver socket adds to the provider's temporary directory, at most."""
+
 
 @dataclass
 class LocalNode:
     node_id: str
     process: asyncio.subprocess.Process
     directory: Path
+    temp: Path
     cgroup: Path | None = None
 
 
@@ -54,17 +62,27 @@ class LocalProvider:
         """Each node's CPU throttling counters, read as its cgroup goes (isolated runs)."""
         self.slot_stats: dict[str, CpuStats] = {}
         """Each node's slot groups' counters, totalled, read likewise."""
-        self._secrets_dir: Path | None = None
+        self._private: Path | None = None
 
-    def _private_env(self, node_id: str, env: dict[str, str]) -> dict[str, str]:
-        """``env`` with its secrets moved to a file only this user can read."""
+    def _private_dir(self) -> Path:
+        """This provider's temporary directory (mode 0700, removed at close): agents' secret
+        files, and each node's ``TMPDIR``. In ``/tmp`` when the temporary directory's path is
+        too long for a node's forkserver socket in it (as CPython 3.13's multiprocessing does)."""
+        if self._private is None:
+            base = tempfile.gettempdir()
+            if len(base) + len(f"/testbed-{'x' * 8}") + len(FORKSERVER_SOCKET_TAIL) > SOCKET_PATH_MAX:
+                base = "/tmp"
+            self._private = Path(tempfile.mkdtemp(prefix="testbed-", dir=base))
+        return self._private
+
+    def _private_env(self, node_id: str, env: dict[str, str], temp: Path) -> dict[str, str]:
+        """``env`` with its secrets moved to a file only this user can read, and ``temp`` as
+        the agent's ``TMPDIR``."""
         secrets = {k: v for k, v in env.items() if k in SECRET_ENV}
-        public = {k: v for k, v in env.items() if k not in SECRET_ENV}
+        public = {k: v for k, v in env.items() if k not in SECRET_ENV} | {"TMPDIR": str(temp)}
         if not secrets:
             return public
-        if self._secrets_dir is None:
-            self._secrets_dir = Path(tempfile.mkdtemp(prefix="testbed-secrets-"))  # mode 0700
-        return {**public, **private_env(secrets, self._secrets_dir, f"{node_id}-{os.urandom(4).hex()}")}
+        return {**public, **private_env(secrets, self._private_dir(), f"{node_id}-{os.urandom(4).hex()}")}
 
     def owns(self, node_id: str) -> bool:
         return node_id in self.nodes
@@ -82,6 +100,8 @@ class LocalProvider:
         del node_class, memory_mb  # carried by the command line
         directory = self.nodes_dir / node_id
         directory.mkdir(parents=True, exist_ok=True)
+        temp = self._private_dir() / node_id
+        temp.mkdir(exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         argv = [*command, "--data-dir", str(directory), "--listen", "127.0.0.1", "--advertise", "127.0.0.1"]
         cgroup = None
@@ -94,10 +114,10 @@ class LocalProvider:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                env=child_env(self._private_env(node_id, env)),
+                env=child_env(self._private_env(node_id, env, temp)),
                 start_new_session=True,
             )
-        self.nodes[node_id] = LocalNode(node_id, process, directory, cgroup)
+        self.nodes[node_id] = LocalNode(node_id, process, directory, temp, cgroup)
 
     def _node(self, node_id: str) -> LocalNode:
         node = self.nodes.get(node_id)
@@ -119,8 +139,7 @@ class LocalProvider:
     async def _evicted(self, node: LocalNode) -> None:
         await node.process.wait()
         self.nodes.pop(node.node_id, None)  # a concurrent evict or release may have gone first
-        await asyncio.to_thread(shutil.rmtree, node.directory, True)
-        await self._remove_cgroup(node)
+        await self._remove(node)
 
     async def release(self, node_id: str, grace_s: float = 5.0) -> None:
         node = self._node(node_id)
@@ -132,16 +151,21 @@ class LocalProvider:
             await node.process.wait()
         kill_group(node.process.pid, signal.SIGKILL)  # stray task workers of a finished agent
         self.nodes.pop(node_id, None)  # a concurrent evict or release may have gone first
+        await self._remove(node)
+
+    async def _remove(self, node: LocalNode) -> None:
+        """The node's disk, temporary files and CPU group, once its processes are gone."""
         await asyncio.to_thread(shutil.rmtree, node.directory, True)
+        await asyncio.to_thread(shutil.rmtree, node.temp, True)
         await self._remove_cgroup(node)
 
     async def close(self) -> None:
         await asyncio.gather(
             *(self.release(n, grace_s=2.0) for n in list(self.nodes)), return_exceptions=True
         )
-        if self._secrets_dir is not None:  # files of agents that died before reading them
-            shutil.rmtree(self._secrets_dir, ignore_errors=True)
-            self._secrets_dir = None
+        if self._private is not None:  # and secret files of agents that died before reading them
+            shutil.rmtree(self._private, ignore_errors=True)
+            self._private = None
         if self.cgroups is not None:
             self.cgroups.remove_run(self.run_id)
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,19 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
-async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(tmp_path: Path) -> None:
+@pytest.fixture
+def short_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The run's TMPDIR, short (its nodes' forkserver sockets go in it), removed after."""
+    temp = Path(tempfile.mkdtemp(prefix="t-", dir="/tmp"))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    yield temp
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(
+    tmp_path: Path, short_tmpdir: Path
+) -> None:
     scenario = make_scenario(
         time_scale=60,
         jobs=WORDCOUNTS,
@@ -56,6 +71,7 @@ async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(tmp_path:
     assert_notices_reached_master_and_agents(tmp_path)
     assert_realism_recorded(tmp_path, evicted)
     assert_clean(tmp_path)
+    assert list(short_tmpdir.iterdir()) == [], "a SIGKILLed agent's temp files are the provider's to delete"
 
 
 async def test_aws_spot_sends_a_rebalance_recommendation_before_its_notice(tmp_path: Path) -> None:
