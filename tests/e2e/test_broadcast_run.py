@@ -40,6 +40,7 @@ async def test_mlr_is_exact_with_its_model_read_once_per_node_under_an_eviction(
             "heartbeat_timeout": 5,
         },
         jobs=[JOB],
+        policy={"strategy": "pado"},  # the gradients on transient nodes, the model on the reserved one
         chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
     )
     evict = evict_first_if_none()
