@@ -123,6 +123,10 @@ class TaskSpec(BaseModel):
         default=(),
         description="dependencies whose blocks keep arriving while the task runs (TaskInputs)",
     )
+    broadcast: tuple[Annotated[int, Field(ge=0)], ...] = Field(
+        default=(),
+        description="dependencies read by broadcast: fetched once per node, its later tasks read its copy",
+    )
 
     @property
     def block_id(self) -> str:

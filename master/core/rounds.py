@@ -298,6 +298,7 @@ class SchedulingRound:
             push_rate_bytes_s=plan.push_rate_bytes_s,
             input_cache_mb=plan.input_cache_mb,
             streamed=plan.streamed,
+            broadcast=tuple(d for d, dep in enumerate(stage.deps) if dep.kind == "broadcast"),
         )
 
     # ------------------------------------------------------------------ node-side queues

@@ -6,7 +6,8 @@ acknowledged ``running`` at once, succeeds (output partition sizes, metrics) aft
 launch overhead and its modelled fetch and compute time, or fails with ``fetch`` and the
 lost blocks when an input is held by no live node (when it begins, or when its worker
 reaches a block whose holders were killed while it fetched earlier ones). A node holds
-the blocks its tasks wrote and those pushed to it; a killed node loses them all, and its
+the blocks its tasks wrote and those pushed to it, and a copy of each block its tasks read
+by broadcast (fetched once, by the first of them); a killed node loses them all, and its
 Last Will reaches the master after the detection delay. Every byte between two nodes (a
 fetch, a push: Pado's, and spark-checkpoint's copies) is booked on the sender's and the
 receiver's NIC links (``model.Links``), which every transfer of a node shares as the real
@@ -23,7 +24,7 @@ from functools import partial
 from master.sim.clock import DELIVER, EventHeap
 from master.sim.cpu import NodeCpu
 from master.sim.model import MB, ExecutionModel, TaskCost, aggregate_sizes
-from master.sim.nodes import Attempt, Fetch, ModelNode, incarnation_of
+from master.sim.nodes import Attempt, BroadcastCopy, Fetch, ModelNode, broadcast_indices, incarnation_of
 from testbed.protocol import (
     BlockReceived,
     BlockRef,
@@ -138,6 +139,7 @@ class ModelAgents:
         node.alive = False
         self.moved += 1
         node.blocks.clear()
+        node.copies.clear()
         node.running.clear()
         node.finished.clear()
         if node.cpu is not None:
@@ -154,6 +156,7 @@ class ModelAgents:
             node.alive = False
             self.moved += 1
             node.blocks.clear()
+            node.copies.clear()
             node.running.clear()
             node.finished.clear()
             if node.cpu is not None:
@@ -187,7 +190,9 @@ class ModelAgents:
             return
         if key in node.running:
             return
-        attempt = node.running[key] = Attempt(spec, key, [ref for refs in spec.inputs for ref in refs])
+        refs = [ref for refs in spec.inputs for ref in refs]
+        broadcast = broadcast_indices(spec) if spec.broadcast else frozenset()
+        attempt = node.running[key] = Attempt(spec, key, refs, broadcast=broadcast)
         self.deliver(
             node.node_id,
             TaskUpdate(node_id=node.node_id, task_id=spec.task_id, attempt=spec.attempt, state="running"),
@@ -202,13 +207,14 @@ class ModelAgents:
         holders: list[ModelNode] = []
         sizes: list[int] = []
         lost: set[str] = set()
-        for ref in attempt.refs:
+        broadcast = attempt.broadcast
+        for i, ref in enumerate(attempt.refs):
             holder = self._holder(ref)
-            if holder is None:
+            if holder is None and (i not in broadcast or (ref.block, ref.partition) not in node.copies):
                 lost.add(ref.block)
-            elif not lost:
-                holders.append(holder)
-                sizes.append(self._part_bytes(holder, ref, whole))
+            elif not lost:  # no holder: its node's copy, which outlives them (``_read_copy``)
+                holders.append(holder or node)
+                sizes.append(self._part_bytes(holder, ref, whole) if holder else 0)
         if lost:
             self._finish(node, attempt, failure="fetch", lost=tuple(sorted(lost)))
             return
@@ -227,10 +233,14 @@ class ModelAgents:
         those ``_begin`` found, and ``_current`` is inlined."""
         if not (node.alive and node.running.get(attempt.key) is attempt):
             return
-        now, refs = self.heap.now, attempt.refs
+        now, refs, broadcast = self.heap.now, attempt.refs, attempt.broadcast
         while attempt.next_ref < len(refs):
             i = attempt.next_ref
             attempt.next_ref = i + 1
+            if broadcast and i in broadcast:
+                if self._read_copy(node, attempt, refs[i], now):
+                    return
+                continue
             if attempt.seen == self.moved and i < len(attempt.holders):
                 holder, nbytes = attempt.holders[i], attempt.sizes[i]
             else:
@@ -260,6 +270,39 @@ class ModelAgents:
             )
         else:  # its compute shares the node's cores (a sleep takes none), then it spills
             attempt.computing = node.cpu.run(cost.compute_s, lambda: self._computed(node, attempt, cost))
+
+    def _read_copy(self, node: ModelNode, attempt: Attempt, ref: BlockRef, now: float) -> bool:
+        """A block read by broadcast, through the node's copy, as a real worker reads it
+        (``testbed.workloads.broadcast``): the node's first read of it fetches it (booked on the
+        links as any fetch) and makes the copy; later reads take the copy, at once, or once the
+        fetch making it is through. A block the node holds itself is read where it is.
+        True: the worker waits for a fetch (or failed)."""
+        copy = node.copies.get((ref.block, ref.partition))
+        if copy is None:
+            held = ref.block in node.blocks and node.url in ref.locations
+            holder = node if held else self._holder(ref)
+            if holder is None:
+                self._fetch_failed(node, attempt, ref.block)
+                return True
+            nbytes = self._part_bytes(holder, ref, attempt.whole)
+            if holder is node or not nbytes:
+                attempt.read += nbytes
+                attempt.largest = max(attempt.largest, nbytes)
+                return False
+            wait = self.model.move(nbytes, now, holder.links, holder.node_class, node.links, node.node_class)
+            fetch = Fetch(ref, now, now + wait, nbytes, holder)
+            copy = node.copies[(ref.block, ref.partition)] = BroadcastCopy(fetch, nbytes)
+            attempt.fetching = fetch
+            if holder.cpu is not None and self.model.spec.serve_cpu_s_per_mb:
+                holder.cpu.serve(nbytes * self.model.spec.serve_cpu_s_per_mb / MB)
+        elif copy.ready > now:  # another task of the node is fetching it: its failure is this one's
+            attempt.fetching = Fetch(ref, now, copy.ready, 0, copy.fetch.sender)
+        attempt.read += copy.nbytes
+        attempt.largest = max(attempt.largest, copy.nbytes)
+        if copy.ready <= now:
+            return False
+        self.heap.after(copy.ready - now, DELIVER, partial(self._read_on, node, attempt))
+        return True
 
     def _computed(self, node: ModelNode, attempt: Attempt, cost: TaskCost) -> None:
         """Its compute is through, stretched by what shared the node's cores: reported as it took."""
@@ -291,6 +334,9 @@ class ModelAgents:
                 fetch = attempt.fetching
                 if fetch is not None and fetch.end > now and self._holder(fetch.ref) is None:
                     self._fetch_failed(node, attempt, fetch.ref.block)
+            for key, copy in list(node.copies.items()):  # a copy still coming: never made
+                if copy.ready > now and self._holder(copy.fetch.ref) is None:
+                    del node.copies[key]
 
     def _fetch_failed(self, node: ModelNode, attempt: Attempt, block: str) -> None:
         if self._current(node, attempt):

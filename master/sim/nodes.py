@@ -1,5 +1,6 @@
 """What each simulated node holds and runs, as the model agents (``master.sim.agents``) keep it:
-its blocks, its links and CPU, its running attempts and the fetch each is reading."""
+its blocks, its copies of broadcast inputs, its links and CPU, its running attempts and the
+fetch each is reading."""
 
 from __future__ import annotations
 
@@ -21,6 +22,20 @@ class Fetch:
     end: float
     nbytes: int
     sender: ModelNode
+
+
+@dataclass(slots=True)
+class BroadcastCopy:
+    """A node's copy of a block read by broadcast (``testbed.workloads.broadcast``): fetched
+    once, by ``fetch``, whole at ``ready``; the node's other tasks read it there, or wait
+    for it while the fetch is under way."""
+
+    fetch: Fetch
+    nbytes: int
+
+    @property
+    def ready(self) -> float:
+        return self.fetch.end
 
 
 @dataclass(slots=True)
@@ -47,6 +62,8 @@ class Attempt:
     whole: Mapping[str, tuple[int, ...] | None] = field(default_factory=dict)
     """The blocks it reads beyond one partition (narrow and broadcast inputs) and the
     partitions it reads of each (None: every one)."""
+    broadcast: frozenset[int] = frozenset()
+    """The indices in ``refs`` of its broadcast inputs, read through its node's copies."""
     holders: list[ModelNode] = field(default_factory=list)
     """The node its worker reads each of ``refs`` from, as found when it began, and the bytes
     it reads there (``sizes``): still so while ``ModelAgents.moved`` is ``seen``."""
@@ -70,6 +87,8 @@ class ModelNode:
     up: bool = False
     blocks: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Block id -> the bytes of each of its partitions held here."""
+    copies: dict[tuple[str, int], BroadcastCopy] = field(default_factory=dict)
+    """(block, partition) -> its copy here, made by the first of its tasks to read it by broadcast."""
     links: Links = field(default_factory=Links)
     cpu: NodeCpu | None = None
     """Its cores shared by its attempts and its agent (None: no CPU sharing modelled)."""
@@ -90,3 +109,14 @@ def incarnation_of(node_id: str) -> str:
 
 def url_of(node_id: str) -> str:
     return f"http://{node_id}.sim:1"
+
+
+def broadcast_indices(spec: TaskSpec) -> frozenset[int]:
+    """The indices, in an attempt's refs (its inputs' blocks in order), of its broadcast inputs."""
+    indices: list[int] = []
+    start = 0
+    for dependency, refs in enumerate(spec.inputs):
+        if dependency in spec.broadcast:
+            indices.extend(range(start, start + len(refs)))
+        start += len(refs)
+    return frozenset(indices)

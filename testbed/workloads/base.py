@@ -29,6 +29,7 @@ from testbed.blocks import (
     segment,
 )
 from testbed.protocol import BlockRef, TaskMetrics, TaskSpec
+from testbed.workloads.broadcast import BroadcastCopies
 from testbed.workloads.input_cache import CacheReport, InputCache, input_cache_key
 
 
@@ -58,21 +59,30 @@ class BlockFetcher:
     timeout_s: float = 30.0
 
     def frames(self, ref: BlockRef) -> Iterator[bytes]:
+        """The partition's frames from its first location that serves it. A location that fails
+        part-way is followed by the next from the frame where it stopped (every copy of a block
+        holds the same frames), so no frame reaches the reader twice; frames that fail their
+        checksum once given cannot be taken back: the fetch fails."""
         reasons = []
+        given = 0
         for location in ref.locations:
             try:
-                if location == self.own_url:
-                    yield from self._local(ref)
-                else:
-                    yield from self._remote(location, ref)
+                source = self.local(ref) if location == self.own_url else self._remote(location, ref)
+                for n, frame in enumerate(source):
+                    if n >= given:
+                        given += 1
+                        yield frame
                 return
             except (OSError, http.client.HTTPException, CorruptBlock, LookupError) as exc:
                 if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
                     raise MemoryError(f"fetching {ref.block}: {exc}") from exc  # our fault, not the block's
                 reasons.append(f"{location}: {exc}")
+                if isinstance(exc, CorruptBlock) and given:
+                    break
         raise FetchFailed(ref.block, "; ".join(reasons) or "no location")
 
-    def _local(self, ref: BlockRef) -> Iterator[bytes]:
+    def local(self, ref: BlockRef) -> Iterator[bytes]:
+        """The partition from this node's own blocks (LookupError: not stored here)."""
         seg = segment(self.blocks_dir, ref.block, ref.partition)
         if seg is None:
             raise LookupError("not stored here")
@@ -125,17 +135,26 @@ class TaskContext:
         streamed dependency, blocks named by the feed are read as they arrive, each once,
         until the feed says the last one has come (Pado's incremental receivers)."""
         refs, last = self.spec.inputs[dependency], dependency not in self.spec.streamed
+        read = self._broadcast_frames if dependency in self.spec.broadcast else self.fetcher.frames
         seen: set[str] = set()
         while True:
             for ref in refs:
                 if ref.block not in seen:
                     seen.add(ref.block)
-                    for frame in self.fetcher.frames(ref):
+                    for frame in read(ref):
                         self.metrics.bytes_in += len(frame)
                         yield frame
             if last:
                 return
             refs, last = self._more_inputs(dependency)
+
+    def _broadcast_frames(self, ref: BlockRef) -> Iterator[bytes]:
+        """A block read by broadcast: from this node's blocks if it holds it, else through the
+        node's copy, fetched once for all its tasks (``testbed.workloads.broadcast``)."""
+        held = self.fetcher.own_url in ref.locations
+        if held and segment(self.blocks_dir, ref.block, ref.partition) is not None:
+            return self.fetcher.local(ref)
+        return BroadcastCopies(self.blocks_dir.parent / "broadcast").frames(ref, self.fetcher.frames)
 
     def _more_inputs(self, dependency: int) -> tuple[tuple[BlockRef, ...], bool]:
         if self.feed is None:

@@ -341,6 +341,77 @@ def test_pageranks_iterates_read_only_the_parts_of_the_links_block_the_real_task
     assert ModelAgents._part_bytes(node, links, model.whole_blocks(gradient)) == 1230
 
 
+def broadcast_reader(index: int, model: BlockRef) -> TaskSpec:
+    """Task ``index`` of stage 1, reading ``model`` by broadcast (through its node's copy)."""
+    return reduce_task(index, (model,)).model_copy(update={"broadcast": (0,)})
+
+
+def outcomes(heard: list[tuple[float, str, Message]]) -> dict[str, TaskUpdate]:
+    return {m.task_id: m for _, _, m in heard if isinstance(m, TaskUpdate) and m.state != "running"}
+
+
+def test_the_tasks_of_a_node_reading_a_broadcast_book_it_once_on_the_links() -> None:
+    """Three tasks of transient-0 read reserved-0's 1 MiB block by broadcast at once: the block
+    crosses the links once, and the three wait for that one fetch (Spark's broadcast, once per
+    executor). A later task of the node reads the node's copy at once; another node fetches
+    its own copy."""
+    heap, fleet, heard = agents(spec=NIC_SPEC)
+    model = written_blocks(heap, fleet)[0]
+    heard.clear()
+    for index in range(3):
+        fleet.command("transient-0", LaunchTask(task=broadcast_reader(index, model)))
+    begin, one = heap.now + 0.5, 2**20 / 1e6
+    run_all(heap)
+    done = outcomes(heard)
+    assert [m.state for m in done.values()] == ["succeeded"] * 3
+    assert [m.metrics.fetch_s for m in done.values()] == pytest.approx([one] * 3)
+    assert [m.metrics.bytes_in for m in done.values()] == [2**20] * 3
+    assert fleet.nodes["transient-0"].links.in_free == pytest.approx(begin + one)
+    assert fleet.nodes["reserved-0"].links.out_free == pytest.approx(begin + one)
+    heard.clear()
+    fleet.command("transient-0", LaunchTask(task=broadcast_reader(3, model)))
+    fleet.command("reserved-1", LaunchTask(task=broadcast_reader(4, model)))
+    later = heap.now + 0.5
+    run_all(heap)
+    done = outcomes(heard)
+    assert {t: (m.metrics.fetch_s, m.metrics.bytes_in) for t, m in done.items()} == {
+        "j000.s1.t3": (0.0, 2**20),
+        "j000.s1.t4": (pytest.approx(one), 2**20),
+    }
+    assert fleet.nodes["reserved-0"].links.out_free == pytest.approx(later + one)
+
+
+def test_a_nodes_copy_outlives_the_blocks_holder_but_a_copy_under_way_dies_with_it() -> None:
+    """transient-0 copies reserved-0's block, then reserved-0 dies: the node's next task reads
+    its copy. Two tasks then read reserved-1's block, which dies during their one fetch: both
+    fail with ``fetch`` (the second waited for the first's fetch), the bytes not sent are given
+    back to the links, and no copy is left."""
+    heap, fleet, heard = agents(spec=NIC_SPEC)
+    first, second = written_blocks(heap, fleet)
+    fleet.command("transient-0", LaunchTask(task=broadcast_reader(0, first)))
+    run_all(heap)
+    fleet.kill("reserved-0")
+    heard.clear()
+    fleet.command("transient-0", LaunchTask(task=broadcast_reader(1, first)))
+    for index in (2, 3):
+        fleet.command("transient-0", LaunchTask(task=broadcast_reader(index, second)))
+    begin = heap.now + 0.5
+    run_all(heap, until=begin + 0.25)
+    killed_at = heap.now
+    assert begin <= killed_at < begin + 2**20 / 1e6  # during the fetch
+    fleet.kill("reserved-1")
+    run_all(heap)
+    done = outcomes(heard)
+    assert {t: (m.state, m.failure, m.lost_blocks) for t, m in done.items()} == {
+        "j000.s1.t1": ("succeeded", None, ()),
+        "j000.s1.t2": ("failed", "fetch", (second.block,)),
+        "j000.s1.t3": ("failed", "fetch", (second.block,)),
+    }
+    node = fleet.nodes["transient-0"]
+    assert set(node.copies) == {(first.block, 0)}
+    assert node.links.in_free == pytest.approx(killed_at)
+
+
 @pytest.mark.parametrize(("op", "pushed"), [("mlr.gradient", (300, 500)), ("wordcount.map", (400, 700))])
 def test_a_partial_aggregate_of_gradients_is_one_gradients_size(op: str, pushed: tuple[int, ...]) -> None:
     """Summed gradients keep one gradient's size (the real combiner adds them slice by
