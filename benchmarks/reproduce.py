@@ -144,7 +144,7 @@ def rdd_recovery(out: Path, settings: list[str]) -> str:
     scenario = str(PAPERS / "rdd-recovery.yaml")
     extra = [item for setting in settings for item in ("--set", setting)]
     columns = {}
-    for label, storms in (("no failure", ["--set", "chaos.storms=[]"]), ("failure at 12 s", [])):
+    for label, storms in (("no failure", ["--set", "chaos.storms=[]"]), ("failure", [])):
         run = out / label.replace(" ", "-")
         testbed("run", scenario, "--out", str(run), *extra, *storms, stdout=subprocess.DEVNULL)
         columns[label] = iteration_times(run / "tasks.csv")
