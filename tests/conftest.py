@@ -32,6 +32,24 @@ settings.register_profile("deterministic", derandomize=True, database=None)
 settings.load_profile("deterministic")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def processes_temp_dir() -> Iterator[None]:
+    """The processes the tests start get a ``TMPDIR`` of their own, removed at the end: a
+    master or an agent the test SIGKILLs cannot delete its temporary files (its provider's
+    directory, a forkserver's socket), and none may stay in /tmp. This process keeps its
+    own (pytest's ``tmp_path`` stays where it is)."""
+    tempfile.gettempdir()
+    temp = tempfile.mkdtemp(prefix="testbed-tests-")
+    previous = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = temp
+    yield
+    if previous is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = previous
+    shutil.rmtree(temp, ignore_errors=True)
+
+
 def make_scenario(**fields: Any) -> Scenario:
     """A small valid scenario; keyword arguments replace top-level fields."""
     data: dict[str, Any] = {
