@@ -103,7 +103,7 @@ class PagerankJob(JobBase):
     @classmethod
     def _edge_lists(cls, value: str | None) -> str | None:
         """The first MiBs of the edge lists, read now: a malformed line is named with its file and line."""
-        from testbed.workloads.pagerank import check_edge_files  # late: the workload imports this module
+        from testbed.workloads.edge_lists import check_edge_files  # late: the workloads import this module
 
         if value:
             check_edge_files(resolve_inputs(value))

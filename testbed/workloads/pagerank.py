@@ -57,12 +57,9 @@ runs when it reaches its share of the budget.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -72,6 +69,7 @@ from testbed.inputs import resolve_inputs
 from testbed.protocol import BlockRef
 from testbed.scenario import PagerankJob
 from testbed.workloads.base import InputDataError, TaskContext
+from testbed.workloads.edge_lists import EdgeChunk, node_names, parse_edges, text
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import byte_ranges, read_lines_range
@@ -89,10 +87,7 @@ BUFFER_FRACTION = 0.3
 a full buffer takes about three times its size)."""
 HEADER, CONTRIBUTIONS, RANKS = b"H", b"C", b"R"
 EDGES, NAMES = b"E", b"N"
-NAMED = 1 << 62
-"""Bit 62 marks the id of a named node (a hash of its name)."""
 NAMES_PER_FRAME = 1 << 14
-_COMMENT = re.compile(rb"#[^\n]*")
 
 
 # ------------------------------------------------------------------ partitioning
@@ -144,99 +139,6 @@ def _sum_contribs(contribs: np.ndarray) -> np.ndarray:
 EDGES_BY_PARTITION = ArrayKind(EDGE_DTYPE, _edge_order, _edge_keys, keyed=False)
 EDGES_SORTED = ArrayKind(EDGE_DTYPE, _edge_order, _edge_keys, _dedup_edges)
 CONTRIBS = ArrayKind(CONTRIB_DTYPE, _contrib_order, _contrib_keys, _sum_contribs)
-
-
-# ------------------------------------------------------------------ input
-
-
-@dataclass
-class EdgeChunk:
-    """Edges of a chunk of input as node ids, and the names of its named nodes."""
-
-    src: np.ndarray
-    dst: np.ndarray
-    names: dict[int, bytes] = field(default_factory=dict)
-
-
-def node_id(token: bytes) -> int:
-    """A canonical decimal integer below 2**62 is its own id; any other token is a name:
-    a 62-bit BLAKE2b hash with bit 62 set (so names never meet integer ids)."""
-    if token.isdigit() and len(token) <= 19 and (token[0] != 0x30 or len(token) == 1) and int(token) < NAMED:
-        return int(token)
-    return NAMED | (int.from_bytes(hashlib.blake2b(token, digest_size=8).digest(), "little") & (NAMED - 1))
-
-
-def parse_edges(data: bytes, where: str = "input") -> EdgeChunk:
-    """The edges of a chunk of whole lines; a line without exactly two tokens raises InputDataError."""
-    if b"#" in data:
-        data = _COMMENT.sub(b"", data)
-    tokens = data.split()
-    lines = sum(1 for line in data.splitlines() if line.strip())
-    if len(tokens) != 2 * lines:
-        bad = next(line for line in data.splitlines() if line.strip() and len(line.split()) != 2)
-        raise InputDataError(f"{where}: expected 'src dst' per line, found {_text(bad[:80])!r}")
-    integers = _canonical_integers(tokens)
-    if integers is not None:
-        pairs = integers.reshape(-1, 2)
-        return EdgeChunk(pairs[:, 0].copy(), pairs[:, 1].copy())
-    ids = {token: node_id(token) for token in set(tokens)}
-    pairs = np.fromiter(map(ids.__getitem__, tokens), dtype=np.int64, count=len(tokens)).reshape(-1, 2)
-    names = {i: token for token, i in ids.items() if i >= NAMED}
-    return EdgeChunk(pairs[:, 0].copy(), pairs[:, 1].copy(), names)
-
-
-CHECKED_INPUT_BYTES = 8 << 20
-"""How much of a job's edge lists ``check_edge_files`` reads before the run (the rest is checked as
-the tasks read it, and a malformed line there fails the job at once)."""
-
-
-def check_edge_files(paths: list[Path], budget: int = CHECKED_INPUT_BYTES) -> None:
-    """``ValueError`` naming the file and line of the first line without two tokens in the first
-    ``budget`` bytes of ``paths``, or saying there is no edge at all when they were read whole."""
-    edges = 0
-    for path in paths:
-        with open(path, "rb") as handle:
-            data = handle.read(budget + 1)
-        lines = data.split(b"\n")
-        if len(data) > budget:
-            lines.pop()  # cut off: the tasks check the rest
-        for number, line in enumerate(lines, start=1):
-            tokens = len(line.split(b"#", 1)[0].split())
-            if tokens not in (0, 2):
-                found = _text(line[:80].strip())
-                raise ValueError(f"{path} line {number}: expected 'src dst', found {found!r}")
-            edges += tokens // 2
-        budget -= len(data)
-        if budget < 0:
-            return
-    if edges == 0:
-        raise ValueError("the edge lists hold no edge: give lines of 'src dst'")
-
-
-_POWERS_OF_TEN = 10 ** np.arange(19, dtype=np.int64)
-
-
-def _canonical_integers(tokens: list[bytes]) -> np.ndarray | None:
-    """The tokens as integers when every one is its own id (a decimal below 2**62 without
-    sign or leading zeros), else None. Fast path: numpy parses them, and since a token is
-    never shorter than its value's digits, equal total lengths mean every token is canonical."""
-    try:
-        values = np.array(tokens, dtype=np.int64) if tokens else np.empty(0, np.int64)
-    except (ValueError, OverflowError):
-        return None
-    if len(values) and (values.min() < 0 or values.max() >= NAMED):
-        return None
-    digits = np.maximum(1, np.searchsorted(_POWERS_OF_TEN, values, side="right"))
-    return values if int(digits.sum()) == sum(map(len, tokens)) else None
-
-
-def node_names(ids: np.ndarray, names: dict[int, bytes]) -> list[bytes]:
-    """Each node as the input wrote it: its name, or its integer id in decimal."""
-    return [names[i] if i >= NAMED else str(i).encode() for i in ids.tolist()]
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
 
 
 def rmat_piece(seed: int, index: int, piece: int, count: int, nodes: int) -> EdgeChunk:
@@ -395,8 +297,7 @@ def _merge_names(names: dict[int, bytes], more: dict[int, bytes]) -> None:
         known = names.setdefault(node, name)
         if known != name:
             raise InputDataError(
-                f"node names {_text(known)!r} and {_text(name)!r} have the same 62-bit hash: "
-                "rename one of them"
+                f"node names {text(known)!r} and {text(name)!r} have the same 62-bit hash: rename one of them"
             )
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from testbed.scenario import PagerankJob
-from testbed.workloads import pagerank, pagerank_reference
+from testbed.workloads import edge_lists, pagerank, pagerank_reference
 from testbed.workloads.check import check_output
 
 SEED = 3
@@ -82,18 +82,18 @@ def test_tolerance_stops_like_the_reference(run_at):
 
 def test_malformed_lines_are_refused():
     with pytest.raises(ValueError, match="expected 'src dst'"):
-        pagerank.parse_edges(b"1 2\n3 4 5\n")
+        edge_lists.parse_edges(b"1 2\n3 4 5\n")
     with pytest.raises(ValueError, match="expected 'src dst'"):
-        pagerank.parse_edges(b"1\n")
+        edge_lists.parse_edges(b"1\n")
 
 
 def test_integers_are_their_own_ids_and_other_tokens_are_named():
-    chunk = pagerank.parse_edges(b"7 0ad\n007 -2\n0 7\n")
+    chunk = edge_lists.parse_edges(b"7 0ad\n007 -2\n0 7\n")
     assert chunk.src.tolist()[2:] == [0] and chunk.dst.tolist()[2] == 7 and chunk.src[0] == 7
     named = [chunk.dst[0], chunk.src[1], chunk.dst[1]]
-    assert all(i >= pagerank.NAMED for i in named) and len(set(named)) == 3
+    assert all(i >= edge_lists.NAMED for i in named) and len(set(named)) == 3
     assert sorted(chunk.names.values()) == [b"-2", b"007", b"0ad"]
-    assert pagerank.node_names(np.array([*named, 7]), chunk.names) == [b"0ad", b"007", b"-2", b"7"]
+    assert edge_lists.node_names(np.array([*named, 7]), chunk.names) == [b"0ad", b"007", b"-2", b"7"]
 
 
 @pytest.mark.parametrize(
@@ -102,15 +102,15 @@ def test_integers_are_their_own_ids_and_other_tokens_are_named():
 def test_every_chunk_gives_a_token_the_same_id(token: bytes) -> None:
     """Integer-only chunks take a fast path: a token that is not its own id must not slip
     through it, or two splits would give one node two ids."""
-    alone = pagerank.parse_edges(b"1 " + token + b"\n")  # all integers to numpy
-    mixed = pagerank.parse_edges(b"x " + token + b"\n")  # a name in the chunk
-    assert alone.dst[0] == mixed.dst[0] == pagerank.node_id(token) >= pagerank.NAMED
+    alone = edge_lists.parse_edges(b"1 " + token + b"\n")  # all integers to numpy
+    mixed = edge_lists.parse_edges(b"x " + token + b"\n")  # a name in the chunk
+    assert alone.dst[0] == mixed.dst[0] == edge_lists.node_id(token) >= edge_lists.NAMED
     assert alone.names == {int(alone.dst[0]): token}
-    biggest = str(pagerank.NAMED - 1).encode()
+    biggest = str(edge_lists.NAMED - 1).encode()
     assert (
-        pagerank.parse_edges(b"1 " + biggest + b"\n").dst[0]
-        == pagerank.node_id(biggest)
-        == pagerank.NAMED - 1
+        edge_lists.parse_edges(b"1 " + biggest + b"\n").dst[0]
+        == edge_lists.node_id(biggest)
+        == edge_lists.NAMED - 1
     )
 
 
