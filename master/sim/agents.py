@@ -253,13 +253,9 @@ class ModelAgents:
             attempt.read += nbytes
             attempt.largest = max(attempt.largest, nbytes)
             if holder is not node and nbytes:
-                wait = self.model.move(
-                    nbytes, now, holder.links, holder.node_class, node.links, node.node_class
-                )
-                attempt.fetching = Fetch(refs[i], now, now + wait, nbytes, holder)
-                if holder.cpu is not None and self.model.spec.serve_cpu_s_per_mb:
-                    holder.cpu.serve(nbytes * self.model.spec.serve_cpu_s_per_mb / MB)
-                self.heap.after(wait, DELIVER, partial(self._read_on, node, attempt))  # no frame of its own
+                fetch = attempt.fetching = self._fetch(node, holder, refs[i], nbytes, now)
+                read_on = partial(self._read_on, node, attempt)  # no frame of its own
+                self.heap.at(fetch.end, DELIVER, read_on)
                 return
         cost = self.model.cost(
             attempt.spec, attempt.read, now - attempt.fetch_from, node.node_class, attempt.largest
@@ -270,6 +266,14 @@ class ModelAgents:
             )
         else:  # its compute shares the node's cores (a sleep takes none), then it spills
             attempt.computing = node.cpu.run(cost.compute_s, lambda: self._computed(node, attempt, cost))
+
+    def _fetch(self, node: ModelNode, holder: ModelNode, ref: BlockRef, nbytes: int, now: float) -> Fetch:
+        """``nbytes`` of ``ref`` from ``holder`` to ``node``, begun now: booked on both nodes'
+        links, and on the holder's cores for serving them."""
+        wait = self.model.move(nbytes, now, holder.links, holder.node_class, node.links, node.node_class)
+        if holder.cpu is not None and self.model.spec.serve_cpu_s_per_mb:
+            holder.cpu.serve(nbytes * self.model.spec.serve_cpu_s_per_mb / MB)
+        return Fetch(ref, now, now + wait, nbytes, holder)
 
     def _read_copy(self, node: ModelNode, attempt: Attempt, ref: BlockRef, now: float) -> bool:
         """A block read by broadcast, through the node's copy, as a real worker reads it
@@ -289,12 +293,8 @@ class ModelAgents:
                 attempt.read += nbytes
                 attempt.largest = max(attempt.largest, nbytes)
                 return False
-            wait = self.model.move(nbytes, now, holder.links, holder.node_class, node.links, node.node_class)
-            fetch = Fetch(ref, now, now + wait, nbytes, holder)
+            fetch = attempt.fetching = self._fetch(node, holder, ref, nbytes, now)
             copy = node.copies[(ref.block, ref.partition)] = BroadcastCopy(fetch, nbytes)
-            attempt.fetching = fetch
-            if holder.cpu is not None and self.model.spec.serve_cpu_s_per_mb:
-                holder.cpu.serve(nbytes * self.model.spec.serve_cpu_s_per_mb / MB)
         elif copy.ready > now:  # another task of the node is fetching it: its failure is this one's
             attempt.fetching = Fetch(ref, now, copy.ready, 0, copy.fetch.sender)
         attempt.read += copy.nbytes
