@@ -237,14 +237,22 @@ class JobRuntime:
 
     # ------------------------------------------------------------------ readiness
 
-    def parents(self, key: TaskKey) -> Iterator[TaskKey]:
+    def parents(self, key: TaskKey, read: bool = False) -> Iterator[TaskKey]:
+        """The tasks whose outputs task ``key`` depends on. ``read``: only those it reads once
+        launched (``dep_refs``): not a shuffle parent whose partition for it is empty, as a
+        Spark reducer never fetches a zero-size block. A task not launched yet waits for every
+        parent, empty or not, as a Spark reducer needs every map output's location to start
+        (``MapOutputTracker.convertMapStatuses`` fails it on any missing one)."""
         stage, index = key
         for dep in self.plan.stages[stage].deps:
             if dep.kind == "narrow":
                 yield (dep.stage, index)
-            else:
-                for i in range(self.plan.stages[dep.stage].tasks):
-                    yield (dep.stage, i)
+                continue
+            partition = index if dep.kind == "shuffle" else 0
+            for parent in self._by_stage[dep.stage]:
+                sizes = parent.partition_bytes
+                if not (read and sizes and sizes[partition] == 0):
+                    yield (dep.stage, parent.index)
 
     def ready(self, streamed: frozenset[int] = frozenset()) -> Iterator[TaskKey]:
         """Pending tasks whose every input is available, in stage then index order (lazily,
@@ -451,7 +459,9 @@ class JobRuntime:
                 self.require_inputs(key)
 
     def require_inputs(self, key: TaskKey) -> None:
-        for parent in self.parents(key):
+        """Recompute the lost outputs task ``key`` needs: a running task's, those it reads; a
+        pending task's, every parent's (``parents``)."""
+        for parent in self.parents(key, read=self.tasks[key].status == "running"):
             record = self.tasks[parent]
             if record.status == "done" and not record.available:
                 record.status = TASK.next(record.status, "input_lost")
