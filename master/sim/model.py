@@ -20,6 +20,7 @@ from testbed.protocol import INLINE_NOOP, TaskSpec
 from testbed.scenario import PluginJob, Scenario, ScenarioError
 from testbed.scenario_sim import OpModel
 from testbed.workloads import pagerank_sizes
+from testbed.workloads.layouts import OUTPUT_PARTS
 from testbed.workloads.mlr import model_shaped_bytes
 
 MB = 2**20
@@ -28,20 +29,23 @@ BYTES_PER_RECORD = {"sort": 100, "pagerank": 16}
 PLUGIN_OP = "plugin."
 """The ops of a workload plugin's tasks: ``plugin.map``, ``plugin.reduce``."""
 SUMMED_VECTORS = frozenset({"mlr.gradient"})
-"""Ops whose combiner (``testbed.workloads.COMBINERS``) adds vectors of one shape, slice by
-slice: a partial aggregate of their outputs is one output's size, not the sum of them.
+"""Ops whose combiner (``testbed.workloads.COMBINERS``) adds vectors of one shape, partition by
+partition: a partial aggregate's partition is its largest member's, not the sum of them (an
+MLR gradient's one partition holding the vector: as many vectors as the members' distinct
+partitions).
 Any other combiner (wordcount's: the union of the members' words) is counted as the sum,
 an upper bound (sizes alone do not tell how many words the members share)."""
 SUMS_ITS_INPUTS = frozenset({"mlr.aggregate"})
-"""Ops whose output is the sum of their input blocks' vectors, slice by slice: one input
-block's size, however many blocks (a partial aggregate of Pado's is one block standing for
+"""Ops whose output is the sum of their input blocks' vectors: one input block's size,
+however many blocks (a partial aggregate of Pado's is one block standing for
 many gradients: sized by its op's output ratio, it made Pado's model half Spark's)."""
 MODEL_SHAPED = frozenset({"mlr.gradient", "mlr.model"})
-"""Ops whose output has the MLR model's shape whatever they read (a gradient cut into its
-slices, a model): sized from the job's features and classes as the real task writes it
-(``testbed.workloads.mlr.model_shaped_bytes``). By their output ratios the first iteration,
-which reads no model, wrote 0.66 (gradient) and 0.33 (model) of it, and the model grew
-toward its size over the iterations; at another shape than the ratios' it had no bound."""
+"""Ops whose output has the MLR model's shape whatever they read (a gradient, whole in one
+partition: ``testbed.workloads.layouts``; a model): sized from the job's features and classes
+as the real task writes it (``testbed.workloads.mlr.model_shaped_bytes``). By their output
+ratios the first iteration, which reads no model, wrote 0.66 (gradient) and 0.33 (model) of
+it, and the model grew toward its size over the iterations; at another shape than the
+ratios' it had no bound."""
 GRAPH_SHAPED = frozenset({"pagerank.edges", "pagerank.links", "pagerank.scatter", "pagerank.iterate"})
 """Ops whose output a generated graph's shape sizes (nodes, edges, partitions: their expected
 distinct edges, nodes and contributions, ``testbed.workloads.pagerank_sizes``); a graph read
@@ -280,7 +284,7 @@ class ExecutionModel:
         if spec.final:  # its output goes to the sink: no block (the real task reports 0 bytes out)
             bytes_out = 0
         elif spec.op in MODEL_SHAPED:
-            bytes_out = model_shaped_bytes(spec.params, spec.partitions)
+            bytes_out = model_shaped_bytes(spec.params)
         elif spec.op in GRAPH_SHAPED and (shaped := pagerank_sizes.task_bytes(spec)) is not None:
             bytes_out = shaped
         elif spec.op in SUMS_ITS_INPUTS and largest:
@@ -296,15 +300,13 @@ class ExecutionModel:
         return tuple(base + (1 if p < extra else 0) for p in range(count))
 
     def output_parts(self, spec: TaskSpec, total: int) -> tuple[int, ...]:
-        """The partitions of the ``total`` bytes the task writes: a PageRank links block of a
-        generated graph as its edges, node table and names (``PARTS_READ`` reads them apart),
-        any other block cut evenly."""
-        graph = spec.params.get("graph")
-        if spec.op == "pagerank.links" and graph is not None and spec.partitions == 3:
-            partitions = int(graph["partitions"])
-            shape = pagerank_sizes.graph_shape(int(graph["nodes"]), int(graph["edges"]), partitions)
-            return pagerank_sizes.links_parts(shape, partitions, total)
-        return self.partitions(total, spec.partitions)
+        """The partitions of the ``total`` bytes the task writes: as its workload lays them
+        out (``testbed.workloads.layouts``: a PageRank links block of a generated graph as its
+        edges, node table and names, which ``PARTS_READ`` reads apart; an MLR gradient whole in
+        one partition), any other block cut evenly."""
+        layout = OUTPUT_PARTS.get(spec.op)
+        parts = layout(spec, total) if layout is not None else None
+        return parts if parts is not None else self.partitions(total, spec.partitions)
 
     def push_s(
         self,

@@ -17,22 +17,29 @@ Stages (P = ``maps``, A = the job's ``reduces``, K = ``iterations``):
   node's input cache under Pado) and keeps it as its output, read by every iteration
   (narrow): Spark's cached training RDD.
 - per iteration, ``mlr.gradient`` (P tasks; narrow on the points, broadcast of the previous
-  model, none in iteration 1): the partition's summed gradient, cut into A slices, one
-  per partition: a shuffle of gradient slices.
-- ``mlr.aggregate`` (A tasks, shuffle): sums slice ``a`` of every gradient (commutative and
-  associative: Pado partially aggregates gradients on their node first, as the paper does).
-- ``mlr.model`` (one task; a gather of the A slices, narrow on the previous model): the
+  model, none in iteration 1): the partition's summed gradient, written whole into
+  partition ``i % A`` of task ``i``'s output, its other partitions empty: MLlib's
+  ``treeAggregate`` (each partition's one record keyed ``i % A``, ``foldByKey`` over A
+  hash partitions), as the Pado paper's Spark runs it (section 5.2.2: "each of the 22
+  aggregate tasks pulls 550/22 vectors"). A reader never fetches an empty partition
+  (``master.core.jobs.JobRuntime.dep_refs``, as Spark's reducers skip zero-size blocks).
+- ``mlr.aggregate`` (A tasks, shuffle): aggregate ``a`` sums the whole gradients of tasks
+  ``a, a + A, ...`` into one model-sized vector (commutative and associative: Pado partially
+  aggregates the gradients of a node bound for one aggregate first, as the paper does); one
+  that received none writes nothing.
+- ``mlr.model`` (one task; a gather of the A vectors, narrow on the previous model): the
   update above. The last one writes the model, one line per class:
   ``class<TAB>bias w_1 ... w_features``.
 
-Every frame of the model, a gradient or a slice carries its offset in the flat model vector
-(row-major ``W``), so a reader sums or places frames in any order: the order in which pushes,
+Every frame of the model or a gradient carries its offset in the flat model vector
+(row-major ``W``), so a reader sums frames in any order: the order in which pushes,
 partial aggregates and fetches arrive never matters beyond floating-point rounding.
 
 Memory: a gradient task holds the model and its gradient (16 bytes per model entry) and
-streams its points in frames of at most ``FRAME_BYTES``; an aggregate task holds its slice,
-a model task the model and the gradient. Nothing grows with the data, so nothing spills: a
-smaller budget only makes the gradient task take its points in smaller pieces.
+streams its points in frames of at most ``FRAME_BYTES``; an aggregate task holds one
+model-sized sum, a model task the model and the gradient. Nothing grows with the data, so
+nothing spills: a smaller budget only makes the gradient task take its points in smaller
+pieces.
 """
 
 from __future__ import annotations
@@ -117,12 +124,11 @@ def sources_of(job: MlrJob, seed: int) -> list[dict[str, Any]]:
 
 def plan(job: MlrJob, seed: int) -> JobPlan:
     sources = sources_of(job, seed)
-    parts, slices = len(sources), job.reduces
+    parts, aggregates = len(sources), job.reduces
     shared = {
         "features": job.features,
         "classes": job.classes,
         "points": job.points,
-        "slices": slices,
         "learning_rate": job.learning_rate,
         "regularization": job.regularization,
     }
@@ -133,12 +139,16 @@ def plan(job: MlrJob, seed: int) -> JobPlan:
         broadcast = () if model is None else (Dependency(model, "broadcast"),)
         stages.append(
             StagePlan(
-                "mlr.gradient", parts, slices, (Dependency(0, "narrow"), *broadcast), shared_params=shared
+                "mlr.gradient", parts, aggregates, (Dependency(0, "narrow"), *broadcast), shared_params=shared
             )
         )
         stages.append(
             StagePlan(
-                "mlr.aggregate", slices, 1, (Dependency(len(stages) - 1, "shuffle"),), shared_params=shared
+                "mlr.aggregate",
+                aggregates,
+                1,
+                (Dependency(len(stages) - 1, "shuffle"),),
+                shared_params=shared,
             )
         )
         previous = () if model is None else (Dependency(model, "narrow"),)
@@ -156,10 +166,15 @@ def plan(job: MlrJob, seed: int) -> JobPlan:
     return JobPlan("mlr", tuple(stages))
 
 
-def slice_bounds(params: dict[str, Any], index: int) -> tuple[int, int]:
-    """Slice ``index`` of the flat model vector: [lo, hi)."""
-    size = (params["features"] + 1) * params["classes"]
-    return size * index // params["slices"], size * (index + 1) // params["slices"]
+def model_size(params: dict[str, Any]) -> int:
+    """Values of the flat model vector: (features + 1) x classes."""
+    return (params["features"] + 1) * params["classes"]
+
+
+def gradient_partition(index: int, partitions: int) -> int:
+    """The one partition gradient task ``index`` writes its gradient into (``treeAggregate``'s
+    key ``i % partitions``)."""
+    return index % partitions
 
 
 def vector_bytes(values: int) -> int:
@@ -169,11 +184,17 @@ def vector_bytes(values: int) -> int:
     return 8 * values + (OFFSET.itemsize + FRAME_HEADER.size) * frames
 
 
-def model_shaped_bytes(params: dict[str, Any], partitions: int) -> int:
-    """Bytes a gradient task (``partitions``: its slices) or a model task (one partition)
-    writes: the model's (features + 1) x classes values, whatever the task read."""
-    size = (params["features"] + 1) * params["classes"]
-    return sum(vector_bytes(size * (p + 1) // partitions - size * p // partitions) for p in range(partitions))
+def model_shaped_bytes(params: dict[str, Any]) -> int:
+    """Bytes a gradient or a model task writes: one vector of the model's (features + 1) x
+    classes values, whatever the task read."""
+    return vector_bytes(model_size(params))
+
+
+def gradient_parts(index: int, partitions: int, total: int) -> tuple[int, ...]:
+    """A gradient block's partitions: all its ``total`` bytes in ``gradient_partition``."""
+    parts = [0] * partitions
+    parts[gradient_partition(index, partitions)] = total
+    return tuple(parts)
 
 
 # ------------------------------------------------------------------ frames of values
@@ -181,7 +202,7 @@ def model_shaped_bytes(params: dict[str, Any], partitions: int) -> int:
 
 def write_values(writer: BlockWriter, partition: int, values: np.ndarray, offset: int) -> None:
     """``values`` (float64) as frames of ``offset`` + data, at most ``FRAME_BYTES`` each;
-    one frame at least, so that an empty slice still says it is there."""
+    one frame at least, so that an empty vector still says it is there."""
     step = FRAME_BYTES // 8
     for start in range(0, max(1, len(values)), step):
         chunk = values[start : start + step]
@@ -244,9 +265,7 @@ def gradient_task(ctx: TaskContext) -> None:
         ctx.metrics.records_in += len(rows)
     writer = ctx.open_output()
     flat = gradient.ravel()
-    for partition in range(ctx.spec.partitions):
-        lo, hi = slice_bounds(ctx.params, partition)
-        write_values(writer, partition, flat[lo:hi], lo)
+    write_values(writer, gradient_partition(ctx.spec.index, ctx.spec.partitions), flat, 0)
     ctx.metrics.records_out = flat.size
     ctx.commit_output(writer)
 
@@ -264,26 +283,35 @@ def _add_gradient(rows: np.ndarray, model: np.ndarray, gradient: np.ndarray) -> 
 
 
 def combine_gradients(frames_of: Any, writer: BlockWriter) -> None:
-    """Pado's partial aggregation: several gradient tasks' outputs on one node, summed slice by slice."""
+    """Pado's partial aggregation: several gradient tasks' outputs on one node, summed
+    partition by partition: the gradients bound for one aggregate become one vector, and a
+    partition none of them writes stays empty."""
     for partition in range(writer.partitions):
         frames = list(frames_of(partition))
+        if not frames:
+            continue
         offsets = [read_values(f) for f in frames]
-        lo = min((o for o, _ in offsets), default=0)
-        hi = max((o + len(v) for o, v in offsets), default=0)
+        lo = min(o for o, _ in offsets)
+        hi = max(o + len(v) for o, v in offsets)
         total = np.zeros(hi - lo)
         add_frames(iter(frames), total, lo)
         write_values(writer, partition, total, lo)
 
 
 def aggregate_task(ctx: TaskContext) -> None:
-    """Slice ``index`` of the gradient summed over every gradient task (or partial aggregate)."""
-    lo, hi = slice_bounds(ctx.params, ctx.spec.index)
-    total = np.zeros(hi - lo)
+    """The sum of the whole gradients (or partial aggregates) of this aggregate's partition:
+    one model-sized vector; nothing when none was written to it."""
+    total = np.zeros(model_size(ctx.params))
     ctx.note_buffered(total.nbytes)
-    add_frames(ctx.input_frames(0), total, lo)
+    received = False
+    for frame in ctx.input_frames(0):
+        offset, values = read_values(frame)
+        total[offset : offset + len(values)] += values
+        received = True
     writer = ctx.open_output()
-    write_values(writer, 0, total, lo)
-    ctx.metrics.records_out = total.size
+    if received:
+        write_values(writer, 0, total, 0)
+        ctx.metrics.records_out = total.size
     ctx.commit_output(writer)
 
 
@@ -351,7 +379,7 @@ def read_output(directory: Path) -> np.ndarray:
 
 RTOL = 1e-9
 """The check's tolerance, relative to the largest weight. The job and the reference compute the
-same sums in other orders (per partition, per partial aggregate, per slice, as the blocks
+same sums in other orders (per partition, per partial aggregate, per aggregate, as the blocks
 arrive), so they differ by rounding alone: about the float64 epsilon (2.2e-16) times the
 number of terms summed (at most the points), far below 1e-9 for up to a million points; a
 wrong gradient, a missed or doubled partition or a stale model is off by far more."""

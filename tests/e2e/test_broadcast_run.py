@@ -1,15 +1,18 @@
 """MLR end to end with its model read by broadcast once per node (``testbed.workloads.broadcast``):
 the model exact against the reference with a node evicted, and the later iterations'
-gradients reading their node's copy of the model."""
+gradients reading their node's copy of the model; under Spark, each aggregate fetching only the
+gradients written to it (MLlib's treeAggregate)."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from master.run import run_scenario
+from testbed.workloads.mlr import vector_bytes
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
 from tests.e2e.test_workloads_run import assert_exact, evict_first_if_none
@@ -62,4 +65,32 @@ async def test_mlr_is_exact_with_its_model_read_once_per_node_under_an_eviction(
     assert made, copies  # the transient nodes' gradients read the reserved node's model through copies
     models = ("j000.s3.t0.a", "j000.s6.t0.a")
     assert all(name.startswith(models) and name.endswith(".p0.index") for name in made), made
+    assert_clean(tmp_path)
+
+
+async def test_mlr_is_exact_under_spark_each_aggregate_fetching_only_its_gradients(tmp_path: Path) -> None:
+    """Spark's treeAggregate under an eviction: gradient ``i`` is written whole into partition
+    ``i % 2``, and each aggregate attempt that succeeds fetched exactly its 3 gradients (the
+    master never names an empty partition), whichever were recomputed."""
+    scenario = make_scenario(
+        time_scale=60,
+        cluster={
+            "reserved": 1,
+            "transient": {"count": 2, "slots": 3},
+            "heartbeat_interval": 0.2,
+            "heartbeat_timeout": 5,
+        },
+        jobs=[JOB],
+        policy={"strategy": "spark"},
+        chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
+    )
+    result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
+    assert result.ok, result.summary
+    assert result.summary["evictions"] > 0
+    assert_exact(scenario, tmp_path)
+    vector = vector_bytes((JOB["features"] + 1) * JOB["classes"])
+    rows = list(csv.DictReader((tmp_path / "tasks.csv").open()))
+    aggregates = [r for r in rows if int(r["stage"]) in (2, 5, 8) and r["status"] == "succeeded"]
+    assert len(aggregates) >= 6
+    assert {int(r["bytes_in"]) for r in aggregates} == {3 * vector}
     assert_clean(tmp_path)

@@ -412,16 +412,20 @@ def test_a_nodes_copy_outlives_the_blocks_holder_but_a_copy_under_way_dies_with_
     assert node.links.in_free == pytest.approx(killed_at)
 
 
-@pytest.mark.parametrize(("op", "pushed"), [("mlr.gradient", (300, 500)), ("wordcount.map", (400, 700))])
-def test_a_partial_aggregate_of_gradients_is_one_gradients_size(op: str, pushed: tuple[int, ...]) -> None:
-    """Summed gradients keep one gradient's size (the real combiner adds them slice by
-    slice); merged word counts are counted as the members' sum (an upper bound)."""
+@pytest.mark.parametrize(
+    ("op", "pushed"), [("mlr.gradient", (500, 500, 0)), ("wordcount.map", (500, 1000, 0))]
+)
+def test_a_partial_aggregate_of_gradients_is_one_per_partition(op: str, pushed: tuple[int, ...]) -> None:
+    """Gradients written whole into one partition each (``treeAggregate``: 0 and 2 into
+    partition 1, 1 into partition 0) sum into one gradient per partition they write (the real
+    combiner adds them partition by partition), and a partition none writes stays empty;
+    merged word counts are counted as the members' sum (an upper bound)."""
     heap, fleet, heard = agents()
     sender = fleet.nodes["transient-0"]
-    sender.blocks.update({"g0": (300, 500), "g1": (100, 200)})
-    target = PushTarget(node_id="reserved-0", url=url_of("reserved-0"), partitions=(0, 1))
+    sender.blocks.update({"g0": (0, 500, 0), "g1": (500, 0, 0), "g2": (0, 500, 0)})
+    target = PushTarget(node_id="reserved-0", url=url_of("reserved-0"), partitions=(0, 1, 2))
     heard.clear()
-    flush = FlushAggregate(block="agg", op=op, members=("g0", "g1"), partitions=2, push=(target,))
+    flush = FlushAggregate(block="agg", op=op, members=("g0", "g1", "g2"), partitions=3, push=(target,))
     fleet.command("transient-0", flush)
     run_all(heap)
     (received,) = [m for _, _, m in heard if isinstance(m, BlockReceived)]
@@ -455,8 +459,8 @@ def test_a_launch_sent_again_repeats_the_outcome_kept_encoded() -> None:
 
 
 def test_an_aggregate_of_gradients_is_one_inputs_size_however_many_it_sums() -> None:
-    """An MLR aggregate sums its input slices: its output is one slice whether it reads 16
-    gradients' slices (Spark) or 4 partial aggregates' (Pado), not a ratio of what it read."""
+    """An MLR aggregate sums the whole gradients it reads: its output is one gradient whether
+    it reads 16 gradients (Spark) or 4 partial aggregates (Pado), not a ratio of what it read."""
     model = ExecutionModel(parse_scenario(SPEC), lambda job, stage: 256, lambda job, stage: ("shuffle",))
     aggregate = sleep_task(0, 0.0).model_copy(update={"op": "mlr.aggregate", "params": {}, "final": False})
     spark = model.cost(aggregate, 16 * 2**20, 0.0, "reserved", largest=2**20)

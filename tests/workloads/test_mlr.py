@@ -80,31 +80,49 @@ def test_a_wrong_model_fails_the_check(tmp_path: Path) -> None:
     assert check_output(small(iterations=2), SEED, tmp_path / "out")
 
 
-def test_partial_aggregates_sum_to_the_same_slices(tmp_path: Path) -> None:
-    """Pado's combiner: several gradient outputs summed slice by slice, read by the aggregate task."""
-    job = small()
+def test_a_gradient_is_written_whole_into_one_partition(tmp_path: Path) -> None:
+    """MLlib's treeAggregate: gradient task ``i`` writes its whole gradient into partition
+    ``i % reduces``, the others empty; an aggregate and a model write one model-sized vector."""
+    job = small(maps=5, reduces=2)
+    local = LocalJob(plan_job(job, SEED, None), tmp_path).run(64 << 20)
+    vector = mlr.vector_bytes((job.features + 1) * job.classes)
+    for (stage, index), run in local.tasks.items():
+        if run.spec.op == "mlr.gradient":
+            assert run.partition_bytes == tuple(vector if p == index % 2 else 0 for p in range(2))
+        elif run.spec.op == "mlr.aggregate" or (run.spec.op == "mlr.model" and not run.spec.final):
+            assert run.partition_bytes == (vector,), (stage, index)
+
+
+def test_an_aggregate_that_receives_no_gradient_writes_nothing(tmp_path: Path) -> None:
+    """More aggregates than gradients: the third gets no vector and writes an empty block,
+    which the model task does not read; the result is still the reference's."""
+    job = small(maps=2, reduces=3)
+    local = LocalJob(plan_job(job, SEED, None), tmp_path).run(64 << 20)
+    assert check_output(job, SEED, local.outputs) == []
+    assert local.tasks[(2, 2)].partition_bytes == (0,)
+
+
+def test_partial_aggregates_sum_the_gradients_bound_for_one_aggregate(tmp_path: Path) -> None:
+    """Pado's combiner over the 3 gradients (0 and 2 bound for aggregate 0, 1 for aggregate 1):
+    one summed vector per partition, read by the aggregate as the gradients themselves; a
+    partition none of them writes stays empty."""
+    job = small(reduces=3)
     local = LocalJob(plan_job(job, SEED, None), tmp_path).run(64 << 20)
     fetcher = BlockFetcher(local.blocks, "local")
+    size = (job.features + 1) * job.classes
 
     def frames_of(partition: int):
-        for i in range(3):
+        for i in (0, 2):
             ref = BlockRef(block=local.tasks[(1, i)].spec.block_id, partition=partition, locations=("local",))
             yield from fetcher.frames(ref)
 
-    writer = BlockWriter(local.blocks, "combined", 2)
+    writer = BlockWriter(local.blocks, "combined", 3)
     COMBINERS["mlr.gradient"](frames_of, writer)
-    writer.commit()
-    for partition in range(2):
-        lo, hi = mlr.slice_bounds(local.plan.stages[1].params(0), partition)
-        combined = np.zeros(hi - lo)
-        mlr.add_frames(
-            fetcher.frames(BlockRef(block="combined", partition=partition, locations=("local",))),
-            combined,
-            lo,
-        )
-        direct = np.zeros(hi - lo)
-        mlr.add_frames(frames_of(partition), direct, lo)
-        assert np.allclose(combined, direct, rtol=1e-15, atol=0)
+    assert writer.commit() == (mlr.vector_bytes(size), 0, 0)
+    combined, direct = np.zeros(size), np.zeros(size)
+    mlr.add_frames(fetcher.frames(BlockRef(block="combined", partition=0, locations=("local",))), combined)
+    mlr.add_frames(frames_of(0), direct)
+    assert np.allclose(combined, direct, rtol=1e-15, atol=0) and np.abs(direct).max() > 0
 
 
 def test_pado_places_the_gradients_on_transient_and_the_aggregation_on_reserved() -> None:
@@ -156,7 +174,7 @@ def test_the_simulator_sizes_gradients_and_models_as_the_real_tasks_write_them(t
     from master.sim.model import MODEL_SHAPED, ExecutionModel
     from testbed.scenario import parse_scenario
 
-    job = small(features=300, classes=5)  # 1,505 values: a slice of 752 or 753
+    job = small(features=300, classes=5)  # 1,505 values
     local = LocalJob(plan_job(job, SEED, None), tmp_path).run(64 << 20)
     scenario = parse_scenario({"name": "mlr", "jobs": [job.model_dump(exclude_none=True)]})
     model = ExecutionModel(scenario, lambda job, stage: 256, lambda job, stage: ("shuffle",))
@@ -167,6 +185,7 @@ def test_the_simulator_sizes_gradients_and_models_as_the_real_tasks_write_them(t
         assert written == run.metrics.bytes_out > 0
         for bytes_in in (1, run.metrics.bytes_in):  # however much it read
             assert model.cost(run.spec, bytes_in, 0.0, "transient").bytes_out == written, run.spec.task_id
+        assert model.output_parts(run.spec, written) == run.partition_bytes  # a gradient's one partition
 
 
 @pytest.mark.parametrize("values", [0, 1, 131_072, 131_073, 512_512])
