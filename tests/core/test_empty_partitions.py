@@ -65,8 +65,10 @@ def test_a_reducer_not_launched_yet_waits_for_every_map_even_one_empty_for_it() 
 def test_a_running_reducer_that_fails_then_needs_every_map_again() -> None:
     job = tree_aggregate()
     attempt = job.launched((1, 0), "r0", 64, 1.0)
+    other = job.launched((1, 1), "r1", 64, 1.0)
+    assert job.succeeded((1, 1), other, "http://r1", "j.s1.t1.a0", ())
     job.node_lost("m1", "http://m1")
     assert job.tasks[(0, 1)].status == "done"  # empty for the running reducer: not rerun
-    job.failed((1, 0), attempt, counts_as_failure=False)  # e.g. its own node's trouble
-    assert job.tasks[(0, 1)].status == "pending"
+    job.failed((1, 0), attempt, counts_as_failure=False)  # e.g. another input's fetch failed
+    assert job.tasks[(0, 1)].status == "pending"  # to launch again, it waits for every map
     assert [key for key in job.ready() if key[0] == 1] == []
