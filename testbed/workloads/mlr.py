@@ -285,17 +285,22 @@ def _add_gradient(rows: np.ndarray, model: np.ndarray, gradient: np.ndarray) -> 
 def combine_gradients(frames_of: Any, writer: BlockWriter) -> None:
     """Pado's partial aggregation: several gradient tasks' outputs on one node, summed
     partition by partition: the gradients bound for one aggregate become one vector, and a
-    partition none of them writes stays empty."""
+    partition none of them writes stays empty. Every gradient is framed alike
+    (``write_values`` from offset 0), so frames of one offset are summed as they come: only
+    the sum is held, not every member's vector."""
     for partition in range(writer.partitions):
-        frames = list(frames_of(partition))
-        if not frames:
-            continue
-        offsets = [read_values(f) for f in frames]
-        lo = min(o for o, _ in offsets)
-        hi = max(o + len(v) for o, v in offsets)
-        total = np.zeros(hi - lo)
-        add_frames(iter(frames), total, lo)
-        write_values(writer, partition, total, lo)
+        sums: dict[int, np.ndarray] = {}
+        for frame in frames_of(partition):
+            offset, values = read_values(frame)
+            held = sums.get(offset)
+            if held is None:
+                sums[offset] = values.copy()
+            elif len(held) == len(values):
+                held += values
+            else:
+                raise ValueError(f"frames at offset {offset} of {len(held)} and {len(values)} values")
+        for offset in sorted(sums):
+            writer.write(partition, np.array([offset], OFFSET).tobytes() + sums[offset].tobytes())
 
 
 def aggregate_task(ctx: TaskContext) -> None:
