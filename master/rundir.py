@@ -13,7 +13,8 @@ its inputs fingerprinted for a resume, and nothing stale left when it ends.
   every input file when the run starts; a resume refuses inputs that changed.
 - ``tidy(run_dir)``: at the end of a run (fresh or resumed), the scratch
   directories of nodes (the local provider's ``nodes/``, including those of
-  nodes that died with an earlier master) and the staged uploads left in
+  nodes that died with an earlier master), the private temporary directories the run's
+  local providers recorded there (one a SIGKILLed master could not delete) and the staged uploads left in
   ``outputs/`` by attempts that never committed are deleted.
 """
 
@@ -27,6 +28,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from master.providers.local import remove_recorded_temp
 from testbed.inputs import first_change, input_fingerprints
 from testbed.rundir import RunDirError, secure_run_dir
 from testbed.scenario import Scenario, input_files
@@ -168,7 +170,9 @@ def check_inputs(run_dir: Path, scenario: Scenario) -> None:
 
 
 def tidy(run_dir: Path) -> None:
-    """Delete node scratch directories and uncommitted staged outputs (call once every node is gone)."""
+    """Delete node scratch directories, the local providers' private temporary directories and
+    uncommitted staged outputs (call once every node is gone)."""
+    remove_recorded_temp(run_dir / "nodes")
     shutil.rmtree(run_dir / "nodes", ignore_errors=True)
     outputs = run_dir / "outputs"
     if outputs.is_dir():

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from master.providers.base import ForeignNodeError
-from master.providers.local import LocalProvider
+from master.providers.local import TEMP_RECORD, LocalProvider, remove_recorded_temp
 from tests.conftest import process_alive
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
@@ -74,3 +76,29 @@ async def test_close_stops_every_node(tmp_path: Path) -> None:
     await provider.close()
     assert not any(process_alive(pid) for pid in pids)
     assert not provider.nodes
+
+
+async def test_a_provider_dir_left_by_a_dead_master_is_removed_and_nothing_else(tmp_path: Path) -> None:
+    """A master SIGKILLed before ``close`` leaves its private directory: the tidy-up at the end
+    of the resumed run deletes it from the record, and only a directory a provider could have
+    made (``testbed-*`` right under the temporary directory, no link, this user's)."""
+    provider = LocalProvider("run-a", tmp_path / "nodes")
+    await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
+    await provider.evict("transient-0")  # the node is gone; the master dies before close()
+    left = Path((tmp_path / "nodes" / TEMP_RECORD).read_text().strip())
+    assert left.is_dir() and left.name.startswith("testbed-")
+
+    foreign = tmp_path / "testbed-foreign"  # not right under the temporary directory
+    foreign.mkdir()
+    target = Path(tempfile.mkdtemp(prefix="kept-"))
+    link = Path(tempfile.gettempdir()) / f"testbed-link-{os.getpid()}"
+    link.symlink_to(target)
+    try:
+        with open(tmp_path / "nodes" / TEMP_RECORD, "a") as record:
+            record.write(f"{foreign}\n{link}\nrelative/testbed-x\n")
+        remove_recorded_temp(tmp_path / "nodes")
+        assert not left.exists()
+        assert foreign.is_dir() and link.is_symlink() and target.is_dir()
+    finally:
+        link.unlink()
+        target.rmdir()

@@ -9,6 +9,8 @@ secrets (``testbed.processes.SECRET_ENV``) reach it in a file of a private
 temporary directory, which it reads and deletes, never in its environment. Each agent's
 ``TMPDIR`` (where its task forkserver keeps its socket) is a directory of its own in
 that private one, deleted with the node: a SIGKILLed agent leaves no ``pymp-*`` behind.
+The private directory's path is recorded in the nodes directory (``TEMP_RECORD``), so that
+the end of a resumed run (``remove_recorded_temp``) deletes one a SIGKILLed master left.
 
 With ``cgroups`` (a faithful run) each node gets its own CPU cgroup with a quota
 of ``cpus`` cores and a child group per task slot (``testbed.cgroups``); the agent
@@ -23,6 +25,7 @@ import asyncio
 import os
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 from collections.abc import Coroutine
@@ -38,6 +41,9 @@ SOCKET_PATH_MAX = 107
 """The longest path of an AF_UNIX socket (Linux: 108 bytes, its NUL included)."""
 FORKSERVER_SOCKET_TAIL = f"/transient-9999/pymp-{'x' * 8}/listener-{'x' * 8}"
 """What a node's forkserver socket adds to the provider's temporary directory, at most."""
+TEMP_PREFIX = "testbed-"
+TEMP_RECORD = ".private-dirs"
+"""In the nodes directory: the private temporary directories of the run's providers, one per line."""
 
 
 @dataclass
@@ -70,9 +76,12 @@ class LocalProvider:
         too long for a node's forkserver socket in it (as CPython 3.13's multiprocessing does)."""
         if self._private is None:
             base = tempfile.gettempdir()
-            if len(base) + len(f"/testbed-{'x' * 8}") + len(FORKSERVER_SOCKET_TAIL) > SOCKET_PATH_MAX:
+            if len(base) + len(f"/{TEMP_PREFIX}{'x' * 8}") + len(FORKSERVER_SOCKET_TAIL) > SOCKET_PATH_MAX:
                 base = "/tmp"
-            self._private = Path(tempfile.mkdtemp(prefix="testbed-", dir=base))
+            self._private = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=base))
+            self.nodes_dir.mkdir(parents=True, exist_ok=True)
+            with open(self.nodes_dir / TEMP_RECORD, "a", encoding="utf-8") as record:
+                record.write(f"{self._private}\n")
         return self._private
 
     def _private_env(self, node_id: str, env: dict[str, str], temp: Path) -> dict[str, str]:
@@ -199,3 +208,28 @@ class LocalProvider:
 
 def python_command() -> list[str]:
     return [sys.executable, "-m", "agents"]
+
+
+def remove_recorded_temp(nodes_dir: Path) -> None:
+    """Delete the private temporary directories recorded in ``nodes_dir`` (by providers whose
+    master may have died without closing them), once no node of the run is alive."""
+    try:
+        lines = (nodes_dir / TEMP_RECORD).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return
+    for path in map(Path, lines):
+        if _made_by_a_provider(path):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _made_by_a_provider(path: Path) -> bool:
+    """Whether ``path`` is a directory ``_private_dir`` could have made: ``testbed-*`` right
+    under the temporary directory or ``/tmp``, not a symbolic link, owned by this user."""
+    bases = {Path(tempfile.gettempdir()).resolve(), Path("/tmp").resolve()}
+    if not path.is_absolute() or not path.name.startswith(TEMP_PREFIX) or path.parent.resolve() not in bases:
+        return False
+    try:
+        status = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid()

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from master.providers.local import TEMP_RECORD
 from testbed.processes import child_env
 from testbed.workloads.wordcount import read_output
 from tests.conftest import process_alive
@@ -104,6 +105,10 @@ def test_sigkilled_master_then_partial_report_then_resume(tmp_path: Path) -> Non
         time.sleep(0.05)
     assert not any(process_alive(pid) for pid in agent_pids(before))
 
+    # The dead master's private temporary directory (its agents' TMPDIRs) is still there.
+    private = [Path(line) for line in (run_dir / "nodes" / TEMP_RECORD).read_text().split()]
+    assert private and all(p.is_dir() for p in private)
+
     report = cli("report", str(run_dir))
     assert report.returncode == 0, report.stderr
     partial = (run_dir / "report.md").read_text()
@@ -116,6 +121,7 @@ def test_sigkilled_master_then_partial_report_then_resume(tmp_path: Path) -> Non
     after = events(run_dir)[len(before) :]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["succeeded"] == 3 and summary["failed"] == 0, summary
+    assert not any(p.exists() for p in private), "the resumed run left the dead master's temp"
 
     # Exact outputs, whichever segment computed them.
     assert read_output(run_dir / "outputs" / "j000") == expected_counts(2, 2, seed=7000)
