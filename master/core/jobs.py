@@ -250,8 +250,8 @@ class JobRuntime:
                 continue
             partition = index if dep.kind == "shuffle" else 0
             for parent in self._by_stage[dep.stage]:
-                sizes = parent.partition_bytes
-                if not (read and sizes and sizes[partition] == 0):
+                sizes = parent.partition_bytes  # () until it succeeded: not known empty
+                if not (read and partition < len(sizes) and sizes[partition] == 0):
                     yield (dep.stage, parent.index)
 
     def ready(self, streamed: frozenset[int] = frozenset()) -> Iterator[TaskKey]:
