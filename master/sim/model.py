@@ -21,7 +21,7 @@ from testbed.scenario import PluginJob, Scenario, ScenarioError
 from testbed.scenario_sim import OpModel
 from testbed.workloads import pagerank_sizes
 from testbed.workloads.layouts import OUTPUT_PARTS
-from testbed.workloads.mlr import model_shaped_bytes
+from testbed.workloads.mlr import combined_partition, model_shaped_bytes
 
 MB = 2**20
 BYTES_PER_RECORD = {"sort": 100, "pagerank": 16}
@@ -29,10 +29,10 @@ BYTES_PER_RECORD = {"sort": 100, "pagerank": 16}
 PLUGIN_OP = "plugin."
 """The ops of a workload plugin's tasks: ``plugin.map``, ``plugin.reduce``."""
 SUMMED_VECTORS = frozenset({"mlr.gradient"})
-"""Ops whose combiner (``testbed.workloads.COMBINERS``) adds vectors of one shape, partition by
-partition: a partial aggregate's partition is its largest member's, not the sum of them (an
-MLR gradient's one partition holding the vector: as many vectors as the members' distinct
-partitions).
+"""Ops whose combiner (``testbed.workloads.COMBINERS``) adds vectors of one shape into one: a
+partial aggregate is its largest member's size, not the sum of them, whole in the partition
+``testbed.workloads.mlr.combined_partition`` picks among the members' (as the real combiner
+writes it).
 Any other combiner (wordcount's: the union of the members' words) is counted as the sum,
 an upper bound (sizes alone do not tell how many words the members share)."""
 SUMS_ITS_INPUTS = frozenset({"mlr.aggregate"})
@@ -97,7 +97,11 @@ def aggregate_sizes(op: str, held: list[tuple[int, ...]], partitions: int) -> tu
     sizes) merged by the op's combiner."""
     columns = [[parts[p] for parts in held if p < len(parts)] for p in range(partitions)]
     if op in SUMMED_VECTORS:
-        return tuple(max(column, default=0) for column in columns)
+        written = [p for p, column in enumerate(columns) if any(column)]
+        if not written:
+            return (0,) * partitions
+        target, size = combined_partition(written), max(max(column) for column in columns if column)
+        return tuple(size if p == target else 0 for p in range(partitions))
     return tuple(sum(column) for column in columns)
 
 

@@ -282,14 +282,25 @@ def _add_gradient(rows: np.ndarray, model: np.ndarray, gradient: np.ndarray) -> 
     gradient[0] += scores.sum(axis=0)
 
 
+def combined_partition(partitions: list[int]) -> int:
+    """The one partition a partial aggregate of gradients bound for ``partitions`` (those its
+    members write, sorted) goes to, whole. Pado sums every gradient held on a node into one
+    vector, whatever aggregate each was bound for: the paper sent 303 partial aggregates for
+    550 gradients an iteration, fewer than sums keyed by aggregate could be (about 420 at 14
+    gradients a node). Any aggregate may sum it, since the model task sums them all; one of
+    the members' own, picked by their sum, spreads the vectors over the aggregates."""
+    return partitions[sum(partitions) % len(partitions)]
+
+
 def combine_gradients(frames_of: Any, writer: BlockWriter) -> None:
-    """Pado's partial aggregation: several gradient tasks' outputs on one node, summed
-    partition by partition: the gradients bound for one aggregate become one vector, and a
-    partition none of them writes stays empty. Every gradient is framed alike
-    (``write_values`` from offset 0), so frames of one offset are summed as they come: only
-    the sum is held, not every member's vector."""
+    """Pado's partial aggregation: several gradient tasks' outputs on one node summed into one
+    vector, in the partition ``combined_partition`` picks; the others stay empty. Every
+    gradient is framed alike (``write_values`` from offset 0), so frames of one offset are
+    summed as they come: only the sum is held, not every member's vector."""
+    sums: dict[int, np.ndarray] = {}
+    written: list[int] = []
     for partition in range(writer.partitions):
-        sums: dict[int, np.ndarray] = {}
+        frames = 0
         for frame in frames_of(partition):
             offset, values = read_values(frame)
             held = sums.get(offset)
@@ -299,8 +310,14 @@ def combine_gradients(frames_of: Any, writer: BlockWriter) -> None:
                 held += values
             else:
                 raise ValueError(f"frames at offset {offset} of {len(held)} and {len(values)} values")
-        for offset in sorted(sums):
-            writer.write(partition, np.array([offset], OFFSET).tobytes() + sums[offset].tobytes())
+            frames += 1
+        if frames:
+            written.append(partition)
+    if not written:
+        return
+    target = combined_partition(written)
+    for offset in sorted(sums):
+        writer.write(target, np.array([offset], OFFSET).tobytes() + sums[offset].tobytes())
 
 
 def aggregate_task(ctx: TaskContext) -> None:

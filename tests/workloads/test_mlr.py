@@ -102,27 +102,34 @@ def test_an_aggregate_that_receives_no_gradient_writes_nothing(tmp_path: Path) -
     assert local.tasks[(2, 2)].partition_bytes == (0,)
 
 
-def test_partial_aggregates_sum_the_gradients_bound_for_one_aggregate(tmp_path: Path) -> None:
-    """Pado's combiner over gradients 0 and 2 of 3 (both bound for aggregate 0 of 2): one
-    summed vector in partition 0, read by the aggregate as the two gradients themselves;
-    partition 1, which neither writes, stays empty."""
+def test_a_partial_aggregate_is_one_vector_whatever_aggregates_its_gradients_were_bound_for(
+    tmp_path: Path,
+) -> None:
+    """Pado's combiner over gradients 0, 1 and 2 of 3 (bound for aggregates 0, 1 and 0 of 2):
+    one summed vector, whole in the partition ``combined_partition`` picks among theirs, the
+    other partition empty; it equals the three gradients summed."""
     job = small()
     local = LocalJob(plan_job(job, SEED, None), tmp_path).run(64 << 20)
     fetcher = BlockFetcher(local.blocks, "local")
     size = (job.features + 1) * job.classes
 
     def frames_of(partition: int):
-        for i in (0, 2):
+        for i in (0, 1, 2):
             ref = BlockRef(block=local.tasks[(1, i)].spec.block_id, partition=partition, locations=("local",))
             yield from fetcher.frames(ref)
 
     writer = BlockWriter(local.blocks, "combined", 2)
     COMBINERS["mlr.gradient"](frames_of, writer)
-    assert writer.commit() == (mlr.vector_bytes(size), 0)
+    target = mlr.combined_partition([0, 1])
+    sizes = [0, 0]
+    sizes[target] = mlr.vector_bytes(size)
+    assert writer.commit() == tuple(sizes)
     combined, direct = np.zeros(size), np.zeros(size)
-    mlr.add_frames(fetcher.frames(BlockRef(block="combined", partition=0, locations=("local",))), combined)
-    mlr.add_frames(frames_of(0), direct)
-    assert np.allclose(combined, direct, rtol=1e-15, atol=0) and np.abs(direct).max() > 0
+    summed = BlockRef(block="combined", partition=target, locations=("local",))
+    mlr.add_frames(fetcher.frames(summed), combined)
+    for partition in (0, 1):
+        mlr.add_frames(frames_of(partition), direct)
+    assert np.allclose(combined, direct, rtol=1e-14, atol=0) and np.abs(direct).max() > 0
 
 
 def test_pado_places_the_gradients_on_transient_and_the_aggregation_on_reserved() -> None:
