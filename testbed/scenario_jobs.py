@@ -112,7 +112,8 @@ class PagerankJob(JobBase):
 
 class MlrJob(JobBase):
     """Multinomial logistic regression by gradient descent (the Pado paper's MLR): ``maps``
-    partitions of generated training data, ``reduces`` aggregate tasks (slices of the gradient)."""
+    partitions of generated training data, ``reduces`` aggregate tasks (aggregate a sums the
+    whole gradients of the maps i with i % reduces == a: MLlib's treeAggregate)."""
 
     workload: Literal["mlr"]
     points: int = Field(default=20_000, ge=1, le=1_000_000_000, description="training samples")

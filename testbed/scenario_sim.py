@@ -44,17 +44,19 @@ OP_MODELS: dict[str, OpModel] = {
     "pagerank.links": OpModel(s_per_mb=0.0661, output_ratio=0.8454),
     "pagerank.scatter": OpModel(s_per_mb=0.0242, output_ratio=0.1646),
     "pagerank.iterate": OpModel(s_per_mb=0.0333, output_ratio=0.1413),
-    # mlr: the fastest of 3 local runs (testbed.workloads.local, one process) of features 1000,
-    # classes 512, 1,000 points per map; the output ratios are those of scenarios/pado-mlr.yaml's
-    # shape (16 maps, 2 aggregates, iterations after the first): a gradient is the model's size
-    # (its input: the partition and the broadcast model), an aggregate 1/maps of its input, a
-    # model half its input (the slices and the previous model); the simulator sizes a gradient's
-    # and a model's output by the model's shape instead (master/sim/model.py MODEL_SHAPED), an
+    # mlr: `python benchmarks/workload_mlr.py --repeat 3` (2026-11-27, after MLlib's treeAggregate
+    # exchange: the model step sums the A aggregates' whole vectors): the fastest of 3 runs in one
+    # process (testbed.workloads.local) of features 1000, classes 512, 1,000 points per map, 22
+    # maps and 22 aggregates, each op's median task; the output ratios are those of
+    # scenarios/pado-mlr.yaml's shape (16 maps, 2 aggregates, iterations after the first): a
+    # gradient is the model's size (its input: the partition and the broadcast model), an
+    # aggregate 1/maps of its input, a model half its input; the simulator sizes a gradient's and
+    # a model's output by the model's shape instead (master/sim/model.py MODEL_SHAPED), an
     # aggregate's as one of its inputs (SUMS_ITS_INPUTS): it uses none of these three ratios
-    "mlr.points": OpModel(s_per_mb=0.0607, output_ratio=1.0),
-    "mlr.gradient": OpModel(s_per_mb=0.0245, output_ratio=0.3386),
-    "mlr.aggregate": OpModel(s_per_mb=0.0074, output_ratio=0.0625),
-    "mlr.model": OpModel(s_per_mb=0.0124, output_ratio=0.5),
+    "mlr.points": OpModel(s_per_mb=0.0105, output_ratio=1.0),
+    "mlr.gradient": OpModel(s_per_mb=0.0079, output_ratio=0.3386),
+    "mlr.aggregate": OpModel(s_per_mb=0.0067, output_ratio=0.0625),
+    "mlr.model": OpModel(s_per_mb=0.0018, output_ratio=0.5),
 }
 
 
