@@ -13,6 +13,7 @@ import pytest
 
 from master.run import run_scenario
 from testbed.blocks import FRAME_HEADER
+from testbed.scenario import Scenario
 from testbed.workloads.mlr import vector_bytes
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
@@ -34,8 +35,9 @@ JOB = {
 The gradients of iterations 2 and 3 (stages 4 and 7) read the model of stage 3 and 6."""
 
 
-async def test_mlr_is_exact_with_its_model_read_once_per_node_under_an_eviction(tmp_path: Path) -> None:
-    scenario = make_scenario(
+def mlr_scenario(strategy: str) -> Scenario:
+    """``JOB`` on 1 reserved node and 2 transient of 3 slots, at the high eviction rate."""
+    return make_scenario(
         time_scale=60,
         cluster={
             "reserved": 1,
@@ -44,9 +46,13 @@ async def test_mlr_is_exact_with_its_model_read_once_per_node_under_an_eviction(
             "heartbeat_timeout": 5,
         },
         jobs=[JOB],
-        policy={"strategy": "pado"},  # the gradients on transient nodes, the model on the reserved one
+        policy={"strategy": strategy},
         chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
     )
+
+
+async def test_mlr_is_exact_with_its_model_read_once_per_node_under_an_eviction(tmp_path: Path) -> None:
+    scenario = mlr_scenario("pado")  # the gradients on transient nodes, the model on the reserved one
     evict = evict_first_if_none()
     copies: dict[str, set[str]] = {}
     """Node -> its copies seen when one of its gradients of stage 4 or 7 succeeded."""
@@ -73,18 +79,7 @@ async def test_mlr_is_exact_under_spark_each_aggregate_fetching_only_its_gradien
     """Spark's treeAggregate under an eviction: gradient ``i`` is written whole into partition
     ``i % 2``, and each aggregate attempt that succeeds fetched exactly its 3 gradients (the
     master never names an empty partition), whichever were recomputed."""
-    scenario = make_scenario(
-        time_scale=60,
-        cluster={
-            "reserved": 1,
-            "transient": {"count": 2, "slots": 3},
-            "heartbeat_interval": 0.2,
-            "heartbeat_timeout": 5,
-        },
-        jobs=[JOB],
-        policy={"strategy": "spark"},
-        chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
-    )
+    scenario = mlr_scenario("spark")
     result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
