@@ -16,7 +16,8 @@ has one.
 
 Recovery is demand driven, as Spark's scheduler is ("If some stages have become
 unavailable [...] we resubmit tasks to compute the missing partitions"): after a
-node loss, every unfinished task needs its inputs; a lost input is recomputed,
+node loss, every unfinished task needs its inputs (a running one, only those it reads:
+not a parent's partition known to be empty for it); a lost input is recomputed,
 and the recomputation needs the lost inputs of its own, and so on up the
 lineage: the critical chain. Outputs of final stages are written to the job's
 output directory, so they are never lost.
@@ -32,8 +33,9 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from master.dag import Dependency, Edge, LogicalDag
@@ -97,14 +99,17 @@ class PhysicalPlan:
             for index in range(stage.tasks):
                 yield (stage.stage_id, index)
 
-    def inputs(self, key: TaskKey) -> Iterator[TaskKey]:
-        """The parent tasks whose outputs task ``key`` reads."""
+    def inputs(self, key: TaskKey, unread: Callable[[TaskKey], bool] | None = None) -> Iterator[TaskKey]:
+        """The parent tasks whose outputs task ``key`` reads (``unread``: the wide parents it
+        does not, whose partition for it is empty)."""
         stage_id, index = key
         for dep in self.stages[stage_id].deps:
             if dep.kind == "narrow":
                 yield (dep.stage, index)
-            else:
-                yield from ((dep.stage, i) for i in range(self.stages[dep.stage].tasks))
+                continue
+            for parent in ((dep.stage, i) for i in range(self.stages[dep.stage].tasks)):
+                if unread is None or not unread(parent):
+                    yield parent
 
     def checkpointed_stages(self) -> frozenset[int]:
         """Stages whose outputs cross a wide boundary (a shuffle, a broadcast): spark-checkpoint
@@ -215,12 +220,16 @@ class TaskState:
     """``node``: where a running task runs. ``output_nodes``: every node holding a copy
     of a done task's output (the node that ran it, plus its checkpoint's reserved
     node once the checkpoint is complete). ``inputs_fetched``: a running task that
-    already holds all its inputs needs nothing more from its parents."""
+    already holds all its inputs needs nothing more from its parents.
+    ``partition_bytes``: a done task's output per partition, where known: a running child
+    does not read a partition that is empty for it (Spark's reducers skip zero-size
+    blocks), so its loss is nothing to that child."""
 
     status: Literal["pending", "running", "done"] = "pending"
     node: str | None = None
     output_nodes: frozenset[str] = frozenset()
     inputs_fetched: bool = False
+    partition_bytes: tuple[int, ...] = ()
 
 
 PENDING = TaskState()
@@ -266,11 +275,20 @@ def recover(plan: PhysicalPlan, tasks: Mapping[TaskKey, TaskState], lost_nodes: 
     demand = [k for k in plan.task_keys() if _needs_inputs(state(k), dead)]
     recompute: set[TaskKey] = set()
     while demand:
-        for parent in plan.inputs(demand.pop()):
+        child = demand.pop()
+        unread = partial(_unread, state, child) if state(child).status == "running" else None
+        for parent in plan.inputs(child, unread):
             if parent in lost_outputs and parent not in recompute:
                 recompute.add(parent)
                 demand.append(parent)
     return Recovery(relaunch, frozenset(recompute), lost_outputs)
+
+
+def _unread(state: Callable[[TaskKey], TaskState], child: TaskKey, parent: TaskKey) -> bool:
+    """Whether a running ``child`` does not read wide ``parent``'s output: partition ``i``,
+    which child ``i`` reads, is known to be empty (one beyond those known is not)."""
+    sizes = state(parent).partition_bytes
+    return child[1] < len(sizes) and sizes[child[1]] == 0
 
 
 def _needs_inputs(state: TaskState, dead: frozenset[str]) -> bool:

@@ -5,7 +5,10 @@ up a running reducer; a reducer not launched yet still waits for every parent, a
 
 from __future__ import annotations
 
+import pytest
+
 from master.core.jobs import JobRuntime
+from master.policies.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
 MAPS, REDUCES = 4, 2
@@ -72,3 +75,37 @@ def test_a_running_reducer_that_fails_then_needs_every_map_again() -> None:
     job.failed((1, 0), attempt, counts_as_failure=False)  # e.g. another input's fetch failed
     assert job.tasks[(0, 1)].status == "pending"  # to launch again, it waits for every map
     assert [key for key in job.ready() if key[0] == 1] == []
+
+
+@pytest.mark.parametrize("other_reducer", ["pending", "done"])
+def test_the_runtime_recovers_what_the_pure_lineage_model_decides_with_empty_partitions(
+    other_reducer: str,
+) -> None:
+    """``lineage.recover`` (the RDD paper's recovery, pure) and ``JobRuntime`` agree on every
+    single map node's loss with reducer 0 running: a running reducer needs only the maps it
+    reads (maps 1 and 3 are empty for it), a pending one every map."""
+    plan = PhysicalPlan(
+        (
+            PlanStage(0, ("t.map",), MAPS),
+            PlanStage(1, ("t.reduce",), REDUCES, (StageDep(0, "wide"),), final=True),
+        )
+    )
+    for lost in range(MAPS):
+        job = tree_aggregate()
+        job.launched((1, 0), "r0", 64, 1.0)
+        if other_reducer == "done":
+            attempt = job.launched((1, 1), "r1", 64, 1.0)
+            assert job.succeeded((1, 1), attempt, "http://r1", "j.s1.t1.a0", ())
+        states = {
+            key: TaskState("done", output_nodes=frozenset({r.node or ""}), partition_bytes=r.partition_bytes)
+            if r.status == "done"
+            else TaskState("running", node=r.node)
+            for key, r in job.tasks.items()
+            if r.status in ("done", "running")
+        }
+        decision = recover(plan, states, {f"m{lost}"})
+        job.node_lost(f"m{lost}", f"http://m{lost}")
+        pending = {k for k, r in job.tasks.items() if r.status == "pending" and k[0] == 0}
+        assert pending == set(decision.recompute), lost
+        read_by_reducer_0 = lost % REDUCES == 0
+        assert bool(decision.recompute) == (read_by_reducer_0 or other_reducer == "pending"), lost
