@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,16 @@ from tests.conftest import process_alive
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 
 
-async def test_evict_kills_the_group_and_wipes_the_disk(tmp_path: Path) -> None:
-    provider = LocalProvider("run-a", tmp_path / "nodes")
+@pytest.fixture
+async def provider(tmp_path: Path) -> AsyncIterator[LocalProvider]:
+    """A provider of nodes under ``tmp_path / "nodes"``, closed after the test: its private
+    temporary directory goes with it."""
+    local = LocalProvider("run-a", tmp_path / "nodes")
+    yield local
+    await local.close()
+
+
+async def test_evict_kills_the_group_and_wipes_the_disk(tmp_path: Path, provider: LocalProvider) -> None:
     await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
     pid = provider.pid("transient-0")
     (tmp_path / "nodes/transient-0/blocks").mkdir()
@@ -29,10 +38,11 @@ async def test_evict_kills_the_group_and_wipes_the_disk(tmp_path: Path) -> None:
     assert not provider.owns("transient-0")
 
 
-async def test_evict_kills_as_it_is_called_not_a_loop_turn_later(tmp_path: Path) -> None:
+async def test_evict_kills_as_it_is_called_not_a_loop_turn_later(
+    tmp_path: Path, provider: LocalProvider
+) -> None:
     """The master's ``KillNode`` follows the eviction's journal entry in the same step: the
     SIGKILL must not wait for the event loop (it did, once: docs/benchmarks.md)."""
-    provider = LocalProvider("run-a", tmp_path / "nodes")
     await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
     pid = provider.pid("transient-0")
     cleanup = provider.evict("transient-0")
@@ -44,9 +54,8 @@ async def test_evict_kills_as_it_is_called_not_a_loop_turn_later(tmp_path: Path)
     assert not (tmp_path / "nodes/transient-0").exists() and not provider.owns("transient-0")
 
 
-async def test_two_concurrent_evictions_of_a_node_both_end_cleanly(tmp_path: Path) -> None:
+async def test_two_concurrent_evictions_of_a_node_both_end_cleanly(provider: LocalProvider) -> None:
     """A lifetime expiry and a heartbeat timeout may evict the same node at once."""
-    provider = LocalProvider("run-a", tmp_path / "nodes")
     await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
     pid = provider.pid("transient-0")
     await asyncio.gather(provider.evict("transient-0"), provider.evict("transient-0"))

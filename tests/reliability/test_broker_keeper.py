@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from master.broker_keeper import DEATH_WINDOW_S, MAX_DEATHS, may_restart
+from master.providers.local import remove_recorded_temp
 from master.run import run_scenario
 from testbed.broker import EmbeddedBroker, MosquittoBroker, make_broker, mosquitto_binary
 from testbed.processes import child_env
@@ -121,3 +122,4 @@ def test_a_sigkilled_master_leaves_no_mosquitto_and_no_secrets_directory(tmp_pat
         os.kill(broker_pid, signal.SIGKILL)
     assert not process_alive(broker_pid), "Mosquitto outlived its master"
     assert list(temp.glob("testbed-mosquitto-*")) == [], "the broker's secrets directory was left behind"
+    remove_recorded_temp(run_dir / "nodes")  # as the run's resume would: no provider directory left
