@@ -54,7 +54,7 @@ from testbed.protocol import (
 
 log = logging.getLogger("agent")
 _forkserver = multiprocessing.get_context("forkserver")
-_forkserver.set_forkserver_preload(["agents.worker"])
+_forkserver.set_forkserver_preload(["agents.forkserver_guard", "agents.worker"])
 
 
 @dataclass(frozen=True)

@@ -44,12 +44,19 @@ def die_with_parent() -> None:
     SIGKILL leaves no orphans behind. A no-op elsewhere or when not asked for.
     """
     expected = os.environ.get(PARENT_PID_ENV)
-    if not expected or not sys.platform.startswith("linux"):
+    if expected:
+        die_with(int(expected))
+
+
+def die_with(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when ``parent``, the process that started it, dies
+    (at once if it is already gone). A no-op off Linux."""
+    if not sys.platform.startswith("linux"):
         return
     libc = ctypes.CDLL(None, use_errno=True)
     pr_set_pdeathsig = 1
     libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-    if os.getppid() != int(expected):  # the parent died before prctl took effect
+    if os.getppid() != parent:  # the parent died before prctl took effect
         os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -6,6 +6,7 @@ otherwise (``broker: amqtt`` forces it); the journal says which.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -21,13 +22,26 @@ import pytest
 import yaml
 
 from master.broker_keeper import DEATH_WINDOW_S, MAX_DEATHS, may_restart
-from master.providers.local import remove_recorded_temp
+from master.providers.local import TEMP_RECORD, remove_recorded_temp
 from master.run import run_scenario
 from testbed.broker import EmbeddedBroker, MosquittoBroker, make_broker, mosquitto_binary
 from testbed.processes import child_env
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario, process_alive
 from tests.e2e.test_wordcount_run import assert_clean, expected_counts
+
+
+def processes_in(directories: list[Path]) -> list[str]:
+    """The live processes whose ``TMPDIR`` is in one of ``directories`` (a run's agents, their
+    task forkservers and workers: the provider gives each agent one there)."""
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            temp = process.environ().get("TMPDIR", "")
+            if any(temp.startswith(f"{d}/") for d in directories):
+                found.append(" ".join(process.info["cmdline"] or [])[:80])
+    return found
+
 
 needs_mosquitto = pytest.mark.skipif(mosquitto_binary() is None, reason="mosquitto is not installed")
 JOB = {"workload": "wordcount", "size_mb": 4, "maps": 6, "reduces": 3}
@@ -122,4 +136,9 @@ def test_a_sigkilled_master_leaves_no_mosquitto_and_no_secrets_directory(tmp_pat
         os.kill(broker_pid, signal.SIGKILL)
     assert not process_alive(broker_pid), "Mosquitto outlived its master"
     assert list(temp.glob("testbed-mosquitto-*")) == [], "the broker's secrets directory was left behind"
+    private = [Path(line) for line in (run_dir / "nodes" / TEMP_RECORD).read_text().split()]
+    deadline = time.monotonic() + 10
+    while (left := processes_in(private)) and time.monotonic() < deadline:  # they die as signalled
+        time.sleep(0.05)
+    assert left == [], "the agents, their forkservers or workers outlived their master"
     remove_recorded_temp(run_dir / "nodes")  # as the run's resume would: no provider directory left
