@@ -19,19 +19,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from master.dag import LogicalDag, mlr_dag, pagerank_dag, sort_dag, wordcount_dag
+from master.policies import options_for
 from master.policies.lineage import checkpoint_node, executor_classes, spark_plan
 from master.policies.pado import PadoPlan
 from testbed.api import (
     AddReplica,
+    BlockRef,
     BlockReported,
     JobPlan,
     JobSubmitted,
     LiveJob,
     LiveNode,
     NodeClass,
+    PushReported,
     PushTarget,
     Ready,
     Strategy,
@@ -41,7 +45,7 @@ from testbed.api import (
     TaskLaunch,
     WriteFile,
 )
-from testbed.scenario import Scenario
+from testbed.scenario import Scenario, ScenarioError
 
 BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
 
@@ -226,11 +230,93 @@ class SparkStrategy(Strategy):
 # ---------------------------------------------------------------- spark-checkpoint
 
 
+CHECKPOINT_READS = ("producer", "checkpoint")
+"""``policy.options.spark-checkpoint.read_from``: where a reader of a copied output reads it.
+``producer`` (the default): the producer's own copy, the checkpoint when the producer is
+gone. ``checkpoint``: the copy "fetched back" from the stable storage (Pado, section 5.2.2:
+"the data also need to be fetched back to transient containers for the following aggregate
+tasks"): a reader waits until each parent's copy is in (or its producer reported it
+failed) and lists the checkpoint first."""
+
+
+def checkpoint_reads(scenario: Scenario) -> str:
+    options = options_for(scenario, "spark-checkpoint")
+    unknown = set(options) - {"read_from"}
+    read_from = options.get("read_from", "producer")
+    if unknown or read_from not in CHECKPOINT_READS:
+        raise ScenarioError(
+            [f"policy.options.spark-checkpoint: expected read_from: {' or '.join(CHECKPOINT_READS)}, "
+             f"found {dict(options)}"]
+        )
+    return read_from
+
+
 class CheckpointStrategy(SparkStrategy):
     """``spark-checkpoint``: executors on transient nodes, shuffled and broadcast outputs copied
     to reserved ones."""
 
     name = "spark-checkpoint"
+
+    def __init__(self, scenario: Scenario) -> None:
+        super().__init__(scenario)
+        self.fetch_back = checkpoint_reads(scenario) == "checkpoint"
+        self.settled: dict[str, set[str]] = {}
+        """Job -> blocks whose copy the producer reported (delivered or failed): with
+        ``read_from: checkpoint`` their readers wait no more."""
+
+    def plan(self, view: StrategyView, job: LiveJob) -> Iterable[Ready]:
+        ready = super().plan(view, job)
+        if not self.fetch_back:
+            return ready
+        stores = self.store_urls(view)
+        copied: dict[int, bool] = {}
+
+        def in_store(stage: int) -> bool:
+            if stage not in copied:
+                copied[stage] = self.is_driver(job, stage) or self.all_copied(job, stage, stores)
+            return copied[stage]
+
+        deps = job.plan.stages
+        return (r for r in ready if all(in_store(d.stage) for d in deps[r.key[0]].deps if d.kind != "narrow"))
+
+    def all_copied(self, job: LiveJob, stage: int, stores: frozenset[str]) -> bool:
+        """Whether every output of the stage has its copy in, or its producer said it failed."""
+        settled = self.settled.get(job.job_id, set())
+        tasks = job.plan.stages[stage].tasks
+        return all(
+            (t := job.tasks[(stage, i)]).block in settled or not stores.isdisjoint(t.locations)
+            for i in range(tasks)
+        )
+
+    def launch(self, view: StrategyView, job: LiveJob, key: TaskKey) -> TaskLaunch:
+        launch = super().launch(view, job, key)
+        if not self.fetch_back:
+            return launch
+        stores = self.store_urls(view)
+
+        def store_first(ref: BlockRef) -> BlockRef:
+            ordered = tuple(sorted(ref.locations, key=lambda url: url not in stores))
+            return ref if ordered == ref.locations else BlockRef.trusted(ref.block, ref.partition, ordered)
+
+        return replace(launch, inputs=tuple(tuple(store_first(r) for r in refs) for refs in launch.inputs))
+
+    @classmethod
+    def store_urls(cls, view: StrategyView) -> frozenset[str]:
+        return frozenset(n.url for n in cls.reserved_nodes(view))
+
+    def on_push_reported(self, view: StrategyView, event: PushReported) -> list[StrategyDecision]:
+        located = self.located(view, event.message.block)
+        if located is not None and self.fetch_back:
+            self.settled.setdefault(located[0].job_id, set()).add(event.message.block)
+        return []
+
+    def on_job_submitted(self, view: StrategyView, event: JobSubmitted) -> list[StrategyDecision]:
+        """Also forgets the copies of jobs that ended."""
+        jobs = view.jobs
+        self.settled = {
+            j: blocks for j, blocks in self.settled.items() if j in jobs and jobs[j].status == "running"
+        }
+        return super().on_job_submitted(view, event)
 
     def classes(self, job: LiveJob, stage: int) -> frozenset[NodeClass]:
         return executor_classes("spark-checkpoint", self.is_driver(job, stage))

@@ -26,13 +26,23 @@ def events(run_dir: Path, name: str) -> list[dict[str, Any]]:
     return [r for r in map(json.loads, lines) if r["event"] == name]
 
 
-@pytest.mark.parametrize("strategy", ["spark", "spark-checkpoint", "pado"])
-async def test_every_workload_exact_under_high_eviction_rate(tmp_path: Path, strategy: str) -> None:
+FETCH_BACK = {"spark-checkpoint": {"read_from": "checkpoint"}}
+"""spark-checkpoint's readers fetching the copies back from the reserved node."""
+
+
+@pytest.mark.parametrize(
+    ("strategy", "options"),
+    [("spark", {}), ("spark-checkpoint", {}), ("spark-checkpoint", FETCH_BACK), ("pado", {})],
+    ids=["spark", "spark-checkpoint", "spark-checkpoint-fetch-back", "pado"],
+)
+async def test_every_workload_exact_under_high_eviction_rate(
+    tmp_path: Path, strategy: str, options: dict[str, Any]
+) -> None:
     scenario = make_scenario(
         time_scale=60,
         cluster=CLUSTER,
         jobs=JOBS,
-        policy={"strategy": strategy},
+        policy={"strategy": strategy, "options": options},
         chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
     )
     result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
