@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import platform
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,7 +73,10 @@ def run_crosscheck(
     extra: list[str],
     tolerances: Mapping[str, Tolerance],
     check: Callable[[Scenario], None] = lambda _: None,
+    sim_only: Sequence[str] = (),
 ) -> Crosscheck:
+    """The cells run for real, then simulated (``sim_only``: overrides of the sim side alone,
+    e.g. the calibration ``--calibrate`` measured), and compared."""
     base = load_scenario(scenario_path, extra)
     real_backend = "local" if base.backend in (None, "sim") else base.backend
     seeds = [base.seed + i for i in range(seed_count)]
@@ -84,7 +87,7 @@ def run_crosscheck(
         scenario_path, variations, seed_count, out / "real", [*extra, f"backend={real_backend}"], 1, check
     )
     load_after = load_average()
-    sim_extra = [*extra, *real_link_burst(out / "real", extra)]
+    sim_extra = [*extra, *sim_only, *real_link_burst(out / "real", extra)]
     run_sweep(scenario_path, variations, seed_count, out / "sim", [*sim_extra, "backend=sim"], 1, check)
     results = {side: {cell: cell_result(out / side, cell) for cell in cells} for side in SIDES}
     errors = compare(_numbers_by_cell(cells, results))
@@ -98,7 +101,7 @@ def run_crosscheck(
         + load_note(load_before, load_after, reused, len(cells))
         + "".join(f"Overrides: `--set {s}`\n" for s in extra)
         + "".join(f"Sim side (the real runs' scale model): `--set {s}`\n" for s in sim_extra[len(extra) :])
-        + calibration_note(load_scenario(scenario_path, [*extra, "backend=sim"]))
+        + calibration_note(load_scenario(scenario_path, [*extra, *sim_only, "backend=sim"]))
         + "\n"
     )
     ops = ["", "Task durations per op (the execution model's parts):", "", *task_durations(out, cells, base)]

@@ -29,6 +29,12 @@ def add_simulator_commands(sub: Any, grid_parser: Callable[..., argparse.Argumen
     cross.add_argument(
         "--out", type=Path, help="cross-check directory (default crosschecks/<name>); reruns resume it"
     )
+    cross.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="measure the simulator first, beside the real runs (testbed calibrate's scenario at this "
+        "scenario's fidelity, into <out>/calibration.yaml; a rerun reuses it), and simulate with it",
+    )
     cross.set_defaults(handler=cmd_crosscheck)
 
     calib = sub.add_parser("calibrate", help="measure the simulator's execution model on this machine")
@@ -56,8 +62,19 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     variations = [Variation.parse(text) for text in args.vary]
-    name = load_scenario(args.scenario, args.overrides).name
-    out = sweep_dir(args.out or Path("crosschecks") / name, "crosscheck")
+    if args.calibrate and any(o.startswith("simulation.calibration=") for o in args.overrides):
+        raise UsageError(
+            "--calibrate measures the calibration: drop --set simulation.calibration=..., or --calibrate"
+        )
+    base = load_scenario(args.scenario, args.overrides)
+    out = sweep_dir(args.out or Path("crosschecks") / base.name, "crosscheck")
+    sim_only: list[str] = []
+    if args.calibrate:
+        fidelity = [f"fidelity.mode={base.fidelity.mode}", f"fidelity.dilation={base.fidelity.dilation}"]
+        calibration = out / "calibration.yaml"
+        if not calibration.exists() and measure(None, CROSSCHECK_SEEDS, fidelity, calibration) != EXIT_OK:
+            return EXIT_FAILED
+        sim_only = [f"simulation.calibration={calibration.resolve()}"]
     result = run_crosscheck(
         args.scenario,
         variations,
@@ -66,6 +83,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
         args.overrides,
         tolerances,
         check=lambda scenario: build_policies(scenario, str(args.scenario)),
+        sim_only=sim_only,
     )
     print((out / "crosscheck.md").read_text())
     print(f"cross-check directory: {out} (crosscheck.md, crosscheck.csv, crosscheck.png; real/, sim/)")
@@ -75,23 +93,42 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     return EXIT_FAILED if problems else EXIT_OK
 
 
+CROSSCHECK_SEEDS = 2
+"""Seeds of the calibration ``testbed crosscheck --calibrate`` measures (calibrate's default)."""
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from testbed.calibrate import calibrate, write_calibration, write_calibration_scenario
-    from testbed.cli import EXIT_FAILED, EXIT_OK, UsageError, build_policies, sweep_dir
+    from testbed.cli import UsageError
 
     if args.seeds < 1:
         raise UsageError("--seeds: expected a whole number >= 1")
-    runs = sweep_dir(args.runs or args.out.with_name(f"{args.out.stem}-runs"), "calibrate --runs")
-    scenario = args.scenario or write_calibration_scenario(runs / "calibrate.yaml")
-    command = ["testbed", "calibrate", *([str(args.scenario)] if args.scenario else [])]
-    command += ["--seeds", str(args.seeds), *(a for o in args.overrides for a in ("--set", o))]
-    command += ["--out", str(args.out), "--runs", str(runs)]
+    return measure(args.scenario, args.seeds, args.overrides, args.out, args.runs, echo=True)
+
+
+def measure(
+    scenario_path: Path | None,
+    seeds: int,
+    overrides: list[str],
+    out: Path,
+    runs_dir: Path | None = None,
+    echo: bool = False,
+) -> int:
+    """``testbed calibrate``: the real runs into ``runs_dir`` (default ``<out>-runs``), the
+    calibration fitted and written to ``out``; its exit status."""
+    from testbed.calibrate import calibrate, write_calibration, write_calibration_scenario
+    from testbed.cli import EXIT_FAILED, EXIT_OK, UsageError, build_policies, sweep_dir
+
+    runs = sweep_dir(runs_dir or out.with_name(f"{out.stem}-runs"), "calibrate --runs")
+    scenario = scenario_path or write_calibration_scenario(runs / "calibrate.yaml")
+    command = ["testbed", "calibrate", *([str(scenario_path)] if scenario_path else [])]
+    command += ["--seeds", str(seeds), *(a for o in overrides for a in ("--set", o))]
+    command += ["--out", str(out), "--runs", str(runs)]
     try:
         document = calibrate(
             scenario,
-            args.seeds,
+            seeds,
             runs,
-            args.overrides,
+            overrides,
             shlex.join(command),
             check=lambda s: build_policies(s, str(scenario)),
         )
@@ -99,9 +136,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"testbed calibrate: {exc}", file=sys.stderr)
         return EXIT_FAILED
     try:
-        write_calibration(document, args.out)
+        write_calibration(document, out)
     except OSError as exc:
-        raise UsageError(f"testbed calibrate --out {args.out}: cannot write it: {exc.strerror}") from None
-    print(args.out.read_text())
-    print(f"wrote {args.out}; use it: --set simulation.calibration={args.out}", file=sys.stderr)
+        raise UsageError(f"testbed calibrate --out {out}: cannot write it: {exc.strerror}") from None
+    if echo:
+        print(out.read_text())
+    print(f"wrote {out}; use it: --set simulation.calibration={out}", file=sys.stderr)
     return EXIT_OK

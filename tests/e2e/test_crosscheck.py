@@ -54,6 +54,38 @@ def test_crosscheck_compares_a_real_and_a_simulated_run(
     assert "beyond tolerance: scenario " in capsys.readouterr().err
 
 
+def test_calibrate_simulates_with_the_calibration_made_beside_the_real_runs(tmp_path: Path) -> None:
+    """``--calibrate``: the sim side takes ``<out>/calibration.yaml``; one already there (an
+    earlier call's) is reused, not measured again. (The measuring is ``testbed calibrate``'s,
+    tested below.)"""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
+    out = tmp_path / "cc"
+    out.mkdir()
+    calibration = out / "calibration.yaml"
+    calibration.write_text("simulation: {launch_overhead: 0.25s}\nmeasured: {host: an earlier call}\n")
+    assert main(["crosscheck", str(scenario), "--out", str(out), "--calibrate"]) == 0
+    sim = json.loads((out / "sim" / "seed-1" / "summary.json").read_text())["simulation"]
+    assert sim["calibration"]["path"] == str(calibration.resolve())
+    assert sim["launch_overhead"] == 0.25
+    real = yaml.safe_load((out / "real" / "seed-1" / "scenario.yaml").read_text())
+    assert "calibration" not in (real.get("simulation") or {})
+    assert f"`{calibration.resolve()}`" in (out / "crosscheck.md").read_text()
+    assert not (out / "calibration-runs").exists()
+
+
+def test_calibrate_and_a_calibration_of_ones_own_conflict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
+    args = ["crosscheck", str(scenario), "--calibrate", "--set", "simulation.calibration=c.yaml"]
+    assert main([*args, "--out", str(tmp_path / "cc")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("--calibrate measures the calibration: drop --set simulation.calibration")
+    assert not (tmp_path / "cc").exists()
+
+
 def test_a_bad_tolerance_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scenario = tmp_path / "s.yaml"
     scenario.write_text(SCENARIO)
