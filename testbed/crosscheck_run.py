@@ -100,7 +100,7 @@ def run_crosscheck(
         f"# Cross-check: {base.name} ({scenario_path}), real ({real_backend}) against sim\n\n"
         + load_note(load_before, load_after, reused, len(cells))
         + "".join(f"Overrides: `--set {s}`\n" for s in extra)
-        + "".join(f"Sim side (the real runs' scale model): `--set {s}`\n" for s in sim_extra[len(extra) :])
+        + "".join(f"Sim side only: `--set {s}`\n" for s in sim_extra[len(extra) :])
         + calibration_note(load_scenario(scenario_path, [*extra, *sim_only, "backend=sim"]))
         + "\n"
     )
