@@ -15,7 +15,8 @@ from tests.agents_stand_in import StandInAgents
 from tests.conftest import make_scenario, offline_master, shell_act
 
 SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle")
-STRATEGIES = ("spark", "spark-checkpoint", "pado")
+STRATEGIES = ("spark", "spark-checkpoint", "spark-checkpoint fetching back", "pado")
+FETCH_BACK = {"spark-checkpoint": {"read_from": "checkpoint"}}
 
 shape = st.fixed_dictionaries(
     {
@@ -47,9 +48,9 @@ def run_offline(
         "reserved": {"count": reserved, "slots": slots, "memory_mb": 1024},
         "transient": {"count": transient, "slots": slots, "memory_mb": 1024},
     }
-    scenario = make_scenario(
-        cluster=cluster, policy={"scheduler": scheduler, "strategy": strategy}, jobs=specs, timeout=600
-    )
+    name, _, fetch_back = strategy.partition(" ")
+    policy = {"scheduler": scheduler, "strategy": name, "options": FETCH_BACK if fetch_back else {}}
+    scenario = make_scenario(cluster=cluster, policy=policy, jobs=specs, timeout=600)
     with tempfile.TemporaryDirectory() as run_dir:
         master = offline_master(scenario, Path(run_dir), attach=True)
         try:
