@@ -27,6 +27,7 @@ import re
 import sys
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,33 @@ def t_interval(values: list[float]) -> tuple[float, float] | None:
         return mean, mean
     half = sem * float(stats.t.ppf(0.975, len(values) - 1))
     return mean - half, mean + half
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """The subject's metric over another variant's, paired by seed: the geometric mean over
+    the seeds, its 95% t interval on the logs (None with one pair), the paired t-test's p
+    and, with 6 or more pairs, the Wilcoxon signed-rank test's."""
+
+    n: int
+    geo: float
+    low: float | None
+    high: float | None
+    p_t: float | None
+    p_w: float | None
+
+
+def paired_ratio(mine: dict[int, float], other: dict[int, float]) -> Ratio | None:
+    """``mine`` over ``other`` ({seed: value}) on their common seeds; None without one."""
+    common = sorted(set(mine) & set(other))
+    logs = [math.log(mine[s] / other[s]) for s in common if mine[s] > 0 and other[s] > 0]
+    if not logs:
+        return None
+    interval = t_interval(logs)
+    low, high = (math.exp(interval[0]), math.exp(interval[1])) if interval else (None, None)
+    p_t = float(stats.ttest_1samp(logs, 0.0).pvalue) if len(logs) > 1 and np.std(logs) > 0 else None
+    p_w = float(stats.wilcoxon(logs).pvalue) if len(logs) >= 6 else None
+    return Ratio(len(logs), math.exp(float(np.mean(logs))), low, high, p_t, p_w)
 
 
 def fmt(value: float | None) -> str:
@@ -102,17 +130,14 @@ def table(runs: list[tuple[dict[str, str], int, dict]], metric: str, compare: st
         for name, seeds in sorted(variants.items()):
             if name == subject:
                 continue
-            common = sorted(set(mine) & set(seeds))
-            logs = [math.log(mine[s] / seeds[s]) for s in common if mine[s] > 0 and seeds[s] > 0]
-            if not logs:
+            ratio = paired_ratio(mine, seeds)
+            if ratio is None:
                 lines.append(f"| vs {name} | 0 | - | - | - | - |")
                 continue
-            geo = math.exp(float(np.mean(logs)))
-            interval = t_interval(logs)
-            ci = f"[{fmt(math.exp(interval[0]))}, {fmt(math.exp(interval[1]))}]" if interval else "-"
-            p_t = float(stats.ttest_1samp(logs, 0.0).pvalue) if len(logs) > 1 and np.std(logs) > 0 else None
-            p_w = float(stats.wilcoxon(logs).pvalue) if len(logs) >= 6 else None
-            lines.append(f"| vs {name} | {len(logs)} | {geo:.3f} | {ci} | {fmt(p_t)} | {fmt(p_w)} |")
+            ci = f"[{fmt(ratio.low)}, {fmt(ratio.high)}]" if ratio.low is not None else "-"
+            lines.append(
+                f"| vs {name} | {ratio.n} | {ratio.geo:.3f} | {ci} | {fmt(ratio.p_t)} | {fmt(ratio.p_w)} |"
+            )
         lines.append("")
     if failed:
         lines += ["Runs with failed jobs or no value (flagged, kept where a value exists):", ""]

@@ -53,3 +53,18 @@ def test_reproduce_vary_replaces_the_papers_values_of_its_key(
         "time_scale=3",
     ]
     assert command[command.index("--set") + 1] == "seed=5"
+
+
+def test_pado_figure_draws_the_paired_speed_ups_beside_the_papers(tmp_path: Path) -> None:
+    from pado_figure import draw, speedups
+
+    sweep = tmp_path / "mlr"
+    for seed, (spark, checkpoint, pado) in enumerate([(700.0, 500.0, 200.0), (600.0, 520.0, 190.0)], start=1):
+        _run(sweep, f"strategy-spark_lifetime-high_seed-{seed}", spark)
+        _run(sweep, f"strategy-spark-checkpoint_lifetime-high_seed-{seed}", checkpoint)
+        _run(sweep, f"strategy-pado_lifetime-high_seed-{seed}", pado)
+    found = speedups(sweep)
+    assert sorted(found) == ["spark", "spark-checkpoint"]
+    assert found["spark"].n == 2 and 1 / found["spark"].geo == pytest.approx((3.5 * 600 / 190) ** 0.5)
+    paths = draw({"mlr": found}, tmp_path / "figure")
+    assert [p.suffix for p in paths] == [".png", ".svg"] and all(p.stat().st_size > 0 for p in paths)
