@@ -69,9 +69,12 @@ class Cell:
 
 def grid(variations: list[Variation], seeds: list[int], repeats: int = 1) -> list[Cell]:
     """Every combination of the varied values, each run with every seed, each seed
-    ``repeats`` times (in that order: a cell's repeats run one after the other)."""
-    combos = itertools.product(*[[(v.key, value) for value in v.values] for v in variations])
-    return [Cell(tuple(combo), seed, r) for combo in combos for seed in seeds for r in range(repeats)]
+    ``repeats`` times, in the order they run: seed by seed, each seed's combinations one after
+    the other (a cell's repeats back to back), so that the runs a paired comparison sets side
+    by side (one seed, two variants) are minutes apart, not the whole sweep: a host drifts
+    (docs/simulation.md, "Evening cross-checks")."""
+    combos = list(itertools.product(*[[(v.key, value) for value in v.values] for v in variations]))
+    return [Cell(tuple(combo), seed, r) for seed in seeds for combo in combos for r in range(repeats)]
 
 
 def run_sweep(

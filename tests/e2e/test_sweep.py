@@ -28,6 +28,8 @@ def test_grid_is_the_product_of_variations_and_seeds() -> None:
     assert len(cells) == 12
     assert cells[0].overrides() == ["policy.scheduler=fifo", "jobs.0.tasks=1", "seed=1"]
     assert len({c.name for c in cells}) == 12
+    # seed by seed: the six variants of seed 1 run back to back, so a pair is minutes apart
+    assert [c.seed for c in cells] == [1] * 6 + [2] * 6
 
 
 def test_sweep_resumes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
