@@ -93,8 +93,9 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     return EXIT_FAILED if problems else EXIT_OK
 
 
-CROSSCHECK_SEEDS = 2
-"""Seeds of the calibration ``testbed crosscheck --calibrate`` measures (calibrate's default)."""
+CROSSCHECK_SEEDS = 3
+"""Seeds of the calibration ``testbed crosscheck --calibrate`` measures: as the shipped one
+was (2 left MLR's points op 16 attempts, and its rate 29% off: docs/simulation.md)."""
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
