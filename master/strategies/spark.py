@@ -276,8 +276,10 @@ class CheckpointStrategy(SparkStrategy):
                 copied[stage] = self.is_driver(job, stage) or self.all_copied(job, stage, stores)
             return copied[stage]
 
-        deps = job.plan.stages
-        return (r for r in ready if all(in_store(d.stage) for d in deps[r.key[0]].deps if d.kind != "narrow"))
+        stages = job.plan.stages
+        return (
+            r for r in ready if all(in_store(d.stage) for d in stages[r.key[0]].deps if d.kind != "narrow")
+        )
 
     def all_copied(self, job: LiveJob, stage: int, stores: frozenset[str]) -> bool:
         """Whether every output of the stage has its copy in, or its producer said it failed."""
