@@ -66,5 +66,5 @@ def test_pado_figure_draws_the_paired_speed_ups_beside_the_papers(tmp_path: Path
     found = speedups(sweep)
     assert sorted(found) == ["spark", "spark-checkpoint"]
     assert found["spark"].n == 2 and 1 / found["spark"].geo == pytest.approx((3.5 * 600 / 190) ** 0.5)
-    paths = draw({"mlr": found}, tmp_path / "figure")
+    paths = draw({"mlr": found, "mr_keyed": found}, tmp_path / "figure")
     assert [p.suffix for p in paths] == [".png", ".svg"] and all(p.stat().st_size > 0 for p in paths)
