@@ -1,16 +1,21 @@
 """Regenerate one paper's table from its scenario in scenarios/papers (simulated).
 
-    python benchmarks/reproduce.py pado|pado-mr|pado-mlr|yarn-me|cloudcoaster|rdd-recovery \
+    python benchmarks/reproduce.py \
+        pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|rdd-recovery \
         [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
 
-pado, pado-mr, pado-mlr, yarn-me, cloudcoaster: a `testbed sweep` over the paper's variants with
-seeds (its sweep.md: bootstrap intervals), then benchmarks/paper_stats.py's paired table
-(per variant n, mean, sd, Student's t 95% interval; the subject against each other
-variant paired by seed, with a paired t-test), written to DIR/paired.md with the
-conditions (backend, load average before and after, commit). Without --full, the
-reduced size below (one that finishes in minutes on a small machine) is used. ``--vary``
+pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster: a `testbed sweep` over the
+paper's variants with seeds (its sweep.md: bootstrap intervals), then
+benchmarks/paper_stats.py's paired table (per variant n, mean, sd, Student's t 95% interval;
+the subject against each other variant paired by seed, with a paired t-test), written to
+DIR/paired.md with the conditions (backend, load average before and after, commit). Without
+--full, the reduced size below (one that finishes in minutes on a small machine) is used. ``--vary``
 replaces the paper's values of one varied key (e.g. only the high eviction rate:
 ``--vary chaos.transient.lifetime=high``) or adds a key to the grid.
+pado-mr-keyed: pado-mr's scenario with the sort's map and reduce priced as the paper's MR
+job, a keyed sum: wordcount's built-in map and reduce rates (``OP_MODELS`` in
+testbed/scenario_sim.py, read here, not copied), the sort's bytes (docs/papers.md, "Pado MR
+priced as the paper's reduce, a keyed sum").
 rdd-recovery: the job with and without its node failure; per-iteration times.
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -28,12 +34,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPERS = ROOT / "scenarios" / "papers"
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]  # this tree's testbed, as testbed() runs
 
 from paper_stats import cells, conditions, table  # noqa: E402
 
+from testbed.scenario_sim import OP_MODELS  # noqa: E402
+
 STRATEGIES = "policy.strategy=spark,spark-checkpoint,pado"
 RATES = "chaos.transient.lifetime=none,low,medium,high"
+
+
+def keyed_sum_ops() -> str:
+    """``simulation.ops=...``: the sort's map and reduce priced as our keyed sum, wordcount's
+    built-in map and reduce models, with the sort's own output ratios (its bytes)."""
+    ops = {
+        f"sort.{stage}": OP_MODELS[f"wordcount.{stage}"]
+        .model_copy(update={"output_ratio": OP_MODELS[f"sort.{stage}"].output_ratio})
+        .model_dump()
+        for stage in ("map", "reduce")
+    }
+    return f"simulation.ops={json.dumps(ops)}"  # JSON is a YAML flow mapping
 
 
 @dataclass(frozen=True)
@@ -44,11 +64,14 @@ class Sweep:
     metric: str = "mean_jct_s"
     compare: str = "strategy"
     subject: str = "pado"
+    scenario: str = ""  # scenarios/papers/<scenario>.yaml; default: the entry's name
+    settings: list[str] = field(default_factory=list)  # at every size, before --set's
 
 
 SWEEPS: dict[str, Sweep] = {
     "pado": Sweep([STRATEGIES, RATES]),
     "pado-mr": Sweep([STRATEGIES, RATES]),
+    "pado-mr-keyed": Sweep([STRATEGIES, RATES], scenario="pado-mr", settings=[keyed_sum_ops()]),
     "pado-mlr": Sweep([STRATEGIES, RATES]),
     # 25 nodes and 25 jobs: the paper's 100 / 100 weak-scaled by 4 (a 100-node run
     # takes over 30 minutes of wall time here: docs/yarn-me.md)
@@ -98,7 +121,7 @@ def sweep(
     spec = SWEEPS[name]
     command = [
         "sweep",
-        str(PAPERS / f"{name}.yaml"),
+        str(PAPERS / f"{spec.scenario or name}.yaml"),
         "--seeds",
         str(seeds or spec.seeds),
         "--out",
@@ -107,7 +130,7 @@ def sweep(
     replaced = {vary.partition("=")[0] for vary in varies}
     for vary in [*(v for v in spec.varies if v.partition("=")[0] not in replaced), *varies]:
         command += ["--vary", vary]
-    for setting in [*([] if full else spec.reduced), *settings]:
+    for setting in [*spec.settings, *([] if full else spec.reduced), *settings]:
         command += ["--set", setting]
     before = load_average()
     testbed(*command)

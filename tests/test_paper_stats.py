@@ -55,6 +55,33 @@ def test_reproduce_vary_replaces_the_papers_values_of_its_key(
     assert command[command.index("--set") + 1] == "seed=5"
 
 
+def test_reproduce_keyed_mr_prices_the_sort_at_wordcounts_built_in_rates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reproduce
+
+    from testbed.scenario import load_scenario
+    from testbed.scenario_sim import OP_MODELS
+
+    commands: list[tuple[str, ...]] = []
+    monkeypatch.setattr(reproduce, "testbed", lambda *arguments, **_: commands.append(arguments))
+    reproduce.sweep("pado-mr-keyed", True, 1, ["seed=5"], tmp_path)
+    (command,) = commands
+    assert command[1] == str(reproduce.PAPERS / "pado-mr.yaml")
+    settings = [command[i + 1] for i, part in enumerate(command) if part == "--set"]
+    assert settings == [*reproduce.SWEEPS["pado-mr-keyed"].settings, "seed=5"]  # at the full size too
+
+    scenario = reproduce.PAPERS / "pado-mr.yaml"
+    keyed = load_scenario(scenario, settings[:-1])
+    for stage in ("map", "reduce"):
+        op, wordcount = keyed.simulation.op(f"sort.{stage}"), OP_MODELS[f"wordcount.{stage}"]
+        assert (op.s_per_mb, op.fixed_s) == (wordcount.s_per_mb, wordcount.fixed_s)
+        assert op.output_ratio == OP_MODELS[f"sort.{stage}"].output_ratio == 1.0  # the sort's bytes
+    shipped, changed = load_scenario(scenario).model_dump(), keyed.model_dump()
+    assert shipped["simulation"].pop("ops") == {} and changed["simulation"].pop("ops")
+    assert changed == shipped  # nothing else differs from pado-mr
+
+
 def test_pado_figure_draws_the_paired_speed_ups_beside_the_papers(tmp_path: Path) -> None:
     from pado_figure import draw, speedups
 
