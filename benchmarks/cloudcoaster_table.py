@@ -8,7 +8,7 @@ grouped by configuration (``baseline`` for the static autoscaler, ``r=R`` for
 CloudCoaster); every CloudCoaster run is compared with the baseline run of the
 same seed (same arrivals). Times are given in trace seconds (emulated seconds of
 summary.json times the run's time_scale). ``--cdf`` draws the short-task
-queueing delay CDF per configuration, all seeds pooled (the paper's Fig. 3).
+queueing delay CDF per configuration, all seeds pooled (the paper's Fig. 3), as PNG and SVG.
 A faithful run's tables and journal are in wall seconds and its summary.json in
 emulated seconds (wall / dilation): both are brought to trace seconds.
 """
@@ -172,12 +172,13 @@ def cdf_png(runs: list[dict[str, Any]], path: Path) -> None:
     axes.grid(alpha=0.3)
     axes.legend(loc="upper left", fontsize="small")
     figure.savefig(path, dpi=110, bbox_inches="tight")
+    figure.savefig(path.with_suffix(".svg"), bbox_inches="tight")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
-    parser.add_argument("--cdf", type=Path, help="write the short-queue CDF plot here (PNG)")
+    parser.add_argument("--cdf", type=Path, help="write the short-queue CDF here (PNG; an SVG beside it)")
     args = parser.parse_args(argv)
     runs = [load(path) for path in args.runs]
     print(tables(runs))
