@@ -149,7 +149,7 @@ def per_seed(runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cdf_png(runs: list[dict[str, Any]], path: Path) -> None:
+def cdf_figure(runs: list[dict[str, Any]], path: Path) -> None:
     from matplotlib.figure import Figure
 
     pooled: dict[str, list[float]] = defaultdict(list)
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     print(tables(runs))
     print(per_seed(runs))
     if args.cdf:
-        cdf_png(runs, args.cdf)
+        cdf_figure(runs, args.cdf)
     return 0
 
 
