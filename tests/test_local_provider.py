@@ -111,3 +111,31 @@ async def test_a_provider_dir_left_by_a_dead_master_is_removed_and_nothing_else(
     finally:
         link.unlink()
         target.rmdir()
+
+
+WAITS_FOR_SIGTERM = """
+import signal, sys, time
+from pathlib import Path
+signal.signal(signal.SIGTERM, lambda *_: (Path(sys.argv[1]).write_text("term"), sys.exit(0)))
+Path(sys.argv[2]).write_text("ready")
+time.sleep(600)
+"""
+
+
+async def test_release_signals_the_agent_alone_then_kills_its_group(
+    tmp_path: Path, provider: LocalProvider
+) -> None:
+    """A task worker must not die of the release's SIGTERM before its agent cancels it (it was
+    then reported "killed", not "cancelled"): only the agent gets the SIGTERM, as ``docker
+    stop`` signals a container's first process; its workers go with the group's SIGKILL."""
+    worker = [sys.executable, "-c", WAITS_FOR_SIGTERM, str(tmp_path / "worker-term"), str(tmp_path / "ready")]
+    agent = f"import subprocess, sys, time; subprocess.Popen({worker!r}); time.sleep(600)"
+    await provider.launch("reserved-0", "reserved", 1, 64, None, [sys.executable, "-c", agent], {})
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert (tmp_path / "ready").exists()
+    pid = provider.pid("reserved-0")
+    await provider.release("reserved-0", grace_s=10)
+    assert not process_alive(pid) and not provider.owns("reserved-0")
+    assert not (tmp_path / "worker-term").exists()

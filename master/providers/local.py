@@ -22,6 +22,7 @@ for the fidelity monitor.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -151,8 +152,13 @@ class LocalProvider:
         await self._remove(node)
 
     async def release(self, node_id: str, grace_s: float = 5.0) -> None:
+        """SIGTERM the agent alone, as ``docker stop`` signals a container's first process: it
+        cancels its running tasks and reports them so. Its task workers are not signalled: one
+        that died of the SIGTERM before the agent cancelled it was reported "killed". Then
+        SIGKILL the group."""
         node = self._node(node_id)
-        kill_group(node.process.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            node.process.send_signal(signal.SIGTERM)
         try:
             await asyncio.wait_for(node.process.wait(), grace_s)
         except TimeoutError:
