@@ -250,6 +250,13 @@ def cmd_compose(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def host_dilation(scenario: Scenario) -> float:
+    """The scenario's dilation, ``auto`` resolved for this host (``master.scale_model.resolve``)."""
+    from master.scale_model import resolve
+
+    return resolve(scenario).fidelity.factor
+
+
 def build_policies(scenario: Scenario, path: str) -> None:
     """Build the scenario's scheduler, strategy and autoscaler (built-in or plugin, with their options):
     a problem is a ``ScenarioError`` whose lines name the scenario file. The task models are

@@ -77,7 +77,16 @@ class SimulationSpec(Strict):
     launch_overhead: Duration = Field(
         default=0.06,
         ge=0,
-        description="a launch command to the task's work starting (message, worker fork, its setup)",
+        description="a launch command to the task's work starting (message, worker fork, its setup) "
+        "and its report, but for launch_cpu_s",
+    )
+    launch_cpu_s: Duration = Field(
+        default=0.0,
+        ge=0,
+        description="the part of an attempt's launch and report that is its agent's CPU work, in "
+        "core-seconds: a node of c cores adds launch_cpu_s / c to launch_overhead, since a faithful "
+        "agent does it under its node's quota (testbed calibrate fits it from nodes of several "
+        "sizes); 0: every node's launch takes launch_overhead",
     )
     node_startup: Duration = Field(
         default=1.45, ge=0, description="a node's start to its announcement (agent and forkserver warm)"
@@ -151,6 +160,10 @@ class SimulationSpec(Strict):
         if self.node_startup_cores is None:
             return self.node_startup
         return self.node_startup * self.node_startup_cores / cores
+
+    def launch_s(self, cores: float) -> float:
+        """A launch on a node of ``cores`` cores (``launch_cpu_s``)."""
+        return self.launch_overhead + self.launch_cpu_s / cores
 
     def op(self, name: str) -> OpModel:
         """The model of an op: the scenario's, else the measured default, else no cost."""

@@ -70,7 +70,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     out = sweep_dir(args.out or Path("crosschecks") / base.name, "crosscheck")
     sim_only: list[str] = []
     if args.calibrate:
-        fidelity = [f"fidelity.mode={base.fidelity.mode}", f"fidelity.dilation={base.fidelity.dilation}"]
+        fidelity = calibration_overrides(base)
         calibration = out / "calibration.yaml"
         if not calibration.exists() and measure(None, CROSSCHECK_SEEDS, fidelity, calibration) != EXIT_OK:
             return EXIT_FAILED
@@ -91,6 +91,21 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     for problem in problems:
         print(problem, file=sys.stderr)
     return EXIT_FAILED if problems else EXIT_OK
+
+
+def calibration_overrides(base: Any) -> list[str]:
+    """The overrides ``--calibrate`` measures with: the real runs' fidelity mode and dilation
+    (``auto`` resolved as a run resolves it, not for the calibration's smaller cluster) and
+    their node classes' cores and slots. A launch's emulated seconds depend on both (2026-11-28,
+    docs/simulation.md: 0.030 s at dilation 4 and 0.028 at 10.67 on 2-cpu nodes, 0.034 on a
+    1-cpu node and 0.011 on an 8-cpu one at 10.67), and nodes of two sizes fit its CPU part."""
+    from testbed.cli import host_dilation
+
+    overrides = [f"fidelity.mode={base.fidelity.mode}", f"fidelity.dilation={host_dilation(base):g}"]
+    for name in ("reserved", "transient"):
+        spec = getattr(base.cluster, name)
+        overrides += [f"cluster.{name}.cpus={spec.cores:g}", f"cluster.{name}.slots={spec.slots}"]
+    return overrides
 
 
 CROSSCHECK_SEEDS = 3

@@ -17,11 +17,14 @@ from testbed.calibrate import (
     final_split_ops,
     fit,
     fit_line,
+    launch_values,
     stage_ops,
     startup_values,
+    write_calibration_scenario,
 )
-from testbed.scenario import parse_scenario
+from testbed.scenario import load_scenario, parse_scenario
 from testbed.scenario_sim import FINAL_OP, OP_MODELS
+from testbed.sim_cli import calibration_overrides
 
 MB = 2**20
 CALIBRATED = {op for op in OP_MODELS if op.partition(".")[0] in ("wordcount", "sort", "pagerank", "mlr")}
@@ -101,6 +104,17 @@ def test_faithful_start_ups_are_given_with_their_nodes_cores(tmp_path: Path) -> 
     (run / "summary.json").write_text(json.dumps({"dilation": 1.0, "fidelity_mode": "unisolated"}))
     values, _ = fit([run], {}, cores=cores)
     assert values["node_startup"] == 3.0 and "node_startup_cores" not in values
+
+
+def test_a_launch_is_fitted_per_node_size_when_the_nodes_had_several() -> None:
+    """Faithful runs on 1- and 2-core nodes, medians 0.03 and 0.016 s: 0.002 + 0.028 / cores.
+    Attempts of an unisolated run (no quota), of one node size, or no faster on the larger
+    node: the median attempt's, for every node."""
+    overheads = [(0.03, 1.0), (0.032, 1.0), (0.028, 1.0), (0.015, 2.0), (0.016, 2.0), (0.017, 2.0)]
+    assert launch_values(overheads) == pytest.approx({"launch_overhead": 0.002, "launch_cpu_s": 0.028})
+    assert launch_values([(seconds, None) for seconds, _ in overheads]) == {"launch_overhead": 0.0225}
+    assert launch_values([(seconds, 1.0) for seconds, _ in overheads]) == {"launch_overhead": 0.0225}
+    assert launch_values([(0.01, 1.0), (0.02, 2.0)]) == {"launch_overhead": 0.015}
 
 
 def test_the_calibration_scenario_covers_every_calibrated_op() -> None:
@@ -239,3 +253,27 @@ def test_the_copy_cpu_benchmark_measures_each_side_of_the_real_data_plane() -> N
     for key in COPY_CPU_KEYS:
         assert 0.0 <= measured[key] < 0.5
     assert measured["copy_send_cpu_s_per_mb"] + measured["copy_receive_cpu_s_per_mb"] > 0
+
+
+def test_crosscheck_calibrates_at_the_dilation_and_node_sizes_of_its_real_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--calibrate`` measures at the real runs' dilation, ``auto`` resolved for their cluster
+    (16 cores on a 2-core host keeping 0.5 for the control plane: 10.67), not at the one the
+    calibration scenario's smaller cluster would resolve to, and on nodes of their classes'
+    cores and slots."""
+    monkeypatch.setattr("master.scale_model.host_cores", lambda: 2.0)
+    cluster = {"reserved": {"count": 1, "slots": 8}, "transient": {"count": 8, "slots": 1}}
+    faithful = {"mode": "faithful", "dilation": "auto", "control_plane_cores": 0.5}
+    base = parse_scenario({**CALIBRATION_SCENARIO, "cluster": cluster, "fidelity": faithful})
+    assert calibration_overrides(base) == [
+        "fidelity.mode=faithful",
+        "fidelity.dilation=10.67",
+        *("cluster.reserved.cpus=8", "cluster.reserved.slots=8"),
+        *("cluster.transient.cpus=1", "cluster.transient.slots=1"),
+    ]
+    fixed = parse_scenario({**CALIBRATION_SCENARIO, "fidelity": {"mode": "faithful", "dilation": 6}})
+    assert calibration_overrides(fixed)[:2] == ["fidelity.mode=faithful", "fidelity.dilation=6"]
+    scenario = write_calibration_scenario(tmp_path / "calibrate.yaml")
+    calibration = load_scenario(scenario, calibration_overrides(base))
+    assert (calibration.cluster.reserved.cores, calibration.cluster.transient.slots) == (8, 1)

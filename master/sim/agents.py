@@ -80,7 +80,8 @@ class ModelAgents:
     def start(self, node_id: str, node_class: str) -> None:
         """Launch a node: it announces itself ``up`` after the modelled start-up."""
         spec = getattr(self.model.scenario.cluster, node_class)
-        node = self.nodes[node_id] = ModelNode(node_id, node_class, spec.slots, spec.memory_mb)
+        launch_s = self.model.spec.launch_s(spec.cores)
+        node = self.nodes[node_id] = ModelNode(node_id, node_class, spec.slots, spec.memory_mb, launch_s)
         self.at_url[node.url] = node
         if self.model.spec.cpu_sharing:
             node.cpu = NodeCpu(self.heap, spec.cores)
@@ -197,7 +198,7 @@ class ModelAgents:
             node.node_id,
             TaskUpdate(node_id=node.node_id, task_id=spec.task_id, attempt=spec.attempt, state="running"),
         )
-        self.heap.after(self.model.spec.launch_overhead, DELIVER, lambda: self._begin(node, attempt))
+        self.heap.after(node.launch_s, DELIVER, lambda: self._begin(node, attempt))
 
     def _begin(self, node: ModelNode, attempt: Attempt) -> None:
         """The worker is up: its inputs are fetched (or found lost), then it computes."""

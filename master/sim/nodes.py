@@ -83,6 +83,8 @@ class ModelNode:
     node_class: str
     slots: int
     memory_mb: int
+    launch_s: float
+    """A launch command to its attempt's work starting (``SimulationSpec.launch_s`` of its cores)."""
     alive: bool = True
     up: bool = False
     blocks: dict[str, tuple[int, ...]] = field(default_factory=dict)

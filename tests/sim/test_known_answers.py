@@ -26,6 +26,18 @@ def test_one_sleep_task_on_one_node_takes_the_launch_overhead_plus_its_duration(
     assert result.summary["backend"] == "sim"
 
 
+@pytest.mark.parametrize(("cpus", "jct"), [(1, 0.1 + 0.4 + 2.0), (4, 0.1 + 0.1 + 2.0)])
+def test_a_launchs_cpu_part_is_divided_by_the_nodes_cores(tmp_path: Path, cpus: int, jct: float) -> None:
+    result = simulate(
+        tmp_path,
+        cluster={"reserved": {"count": 1, "slots": 1, "cpus": cpus}, "transient": 0},
+        jobs=[{"workload": "sleep", "tasks": 1, "duration": 2.0}],
+        simulation={"launch_overhead": 0.1, "launch_cpu_s": 0.4},
+    )
+    (job,) = rows(result.run_dir, "jobs")
+    assert float(job["jct_s"]) == pytest.approx(jct, abs=1e-3)
+
+
 def test_sleep_tasks_on_one_slot_run_one_after_another(tmp_path: Path) -> None:
     result = simulate(
         tmp_path,
