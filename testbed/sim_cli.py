@@ -96,9 +96,10 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
 def calibration_overrides(base: Any) -> list[str]:
     """The overrides ``--calibrate`` measures with: the real runs' fidelity mode and dilation
     (``auto`` resolved as a run resolves it, not for the calibration's smaller cluster) and
-    their node classes' cores and slots. A launch's emulated seconds depend on both (2026-11-28,
-    docs/simulation.md: 0.030 s at dilation 4 and 0.028 at 10.67 on 2-cpu nodes, 0.034 on a
-    1-cpu node and 0.011 on an 8-cpu one at 10.67), and nodes of two sizes fit its CPU part."""
+    their node classes' cores and slots: a launch takes longer on a smaller node (2026-11-28,
+    docs/simulation.md: 0.034 emulated s on a 1-cpu node, 0.011 on an 8-cpu one at dilation
+    10.67), nodes of two sizes fit its CPU part, and an agent, one host core at most, gains
+    nothing from a node's cores beyond the dilation."""
     from testbed.cli import host_dilation
 
     overrides = [f"fidelity.mode={base.fidelity.mode}", f"fidelity.dilation={host_dilation(base):g}"]
