@@ -33,7 +33,8 @@ def add_simulator_commands(sub: Any, grid_parser: Callable[..., argparse.Argumen
         "--calibrate",
         action="store_true",
         help="measure the simulator first, beside the real runs (testbed calibrate's scenario at this "
-        "scenario's fidelity, into <out>/calibration.yaml; a rerun reuses it), and simulate with it",
+        "scenario's fidelity, dilation and node sizes, into <out>/calibration.yaml; a rerun reuses "
+        "it), and simulate with it",
     )
     cross.set_defaults(handler=cmd_crosscheck)
 
