@@ -60,6 +60,13 @@ OP_MODELS: dict[str, OpModel] = {
 }
 
 
+STREAMED_OPS = frozenset({"mlr.aggregate", "mlr.model"})
+"""Ops whose worker adds each input frame into a running sum as it comes
+(``testbed.workloads.mlr``: ``aggregate_task``, ``model_task``), so their compute overlaps
+their fetch: with ``fetch_overlap`` the simulator runs them so, and ``testbed calibrate`` fits
+their compute no lower than the worker's CPU seconds. Not an op that needs a whole input
+before it starts (a gradient reads the whole model first)."""
+
 FINAL_OP = ".final"
 """``<op>.final``: the model of an op's stages that are their job's final stage, which write the
 run's output (text) instead of blocks and can cost otherwise (mlr's last model: 10x the seconds
@@ -87,6 +94,13 @@ class SimulationSpec(Strict):
         "core-seconds: a node of c cores adds launch_cpu_s / c to launch_overhead, since a faithful "
         "agent does it under its node's quota (testbed calibrate fits it from nodes of several "
         "sizes); 0: every node's launch takes launch_overhead",
+    )
+    fetch_overlap: bool = Field(
+        default=False,
+        description="a STREAMED_OPS attempt computes on its input as it comes, as the real worker "
+        "adds each frame: what is left of its compute after its last remote byte is its compute "
+        "less its fetch time (testbed calibrate fits those ops so, and writes true); false: the "
+        "fetch, then the compute (the built-in defaults and calibrations fitted before 2026-11-28)",
     )
     node_startup: Duration = Field(
         default=1.45, ge=0, description="a node's start to its announcement (agent and forkserver warm)"

@@ -44,6 +44,7 @@ from testbed.protocol import (
     TaskSpec,
     TaskUpdate,
 )
+from testbed.scenario_sim import STREAMED_OPS
 
 _CODEC = Codec()
 Deliver = Callable[[str, Message], None]
@@ -258,9 +259,10 @@ class ModelAgents:
                 read_on = partial(self._read_on, node, attempt)  # no frame of its own
                 self.heap.at(fetch.end, DELIVER, read_on)
                 return
-        cost = self.model.cost(
-            attempt.spec, attempt.read, now - attempt.fetch_from, node.node_class, attempt.largest
-        )
+        fetch_s = now - attempt.fetch_from
+        cost = self.model.cost(attempt.spec, attempt.read, fetch_s, node.node_class, attempt.largest)
+        if self.model.spec.fetch_overlap and attempt.spec.op in STREAMED_OPS:  # summed as they came
+            cost = replace(cost, compute_s=max(0.0, cost.compute_s - fetch_s))
         if node.cpu is None or not cost.compute_s or self.model.pinned_s(attempt.spec) is not None:
             self.heap.after(
                 cost.compute_s + cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=cost)

@@ -38,6 +38,48 @@ def test_a_launchs_cpu_part_is_divided_by_the_nodes_cores(tmp_path: Path, cpus: 
     assert float(job["jct_s"]) == pytest.approx(jct, abs=1e-3)
 
 
+def reduce_durations(tmp_path: Path, reduce_s_per_mb: float) -> dict[bool, float]:
+    """A wordcount reduce reading 1 MB from its own node and 1 MB over a 1 MB/s link, with
+    ``fetch_overlap`` off and on: its launch-to-end seconds."""
+    ops = {
+        "wordcount.map": {"s_per_mb": 0.1, "output_ratio": 1.0},
+        "wordcount.reduce": {"s_per_mb": reduce_s_per_mb, "output_ratio": 1.0},
+    }
+    durations = {}
+    for overlap in (False, True):
+        result = simulate(
+            tmp_path,
+            name=f"overlap-{overlap}",
+            cluster={"reserved": {"count": 2, "slots": 1, **NIC}, "transient": 0},
+            jobs=[{"workload": "wordcount", "size_mb": 2, "maps": 2, "reduces": 1}],
+            simulation={"launch_overhead": 0.05, "fetch_overlap": overlap, "serve_cpu_s_per_mb": 0}
+            | {"ops": ops},
+        )
+        (task,) = [t for t in rows(result.run_dir, "tasks") if t["stage"] == "1"]
+        durations[overlap] = float(task["end_s"]) - float(task["start_s"])
+    return durations
+
+
+@pytest.mark.parametrize("reduce_s_per_mb", [1.0, 0.1])
+def test_with_fetch_overlap_a_streamed_op_computes_while_its_input_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reduce_s_per_mb: float
+) -> None:
+    """An op that sums its frames as they come (here the reduce, made one of ``STREAMED_OPS``)
+    saves the shorter of its fetch and its compute, whichever is longer (2 s of compute against
+    about 1 s of fetch, or 0.2 s)."""
+    monkeypatch.setattr("master.sim.agents.STREAMED_OPS", frozenset({"wordcount.reduce"}))
+    durations = reduce_durations(tmp_path, reduce_s_per_mb)
+    compute = reduce_s_per_mb * 2.0
+    fetch = durations[False] - 0.05 - compute
+    assert fetch == pytest.approx(1.0, rel=0.1)
+    assert durations[True] == pytest.approx(0.05 + max(fetch, compute), abs=1e-3)
+
+
+def test_fetch_overlap_leaves_an_op_that_does_not_stream_alone(tmp_path: Path) -> None:
+    durations = reduce_durations(tmp_path, 1.0)
+    assert durations[True] == pytest.approx(durations[False], abs=1e-9)
+
+
 def test_sleep_tasks_on_one_slot_run_one_after_another(tmp_path: Path) -> None:
     result = simulate(
         tmp_path,
