@@ -96,11 +96,11 @@ class SimulationSpec(Strict):
         "sizes); 0: every node's launch takes launch_overhead",
     )
     fetch_overlap: bool = Field(
-        default=False,
+        default=True,
         description="a STREAMED_OPS attempt computes on its input as it comes, as the real worker "
         "adds each frame: what is left of its compute after its last remote byte is its compute "
-        "less its fetch time (testbed calibrate fits those ops so, and writes true); false: the "
-        "fetch, then the compute (the built-in defaults and calibrations fitted before 2026-11-28)",
+        "less its fetch time (testbed calibrate fits those ops so); false: the fetch, then the "
+        "compute (the model before 2026-11-28)",
     )
     node_startup: Duration = Field(
         default=1.45, ge=0, description="a node's start to its announcement (agent and forkserver warm)"
