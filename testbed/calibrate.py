@@ -377,14 +377,14 @@ def launch_values(overheads: list[tuple[float, float | None]]) -> dict[str, floa
     and reports under its node's quota, which it may use whole (2026-11-27, pado-vs-spark at
     dilation 10.67: 0.028 to 0.037 emulated s an attempt on its 1-cpu nodes, 0.010 to 0.015 on
     its 8-cpu node)."""
-    by_cores: dict[float, list[float]] = {}
+    by_cores: dict[float | None, list[float]] = {}
     for seconds, quota in overheads:
-        by_cores.setdefault(quota or 0.0, []).append(seconds)
+        by_cores.setdefault(quota, []).append(seconds)
     median = round(max(0.0, statistics.median(seconds for seconds, _ in overheads)), 4)
-    if 0.0 in by_cores or len(by_cores) < 2:
+    sizes = [cores for cores in by_cores if cores is not None]
+    if len(sizes) < max(2, len(by_cores)):  # one size, or an attempt on a node of no quota
         return {"launch_overhead": median}
-    inverse = sorted(by_cores)
-    fixed, rate = fit_line([1 / c for c in inverse], [statistics.median(by_cores[c]) for c in inverse])
+    fixed, rate = fit_line([1 / c for c in sizes], [statistics.median(by_cores[c]) for c in sizes])
     if rate <= 0:
         return {"launch_overhead": median}
     return {"launch_overhead": round(fixed, 4), "launch_cpu_s": round(rate, 4)}

@@ -10,7 +10,10 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from testbed.scenario import Scenario
 
 
 def add_simulator_commands(sub: Any, grid_parser: Callable[..., argparse.ArgumentParser]) -> None:
@@ -94,7 +97,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     return EXIT_FAILED if problems else EXIT_OK
 
 
-def calibration_overrides(base: Any) -> list[str]:
+def calibration_overrides(base: Scenario) -> list[str]:
     """The overrides ``--calibrate`` measures with: the real runs' fidelity mode and dilation
     (``auto`` resolved as a run resolves it, not for the calibration's smaller cluster) and
     their node classes' cores and slots: a launch takes longer on a smaller node (2026-11-28,
