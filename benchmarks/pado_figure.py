@@ -15,6 +15,11 @@ map and reduce at our wordcount's measured (built-in) rates, the sort's bytes (d
 "Pado MR priced as the paper's reduce"); each experiment is optional.
 
 Writes ``<out>.png`` and ``<out>.svg``, one paper column wide, and prints the numbers drawn.
+A sweep may hold other eviction rates: the speed-ups are the high rate's. With ``--rates-out``
+and sweeps over every rate (``reproduce.py NAME --seeds 10``, no ``--vary``), a second figure
+in the paper's Figs. 5 to 7 format: per experiment each strategy's mean JCT at each rate, with
+the standard deviation over seeds as error bars (as the paper's), and its relaunched tasks per
+original task.
 """
 
 from __future__ import annotations
@@ -22,11 +27,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import numpy as np
 from paper_stats import Ratio, cells, paired_ratio
 
 from testbed.overlay import COLUMN_WIDTH_IN, HEIGHT_IN
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 EXPERIMENTS = (
     ("iterative", "iterative\n(PageRank; ALS)"),
@@ -47,12 +58,26 @@ PAPER |= {("mr_keyed", baseline): PAPER[("mr", baseline)] for baseline, _ in BAS
 """The keyed-sum MR is the paper's same MR job, priced otherwise."""
 
 
-def speedups(sweep: Path) -> dict[str, Ratio]:
-    """Pado's paired ratio against each baseline in the sweep's runs."""
-    by_strategy: dict[str, dict[int, float]] = defaultdict(dict)
+RATES = ("none", "low", "medium", "high")
+STRATEGIES = (("spark", "Spark"), ("spark-checkpoint", "Spark-checkpoint"), ("pado", "Pado"))
+TEXT_WIDTH_IN = 7.0
+"""Both columns of a paper's page."""
+
+
+def finished(sweep: Path, rate: str) -> Iterator[tuple[str, int, dict]]:
+    """(strategy, seed, summary) of the sweep's runs at one eviction rate whose jobs all
+    finished (a sweep run at one rate only, ``--vary chaos.transient.lifetime=high``, names it)."""
     for values, seed, summary in cells([sweep]):
-        if summary.get("mean_jct_s") is not None and not summary.get("failed"):
-            by_strategy[values.get("strategy", "")][seed] = float(summary["mean_jct_s"])
+        ran = summary.get("mean_jct_s") is not None and not summary.get("failed")
+        if ran and values.get("lifetime", rate) == rate:
+            yield values.get("strategy", ""), seed, summary
+
+
+def speedups(sweep: Path) -> dict[str, Ratio]:
+    """Pado's paired ratio against each baseline in the sweep's runs at the high rate."""
+    by_strategy: dict[str, dict[int, float]] = defaultdict(dict)
+    for strategy, seed, summary in finished(sweep, "high"):
+        by_strategy[strategy][seed] = float(summary["mean_jct_s"])
     found = {}
     for baseline, _ in BASELINES:
         ratio = paired_ratio(by_strategy.get("pado", {}), by_strategy.get(baseline, {}))
@@ -91,12 +116,62 @@ def draw(results: dict[str, dict[str, Ratio]], out: Path) -> list[Path]:
     ax.tick_params(labelsize=7)
     ax.set_ylim(0, top * 1.45)  # the legend above the tallest bar or mark
     ax.legend(fontsize=6, frameon=False, loc="upper center", ncol=2)
+    return save(fig, out)
+
+
+def save(fig: Figure, out: Path) -> list[Path]:
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
     fig.savefig(paths[0], dpi=300)
     fig.savefig(paths[1])
     plt.close(fig)
     return paths
+
+
+Series = dict[str, dict[str, list[tuple[float, float]]]]
+"""strategy -> rate -> (mean JCT in s, relaunched ratio) per finished run."""
+
+
+def rate_series(sweep: Path) -> Series:
+    series: Series = defaultdict(lambda: defaultdict(list))
+    for rate in RATES:
+        for strategy, _seed, summary in finished(sweep, rate):
+            pair = float(summary["mean_jct_s"]), float(summary.get("relaunched_ratio") or 0.0)
+            series[strategy][rate].append(pair)
+    return series
+
+
+def draw_rates(results: dict[str, Series], out: Path) -> list[Path]:
+    """Per experiment (a column): each strategy's mean JCT in minutes over the rates (mean
+    over seeds, sd as error bars) above its relaunched tasks per original task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [(name, label) for name, label in EXPERIMENTS if name in results]
+    fig, axes = plt.subplots(2, len(names), figsize=(TEXT_WIDTH_IN, 3.6), squeeze=False)
+    width = 0.27
+    for column, (name, label) in enumerate(names):
+        for s, (strategy, legend) in enumerate(STRATEGIES):
+            runs = results[name].get(strategy, {})
+            xs = [r + (s - 1) * width for r, rate in enumerate(RATES) if runs.get(rate)]
+            jcts = [[j / 60 for j, _ in runs[rate]] for rate in RATES if runs.get(rate)]
+            relaunched = [np.mean([x for _, x in runs[rate]]) for rate in RATES if runs.get(rate)]
+            errors = [np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in jcts]
+            axes[0][column].bar(xs, [np.mean(v) for v in jcts], width, yerr=errors, capsize=1.5, label=legend)
+            axes[1][column].bar(xs, relaunched, width, label=legend)
+        axes[0][column].set_title(label.replace("\n", " "), fontsize=7)
+        for row, ylabel in enumerate(("JCT (min)", "relaunched / original tasks")):
+            axis = axes[row][column]
+            axis.set_xticks(range(len(RATES)), RATES, fontsize=6)
+            axis.tick_params(labelsize=6)
+            if column == 0:
+                axis.set_ylabel(ylabel, fontsize=7)
+    axes[0][0].legend(fontsize=6, frameon=False)
+    return save(fig, out)
 
 
 def main() -> int:
@@ -106,6 +181,7 @@ def main() -> int:
             f"--{name.replace('_', '-')}", type=Path, help=f"the {name.replace('_', ' ')} sweep's directory"
         )
     parser.add_argument("--out", type=Path, required=True, help="the figure's path without suffix")
+    parser.add_argument("--rates-out", type=Path, help="the per-rate figure's path without suffix")
     args = parser.parse_args()
     results = {name: speedups(getattr(args, name)) for name, _ in EXPERIMENTS if getattr(args, name)}
     if not any(results.values()):
@@ -115,7 +191,11 @@ def main() -> int:
         for baseline, ratio in found.items():
             paper = PAPER[(name, baseline)]
             print(f"{name} vs {baseline}: {1 / ratio.geo:.2f}x (paper {paper}x; n = {ratio.n})")
-    for path in draw(results, args.out):
+    paths = draw(results, args.out)
+    if args.rates_out:
+        series = {name: rate_series(getattr(args, name)) for name, _ in EXPERIMENTS if getattr(args, name)}
+        paths += draw_rates(series, args.rates_out)
+    for path in paths:
         print(f"wrote {path}")
     return 0
 

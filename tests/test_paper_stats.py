@@ -95,3 +95,19 @@ def test_pado_figure_draws_the_paired_speed_ups_beside_the_papers(tmp_path: Path
     assert found["spark"].n == 2 and 1 / found["spark"].geo == pytest.approx((3.5 * 600 / 190) ** 0.5)
     paths = draw({"mlr": found, "mr_keyed": found}, tmp_path / "figure")
     assert [p.suffix for p in paths] == [".png", ".svg"] and all(p.stat().st_size > 0 for p in paths)
+
+
+def test_pado_figure_takes_the_high_rate_of_a_full_grid_and_draws_each_rate(tmp_path: Path) -> None:
+    from pado_figure import draw_rates, rate_series, speedups
+
+    sweep = tmp_path / "grid"
+    for seed in (1, 2):
+        for rate, spark in (("none", 100.0), ("high", 400.0 + seed)):
+            _run(sweep, f"strategy-spark_lifetime-{rate}_seed-{seed}", spark)
+            _run(sweep, f"strategy-pado_lifetime-{rate}_seed-{seed}", 200.0)
+    ratio = speedups(sweep)["spark"]
+    assert ratio.n == 2 and 1 / ratio.geo == pytest.approx((401 * 402) ** 0.5 / 200)  # the none runs left out
+    series = rate_series(sweep)
+    assert sorted(series["spark"]) == ["high", "none"] and len(series["spark"]["none"]) == 2
+    paths = draw_rates({"mr": series}, tmp_path / "rates")
+    assert [p.suffix for p in paths] == [".png", ".svg"] and all(p.stat().st_size > 0 for p in paths)
