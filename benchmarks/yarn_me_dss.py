@@ -1,7 +1,8 @@
 """YARN-ME's simulation study (ATC'17, section 5.3, Fig. 6) on the schedulers' own
 discrete-event driver (master/policies/simulate.py), as the paper ran it on DSS.
 
-    python benchmarks/yarn_me_dss.py --nodes 100 --jobs 100 --seeds 1-5 [--penalty 3x]
+    python benchmarks/yarn_me_dss.py --nodes 100 --jobs 100 --seeds 1-5 [--penalty 3x] \
+        [--distribution uniform|exp] [--cdf STEM]
 
 The same scheduler objects as `testbed run` (YarnScheduler, YarnMeScheduler), the same
 DSS traces (testbed/dss_traces.py, seeded) and penalty profiles
@@ -10,6 +11,11 @@ driver leaves out is the master core and its messages (tasks do not run: their e
 their start plus the model's penalized duration, exactly DSS's method). The elastic disk
 budget is out of reach (DSS has no disk). Prints one line per (seed, scheduler) and the
 paired statistics (benchmarks/paper_stats.py's tests) of yarn-me / yarn mean JCT.
+
+Over many random traces (``--seeds 1-100``) it also gives what the paper's Fig. 6a and 6c
+read off their traces: the median and worst ratio and the share of traces at most 0.7;
+``--cdf STEM`` draws their CDF (STEM.png, STEM.svg; one paper column, with the 95% DKW band).
+Weak scaling (Fig. 6b) is one trace at growing ``--nodes`` and ``--jobs``.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from master.policies.simulate import SimJob, model_runtime, simulate
 from master.policies.task_model import TaskModel, load_profile
 from master.policies.yarn import YarnScheduler
 from master.policies.yarn_me import YarnMeScheduler
-from testbed.dss_traces import DssMix, dss_jobs
+from testbed.dss_traces import Distribution, DssMix, dss_jobs
+from testbed.overlay import plot_cdfs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,14 +46,16 @@ def seeds_of(text: str) -> list[int]:
     return list(range(int(low), int(high or low) + 1))
 
 
-def run(seed: int, scheduler: str, nodes: int, jobs: int, penalty: str) -> tuple[float, int, float]:
+def run(
+    seed: int, scheduler: str, nodes: int, jobs: int, penalty: str, distribution: Distribution = "uniform"
+) -> tuple[float, int, float]:
     """(mean JCT, elastic tasks, wall seconds) of one trace under one scheduler."""
     profile = load_profile(ROOT / "scenarios" / "profiles" / f"dss-sawtooth-{penalty}.json")
 
     def model(task: PendingTask) -> TaskModel:
         return replace(profile.model.resized(task.ideal_memory_mb), ideal_duration_s=task.est_duration_s)
 
-    trace = dss_jobs(seed, DssMix(jobs=jobs), cutoff_s=10.0)
+    trace = dss_jobs(seed, DssMix(jobs=jobs, distribution=distribution), cutoff_s=10.0)
     sim_jobs = [
         SimJob(
             f"j{k:04d}",
@@ -82,24 +91,10 @@ def run(seed: int, scheduler: str, nodes: int, jobs: int, penalty: str) -> tuple
     return float(np.mean(list(result.jct.values()))), sum(r.elastic for r in result.runs), elapsed
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=100)
-    parser.add_argument("--jobs", type=int, default=100)
-    parser.add_argument("--seeds", default="1-5")
-    parser.add_argument("--penalty", choices=["3x", "1.5x"], default="3x")
-    args = parser.parse_args()
-    ratios = []
-    print("| seed | yarn mean JCT (s) | yarn-me mean JCT (s) | yarn-me / yarn | elastic tasks | CPU s |")
-    print("|---|---|---|---|---|---|")
-    for seed in seeds_of(args.seeds):
-        yarn, _, t1 = run(seed, "yarn", args.nodes, args.jobs, args.penalty)
-        me, elastic, t2 = run(seed, "yarn-me", args.nodes, args.jobs, args.penalty)
-        ratios.append(me / yarn)
-        print(f"| {seed} | {yarn:.0f} | {me:.0f} | {me / yarn:.3f} | {elastic} | {t1 + t2:.0f} |", flush=True)
+def summary(ratios: list[float]) -> str:
+    """The paired statistics of yarn-me / yarn over the traces, and Fig. 6a's reading of them."""
     logs = np.log(ratios)
-    geo = math.exp(float(np.mean(logs)))
-    line = f"n={len(ratios)}, geo-mean yarn-me/yarn {geo:.3f}"
+    line = f"n={len(ratios)}, geo-mean yarn-me/yarn {math.exp(float(np.mean(logs))):.3f}"
     if len(ratios) > 1:
         half = float(stats.sem(logs)) * float(stats.t.ppf(0.975, len(logs) - 1))
         p = float(stats.ttest_1samp(logs, 0.0).pvalue)
@@ -108,7 +103,33 @@ def main() -> int:
         line += f", paired t-test p={p:.3g}"
     if len(ratios) >= 6:
         line += f", Wilcoxon p={float(stats.wilcoxon(logs).pvalue):.3g}"
-    print(line)
+    at_most = sum(r <= 0.7 for r in ratios) / len(ratios)
+    line += f"; median {np.median(ratios):.3f}, worst {max(ratios):.3f}, at most 0.7: {at_most:.0%}"
+    return line
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--seeds", default="1-5")
+    parser.add_argument("--penalty", choices=["3x", "1.5x"], default="3x")
+    parser.add_argument("--distribution", choices=["uniform", "exp"], default="uniform")
+    parser.add_argument("--cdf", type=Path, help="draw the ratios' CDF to STEM.png and STEM.svg")
+    args = parser.parse_args()
+    ratios = []
+    print("| seed | yarn mean JCT (s) | yarn-me mean JCT (s) | yarn-me / yarn | elastic tasks | CPU s |")
+    print("|---|---|---|---|---|---|")
+    for seed in seeds_of(args.seeds):
+        yarn, _, t1 = run(seed, "yarn", args.nodes, args.jobs, args.penalty, args.distribution)
+        me, elastic, t2 = run(seed, "yarn-me", args.nodes, args.jobs, args.penalty, args.distribution)
+        ratios.append(me / yarn)
+        print(f"| {seed} | {yarn:.0f} | {me:.0f} | {me / yarn:.3f} | {elastic} | {t1 + t2:.0f} |", flush=True)
+    print(summary(ratios))
+    if args.cdf:
+        label = f"{args.distribution}, {args.penalty} penalty, {args.nodes} nodes"
+        paths = plot_cdfs({label: [ratios]}, "yarn-me / yarn mean JCT", args.cdf, ylabel="fraction of traces")
+        print("wrote " + ", ".join(map(str, paths)))
     return 0
 
 

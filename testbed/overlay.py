@@ -39,7 +39,7 @@ def band(runs: list[list[float]], xs: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return pooled, np.clip(pooled - eps, 0, 1), np.clip(pooled + eps, 0, 1)
 
 
-def plot_cdfs(samples: Samples, xlabel: str, stem: Path) -> list[Path]:
+def plot_cdfs(samples: Samples, xlabel: str, stem: Path, ylabel: str = "fraction of jobs") -> list[Path]:
     """Write ``<stem>.png`` and ``<stem>.svg``; nothing (an empty list) without data."""
     samples = {label: [run for run in runs if run] for label, runs in samples.items()}
     samples = {label: runs for label, runs in samples.items() if runs}
@@ -60,7 +60,7 @@ def plot_cdfs(samples: Samples, xlabel: str, stem: Path) -> list[Path]:
             (line,) = ax.step(xs, pooled, where="post", linewidth=1.0, label=legend)
             ax.fill_between(xs, low, high, step="post", alpha=0.2, color=line.get_color(), linewidth=0)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("fraction of jobs")
+        ax.set_ylabel(ylabel)
         ax.set_ylim(0, 1.01)
         ax.grid(alpha=0.3, linewidth=0.5)
         ax.legend(loc="lower right", frameon=False)
