@@ -97,11 +97,13 @@ SWEEPS: dict[str, Sweep] = {
 }
 
 
-def testbed(*arguments: str, stdout: int | None = None) -> None:
-    """``testbed ARGUMENTS`` with this tree's code (the console script runs the installed checkout's)."""
+def testbed(*arguments: str, stdout: int | None = None, check: bool = True) -> int:
+    """``testbed ARGUMENTS`` with this tree's code (the console script runs the installed
+    checkout's); its exit status."""
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     command = [sys.executable, "-m", "testbed.cli", *arguments]
-    subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": path}, stdout=stdout)
+    env = {**os.environ, "PYTHONPATH": path}
+    return subprocess.run(command, check=check, env=env, stdout=stdout).returncode
 
 
 def load_average() -> str:
@@ -133,8 +135,10 @@ def sweep(
     for setting in [*spec.settings, *([] if full else spec.reduced), *settings]:
         command += ["--set", setting]
     before = load_average()
-    testbed(*command)
+    status = testbed(*command, check=False)  # 1: some runs failed, flagged in both tables
     runs = cells([out])
+    if status not in (0, 1) or not runs:
+        raise SystemExit(f"reproduce: testbed sweep exited {status} with {len(runs)} finished runs")
     text = (
         f"`testbed {' '.join(command)}` (commit {commit()}; load average {before} before, "
         f"{load_average()} after; {conditions(runs)}; sim results do not depend on the load)\n\n"

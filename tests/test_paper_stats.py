@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -35,13 +36,39 @@ def test_paired_ratio_interval_and_test(tmp_path: Path) -> None:
     assert "failed jobs 1" in text  # flagged, not dropped
 
 
+def _fake_sweeps(
+    monkeypatch: pytest.MonkeyPatch, reproduce: ModuleType, out: Path, status: int = 0
+) -> list[tuple[str, ...]]:
+    """``reproduce.testbed`` recording its commands; each "sweep" leaves a Pado and a Spark run
+    of seed 1 in ``out``, the Spark one failed when ``status`` is 1 (as ``testbed sweep`` exits)."""
+    commands: list[tuple[str, ...]] = []
+
+    def sweep(*arguments: str, **_: object) -> int:
+        commands.append(arguments)
+        _run(out, "strategy-pado_lifetime-high_seed-1", 100.0)
+        _run(out, "strategy-spark_lifetime-high_seed-1", 300.0, failed=status)
+        return status
+
+    monkeypatch.setattr(reproduce, "testbed", sweep)
+    return commands
+
+
+def test_reproduce_writes_its_tables_when_some_runs_failed_and_flags_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reproduce
+
+    _fake_sweeps(monkeypatch, reproduce, tmp_path, status=1)
+    paired = reproduce.sweep("pado-mr", False, 1, [], tmp_path).read_text()
+    assert "Runs with failed jobs" in paired and "'strategy': 'spark'" in paired
+
+
 def test_reproduce_vary_replaces_the_papers_values_of_its_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import reproduce
 
-    commands: list[tuple[str, ...]] = []
-    monkeypatch.setattr(reproduce, "testbed", lambda *arguments, **_: commands.append(arguments))
+    commands = _fake_sweeps(monkeypatch, reproduce, tmp_path)
     reproduce.sweep(
         "pado-mr", True, 3, ["seed=5"], tmp_path, ("chaos.transient.lifetime=high", "time_scale=3")
     )
@@ -63,8 +90,7 @@ def test_reproduce_keyed_mr_prices_the_sort_at_wordcounts_built_in_rates(
     from testbed.scenario import load_scenario
     from testbed.scenario_sim import OP_MODELS
 
-    commands: list[tuple[str, ...]] = []
-    monkeypatch.setattr(reproduce, "testbed", lambda *arguments, **_: commands.append(arguments))
+    commands = _fake_sweeps(monkeypatch, reproduce, tmp_path)
     reproduce.sweep("pado-mr-keyed", True, 1, ["seed=5"], tmp_path)
     (command,) = commands
     assert command[1] == str(reproduce.PAPERS / "pado-mr.yaml")
@@ -111,3 +137,14 @@ def test_pado_figure_takes_the_high_rate_of_a_full_grid_and_draws_each_rate(tmp_
     assert sorted(series["spark"]) == ["high", "none"] and len(series["spark"]["none"]) == 2
     paths = draw_rates({"mr": series}, tmp_path / "rates")
     assert [p.suffix for p in paths] == [".png", ".svg"] and all(p.stat().st_size > 0 for p in paths)
+
+
+def test_reproduce_stops_on_a_sweep_that_could_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import reproduce
+
+    assert reproduce.testbed("sweep", str(tmp_path / "missing.yaml"), check=False) == 2  # bad input: exit 2
+    _fake_sweeps(monkeypatch, reproduce, tmp_path, status=2)
+    with pytest.raises(SystemExit, match="exited 2"):
+        reproduce.sweep("pado-mr", False, 1, [], tmp_path)
