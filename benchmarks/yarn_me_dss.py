@@ -2,7 +2,7 @@
 discrete-event driver (master/policies/simulate.py), as the paper ran it on DSS.
 
     python benchmarks/yarn_me_dss.py --nodes 100 --jobs 100 --seeds 1-5 [--penalty 3x] \
-        [--distribution uniform|exp] [--cdf STEM]
+        [--distribution uniform[,exp]] [--cdf STEM]
 
 The same scheduler objects as `testbed run` (YarnScheduler, YarnMeScheduler), the same
 DSS traces (testbed/dss_traces.py, seeded) and penalty profiles
@@ -14,7 +14,8 @@ paired statistics (benchmarks/paper_stats.py's tests) of yarn-me / yarn mean JCT
 
 Over many random traces (``--seeds 1-100``) it also gives what the paper's Fig. 6a and 6c
 read off their traces: the median and worst ratio and the share of traces at most 0.7;
-``--cdf STEM`` draws their CDF (STEM.png, STEM.svg; one paper column, with the 95% DKW band).
+``--cdf STEM`` draws their CDF (STEM.png, STEM.svg; one paper column, with the 95% DKW band),
+one curve per distribution given (``--distribution uniform,exp``).
 Weak scaling (Fig. 6b) is one trace at growing ``--nodes`` and ``--jobs``.
 """
 
@@ -91,6 +92,20 @@ def run(
     return float(np.mean(list(result.jct.values()))), sum(r.elastic for r in result.runs), elapsed
 
 
+def traces(nodes: int, jobs: int, seeds: list[int], penalty: str, distribution: Distribution) -> list[float]:
+    """yarn-me / yarn mean JCT of each seed's trace, each printed as a table row."""
+    header = "yarn mean JCT (s) | yarn-me mean JCT (s) | yarn-me / yarn | elastic tasks | CPU s"
+    print(f"| {distribution} seed | {header} |")
+    print("|---|---|---|---|---|---|")
+    ratios = []
+    for seed in seeds:
+        yarn, _, t1 = run(seed, "yarn", nodes, jobs, penalty, distribution)
+        me, elastic, t2 = run(seed, "yarn-me", nodes, jobs, penalty, distribution)
+        ratios.append(me / yarn)
+        print(f"| {seed} | {yarn:.0f} | {me:.0f} | {me / yarn:.3f} | {elastic} | {t1 + t2:.0f} |", flush=True)
+    return ratios
+
+
 def summary(ratios: list[float]) -> str:
     """The paired statistics of yarn-me / yarn over the traces, and Fig. 6a's reading of them."""
     logs = np.log(ratios)
@@ -114,21 +129,19 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--seeds", default="1-5")
     parser.add_argument("--penalty", choices=["3x", "1.5x"], default="3x")
-    parser.add_argument("--distribution", choices=["uniform", "exp"], default="uniform")
+    parser.add_argument("--distribution", default="uniform", help="uniform, exp or both: uniform,exp")
     parser.add_argument("--cdf", type=Path, help="draw the ratios' CDF to STEM.png and STEM.svg")
     args = parser.parse_args()
-    ratios = []
-    print("| seed | yarn mean JCT (s) | yarn-me mean JCT (s) | yarn-me / yarn | elastic tasks | CPU s |")
-    print("|---|---|---|---|---|---|")
-    for seed in seeds_of(args.seeds):
-        yarn, _, t1 = run(seed, "yarn", args.nodes, args.jobs, args.penalty, args.distribution)
-        me, elastic, t2 = run(seed, "yarn-me", args.nodes, args.jobs, args.penalty, args.distribution)
-        ratios.append(me / yarn)
-        print(f"| {seed} | {yarn:.0f} | {me:.0f} | {me / yarn:.3f} | {elastic} | {t1 + t2:.0f} |", flush=True)
-    print(summary(ratios))
+    distributions = args.distribution.split(",")
+    if not set(distributions) <= {"uniform", "exp"}:
+        parser.error(f"--distribution: uniform, exp or uniform,exp, not {args.distribution!r}")
+    curves = {}
+    for distribution in distributions:
+        ratios = traces(args.nodes, args.jobs, seeds_of(args.seeds), args.penalty, distribution)
+        print(f"{distribution}: {summary(ratios)}")
+        curves[f"{distribution}, {args.penalty} penalty, {args.nodes} nodes"] = [ratios]
     if args.cdf:
-        label = f"{args.distribution}, {args.penalty} penalty, {args.nodes} nodes"
-        paths = plot_cdfs({label: [ratios]}, "yarn-me / yarn mean JCT", args.cdf, ylabel="fraction of traces")
+        paths = plot_cdfs(curves, "yarn-me / yarn mean JCT", args.cdf, ylabel="fraction of traces")
         print("wrote " + ", ".join(map(str, paths)))
     return 0
 
