@@ -3,10 +3,10 @@ eviction rate): for each experiment, how many times faster Pado is than Spark an
 Spark-checkpoint, the geometric mean over seeds with its 95% interval (paired by seed:
 ``paper_stats.paired_ratio``), the paper's value marked beside each bar.
 
-    python benchmarks/reproduce.py pado --seeds 10 --out IT           # every rate
-    python benchmarks/reproduce.py pado-mr --seeds 10 --out MR
-    python benchmarks/reproduce.py pado-mr-keyed --seeds 10 --out KEYED
-    python benchmarks/reproduce.py pado-mlr --seeds 10 --out MLR      # about 40 min here
+    python benchmarks/reproduce.py pado --out IT          # every rate, 10 seeds
+    python benchmarks/reproduce.py pado-mr --out MR
+    python benchmarks/reproduce.py pado-mr-keyed --out KEYED
+    python benchmarks/reproduce.py pado-mlr --out MLR     # about 40 min here
     python benchmarks/pado_figure.py --iterative IT --mr MR --mr-keyed KEYED --mlr MLR \
         --out docs/pado-speedups --rates-out docs/pado-rates
 
@@ -16,7 +16,7 @@ map and reduce at our wordcount's measured (built-in) rates, the sort's bytes (d
 
 Writes ``<out>.png`` and ``<out>.svg``, one paper column wide, and prints the numbers drawn.
 A sweep may hold other eviction rates: the speed-ups are the high rate's. With ``--rates-out``
-and sweeps over every rate (``reproduce.py NAME --seeds 10``, no ``--vary``), a second figure
+and sweeps over every rate (``reproduce.py NAME``, no ``--vary``), a second figure
 in the paper's Figs. 5 to 7 format: per experiment each strategy's mean JCT at each rate, with
 the standard deviation over seeds as error bars (as the paper's), and its relaunched tasks per
 original task.
