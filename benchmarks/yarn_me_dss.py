@@ -139,9 +139,10 @@ def main() -> int:
     for distribution in distributions:
         ratios = traces(args.nodes, args.jobs, seeds_of(args.seeds), args.penalty, distribution)
         print(f"{distribution}: {summary(ratios)}")
-        curves[f"{distribution}, {args.penalty} penalty, {args.nodes} nodes"] = [ratios]
+        curves[f"{distribution}, {args.penalty} penalty, {len(ratios)} traces"] = [ratios]
     if args.cdf:
-        paths = plot_cdfs(curves, "yarn-me / yarn mean JCT", args.cdf, ylabel="fraction of traces")
+        xlabel = f"yarn-me / yarn mean JCT ({args.nodes} nodes, {args.jobs} jobs)"
+        paths = plot_cdfs(curves, xlabel, args.cdf, ylabel="fraction of traces", count_runs=False)
         print("wrote " + ", ".join(map(str, paths)))
     return 0
 

@@ -39,8 +39,11 @@ def band(runs: list[list[float]], xs: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return pooled, np.clip(pooled - eps, 0, 1), np.clip(pooled + eps, 0, 1)
 
 
-def plot_cdfs(samples: Samples, xlabel: str, stem: Path, ylabel: str = "fraction of jobs") -> list[Path]:
-    """Write ``<stem>.png`` and ``<stem>.svg``; nothing (an empty list) without data."""
+def plot_cdfs(
+    samples: Samples, xlabel: str, stem: Path, ylabel: str = "fraction of jobs", count_runs: bool = True
+) -> list[Path]:
+    """Write ``<stem>.png`` and ``<stem>.svg``; nothing (an empty list) without data.
+    ``count_runs``: each legend entry says its number of runs."""
     samples = {label: [run for run in runs if run] for label, runs in samples.items()}
     samples = {label: runs for label, runs in samples.items() if runs}
     if not samples:
@@ -56,7 +59,7 @@ def plot_cdfs(samples: Samples, xlabel: str, stem: Path, ylabel: str = "fraction
         fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, HEIGHT_IN))
         for label, runs in samples.items():
             pooled, low, high = band(runs, xs)
-            legend = f"{label} ({len(runs)} run{'s' * (len(runs) > 1)})"
+            legend = f"{label} ({len(runs)} run{'s' * (len(runs) > 1)})" if count_runs else label
             (line,) = ax.step(xs, pooled, where="post", linewidth=1.0, label=legend)
             ax.fill_between(xs, low, high, step="post", alpha=0.2, color=line.get_color(), linewidth=0)
         ax.set_xlabel(xlabel)
