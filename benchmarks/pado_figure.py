@@ -19,7 +19,8 @@ A sweep may hold other eviction rates: the speed-ups are the high rate's. With `
 and sweeps over every rate (``reproduce.py NAME``, no ``--vary``), a second figure
 in the paper's Figs. 5 to 7 format: per experiment each strategy's mean JCT at each rate, with
 the standard deviation over seeds as error bars (as the paper's), and its relaunched tasks per
-original task.
+original task. Runs with a failed job are left out of both figures (the sweep's sweep.md and
+paired.md flag them).
 """
 
 from __future__ import annotations
