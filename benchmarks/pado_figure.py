@@ -65,20 +65,20 @@ TEXT_WIDTH_IN = 7.0
 """Both columns of a paper's page."""
 
 
-def finished(sweep: Path, rate: str) -> Iterator[tuple[str, int, dict]]:
-    """(strategy, seed, summary) of the sweep's runs at one eviction rate whose jobs all
-    finished (a sweep run at one rate only, ``--vary chaos.transient.lifetime=high``, names it)."""
+def finished(sweep: Path) -> Iterator[tuple[str | None, str, int, dict]]:
+    """(eviction rate, strategy, seed, summary) of the sweep's runs whose jobs all finished; the
+    rate is None when the sweep did not vary it."""
     for values, seed, summary in cells([sweep]):
-        ran = summary.get("mean_jct_s") is not None and not summary.get("failed")
-        if ran and values.get("lifetime", rate) == rate:
-            yield values.get("strategy", ""), seed, summary
+        if summary.get("mean_jct_s") is not None and not summary.get("failed"):
+            yield values.get("lifetime"), values.get("strategy", ""), seed, summary
 
 
 def speedups(sweep: Path) -> dict[str, Ratio]:
     """Pado's paired ratio against each baseline in the sweep's runs at the high rate."""
     by_strategy: dict[str, dict[int, float]] = defaultdict(dict)
-    for strategy, seed, summary in finished(sweep, "high"):
-        by_strategy[strategy][seed] = float(summary["mean_jct_s"])
+    for rate, strategy, seed, summary in finished(sweep):
+        if rate in ("high", None):
+            by_strategy[strategy][seed] = float(summary["mean_jct_s"])
     found = {}
     for baseline, _ in BASELINES:
         ratio = paired_ratio(by_strategy.get("pado", {}), by_strategy.get(baseline, {}))
@@ -138,8 +138,8 @@ Series = dict[str, dict[str, list[tuple[float, float]]]]
 
 def rate_series(sweep: Path) -> Series:
     series: Series = defaultdict(lambda: defaultdict(list))
-    for rate in RATES:
-        for strategy, _seed, summary in finished(sweep, rate):
+    for rate, strategy, _seed, summary in finished(sweep):
+        if rate in RATES:
             pair = float(summary["mean_jct_s"]), float(summary.get("relaunched_ratio") or 0.0)
             series[strategy][rate].append(pair)
     return series
@@ -159,9 +159,10 @@ def draw_rates(results: dict[str, Series], out: Path) -> list[Path]:
     for column, (name, label) in enumerate(names):
         for s, (strategy, legend) in enumerate(STRATEGIES):
             runs = results[name].get(strategy, {})
-            xs = [r + (s - 1) * width for r, rate in enumerate(RATES) if runs.get(rate)]
-            jcts = [[j / 60 for j, _ in runs[rate]] for rate in RATES if runs.get(rate)]
-            relaunched = [np.mean([x for _, x in runs[rate]]) for rate in RATES if runs.get(rate)]
+            present = [(r, runs[rate]) for r, rate in enumerate(RATES) if runs.get(rate)]
+            xs = [r + (s - 1) * width for r, _ in present]
+            jcts = [[j / 60 for j, _ in pairs] for _, pairs in present]
+            relaunched = [np.mean([x for _, x in pairs]) for _, pairs in present]
             errors = [np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in jcts]
             axes[0][column].bar(xs, [np.mean(v) for v in jcts], width, yerr=errors, capsize=1.5, label=legend)
             axes[1][column].bar(xs, relaunched, width, label=legend)

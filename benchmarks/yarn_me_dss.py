@@ -22,14 +22,13 @@ Weak scaling (Fig. 6b) is one trace at growing ``--nodes`` and ``--jobs``.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+from paper_stats import paired_ratio
 
 from master.policies.base import NodeView, PendingTask
 from master.policies.simulate import SimJob, model_runtime, simulate
@@ -107,17 +106,15 @@ def traces(nodes: int, jobs: int, seeds: list[int], penalty: str, distribution: 
 
 
 def summary(ratios: list[float]) -> str:
-    """The paired statistics of yarn-me / yarn over the traces, and Fig. 6a's reading of them."""
-    logs = np.log(ratios)
-    line = f"n={len(ratios)}, geo-mean yarn-me/yarn {math.exp(float(np.mean(logs))):.3f}"
-    if len(ratios) > 1:
-        half = float(stats.sem(logs)) * float(stats.t.ppf(0.975, len(logs) - 1))
-        p = float(stats.ttest_1samp(logs, 0.0).pvalue)
-        low, high = math.exp(np.mean(logs) - half), math.exp(np.mean(logs) + half)
-        line += f", 95% CI (t on logs) [{low:.3f}, {high:.3f}]"
-        line += f", paired t-test p={p:.3g}"
-    if len(ratios) >= 6:
-        line += f", Wilcoxon p={float(stats.wilcoxon(logs).pvalue):.3g}"
+    """The paired statistics of yarn-me / yarn over the traces (``paper_stats.paired_ratio``),
+    and Fig. 6a's reading of them."""
+    ratio = paired_ratio(dict(enumerate(ratios)), dict.fromkeys(range(len(ratios)), 1.0))
+    assert ratio is not None  # every ratio is positive
+    line = f"n={ratio.n}, geo-mean yarn-me/yarn {ratio.geo:.3f}"
+    if ratio.low is not None and ratio.p_t is not None:
+        line += f", 95% CI (t on logs) [{ratio.low:.3f}, {ratio.high:.3f}], paired t-test p={ratio.p_t:.3g}"
+    if ratio.p_w is not None:
+        line += f", Wilcoxon p={ratio.p_w:.3g}"
     at_most = sum(r <= 0.7 for r in ratios) / len(ratios)
     line += f"; median {np.median(ratios):.3f}, worst {max(ratios):.3f}, at most 0.7: {at_most:.0%}"
     return line
