@@ -16,7 +16,9 @@ Over many random traces (``--seeds 1-100``) it also gives what the paper's Fig. 
 read off their traces: the median and worst ratio and the share of traces at most 0.7;
 ``--cdf STEM`` draws their CDF (STEM.png, STEM.svg; one paper column, with the 95% DKW band),
 one curve per distribution given (``--distribution uniform,exp``).
-Weak scaling (Fig. 6b) is one trace at growing ``--nodes`` and ``--jobs``.
+Weak scaling (Fig. 6b) is one trace at growing ``--nodes`` and ``--jobs``; past a few hundred
+nodes give ``--heartbeat 1``: one scheduling round a simulated second (DSS's node heartbeat)
+instead of one per event, each round costing the cluster's size.
 """
 
 from __future__ import annotations
@@ -47,7 +49,13 @@ def seeds_of(text: str) -> list[int]:
 
 
 def run(
-    seed: int, scheduler: str, nodes: int, jobs: int, penalty: str, distribution: Distribution = "uniform"
+    seed: int,
+    scheduler: str,
+    nodes: int,
+    jobs: int,
+    penalty: str,
+    distribution: Distribution = "uniform",
+    heartbeat_s: float = 0.0,
 ) -> tuple[float, int, float]:
     """(mean JCT, elastic tasks, wall seconds) of one trace under one scheduler."""
     profile = load_profile(ROOT / "scenarios" / "profiles" / f"dss-sawtooth-{penalty}.json")
@@ -84,22 +92,31 @@ def run(
         else YarnMeScheduler(models=model, elastic_disk_mb_s=1e6)
     )
     began = time.process_time()
-    result = simulate(policy, cluster, sim_jobs, model_runtime(model), max_rounds=10_000_000)
+    result = simulate(
+        policy, cluster, sim_jobs, model_runtime(model), max_rounds=10_000_000, heartbeat_s=heartbeat_s
+    )
     elapsed = time.process_time() - began
     if result.unfinished:
         raise RuntimeError(f"seed {seed} {scheduler}: unfinished jobs {result.unfinished}")
     return float(np.mean(list(result.jct.values()))), sum(r.elastic for r in result.runs), elapsed
 
 
-def traces(nodes: int, jobs: int, seeds: list[int], penalty: str, distribution: Distribution) -> list[float]:
+def traces(
+    nodes: int,
+    jobs: int,
+    seeds: list[int],
+    penalty: str,
+    distribution: Distribution,
+    heartbeat_s: float = 0.0,
+) -> list[float]:
     """yarn-me / yarn mean JCT of each seed's trace, each printed as a table row."""
     header = "yarn mean JCT (s) | yarn-me mean JCT (s) | yarn-me / yarn | elastic tasks | CPU s"
     print(f"| {distribution} seed | {header} |")
     print("|---|---|---|---|---|---|")
     ratios = []
     for seed in seeds:
-        yarn, _, t1 = run(seed, "yarn", nodes, jobs, penalty, distribution)
-        me, elastic, t2 = run(seed, "yarn-me", nodes, jobs, penalty, distribution)
+        yarn, _, t1 = run(seed, "yarn", nodes, jobs, penalty, distribution, heartbeat_s)
+        me, elastic, t2 = run(seed, "yarn-me", nodes, jobs, penalty, distribution, heartbeat_s)
         ratios.append(me / yarn)
         print(f"| {seed} | {yarn:.0f} | {me:.0f} | {me / yarn:.3f} | {elastic} | {t1 + t2:.0f} |", flush=True)
     return ratios
@@ -128,13 +145,21 @@ def main() -> int:
     parser.add_argument("--penalty", choices=["3x", "1.5x"], default="3x")
     parser.add_argument("--distribution", default="uniform", help="uniform, exp or both: uniform,exp")
     parser.add_argument("--cdf", type=Path, help="draw the ratios' CDF to STEM.png and STEM.svg")
+    parser.add_argument(
+        "--heartbeat",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="schedule once every S simulated seconds, as DSS's node heartbeats (default 0: at every event)",
+    )
     args = parser.parse_args()
     distributions = args.distribution.split(",")
     if not set(distributions) <= {"uniform", "exp"}:
         parser.error(f"--distribution: uniform, exp or uniform,exp, not {args.distribution!r}")
     curves = {}
     for distribution in distributions:
-        ratios = traces(args.nodes, args.jobs, seeds_of(args.seeds), args.penalty, distribution)
+        seeds = seeds_of(args.seeds)
+        ratios = traces(args.nodes, args.jobs, seeds, args.penalty, distribution, args.heartbeat)
         print(f"{distribution}: {summary(ratios)}")
         curves[f"{distribution}, {args.penalty} penalty, {len(ratios)} traces"] = [ratios]
     if args.cdf:

@@ -430,6 +430,43 @@ def test_the_driver_runs_stages_one_after_the_other_and_jobs_on_arrival() -> Non
     assert result.unfinished == ()
 
 
+class _Recording(YarnScheduler):
+    """YARN, noting when it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[float] = []
+
+    def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
+        self.asked.append(snapshot.now)
+        return super().schedule(snapshot)
+
+
+def test_with_a_heartbeat_freed_resources_wait_for_it_but_tasks_and_jobs_end_on_time() -> None:
+    one_by_one = SimJob("j", 0.0, (tasks("j", 2, 1_000, duration=2.5),))
+    late = SimJob("k", 0.4, (tasks("k", 1, 100, duration=1.0),))
+    cluster = [node(slots=1, memory=1_000), node("n2", slots=1, memory=100)]  # k only fits n2
+    by_event, by_heartbeat = _Recording(), _Recording()
+    at_events = simulate(by_event, cluster, [one_by_one, late], model_runtime({}))
+    at_beats = simulate(by_heartbeat, cluster, [one_by_one, late], model_runtime({}), heartbeat_s=1.0)
+    assert at_events.finished == {"k": 1.4, "j": 5.0}
+    assert at_beats.finished == {"k": 2.0, "j": 5.5}  # k starts at 1.0; j's second task at 3.0
+    assert by_event.asked == [0.0, 0.4, 1.4, 2.5, 5.0]
+    assert by_heartbeat.asked == [0.0, 1.0, 2.0, 3.0, 6.0]
+
+
+def test_the_heartbeat_must_be_a_finite_non_negative_interval() -> None:
+    for bad in (-1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="heartbeat_s"):
+            simulate(
+                YarnScheduler(),
+                [node()],
+                [SimJob("j", 0.0, (tasks("j", 1, 100),))],
+                model_runtime({}),
+                heartbeat_s=bad,
+            )
+
+
 def test_yarn_me_is_built_from_scenario_options_which_are_checked() -> None:
     options = {
         "ordering": "fifo",
