@@ -100,6 +100,8 @@ class ElasticRound(Round):
         super().__init__(snapshot, lookup, ordering)
         self._timeline: RegularTimeline | None = None
         self._choices: dict[int, ElasticChoices] = {}
+        self.options: dict[tuple[int, int], _Option | None] = {}
+        """(id of a demand, a node's free memory) -> what such a node can offer it this round."""
 
     def elastic_choices(self, demand: Demand, min_fraction: float) -> ElasticChoices | None:
         """The demand's elastic amounts (memoised by identity: demands live for the round)."""
@@ -294,11 +296,18 @@ class YarnMeScheduler(Scheduler):
         return True
 
     def _option(self, rnd: ElasticRound, node: NodeState, demand: Demand) -> _Option | None:
-        """The allocation the node can offer: regular if it fits, else the best elastic one."""
-        if demand.memory_mb <= node.free_memory_mb:
+        """The allocation the node can offer: regular if it fits, else the best elastic one.
+        Memoised for the round: reserved nodes ask it of the same few demands again and again."""
+        key = (id(demand), node.free_memory_mb)
+        if key not in rnd.options:
+            rnd.options[key] = self._best_option(rnd, node.free_memory_mb, demand)
+        return rnd.options[key]
+
+    def _best_option(self, rnd: ElasticRound, free_memory_mb: int, demand: Demand) -> _Option | None:
+        if demand.memory_mb <= free_memory_mb:
             return _Option(demand.memory_mb, demand.duration_s, False)
         choices = rnd.elastic_choices(demand, self.min_fraction)
-        choice = choices.within(node.free_memory_mb) if choices is not None else None
+        choice = choices.within(free_memory_mb) if choices is not None else None
         if choice is None or demand.model is None:
             return None
         memory, runtime = choice
