@@ -16,9 +16,10 @@ Over many random traces (``--seeds 1-100``) it also gives what the paper's Fig. 
 read off their traces: the median and worst ratio and the share of traces at most 0.7;
 ``--cdf STEM`` draws their CDF (STEM.png, STEM.svg; one paper column, with the 95% DKW band),
 one curve per distribution given (``--distribution uniform,exp``).
-Weak scaling (Fig. 6b) is one trace at growing ``--nodes`` and ``--jobs``; past a few hundred
-nodes give ``--heartbeat 1``: one scheduling round a simulated second (DSS's node heartbeat)
-instead of one per event, each round costing the cluster's size.
+Weak scaling (Fig. 6b) is one trace at growing sizes, ``--nodes 100,300,1000,3000 --seeds 1``
+(as many jobs as nodes), drawn by ``--scaling STEM``; past a few hundred nodes give
+``--heartbeat 1``: one scheduling round a simulated second (DSS's node heartbeat) instead of
+one per event, each round costing the cluster's size.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from master.policies.task_model import TaskModel, load_profile
 from master.policies.yarn import YarnScheduler
 from master.policies.yarn_me import YarnMeScheduler
 from testbed.dss_traces import Distribution, DssMix, dss_jobs
-from testbed.overlay import plot_cdfs
+from testbed.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, plot_cdfs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,14 +138,51 @@ def summary(ratios: list[float]) -> str:
     return line
 
 
+def plot_scaling(series: dict[str, list[tuple[int, list[float]]]], stem: Path) -> list[Path]:
+    """Fig. 6b's format: yarn-me / yarn against the scale (nodes = jobs), one line per series
+    through each scale's geometric mean, its traces as dots. STEM.png and STEM.svg."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context({"font.size": 7, "legend.fontsize": 6}):
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, HEIGHT_IN))
+        for label, points in series.items():
+            scales = [n for n, _ in points]
+            geo = [float(np.exp(np.mean(np.log(ratios)))) for _, ratios in points]
+            (line,) = ax.plot(scales, geo, marker="o", markersize=3, linewidth=1.0, label=label)
+            for n, ratios in points:
+                ax.scatter([n] * len(ratios), ratios, s=4, color=line.get_color(), alpha=0.5)
+        ax.set_xscale("log")
+        scales = sorted({n for points in series.values() for n, _ in points})
+        ax.set_xticks(scales, [f"{n:,}" for n in scales])
+        ax.minorticks_off()
+        ax.set_xlabel("nodes (= jobs in the trace)")
+        ax.set_ylabel("yarn-me / yarn mean JCT")
+        ax.set_ylim(0, 1.05)
+        ax.axhline(1.0, color="grey", linewidth=0.5)
+        ax.grid(alpha=0.3, linewidth=0.5)
+        ax.legend(loc="lower right", frameon=False)
+        fig.tight_layout(pad=0.3)
+        paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+        fig.savefig(paths[0], dpi=300)
+        fig.savefig(paths[1])
+        plt.close(fig)
+    return paths
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=100)
-    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--nodes", default="100", help="a size, or sizes for weak scaling: 100,300,1000")
+    parser.add_argument("--jobs", type=int, help="jobs in a trace (default: as many as nodes)")
     parser.add_argument("--seeds", default="1-5")
     parser.add_argument("--penalty", choices=["3x", "1.5x"], default="3x")
     parser.add_argument("--distribution", default="uniform", help="uniform, exp or both: uniform,exp")
     parser.add_argument("--cdf", type=Path, help="draw the ratios' CDF to STEM.png and STEM.svg")
+    parser.add_argument(
+        "--scaling", type=Path, help="draw the ratio against the size to STEM.png and STEM.svg"
+    )
     parser.add_argument(
         "--heartbeat",
         type=float,
@@ -156,16 +194,27 @@ def main() -> int:
     distributions = args.distribution.split(",")
     if not set(distributions) <= {"uniform", "exp"}:
         parser.error(f"--distribution: uniform, exp or uniform,exp, not {args.distribution!r}")
-    curves = {}
+    try:
+        sizes = [int(n) for n in args.nodes.split(",")]
+    except ValueError:
+        parser.error(f"--nodes: a number of nodes or a comma-separated list, not {args.nodes!r}")
+    curves, series = {}, {}
     for distribution in distributions:
-        seeds = seeds_of(args.seeds)
-        ratios = traces(args.nodes, args.jobs, seeds, args.penalty, distribution, args.heartbeat)
-        print(f"{distribution}: {summary(ratios)}")
-        curves[f"{distribution}, {args.penalty} penalty, {len(ratios)} traces"] = [ratios]
+        series[f"{distribution}, {args.penalty} penalty"] = points = []
+        for nodes in sizes:
+            jobs = args.jobs or nodes
+            ratios = traces(nodes, jobs, seeds_of(args.seeds), args.penalty, distribution, args.heartbeat)
+            print(f"{distribution}, {nodes} nodes, {jobs} jobs: {summary(ratios)}", flush=True)
+            where = f", {nodes} nodes" if len(sizes) > 1 else ""
+            curves[f"{distribution}, {args.penalty} penalty{where}, {len(ratios)} traces"] = [ratios]
+            points.append((nodes, ratios))
     if args.cdf:
-        xlabel = f"yarn-me / yarn mean JCT ({args.nodes} nodes, {args.jobs} jobs)"
+        size = f"{args.nodes} nodes, {args.jobs} jobs" if args.jobs else f"{args.nodes} nodes and jobs"
+        xlabel = f"yarn-me / yarn mean JCT ({size})"
         paths = plot_cdfs(curves, xlabel, args.cdf, ylabel="fraction of traces", count_runs=False)
         print("wrote " + ", ".join(map(str, paths)))
+    if args.scaling:
+        print("wrote " + ", ".join(map(str, plot_scaling(series, args.scaling))))
     return 0
 
 
