@@ -30,15 +30,11 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from paper_stats import Ratio, cells, paired_ratio
 
-from testbed.overlay import COLUMN_WIDTH_IN, HEIGHT_IN
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+from testbed.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, save_figure
 
 EXPERIMENTS = (
     ("iterative", "iterative\n(PageRank; ALS)"),
@@ -117,19 +113,7 @@ def draw(results: dict[str, dict[str, Ratio]], out: Path) -> list[Path]:
     ax.tick_params(labelsize=7)
     ax.set_ylim(0, top * 1.45)  # the legend above the tallest bar or mark
     ax.legend(fontsize=6, frameon=False, loc="upper center", ncol=2)
-    return save(fig, out)
-
-
-def save(fig: Figure, out: Path, top: float = 1.0) -> list[Path]:
-    """Write ``<out>.png`` and ``<out>.svg``; ``top``: the axes' share of the height (a legend above)."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout(rect=(0, 0, 1, top))
-    paths = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    fig.savefig(paths[0], dpi=300)
-    fig.savefig(paths[1])
-    plt.close(fig)
-    return paths
+    return save_figure(fig, out)
 
 
 Series = dict[str, dict[str, list[tuple[float, float]]]]
@@ -175,7 +159,7 @@ def draw_rates(results: dict[str, Series], out: Path) -> list[Path]:
                 axis.set_ylabel(ylabel, fontsize=7)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=len(STRATEGIES), fontsize=7, frameon=False)
-    return save(fig, out, top=0.94)
+    return save_figure(fig, out, top=0.94)
 
 
 def main() -> int:

@@ -39,7 +39,7 @@ from master.policies.task_model import TaskModel, load_profile
 from master.policies.yarn import YarnScheduler
 from master.policies.yarn_me import YarnMeScheduler
 from testbed.dss_traces import Distribution, DssMix, dss_jobs
-from testbed.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, plot_cdfs
+from testbed.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, plot_cdfs, save_figure
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -164,12 +164,7 @@ def plot_scaling(series: dict[str, list[tuple[int, list[float]]]], stem: Path) -
         ax.axhline(1.0, color="grey", linewidth=0.5)
         ax.grid(alpha=0.3, linewidth=0.5)
         ax.legend(loc="lower right", frameon=False)
-        fig.tight_layout(pad=0.3)
-        paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-        fig.savefig(paths[0], dpi=300)
-        fig.savefig(paths[1])
-        plt.close(fig)
-    return paths
+        return save_figure(fig, stem)
 
 
 def main() -> int:

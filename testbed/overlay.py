@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLUMN_WIDTH_IN = 3.3
 HEIGHT_IN = 2.4
@@ -67,9 +71,17 @@ def plot_cdfs(
         ax.set_ylim(0, 1.01)
         ax.grid(alpha=0.3, linewidth=0.5)
         ax.legend(loc="lower right", frameon=False)
-        fig.tight_layout(pad=0.3)
-        paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-        fig.savefig(paths[0], dpi=300)
-        fig.savefig(paths[1])
-        plt.close(fig)
+        return save_figure(fig, stem)
+
+
+def save_figure(fig: Figure, stem: Path, top: float = 1.0) -> list[Path]:
+    """Write ``<stem>.png`` (300 dpi) and ``<stem>.svg``, then close the figure;
+    ``top``: the axes' share of the height (room for a legend above)."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout(pad=0.3, rect=(0, 0, 1, top))
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    fig.savefig(paths[0], dpi=300)
+    fig.savefig(paths[1])
+    plt.close(fig)
     return paths
