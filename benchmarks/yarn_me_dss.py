@@ -2,7 +2,9 @@
 discrete-event driver (master/policies/simulate.py), as the paper ran it on DSS.
 
     python benchmarks/yarn_me_dss.py --nodes 100 --jobs 100 --seeds 1-5 [--penalty 3x] \
-        [--distribution uniform[,exp]] [--cdf STEM]
+        [--distribution uniform[,exp]] [--cdf STEM] [--heartbeat S]
+    python benchmarks/yarn_me_dss.py --nodes 100,300,1000,3000 --seeds 1 --heartbeat 1 \
+        --scaling STEM
 
 The same scheduler objects as `testbed run` (YarnScheduler, YarnMeScheduler), the same
 DSS traces (testbed/dss_traces.py, seeded) and penalty profiles
@@ -186,6 +188,8 @@ def main() -> int:
         help="schedule once every S simulated seconds, as DSS's node heartbeats (default 0: at every event)",
     )
     args = parser.parse_args()
+    if not (np.isfinite(args.heartbeat) and args.heartbeat >= 0):
+        parser.error(f"--heartbeat: simulated seconds, 0 or more, not {args.heartbeat}")
     distributions = args.distribution.split(",")
     if not set(distributions) <= {"uniform", "exp"}:
         parser.error(f"--distribution: uniform, exp or uniform,exp, not {args.distribution!r}")
