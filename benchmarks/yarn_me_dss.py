@@ -27,6 +27,7 @@ one per event, each round costing the cluster's size.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from dataclasses import replace
@@ -140,6 +141,19 @@ def summary(ratios: list[float]) -> str:
     return line
 
 
+def size_labels(sizes: list[int], apart: float = 0.25) -> list[str]:
+    """Tick labels for sorted sizes on a log axis: the largest first, then each size at least
+    ``apart`` decades below the last labelled one (the others unlabelled: they would touch)."""
+    labels, last = [], math.inf
+    for size in reversed(sizes):
+        if math.log10(last / size) < apart:
+            labels.append("")
+            continue
+        labels.append(f"{size // 1000}k" if size >= 1000 and size % 1000 == 0 else str(size))
+        last = size
+    return labels[::-1]
+
+
 def plot_scaling(series: dict[str, list[tuple[int, list[float]]]], stem: Path) -> list[Path]:
     """Fig. 6b's format: yarn-me / yarn against the scale (nodes = jobs), one line per series
     through each scale's geometric mean, its traces as dots. STEM.png and STEM.svg."""
@@ -158,7 +172,7 @@ def plot_scaling(series: dict[str, list[tuple[int, list[float]]]], stem: Path) -
                 ax.scatter([n] * len(ratios), ratios, s=4, color=line.get_color(), alpha=0.5)
         ax.set_xscale("log")
         scales = sorted({n for points in series.values() for n, _ in points})
-        ax.set_xticks(scales, [f"{n:,}" for n in scales])
+        ax.set_xticks(scales, size_labels(scales))
         ax.minorticks_off()
         ax.set_xlabel("nodes (= jobs in the trace)")
         ax.set_ylabel("yarn-me / yarn mean JCT")

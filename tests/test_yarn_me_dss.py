@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from yarn_me_dss import main, run, summary
+from yarn_me_dss import main, run, size_labels, summary
 
 
 def test_summary_reads_the_traces_as_the_papers_fig_6a() -> None:
@@ -35,3 +35,8 @@ def test_weak_scaling_runs_each_size_with_as_many_jobs_and_draws_the_ratio_again
     assert "uniform, 4 nodes, 4 jobs: n=1" in out and "uniform, 6 nodes, 6 jobs: n=1" in out
     assert stem.with_suffix(".png").stat().st_size > 0 and "<svg" in stem.with_suffix(".svg").read_text()
 
+
+def test_sizes_too_close_on_the_log_axis_go_unlabelled_keeping_the_largest() -> None:
+    labels = size_labels([10, 25, 100, 200, 300, 1000, 2000, 3000])
+    assert labels == ["10", "25", "100", "", "300", "1k", "", "3k"]
+    assert size_labels([100]) == ["100"]
