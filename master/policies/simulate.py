@@ -118,8 +118,8 @@ class _Cluster:
     submitted: dict[str, float]
     changed: set[str] = field(default_factory=set)
     started: Iterator[int] = field(default_factory=itertools.count)
-    owner: dict[str, _Job] = field(default_factory=dict)
-    """Pending task id -> its job."""
+    pending: dict[str, tuple[PendingTask, _Job]] = field(default_factory=dict)
+    """Pending task id -> the task and its job."""
     active: dict[str, _Job] = field(default_factory=dict)
     finished: dict[str, float] = field(default_factory=dict)
     runs: list[TaskRun] = field(default_factory=list)
@@ -189,7 +189,7 @@ def _arrive(cluster: _Cluster, now: float) -> None:
 
 def _open_stage(cluster: _Cluster, job: _Job) -> None:
     job.open_stage()
-    cluster.owner.update((task.task_id, job) for task in job.pending)
+    cluster.pending.update((task.task_id, (task, job)) for task in job.pending)
 
 
 def _snapshot(cluster: _Cluster, now: float, increment: int) -> ClusterSnapshot:
@@ -236,7 +236,7 @@ def _start(cluster: _Cluster, assign: Assign, now: float, runtime: Runtime) -> N
     if len(running) >= node.slots or used + assign.memory_mb > node.memory_mb:
         raise SchedulingError(f"{assign.task_id} over-commits {node.node_id}")
     job.pending.remove(task)
-    del cluster.owner[task.task_id]
+    del cluster.pending[task.task_id]
     job.running += 1
     predicted = assign.predicted_duration_s
     expected_end = now + (predicted if predicted is not None else task.est_duration_s)
@@ -268,11 +268,10 @@ def _start(cluster: _Cluster, assign: Assign, now: float, runtime: Runtime) -> N
 
 
 def _find_pending(cluster: _Cluster, task_id: str) -> tuple[PendingTask, _Job]:
-    job = cluster.owner.get(task_id)
-    for task in job.pending if job is not None else ():
-        if task.task_id == task_id:
-            return task, job
-    raise SchedulingError(f"{task_id} is not a pending task")
+    found = cluster.pending.get(task_id)
+    if found is None:
+        raise SchedulingError(f"{task_id} is not a pending task")
+    return found
 
 
 def _next_event(cluster: _Cluster) -> float | None:
