@@ -16,7 +16,7 @@ import pytest
 
 from master.core import commands as cmd
 from master.core.events import FromNode, Round
-from master.policies import make_autoscaler
+from master.policy_setup import make_autoscaler
 from tests.core.driver import Driver, up
 from tests.e2e.test_cloudcoaster_run import coaster_scenario, write_trace
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from master.chaos.plan import plan_evictions
-from master.run import run_scenario
-from testbed.chaos_check import check_run, format_check
+from master.shell.run import run_scenario
+from testbed.app.chaos_check import check_run, format_check
 from testbed.chaos_client import ChaosClient, ChaosError
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario, process_alive
@@ -148,7 +148,7 @@ async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> No
         cli = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "testbed.cli",
+            "testbed.app.cli",
             "chaos",
             "evict",
             "--run",
@@ -231,9 +231,9 @@ async def test_aws_spot_with_zones_capacity_and_a_moving_price(tmp_path: Path) -
     2 h. At time_scale 3600 a trace hour is a wall second. The two replacements wait for the
     capacity and launch at 3 h; the outputs stay exact; the report shows the notices, the
     time without capacity, the evictions per zone and the cost under the moving price."""
-    from testbed.report.build import write_report
-    from testbed.report.metrics import compute_metrics
-    from testbed.report.rundir import load_run
+    from testbed.app.report.build import write_report
+    from testbed.app.report.metrics import compute_metrics
+    from testbed.app.report.rundir import load_run
 
     (tmp_path / "outages.csv").write_text("from,to\n1h,3h\n")
     (tmp_path / "prices.csv").write_text("time,price\n0,0.3\n2h,0.9\n")
