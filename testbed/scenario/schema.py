@@ -60,7 +60,7 @@ from testbed.scenario.simulation import SimulationSpec, default_calibration
 
 # --------------------------------------------------------------------- policy
 
-SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle")
+SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle", "firmament")
 STRATEGIES = ("spark", "spark-checkpoint", "pado")
 AUTOSCALERS = ("static", "cloudcoaster")
 
