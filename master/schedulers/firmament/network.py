@@ -106,12 +106,13 @@ def build(
     """The round's network: ``tasks`` (pending, in queue order), ``waited`` each one's wait."""
     net = FlowNetwork()
     sink = net.node(SINK, "sink")
-    machines = [n for n in snapshot.nodes if not n.draining and n.free_slots > 0]
+    machines = [(n, n.free_slots, n.free_memory_mb) for n in snapshot.nodes if not n.draining]
+    machines = [machine for machine in machines if machine[1] > 0]
     machine_node: dict[str, int] = {}
-    for view in machines:
+    for view, slots, _ in machines:
         machine_node[view.node_id] = index = net.node(MACHINE, view.node_id)
         net.machines[index] = view
-        net.arc(index, sink, view.free_slots, 0.0)
+        net.arc(index, sink, slots, 0.0)
     racks = {n.node_id: (n.node_class, n.zone) for n in snapshot.nodes if not n.draining}
     requests: dict[RequestKey, _Request] = {}
     unscheduled: dict[str, int] = {}
@@ -164,18 +165,18 @@ def _request(
     net: FlowNetwork,
     key: RequestKey,
     model: CostModel,
-    machines: list[NodeView],
+    machines: list[tuple[NodeView, int, int]],
     machine_node: Mapping[str, int],
     now: float,
 ) -> _Request:
-    """A request class's aggregators and arcs to the machines where its tasks fit."""
+    """A request class's aggregators and arcs to the machines where its tasks fit
+    (``machines``: each with its free slots and free memory)."""
     memory_mb, classes, excluded, model_key = key
     fitting: list[tuple[NodeView, int]] = []
-    for view in machines:
+    for view, slots, memory in machines:
         if view.node_class not in classes or view.node_id in excluded:
             continue
-        free_memory = view.free_memory_mb
-        units = view.free_slots if memory_mb <= 0 else min(view.free_slots, free_memory // memory_mb)
+        units = slots if memory_mb <= 0 else min(slots, memory // memory_mb)
         if units > 0:
             fitting.append((view, units))
     request = _Request()
@@ -197,9 +198,10 @@ def _request(
         if zone is not None:
             request.zones[(node_class, zone)] = net.node(ZONE, f"Z {node_class}/{zone}")
             net.arc(by_class[node_class], request.zones[(node_class, zone)], units, 0.0)
-    for (view, units), cost in zip(fitting, costs, strict=True):
-        above = request.zones.get((view.node_class, view.zone), by_class[view.node_class])
-        net.arc(above, machine_node[view.node_id], units, float(cost))
+    net.tails.extend(request.zones.get((v.node_class, v.zone), by_class[v.node_class]) for v in views)
+    net.heads.extend(machine_node[v.node_id] for v in views)
+    net.capacities.extend(units for _, units in fitting)
+    net.costs.extend(np.clip(np.rint(costs * COST_SCALE), 0, COST_CEILING).astype(np.int64).tolist())
     return request
 
 
