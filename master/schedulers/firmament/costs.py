@@ -45,8 +45,9 @@ QUINCY_WAIT_FACTOR = 0.5
 QUINCY_PREFERENCE_FRACTION = 0.1
 QUINCY_TOR_TRANSFER_COST = 1.0
 QUINCY_CORE_TRANSFER_COST = 2.0
-DURATION_BUCKETS_PER_OCTAVE = 4
-"""The transient model groups tasks whose expected durations are within 2^(1/4) of each other."""
+DURATION_BUCKETS_PER_OCTAVE = 2
+"""The transient model groups tasks whose expected durations are within 2^(1/2) of each other
+(each group a request class of its own: fewer groups, a smaller network)."""
 
 Rack = tuple[NodeClass, str | None]
 """A zone aggregator: the testbed's zone within its node class (Quincy's rack)."""
