@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from agents.cli import add_agent_arguments, port_number, run_agent
 from testbed.app.report import add_report_commands
 from testbed.app.sim_commands import add_simulator_commands
-from testbed.node.processes import RunTerminated
+from testbed.node.processes import RunTerminated, StartupFailed
 from testbed.scenario.durations import parse_duration
 from testbed.scenario.limits import MAX_DURATION_S, within_max_duration
 from testbed.scenario.schema import Scenario, ScenarioError, load_scenario
@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     except RunTerminated:
         print("terminated; everything the run started has been stopped", file=sys.stderr)
         return EXIT_TERMINATED
+    except StartupFailed as exc:
+        print(f"testbed run: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
