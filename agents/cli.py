@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import socket
 import sys
 import time
@@ -88,6 +89,7 @@ def run_agent(args: argparse.Namespace) -> int:
         join(agent_group(args.cgroup))
     die_with_parent()
     secrets = take_secrets()  # task workers get none of them
+    _work_in(args)
     try:
         import uvloop
     except ImportError:
@@ -100,6 +102,15 @@ def run_agent(args: argparse.Namespace) -> int:
         print(f"agent {args.node_id or socket.gethostname()}: giving up: {exc}", file=sys.stderr)
         return 1
     return 0  # stopped by SIGTERM or SIGINT: a release, or the end of the run
+
+
+def _work_in(args: argparse.Namespace) -> None:
+    """Run in the node's own directory, as a container's agent runs in ``/data``: each task
+    worker starts in the agent's working directory, and once the one the agent was started in
+    is deleted (its starter's), every start fails with "[Errno 2] No such file or directory"."""
+    args.data_dir = args.data_dir.absolute()
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    os.chdir(args.data_dir)
 
 
 async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> None:
