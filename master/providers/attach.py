@@ -15,9 +15,10 @@ hostname, and refuses anything else (ForeignNodeError), like DockerProvider.
 - Swarm: a node is a task of a service. ``evict`` kills the task's container (on the
   engine the master talks to: the master runs on the manager, the single node of a
   one-node swarm) and removes it; where nodes are evicted, the agents' ``restart_policy``
-  is ``none`` (``master.compose``), so Swarm does not restart it. A new node is a one-replica service created through the manager
-  from a live node's service spec, with the master's command, the node id as hostname and the stack's
-  namespace label (``docker stack rm`` removes it); ``close`` removes those services.
+  is ``none`` (``master.shell.compose_file``), so Swarm does not restart it. A new node is
+  a one-replica service created through the manager from a live node's service spec, with
+  the master's command, the node id as hostname and the stack's namespace label (``docker
+  stack rm`` removes it); ``close`` removes those services.
 """
 
 from __future__ import annotations
