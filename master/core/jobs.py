@@ -426,6 +426,10 @@ class JobRuntime:
                 record.available = False
         self.recover()
 
+    def pushing_on(self, node: str) -> set[TaskKey]:
+        """The tasks whose attempt on ``node`` succeeded and is still pushing its output."""
+        return {key for key in self.progress.on_node.get(node, ()) if self.tasks[key].status == "pushing"}
+
     def node_lost(self, node: str, url: str) -> list[TaskKey]:
         """Tasks that were running (or pushing their output) on the lost node, now
         pending again. A stored output is lost when no copy of it survives."""

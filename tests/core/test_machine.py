@@ -326,6 +326,12 @@ def test_an_eviction_during_a_pado_push_computes_the_block_again() -> None:
     again = [s for n, s in launches(driver.log) if s.task_id == spec.task_id]
     assert [s.attempt for s in again] == [spec.attempt, spec.attempt + 1]
     assert [e["status"] for e in driver.events("job_finished")] == ["succeeded"]
+    # The computed attempt has its row of tasks.csv (succeeded); its lost push is no second row
+    # (a lost one on the same slot would draw a 1-slot node with 2 lanes): a push_failed says it.
+    rows = [(e["attempt"], e["status"]) for e in driver.events("task_finished") if e["task"] == spec.task_id]
+    assert rows == [(spec.attempt, "succeeded"), (spec.attempt + 1, "succeeded")]
+    (failed,) = [e for e in driver.events("push_failed") if e["task"] == spec.task_id]
+    assert failed["error"] == f"its node {node_id} was lost (evicted)"
 
 
 def test_a_will_unanswered_while_the_whole_cluster_is_quiet_is_asked_again() -> None:
