@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from master.core.resume import NODE_ID, Recovered
-from testbed.journal import TaskStarted, read_events
+from testbed.journal.schema import TaskStarted, read_events
 
 
 class ResumeError(Exception):
@@ -37,7 +37,7 @@ class ResumeError(Exception):
 
 def check_resumable(run_dir: Path) -> None:
     """Refuse directories that are not a crashed run: a finished run, not a run. (A live one is
-    refused by its lock: see ``master.rundir.owning``.)"""
+    refused by its lock: see ``master.shell.run_dir.owning``.)"""
     if not (run_dir / "events.jsonl").is_file() or not (run_dir / "scenario.yaml").is_file():
         raise ResumeError(f"{run_dir}: not a run directory (events.jsonl and scenario.yaml are needed)")
     if (run_dir / "summary.json").is_file():

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.segment import Segments
 from rich.table import Table
 
-from testbed.fidelity import emulated
+from testbed.scenario.fidelity import emulated
 
 COLUMNS = ("job", "workload", "status", "submit s", "queue s", "JCT s", "tasks", "relaunched")
 FOLDED = "workload"

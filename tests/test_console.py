@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from testbed.console import print_jct_table
-from testbed.journal_tables import TABLES
+from testbed.app.console import print_jct_table
+from testbed.journal.tables import TABLES
 
 SUMMARY = {
     "name": "quickstart",

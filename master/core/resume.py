@@ -1,11 +1,11 @@
 """Resuming a crashed run in the core: its state rebuilt from what the journal recorded.
 
-``master.resume.recover`` reads the journal into a ``Recovered``; a ``MasterCore``
+``master.shell.resume_run.recover`` reads the journal into a ``Recovered``; a ``MasterCore``
 given it (``resume=``) continues the same scenario: the crash closes what it left
 open (``resuming``), finished jobs are not run again, a job that was running keeps
 its committed final partitions and launches the rest again (``restore_job``), jobs
 not yet submitted arrive at their times (``resumed_arrivals``), and the clock
-continues from the crash. The module docstring of ``master.resume`` says why.
+continues from the crash. The module docstring of ``master.shell.resume_run`` says why.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any, Protocol
 from master.core.commands import Command, PrepareJob
 from master.core.jobs import JobRuntime, LiveJobs
 from master.core.ports import JobEnding, JournalPort, RecoveryPort
-from testbed.api_strategy import JobSubmitted
-from testbed.journal import TaskStarted
-from testbed.scenario import Scenario
+from testbed.api.strategy import JobSubmitted
+from testbed.journal.schema import TaskStarted
+from testbed.scenario.schema import Scenario
 
 NODE_ID = re.compile(r"(reserved|transient)-(\d+)")
 
@@ -91,7 +91,7 @@ def record_the_crash(journal: JournalPort, found: Recovered, prices: dict[str, f
     ended at the crash (``end_s``/``ended_s``), and its event makes its table row.
 
     Resuming the same directory twice (the resumed master crashing too) closes nothing twice:
-    ``master.resume.recover`` reads these events back.
+    ``master.shell.resume_run.recover`` reads these events back.
     """
     now = found.crashed_at
     for (task, attempt), started in sorted(found.in_flight.items()):

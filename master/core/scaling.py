@@ -1,6 +1,6 @@
 """The autoscaler in the core: its decisions applied as Launch/Drain/Undrain/Release.
 
-The decisions come from the pure autoscaler (``master.policies.cloudcoaster``);
+The decisions come from the pure autoscaler (``master.autoscalers.cloudcoaster``);
 this part follows docs/cloudcoaster.md section 6:
 
 - ``decide`` runs after every scheduling round (every task start or end, node
@@ -37,7 +37,7 @@ from typing import Any
 from master.core.node_views import VISIBLE
 from master.core.nodes import NodeRecord
 from master.core.ports import ScalingCore
-from master.policies.base import (
+from testbed.api.policy import (
     Autoscaler,
     ClusterSnapshot,
     Drain,
@@ -47,7 +47,7 @@ from master.policies.base import (
     ScaleDecision,
     Undrain,
 )
-from master.policies.static import StaticAutoscaler
+from master.autoscalers.static import StaticAutoscaler
 
 MAX_ROUNDS = 64
 MAX_SHOWN = 6

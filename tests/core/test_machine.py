@@ -11,10 +11,10 @@ from pathlib import Path
 
 from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, LinkDown, LinkUp, OutputStaged, ProbeAnswered, Round
-from master.resume import recover
-from testbed.policy import Assign, ClusterSnapshot, Decision
-from testbed.protocol import EvictionNotice, FlushAggregate, NodeState, Resync
-from testbed.scenario_chaos import EvictSpec
+from master.shell.resume_run import recover
+from testbed.api.policy import Assign, ClusterSnapshot, Decision
+from testbed.wire.protocol import EvictionNotice, FlushAggregate, NodeState, Resync
+from testbed.scenario.chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches, sends, up
 
@@ -258,7 +258,7 @@ def test_a_probe_sent_into_a_freeze_of_every_agent_that_times_out_after_the_thaw
 
 
 def _succeeded(node_id: str, spec):  # type: ignore[no-untyped-def]
-    from testbed.protocol import TaskUpdate
+    from testbed.wire.protocol import TaskUpdate
 
     return TaskUpdate(node_id=node_id, task_id=spec.task_id, attempt=spec.attempt, state="succeeded")
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, ProbeAnswered, Round
-from master.policies.window import PendingWindow
-from testbed.scenario_chaos import EvictSpec
+from master.schedulers.window import PendingWindow
+from testbed.scenario.chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, up
 from tests.policy_reference import snapshot_v1

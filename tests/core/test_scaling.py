@@ -17,8 +17,8 @@ import pytest
 from master.core import commands as cmd
 from master.core.events import FromNode, Round
 from master.core.scaling import MAX_ROUNDS, AutoscalerUnsettled
-from master.policies import make_autoscaler
-from master.policies.base import ClusterSnapshot, Drain, ScaleDecision
+from master.policy_setup import make_autoscaler
+from testbed.api.policy import ClusterSnapshot, Drain, ScaleDecision
 from tests.core.driver import Driver, up
 from tests.e2e.test_cloudcoaster_run import coaster_scenario, write_trace
 

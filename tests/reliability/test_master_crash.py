@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from master.providers.local import TEMP_RECORD
-from testbed.processes import child_env
+from testbed.node.processes import child_env
 from testbed.workloads.wordcount import read_output
 from tests.conftest import process_alive
 from tests.e2e.test_wordcount_run import expected_counts
@@ -51,7 +51,7 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
 
 def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "testbed.cli", *args],
+        [sys.executable, "-m", "testbed.app.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -68,7 +68,7 @@ def crash_point(journal: list[dict[str, Any]]) -> bool:
 
 def run_until_crash_point(scenario: Path, run_dir: Path, cwd: Path | None = None) -> list[dict[str, Any]]:
     master = subprocess.Popen(
-        [sys.executable, "-m", "testbed.cli", "run", str(scenario), "--out", str(run_dir)],
+        [sys.executable, "-m", "testbed.app.cli", "run", str(scenario), "--out", str(run_dir)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         cwd=cwd,
