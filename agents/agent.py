@@ -26,11 +26,11 @@ from agents.oom import death_outcome, oom_kill_count
 from agents.push import push_block
 from agents.shuffle import make_app
 from agents.worker_main import combine_in_worker, run_in_worker, warmed
-from testbed.bandwidth import UNLIMITED, NodeLimits
-from testbed.cgroups import slot_group
-from testbed.lru import LruCache
-from testbed.mqtt import BrokerAddress, MqttLink
-from testbed.protocol import (
+from testbed.node.bandwidth import UNLIMITED, NodeLimits
+from testbed.node.cgroups import slot_group
+from testbed.node.lru import LruCache
+from testbed.wire.mqtt import BrokerAddress, MqttLink
+from testbed.wire.protocol import (
     INLINE_NOOP,
     BlockReceived,
     CachedInput,
@@ -70,7 +70,7 @@ class AgentConfig:
     advertise: str = "127.0.0.1"
     port: int = 0
     node_key: str = ""
-    """Checks the capabilities presented to this node's shuffle server (testbed.capabilities)."""
+    """Checks the capabilities presented to this node's shuffle server (testbed.wire.capabilities)."""
     heartbeat_interval: float = 0.5
     master_id: str = "master"
     warm_workers: bool = True
@@ -78,9 +78,9 @@ class AgentConfig:
     """Extra memory a task worker may allocate (None: no limit); see agents.worker."""
     network_mbps: float | None = None
     disk_mb_s: float | None = None
-    """The node's bandwidths (None: unlimited), shared with its task workers (testbed.bandwidth)."""
+    """The node's bandwidths (None: unlimited), shared with its task workers (testbed.node.bandwidth)."""
     cgroup: Path | None = None
-    """The node's CPU group (testbed.cgroups): each task worker joins the leaf of a free slot."""
+    """The node's CPU group (testbed.node.cgroups): each task worker joins the leaf of a free slot."""
 
 
 @dataclass

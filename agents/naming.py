@@ -16,9 +16,9 @@ import time
 
 import aiomqtt
 
-from testbed.capabilities import name_proof
-from testbed.mqtt import BrokerAddress
-from testbed.protocol import Codec, NameRequest, NodeClass, NodeNamed, Topics
+from testbed.wire.capabilities import name_proof
+from testbed.wire.mqtt import BrokerAddress
+from testbed.wire.protocol import Codec, NameRequest, NodeClass, NodeNamed, Topics
 
 log = logging.getLogger("agent")
 ASK_INTERVAL_S = 0.5

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from master.master import Master
-from testbed.protocol import (
+from master.shell.master import Master
+from testbed.wire.protocol import (
     BlockReceived,
     CancelTask,
     Codec,

@@ -8,9 +8,9 @@ import asyncio
 import aiomqtt
 
 from agents.naming import ask_name
-from testbed.capabilities import name_proof
-from testbed.mqtt import BrokerAddress
-from testbed.protocol import Codec, NameRequest, NodeNamed, Topics
+from testbed.wire.capabilities import name_proof
+from testbed.wire.mqtt import BrokerAddress
+from testbed.wire.protocol import Codec, NameRequest, NodeNamed, Topics
 
 TOPICS = Topics("r1")
 HOST = "c0ffee123456"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed.node.cgroups import CgroupUnavailable, detect
 from testbed.app.cli import main
+from testbed.node.cgroups import CgroupUnavailable, detect
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 SHIPPED = sorted([*SCENARIOS.glob("*.yaml"), *(SCENARIOS / "papers").glob("*.yaml")])

@@ -21,11 +21,11 @@ from master.chaos.rules import LAUNCH, ChaosRules, Reason, StormEvent, VirtualCl
 from master.chaos.select import EvictableNode
 from testbed.api.policy import NodeView
 from testbed.chaosmodels.lifetimes import NODE_CLASSES, format_seconds
-from testbed.scenario.limits import MAX_PLANNED_EVICTIONS
 from testbed.chaosmodels.prices import parse_price
-from testbed.wire.protocol import NodeClass
-from testbed.scenario.schema import Scenario
 from testbed.scenario.chaos import EvictSpec, StormSpec
+from testbed.scenario.limits import MAX_PLANNED_EVICTIONS
+from testbed.scenario.schema import Scenario
+from testbed.wire.protocol import NodeClass
 
 RUNTIME_DEPENDENT = ("busiest", "most-data")
 

@@ -65,6 +65,7 @@ from master.policy_setup import make_scheduler, stage_memory
 from testbed.api.policy import Autoscaler, ClusterSnapshot, NodeView, RunningTask, Scheduler
 from testbed.api.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from testbed.arrivals.generate import is_long
+from testbed.scenario.schema import Scenario
 from testbed.wire.protocol import (
     MAX_BACKOFF_S,
     BlockReceived,
@@ -76,7 +77,6 @@ from testbed.wire.protocol import (
     Resync,
     TaskUpdate,
 )
-from testbed.scenario.schema import Scenario
 from testbed.workloads import plan_job
 
 log = logging.getLogger("master")

@@ -34,6 +34,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import Any
 
+from master.autoscalers.static import StaticAutoscaler
 from master.core.node_views import VISIBLE
 from master.core.nodes import NodeRecord
 from master.core.ports import ScalingCore
@@ -47,7 +48,6 @@ from testbed.api.policy import (
     ScaleDecision,
     Undrain,
 )
-from master.autoscalers.static import StaticAutoscaler
 
 MAX_ROUNDS = 64
 MAX_SHOWN = 6

@@ -13,8 +13,8 @@ from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, LinkDown, LinkUp, OutputStaged, ProbeAnswered, Round
 from master.shell.resume_run import recover
 from testbed.api.policy import Assign, ClusterSnapshot, Decision
-from testbed.wire.protocol import EvictionNotice, FlushAggregate, NodeState, Resync
 from testbed.scenario.chaos import EvictSpec
+from testbed.wire.protocol import EvictionNotice, FlushAggregate, NodeState, Resync
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches, sends, up
 

@@ -17,9 +17,9 @@ import docker
 import pytest
 
 from master.providers.base import ForeignNodeError
-from master.run import run_scenario
-from testbed.scenario import SortJob, load_scenario
-from testbed.scenario_chaos import EvictSpec
+from master.shell.run import run_scenario
+from testbed.scenario.chaos import EvictSpec
+from testbed.scenario.schema import SortJob, load_scenario
 from testbed.workloads.cli import write_generated
 from tests.conftest import make_scenario
 from tests.docker.conftest import Decoys, new_run_id, remove_run, run_leftovers

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from master.run import run_scenario
+from master.shell.run import run_scenario
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean, expected_counts
