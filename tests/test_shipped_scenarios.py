@@ -66,6 +66,7 @@ def test_the_headers_commands_are_found() -> None:
     assert ["--set", "seed=2"] in commands
 
 
+@pytest.mark.e2e  # planning a paper's chaos to its horizon takes seconds (sim-10k: 33,000 evictions)
 @pytest.mark.parametrize("path", SHIPPED, ids=_name)
 def test_a_shipped_scenario_validates_as_its_header_runs_it(
     path: Path, isolation: None, capsys: pytest.CaptureFixture[str]
@@ -74,6 +75,7 @@ def test_a_shipped_scenario_validates_as_its_header_runs_it(
         assert main(["validate", str(path), *options]) == 0, (options, capsys.readouterr().err)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("path", SHIPPED, ids=_name)
 def test_a_shipped_scenario_is_planned_to_its_horizon(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["chaos", "plan", str(path)]) == 0, capsys.readouterr().err
