@@ -46,7 +46,7 @@ async def test_the_agent_takes_only_its_proven_name(mosquitto: str) -> None:
     ready = asyncio.Event()
     master = asyncio.create_task(master_answering(broker, "s3cret", ready))
     await ready.wait()
-    name = await asyncio.wait_for(ask_name(broker, "r1", HOST, "transient", "s3cret", 2, 768), 30)
+    name = await asyncio.wait_for(ask_name(broker, "r1", HOST, "transient", "s3cret", 2, 768, 60.0), 30)
     (request,) = await master
     assert name == "transient-3"
     assert (request.host, request.node_class, request.slots, request.memory_mb) == (HOST, "transient", 2, 768)

@@ -30,6 +30,11 @@ from testbed.scenario.schema import Scenario, ScenarioError, input_files, load_s
 
 BROKER_URL = "mqtt://broker:1883"
 AGENT_START_PERIOD_S = 300
+BROKER_START_PERIOD_S = 30
+HEALTH_PROBE = {"interval": "10s", "timeout": "60s", "retries": 6}
+"""The image's probe, judged leniently: Swarm stops a task whose probe fails ``retries`` times in a
+row, and on a loaded host the probe (a process started in the container) takes seconds. Only a
+process silent for a minute is judged dead; a slow but live broker or agent is left alone."""
 NODE_CLASSES = ("reserved", "transient")
 # the repository, when the package runs from a checkout: the image can then be built from it
 REPOSITORY = Path(master.__file__).resolve().parent.parent
@@ -112,12 +117,18 @@ class _Stack:
             "broker": {
                 **self._common(),
                 "command": ["broker"],
+                "healthcheck": {**HEALTH_PROBE, "start_period": f"{BROKER_START_PERIOD_S}s"},
                 # Swarm: the name resolves to the task's address, no virtual IP (needs no IPVS)
                 "deploy": {"endpoint_mode": "dnsrr"},
             },
             "master": self._master(),
             **{name: self._agents(cls, replicas) for name, cls, replicas in self._agent_services()},
         }
+
+    def _agent_restarts(self) -> str:
+        """An agent that gave up (it exits 1, its broker out of reach for too long) is started
+        again, unless agents are evicted or released: an evicted node stays dead."""
+        return "none" if evicts_or_releases(self.scenario) else "on-failure"
 
     def _agent_services(self) -> list[tuple[str, str, int]]:
         """(service, node class, replicas) of every agent service."""
@@ -193,14 +204,14 @@ class _Stack:
                 ),
             ],
             "labels": {LABEL_RUN: self.run_id, LABEL_CLASS: node_class},
-            # the image's probe, but an agent waiting for the broker and its name is not unhealthy
-            # (Swarm stops unhealthy tasks, and starts a stack's services in any order)
-            "healthcheck": {"start_period": f"{AGENT_START_PERIOD_S}s"},
+            # an agent waiting for the broker and its name is not unhealthy (Swarm stops unhealthy
+            # tasks, and starts a stack's services in any order)
+            "healthcheck": {**HEALTH_PROBE, "start_period": f"{AGENT_START_PERIOD_S}s"},
             "depends_on": ["broker"],
             "deploy": {
                 "replicas": replicas,
                 "resources": {"limits": limits},
-                "restart_policy": {"condition": "none"},  # an evicted node stays dead (Swarm)
+                "restart_policy": {"condition": self._agent_restarts()},
             },
         }
         if self.per_node:  # evicted by removing its service through the Swarm manager: a SIGKILL

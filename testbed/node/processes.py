@@ -39,6 +39,10 @@ class RunTerminated(Exception):
     """A run stopped by SIGTERM; everything it started has been stopped (exit status 143)."""
 
 
+class StartupFailed(Exception):
+    """The run's initial cluster did not come up: printed as one line, exit status 1."""
+
+
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when the process that started it dies.
 
