@@ -10,8 +10,7 @@ them ``key-value_..._seed-N``); several sweep directories may be given (e.g. two
 a grid run side by side). Runs that agree on every other varied key form one condition.
 
 - mean's interval: Student's t over the seeds (n - 1 degrees of freedom). With 3 seeds this
-  is wide on purpose: the percentile bootstrap of ``testbed sweep``'s sweep.md is too
-  narrow at such n.
+  is wide on purpose: a percentile bootstrap is too narrow at such n.
 - ratio: the geometric mean over seeds of subject / other (the same seed gives both the
   same trace or eviction schedule), its t interval on the logs, and the paired t-test
   on the logs (two-sided, ``scipy.stats.ttest_rel``); with 6 or more pairs also the exact

@@ -5,7 +5,7 @@
         [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
 
 pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster: a `testbed sweep` over the
-paper's variants with seeds (its sweep.md: bootstrap intervals), then
+paper's variants with seeds (its sweep.md: bootstrap intervals, Student's t below 5 runs), then
 benchmarks/paper_stats.py's paired table (per variant n, mean, sd, Student's t 95% interval;
 the subject against each other variant paired by seed, with a paired t-test), written to
 DIR/paired.md with the conditions (backend, load average before and after, commit). Without

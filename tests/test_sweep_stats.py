@@ -1,4 +1,4 @@
-"""A sweep's statistics on hand-made run directories: bootstrap intervals, ratios to the
+"""A sweep's statistics on hand-made run directories: bootstrap and t intervals, ratios to the
 baseline, the A/A row, host noise against schedule variance, and the overlay CDFs."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from testbed.app.stats import estimate, halves, noise_split, ratio
+from testbed.app.stats import estimate, halves, noise_split, p95, ratio
 from testbed.app.sweep.grid import Variation, grid
 from testbed.app.sweep.results import write_results
 from testbed.scenario.schema import load_scenario
@@ -50,6 +51,7 @@ def test_a_ratio_of_a_sample_to_itself_is_one_and_to_half_of_it_a_half() -> None
     assert same and half and same.value == 1.0 and same.low < 1.0 < same.high
     assert half.value == 0.5 and half.high < 1.0
     assert ratio([0.0, 0.0], sample) is None
+    assert ratio(sample[:4], sample[:4]).low is None  # fewer than 5 values: no ratio interval
 
 
 def test_host_noise_is_the_spread_within_a_seed_and_schedule_variance_between_seeds() -> None:
@@ -61,7 +63,7 @@ def test_host_noise_is_the_spread_within_a_seed_and_schedule_variance_between_se
 
 def test_sweep_md_has_intervals_ratios_the_aa_row_and_paper_sized_overlays(tmp_path: Path) -> None:
     variations = [Variation.parse("policy.strategy=spark,pado")]
-    cells = grid(variations, [1, 2], repeats=2)
+    cells = grid(variations, [1, 2, 3, 4, 5], repeats=2)
     assert [c.name for c in cells[:2]] == ["strategy-spark_seed-1", "strategy-spark_seed-1_rep-1"]
     rng = random.Random(7)
     for cell in cells:
@@ -75,13 +77,38 @@ def test_sweep_md_has_intervals_ratios_the_aa_row_and_paper_sized_overlays(tmp_p
     assert low < 0.5 < high < 1.0
     assert re.search(r"\| 1 \[0\.\d+, 1\.\d+\] \|", spark)  # the baseline over itself
     aa = next(line for line in table.splitlines() if line.startswith("| spark: even runs / odd runs"))
-    assert "| 2 / 2 |" in aa and re.search(r"\| [01]\.\d+ \[0\.\d+, 1\.\d+\] \|", aa)
+    assert "| 5 / 5 |" in aa and re.search(r"\| [01]\.\d+ \[0\.\d+, 1\.\d+\] \|", aa)
     for stem in ("sweep-jct-cdf", "sweep-queue-cdf"):
         assert (tmp_path / f"{stem}.png").stat().st_size > 0
         svg = (tmp_path / f"{stem}.svg").read_text()
         assert 'width="237.6pt"' in svg  # 3.3 in, one column
     rows = list(csv.DictReader((tmp_path / "sweep.csv").open()))
     assert [r["repeat"] for r in rows[:2]] == ["0", "1"]
+    assert "warning" not in table
+
+
+T_975 = {1: 12.706204736174698, 2: 4.302652729911275}
+"""Student's t 97.5% quantiles by degrees of freedom (a table's values)."""
+
+
+def test_two_seeds_give_a_t_interval_no_ratio_interval_and_a_warning(tmp_path: Path) -> None:
+    """Two runs per cell: a bootstrap of two values gave "1.26 [1.24, 1.28]"; the mean now
+    has Student's t interval (1 degree of freedom), the ratio none, and sweep.md warns."""
+    variations = [Variation.parse("policy.strategy=spark,pado")]
+    cells = grid(variations, [1, 2])
+    means = {"spark": [10.0, 12.0], "pado": [12.0, 15.0]}
+    for cell in cells:
+        fake_run(tmp_path / cell.name, [means[dict(cell.values)["policy.strategy"]][cell.seed - 1]] * 3)
+    write_results(tmp_path, cells, variations)
+    table = (tmp_path / "sweep.md").read_text()
+    pado = next(line for line in table.splitlines() if line.startswith("| pado |"))
+    half = T_975[1] * float(np.std([12.0, 15.0], ddof=1)) / 2**0.5
+    assert f"| 13.5 [{13.5 - half:.3g}, {13.5 + half:.3g}] |" in pado
+    assert "| 1.23 |" in pado  # 13.5 / 11: no interval from two runs
+    assert "**warning: only 2 runs behind some numbers (fewer than 5)" in table
+    three = estimate([10.0, 11.0, 12.0])
+    assert three is not None and three.low == pytest.approx(11 - T_975[2] / 3**0.5)
+    assert estimate([10.0, 11.0, 12.0], p95).low is None  # no percentile interval below 5
 
 
 def test_a_sweep_checks_a_scenario_whose_dilation_is_auto():

@@ -8,10 +8,13 @@ ratio reads ``pado / spark mean JCT (s, emulated) 0.41x``.
 
 The metrics that are statistics over a run's jobs (mean, p50 and p95 JCT, mean
 queueing delay) come with 95% bootstrap intervals over those jobs, and so do
-their ratios (``testbed/app/stats.py``); the A/A column is the baseline against
-itself, its jobs in alternate halves (in submission order): the noise floor a
-ratio must clear. The other metrics are one number per run: compare their
-spread over seeds with ``testbed sweep``.
+their ratios (``testbed/app/stats.py``; below 5 jobs a mean gets a t interval,
+a percentile or ratio none, and the table says so); the A/A column is the
+baseline against itself, each workload's jobs (in submission order) paired two
+by two, the first of a pair in one half and the second in the other, so that a
+sort job is only ever set against a sort job: the noise floor a ratio must
+clear. The other metrics are one number per run: compare their spread over
+seeds with ``testbed sweep``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,17 @@ from testbed.app.report.document import markdown_table, number
 from testbed.app.report.errors import UsageError
 from testbed.app.report.metrics import compute_metrics, is_completed, policy_metrics
 from testbed.app.report.rundir import RunData, load_run
-from testbed.app.stats import Estimate, Statistic, estimate, halves, mean, p50, p95, ratio
+from testbed.app.stats import (
+    Estimate,
+    Statistic,
+    estimate,
+    few_samples_warning,
+    mean,
+    p50,
+    p95,
+    pairs_by,
+    ratio,
+)
 
 POLICY_AXES = ("scheduler", "strategy", "autoscaler")
 SAMPLED: dict[str, tuple[str, Statistic]] = {
@@ -50,6 +63,8 @@ class ComparedRun:
     samples: dict[str, list[float]] = field(default_factory=dict)
     """``jct``: the succeeded jobs' JCTs, ``queue``: the jobs' queueing delays, in
     submission order."""
+    workloads: dict[str, list[str]] = field(default_factory=dict)
+    """Each sample's jobs' workloads, in the same order."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +89,7 @@ class Comparison:
         return value / base
 
     def interval(self, metric: str, run: int) -> Estimate | None:
-        """The metric of ``run`` with its 95% bootstrap interval over the run's jobs."""
+        """The metric of ``run`` with its 95% interval over the run's jobs."""
         if metric not in SAMPLED:
             return None
         sample, statistic = SAMPLED[metric]
@@ -89,12 +104,23 @@ class Comparison:
         return ratio(base, other, statistic)
 
     def aa_interval(self, metric: str) -> Estimate | None:
-        """The A/A ratio: the baseline's even jobs' metric over its odd jobs'."""
+        """The A/A ratio: the baseline's second jobs of each workload's pairs over the first."""
         if metric not in SAMPLED:
             return None
         sample, statistic = SAMPLED[metric]
-        first, second = halves(self.baseline.samples.get(sample, []))
+        values = self.baseline.samples.get(sample, [])
+        first, second = pairs_by(values, self.baseline.workloads.get(sample, [""] * len(values)))
         return ratio(first, second, statistic)
+
+    def warning(self) -> str | None:
+        """One line when a run's interval or ratio is over fewer jobs than a bootstrap needs."""
+        estimates = [
+            estimate_
+            for metric in self.metrics
+            for i in range(len(self.runs))
+            for estimate_ in (self.interval(metric, i), self.ratio_interval(metric, i) if i else None)
+        ]
+        return few_samples_warning([*estimates, *map(self.aa_interval, self.metrics)], "jobs")
 
     def plot(self, stem: Path) -> list[Path]:
         """JCT and queueing-delay CDFs of every run overlaid (``<stem>-jct-cdf`` and
@@ -148,11 +174,13 @@ class Comparison:
         note = (
             "Times are emulated seconds (wall seconds / the run's dilation). "
             "[low, high]: 95% bootstrap interval over the run's jobs; A/A: the baseline's "
-            "even jobs over its odd jobs, the noise floor."
+            "jobs of each workload paired in submission order, the second of each pair over the "
+            "first, the noise floor."
         )
+        warning = self.warning()
         return (
             f"# Comparison (baseline: {self.baseline.label})\n\n{legend}\n\n{note}\n\n"
-            f"{markdown_table(headers, rows)}\n"
+            f"{markdown_table(headers, rows)}\n" + (f"\n**{warning}**\n" if warning else "")
         )
 
     def _value_text(self, metric: str, run: int) -> str:
@@ -203,19 +231,29 @@ def compare_runs(run_dirs: list[str | Path]) -> Comparison:
         values.update({key: extra[key] for key in shared})
         compared.append(
             ComparedRun(
-                label, run.path, _policy_text(run), run.seed, run.partial, values, run.dilation, _samples(run)
+                label,
+                run.path,
+                _policy_text(run),
+                run.seed,
+                run.partial,
+                values,
+                run.dilation,
+                *_samples(run),
             )
         )
     return Comparison(compared, list(compared[0].values))
 
 
-def _samples(run: RunData) -> dict[str, list[float]]:
-    """The jobs' JCTs and queueing delays, as the report's statistics take them."""
+def _samples(run: RunData) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
+    """The jobs' JCTs and queueing delays, as the report's statistics take them, and the
+    workload of each."""
     jobs = sorted(run.jobs, key=lambda j: (j.submit_s if j.submit_s is not None else 0.0, j.job_id))
-    return {
-        "jct": [j.jct_s for j in jobs if is_completed(j) and j.jct_s is not None],
-        "queue": [j.queue_s for j in jobs if j.queue_s is not None],
+    chosen = {
+        "jct": [j for j in jobs if is_completed(j) and j.jct_s is not None],
+        "queue": [j for j in jobs if j.queue_s is not None],
     }
+    samples = {name: [float(getattr(j, f"{name}_s")) for j in picked] for name, picked in chosen.items()}
+    return samples, {name: [j.workload for j in picked] for name, picked in chosen.items()}
 
 
 def run_labels(runs: list[RunData]) -> list[str]:

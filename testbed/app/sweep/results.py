@@ -5,7 +5,8 @@ overlay CDFs ``sweep-jct-cdf`` and ``sweep-queue-cdf`` (PNG and SVG, one paper c
 ``status`` (``ok``; ``failed`` when a job of it failed; ``crashed`` when it left
 no summary) and every number of its ``summary.json``. ``sweep.md`` has one row
 per cell: each metric's mean over its ``ok`` runs with a 95% bootstrap interval
-(``testbed/app/stats.py``), its mean JCT over the baseline's (the first cell) with an
+(``testbed/app/stats.py``; below 5 runs a t interval, and no interval for a
+ratio, with a warning under the table), its mean JCT over the baseline's (the first cell) with an
 interval, the spread of mean JCT within a seed (host noise: repeats of one seed)
 and between seeds (the eviction schedule), and which runs failed (excluded from
 the numbers: a run's mean JCT counts only its succeeded jobs). Under it, the A/A
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from testbed.app.overlay import plot_cdfs
-from testbed.app.stats import Estimate, estimate, halves, noise_split, ratio
+from testbed.app.stats import Estimate, estimate, few_samples_warning, halves, noise_split, ratio
 
 if TYPE_CHECKING:
     from testbed.app.sweep.grid import Cell, Variation
@@ -119,17 +120,23 @@ def _markdown(groups: dict[tuple[str, ...], list[dict[str, Any]]], keys: list[st
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     baseline = _values(next(iter(groups.values())), "mean_jct_s")
+    estimates: list[Estimate | None] = []
     for group, rows in groups.items():
         host, schedule = noise_split(_by_seed(rows))
+        means = [estimate(_values(rows, metric)) for metric in METRICS]
+        to_baseline = ratio(baseline, _values(rows, "mean_jct_s"))
+        estimates += [*means, to_baseline]
         cells = [
-            *(_text(estimate(_values(rows, metric))) for metric in METRICS),
-            _ratio_text(ratio(baseline, _values(rows, "mean_jct_s"))),
+            *map(_text, means),
+            _ratio_text(to_baseline),
             _text(host),
             _text(schedule),
             _failed_runs(rows),
         ]
         lines.append("| " + " | ".join([*group, str(len(rows)), *cells]) + " |")
     lines += ["", *_aa_table(next(iter(groups.items())))]
+    if warning := few_samples_warning(estimates, "runs"):
+        lines += ["", f"**{warning}** (`--seeds`, `--repeats`)"]
     failed = sum(1 for rows in groups.values() for r in rows if r["status"] != "ok")
     if failed:
         lines += ["", f"**{failed} run(s) failed**: their numbers are left out; see `logs/<run>.log`."]
