@@ -376,7 +376,8 @@ def _describe_storm(storm: StormSpec) -> str:
 
 
 def _clock(seconds: float) -> str:
-    """``h:mm:ss.s``."""
-    minutes, secs = divmod(seconds, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    return f"{hours}:{minutes:02d}:{secs:04.1f}"
+    """``h:mm:ss.s``, rounded to the tenth before it is split (1199.97 s is ``0:20:00.0``,
+    not ``0:19:60.0``)."""
+    minutes, tenths = divmod(round(seconds * 10), 600)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{tenths / 10:04.1f}"

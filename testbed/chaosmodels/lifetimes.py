@@ -59,7 +59,7 @@ def format_seconds(seconds: float) -> str:
     """``90`` -> ``1m30s``, ``0.25`` -> ``0.25s``, ``7200`` -> ``2h``."""
     if not math.isfinite(seconds):
         return "never"
-    if seconds < 60:
+    if seconds < 59.95:  # what rounds to 60 at 3 digits is a minute
         return f"{seconds:.3g}s"
     whole = round(seconds)
     hours, rest = divmod(whole, 3600)

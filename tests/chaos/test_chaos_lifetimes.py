@@ -94,6 +94,7 @@ def test_describe_names_the_parameters():
     [
         (0.25, "0.25s"),
         (45, "45s"),
+        (59.97, "1m"),
         (90, "1m30s"),
         (7200, "2h"),
         (3661, "1h1m1s"),

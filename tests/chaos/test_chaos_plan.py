@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from master.chaos.plan import format_plan, plan_evictions
+from master.chaos.plan import _clock, format_plan, plan_evictions
 from master.chaos.rules import storm_events
 from testbed.scenario.chaos import StormSpec
 from testbed.scenario.schema import parse_scenario
@@ -253,3 +253,18 @@ def test_format_an_empty_plan():
         "kill (trace)  kill (wall)  warning  node  reason  lifetime  launched  replaced at",
         "0 evictions: 0 by lifetime, 0 by storms",
     ]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (1199.97, "0:20:00.0"),
+        (3599.96, "1:00:00.0"),
+        (59.94, "0:00:59.9"),
+        (90.0, "0:01:30.0"),
+        (0.0, "0:00:00.0"),
+    ],
+)
+def test_plan_times_carry_a_rounded_minute(seconds: float, text: str) -> None:
+    """A time that rounds up to the next minute reads ``0:20:00.0``, never ``0:19:60.0``."""
+    assert _clock(seconds) == text
