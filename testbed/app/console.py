@@ -37,7 +37,6 @@ def print_jct_table(run_dir: Path, summary: dict[str, Any], console: Console | N
         f"p95 {_num(summary['p95_jct_s'])} s, makespan {_num(summary['makespan_s'])} s; "
         f"{summary['evictions']} evictions, {summary['relaunched_tasks']} relaunched tasks\n"
         + _time_note(summary, dilation)
-        + f"run directory: {run_dir}"
     )
 
 
@@ -93,7 +92,7 @@ def _num(value: Any) -> str:
 
 def _time_note(summary: dict, dilation: float) -> str:
     if summary.get("backend") == "sim":
-        return "times in simulated seconds since the run started (backend: sim, docs/simulation.md)\n"
+        return "times in simulated seconds since the run started (backend: sim, docs/simulation.md)"
     if dilation != 1.0:
-        return f"times in emulated seconds: wall / dilation {dilation:g} (wall times in summary.json)\n"
-    return "times in emulated seconds since the run started (= wall seconds: no dilation)\n"
+        return f"times in emulated seconds: wall / dilation {dilation:g} (wall times in summary.json)"
+    return "times in emulated seconds since the run started (= wall seconds: no dilation)"

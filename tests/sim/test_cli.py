@@ -35,6 +35,15 @@ def test_run_backend_sim_writes_a_run_directory_marked_sim(tmp_path: Path) -> No
     assert main(["report", str(out)]) == 0
 
 
+def test_the_run_directory_is_printed_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Named when the run starts (where to look while it runs), not again under the JCT table."""
+    out = tmp_path / "run"
+    assert main(["run", str(write(tmp_path)), "--backend", "sim", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    lines = [line for line in (printed.out + printed.err).splitlines() if "run directory" in line]
+    assert lines == [f"run directory: {out}"]
+
+
 def test_the_scenario_can_ask_for_the_simulator(tmp_path: Path) -> None:
     out = tmp_path / "run"
     assert main(["run", str(write(tmp_path, backend="sim")), "--out", str(out)]) == 0
