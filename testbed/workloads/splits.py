@@ -7,6 +7,7 @@ finish its last line. Together the splits cover every line exactly once.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,15 +15,31 @@ from testbed.scenario.inputs import resolve_inputs
 
 
 def byte_ranges(paths: list[Path], count: int, align: int = 1) -> list[dict[str, object]]:
-    """About ``count`` ranges over the files, each a multiple of ``align`` bytes long."""
+    """``count`` ranges over the files (a file's share by its size, one at least, and no more
+    than it has ``align``-byte units), each a multiple of ``align`` bytes but a file's last."""
     sizes = [p.stat().st_size for p in paths]
-    total = max(sum(sizes), 1)
-    target = max(align, -(-total // max(count, 1)) // align * align)
     ranges: list[dict[str, object]] = []
-    for path, size in zip(paths, sizes, strict=True):
-        for start in range(0, max(size, 1), target):
-            ranges.append({"path": str(path.resolve()), "start": start, "end": min(size, start + target)})
+    for path, size, share in zip(paths, sizes, _shares(sizes, count), strict=True):
+        units = -(-size // align)
+        pieces = max(1, min(share, units))
+        bounds = [min(size, units * i // pieces * align) for i in range(pieces + 1)]
+        ranges += [
+            {"path": str(path.resolve()), "start": start, "end": end}
+            for start, end in itertools.pairwise(bounds)
+        ]
     return ranges
+
+
+def _shares(sizes: list[int], count: int) -> list[int]:
+    """``count`` (at least one per file) split over the files in proportion to their sizes,
+    the largest remainders rounded up."""
+    extra = max(count, len(sizes)) - len(sizes)
+    exact = [extra * size / (sum(sizes) or 1) for size in sizes]
+    shares = [int(value) for value in exact]
+    by_remainder = sorted(range(len(sizes)), key=lambda i: shares[i] - exact[i])
+    for i in by_remainder[: extra - sum(shares)]:
+        shares[i] += 1
+    return [1 + share for share in shares]
 
 
 def line_splits(pattern: str, maps: int | None, split_mb: float) -> list[dict[str, object]]:
