@@ -99,3 +99,22 @@ def test_validate_refuses_what_run_refuses_a_chaos_plan_over_the_limit(
     assert errors[0] == errors[1] and len(errors[0].strip().splitlines()) == 1, errors
     assert errors[0].startswith(f"{path}: chaos: more than 100 evictions are planned before"), errors
     assert not (tmp_path / "run").exists()
+
+
+def test_validate_reports_every_error_in_one_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unknown scheduler, strategy and autoscaler and a chaos plan over the limit: four
+    lines at once (validate stopped at the scheduler, then at the next one fixed)."""
+    monkeypatch.setattr("master.chaos.plan.MAX_PLANNED_EVICTIONS", 100)
+    path = tmp_path / "wrong.yaml"
+    wrong = {"name": "wrong", "cluster": {"reserved": 1, "transient": 1}, "jobs": [{"workload": "sleep"}]}
+    wrong |= {"chaos": {"transient": {"lifetime": {"fixed": "10s"}}}, "timeout": "1h"}
+    wrong |= {"policy": {"scheduler": "no-such", "strategy": "no-such", "autoscaler": "no-such"}}
+    path.write_text(yaml.safe_dump(wrong))
+    assert main(["validate", str(path)]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    fields = ["policy.scheduler: ", "policy.strategy: ", "policy.autoscaler: ", "chaos: more than 100 "]
+    assert len(errors) == 4, errors
+    for error, field in zip(errors, fields, strict=True):
+        assert error.startswith(f"{path}: {field}"), errors

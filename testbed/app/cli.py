@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -249,12 +251,28 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
     from master.shell.scale_model import local_isolation, resolve
 
     scenario = resolve(scenario)
-    build_policies(scenario, path)
-    if backend == "local":
-        local_isolation(scenario)  # a faithful run without cgroups is refused now, in one line
-    planned_evictions(scenario, path)  # a chaos section too busy to run is refused now
-    check_broker(scenario, backend)
+    checks: list[Callable[[], object]] = [
+        lambda: build_policies(scenario, path),
+        lambda: planned_evictions(scenario, path),  # a chaos section too busy to run is refused now
+        lambda: check_broker(scenario, backend),
+    ]
+    if backend == "local":  # a faithful run without cgroups is refused now, in one line
+        checks.insert(1, lambda: local_isolation(scenario))
+    problems = [problem for check in checks for problem in _problems(check)]
+    if problems:
+        raise ScenarioError(problems)
     return scenario
+
+
+def _problems(check: Callable[[], object]) -> list[str]:
+    """What ``check`` refuses, one line each: every check runs, so that one pass says all."""
+    try:
+        check()
+    except ScenarioError as exc:
+        return exc.problems
+    except UsageError as exc:
+        return [str(exc)]
+    return []
 
 
 def cmd_compose(args: argparse.Namespace) -> int:
@@ -300,12 +318,13 @@ def build_policies(scenario: Scenario, path: str) -> None:
     from master.shell.scale_model import resolve
 
     scenario = resolve(scenario)
-    try:
-        make_scheduler(scenario)
-        make_strategy(scenario)
-        make_autoscaler(scenario)
-    except ScenarioError as exc:
-        raise ScenarioError([f"{path}: {problem}" for problem in exc.problems]) from None
+    problems = [
+        problem
+        for make in (make_scheduler, make_strategy, make_autoscaler)
+        for problem in _problems(functools.partial(make, scenario))
+    ]
+    if problems:
+        raise ScenarioError([f"{path}: {problem}" for problem in problems])
 
 
 def cmd_run(args: argparse.Namespace) -> int:
