@@ -339,8 +339,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("testbed run: give a scenario file, or --resume RUN_DIR")
     scenario, args.backend = load_for_backend(args)
     if args.dry_run:
-        print(eviction_plan(scenario, args.scenario))
-        return EXIT_OK
+        return dry_run(scenario, args.scenario)
     scenario = preflight(scenario, args.scenario, args.backend)  # before anything starts
     with contextlib.ExitStack() as owned:
         try:
@@ -431,6 +430,19 @@ def check_broker(scenario: Scenario, backend: str) -> None:
         raise UsageError(f"TESTBED_BROKER: {exc}") from None
     except ConnectionError as exc:
         raise UsageError(f"testbed run: {exc}") from None
+
+
+def dry_run(scenario: Scenario, path: Path) -> int:
+    """The eviction plan to the end of the jobs (``testbed.app.dry_run``), after the checks of
+    a real run's plan (to the timeout: within its limits)."""
+    from testbed.app.dry_run import horizon_note, jobs_horizon
+
+    timeout = _plan_horizon(scenario, None)[1]
+    planned_evictions(scenario, path)
+    horizon = jobs_horizon(scenario)
+    print(horizon_note(horizon, timeout))
+    print(eviction_plan(scenario, path, horizon))
+    return EXIT_OK
 
 
 def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) -> str:

@@ -44,6 +44,21 @@ def test_the_run_directory_is_printed_once(tmp_path: Path, capsys: pytest.Captur
     assert lines == [f"run directory: {out}"]
 
 
+def test_a_dry_run_plans_to_the_end_of_the_jobs_not_to_the_timeout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Jobs that end seconds in, a timeout of 10 h and a node lifetime of 30 s: the plan went
+    on to 10 h (2,400 evictions); it stops where a simulated run's last job ends, and says so."""
+    chaos = {"transient": {"lifetime": {"fixed": "30s"}}}
+    path = write(tmp_path, chaos=chaos, timeout="10h")
+    assert main(["run", str(path), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("horizon: ") and "where the last job ends in a simulated run" in lines[0]
+    assert lines[0].endswith("the timeout would plan to 10h"), lines[0]
+    evictions = int(lines[-1].split(" evictions")[0])
+    assert evictions < 20, lines[-1]  # 2 nodes for the seconds the job runs, not 2,400
+
+
 def test_the_scenario_can_ask_for_the_simulator(tmp_path: Path) -> None:
     out = tmp_path / "run"
     assert main(["run", str(write(tmp_path, backend="sim")), "--out", str(out)]) == 0
