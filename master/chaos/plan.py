@@ -20,7 +20,8 @@ from pathlib import Path
 from master.chaos.rules import LAUNCH, ChaosRules, Reason, StormEvent, VirtualClock, class_rules
 from master.chaos.select import EvictableNode
 from testbed.api.policy import NodeView
-from testbed.chaosmodels.lifetimes import NODE_CLASSES, format_seconds
+from testbed.chaosmodels.lifetime_model import format_seconds
+from testbed.chaosmodels.lifetimes import NODE_CLASSES
 from testbed.chaosmodels.prices import parse_price
 from testbed.scenario.chaos import EvictSpec, StormSpec
 from testbed.scenario.limits import MAX_PLANNED_EVICTIONS
