@@ -60,7 +60,8 @@ from typing import Any
 
 import yaml
 
-from testbed.app.sweep.grid import grid, run_sweep
+from testbed.app.sweep.grid import grid
+from testbed.app.sweep.run import run_sweep
 from testbed.node.bandwidth import BURST_S, book
 from testbed.scenario.schema import Scenario, load_scenario
 from testbed.scenario.simulation import FINAL_OP, OP_MODELS, STREAMED_OPS

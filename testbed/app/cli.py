@@ -463,7 +463,8 @@ def cmd_chaos_import_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from testbed.app.sweep.grid import Variation, run_sweep
+    from testbed.app.sweep.grid import Variation
+    from testbed.app.sweep.run import run_sweep
 
     if args.seeds < 1:
         raise UsageError("--seeds: expected a whole number >= 1")
