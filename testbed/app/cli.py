@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from agents.cli import add_agent_arguments, port_number, run_agent
 from testbed.app.report import add_report_commands
-from testbed.app.sim_commands import add_simulator_commands
+from testbed.app.sim_commands import RunChecks, add_simulator_commands
+from testbed.app.usage import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    UsageError,
+    sweep_dir,
+)
 from testbed.node.processes import RunTerminated
 from testbed.scenario.durations import parse_duration
 from testbed.scenario.limits import MAX_DURATION_S, within_max_duration
@@ -26,15 +35,6 @@ from testbed.workloads.cli import add_workload_commands
 
 if TYPE_CHECKING:
     from master.shell.run import RunResult
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
-"""128 + the signal's number, as a shell reports a process that SIGINT or SIGTERM ended: the
-run was stopped cleanly, but did not finish (scripts can tell it from a failed run, 1)."""
-
-
-class UsageError(Exception):
-    """Bad command-line input: printed as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", type=Path, help="sweep directory (default sweeps/<name>); reruns resume it")
     sweep.set_defaults(handler=cmd_sweep)
 
-    add_simulator_commands(sub, _grid_parser)
+    add_simulator_commands(sub, _grid_parser, RunChecks(build_policies, host_dilation))
 
     broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
     broker.add_argument("--host", default="127.0.0.1")
@@ -491,17 +491,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{len(failed)} of {len(results)} runs failed: {names}; see {logs}/<run>.log", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
-
-
-def sweep_dir(out: Path, command: str) -> Path:
-    """``out`` created and writable, else a ``UsageError`` naming ``command``'s ``--out``."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"testbed {command} --out: cannot create the directory: {exc}") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise UsageError(f"testbed {command} --out: cannot write into {out}; choose another directory")
-    return out
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
