@@ -19,7 +19,7 @@ import pytest
 
 from master.shell.run import run_scenario
 from testbed.app.cli import main
-from testbed.app.compare import compare_runs
+from testbed.app.report.compare import compare_runs
 from testbed.scenario.schema import load_scenario
 from testbed.workloads.check import check_output
 from tests.docker.conftest import new_run_id, remove_run, run_leftovers

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from testbed.app.cli import main
-from testbed.app.compare import compare_runs
+from testbed.app.report.compare import compare_runs
 from tests.test_plugin_docs import write_doc_files
 
 pytestmark = pytest.mark.e2e
