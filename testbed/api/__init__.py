@@ -53,6 +53,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from testbed.api.plan import Dependency, JobPlan, StagePlan
 from testbed.api.policy import (
     Assign,
     Autoscaler,
@@ -120,7 +121,6 @@ from testbed.wire.protocol import (
     PushTarget,
     TaskInputs,
 )
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
 API_VERSION = "1.5"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added

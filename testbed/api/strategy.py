@@ -34,6 +34,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from testbed.api.plan import Dependency, JobPlan
 from testbed.api.policy import NodeClass
 from testbed.wire.protocol import (
     BlockReceived,
@@ -43,7 +44,6 @@ from testbed.wire.protocol import (
     PushTarget,
     TaskInputs,
 )
-from testbed.workloads.plan import Dependency, JobPlan
 
 TaskKey = tuple[int, int]
 """A task within its job: (stage, index); its id is ``LiveJob.task_id(key)``."""

@@ -37,11 +37,11 @@ from typing import Any
 
 import msgpack
 
+from testbed.api.plan import Dependency, JobPlan, StagePlan
 from testbed.plugins import find_plugin
 from testbed.scenario.schema import WORKLOADS, PluginJob, ScenarioError
 from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError
 from testbed.workloads.groups import GroupBuffer, RecordError, pack_pair
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import SpillFiles
 from testbed.workloads.splits import line_splits, read_lines_range

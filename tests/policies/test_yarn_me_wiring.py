@@ -19,9 +19,9 @@ from master.schedulers.task_model import (
     save_profile,
 )
 from master.shell.run import elastic_summary
+from testbed.api.plan import Dependency, JobPlan, StagePlan
 from testbed.api.policy import PendingTask
 from testbed.scenario.schema import DEFAULT_TASK_MEMORY_MB, ScenarioError
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from tests.conftest import make_scenario
 
 CURVE = PenaltyCurve.step(1.5)
