@@ -18,8 +18,8 @@ from master.schedulers.task_model import Role, TaskModel, TaskProfile, load_prof
 from master.schedulers.yarn import ModelSource, YarnScheduler, checked_options
 from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
 from testbed.api.policy import Autoscaler, PendingTask, Scheduler
-from testbed.plugins import find_plugin
 from testbed.scenario.durations import parse_duration
+from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import (
     AUTOSCALERS,
     DEFAULT_TASK_MEMORY_MB,

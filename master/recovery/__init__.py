@@ -16,7 +16,7 @@ from master.policy_setup import options_for
 from master.recovery.pado import PadoStrategy
 from master.recovery.spark import CheckpointStrategy, SparkStrategy
 from testbed.api import Strategy
-from testbed.plugins import find_plugin, source_of
+from testbed.scenario.plugins import find_plugin, source_of
 from testbed.scenario.schema import Scenario, ScenarioError
 
 STRATEGIES = {"spark": SparkStrategy, "spark-checkpoint": CheckpointStrategy, "pado": PadoStrategy}

@@ -21,7 +21,6 @@ from pydantic import (
     model_validator,
 )
 
-from testbed.plugins import add_plugin_dir, find_plugin, source_of
 from testbed.scenario.arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario.base import Duration, Seed, Strict
 from testbed.scenario.chaos import ChaosSpec
@@ -56,6 +55,7 @@ from testbed.scenario.limits import (
     too_large,
 )
 from testbed.scenario.loading import ScenarioError, apply_override, expand_node_counts, load_raw
+from testbed.scenario.plugins import add_plugin_dir, find_plugin, source_of
 from testbed.scenario.simulation import SimulationSpec, default_calibration
 
 # --------------------------------------------------------------------- policy

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from testbed.api import API_VERSION
 from testbed.scenario.loading import ScenarioError
 
 ENTRY_POINT_GROUPS = {
@@ -160,8 +161,6 @@ def find_plugin(kind: str, name: str, field: str, builtins: tuple[str, ...] = ()
 def check_api_version(target: Any, name: str, field: str) -> None:
     """A plugin declaring ``api_version`` needs this testbed's major version and at most
     its minor one."""
-    from testbed.api import API_VERSION  # late: testbed.api imports the policy types
-
     wanted = getattr(target, "api_version", None)
     if wanted is None or wanted == API_VERSION:
         return
