@@ -18,7 +18,7 @@ from master.schedulers.task_model import Role, TaskModel, TaskProfile, load_prof
 from master.schedulers.yarn import ModelSource, YarnScheduler, checked_options
 from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
 from testbed.api.policy import Autoscaler, PendingTask, Scheduler
-from testbed.scenario.durations import parse_duration
+from testbed.durations import parse_duration
 from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import (
     AUTOSCALERS,

@@ -23,8 +23,8 @@ from testbed.api.policy import NodeView
 from testbed.chaosmodels.lifetime_model import format_seconds
 from testbed.chaosmodels.lifetimes import NODE_CLASSES
 from testbed.chaosmodels.prices import parse_price
+from testbed.limits import MAX_PLANNED_EVICTIONS
 from testbed.scenario.chaos import EvictSpec, StormSpec
-from testbed.scenario.limits import MAX_PLANNED_EVICTIONS
 from testbed.scenario.schema import Scenario
 from testbed.wire.protocol import NodeClass
 

@@ -27,9 +27,9 @@ from testbed.app.usage import (
     UsageError,
     sweep_dir,
 )
+from testbed.durations import parse_duration
+from testbed.limits import MAX_DURATION_S, within_max_duration
 from testbed.node.processes import RunTerminated
-from testbed.scenario.durations import parse_duration
-from testbed.scenario.limits import MAX_DURATION_S, within_max_duration
 from testbed.scenario.schema import Scenario, ScenarioError, load_scenario
 from testbed.workloads.cli import add_workload_commands
 

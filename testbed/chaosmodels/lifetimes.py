@@ -35,8 +35,8 @@ from scipy.special import gammainc
 
 from testbed.chaosmodels.lifetime_model import LifetimeModel, format_seconds
 from testbed.chaosmodels.traces import trace_model
-from testbed.scenario.durations import parse_duration
-from testbed.scenario.limits import MAX_DURATION_S, data_path, read_data_file, within_max_duration
+from testbed.durations import parse_duration
+from testbed.limits import MAX_DURATION_S, data_path, read_data_file, within_max_duration
 from testbed.wire.protocol import NodeClass
 
 _erf = np.vectorize(math.erf, otypes=[float])

@@ -25,7 +25,7 @@ from typing import Any
 
 from testbed.chaosmodels.lifetime_model import format_seconds
 from testbed.chaosmodels.lifetimes import MAX_SIGMA, NODE_CLASSES, rng_for
-from testbed.scenario.limits import data_path, read_data_file, scenario_time
+from testbed.limits import data_path, read_data_file, scenario_time
 
 PRICE_STREAM = 5
 MAX_STEPS = 100_000

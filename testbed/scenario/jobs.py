@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from testbed.limits import MAX_TASKS_PER_JOB
 from testbed.scenario.base import Duration, Seed, Strict
 from testbed.scenario.inputs import absolute_input, resolve_inputs
-from testbed.scenario.limits import MAX_TASKS_PER_JOB
 
 PLUGIN_NAME = r"^[A-Za-z_][\w.-]*(:[A-Za-z_][\w.]*)?$"
 """A built-in policy, an entry-point name, or an import path ``package.module:Name`` (docs/plugins.md)."""

@@ -21,6 +21,15 @@ from pydantic import (
     model_validator,
 )
 
+from testbed.limits import (
+    MAX_JOBS,
+    MAX_NODES_PER_CLASS,
+    MAX_TASKS,
+    MAX_TIME_SCALE,
+    MAX_TIMEOUT_S,
+    MIN_TIME_SCALE,
+    too_large,
+)
 from testbed.scenario.arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario.base import Duration, Seed, Strict
 from testbed.scenario.chaos import ChaosSpec
@@ -44,15 +53,6 @@ from testbed.scenario.jobs import (  # noqa: F401 - the job models are re-export
     SortJob,
     WordcountJob,
     _tasks_of,
-)
-from testbed.scenario.limits import (
-    MAX_JOBS,
-    MAX_NODES_PER_CLASS,
-    MAX_TASKS,
-    MAX_TIME_SCALE,
-    MAX_TIMEOUT_S,
-    MIN_TIME_SCALE,
-    too_large,
 )
 from testbed.scenario.loading import ScenarioError, apply_override, expand_node_counts, load_raw
 from testbed.scenario.plugins import add_plugin_dir, find_plugin, source_of
