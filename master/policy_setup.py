@@ -14,7 +14,6 @@ from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
 from master.autoscalers.static import StaticAutoscaler
 from master.schedulers.eagle import EagleScheduler, Partition, short_partition_size, split_partitions
 from master.schedulers.fifo import FifoScheduler
-from master.schedulers.task_model import Role, TaskModel, TaskProfile, load_profile
 from master.schedulers.yarn import ModelSource, YarnScheduler, checked_options
 from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
 from testbed.api.policy import Autoscaler, PendingTask, Scheduler
@@ -30,6 +29,7 @@ from testbed.scenario.schema import (
     Scenario,
     ScenarioError,
 )
+from testbed.workloads.task_model import Role, TaskModel, TaskProfile, load_profile
 
 EAGLE_OPTIONS = frozenset({"short_fraction", "probes", "queue_order", "on_demand_copies"})
 CLOUDCOASTER_OPTIONS = frozenset({"threshold", "r", "p", "provisioning_delay"})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from master.schedulers.task_model import TaskModel
 from master.schedulers.yarn import Ordering, YarnScheduler, round_up
 from testbed.api.policy import (
     Assign,
@@ -18,6 +17,7 @@ from testbed.api.policy import (
     Reserve,
     RunningTask,
 )
+from testbed.workloads.task_model import TaskModel
 
 
 def node(

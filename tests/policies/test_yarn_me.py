@@ -18,11 +18,6 @@ from master.schedulers.simulate import (
     model_runtime,
     simulate,
 )
-from master.schedulers.task_model import (
-    PenaltyCurve,
-    SpillCurve,
-    TaskModel,
-)
 from master.schedulers.yarn import JobState, ModelLookup, ModelSource, YarnScheduler
 from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler, elastic_choices
 from master.schedulers.yarn_me_timeline import RegularTimeline, estimate_completion_times
@@ -34,6 +29,11 @@ from testbed.api.policy import (
     NodeView,
     PendingTask,
     RunningTask,
+)
+from testbed.workloads.task_model import (
+    PenaltyCurve,
+    SpillCurve,
+    TaskModel,
 )
 from tests.policies.test_task_model import SAWTOOTH
 from tests.policies.test_yarn import (
