@@ -10,7 +10,8 @@ from pathlib import Path
 from master.shell.master import Master
 from testbed.wire.capabilities import name_proof
 from testbed.wire.protocol import Codec, Message, NameRequest, NodeNamed, NodeState, Topics
-from tests.conftest import make_scenario, offline_master
+from tests.support.masters import offline_master
+from tests.support.scenarios import make_scenario
 
 # Container hostnames (short ids): what compose and Swarm agents are before they are named.
 RESERVED_HOSTS = ("a1b2c3d4e5f6", "0f1e2d3c4b5a", "99aa88bb77cc", "123456abcdef")

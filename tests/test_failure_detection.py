@@ -23,7 +23,8 @@ from master.core.nodes import NodeRecord
 from master.providers.local import LocalProvider
 from master.shell.master import Master
 from testbed.wire.mqtt import BrokerAddress
-from tests.conftest import make_scenario, shell_act
+from tests.support.masters import shell_act
+from tests.support.scenarios import make_scenario
 
 
 class Clock:

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.agents_stand_in import StandInAgents
-from tests.conftest import make_scenario, offline_master, shell_act
+from tests.support.masters import offline_master, shell_act
+from tests.support.scenarios import make_scenario
 
 SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle")
 STRATEGIES = ("spark", "spark-checkpoint", "spark-checkpoint fetching back", "pado")

@@ -16,7 +16,8 @@ from master.policy_setup import policy_plugins
 from master.recovery import make_strategy
 from testbed.scenario.schema import load_scenario
 from testbed.testing import run
-from tests.conftest import assert_validate_refuses, plugin_module
+from tests.support.cli import assert_validate_refuses
+from tests.support.plugins import plugin_module
 from tests.test_plugin_docs import write_doc_files
 
 PLUGIN = '''

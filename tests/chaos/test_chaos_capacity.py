@@ -277,7 +277,8 @@ def test_the_masters_snapshot_shows_policies_the_classes_out_of_capacity_and_the
     tmp_path: Path,
 ) -> None:
     from tests.agents_stand_in import StandInAgents
-    from tests.conftest import make_scenario, offline_master, shell_act
+    from tests.support.masters import offline_master, shell_act
+    from tests.support.scenarios import make_scenario
 
     (tmp_path / "outages.csv").write_text("0,1000h\n")  # out from the start, for the whole test
     scenario = make_scenario(

@@ -14,8 +14,8 @@ from master.core import commands as cmd
 from master.core.events import EvictRequest, Stop
 from master.core.timers import TimerHeap, TraceClock
 from testbed.scenario.chaos import EvictSpec
-from tests.conftest import make_scenario
 from tests.core.driver import Driver
+from tests.support.scenarios import make_scenario
 
 
 def test_a_node_killed_by_a_storm_is_not_evicted_again_by_its_lifetime_or_by_hand() -> None:

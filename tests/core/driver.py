@@ -28,7 +28,7 @@ from testbed.wire.protocol import (
     TaskSpec,
     TaskUpdate,
 )
-from tests.conftest import core_act
+from tests.support.masters import core_act
 
 
 class Driver:

@@ -15,8 +15,8 @@ from master.shell.resume_run import recover
 from testbed.api.policy import Assign, ClusterSnapshot, Decision
 from testbed.scenario.chaos import EvictSpec
 from testbed.wire.protocol import EvictionNotice, FlushAggregate, NodeState, Resync
-from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches, sends, up
+from tests.support.scenarios import make_scenario
 
 
 def test_the_same_events_give_the_same_commands() -> None:

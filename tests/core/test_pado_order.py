@@ -27,8 +27,8 @@ from testbed.wire.protocol import (
     TaskSpec,
     TaskUpdate,
 )
-from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches, sends, up
+from tests.support.scenarios import make_scenario
 
 
 def pado(reserved: int = 2, maps: int = 8, dilation: float = 1.0, **options: Any) -> Driver:

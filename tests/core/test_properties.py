@@ -17,9 +17,9 @@ from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, ProbeAnswered, Round
 from master.schedulers.window import PendingWindow
 from testbed.scenario.chaos import EvictSpec
-from tests.conftest import make_scenario
 from tests.core.driver import Driver, up
 from tests.policy_reference import snapshot_v1
+from tests.support.scenarios import make_scenario
 
 ACTIONS = (
     "succeed",

@@ -21,9 +21,9 @@ from master.shell.run import run_scenario
 from testbed.scenario.chaos import EvictSpec
 from testbed.scenario.schema import SortJob, load_scenario
 from testbed.workloads.cli import write_generated
-from tests.conftest import make_scenario
 from tests.docker.conftest import Decoys, new_run_id, remove_run, run_leftovers
 from tests.e2e.test_workloads_run import assert_exact
+from tests.support.scenarios import make_scenario
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 REPO = Path(__file__).resolve().parents[2]

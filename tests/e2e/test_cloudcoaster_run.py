@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from master.shell.run import run_scenario
-from tests.conftest import make_scenario, process_alive
 from tests.e2e.test_wordcount_run import assert_clean
+from tests.support.processes import process_alive
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

@@ -13,9 +13,9 @@ from master.shell.run import RunResult, run_scenario
 from testbed.app.report.build import write_report
 from testbed.app.report.rundir import load_run
 from testbed.node.cgroups import CgroupUnavailable, CpuCgroups, CpuStats, detect, slot_group
-from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
 from tests.e2e.test_workloads_run import JOBS, assert_exact
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

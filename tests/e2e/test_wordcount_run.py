@@ -13,7 +13,9 @@ import pytest
 from master.shell.run import run_scenario
 from testbed.scenario.schema import WordcountJob
 from testbed.workloads.wordcount import read_output, reference_output
-from tests.conftest import assert_tables_from_events, make_scenario, process_alive
+from tests.support.processes import process_alive
+from tests.support.runs import assert_tables_from_events
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

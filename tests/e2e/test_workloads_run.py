@@ -15,8 +15,8 @@ from master.shell.run import run_scenario
 from testbed.scenario.schema import PagerankJob, SortJob
 from testbed.workloads.check import check_output
 from testbed.workloads.cli import write_generated
-from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

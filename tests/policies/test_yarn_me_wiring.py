@@ -22,7 +22,7 @@ from testbed.workloads.task_model import (
     load_profile,
     save_profile,
 )
-from tests.conftest import make_scenario
+from tests.support.scenarios import make_scenario
 
 CURVE = PenaltyCurve.step(1.5)
 

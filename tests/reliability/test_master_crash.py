@@ -23,8 +23,8 @@ import yaml
 from master.providers.local import TEMP_RECORD
 from testbed.node.processes import child_env
 from testbed.workloads.wordcount import read_output
-from tests.conftest import process_alive
 from tests.e2e.test_wordcount_run import expected_counts
+from tests.support.processes import process_alive
 
 pytestmark = pytest.mark.e2e
 
