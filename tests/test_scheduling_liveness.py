@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.agents_stand_in import StandInAgents
+from tests.support.agents_stand_in import StandInAgents
 from tests.support.masters import offline_master, shell_act
 from tests.support.scenarios import make_scenario
 

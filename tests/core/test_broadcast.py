@@ -114,7 +114,7 @@ def test_a_pado_gradient_runs_where_its_recomputed_training_partition_is() -> No
     there, not to the first free node."""
     from master.core.events import EvictRequest, FromNode, Round
     from testbed.scenario.chaos import EvictSpec
-    from tests.core.driver import Driver, up
+    from tests.support.driver import Driver, up
     from tests.support.scenarios import make_scenario
 
     scenario = make_scenario(

@@ -11,7 +11,7 @@ from master.core.events import FromNode, Round
 from master.recovery import make_strategy
 from testbed.scenario.schema import ScenarioError
 from testbed.wire.protocol import BlockReceived, PushDelivered, PushedPart, TaskSpec
-from tests.core.driver import Driver, launches
+from tests.support.driver import Driver, launches
 from tests.support.scenarios import make_scenario
 
 

@@ -15,7 +15,7 @@ from master.shell.resume_run import recover
 from testbed.api.policy import Assign, ClusterSnapshot, Decision
 from testbed.scenario.chaos import EvictSpec
 from testbed.wire.protocol import EvictionNotice, FlushAggregate, NodeState, Resync
-from tests.core.driver import Driver, launches, sends, up
+from tests.support.driver import Driver, launches, sends, up
 from tests.support.scenarios import make_scenario
 
 

@@ -27,7 +27,7 @@ from testbed.wire.protocol import (
     TaskSpec,
     TaskUpdate,
 )
-from tests.core.driver import Driver, launches, sends, up
+from tests.support.driver import Driver, launches, sends, up
 from tests.support.scenarios import make_scenario
 
 

@@ -3,7 +3,7 @@ changed (``SchedulingRound._pending_task``)."""
 
 from __future__ import annotations
 
-from tests.core.driver import Driver
+from tests.support.driver import Driver
 from tests.support.scenarios import make_scenario
 
 

@@ -17,8 +17,8 @@ from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, ProbeAnswered, Round
 from master.schedulers.window import PendingWindow
 from testbed.scenario.chaos import EvictSpec
-from tests.core.driver import Driver, up
-from tests.policy_reference import snapshot_v1
+from tests.support.driver import Driver, up
+from tests.support.policy_reference import snapshot_v1
 from tests.support.scenarios import make_scenario
 
 ACTIONS = (

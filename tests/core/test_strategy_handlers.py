@@ -26,7 +26,7 @@ from testbed.api import (
 )
 from testbed.scenario.chaos import EvictSpec
 from testbed.scenario.schema import Scenario
-from tests.core.driver import Driver, up
+from tests.support.driver import Driver, up
 from tests.support.scenarios import make_scenario
 
 

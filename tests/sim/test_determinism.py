@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.sim.helpers import events, simulate
+from tests.support.sim import events, simulate
 
 SCENARIO: dict[str, Any] = {
     "time_scale": 60,
