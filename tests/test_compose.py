@@ -148,7 +148,7 @@ def test_plugin_directories_are_mounted_and_on_the_agents_pythonpath(
 ) -> None:
     """The master sees the scenario at /scenarios, so it gets the plugin directories as they
     are mounted (their own paths); agents import workload plugins through PYTHONPATH."""
-    from tests.test_plugin_docs import write_doc_files
+    from tests.support.plugins import write_doc_files
 
     plugins = tmp_path / "my plugins"
     plugins.mkdir()

@@ -17,8 +17,7 @@ from master.recovery import make_strategy
 from testbed.scenario.schema import load_scenario
 from testbed.testing import run
 from tests.support.cli import assert_validate_refuses
-from tests.support.plugins import plugin_module
-from tests.test_plugin_docs import write_doc_files
+from tests.support.plugins import plugin_module, reruns, write_doc_files
 
 PLUGIN = '''
 from testbed.api import Note, Ready, Strategy
@@ -156,11 +155,6 @@ def test_a_bad_strategy_plugin_is_one_line_and_exit_2(
     directory, module = plugin_dir
     path = scenario(directory, policy.replace("{module}", module))
     assert_validate_refuses(path, "policy.strategy", expected.replace("{module}", module), capsys)
-
-
-def reruns(events: list[dict]) -> list[tuple[str, str]]:
-    """(task, node class) of every attempt after a task's first."""
-    return [(e["task"], e["class"]) for e in events if e["event"] == "task_started" and e["attempt"] > 0]
 
 
 def test_the_docs_strategy_sends_interrupted_tasks_to_reserved_nodes_on_the_simulator(

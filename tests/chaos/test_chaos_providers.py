@@ -10,7 +10,7 @@ import pytest
 from master.chaos.plan import format_plan, plan_evictions
 from testbed.chaosmodels.lifetimes import PRESETS, lifetime_for, parse_lifetime, rebalance_lead, rng_for
 from testbed.journal.schema import EVENTS
-from tests.chaos.test_chaos_plan import scenario
+from tests.support.chaos import scenario
 from tests.support.driver import Driver
 from tests.support.scenarios import make_scenario
 

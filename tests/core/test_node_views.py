@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.core.events import FromNode, Round
-from tests.core.test_properties import check_node_views
 from tests.support.driver import Driver, up
 from tests.support.masters import core_act
+from tests.support.node_views import check_node_views
 from tests.support.scenarios import make_scenario
 
 EDITS = ("append", "remove", "slice", "clear", "insert", "reserve", "free", "rebalance", "partition",

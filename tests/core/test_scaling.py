@@ -17,7 +17,7 @@ import pytest
 from master.core import commands as cmd
 from master.core.events import FromNode, Round
 from master.policy_setup import make_autoscaler
-from tests.e2e.test_cloudcoaster_run import coaster_scenario, write_trace
+from tests.support.coaster import coaster_scenario, write_trace
 from tests.support.driver import Driver, up
 
 DELAY = 2.0

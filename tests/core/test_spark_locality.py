@@ -10,8 +10,7 @@ import pytest
 from master.core.events import Round
 from master.core.jobs import JobRuntime
 from master.recovery.spark import narrow_input_nodes
-from tests.core.test_pado_order import lose
-from tests.support.driver import Driver, launches
+from tests.support.driver import Driver, launches, lose
 from tests.support.scenarios import make_scenario
 
 LINKS = 1

@@ -14,8 +14,7 @@ from docker.types import Mount
 from master.providers.attach import AttachProvider
 from master.providers.base import ForeignNodeError
 from master.providers.docker import AGENT_OVERHEAD_MB, LABEL_CLASS, LABEL_NODE, LABEL_RUN
-from tests.docker.conftest import Decoys, container_events, new_run_id, remove_run
-from tests.docker.test_docker_image import wait_healthy
+from tests.support.docker import Decoys, container_events, new_run_id, remove_run, wait_healthy
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(180)]
 MiB = 1024 * 1024

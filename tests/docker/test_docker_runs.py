@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import os
-import shutil
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +13,22 @@ import pytest
 from master.providers.base import ForeignNodeError
 from master.shell.run import run_scenario
 from testbed.scenario.chaos import EvictSpec
-from testbed.scenario.schema import SortJob, load_scenario
+from testbed.scenario.schema import SortJob
 from testbed.workloads.cli import write_generated
-from tests.docker.conftest import Decoys, new_run_id, remove_run, run_leftovers
-from tests.e2e.test_workloads_run import assert_exact
+from tests.support.docker import (
+    REPO,
+    Decoys,
+    assert_scenario_results,
+    compose_command,
+    deployed_stack,
+    new_run_id,
+    remove_run,
+    run_leftovers,
+)
+from tests.support.runs import assert_exact
 from tests.support.scenarios import make_scenario
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
-REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "compose" / "quickstart.yaml"
 
 
@@ -71,25 +73,6 @@ async def test_container_killed_mid_job_output_exact_and_foreign_containers_refu
         remove_run(docker_client, run_id)
 
 
-def compose_command() -> list[str]:
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
-        return ["docker", "compose"]
-    pytest.skip("neither docker-compose nor the docker compose plugin is installed")
-
-
-def assert_scenario_results(results: Path, name: str = "quickstart") -> dict[str, Any]:
-    """Every job of the shipped scenario succeeded with exact outputs, and the report is there."""
-    run_dir = results / name
-    scenario = load_scenario(REPO / "scenarios" / f"{name}.yaml")
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["succeeded"] == summary["jobs"] == len(scenario.jobs), summary
-    assert (run_dir / "report.md").exists() and (run_dir / "report.html").exists()
-    assert_exact(scenario, run_dir)
-    return summary
-
-
 def test_compose_quickstart_end_to_end(
     docker_client: docker.DockerClient, image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -108,11 +91,6 @@ def test_compose_quickstart_end_to_end(
     assert run_leftovers(docker_client, run_id) == []
 
 
-def master_task_state(client: docker.DockerClient, stack: str) -> str:
-    tasks = client.api.tasks(filters={"service": f"{stack}_master"})
-    return tasks[0]["Status"]["State"] if tasks else "pending"
-
-
 @pytest.mark.parametrize("name", ["quickstart", "eviction-storm"])
 def test_swarm_stack(
     docker_client: docker.DockerClient, single_node_swarm: None, image: str, tmp_path: Path, name: str
@@ -125,63 +103,6 @@ def test_swarm_stack(
         if name == "eviction-storm":
             evictions = (tmp_path / name / "evictions.csv").read_text()
             assert summary["evictions"] >= 2 and ",storm," in evictions, evictions
-
-
-@contextlib.contextmanager
-def deployed_stack(client: docker.DockerClient, compose_file: Path, env: dict[str, str]) -> Iterator[str]:
-    """Deploy the compose file as a stack of a run of its own, wait until its master's task
-    completed, yield the stack's name; then remove the stack and check nothing of it is left."""
-    stack = f"stack{new_run_id()}".replace("-", "")
-    env = {"TESTBED_RUN_ID": stack, **env}
-    try:
-        deploy = subprocess.run(
-            ["docker", "stack", "deploy", "-c", str(compose_file), stack],
-            capture_output=True,
-            text=True,
-            env={**os.environ, **env},
-        )
-        assert deploy.returncode == 0, deploy.stderr
-        state = wait_for_master(client, stack)
-        assert state == "complete", f"master task ended {state}: {service_logs(stack)}"
-        yield stack
-    finally:
-        subprocess.run(["docker", "stack", "rm", stack], capture_output=True)
-        wait_until_gone(client, stack)
-    assert run_leftovers(client, stack) == []
-
-
-def wait_for_master(client: docker.DockerClient, stack: str, limit_s: float = 600) -> str:
-    """The master task's final state (Swarm reports it through the manager)."""
-    deadline = _now() + limit_s
-    while _now() < deadline:
-        state = master_task_state(client, stack)
-        if state in ("complete", "failed", "rejected", "shutdown", "orphaned"):
-            return state
-        _pause()
-    return f"still {master_task_state(client, stack)} after {limit_s:.0f}s"
-
-
-def wait_until_gone(client: docker.DockerClient, stack: str, limit_s: float = 120) -> None:
-    """`docker stack rm` returns before the tasks' containers and the network are removed."""
-    label = {"label": f"com.docker.stack.namespace={stack}"}
-    deadline = _now() + limit_s
-    while _now() < deadline and (
-        client.containers.list(all=True, sparse=True, filters=label) or client.networks.list(filters=label)
-    ):
-        _pause()
-
-
-def service_logs(stack: str) -> str:
-    logs = subprocess.run(["docker", "service", "logs", f"{stack}_master"], capture_output=True, text=True)
-    return (logs.stdout + logs.stderr)[-3000:]
-
-
-def _now() -> float:
-    return time.monotonic()
-
-
-def _pause() -> None:
-    time.sleep(1)  # polling the engine's record of an external process, not synchronising ours
 
 
 async def test_a_jobs_input_file_is_mounted_read_only_at_its_own_path(

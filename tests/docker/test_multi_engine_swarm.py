@@ -21,7 +21,7 @@ import pytest
 
 from master.providers.docker import LABEL_CLASS, LABEL_NODE, LABEL_RUN
 from testbed.app.cli import main
-from tests.docker.test_docker_runs import assert_scenario_results, wait_for_master, wait_until_gone
+from tests.support.docker import assert_scenario_results, wait_for_master, wait_until_gone
 from tests.support.docker_engines import Engine, Engines, EnginesUnavailable
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]

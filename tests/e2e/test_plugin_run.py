@@ -10,7 +10,7 @@ import pytest
 
 from testbed.app.cli import main
 from testbed.app.report.compare import compare_runs
-from tests.test_plugin_docs import write_doc_files
+from tests.support.plugins import write_doc_files
 
 pytestmark = pytest.mark.e2e
 

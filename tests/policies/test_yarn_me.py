@@ -35,17 +35,7 @@ from testbed.workloads.task_model import (
     SpillCurve,
     TaskModel,
 )
-from tests.policies.test_task_model import SAWTOOTH
-from tests.policies.test_yarn import (
-    assigned,
-    busy,
-    job,
-    labels,
-    node,
-    reservations,
-    snap,
-    tasks,
-)
+from tests.support.policies import SAWTOOTH, assigned, busy, job, labels, node, reservations, snap, tasks
 
 STEP_2X = TaskModel(2_500, 10.0, PenaltyCurve.step(2.0))
 """Its spill is unknown: an elastic allocation of it is charged a node's whole disk budget."""

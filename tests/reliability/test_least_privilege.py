@@ -22,7 +22,7 @@ from testbed.wire.blocks import TOKEN_HEADER, BlockWriter
 from testbed.wire.broker import EmbeddedBroker, ManagedBroker, MosquittoBroker, mosquitto_binary
 from testbed.wire.protocol import Codec, NodeState, TaskUpdate, Topics
 from testbed.workloads.wordcount import read_output
-from tests.e2e.test_wordcount_run import assert_clean, expected_counts
+from tests.support.runs import assert_clean, expected_counts
 from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e

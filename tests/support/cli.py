@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from testbed.node.processes import child_env
 
 
 def assert_validate_refuses(
@@ -18,3 +22,21 @@ def assert_validate_refuses(
     assert len(err.strip().splitlines()) == 1, err
     assert err.startswith(f"{path}: {field}"), err
     assert expected in err
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "testbed.app.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=child_env(),
+    )
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The refusal: exit 2 and a single line on stderr, no traceback."""
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    return lines[0]

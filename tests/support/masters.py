@@ -5,7 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from master.core.nodes import NodeRecord
+from master.providers.local import LocalProvider
+from master.shell.master import Master
 from testbed.scenario.schema import Scenario
+from testbed.wire.mqtt import BrokerAddress
+from tests.support.scenarios import make_scenario
 
 if TYPE_CHECKING:
     from master.core.commands import Command
@@ -44,3 +49,32 @@ def shell_act(master: Master, operation: Any, *args: Any) -> Any:
     result, commands = core_act(master.core, master.journal.now(), operation, *args)
     master._execute(commands)
     return result
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def master_with_a_node(tmp_path: Path, clock: Clock, started: bool = True) -> tuple[Master, NodeRecord]:
+    """``started``: the run's time 0 has passed (else the cluster is still starting)."""
+    master = Master(
+        make_scenario(chaos={"transient": {"replace": False}}),  # nothing to launch here
+        "run",
+        tmp_path,
+        provider=LocalProvider("run", tmp_path / "nodes"),  # it owns no node: nothing to kill
+        broker=BrokerAddress.parse("mqtt://127.0.0.1:1"),
+        token="t",
+        agent_command=lambda node_id, node_class: [],
+    )
+    master.journal.clock = clock
+    if started:
+        master.begin()
+    else:
+        master.journal.t0 = clock()
+    node = NodeRecord("transient-0", "transient", 0, 0.0, 2, 1024, 0.3, status="up")
+    master.nodes[node.node_id] = node
+    return master, node
