@@ -11,7 +11,8 @@ master applies. Name one in a scenario by import path (``policy.scheduler:
 my_module:RandomScheduler``) or by an entry point; see docs/plugins.md.
 
 Interfaces and their optional capabilities (members with a default, inherited by
-a plugin that subclasses the Protocol; the master never probes for anything else):
+a plugin that subclasses the interface, and given to one that does not when it loads;
+the master reads every member the interface declares, never probing for one):
 
 - :class:`Scheduler`: ``schedule(snapshot) -> list[Decision]``; optional
   ``needs_all_pending`` (True: every ready task is in the snapshot; False: a window of the
@@ -19,7 +20,7 @@ a plugin that subclasses the Protocol; the master never probes for anything else
   ``needs_node_views`` (False: it places from ``ClusterSnapshot.free`` alone, and the round's
   snapshot has no node views) and ``needs_free_index`` (False: it never reads
   ``ClusterSnapshot.free``, and the round's snapshot has none).
-- :class:`Strategy` (``policy.strategy``, a recovery strategy; subclass it): the queries
+- :class:`Strategy` (``policy.strategy``, a recovery strategy): the queries
   ``plan(view, job) -> Iterable[Ready]`` and ``launch(view, job, key) -> TaskLaunch``,
   and the handlers ``on_<event>(view, event) -> list[StrategyDecision]`` (no-ops by
   default). It reads a live, read-only :class:`StrategyView` of the core (:class:`LiveJob`,
@@ -155,7 +156,8 @@ class SimModel:
 
 
 class Workload:
-    """A MapReduce workload: subclass it (or write a class with the same methods).
+    """A MapReduce workload: subclass it (or write a class with ``map`` and ``reduce``: the
+    optional members it lacks are given these defaults when it loads).
 
     The testbed reads and splits the input, calls ``map`` on every record, partitions
     the pairs by key (CRC32 of the key's msgpack bytes), sorts and spills them under

@@ -190,7 +190,8 @@ class Scheduler(Protocol):
     """Which pending task runs on which node, with how much memory.
 
     Optional capabilities are members with a default, inherited by a scheduler
-    that subclasses this Protocol (the shell never probes for them):
+    that subclasses this Protocol and given to a plugin that does not when it loads
+    (``testbed.plugins``; the shell never probes for them):
 
     - ``needs_all_pending``: the scheduler looks at every ready task (YARN-ME's
       timeline). False when it places the head of each queue only (FIFO): its
@@ -254,7 +255,8 @@ class Autoscaler(Protocol):
     """Cluster size over time.
 
     Optional capabilities are members with a default, inherited by an autoscaler
-    that subclasses this Protocol (the shell never probes for them):
+    that subclasses this Protocol and given to a plugin that does not when it loads
+    (``testbed.plugins``; the shell never probes for them):
 
     - ``provisioning_delay_s``: how long a ``Launch`` takes before the node starts.
     - ``wake_at``: when time alone may change the decision (a removal waiting
