@@ -194,7 +194,7 @@ def test_a_duck_typed_autoscaler_gets_the_declared_defaults_and_runs(tmp_path: P
     path = scenario(tmp_path, f"{{autoscaler: '{module}:Idle'}}")
     built = make_autoscaler(load_scenario(path))
     snapshot = ClusterSnapshot(now=0.0, nodes=(), jobs=())
-    assert built.provisioning_delay_s == 0.0
+    assert built.provisioning_delay_s == 0.0 and built.needs_current_jobs is True
     assert (built.wake_at(snapshot, 0), built.facts(snapshot)) == (None, {})
     events = simulated(path, tmp_path / "run")
     assert [e["status"] for e in events if e["event"] == "job_finished"] == ["succeeded"]

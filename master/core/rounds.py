@@ -64,12 +64,14 @@ class SchedulingRound:
 
     def snapshot(self, free: bool = False) -> tuple[ClusterSnapshot, Pending]:
         """``free``: the scheduling round's snapshot: with the nodes with a free slot indexed
-        (``ClusterSnapshot.free``) if the scheduler reads them, and no node views if it needs none."""
+        (``ClusterSnapshot.free``) if the scheduler reads them, no node views if it needs none,
+        and only a window of the ready tasks if it places the head of the queue. Any other
+        snapshot (the autoscaler's) holds every ready task."""
         core = self.core
         now = core.journal.now()
         pending: Pending = {}
         jobs = []
-        window = self._pending_window()
+        window = self._pending_window() if free else None
         previous, self._pending_views = self._pending_views, {}
         self._job_views, self._shown_jobs = self._shown_jobs, self._job_views
         self._shown_jobs.clear()

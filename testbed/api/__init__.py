@@ -29,8 +29,9 @@ the master reads every member the interface declares, never probing for one):
   :class:`FlushAggregate`, :class:`PushTarget`, :class:`BlockRef`) and a job's plan
   (:class:`JobPlan`, :class:`StagePlan`, :class:`Dependency`) are here too.
 - :class:`Autoscaler`: ``decide(snapshot, provisioning) -> list[ScaleDecision]``;
-  optional ``provisioning_delay_s``, ``wake_at(snapshot, provisioning)`` and
-  ``facts(snapshot)``.
+  optional ``provisioning_delay_s``, ``wake_at(snapshot, provisioning)``,
+  ``facts(snapshot)`` and ``needs_current_jobs`` (False: it reads the jobs only to look up
+  tasks queued on nodes, and may get the scheduling round's jobs as that round saw them).
 - :class:`Workload` (a job's ``workload``): ``map(record)`` and ``reduce(key, values)``;
   optional ``iterations`` with ``step(round, key, values)``, ``combine(key, values)``,
   ``read(chunk)``, ``generate(split, splits, seed)``,
@@ -38,7 +39,7 @@ the master reads every member the interface declares, never probing for one):
   (and in ``testbed check-output``); the master only imports it to check it and, on
   ``--backend sim``, to ask it for its :class:`SimModel`.
 
-Any plugin class may declare ``api_version = "1.5"``, the version it was written
+Any plugin class may declare ``api_version = "1.6"``, the version it was written
 against: a different major version, or a newer minor one, is refused before the run.
 
 A plugin class is built with its options as keyword arguments (``policy.options.<name>``
@@ -123,13 +124,14 @@ from testbed.wire.protocol import (
 )
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
-API_VERSION = "1.5"
+API_VERSION = "1.6"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events
 and decisions (``testbed.api.strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`FreeNodes`,
 :class:`FreeNode`: the nodes with a free slot, indexed by the master) and
-``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``."""
+``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``, 1.6
+``Autoscaler.needs_current_jobs``."""
 
 
 @dataclass(frozen=True)

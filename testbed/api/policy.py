@@ -262,9 +262,17 @@ class Autoscaler(Protocol):
     - ``wake_at``: when time alone may change the decision (a removal waiting
       for a node's minimum age), so the shell asks again then; None: never.
     - ``facts``: numbers journaled with each decision (``autoscale`` events).
+    - ``needs_current_jobs``: True: the snapshot's ``jobs`` are as they are when ``decide``
+      is asked, with every ready task not yet started (the whole backlog, whatever window a
+      scheduler that places the head of the queue sees). False when it reads ``jobs`` only to
+      look up the tasks queued on nodes (``NodeView.queued``), as CloudCoaster does for their
+      long flag: the master may then give it the jobs of the scheduling round just run, as
+      that round saw them before its decisions (a task it started still pending; under such
+      a scheduler only its window), sparing a second walk over every job.
     """
 
     provisioning_delay_s: float = 0.0
+    needs_current_jobs: bool = True
 
     def decide(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]: ...
 
