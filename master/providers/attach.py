@@ -79,6 +79,12 @@ NODE_SECRET = "testbed-node"
 """The file name, under DOCKER_SECRETS, of a new Swarm node's own secret."""
 
 
+def _environment(template: list[str], own: dict[str, str]) -> list[str]:
+    """A live node's environment (``KEY=VALUE``s) with a new node's own values instead."""
+    kept = [entry for entry in template if entry.split("=", 1)[0] not in own]
+    return [*kept, *(f"{k}={v}" for k, v in own.items())]
+
+
 SWARM_SERVICE_ID = "com.docker.swarm.service.id"
 SHORT_ID = 12
 """A container's default hostname: the first 12 hex digits of its id."""
@@ -252,7 +258,7 @@ class AttachProvider:
         config = template.attrs["Config"]
         labels = {k: v for k, v in config["Labels"].items() if not k.startswith("com.docker.compose.")}
         own, secrets = split_secrets(node.env)
-        env = [*config["Env"], *(f"{k}={v}" for k, v in own.items())]
+        env = _environment(config["Env"], own)
         limits = {"mem_limit": node.memory_bytes, "memswap_limit": node.memory_bytes}
         if node.nano_cpus:
             limits["nano_cpus"] = node.nano_cpus
@@ -299,7 +305,7 @@ class AttachProvider:
         if secrets:
             own[SECRETS_FILE_ENV] = f"{DOCKER_SECRETS}{NODE_SECRET}"
         container["Secrets"] = [self._node_secret(node.node_id, secrets)] if secrets else []
-        container["Env"] = [*container.get("Env", []), *(f"{k}={v}" for k, v in own.items())]
+        container["Env"] = _environment(container.get("Env", []), own)
         container["Labels"] = {
             **container.get("Labels", {}),
             LABEL_CLASS: node.node_class,
