@@ -165,6 +165,9 @@ class _Stack:
                 **self._common(),
                 **self._secret("broker"),  # the entrypoint runs our amqtt broker with these logins
                 "command": ["broker"],
+                # amqtt on a loaded host may answer the image's probe late while it starts, and
+                # Swarm stops unhealthy tasks
+                "healthcheck": {"start_period": f"{AGENT_START_PERIOD_S}s"},
                 # Swarm: the name resolves to the task's address, no virtual IP (needs no IPVS)
                 "deploy": {"endpoint_mode": "dnsrr"},
             },
@@ -212,6 +215,9 @@ class _Stack:
                 *("--out", f"/results/{name}", "--clean", *sets),  # a rerun replaces the last run
             ],
             "user": "root",  # for the Docker socket
+            # the image's probe checks nothing of a master, and a late answer on a loaded host
+            # would have Swarm stop it
+            "healthcheck": {"disable": True},
             "environment": {
                 **service["environment"],
                 "TESTBED_RUN_ID": self.run_id,

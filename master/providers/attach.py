@@ -80,8 +80,10 @@ NODE_SECRET = "testbed-node"
 
 
 def _environment(template: list[str], own: dict[str, str]) -> list[str]:
-    """A live node's environment (``KEY=VALUE``s) with a new node's own values instead."""
-    kept = [entry for entry in template if entry.split("=", 1)[0] not in own]
+    """A live node's environment (``KEY=VALUE``s) with a new node's own values instead, and
+    not the live node's secret file (its enrolment login, on compose and Swarm)."""
+    dropped = {*own, SECRETS_FILE_ENV}
+    kept = [entry for entry in template if entry.split("=", 1)[0] not in dropped]
     return [*kept, *(f"{k}={v}" for k, v in own.items())]
 
 
