@@ -4,13 +4,13 @@ names and places in the cluster of the nodes it launches itself (``reserved-N``,
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 from master.master import Master
 from testbed.capabilities import name_proof, unseal
 from testbed.protocol import Codec, Message, NameRequest, NodeNamed, NodeState, Topics
+from tests.agents_stand_in import names_offline
 from tests.conftest import make_scenario, offline_master
 
 # Container hostnames (short ids): what compose and Swarm agents are before they are named.
@@ -24,12 +24,7 @@ def attached_master(tmp_path: Path, policy: dict) -> tuple[Master, list[tuple[st
     master = offline_master(scenario, tmp_path, attach=True)
     sent: list[tuple[str, Message]] = []
     master._publish = lambda node_id, message: sent.append((node_id, message))  # type: ignore[method-assign]
-    master._spawn = lambda coroutine: asyncio.run(coroutine)  # type: ignore[method-assign]
-
-    def answered(topic: str, payload: bytes) -> None:  # a name answer, on the host's own topic
-        sent.append((Topics.node_of(topic), Codec().decode(payload)))
-
-    master.link.publish = answered  # type: ignore[method-assign]
+    names_offline(master, lambda host, answer: sent.append((host, answer)))
     return master, sent
 
 
