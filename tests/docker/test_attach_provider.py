@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import stat
+import tarfile
 import time
 from pathlib import Path
 
@@ -14,7 +17,7 @@ from docker.types import Mount
 
 from master.providers.attach import AttachProvider
 from master.providers.base import ForeignNodeError
-from master.providers.container_secrets import SECRETS_FILE
+from master.providers.container_secrets import SECRETS_FILE, image_uid
 from master.providers.docker import AGENT_OVERHEAD_MB, LABEL_CLASS, LABEL_NODE, LABEL_RUN
 from tests.docker.conftest import Decoys, container_events, new_run_id, remove_run
 from tests.docker.test_docker_image import wait_healthy
@@ -160,8 +163,12 @@ async def test_a_new_node_mounts_the_jobs_inputs_of_a_live_node_and_has_secrets_
         assert binds == [(str(data), str(data), False)]
         env = node.attrs["Config"]["Env"]
         assert [v for v in env if v.startswith("TESTBED_")] == [f"TESTBED_SECRETS_FILE={SECRETS_FILE}"]
-        held = node.exec_run(["cat", SECRETS_FILE]).output  # as the image's user
-        assert json.loads(held) == own
+        stream, _ = node.get_archive(SECRETS_FILE)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            (member,) = archive.getmembers()
+            held = archive.extractfile(member)
+            assert held is not None and json.loads(held.read()) == own
+        assert (member.uid, stat.S_IMODE(member.mode)) == (image_uid(node), 0o600)  # its user's alone
     finally:
         try:
             await provider.close()

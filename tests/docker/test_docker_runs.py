@@ -17,7 +17,9 @@ import docker
 import pytest
 from docker.models.containers import Container
 
+from master.providers.attach import NODE_SECRET
 from master.providers.base import ForeignNodeError
+from master.providers.docker import LABEL_RUN
 from master.run import run_scenario
 from testbed.broker import ENROL_USER
 from testbed.cli import main
@@ -151,7 +153,11 @@ def test_swarm_stack(
     with deployed_stack(docker_client, REPO / "compose" / f"{name}.yaml", env) as stack:
         summary = assert_scenario_results(tmp_path, name)
         stacked = {"label": f"com.docker.stack.namespace={stack}"}
-        assert_no_secret_in_env(docker_client.containers.list(all=True, filters=stacked), secrets)
+        containers = docker_client.containers.list(all=True, filters=stacked)
+        assert_no_secret_in_env(containers, secrets)
+        if name == "eviction-storm":  # the replacements hold a Swarm secret of their own
+            own = f"{SECRETS_FILE_ENV}=/run/secrets/{NODE_SECRET}"
+            assert any(own in c.attrs["Config"]["Env"] for c in containers)
         if name == "eviction-storm":
             evictions = (tmp_path / name / "evictions.csv").read_text()
             assert summary["evictions"] >= 2 and ",storm," in evictions, evictions
@@ -178,6 +184,7 @@ def deployed_stack(client: docker.DockerClient, compose_file: Path, env: dict[st
         subprocess.run(["docker", "stack", "rm", stack], capture_output=True)
         wait_until_gone(client, stack)
     assert run_leftovers(client, stack) == []
+    assert client.secrets.list(filters={"label": f"{LABEL_RUN}={stack}"}) == []
 
 
 def wait_for_master(client: docker.DockerClient, stack: str, limit_s: float = 600) -> str:
