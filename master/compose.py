@@ -40,6 +40,11 @@ from testbed.scenario import Scenario, ScenarioError, input_files, load_scenario
 
 BROKER_URL = "mqtt://broker:1883"
 AGENT_START_PERIOD_S = 300
+PROBE_TIMEOUT_S = 30
+HEALTHCHECK = {"start_period": f"{AGENT_START_PERIOD_S}s", "timeout": f"{PROBE_TIMEOUT_S}s"}
+"""The image's probe, but lenient: Swarm stops unhealthy tasks, and a broker or agent waiting
+for its peers (a stack starts its services in any order), or answering late on a loaded host
+(the probe is a Python process; the broker is Python too), is not a dead one."""
 NODE_CLASSES = ("reserved", "transient")
 # the repository, when the package runs from a checkout: the image can then be built from it
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -165,9 +170,7 @@ class _Stack:
                 **self._common(),
                 **self._secret("broker"),  # the entrypoint runs our amqtt broker with these logins
                 "command": ["broker"],
-                # amqtt on a loaded host may answer the image's probe late while it starts, and
-                # Swarm stops unhealthy tasks
-                "healthcheck": {"start_period": f"{AGENT_START_PERIOD_S}s"},
+                "healthcheck": dict(HEALTHCHECK),  # a copy: no YAML anchor
                 # Swarm: the name resolves to the task's address, no virtual IP (needs no IPVS)
                 "deploy": {"endpoint_mode": "dnsrr"},
             },
@@ -261,9 +264,7 @@ class _Stack:
                 ),
             ],
             "labels": {LABEL_RUN: self.run_id, LABEL_CLASS: node_class},
-            # the image's probe, but an agent waiting for the broker and its name is not unhealthy
-            # (Swarm stops unhealthy tasks, and starts a stack's services in any order)
-            "healthcheck": {"start_period": f"{AGENT_START_PERIOD_S}s"},
+            "healthcheck": dict(HEALTHCHECK),  # a copy: no YAML anchor
             "depends_on": ["broker"],
             "deploy": {
                 "replicas": replicas,
