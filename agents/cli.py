@@ -24,7 +24,7 @@ def port_number(text: str) -> int:
 
 def broker_url(text: str) -> str:
     """An argparse type: ``mqtt://HOST[:PORT]``."""
-    from testbed.mqtt import BrokerAddress
+    from testbed.wire.mqtt import BrokerAddress
 
     try:
         BrokerAddress.parse(text)
@@ -69,10 +69,10 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
 def run_agent(args: argparse.Namespace) -> int:
     import asyncio
 
-    from testbed.processes import die_with_parent, take_secrets
+    from testbed.node.processes import die_with_parent, take_secrets
 
     if args.cgroup is not None:  # first: the forkserver and every task worker are born under the node's quota
-        from testbed.cgroups import agent_group, join
+        from testbed.node.cgroups import agent_group, join
 
         join(agent_group(args.cgroup))
     die_with_parent()
@@ -90,8 +90,8 @@ async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> Non
     """Run the agent under its ``--node-id``, or else under the name the master gives it."""
     from agents.agent import Agent, AgentConfig
     from agents.naming import ask_name
-    from testbed.capabilities import NODE_KEY_ENV
-    from testbed.mqtt import BrokerAddress
+    from testbed.wire.capabilities import NODE_KEY_ENV
+    from testbed.wire.mqtt import BrokerAddress
 
     node_id = args.node_id
     if not node_id:  # compose, Swarm: its own login and node key replace the enrolment login

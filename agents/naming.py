@@ -7,7 +7,7 @@ run's enrolment login on compose and Swarm): it asks on ``enrol/<host>/ask``, wi
 random key of its own, and listens on ``enrol/<host>/named``, again every
 ``ASK_INTERVAL_S`` since the master may start later (compose starts the master last).
 The answer carries that node's broker login and node key sealed under the key, and a
-proof made with it (``testbed.capabilities``). Only then does the agent start, under its
+proof made with it (``testbed.wire.capabilities``). Only then does the agent start, under its
 name and with its own credentials.
 """
 
@@ -22,9 +22,9 @@ import time
 
 import aiomqtt
 
-from testbed.capabilities import name_proof, unseal
-from testbed.mqtt import BrokerAddress
-from testbed.protocol import Codec, NameRequest, NodeClass, NodeNamed, Topics
+from testbed.wire.capabilities import name_proof, unseal
+from testbed.wire.mqtt import BrokerAddress
+from testbed.wire.protocol import Codec, NameRequest, NodeClass, NodeNamed, Topics
 
 log = logging.getLogger("agent")
 ASK_INTERVAL_S = 0.5

@@ -31,12 +31,12 @@ from typing import Any
 
 import yaml
 
-from master.policies import make_autoscaler, make_scheduler
+from master.policy_setup import make_autoscaler, make_scheduler
 from master.providers.docker import AGENT_OVERHEAD_MB, AGENT_PORT, DATA_DIR, LABEL_CLASS, LABEL_RUN
-from master.scale_model import NodeShares, class_flags, resolve
-from testbed.broker import AGENT_SECRET_ENV, ENROL_USER, RunCredentials, broker_auth
-from testbed.processes import SECRETS_FILE_ENV
-from testbed.scenario import Scenario, ScenarioError, input_files, load_scenario
+from master.shell.scale_model import NodeShares, class_flags, resolve
+from testbed.wire.broker import AGENT_SECRET_ENV, ENROL_USER, RunCredentials, broker_auth
+from testbed.node.processes import SECRETS_FILE_ENV
+from testbed.scenario.schema import Scenario, ScenarioError, input_files, load_scenario
 
 BROKER_URL = "mqtt://broker:1883"
 AGENT_START_PERIOD_S = 300

@@ -6,7 +6,7 @@ command is carried out here: a message is signed and published, the journal
 file written, an output renamed into place, a node launched, killed or released
 through the provider, an agent asked over HTTP. The chaos rules and the
 autoscaler run in the core; a live eviction (the HTTP API's) and a full disk
-at the master are events too (``master.ports`` names what each part uses).
+at the master are events too (``master.shell.master_ports`` names what each part uses).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from master.api import MasterApi
-from master.chaos_shell import ChaosShell
+from master.shell.http_api import MasterApi
+from master.shell.live_chaos import ChaosShell
 from master.core import commands as cmd
 from master.core.events import (
     Abort,
@@ -41,20 +41,20 @@ from master.core.machine import MasterCore
 from master.core.nodes import NodeRecord
 from master.core.resume import Recovered
 from master.core.view import CoreView
-from master.disk_faults import journal_disk_full
-from master.journal import Journal
-from master.liveness import start_window
-from master.liveness_shell import probe_agent
-from master.node_start import NodeStarts
-from master.policies.base import Autoscaler
+from master.shell.disk_faults import journal_disk_full
+from master.shell.journal_file import Journal
+from master.core.liveness import start_window
+from master.shell.probe import probe_agent
+from master.shell.node_start import NodeStarts
+from testbed.api.policy import Autoscaler
 from master.providers.base import AdoptingProvider, NodeProvider
-from master.resume import prepare_restored_outputs
-from master.signing import CommandSigner
-from master.strategies import make_strategy
-from testbed.capabilities import RunKeys, name_proof, seal
-from testbed.mqtt import BrokerAddress, MqttLink
-from testbed.protocol import Codec, Message, NodeNamed, NodeState, Topics
-from testbed.scenario import Scenario
+from master.shell.resume_run import prepare_restored_outputs
+from master.shell.signing import CommandSigner
+from master.recovery import make_strategy
+from testbed.wire.capabilities import RunKeys, name_proof, seal
+from testbed.wire.mqtt import BrokerAddress, MqttLink
+from testbed.wire.protocol import Codec, Message, NodeNamed, NodeState, Topics
+from testbed.scenario.schema import Scenario
 
 log = logging.getLogger("master")
 BACKLOG_TURNS = 256
@@ -79,7 +79,7 @@ class Master:
         node_env: Callable[[str], Awaitable[dict[str, str]]] | None = None,
         recovered: Recovered | None = None,
     ) -> None:
-        """``token`` is the run secret (``testbed.capabilities``); ``node_env(node_id)``: the
+        """``token`` is the run secret (``testbed.wire.capabilities``); ``node_env(node_id)``: the
         extra environment of one agent (its broker login). ``attach``: the initial nodes are
         started by someone else (compose, Swarm); the master waits for the scenario's node
         counts to come up and adopts them. ``recovered``: a crashed run to resume."""
@@ -346,7 +346,7 @@ class Master:
     # ------------------------------------------------------------------ for the API and full disks
 
     def evict(self, request: EvictRequest) -> cmd.Evicted:
-        """A live eviction (``master.chaos_shell``): the core's answer, its kills carried out."""
+        """A live eviction (``master.shell.live_chaos``): the core's answer, its kills carried out."""
         return next(c for c in self._handle(request) if isinstance(c, cmd.Evicted))
 
     def fail_job(self, job_id: str, error: str) -> None:

@@ -3,7 +3,7 @@
 Which nodes start and when (the initial cluster a window at a time, each later
 launch) is the core's (``master.core.launch``: ``StartNode`` commands). This shell
 starts each through the provider, with its agent's environment, and watches the
-start deadline (``master.liveness.start_deadline_s``, a host concern): a node that
+start deadline (``master.core.liveness.start_deadline_s``, a host concern): a node that
 has not come up in time is reported (``NodeStartFailed``) and the run goes on
 without it.
 """
@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable
 from master.core.commands import StartNode
 from master.core.events import NodeStartFailed
 from master.core.machine import MasterCore
-from master.liveness import start_deadline_s
+from master.core.liveness import start_deadline_s
 from master.providers.base import NodeProvider
-from master.scale_model import NodeShares
-from testbed.capabilities import NODE_KEY_ENV, RunKeys
+from master.shell.scale_model import NodeShares
+from testbed.wire.capabilities import NODE_KEY_ENV, RunKeys
 
 log = logging.getLogger("master")
 ATTACH_WAIT_S = 300.0

@@ -21,19 +21,19 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from master.backends import broker_credentials, open_backend, run_id_for, run_token
-from master.broker_keeper import BrokerKeeper
-from master.cluster_summary import cluster_summary, run_events
-from master.coaster_summary import job_class_summary, percentile
-from master.copy_summary import checkpoint_summary
-from master.master import Master
-from master.monitor import FIDELITY_FILE, Sampler, write_assessment
-from master.policies import make_autoscaler, policy_plugins
+from master.shell.backends import broker_credentials, open_backend, run_id_for, run_token
+from master.shell.broker_keeper import BrokerKeeper
+from master.summary.cluster import cluster_summary, run_events
+from master.summary.coaster import job_class_summary, percentile
+from master.summary.checkpoint_copies import checkpoint_summary
+from master.shell.master import Master
+from master.shell.fidelity_monitor import FIDELITY_FILE, Sampler, write_assessment
+from master.policy_setup import make_autoscaler, policy_plugins
 from master.providers.local import python_command
-from master.resume import Recovered, check_resumable, recover
-from master.rundir import check_inputs, owning, record_inputs, tidy
-from master.scale_model import class_flags, docker_isolation, local_isolation, resolve
-from testbed.broker import (
+from master.shell.resume_run import Recovered, check_resumable, recover
+from master.shell.run_dir import check_inputs, owning, record_inputs, tidy
+from master.shell.scale_model import class_flags, docker_isolation, local_isolation, resolve
+from testbed.wire.broker import (
     AGENT_SECRET_ENV,
     ManagedBroker,
     agent_env,
@@ -41,14 +41,14 @@ from testbed.broker import (
     make_broker,
     master_address,
 )
-from testbed.cgroups import control_plane
-from testbed.fidelity import PER_WORKLOAD_JCT, emulated, is_duration_key
-from testbed.journal_tables import JOB_TOTALS
-from testbed.mqtt import BrokerAddress
-from testbed.processes import RunTerminated
-from testbed.progress import show_progress
-from testbed.rundir import secure_run_dir
-from testbed.scenario import Scenario, input_files, load_scenario, to_yaml
+from testbed.node.cgroups import control_plane
+from testbed.scenario.fidelity import PER_WORKLOAD_JCT, emulated, is_duration_key
+from testbed.journal.tables import JOB_TOTALS
+from testbed.wire.mqtt import BrokerAddress
+from testbed.node.processes import RunTerminated
+from testbed.app.progress import show_progress
+from master.shell.secure_dir import secure_run_dir
+from testbed.scenario.schema import Scenario, input_files, load_scenario, to_yaml
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ async def run_scenario(
     with fresh credentials, unless ``broker`` hands it one (not yet started) to
     use instead, e.g. one a test restarts mid-run. With ``recovered`` (what
     the journal of a crashed run says) it continues that run instead.
-    The run owns ``run_dir`` while it runs (``master.rundir.owning``).
+    The run owns ``run_dir`` while it runs (``master.shell.run_dir.owning``).
     """
     secure_run_dir(run_dir)
     with owning(run_dir):
@@ -335,7 +335,7 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
 
 def load_resumable(run_dir: Path) -> Scenario:
     """The scenario of a crashed run, or ``ResumeError``/``RunDirError`` saying why it cannot be
-    resumed (call it holding the directory: see ``master.rundir.owning``)."""
+    resumed (call it holding the directory: see ``master.shell.run_dir.owning``)."""
     check_resumable(run_dir)
     secure_run_dir(run_dir)
     scenario = load_scenario(run_dir / "scenario.yaml")

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from testbed.capabilities import derive
-from testbed.mqtt import BrokerAddress
-from testbed.processes import child_env, dying_with_parent, private_env, take_secrets
+from testbed.wire.capabilities import derive
+from testbed.wire.mqtt import BrokerAddress
+from testbed.node.processes import child_env, dying_with_parent, private_env, take_secrets
 
 AGENT_PUBLISHES = ("state", "hb", "task")
 AGENT_READS = ("cmd",)
@@ -135,7 +135,7 @@ class ManagedBroker(Protocol):
 
 
 def broker_auth(credentials: RunCredentials, enrol_password: str = "") -> dict[str, str]:
-    """The logins an amqtt broker of the run accepts (``testbed.broker_auth.RunAuthPlugin``):
+    """The logins an amqtt broker of the run accepts (``testbed.wire.broker_auth.RunAuthPlugin``):
     the master's, every agent's (derived) and, for compose and Swarm, the enrolment login's."""
     auth = {
         "master": credentials.master.username,
@@ -188,15 +188,15 @@ def amqtt_config(host: str, port: int, auth: dict[str, str] | None = None) -> di
         }
     else:
         plugins = {
-            "testbed.broker_auth.RunAuthPlugin": auth,
-            "testbed.broker_auth.RunTopicPlugin": {"master": auth["master"]},
+            "testbed.wire.broker_auth.RunAuthPlugin": auth,
+            "testbed.wire.broker_auth.RunTopicPlugin": {"master": auth["master"]},
         }
     return {"listeners": listeners, "plugins": plugins}
 
 
 async def serve(host: str, port: int) -> None:
     """Run an amqtt broker until SIGTERM/SIGINT; its users come from the file the run wrote
-    (``testbed.processes.take_secrets``), else it lets anyone in.
+    (``testbed.node.processes.take_secrets``), else it lets anyone in.
 
     On the signal it stops as a crashed broker would: it closes its port, resets
     every connection at once and only then lets amqtt shut down. amqtt's own
@@ -311,7 +311,7 @@ def private_directory(prefix: str) -> Iterator[Path]:
 
 class EmbeddedBroker(_BrokerProcess):
     """The amqtt broker in a child process; ``url`` is what agents and the master connect to.
-    It derives each agent's password itself (``testbed.broker_auth``): no list of nodes. Its
+    It derives each agent's password itself (``testbed.wire.broker_auth``): no list of nodes. Its
     logins reach it in a private file it deletes once read (gone once it listens)."""
 
     kind = "amqtt"
@@ -320,7 +320,7 @@ class EmbeddedBroker(_BrokerProcess):
         return broker_auth(self.credentials)
 
     async def start(self, timeout: float = 15.0) -> None:
-        argv = [sys.executable, "-m", "testbed.cli", "broker", "--host", self.host, "--port", str(self.port)]
+        argv = [sys.executable, "-m", "testbed.app.cli", "broker", "--host", self.host, "--port", str(self.port)]
         with private_directory("testbed-amqtt-") as directory:
             await self._spawn(argv, child_env(private_env(self._auth(), directory, "amqtt")), timeout)
 

@@ -2,10 +2,10 @@
 with its own topics.
 
 Loaded by amqtt (by dotted path) in the broker's process only. The master's login
-and the agents' secret come from the run (``testbed.broker.EmbeddedBroker``) in a
+and the agents' secret come from the run (``testbed.wire.broker.EmbeddedBroker``) in a
 private file; an agent's user name is its node id and its password is derived from
 the secret (``RunCredentials.agent_for``), so the broker needs no list of nodes.
-The rules are Mosquitto's ``acl_file`` of the same run (``testbed.broker``):
+The rules are Mosquitto's ``acl_file`` of the same run (``testbed.wire.broker``):
 the master publishes commands to every node and reads every node's reports; an
 agent publishes its own node's state, heartbeats and task updates and reads its
 own node's commands, nothing else. A compose or Swarm run's broker (``testbed
@@ -23,7 +23,7 @@ from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
 from amqtt.plugins.topic_checking import TopicAccessControlListPlugin
 from amqtt.session import Session
 
-from testbed.broker import AGENT_NAME, ENROL_USER, agent_password, publish_rules, subscribe_rules
+from testbed.wire.broker import AGENT_NAME, ENROL_USER, agent_password, publish_rules, subscribe_rules
 
 
 class RunAuthPlugin(BaseAuthPlugin):

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.cli import add_agent_arguments, port_number, run_agent
-from testbed.durations import parse_duration
-from testbed.limits import MAX_DURATION_S, within_max_duration
-from testbed.processes import RunTerminated
-from testbed.report import add_report_commands
-from testbed.scenario import Scenario, ScenarioError, load_scenario
-from testbed.sim_cli import add_simulator_commands
+from testbed.scenario.durations import parse_duration
+from testbed.scenario.limits import MAX_DURATION_S, within_max_duration
+from testbed.node.processes import RunTerminated
+from testbed.app.report import add_report_commands
+from testbed.scenario.schema import Scenario, ScenarioError, load_scenario
+from testbed.app.sim_commands import add_simulator_commands
 from testbed.workloads.cli import add_workload_commands
 
 if TYPE_CHECKING:
-    from master.run import RunResult
+    from master.shell.run import RunResult
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from master.scale_model import resolve
+    from master.shell.scale_model import resolve
 
     scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
     build_policies(scenario, args.scenario)  # as `testbed run` will build them
@@ -228,7 +228,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_compose(args: argparse.Namespace) -> int:
-    from master.compose import compose_file, secrets_directory
+    from master.shell.compose_file import compose_file, secrets_directory
 
     argv = [str(args.scenario), *(arg for value in args.overrides for arg in ("--set", value))]
     if args.host_cores is not None:
@@ -263,7 +263,7 @@ def cmd_secrets(args: argparse.Namespace) -> int:
 
 
 def _write_secrets(directory: Path, command: str) -> None:
-    from master.compose import write_secrets
+    from master.shell.compose_file import write_secrets
 
     try:
         write_secrets(directory)
@@ -275,8 +275,8 @@ def _write_secrets(directory: Path, command: str) -> None:
 
 
 def host_dilation(scenario: Scenario) -> float:
-    """The scenario's dilation, ``auto`` resolved for this host (``master.scale_model.resolve``)."""
-    from master.scale_model import resolve
+    """The scenario's dilation, ``auto`` resolved for this host (``master.shell.scale_model.resolve``)."""
+    from master.shell.scale_model import resolve
 
     return resolve(scenario).fidelity.factor
 
@@ -285,9 +285,9 @@ def build_policies(scenario: Scenario, path: str) -> None:
     """Build the scenario's scheduler, strategy and autoscaler (built-in or plugin, with their options):
     a problem is a ``ScenarioError`` whose lines name the scenario file. The task models are
     scaled by the dilation, so ``dilation: auto`` is resolved for this host first."""
-    from master.policies import make_autoscaler, make_scheduler
-    from master.scale_model import resolve
-    from master.strategies import make_strategy
+    from master.policy_setup import make_autoscaler, make_scheduler
+    from master.shell.scale_model import resolve
+    from master.recovery import make_strategy
 
     scenario = resolve(scenario)
     try:
@@ -299,12 +299,12 @@ def build_policies(scenario: Scenario, path: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from master.journal import new_run_dir
-    from master.run import prepare_run_dir
-    from master.rundir import RunDirError, fresh_run_dir
-    from master.scale_model import local_isolation, resolve
-    from testbed.console import print_jct_table
-    from testbed.processes import SECRETS_FILE_ENV, take_secrets
+    from master.shell.journal_file import new_run_dir
+    from master.shell.run import prepare_run_dir
+    from master.shell.run_dir import RunDirError, fresh_run_dir
+    from master.shell.scale_model import local_isolation, resolve
+    from testbed.app.console import print_jct_table
+    from testbed.node.processes import SECRETS_FILE_ENV, take_secrets
 
     if SECRETS_FILE_ENV in os.environ:  # a compose or Swarm run's master: its Docker secret
         os.environ.update(take_secrets())  # ours alone: no child inherits them (child_env)
@@ -350,7 +350,7 @@ def _run_backend(scenario: Scenario, run_dir: Path, backend: str) -> RunResult:
         from master.sim.run import run_sim
 
         return run_sim(scenario, run_dir, progress=sys.stderr.isatty())
-    from master.run import run_blocking
+    from master.shell.run import run_blocking
 
     return run_blocking(scenario, run_dir, backend)
 
@@ -375,10 +375,10 @@ def warn_if_distorted(summary: dict) -> None:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from master.resume import ResumeError, check_resumable
-    from master.run import load_resumable, run_blocking
-    from master.rundir import RunDirError, owning
-    from testbed.console import print_jct_table
+    from master.shell.resume_run import ResumeError, check_resumable
+    from master.shell.run import load_resumable, run_blocking
+    from master.shell.run_dir import RunDirError, owning
+    from testbed.app.console import print_jct_table
 
     if args.scenario is not None or args.overrides or args.out or args.clean or args.dry_run:
         raise UsageError("testbed run --resume RUN_DIR: the run directory already has its scenario")
@@ -401,7 +401,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def check_broker(scenario: Scenario, backend: str) -> None:
     """An external broker (``mqtt://...`` or ``TESTBED_BROKER``) must answer before nodes start."""
-    from testbed.mqtt import BrokerAddress
+    from testbed.wire.mqtt import BrokerAddress
 
     if backend == "sim":
         return  # no broker: the simulator's agents are models
@@ -422,7 +422,7 @@ def check_broker(scenario: Scenario, backend: str) -> None:
 def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) -> str:
     """The plan up to ``horizon`` trace seconds (default: the timeout, at most ``MAX_DURATION_S``)."""
     from master.chaos.plan import format_plan, plan_evictions
-    from master.scale_model import resolve
+    from master.shell.scale_model import resolve
 
     scenario = resolve(scenario)  # wall times under this host's dilation
     horizon = horizon if horizon is not None else min(scenario.timeout * scenario.time_scale, MAX_DURATION_S)
@@ -461,7 +461,7 @@ def cmd_chaos_evict(args: argparse.Namespace) -> int:
 
 
 def cmd_chaos_check(args: argparse.Namespace) -> int:
-    from testbed.chaos_check import check_run, format_check
+    from testbed.app.chaos_check import check_run, format_check
     from testbed.chaos_client import run_directory
 
     try:
@@ -473,7 +473,7 @@ def cmd_chaos_check(args: argparse.Namespace) -> int:
 
 
 def cmd_chaos_import_trace(args: argparse.Namespace) -> int:
-    from testbed.traces import alibaba_spot_gpu
+    from testbed.chaosmodels.traces import alibaba_spot_gpu
 
     try:
         text = alibaba_spot_gpu(args.file, args.gpu_model)
@@ -490,7 +490,7 @@ def cmd_chaos_import_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from testbed.sweep import Variation, run_sweep
+    from testbed.app.sweep.grid import Variation, run_sweep
 
     if args.seeds < 1:
         raise UsageError("--seeds: expected a whole number >= 1")
@@ -535,8 +535,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
-    from testbed.broker import serve
-    from testbed.processes import die_with_parent
+    from testbed.wire.broker import serve
+    from testbed.node.processes import die_with_parent
 
     die_with_parent()
     _run_async(serve(args.host, args.port))

@@ -64,7 +64,7 @@ def die_with(parent: int) -> None:
 def dying_with_parent(argv: list[str]) -> list[str]:
     """``argv`` run through this module: it asks for ``die_with_parent`` and then execs the
     program (the request survives exec), for children that are not ours to change (Mosquitto)."""
-    return [sys.executable, "-m", "testbed.processes", *argv]
+    return [sys.executable, "-m", "testbed.node.processes", *argv]
 
 
 SECRETS_FILE_ENV = "TESTBED_SECRETS_FILE"

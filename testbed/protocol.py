@@ -53,7 +53,7 @@ class BlockRef(BaseModel):
     partition: int = Field(ge=0)
     locations: tuple[str, ...] = Field(min_length=1)
     caps: tuple[str, ...] = Field(
-        default=(), description="the capability to read the block at each location (testbed.capabilities)"
+        default=(), description="the capability to read the block at each location (testbed.wire.capabilities)"
     )
 
     @classmethod
@@ -197,7 +197,7 @@ class NodeNamed(Message):
     """The master's answer to a ``NameRequest``, on ``enrol/<host>/named``: that agent is
     ``node_id`` (``reserved-N``, ``transient-N``, as a node the master launches). ``sealed``:
     that node's broker login and node key, sealed under the request's key, and ``proof`` =
-    ``testbed.capabilities.name_proof`` under it: only the master, which read the key, names."""
+    ``testbed.wire.capabilities.name_proof`` under it: only the master, which read the key, names."""
 
     kind: Literal["named"] = "named"
     host: str = Field(max_length=100)

@@ -17,8 +17,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from master.master import Master
-from testbed.protocol import (
+from master.shell.master import Master
+from testbed.wire.protocol import (
     BlockReceived,
     CancelTask,
     Codec,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from master.master import Master
-from testbed.capabilities import name_proof, unseal
-from testbed.protocol import Codec, Message, NameRequest, NodeNamed, NodeState, Topics
+from master.shell.master import Master
+from testbed.wire.capabilities import name_proof, unseal
+from testbed.wire.protocol import Codec, Message, NameRequest, NodeNamed, NodeState, Topics
 from tests.agents_stand_in import names_offline
 from tests.conftest import make_scenario, offline_master
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from master.compose import GENERATED, compose_file
-from testbed.cli import build_parser, main
-from testbed.processes import SECRET_ENV
-from testbed.scenario import load_scenario
+from master.shell.compose_file import GENERATED, compose_file
+from testbed.app.cli import build_parser, main
+from testbed.node.processes import SECRET_ENV
+from testbed.scenario.schema import load_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "compose").glob("*.yaml"))

@@ -10,9 +10,9 @@ import aiomqtt
 import pytest
 
 from agents.naming import ask_name
-from testbed.capabilities import name_proof, seal, unseal
-from testbed.mqtt import BrokerAddress
-from testbed.protocol import Codec, NameRequest, NodeNamed, Topics
+from testbed.wire.capabilities import name_proof, seal, unseal
+from testbed.wire.mqtt import BrokerAddress
+from testbed.wire.protocol import Codec, NameRequest, NodeNamed, Topics
 
 TOPICS = Topics("r1")
 HOST = "c0ffee123456"

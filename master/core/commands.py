@@ -1,7 +1,7 @@
 """What the master's core asks its shell to do: commands are data.
 
 ``MasterCore.handle`` returns them in the order they are to be carried out. The
-real shell (``master.master``) publishes, writes the journal file, renames output
+real shell (``master.shell.master``) publishes, writes the journal file, renames output
 files, launches and kills nodes and asks agents over HTTP; a simulator models the
 same commands. Times in them are run seconds, stamped by the core.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from master.core.events import ProbePurpose
-from testbed.protocol import Message
+from testbed.wire.protocol import Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +25,8 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class Journal:
-    """Append one journal event (``testbed.journal`` checked it already) at run time ``t``; the
-    writer adds the table row it makes, if any (``testbed.journal_tables.ROWS_FROM_EVENTS``)."""
+    """Append one journal event (``testbed.journal.schema`` checked it already) at run time ``t``; the
+    writer adds the table row it makes, if any (``testbed.journal.tables.ROWS_FROM_EVENTS``)."""
 
     t: float
     kind: str

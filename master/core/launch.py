@@ -4,7 +4,7 @@ the nodes adopted in attach mode, and when the initial cluster is up.
 A launch is a ``StartNode`` command (the shell's provider starts the process or
 container); the node joins when its agent announces itself ``up``. The start
 deadline is the shell's (a host concern): it reports a node that did not come up
-with ``NodeStartFailed``. The window (``master.liveness.start_window``) is an
+with ``NodeStartFailed``. The window (``master.core.liveness.start_window``) is an
 input: a simulation starts every node at once.
 """
 
@@ -17,9 +17,9 @@ from master.core.commands import ClusterUp, Command, NameNode, StartNode
 from master.core.nodes import NodeRecord
 from master.core.ports import ClusterPort, JobEnding
 from master.core.startup import cluster_up
-from master.liveness import launches_now
-from master.policies import reserved_partitions
-from testbed.protocol import NameRequest
+from master.core.liveness import launches_now
+from master.policy_setup import reserved_partitions
+from testbed.wire.protocol import NameRequest
 
 log = logging.getLogger("master")
 

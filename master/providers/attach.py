@@ -50,7 +50,7 @@ from master.providers.docker import (
     RELEASE_TIMEOUT_S,
     UnknownNodeError,
 )
-from testbed.processes import SECRETS_FILE_ENV
+from testbed.node.processes import SECRETS_FILE_ENV
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A container's environment is in ``docker inspect`` for anyone who may use the engine,
 and in every process of the container. So the agent's broker login and node key
-(``testbed.processes.SECRET_ENV``) go into a file written into the container before it
+(``testbed.node.processes.SECRET_ENV``) go into a file written into the container before it
 starts (``put_archive``: nothing on the host, works with a remote engine too), in a
 directory owned by the image's user with mode 0700, the file 0600; the environment
 names only its path (``TESTBED_SECRETS_FILE``). The agent reads and deletes it as it
@@ -18,7 +18,7 @@ import time
 
 from docker.models.containers import Container
 
-from testbed.processes import SECRET_ENV, SECRETS_FILE_ENV
+from testbed.node.processes import SECRET_ENV, SECRETS_FILE_ENV
 
 SECRETS_PARENT = "/run"
 SECRETS_DIR = "testbed-secrets"

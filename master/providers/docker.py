@@ -15,7 +15,7 @@ Per node:
   with no swap, so a task that exceeds its budget must spill rather than swap;
 - CPU limit = `cpus` (a fraction of the host's cores), none when unset: with `cgroups`
   (a faithful run on an engine of this host) the node's own group, made on the host as for
-  a local node (``testbed.cgroups``: the node's quota, an ``agent`` leaf and a leaf per task
+  a local node (``testbed.node.cgroups``: the node's quota, an ``agent`` leaf and a leaf per task
   slot with a quota of one emulated core), else the container's `nano_cpus`. The container
   is started under that group (``cgroup_parent``; on cgroup v2 in the host's cgroup
   namespace, where its processes can reach a sibling group, and with the memory limit on
@@ -51,7 +51,7 @@ from docker.types import Mount
 
 from master.providers.base import ForeignNodeError
 from master.providers.container_secrets import image_uid, put_secrets, split_secrets
-from testbed.cgroups import CpuCgroups, CpuStats, hierarchy_path, remove_everywhere
+from testbed.node.cgroups import CpuCgroups, CpuStats, hierarchy_path, remove_everywhere
 
 LABEL_RUN = "testbed.run"
 LABEL_NODE = "testbed.node"

@@ -19,12 +19,12 @@ from docker.models.containers import Container
 
 from master.providers.base import ForeignNodeError
 from master.providers.docker import LABEL_RUN
-from master.run import run_scenario
-from testbed.broker import ENROL_USER
-from testbed.cli import main
-from testbed.processes import SECRETS_FILE_ENV
-from testbed.scenario import SortJob, load_scenario
-from testbed.scenario_chaos import EvictSpec
+from master.shell.run import run_scenario
+from testbed.wire.broker import ENROL_USER
+from testbed.app.cli import main
+from testbed.node.processes import SECRETS_FILE_ENV
+from testbed.scenario.schema import SortJob, load_scenario
+from testbed.scenario.chaos import EvictSpec
 from testbed.workloads.cli import write_generated
 from tests.conftest import make_scenario
 from tests.docker.conftest import Decoys, new_run_id, remove_run, run_leftovers

@@ -14,9 +14,9 @@ import docker
 import pytest
 
 from master.providers.container_secrets import SECRETS_FILE
-from testbed.blocks import TOKEN_HEADER
-from testbed.capabilities import NODE_KEY_ENV, block_cap
-from testbed.protocol import Codec, NodeState, Topics
+from testbed.wire.blocks import TOKEN_HEADER
+from testbed.wire.capabilities import NODE_KEY_ENV, block_cap
+from testbed.wire.protocol import Codec, NodeState, Topics
 from testbed.workloads.wordcount import read_output
 from tests.docker.conftest import new_run_id, remove_run, run_leftovers
 from tests.e2e.test_wordcount_run import expected_counts

@@ -16,9 +16,9 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
-from master.compose import SECRET_FILES, write_secrets
-from testbed.broker import ENROL_USER, Credentials, RunCredentials, agent_password, free_port, wait_for_port
-from testbed.processes import SECRETS_FILE_ENV, child_env
+from master.shell.compose_file import SECRET_FILES, write_secrets
+from testbed.wire.broker import ENROL_USER, Credentials, RunCredentials, agent_password, free_port, wait_for_port
+from testbed.node.processes import SECRETS_FILE_ENV, child_env
 from tests.reliability.test_broker_security import client, received
 
 pytestmark = pytest.mark.e2e
@@ -52,7 +52,7 @@ async def broker(tmp_path: Path) -> AsyncIterator[ComposeBroker]:
     shutil.copy(directory / SECRET_FILES["broker"], handed)
     port = free_port()
     process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "testbed.cli", "broker", "--host", "127.0.0.1", "--port", str(port)),
+        *(sys.executable, "-m", "testbed.app.cli", "broker", "--host", "127.0.0.1", "--port", str(port)),
         env=child_env({SECRETS_FILE_ENV: str(handed)}),
     )
     try:

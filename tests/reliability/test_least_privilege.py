@@ -17,10 +17,10 @@ import msgpack
 import pytest
 
 from agents.push import INDEX_HEADER, encode_index
-from master.run import RunResult, run_scenario
-from testbed.blocks import TOKEN_HEADER, BlockWriter
-from testbed.broker import EmbeddedBroker, ManagedBroker, MosquittoBroker, mosquitto_binary
-from testbed.protocol import Codec, NodeState, TaskUpdate, Topics
+from master.shell.run import RunResult, run_scenario
+from testbed.wire.blocks import TOKEN_HEADER, BlockWriter
+from testbed.wire.broker import EmbeddedBroker, ManagedBroker, MosquittoBroker, mosquitto_binary
+from testbed.wire.protocol import Codec, NodeState, TaskUpdate, Topics
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean, expected_counts
