@@ -32,8 +32,8 @@ from aiohttp import web
 
 from agents.push import push_block
 from agents.shuffle import make_app
-from testbed.blocks import TOKEN_HEADER, BlockWriter
-from testbed.capabilities import block_cap
+from testbed.wire.blocks import TOKEN_HEADER, BlockWriter
+from testbed.wire.capabilities import block_cap
 
 KEY = "copy-cpu-benchmark-key"
 MB = 2**20

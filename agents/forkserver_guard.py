@@ -1,7 +1,7 @@
 """Imported by the agent's task forkserver as it starts (``set_forkserver_preload``), never
 by the agent: the forkserver, and every worker it forks, die with their parent.
 
-An agent dies with its master (``testbed.processes.die_with_parent``), but that reaches only
+An agent dies with its master (``testbed.node.processes.die_with_parent``), but that reaches only
 the agent: its forkserver, a worker it had forked and the resource tracker they keep open
 were left to init, alive, when a master was SIGKILLed (an eviction kills the agent's whole
 process group instead). Linux's parent-death signal is cleared by ``fork``, so each worker
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from multiprocessing import util
 
-from testbed.processes import die_with
+from testbed.node.processes import die_with
 
 
 class _Guard:

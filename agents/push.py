@@ -18,9 +18,9 @@ from pathlib import Path
 import aiohttp
 import msgpack
 
-from testbed.bandwidth import UNLIMITED, NodeLimits
-from testbed.blocks import TOKEN_HEADER, read_segment_chunks, segment
-from testbed.protocol import PushedPart
+from testbed.node.bandwidth import UNLIMITED, NodeLimits
+from testbed.wire.blocks import TOKEN_HEADER, read_segment_chunks, segment
+from testbed.wire.protocol import PushedPart
 
 INDEX_HEADER = "X-Block-Index"
 CHUNK = 1 << 18

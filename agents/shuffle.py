@@ -4,7 +4,7 @@
 /blocks/<block>`` receives a pushed or checkpointed block (``agents.push``),
 staged and CRC-checked before it is committed. Each request presents the
 capability for that verb and that block, which only the master mints (from this
-node's key, ``testbed.capabilities``); a committed block is never replaced.
+node's key, ``testbed.wire.capabilities``); a committed block is never replaced.
 Block ids are validated against a strict pattern, so a request can never leave
 the blocks directory. ``GET /health`` is open: it answers only that this agent
 process lives (its node id and random incarnation, no data, no secret).
@@ -23,11 +23,11 @@ import msgpack
 from aiohttp import web
 
 from agents.push import INDEX_HEADER, decode_index
-from testbed.bandwidth import UNLIMITED, NodeLimits
-from testbed.blocks import CRC_HEADER, TOKEN_HEADER, segment
-from testbed.capabilities import block_cap
-from testbed.protocol import PushedPart
-from testbed.tokens import token_matches
+from testbed.node.bandwidth import UNLIMITED, NodeLimits
+from testbed.wire.blocks import CRC_HEADER, TOKEN_HEADER, segment
+from testbed.wire.capabilities import block_cap
+from testbed.wire.protocol import PushedPart
+from testbed.wire.tokens import token_matches
 
 OnReceived = Callable[[str, tuple[PushedPart, ...]], None]
 

@@ -26,9 +26,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from testbed.bandwidth import bind_worker
-from testbed.blocks import TOKEN_HEADER, BlockWriter, delete_blocks, iter_frames, read_segment_chunks, segment
-from testbed.protocol import TaskSpec
+from testbed.node.bandwidth import bind_worker
+from testbed.wire.blocks import (
+    TOKEN_HEADER,
+    BlockWriter,
+    delete_blocks,
+    iter_frames,
+    read_segment_chunks,
+    segment,
+)
+from testbed.wire.protocol import TaskSpec
 from testbed.workloads import COMBINERS, OPERATIONS
 from testbed.workloads.base import (
     BlockFetcher,

@@ -22,15 +22,15 @@ def run_in_worker(
 ) -> None:
     """Run the task (its memory capped, if the node says so), send one result dict, exit.
     ``feed`` brings the blocks of streamed dependencies (``TaskInputs`` as dicts) while it runs;
-    ``cpu_group``: its task slot's CPU cgroup (``testbed.cgroups``), joined first."""
+    ``cpu_group``: its task slot's CPU cgroup (``testbed.node.cgroups``), joined first."""
     from pathlib import Path
 
     from agents.worker import execute, memory_cap
-    from testbed.protocol import TaskSpec
+    from testbed.wire.protocol import TaskSpec
 
     try:
         if cpu_group is not None:
-            from testbed.cgroups import join
+            from testbed.node.cgroups import join
 
             try:
                 join(Path(cpu_group))

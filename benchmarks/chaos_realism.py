@@ -25,10 +25,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from master.run import run_scenario
-from testbed.chaos_check import check_run, format_check, ks_distance
-from testbed.lifetimes import PRESETS, SPOT_MEAN_S, rng_for
-from testbed.scenario import parse_scenario
+from master.shell.run import run_scenario
+from testbed.app.chaos_check import check_run, format_check, ks_distance
+from testbed.chaosmodels.lifetimes import PRESETS, SPOT_MEAN_S, rng_for
+from testbed.scenario.schema import parse_scenario
 
 
 def scenario(kills: int, nodes: int, mean_wall: float, preset: str) -> Any:

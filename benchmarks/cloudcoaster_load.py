@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from master.coaster_summary import long_job_ids, read_table
-from master.policies.eagle import short_partition_size
-from testbed.scenario import Scenario, load_scenario
+from master.schedulers.eagle import short_partition_size
+from master.summary.coaster import long_job_ids, read_table
+from testbed.scenario.schema import Scenario, load_scenario
 
 
 def seeds(text: str) -> list[int]:

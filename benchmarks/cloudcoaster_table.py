@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from master.coaster_summary import long_job_ids, read_table, short_queue_delays
+from master.summary.coaster import long_job_ids, read_table, short_queue_delays
 
 
 def load(run_dir: Path) -> dict[str, Any]:

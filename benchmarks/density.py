@@ -24,9 +24,9 @@ import aiomqtt
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.providers.local import LocalProvider, python_command
-from testbed.broker import EmbeddedBroker, agent_env, master_address
-from testbed.mqtt import BrokerAddress
-from testbed.protocol import Codec, NodeState, Topics
+from testbed.wire.broker import EmbeddedBroker, agent_env, master_address
+from testbed.wire.mqtt import BrokerAddress
+from testbed.wire.protocol import Codec, NodeState, Topics
 
 BARE = [sys.executable, "-c", "import asyncio; asyncio.run(asyncio.sleep(3600))"]
 

@@ -44,11 +44,11 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from master.run import run_scenario
-from testbed.broker import free_port, mosquitto_binary, wait_for_port
-from testbed.mqtt import BrokerAddress
-from testbed.processes import child_env
-from testbed.scenario import parse_scenario
+from master.shell.run import run_scenario
+from testbed.node.processes import child_env
+from testbed.scenario.schema import parse_scenario
+from testbed.wire.broker import free_port, mosquitto_binary, wait_for_port
+from testbed.wire.mqtt import BrokerAddress
 
 WINDOW = 200
 
@@ -192,7 +192,8 @@ async def peer_broker(kind: str) -> AsyncIterator[str]:
         return
     port = free_port()
     if kind == "embedded":
-        command = [sys.executable, "-m", "testbed.cli", "broker", "--host", "127.0.0.1", "--port", str(port)]
+        command = [sys.executable, "-m", "testbed.app.cli", "broker", "--host", "127.0.0.1"]
+        command += ["--port", str(port)]
     else:
         binary = mosquitto_binary()
         if binary is None:

@@ -25,8 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from master.run import run_scenario
-from testbed.scenario import parse_scenario
+from master.shell.run import run_scenario
+from testbed.scenario.schema import parse_scenario
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -29,11 +29,11 @@ from aiohttp.test_utils import TestServer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agents.shuffle import make_app
-from testbed.bandwidth import UNLIMITED, NodeLimits, bind_worker
-from testbed.blocks import BlockWriter
-from testbed.capabilities import block_cap
-from testbed.cgroups import agent_group, detect, join, slot_group
-from testbed.protocol import BlockRef
+from testbed.node.bandwidth import UNLIMITED, NodeLimits, bind_worker
+from testbed.node.cgroups import agent_group, detect, join, slot_group
+from testbed.wire.blocks import BlockWriter
+from testbed.wire.capabilities import block_cap
+from testbed.wire.protocol import BlockRef
 from testbed.workloads.base import BlockFetcher
 
 BUSY = "import time\nwhile time.process_time() < {cpu_s}: pass\n"

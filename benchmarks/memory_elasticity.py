@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from testbed.scenario import PagerankJob, SortJob, WordcountJob
+from testbed.scenario.schema import PagerankJob, SortJob, WordcountJob
 from testbed.workloads import plan_job
 from testbed.workloads.local import LocalJob
 from testbed.workloads.profile import (

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from paper_stats import Ratio, cells, paired_ratio
 
-from testbed.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, save_figure
+from testbed.app.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, save_figure
 
 EXPERIMENTS = (
     ("iterative", "iterative\n(PageRank; ALS)"),

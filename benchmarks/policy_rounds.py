@@ -5,12 +5,12 @@ second. Each case builds seeded snapshots by hand and times, in the same run, ou
 and the peer's: the policies' previous implementation (``tests/policy_reference``),
 whose decisions ours must equal (checked here on every case, and on random states by the
 tests). A round is what the policy itself costs: ``schedule(snapshot)``, plus, under
-FIFO, the window of ready tasks (``master/policies/window.py``) the snapshot is cut to.
+FIFO, the window of ready tasks (``master/schedulers/window.py``) the snapshot is cut to.
 
 - fifo: 10,000 nodes of 8 slots, 100 jobs of 10,000 ready tasks each (1,000,000);
 - eagle + cloudcoaster: 4,000 servers, long tasks on part of the general partition,
   short tasks queued on nodes, and one second of a burst of short jobs from
-  ``testbed.arrivals.bursty_jobs`` (rates scaled to 4,000 servers) still unplaced; the
+  ``testbed.arrivals.generate.bursty_jobs`` (rates scaled to 4,000 servers) still unplaced; the
   autoscaler's round is ``decide`` plus the journaled ``facts``;
 - yarn and yarn-me: 1,000 nodes, 10,000 and 100,000 pending tasks in 100 jobs
   (``benchmarks/yarn_me_decision.py``'s snapshots).
@@ -38,7 +38,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.yarn_me_decision import build as yarn_snapshot
-from master.policies.base import (
+from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
+from master.schedulers.eagle import EagleScheduler, split_partitions
+from master.schedulers.fifo import FifoScheduler
+from master.schedulers.window import FreeNode, PendingWindow
+from master.schedulers.yarn import YarnScheduler
+from master.schedulers.yarn_me import YarnMeScheduler
+from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
     JobView,
@@ -46,13 +52,7 @@ from master.policies.base import (
     PendingTask,
     RunningTask,
 )
-from master.policies.cloudcoaster import CloudCoasterAutoscaler
-from master.policies.eagle import EagleScheduler, split_partitions
-from master.policies.fifo import FifoScheduler
-from master.policies.window import FreeNode, PendingWindow
-from master.policies.yarn import YarnScheduler
-from master.policies.yarn_me import YarnMeScheduler
-from testbed.arrivals import BurstyMix, bursty_jobs
+from testbed.arrivals.generate import BurstyMix, bursty_jobs
 from tests.policy_reference import cloudcoaster_v1, eagle_v1, fifo_v1, window_v1
 
 NOW = 1_000.0

@@ -14,7 +14,7 @@ replaces the paper's values of one varied key (e.g. only the high eviction rate:
 ``--vary chaos.transient.lifetime=high``) or adds a key to the grid.
 pado-mr-keyed: pado-mr's scenario with the sort's map and reduce priced as the paper's MR
 job, a keyed sum: wordcount's built-in map and reduce rates (``OP_MODELS`` in
-testbed/scenario_sim.py, read here, not copied), the sort's bytes (docs/papers.md, "Pado MR
+testbed/scenario/simulation.py, read here, not copied), the sort's bytes (docs/papers.md, "Pado MR
 priced as the paper's reduce, a keyed sum").
 rdd-recovery: the job with and without its node failure; per-iteration times.
 """
@@ -38,7 +38,7 @@ sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]  # this tree's testbed, as 
 
 from paper_stats import cells, conditions, table  # noqa: E402
 
-from testbed.scenario_sim import OP_MODELS  # noqa: E402
+from testbed.scenario.simulation import OP_MODELS  # noqa: E402
 
 STRATEGIES = "policy.strategy=spark,spark-checkpoint,pado"
 RATES = "chaos.transient.lifetime=none,low,medium,high"
@@ -102,7 +102,7 @@ def testbed(*arguments: str, stdout: int | None = None, check: bool = True) -> i
     """``testbed ARGUMENTS`` with this tree's code (the console script runs the installed
     checkout's); its exit status."""
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "testbed.cli", *arguments]
+    command = [sys.executable, "-m", "testbed.app.cli", *arguments]
     env = {**os.environ, "PYTHONPATH": path}
     return subprocess.run(command, check=check, env=env, stdout=stdout).returncode
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from testbed.blocks import BlockWriter, segment
-from testbed.capabilities import block_cap
-from testbed.protocol import BlockRef
+from testbed.wire.blocks import BlockWriter, segment
+from testbed.wire.capabilities import block_cap
+from testbed.wire.protocol import BlockRef
 from testbed.workloads.base import BlockFetcher
 
 TOKEN = "bench-token"

@@ -35,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.sim.run import sim_scenario, simulate
-from testbed.scenario import Scenario, load_scenario, parse_scenario
+from testbed.scenario.schema import Scenario, load_scenario, parse_scenario
 
 PEER = "Eagle/Hawk simulator (published): 15,000 workers in 15-30 min under PyPy, 2-3 GB"
 

@@ -30,9 +30,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from master.run import run_scenario
-from testbed.broker import EmbeddedBroker
-from testbed.scenario import Scenario, parse_scenario
+from master.shell.run import run_scenario
+from testbed.scenario.schema import Scenario, parse_scenario
+from testbed.wire.broker import EmbeddedBroker
 from testbed.workloads.check import check_output
 
 SELECTS = ("random", "busiest", "most-data", "oldest", "youngest")

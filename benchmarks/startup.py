@@ -27,8 +27,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from master.run import run_scenario
-from testbed.scenario import parse_scenario
+from master.shell.run import run_scenario
+from testbed.scenario.schema import parse_scenario
 
 
 def scenario(nodes: int, window: int | None, lazy: bool) -> Any:

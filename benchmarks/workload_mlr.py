@@ -1,5 +1,5 @@
 """The MLR ops' seconds per MB read, the unit of the simulator's built-in op models
-(testbed/scenario_sim.py), against numpy summing the same vectors.
+(testbed/scenario/simulation.py), against numpy summing the same vectors.
 
 Runs an MLR job in this process (``testbed.workloads.local``: the agent's task code minus
 the network) ``--repeat`` times and prints, per op, the fastest run's median task: seconds
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from testbed.scenario import MlrJob
+from testbed.scenario.schema import MlrJob
 from testbed.workloads import mlr
 from testbed.workloads.local import LocalJob
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from testbed.scenario import PagerankJob
+from testbed.scenario.schema import PagerankJob
 from testbed.workloads import pagerank_reference
 
 SCENARIO = {
@@ -50,7 +50,7 @@ def testbed_seconds_per_iteration(job: PagerankJob, work: Path) -> tuple[float, 
     path = work / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario))
     subprocess.run(
-        [sys.executable, "-m", "testbed.cli", "run", str(path), "--out", str(work / "run")],
+        [sys.executable, "-m", "testbed.app.cli", "run", str(path), "--out", str(work / "run")],
         check=True,
         stdout=subprocess.DEVNULL,
     )

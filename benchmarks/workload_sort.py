@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from testbed.scenario import SortJob
+from testbed.scenario.schema import SortJob
 from testbed.workloads import sort
 from testbed.workloads.local import LocalJob
 from testbed.workloads.profile import UNLIMITED, ideal_budget

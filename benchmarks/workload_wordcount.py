@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from testbed.scenario import WordcountJob
+from testbed.scenario.schema import WordcountJob
 from testbed.workloads import wordcount
 from testbed.workloads.local import LocalJob
 from testbed.workloads.profile import UNLIMITED

@@ -30,7 +30,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from master.policies.base import (
+from master.schedulers.fifo import FifoScheduler
+from master.schedulers.task_model import PenaltyCurve, ReducerSpillModel, TaskModel
+from master.schedulers.yarn import YarnScheduler
+from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
+from master.schedulers.yarn_me_timeline import RegularTimeline, estimate_completion_times
+from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
     JobView,
@@ -40,11 +45,6 @@ from master.policies.base import (
     Reserve,
     RunningTask,
 )
-from master.policies.fifo import FifoScheduler
-from master.policies.task_model import PenaltyCurve, ReducerSpillModel, TaskModel
-from master.policies.yarn import YarnScheduler
-from master.policies.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
-from master.policies.yarn_me_timeline import RegularTimeline, estimate_completion_times
 
 NOW = 1_000.0
 
@@ -196,7 +196,7 @@ class _TimedTimeline(RegularTimeline):
 
 def breakdown(snapshot: ClusterSnapshot, models: dict, repeat: int) -> str:
     """Median round's split: timeline set-up, walk (events, CPU per event), the rest."""
-    import master.policies.yarn_me as yarn_me_module
+    import master.schedulers.yarn_me as yarn_me_module
 
     rows = []
     original = yarn_me_module.RegularTimeline

@@ -1,5 +1,5 @@
 """YARN-ME's simulation study (ATC'17, section 5.3, Fig. 6) on the schedulers' own
-discrete-event driver (master/policies/simulate.py), as the paper ran it on DSS.
+discrete-event driver (master/schedulers/simulate.py), as the paper ran it on DSS.
 
     python benchmarks/yarn_me_dss.py --nodes 100 --jobs 100 --seeds 1-5 [--penalty 3x] \
         [--distribution uniform[,exp]] [--cdf STEM] [--heartbeat S]
@@ -7,7 +7,7 @@ discrete-event driver (master/policies/simulate.py), as the paper ran it on DSS.
         --scaling STEM
 
 The same scheduler objects as `testbed run` (YarnScheduler, YarnMeScheduler), the same
-DSS traces (testbed/dss_traces.py, seeded) and penalty profiles
+DSS traces (testbed/arrivals/dss.py, seeded) and penalty profiles
 (scenarios/profiles/dss-sawtooth-*.json) as scenarios/papers/yarn-me.yaml; what the
 driver leaves out is the master core and its messages (tasks do not run: their end is
 their start plus the model's penalized duration, exactly DSS's method). The elastic disk
@@ -36,13 +36,13 @@ from pathlib import Path
 import numpy as np
 from paper_stats import paired_ratio
 
-from master.policies.base import NodeView, PendingTask
-from master.policies.simulate import SimJob, model_runtime, simulate
-from master.policies.task_model import TaskModel, load_profile
-from master.policies.yarn import YarnScheduler
-from master.policies.yarn_me import YarnMeScheduler
-from testbed.dss_traces import Distribution, DssMix, dss_jobs
-from testbed.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, plot_cdfs, save_figure
+from master.schedulers.simulate import SimJob, model_runtime, simulate
+from master.schedulers.task_model import TaskModel, load_profile
+from master.schedulers.yarn import YarnScheduler
+from master.schedulers.yarn_me import YarnMeScheduler
+from testbed.api.policy import NodeView, PendingTask
+from testbed.app.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, plot_cdfs, save_figure
+from testbed.arrivals.dss import Distribution, DssMix, dss_jobs
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from testbed.blocks import TOKEN_HEADER
+from testbed.wire.blocks import TOKEN_HEADER
 
 
 class ChaosError(Exception):

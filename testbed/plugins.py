@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from testbed.scenario_yaml import ScenarioError
+from testbed.scenario.loading import ScenarioError
 
 ENTRY_POINT_GROUPS = {
     kind: f"transient_testbed.{plural}"
@@ -230,7 +230,7 @@ def plugin_version(target: Any) -> str:
 
 def add_plugin_dir(directory: Path) -> None:
     """Make modules in ``directory`` (the scenario's) importable here and in every agent
-    started later (``testbed.processes.child_env`` passes ``PYTHONPATH`` on)."""
+    started later (``testbed.node.processes.child_env`` passes ``PYTHONPATH`` on)."""
     path = str(directory.resolve())
     if path not in sys.path:
         sys.path.append(path)

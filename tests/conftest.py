@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis import settings
 
-from testbed.broker import free_port
-from testbed.journal_tables import rebuild_tables
-from testbed.scenario import Scenario, parse_scenario
+from testbed.journal.tables import rebuild_tables
+from testbed.scenario.schema import Scenario, parse_scenario
+from testbed.wire.broker import free_port
 
 if TYPE_CHECKING:
     from master.core.commands import Command
     from master.core.machine import MasterCore
-    from master.master import Master
+    from master.shell.master import Master
 
 # Property tests draw the same examples in every run (and keep no example database): a CI
 # failure is the same failure on a developer's machine, and a passing run stays passing.
@@ -78,8 +78,8 @@ def isolated_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
 def offline_master(scenario: Scenario, run_dir: Path, **options: Any) -> Master:
     """A master that is never started: no broker, no provider, no agents. Tests drive its
     handlers directly."""
-    from master.master import Master
-    from testbed.mqtt import BrokerAddress
+    from master.shell.master import Master
+    from testbed.wire.mqtt import BrokerAddress
 
     return Master(
         scenario,
@@ -180,7 +180,7 @@ def assert_validate_refuses(
     path: Path, field: str, expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``testbed validate PATH`` exits 2 with one line: the file, then ``field``, then ``expected``."""
-    from testbed.cli import main
+    from testbed.app.cli import main
 
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err

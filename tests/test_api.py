@@ -6,10 +6,10 @@ import re
 
 import master.core.recovery as recovery
 import master.core.rounds as rounds
-import master.policies.base as base
 import testbed.api as api
-import testbed.api_strategy as api_strategy
-import testbed.protocol as protocol
+import testbed.api.policy as base
+import testbed.api.strategy as api_strategy
+import testbed.wire.protocol as protocol
 import testbed.workloads.plan as plan
 
 
@@ -18,7 +18,7 @@ def test_api_version_is_major_minor() -> None:
 
 
 def test_every_exported_name_exists_and_is_the_masters_own() -> None:
-    """A policy's types are master.policies.base's, a strategy's the core's (it applies and
+    """A policy's types are testbed.api.policy's, a strategy's the core's (it applies and
     hands out those very classes), the wire messages and plans the agents' and the core's."""
     own = (base, recovery, rounds, protocol, plan, api_strategy)
     for name in api.__all__:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testbed.arrivals import (
+from testbed.arrivals.generate import (
     ArrivingJob,
     BurstyMix,
     bursty_jobs,

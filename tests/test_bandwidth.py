@@ -11,10 +11,10 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from agents.shuffle import make_app
-from testbed.bandwidth import NodeLimits, SharedBucket, bind_worker
-from testbed.blocks import BlockWriter
-from testbed.capabilities import block_cap
-from testbed.protocol import BlockRef
+from testbed.node.bandwidth import NodeLimits, SharedBucket, bind_worker
+from testbed.wire.blocks import BlockWriter
+from testbed.wire.capabilities import block_cap
+from testbed.wire.protocol import BlockRef
 from testbed.workloads.base import BlockFetcher
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.blocks import CorruptBlock
-from testbed.protocol import BlockRef
+from testbed.wire.blocks import CorruptBlock
+from testbed.wire.protocol import BlockRef
 from testbed.workloads.base import BlockFetcher, FetchFailed
 
 FRAMES = [b"one", b"two", b"three"]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.blocks import BlockWriter
-from testbed.protocol import BlockRef, TaskSpec
+from testbed.wire.blocks import BlockWriter
+from testbed.wire.protocol import BlockRef, TaskSpec
 from testbed.workloads.base import BlockFetcher, FetchFailed, TaskContext
 
 HOLDER = "http://holder:1"

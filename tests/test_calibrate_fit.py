@@ -1,4 +1,4 @@
-"""testbed/calibrate.py: the execution model fitted from a run directory's tables."""
+"""testbed/app/calibrate.py: the execution model fitted from a run directory's tables."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from master.sim.run import run_sim
-from testbed.calibrate import (
+from testbed.app.calibrate import (
     CALIBRATION_SCENARIO,
     COPY_CPU_KEYS,
     compute_seconds,
@@ -23,9 +23,9 @@ from testbed.calibrate import (
     startup_values,
     write_calibration_scenario,
 )
-from testbed.scenario import load_scenario, parse_scenario
-from testbed.scenario_sim import FINAL_OP, OP_MODELS
-from testbed.sim_cli import calibration_overrides
+from testbed.app.sim_commands import calibration_overrides
+from testbed.scenario.schema import load_scenario, parse_scenario
+from testbed.scenario.simulation import FINAL_OP, OP_MODELS
 
 MB = 2**20
 CALIBRATED = {op for op in OP_MODELS if op.partition(".")[0] in ("wordcount", "sort", "pagerank", "mlr")}
@@ -235,7 +235,7 @@ def test_the_modelled_fetch_is_taken_off_a_reduces_compute() -> None:
     """Two reduces each reading two maps' outputs, one of them from its own node: half their
     input is remote, booked on the sender's ``net-out`` and the reader's ``net-in`` as the
     simulator's links book it; the slower side is the fetch's time."""
-    from testbed.calibrate import fetch_seconds
+    from testbed.app.calibrate import fetch_seconds
     from testbed.workloads.plan import Dependency
 
     head = "task_id,job_id,stage,index,attempt,node_id,node_class,start_s,end_s,status,bytes_in,bytes_out\n"
@@ -276,7 +276,7 @@ def test_crosscheck_calibrates_at_the_dilation_and_node_sizes_of_its_real_runs(
     (16 cores on a 2-core host keeping 0.5 for the control plane: 10.67), not at the one the
     calibration scenario's smaller cluster would resolve to, and on nodes of their classes'
     cores and slots."""
-    monkeypatch.setattr("master.scale_model.host_cores", lambda: 2.0)
+    monkeypatch.setattr("master.shell.scale_model.host_cores", lambda: 2.0)
     cluster = {"reserved": {"count": 1, "slots": 8}, "transient": {"count": 8, "slots": 1}}
     faithful = {"mode": "faithful", "dilation": "auto", "control_plane_cores": 0.5}
     base = parse_scenario({**CALIBRATION_SCENARIO, "cluster": cluster, "fidelity": faithful})

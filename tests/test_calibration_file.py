@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from master.sim.run import calibration_used, run_sim
-from testbed.scenario import ScenarioError, load_scenario
+from testbed.scenario.schema import ScenarioError, load_scenario
 
 SCENARIO = """\
 name: q
@@ -149,7 +149,7 @@ def test_a_per_task_constant_adds_to_every_attempt(tmp_path: Path) -> None:
 
 
 def test_the_crosscheck_names_the_calibration_and_where_it_was_measured(tmp_path: Path) -> None:
-    from testbed.crosscheck_run import calibration_note
+    from testbed.app.crosscheck.run import calibration_note
 
     scenario = beside(tmp_path, "faithful")
     note = calibration_note(load_scenario(scenario, ["backend=sim"]))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cgroups import (
+from testbed.node.cgroups import (
     PERIOD_US,
     CgroupUnavailable,
     CpuCgroups,

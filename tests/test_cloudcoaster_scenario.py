@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from master.coaster_summary import short_queue_delays, transient_cost
-from master.policies import make_autoscaler, make_scheduler, reserved_partitions
-from master.policies.cloudcoaster import CloudCoasterAutoscaler
-from master.policies.eagle import EagleScheduler
-from master.policies.static import StaticAutoscaler
-from testbed.arrivals import BurstyMix, bursty_jobs
-from testbed.scenario import ScenarioError, SleepJob, parse_scenario
+from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
+from master.autoscalers.static import StaticAutoscaler
+from master.policy_setup import make_autoscaler, make_scheduler, reserved_partitions
+from master.schedulers.eagle import EagleScheduler
+from master.summary.coaster import short_queue_delays, transient_cost
+from testbed.arrivals.generate import BurstyMix, bursty_jobs
+from testbed.scenario.schema import ScenarioError, SleepJob, parse_scenario
 from testbed.workloads.sleep import plan
 
 EAGLE = {"scheduler": "eagle", "options": {"eagle": {"short_fraction": 0.5}}}

@@ -208,3 +208,35 @@ def test_secrets_are_fresh_and_never_overwritten(tmp_path: Path, capsys: pytest.
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and str(tmp_path / "a") in error and "exists" in error
     assert (tmp_path / "a" / "master.json").read_text() == first
+
+
+def seconds(duration: str) -> float:
+    assert duration.endswith("s"), duration
+    return float(duration.removesuffix("s"))
+
+
+@pytest.mark.parametrize("shipped", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_a_slow_but_live_broker_or_agent_is_not_judged_dead(shipped: Path) -> None:
+    """Swarm stops a task whose probe fails ``retries`` times in a row (an agent so stopped exited
+    0, "Complete", and stayed dead). On a loaded host the probe itself takes seconds: it may take
+    most of a minute, and only a minute of failures in a row stops the broker or an agent."""
+    services = yaml.safe_load(shipped.read_text())["services"]
+    for name, service in services.items():
+        if name == "master":  # its probe checks nothing
+            continue
+        probe = service["healthcheck"]
+        assert seconds(probe["timeout"]) >= 30, (name, probe)
+        assert seconds(probe["interval"]) * probe["retries"] >= 60, (name, probe)
+
+
+@pytest.mark.parametrize("shipped", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_an_agent_that_gave_up_is_restarted_unless_nodes_are_evicted(shipped: Path) -> None:
+    """An agent exits 1 when it gives up on its broker: Swarm starts it again where that is safe.
+    Where the chaos controller evicts nodes (or an autoscaler releases them), a killed agent
+    must stay dead: the master launches the replacement."""
+    text = shipped.read_text()
+    services = yaml.safe_load(text)["services"]
+    evicts = "This scenario evicts or releases agents" in text
+    wanted = "none" if evicts else "on-failure"
+    agents = [s for name, s in services.items() if name not in ("broker", "master")]
+    assert agents and {s["deploy"]["restart_policy"]["condition"] for s in agents} == {wanted}

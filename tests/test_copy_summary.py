@@ -1,4 +1,4 @@
-"""master/copy_summary.py: a checkpoint copy's delay, from its task's end to its commit."""
+"""master/summary/checkpoint_copies.py: a checkpoint copy's delay, from its task's end to its commit."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from master.copy_summary import checkpoint_summary
-from testbed.crosscheck import ALIASES, METRICS
-from testbed.fidelity import emulated
+from master.summary.checkpoint_copies import checkpoint_summary
+from testbed.app.crosscheck.table import ALIASES, METRICS
+from testbed.scenario.fidelity import emulated
 
 
 def finished(t: float, task: str, status: str = "succeeded") -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""testbed/crosscheck.py: errors, tolerances, rankings and tables from given run numbers."""
+"""testbed/app/crosscheck/table.py: errors, tolerances, rankings and tables from given run numbers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.crosscheck import (
+from testbed.app.crosscheck.table import (
     METRICS,
     MetricError,
     Tolerance,
@@ -20,7 +20,7 @@ from testbed.crosscheck import (
     violations,
     worst_fields,
 )
-from testbed.stats import Estimate
+from testbed.app.stats import Estimate
 
 
 def run(jct: float, evictions: float = 0, **more: float) -> dict[str, float]:
@@ -156,7 +156,7 @@ def test_op_table_compares_mean_attempt_durations_inputs_and_outputs() -> None:
 def test_the_sim_side_gets_the_faithful_real_runs_link_burst(tmp_path: Path) -> None:
     """The real runs' token bucket burst (50 ms of wall time) in their emulated seconds; none
     for unisolated runs (no bucket) or when the caller set one."""
-    from testbed.crosscheck_run import real_link_burst
+    from testbed.app.crosscheck.run import real_link_burst
 
     run = tmp_path / "real" / "seed-1"
     run.mkdir(parents=True)
@@ -168,7 +168,7 @@ def test_the_sim_side_gets_the_faithful_real_runs_link_burst(tmp_path: Path) -> 
 
 
 def test_a_rerun_that_made_no_real_run_does_not_report_a_load_for_them() -> None:
-    from testbed.crosscheck_run import load_note
+    from testbed.app.crosscheck.run import load_note
 
     assert "before the real runs: 1.0; after: 2.0" in load_note("1.0", "2.0", 0, 3)
     assert "1 of the 3 real runs were made by an earlier call" in load_note("1.0", "2.0", 1, 3)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.dss_traces import DssMix, dss_jobs
-from testbed.scenario import ScenarioError, parse_scenario
+from testbed.arrivals.dss import DssMix, dss_jobs
+from testbed.scenario.schema import ScenarioError, parse_scenario
 from tests.sim.helpers import rows, simulate
 
 

@@ -18,11 +18,11 @@ import pytest
 from aiohttp import web
 
 from agents.shuffle import make_app
+from master.core.liveness import patience_s
 from master.core.nodes import NodeRecord
-from master.liveness import patience_s
-from master.master import Master
 from master.providers.local import LocalProvider
-from testbed.mqtt import BrokerAddress
+from master.shell.master import Master
+from testbed.wire.mqtt import BrokerAddress
 from tests.conftest import make_scenario, shell_act
 
 

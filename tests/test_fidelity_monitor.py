@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from master.monitor import (
+from master.shell.fidelity_monitor import (
     HostSample,
     Observations,
     TaskTime,
@@ -14,8 +14,8 @@ from master.monitor import (
     saturated_overlap,
     slot_quotas,
 )
-from testbed.cgroups import CpuStats
-from testbed.scenario import parse_scenario
+from testbed.node.cgroups import CpuStats
+from testbed.scenario.schema import parse_scenario
 
 
 def samples(*busy: float, steal: float = 0.0) -> list[HostSample]:

@@ -1,5 +1,5 @@
 """Hostile input, table-driven: each case exits 2 with one line naming the problem and its limit,
-never a traceback, a hang or a MemoryError. The CLI runs in-process (``testbed.cli.main``).
+never a traceback, a hang or a MemoryError. The CLI runs in-process (``testbed.app.cli.main``).
 
 A case is (name, the command line built from a folder of prepared files, phrases the one
 line must hold). ``run`` cases that would start nodes must be refused before any starts.
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed.cli import main
+from testbed.app.cli import main
 
 OK = {"name": "hostile", "cluster": {"reserved": 1, "transient": 1}, "jobs": [{"workload": "sleep"}]}
 HANG_GUARD_S = 120

@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from testbed.cli import main
-from testbed.scenario import Scenario
+from testbed.app.cli import main
+from testbed.scenario.schema import Scenario
 
 PROPERTY = settings(
     max_examples=40,

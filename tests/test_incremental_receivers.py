@@ -9,7 +9,7 @@ import multiprocessing
 from pathlib import Path
 
 from agents.agent import RunningAttempt
-from testbed.protocol import BlockRef, TaskInputs
+from testbed.wire.protocol import BlockRef, TaskInputs
 from testbed.workloads.base import BlockFetcher, TaskContext
 from testbed.workloads.local import LOCAL
 from tests.test_input_cache import agent

@@ -13,10 +13,10 @@ import msgpack
 import pytest
 
 from agents.agent import Agent, AgentConfig
-from testbed.lru import LruCache
-from testbed.mqtt import BrokerAddress
-from testbed.protocol import Codec, Heartbeat, TaskUpdate
-from testbed.scenario import parse_scenario
+from testbed.node.lru import LruCache
+from testbed.scenario.schema import parse_scenario
+from testbed.wire.mqtt import BrokerAddress
+from testbed.wire.protocol import Codec, Heartbeat, TaskUpdate
 from testbed.workloads import plan_job
 from testbed.workloads.input_cache import InputCache, input_cache_key
 from testbed.workloads.local import LocalJob, run_task

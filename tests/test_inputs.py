@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from testbed import inputs
-from testbed.inputs import first_change, input_fingerprints, resolve_inputs
-from testbed.processes import child_env
-from testbed.scenario import ScenarioError, load_scenario
+from testbed.node.processes import child_env
+from testbed.scenario import inputs
+from testbed.scenario.inputs import first_change, input_fingerprints, resolve_inputs
+from testbed.scenario.schema import ScenarioError, load_scenario
 from testbed.workloads.reference_inputs import reference_files
 
 
@@ -43,7 +43,7 @@ def test_validate_does_not_hang_on_a_glob_through_two_loops(tmp_path: Path) -> N
         "name: loops\njobs:\n  - {workload: wordcount, input: 'loop/**/*.txt'}\n", encoding="utf-8"
     )
     result = subprocess.run(  # the timeout only guards the suite against the hang this was
-        [sys.executable, "-m", "testbed.cli", "validate", "s.yaml"],
+        [sys.executable, "-m", "testbed.app.cli", "validate", "s.yaml"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

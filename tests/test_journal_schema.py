@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from master.coaster_summary import long_job_ids
-from master.journal import Journal
-from testbed.journal import (
+from master.shell.journal_file import Journal
+from master.summary.coaster import long_job_ids
+from testbed.journal.schema import (
     EVENTS,
     JournalSchemaError,
     TaskStarted,
@@ -19,7 +19,7 @@ from testbed.journal import (
     events_of,
     read_events,
 )
-from testbed.journal_tables import TABLES, check_row, columns
+from testbed.journal.tables import TABLES, check_row, columns
 
 STARTED = {
     "task": "j000.s0.t0",

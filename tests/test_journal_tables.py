@@ -1,5 +1,5 @@
 """The journal's tables are a function of its events: every row is made from one event
-(``testbed.journal_tables.ROWS_FROM_EVENTS``), by the writer as the run goes and by
+(``testbed.journal.tables.ROWS_FROM_EVENTS``), by the writer as the run goes and by
 ``rebuild_tables`` from ``events.jsonl`` alone, byte for byte the same."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from master.journal import Journal
-from testbed.journal import EVENTS
-from testbed.journal_tables import ROWS_FROM_EVENTS, TABLES, row_of
+from master.shell.journal_file import Journal
+from testbed.journal.schema import EVENTS
+from testbed.journal.tables import ROWS_FROM_EVENTS, TABLES, row_of
 from tests.conftest import assert_tables_from_events
 from tests.sim.helpers import simulate
 from tests.sim.test_determinism import SCENARIO

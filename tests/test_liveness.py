@@ -1,4 +1,4 @@
-"""Liveness verdicts on hand-built states and a virtual clock (master/liveness.py), and the
+"""Liveness verdicts on hand-built states and a virtual clock (master/core/liveness.py), and the
 master applying them to the heartbeats it receives."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import os
 import socket
 from pathlib import Path
 
-from master.cluster_summary import shortfall
-from master.liveness import (
+from master.core.liveness import (
     MAX_VANISH_RESENDS,
     START_TIMEOUT_S,
     STARTS_PER_CORE,
@@ -25,8 +24,9 @@ from master.liveness import (
     start_deadline_s,
     start_window,
 )
-from master.master import Master, NodeRecord
-from testbed.protocol import CancelTask, Codec, Heartbeat, LaunchTask, TaskUpdate
+from master.shell.master import Master, NodeRecord
+from master.summary.cluster import shortfall
+from testbed.wire.protocol import CancelTask, Codec, Heartbeat, LaunchTask, TaskUpdate
 from tests.conftest import shell_act
 from tests.test_failure_detection import Clock, master_with_a_node
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import uvloop
 
-from testbed.mqtt import ignore_writers_of_closed_sockets
+from testbed.wire.mqtt import ignore_writers_of_closed_sockets
 
 
 async def run_callbacks(loop: asyncio.AbstractEventLoop, *callbacks: tuple) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import aiomqtt
 import pytest
 
-from testbed.mqtt import MAX_IN_FLIGHT, Outgoing, _Sender
+from testbed.wire.mqtt import MAX_IN_FLIGHT, Outgoing, _Sender
 
 
 class FakeClient:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.scenario import ScenarioError, load_scenario
+from testbed.scenario.schema import ScenarioError, load_scenario
 
 
 def load(tmp_path: Path, cluster: str):

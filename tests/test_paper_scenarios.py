@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cli import main
+from testbed.app.cli import main
 
 PAPERS = Path(__file__).resolve().parent.parent / "scenarios" / "papers"
 

@@ -87,8 +87,8 @@ def test_reproduce_keyed_mr_prices_the_sort_at_wordcounts_built_in_rates(
 ) -> None:
     import reproduce
 
-    from testbed.scenario import load_scenario
-    from testbed.scenario_sim import OP_MODELS
+    from testbed.scenario.schema import load_scenario
+    from testbed.scenario.simulation import OP_MODELS
 
     commands = _fake_sweeps(monkeypatch, reproduce, tmp_path)
     reproduce.sweep("pado-mr-keyed", True, 1, ["seed=5"], tmp_path)

@@ -10,12 +10,12 @@ from pathlib import Path
 import msgpack
 
 from agents.worker import combine
-from master.dag import pagerank_dag, sort_dag, wordcount_dag
-from master.policies.pado import compile_pado
-from master.strategies.pado_rules import CommitLedger, Push
-from master.strategies.pado_state import aggregates_into, push_block_id
-from testbed.blocks import iter_frames, read_segment_chunks, segment
-from testbed.scenario import parse_scenario
+from master.recovery.dag import pagerank_dag, sort_dag, wordcount_dag
+from master.recovery.pado_compiler import compile_pado
+from master.recovery.pado_rules import CommitLedger, Push
+from master.recovery.pado_state import aggregates_into, push_block_id
+from testbed.scenario.schema import parse_scenario
+from testbed.wire.blocks import iter_frames, read_segment_chunks, segment
 from testbed.workloads import plan_job
 from testbed.workloads.local import LocalJob
 from tests.test_recovery_shell import pagerank_plan

@@ -81,6 +81,6 @@ def test_the_docs_workload_test_passes(doc_dir: Path) -> None:
 
 @pytest.mark.parametrize("scenario", ["index.yaml", "evicted.yaml"])
 def test_the_docs_scenarios_validate(doc_dir: Path, scenario: str) -> None:
-    from testbed.cli import main
+    from testbed.app.cli import main
 
     assert main(["validate", str(doc_dir / scenario)]) == 0

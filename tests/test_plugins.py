@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from master.policies import make_autoscaler, make_scheduler, policy_plugins
-from testbed.scenario import load_scenario
+from master.policy_setup import make_autoscaler, make_scheduler, policy_plugins
+from testbed.scenario.schema import load_scenario
 from tests.conftest import assert_validate_refuses, plugin_module
 
 PLUGIN = '''
@@ -100,7 +100,7 @@ def test_an_autoscaler_plugin_gets_the_declared_defaults(plugin_dir: tuple[Path,
 
 
 def test_the_plugin_directory_reaches_agents_through_pythonpath(plugin_dir: tuple[Path, str]) -> None:
-    from testbed.processes import child_env
+    from testbed.node.processes import child_env
 
     directory, module = plugin_dir
     load_scenario(scenario(directory, f'{{scheduler: "{module}:FirstFit"}}'))
@@ -159,7 +159,7 @@ def test_an_installed_package_registers_a_scheduler_by_entry_point(plugin_dir: t
 def test_the_run_directory_copy_of_the_scenario_still_finds_the_plugin(
     plugin_dir: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from testbed.scenario import to_yaml
+    from testbed.scenario.schema import to_yaml
 
     directory, module = plugin_dir
     loaded = load_scenario(scenario(directory, f'{{scheduler: "{module}:FirstFit"}}'))

@@ -1,4 +1,4 @@
-from testbed.progress import progress_line
+from testbed.app.progress import progress_line
 
 
 def test_progress_line_counts_jobs_tasks_and_evictions() -> None:

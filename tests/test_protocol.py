@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from testbed.protocol import (
+from testbed.wire.protocol import (
     BlockRef,
     CachedInput,
     CancelTask,
@@ -119,7 +119,7 @@ _URLS = st.lists(_URL, min_size=1, max_size=3)
 def test_trusted_ref_is_the_validated_one(block: str, partition: int, urls: list[str]) -> None:
     """The master's own refs skip validation (``BlockRef.trusted``): the same object in every
     respect a reader sees (equality, hash, fields set, dump, bytes on the wire), and a copy
-    with capabilities (``master.signing``) the same as the validated one's."""
+    with capabilities (``master.shell.signing``) the same as the validated one's."""
     locations = tuple(urls)
     trusted = BlockRef.trusted(block, partition, locations)
     validated = BlockRef(block=block, partition=partition, locations=locations)

@@ -13,9 +13,9 @@ from aiohttp.test_utils import TestServer
 
 from agents.push import INDEX_HEADER, encode_index, push_block
 from agents.shuffle import make_app
-from testbed.blocks import TOKEN_HEADER, BlockWriter, iter_frames, read_segment_chunks, segment
-from testbed.capabilities import block_cap
-from testbed.protocol import PushedPart
+from testbed.wire.blocks import TOKEN_HEADER, BlockWriter, iter_frames, read_segment_chunks, segment
+from testbed.wire.capabilities import block_cap
+from testbed.wire.protocol import PushedPart
 
 KEY = "the-receiving-node's-key"
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from master.core.jobs import JobRuntime
-from master.policies.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
-from master.policies.pado import compile_pado
-from master.strategies.spark import logical_dag, physical_operators, shuffle_consumers, stage_classes
+from master.recovery.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
+from master.recovery.pado_compiler import compile_pado
+from master.recovery.spark import logical_dag, physical_operators, shuffle_consumers, stage_classes
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
 

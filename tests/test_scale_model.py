@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from master.scale_model import NodeShares, local_isolation, peak_cores, resolve
-from testbed.cli import main
-from testbed.fidelity import auto_dilation, emulated
-from testbed.scenario import ScenarioError, parse_scenario
+from master.shell.scale_model import NodeShares, local_isolation, peak_cores, resolve
+from testbed.app.cli import main
+from testbed.scenario.fidelity import auto_dilation, emulated
+from testbed.scenario.schema import ScenarioError, parse_scenario
 
 
 def scenario(fidelity: dict | None = None, **cluster):
@@ -96,7 +96,7 @@ def test_a_workloads_mean_jct_is_a_time_and_its_relaunched_ratio_is_not() -> Non
 
 
 def test_a_dilated_task_model_predicts_a_slower_task_that_spills_the_same() -> None:
-    from master.policies.task_model import TaskModel
+    from master.schedulers.task_model import TaskModel
 
     model = TaskModel(ideal_memory_mb=100, ideal_duration_s=2.0, disk_rate_mb_s=50.0)
     slow = model.dilated(4)
@@ -104,7 +104,7 @@ def test_a_dilated_task_model_predicts_a_slower_task_that_spills_the_same() -> N
 
 
 def test_yarn_me_disk_budget_is_dilated_with_the_nodes_disks() -> None:
-    from master.policies import dilated_disk_budget
+    from master.policy_setup import dilated_disk_budget
 
     s = scenario({"mode": "faithful", "dilation": 4})
     assert dilated_disk_budget({"elastic_disk_mb_s": 100}, s) == {"elastic_disk_mb_s": 25}

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cli import main
-from testbed.scenario import ScenarioError, load_scenario
+from testbed.app.cli import main
+from testbed.scenario.schema import ScenarioError, load_scenario
 
 GOOD = """\
 name: demo

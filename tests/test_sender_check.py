@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from master.core.senders import SenderCheck
-from master.journal import Journal
-from testbed.protocol import FlushAggregate, Heartbeat, PushDelivered, PushTarget, TaskUpdate
+from master.shell.journal_file import Journal
+from testbed.wire.protocol import FlushAggregate, Heartbeat, PushDelivered, PushTarget, TaskUpdate
 
 
 @pytest.fixture

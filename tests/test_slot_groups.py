@@ -8,9 +8,9 @@ from pathlib import Path
 
 from agents.agent import Agent, AgentConfig, RunningAttempt
 from agents.worker_main import run_in_worker
-from testbed.cgroups import slot_group
-from testbed.mqtt import BrokerAddress
-from testbed.protocol import TaskSpec
+from testbed.node.cgroups import slot_group
+from testbed.wire.mqtt import BrokerAddress
+from testbed.wire.protocol import TaskSpec
 
 
 def agent(tmp_path: Path, cgroup: Path | None) -> Agent:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from master.policies import policy_plugins
-from master.strategies import make_strategy
-from testbed.scenario import load_scenario
+from master.policy_setup import policy_plugins
+from master.recovery import make_strategy
+from testbed.scenario.schema import load_scenario
 from testbed.testing import run
 from tests.conftest import assert_validate_refuses, plugin_module
 from tests.test_plugin_docs import write_doc_files

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from testbed.scenario import load_scenario
-from testbed.stats import estimate, halves, noise_split, ratio
-from testbed.sweep import Variation, grid
-from testbed.sweep_results import write_results
+from testbed.app.stats import estimate, halves, noise_split, ratio
+from testbed.app.sweep.grid import Variation, grid
+from testbed.app.sweep.results import write_results
+from testbed.scenario.schema import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -87,7 +87,7 @@ def test_sweep_md_has_intervals_ratios_the_aa_row_and_paper_sized_overlays(tmp_p
 def test_a_sweep_checks_a_scenario_whose_dilation_is_auto():
     """The sweep builds each cell's policies before it runs any: YARN-ME's task models are
     scaled by the dilation, which ``auto`` leaves to be resolved (it raised RuntimeError)."""
-    from testbed.cli import build_policies
+    from testbed.app.cli import build_policies
 
     scenario = load_scenario(SCENARIOS / "yarn-me.yaml", ["policy.scheduler=yarn-me"])
     assert scenario.fidelity.dilation == "auto"

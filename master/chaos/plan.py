@@ -19,13 +19,13 @@ from pathlib import Path
 
 from master.chaos.rules import LAUNCH, ChaosRules, Reason, StormEvent, VirtualClock, class_rules
 from master.chaos.select import EvictableNode
-from master.policies.base import NodeView
-from testbed.lifetimes import NODE_CLASSES, format_seconds
-from testbed.limits import MAX_PLANNED_EVICTIONS
-from testbed.prices import parse_price
-from testbed.protocol import NodeClass
-from testbed.scenario import Scenario
-from testbed.scenario_chaos import EvictSpec, StormSpec
+from testbed.api.policy import NodeView
+from testbed.chaosmodels.lifetimes import NODE_CLASSES, format_seconds
+from testbed.chaosmodels.prices import parse_price
+from testbed.scenario.chaos import EvictSpec, StormSpec
+from testbed.scenario.limits import MAX_PLANNED_EVICTIONS
+from testbed.scenario.schema import Scenario
+from testbed.wire.protocol import NodeClass
 
 RUNTIME_DEPENDENT = ("busiest", "most-data")
 
@@ -175,6 +175,8 @@ class _PlanWorld:
             return  # an initial node
         index = self.replacing[node_class].popleft()
         eviction = self.plan[index]
+        if at is not None and at == eviction.replacement_at_s:
+            return  # launched when the kill said: the eviction says so already
         nominal = eviction.trace_s + self.rules.classes[node_class].delay
         self.plan[index] = replace(
             eviction,

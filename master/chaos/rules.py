@@ -25,8 +25,8 @@ from typing import Literal, Protocol
 import numpy as np
 
 from master.chaos.select import EvictableNode, select_victims
-from testbed.capacity import CapacitySchedule, parse_capacity
-from testbed.lifetimes import (
+from testbed.chaosmodels.capacity import CapacitySchedule, parse_capacity
+from testbed.chaosmodels.lifetimes import (
     NODE_CLASSES,
     STORM_VICTIM_STREAM,
     STORM_WINDOW_STREAM,
@@ -37,9 +37,9 @@ from testbed.lifetimes import (
     rebalance_lead,
     rng_for,
 )
-from testbed.protocol import NodeClass
-from testbed.scenario import Scenario
-from testbed.scenario_chaos import EvictSpec, StormSpec
+from testbed.scenario.chaos import EvictSpec, StormSpec
+from testbed.scenario.schema import Scenario
+from testbed.wire.protocol import NodeClass
 
 Reason = Literal["lifetime", "storm", "manual"]
 REBALANCE, WARN, KILL, CAPACITY, LAUNCH, STORM = range(6)

@@ -16,11 +16,11 @@ from typing import Protocol
 
 import numpy as np
 
-from testbed.scenario_chaos import EvictSpec
+from testbed.scenario.chaos import EvictSpec
 
 
 class EvictableNode(Protocol):
-    """What selection reads of a node; ``master.policies.base.NodeView`` has it all."""
+    """What selection reads of a node; ``testbed.api.policy.NodeView`` has it all."""
 
     @property
     def node_id(self) -> str: ...

@@ -26,8 +26,8 @@ from master.core.events import EvictRequest
 from master.core.nodes import NodeRecord
 from master.core.ports import ChaosCore
 from master.core.timers import TraceClock
-from master.policies.base import NodeView
-from testbed.protocol import EvictionNotice, NodeClass
+from testbed.api.policy import NodeView
+from testbed.wire.protocol import EvictionNotice, NodeClass
 
 MANUAL_STREAM = 0xC4A05
 """The generator of live evictions' random picks is seeded by (scenario seed, this)."""

@@ -10,7 +10,7 @@ that reason, instead of waiting for the scenario's timeout (issue 23, point 8).
 
 ``disk_full_verdict`` is the pure decision; ``DiskFullNodes`` applies it to the
 core's nodes on every scheduling round. Full disks at the master itself (the output
-sink, the journal) are the shell's: ``master.disk_faults``.
+sink, the journal) are the shell's: ``master.shell.disk_faults``.
 """
 
 from __future__ import annotations

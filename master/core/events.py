@@ -2,7 +2,7 @@
 
 Each is a frozen dataclass: a stimulus from outside (a node's message, an answer to
 a probe, the broker link, the HTTP sink, an operator) or a time the core asked for.
-The real shell (``master.master``) and the simulator make them; the core never reads
+The real shell (``master.shell.master``) and the simulator make them; the core never reads
 a clock, so every event is handled at the run time the caller passes with it.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from master.liveness import ProbeOutcome
-from testbed.protocol import Message
-from testbed.scenario_chaos import EvictSpec
+from master.core.liveness import ProbeOutcome
+from testbed.scenario.chaos import EvictSpec
+from testbed.wire.protocol import Message
 
 ProbePurpose = Literal["silent", "will", "gone"]
 """Why a node's /health is asked: it went silent, the broker published its Will, it said goodbye."""

@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable
 
 from master.core.commands import ClusterUp, Command, NameNode, StartNode
+from master.core.liveness import launches_now
 from master.core.nodes import NodeRecord
 from master.core.ports import ClusterPort, JobEnding
 from master.core.startup import cluster_up
-from master.core.liveness import launches_now
 from master.policy_setup import reserved_partitions
 from testbed.wire.protocol import NameRequest
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
-from testbed.api_strategy import JobStatus, NodeStatus, TaskStatus
+from testbed.api.strategy import JobStatus, NodeStatus, TaskStatus
 
 S = TypeVar("S", bound=str)
 E = TypeVar("E", bound=str)

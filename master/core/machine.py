@@ -5,7 +5,7 @@ the scheduler and the recovery strategy, the run's records, the sender check)
 and its timers, and decides everything: one event in, the commands it causes
 out, in order. It reads no clock (``now`` comes with every event), does no I/O
 and draws no randomness of its own, so the same scenario and events with their
-times give the same commands, byte for byte: the real shell (``master.master``)
+times give the same commands, byte for byte: the real shell (``master.shell.master``)
 and a simulator drive the same decisions. docs/architecture.md shows the flow.
 """
 
@@ -61,11 +61,12 @@ from master.core.scaling import Scaling
 from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
-from master.policies import make_scheduler, stage_memory
-from master.policies.base import Autoscaler, ClusterSnapshot, NodeView, RunningTask, Scheduler
-from testbed.api_strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
-from testbed.arrivals import is_long
-from testbed.protocol import (
+from master.policy_setup import make_scheduler, stage_memory
+from testbed.api.policy import Autoscaler, ClusterSnapshot, NodeView, RunningTask, Scheduler
+from testbed.api.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
+from testbed.arrivals.generate import is_long
+from testbed.scenario.schema import Scenario
+from testbed.wire.protocol import (
     MAX_BACKOFF_S,
     BlockReceived,
     Heartbeat,
@@ -76,7 +77,6 @@ from testbed.protocol import (
     Resync,
     TaskUpdate,
 )
-from testbed.scenario import Scenario
 from testbed.workloads import plan_job
 
 log = logging.getLogger("master")
@@ -99,7 +99,7 @@ class MasterCore:
         start_window: int | None = None,
         resume: Recovered | None = None,
     ) -> None:
-        """``strategy``: makes the recovery strategy for this core (``master.strategies.make_strategy``);
+        """``strategy``: makes the recovery strategy for this core (``master.recovery.make_strategy``);
         ``scheduler``: the scenario's unless given; ``autoscaler``: none (static) unless given;
         ``attach``: the initial nodes are started by someone else and adopted as they announce
         themselves; ``start_window``: how many initial nodes may be starting at once (None: all);
@@ -327,7 +327,7 @@ class MasterCore:
     # ------------------------------------------------------------------ what the parts may do
 
     def send(self, node_id: str, message: Message) -> None:
-        """Send ``message`` to the node, with an id of this run's (``testbed.protocol`` draws one at
+        """Send ``message`` to the node, with an id of this run's (``testbed.wire.protocol`` draws one at
         random per process; the core's commands are the same for the same events)."""
         self._sent += 1
         message = message.model_copy(update={"id": f"{self.run_id}-{self._sent}"})
@@ -483,12 +483,16 @@ class MasterCore:
         ended_s = node.evicted_at if node.evicted_at is not None else now
         self.records.node_ended(node, "node_lost", reason=reason, detect_s=detect_s, ended_s=ended_s)
         interrupted = {}
+        cause = f"its node {node.node_id} was lost ({reason})"
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
+                pushing = job.pushing_on(node.node_id)
                 interrupted[job.job_id] = tuple(job.node_lost(node.node_id, node.url))
                 for key in interrupted[job.job_id]:
-                    cause = f"its node {node.node_id} was lost ({reason})"
-                    self.records.task_finished(job, key, node, "lost", "node_lost", cause=cause)
+                    if key in pushing:  # the attempt has its row (succeeded): its push is what is lost
+                        self.journal.event("push_failed", job=job.job_id, task=job.task_id(key), error=cause)
+                    else:
+                        self.records.task_finished(job, key, node, "lost", "node_lost", cause=cause)
         self.recovery.react(NodeLost(node.node_id, node.node_class, interrupted))
         node.running.clear()
         node.launches.clear()

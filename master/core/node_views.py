@@ -23,8 +23,8 @@ from itertools import islice
 from typing import Any
 
 from master.core.nodes import NodeRecord
-from master.policies.base import FreeNodes, NodeView, RunningTask
-from master.policies.window import FreeNode, PendingWindow
+from master.schedulers.window import FreeNode, PendingWindow
+from testbed.api.policy import FreeNodes, NodeView, RunningTask
 
 VISIBLE = ("up", "draining")
 """The statuses a snapshot shows a node in."""

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.lifecycle import NODE, NodeStatus
-from master.policies.base import RunningTask
-from testbed.protocol import LaunchTask
+from testbed.api.policy import RunningTask
+from testbed.wire.protocol import LaunchTask
 
 _VIEWED = frozenset(
     {
@@ -62,7 +62,7 @@ class NodeRecord:
     views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
     """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
     sent_at: dict[str, float] = field(default_factory=dict)
-    """When each running task's launch was last sent (``master.liveness.reconcile``'s grace)."""
+    """When each running task's launch was last sent (``master.core.liveness.reconcile``'s grace)."""
     strikes: dict[str, int] = field(default_factory=dict)
     """Running tasks that the node's last heartbeats did not list, and in how many."""
     acked: set[str] = field(default_factory=set)

@@ -1,11 +1,11 @@
 """The core's outbox and its journal: what a handler decides, buffered as commands.
 
 ``CoreJournal`` has the ``event``/``now`` API of the journal file
-(``master.journal.Journal``), so the strategies and the run's records write to it
+(``master.shell.journal_file.Journal``), so the strategies and the run's records write to it
 unchanged; each call becomes a ``Journal`` command stamped with the core's time.
-Events are checked against ``testbed.journal``'s schema here, so a bad event fails
+Events are checked against ``testbed.journal.schema``'s schema here, so a bad event fails
 in the core, in a simulation as in a real run. The core journals events only: the
-journal's tables are made from them by its writer (``testbed.journal_tables``).
+journal's tables are made from them by its writer (``testbed.journal.tables``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from master.core.commands import Command, Journal, WantRound
-from testbed.journal import check_event
+from testbed.journal.schema import check_event
 
 
 class Outbox:

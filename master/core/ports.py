@@ -15,14 +15,15 @@ from master.core.jobs import JobRuntime, LiveJobs, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
-from master.policies.base import ClusterSnapshot, NodeView, RunningTask
-from testbed.api_strategy import Ready, StrategyEvent, TaskLaunch
-from testbed.protocol import Message, TaskUpdate
-from testbed.scenario import Scenario
+from testbed.api.policy import ClusterSnapshot, NodeView, RunningTask
+from testbed.api.strategy import Ready, StrategyEvent, TaskLaunch
+from testbed.scenario.schema import Scenario
+from testbed.wire.protocol import Message, TaskUpdate
 
 
 class JournalPort(Protocol):
-    """The journal's writing API (``master.core.outbox.CoreJournal``, ``master.journal.Journal``)."""
+    """The journal's writing API (``master.core.outbox.CoreJournal``,
+    ``master.shell.journal_file.Journal``)."""
 
     def now(self) -> float: ...
 

@@ -15,8 +15,8 @@ from typing import Any
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import RecordsPort
-from testbed.journal_tables import TASK_METRICS
-from testbed.protocol import CancelTask, TaskUpdate
+from testbed.journal.tables import TASK_METRICS
+from testbed.wire.protocol import CancelTask, TaskUpdate
 
 
 class RunRecords:

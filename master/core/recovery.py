@@ -15,7 +15,7 @@ from types import MappingProxyType
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import StrategyPort
-from testbed.api_strategy import (
+from testbed.api.strategy import (
     AbandonPush,
     AddReplica,
     BlockReported,
@@ -44,7 +44,7 @@ from testbed.api_strategy import (
     Tick,
     WriteFile,
 )
-from testbed.protocol import TaskUpdate
+from testbed.wire.protocol import TaskUpdate
 
 
 class CoreView:

@@ -1,11 +1,11 @@
 """Resuming a crashed run in the core: its state rebuilt from what the journal recorded.
 
-``master.resume.recover`` reads the journal into a ``Recovered``; a ``MasterCore``
+``master.shell.resume_run.recover`` reads the journal into a ``Recovered``; a ``MasterCore``
 given it (``resume=``) continues the same scenario: the crash closes what it left
 open (``resuming``), finished jobs are not run again, a job that was running keeps
 its committed final partitions and launches the rest again (``restore_job``), jobs
 not yet submitted arrive at their times (``resumed_arrivals``), and the clock
-continues from the crash. The module docstring of ``master.resume`` says why.
+continues from the crash. The module docstring of ``master.shell.resume_run`` says why.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any, Protocol
 from master.core.commands import Command, PrepareJob
 from master.core.jobs import JobRuntime, LiveJobs
 from master.core.ports import JobEnding, JournalPort, RecoveryPort
-from testbed.api_strategy import JobSubmitted
-from testbed.journal import TaskStarted
-from testbed.scenario import Scenario
+from testbed.api.strategy import JobSubmitted
+from testbed.journal.schema import TaskStarted
+from testbed.scenario.schema import Scenario
 
 NODE_ID = re.compile(r"(reserved|transient)-(\d+)")
 
@@ -63,6 +63,13 @@ class Recovered:
     """Task -> highest attempt number launched."""
     launches: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    restarts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    """Task -> its launches that restarted it after an earlier crash (not relaunches)."""
+    restarting: set[str] = field(default_factory=set)
+    """Tasks whose next launch restarts what a crash cut short: an attempt that ran, or one
+    that succeeded (its output lived on the agents that died with the master)."""
+    succeeded: set[str] = field(default_factory=set)
+    """Tasks whose latest attempt succeeded."""
     in_flight: dict[tuple[str, int], TaskStarted] = field(default_factory=dict)
     """(task, attempt) -> its task_started event, for attempts that never finished."""
     nodes_up: dict[str, float] = field(default_factory=dict)
@@ -84,7 +91,7 @@ def record_the_crash(journal: JournalPort, found: Recovered, prices: dict[str, f
     ended at the crash (``end_s``/``ended_s``), and its event makes its table row.
 
     Resuming the same directory twice (the resumed master crashing too) closes nothing twice:
-    ``master.resume.recover`` reads these events back.
+    ``master.shell.resume_run.recover`` reads these events back.
     """
     now = found.crashed_at
     for (task, attempt), started in sorted(found.in_flight.items()):
@@ -160,6 +167,8 @@ def restore_job(core: ResumingCore, found: Recovered, spec: Any, ordinal: int) -
         record.failures = found.failures.get(task_id, 0)
         record.error_relaunches = min(record.failures, max(0, record.launches - 1))
         record.retrying_error = record.failures > record.error_relaunches
+        record.restarting = task_id in found.restarting
+        job.restarts += found.restarts.get(task_id, 0)
         if job.is_final(record) and key[1] in committed:
             record.status, record.available = "done", True
     if job.job_id in found.job_started:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from master.autoscalers.cloudcoaster import revocation_outcome
 from master.core.jobs import JobRuntime, TaskKey, TaskRecord
 from master.core.node_views import NodeViews
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
-from master.policies.base import (
+from master.schedulers.window import PendingWindow
+from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
     Dequeue,
@@ -28,10 +30,8 @@ from master.policies.base import (
     RunningTask,
     Scheduler,
 )
-from master.policies.cloudcoaster import revocation_outcome
-from master.policies.window import PendingWindow
-from testbed.api_strategy import Ready, TaskLaunch, TaskStarted, Tick
-from testbed.protocol import LaunchTask, TaskSpec
+from testbed.api.strategy import Ready, TaskLaunch, TaskStarted, Tick
+from testbed.wire.protocol import LaunchTask, TaskSpec
 
 log = logging.getLogger("master")
 

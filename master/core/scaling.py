@@ -1,6 +1,6 @@
 """The autoscaler in the core: its decisions applied as Launch/Drain/Undrain/Release.
 
-The decisions come from the pure autoscaler (``master.policies.cloudcoaster``);
+The decisions come from the pure autoscaler (``master.autoscalers.cloudcoaster``);
 this part follows docs/cloudcoaster.md section 6:
 
 - ``decide`` runs after every scheduling round (every task start or end, node
@@ -8,7 +8,9 @@ this part follows docs/cloudcoaster.md section 6:
   on (a long task queued, started or ended, a transient server added or
   removed, a draining server emptied), and again after its own decisions are
   applied, until it has nothing more to say. It is a pure function of the
-  snapshot, so calls between those events repeat the previous answer.
+  snapshot, so calls between those events repeat the previous answer. One that
+  still decides after ``MAX_ROUNDS`` rounds at one instant never settles: that
+  is a bug, and ``AutoscalerUnsettled`` ends the run naming what kept coming.
 - ``wake_at`` sets a timer for a removal that only time makes possible.
 - ``Launch``: a transient node starts after the provisioning delay (run
   seconds), once its class has capacity (the chaos rules' verdict, as for a
@@ -27,15 +29,16 @@ this part follows docs/cloudcoaster.md section 6:
 from __future__ import annotations
 
 import dataclasses
-import logging
+from collections import Counter
 from itertools import islice
 from operator import attrgetter
 from typing import Any
 
+from master.autoscalers.static import StaticAutoscaler
 from master.core.node_views import VISIBLE
 from master.core.nodes import NodeRecord
 from master.core.ports import ScalingCore
-from master.policies.base import (
+from testbed.api.policy import (
     Autoscaler,
     ClusterSnapshot,
     Drain,
@@ -45,16 +48,35 @@ from master.policies.base import (
     ScaleDecision,
     Undrain,
 )
-from master.policies.static import StaticAutoscaler
 
-log = logging.getLogger("autoscaling")
 MAX_ROUNDS = 64
+MAX_SHOWN = 6
+"""Distinct decisions an ``AutoscalerUnsettled`` names, the most repeated first."""
 WAKE_SLACK_S = 0.001
 SCALING = 30
 """Priority of the autoscaler's timers at the same instant (after arrivals and the ticker)."""
 ENDED = ("lost", "gone")
 """The statuses a node never leaves."""
 _ID = attrgetter("node_id")
+
+
+class AutoscalerUnsettled(RuntimeError):
+    """``decide`` still had decisions after ``MAX_ROUNDS`` rounds at one instant: it never
+    settles (a bug in the autoscaler, or in how its decisions are applied). The run ends
+    with it (``master_error``), naming the decisions that kept coming."""
+
+    def __init__(self, now: float, kept: Counter[str]) -> None:
+        common = ", ".join(f"{decision} x{n}" for decision, n in kept.most_common(MAX_SHOWN))
+        more = f" and {len(kept) - MAX_SHOWN} more" if len(kept) > MAX_SHOWN else ""
+        super().__init__(
+            f"the autoscaler still had decisions after {MAX_ROUNDS} rounds at {now:.3f}s: {common}{more}"
+        )
+
+
+def _described(decision: ScaleDecision) -> str:
+    """``drain reserved-3`` (a launch: ``launch transient``), and its reason."""
+    target = getattr(decision, "node_id", None) or getattr(decision, "node_class", "")
+    return f"{type(decision).__name__.lower()} {target} ({decision.reason})"
 
 
 class Scaling:
@@ -105,6 +127,7 @@ class Scaling:
         ``seen``: the snapshot of the scheduling round just run, if any (see ``snapshot``)."""
         if not self.running:
             return
+        kept: Counter[str] = Counter()
         for _ in range(MAX_ROUNDS):
             snapshot = self.snapshot(seen)
             decisions = self.autoscaler.decide(snapshot, self.provisioning)
@@ -113,9 +136,10 @@ class Scaling:
             self._journal(snapshot, decisions)
             for decision in decisions:
                 self._apply(decision)
+                kept[_described(decision)] += 1
             self.core.kick()
         else:
-            log.warning("the autoscaler still had decisions after %d rounds", MAX_ROUNDS)
+            raise AutoscalerUnsettled(snapshot.now, kept)
         self._journal_count()
         self._set_wake(snapshot)
 

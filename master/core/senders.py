@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from testbed.protocol import FlushAggregate, Message, PushDelivered, TaskUpdate
+from testbed.wire.protocol import FlushAggregate, Message, PushDelivered, TaskUpdate
 
 log = logging.getLogger("master")
 

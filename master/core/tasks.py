@@ -14,7 +14,7 @@ import logging
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
-from testbed.protocol import TaskUpdate
+from testbed.wire.protocol import TaskUpdate
 
 log = logging.getLogger("master")
 

@@ -1,6 +1,6 @@
 """The core's watch over its nodes: heartbeats, silent nodes, Wills and goodbyes.
 
-The verdicts are the pure functions of ``master.liveness`` (which nodes are
+The verdicts are the pure functions of ``master.core.liveness`` (which nodes are
 silent, what a probe's answer means, which launches a heartbeat no longer
 accounts for). Asking an agent directly is a ``Probe`` command; its answer comes
 back as a ``ProbeAnswered`` event. The core checks for silent nodes every
@@ -13,9 +13,7 @@ from __future__ import annotations
 import logging
 
 from master.core.events import ProbeAnswered
-from master.core.nodes import NodeRecord
-from master.core.ports import CorePort
-from master.liveness import (
+from master.core.liveness import (
     MAX_VANISH_RESENDS,
     Launched,
     after_probe,
@@ -24,7 +22,9 @@ from master.liveness import (
     reconcile,
     silent_unasked,
 )
-from testbed.protocol import CancelTask, Heartbeat
+from master.core.nodes import NodeRecord
+from master.core.ports import CorePort
+from testbed.wire.protocol import CancelTask, Heartbeat
 
 log = logging.getLogger("master")
 
@@ -48,7 +48,7 @@ class NodeWatch:
 
     def check_heartbeats(self) -> None:
         """Every node silent for ``heartbeat_timeout`` is asked directly before anything else;
-        ``master.liveness.after_probe`` decides from the answer."""
+        ``master.core.liveness.after_probe`` decides from the answer."""
         now = self.core.journal.now()
         live = {n.node_id: n for n in self.core.nodes.values() if n.status in ("up", "draining")}
         heard = {node_id: n.last_seen for node_id, n in live.items()}
@@ -72,7 +72,7 @@ class NodeWatch:
         self.core.probe(node, purpose, session)
 
     def _lenient(self, asked_in_quiet: bool, now: float) -> bool:
-        """Whether a probe's silence is forgiven (``master.liveness.after_probe``): while the
+        """Whether a probe's silence is forgiven (``master.core.liveness.after_probe``): while the
         cluster starts, or when the whole cluster is quiet now or was when the probe was sent."""
         return self.starting_up or asked_in_quiet or self._everyone_quiet(now)
 
@@ -119,7 +119,7 @@ class NodeWatch:
             self._reconcile(node, beat)
 
     def _reconcile(self, node: NodeRecord, beat: Heartbeat) -> None:
-        """What the node says it runs against what we think it runs (``master.liveness.reconcile``):
+        """What the node says it runs against what we think it runs (``master.core.liveness.reconcile``):
         a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
         now = self.core.journal.now()
         expected = {

@@ -14,12 +14,12 @@ hostname, and refuses anything else (ForeignNodeError), like DockerProvider.
   those (compose removes its own).
 - Swarm: a node is a task of a service. ``evict`` kills the task's container (on the
   engine the master talks to: the master runs on the manager, the single node of a
-  one-node swarm) and removes it; the agents' ``restart_policy`` is ``none``, so Swarm
-  does not restart it. A new node is a one-replica service created through the manager
-  from a live node's service spec, with the master's command, the node id as hostname, the stack's
-  namespace label (``docker stack rm`` removes it) and, instead of the stack's secrets, a
-  Swarm secret of its own (its broker login and node key); ``close`` removes those services
-  and secrets.
+  one-node swarm) and removes it; where nodes are evicted, the agents' ``restart_policy``
+  is ``none`` (``master.shell.compose_file``), so Swarm does not restart it. A new node is
+  a one-replica service created through the manager from a live node's service spec, with
+  the master's command, the node id as hostname, the stack's namespace label (``docker
+  stack rm`` removes it) and, instead of the stack's secrets, a Swarm secret of its own (its
+  broker login and node key); ``close`` removes those services and secrets.
 """
 
 from __future__ import annotations
@@ -29,11 +29,12 @@ import contextlib
 import copy
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import docker
-from docker.errors import APIError, NotFound
+from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
 from docker.models.services import Service
 
@@ -167,6 +168,31 @@ class AttachProvider:
     async def close(self) -> None:
         """Remove the replacements this run made; compose and the stack own the rest."""
         await asyncio.to_thread(self._remove_replacements)
+
+    async def agents_report(self) -> str:
+        try:
+            return await asyncio.to_thread(self._agents_report)
+        except (DockerException, OSError) as error:
+            return f"unknown (the Docker API: {error})"
+
+    def _agents_report(self) -> str:
+        """The state of each Swarm task of the run's agents, by service, and of each other agent
+        container (compose), by class: how they ended (exit status, error) or their health."""
+        found: dict[str, list[str]] = {}
+        if self._is_manager():
+            names = {s.id: s.name for s in self._client.services.list()}
+            for task in self._client.api.tasks():
+                if task["Spec"]["ContainerSpec"].get("Labels", {}).get(LABEL_RUN) == self.run_id:
+                    service = names.get(task["ServiceID"], task["ServiceID"])
+                    found.setdefault(service, []).append(_task_state(task))
+        for container in self._run_containers(LABEL_CLASS):
+            if SWARM_SERVICE_ID not in container.labels:
+                found.setdefault(container.labels[LABEL_CLASS], []).append(_container_state(container))
+        tallies = (
+            f"{name}: " + ", ".join(f"{n} {state}" for state, n in Counter(states).most_common())
+            for name, states in sorted(found.items())
+        )
+        return "; ".join(tallies) or f"none labelled {LABEL_RUN}={self.run_id}"
 
     def owns(self, node_id: str) -> bool:
         try:
@@ -348,3 +374,23 @@ class AttachProvider:
         for container in self._client.containers.list(all=True, filters=filters, ignore_removed=True):
             if container.labels.get(LABEL_RUN) == self.run_id:
                 self._kill_and_remove(container)
+
+
+def _task_state(task: dict[str, Any]) -> str:
+    status = task.get("Status", {})
+    state = status.get("State", "unknown")
+    code = status.get("ContainerStatus", {}).get("ExitCode")
+    ended = (
+        f"{state} (exit {code})"
+        if code is not None and state in ("complete", "failed", "shutdown")
+        else state
+    )
+    return f"{ended}: {status['Err']}" if status.get("Err") else ended
+
+
+def _container_state(container: Container) -> str:
+    state = container.attrs.get("State", {})
+    health = state.get("Health", {}).get("Status")
+    if state.get("Status") == "exited":
+        return f"exited (exit {state.get('ExitCode')})"
+    return f"{state.get('Status', 'unknown')} ({health})" if health else state.get("Status", "unknown")

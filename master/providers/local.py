@@ -5,7 +5,7 @@ directory. ``evict`` is SIGKILL to the whole group (the agent and its task
 workers), sent as it is called, followed by deleting the directory: nothing on
 the node survives.
 The provider only ever signals process groups it started itself. An agent's
-secrets (``testbed.processes.SECRET_ENV``) reach it in a file of a private
+secrets (``testbed.node.processes.SECRET_ENV``) reach it in a file of a private
 temporary directory, which it reads and deletes, never in its environment. Each agent's
 ``TMPDIR`` (where its task forkserver keeps its socket) is a directory of its own in
 that private one, deleted with the node: a SIGKILLed agent leaves no ``pymp-*`` behind.
@@ -13,7 +13,7 @@ The private directory's path is recorded in the nodes directory (``TEMP_RECORD``
 the end of a resumed run (``remove_recorded_temp``) deletes one a SIGKILLed master left.
 
 With ``cgroups`` (a faithful run) each node gets its own CPU cgroup with a quota
-of ``cpus`` cores and a child group per task slot (``testbed.cgroups``); the agent
+of ``cpus`` cores and a child group per task slot (``testbed.node.cgroups``); the agent
 joins its own child at start (``--cgroup``) and each task worker its slot's. The
 groups go with the node; the node's last throttling counters stay in ``cpu_stats``
 for the fidelity monitor.
@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from master.providers.base import ForeignNodeError
-from testbed.cgroups import CpuCgroups, CpuStats
-from testbed.processes import SECRET_ENV, child_env, kill_group, private_env
+from testbed.node.cgroups import CpuCgroups, CpuStats
+from testbed.node.processes import SECRET_ENV, child_env, kill_group, private_env
 
 SOCKET_PATH_MAX = 107
 """The longest path of an AF_UNIX socket (Linux: 108 bytes, its NUL included)."""

@@ -1,7 +1,7 @@
 """Model agents: every node's agent as the master sees it, on the simulator's clock.
 
 They answer the master's commands with the protocol messages real agents send
-(``testbed.protocol``), after the times the execution model gives: a launch is
+(``testbed.wire.protocol``), after the times the execution model gives: a launch is
 acknowledged ``running`` at once, succeeds (output partition sizes, metrics) after the
 launch overhead and its modelled fetch and compute time, or fails with ``fetch`` and the
 lost blocks when an input is held by no live node (when it begins, or when its worker
@@ -25,7 +25,8 @@ from master.sim.clock import DELIVER, EventHeap
 from master.sim.cpu import NodeCpu
 from master.sim.model import MB, ExecutionModel, TaskCost, aggregate_sizes
 from master.sim.nodes import Attempt, BroadcastCopy, Fetch, ModelNode, broadcast_indices, incarnation_of
-from testbed.protocol import (
+from testbed.scenario.simulation import STREAMED_OPS
+from testbed.wire.protocol import (
     BlockReceived,
     BlockRef,
     CancelTask,
@@ -44,7 +45,6 @@ from testbed.protocol import (
     TaskSpec,
     TaskUpdate,
 )
-from testbed.scenario_sim import STREAMED_OPS
 
 _CODEC = Codec()
 Deliver = Callable[[str, Message], None]

@@ -1,6 +1,6 @@
 """A node's CPU in the simulator: its cores shared by the work running on it (processor sharing).
 
-The real node's CPU is a quota (``testbed.cgroups``): ``cpus`` emulated cores for the node,
+The real node's CPU is a quota (``testbed.node.cgroups``): ``cpus`` emulated cores for the node,
 at most one for each task slot (a task is one thread), and its agent beside the slots under
 the node's quota only: one Python process (its event loop and the threads it hands file
 reads, CRC checks and fsyncs to, one at a time under its interpreter lock), so at most one

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from master.policies import load_profiles, role_of
+from master.policy_setup import load_profiles, role_of
 from testbed.api import SimModel
-from testbed.bandwidth import book
-from testbed.protocol import INLINE_NOOP, TaskSpec
-from testbed.scenario import PluginJob, Scenario, ScenarioError
-from testbed.scenario_sim import OpModel
+from testbed.node.bandwidth import book
+from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
+from testbed.scenario.simulation import OpModel
+from testbed.wire.protocol import INLINE_NOOP, TaskSpec
 from testbed.workloads import pagerank_sizes
 from testbed.workloads.layouts import OUTPUT_PARTS
 from testbed.workloads.mlr import combined_partition, model_shaped_bytes
@@ -68,7 +68,7 @@ the whole block is 2.35."""
 
 @dataclass(slots=True)
 class Links:
-    """A node's NIC as the scale model enforces it (``testbed.bandwidth``): one token bucket
+    """A node's NIC as the scale model enforces it (``testbed.node.bandwidth``): one token bucket
     per direction, shared by every transfer of the node (fetches, blocks served, pushes sent
     and received), booked first come first served: the time each is next free."""
 

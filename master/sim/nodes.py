@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from master.sim.cpu import CpuJob, NodeCpu
 from master.sim.model import Links
-from testbed.protocol import BlockRef, TaskSpec
+from testbed.wire.protocol import BlockRef, TaskSpec
 
 
 @dataclass(slots=True)

@@ -15,17 +15,17 @@ from rich.live import Live
 from rich.text import Text
 
 from master.core.machine import MasterCore
-from master.policies import make_autoscaler, policy_plugins
-from master.run import RunResult, summarize
-from master.rundir import owning
+from master.policy_setup import make_autoscaler, policy_plugins
+from master.recovery import make_strategy
+from master.shell.run import RunResult, summarize
+from master.shell.run_dir import owning
+from master.shell.secure_dir import secure_run_dir
 from master.sim.agents import ModelAgents
 from master.sim.model import ExecutionModel
 from master.sim.shell import SimShell
-from master.strategies import make_strategy
-from testbed.progress import progress_counts
-from testbed.rundir import secure_run_dir
-from testbed.scenario import Scenario, to_yaml
-from testbed.scenario_sim import calibration_digest
+from testbed.app.progress import progress_counts
+from testbed.scenario.schema import Scenario, to_yaml
+from testbed.scenario.simulation import calibration_digest
 
 SIM_RUN_ID = "sim"
 """Every simulated run has the same run id: nothing outside it sees it, and its journal is then

@@ -1,9 +1,9 @@
 """The discrete-event shell: the master core (``MasterCore``), model agents and the clock.
 
-It drives the core as the real shell (``master.master``) does, on a virtual clock: every
+It drives the core as the real shell (``master.shell.master``) does, on a virtual clock: every
 event goes in with the core's run time (the heap's time less the origin ``Begin`` set), and
 every command comes out carried out here. A ``Journal`` goes to the run's journal file
-(``master.journal``, the real shell's writer, which adds the table row the event makes); a
+(``master.shell.journal_file``, the real shell's writer, which adds the table row the event makes); a
 ``Send`` reaches its model agent at once (as the next action of the same instant); a
 ``StartNode``, ``KillNode`` or ``ReleaseNode`` is the provider's, acted on after the other
 commands of the event, as a real provider's coroutines are (whether the node is ours is
@@ -39,10 +39,10 @@ from master.core.events import (
 )
 from master.core.machine import MasterCore
 from master.core.view import CoreView
-from master.journal import Journal
+from master.shell.journal_file import Journal
 from master.sim.agents import ModelAgents
 from master.sim.clock import DELIVER, ROUND, WAKE, EventHeap
-from testbed.protocol import Message, TaskSpec
+from testbed.wire.protocol import Message, TaskSpec
 
 COLLECT_EVERY = 1 << 20
 """Events between two passes of the cycle collector while a simulation runs (``SimShell.run``)."""

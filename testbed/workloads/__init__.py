@@ -6,8 +6,8 @@ to the function an agent's worker runs.
 
 from __future__ import annotations
 
-from testbed.protocol import INLINE_NOOP
-from testbed.scenario import PluginJob, Scenario
+from testbed.scenario.schema import PluginJob, Scenario
+from testbed.wire.protocol import INLINE_NOOP
 from testbed.workloads import mlr, pagerank, sleep, sort, user, wordcount
 from testbed.workloads.base import Combiner, TaskFunction
 from testbed.workloads.plan import JobPlan, StagePlan

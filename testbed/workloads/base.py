@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.bandwidth import paced
-from testbed.blocks import (
+from testbed.node.bandwidth import paced
+from testbed.wire.blocks import (
     CRC_HEADER,
     TOKEN_HEADER,
     BlockWriter,
@@ -28,7 +28,7 @@ from testbed.blocks import (
     read_segment_chunks,
     segment,
 )
-from testbed.protocol import BlockRef, TaskMetrics, TaskSpec
+from testbed.wire.protocol import BlockRef, TaskMetrics, TaskSpec
 from testbed.workloads.broadcast import BroadcastCopies
 from testbed.workloads.input_cache import CacheReport, InputCache, input_cache_key
 

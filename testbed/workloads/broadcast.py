@@ -24,8 +24,8 @@ import fcntl
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from testbed.blocks import BlockWriter, iter_frames, read_segment_chunks, segment
-from testbed.protocol import BlockRef
+from testbed.wire.blocks import BlockWriter, iter_frames, read_segment_chunks, segment
+from testbed.wire.protocol import BlockRef
 
 Fetch = Callable[[BlockRef], Iterator[bytes]]
 """A block partition's frames, from the first location that serves it (``BlockFetcher.frames``)."""

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from testbed.scenario import PluginJob
+from testbed.scenario.schema import PluginJob
 from testbed.workloads import mlr, pagerank_reference, sort, user, wordcount
 
 REFERENCES: dict[str, tuple[Callable[[Any, int], Any], Callable[[Path], Any]]] = {

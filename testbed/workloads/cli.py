@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from testbed.scenario import (
+from testbed.scenario.base import MAX_SEED
+from testbed.scenario.schema import (
     MlrJob,
     PagerankJob,
     PluginJob,
@@ -28,7 +29,6 @@ from testbed.scenario import (
     WordcountJob,
     load_scenario,
 )
-from testbed.scenario_base import MAX_SEED
 from testbed.workloads import pagerank, sort, wordcount
 
 JOB_MODELS = {"sort": SortJob, "wordcount": WordcountJob, "pagerank": PagerankJob, "mlr": MlrJob}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from testbed.protocol import TaskSpec
+from testbed.wire.protocol import TaskSpec
 from testbed.workloads import pagerank_sizes
 from testbed.workloads.mlr import gradient_parts
 

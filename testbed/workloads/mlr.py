@@ -51,8 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from testbed.blocks import FRAME_HEADER, BlockWriter
-from testbed.scenario import MlrJob
+from testbed.scenario.schema import MlrJob
+from testbed.wire.blocks import FRAME_HEADER, BlockWriter
 from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 

@@ -65,9 +65,9 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from testbed.inputs import resolve_inputs
-from testbed.protocol import BlockRef
-from testbed.scenario import PagerankJob
+from testbed.scenario.inputs import resolve_inputs
+from testbed.scenario.schema import PagerankJob
+from testbed.wire.protocol import BlockRef
 from testbed.workloads.base import InputDataError, TaskContext
 from testbed.workloads.edge_lists import EdgeChunk, node_names, parse_edges, text
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from testbed.scenario import PagerankJob
+from testbed.scenario.schema import PagerankJob
 from testbed.workloads.pagerank import parse_edges, source_edges, sources_of
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 

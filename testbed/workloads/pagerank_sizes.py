@@ -45,8 +45,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from testbed.blocks import FRAME_HEADER
-from testbed.protocol import TaskSpec
+from testbed.wire.blocks import FRAME_HEADER
+from testbed.wire.protocol import TaskSpec
 from testbed.workloads.pagerank import (
     CONTRIB_DTYPE,
     EDGE_DTYPE,

@@ -1,6 +1,6 @@
 """A job's input files and their contents, for the output check only.
 
-The check must not share the code it checks (``testbed.inputs`` lists a job's
+The check must not share the code it checks (``testbed.scenario.inputs`` lists a job's
 files, ``testbed.workloads.splits`` reads them for the tasks), so this module
 does both its own way, with the same documented rules: ``os.walk``, which
 follows no symlink to a directory, lists every file below the pattern's literal

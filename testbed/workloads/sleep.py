@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from testbed.scenario import SleepJob
+from testbed.scenario.schema import SleepJob
 from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import JobPlan, StagePlan
 

@@ -29,8 +29,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from testbed.inputs import resolve_inputs
-from testbed.scenario import SortJob
+from testbed.scenario.inputs import resolve_inputs
+from testbed.scenario.schema import SortJob
 from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from testbed.workloads.reference_inputs import record_chunks, reference_files

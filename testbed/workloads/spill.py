@@ -52,8 +52,8 @@ from typing import BinaryIO, TypeVar
 import msgpack
 import numpy as np
 
-from testbed.bandwidth import worker_limits
-from testbed.protocol import TaskMetrics
+from testbed.node.bandwidth import worker_limits
+from testbed.wire.protocol import TaskMetrics
 
 SORT_FACTOR = 10
 """Most sources one merge reads at once: Hadoop's ``mapreduce.task.io.sort.factor`` (default 10)."""

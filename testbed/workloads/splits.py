@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from testbed.inputs import resolve_inputs
+from testbed.scenario.inputs import resolve_inputs
 
 
 def byte_ranges(paths: list[Path], count: int, align: int = 1) -> list[dict[str, object]]:

@@ -38,7 +38,7 @@ from typing import Any
 import msgpack
 
 from testbed.plugins import find_plugin
-from testbed.scenario import WORKLOADS, PluginJob, ScenarioError
+from testbed.scenario.schema import WORKLOADS, PluginJob, ScenarioError
 from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError
 from testbed.workloads.groups import GroupBuffer, RecordError, pack_pair
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan

@@ -36,8 +36,8 @@ from typing import Any, NamedTuple
 import msgpack
 import numpy as np
 
-from testbed.blocks import BlockWriter
-from testbed.scenario import WordcountJob
+from testbed.scenario.schema import WordcountJob
+from testbed.wire.blocks import BlockWriter
 from testbed.workloads.base import TaskContext
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from testbed.workloads.reference_inputs import line_chunks, reference_files

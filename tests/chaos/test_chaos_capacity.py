@@ -12,10 +12,10 @@ from scipy import stats
 
 from master.chaos.plan import capacity_windows, format_plan, plan_evictions
 from master.chaos.rules import ChaosRules, VirtualClock
-from testbed.capacity import CapacitySchedule, parse_capacity
-from testbed.lifetimes import parse_lifetime
-from testbed.scenario import load_scenario, parse_scenario
-from testbed.scenario_yaml import ScenarioError
+from testbed.chaosmodels.capacity import CapacitySchedule, parse_capacity
+from testbed.chaosmodels.lifetimes import parse_lifetime
+from testbed.scenario.loading import ScenarioError
+from testbed.scenario.schema import load_scenario, parse_scenario
 from tests.core.driver import Driver
 
 TWO_EXPONENTIALS = {
@@ -259,7 +259,7 @@ def test_a_relative_trace_is_anchored_at_the_scenario_file(tmp_path: Path) -> No
 
 
 def test_the_report_sums_the_time_without_capacity_and_counts_the_launches() -> None:
-    from testbed.report.evictions_section import capacity_outcomes
+    from testbed.app.report.evictions_section import capacity_outcomes
 
     events = [
         {"t": 10.0, "event": "capacity_unavailable", "class": "transient", "until_s": 30.0},

@@ -14,9 +14,9 @@ import yaml
 from scipy import stats
 
 from master.chaos.plan import plan_evictions
-from testbed.chaos_check import check_events, critical_95, format_check, ks_distance
-from testbed.lifetimes import PRESETS, parse_lifetime, rng_for
-from testbed.scenario import parse_scenario
+from testbed.app.chaos_check import check_events, critical_95, format_check, ks_distance
+from testbed.chaosmodels.lifetimes import PRESETS, parse_lifetime, rng_for
+from testbed.scenario.schema import parse_scenario
 from tests.chaos.test_chaos_plan import scenario
 
 
@@ -122,7 +122,7 @@ def test_the_cli_checks_a_run_directory_and_refuses_anything_else(tmp_path: Path
     }
     (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(data))
     (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in EVENTS))
-    run = [sys.executable, "-m", "testbed.cli", "chaos", "check"]
+    run = [sys.executable, "-m", "testbed.app.cli", "chaos", "check"]
     done = subprocess.run([*run, str(tmp_path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert "uniform(0s, 4m)" in done.stdout
@@ -192,7 +192,7 @@ def test_a_zone_with_its_own_model_is_checked_on_its_own() -> None:
 
 
 def test_the_two_sample_distance_is_scipys_statistic() -> None:
-    from testbed.chaos_check import ks_two_samples
+    from testbed.app.chaos_check import ks_two_samples
 
     rng = rng_for(2, 0)
     for m, n in ((1, 1), (3, 7), (500, 400)):

@@ -13,7 +13,7 @@ from master.chaos.rules import KILL, LAUNCH, REBALANCE, STORM, WARN, ChaosRules,
 from master.core import commands as cmd
 from master.core.events import EvictRequest, Stop
 from master.core.timers import TimerHeap, TraceClock
-from testbed.scenario_chaos import EvictSpec
+from testbed.scenario.chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.core.driver import Driver
 

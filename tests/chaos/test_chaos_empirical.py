@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from testbed.lifetimes import parse_lifetime
+from testbed.chaosmodels.lifetimes import parse_lifetime
 
 
 def write(tmp_path, text: str, name: str = "lifetimes.csv"):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from testbed.lifetimes import (
+from testbed.chaosmodels.lifetimes import (
     PRESETS,
     Exponential,
     Fixed,
@@ -21,7 +21,7 @@ from testbed.lifetimes import (
     lifetime_for,
     parse_lifetime,
 )
-from testbed.scenario_chaos import ClassChaosSpec
+from testbed.scenario.chaos import ClassChaosSpec
 
 N = 4000
 MINUTE = 60.0

@@ -8,8 +8,8 @@ from scipy import stats
 
 from master.chaos.plan import format_plan, plan_evictions
 from master.chaos.rules import storm_events
-from testbed.scenario import parse_scenario
-from testbed.scenario_chaos import StormSpec
+from testbed.scenario.chaos import StormSpec
+from testbed.scenario.schema import parse_scenario
 
 
 def scenario(chaos: dict, transient: int = 2, reserved: int = 1, seed: int = 1, time_scale=1.0):
@@ -148,7 +148,7 @@ def test_same_seed_same_plan_and_another_seed_another():
 
 
 def test_lifetimes_are_those_of_the_node_ordinals():
-    from testbed.lifetimes import PRESETS, lifetime_for
+    from testbed.chaosmodels.lifetimes import PRESETS, lifetime_for
 
     plan = plan_evictions(scenario({"transient": {"lifetime": "high"}}, transient=5), 36000)
     for eviction in plan:

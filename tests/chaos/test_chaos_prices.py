@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from testbed.prices import parse_price
-from testbed.scenario import load_scenario
-from testbed.scenario_yaml import ScenarioError
+from testbed.chaosmodels.prices import parse_price
+from testbed.scenario.loading import ScenarioError
+from testbed.scenario.schema import load_scenario
 
 
 def test_the_integral_of_steps_by_hand() -> None:
@@ -89,7 +89,7 @@ def test_a_relative_price_trace_is_anchored_at_the_scenario_file(tmp_path: Path)
 
 def test_chaos_plan_prints_the_moving_price() -> None:
     from master.chaos.plan import format_plan
-    from testbed.scenario import parse_scenario
+    from testbed.scenario.schema import parse_scenario
 
     case = parse_scenario(
         {

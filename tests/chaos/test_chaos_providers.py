@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from master.chaos.plan import format_plan, plan_evictions
-from testbed.journal import EVENTS
-from testbed.lifetimes import PRESETS, lifetime_for, parse_lifetime, rebalance_lead, rng_for
+from testbed.chaosmodels.lifetimes import PRESETS, lifetime_for, parse_lifetime, rebalance_lead, rng_for
+from testbed.journal.schema import EVENTS
 from tests.chaos.test_chaos_plan import scenario
 from tests.conftest import make_scenario
 from tests.core.driver import Driver

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from master.chaos_shell import NotRunning
 from master.core.events import EvictRequest, Stop
-from master.master import Master, NodeRecord
+from master.shell.live_chaos import NotRunning
+from master.shell.master import Master, NodeRecord
 from testbed.chaos_client import ChaosClient, ChaosError
-from testbed.scenario_chaos import EvictSpec
+from testbed.scenario.chaos import EvictSpec
 from tests.conftest import shell_act
 from tests.test_failure_detection import Clock, master_with_a_node
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.lifetimes import parse_lifetime
-from testbed.scenario import Scenario, ScenarioError, load_scenario, parse_scenario, to_yaml
+from testbed.chaosmodels.lifetimes import parse_lifetime
+from testbed.scenario.schema import Scenario, ScenarioError, load_scenario, parse_scenario, to_yaml
 
 
 def chaos_scenario(chaos: dict) -> dict:

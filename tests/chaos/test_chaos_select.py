@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from master.chaos.select import select_victims, victim_count
-from master.policies.base import NodeView, RunningTask
-from testbed.scenario_chaos import EvictSpec
+from testbed.api.policy import NodeView, RunningTask
+from testbed.scenario.chaos import EvictSpec
 
 
 def node(node_id: str, node_class: str = "transient", launched: float = 0.0, tasks: int = 0):

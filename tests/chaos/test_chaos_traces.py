@@ -13,11 +13,11 @@ import pytest
 import yaml
 
 from master.chaos.plan import plan_evictions
-from testbed.chaos_check import ks_distance
-from testbed.lifetimes import lifetime_for, parse_lifetime, rng_for
-from testbed.scenario import load_scenario
-from testbed.scenario_yaml import ScenarioError
-from testbed.traces import read_trace
+from testbed.app.chaos_check import ks_distance
+from testbed.chaosmodels.lifetimes import lifetime_for, parse_lifetime, rng_for
+from testbed.chaosmodels.traces import read_trace
+from testbed.scenario.loading import ScenarioError
+from testbed.scenario.schema import load_scenario
 
 TRACE = """instance_type,zone,start,end
 m5.large,a,0,10
@@ -125,7 +125,7 @@ JOB_INFO = """job_name,organization,gpu_model,cpu_request,gpu_request,worker_num
 def test_the_alibaba_spot_gpu_converter(tmp_path: Path) -> None:
     source = write(tmp_path, JOB_INFO, "job_info_df.csv")
     out = tmp_path / "lifetimes.csv"
-    cli = [sys.executable, "-m", "testbed.cli", "chaos", "import-trace", "alibaba-spot-gpu"]
+    cli = [sys.executable, "-m", "testbed.app.cli", "chaos", "import-trace", "alibaba-spot-gpu"]
     done = subprocess.run([*cli, str(source), "--out", str(out)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert out.read_text().splitlines() == [

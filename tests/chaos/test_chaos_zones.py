@@ -9,12 +9,12 @@ from master.chaos.plan import format_plan, plan_evictions
 from master.chaos.select import select_victims
 from master.core.commands import Evicted
 from master.core.events import EvictRequest
-from testbed.lifetimes import lifetime_for, parse_lifetime
-from testbed.policy import NodeView
-from testbed.scenario import parse_scenario
-from testbed.scenario_chaos import EvictSpec
-from testbed.scenario_yaml import ScenarioError
-from testbed.zones import zone_of, zone_pattern
+from testbed.api.policy import NodeView
+from testbed.chaosmodels.lifetimes import lifetime_for, parse_lifetime
+from testbed.chaosmodels.zones import zone_of, zone_pattern
+from testbed.scenario.chaos import EvictSpec
+from testbed.scenario.loading import ScenarioError
+from testbed.scenario.schema import parse_scenario
 from tests.core.driver import Driver
 
 TWO_ZONES = {"a": 3, "b": 2}

@@ -14,8 +14,9 @@ from typing import Any
 from master.core import commands as cmd
 from master.core.events import Begin, Event, FromNode, OutputStaged, Round, Wake
 from master.core.machine import MasterCore
-from master.strategies import make_strategy
-from testbed.protocol import (
+from master.recovery import make_strategy
+from testbed.scenario.schema import Scenario
+from testbed.wire.protocol import (
     BlockReceived,
     FlushAggregate,
     LaunchTask,
@@ -27,7 +28,6 @@ from testbed.protocol import (
     TaskSpec,
     TaskUpdate,
 )
-from testbed.scenario import Scenario
 from tests.conftest import core_act
 
 

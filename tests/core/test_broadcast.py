@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from master.core.jobs import JobRuntime
-from master.dag import Dependency as DagDependency
-from master.dag import Edge, LogicalDag, Operator
-from master.policies.lineage import spark_plan
-from master.policies.pado import place_operators
-from master.strategies.spark import shuffle_consumers, wide_consumers
+from master.recovery.dag import Dependency as DagDependency
+from master.recovery.dag import Edge, LogicalDag, Operator
+from master.recovery.lineage import spark_plan
+from master.recovery.pado_compiler import place_operators
+from master.recovery.spark import shuffle_consumers, wide_consumers
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
 
@@ -113,7 +113,7 @@ def test_a_pado_gradient_runs_where_its_recomputed_training_partition_is() -> No
     transient-0 is lost, points 0 is recomputed on the idle transient-3, and gradient 0 goes
     there, not to the first free node."""
     from master.core.events import EvictRequest, FromNode, Round
-    from testbed.scenario_chaos import EvictSpec
+    from testbed.scenario.chaos import EvictSpec
     from tests.conftest import make_scenario
     from tests.core.driver import Driver, up
 

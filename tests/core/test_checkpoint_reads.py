@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from master.core.events import FromNode, Round
-from master.strategies import make_strategy
-from testbed.protocol import BlockReceived, PushDelivered, PushedPart, TaskSpec
-from testbed.scenario import ScenarioError
+from master.recovery import make_strategy
+from testbed.scenario.schema import ScenarioError
+from testbed.wire.protocol import BlockReceived, PushDelivered, PushedPart, TaskSpec
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from master.core.jobs import JobRuntime
-from master.policies.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
+from master.recovery.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
 MAPS, REDUCES = 4, 2

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, Round
-from testbed.protocol import TaskUpdate
-from testbed.scenario_chaos import EvictSpec
+from testbed.scenario.chaos import EvictSpec
+from testbed.wire.protocol import TaskUpdate
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches, up
 

@@ -16,7 +16,8 @@ from typing import Any
 from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, ProbeAnswered, Round
 from master.core.jobs import JobRuntime
-from testbed.protocol import (
+from testbed.scenario.chaos import EvictSpec
+from testbed.wire.protocol import (
     BlockReceived,
     FlushAggregate,
     LaunchTask,
@@ -26,7 +27,6 @@ from testbed.protocol import (
     TaskSpec,
     TaskUpdate,
 )
-from testbed.scenario_chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches, sends, up
 

@@ -1,9 +1,10 @@
 """Random event sequences against the core's invariants (hypothesis).
 
 Whatever the nodes report, in whatever order, repeated or stale, with nodes lost
-on the way: no task runs twice at once, no final partition is committed twice,
-and no node holds more tasks than its slots or more memory than it has; and the nodes a
-round sees, kept up to date as they change, are what a full rebuild of them gives.
+on the way: no task runs twice at once, no final partition is committed twice, no
+attempt ends twice (one row of tasks.csv each), and no node holds more tasks than
+its slots or more memory than it has; and the nodes a round sees, kept up to date
+as they change, are what a full rebuild of them gives.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from hypothesis import strategies as st
 
 from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, ProbeAnswered, Round
-from master.policies.window import PendingWindow
-from testbed.scenario_chaos import EvictSpec
+from master.schedulers.window import PendingWindow
+from testbed.scenario.chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, up
 from tests.policy_reference import snapshot_v1
@@ -61,6 +62,8 @@ def check_invariants(driver: Driver) -> None:
     assert all(core.records.reserved.get(n) is core.nodes[n] for n in reserved)
     commits = Counter((c.job_id, c.index) for c in driver.log if isinstance(c, cmd.CommitOutput))
     assert all(count == 1 for count in commits.values()), commits
+    ends = Counter((e["task"], e["attempt"]) for e in driver.events("task_finished"))
+    assert all(count == 1 for count in ends.values()), [end for end, n in ends.items() if n > 1]
     check_node_views(driver)
 
 

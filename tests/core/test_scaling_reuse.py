@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from master.core.scaling import Scaling
-from master.policies import make_autoscaler
-from master.policies.base import ClusterSnapshot
+from master.policy_setup import make_autoscaler
 from master.sim.run import run_sim
-from testbed.scenario import parse_scenario
+from testbed.api.policy import ClusterSnapshot
+from testbed.scenario.schema import parse_scenario
 from tests.sim.helpers import events
 
 ROOT = Path(__file__).resolve().parents[2]

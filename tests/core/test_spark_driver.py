@@ -11,7 +11,7 @@ import pytest
 
 from master.core.events import Round
 from master.core.jobs import JobRuntime
-from master.strategies.spark import driver_stages
+from master.recovery.spark import driver_stages
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, launches
 from tests.core.test_pado_order import lose

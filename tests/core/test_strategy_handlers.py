@@ -12,7 +12,7 @@ from master.core.events import EvictRequest, FromNode, Round
 from master.core.jobs import JobRuntime
 from master.core.machine import MasterCore
 from master.core.recovery import HANDLERS
-from master.strategies import make_strategy
+from master.recovery import make_strategy
 from testbed.api import (
     CommitPush,
     JobSubmitted,
@@ -24,8 +24,8 @@ from testbed.api import (
     TaskSucceeded,
     WriteFile,
 )
-from testbed.scenario import Scenario
-from testbed.scenario_chaos import EvictSpec
+from testbed.scenario.chaos import EvictSpec
+from testbed.scenario.schema import Scenario
 from tests.conftest import make_scenario
 from tests.core.driver import Driver, up
 

@@ -18,7 +18,7 @@ from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 
 from master.providers.docker import LABEL_NODE, LABEL_RUN, DockerProvider
-from testbed.cgroups import CgroupUnavailable, detect, hierarchy_path, remove_everywhere
+from testbed.node.cgroups import CgroupUnavailable, detect, hierarchy_path, remove_everywhere
 
 IMAGE = os.environ.get("TESTBED_DOCKER_IMAGE", "transient-testbed:latest")
 _run_numbers = itertools.count()

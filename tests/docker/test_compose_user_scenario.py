@@ -11,9 +11,9 @@ from pathlib import Path
 import docker
 import pytest
 
-from master.run import run_scenario
-from testbed.cli import main
-from testbed.scenario import SortJob, load_scenario
+from master.shell.run import run_scenario
+from testbed.app.cli import main
+from testbed.scenario.schema import SortJob, load_scenario
 from testbed.workloads.cli import write_generated
 from tests.docker.conftest import new_run_id, remove_run, run_leftovers
 from tests.docker.test_docker_runs import compose_command

@@ -20,11 +20,11 @@ from docker.models.containers import Container
 from master.providers.base import ForeignNodeError
 from master.providers.docker import LABEL_RUN
 from master.shell.run import run_scenario
-from testbed.wire.broker import ENROL_USER
 from testbed.app.cli import main
 from testbed.node.processes import SECRETS_FILE_ENV
-from testbed.scenario.schema import SortJob, load_scenario
 from testbed.scenario.chaos import EvictSpec
+from testbed.scenario.schema import SortJob, load_scenario
+from testbed.wire.broker import ENROL_USER
 from testbed.workloads.cli import write_generated
 from tests.conftest import make_scenario
 from tests.docker.conftest import Decoys, new_run_id, remove_run, run_leftovers

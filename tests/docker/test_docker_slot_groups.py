@@ -14,7 +14,7 @@ import docker
 import pytest
 
 from master.providers.docker import CGROUP_DIR, DockerProvider
-from testbed.cgroups import CpuCgroups, hierarchy_path
+from testbed.node.cgroups import CpuCgroups, hierarchy_path
 
 
 class StubContainer:

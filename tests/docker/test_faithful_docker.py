@@ -13,9 +13,9 @@ import docker
 import pytest
 
 from master.providers.docker import CGROUP_DIR, DockerProvider
-from master.run import run_scenario
-from testbed.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, detect
-from testbed.scenario_chaos import EvictSpec
+from master.shell.run import run_scenario
+from testbed.node.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, detect
+from testbed.scenario.chaos import EvictSpec
 from tests.conftest import make_scenario
 from tests.docker.conftest import new_run_id, remove_run, run_leftovers
 from tests.e2e.test_faithful_run import run_a_lone_task

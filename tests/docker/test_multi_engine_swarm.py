@@ -20,7 +20,7 @@ import docker
 import pytest
 
 from master.providers.docker import LABEL_CLASS, LABEL_NODE, LABEL_RUN
-from testbed.cli import main
+from testbed.app.cli import main
 from tests.docker.engines import Engine, Engines, EnginesUnavailable
 from tests.docker.test_docker_runs import assert_scenario_results, wait_for_master, wait_until_gone
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import docker
 import pytest
 
-from master.run import run_scenario
-from testbed.cli import main
-from testbed.compare import compare_runs
-from testbed.scenario import load_scenario
+from master.shell.run import run_scenario
+from testbed.app.cli import main
+from testbed.app.compare import compare_runs
+from testbed.scenario.schema import load_scenario
 from testbed.workloads.check import check_output
 from tests.docker.conftest import new_run_id, remove_run, run_leftovers
 from tests.docker.test_docker_runs import compose_command, deployed_stack

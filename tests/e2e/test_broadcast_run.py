@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from master.run import run_scenario
-from testbed.blocks import FRAME_HEADER
-from testbed.scenario import Scenario
+from master.shell.run import run_scenario
+from testbed.scenario.schema import Scenario
+from testbed.wire.blocks import FRAME_HEADER
 from testbed.workloads.mlr import vector_bytes
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean

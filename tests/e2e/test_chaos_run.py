@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from master.chaos.plan import plan_evictions
-from master.run import run_scenario
-from testbed.chaos_check import check_run, format_check
+from master.shell.run import run_scenario
+from testbed.app.chaos_check import check_run, format_check
 from testbed.chaos_client import ChaosClient, ChaosError
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario, process_alive
@@ -148,7 +148,7 @@ async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> No
         cli = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "testbed.cli",
+            "testbed.app.cli",
             "chaos",
             "evict",
             "--run",
@@ -231,9 +231,9 @@ async def test_aws_spot_with_zones_capacity_and_a_moving_price(tmp_path: Path) -
     2 h. At time_scale 3600 a trace hour is a wall second. The two replacements wait for the
     capacity and launch at 3 h; the outputs stay exact; the report shows the notices, the
     time without capacity, the evictions per zone and the cost under the moving price."""
-    from testbed.report.build import write_report
-    from testbed.report.metrics import compute_metrics
-    from testbed.report.rundir import load_run
+    from testbed.app.report.build import write_report
+    from testbed.app.report.metrics import compute_metrics
+    from testbed.app.report.rundir import load_run
 
     (tmp_path / "outages.csv").write_text("from,to\n1h,3h\n")
     (tmp_path / "prices.csv").write_text("time,price\n0,0.3\n2h,0.9\n")
@@ -280,10 +280,12 @@ async def test_aws_spot_with_zones_capacity_and_a_moving_price(tmp_path: Path) -
     ]
     assert len(launched) == 2 and all(e["t"] >= back for e in launched)  # not before capacity came back
     report = write_report(run_dir)[0].read_text()
-    # us-east-1b loses its two to the storm; a loaded host that stretches the run past 5.8 h
-    # (5.8 s of wall time) also sees transient-1's lifetime end, in us-east-1a
+    # us-east-1b loses its two to the storm; how many lifetimes end besides depends on how long
+    # the run takes (an hour of trace time is a second of wall time, more on a loaded host)
     per_zone = next(line for line in report.splitlines() if line.startswith("Evictions per zone: "))
-    assert per_zone.removeprefix("Evictions per zone: ") in ("us-east-1b 2", "us-east-1a 1, us-east-1b 2")
+    counts = {z: int(n) for z, n in (p.rsplit(" ", 1) for p in per_zone.split(": ", 1)[1].split(", "))}
+    assert set(counts) <= set(zones) and counts["us-east-1b"] >= 2
+    assert sum(counts.values()) == kinds.count("eviction")
     assert "time without capacity" in report and "The price of transient moves" in report
     assert "eviction" in report and "notices:" in report
     transient = next(c for c in compute_metrics(load_run(run_dir)).costs if c.node_class == "transient")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from master.run import run_scenario
+from master.shell.run import run_scenario
 from tests.conftest import make_scenario, process_alive
 from tests.e2e.test_wordcount_run import assert_clean
 

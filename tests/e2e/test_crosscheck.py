@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed.cli import main
+from testbed.app.cli import main
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

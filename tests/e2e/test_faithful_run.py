@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from master.run import RunResult, run_scenario
-from testbed.cgroups import CgroupUnavailable, CpuCgroups, CpuStats, detect, slot_group
-from testbed.report.build import write_report
-from testbed.report.rundir import load_run
+from master.shell.run import RunResult, run_scenario
+from testbed.app.report.build import write_report
+from testbed.app.report.rundir import load_run
+from testbed.node.cgroups import CgroupUnavailable, CpuCgroups, CpuStats, detect, slot_group
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
 from tests.e2e.test_workloads_run import JOBS, assert_exact

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from master.run import run_scenario
+from master.shell.run import run_scenario
 from testbed.workloads.check import check_output
 from testbed.workloads.wordcount import read_output, reference_counts
 from tests.conftest import make_scenario

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from master.core.jobs import MAX_FAILURES
-from master.run import run_scenario
+from master.shell.run import run_scenario
 from tests.conftest import make_scenario
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
-from master.run import run_scenario
+from master.shell.run import run_scenario
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean, expected_counts
@@ -85,7 +85,7 @@ def test_ctrl_c_stops_every_process_and_port_the_run_started(
     signal's number, no traceback."""
     scenario, run_dir = tmp_path / "long.yaml", tmp_path / "run"
     scenario.write_text(LONG_JOB)
-    command = [sys.executable, "-m", "testbed.cli", "run", str(scenario), "--out", str(run_dir)]
+    command = [sys.executable, "-m", "testbed.app.cli", "run", str(scenario), "--out", str(run_dir)]
     run = subprocess.Popen(
         command, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, preexec_fn=as_in_a_terminal
     )

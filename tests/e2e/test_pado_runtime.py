@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from master.run import run_scenario
+from master.shell.run import run_scenario
 from testbed.workloads.wordcount import generate_split
 from tests.conftest import make_scenario, shell_act
 from tests.e2e.test_wordcount_run import assert_clean

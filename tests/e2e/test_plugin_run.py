@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cli import main
-from testbed.compare import compare_runs
+from testbed.app.cli import main
+from testbed.app.compare import compare_runs
 from tests.test_plugin_docs import write_doc_files
 
 pytestmark = pytest.mark.e2e

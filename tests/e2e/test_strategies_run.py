@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from master.run import run_scenario
+from master.shell.run import run_scenario
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
 from tests.e2e.test_workloads_run import JOBS, assert_exact, evict_first_if_none

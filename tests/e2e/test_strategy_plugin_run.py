@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from master.run import run_scenario
-from testbed.cli import main
-from testbed.scenario import load_scenario
+from master.shell.run import run_scenario
+from testbed.app.cli import main
+from testbed.scenario.schema import load_scenario
 from testbed.workloads.check import check_output
 from tests.test_plugin_docs import write_doc_files
 from tests.test_strategy_plugins import reruns

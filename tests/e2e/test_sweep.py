@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cli import main
-from testbed.sweep import Variation, grid
+from testbed.app.cli import main
+from testbed.app.sweep.grid import Variation, grid
 
 pytestmark = pytest.mark.e2e
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from master.run import run_scenario
-from testbed.scenario import WordcountJob
+from master.shell.run import run_scenario
+from testbed.scenario.schema import WordcountJob
 from testbed.workloads.wordcount import read_output, reference_output
 from tests.conftest import assert_tables_from_events, make_scenario, process_alive
 

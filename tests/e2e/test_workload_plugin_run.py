@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from master.run import run_scenario
-from testbed.cli import main
-from testbed.scenario import load_scenario
+from master.shell.run import run_scenario
+from testbed.app.cli import main
+from testbed.scenario.schema import load_scenario
 from testbed.workloads.check import check_output
 from tests.e2e.test_workloads_run import evict_first_if_none, spilled
 from tests.test_plugin_docs import write_doc_files

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from master.run import run_scenario
-from testbed.scenario import PagerankJob, SortJob
+from master.shell.run import run_scenario
+from testbed.scenario.schema import PagerankJob, SortJob
 from testbed.workloads.check import check_output
 from testbed.workloads.cli import write_generated
 from tests.conftest import make_scenario

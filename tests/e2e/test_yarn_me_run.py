@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from master.policies.task_model import PenaltyCurve, TaskModel, TaskProfile, save_profile
-from master.run import run_scenario
+from master.schedulers.task_model import PenaltyCurve, TaskModel, TaskProfile, save_profile
+from master.shell.run import run_scenario
 from testbed.workloads.check import check_output
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean

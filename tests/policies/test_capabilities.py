@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from master.policies.base import ClusterSnapshot, Decision, NodeView, RunningTask, Scheduler
-from master.policies.cloudcoaster import CloudCoasterAutoscaler
-from master.policies.eagle import EagleScheduler
-from master.policies.fifo import FifoScheduler
-from master.policies.static import StaticAutoscaler
-from master.policies.yarn import YarnScheduler
-from master.policies.yarn_me import YarnMeScheduler
+from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
+from master.autoscalers.static import StaticAutoscaler
+from master.schedulers.eagle import EagleScheduler
+from master.schedulers.fifo import FifoScheduler
+from master.schedulers.yarn import YarnScheduler
+from master.schedulers.yarn_me import YarnMeScheduler
+from testbed.api.policy import ClusterSnapshot, Decision, NodeView, RunningTask, Scheduler
 
 
 class Nothing(Scheduler):

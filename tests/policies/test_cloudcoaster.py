@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from master.policies.base import (
+from master.autoscalers.cloudcoaster import (
+    CloudCoasterAutoscaler,
+    RevocationOutcome,
+    revocation_outcome,
+)
+from master.autoscalers.static import StaticAutoscaler
+from master.schedulers.eagle import EagleScheduler, split_partitions
+from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
     Decision,
@@ -29,14 +36,7 @@ from master.policies.base import (
     ScaleDecision,
     Undrain,
 )
-from master.policies.cloudcoaster import (
-    CloudCoasterAutoscaler,
-    RevocationOutcome,
-    revocation_outcome,
-)
-from master.policies.eagle import EagleScheduler, split_partitions
-from master.policies.static import StaticAutoscaler
-from testbed.arrivals import ArrivingJob
+from testbed.arrivals.generate import ArrivingJob
 
 DELAY = 120.0
 LAUNCH = Launch("transient", "long-load ratio above threshold", partition="short")

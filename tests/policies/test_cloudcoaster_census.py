@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master.policies.base import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
-from master.policies.cloudcoaster import CloudCoasterAutoscaler
+from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
+from testbed.api.policy import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
 from tests.policy_reference import cloudcoaster_v2
 
 CLASSES = ("reserved", "transient")

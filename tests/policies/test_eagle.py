@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from master.policies.base import (
+from master.schedulers.eagle import (
+    EagleScheduler,
+    long_node_ids,
+    node_ordinal,
+    short_partition_size,
+    split_partitions,
+)
+from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
     Dequeue,
@@ -13,13 +20,6 @@ from master.policies.base import (
     NodeView,
     PendingTask,
     RunningTask,
-)
-from master.policies.eagle import (
-    EagleScheduler,
-    long_node_ids,
-    node_ordinal,
-    short_partition_size,
-    split_partitions,
 )
 
 

@@ -13,10 +13,10 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master.policies.base import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
-from master.policies.cloudcoaster import CloudCoasterAutoscaler
-from master.policies.eagle import EagleScheduler, _probed, node_ordinal
-from master.policies.eagle_kept import KeptNodes
+from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
+from master.schedulers.eagle import EagleScheduler, _probed, node_ordinal
+from master.schedulers.eagle_kept import KeptNodes
+from testbed.api.policy import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
 from tests.policy_reference import cloudcoaster_v1, eagle_v1, eagle_v2, eagle_v3
 
 CLASSES = ("reserved", "transient")

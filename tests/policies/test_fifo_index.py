@@ -13,9 +13,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master.policies.base import ClusterSnapshot, FreeNodes, JobView, NodeView, PendingTask, RunningTask
-from master.policies.fifo import FifoScheduler
-from master.policies.window import FreeNode, PendingWindow
+from master.schedulers.fifo import FifoScheduler
+from master.schedulers.window import FreeNode, PendingWindow
+from testbed.api.policy import ClusterSnapshot, FreeNodes, JobView, NodeView, PendingTask, RunningTask
 from tests.policy_reference import fifo_v1, window_v1
 
 CLASSES = ("reserved", "transient")

@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from master.dag import pagerank_dag, sort_dag, wordcount_dag
-from master.policies.lineage import (
+from master.recovery.dag import pagerank_dag, sort_dag, wordcount_dag
+from master.recovery.lineage import (
     PhysicalPlan,
     PlanStage,
     StageDep,

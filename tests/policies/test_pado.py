@@ -1,5 +1,5 @@
 """The logical DAG model and the Pado compiler (Algorithms 1 and 2). Its runtime rules
-(``master.strategies.pado_rules``) are tested in ``test_pado_runtime.py``; the rest of
+(``master.recovery.pado_rules``) are tested in ``test_pado_runtime.py``; the rest of
 Pado's runtime (launch order, evictions, reserved failures) is the strategy's and is
 tested through the core in ``tests/core/test_pado_order.py``.
 
@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from master.dag import (
+from master.recovery.dag import (
     DagError,
     Dependency,
     Edge,
@@ -25,7 +25,7 @@ from master.dag import (
     sort_dag,
     wordcount_dag,
 )
-from master.policies.pado import (
+from master.recovery.pado_compiler import (
     Stage,
     TaskGroup,
     aggregates_partially,

@@ -1,4 +1,4 @@
-"""Pado's runtime rules (``master.strategies.pado_rules``): the commit ledger (exactly-once
+"""Pado's runtime rules (``master.recovery.pado_rules``): the commit ledger (exactly-once
 commits under evictions and interleavings), the executor choice over the input cache, and
 the partial-aggregation flush rule. The compiler (Algorithms 1 and 2) is tested in
 ``test_pado.py``; the strategy's ordering through the core in ``tests/core/test_pado_order.py``.
@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from master.strategies.pado_rules import (
+from master.recovery.pado_rules import (
     AggregationLimits,
     CommitLedger,
     Executor,
@@ -18,7 +18,7 @@ from master.strategies.pado_rules import (
     choose_executor,
     should_flush,
 )
-from testbed.lru import LruCache
+from testbed.node.lru import LruCache
 
 # ---------------------------------------------------------------- runtime: exactly-once commits
 

@@ -1,4 +1,4 @@
-"""The task model of memory elasticity (``master.policies.task_model``): penalty and spill
+"""The task model of memory elasticity (``master.schedulers.task_model``): penalty and spill
 curves, profile files, and the YARN-ME paper's reducer model.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from master.policies.task_model import (
+from master.schedulers.task_model import (
     PenaltyCurve,
     ReducerSpillModel,
     SpillCurve,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from master.policies.window import FreeNode, PendingWindow
+from master.schedulers.window import FreeNode, PendingWindow
 
 RESERVED = frozenset({"reserved"})
 TRANSIENT = frozenset({"transient"})

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from master.policies.base import (
+from master.schedulers.task_model import TaskModel
+from master.schedulers.yarn import Ordering, YarnScheduler, round_up
+from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
     Decision,
@@ -16,8 +18,6 @@ from master.policies.base import (
     Reserve,
     RunningTask,
 )
-from master.policies.task_model import TaskModel
-from master.policies.yarn import Ordering, YarnScheduler, round_up
 
 
 def node(

@@ -11,7 +11,22 @@ import random
 
 import pytest
 
-from master.policies.base import (
+from master.schedulers.simulate import (
+    SchedulingError,
+    SimJob,
+    SimResult,
+    model_runtime,
+    simulate,
+)
+from master.schedulers.task_model import (
+    PenaltyCurve,
+    SpillCurve,
+    TaskModel,
+)
+from master.schedulers.yarn import JobState, ModelLookup, ModelSource, YarnScheduler
+from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler, elastic_choices
+from master.schedulers.yarn_me_timeline import RegularTimeline, estimate_completion_times
+from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
     Decision,
@@ -20,21 +35,6 @@ from master.policies.base import (
     PendingTask,
     RunningTask,
 )
-from master.policies.simulate import (
-    SchedulingError,
-    SimJob,
-    SimResult,
-    model_runtime,
-    simulate,
-)
-from master.policies.task_model import (
-    PenaltyCurve,
-    SpillCurve,
-    TaskModel,
-)
-from master.policies.yarn import JobState, ModelLookup, ModelSource, YarnScheduler
-from master.policies.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler, elastic_choices
-from master.policies.yarn_me_timeline import RegularTimeline, estimate_completion_times
 from tests.policies.test_task_model import SAWTOOTH
 from tests.policies.test_yarn import (
     assigned,

@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master.policies import yarn_me
-from master.policies.base import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
-from master.policies.task_model import PenaltyCurve, TaskModel
-from master.policies.yarn import Demand, JobState, ModelLookup, Ordering, queue_key
-from master.policies.yarn_me import YarnMeScheduler
-from master.policies.yarn_me_timeline import RegularTimeline, estimate_completion_times
+from master.schedulers import yarn_me
+from master.schedulers.task_model import PenaltyCurve, TaskModel
+from master.schedulers.yarn import Demand, JobState, ModelLookup, Ordering, queue_key
+from master.schedulers.yarn_me import YarnMeScheduler
+from master.schedulers.yarn_me_timeline import RegularTimeline, estimate_completion_times
+from testbed.api.policy import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
 
 
 class ReferenceTimeline:

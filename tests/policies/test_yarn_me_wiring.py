@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from master.core.jobs import JobRuntime
-from master.policies import load_profiles, profile_models, stage_memory
-from master.policies.base import PendingTask
-from master.policies.task_model import (
+from master.policy_setup import load_profiles, profile_models, stage_memory
+from master.schedulers.task_model import (
     PenaltyCurve,
     SpillCurve,
     TaskModel,
@@ -19,8 +18,9 @@ from master.policies.task_model import (
     load_profile,
     save_profile,
 )
-from master.run import elastic_summary
-from testbed.scenario import DEFAULT_TASK_MEMORY_MB, ScenarioError
+from master.shell.run import elastic_summary
+from testbed.api.policy import PendingTask
+from testbed.scenario.schema import DEFAULT_TASK_MEMORY_MB, ScenarioError
 from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from tests.conftest import make_scenario
 

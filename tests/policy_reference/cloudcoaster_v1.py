@@ -5,9 +5,9 @@ was kept across snapshots)."""
 
 from __future__ import annotations
 
-from master.policies.base import ClusterSnapshot, NodeView
-from master.policies.cloudcoaster import LongLoad
-from master.policies.eagle import long_node_ids
+from master.autoscalers.cloudcoaster import LongLoad
+from master.schedulers.eagle import long_node_ids
+from testbed.api.policy import ClusterSnapshot, NodeView
 from tests.policy_reference import cloudcoaster_v2 as cloudcoaster
 
 

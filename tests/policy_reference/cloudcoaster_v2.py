@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from master.policies.base import (
+from master.autoscalers.cloudcoaster import LongLoad
+from master.schedulers.eagle import long_node_ids, node_ordinal
+from testbed.api.policy import (
     Autoscaler,
     ClusterSnapshot,
     Drain,
@@ -18,8 +20,6 @@ from master.policies.base import (
     ScaleDecision,
     Undrain,
 )
-from master.policies.cloudcoaster import LongLoad
-from master.policies.eagle import long_node_ids, node_ordinal
 
 _EPSILON = 1e-9
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-from master.policies.base import ClusterSnapshot, Decision, PendingTask
+from testbed.api.policy import ClusterSnapshot, Decision, PendingTask
 from tests.policy_reference import eagle_v2 as eagle
 
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 from heapq import nsmallest
 from typing import Literal
 
-from master.policies.base import (
+from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
     Decision,

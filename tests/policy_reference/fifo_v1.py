@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from master.policies.base import Assign, ClusterSnapshot, Decision, NodeView, PendingTask, Scheduler
+from testbed.api.policy import Assign, ClusterSnapshot, Decision, NodeView, PendingTask, Scheduler
 
 
 class FifoScheduler(Scheduler):

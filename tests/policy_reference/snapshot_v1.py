@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from master.policies.base import NodeView
-from master.policies.window import FreeNode
+from master.schedulers.window import FreeNode
+from testbed.api.policy import NodeView
 
 
 def node_views(core: Any) -> tuple[NodeView, ...]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from master.policies.base import NodeClass
-from master.policies.window import FreeNode
+from master.schedulers.window import FreeNode
+from testbed.api.policy import NodeClass
 
 
 class PendingWindow:

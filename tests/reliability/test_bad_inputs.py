@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed.processes import child_env
+from testbed.node.processes import child_env
 
 GOOD = {
     "name": "bad",
@@ -29,7 +29,7 @@ def cli(*args: str, user_reads_everything: bool = True) -> subprocess.CompletedP
         if setpriv is None:
             pytest.skip("running as root without setpriv: cannot make a file unreadable")
         prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-all"]
-    command = [*prefix, sys.executable, "-m", "testbed.cli", *args]
+    command = [*prefix, sys.executable, "-m", "testbed.app.cli", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=60, env=child_env())
 
 

@@ -21,11 +21,11 @@ import psutil
 import pytest
 import yaml
 
-from master.broker_keeper import DEATH_WINDOW_S, MAX_DEATHS, may_restart
 from master.providers.local import TEMP_RECORD, remove_recorded_temp
-from master.run import run_scenario
-from testbed.broker import EmbeddedBroker, MosquittoBroker, make_broker, mosquitto_binary
-from testbed.processes import child_env
+from master.shell.broker_keeper import DEATH_WINDOW_S, MAX_DEATHS, may_restart
+from master.shell.run import run_scenario
+from testbed.node.processes import child_env
+from testbed.wire.broker import EmbeddedBroker, MosquittoBroker, make_broker, mosquitto_binary
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario, process_alive
 from tests.e2e.test_wordcount_run import assert_clean, expected_counts
@@ -112,7 +112,7 @@ def test_a_sigkilled_master_leaves_no_mosquitto_and_no_secrets_directory(tmp_pat
     temp.mkdir()
     run_dir = tmp_path / "run"
     master = subprocess.Popen(
-        [sys.executable, "-m", "testbed.cli", "run", str(scenario), "--out", str(run_dir)],
+        [sys.executable, "-m", "testbed.app.cli", "run", str(scenario), "--out", str(run_dir)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=child_env({"TMPDIR": str(temp)}),

@@ -18,10 +18,16 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from master.run import run_scenario
-from testbed.broker import EmbeddedBroker, ManagedBroker, MosquittoBroker, master_address, mosquitto_binary
-from testbed.mqtt import MqttLink
-from testbed.protocol import Codec, NodeState
+from master.shell.run import run_scenario
+from testbed.wire.broker import (
+    EmbeddedBroker,
+    ManagedBroker,
+    MosquittoBroker,
+    master_address,
+    mosquitto_binary,
+)
+from testbed.wire.mqtt import MqttLink
+from testbed.wire.protocol import Codec, NodeState
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean, expected_counts

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import aiomqtt
 import pytest
 
-from testbed.broker import (
+from testbed.wire.broker import (
     Credentials,
     EmbeddedBroker,
     ManagedBroker,

@@ -17,8 +17,15 @@ import aiomqtt
 import pytest
 
 from master.shell.compose_file import SECRET_FILES, write_secrets
-from testbed.wire.broker import ENROL_USER, Credentials, RunCredentials, agent_password, free_port, wait_for_port
 from testbed.node.processes import SECRETS_FILE_ENV, child_env
+from testbed.wire.broker import (
+    ENROL_USER,
+    Credentials,
+    RunCredentials,
+    agent_password,
+    free_port,
+    wait_for_port,
+)
 from tests.reliability.test_broker_security import client, received
 
 pytestmark = pytest.mark.e2e

@@ -21,8 +21,8 @@ import pytest
 
 from agents.agent import Agent, AgentConfig, RunningAttempt, _forkserver
 from agents.worker_main import warmed
-from testbed.mqtt import BrokerAddress
-from testbed.protocol import Codec, LaunchTask, NodeState, TaskSpec, TaskUpdate, Topics
+from testbed.wire.mqtt import BrokerAddress
+from testbed.wire.protocol import Codec, LaunchTask, NodeState, TaskSpec, TaskUpdate, Topics
 from tests.conftest import process_alive
 
 pytestmark = pytest.mark.e2e

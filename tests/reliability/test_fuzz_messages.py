@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from agents.agent import Agent, AgentConfig
 from master.core.nodes import NodeRecord
 from master.core.tasks import locate
-from master.master import Master
-from testbed.mqtt import BrokerAddress
-from testbed.protocol import (
+from master.shell.master import Master
+from testbed.wire.mqtt import BrokerAddress
+from testbed.wire.protocol import (
     CancelTask,
     Codec,
     EvictionNotice,

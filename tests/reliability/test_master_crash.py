@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from master.providers.local import TEMP_RECORD
-from testbed.processes import child_env
+from testbed.node.processes import child_env
 from testbed.workloads.wordcount import read_output
 from tests.conftest import process_alive
 from tests.e2e.test_wordcount_run import expected_counts
@@ -51,7 +51,7 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
 
 def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "testbed.cli", *args],
+        [sys.executable, "-m", "testbed.app.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -68,7 +68,7 @@ def crash_point(journal: list[dict[str, Any]]) -> bool:
 
 def run_until_crash_point(scenario: Path, run_dir: Path, cwd: Path | None = None) -> list[dict[str, Any]]:
     master = subprocess.Popen(
-        [sys.executable, "-m", "testbed.cli", "run", str(scenario), "--out", str(run_dir)],
+        [sys.executable, "-m", "testbed.app.cli", "run", str(scenario), "--out", str(run_dir)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         cwd=cwd,
@@ -121,6 +121,7 @@ def test_sigkilled_master_then_partial_report_then_resume(tmp_path: Path) -> Non
     after = events(run_dir)[len(before) :]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["succeeded"] == 3 and summary["failed"] == 0, summary
+    assert (summary["evictions"], summary["relaunched_tasks"]) == (0, 0), "a restart is no relaunch"
     assert not any(p.exists() for p in private), "the resumed run left the dead master's temp"
 
     # Exact outputs, whichever segment computed them.

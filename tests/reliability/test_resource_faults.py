@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-import master.run
+import master.shell.run
 from agents.agent import _forkserver
 from agents.worker import execute
 from agents.worker_main import run_in_worker
-from master.journal import Journal
-from master.run import run_scenario
-from testbed.protocol import TaskSpec
+from master.shell.journal_file import Journal
+from master.shell.run import run_scenario
+from testbed.wire.protocol import TaskSpec
 from testbed.workloads.wordcount import read_output
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean, expected_counts
@@ -210,13 +210,13 @@ async def test_a_task_out_of_memory_is_reported_as_oom_and_retried_elsewhere(
     """transient-0's tasks may allocate 4 MB, too little for a map of 1 MB of text. FIFO
     prefers transient-0 whenever the two nodes are equally free, so only the exclusion of the
     node that failed the task keeps the job from failing six times over."""
-    command = master.run.agent_command
+    command = master.shell.run.agent_command
 
     def small_node(*args: Any) -> list[str]:
         argv = command(*args)
         return [*argv, "--task-memory-limit-mb", str(CAP_MB)] if "transient-0" in argv else argv
 
-    monkeypatch.setattr(master.run, "agent_command", small_node)
+    monkeypatch.setattr(master.shell.run, "agent_command", small_node)
     cluster = {"reserved": 1, "transient": 1, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
     jobs = [{"workload": "wordcount", "size_mb": 2, "maps": 2, "reduces": 1}]
     result = await run_scenario(make_scenario(cluster=cluster, jobs=jobs), tmp_path)
@@ -228,7 +228,7 @@ async def test_a_task_out_of_memory_is_reported_as_oom_and_retried_elsewhere(
     assert result.summary["task_failures"] == {"oom": len(failures)}
     assert_retried_elsewhere(tmp_path, failures)
     report = subprocess.run(
-        ["python", "-m", "testbed.cli", "report", str(tmp_path)], capture_output=True, text=True
+        ["python", "-m", "testbed.app.cli", "report", str(tmp_path)], capture_output=True, text=True
     )
     assert report.returncode == 0, report.stderr
     assert f"| failed attempts by cause | oom {len(failures)} |" in (tmp_path / "report.md").read_text()
@@ -242,9 +242,9 @@ async def test_a_job_that_fails_is_finished_once_and_its_running_tasks_are_cance
     """Every node too small: each map fails as oom until the job fails. The other map is then
     usually still running; its late update (the sleep job keeps the run going for it to arrive)
     must not finish the job a second time."""
-    command = master.run.agent_command
+    command = master.shell.run.agent_command
     monkeypatch.setattr(
-        master.run, "agent_command", lambda *args: [*command(*args), "--task-memory-limit-mb", str(CAP_MB)]
+        master.shell.run, "agent_command", lambda *a: [*command(*a), "--task-memory-limit-mb", str(CAP_MB)]
     )
     node = {"count": 1, "slots": 2}
     cluster = {"reserved": node, "transient": node, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from master.run import prepare_run_dir
-from master.rundir import LOCK_FILE, RunDirError, owning
-from testbed.processes import child_env
-from testbed.scenario import load_scenario
+from master.shell.run import prepare_run_dir
+from master.shell.run_dir import LOCK_FILE, RunDirError, owning
+from testbed.node.processes import child_env
+from testbed.scenario.schema import load_scenario
 
 SCENARIO = {
     "name": "tiny",
@@ -31,7 +31,7 @@ SCENARIO = {
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "testbed.cli", *args],
+        [sys.executable, "-m", "testbed.app.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -87,7 +87,7 @@ def lock_holder(tmp_path: Path):
     for name in ("scenario.yaml", "events.jsonl"):
         (run_dir / name).write_text("")
     code = (
-        "import sys; from pathlib import Path; from master.rundir import owning\n"
+        "import sys; from pathlib import Path; from master.shell.run_dir import owning\n"
         "with owning(Path(sys.argv[1])):\n    print('held', flush=True); sys.stdin.read()\n"
     )
     holder = subprocess.Popen(

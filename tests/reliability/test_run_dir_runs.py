@@ -19,12 +19,12 @@ import aiohttp
 import pytest
 import yaml
 
-from master.run import run_scenario
-from testbed.blocks import TOKEN_HEADER
+from master.shell.run import run_scenario
+from testbed.app.report.metrics import nodes_alive
+from testbed.app.report.rundir import load_run
 from testbed.chaos_client import ChaosClient, ChaosError
-from testbed.processes import child_env
-from testbed.report.metrics import nodes_alive
-from testbed.report.rundir import load_run
+from testbed.node.processes import child_env
+from testbed.wire.blocks import TOKEN_HEADER
 from testbed.workloads.wordcount import read_output, reference_counts
 from tests.conftest import make_scenario
 from tests.reliability.test_master_crash import SCENARIO, events, run_until_crash_point
@@ -69,7 +69,7 @@ def test_two_resumes_at_once_one_is_refused_and_each_partition_is_committed_once
 
     resumes = [
         subprocess.Popen(
-            [sys.executable, "-m", "testbed.cli", "run", "--resume", str(run_dir)],
+            [sys.executable, "-m", "testbed.app.cli", "run", "--resume", str(run_dir)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -191,7 +191,7 @@ async def stale_uploads(master: Any, job_id: str) -> None:
     outputs = master.run_dir / "outputs" / job_id
     headers = {TOKEN_HEADER: master.keys.output_cap(job_id, 0, 99)}  # as the task would get it
     async with aiohttp.ClientSession() as session:
-        url = f"{master.api.url}/outputs/{job_id}/0/99"  # an attempt that will never report
+        url = f"{master.shell.http_api.url}/outputs/{job_id}/0/99"  # an attempt that will never report
         async with session.put(url, data=b"j000.s0.t0\t9.000\n", headers=headers) as response:
             assert response.status == 201
     host, port = master.api.url.removeprefix("http://").split(":")

@@ -18,9 +18,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from master.run import run_scenario
-from testbed.blocks import TOKEN_HEADER
-from testbed.rundir import RunDirError, secure_run_dir, write_secret_file
+from master.shell.run import run_scenario
+from master.shell.secure_dir import RunDirError, secure_run_dir, write_secret_file
+from testbed.wire.blocks import TOKEN_HEADER
 from tests.conftest import make_scenario, offline_master, shell_act
 
 OTHER_USER = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -46,7 +46,7 @@ def shared_parent() -> Iterator[Path]:
 
 
 def run_cli(scenario: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "testbed.cli", "run", str(scenario), "--out", str(out)]
+    argv = [sys.executable, "-m", "testbed.app.cli", "run", str(scenario), "--out", str(out)]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 

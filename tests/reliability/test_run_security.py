@@ -12,8 +12,8 @@ from typing import Any
 import psutil
 import pytest
 
-from master.run import run_scenario
-from testbed.broker import EmbeddedBroker
+from master.shell.run import run_scenario
+from testbed.wire.broker import EmbeddedBroker
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
 

@@ -11,8 +11,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from yarl import URL
 
 from agents.shuffle import make_app
-from testbed.blocks import BlockWriter
-from testbed.capabilities import RunKeys, block_cap
+from testbed.wire.blocks import BlockWriter
+from testbed.wire.capabilities import RunKeys, block_cap
 from testbed.workloads.base import TOKEN_HEADER
 
 KEYS = RunKeys("the-run-secret")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from master.run import run_scenario
+from master.shell.run import run_scenario
 from tests.conftest import make_scenario
 from tests.e2e.test_wordcount_run import assert_clean
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from recorded_run import RecordedRun, crash, write_run
 
-from testbed.compare import compare_runs
+from testbed.app.compare import compare_runs
 
 
 def mean_jct(run: RecordedRun) -> float:

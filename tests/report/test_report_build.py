@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from recorded_run import DECISIONS, NODE_MEMORY_MB, RUN_END, RecordedRun, crash
 
-from testbed.report.build import PARTIAL_NOTICE, write_report
-from testbed.report.errors import UsageError
-from testbed.report.metrics import compute_metrics
-from testbed.report.rundir import load_run
+from testbed.app.report.build import PARTIAL_NOTICE, write_report
+from testbed.app.report.errors import UsageError
+from testbed.app.report.metrics import compute_metrics
+from testbed.app.report.rundir import load_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from recorded_run import RecordedRun
 
-from testbed.report import add_report_commands
+from testbed.app.report import add_report_commands
 
 
 def run_cli(*argv: str) -> int:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed.journal_tables import TABLES
-from testbed.report.build import write_report
-from testbed.report.metrics import compute_metrics
-from testbed.report.rundir import load_run
+from testbed.app.report.build import write_report
+from testbed.app.report.metrics import compute_metrics
+from testbed.app.report.rundir import load_run
+from testbed.journal.tables import TABLES
 
 JOB = {"job_id": "j000", "workload": "sort", "submit_s": 0.0, "start_s": 0.5, "finish_s": 9.5}
 TASKS = [

@@ -9,7 +9,7 @@ import pytest
 from headless_chromium import CHROMIUM, render
 from recorded_run import RecordedRun, crash
 
-from testbed.report.build import write_report
+from testbed.app.report.build import write_report
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium is not installed (Debian package: chromium)"

@@ -13,12 +13,12 @@ from headless_chromium import CHROMIUM, render
 from large_run import write_large_run
 from recorded_run import RecordedRun
 
-from testbed.report.build import write_report
-from testbed.report.gantt import MAX_GROUPS, gantt, lane_layout, slot_lanes
-from testbed.report.metrics import StepSeries
-from testbed.report.plots import eviction_marks, nodes_timeline
-from testbed.report.records import Eviction, TaskAttempt
-from testbed.report.rundir import load_run
+from testbed.app.report.build import write_report
+from testbed.app.report.gantt import MAX_GROUPS, gantt, lane_layout, slot_lanes
+from testbed.app.report.metrics import StepSeries
+from testbed.app.report.plots import eviction_marks, nodes_timeline
+from testbed.app.report.records import Eviction, TaskAttempt
+from testbed.app.report.rundir import load_run
 
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium is not installed (Debian package: chromium)"

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from master.run import RunResult
+from master.shell.run import RunResult
 from master.sim.run import run_sim
-from testbed.scenario import parse_scenario
+from testbed.scenario.schema import parse_scenario
 
 
 def simulate(tmp: Path, name: str = "run", **fields: Any) -> RunResult:

@@ -10,7 +10,8 @@ from master.sim.agents import ModelAgents
 from master.sim.clock import EventHeap
 from master.sim.model import ExecutionModel
 from master.sim.nodes import url_of
-from testbed.protocol import (
+from testbed.scenario.schema import parse_scenario
+from testbed.wire.protocol import (
     BlockReceived,
     BlockRef,
     CancelTask,
@@ -24,7 +25,6 @@ from testbed.protocol import (
     TaskSpec,
     TaskUpdate,
 )
-from testbed.scenario import parse_scenario
 from testbed.workloads import pagerank_sizes
 
 SPEC: dict[str, Any] = {

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed.cli import main
+from testbed.app.cli import main
 
 SCENARIO = {
     "name": "cli-sim",

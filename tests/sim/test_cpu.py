@@ -12,8 +12,8 @@ from master.sim.clock import EventHeap
 from master.sim.cpu import NodeCpu
 from master.sim.model import ExecutionModel
 from master.sim.nodes import url_of
-from testbed.protocol import CancelTask, LaunchTask, PushDelivered, PushTarget, TaskSpec, TaskUpdate
-from testbed.scenario import parse_scenario
+from testbed.scenario.schema import parse_scenario
+from testbed.wire.protocol import CancelTask, LaunchTask, PushDelivered, PushTarget, TaskSpec, TaskUpdate
 from tests.sim.test_agents import sleep_task
 
 MB = 2**20

@@ -56,7 +56,8 @@ def test_same_journal_across_processes_whatever_their_hash_seed(tmp_path: Path) 
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
         argv = ["run", str(scenario), "--backend", "sim", "--out", str(tmp_path / hash_seed)]
-        subprocess.run([sys.executable, "-m", "testbed.cli", *argv], env=env, check=True, capture_output=True)
+        cli = [sys.executable, "-m", "testbed.app.cli", *argv]
+        subprocess.run(cli, env=env, check=True, capture_output=True)
     assert (tmp_path / "1" / "events.jsonl").read_bytes() == (tmp_path / "2" / "events.jsonl").read_bytes()
 
 

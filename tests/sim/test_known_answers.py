@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.blocks import FRAME_HEADER
-from testbed.scenario_sim import OP_MODELS
+from testbed.scenario.simulation import OP_MODELS
+from testbed.wire.blocks import FRAME_HEADER
 from tests.sim.helpers import events, rows, simulate
 
 ONE_NODE = {"reserved": {"count": 1, "slots": 1}, "transient": 0}

@@ -1,4 +1,4 @@
-"""The model's links: ``ExecutionModel.move`` books as two calls of ``testbed.bandwidth.book``
+"""The model's links: ``ExecutionModel.move`` books as two calls of ``testbed.node.bandwidth.book``
 would (the arithmetic it inlines), to the last bit."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from master.sim.model import ExecutionModel, Links
-from testbed.bandwidth import book
-from testbed.scenario import parse_scenario
+from testbed.node.bandwidth import book
+from testbed.scenario.schema import parse_scenario
 
 _TIMES = st.floats(0.0, 1e5, allow_nan=False, allow_infinity=False)
 

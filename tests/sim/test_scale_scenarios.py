@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from master.sim.run import sim_scenario, simulate
-from testbed.cli import main
-from testbed.scenario import load_scenario
+from testbed.app.cli import main
+from testbed.scenario.schema import load_scenario
 from tests.sim.helpers import rows
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"

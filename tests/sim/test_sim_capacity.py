@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from master.chaos.plan import plan_evictions
-from testbed.scenario import parse_scenario
+from testbed.scenario.schema import parse_scenario
 from tests.sim.helpers import events, rows, simulate
 
 CHAOS = {
@@ -48,7 +48,7 @@ def test_a_thousand_simulated_lifetimes_are_within_005_of_their_model(tmp_path: 
     """Issue 22's goal on the sim backend: KS <= 0.05 over 1,000 simulated lifetimes. 50
     transient nodes under `high`, replaced at once, for 6 trace hours: 999 lifetimes drawn,
     949 lived to their kill (50 censored by the run's end)."""
-    from testbed.chaos_check import check_run
+    from testbed.app.chaos_check import check_run
 
     result = simulate(
         tmp_path,

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testbed.protocol import TaskSpec
+from testbed.wire.protocol import TaskSpec
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
 
@@ -26,7 +26,7 @@ RUNNER = """
 import json, re, sys
 from pathlib import Path
 from agents.worker import execute
-from testbed.protocol import TaskSpec
+from testbed.wire.protocol import TaskSpec
 
 def high_water_mark():
     status = Path("/proc/self/status").read_text()

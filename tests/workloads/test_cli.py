@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from master.policies.task_model import load_profile
+from master.schedulers.task_model import load_profile
 from testbed.workloads import sort
 from testbed.workloads.cli import add_workload_commands
 
@@ -20,7 +20,7 @@ def run_cli(*argv: str) -> int:
 
 def test_gen_then_sort_the_generated_file_and_check_it(tmp_path: Path, run_at):
     assert run_cli("gen", "sort", "--size-mb", "0.5", "--seed", "4", "--out", str(tmp_path / "r.dat")) == 0
-    from testbed.scenario import SortJob
+    from testbed.scenario.schema import SortJob
 
     job = SortJob(workload="sort", input=str(tmp_path / "r.dat"), maps=2, reduces=2)
     local = run_at(job, 1, 1.0)
@@ -32,7 +32,7 @@ def test_gen_then_sort_the_generated_file_and_check_it(tmp_path: Path, run_at):
 
 
 def test_check_output_says_which_generation_options_it_assumed(run_at, capsys):
-    from testbed.scenario import SortJob
+    from testbed.scenario.schema import SortJob
 
     local = run_at(SortJob(workload="sort", size_mb=0.25, maps=2, reduces=2), 3, 1.0)
     assert run_cli("check-output", "sort", str(local.outputs), "--reduces", "2") == 1

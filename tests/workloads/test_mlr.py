@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from master.policies.pado import compile_pado
-from master.strategies.spark import logical_dag, physical_operators, stage_classes
-from testbed.blocks import BlockWriter
-from testbed.protocol import BlockRef
-from testbed.scenario import MlrJob
+from master.recovery.pado_compiler import compile_pado
+from master.recovery.spark import logical_dag, physical_operators, stage_classes
+from testbed.scenario.schema import MlrJob
+from testbed.wire.blocks import BlockWriter
+from testbed.wire.protocol import BlockRef
 from testbed.workloads import COMBINERS, mlr, plan_job
 from testbed.workloads.base import BlockFetcher
 from testbed.workloads.check import check_output
@@ -179,7 +179,7 @@ def test_the_simulator_sizes_gradients_and_models_as_the_real_tasks_write_them(t
     """Every gradient and model has the model's shape, the first iteration's (which reads no
     model) too: the execution model's output bytes are those the real tasks wrote."""
     from master.sim.model import MODEL_SHAPED, ExecutionModel
-    from testbed.scenario import parse_scenario
+    from testbed.scenario.schema import parse_scenario
 
     job = small(features=300, classes=5)  # 1,505 values
     local = LocalJob(plan_job(job, SEED, None), tmp_path).run(64 << 20)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from testbed.scenario import PagerankJob
+from testbed.scenario.schema import PagerankJob
 from testbed.workloads import edge_lists, pagerank, pagerank_reference
 from testbed.workloads.check import check_output
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testbed.scenario import PagerankJob
+from testbed.scenario.schema import PagerankJob
 from testbed.workloads import pagerank, pagerank_sizes
 from testbed.workloads.local import LocalJob
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testbed.scenario import SortJob
+from testbed.scenario.schema import SortJob
 from testbed.workloads import sort
 from testbed.workloads.check import check_output
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testbed.protocol import TaskMetrics
+from testbed.wire.protocol import TaskMetrics
 from testbed.workloads import pagerank, sort
 from testbed.workloads.spill import ArrayBuffer, PairBuffer, SpillFiles, merge_plan, merge_sorted
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from testbed.api import API_VERSION
-from testbed.cli import main
-from testbed.protocol import TaskMetrics
+from testbed.app.cli import main
 from testbed.testing import check_workload
+from testbed.wire.protocol import TaskMetrics
 from testbed.workloads.base import WorkloadError
 from testbed.workloads.groups import GroupBuffer
 from testbed.workloads.spill import SpillFiles
@@ -186,7 +186,7 @@ def test_group_buffer_merges_many_spilled_runs_in_key_order(tmp_path: Path) -> N
 
 def sim_tasks(scenario: Path, run_dir: Path, overrides: tuple[str, ...] = ()) -> list[dict[str, str]]:
     from master.sim.run import run_sim
-    from testbed.scenario import load_scenario
+    from testbed.scenario.schema import load_scenario
 
     result = run_sim(load_scenario(scenario, list(overrides)), run_dir)
     assert result.ok and result.summary["succeeded"] == 1, result.summary
@@ -245,8 +245,8 @@ def test_a_package_beside_the_scenario_registers_a_workload_by_entry_point(
     sys.path.remove(str(plugin_dir))  # found through the scenario's directory (policy.plugin_path)
     path = scenario_file(plugin_dir, "{workload: charcount, input: INPUT}")
     assert main(["validate", str(path)]) == 0, capsys.readouterr().err
-    from master.policies import policy_plugins
-    from testbed.scenario import load_scenario
+    from master.policy_setup import policy_plugins
+    from testbed.scenario.schema import load_scenario
 
     assert policy_plugins(load_scenario(path))["workloads"]["charcount"] == {
         "name": "charcount",

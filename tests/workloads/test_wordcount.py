@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from testbed.scenario import WordcountJob
+from testbed.scenario.schema import WordcountJob
 from testbed.workloads import wordcount
 from testbed.workloads.check import check_output
 

@@ -1,0 +1,341 @@
+"""The run journal's CSV tables: each row's columns and their types, and how rows are made from events.
+
+Part of the journal's schema (``testbed.journal.schema`` declares the events). The tables
+are a function of the events: every row of every table is made from one event
+(``ROWS_FROM_EVENTS``: ``task_finished`` makes a row of tasks.csv, ``job_finished``
+of jobs.csv, ``node_start_failed``/``node_lost``/``node_ended`` of nodes.csv,
+``decision`` of decisions.csv, ``eviction`` of evictions.csv), checked against
+its table's columns (``check_row``: a column not declared here, or a value of the
+wrong type, is a bug and raises). The master's writer (``master.shell.journal_file``) adds
+each event's row as it writes the event; ``rebuild_tables`` makes the same CSVs,
+byte for byte, from ``events.jsonl`` alone.
+"""
+
+import csv
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TextIO, TypedDict, cast, get_type_hints
+
+from testbed.journal.schema import JournalSchemaError, read_events, runtime_types
+
+
+class TaskRow(TypedDict, total=False):
+    task_id: str
+    job_id: str
+    stage: int
+    index: int
+    attempt: int
+    node_id: str
+    node_class: str
+    memory_mb: int
+    elastic: int
+    ideal_memory_mb: int
+    predicted_s: float
+    start_s: float
+    end_s: float
+    status: str
+    failure: str
+    bytes_in: int
+    bytes_out: int
+    spill_bytes: int
+    spills: int
+    merge_passes: int
+    peak_buffered_bytes: int
+    peak_rss_bytes: int
+    cache_hits: int
+    cache_misses: int
+    cache_bytes_read: int
+    compute_s: float
+    cpu_s: float
+
+
+class JobRow(TypedDict, total=False):
+    job_id: str
+    name: str
+    workload: str
+    submit_s: float
+    start_s: float
+    finish_s: float
+    jct_s: float
+    queue_s: float
+    status: str
+    tasks: int
+    relaunched_tasks: int
+    relaunched_ratio: float
+    error_relaunches: int
+    bytes_recomputed: int
+    bytes_checkpointed: int
+    bytes_pushed: int
+    cache_hits: int
+    cache_misses: int
+    bytes_from_cache: int
+    map_phase_s: float
+    reduce_phase_s: float
+    error: str
+    """Why the job failed (empty when it succeeded)."""
+
+
+class NodeRow(TypedDict, total=False):
+    node_id: str
+    node_class: str
+    launched_s: float
+    ended_s: float
+    end_reason: str
+    price_per_hour: float
+
+
+class DecisionRow(TypedDict, total=False):
+    t_s: float
+    job_id: str
+    task_id: str
+    decision: str
+    node_id: str
+    memory_mb: float
+    ideal_memory_mb: float
+    allocation_ratio: float
+    predicted_duration_s: float
+    detail: str
+
+
+class EvictionRow(TypedDict, total=False):
+    t_s: float
+    node_id: str
+    node_class: str
+    reason: str
+    lifetime_s: float
+    tasks_running: int
+    bytes_lost: int
+
+
+TABLE_ROWS: dict[str, type[Mapping[str, Any]]] = {
+    "tasks": TaskRow,
+    "jobs": JobRow,
+    "nodes": NodeRow,
+    "decisions": DecisionRow,
+    "evictions": EvictionRow,
+}
+TABLES: dict[str, tuple[str, ...]] = {name: tuple(row.__annotations__) for name, row in TABLE_ROWS.items()}
+"""Each CSV table's columns, in order (``<name>.csv``)."""
+
+_COLUMN_TYPES = {
+    name: {column: runtime_types(hint) for column, hint in get_type_hints(row).items()}
+    for name, row in TABLE_ROWS.items()
+}
+
+
+def columns(table: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``values`` that are columns of ``table``: of a task's metrics or a
+    scheduler's decision detail, the table keeps these (the rest is in ``detail``, or not kept)."""
+    kept = _COLUMN_TYPES[table]
+    return {name: value for name, value in values.items() if name in kept}
+
+
+def check_row(table: str, fields: Mapping[str, Any]) -> None:
+    """Raise ``JournalSchemaError`` unless every field is a column of ``table`` holding a value
+    of its type (``None``: an empty cell)."""
+    types = _COLUMN_TYPES.get(table)
+    if types is None:
+        raise JournalSchemaError(f"journal table {table!r} is not one of testbed/journal/tables.py's TABLES")
+    for name, value in fields.items():
+        allowed = types.get(name)
+        if allowed is None:
+            raise JournalSchemaError(
+                f"journal table {table!r} has no column {name!r} in testbed/journal/tables.py"
+            )
+        if value is not None and not isinstance(value, allowed):
+            expected = " | ".join(t.__name__ for t in allowed)
+            raise JournalSchemaError(f"journal table {table!r}: {name}={value!r} is not of type {expected}")
+
+
+JOB_TOTALS = (
+    "bytes_recomputed",
+    "bytes_checkpointed",
+    "bytes_pushed",
+    "cache_hits",
+    "cache_misses",
+    "bytes_from_cache",
+)
+"""Per-job counters (``jobs.csv`` columns) that summary.json also totals over the run."""
+JOB_COUNTERS = ("error_relaunches", *JOB_TOTALS, "map_phase_s", "reduce_phase_s")
+"""The ``jobs.csv`` columns ``job_finished`` carries as they are."""
+
+
+TASK_METRICS = (
+    "bytes_in",
+    "bytes_out",
+    "spill_bytes",
+    "spills",
+    "merge_passes",
+    "peak_buffered_bytes",
+    "peak_rss_bytes",
+    "cache_hits",
+    "cache_misses",
+    "cache_bytes_read",
+    "compute_s",
+    "cpu_s",
+)
+"""A task's metrics (``testbed.wire.protocol.TaskMetrics``) that ``task_finished`` and tasks.csv keep."""
+
+
+# --------------------------------------------------------------------- rows from events
+
+
+def _task_row(event: Mapping[str, Any]) -> TaskRow:
+    row: dict[str, Any] = {
+        "task_id": event["task"],
+        "job_id": event["job"],
+        "stage": event["stage"],
+        "index": event.get("index"),
+        "attempt": event["attempt"],
+        "node_id": event["node"],
+        "node_class": event.get("class"),
+        "memory_mb": event.get("memory_mb"),
+        "elastic": event.get("elastic"),
+        "ideal_memory_mb": event.get("ideal_memory_mb"),
+        "predicted_s": event.get("predicted_s"),
+        "start_s": event.get("start_s"),
+        "end_s": event.get("end_s", event["t"]),
+        "status": event["status"],
+        "failure": event["failure"],
+    }
+    row.update((name, event[name]) for name in TASK_METRICS if name in event)
+    return cast(TaskRow, row)
+
+
+def _job_row(event: Mapping[str, Any]) -> JobRow:
+    row: dict[str, Any] = {
+        name: event.get(name)
+        for name in ("name", "workload", "submit_s", "start_s", "tasks", "relaunched_tasks", *JOB_COUNTERS)
+    }
+    row.update(job_id=event["job"], jct_s=event["jct_s"], status=event["status"], error=event["error"])
+    if "submit_s" in event:  # a job that had a plan (one that never had has no times)
+        row["finish_s"] = event["t"]
+        if event["start_s"] is not None:
+            row["queue_s"] = event["start_s"] - event["submit_s"]
+        row["relaunched_ratio"] = event["relaunched_tasks"] / event["tasks"]
+    return cast(JobRow, row)
+
+
+def _node_row(event: Mapping[str, Any]) -> NodeRow:
+    row = {
+        "node_id": event["node"],
+        "node_class": event.get("class"),
+        "launched_s": event.get("launched_s"),
+        "ended_s": event.get("ended_s", event["t"]),
+        "end_reason": event.get("reason", "start_failed"),
+        "price_per_hour": event.get("price_per_hour"),
+    }
+    return cast(NodeRow, row)
+
+
+def _decision_row(event: Mapping[str, Any]) -> DecisionRow:
+    detail = event["detail"]
+    row: dict[str, Any] = {
+        "t_s": event["t"],
+        "job_id": event["job"],
+        "task_id": event["task"],
+        "decision": event["decision"],
+        "node_id": event["node"],
+        **columns("decisions", detail),
+        "detail": json.dumps(detail, separators=(",", ":")),
+    }
+    return cast(DecisionRow, row)
+
+
+def _eviction_row(event: Mapping[str, Any]) -> EvictionRow:
+    return {
+        "t_s": event["t"],
+        "node_id": event["node"],
+        "node_class": event["class"],
+        "reason": event["reason"],
+        "lifetime_s": event["lifetime_s"],
+        "tasks_running": event["tasks_running"],
+        "bytes_lost": event["bytes_lost"],
+    }
+
+
+ROWS_FROM_EVENTS: dict[str, tuple[str, Callable[[Mapping[str, Any]], Mapping[str, Any]]]] = {
+    "task_finished": ("tasks", _task_row),
+    "job_finished": ("jobs", _job_row),
+    "node_start_failed": ("nodes", _node_row),
+    "node_lost": ("nodes", _node_row),
+    "node_ended": ("nodes", _node_row),
+    "decision": ("decisions", _decision_row),
+    "eviction": ("evictions", _eviction_row),
+}
+"""Each event kind that makes a table row, its table, and how the row is made from the event
+(as ``events.jsonl`` records it: ``t`` rounded, values as JSON gives them back). Every row of
+every table is made so: the tables are a function of the events."""
+
+
+def row_of(event: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """``(table, row)`` of an event that makes a row, checked against the table's columns."""
+    derived = ROWS_FROM_EVENTS.get(event["event"])
+    if derived is None:
+        return None
+    table, make_row = derived
+    row = make_row(event)
+    check_row(table, row)
+    return table, row
+
+
+# --------------------------------------------------------------------- CSV files
+
+
+def cell(value: Any) -> Any:
+    """A value as its CSV cell holds it: floats to 4 decimals, None empty."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if value is None:
+        return ""
+    return value
+
+
+class TableWriter:
+    """The CSV writer of ``<table>.csv``: its columns in order, a column the row lacks empty,
+    an entry that is no column ignored (what ``csv.DictWriter`` with ``extrasaction="ignore"``
+    writes, without its per-row dict and generator: the simulator writes a million rows)."""
+
+    def __init__(self, handle: TextIO, table: str) -> None:
+        self.columns = TABLES[table]
+        self._writer = csv.writer(handle)
+
+    def writeheader(self) -> None:
+        self._writer.writerow(self.columns)
+
+    def writerow(self, row: Mapping[str, Any]) -> None:
+        """The row's cells (``cell``, inlined: 27 calls a task row)."""
+        values = map(row.get, self.columns)
+        self._writer.writerow(
+            [round(v, 4) if isinstance(v, float) else "" if v is None else v for v in values]
+        )
+
+
+def table_writer(handle: TextIO, table: str) -> TableWriter:
+    """The CSV writer of ``<table>.csv`` (the caller writes the header into a fresh file)."""
+    return TableWriter(handle, table)
+
+
+def rebuild_tables(events_path: Path, out_dir: Path) -> dict[str, int]:
+    """Write every table a run's ``events.jsonl`` makes into ``out_dir`` (the CSVs the run
+    wrote as it went, byte for byte); returns the rows of each table written. A table no event
+    makes is not written (as in the run)."""
+    handles: dict[str, tuple[TextIO, TableWriter]] = {}
+    counts: dict[str, int] = {}
+    try:
+        for event in read_events(events_path).events:
+            derived = row_of(event)
+            if derived is None:
+                continue
+            table, row = derived
+            if table not in handles:
+                handle = open(out_dir / f"{table}.csv", "w", newline="", encoding="utf-8")  # noqa: SIM115
+                handles[table] = handle, table_writer(handle, table)
+                handles[table][1].writeheader()
+            handles[table][1].writerow(row)
+            counts[table] = counts.get(table, 0) + 1
+    finally:
+        for handle, _ in handles.values():
+            handle.close()
+    return counts

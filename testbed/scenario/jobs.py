@@ -1,0 +1,242 @@
+"""Scenario jobs: the ``jobs`` entries of a scenario, one model per workload.
+
+A ``workload`` that is not a built-in name is a plugin (``PluginJob``): an import path
+``package.module:Name`` or an entry point of group ``transient_testbed.workloads``
+(docs/plugins.md); ``testbed.scenario.schema`` imports and checks it once the scenario parses.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from testbed.scenario.base import Duration, Seed, Strict
+from testbed.scenario.inputs import absolute_input, resolve_inputs
+from testbed.scenario.limits import MAX_TASKS_PER_JOB
+
+PLUGIN_NAME = r"^[A-Za-z_][\w.-]*(:[A-Za-z_][\w.]*)?$"
+"""A built-in policy, an entry-point name, or an import path ``package.module:Name`` (docs/plugins.md)."""
+
+
+DEFAULT_TASK_MEMORY_MB = 256
+
+
+class JobBase(Strict):
+    name: str | None = None
+    submit_at: Duration = 0.0
+    repeat: int = Field(default=1, ge=1, le=10_000, description="submit this job N times")
+    every: Duration = Field(default=0.0, description="gap between repeats (trace time)")
+    maps: int | None = Field(default=None, ge=1, le=10_000, description="map tasks")
+    reduces: int = Field(default=2, ge=1, le=10_000, description="reduce partitions")
+    memory_mb: int | None = Field(
+        default=None,
+        ge=1,
+        description="ideal memory of one task; default: each stage's ideal from the scenario's "
+        f"profiles, else {DEFAULT_TASK_MEMORY_MB} MB",
+    )
+    input: str | None = Field(default=None, description="a file, a directory or a glob")
+    seed: Seed | None = None
+
+    @field_validator("input")
+    @classmethod
+    def _input_exists(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        paths = resolve_inputs(value)
+        if not paths and Path(value).expanduser().exists():
+            raise ValueError(f"{value!r} is not a regular file or a directory (a pipe or a device?)")
+        if not paths:
+            raise ValueError(f"no input file matches {value!r}: give an existing file, directory or glob")
+        for path in paths:
+            try:
+                with open(path, "rb") as handle:
+                    handle.read(1)
+            except OSError as exc:
+                raise ValueError(
+                    f"cannot read input file {str(path)!r} ({exc.strerror}): "
+                    "make it readable or point input at other files"
+                ) from None
+        return absolute_input(value)  # the run directory's scenario.yaml means the same files anywhere
+
+
+SORT_RECORD_BYTES = 100
+
+
+class WordcountJob(JobBase):
+    workload: Literal["wordcount"]
+    size_mb: float = Field(default=16, gt=0, le=100_000)
+    vocabulary: int = Field(default=50_000, ge=1, le=100_000_000)
+
+
+class SortJob(JobBase):
+    workload: Literal["sort"]
+    size_mb: float = Field(default=16, gt=0, le=100_000)
+
+    @field_validator("input")
+    @classmethod
+    def _whole_records(cls, value: str | None) -> str | None:
+        paths = resolve_inputs(value) if value else []
+        for path in paths:
+            size = path.stat().st_size
+            if size % SORT_RECORD_BYTES:
+                raise ValueError(
+                    f"expected files of whole {SORT_RECORD_BYTES}-byte records; "
+                    f"found {size} bytes in {str(path)!r}"
+                )
+        if paths and not any(path.stat().st_size for path in paths):
+            raise ValueError(f"the input is empty: give at least one {SORT_RECORD_BYTES}-byte record")
+        return value
+
+
+class PagerankJob(JobBase):
+    workload: Literal["pagerank"]
+    nodes: int = Field(default=10_000, ge=2, le=1_000_000_000)
+    edges: int = Field(default=100_000, ge=1, le=1_000_000_000)
+    iterations: int = Field(default=10, ge=1, le=1000)
+    damping: float = Field(default=0.85, gt=0, lt=1)
+    tolerance: float | None = Field(default=None, gt=0)
+
+    @field_validator("input")
+    @classmethod
+    def _edge_lists(cls, value: str | None) -> str | None:
+        """The first MiBs of the edge lists, read now: a malformed line is named with its file and line."""
+        from testbed.workloads.edge_lists import check_edge_files  # late: the workloads import this module
+
+        if value:
+            check_edge_files(resolve_inputs(value))
+        return value
+
+
+class MlrJob(JobBase):
+    """Multinomial logistic regression by gradient descent (the Pado paper's MLR): ``maps``
+    partitions of generated training data, ``reduces`` aggregate tasks (aggregate a sums the
+    whole gradients of the maps i with i % reduces == a: MLlib's treeAggregate)."""
+
+    workload: Literal["mlr"]
+    points: int = Field(default=20_000, ge=1, le=1_000_000_000, description="training samples")
+    features: int = Field(default=100, ge=1, le=1_000_000)
+    classes: int = Field(default=10, ge=2, le=100_000)
+    iterations: int = Field(default=5, ge=1, le=1000)
+    learning_rate: float = Field(default=0.5, gt=0)
+    regularization: float = Field(default=0.0, ge=0, description="L2 penalty")
+
+    @field_validator("input")
+    @classmethod
+    def _generated_only(cls, value: str | None) -> str | None:
+        if value is not None:
+            raise ValueError("mlr generates its training data (points, features, classes): it reads no input")
+        return value
+
+
+class SleepJob(JobBase):
+    """Synthetic tasks that run for a given duration (CloudCoaster/Eagle traces).
+
+    ``durations`` gives each task its own duration (a trace job); otherwise
+    ``tasks`` tasks run ``duration`` each. ``estimate`` is the estimated task
+    duration the scheduler sees (default: the mean duration); the job is long
+    when it reaches the scenario's cutoff (``Scenario.long_cutoff``).
+    """
+
+    workload: Literal["sleep"]
+    tasks: int = Field(default=4, ge=1, le=MAX_TASKS_PER_JOB)
+    duration: Duration = Field(default=1.0, ge=0)
+    durations: list[Duration] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_TASKS_PER_JOB,
+        description="per-task durations (trace time)",
+    )
+    estimate: Duration | None = Field(default=None, ge=0, description="estimated task duration")
+    cpu_bound: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tasks_from_durations(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("durations"), list) and "tasks" not in data:
+            return {**data, "tasks": len(data["durations"]) or 1}
+        return data
+
+    @model_validator(mode="after")
+    def _tasks_match_durations(self) -> SleepJob:
+        if self.durations is not None and self.tasks != len(self.durations):
+            raise ValueError(f"tasks is {self.tasks} but durations lists {len(self.durations)}")
+        return self
+
+    @property
+    def task_durations(self) -> list[float]:
+        """Each task's duration in trace seconds."""
+        return list(self.durations) if self.durations is not None else [self.duration] * self.tasks
+
+    @property
+    def estimate_s(self) -> float:
+        """The estimated task duration in trace seconds."""
+        if self.estimate is not None:
+            return self.estimate
+        durations = self.task_durations
+        return sum(durations) / len(durations)
+
+
+class NoopJob(JobBase):
+    """Empty tasks that the agent completes itself, with no worker process and no output:
+    a job that measures the control plane (dispatch throughput and latency) alone."""
+
+    workload: Literal["noop"]
+    tasks: int = Field(default=100, ge=1, le=MAX_TASKS_PER_JOB)
+
+
+WORKLOADS = ("wordcount", "sort", "pagerank", "mlr", "sleep", "noop")
+PLUGIN_TAG = "plugin"
+WORKLOAD_GROUP = "transient_testbed.workloads"
+
+
+class PluginJob(JobBase):
+    """A user's MapReduce workload: ``workload`` names a class with ``map`` and ``reduce``
+    (``testbed.api.Workload``); ``options`` are its keyword arguments. Its input is
+    ``input`` (text files, split at line boundaries) or, without one, the plugin's
+    ``generate`` for each of ``maps`` splits (default 4)."""
+
+    workload: str = Field(pattern=PLUGIN_NAME, description="import path package.module:Name or entry point")
+    options: dict[str, Any] = Field(default_factory=dict, description="the plugin's keyword arguments")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_name(cls, data: Any) -> Any:
+        """A name that is no import path must be an installed entry point (a typo of a
+        built-in name is reported as such, before its fields are)."""
+        name = data.get("workload") if isinstance(data, dict) else None
+        if isinstance(name, str) and ":" not in name and not entry_points(group=WORKLOAD_GROUP, name=name):
+            raise ValueError(
+                f"unknown workload {name!r}; expected one of {', '.join(WORKLOADS)}, an import path "
+                f"package.module:Name or an entry point of group {WORKLOAD_GROUP}"
+            )
+        return data
+
+
+def _workload_tag(entry: Any) -> str | None:
+    """The union member of a job: its built-in workload, else the plugin model."""
+    workload = entry.get("workload") if isinstance(entry, dict) else getattr(entry, "workload", None)
+    if workload is None or workload in WORKLOADS:
+        return workload
+    return PLUGIN_TAG
+
+
+JobSpec = Annotated[
+    Annotated[WordcountJob, Tag("wordcount")]
+    | Annotated[SortJob, Tag("sort")]
+    | Annotated[PagerankJob, Tag("pagerank")]
+    | Annotated[MlrJob, Tag("mlr")]
+    | Annotated[SleepJob, Tag("sleep")]
+    | Annotated[NoopJob, Tag("noop")]
+    | Annotated[PluginJob, Tag(PLUGIN_TAG)],
+    Discriminator(_workload_tag),
+]
+
+
+def _tasks_of(job: JobBase) -> int:
+    """A job's tasks as far as the scenario says (maps, when not given, count as one)."""
+    if isinstance(job, SleepJob | NoopJob):
+        return job.tasks
+    return (job.maps or 1) + job.reduces

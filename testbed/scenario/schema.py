@@ -1,0 +1,468 @@
+"""Scenario files: one YAML document describing a whole experiment.
+
+The schema is the pydantic models below. ``load_scenario`` turns every problem
+into one line naming the file, the field path, what was expected and what was
+found (``ScenarioError``); the CLI prints those lines and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from testbed.plugins import add_plugin_dir, find_plugin, source_of
+from testbed.scenario.arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
+from testbed.scenario.base import Duration, Seed, Strict
+from testbed.scenario.chaos import ChaosSpec
+from testbed.scenario.cluster import ClusterSpec
+from testbed.scenario.curves import PenaltyCurve, SpillCurve
+from testbed.scenario.fidelity import FidelitySpec
+from testbed.scenario.inputs import resolve_inputs
+from testbed.scenario.jobs import (  # noqa: F401 - the job models are re-exported (the scenario schema)
+    DEFAULT_TASK_MEMORY_MB,
+    PLUGIN_NAME,
+    PLUGIN_TAG,
+    SORT_RECORD_BYTES,
+    WORKLOADS,
+    JobBase,
+    JobSpec,
+    MlrJob,
+    NoopJob,
+    PagerankJob,
+    PluginJob,
+    SleepJob,
+    SortJob,
+    WordcountJob,
+    _tasks_of,
+)
+from testbed.scenario.limits import (
+    MAX_JOBS,
+    MAX_NODES_PER_CLASS,
+    MAX_TASKS,
+    MAX_TIME_SCALE,
+    MAX_TIMEOUT_S,
+    MIN_TIME_SCALE,
+    too_large,
+)
+from testbed.scenario.loading import ScenarioError, apply_override, expand_node_counts, load_raw
+from testbed.scenario.simulation import SimulationSpec, default_calibration
+
+# --------------------------------------------------------------------- policy
+
+SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle", "firmament")
+STRATEGIES = ("spark", "spark-checkpoint", "pado")
+AUTOSCALERS = ("static", "cloudcoaster")
+
+
+MAX_PLUGIN_DIRS = 16
+
+
+class PolicySpec(Strict):
+    scheduler: str = Field(
+        default="fifo", pattern=PLUGIN_NAME, description=f"{', '.join(SCHEDULERS)} or a plugin"
+    )
+    strategy: str = Field(
+        default="spark", pattern=PLUGIN_NAME, description=f"{', '.join(STRATEGIES)} or a plugin"
+    )
+    autoscaler: str = Field(
+        default="static", pattern=PLUGIN_NAME, description=f"{', '.join(AUTOSCALERS)} or a plugin"
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="policy-specific knobs, documented per policy"
+    )
+    plugin_path: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PLUGIN_DIRS,
+        description="directories plugin modules are imported from (relative: to the scenario file); "
+        "a scenario naming a plugin gets its own directory appended",
+    )
+
+
+# --------------------------------------------------------------------- task models
+
+CurvePoints = list[tuple[float, float]]
+
+
+class InlineProfile(Strict):
+    """A task model written in the scenario instead of a profile file: the same fields."""
+
+    workload: str
+    role: Literal["map", "reduce"]
+    ideal_memory_mb: int = Field(gt=0, description="least memory with no spill")
+    ideal_duration_s: float = Field(ge=0, allow_inf_nan=False, description="runtime with the ideal memory")
+    points: CurvePoints = Field(description="penalty curve: [fraction, runtime multiplier] points")
+    spill_mb: CurvePoints | None = Field(default=None, description="[fraction, MB spilled] points")
+    disk_rate_mb_s: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="spill rate, when spill_mb is not given"
+    )
+    stage_ideal_memory_mb: list[Annotated[int, Field(gt=0)]] = Field(default_factory=list)
+
+    @field_validator("workload")
+    @classmethod
+    def _known_workload(cls, value: str) -> str:
+        """A built-in workload, or a plugin's as the jobs name it (an import path)."""
+        if value not in WORKLOADS and not (":" in value and re.fullmatch(PLUGIN_NAME, value)):
+            raise ValueError(
+                f"unknown workload; expected one of {', '.join(WORKLOADS)} or a plugin's module:Class"
+            )
+        return value
+
+    @field_validator("points")
+    @classmethod
+    def _penalty_curve(cls, points: CurvePoints) -> CurvePoints:
+        PenaltyCurve(tuple(points))
+        return points
+
+    @field_validator("spill_mb")
+    @classmethod
+    def _spill_curve(cls, points: CurvePoints | None) -> CurvePoints | None:
+        if points is not None:
+            SpillCurve(tuple(points))
+        return points
+
+
+PROFILE_FILE, INLINE_PROFILE = "profile file", "inline model"
+"""Union tags of a ``profiles`` entry (not field names: they never appear in error paths)."""
+
+
+def _profile_kind(entry: Any) -> str | None:
+    if isinstance(entry, str):
+        return PROFILE_FILE
+    return INLINE_PROFILE if isinstance(entry, dict | InlineProfile) else None
+
+
+ProfileEntry = Annotated[
+    Annotated[str, Tag(PROFILE_FILE)] | Annotated[InlineProfile, Tag(INLINE_PROFILE)],
+    Discriminator(
+        _profile_kind,
+        custom_error_type="profile_entry",
+        custom_error_message="expected a profile file path or a task model (workload, role, "
+        "ideal_memory_mb, ideal_duration_s, points)",
+    ),
+]
+
+
+# --------------------------------------------------------------------- scenario
+
+
+class Scenario(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=64)
+    seed: Seed = 1
+    time_scale: float = Field(default=1.0, ge=MIN_TIME_SCALE, le=MAX_TIME_SCALE)
+    broker: str = "embedded"
+    cluster: ClusterSpec = ClusterSpec()
+    policy: PolicySpec = PolicySpec()
+    jobs: list[JobSpec] = Field(default_factory=list)
+    arrivals: ArrivalsSpec | None = None
+    chaos: ChaosSpec = ChaosSpec()
+    timeout: Duration = Field(
+        default=600.0, gt=0, le=MAX_TIMEOUT_S, description="wall-clock limit of the run (at most a week)"
+    )
+    fidelity: FidelitySpec = FidelitySpec()
+    profiles: list[ProfileEntry] = Field(
+        default_factory=list,
+        description="task models for YARN/YARN-ME: testbed profile files, or written inline",
+    )
+    backend: Literal["local", "docker", "attach", "sim"] | None = Field(
+        default=None, description="where the nodes run (testbed run --backend overrides it; default local)"
+    )
+    simulation: SimulationSpec = SimulationSpec()
+
+    @model_validator(mode="after")
+    def _real_cluster_size(self) -> Scenario:
+        """Real backends run a process per node: at most MAX_NODES_PER_CLASS of a class."""
+        if self.backend == "sim":
+            return self
+        for name in ("reserved", "transient"):
+            count = getattr(self.cluster, name).count
+            if count > MAX_NODES_PER_CLASS:
+                raise ValueError(
+                    f"cluster.{name}.count: {count} nodes, at most {MAX_NODES_PER_CLASS} run for real; "
+                    "lower it, or simulate them (backend: sim, or testbed run --backend sim)"
+                )
+        return self
+
+    @field_validator("profiles")
+    @classmethod
+    def _profiles_exist(cls, entries: list[str | InlineProfile]) -> list[str | InlineProfile]:
+        paths = [entry for entry in entries if isinstance(entry, str)]
+        missing = [p for p in paths if not Path(p).expanduser().is_file()]
+        if missing:
+            raise ValueError(f"no such profile file: {', '.join(missing)}; run `testbed profile` to make one")
+        return entries
+
+    @model_validator(mode="after")
+    def _tasks_fit_some_node(self) -> Scenario:
+        """A task whose ideal memory exceeds every node would wait forever: refuse it now."""
+        cluster = self.cluster
+        classes = [name for name in ("reserved", "transient") if getattr(cluster, name).count > 0]
+        if self.policy.autoscaler != "static" and "transient" not in classes:
+            classes.append("transient")  # an autoscaler may launch transient nodes
+        largest = max(getattr(cluster, name).memory_mb for name in classes)
+        for index, job in enumerate(self.jobs):
+            if job.memory_mb is not None and job.memory_mb > largest:
+                raise ValueError(
+                    f"jobs.{index}.memory_mb: a task of this {job.workload} job needs {job.memory_mb} MB "
+                    f"but the largest node has {largest} MB; lower jobs.{index}.memory_mb to at most "
+                    f"{largest} or raise cluster.{'/'.join(classes)}.memory_mb"
+                )
+        return self
+
+    @field_validator("broker")
+    @classmethod
+    def _broker(cls, value: str) -> str:
+        if value in ("embedded", "mosquitto", "amqtt"):
+            return value
+        match = re.match(r"^mqtt://[^:/\s]+(:\d{1,5})?/?$", value)
+        if not match or not 1 <= int((match.group(1) or ":1883")[1:]) <= 65535:
+            raise ValueError("expected 'embedded', 'mosquitto', 'amqtt' or mqtt://HOST:PORT (port 1-65535)")
+        return value
+
+    @model_validator(mode="after")
+    def _storm_zones_exist(self) -> Scenario:
+        zones = {*self.cluster.reserved.zones, *self.cluster.transient.zones}
+        for index, storm in enumerate(self.chaos.storms):
+            if storm.evict.zone is not None and storm.evict.zone not in zones:
+                known = ", ".join(sorted(zones)) or "none: give cluster.<class>.zones"
+                raise ValueError(
+                    f"chaos.storms.{index}.evict.zone: unknown zone {storm.evict.zone!r}; zones: {known}"
+                )
+        for node_class in ("reserved", "transient"):
+            own = getattr(self.cluster, node_class).zones
+            for zone in getattr(self.chaos, node_class).zones:
+                if zone not in own:
+                    known = ", ".join(own) or f"none: give cluster.{node_class}.zones"
+                    raise ValueError(
+                        f"chaos.{node_class}.zones: unknown zone {zone!r}; zones of {node_class}: {known}"
+                    )
+        return self
+
+    @model_validator(mode="after")
+    def _some_jobs(self) -> Scenario:
+        if not self.jobs and self.arrivals is None:
+            raise ValueError("the scenario has no jobs: give jobs (at least one) or arrivals")
+        arriving = self.arriving_jobs()
+        jobs = sum(job.repeat for job in self.jobs) + len(arriving)
+        if jobs > MAX_JOBS:
+            raise ValueError(too_large("the jobs submitted (repeats and arrivals included)", jobs, MAX_JOBS))
+        tasks = sum(job.repeat * _tasks_of(job) for job in self.jobs) + sum(job.tasks for job in arriving)
+        if tasks > MAX_TASKS:
+            raise ValueError(too_large("the tasks of all jobs", tasks, MAX_TASKS))
+        return self
+
+    def trace(self, seconds: float) -> float:
+        """Wall seconds for a trace-time duration (divided by time_scale, stretched by the dilation)."""
+        return seconds * self.wall_per_trace
+
+    @property
+    def wall_per_trace(self) -> float:
+        return self.fidelity.factor / self.time_scale
+
+    def dilated(self, seconds: float) -> float:
+        """Wall seconds for an emulated duration that time_scale does not compress (timeouts,
+        heartbeats): stretched by the dilation."""
+        return seconds * self.fidelity.factor
+
+    @property
+    def timeout_s(self) -> float:
+        """The run's wall-clock limit, stretched by the dilation."""
+        return self.dilated(self.timeout)
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        return self.dilated(self.cluster.heartbeat_interval)
+
+    @property
+    def heartbeat_timeout_s(self) -> float:
+        return self.dilated(self.cluster.heartbeat_timeout)
+
+    @property
+    def long_cutoff(self) -> float:
+        """Trace seconds: a job whose estimated task duration reaches this is long."""
+        return self.arrivals.cutoff if self.arrivals is not None else DEFAULT_CUTOFF_S
+
+    def arriving_jobs(self) -> list[SleepJob]:
+        """The ``arrivals`` as sleep jobs (empty without an ``arrivals`` section)."""
+        if self.arrivals is None:
+            return []
+        spec = self.arrivals
+        return [
+            SleepJob(
+                workload="sleep",
+                name=f"{'long' if job.long else 'short'}-{k}",
+                submit_at=job.submit_s,
+                durations=list(job.task_durations),
+                estimate=job.est_duration_s,
+                cpu_bound=spec.cpu_bound,
+                memory_mb=job.memory_mb or spec.memory_mb,
+            )
+            for k, job in enumerate(spec.jobs(self.seed))
+        ]
+
+
+# --------------------------------------------------------------------- loading
+
+
+def input_files(scenario: Scenario) -> list[Path]:
+    """Every file the scenario's jobs read (``input``), each once."""
+    files = {
+        path.resolve()
+        for job in scenario.jobs
+        if getattr(job, "input", None)
+        for path in resolve_inputs(job.input)
+    }
+    return sorted(files)
+
+
+def parse_scenario(
+    data: dict[str, Any], source: str = "<scenario>", base_dir: str | Path | None = None
+) -> Scenario:
+    """``base_dir`` anchors relative file paths of the scenario (``empirical`` lifetimes).
+    The directories of ``policy.plugin_path`` become importable, and every workload plugin
+    is imported and checked (a ScenarioError naming ``jobs.<i>.workload`` otherwise)."""
+    try:
+        scenario = Scenario.model_validate(
+            data, context={"base_dir": base_dir} if base_dir is not None else None
+        )
+    except ValidationError as exc:
+        raise ScenarioError([_describe(source, err) for err in exc.errors()]) from None
+    for directory in scenario.policy.plugin_path:
+        add_plugin_dir(Path(directory))
+    problems = [
+        f"{source}: {problem}"
+        for index, job in enumerate(scenario.jobs)
+        if isinstance(job, PluginJob)
+        for problem in workload_plugin_problems(job, index)
+    ]
+    if problems:
+        raise ScenarioError(problems)
+    return scenario
+
+
+def workload_plugin_problems(job: PluginJob, index: int) -> list[str]:
+    """What stops the job's workload plugin from running: it does not import, lacks
+    ``map``/``reduce`` (or ``step`` for its ``iterations``), takes other arguments,
+    rejects its options, or has no input."""
+    field = f"jobs.{index}.workload"
+    try:
+        plugin = find_plugin("workload", job.workload, field, WORKLOADS)
+        built = plugin.build(job.options)
+    except ScenarioError as exc:
+        return exc.problems
+    iterations = getattr(built, "iterations", 0)
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
+        return [f"{field}: {job.workload}.iterations must be a whole number >= 0, got {iterations!r}"]
+    if iterations and not callable(getattr(built, "step", None)):
+        return [
+            f"{field}: {job.workload} ({source_of(plugin.target)}) has iterations = {iterations} "
+            "but no step(); define step(self, round, key, values)"
+        ]
+    if job.input is None and getattr(built, "generate", None) is None:
+        return [
+            f"jobs.{index}.input: {job.workload} ({source_of(plugin.target)}) has no generate(): "
+            "give the job an input (a file, directory or glob) or define generate(self, split, splits, seed)"
+        ]
+    return []
+
+
+def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
+    data = load_raw(path)
+    if overrides:
+        expand_node_counts(data)
+    for assignment in overrides:
+        apply_override(data, assignment)
+    _resolve_profiles(data, Path(path).resolve().parent)
+    default_calibration(data, Path(path).resolve().parent)
+    for directory in _resolve_plugin_path(data, Path(path).resolve().parent):
+        add_plugin_dir(Path(directory))  # before parsing: a job may name an entry point installed there
+    return parse_scenario(data, str(path), Path(path).parent)
+
+
+def _resolve_plugin_path(data: dict[str, Any], scenario_dir: Path) -> list[str]:
+    """``policy.plugin_path`` made absolute, with the scenario's directory appended when the
+    scenario names a plugin (a policy or a workload, by import path or entry point): the run
+    directory's copy of the scenario then finds the plugin too (``testbed run --resume``).
+    Returns the directories (the first ``MAX_PLUGIN_DIRS``: the schema refuses more)."""
+    policy = data.get("policy", {})
+    if not isinstance(policy, dict):
+        return []
+    path = policy.get("plugin_path", [])
+    if not isinstance(path, list) or not all(isinstance(entry, str) for entry in path):
+        return []  # the schema says what is wrong
+    resolved = [str((scenario_dir / Path(entry).expanduser()).resolve()) for entry in path]
+    if _names_plugin(data, policy) and str(scenario_dir) not in resolved:
+        resolved.append(str(scenario_dir))
+    if resolved:
+        data["policy"] = {**policy, "plugin_path": resolved}
+    return resolved[:MAX_PLUGIN_DIRS]
+
+
+def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:
+    policies = (
+        policy.get("scheduler", "fifo"),
+        policy.get("strategy", "spark"),
+        policy.get("autoscaler", "static"),
+    )
+    jobs = data.get("jobs")
+    workloads = (
+        [job.get("workload") for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
+    )
+    return any(name not in (*SCHEDULERS, *STRATEGIES, *AUTOSCALERS) for name in policies) or any(
+        isinstance(workload, str) and workload not in WORKLOADS for workload in workloads
+    )
+
+
+def _resolve_profiles(data: dict[str, Any], scenario_dir: Path) -> None:
+    """A relative profile path names a file next to the scenario file when one is there (so the
+    scenario loads from any directory, e.g. mounted in a container); else it stays relative to
+    the working directory. Found files are stored with their absolute path."""
+    profiles = data.get("profiles")
+    if not isinstance(profiles, list):
+        return
+    for index, entry in enumerate(profiles):
+        if isinstance(entry, str) and not Path(entry).expanduser().is_absolute():
+            beside = scenario_dir / entry
+            if beside.is_file():
+                profiles[index] = str(beside)
+
+
+UNION_TAGS = {*WORKLOADS, PLUGIN_TAG, PROFILE_FILE, INLINE_PROFILE}
+"""Tags pydantic puts in an error's path for a union member; a field path shows none of them."""
+
+
+def _describe(source: str, err: Any) -> str:
+    loc = [str(part) for part in err["loc"] if str(part) not in UNION_TAGS]
+    field = ".".join(loc) or "(top level)"
+    message = str(err["msg"])
+    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return f"{source}: {field}: unknown field; remove it or check its spelling"
+    if kind == "missing":
+        return f"{source}: {field}: required field is missing"
+    if kind == "union_tag_invalid":
+        return (
+            f"{source}: {field}: unknown workload {err['input'].get('workload')!r}; "
+            f"expected one of {', '.join(WORKLOADS)}"
+        )
+    if kind == "union_tag_not_found":
+        return f"{source}: {field}: every job needs a workload ({', '.join(WORKLOADS)})"
+    found = err.get("input")
+    hidden = isinstance(found, dict | list) or found is None or "found" in message
+    shown = "" if hidden else f"; found {found!r}"
+    return f"{source}: {field}: {message}{shown}"
+
+
+def to_yaml(scenario: Scenario) -> str:
+    return yaml.safe_dump(scenario.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=False)
