@@ -54,7 +54,7 @@ async def test_the_agent_takes_only_its_proven_name(mosquitto: str) -> None:
     ready = asyncio.Event()
     master = asyncio.create_task(master_answering(broker, ready))
     await ready.wait()
-    name, own = await asyncio.wait_for(ask_name(broker, "r1", HOST, "transient", 2, 768), 30)
+    name, own = await asyncio.wait_for(ask_name(broker, "r1", HOST, "transient", 2, 768, 60.0), 30)
     (request,) = await master
     assert (name, own) == ("transient-3", OWN)
     assert (request.host, request.node_class, request.slots, request.memory_mb) == (HOST, "transient", 2, 768)
