@@ -104,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compose.set_defaults(handler=cmd_compose)
 
+    secrets = sub.add_parser("secrets", help="write fresh secrets of a compose run or Swarm stack")
+    secrets.add_argument("directory", type=Path, help="a new directory: <scenario>.secrets beside the file")
+    secrets.set_defaults(handler=cmd_secrets)
+
     agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
     add_agent_arguments(agent)
     agent.set_defaults(handler=cmd_agent)
@@ -258,7 +262,7 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
 
 
 def cmd_compose(args: argparse.Namespace) -> int:
-    from master.shell.compose_file import compose_file
+    from master.shell.compose_file import compose_file, secrets_directory
 
     argv = [str(args.scenario), *(arg for value in args.overrides for arg in ("--set", value))]
     if args.host_cores is not None:
@@ -281,7 +285,27 @@ def cmd_compose(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"testbed compose -o {args.out}: cannot write it: {exc.strerror}") from None
     print(f"wrote {args.out}", file=sys.stderr)
+    directory = secrets_directory(load_scenario(args.scenario, args.overrides), args.out)
+    if not directory.exists():
+        _write_secrets(directory, "testbed compose -o")
     return EXIT_OK
+
+
+def cmd_secrets(args: argparse.Namespace) -> int:
+    _write_secrets(args.directory, "testbed secrets")
+    return EXIT_OK
+
+
+def _write_secrets(directory: Path, command: str) -> None:
+    from master.shell.compose_file import write_secrets
+
+    try:
+        write_secrets(directory)
+    except FileExistsError:
+        raise UsageError(f"{command}: {directory} exists; remove it for new secrets, or use it") from None
+    except OSError as exc:
+        raise UsageError(f"{command}: cannot write the secrets to {directory}: {exc.strerror}") from None
+    print(f"wrote the run's secrets to {directory}", file=sys.stderr)
 
 
 def host_dilation(scenario: Scenario) -> float:
@@ -313,7 +337,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from master.shell.run import prepare_run_dir
     from master.shell.run_dir import RunDirError, fresh_run_dir
     from testbed.app.console import print_jct_table
+    from testbed.node.processes import SECRETS_FILE_ENV, take_secrets
 
+    if SECRETS_FILE_ENV in os.environ:  # a compose or Swarm run's master: its Docker secret
+        os.environ.update(take_secrets())  # ours alone: no child inherits them (child_env)
     if args.resume is not None:
         return cmd_resume(args)
     if args.scenario is None:
