@@ -81,6 +81,8 @@ class AgentConfig:
     """The node's bandwidths (None: unlimited), shared with its task workers (testbed.node.bandwidth)."""
     cgroup: Path | None = None
     """The node's CPU group (testbed.node.cgroups): each task worker joins the leaf of a free slot."""
+    broker_wait_s: float | None = None
+    """How long the broker may stay out of reach before the agent gives up (None: for ever)."""
 
 
 @dataclass
@@ -152,10 +154,17 @@ class Agent:
         runner = await self._start_http()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, self._stop.set)
+            loop.add_signal_handler(signum, self._stopped_by, signum)
         client_id = f"{self.config.run_id}-{self.config.node_id}-{self.incarnation}"
-        self.link = MqttLink(self.config.broker, client_id, self._on_message, self._on_connect, self._will)
-        self.link.start()
+        self.link = MqttLink(
+            self.config.broker,
+            client_id,
+            self._on_message,
+            self._on_connect,
+            self._will,
+            give_up_after=self.config.broker_wait_s,
+        )
+        link = self.link.start()
         heartbeat: asyncio.Task[None] | None = None
         try:
             if self.config.warm_workers:
@@ -164,7 +173,7 @@ class Agent:
             if self.link.connected.is_set():
                 await self._announce(self.link)
             heartbeat = asyncio.create_task(self._heartbeats())
-            await self._stop.wait()
+            await _until_stopped(self._stop, link)
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
@@ -176,6 +185,10 @@ class Agent:
             )
             await self.link.flush(2.0)
             await self.link.close()
+
+    def _stopped_by(self, signum: int) -> None:
+        log.warning("%s: stopping on %s", self.config.node_id, signal.Signals(signum).name)
+        self._stop.set()
 
     def _will(self, session: int) -> aiomqtt.Will:
         """``lost`` for this connection only: the master ignores it once a newer session spoke."""
@@ -510,6 +523,18 @@ class Agent:
 
     def _publish_update(self, update: TaskUpdate) -> None:
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))
+
+
+async def _until_stopped(stop: asyncio.Event, link: asyncio.Task[None]) -> None:
+    """Until ``stop`` is set; raises what ended the broker link first (it gave up), if it did."""
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait([stopping, link], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if link.done() and not stop.is_set():
+        link.result()
+        raise RuntimeError("the broker link ended")  # it never returns but when closed
 
 
 def _kill(attempt: RunningAttempt) -> None:

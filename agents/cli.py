@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import socket
+import sys
 import time
 from pathlib import Path
 
 log = logging.getLogger("agents.cli")
+BROKER_WAIT_S = 300.0
+"""How long an agent goes on trying to reach a broker out of reach (a stack's broker may start
+later, or restart) before it gives up: as long as an attached master waits for its agents."""
 
 
 def port_number(text: str) -> int:
@@ -52,6 +57,12 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=port_number, default=0)
     parser.add_argument("--heartbeat-interval", type=float, default=0.5)
     parser.add_argument(
+        "--broker-wait",
+        type=float,
+        default=BROKER_WAIT_S,
+        help="seconds the broker may stay out of reach before the agent gives up (exit 1)",
+    )
+    parser.add_argument(
         "--lazy-workers", action="store_true", help="start the task forkserver on the first task, not at once"
     )
     parser.add_argument(
@@ -70,6 +81,7 @@ def run_agent(args: argparse.Namespace) -> int:
     import asyncio
 
     from testbed.node.processes import die_with_parent, take_secrets
+    from testbed.wire.mqtt import BrokerUnreachable
 
     if args.cgroup is not None:  # first: the forkserver and every task worker are born under the node's quota
         from testbed.node.cgroups import agent_group, join
@@ -77,30 +89,50 @@ def run_agent(args: argparse.Namespace) -> int:
         join(agent_group(args.cgroup))
     die_with_parent()
     secrets = take_secrets()  # task workers get none of them
+    _work_in(args)
     try:
         import uvloop
     except ImportError:
-        asyncio.run(_named_agent(args, secrets))
+        runner = asyncio.run
     else:
-        uvloop.run(_named_agent(args, secrets))
-    return 0
+        runner = uvloop.run
+    try:
+        runner(_named_agent(args, secrets))
+    except BrokerUnreachable as exc:  # Swarm's on-failure policy starts the agent again
+        print(f"agent {args.node_id or socket.gethostname()}: giving up: {exc}", file=sys.stderr)
+        return 1
+    return 0  # stopped by SIGTERM or SIGINT: a release, or the end of the run
+
+
+def _work_in(args: argparse.Namespace) -> None:
+    """Run in the node's own directory, as a container's agent runs in ``/data``: each task
+    worker starts in the agent's working directory, and once the one the agent was started in
+    is deleted (its starter's), every start fails with "[Errno 2] No such file or directory"."""
+    args.data_dir = args.data_dir.absolute()
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    os.chdir(args.data_dir)
 
 
 async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> None:
     """Run the agent under its ``--node-id``, or else under the name the master gives it."""
     from agents.agent import Agent, AgentConfig
     from agents.naming import ask_name
-    from testbed.wire.capabilities import NODE_KEY_ENV, RUN_SECRET_ENV, node_key
+    from testbed.wire.capabilities import NODE_KEY_ENV
     from testbed.wire.mqtt import BrokerAddress
 
+    node_id = args.node_id
+    if not node_id:  # compose, Swarm: its own login and node key replace the enrolment login
+        node_id, own = await ask_name(
+            BrokerAddress.parse(args.broker, secrets),
+            args.run_id,
+            socket.gethostname(),
+            args.node_class,
+            args.slots,
+            args.memory_mb,
+            args.broker_wait,
+        )
+        secrets = {**secrets, **own}
     broker = BrokerAddress.parse(args.broker, secrets)
-    run_secret = secrets.get(RUN_SECRET_ENV, "")
-    node_id = args.node_id or await ask_name(
-        broker, args.run_id, socket.gethostname(), args.node_class, run_secret, args.slots, args.memory_mb
-    )
-    key = secrets.get(NODE_KEY_ENV, "")
-    if not key and run_secret:  # started by compose: derive it from the run secret
-        key = node_key(run_secret, node_id)
     config = AgentConfig(
         run_id=args.run_id,
         node_id=node_id,
@@ -110,17 +142,29 @@ async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> Non
         slots=args.slots,
         memory_mb=args.memory_mb,
         listen=args.listen,
-        advertise=route_address(broker.host) if args.advertise == "auto" else args.advertise,
+        advertise=_advertised(args.advertise, broker.host, args.broker_wait),
         port=args.port,
-        node_key=key,
+        node_key=secrets.get(NODE_KEY_ENV, ""),
         heartbeat_interval=args.heartbeat_interval,
         warm_workers=not args.lazy_workers,
         task_memory_limit_mb=args.task_memory_limit_mb,
         network_mbps=args.network_mbps,
         disk_mb_s=args.disk_mb_s,
         cgroup=args.cgroup,
+        broker_wait_s=args.broker_wait,
     )
     await Agent(config).run()
+
+
+def _advertised(advertise: str, broker_host: str, wait_s: float) -> str:
+    from testbed.wire.mqtt import BrokerUnreachable
+
+    if advertise != "auto":
+        return advertise
+    try:
+        return route_address(broker_host, wait_s)
+    except ValueError as exc:  # the broker's name went with its task (Swarm), and did not come back
+        raise BrokerUnreachable(str(exc)) from None
 
 
 def route_address(peer_host: str, wait_s: float = 60.0) -> str:

@@ -12,8 +12,11 @@ from typing import Any
 
 from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
 from master.autoscalers.static import StaticAutoscaler
+from master.chaos.rules import class_rules
 from master.schedulers.eagle import EagleScheduler, Partition, short_partition_size, split_partitions
 from master.schedulers.fifo import FifoScheduler
+from master.schedulers.firmament import FirmamentScheduler, cost_model
+from master.schedulers.firmament.costs import EvictionRisk
 from master.schedulers.yarn import ModelSource, YarnScheduler, checked_options
 from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
 from testbed.api.policy import Autoscaler, PendingTask, Scheduler
@@ -142,6 +145,8 @@ def make_scheduler(scenario: Scenario) -> Scheduler:
             return YarnMeScheduler.from_options(budget, profile_models(scenario))
         if name == "eagle":
             return _eagle(scenario, options)
+        if name == "firmament":
+            return FirmamentScheduler(cost_model(options, eviction_risk(scenario)))
     except ValueError as exc:
         raise ScenarioError([f"policy.options.{name}: {exc}"]) from None
     if name == "fifo":
@@ -168,6 +173,18 @@ def policy_plugins(scenario: Scenario) -> dict[str, Any]:
     if workloads:
         plugins["workloads"] = workloads
     return plugins
+
+
+def eviction_risk(scenario: Scenario) -> EvictionRisk:
+    """What the transient cost model knows of evictions: the scenario's lifetime model of
+    each node class and of each zone that has its own, and the trace's clock."""
+    models = {}
+    for node_class in ("reserved", "transient"):
+        rules = class_rules(scenario, node_class)
+        models[(node_class, None)] = rules.model
+        for zone in getattr(scenario.cluster, node_class).zones:
+            models[(node_class, zone)] = rules.model_for(zone)
+    return EvictionRisk(models, scenario.wall_per_trace)
 
 
 def _eagle(scenario: Scenario, options: dict[str, Any]) -> EagleScheduler:

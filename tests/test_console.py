@@ -23,14 +23,14 @@ SUMMARY = {
 }
 
 
-def test_every_cell_is_printed_whole_in_80_columns(tmp_path: Path) -> None:
+def _jobs_csv(tmp_path: Path, workload: str = "wordcount") -> None:
     with (tmp_path / "jobs.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, TABLES["jobs"], restval="")
         writer.writeheader()
         writer.writerow(
             {
                 "job_id": "j000",
-                "workload": "wordcount",
+                "workload": workload,
                 "status": "succeeded",
                 "submit_s": 0,
                 "queue_s": 0.25,
@@ -51,6 +51,10 @@ def test_every_cell_is_printed_whole_in_80_columns(tmp_path: Path) -> None:
                 "relaunched_tasks": 0,
             }
         )
+
+
+def test_every_cell_is_printed_whole_in_80_columns(tmp_path: Path) -> None:
+    _jobs_csv(tmp_path)
     console = Console(width=80, record=True, file=io.StringIO())
     print_jct_table(tmp_path, SUMMARY, console)
     text = console.export_text()
@@ -58,3 +62,22 @@ def test_every_cell_is_printed_whole_in_80_columns(tmp_path: Path) -> None:
         assert cell in text, text
     assert "…" not in text, text
     assert "times in emulated seconds since the run started (= wall seconds: no dilation)" in text
+
+
+def test_a_long_workload_name_folds_and_no_number_is_cut(tmp_path: Path) -> None:
+    """A plugin workload's import path is wider than the table has room for at 80 columns (or
+    in a pipe): the name folds onto more lines, every number is printed whole."""
+    name = "inverted_index:InvertedIndexWithPositions"
+    _jobs_csv(tmp_path, name)
+    for width in (80, 60, 40):
+        console = Console(width=width, record=True, file=io.StringIO())
+        print_jct_table(tmp_path, SUMMARY, console)
+        text = console.export_text()
+        assert "…" not in text, text
+        for cell in ("j000", "succeeded", "0.00", "0.25", "1234.50", "120", "7", "1999.50", "3.00", "44"):
+            assert cell in text.split(), text
+        lines = text.splitlines()
+        header = next(i for i, line in enumerate(lines) if line.startswith("job"))
+        first, after = header + 2, next(i for i, line in enumerate(lines) if line.startswith("j001"))
+        start, end = lines[header].index("workload"), lines[header].index("status")
+        assert "".join(line[start:end].strip() for line in lines[first:after]) == name, text

@@ -11,11 +11,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from master.schedulers.firmament.costs import COST_MODELS
 from tests.support.agents_stand_in import StandInAgents
 from tests.support.masters import offline_master, shell_act
 from tests.support.scenarios import make_scenario
 
-SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle")
+SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle", "firmament")
 STRATEGIES = ("spark", "spark-checkpoint", "spark-checkpoint fetching back", "pado")
 FETCH_BACK = {"spark-checkpoint": {"read_from": "checkpoint"}}
 
@@ -39,7 +40,13 @@ jobs = st.lists(st.builds(lambda d, s: {**d, **s}, data, shape), min_size=1, max
 
 
 def run_offline(
-    scheduler: str, strategy: str, reserved: int, transient: int, slots: int, specs: list[dict[str, Any]]
+    scheduler: str,
+    strategy: str,
+    reserved: int,
+    transient: int,
+    slots: int,
+    specs: list[dict[str, Any]],
+    options: dict[str, Any] | None = None,
 ) -> dict[str, str]:
     """Each job's final status after the cluster ran out of things to do."""
     for spec in specs:
@@ -50,7 +57,8 @@ def run_offline(
         "transient": {"count": transient, "slots": slots, "memory_mb": 1024},
     }
     name, _, fetch_back = strategy.partition(" ")
-    policy = {"scheduler": scheduler, "strategy": name, "options": FETCH_BACK if fetch_back else {}}
+    options = {**(FETCH_BACK if fetch_back else {}), **(options or {})}
+    policy = {"scheduler": scheduler, "strategy": name, "options": options}
     scenario = make_scenario(cluster=cluster, policy=policy, jobs=specs, timeout=600)
     with tempfile.TemporaryDirectory() as run_dir:
         master = offline_master(scenario, Path(run_dir), attach=True)
@@ -80,6 +88,22 @@ def test_every_job_the_cluster_can_run_completes(
     scheduler: str, strategy: str, reserved: int, transient: int, slots: int, specs: list[dict[str, Any]]
 ) -> None:
     statuses = run_offline(scheduler, strategy, reserved, transient, slots, specs)
+    assert set(statuses.values()) == {"succeeded"}, statuses
+
+
+@settings(max_examples=24, deadline=None)
+@given(
+    model=st.sampled_from(COST_MODELS),
+    strategy=st.sampled_from(STRATEGIES),
+    transient=st.integers(1, 3),
+    slots=st.integers(1, 3),
+    specs=jobs,
+)
+def test_every_job_completes_under_each_firmament_cost_model(
+    model: str, strategy: str, transient: int, slots: int, specs: list[dict[str, Any]]
+) -> None:
+    options = {"firmament": {"cost_model": model}}
+    statuses = run_offline("firmament", strategy, 1, transient, slots, specs, options)
     assert set(statuses.values()) == {"succeeded"}, statuses
 
 

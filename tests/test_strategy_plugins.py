@@ -45,14 +45,6 @@ class Raises(OnReserved):
         raise RuntimeError("a bug in the plugin")
 
 
-class NotAStrategy:
-    def plan(self, view, job):
-        return []
-
-    def launch(self, view, job, key):
-        return None
-
-
 class NoLaunch:
     def plan(self, view, job):
         return []
@@ -141,7 +133,6 @@ def test_a_strategy_that_raises_ends_its_simulated_run_cleanly(
 
 
 BAD = [
-    ("{strategy: '{module}:NotAStrategy'}", "is no strategy: subclass testbed.api.Strategy"),
     ("{strategy: '{module}:NoLaunch'}", "is no strategy: it lacks the method launch()"),
     ("{strategy: nope}", "'nope' is neither a built-in strategy (spark, spark-checkpoint, pado)"),
     ("{strategy: 'no_such_module_xyz:S'}", "policy.strategy: cannot import 'no_such_module_xyz'"),

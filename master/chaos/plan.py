@@ -176,6 +176,8 @@ class _PlanWorld:
             return  # an initial node
         index = self.replacing[node_class].popleft()
         eviction = self.plan[index]
+        if at is not None and at == eviction.replacement_at_s:
+            return  # launched when the kill said: the eviction says so already
         nominal = eviction.trace_s + self.rules.classes[node_class].delay
         self.plan[index] = replace(
             eviction,

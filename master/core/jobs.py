@@ -48,6 +48,8 @@ class TaskRecord:
     """Launches that retried an attempt failed by the task itself (an error, out of memory, a
     full disk), as opposed to relaunches after an eviction or lost data."""
     retrying_error: bool = False
+    restarting: bool = False
+    """Its next launch restarts what a master crash cut short (``--resume``): no relaunch."""
     memory_mb: int = 0
     started: float | None = None
     elastic: bool = False
@@ -199,6 +201,8 @@ class JobRuntime:
     cache_misses: int = 0
     """Task attempts that read their source through the cache and kept it there."""
     bytes_from_cache: int = 0
+    restarts: int = 0
+    """Launches that restarted what a master crash cut short (``--resume``): no relaunches."""
     tasks: dict[TaskKey, TaskRecord] = field(default_factory=dict)
     stage_first_start: dict[int, float] = field(default_factory=dict)
     stage_last_end: dict[int, float] = field(default_factory=dict)
@@ -306,7 +310,9 @@ class JobRuntime:
         record.launches += 1
         if record.retrying_error and record.launches > 1:
             record.error_relaunches += 1
-        record.retrying_error = False
+        elif record.restarting:
+            self.restarts += 1
+        record.retrying_error = record.restarting = False
         record.node = node
         record.memory_mb = memory_mb
         record.started = now
@@ -426,6 +432,10 @@ class JobRuntime:
                 record.available = False
         self.recover()
 
+    def pushing_on(self, node: str) -> set[TaskKey]:
+        """The tasks whose attempt on ``node`` succeeded and is still pushing its output."""
+        return {key for key in self.progress.on_node.get(node, ()) if self.tasks[key].status == "pushing"}
+
     def node_lost(self, node: str, url: str) -> list[TaskKey]:
         """Tasks that were running (or pushing their output) on the lost node, now
         pending again. A stored output is lost when no copy of it survives."""
@@ -504,8 +514,10 @@ class JobRuntime:
     @property
     def relaunched(self) -> int:
         """Relaunches caused by evictions or lost data (a lost node, a lost output to
-        recompute, an input that could not be fetched); not ``error_relaunches``."""
-        return sum(max(0, r.launches - 1) for r in self.tasks.values()) - self.error_relaunches
+        recompute, an input that could not be fetched); not ``error_relaunches``, nor the
+        ``restarts`` after a master crash."""
+        launched_again = sum(max(0, r.launches - 1) for r in self.tasks.values())
+        return launched_again - self.error_relaunches - self.restarts
 
     @property
     def error_relaunches(self) -> int:

@@ -483,12 +483,16 @@ class MasterCore:
         ended_s = node.evicted_at if node.evicted_at is not None else now
         self.records.node_ended(node, "node_lost", reason=reason, detect_s=detect_s, ended_s=ended_s)
         interrupted = {}
+        cause = f"its node {node.node_id} was lost ({reason})"
         for job in self.jobs.values():
             if job.status in ("waiting", "running"):
+                pushing = job.pushing_on(node.node_id)
                 interrupted[job.job_id] = tuple(job.node_lost(node.node_id, node.url))
                 for key in interrupted[job.job_id]:
-                    cause = f"its node {node.node_id} was lost ({reason})"
-                    self.records.task_finished(job, key, node, "lost", "node_lost", cause=cause)
+                    if key in pushing:  # the attempt has its row (succeeded): its push is what is lost
+                        self.journal.event("push_failed", job=job.job_id, task=job.task_id(key), error=cause)
+                    else:
+                        self.records.task_finished(job, key, node, "lost", "node_lost", cause=cause)
         self.recovery.react(NodeLost(node.node_id, node.node_class, interrupted))
         node.running.clear()
         node.launches.clear()

@@ -63,6 +63,13 @@ class Recovered:
     """Task -> highest attempt number launched."""
     launches: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     failures: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    restarts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    """Task -> its launches that restarted it after an earlier crash (not relaunches)."""
+    restarting: set[str] = field(default_factory=set)
+    """Tasks whose next launch restarts what a crash cut short: an attempt that ran, or one
+    that succeeded (its output lived on the agents that died with the master)."""
+    succeeded: set[str] = field(default_factory=set)
+    """Tasks whose latest attempt succeeded."""
     in_flight: dict[tuple[str, int], TaskStarted] = field(default_factory=dict)
     """(task, attempt) -> its task_started event, for attempts that never finished."""
     nodes_up: dict[str, float] = field(default_factory=dict)
@@ -160,6 +167,8 @@ def restore_job(core: ResumingCore, found: Recovered, spec: Any, ordinal: int) -
         record.failures = found.failures.get(task_id, 0)
         record.error_relaunches = min(record.failures, max(0, record.launches - 1))
         record.retrying_error = record.failures > record.error_relaunches
+        record.restarting = task_id in found.restarting
+        job.restarts += found.restarts.get(task_id, 0)
         if job.is_final(record) and key[1] in committed:
             record.status, record.available = "done", True
     if job.job_id in found.job_started:

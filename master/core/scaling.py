@@ -8,7 +8,9 @@ this part follows docs/cloudcoaster.md section 6:
   on (a long task queued, started or ended, a transient server added or
   removed, a draining server emptied), and again after its own decisions are
   applied, until it has nothing more to say. It is a pure function of the
-  snapshot, so calls between those events repeat the previous answer.
+  snapshot, so calls between those events repeat the previous answer. One that
+  still decides after ``MAX_ROUNDS`` rounds at one instant never settles: that
+  is a bug, and ``AutoscalerUnsettled`` ends the run naming what kept coming.
 - ``wake_at`` sets a timer for a removal that only time makes possible.
 - ``Launch``: a transient node starts after the provisioning delay (run
   seconds), once its class has capacity (the chaos rules' verdict, as for a
@@ -27,7 +29,7 @@ this part follows docs/cloudcoaster.md section 6:
 from __future__ import annotations
 
 import dataclasses
-import logging
+from collections import Counter
 from itertools import islice
 from operator import attrgetter
 from typing import Any
@@ -46,15 +48,38 @@ from testbed.api.policy import (
     ScaleDecision,
     Undrain,
 )
+from testbed.journal.events import Autoscale
 
-log = logging.getLogger("autoscaling")
 MAX_ROUNDS = 64
+MAX_SHOWN = 6
+"""Distinct decisions an ``AutoscalerUnsettled`` names, the most repeated first."""
 WAKE_SLACK_S = 0.001
 SCALING = 30
 """Priority of the autoscaler's timers at the same instant (after arrivals and the ticker)."""
 ENDED = ("lost", "gone")
 """The statuses a node never leaves."""
 _ID = attrgetter("node_id")
+NAMED_FACTS = Autoscale.__optional_keys__ - {"facts"}
+"""The facts an ``autoscale`` event has a field of (CloudCoaster's)."""
+
+
+class AutoscalerUnsettled(RuntimeError):
+    """``decide`` still had decisions after ``MAX_ROUNDS`` rounds at one instant: it never
+    settles (a bug in the autoscaler, or in how its decisions are applied). The run ends
+    with it (``master_error``), naming the decisions that kept coming."""
+
+    def __init__(self, now: float, kept: Counter[str]) -> None:
+        common = ", ".join(f"{decision} x{n}" for decision, n in kept.most_common(MAX_SHOWN))
+        more = f" and {len(kept) - MAX_SHOWN} more" if len(kept) > MAX_SHOWN else ""
+        super().__init__(
+            f"the autoscaler still had decisions after {MAX_ROUNDS} rounds at {now:.3f}s: {common}{more}"
+        )
+
+
+def _described(decision: ScaleDecision) -> str:
+    """``drain reserved-3`` (a launch: ``launch transient``), and its reason."""
+    target = getattr(decision, "node_id", None) or getattr(decision, "node_class", "")
+    return f"{type(decision).__name__.lower()} {target} ({decision.reason})"
 
 
 class Scaling:
@@ -105,6 +130,7 @@ class Scaling:
         ``seen``: the snapshot of the scheduling round just run, if any (see ``snapshot``)."""
         if not self.running:
             return
+        kept: Counter[str] = Counter()
         for _ in range(MAX_ROUNDS):
             snapshot = self.snapshot(seen)
             decisions = self.autoscaler.decide(snapshot, self.provisioning)
@@ -113,9 +139,10 @@ class Scaling:
             self._journal(snapshot, decisions)
             for decision in decisions:
                 self._apply(decision)
+                kept[_described(decision)] += 1
             self.core.kick()
         else:
-            log.warning("the autoscaler still had decisions after %d rounds", MAX_ROUNDS)
+            raise AutoscalerUnsettled(snapshot.now, kept)
         self._journal_count()
         self._set_wake(snapshot)
 
@@ -128,13 +155,17 @@ class Scaling:
         every node in Python after every round.
 
         ``seen``: the scheduling round's snapshot at this same instant, taken before its
-        decisions. Its jobs are reused with the nodes as they are now, instead of a second
-        walk over every job (the core's snapshot, a third of a simulated day's CPU twice a
-        round). The only autoscaler that runs (CloudCoaster, under Eagle) reads the jobs only
-        for the long flag of the tasks queued on nodes, and a task queued after the round was
-        pending before it, with the same flag: the answers are those of a fresh snapshot
-        (tests/core/test_scaling_reuse.py checks it in every step of a run)."""
-        if seen is None:
+        decisions. For an autoscaler that does not need the current jobs
+        (``Autoscaler.needs_current_jobs``), its jobs are reused with the nodes as they are now,
+        instead of a second walk over every job (the core's snapshot, a third of a simulated
+        day's CPU twice a round). CloudCoaster (under Eagle) reads the jobs only for the long
+        flag of the tasks queued on nodes, and a task queued after the round was pending before
+        it, with the same flag: the answers are those of a fresh snapshot
+        (tests/core/test_scaling_reuse.py checks it in every step of a run). Any other
+        autoscaler sees the jobs as they are now, every ready task in them: the round's
+        snapshot shows the tasks it started as pending, and only a window of the ready tasks
+        under a scheduler that places the head of the queue (FIFO)."""
+        if seen is None or self.autoscaler.needs_current_jobs:
             snapshot, _ = self.core.snapshot()
         else:
             snapshot = dataclasses.replace(seen, nodes=self.core.node_views(), free=None)
@@ -224,7 +255,14 @@ class Scaling:
     # ------------------------------------------------------------------ journal
 
     def _journal(self, snapshot: ClusterSnapshot, decisions: list[ScaleDecision]) -> None:
-        facts: dict[str, Any] = {"provisioning": self.provisioning, **self.autoscaler.facts(snapshot)}
+        """An ``autoscale`` event per decision, with the autoscaler's facts: a fact the event
+        names is that field, any other goes in its ``facts`` (a plugin's facts are its own)."""
+        told = self.autoscaler.facts(snapshot)
+        facts: dict[str, Any] = {"provisioning": self.provisioning}
+        facts.update((name, value) for name, value in told.items() if name in NAMED_FACTS)
+        others = {name: value for name, value in told.items() if name not in NAMED_FACTS}
+        if others:
+            facts["facts"] = others
         for decision in decisions:
             self.core.journal.event(
                 "autoscale",

@@ -44,3 +44,6 @@ class AdoptingProvider(NodeProvider, Protocol):
 
     def adopt(self, node_id: str, host: str) -> None:
         """The node whose hostname is ``host`` is ``node_id`` from now on."""
+
+    async def agents_report(self) -> str:
+        """One line: what compose or Swarm reports of the run's agent containers or tasks."""

@@ -20,8 +20,9 @@ from master.core.commands import StartNode
 from master.core.events import NodeStartFailed
 from master.core.liveness import start_deadline_s
 from master.core.machine import MasterCore
-from master.providers.base import NodeProvider
+from master.providers.base import AdoptingProvider, NodeProvider
 from master.shell.scale_model import NodeShares
+from testbed.node.processes import StartupFailed
 from testbed.wire.capabilities import NODE_KEY_ENV, RunKeys
 
 log = logging.getLogger("master")
@@ -58,11 +59,7 @@ class NodeStarts:
 
     async def _launch(self, command: StartNode) -> None:
         spec = getattr(self.core.scenario.cluster, command.node_class)
-        env = {
-            **self.agent_env,
-            **(await self.node_env(command.node_id) if self.node_env else {}),
-            NODE_KEY_ENV: self.keys.node_key(command.node_id),
-        }
+        env = {**self.agent_env, **await self.secrets_of(command.node_id)}
         await self.provider.launch(
             command.node_id,
             command.node_class,
@@ -73,22 +70,22 @@ class NodeStarts:
             env,
         )
 
+    async def secrets_of(self, node_id: str) -> dict[str, str]:
+        """What the agent of ``node_id`` holds: its broker login and its node key."""
+        login = await self.node_env(node_id) if self.node_env else {}
+        return {**login, NODE_KEY_ENV: self.keys.node_key(node_id)}
+
     async def until_cluster_up(
         self, now: Callable[[], float], fail: Callable[[NodeStartFailed], None]
     ) -> None:
         """Wait for the core's ``ClusterUp``; report every node that missed its start deadline
-        (checked every second). Attach mode waits a minute (plus half a second a node) at most."""
+        (checked every second). Attach mode waits ``ATTACH_WAIT_S`` at most, then fails in one line
+        (``StartupFailed``) naming what is missing and what the agents' tasks reported."""
         if self.core.attach:
             try:
                 await asyncio.wait_for(self.cluster_up.wait(), ATTACH_WAIT_S)
             except TimeoutError:
-                cluster = self.core.scenario.cluster
-                up = [n.node_class for n in self.core.nodes.values() if n.status == "up"]
-                raise RuntimeError(
-                    f"after {ATTACH_WAIT_S:g}s, {up.count('reserved')} of {cluster.reserved.count} reserved "
-                    f"and {up.count('transient')} of {cluster.transient.count} transient nodes are up "
-                    "(an agent that never asked for its name is not started, or cannot reach the broker)"
-                ) from None
+                raise StartupFailed(await self._attach_shortfall()) from None
             return
         cpus = os.cpu_count() or 2
         while not self.cluster_up.is_set():
@@ -102,7 +99,31 @@ class NodeStarts:
                 async with asyncio.timeout(1.0):
                     await self.came_up.wait()
         if not any(n.status == "up" for n in self.core.nodes.values()):
-            raise RuntimeError("no node came up: see the nodes' logs in the run directory's logs/")
+            raise StartupFailed(
+                "no node came up, and the run cannot start: see the nodes' logs in the run directory's logs/"
+            )
+
+    async def _attach_shortfall(self) -> str:
+        """Which of the scenario's nodes never came up, and what compose or Swarm says of the
+        agents' containers or tasks (an agent that exited, one stopped as unhealthy)."""
+        nodes = list(self.core.nodes.values())
+        up, unnamed = [], []
+        for node_class in ("reserved", "transient"):
+            wanted = getattr(self.core.scenario.cluster, node_class).count
+            of_class = [n for n in nodes if n.node_class == node_class]
+            up.append(f"{sum(n.status == 'up' for n in of_class)} of {wanted} {node_class}")
+            missing = wanted - len(of_class)
+            if missing > 0:
+                unnamed.append(f"{missing} {node_class}")
+        parts = [f"after {ATTACH_WAIT_S:g}s, {' and '.join(up)} nodes are up, and the run cannot start"]
+        named = [f"{n.node_id} (container {n.container}, {n.status})" for n in nodes if n.status != "up"]
+        if named:
+            parts.append(f"named but not up: {', '.join(named)}")
+        if unnamed:
+            parts.append(f"never asked for a name (not started, or no broker): {', '.join(unnamed)}")
+        if isinstance(self.provider, AdoptingProvider):
+            parts.append(f"the agents' tasks: {await self.provider.agents_report()}")
+        return "; ".join(parts)
 
     async def shutdown(self) -> None:
         launches = list(self.launching.values())

@@ -16,7 +16,9 @@ output partition has its own ``output_committed`` event. ``testbed run
 - task attempts that were running when the master died are recorded as
   ``lost`` (failure ``master_crashed``), nodes that were up as ended by
   ``master_crashed``; attempt numbers and node ordinals continue, so no block
-  id, output name or node id is reused.
+  id, output name or node id is reused;
+- what runs again because of the crash is a restart, not a relaunch (which an
+  eviction or lost data causes): ``relaunched_tasks`` does not count it.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ def recover(run_dir: Path) -> Recovered:
         if not setting_up or name == "resuming":
             found.crashed_at = max(found.crashed_at, float(event.get("t", 0.0)))
         _apply(found, event)
+    found.restarting |= _cut_short(found)
     for job in found.finished_jobs:
         found.submitted.pop(job, None)
         found.committed.pop(job, None)
@@ -79,7 +82,9 @@ def recover(run_dir: Path) -> Recovered:
 
 def _apply(found: Recovered, event: dict[str, Any]) -> None:
     name = event["event"]
-    if name == "job_submitted":
+    if name == "resuming":  # before the crash's own events: what ran or had succeeded restarts
+        found.restarting |= _cut_short(found)
+    elif name == "job_submitted":
         found.submitted[event["job"]] = float(event["t"])
     elif name == "job_finished":
         found.finished_jobs.add(event["job"])
@@ -91,14 +96,25 @@ def _apply(found: Recovered, event: dict[str, Any]) -> None:
         found.launches[task] += 1
         found.in_flight[(task, attempt)] = cast(TaskStarted, event)
         found.job_started.setdefault(event["job"], float(event["t"]))
+        found.succeeded.discard(task)
+        if task in found.restarting:
+            found.restarting.discard(task)
+            found.restarts[task] += 1
     elif name == "task_finished":
         found.in_flight.pop((event["task"], int(event["attempt"])), None)
+        if event.get("status") == "succeeded":
+            found.succeeded.add(event["task"])
         if event.get("status") == "failed" and event.get("failure") not in (None, "fetch", "cancelled"):
             found.failures[event["task"]] += 1
     elif name == "node_up":
         found.nodes_up[event["node"]] = float(event["t"])
     elif name in ("node_lost", "node_ended"):
         found.nodes_up.pop(event["node"], None)
+
+
+def _cut_short(found: Recovered) -> set[str]:
+    """The tasks a crash now cuts short: those running, and those whose last attempt succeeded."""
+    return {task for task, _ in found.in_flight} | found.succeeded
 
 
 def _known_node_ids(run_dir: Path, events: list[dict[str, Any]]) -> set[str]:

@@ -29,12 +29,15 @@ from testbed.app.usage import (
 )
 from testbed.durations import parse_duration
 from testbed.limits import MAX_DURATION_S, within_max_duration
-from testbed.node.processes import RunTerminated
+from testbed.node.processes import RunTerminated, StartupFailed
 from testbed.scenario.schema import Scenario, ScenarioError, load_scenario
 from testbed.workloads.cli import add_workload_commands
 
 if TYPE_CHECKING:
+    from master.chaos.plan import PlannedEviction
     from master.shell.run import RunResult
+
+BACKENDS = ("local", "docker", "attach", "sim")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--backend",
-        choices=("local", "docker", "attach", "sim"),
+        choices=BACKENDS,
         default=None,
         help="nodes as local processes (default), Docker containers, compose/Swarm agents (attach), "
         "or simulated on a virtual clock (sim); default: the scenario's backend, else local",
@@ -77,9 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="print the planned eviction schedule and stop")
     run.set_defaults(handler=cmd_run)
 
-    validate = sub.add_parser("validate", help="check a scenario file without running it")
+    validate = sub.add_parser(
+        "validate", help="check a scenario file without running it: every check `testbed run` makes first"
+    )
     validate.add_argument("scenario", type=Path)
     validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    validate.add_argument("--backend", choices=BACKENDS, default=None, help="as testbed run --backend")
     validate.set_defaults(handler=cmd_validate)
 
     compose = sub.add_parser("compose", help="write a compose file (compose v1/v2, Swarm) for a scenario")
@@ -98,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Swarm the master evicts a node anywhere by removing its service through the manager",
     )
     compose.set_defaults(handler=cmd_compose)
+
+    secrets = sub.add_parser("secrets", help="write fresh secrets of a compose run or Swarm stack")
+    secrets.add_argument("directory", type=Path, help="a new directory: <scenario>.secrets beside the file")
+    secrets.set_defaults(handler=cmd_secrets)
 
     agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
     add_agent_arguments(agent)
@@ -206,13 +216,14 @@ def main(argv: list[str] | None = None) -> int:
     except RunTerminated:
         print("terminated; everything the run started has been stopped", file=sys.stderr)
         return EXIT_TERMINATED
+    except StartupFailed as exc:
+        print(f"testbed run: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from master.shell.scale_model import resolve
-
-    scenario = resolve(load_scenario(args.scenario, args.overrides))  # dilation: auto, for this host
-    build_policies(scenario, args.scenario)  # as `testbed run` will build them
+    scenario, backend = load_for_backend(args)
+    scenario = preflight(scenario, args.scenario, backend)
     jobs = sum(job.repeat for job in scenario.jobs)
     fidelity = scenario.fidelity
     print(
@@ -223,8 +234,36 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def load_for_backend(args: argparse.Namespace) -> tuple[Scenario, str]:
+    """The scenario with ``--set`` and ``--backend`` applied, and the backend it runs on."""
+    overrides = [*args.overrides, *([f"backend={args.backend}"] if args.backend else [])]
+    scenario = load_scenario(args.scenario, overrides)
+    backend = scenario.backend or "local"
+    if backend == "sim":
+        from master.sim.run import sim_scenario
+
+        scenario = sim_scenario(scenario)
+    return scenario, backend
+
+
+def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
+    """Every check ``testbed run`` makes before anything starts (``testbed validate`` makes
+    them all): the policies build, a faithful local run gets its cgroups, the chaos section's
+    plan is within the limits, an external broker answers. The scenario, ``dilation: auto``
+    resolved for this host."""
+    from master.shell.scale_model import local_isolation, resolve
+
+    scenario = resolve(scenario)
+    build_policies(scenario, path)
+    if backend == "local":
+        local_isolation(scenario)  # a faithful run without cgroups is refused now, in one line
+    planned_evictions(scenario, path)  # a chaos section too busy to run is refused now
+    check_broker(scenario, backend)
+    return scenario
+
+
 def cmd_compose(args: argparse.Namespace) -> int:
-    from master.shell.compose_file import compose_file
+    from master.shell.compose_file import compose_file, secrets_directory
 
     argv = [str(args.scenario), *(arg for value in args.overrides for arg in ("--set", value))]
     if args.host_cores is not None:
@@ -247,7 +286,27 @@ def cmd_compose(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"testbed compose -o {args.out}: cannot write it: {exc.strerror}") from None
     print(f"wrote {args.out}", file=sys.stderr)
+    directory = secrets_directory(load_scenario(args.scenario, args.overrides), args.out)
+    if not directory.exists():
+        _write_secrets(directory, "testbed compose -o")
     return EXIT_OK
+
+
+def cmd_secrets(args: argparse.Namespace) -> int:
+    _write_secrets(args.directory, "testbed secrets")
+    return EXIT_OK
+
+
+def _write_secrets(directory: Path, command: str) -> None:
+    from master.shell.compose_file import write_secrets
+
+    try:
+        write_secrets(directory)
+    except FileExistsError:
+        raise UsageError(f"{command}: {directory} exists; remove it for new secrets, or use it") from None
+    except OSError as exc:
+        raise UsageError(f"{command}: cannot write the secrets to {directory}: {exc.strerror}") from None
+    print(f"wrote the run's secrets to {directory}", file=sys.stderr)
 
 
 def host_dilation(scenario: Scenario) -> float:
@@ -278,29 +337,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     from master.shell.journal_file import new_run_dir
     from master.shell.run import prepare_run_dir
     from master.shell.run_dir import RunDirError, fresh_run_dir
-    from master.shell.scale_model import local_isolation, resolve
     from testbed.app.console import print_jct_table
+    from testbed.node.processes import SECRETS_FILE_ENV, take_secrets
 
+    if SECRETS_FILE_ENV in os.environ:  # a compose or Swarm run's master: its Docker secret
+        os.environ.update(take_secrets())  # ours alone: no child inherits them (child_env)
     if args.resume is not None:
         return cmd_resume(args)
     if args.scenario is None:
         raise UsageError("testbed run: give a scenario file, or --resume RUN_DIR")
-    overrides = [*args.overrides, *([f"backend={args.backend}"] if args.backend else [])]
-    scenario = load_scenario(args.scenario, overrides)
-    args.backend = scenario.backend or "local"
-    if args.backend == "sim":
-        from master.sim.run import sim_scenario
-
-        scenario = sim_scenario(scenario)
-    scenario = resolve(scenario)  # dilation: auto, for this host
+    scenario, args.backend = load_for_backend(args)
     if args.dry_run:
         print(eviction_plan(scenario, args.scenario))
         return EXIT_OK
-    build_policies(scenario, args.scenario)  # fail on policy problems before anything starts
-    if args.backend == "local":
-        local_isolation(scenario)  # a faithful run without cgroups is refused now, in one line
-    eviction_plan(scenario, args.scenario)  # a chaos section too busy to run is refused now
-    check_broker(scenario, args.backend)
+    scenario = preflight(scenario, args.scenario, args.backend)  # before anything starts
     with contextlib.ExitStack() as owned:
         try:
             run_dir = args.out if args.out is not None else new_run_dir(Path("runs"), scenario.name)
@@ -394,16 +444,32 @@ def check_broker(scenario: Scenario, backend: str) -> None:
 
 def eviction_plan(scenario: Scenario, path: Path, horizon: float | None = None) -> str:
     """The plan up to ``horizon`` trace seconds (default: the timeout, at most ``MAX_DURATION_S``)."""
-    from master.chaos.plan import format_plan, plan_evictions
-    from master.shell.scale_model import resolve
+    from master.chaos.plan import format_plan
 
-    scenario = resolve(scenario)  # wall times under this host's dilation
-    horizon = horizon if horizon is not None else min(scenario.timeout * scenario.time_scale, MAX_DURATION_S)
+    scenario, horizon = _plan_horizon(scenario, horizon)
+    return format_plan(planned_evictions(scenario, path, horizon), scenario, path.parent, horizon)
+
+
+def planned_evictions(scenario: Scenario, path: Path, horizon: float | None = None) -> list[PlannedEviction]:
+    """``eviction_plan``'s evictions (what ``testbed run`` checks): a plan beyond the limits is a
+    ``UsageError`` naming the scenario file."""
+    from master.chaos.plan import plan_evictions
+
+    scenario, horizon = _plan_horizon(scenario, horizon)
     try:
-        plan = plan_evictions(scenario, horizon, base_dir=path.parent)
-        return format_plan(plan, scenario, path.parent, horizon)
+        return plan_evictions(scenario, horizon, base_dir=path.parent)
     except ValueError as exc:
         raise UsageError(f"{path}: chaos: {exc}") from None
+
+
+def _plan_horizon(scenario: Scenario, horizon: float | None) -> tuple[Scenario, float]:
+    """The scenario under this host's dilation (its wall times), and the horizon of its plan."""
+    from master.shell.scale_model import resolve
+
+    scenario = resolve(scenario)
+    return scenario, horizon if horizon is not None else min(
+        scenario.timeout * scenario.time_scale, MAX_DURATION_S
+    )
 
 
 def cmd_chaos_plan(args: argparse.Namespace) -> int:

@@ -60,7 +60,7 @@ from testbed.scenario.simulation import SimulationSpec, default_calibration
 
 # --------------------------------------------------------------------- policy
 
-SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle")
+SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle", "firmament")
 STRATEGIES = ("spark", "spark-checkpoint", "pado")
 AUTOSCALERS = ("static", "cloudcoaster")
 
@@ -360,15 +360,15 @@ def workload_plugin_problems(job: PluginJob, index: int) -> list[str]:
         built = plugin.build(job.options)
     except ScenarioError as exc:
         return exc.problems
-    iterations = getattr(built, "iterations", 0)
+    iterations = built.iterations
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
         return [f"{field}: {job.workload}.iterations must be a whole number >= 0, got {iterations!r}"]
-    if iterations and not callable(getattr(built, "step", None)):
+    if iterations and built.step is None:
         return [
             f"{field}: {job.workload} ({source_of(plugin.target)}) has iterations = {iterations} "
             "but no step(); define step(self, round, key, values)"
         ]
-    if job.input is None and getattr(built, "generate", None) is None:
+    if job.input is None and built.generate is None:
         return [
             f"jobs.{index}.input: {job.workload} ({source_of(plugin.target)}) has no generate(): "
             "give the job an input (a file, directory or glob) or define generate(self, split, splits, seed)"

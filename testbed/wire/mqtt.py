@@ -28,7 +28,7 @@ import random
 import socket
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import aiomqtt
@@ -42,6 +42,18 @@ WillFactory = Callable[[int], aiomqtt.Will | None]
 MAX_IN_FLIGHT = 64
 """QoS 1 publications sent but not yet acknowledged, per link."""
 Outgoing = tuple[str, bytes, bool]
+
+
+class BrokerUnreachable(ConnectionError):
+    """The broker stayed out of reach longer than the caller was willing to wait."""
+
+
+def backoff_delays(first: float) -> Iterator[float]:
+    """Pauses between connection attempts: jittered, doubling from ``first`` up to ``MAX_BACKOFF_S``."""
+    delay = first
+    while True:
+        yield delay * (0.5 + random.random())
+        delay = min(delay * 2, MAX_BACKOFF_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +112,17 @@ class MqttLink:
         on_connect: Callable[[MqttLink], Awaitable[None]],
         will: aiomqtt.Will | WillFactory | None = None,
         keepalive: int = 5,
+        give_up_after: float | None = None,
     ) -> None:
+        """``give_up_after``: ``run`` raises ``BrokerUnreachable`` once the broker has been out of
+        reach (no connection accepted) for that many seconds; None: it retries for ever."""
         self.broker = broker
         self.client_id = client_id
         self.handler = handler
         self.on_connect = on_connect
         self.will = will
         self.keepalive = keepalive
+        self.give_up_after = give_up_after
         self.connected = asyncio.Event()
         self.reconnects = 0
         self.session = 0
@@ -147,22 +163,35 @@ class MqttLink:
         await self._client.subscribe(topic, qos=1)
 
     async def run(self) -> None:
-        delay = 0.05
+        delays = backoff_delays(0.05)
+        reachable_t = time.monotonic()  # the start, then the end of each accepted connection
         while not self._stopping:
+            error: aiomqtt.MqttError | None = None
             try:
                 await self._session()
-                delay = 0.05
             except aiomqtt.MqttError as exc:
                 if self._stopping:
                     return
-                log.info("%s: broker connection lost (%s); retrying in %.2fs", self.client_id, exc, delay)
+                log.info("%s: broker connection lost (%s); retrying", self.client_id, exc)
+                error = exc
+            if self.connected.is_set():  # the broker had accepted this connection
+                delays = backoff_delays(0.05)
+                reachable_t = time.monotonic()
+            else:
+                self._check_patience(reachable_t, error)
             self.connected.clear()
             self._client = None
             if self._stopping:
                 return
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, MAX_BACKOFF_S)
+            await asyncio.sleep(next(delays))
             self.reconnects += 1
+
+    def _check_patience(self, reachable_t: float, error: Exception | None) -> None:
+        waited = time.monotonic() - reachable_t
+        if self.give_up_after is not None and waited >= self.give_up_after:
+            raise BrokerUnreachable(
+                f"the broker at {self.broker.url} has been out of reach for {waited:.0f}s ({error})"
+            )
 
     async def _session(self) -> None:
         self.session += 1

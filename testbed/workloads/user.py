@@ -60,8 +60,8 @@ def load_workload(name: str, options: dict[str, Any], field: str = "workload") -
 
 
 def iterations_of(workload: Any) -> int:
-    """The rounds of ``step`` between ``map`` and ``reduce`` (0 for a class without ``iterations``)."""
-    return int(getattr(workload, "iterations", 0))
+    """The rounds of ``step`` between ``map`` and ``reduce``."""
+    return int(workload.iterations)
 
 
 def partition_of(key: Any, partitions: int) -> int:

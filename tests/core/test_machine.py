@@ -12,7 +12,7 @@ from pathlib import Path
 from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, LinkDown, LinkUp, OutputStaged, ProbeAnswered, Round
 from master.shell.resume_run import recover
-from testbed.api.policy import Assign, ClusterSnapshot, Decision
+from testbed.api.policy import Assign, ClusterSnapshot, Decision, Scheduler
 from testbed.scenario.chaos import EvictSpec
 from testbed.wire.protocol import EvictionNotice, FlushAggregate, NodeState, Resync
 from tests.support.driver import Driver, launches, sends, up
@@ -40,10 +40,9 @@ def test_a_whole_job_runs_and_each_partition_is_committed_once() -> None:
     assert [c.ok for c in driver.log if isinstance(c, cmd.RunOver)] == [True]
 
 
-class Overbooking:
+class Overbooking(Scheduler):
     """A scheduler plugin that puts every pending task on one node, whatever it holds."""
 
-    needs_all_pending = True
     name = "overbooking"
 
     def __init__(self, node_id: str, memory_mb: int) -> None:
@@ -298,7 +297,48 @@ def test_a_master_crash_then_resume_keeps_the_committed_partitions(tmp_path: Pat
     relaunched = {spec.index for _, spec in launches(second.log) if spec.final}
     assert kept not in relaunched and relaunched == {0, 1, 2} - {kept}
     assert all(spec.attempt >= 1 for _, spec in launches(second.log) if spec.stage == 0)  # numbers go on
-    assert [e["status"] for e in second.events("job_finished")] == ["succeeded"]
+    (finished,) = second.events("job_finished")
+    assert finished["status"] == "succeeded"
+    # no eviction, no lost node: what the crash made run again is no relaunch (jobs.csv)
+    assert (finished["relaunched_tasks"], finished["error_relaunches"]) == (0, 0)
+
+
+def _crash(driver: Driver, earlier: list[dict], run_dir: Path) -> list[dict]:
+    """The master dies now: the journal so far (``earlier`` segments', then the driver's)."""
+    journal = earlier + [
+        {"t": c.t, "event": c.kind, **c.fields} for c in driver.log if isinstance(c, cmd.Journal)
+    ]
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in journal))
+    return journal
+
+
+def test_restarts_after_two_crashes_are_no_relaunches(tmp_path: Path) -> None:
+    """The first crash cuts the maps short, the second (the resumed master's) a reduce; an
+    eviction-free run that ends after two resumes has no relaunched task."""
+    scenario = make_scenario(jobs=[{"workload": "wordcount", "size_mb": 1, "maps": 2, "reduces": 3}])
+    first = Driver(scenario)
+    first.boot()
+    first.do(Round())
+    journal = _crash(first, [], tmp_path)  # both maps running
+    second = Driver(scenario, resume=recover(tmp_path))
+    second.now = max(e["t"] for e in journal)
+    second.boot()
+    for _ in range(5):  # the maps again, then one reduce; the others are cut short
+        second.do(Round())
+        node_id, spec = min(second.running().values(), key=lambda item: (item[1].stage, item[1].index))
+        second.finish(node_id, spec)
+        if spec.final:
+            break
+    journal = _crash(second, journal, tmp_path)
+    found = recover(tmp_path)
+    assert sum(found.restarts.values()) == 2  # the two maps, after the first crash
+    third = Driver(scenario, resume=found)
+    third.now = found.crashed_at
+    third.boot()
+    third.run_to_end()
+    (finished,) = third.events("job_finished")
+    assert finished["status"] == "succeeded"
+    assert (finished["relaunched_tasks"], finished["error_relaunches"]) == (0, 0)
 
 
 def test_an_eviction_during_a_pado_push_computes_the_block_again() -> None:
@@ -326,6 +366,12 @@ def test_an_eviction_during_a_pado_push_computes_the_block_again() -> None:
     again = [s for n, s in launches(driver.log) if s.task_id == spec.task_id]
     assert [s.attempt for s in again] == [spec.attempt, spec.attempt + 1]
     assert [e["status"] for e in driver.events("job_finished")] == ["succeeded"]
+    # The computed attempt has its row of tasks.csv (succeeded); its lost push is no second row
+    # (a lost one on the same slot would draw a 1-slot node with 2 lanes): a push_failed says it.
+    rows = [(e["attempt"], e["status"]) for e in driver.events("task_finished") if e["task"] == spec.task_id]
+    assert rows == [(spec.attempt, "succeeded"), (spec.attempt + 1, "succeeded")]
+    (failed,) = [e for e in driver.events("push_failed") if e["task"] == spec.task_id]
+    assert failed["error"] == f"its node {node_id} was lost (evicted)"
 
 
 def test_a_will_unanswered_while_the_whole_cluster_is_quiet_is_asked_again() -> None:

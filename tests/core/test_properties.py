@@ -1,9 +1,10 @@
 """Random event sequences against the core's invariants (hypothesis).
 
 Whatever the nodes report, in whatever order, repeated or stale, with nodes lost
-on the way: no task runs twice at once, no final partition is committed twice,
-and no node holds more tasks than its slots or more memory than it has; and the nodes a
-round sees, kept up to date as they change, are what a full rebuild of them gives.
+on the way: no task runs twice at once, no final partition is committed twice, no
+attempt ends twice (one row of tasks.csv each), and no node holds more tasks than
+its slots or more memory than it has; and the nodes a round sees, kept up to date
+as they change, are what a full rebuild of them gives.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def check_invariants(driver: Driver) -> None:
     assert all(core.records.reserved.get(n) is core.nodes[n] for n in reserved)
     commits = Counter((c.job_id, c.index) for c in driver.log if isinstance(c, cmd.CommitOutput))
     assert all(count == 1 for count in commits.values()), commits
+    ends = Counter((e["task"], e["attempt"]) for e in driver.events("task_finished"))
+    assert all(count == 1 for count in ends.values()), [end for end, n in ends.items() if n > 1]
     check_node_views(driver)
 
 

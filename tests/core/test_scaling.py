@@ -16,7 +16,9 @@ import pytest
 
 from master.core import commands as cmd
 from master.core.events import FromNode, Round
+from master.core.scaling import MAX_ROUNDS, AutoscalerUnsettled
 from master.policy_setup import make_autoscaler
+from testbed.api.policy import Autoscaler, ClusterSnapshot, Drain, ScaleDecision
 from tests.support.coaster import coaster_scenario, write_trace
 from tests.support.driver import Driver, up
 
@@ -124,3 +126,23 @@ def test_a_launch_waits_for_capacity_and_a_refused_one_is_given_up(tmp_path: Pat
     assert [e["requested_s"] for e in refused.events("launch_refused")] == pytest.approx([DELAY, DELAY])
     assert started(refused) == []  # given up; the autoscaler's next decision asks again
     assert [a for a, _ in actions(refused)].count("launch") == 4
+
+
+class _Insistent(Autoscaler):
+    """Drains a node up, then asks again and again for the drain already done."""
+
+    def decide(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]:
+        return [Drain("reserved-1", "keeps asking")]
+
+
+def test_an_autoscaler_that_never_settles_ends_the_run_naming_its_decisions(tmp_path: Path) -> None:
+    """Was a warning (``still had decisions after 64 rounds``) and the run went on, deciding
+    64 times after every round; now the run ends with the decisions that kept coming."""
+    scenario = coaster_scenario(write_trace(tmp_path / "jobs.tr", ["0 2 165 180 150"]))
+    driver = Driver(scenario, autoscaler=_Insistent())
+    with pytest.raises(AutoscalerUnsettled) as raised:
+        driver.boot()  # the autoscaler decides from time 0 on
+    assert str(raised.value) == (
+        f"the autoscaler still had decisions after {MAX_ROUNDS} rounds at {driver.now:.3f}s: "
+        f"drain reserved-1 (keeps asking) x{MAX_ROUNDS}"
+    )

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
+from docker.models.containers import Container
 
 from master.providers.base import ForeignNodeError
 from master.shell.run import run_scenario
+from testbed.app.cli import main
+from testbed.node.processes import SECRETS_FILE_ENV
 from testbed.scenario.chaos import EvictSpec
 from testbed.scenario.schema import SortJob
+from testbed.wire.broker import ENROL_USER
 from testbed.workloads.cli import write_generated
 from tests.support.docker import (
     REPO,
@@ -73,18 +78,40 @@ async def test_container_killed_mid_job_output_exact_and_foreign_containers_refu
         remove_run(docker_client, run_id)
 
 
+def run_secrets(directory: Path) -> list[str]:
+    """Fresh secrets of a compose run in ``directory`` (``testbed secrets``): every value."""
+    assert main(["secrets", str(directory)]) == 0
+    values = [v for f in directory.iterdir() for v in json.loads(f.read_text()).values()]
+    return [v for v in values if v != ENROL_USER]
+
+
+def assert_no_secret_in_env(containers: list[Container], secrets: list[str]) -> None:
+    """``docker inspect``'s Env of each container names its secret file, and holds no secret."""
+    assert containers
+    for container in containers:
+        env = container.attrs["Config"]["Env"]
+        assert not [s for s in secrets if any(s in variable for variable in env)], f"{container.name}: {env}"
+        assert any(v.startswith(f"{SECRETS_FILE_ENV}=") for v in env), f"{container.name}: {env}"
+
+
 def test_compose_quickstart_end_to_end(
     docker_client: docker.DockerClient, image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With the run's secrets as Docker secrets (compose: read-only bind mounts): the agents
+    enrol, get their own credentials from the master and run the scenario exactly."""
     run_id = f"compose-{new_run_id()}"
     monkeypatch.setenv("TESTBED_RUN_ID", run_id)
     monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
     monkeypatch.setenv("TESTBED_RESULTS", str(tmp_path))
+    monkeypatch.setenv("TESTBED_SECRETS", str(tmp_path / "run.secrets"))
+    secrets = run_secrets(tmp_path / "run.secrets")
     compose = [*compose_command(), "-f", str(QUICKSTART), "-p", run_id]
     try:
         up = subprocess.run([*compose, "up", "--exit-code-from", "master"], capture_output=True, text=True)
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
         assert_scenario_results(tmp_path)
+        project = {"label": f"com.docker.compose.project={run_id}"}
+        assert_no_secret_in_env(docker_client.containers.list(all=True, filters=project), secrets)
     finally:
         subprocess.run([*compose, "down", "-v"], capture_output=True)
         remove_run(docker_client, run_id)
@@ -98,8 +125,12 @@ def test_swarm_stack(
     """A shipped compose file as a stack; in eviction-storm the chaos controller kills agents
     and launches replacements through the Swarm manager."""
     env = {"TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(tmp_path)}
-    with deployed_stack(docker_client, REPO / "compose" / f"{name}.yaml", env):
+    env["TESTBED_SECRETS"] = str(tmp_path / "run.secrets")
+    secrets = run_secrets(tmp_path / "run.secrets")
+    with deployed_stack(docker_client, REPO / "compose" / f"{name}.yaml", env) as stack:
         summary = assert_scenario_results(tmp_path, name)
+        stacked = {"label": f"com.docker.stack.namespace={stack}"}
+        assert_no_secret_in_env(docker_client.containers.list(all=True, filters=stacked), secrets)
         if name == "eviction-storm":
             evictions = (tmp_path / name / "evictions.csv").read_text()
             assert summary["evictions"] >= 2 and ",storm," in evictions, evictions

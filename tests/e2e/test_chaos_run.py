@@ -281,10 +281,12 @@ async def test_aws_spot_with_zones_capacity_and_a_moving_price(tmp_path: Path) -
     ]
     assert len(launched) == 2 and all(e["t"] >= back for e in launched)  # not before capacity came back
     report = write_report(run_dir)[0].read_text()
-    # us-east-1b loses its two to the storm; a loaded host that stretches the run past 5.8 h
-    # (5.8 s of wall time) also sees transient-1's lifetime end, in us-east-1a
+    # us-east-1b loses its two to the storm; how many lifetimes end besides depends on how long
+    # the run takes (an hour of trace time is a second of wall time, more on a loaded host)
     per_zone = next(line for line in report.splitlines() if line.startswith("Evictions per zone: "))
-    assert per_zone.removeprefix("Evictions per zone: ") in ("us-east-1b 2", "us-east-1a 1, us-east-1b 2")
+    counts = {z: int(n) for z, n in (p.rsplit(" ", 1) for p in per_zone.split(": ", 1)[1].split(", "))}
+    assert set(counts) <= set(zones) and counts["us-east-1b"] >= 2
+    assert sum(counts.values()) == kinds.count("eviction")
     assert "time without capacity" in report and "The price of transient moves" in report
     assert "eviction" in report and "notices:" in report
     transient = next(c for c in compute_metrics(load_run(run_dir)).costs if c.node_class == "transient")

@@ -72,6 +72,7 @@ def test_sigkilled_master_then_partial_report_then_resume(tmp_path: Path) -> Non
     after = events(run_dir)[len(before) :]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["succeeded"] == 3 and summary["failed"] == 0, summary
+    assert (summary["evictions"], summary["relaunched_tasks"]) == (0, 0), "a restart is no relaunch"
     assert not any(p.exists() for p in private), "the resumed run left the dead master's temp"
 
     # Exact outputs, whichever segment computed them.

@@ -13,8 +13,9 @@ from testbed.node.processes import child_env
 
 def assert_validate_refuses(
     path: Path, field: str, expected: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``testbed validate PATH`` exits 2 with one line: the file, then ``field``, then ``expected``."""
+) -> str:
+    """``testbed validate PATH`` exits 2 with one line: the file, then ``field``, then ``expected``
+    (the line, returned)."""
     from testbed.app.cli import main
 
     assert main(["validate", str(path)]) == 2
@@ -22,6 +23,7 @@ def assert_validate_refuses(
     assert len(err.strip().splitlines()) == 1, err
     assert err.startswith(f"{path}: {field}"), err
     assert expected in err
+    return err
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

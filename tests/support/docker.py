@@ -150,6 +150,7 @@ def deployed_stack(client: docker.DockerClient, compose_file: Path, env: dict[st
         subprocess.run(["docker", "stack", "rm", stack], capture_output=True)
         wait_until_gone(client, stack)
     assert run_leftovers(client, stack) == []
+    assert client.secrets.list(filters={"label": f"{LABEL_RUN}={stack}"}) == []
 
 
 def wait_for_master(client: docker.DockerClient, stack: str, limit_s: float = 600) -> str:

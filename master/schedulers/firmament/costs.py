@@ -1,0 +1,267 @@
+"""Firmament's cost models: what each arc of the flow network costs (docs/firmament.md).
+
+A cost model prices the arcs of :mod:`master.schedulers.firmament.network`: a task's arc to
+its job's unscheduled aggregator (the cost of waiting), to its request class's cluster
+aggregator, its preference arcs (to machines and zones holding its input), and the arcs
+from an aggregator to each machine. Costs are floats in the model's own unit; the network
+scales them to the solver's integers.
+
+The constants are those of camsas/firmament ``src/scheduling/flow/``:
+
+- ``trivial_cost_model.cc``: unscheduled 5, cluster aggregator 2, everything else 0.
+- ``octopus_cost_model.cc``: unscheduled 1,000,000, cluster aggregator 0, an arc into a
+  machine costs the tasks already running on it (``ResourceNodeToResourceNodeCost``).
+- ``quincy_cost_model.cc``: waiting costs 0.5 per second unscheduled
+  (``quincy_wait_time_factor``); moving input costs 1 per GB within a rack
+  (``quincy_tor_transfer_cost``) and 2 per GB across racks (``quincy_core_transfer_cost``);
+  a machine or rack holding at least 10% of the task's input gets a preference arc
+  (``quincy_prefered_machine_data_fraction``, ``quincy_prefered_rack_data_fraction``).
+  The testbed's zones are Quincy's racks.
+
+``transient`` is ours: Quincy's, plus on the arc into a machine the work its eviction is
+expected to lose, P(evicted before the task ends | the node's lifetime model and age) x the
+task's expected duration (1 per second of work lost). A node with a rebalance
+recommendation counts as certain to go (P = 1); a node under an eviction notice is
+draining and gets no arc at all (nor does it under any model).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from testbed.api.policy import NodeClass, NodeView, PendingTask
+from testbed.chaosmodels.lifetimes import LifetimeModel
+
+GB = 1024**3
+
+TRIVIAL_UNSCHEDULED = 5.0
+TRIVIAL_CLUSTER = 2.0
+OCTOPUS_UNSCHEDULED = 1_000_000.0
+QUINCY_WAIT_FACTOR = 0.5
+QUINCY_PREFERENCE_FRACTION = 0.1
+QUINCY_TOR_TRANSFER_COST = 1.0
+QUINCY_CORE_TRANSFER_COST = 2.0
+DURATION_BUCKETS_PER_OCTAVE = 2
+"""The transient model groups tasks whose expected durations are within 2^(1/2) of each other
+(each group a request class of its own: fewer groups, a smaller network)."""
+
+Rack = tuple[NodeClass, str | None]
+"""A zone aggregator: the testbed's zone within its node class (Quincy's rack)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInput:
+    """Where a task's input lives: its size and the bytes each node holds.
+
+    The testbed places no input on nodes yet (every map reads its split from the host's
+    file system): until it does, no task has one, and Quincy's preference arcs are empty."""
+
+    size_bytes: int
+    on_node: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Preferences:
+    """A task's preference arcs: machine id -> cost, zone aggregator -> cost."""
+
+    machines: Mapping[str, float] = field(default_factory=dict)
+    racks: Mapping[Rack, float] = field(default_factory=dict)
+
+
+NO_PREFERENCES = Preferences()
+InputSource = Callable[[PendingTask], TaskInput | None]
+
+
+def no_input(task: PendingTask) -> TaskInput | None:
+    return None
+
+
+class CostModel:
+    """The trivial model's costs; the other models override what they price differently."""
+
+    name = "trivial"
+
+    def request_key(self, task: PendingTask) -> object:
+        """What besides memory, classes and exclusions sets a task's request class (the
+        tasks that share one cluster aggregator must cost the same on its machine arcs)."""
+        return None
+
+    def unscheduled_cost(self, task: PendingTask, waited_s: float) -> float:
+        return TRIVIAL_UNSCHEDULED
+
+    def cluster_cost(self, task: PendingTask, racks: Mapping[str, Rack]) -> float:
+        return TRIVIAL_CLUSTER
+
+    def preferences(self, task: PendingTask, racks: Mapping[str, Rack]) -> Preferences:
+        """Preference arcs. Trivial's code draws random machines (``num_pref_arcs_task_to_res``);
+        ours are the recovery strategy's preferred nodes (where the task's input is cached)."""
+        return Preferences(dict.fromkeys(task.preferred_nodes, 0.0))
+
+    def machine_costs(self, request: object, machines: list[NodeView], now: float) -> np.ndarray:
+        """The cost of the arc from a request class's aggregator into each machine."""
+        return np.zeros(len(machines))
+
+
+class OctopusCostModel(CostModel):
+    """Load spreading: a machine costs the tasks already running on it."""
+
+    name = "octopus"
+
+    def unscheduled_cost(self, task: PendingTask, waited_s: float) -> float:
+        return OCTOPUS_UNSCHEDULED
+
+    def cluster_cost(self, task: PendingTask, racks: Mapping[str, Rack]) -> float:
+        return 0.0
+
+    def preferences(self, task: PendingTask, racks: Mapping[str, Rack]) -> Preferences:
+        return NO_PREFERENCES  # GetTaskPreferenceArcs: "Not used in Octopus cost model"
+
+    def machine_costs(self, request: object, machines: list[NodeView], now: float) -> np.ndarray:
+        return np.array([len(m.running) for m in machines], dtype=float)
+
+
+class QuincyCostModel(CostModel):
+    """Quincy (SOSP'09) as Firmament's code has it: waiting against moving input."""
+
+    name = "quincy"
+
+    def __init__(
+        self,
+        wait_factor: float = QUINCY_WAIT_FACTOR,
+        preference_threshold: float = QUINCY_PREFERENCE_FRACTION,
+        inputs: InputSource = no_input,
+    ) -> None:
+        self.wait_factor = wait_factor
+        self.threshold = preference_threshold
+        self.inputs = inputs
+
+    def unscheduled_cost(self, task: PendingTask, waited_s: float) -> float:
+        return waited_s * self.wait_factor
+
+    def cluster_cost(self, task: PendingTask, racks: Mapping[str, Rack]) -> float:
+        found = self.inputs(task)
+        if found is None:
+            return 0.0
+        return self._worst_cluster_cost(found, racks)
+
+    def preferences(self, task: PendingTask, racks: Mapping[str, Rack]) -> Preferences:
+        found = self.inputs(task)
+        if found is None or found.size_bytes <= 0:
+            return NO_PREFERENCES
+        on_rack = _data_on_racks(found, racks)
+        least = found.size_bytes * self.threshold
+        machines = {
+            node_id: _transfer_cost(found.size_bytes - held, on_rack[racks[node_id]] - held)
+            for node_id, held in found.on_node.items()
+            if node_id in racks and held >= least
+        }
+        preferred_racks = {
+            rack: self._rack_cost(found, rack, held, racks) for rack, held in on_rack.items() if held >= least
+        }
+        return Preferences(machines, preferred_racks)
+
+    def _rack_cost(self, found: TaskInput, rack: Rack, on_rack: int, racks: Mapping[str, Rack]) -> float:
+        """The cost to the rack's worst machine (``ComputeTransferCostToRack``)."""
+        members = [node_id for node_id, r in racks.items() if r == rack]
+        return max(
+            (_transfer_cost(found.size_bytes - found.on_node.get(m, 0), on_rack - found.on_node.get(m, 0))
+             for m in members),
+            default=0.0,
+        )  # fmt: skip
+
+    def _worst_cluster_cost(self, found: TaskInput, racks: Mapping[str, Rack]) -> float:
+        """The cluster aggregator's cost: the worst rack's, or all input across the core when
+        some rack holds none of it (the code multiplies bytes there; we take GB, as elsewhere)."""
+        on_rack = _data_on_racks(found, racks)
+        worst = 0.0
+        if len(on_rack) < len(set(racks.values())):
+            worst = QUINCY_CORE_TRANSFER_COST * found.size_bytes / GB
+        least = found.size_bytes * self.threshold
+        for rack, held in on_rack.items():
+            if held >= least:
+                worst = max(worst, self._rack_cost(found, rack, held, racks))
+        return worst
+
+
+class TransientCostModel(QuincyCostModel):
+    """Quincy's, plus the work an arc's machine is expected to lose to its eviction."""
+
+    name = "transient"
+
+    def __init__(self, risk: EvictionRisk, **quincy: float | InputSource) -> None:
+        super().__init__(**quincy)  # type: ignore[arg-type]
+        self.risk = risk
+
+    def request_key(self, task: PendingTask) -> object:
+        return duration_bucket(task.est_duration_s)
+
+    def machine_costs(self, request: object, machines: list[NodeView], now: float) -> np.ndarray:
+        duration = float(request)  # type: ignore[arg-type]
+        return self.risk.probability(machines, now, duration) * duration
+
+
+def duration_bucket(seconds: float) -> float:
+    """``seconds`` rounded to a quarter octave (0 stays 0)."""
+    if seconds <= 0 or not math.isfinite(seconds):
+        return max(0.0, seconds) if math.isfinite(seconds) else 0.0
+    steps = round(DURATION_BUCKETS_PER_OCTAVE * math.log2(seconds))
+    return 2.0 ** (steps / DURATION_BUCKETS_PER_OCTAVE)
+
+
+class EvictionRisk:
+    """P(a node is evicted before a task of some duration ends there), from the scenario's
+    lifetime models (per node class, and per zone where a zone has its own) and the node's age.
+
+    ``wall_per_trace``: the snapshot's clock runs in wall seconds, the lifetime models in
+    trace seconds (``Scenario.wall_per_trace``)."""
+
+    def __init__(self, models: Mapping[Rack, LifetimeModel], wall_per_trace: float = 1.0) -> None:
+        self.models = dict(models)
+        self.wall_per_trace = wall_per_trace
+
+    def probability(self, machines: list[NodeView], now: float, duration_s: float) -> np.ndarray:
+        risk = np.zeros(len(machines))
+        groups: dict[Rack, list[int]] = {}
+        for position, machine in enumerate(machines):
+            groups.setdefault((machine.node_class, machine.zone), []).append(position)
+        for (node_class, zone), positions in groups.items():
+            model = self.models.get((node_class, zone)) or self.models.get((node_class, None))
+            if model is None or not model.evicts:
+                continue
+            ages = np.array([max(0.0, now - machines[p].launched) for p in positions]) / self.wall_per_trace
+            risk[positions] = _conditional(model, ages, duration_s / self.wall_per_trace)
+        warned = [p for p, m in enumerate(machines) if m.rebalance]
+        risk[warned] = 1.0
+        return risk
+
+
+def _conditional(model: LifetimeModel, ages: np.ndarray, duration: float) -> np.ndarray:
+    """P(lifetime <= age + duration | lifetime > age), elementwise; 1 where it cannot have lived."""
+    alive = 1.0 - model.cdf_at(ages)
+    ending = model.cdf_at(ages + duration) - model.cdf_at(ages)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        risk = np.where(alive > 1e-12, ending / np.where(alive > 1e-12, alive, 1.0), 1.0)
+    return np.clip(risk, 0.0, 1.0)
+
+
+def _data_on_racks(found: TaskInput, racks: Mapping[str, Rack]) -> dict[Rack, int]:
+    """Bytes of the input in each rack (``ComputeDataOnRacks``; a replica counts once per holder)."""
+    on_rack: dict[Rack, int] = {}
+    for node_id, held in found.on_node.items():
+        rack = racks.get(node_id)
+        if rack is not None:
+            on_rack[rack] = on_rack.get(rack, 0) + held
+    return on_rack
+
+
+def _transfer_cost(remote: int, on_rack: int) -> float:
+    """``ComputeTransferCostToMachine``: bytes within the rack over the ToR switch, the rest
+    across the core, per GB."""
+    return (QUINCY_TOR_TRANSFER_COST * on_rack + QUINCY_CORE_TRANSFER_COST * (remote - on_rack)) / GB
+
+
+COST_MODELS = ("trivial", "octopus", "quincy", "transient")

@@ -1,0 +1,238 @@
+"""Firmament's flow network for one scheduling round, and the placements read back from a flow.
+
+The shape is the dissertation's (Gog 2017, section 2.3.3.2, Figs. 2.17-2.18) with the node
+types of camsas/firmament ``src/scheduling/flow/flow_node_type.proto``::
+
+    task T (supply 1) --> its job's unscheduled aggregator U --> sink S
+                      --> its request class's cluster aggregator X
+                            --> a node class aggregator C (reserved, transient)
+                                  --> a zone aggregator Z (where the scenario gives zones)
+                                        --> machine M (capacity: its free slots) --> S
+                      --> preference arcs: straight to a machine M, or to a zone Z
+
+A request class is Firmament's task equivalence class: the tasks of one memory size, node
+classes allowed and nodes excluded (and, for the transient cost model, expected duration).
+Memory is not a flow dimension (section 5.5): a request class's aggregators reach only the
+machines where its memory fits, with as many units as fit there by slots and memory.
+Running tasks are pinned (``--preemption=false``): their running arcs would carry a forced
+unit each into their machine, so the machine's arc to the sink has only its free slots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from master.schedulers.firmament.costs import CostModel, Rack
+from testbed.api.policy import ClusterSnapshot, NodeView, PendingTask
+
+COST_SCALE = 100
+"""Solver cost units per cost model unit (the solver takes integers): 0.01 resolution."""
+COST_CEILING = 2**62
+"""Costs are clamped here before the solver sees them (it reports a range it cannot take)."""
+UNSCHEDULED_TIE_BREAK = 1
+"""Solver units added to waiting: where placing costs exactly as much, the task is placed
+(the code's rule: "the cost of leaving a task unscheduled should be higher than the cost of
+scheduling it", quincy_cost_model.cc)."""
+
+TASK, UNSCHEDULED, CLUSTER, CLASS, ZONE, MACHINE, SINK = range(7)
+LEVEL = {TASK: 0, UNSCHEDULED: 1, CLUSTER: 1, CLASS: 2, ZONE: 3, MACHINE: 4, SINK: 5}
+"""Every arc goes from a lower level to a higher one: the network is layered."""
+KIND_NAMES = ("task", "unscheduled", "cluster", "class", "zone", "machine", "sink")
+
+
+@dataclass
+class FlowNetwork:
+    """Nodes (a kind, a label and a supply each) and arcs (tail, head, capacity, cost)."""
+
+    kinds: list[int] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    supplies: list[int] = field(default_factory=list)
+    tails: list[int] = field(default_factory=list)
+    heads: list[int] = field(default_factory=list)
+    capacities: list[int] = field(default_factory=list)
+    costs: list[int] = field(default_factory=list)
+    tasks: dict[int, PendingTask] = field(default_factory=dict)
+    machines: dict[int, NodeView] = field(default_factory=dict)
+
+    def node(self, kind: int, label: str, supply: int = 0) -> int:
+        self.kinds.append(kind)
+        self.labels.append(label)
+        self.supplies.append(supply)
+        return len(self.kinds) - 1
+
+    def arc(self, tail: int, head: int, capacity: int, cost: float, extra: int = 0) -> None:
+        """An arc of ``cost`` in the cost model's unit (plus ``extra`` solver units)."""
+        self.tails.append(tail)
+        self.heads.append(head)
+        self.capacities.append(capacity)
+        self.costs.append(min(COST_CEILING, scaled(cost) + extra))
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.kinds)
+
+    @property
+    def num_arcs(self) -> int:
+        return len(self.tails)
+
+
+def scaled(cost: float) -> int:
+    return min(COST_CEILING, max(0, round(cost * COST_SCALE)))
+
+
+RequestKey = tuple[int, frozenset[str], frozenset[str], object]
+
+
+def request_key(task: PendingTask, model: CostModel) -> RequestKey:
+    return (task.ideal_memory_mb, task.allowed_classes, task.excluded_nodes, model.request_key(task))
+
+
+@dataclass
+class _Request:
+    """One request class's part of the network: its cluster aggregator, zone aggregators
+    and the machines it reaches."""
+
+    cluster: int | None = None
+    zones: dict[Rack, int] = field(default_factory=dict)
+    reaches: set[str] = field(default_factory=set)
+
+
+def build(
+    snapshot: ClusterSnapshot, model: CostModel, waited: Mapping[str, float], tasks: list[PendingTask]
+) -> FlowNetwork:
+    """The round's network: ``tasks`` (pending, in queue order), ``waited`` each one's wait."""
+    net = FlowNetwork()
+    sink = net.node(SINK, "sink")
+    machines = [(n, n.free_slots, n.free_memory_mb) for n in snapshot.nodes if not n.draining]
+    machines = [machine for machine in machines if machine[1] > 0]
+    machine_node: dict[str, int] = {}
+    for view, slots, _ in machines:
+        machine_node[view.node_id] = index = net.node(MACHINE, view.node_id)
+        net.machines[index] = view
+        net.arc(index, sink, slots, 0.0)
+    racks = {n.node_id: (n.node_class, n.zone) for n in snapshot.nodes if not n.draining}
+    requests: dict[RequestKey, _Request] = {}
+    unscheduled: dict[str, int] = {}
+    for task in tasks:
+        key = request_key(task, model)
+        request = requests.get(key)
+        if request is None:
+            request = requests[key] = _request(net, key, model, machines, machine_node, snapshot.now)
+        index = _add_task(net, task, model, request, racks, machine_node)
+        job_node = unscheduled.get(task.job_id)
+        if job_node is None:
+            job_node = unscheduled[task.job_id] = net.node(UNSCHEDULED, f"U {task.job_id}")
+        wait = model.unscheduled_cost(task, waited.get(task.task_id, 0.0))
+        net.arc(index, job_node, 1, wait, UNSCHEDULED_TIE_BREAK)
+    count: dict[str, int] = {}
+    for task in tasks:
+        count[task.job_id] = count.get(task.job_id, 0) + 1
+    for job_id, node in unscheduled.items():
+        net.arc(node, sink, count[job_id], 0.0)
+    net.supplies[sink] = -len(tasks)
+    return net
+
+
+def _add_task(
+    net: FlowNetwork,
+    task: PendingTask,
+    model: CostModel,
+    request: _Request,
+    racks: Mapping[str, Rack],
+    machine_node: Mapping[str, int],
+) -> int:
+    """The task's node (supply 1), its arc to its cluster aggregator and its preference arcs."""
+    index = net.node(TASK, task.task_id, supply=1)
+    net.tasks[index] = task
+    if request.cluster is None:
+        return index  # no machine up takes it now: it can only wait
+    net.arc(index, request.cluster, 1, model.cluster_cost(task, racks))
+    preferred = model.preferences(task, racks)
+    for node_id, cost in preferred.machines.items():
+        if node_id in request.reaches:
+            net.arc(index, machine_node[node_id], 1, cost)
+    for rack, cost in preferred.racks.items():
+        zone = request.zones.get(rack)
+        if zone is not None:
+            net.arc(index, zone, 1, cost)
+    return index
+
+
+def _request(
+    net: FlowNetwork,
+    key: RequestKey,
+    model: CostModel,
+    machines: list[tuple[NodeView, int, int]],
+    machine_node: Mapping[str, int],
+    now: float,
+) -> _Request:
+    """A request class's aggregators and arcs to the machines where its tasks fit
+    (``machines``: each with its free slots and free memory)."""
+    memory_mb, classes, excluded, model_key = key
+    fitting: list[tuple[NodeView, int]] = []
+    for view, slots, memory in machines:
+        if view.node_class not in classes or view.node_id in excluded:
+            continue
+        units = slots if memory_mb <= 0 else min(slots, memory // memory_mb)
+        if units > 0:
+            fitting.append((view, units))
+    request = _Request()
+    if not fitting:
+        return request
+    views = [view for view, _ in fitting]
+    costs = model.machine_costs(model_key, views, now)
+    request.cluster = net.node(CLUSTER, f"X {memory_mb} MB")
+    request.reaches = {view.node_id for view in views}
+    totals: dict[Rack, int] = {}
+    for view, units in fitting:
+        rack = (view.node_class, view.zone)
+        totals[rack] = totals.get(rack, 0) + units
+    by_class: dict[str, int] = {}
+    for (node_class, zone), units in sorted(totals.items(), key=lambda item: (item[0][0], item[0][1] or "")):
+        if node_class not in by_class:
+            by_class[node_class] = net.node(CLASS, f"C {node_class}")
+            net.arc(request.cluster, by_class[node_class], _class_units(totals, node_class), 0.0)
+        if zone is not None:
+            request.zones[(node_class, zone)] = net.node(ZONE, f"Z {node_class}/{zone}")
+            net.arc(by_class[node_class], request.zones[(node_class, zone)], units, 0.0)
+    net.tails.extend(request.zones.get((v.node_class, v.zone), by_class[v.node_class]) for v in views)
+    net.heads.extend(machine_node[v.node_id] for v in views)
+    net.capacities.extend(units for _, units in fitting)
+    net.costs.extend(np.clip(np.rint(costs * COST_SCALE), 0, COST_CEILING).astype(np.int64).tolist())
+    return request
+
+
+def _class_units(totals: Mapping[Rack, int], node_class: str) -> int:
+    return sum(units for (c, _), units in totals.items() if c == node_class)
+
+
+def extract(net: FlowNetwork, flows: np.ndarray) -> dict[str, str]:
+    """Task id -> machine id, read back from an optimal flow (Listing 5.1).
+
+    From the machines backwards: each node hands the machines it sent flow to back along its
+    incoming arcs, as many as each arc carries, until a single machine reaches each placed
+    task. The network is layered, so visiting the nodes level by level from the machines
+    down visits each once, with all its machines gathered."""
+    incoming: dict[int, list[int]] = {}
+    for arc in np.flatnonzero(flows > 0).tolist():
+        incoming.setdefault(net.heads[arc], []).append(arc)
+    machines: dict[int, list[str]] = {}
+    for arc in incoming.get(_sink(net), ()):
+        tail = net.tails[arc]
+        if net.kinds[tail] == MACHINE:
+            machines[tail] = [net.machines[tail].node_id] * int(flows[arc])
+    for level in (LEVEL[MACHINE], LEVEL[ZONE], LEVEL[CLASS], LEVEL[CLUSTER]):
+        for node in [n for n in list(machines) if LEVEL[net.kinds[n]] == level]:
+            held = machines.pop(node)
+            for arc in incoming.get(node, ()):
+                units = int(flows[arc])
+                machines.setdefault(net.tails[arc], []).extend(held[-units:])
+                del held[-units:]
+    return {net.tasks[node].task_id: ids[0] for node, ids in machines.items() if node in net.tasks and ids}
+
+
+def _sink(net: FlowNetwork) -> int:
+    return net.kinds.index(SINK)
