@@ -117,24 +117,22 @@ async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> Non
     """Run the agent under its ``--node-id``, or else under the name the master gives it."""
     from agents.agent import Agent, AgentConfig
     from agents.naming import ask_name
-    from testbed.wire.capabilities import NODE_KEY_ENV, RUN_SECRET_ENV, node_key
+    from testbed.wire.capabilities import NODE_KEY_ENV
     from testbed.wire.mqtt import BrokerAddress
 
+    node_id = args.node_id
+    if not node_id:  # compose, Swarm: its own login and node key replace the enrolment login
+        node_id, own = await ask_name(
+            BrokerAddress.parse(args.broker, secrets),
+            args.run_id,
+            socket.gethostname(),
+            args.node_class,
+            args.slots,
+            args.memory_mb,
+            args.broker_wait,
+        )
+        secrets = {**secrets, **own}
     broker = BrokerAddress.parse(args.broker, secrets)
-    run_secret = secrets.get(RUN_SECRET_ENV, "")
-    node_id = args.node_id or await ask_name(
-        broker,
-        args.run_id,
-        socket.gethostname(),
-        args.node_class,
-        run_secret,
-        args.slots,
-        args.memory_mb,
-        args.broker_wait,
-    )
-    key = secrets.get(NODE_KEY_ENV, "")
-    if not key and run_secret:  # started by compose: derive it from the run secret
-        key = node_key(run_secret, node_id)
     config = AgentConfig(
         run_id=args.run_id,
         node_id=node_id,
@@ -146,7 +144,7 @@ async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> Non
         listen=args.listen,
         advertise=_advertised(args.advertise, broker.host, args.broker_wait),
         port=args.port,
-        node_key=key,
+        node_key=secrets.get(NODE_KEY_ENV, ""),
         heartbeat_interval=args.heartbeat_interval,
         warm_workers=not args.lazy_workers,
         task_memory_limit_mb=args.task_memory_limit_mb,

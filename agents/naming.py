@@ -2,21 +2,27 @@
 
 The master names it as it names the nodes it launches (``reserved-N``, ``transient-N``)
 and keeps its hostname (a container's short id) as the node's ``container``. Until
-then the agent is only its hostname: it asks on ``node/<host>/state`` and listens on
-``node/<host>/cmd``, again every ``ASK_INTERVAL_S`` since the master may start later
-(compose starts the master last). Only then does the agent start, under its name.
+then the agent is only its hostname and holds only the login it was started with (the
+run's enrolment login on compose and Swarm): it asks on ``enrol/<host>/ask``, with a
+random key of its own, and listens on ``enrol/<host>/named``, again every
+``ASK_INTERVAL_S`` since the master may start later (compose starts the master last).
+The answer carries that node's broker login and node key sealed under the key, and a
+proof made with it (``testbed.wire.capabilities``). Only then does the agent start, under its
+name and with its own credentials.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import os
+import secrets
 import time
 
 import aiomqtt
 
-from testbed.wire.capabilities import name_proof
+from testbed.wire.capabilities import name_proof, unseal
 from testbed.wire.mqtt import BrokerAddress, BrokerUnreachable, backoff_delays
 from testbed.wire.protocol import Codec, NameRequest, NodeClass, NodeNamed, Topics
 
@@ -30,20 +36,24 @@ async def ask_name(
     run_id: str,
     host: str,
     node_class: NodeClass,
-    run_secret: str,
     slots: int,
     memory_mb: int,
     broker_wait_s: float,
-) -> str:
-    """The node id the master gives this agent. An answer without the proof that only the
-    run secret makes is ignored (``run_secret`` "": the broker's access rules are the guard).
+) -> tuple[str, dict[str, str]]:
+    """The node id the master gives this agent and what it seals for it (the node's broker
+    login and node key). An answer without the proof made with this request's key is ignored.
     A broker out of reach is tried again, with backoff, until it has been so for
     ``broker_wait_s`` (``BrokerUnreachable``); while it is there, the agent waits for a master."""
     topics, codec = Topics(run_id), Codec()
     request = NameRequest(
-        host=host, node_class=node_class, incarnation=os.urandom(6).hex(), slots=slots, memory_mb=memory_mb
+        host=host,
+        node_class=node_class,
+        incarnation=os.urandom(6).hex(),
+        slots=slots,
+        memory_mb=memory_mb,
+        key=secrets.token_urlsafe(16),
     )
-    asking = _Asking(broker, topics, codec, request, run_secret)
+    asking = _Asking(broker, topics, codec, request)
     delays = backoff_delays(ASK_INTERVAL_S)
     warned = False  # of this outage (the rest of its tries are logged at INFO)
     while True:
@@ -66,18 +76,16 @@ async def ask_name(
 class _Asking:
     """One agent's requests for its name, a connection at a time."""
 
-    def __init__(
-        self, broker: BrokerAddress, topics: Topics, codec: Codec, request: NameRequest, run_secret: str
-    ) -> None:
-        self.broker, self.topics, self.codec = broker, topics, codec
-        self.request, self.run_secret = request, run_secret
+    def __init__(self, broker: BrokerAddress, topics: Topics, codec: Codec, request: NameRequest) -> None:
+        self.broker, self.topics, self.codec, self.request = broker, topics, codec, request
         self.reachable_t = time.monotonic()
         """The start, then the end of the last connection the broker accepted."""
         self.connected = False
         """Whether the last try's connection was accepted."""
 
-    async def once(self) -> str:
-        """The name, over one connection; MqttError when the connection fails or ends."""
+    async def once(self) -> tuple[str, dict[str, str]]:
+        """The name and what it seals, over one connection; MqttError when the connection fails
+        or ends."""
         self.connected = False
         request = self.request
         async with aiomqtt.Client(
@@ -89,10 +97,10 @@ class _Asking:
         ) as client:
             self.connected = True
             try:
-                await client.subscribe(self.topics.command(request.host), qos=1)
+                await client.subscribe(self.topics.name_answers(request.host), qos=1)
                 answer = asyncio.create_task(self._answer(client))
                 asking = asyncio.create_task(
-                    _ask(client, self.topics.state(request.host), self.codec.encode(request))
+                    _ask(client, self.topics.name_requests(request.host), self.codec.encode(request))
                 )
                 try:  # a request that fails (a publication timed out) ends this connection too
                     done, _ = await asyncio.wait([answer, asking], return_when=asyncio.FIRST_COMPLETED)
@@ -104,12 +112,12 @@ class _Asking:
             finally:
                 self.reachable_t = time.monotonic()
 
-    async def _answer(self, client: aiomqtt.Client) -> str:
+    async def _answer(self, client: aiomqtt.Client) -> tuple[str, dict[str, str]]:
         async for message in client.messages:
             named = self.codec.decode(bytes(message.payload or b""))
-            if isinstance(named, NodeNamed) and _answers(named, self.request, self.run_secret):
+            if isinstance(named, NodeNamed) and (own := _answer(named, self.request)) is not None:
                 log.info("named %s by the master (container %s)", named.node_id, self.request.host)
-                return named.node_id
+                return named.node_id, own
         raise aiomqtt.MqttError("the broker closed the connection")
 
 
@@ -119,10 +127,16 @@ async def _ask(client: aiomqtt.Client, topic: str, payload: bytes) -> None:
         await asyncio.sleep(ASK_INTERVAL_S)
 
 
-def _answers(named: NodeNamed, request: NameRequest, run_secret: str) -> bool:
+def _answer(named: NodeNamed, request: NameRequest) -> dict[str, str] | None:
+    """What the answer seals for this agent; None if it does not answer this request."""
     if (named.host, named.incarnation) != (request.host, request.incarnation):
-        return False
-    if run_secret and named.proof != name_proof(run_secret, named.host, named.incarnation, named.node_id):
-        log.warning("ignored a name for %s without the run secret's proof", named.host)
-        return False
-    return True
+        return None
+    proof = name_proof(request.key, named.host, named.incarnation, named.node_id, named.sealed)
+    if not hmac.compare_digest(named.proof.encode(), proof.encode()):
+        log.warning("ignored a name for %s without the proof of its request's key", named.host)
+        return None
+    try:
+        return unseal(request.key, f"{named.host} {named.incarnation} {named.node_id}", named.sealed)
+    except ValueError:
+        log.warning("ignored a name for %s whose credentials do not unseal", named.host)
+        return None

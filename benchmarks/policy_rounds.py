@@ -2,7 +2,7 @@
 
 A simulator calls the round at every event, so its cost bounds the simulated events per
 second. Each case builds seeded snapshots by hand and times, in the same run, our round
-and the peer's: the policies' previous implementation (``tests/policy_reference``),
+and the peer's: the policies' previous implementation (``tests/support/policy_reference``),
 whose decisions ours must equal (checked here on every case, and on random states by the
 tests). A round is what the policy itself costs: ``schedule(snapshot)``, plus, under
 FIFO, the window of ready tasks (``master/schedulers/window.py``) the snapshot is cut to.
@@ -53,7 +53,7 @@ from testbed.api.policy import (
     RunningTask,
 )
 from testbed.arrivals.generate import BurstyMix, bursty_jobs
-from tests.policy_reference import cloudcoaster_v1, eagle_v1, fifo_v1, window_v1
+from tests.support.policy_reference import cloudcoaster_v1, eagle_v1, fifo_v1, window_v1
 
 NOW = 1_000.0
 STATES = (("steady", 0.05), ("burst", 0.9))

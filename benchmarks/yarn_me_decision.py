@@ -31,7 +31,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.schedulers.fifo import FifoScheduler
-from master.schedulers.task_model import PenaltyCurve, ReducerSpillModel, TaskModel
 from master.schedulers.yarn import YarnScheduler
 from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
 from master.schedulers.yarn_me_timeline import RegularTimeline, estimate_completion_times
@@ -45,6 +44,7 @@ from testbed.api.policy import (
     Reserve,
     RunningTask,
 )
+from testbed.workloads.task_model import PenaltyCurve, ReducerSpillModel, TaskModel
 
 NOW = 1_000.0
 

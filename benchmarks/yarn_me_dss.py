@@ -37,12 +37,12 @@ import numpy as np
 from paper_stats import paired_ratio
 
 from master.schedulers.simulate import SimJob, model_runtime, simulate
-from master.schedulers.task_model import TaskModel, load_profile
 from master.schedulers.yarn import YarnScheduler
 from master.schedulers.yarn_me import YarnMeScheduler
 from testbed.api.policy import NodeView, PendingTask
 from testbed.app.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, plot_cdfs, save_figure
 from testbed.arrivals.dss import Distribution, DssMix, dss_jobs
+from testbed.workloads.task_model import TaskModel, load_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 

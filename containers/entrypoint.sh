@@ -8,9 +8,11 @@
 #
 # Before starting a role it writes what the healthcheck should probe to $PROBE_FILE.
 #
-# Broker environment: TESTBED_BROKER_PORT (default 1883); when TESTBED_MQTT_USERNAME and
-# TESTBED_MQTT_PASSWORD are both set, clients must log in with them, else anonymous
-# clients are allowed.
+# Broker environment: TESTBED_BROKER_PORT (default 1883). With TESTBED_SECRETS_FILE (a
+# compose run's Docker secret, `testbed compose`), the testbed's own broker (amqtt) with the
+# run's logins and access rules: the master's, one per node, the enrolment login. Else
+# Mosquitto: when TESTBED_MQTT_USERNAME and TESTBED_MQTT_PASSWORD are both set, clients
+# must log in with them, else anonymous clients are allowed.
 set -eu
 
 PROBE_FILE=/tmp/testbed-probe
@@ -80,8 +82,11 @@ case "$role" in
         ;;
     broker)
         shift
-        config="$(write_broker_config)"
         echo "broker ${TESTBED_BROKER_PORT:-1883}" >"$PROBE_FILE"
+        if [ -n "${TESTBED_SECRETS_FILE:-}" ]; then
+            exec testbed broker --host 0.0.0.0 --port "${TESTBED_BROKER_PORT:-1883}" "$@"
+        fi
+        config="$(write_broker_config)"
         exec mosquitto -c "$config" "$@"
         ;;
     "")

@@ -17,12 +17,11 @@ from master.schedulers.eagle import EagleScheduler, Partition, short_partition_s
 from master.schedulers.fifo import FifoScheduler
 from master.schedulers.firmament import FirmamentScheduler, cost_model
 from master.schedulers.firmament.costs import EvictionRisk
-from master.schedulers.task_model import Role, TaskModel, TaskProfile, load_profile
 from master.schedulers.yarn import ModelSource, YarnScheduler, checked_options
 from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
 from testbed.api.policy import Autoscaler, PendingTask, Scheduler
-from testbed.plugins import find_plugin
-from testbed.scenario.durations import parse_duration
+from testbed.durations import parse_duration
+from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import (
     AUTOSCALERS,
     DEFAULT_TASK_MEMORY_MB,
@@ -33,6 +32,7 @@ from testbed.scenario.schema import (
     Scenario,
     ScenarioError,
 )
+from testbed.workloads.task_model import Role, TaskModel, TaskProfile, load_profile
 
 EAGLE_OPTIONS = frozenset({"short_fraction", "probes", "queue_order", "on_demand_copies"})
 CLOUDCOASTER_OPTIONS = frozenset({"threshold", "r", "p", "provisioning_delay"})

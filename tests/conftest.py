@@ -1,30 +1,21 @@
-"""Shared fixtures: a real Mosquitto broker, scenario builders, leak checks."""
+"""Shared fixtures: a real Mosquitto broker, a temporary directory of the processes, an isolated
+import path. The helpers tests import are in ``tests/support``."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings
 
-from testbed.journal.tables import rebuild_tables
-from testbed.scenario.schema import Scenario, parse_scenario
 from testbed.wire.broker import free_port
-
-if TYPE_CHECKING:
-    from master.core.commands import Command
-    from master.core.machine import MasterCore
-    from master.shell.master import Master
+from tests.support.broker import wait_port
 
 # Property tests draw the same examples in every run (and keep no example database): a CI
 # failure is the same failure on a developer's machine, and a passing run stays passing.
@@ -50,19 +41,6 @@ def processes_temp_dir() -> Iterator[None]:
     shutil.rmtree(temp, ignore_errors=True)
 
 
-def make_scenario(**fields: Any) -> Scenario:
-    """A small valid scenario; keyword arguments replace top-level fields."""
-    data: dict[str, Any] = {
-        "name": "test",
-        "seed": 7,
-        "cluster": {"reserved": 1, "transient": 3, "heartbeat_interval": 0.2, "heartbeat_timeout": 2},
-        "jobs": [{"workload": "wordcount", "size_mb": 4, "maps": 4, "reduces": 2}],
-        "timeout": 120,
-    }
-    data.update(fields)
-    return parse_scenario(data)
-
-
 @pytest.fixture
 def isolated_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Loading a scenario puts its directory on sys.path and PYTHONPATH, and imports its
@@ -73,61 +51,6 @@ def isolated_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     for name, module in list(sys.modules.items()):
         if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
             del sys.modules[name]
-
-
-def offline_master(scenario: Scenario, run_dir: Path, **options: Any) -> Master:
-    """A master that is never started: no broker, no provider, no agents. Tests drive its
-    handlers directly."""
-    from master.shell.master import Master
-    from testbed.wire.mqtt import BrokerAddress
-
-    return Master(
-        scenario,
-        "offline",
-        run_dir,
-        provider=None,  # type: ignore[arg-type]
-        broker=BrokerAddress("127.0.0.1", 1),
-        token="t",
-        agent_command=lambda node_id, node_class: [],
-        **options,
-    )
-
-
-def core_act(core: MasterCore, now: float, operation: Any, *args: Any) -> tuple[Any, list[Command]]:
-    """Apply one of the core's operations at ``now`` from outside ``handle`` (a test reaching
-    into one of its parts): the operation's result and the commands it caused."""
-    core.outbox.now = now
-    result = operation(*args)
-    return result, core._commands()
-
-
-def shell_act(master: Master, operation: Any, *args: Any) -> Any:
-    """The same on a master's core now, its commands carried out by the master (journal, sends)."""
-    result, commands = core_act(master.core, master.journal.now(), operation, *args)
-    master._execute(commands)
-    return result
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
-def assert_tables_from_events(run_dir: Path) -> None:
-    """The CSVs the run wrote are those its ``events.jsonl`` makes, byte for byte."""
-    with tempfile.TemporaryDirectory() as elsewhere:
-        rebuilt = Path(elsewhere)
-        counts = rebuild_tables(run_dir / "events.jsonl", rebuilt)
-        written = sorted(p.name for p in run_dir.glob("*.csv"))
-        assert sorted(f"{table}.csv" for table in counts) == written
-        for name in written:
-            assert (rebuilt / name).read_bytes() == (run_dir / name).read_bytes(), name
 
 
 @pytest.fixture
@@ -141,49 +64,8 @@ def mosquitto(tmp_path: Path) -> Iterator[str]:
     config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
     process = subprocess.Popen([binary, "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        _wait_port(port, process)
+        wait_port(port, process)
         yield f"mqtt://127.0.0.1:{port}"
     finally:
         process.terminate()
         process.wait(10)
-
-
-def _wait_port(port: int, process: subprocess.Popen[bytes]) -> None:
-    """Poll until the broker accepts connections (readiness, not a timed sleep)."""
-    for _ in range(500):
-        if process.poll() is not None:
-            stderr = process.stderr.read().decode() if process.stderr else ""
-            raise RuntimeError(f"mosquitto exited: {stderr}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(0.02)
-    raise TimeoutError(f"mosquitto did not listen on {port}")
-
-
-def plugin_module(
-    directory: Path, source: str, prefix: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
-) -> str:
-    """Write ``source`` as a module of a name of its own (modules are cached) in ``directory``,
-    importable the way a module beside a scenario is; it is forgotten after the test."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setenv("PYTHONPATH", "")
-    module = prefix + re.sub(r"\W", "_", request.node.name)
-    (directory / f"{module}.py").write_text(source, encoding="utf-8")
-    request.addfinalizer(lambda: sys.modules.pop(module, None))
-    return module
-
-
-def assert_validate_refuses(
-    path: Path, field: str, expected: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``testbed validate PATH`` exits 2 with one line: the file, then ``field``, then ``expected``."""
-    from testbed.app.cli import main
-
-    assert main(["validate", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1, err
-    assert err.startswith(f"{path}: {field}"), err
-    assert expected in err

@@ -7,10 +7,10 @@ import re
 import master.core.recovery as recovery
 import master.core.rounds as rounds
 import testbed.api as api
+import testbed.api.plan as plan
 import testbed.api.policy as base
 import testbed.api.strategy as api_strategy
 import testbed.wire.protocol as protocol
-import testbed.workloads.plan as plan
 
 
 def test_api_version_is_major_minor() -> None:

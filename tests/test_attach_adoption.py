@@ -8,9 +8,11 @@ import json
 from pathlib import Path
 
 from master.shell.master import Master
-from testbed.wire.capabilities import name_proof
+from testbed.wire.capabilities import name_proof, unseal
 from testbed.wire.protocol import Codec, Message, NameRequest, NodeNamed, NodeState, Topics
-from tests.conftest import make_scenario, offline_master
+from tests.support.agents_stand_in import names_offline
+from tests.support.masters import offline_master
+from tests.support.scenarios import make_scenario
 
 # Container hostnames (short ids): what compose and Swarm agents are before they are named.
 RESERVED_HOSTS = ("a1b2c3d4e5f6", "0f1e2d3c4b5a", "99aa88bb77cc", "123456abcdef")
@@ -23,12 +25,25 @@ def attached_master(tmp_path: Path, policy: dict) -> tuple[Master, list[tuple[st
     master = offline_master(scenario, tmp_path, attach=True)
     sent: list[tuple[str, Message]] = []
     master._publish = lambda node_id, message: sent.append((node_id, message))  # type: ignore[method-assign]
+    names_offline(master, lambda host, answer: sent.append((host, answer)))
     return master, sent
 
 
-def ask(master: Master, host: str, node_class: str, incarnation: str = "n1", topic_host: str = "") -> None:
-    request = NameRequest(host=host, node_class=node_class, incarnation=incarnation, slots=2, memory_mb=512)  # type: ignore[arg-type]
-    master._on_message(TOPICS.state(topic_host or host), Codec.encode(request))
+KEY = "an-agents-own-key"
+
+
+def ask(
+    master: Master, host: str, node_class: str, incarnation: str = "n1", topic_host: str = "", key: str = KEY
+) -> None:
+    request = NameRequest(
+        host=host,
+        node_class=node_class,  # type: ignore[arg-type]
+        incarnation=incarnation,
+        slots=2,
+        memory_mb=512,
+        key=key,
+    )
+    master._on_message(TOPICS.name_requests(topic_host or host), Codec.encode(request))
 
 
 def names(sent: list[tuple[str, Message]]) -> dict[str, str]:
@@ -72,13 +87,23 @@ def test_adopted_nodes_are_named_and_placed_like_launched_ones(tmp_path: Path) -
     assert [(e["node"], e["container"]) for e in launching][-1] == ("transient-0", TRANSIENT_HOST)
 
 
-def test_the_answer_carries_the_run_secrets_proof(tmp_path: Path) -> None:
+def test_the_answer_carries_the_nodes_credentials_sealed_under_the_agents_key(tmp_path: Path) -> None:
     master, sent = attached_master(tmp_path, {"scheduler": "fifo", "strategy": "spark"})
     ask(master, TRANSIENT_HOST, "transient", incarnation="abc")
     ((_, answer),) = sent
     assert isinstance(answer, NodeNamed) and answer.incarnation == "abc"
-    assert answer.proof == name_proof("t", TRANSIENT_HOST, "abc", "transient-0")  # offline_master's secret
-    assert answer.proof != name_proof("t", TRANSIENT_HOST, "abc", "transient-1")
+    label = f"{TRANSIENT_HOST} abc transient-0"
+    assert answer.proof == name_proof(KEY, TRANSIENT_HOST, "abc", "transient-0", answer.sealed)
+    assert unseal(KEY, label, answer.sealed) == {"TESTBED_NODE_KEY": master.keys.node_key("transient-0")}
+    assert master.keys.node_key("transient-0") not in answer.model_dump_json()
+
+
+def test_a_request_with_another_key_is_another_agents(tmp_path: Path) -> None:
+    """Its answer would be sealed under the key it names: it never gets an agent's name."""
+    master, sent = attached_master(tmp_path, {"scheduler": "fifo", "strategy": "spark"})
+    ask(master, TRANSIENT_HOST, "transient")
+    ask(master, TRANSIENT_HOST, "transient", key="someone-elses-key")
+    assert [m.node_id for _, m in sent] == ["transient-0", "transient-1"]
 
 
 def test_a_repeated_request_gets_the_same_name_and_a_restarted_agent_a_new_one(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from testbed.app.calibrate import (
     startup_values,
     write_calibration_scenario,
 )
+from testbed.app.cli import host_dilation
 from testbed.app.sim_commands import calibration_overrides
 from testbed.scenario.schema import load_scenario, parse_scenario
 from testbed.scenario.simulation import FINAL_OP, OP_MODELS
@@ -235,8 +236,8 @@ def test_the_modelled_fetch_is_taken_off_a_reduces_compute() -> None:
     """Two reduces each reading two maps' outputs, one of them from its own node: half their
     input is remote, booked on the sender's ``net-out`` and the reader's ``net-in`` as the
     simulator's links book it; the slower side is the fetch's time."""
+    from testbed.api.plan import Dependency
     from testbed.app.calibrate import fetch_seconds
-    from testbed.workloads.plan import Dependency
 
     head = "task_id,job_id,stage,index,attempt,node_id,node_class,start_s,end_s,status,bytes_in,bytes_out\n"
     table = head + (
@@ -280,14 +281,15 @@ def test_crosscheck_calibrates_at_the_dilation_and_node_sizes_of_its_real_runs(
     cluster = {"reserved": {"count": 1, "slots": 8}, "transient": {"count": 8, "slots": 1}}
     faithful = {"mode": "faithful", "dilation": "auto", "control_plane_cores": 0.5}
     base = parse_scenario({**CALIBRATION_SCENARIO, "cluster": cluster, "fidelity": faithful})
-    assert calibration_overrides(base) == [
+    assert calibration_overrides(base, host_dilation(base)) == [
         "fidelity.mode=faithful",
         "fidelity.dilation=10.67",
         *("cluster.reserved.cpus=8", "cluster.reserved.slots=8"),
         *("cluster.transient.cpus=1", "cluster.transient.slots=1"),
     ]
     fixed = parse_scenario({**CALIBRATION_SCENARIO, "fidelity": {"mode": "faithful", "dilation": 6}})
-    assert calibration_overrides(fixed)[:2] == ["fidelity.mode=faithful", "fidelity.dilation=6"]
+    overrides = calibration_overrides(fixed, host_dilation(fixed))
+    assert overrides[:2] == ["fidelity.mode=faithful", "fidelity.dilation=6"]
     scenario = write_calibration_scenario(tmp_path / "calibrate.yaml")
-    calibration = load_scenario(scenario, calibration_overrides(base))
+    calibration = load_scenario(scenario, calibration_overrides(base, host_dilation(base)))
     assert (calibration.cluster.reserved.cores, calibration.cluster.transient.slots) == (8, 1)

@@ -3,8 +3,10 @@ compose/*.yaml being exactly what the command generates today."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import yaml
 
 from master.shell.compose_file import GENERATED, compose_file
 from testbed.app.cli import build_parser, main
+from testbed.node.processes import SECRET_ENV
 from testbed.scenario.schema import load_scenario
 
 REPO = Path(__file__).resolve().parents[1]
@@ -148,7 +151,7 @@ def test_plugin_directories_are_mounted_and_on_the_agents_pythonpath(
 ) -> None:
     """The master sees the scenario at /scenarios, so it gets the plugin directories as they
     are mounted (their own paths); agents import workload plugins through PYTHONPATH."""
-    from tests.test_plugin_docs import write_doc_files
+    from tests.support.plugins import write_doc_files
 
     plugins = tmp_path / "my plugins"
     plugins.mkdir()
@@ -163,6 +166,48 @@ def test_plugin_directories_are_mounted_and_on_the_agents_pythonpath(
         assert services[name]["environment"]["PYTHONPATH"] == str(plugins)
     command = services["master"]["command"]
     assert command[-2:] == ["--set", f'policy.plugin_path=["{plugins}"]']
+
+
+def test_every_service_gets_its_own_docker_secret_and_no_secret_variable(tmp_path: Path) -> None:
+    """The master, the broker and the agents each mount one secret of the run's directory,
+    named by ``TESTBED_SECRETS_FILE``; no service has a secret in its environment."""
+    out = tmp_path / "stack" / "quickstart.yaml"
+    out.parent.mkdir()
+    assert main(["compose", str(REPO / "scenarios" / "quickstart.yaml"), "-o", str(out)]) == 0
+    compose = yaml.safe_load(out.read_text())
+    directory = "${TESTBED_SECRETS:-./quickstart.secrets}"
+    assert compose["secrets"] == {
+        f"testbed-{kind}": {"file": f"{directory}/{kind}.json"} for kind in ("master", "broker", "enrol")
+    }
+    kinds = {"master": "master", "broker": "broker", "reserved": "enrol", "transient": "enrol"}
+    for name, service in compose["services"].items():
+        secret = f"testbed-{kinds[name]}"
+        assert service["secrets"] == [secret], name
+        assert service["environment"]["TESTBED_SECRETS_FILE"] == f"/run/secrets/{secret}", name
+        assert not set(service["environment"]) & set(SECRET_ENV), name
+    written = out.parent / "quickstart.secrets"  # -o makes them beside the file
+    assert stat.S_IMODE(written.stat().st_mode) == 0o700
+    assert sorted(p.name for p in written.iterdir()) == ["broker.json", "enrol.json", "master.json"]
+    enrol = json.loads((written / "enrol.json").read_text())
+    master = json.loads((written / "master.json").read_text())
+    assert enrol["TESTBED_MQTT_USERNAME"] == "enrol" and enrol["TESTBED_MQTT_PASSWORD"] not in master.values()
+    if shutil.which("docker-compose"):  # Compose v1 takes the secrets (no engine needed)
+        check = subprocess.run(
+            ["docker-compose", "-f", str(out), "config", "-q"], capture_output=True, text=True
+        )
+        assert check.returncode == 0, check.stderr
+
+
+def test_secrets_are_fresh_and_never_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["secrets", str(tmp_path / "a")]) == 0
+    assert main(["secrets", str(tmp_path / "b")]) == 0
+    first, second = ((tmp_path / d / "master.json").read_text() for d in ("a", "b"))
+    assert json.loads(first)["TESTBED_RUN_TOKEN"] != json.loads(second)["TESTBED_RUN_TOKEN"]
+    capsys.readouterr()
+    assert main(["secrets", str(tmp_path / "a")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and str(tmp_path / "a") in error and "exists" in error
+    assert (tmp_path / "a" / "master.json").read_text() == first
 
 
 def seconds(duration: str) -> float:

@@ -9,7 +9,7 @@ import pytest
 
 from testbed.arrivals.dss import DssMix, dss_jobs
 from testbed.scenario.schema import ScenarioError, parse_scenario
-from tests.sim.helpers import rows, simulate
+from tests.support.sim import rows, simulate
 
 
 def test_dss_trace_stays_in_the_papers_ranges_and_is_seeded() -> None:

@@ -20,39 +20,8 @@ from aiohttp import web
 from agents.shuffle import make_app
 from master.core.liveness import patience_s
 from master.core.nodes import NodeRecord
-from master.providers.local import LocalProvider
 from master.shell.master import Master
-from testbed.wire.mqtt import BrokerAddress
-from tests.conftest import make_scenario, shell_act
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def master_with_a_node(tmp_path: Path, clock: Clock, started: bool = True) -> tuple[Master, NodeRecord]:
-    """``started``: the run's time 0 has passed (else the cluster is still starting)."""
-    master = Master(
-        make_scenario(chaos={"transient": {"replace": False}}),  # nothing to launch here
-        "run",
-        tmp_path,
-        provider=LocalProvider("run", tmp_path / "nodes"),  # it owns no node: nothing to kill
-        broker=BrokerAddress.parse("mqtt://127.0.0.1:1"),
-        token="t",
-        agent_command=lambda node_id, node_class: [],
-    )
-    master.journal.clock = clock
-    if started:
-        master.begin()
-    else:
-        master.journal.t0 = clock()
-    node = NodeRecord("transient-0", "transient", 0, 0.0, 2, 1024, 0.3, status="up")
-    master.nodes[node.node_id] = node
-    return master, node
+from tests.support.masters import Clock, master_with_a_node, shell_act
 
 
 async def test_silence_before_time_zero_counts(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from agents.agent import RunningAttempt
 from testbed.wire.protocol import BlockRef, TaskInputs
 from testbed.workloads.base import BlockFetcher, TaskContext
 from testbed.workloads.local import LOCAL
-from tests.test_input_cache import agent
-from tests.test_partial_aggregation import local_wordcount
+from tests.support.agents import agent
+from tests.support.workloads import local_wordcount
 
 
 def test_a_streamed_dependency_reads_each_committed_block_once_until_the_last(tmp_path: Path) -> None:

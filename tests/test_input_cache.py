@@ -12,14 +12,13 @@ from typing import Any
 import msgpack
 import pytest
 
-from agents.agent import Agent, AgentConfig
 from testbed.node.lru import LruCache
 from testbed.scenario.schema import parse_scenario
-from testbed.wire.mqtt import BrokerAddress
 from testbed.wire.protocol import Codec, Heartbeat, TaskUpdate
 from testbed.workloads import plan_job
 from testbed.workloads.input_cache import InputCache, input_cache_key
 from testbed.workloads.local import LocalJob, run_task
+from tests.support.agents import agent
 
 
 def chunks() -> Iterator[bytes]:
@@ -86,11 +85,6 @@ def test_every_source_reading_op_gives_the_same_output_from_the_cache(tmp_path: 
     assert [(r.metrics.cache_hits, r.metrics.cache_misses) for r in runs] == [(0, 0), (0, 1), (1, 0)]
     (cache_file,) = (tmp_path / "cache").iterdir()
     assert runs[2].metrics.cache_bytes_read == cache_file.stat().st_size > 0
-
-
-def agent(tmp_path: Path) -> Agent:
-    config = AgentConfig("run", "transient-0", "transient", BrokerAddress("127.0.0.1", 1), tmp_path)
-    return Agent(config)
 
 
 def test_the_agent_lru_deletes_the_files_it_stops_keeping(tmp_path: Path) -> None:

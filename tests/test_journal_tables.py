@@ -13,9 +13,8 @@ import pytest
 from master.shell.journal_file import Journal
 from testbed.journal.schema import EVENTS
 from testbed.journal.tables import ROWS_FROM_EVENTS, TABLES, row_of
-from tests.conftest import assert_tables_from_events
-from tests.sim.helpers import simulate
-from tests.sim.test_determinism import SCENARIO
+from tests.support.runs import assert_tables_from_events
+from tests.support.sim import SCENARIO, simulate
 
 TASK = {"task": "j000.s1.t2", "job": "j000", "stage": 1, "node": "transient-3", "attempt": 1}
 

@@ -27,8 +27,7 @@ from master.core.liveness import (
 from master.shell.master import Master, NodeRecord
 from master.summary.cluster import shortfall
 from testbed.wire.protocol import CancelTask, Codec, Heartbeat, LaunchTask, TaskUpdate
-from tests.conftest import shell_act
-from tests.test_failure_detection import Clock, master_with_a_node
+from tests.support.masters import Clock, master_with_a_node, shell_act
 
 RESEND = 3.0
 

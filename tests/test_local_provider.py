@@ -14,7 +14,7 @@ import pytest
 
 from master.providers.base import ForeignNodeError
 from master.providers.local import TEMP_RECORD, LocalProvider, remove_recorded_temp
-from tests.conftest import process_alive
+from tests.support.processes import process_alive
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 

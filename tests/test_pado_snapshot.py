@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from testbed.api import Tick
-from tests.agents_stand_in import StandInAgents
-from tests.conftest import make_scenario, offline_master, shell_act
+from tests.support.agents_stand_in import StandInAgents
+from tests.support.masters import offline_master, shell_act
+from tests.support.scenarios import make_scenario
 
 
 def journaled(run_dir: Path, name: str) -> int:

@@ -17,17 +17,7 @@ from master.recovery.pado_state import aggregates_into, push_block_id
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.blocks import iter_frames, read_segment_chunks, segment
 from testbed.workloads import plan_job
-from testbed.workloads.local import LocalJob
-from tests.test_recovery_shell import pagerank_plan
-
-
-def local_wordcount(work: Path, maps: int = 3) -> LocalJob:
-    job = {"workload": "wordcount", "size_mb": 0.3, "maps": maps, "reduces": 2}
-    scenario = parse_scenario({"name": "t", "jobs": [job]})
-    local = LocalJob(plan_job(scenario.jobs[0], 5, scenario), work)
-    for index in range(maps):
-        local.run_task(0, index, 16 << 20)
-    return local
+from tests.support.workloads import local_wordcount, pagerank_plan
 
 
 def counts(blocks: Path, block: str, partition: int) -> tuple[Counter[str], int]:

@@ -4,24 +4,12 @@ here, and the scheduler in a real run in tests/e2e/test_plugin_run.py."""
 from __future__ import annotations
 
 import importlib
-import re
 import sys
 from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
-BLOCK = re.compile(r"```(?:python|yaml)\n# file: (\S+)\n(.*?)```", re.DOTALL)
-
-
-def doc_files() -> dict[str, str]:
-    """``{file name: text}`` of the doc's code blocks that start with ``# file: NAME``."""
-    return {name: text for name, text in BLOCK.findall(DOC.read_text(encoding="utf-8"))}
-
-
-def write_doc_files(directory: Path) -> None:
-    for name, text in doc_files().items():
-        (directory / name).write_text(text, encoding="utf-8")
+from tests.support.plugins import doc_files, write_doc_files
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ import pytest
 
 from master.policy_setup import make_autoscaler, make_scheduler, policy_plugins
 from testbed.scenario.schema import load_scenario
-from tests.conftest import assert_validate_refuses, plugin_module
+from tests.support.cli import assert_validate_refuses
+from tests.support.plugins import plugin_module
 
 PLUGIN = '''
 from pydantic import BaseModel

@@ -20,7 +20,8 @@ def test_progress_line_counts_jobs_tasks_and_evictions() -> None:
 
 
 async def test_the_clock_says_which_origin_and_does_not_restart_silently(tmp_path) -> None:
-    from tests.conftest import make_scenario, offline_master
+    from tests.support.masters import offline_master
+    from tests.support.scenarios import make_scenario
 
     master = offline_master(make_scenario(), tmp_path)
     before = progress_line(master.api.status())

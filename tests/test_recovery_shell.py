@@ -12,19 +12,8 @@ from master.core.jobs import JobRuntime
 from master.recovery.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
 from master.recovery.pado_compiler import compile_pado
 from master.recovery.spark import logical_dag, physical_operators, shuffle_consumers, stage_classes
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
-
-
-def pagerank_plan(parts: int = 3, iterations: int = 4) -> JobPlan:
-    stages = [
-        StagePlan("pagerank.edges", 2, parts),
-        StagePlan("pagerank.links", parts, 2, (Dependency(0, "shuffle"),)),
-        StagePlan("pagerank.scatter", parts, parts, (Dependency(1, "narrow"),)),
-    ]
-    for i in range(1, iterations + 1):
-        deps = (Dependency(len(stages) - 1, "shuffle"), Dependency(1, "narrow"))
-        stages.append(StagePlan("pagerank.iterate", parts, parts, deps, final=i == iterations))
-    return JobPlan("pagerank", tuple(stages))
+from testbed.api.plan import Dependency, JobPlan, StagePlan
+from tests.support.workloads import pagerank_plan
 
 
 def as_lineage(plan: JobPlan) -> PhysicalPlan:

@@ -96,7 +96,7 @@ def test_a_workloads_mean_jct_is_a_time_and_its_relaunched_ratio_is_not() -> Non
 
 
 def test_a_dilated_task_model_predicts_a_slower_task_that_spills_the_same() -> None:
-    from master.schedulers.task_model import TaskModel
+    from testbed.workloads.task_model import TaskModel
 
     model = TaskModel(ideal_memory_mb=100, ideal_duration_s=2.0, disk_rate_mb_s=50.0)
     slow = model.dilated(4)

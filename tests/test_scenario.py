@@ -134,18 +134,26 @@ def test_cli_validate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["frobnicate"]) == 2
 
 
+SHIPPED = sorted(Path(__file__).resolve().parents[1].joinpath("scenarios").glob("*.yaml"))
+
+
 def test_shipped_scenarios_validate() -> None:
-    for path in sorted(Path(__file__).parents[1].joinpath("scenarios").glob("*.yaml")):
-        load_scenario(path)
+    """Every shipped scenario loads, and submits work: jobs, or a stream of arriving ones."""
+    assert any(path.name == "quickstart.yaml" for path in SHIPPED), SHIPPED  # the glob found them
+    for path in SHIPPED:
+        scenario = load_scenario(path)
+        assert scenario.jobs or scenario.arrivals is not None, path
 
 
 def test_shipped_scenarios_validate_from_any_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As compose runs them: the scenarios directory mounted elsewhere, another working directory."""
+    """As compose runs them: the scenarios directory mounted elsewhere, another working directory.
+    Every path a scenario names resolves beside its file, so each loads as it does from the
+    directory the tests run in."""
+    here = [load_scenario(path) for path in SHIPPED]
     monkeypatch.chdir(tmp_path)
-    for path in sorted(Path(__file__).parents[1].joinpath("scenarios").glob("*.yaml")):
-        load_scenario(path)
+    assert [load_scenario(path) for path in SHIPPED] == here
 
 
 PROFILE = (

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.schedulers.firmament.costs import COST_MODELS
-from tests.agents_stand_in import StandInAgents
-from tests.conftest import make_scenario, offline_master, shell_act
+from tests.support.agents_stand_in import StandInAgents
+from tests.support.masters import offline_master, shell_act
+from tests.support.scenarios import make_scenario
 
 SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle", "firmament")
 STRATEGIES = ("spark", "spark-checkpoint", "spark-checkpoint fetching back", "pado")

@@ -9,7 +9,7 @@ import pytest
 
 from testbed.api import Note, Strategy
 from testbed.testing import StrategyBench
-from tests.test_plugin_docs import write_doc_files
+from tests.support.plugins import write_doc_files
 
 JOB = {"workload": "wordcount", "size_mb": 1, "maps": 4, "reduces": 2}
 

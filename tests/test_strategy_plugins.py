@@ -16,8 +16,8 @@ from master.policy_setup import policy_plugins
 from master.recovery import make_strategy
 from testbed.scenario.schema import load_scenario
 from testbed.testing import run
-from tests.conftest import assert_validate_refuses, plugin_module
-from tests.test_plugin_docs import write_doc_files
+from tests.support.cli import assert_validate_refuses
+from tests.support.plugins import plugin_module, reruns, write_doc_files
 
 PLUGIN = '''
 from testbed.api import Note, Ready, Strategy
@@ -43,14 +43,6 @@ class Raises(OnReserved):
 
     def on_task_succeeded(self, view, event):
         raise RuntimeError("a bug in the plugin")
-
-
-class NotAStrategy:
-    def plan(self, view, job):
-        return []
-
-    def launch(self, view, job, key):
-        return None
 
 
 class NoLaunch:
@@ -141,7 +133,6 @@ def test_a_strategy_that_raises_ends_its_simulated_run_cleanly(
 
 
 BAD = [
-    ("{strategy: '{module}:NotAStrategy'}", "is no strategy: subclass testbed.api.Strategy"),
     ("{strategy: '{module}:NoLaunch'}", "is no strategy: it lacks the method launch()"),
     ("{strategy: nope}", "'nope' is neither a built-in strategy (spark, spark-checkpoint, pado)"),
     ("{strategy: 'no_such_module_xyz:S'}", "policy.strategy: cannot import 'no_such_module_xyz'"),
@@ -155,11 +146,6 @@ def test_a_bad_strategy_plugin_is_one_line_and_exit_2(
     directory, module = plugin_dir
     path = scenario(directory, policy.replace("{module}", module))
     assert_validate_refuses(path, "policy.strategy", expected.replace("{module}", module), capsys)
-
-
-def reruns(events: list[dict]) -> list[tuple[str, str]]:
-    """(task, node class) of every attempt after a task's first."""
-    return [(e["task"], e["class"]) for e in events if e["event"] == "task_started" and e["attempt"] > 0]
 
 
 def test_the_docs_strategy_sends_interrupted_tasks_to_reserved_nodes_on_the_simulator(

@@ -67,18 +67,3 @@ def test_only_a_larger_oom_count_makes_a_sigkill_oom() -> None:
     assert death_outcome(-signal.SIGKILL, 3, 3)["failure"] == "killed"
     assert death_outcome(-signal.SIGKILL, None, None)["failure"] == "killed"
     assert death_outcome(1, 3, 4)["failure"] == "killed"
-
-
-def allocate(conn: Connection, megabytes: int) -> None:
-    """A worker that touches ``megabytes`` of memory (every page written), then reports."""
-    hog = b"\x01" * (megabytes << 20)
-    conn.send({"state": "succeeded", "bytes": len(hog)})
-
-
-async def run_allocating_worker(megabytes: int) -> dict:
-    """Start ``allocate`` as the agent starts a task's worker and return the outcome it reads."""
-    receiver, sender = _forkserver.Pipe(duplex=False)
-    process = _forkserver.Process(target=allocate, args=(sender, megabytes), daemon=True)
-    await _start_worker(process, None)
-    sender.close()
-    return await _receive(receiver, process, None)

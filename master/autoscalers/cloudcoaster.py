@@ -234,6 +234,9 @@ class CloudCoasterAutoscaler(Autoscaler):
     of the static cluster (``eagle.short_partition_size``).
     """
 
+    needs_current_jobs = False
+    """It reads the jobs only for the long flag of the tasks queued on servers."""
+
     def __init__(
         self,
         *,

@@ -20,10 +20,11 @@ from pathlib import Path
 from master.chaos.rules import LAUNCH, ChaosRules, Reason, StormEvent, VirtualClock, class_rules
 from master.chaos.select import EvictableNode
 from testbed.api.policy import NodeView
-from testbed.chaosmodels.lifetimes import NODE_CLASSES, format_seconds
+from testbed.chaosmodels.lifetime_model import format_seconds
+from testbed.chaosmodels.lifetimes import NODE_CLASSES
 from testbed.chaosmodels.prices import parse_price
+from testbed.limits import MAX_PLANNED_EVICTIONS
 from testbed.scenario.chaos import EvictSpec, StormSpec
-from testbed.scenario.limits import MAX_PLANNED_EVICTIONS
 from testbed.scenario.schema import Scenario
 from testbed.wire.protocol import NodeClass
 

@@ -26,11 +26,11 @@ import numpy as np
 
 from master.chaos.select import EvictableNode, select_victims
 from testbed.chaosmodels.capacity import CapacitySchedule, parse_capacity
+from testbed.chaosmodels.lifetime_model import LifetimeModel
 from testbed.chaosmodels.lifetimes import (
     NODE_CLASSES,
     STORM_VICTIM_STREAM,
     STORM_WINDOW_STREAM,
-    LifetimeModel,
     effective_notice,
     lifetime_for,
     parse_lifetime,

@@ -44,12 +44,13 @@ class StartNode:
 
 @dataclass(frozen=True, slots=True)
 class NameNode:
-    """Tell the agent on ``host`` (attach mode) that it is ``node_id`` (``NodeNamed``, with the
-    proof of the run's secret, which only the shell holds); its provider adopts it."""
+    """Tell the agent on ``host`` (attach mode) that it is ``node_id`` (``NodeNamed``, with its
+    credentials sealed under ``key``, the agent's own, by the shell); its provider adopts it."""
 
     host: str
     incarnation: str
     node_id: str
+    key: str = ""
 
 
 @dataclass(frozen=True, slots=True)

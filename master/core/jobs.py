@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from master.core.lifecycle import JOB, TASK
+from testbed.api.plan import Dependency, JobPlan
 from testbed.api.strategy import JobStatus, TaskKey, TaskStatus
 from testbed.wire.protocol import BlockRef, TaskMetrics
-from testbed.workloads.plan import Dependency, JobPlan
 
 MAX_FAILURES = 6
 

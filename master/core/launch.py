@@ -47,8 +47,8 @@ class Launcher:
         """Initial nodes not launched yet (classes, in launch order)."""
         self.initial = True
         """Until the initial cluster is up."""
-        self.adopted: dict[tuple[str, str], str] = {}
-        """(hostname, naming incarnation) -> node id of each adopted node."""
+        self.adopted: dict[tuple[str, str, str], str] = {}
+        """(hostname, naming incarnation, key) -> node id of each adopted node."""
         self.registered: list[NodeRecord] = []
         """The nodes registered before the initial cluster was up, in order; those before
         ``settled`` no longer launch (a node never goes back to launching)."""
@@ -136,11 +136,12 @@ class Launcher:
     def adopt(self, request: NameRequest) -> None:
         """A node the master did not launch (attach mode) asks for its name: it gets the next
         id of its class, as a launched node would, and keeps its hostname as ``container``.
-        A repeated request (the agent asks until answered) gets the same answer."""
-        key = (request.host, request.incarnation)
+        A repeated request (the agent asks until answered) gets the same answer; one with
+        another key is another agent's (the answer is sealed under the key it names)."""
+        key = (request.host, request.incarnation, request.key)
         node_id = self.adopted.get(key)
         if node_id is None:
             record = self._register(request.node_class, request.slots, request.memory_mb, request.host)
             node_id = self.adopted[key] = record.node_id
             log.info("adopted %s (container %s)", node_id, request.host)
-        self.put(NameNode(request.host, request.incarnation, node_id))
+        self.put(NameNode(request.host, request.incarnation, node_id, request.key))

@@ -48,10 +48,10 @@ class SchedulingRound:
         """The node classes whose capacity is out now (the chaos rules say; none by default)."""
         self.nodes = NodeViews(core.nodes, core.scenario, self._running_views)
         """The nodes' views, rebuilt only where they changed."""
-        self.views_needed: bool = getattr(scheduler, "needs_node_views", True)
-        """Whether the round's snapshot shows the nodes' views (API 1.4: a scheduler of an
-        earlier API that does not subclass ``Scheduler`` has no such member: it needs them)."""
-        self.free_needed: bool = getattr(scheduler, "needs_free_index", True)
+        self.views_needed: bool = scheduler.needs_node_views
+        """Whether the round's snapshot shows the nodes' views (a plugin that does not declare it
+        was given the interface's default when it loaded: ``testbed.scenario.plugins``)."""
+        self.free_needed: bool = scheduler.needs_free_index
         """Whether the round's snapshot indexes the free nodes (``ClusterSnapshot.free``)."""
         self._pending_views: dict[str, PendingTask] = {}
         """The last snapshot's pending tasks, by id (``_pending_task``)."""
@@ -64,12 +64,14 @@ class SchedulingRound:
 
     def snapshot(self, free: bool = False) -> tuple[ClusterSnapshot, Pending]:
         """``free``: the scheduling round's snapshot: with the nodes with a free slot indexed
-        (``ClusterSnapshot.free``) if the scheduler reads them, and no node views if it needs none."""
+        (``ClusterSnapshot.free``) if the scheduler reads them, no node views if it needs none,
+        and only a window of the ready tasks if it places the head of the queue. Any other
+        snapshot (the autoscaler's) holds every ready task."""
         core = self.core
         now = core.journal.now()
         pending: Pending = {}
         jobs = []
-        window = self._pending_window()
+        window = self._pending_window() if free else None
         previous, self._pending_views = self._pending_views, {}
         self._job_views, self._shown_jobs = self._shown_jobs, self._job_views
         self._shown_jobs.clear()

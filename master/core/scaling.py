@@ -48,6 +48,7 @@ from testbed.api.policy import (
     ScaleDecision,
     Undrain,
 )
+from testbed.journal.events import Autoscale
 
 MAX_ROUNDS = 64
 MAX_SHOWN = 6
@@ -58,6 +59,8 @@ SCALING = 30
 ENDED = ("lost", "gone")
 """The statuses a node never leaves."""
 _ID = attrgetter("node_id")
+NAMED_FACTS = Autoscale.__optional_keys__ - {"facts"}
+"""The facts an ``autoscale`` event has a field of (CloudCoaster's)."""
 
 
 class AutoscalerUnsettled(RuntimeError):
@@ -152,13 +155,17 @@ class Scaling:
         every node in Python after every round.
 
         ``seen``: the scheduling round's snapshot at this same instant, taken before its
-        decisions. Its jobs are reused with the nodes as they are now, instead of a second
-        walk over every job (the core's snapshot, a third of a simulated day's CPU twice a
-        round). The only autoscaler that runs (CloudCoaster, under Eagle) reads the jobs only
-        for the long flag of the tasks queued on nodes, and a task queued after the round was
-        pending before it, with the same flag: the answers are those of a fresh snapshot
-        (tests/core/test_scaling_reuse.py checks it in every step of a run)."""
-        if seen is None:
+        decisions. For an autoscaler that does not need the current jobs
+        (``Autoscaler.needs_current_jobs``), its jobs are reused with the nodes as they are now,
+        instead of a second walk over every job (the core's snapshot, a third of a simulated
+        day's CPU twice a round). CloudCoaster (under Eagle) reads the jobs only for the long
+        flag of the tasks queued on nodes, and a task queued after the round was pending before
+        it, with the same flag: the answers are those of a fresh snapshot
+        (tests/core/test_scaling_reuse.py checks it in every step of a run). Any other
+        autoscaler sees the jobs as they are now, every ready task in them: the round's
+        snapshot shows the tasks it started as pending, and only a window of the ready tasks
+        under a scheduler that places the head of the queue (FIFO)."""
+        if seen is None or self.autoscaler.needs_current_jobs:
             snapshot, _ = self.core.snapshot()
         else:
             snapshot = dataclasses.replace(seen, nodes=self.core.node_views(), free=None)
@@ -248,7 +255,14 @@ class Scaling:
     # ------------------------------------------------------------------ journal
 
     def _journal(self, snapshot: ClusterSnapshot, decisions: list[ScaleDecision]) -> None:
-        facts: dict[str, Any] = {"provisioning": self.provisioning, **self.autoscaler.facts(snapshot)}
+        """An ``autoscale`` event per decision, with the autoscaler's facts: a fact the event
+        names is that field, any other goes in its ``facts`` (a plugin's facts are its own)."""
+        told = self.autoscaler.facts(snapshot)
+        facts: dict[str, Any] = {"provisioning": self.provisioning}
+        facts.update((name, value) for name, value in told.items() if name in NAMED_FACTS)
+        others = {name: value for name, value in told.items() if name not in NAMED_FACTS}
+        if others:
+            facts["facts"] = others
         for decision in decisions:
             self.core.journal.event(
                 "autoscale",

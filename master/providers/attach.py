@@ -17,8 +17,9 @@ hostname, and refuses anything else (ForeignNodeError), like DockerProvider.
   one-node swarm) and removes it; where nodes are evicted, the agents' ``restart_policy``
   is ``none`` (``master.shell.compose_file``), so Swarm does not restart it. A new node is
   a one-replica service created through the manager from a live node's service spec, with
-  the master's command, the node id as hostname and the stack's namespace label (``docker
-  stack rm`` removes it); ``close`` removes those services.
+  the master's command, the node id as hostname, the stack's namespace label (``docker
+  stack rm`` removes it) and, instead of the stack's secrets, a Swarm secret of its own (its
+  broker login and node key); ``close`` removes those services and secrets.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import json
+import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +39,7 @@ from docker.models.containers import Container
 from docker.models.services import Service
 
 from master.providers.base import ForeignNodeError
+from master.providers.container_secrets import image_uid, put_secrets, split_secrets
 from master.providers.docker import (
     AGENT_OVERHEAD_MB,
     AGENT_PORT,
@@ -47,6 +51,7 @@ from master.providers.docker import (
     RELEASE_TIMEOUT_S,
     UnknownNodeError,
 )
+from testbed.node.processes import SECRETS_FILE_ENV
 
 
 @dataclass(frozen=True)
@@ -60,12 +65,27 @@ class _NewNode:
 
 
 def _input_mounts(template: Container) -> list[docker.types.Mount]:
-    """The template's bind mounts (the jobs' input files), for a new node: its tasks may read them."""
+    """The template's bind mounts (the jobs' input files), for a new node: its tasks may read
+    them. Not its Docker secrets (compose binds them under /run/secrets): a new node has its own."""
     return [
         docker.types.Mount(m["Destination"], m["Source"], type="bind", read_only=not m["RW"])
         for m in template.attrs["Mounts"]
-        if m["Type"] == "bind"
+        if m["Type"] == "bind" and not m["Destination"].startswith(DOCKER_SECRETS)
     ]
+
+
+DOCKER_SECRETS = "/run/secrets/"
+"""Where compose and Swarm mount a service's secrets."""
+NODE_SECRET = "testbed-node"
+"""The file name, under DOCKER_SECRETS, of a new Swarm node's own secret."""
+
+
+def _environment(template: list[str], own: dict[str, str]) -> list[str]:
+    """A live node's environment (``KEY=VALUE``s) with a new node's own values instead, and
+    not the live node's secret file (its enrolment login, on compose and Swarm)."""
+    dropped = {*own, SECRETS_FILE_ENV}
+    kept = [entry for entry in template if entry.split("=", 1)[0] not in dropped]
+    return [*kept, *(f"{k}={v}" for k, v in own.items())]
 
 
 SWARM_SERVICE_ID = "com.docker.swarm.service.id"
@@ -262,9 +282,11 @@ class AttachProvider:
     # -- compose: containers ----------------------------------------------------------
 
     def _create_container(self, template: Container, node: _NewNode) -> None:
+        """Its broker login and node key in a file written into it (``container_secrets``)."""
         config = template.attrs["Config"]
         labels = {k: v for k, v in config["Labels"].items() if not k.startswith("com.docker.compose.")}
-        env = [*config["Env"], *(f"{k}={v}" for k, v in node.env.items())]
+        own, secrets = split_secrets(node.env)
+        env = _environment(config["Env"], own)
         limits = {"mem_limit": node.memory_bytes, "memswap_limit": node.memory_bytes}
         if node.nano_cpus:
             limits["nano_cpus"] = node.nano_cpus
@@ -282,8 +304,10 @@ class AttachProvider:
             **limits,
         )
         try:
+            if secrets:
+                put_secrets(container, secrets, image_uid(container))
             container.start()
-        except APIError:
+        except BaseException:
             container.remove(force=True, v=True)
             raise
 
@@ -300,11 +324,16 @@ class AttachProvider:
     # -- Swarm: services --------------------------------------------------------------
 
     def _create_service(self, spec: dict[str, Any], node: _NewNode) -> None:
+        """Its broker login and node key in a Swarm secret of its own (the stack's stay out)."""
         task = copy.deepcopy(spec["TaskTemplate"])
         container = task["ContainerSpec"]
         container["Hostname"] = node.node_id
         container["Args"] = node.command
-        container["Env"] = [*container.get("Env", []), *(f"{k}={v}" for k, v in node.env.items())]
+        own, secrets = split_secrets(node.env)
+        if secrets:
+            own[SECRETS_FILE_ENV] = f"{DOCKER_SECRETS}{NODE_SECRET}"
+        container["Secrets"] = [self._node_secret(node.node_id, secrets)] if secrets else []
+        container["Env"] = _environment(container.get("Env", []), own)
         container["Labels"] = {
             **container.get("Labels", {}),
             LABEL_CLASS: node.node_class,
@@ -324,12 +353,24 @@ class AttachProvider:
             mode={"Replicated": {"Replicas": 1}},
         )
 
+    def _node_secret(self, node_id: str, secrets: dict[str, str]) -> dict[str, Any]:
+        """A new Swarm secret holding ``secrets``, as a service's reference to it (read-only,
+        the image's user reads it: Swarm's default mode)."""
+        name = f"testbed-{self.run_id}-{node_id}-{os.urandom(3).hex()}"
+        labels = {LABEL_RUN: self.run_id, LABEL_NODE: node_id}
+        secret = self._client.secrets.create(name=name, data=json.dumps(secrets), labels=labels)
+        target = {"Name": NODE_SECRET, "UID": "0", "GID": "0", "Mode": 0o444}
+        return {"SecretID": secret.id, "SecretName": name, "File": target}
+
     def _remove_replacements(self) -> None:
         filters = {"label": [f"{LABEL_RUN}={self.run_id}", LABEL_NODE]}
         if self._is_manager():
             for service in self._client.services.list(filters=filters):
                 if service.attrs["Spec"].get("Labels", {}).get(LABEL_RUN) == self.run_id:
                     service.remove()
+            for secret in self._client.secrets.list(filters=filters):
+                if secret.attrs["Spec"].get("Labels", {}).get(LABEL_RUN) == self.run_id:
+                    secret.remove()
         for container in self._client.containers.list(all=True, filters=filters, ignore_removed=True):
             if container.labels.get(LABEL_RUN) == self.run_id:
                 self._kill_and_remove(container)

@@ -29,16 +29,16 @@ Per node:
   in memory, so spilled data does not count against the memory limit), deleted with the
   container;
 - hostname and network alias = node id, on one bridge network per run (or the network
-  given), so that agents reach one another by node id.
+  given), so that agents reach one another by node id;
+- secrets (the agent's broker login and node key) in a file written into the container
+  before it starts, never in its environment (``master.providers.container_secrets``).
 
 The SDK blocks: every call into it runs in a worker thread (asyncio.to_thread).
 """
 
 import asyncio
-import io
 import logging
 import re
-import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,6 +50,7 @@ from docker.models.volumes import Volume
 from docker.types import Mount
 
 from master.providers.base import ForeignNodeError
+from master.providers.container_secrets import image_uid, put_secrets, split_secrets
 from testbed.node.cgroups import CpuCgroups, CpuStats, hierarchy_path, remove_everywhere
 
 LABEL_RUN = "testbed.run"
@@ -260,11 +261,10 @@ class DockerProvider:
         log.warning("the CPU groups %s of node %s still hold processes; left in place", path, node_id)
 
     def _user_id(self, container: Container) -> int:
-        """The uid the container's processes run as: its image's user, numeric or looked up in
-        the image's /etc/passwd (once per run: every node runs the same image)."""
+        """The uid the container's processes run as (``image_uid``; once per run: every node
+        runs the same image)."""
         if self._uid is None:
-            user = (container.attrs["Config"].get("User") or "0").split(":")[0]
-            self._uid = int(user) if user.isdigit() else _passwd_uid(container, user)
+            self._uid = image_uid(container)
         return self._uid
 
     # -- containers -------------------------------------------------------------------
@@ -298,6 +298,7 @@ class DockerProvider:
         elif cpus is not None:
             limits["nano_cpus"] = round(cpus * 1e9)
         endpoint = self._client.api.create_endpoint_config(aliases=[node_id])
+        env, secrets = split_secrets(env)
         try:
             container = self._client.containers.create(
                 self.image,
@@ -317,6 +318,8 @@ class DockerProvider:
                 raise NodeExistsError(f"container {self._container_name(node_id)} already exists") from error
             raise
         try:
+            if secrets:
+                put_secrets(container, secrets, self._user_id(container))
             if group is not None and self._cgroups is not None:
                 self._cgroups.delegate(group, self._user_id(container))
             container.start()
@@ -429,14 +432,3 @@ class DockerProvider:
         network.reload()
         return network.attrs["IPAM"]["Config"][0]["Gateway"]
 
-
-def _passwd_uid(container: Container, user: str) -> int:
-    stream, _ = container.get_archive("/etc/passwd")
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
-        member = archive.extractfile("passwd")
-        entries = member.read().decode() if member is not None else ""
-    for entry in entries.splitlines():
-        fields = entry.split(":")
-        if fields[0] == user and len(fields) > 2:
-            return int(fields[2])
-    raise RuntimeError(f"the image's user {user!r} is not in its /etc/passwd")

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Literal
 
-from master.schedulers.task_model import TaskModel
 from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
@@ -35,6 +34,7 @@ from testbed.api.policy import (
     Reserve,
     Scheduler,
 )
+from testbed.workloads.task_model import TaskModel
 
 Ordering = Literal["fair", "fifo"]
 _MEMORY = attrgetter("memory_mb")

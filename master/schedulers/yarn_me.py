@@ -33,7 +33,6 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any
 
-from master.schedulers.task_model import TaskModel
 from master.schedulers.yarn import (
     Demand,
     JobState,
@@ -47,6 +46,7 @@ from master.schedulers.yarn import (
 )
 from master.schedulers.yarn_me_timeline import RegularTimeline
 from testbed.api.policy import ClusterSnapshot, Decision, Scheduler
+from testbed.workloads.task_model import TaskModel
 
 DEFAULT_ELASTIC_DISK_MB_S = 100.0
 """Per node; how it was chosen (a measurement of this testbed's spill path) is in docs/yarn-me.md."""

@@ -52,7 +52,7 @@ from master.shell.resume_run import prepare_restored_outputs
 from master.shell.signing import CommandSigner
 from testbed.api.policy import Autoscaler
 from testbed.scenario.schema import Scenario
-from testbed.wire.capabilities import RunKeys, name_proof
+from testbed.wire.capabilities import RunKeys, name_proof, seal
 from testbed.wire.mqtt import BrokerAddress, MqttLink
 from testbed.wire.protocol import Codec, Message, NodeNamed, NodeState, Topics
 
@@ -239,7 +239,7 @@ class Master:
         if isinstance(command, cmd.StartNode):
             self.starts.start(command)
         elif isinstance(command, cmd.NameNode):
-            self._name(command)
+            self._spawn(self._name(command))
         elif isinstance(command, cmd.KillNode | cmd.ReleaseNode):
             if self.provider.owns(command.node_id):
                 stop = self.provider.evict if isinstance(command, cmd.KillNode) else self.provider.release
@@ -267,15 +267,22 @@ class Master:
         message = self.signer.sign(message)
         self.link.publish(self.topics.command(node_id), self.codec.encode(message))
 
-    def _name(self, command: cmd.NameNode) -> None:
-        """An adopted agent learns its node id, with the proof that the run's master named it."""
+    async def _name(self, command: cmd.NameNode) -> None:
+        """An adopted agent learns its node id and gets that node's broker login and node key,
+        sealed under the key it sent (which only we read), with the proof that we named it."""
         if isinstance(self.provider, AdoptingProvider):
             self.provider.adopt(command.node_id, command.host)
-        proof = name_proof(self.keys.run_secret, command.host, command.incarnation, command.node_id)
+        label = f"{command.host} {command.incarnation} {command.node_id}"
+        sealed = seal(command.key, label, await self.starts.secrets_of(command.node_id))
+        proof = name_proof(command.key, command.host, command.incarnation, command.node_id, sealed)
         named = NodeNamed(
-            host=command.host, incarnation=command.incarnation, node_id=command.node_id, proof=proof
+            host=command.host,
+            incarnation=command.incarnation,
+            node_id=command.node_id,
+            proof=proof,
+            sealed=sealed,
         )
-        self._publish(command.host, named)
+        self.link.publish(self.topics.name_answers(command.host), self.codec.encode(named))
 
     async def _probe(self, probe: cmd.Probe) -> None:
         outcome = await probe_agent(probe.url, probe.incarnation, self.scenario.heartbeat_timeout_s)
@@ -300,7 +307,8 @@ class Master:
     # ------------------------------------------------------------------ MQTT
 
     async def _on_connect(self, link: MqttLink) -> None:
-        for topic in (self.topics.state(), self.topics.heartbeat(), self.topics.task_updates()):
+        topics = [self.topics.state(), self.topics.heartbeat(), self.topics.task_updates()]
+        for topic in [*topics, self.topics.name_requests()] if self.attach else topics:
             await link.subscribe(topic)
         self._handle(LinkUp(link.session))
 

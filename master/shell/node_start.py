@@ -59,11 +59,7 @@ class NodeStarts:
 
     async def _launch(self, command: StartNode) -> None:
         spec = getattr(self.core.scenario.cluster, command.node_class)
-        env = {
-            **self.agent_env,
-            **(await self.node_env(command.node_id) if self.node_env else {}),
-            NODE_KEY_ENV: self.keys.node_key(command.node_id),
-        }
+        env = {**self.agent_env, **await self.secrets_of(command.node_id)}
         await self.provider.launch(
             command.node_id,
             command.node_class,
@@ -73,6 +69,11 @@ class NodeStarts:
             self.agent_command(command.node_id, command.node_class),
             env,
         )
+
+    async def secrets_of(self, node_id: str) -> dict[str, str]:
+        """What the agent of ``node_id`` holds: its broker login and its node key."""
+        login = await self.node_env(node_id) if self.node_env else {}
+        return {**login, NODE_KEY_ENV: self.keys.node_key(node_id)}
 
     async def until_cluster_up(
         self, now: Callable[[], float], fail: Callable[[NodeStartFailed], None]

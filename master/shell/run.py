@@ -11,6 +11,7 @@ import contextlib
 import csv
 import json
 import logging
+import os
 import signal
 import statistics
 from collections import Counter
@@ -39,7 +40,14 @@ from testbed.node.cgroups import control_plane
 from testbed.node.processes import RunTerminated
 from testbed.scenario.fidelity import PER_WORKLOAD_JCT, emulated, is_duration_key
 from testbed.scenario.schema import Scenario, input_files, load_scenario, to_yaml
-from testbed.wire.broker import ManagedBroker, agent_env, make_broker, master_address
+from testbed.wire.broker import (
+    AGENT_SECRET_ENV,
+    ManagedBroker,
+    agent_env,
+    agent_password,
+    make_broker,
+    master_address,
+)
 from testbed.wire.mqtt import BrokerAddress
 
 log = logging.getLogger(__name__)
@@ -180,8 +188,15 @@ async def _run_owned(
 
 
 async def external_login(node_id: str) -> dict[str, str]:
-    """An agent's login to a broker the run did not start: the operator's, from our environment."""
-    del node_id
+    """An agent's login to a broker the run did not start: the node's own when we hold the
+    secret its passwords derive from (``TESTBED_AGENT_SECRET``: a compose or Swarm run's
+    broker, ``testbed compose``), else the operator's, from our environment."""
+    agent_secret = os.environ.get(AGENT_SECRET_ENV)
+    if agent_secret:
+        return {
+            "TESTBED_MQTT_USERNAME": node_id,
+            "TESTBED_MQTT_PASSWORD": agent_password(agent_secret, node_id),
+        }
     return broker_credentials()
 
 

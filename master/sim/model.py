@@ -150,9 +150,9 @@ class ExecutionModel:
 
         key = (workload, json.dumps(options, sort_keys=True, default=str))
         if key not in self.plugin_models:
-            model = getattr(load_workload(workload, options, field), "sim_model", None)
+            model = load_workload(workload, options, field).sim_model
             try:
-                found = model() if callable(model) else None
+                found = model() if model is not None else None
             except Exception as exc:  # the plugin's code: its error, named, before the run
                 raise ScenarioError(
                     [f"{field}: {workload}.sim_model() raised {type(exc).__name__}: {exc}"]

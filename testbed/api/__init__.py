@@ -11,7 +11,8 @@ master applies. Name one in a scenario by import path (``policy.scheduler:
 my_module:RandomScheduler``) or by an entry point; see docs/plugins.md.
 
 Interfaces and their optional capabilities (members with a default, inherited by
-a plugin that subclasses the Protocol; the master never probes for anything else):
+a plugin that subclasses the interface, and given to one that does not when it loads;
+the master reads every member the interface declares, never probing for one):
 
 - :class:`Scheduler`: ``schedule(snapshot) -> list[Decision]``; optional
   ``needs_all_pending`` (True: every ready task is in the snapshot; False: a window of the
@@ -19,7 +20,7 @@ a plugin that subclasses the Protocol; the master never probes for anything else
   ``needs_node_views`` (False: it places from ``ClusterSnapshot.free`` alone, and the round's
   snapshot has no node views) and ``needs_free_index`` (False: it never reads
   ``ClusterSnapshot.free``, and the round's snapshot has none).
-- :class:`Strategy` (``policy.strategy``, a recovery strategy; subclass it): the queries
+- :class:`Strategy` (``policy.strategy``, a recovery strategy): the queries
   ``plan(view, job) -> Iterable[Ready]`` and ``launch(view, job, key) -> TaskLaunch``,
   and the handlers ``on_<event>(view, event) -> list[StrategyDecision]`` (no-ops by
   default). It reads a live, read-only :class:`StrategyView` of the core (:class:`LiveJob`,
@@ -28,8 +29,9 @@ a plugin that subclasses the Protocol; the master never probes for anything else
   :class:`FlushAggregate`, :class:`PushTarget`, :class:`BlockRef`) and a job's plan
   (:class:`JobPlan`, :class:`StagePlan`, :class:`Dependency`) are here too.
 - :class:`Autoscaler`: ``decide(snapshot, provisioning) -> list[ScaleDecision]``;
-  optional ``provisioning_delay_s``, ``wake_at(snapshot, provisioning)`` and
-  ``facts(snapshot)``.
+  optional ``provisioning_delay_s``, ``wake_at(snapshot, provisioning)``,
+  ``facts(snapshot)`` and ``needs_current_jobs`` (False: it reads the jobs only to look up
+  tasks queued on nodes, and may get the scheduling round's jobs as that round saw them).
 - :class:`Workload` (a job's ``workload``): ``map(record)`` and ``reduce(key, values)``;
   optional ``iterations`` with ``step(round, key, values)``, ``combine(key, values)``,
   ``read(chunk)``, ``generate(split, splits, seed)``,
@@ -37,7 +39,7 @@ a plugin that subclasses the Protocol; the master never probes for anything else
   (and in ``testbed check-output``); the master only imports it to check it and, on
   ``--backend sim``, to ask it for its :class:`SimModel`.
 
-Any plugin class may declare ``api_version = "1.5"``, the version it was written
+Any plugin class may declare ``api_version = "1.6"``, the version it was written
 against: a different major version, or a newer minor one, is refused before the run.
 
 A plugin class is built with its options as keyword arguments (``policy.options.<name>``
@@ -53,6 +55,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from testbed.api.plan import Dependency, JobPlan, StagePlan
 from testbed.api.policy import (
     Assign,
     Autoscaler,
@@ -120,15 +123,15 @@ from testbed.wire.protocol import (
     PushTarget,
     TaskInputs,
 )
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
-API_VERSION = "1.5"
+API_VERSION = "1.6"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events
 and decisions (``testbed.api.strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`FreeNodes`,
 :class:`FreeNode`: the nodes with a free slot, indexed by the master) and
-``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``."""
+``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``, 1.6
+``Autoscaler.needs_current_jobs``."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,8 @@ class SimModel:
 
 
 class Workload:
-    """A MapReduce workload: subclass it (or write a class with the same methods).
+    """A MapReduce workload: subclass it (or write a class with ``map`` and ``reduce``: the
+    optional members it lacks are given these defaults when it loads).
 
     The testbed reads and splits the input, calls ``map`` on every record, partitions
     the pairs by key (CRC32 of the key's msgpack bytes), sorts and spills them under

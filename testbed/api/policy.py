@@ -190,7 +190,8 @@ class Scheduler(Protocol):
     """Which pending task runs on which node, with how much memory.
 
     Optional capabilities are members with a default, inherited by a scheduler
-    that subclasses this Protocol (the shell never probes for them):
+    that subclasses this Protocol and given to a plugin that does not when it loads
+    (``testbed.scenario.plugins``; the shell never probes for them):
 
     - ``needs_all_pending``: the scheduler looks at every ready task (YARN-ME's
       timeline). False when it places the head of each queue only (FIFO): its
@@ -254,15 +255,24 @@ class Autoscaler(Protocol):
     """Cluster size over time.
 
     Optional capabilities are members with a default, inherited by an autoscaler
-    that subclasses this Protocol (the shell never probes for them):
+    that subclasses this Protocol and given to a plugin that does not when it loads
+    (``testbed.scenario.plugins``; the shell never probes for them):
 
     - ``provisioning_delay_s``: how long a ``Launch`` takes before the node starts.
     - ``wake_at``: when time alone may change the decision (a removal waiting
       for a node's minimum age), so the shell asks again then; None: never.
     - ``facts``: numbers journaled with each decision (``autoscale`` events).
+    - ``needs_current_jobs``: True: the snapshot's ``jobs`` are as they are when ``decide``
+      is asked, with every ready task not yet started (the whole backlog, whatever window a
+      scheduler that places the head of the queue sees). False when it reads ``jobs`` only to
+      look up the tasks queued on nodes (``NodeView.queued``), as CloudCoaster does for their
+      long flag: the master may then give it the jobs of the scheduling round just run, as
+      that round saw them before its decisions (a task it started still pending; under such
+      a scheduler only its window), sparing a second walk over every job.
     """
 
     provisioning_delay_s: float = 0.0
+    needs_current_jobs: bool = True
 
     def decide(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]: ...
 

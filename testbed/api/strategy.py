@@ -34,6 +34,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from testbed.api.plan import Dependency, JobPlan
 from testbed.api.policy import NodeClass
 from testbed.wire.protocol import (
     BlockReceived,
@@ -43,7 +44,6 @@ from testbed.wire.protocol import (
     PushTarget,
     TaskInputs,
 )
-from testbed.workloads.plan import Dependency, JobPlan
 
 TaskKey = tuple[int, int]
 """A task within its job: (stage, index); its id is ``LiveJob.task_id(key)``."""
@@ -431,9 +431,9 @@ StrategyDecision = (
 class Strategy:
     """The interface, with the defaults of lineage recovery (``spark``): every task of a ready
     stage on any class, inputs read from their producers, no push, no reaction. A strategy
-    overrides what it changes. A plugin (``policy.strategy: module:Class``) must subclass
-    it; it is built with ``policy.options.<its name>`` as keyword arguments, as a scheduler
-    plugin is."""
+    overrides what it changes. A plugin (``policy.strategy: module:Class``) subclasses it, or
+    defines ``plan`` and ``launch`` and is given the handlers it lacks when it loads; it is
+    built with ``policy.options.<its name>`` as keyword arguments, as a scheduler plugin is."""
 
     name = "spark"
 

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from testbed.chaosmodels.lifetimes import NODE_CLASSES, LifetimeModel, parse_lifetime
+from testbed.chaosmodels.lifetime_model import LifetimeModel
+from testbed.chaosmodels.lifetimes import NODE_CLASSES, parse_lifetime
 from testbed.journal.schema import EvictionTiming, LifetimeDrawn, NodeLost, events_of, read_events
 from testbed.scenario.schema import Scenario, load_scenario
 

@@ -19,10 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 from agents.cli import add_agent_arguments, port_number, run_agent
 from testbed.app.report import add_report_commands
-from testbed.app.sim_commands import add_simulator_commands
+from testbed.app.sim_commands import RunChecks, add_simulator_commands
+from testbed.app.usage import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    UsageError,
+    sweep_dir,
+)
+from testbed.durations import parse_duration
+from testbed.limits import MAX_DURATION_S, within_max_duration
 from testbed.node.processes import RunTerminated, StartupFailed
-from testbed.scenario.durations import parse_duration
-from testbed.scenario.limits import MAX_DURATION_S, within_max_duration
 from testbed.scenario.schema import Scenario, ScenarioError, load_scenario
 from testbed.workloads.cli import add_workload_commands
 
@@ -31,14 +40,6 @@ if TYPE_CHECKING:
     from master.shell.run import RunResult
 
 BACKENDS = ("local", "docker", "attach", "sim")
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
-"""128 + the signal's number, as a shell reports a process that SIGINT or SIGTERM ended: the
-run was stopped cleanly, but did not finish (scripts can tell it from a failed run, 1)."""
-
-
-class UsageError(Exception):
-    """Bad command-line input: printed as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -106,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compose.set_defaults(handler=cmd_compose)
 
+    secrets = sub.add_parser("secrets", help="write fresh secrets of a compose run or Swarm stack")
+    secrets.add_argument("directory", type=Path, help="a new directory: <scenario>.secrets beside the file")
+    secrets.set_defaults(handler=cmd_secrets)
+
     agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
     add_agent_arguments(agent)
     agent.set_defaults(handler=cmd_agent)
@@ -163,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", type=Path, help="sweep directory (default sweeps/<name>); reruns resume it")
     sweep.set_defaults(handler=cmd_sweep)
 
-    add_simulator_commands(sub, _grid_parser)
+    add_simulator_commands(sub, _grid_parser, RunChecks(build_policies, host_dilation))
 
     broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
     broker.add_argument("--host", default="127.0.0.1")
@@ -276,7 +281,7 @@ def _problems(check: Callable[[], object]) -> list[str]:
 
 
 def cmd_compose(args: argparse.Namespace) -> int:
-    from master.shell.compose_file import compose_file
+    from master.shell.compose_file import compose_file, secrets_directory
 
     argv = [str(args.scenario), *(arg for value in args.overrides for arg in ("--set", value))]
     if args.host_cores is not None:
@@ -299,7 +304,27 @@ def cmd_compose(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"testbed compose -o {args.out}: cannot write it: {exc.strerror}") from None
     print(f"wrote {args.out}", file=sys.stderr)
+    directory = secrets_directory(load_scenario(args.scenario, args.overrides), args.out)
+    if not directory.exists():
+        _write_secrets(directory, "testbed compose -o")
     return EXIT_OK
+
+
+def cmd_secrets(args: argparse.Namespace) -> int:
+    _write_secrets(args.directory, "testbed secrets")
+    return EXIT_OK
+
+
+def _write_secrets(directory: Path, command: str) -> None:
+    from master.shell.compose_file import write_secrets
+
+    try:
+        write_secrets(directory)
+    except FileExistsError:
+        raise UsageError(f"{command}: {directory} exists; remove it for new secrets, or use it") from None
+    except OSError as exc:
+        raise UsageError(f"{command}: cannot write the secrets to {directory}: {exc.strerror}") from None
+    print(f"wrote the run's secrets to {directory}", file=sys.stderr)
 
 
 def host_dilation(scenario: Scenario) -> float:
@@ -332,7 +357,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from master.shell.run import prepare_run_dir
     from master.shell.run_dir import RunDirError, fresh_run_dir
     from testbed.app.console import print_jct_table
+    from testbed.node.processes import SECRETS_FILE_ENV, take_secrets
 
+    if SECRETS_FILE_ENV in os.environ:  # a compose or Swarm run's master: its Docker secret
+        os.environ.update(take_secrets())  # ours alone: no child inherits them (child_env)
     if args.resume is not None:
         return cmd_resume(args)
     if args.scenario is None:
@@ -532,7 +560,8 @@ def cmd_chaos_import_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from testbed.app.sweep.grid import Variation, run_sweep
+    from testbed.app.sweep.grid import Variation
+    from testbed.app.sweep.run import run_sweep
 
     if args.seeds < 1:
         raise UsageError("--seeds: expected a whole number >= 1")
@@ -559,17 +588,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{len(failed)} of {len(results)} runs failed: {names}; see {logs}/<run>.log", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
-
-
-def sweep_dir(out: Path, command: str) -> Path:
-    """``out`` created and writable, else a ``UsageError`` naming ``command``'s ``--out``."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"testbed {command} --out: cannot create the directory: {exc}") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise UsageError(f"testbed {command} --out: cannot write into {out}; choose another directory")
-    return out
 
 
 def cmd_agent(args: argparse.Namespace) -> int:

@@ -1,7 +1,8 @@
 """The simulator's commands against reality: ``testbed crosscheck`` (the same cells run for
 real and simulated, their error) and ``testbed calibrate`` (the execution model measured on
 this machine). Their work is in ``testbed/app/crosscheck/run.py`` and ``testbed/app/calibrate.py``;
-the policies a run builds are checked through ``testbed.app.cli`` (which may import the master)."""
+the policies a run builds are checked by what ``testbed.app.cli`` (which may import the master) gives
+them: ``RunChecks``."""
 
 from __future__ import annotations
 
@@ -9,14 +10,30 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from testbed.app.usage import EXIT_FAILED, EXIT_OK, UsageError, sweep_dir
 
 if TYPE_CHECKING:
     from testbed.scenario.schema import Scenario
 
 
-def add_simulator_commands(sub: Any, grid_parser: Callable[..., argparse.ArgumentParser]) -> None:
+@dataclass(frozen=True)
+class RunChecks:
+    """What ``testbed run`` does to a scenario that needs the master, as ``testbed.app.cli`` gives it."""
+
+    policies: Callable[[Scenario, str], None]
+    """The scenario's policies built (its path names it in a ``ScenarioError``)."""
+    dilation: Callable[[Scenario], float]
+    """The scenario's dilation, ``auto`` resolved for this host."""
+
+
+def add_simulator_commands(
+    sub: Any, grid_parser: Callable[..., argparse.ArgumentParser], checks: RunChecks
+) -> None:
     cross = grid_parser(
         sub,
         "crosscheck",
@@ -39,7 +56,7 @@ def add_simulator_commands(sub: Any, grid_parser: Callable[..., argparse.Argumen
         "scenario's fidelity, dilation and node sizes, into <out>/calibration.yaml; a rerun reuses "
         "it), and simulate with it",
     )
-    cross.set_defaults(handler=cmd_crosscheck)
+    cross.set_defaults(handler=partial(cmd_crosscheck, checks=checks))
 
     calib = sub.add_parser("calibrate", help="measure the simulator's execution model on this machine")
     calib.add_argument(
@@ -49,11 +66,10 @@ def add_simulator_commands(sub: Any, grid_parser: Callable[..., argparse.Argumen
     calib.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     calib.add_argument("--out", type=Path, default=Path("calibration.yaml"), help="default calibration.yaml")
     calib.add_argument("--runs", type=Path, help="directory of the real runs (default <out>-runs); resumes")
-    calib.set_defaults(handler=cmd_calibrate)
+    calib.set_defaults(handler=partial(cmd_calibrate, checks=checks))
 
 
-def cmd_crosscheck(args: argparse.Namespace) -> int:
-    from testbed.app.cli import EXIT_FAILED, EXIT_OK, UsageError, build_policies, sweep_dir
+def cmd_crosscheck(args: argparse.Namespace, checks: RunChecks) -> int:
     from testbed.app.crosscheck.run import run_crosscheck
     from testbed.app.crosscheck.table import parse_tolerances
     from testbed.app.sweep.grid import Variation
@@ -74,9 +90,11 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     out = sweep_dir(args.out or Path("crosschecks") / base.name, "crosscheck")
     sim_only: list[str] = []
     if args.calibrate:
-        fidelity = calibration_overrides(base)
+        fidelity = calibration_overrides(base, checks.dilation(base))
         calibration = out / "calibration.yaml"
-        if not calibration.exists() and measure(None, CROSSCHECK_SEEDS, fidelity, calibration) != EXIT_OK:
+        if not calibration.exists() and (
+            measure(checks, None, CROSSCHECK_SEEDS, fidelity, calibration) != EXIT_OK
+        ):
             return EXIT_FAILED
         sim_only = [f"simulation.calibration={calibration.resolve()}"]
     result = run_crosscheck(
@@ -86,7 +104,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
         out,
         args.overrides,
         tolerances,
-        check=lambda scenario: build_policies(scenario, str(args.scenario)),
+        check=lambda scenario: checks.policies(scenario, str(args.scenario)),
         sim_only=sim_only,
     )
     print((out / "crosscheck.md").read_text())
@@ -97,16 +115,14 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     return EXIT_FAILED if problems else EXIT_OK
 
 
-def calibration_overrides(base: Scenario) -> list[str]:
-    """The overrides ``--calibrate`` measures with: the real runs' fidelity mode and dilation
-    (``auto`` resolved as a run resolves it, not for the calibration's smaller cluster) and
+def calibration_overrides(base: Scenario, dilation: float) -> list[str]:
+    """The overrides ``--calibrate`` measures with: the real runs' fidelity mode and ``dilation``
+    (theirs, ``auto`` resolved as a run resolves it, not for the calibration's smaller cluster) and
     their node classes' cores and slots: a launch takes longer on a smaller node (2026-11-28,
     docs/simulation.md: 0.034 emulated s on a 1-cpu node, 0.011 on an 8-cpu one at dilation
     10.67), nodes of two sizes fit its CPU part, and an agent, one host core at most, gains
     nothing from a node's cores beyond the dilation."""
-    from testbed.app.cli import host_dilation
-
-    overrides = [f"fidelity.mode={base.fidelity.mode}", f"fidelity.dilation={host_dilation(base):g}"]
+    overrides = [f"fidelity.mode={base.fidelity.mode}", f"fidelity.dilation={dilation:g}"]
     for name in ("reserved", "transient"):
         spec = getattr(base.cluster, name)
         overrides += [f"cluster.{name}.cpus={spec.cores:g}", f"cluster.{name}.slots={spec.slots}"]
@@ -118,15 +134,14 @@ CROSSCHECK_SEEDS = 3
 was (2 left MLR's points op 16 attempts, and its rate 29% off: docs/simulation.md)."""
 
 
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    from testbed.app.cli import UsageError
-
+def cmd_calibrate(args: argparse.Namespace, checks: RunChecks) -> int:
     if args.seeds < 1:
         raise UsageError("--seeds: expected a whole number >= 1")
-    return measure(args.scenario, args.seeds, args.overrides, args.out, args.runs, echo=True)
+    return measure(checks, args.scenario, args.seeds, args.overrides, args.out, args.runs, echo=True)
 
 
 def measure(
+    checks: RunChecks,
     scenario_path: Path | None,
     seeds: int,
     overrides: list[str],
@@ -137,7 +152,6 @@ def measure(
     """``testbed calibrate``: the real runs into ``runs_dir`` (default ``<out>-runs``), the
     calibration fitted and written to ``out``; its exit status."""
     from testbed.app.calibrate import calibrate, write_calibration, write_calibration_scenario
-    from testbed.app.cli import EXIT_FAILED, EXIT_OK, UsageError, build_policies, sweep_dir
 
     runs = sweep_dir(runs_dir or out.with_name(f"{out.stem}-runs"), "calibrate --runs")
     scenario = scenario_path or write_calibration_scenario(runs / "calibrate.yaml")
@@ -151,7 +165,7 @@ def measure(
             runs,
             overrides,
             shlex.join(command),
-            check=lambda s: build_policies(s, str(scenario)),
+            check=lambda s: checks.policies(s, str(scenario)),
         )
     except RuntimeError as exc:
         print(f"testbed calibrate: {exc}", file=sys.stderr)

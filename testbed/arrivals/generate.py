@@ -38,7 +38,7 @@ from statistics import fmean
 
 import numpy as np
 
-from testbed.scenario.limits import read_data_file
+from testbed.limits import read_data_file
 
 
 @dataclass(frozen=True, slots=True)

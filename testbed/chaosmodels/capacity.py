@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.chaosmodels.lifetimes import NODE_CLASSES, LifetimeModel, format_seconds, parse_lifetime, rng_for
-from testbed.scenario.durations import parse_duration
-from testbed.scenario.limits import MAX_DURATION_S, data_path, read_data_file, scenario_time
+from testbed.chaosmodels.lifetime_model import LifetimeModel, format_seconds
+from testbed.chaosmodels.lifetimes import NODE_CLASSES, parse_lifetime, rng_for
+from testbed.durations import parse_duration
+from testbed.limits import MAX_DURATION_S, data_path, read_data_file, scenario_time
 
 CAPACITY_STREAM = 4
 MAX_WINDOWS = 100_000

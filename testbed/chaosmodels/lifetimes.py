@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import math
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,8 +33,10 @@ from typing import Any
 import numpy as np
 from scipy.special import gammainc
 
-from testbed.scenario.durations import parse_duration
-from testbed.scenario.limits import MAX_DURATION_S, data_path, read_data_file, within_max_duration
+from testbed.chaosmodels.lifetime_model import LifetimeModel, format_seconds
+from testbed.chaosmodels.traces import trace_model
+from testbed.durations import parse_duration
+from testbed.limits import MAX_DURATION_S, data_path, read_data_file, within_max_duration
 from testbed.wire.protocol import NodeClass
 
 _erf = np.vectorize(math.erf, otypes=[float])
@@ -53,51 +54,6 @@ def rng_for(seed: int, *key: int) -> np.random.Generator:
     """An independent generator for (seed, key...): same inputs, same stream, always."""
     entropy = seed % 2**64  # SeedSequence wants a non-negative integer
     return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
-
-
-def format_seconds(seconds: float) -> str:
-    """``90`` -> ``1m30s``, ``0.25`` -> ``0.25s``, ``7200`` -> ``2h``."""
-    if not math.isfinite(seconds):
-        return "never"
-    if seconds < 59.95:  # what rounds to 60 at 3 digits is a minute
-        return f"{seconds:.3g}s"
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [(hours, "h"), (minutes, "m"), (secs, "s")]
-    return "".join(f"{value}{unit}" for value, unit in parts if value) or "0s"
-
-
-class LifetimeModel(ABC):
-    """A distribution of node lifetimes in trace seconds."""
-
-    default_notice: float = 0.0
-    """Warning period implied by the model when the scenario sets no ``notice``."""
-
-    @abstractmethod
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """``n`` lifetimes in seconds (``inf`` means never evicted)."""
-
-    @abstractmethod
-    def describe(self) -> str:
-        """One line naming the model and its parameters."""
-
-    @abstractmethod
-    def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
-        """P(lifetime <= seconds), elementwise."""
-
-    def cdf_before(self, seconds: np.ndarray) -> np.ndarray:
-        """P(lifetime < seconds): differs from ``cdf_at`` only at an atom."""
-        return self.cdf_at(seconds)
-
-    def lifetime_of(self, rng: np.random.Generator, ordinal: int) -> float:
-        """The lifetime of the class's node ``ordinal``, from its own generator (a trace
-        replayed node by node takes the ordinal's row instead)."""
-        return float(self.sample(rng, 1)[0])
-
-    @property
-    def evicts(self) -> bool:
-        return True
 
 
 @dataclass(frozen=True)
@@ -361,8 +317,6 @@ def parse_lifetime(value: Any, base_dir: str | Path | None = None) -> LifetimeMo
     if family == "empirical":
         return load_empirical(_empirical_path(params, base_dir))
     if family == "trace":
-        from testbed.chaosmodels.traces import trace_model  # it builds on this module's models
-
         return trace_model(params, base_dir)
     if family not in _PARAMETERS:
         raise ValueError(f"unknown lifetime family {family!r}; expected one of {', '.join(_FAMILIES)}")

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.chaosmodels.lifetimes import MAX_SIGMA, NODE_CLASSES, format_seconds, rng_for
-from testbed.scenario.limits import data_path, read_data_file, scenario_time
+from testbed.chaosmodels.lifetime_model import format_seconds
+from testbed.chaosmodels.lifetimes import MAX_SIGMA, NODE_CLASSES, rng_for
+from testbed.limits import data_path, read_data_file, scenario_time
 
 PRICE_STREAM = 5
 MAX_STEPS = 100_000

@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from testbed.chaosmodels.lifetimes import LifetimeModel, format_seconds
-from testbed.scenario.limits import data_path, read_data_file
+from testbed.chaosmodels.lifetime_model import LifetimeModel, format_seconds
+from testbed.limits import data_path, read_data_file
 
 COLUMNS = ("instance_type", "zone", "start", "end")
 REPLAYS = ("distribution", "nodes")

@@ -419,6 +419,9 @@ class SchedulerDecision(Event):
 
 
 class Autoscale(Event):
+    """A scale decision, with the autoscaler's ``facts``: those named here as fields
+    (CloudCoaster's), any other (a plugin's) in ``facts``."""
+
     action: str
     node: str | None
     reason: str
@@ -426,6 +429,7 @@ class Autoscale(Event):
     long_servers: NotRequired[int]
     total_servers: NotRequired[int]
     target: NotRequired[int]
+    facts: NotRequired[dict[str, Any]]
 
 
 class TransientServers(Event):

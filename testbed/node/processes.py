@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import json
 import os
 import signal
@@ -78,6 +79,7 @@ SECRET_ENV = (
     "TESTBED_MQTT_PASSWORD",
     "TESTBED_RUN_TOKEN",
     "TESTBED_NODE_KEY",
+    "TESTBED_AGENT_SECRET",
 )
 """Variables that carry secrets: never inherited by a child; ``private_env`` moves them to a file."""
 
@@ -95,16 +97,26 @@ def private_env(secrets: dict[str, str], directory: Path, name: str) -> dict[str
 
 
 def take_secrets() -> dict[str, str]:
-    """This process's secrets: from the file ``private_env`` wrote (deleted once read), else
-    from the environment (compose and Docker hand them so); removed from ``os.environ``
-    either way, so no child inherits them."""
+    """This process's secrets: from the file ``TESTBED_SECRETS_FILE`` names (``private_env``'s,
+    or one the Docker provider put in a container: deleted once read; a Docker secret of
+    compose or Swarm, mounted read-only, stays), else from the environment; removed from
+    ``os.environ`` either way, so no child inherits them."""
     found = {name: os.environ.pop(name) for name in SECRET_ENV if name in os.environ}
     path = os.environ.pop(SECRETS_FILE_ENV, None)
     if path:
         with open(path, encoding="utf-8") as handle:
             found.update(json.load(handle))
-        os.unlink(path)
+        try:
+            os.unlink(path)
+        except OSError as exc:
+            if exc.errno not in READ_ONLY:
+                raise
     return found
+
+
+READ_ONLY = (errno.EROFS, errno.EBUSY, errno.EACCES, errno.EPERM)
+"""Why a Docker secret cannot be deleted: a read-only file system (Swarm), a bind-mounted
+file (compose), a directory only root may write."""
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ from pydantic import Field, model_validator
 
 from testbed.arrivals.dss import DssMix, dss_jobs
 from testbed.arrivals.generate import ArrivingJob, BurstyMix, bursty_jobs, load_trace
+from testbed.limits import MAX_JOBS, MAX_TASKS_PER_JOB, too_large, within_max_duration
 from testbed.scenario.base import Duration, Strict
-from testbed.scenario.limits import MAX_JOBS, MAX_TASKS_PER_JOB, too_large, within_max_duration
 
 DEFAULT_CUTOFF_S = 10.0
 

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from testbed.scenario.durations import parse_duration, parse_rate
-from testbed.scenario.limits import within_max_duration
+from testbed.durations import parse_duration, parse_rate
+from testbed.limits import within_max_duration
 
 Duration = Annotated[float, BeforeValidator(lambda value: within_max_duration(parse_duration(value)))]
 """Seconds, written ``30s``, ``5m``, ``2h`` or as a number; at most ``MAX_DURATION_S``."""

@@ -9,8 +9,8 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 
 from testbed.chaosmodels.capacity import parse_capacity
 from testbed.chaosmodels.lifetimes import parse_lifetime
+from testbed.limits import MAX_STORM_FIRINGS, too_large
 from testbed.scenario.base import Duration, Rate, Strict
-from testbed.scenario.limits import MAX_STORM_FIRINGS, too_large
 
 
 class EvictSpec(Strict):

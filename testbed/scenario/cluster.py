@@ -8,9 +8,9 @@ from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, mo
 
 from testbed.chaosmodels.prices import parse_price
 from testbed.chaosmodels.zones import check_zones, zone_of
+from testbed.limits import MAX_BANDWIDTH, MAX_NODE_MEMORY_MB, MAX_SIM_NODES_PER_CLASS
 from testbed.scenario.base import Duration, Strict
 from testbed.scenario.chaos import anchored
-from testbed.scenario.limits import MAX_BANDWIDTH, MAX_NODE_MEMORY_MB, MAX_SIM_NODES_PER_CLASS
 
 # --------------------------------------------------------------------- cluster
 

@@ -1,6 +1,6 @@
 """Curves over the allocated fraction of a task's ideal memory: its runtime penalty and its spill.
 
-The YARN-ME task model (``master.schedulers.task_model``) is built from them;
+The YARN-ME task model (``testbed.workloads.task_model``) is built from them;
 they live here because a scenario's inline task models are validated with them
 (``testbed.scenario.schema``), and ``testbed`` imports nothing of ``master``.
 """

@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from testbed.limits import MAX_TASKS_PER_JOB
 from testbed.scenario.base import Duration, Seed, Strict
 from testbed.scenario.inputs import absolute_input, resolve_inputs
-from testbed.scenario.limits import MAX_TASKS_PER_JOB
 
 PLUGIN_NAME = r"^[A-Za-z_][\w.-]*(:[A-Za-z_][\w.]*)?$"
 """A built-in policy, an entry-point name, or an import path ``package.module:Name`` (docs/plugins.md)."""
@@ -103,11 +103,37 @@ class PagerankJob(JobBase):
     @classmethod
     def _edge_lists(cls, value: str | None) -> str | None:
         """The first MiBs of the edge lists, read now: a malformed line is named with its file and line."""
-        from testbed.workloads.edge_lists import check_edge_files  # late: the workloads import this module
-
         if value:
-            check_edge_files(resolve_inputs(value))
+            _check_edge_files(resolve_inputs(value))
         return value
+
+
+CHECKED_INPUT_BYTES = 8 << 20
+"""How much of a job's edge lists ``_check_edge_files`` reads before the run (the rest is checked as
+the tasks read it, and a malformed line there fails the job at once)."""
+
+
+def _check_edge_files(paths: list[Path], budget: int = CHECKED_INPUT_BYTES) -> None:
+    """``ValueError`` naming the file and line of the first line without two tokens in the first
+    ``budget`` bytes of ``paths``, or saying there is no edge at all when they were read whole."""
+    edges = 0
+    for path in paths:
+        with open(path, "rb") as handle:
+            data = handle.read(budget + 1)
+        lines = data.split(b"\n")
+        if len(data) > budget:
+            lines.pop()  # cut off: the tasks check the rest
+        for number, line in enumerate(lines, start=1):
+            tokens = len(line.split(b"#", 1)[0].split())
+            if tokens not in (0, 2):
+                found = line[:80].strip().decode("utf-8", errors="replace")
+                raise ValueError(f"{path} line {number}: expected 'src dst', found {found!r}")
+            edges += tokens // 2
+        budget -= len(data)
+        if budget < 0:
+            return
+    if edges == 0:
+        raise ValueError("the edge lists hold no edge: give lines of 'src dst'")
 
 
 class MlrJob(JobBase):

@@ -20,7 +20,7 @@ from yaml.error import MarkedYAMLError
 from yaml.events import AliasEvent, CollectionStartEvent
 from yaml.resolver import Resolver
 
-from testbed.scenario.limits import MAX_ALIAS_NODES, MAX_SCENARIO_BYTES, MAX_YAML_DEPTH
+from testbed.limits import MAX_ALIAS_NODES, MAX_SCENARIO_BYTES, MAX_YAML_DEPTH
 
 
 class ScenarioError(Exception):
@@ -32,7 +32,7 @@ class ScenarioError(Exception):
 
 
 class YamlLimitError(MarkedYAMLError):
-    """Valid YAML beyond a limit (``testbed.scenario.limits``)."""
+    """Valid YAML beyond a limit (``testbed.limits``)."""
 
 
 class _BoundedComposer(Composer):

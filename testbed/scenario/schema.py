@@ -21,7 +21,15 @@ from pydantic import (
     model_validator,
 )
 
-from testbed.plugins import add_plugin_dir, find_plugin, source_of
+from testbed.limits import (
+    MAX_JOBS,
+    MAX_NODES_PER_CLASS,
+    MAX_TASKS,
+    MAX_TIME_SCALE,
+    MAX_TIMEOUT_S,
+    MIN_TIME_SCALE,
+    too_large,
+)
 from testbed.scenario.arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario.base import Duration, Seed, Strict
 from testbed.scenario.chaos import ChaosSpec
@@ -46,16 +54,8 @@ from testbed.scenario.jobs import (  # noqa: F401 - the job models are re-export
     WordcountJob,
     _tasks_of,
 )
-from testbed.scenario.limits import (
-    MAX_JOBS,
-    MAX_NODES_PER_CLASS,
-    MAX_TASKS,
-    MAX_TIME_SCALE,
-    MAX_TIMEOUT_S,
-    MIN_TIME_SCALE,
-    too_large,
-)
 from testbed.scenario.loading import ScenarioError, apply_override, expand_node_counts, load_raw
+from testbed.scenario.plugins import add_plugin_dir, find_plugin, source_of
 from testbed.scenario.simulation import SimulationSpec, default_calibration
 
 # --------------------------------------------------------------------- policy
@@ -360,15 +360,15 @@ def workload_plugin_problems(job: PluginJob, index: int) -> list[str]:
         built = plugin.build(job.options)
     except ScenarioError as exc:
         return exc.problems
-    iterations = getattr(built, "iterations", 0)
+    iterations = built.iterations
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
         return [f"{field}: {job.workload}.iterations must be a whole number >= 0, got {iterations!r}"]
-    if iterations and not callable(getattr(built, "step", None)):
+    if iterations and built.step is None:
         return [
             f"{field}: {job.workload} ({source_of(plugin.target)}) has iterations = {iterations} "
             "but no step(); define step(self, round, key, values)"
         ]
-    if job.input is None and getattr(built, "generate", None) is None:
+    if job.input is None and built.generate is None:
         return [
             f"jobs.{index}.input: {job.workload} ({source_of(plugin.target)}) has no generate(): "
             "give the job an input (a file, directory or glob) or define generate(self, split, splits, seed)"

@@ -14,8 +14,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from testbed.limits import MAX_SCENARIO_BYTES
 from testbed.scenario.base import Duration, Strict
-from testbed.scenario.limits import MAX_SCENARIO_BYTES
 from testbed.scenario.loading import describe_yaml_error, parse_yaml
 
 

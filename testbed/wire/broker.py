@@ -43,22 +43,34 @@ AGENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 """A node id, which is an agent's broker user name: no MQTT wildcard, no level separator."""
 
 
+ENROL_USER = "enrol"
+"""The login of agents not yet named (compose, Swarm: ``agents.naming``), which no node id may be."""
+NAME_REQUESTS = "tb/+/enrol/+/ask"
+NAME_ANSWERS = "tb/+/enrol/+/named"
+
+
 def node_topic(node: str, leaf: str) -> str:
     """The topic (filter) ``leaf`` of node ``node`` in any run; ``+``: every node."""
     return f"tb/+/node/{node}/{leaf}"
 
 
 def publish_rules(user: str, master: str) -> list[str]:
-    """The topics ``user`` may publish to: every node's commands for the master, its own
-    node's state, heartbeats and task updates for an agent."""
+    """The topics ``user`` may publish to: every node's commands and every name answer for
+    the master, name requests for the enrolment login, its own node's state, heartbeats and
+    task updates for an agent."""
     if user == master:
-        return [node_topic("+", leaf) for leaf in AGENT_READS]
+        return [*(node_topic("+", leaf) for leaf in AGENT_READS), NAME_ANSWERS]
+    if user == ENROL_USER:
+        return [NAME_REQUESTS]
     return [node_topic(user, leaf) for leaf in AGENT_PUBLISHES]
 
 
 def subscribe_rules(user: str, master: str) -> list[str]:
+    """What ``user`` may read: name requests only the master (they carry the asking agent's key)."""
     if user == master:
-        return [node_topic("+", leaf) for leaf in AGENT_PUBLISHES]
+        return [*(node_topic("+", leaf) for leaf in AGENT_PUBLISHES), NAME_REQUESTS]
+    if user == ENROL_USER:
+        return [NAME_ANSWERS]
     return [node_topic(user, leaf) for leaf in AGENT_READS]
 
 
@@ -89,9 +101,13 @@ class RunCredentials:
 
     def agent_for(self, node_id: str) -> Credentials:
         """The login of the agent of node ``node_id`` (its user name is the node id)."""
-        if not AGENT_NAME.fullmatch(node_id) or node_id == self.master.username:
+        if not AGENT_NAME.fullmatch(node_id) or node_id in (self.master.username, ENROL_USER):
             raise ValueError(f"{node_id!r} cannot be a broker user name")
         return Credentials(node_id, agent_password(self.agent_secret, node_id))
+
+
+AGENT_SECRET_ENV = "TESTBED_AGENT_SECRET"
+"""Where a compose or Swarm run's master finds the secret its broker derives agents' passwords from."""
 
 
 def agent_password(agent_secret: str, node_id: str) -> str:
@@ -116,6 +132,17 @@ class ManagedBroker(Protocol):
     async def stop(self) -> None: ...
     async def restart(self) -> None: ...
     async def close(self) -> None: ...
+
+
+def broker_auth(credentials: RunCredentials, enrol_password: str = "") -> dict[str, str]:
+    """The logins an amqtt broker of the run accepts (``testbed.wire.broker_auth.RunAuthPlugin``):
+    the master's, every agent's (derived) and, for compose and Swarm, the enrolment login's."""
+    auth = {
+        "master": credentials.master.username,
+        "master_password": credentials.master.password,
+        "agent_secret": credentials.agent_secret,
+    }
+    return {**auth, "enrol_password": enrol_password} if enrol_password else auth
 
 
 def master_address(broker: ManagedBroker) -> BrokerAddress:
@@ -290,12 +317,7 @@ class EmbeddedBroker(_BrokerProcess):
     kind = "amqtt"
 
     def _auth(self) -> dict[str, str]:
-        c = self.credentials
-        return {
-            "master": c.master.username,
-            "master_password": c.master.password,
-            "agent_secret": c.agent_secret,
-        }
+        return broker_auth(self.credentials)
 
     async def start(self, timeout: float = 15.0) -> None:
         argv = [sys.executable, "-m", "testbed.app.cli", "broker", "--host", self.host]

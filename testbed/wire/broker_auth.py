@@ -8,7 +8,9 @@ the secret (``RunCredentials.agent_for``), so the broker needs no list of nodes.
 The rules are Mosquitto's ``acl_file`` of the same run (``testbed.wire.broker``):
 the master publishes commands to every node and reads every node's reports; an
 agent publishes its own node's state, heartbeats and task updates and reads its
-own node's commands, nothing else.
+own node's commands, nothing else. A compose or Swarm run's broker (``testbed
+compose``) also accepts the enrolment login (``enrol_password``): it may only ask
+for a name and read the answers, sealed for the agent that asked.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
 from amqtt.plugins.topic_checking import TopicAccessControlListPlugin
 from amqtt.session import Session
 
-from testbed.wire.broker import AGENT_NAME, agent_password, publish_rules, subscribe_rules
+from testbed.wire.broker import AGENT_NAME, ENROL_USER, agent_password, publish_rules, subscribe_rules
 
 
 class RunAuthPlugin(BaseAuthPlugin):
@@ -35,6 +37,10 @@ class RunAuthPlugin(BaseAuthPlugin):
             return False
         if name == c.master:
             expected = c.master_password
+        elif name == ENROL_USER:
+            expected = c.enrol_password
+            if not expected:
+                return False
         elif AGENT_NAME.fullmatch(name):
             expected = agent_password(c.agent_secret, name)
         else:
@@ -46,6 +52,8 @@ class RunAuthPlugin(BaseAuthPlugin):
         master: str = ""
         master_password: str = ""
         agent_secret: str = ""
+        enrol_password: str = ""
+        """The enrolment login's (compose, Swarm); "": no such login."""
 
 
 class RunTopicPlugin(BaseTopicPlugin):

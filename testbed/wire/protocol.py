@@ -181,8 +181,9 @@ class NodeState(Message):
 
 class NameRequest(Message):
     """An agent started without a node id (by compose or Swarm) asks the master for one, on
-    ``node/<host>/state``, ``host`` being its hostname (a container's short id). It asks
-    again until answered: the master may start after it."""
+    ``enrol/<host>/ask``, ``host`` being its hostname (a container's short id). It asks
+    again until answered: the master may start after it. ``key``: a random key of its own,
+    which only the master may read (the broker's rules), for the answer's proof and seal."""
 
     kind: Literal["name_request"] = "name_request"
     host: str = Field(max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
@@ -190,18 +191,21 @@ class NameRequest(Message):
     incarnation: str = Field(max_length=64)
     slots: int = Field(default=0, ge=0)
     memory_mb: int = Field(default=0, ge=0)
+    key: str = Field(min_length=16, max_length=64)
 
 
 class NodeNamed(Message):
-    """The master's answer to a ``NameRequest``, on ``node/<host>/cmd``: that agent is
-    ``node_id`` (``reserved-N``, ``transient-N``, as a node the master launches).
-    ``proof`` = ``testbed.wire.capabilities.name_proof``: only the holder of the run secret names."""
+    """The master's answer to a ``NameRequest``, on ``enrol/<host>/named``: that agent is
+    ``node_id`` (``reserved-N``, ``transient-N``, as a node the master launches). ``sealed``:
+    that node's broker login and node key, sealed under the request's key, and ``proof`` =
+    ``testbed.wire.capabilities.name_proof`` under it: only the master, which read the key, names."""
 
     kind: Literal["named"] = "named"
     host: str = Field(max_length=100)
     incarnation: str = Field(max_length=64)
     node_id: str = Field(max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
     proof: str = Field(max_length=64)
+    sealed: str = Field(default="", max_length=1024)
 
 
 class CachedInput(BaseModel):
@@ -388,12 +392,21 @@ class Topics:
     def task_updates(self, node_id: str = "+") -> str:
         return f"{self.root}/node/{node_id}/task"
 
+    def name_requests(self, host: str = "+") -> str:
+        """Where an unnamed agent on ``host`` asks for its name (``NameRequest``)."""
+        return f"{self.root}/enrol/{host}/ask"
+
+    def name_answers(self, host: str) -> str:
+        """Where the master names the agent on ``host`` (``NodeNamed``)."""
+        return f"{self.root}/enrol/{host}/named"
+
     @property
     def events(self) -> str:
         return f"{self.root}/events"
 
     @staticmethod
     def node_of(topic: str) -> str:
-        """The node a ``tb/<run>/node/<id>/...`` topic is about; "" for any other topic."""
+        """The node a ``tb/<run>/node/<id>/...`` topic is about, the host of an
+        ``tb/<run>/enrol/<host>/...`` one; "" for any other topic."""
         parts = topic.split("/")
-        return parts[3] if len(parts) > 4 and parts[2] == "node" else ""
+        return parts[3] if len(parts) > 4 and parts[2] in ("node", "enrol") else ""

@@ -6,11 +6,11 @@ to the function an agent's worker runs.
 
 from __future__ import annotations
 
+from testbed.api.plan import JobPlan, StagePlan
 from testbed.scenario.schema import PluginJob, Scenario
 from testbed.wire.protocol import INLINE_NOOP
 from testbed.workloads import mlr, pagerank, sleep, sort, user, wordcount
 from testbed.workloads.base import Combiner, TaskFunction
-from testbed.workloads.plan import JobPlan, StagePlan
 
 OPERATIONS: dict[str, TaskFunction] = {
     "wordcount.map": wordcount.map_task,

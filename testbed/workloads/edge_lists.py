@@ -1,13 +1,12 @@
 """Edge lists as PageRank reads them: a line ``src dst`` per edge, ``#`` comments, node
-tokens that are integers (their own ids) or names (a 62-bit hash with bit 62 set), and the
-check of a job's files before its run (``testbed.workloads.pagerank``'s input)."""
+tokens that are integers (their own ids) or names (a 62-bit hash with bit 62 set): the input
+of ``testbed.workloads.pagerank``, whose files ``testbed.scenario.jobs`` checks before the run."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -52,34 +51,6 @@ def parse_edges(data: bytes, where: str = "input") -> EdgeChunk:
     pairs = np.fromiter(map(ids.__getitem__, tokens), dtype=np.int64, count=len(tokens)).reshape(-1, 2)
     names = {i: token for token, i in ids.items() if i >= NAMED}
     return EdgeChunk(pairs[:, 0].copy(), pairs[:, 1].copy(), names)
-
-
-CHECKED_INPUT_BYTES = 8 << 20
-"""How much of a job's edge lists ``check_edge_files`` reads before the run (the rest is checked as
-the tasks read it, and a malformed line there fails the job at once)."""
-
-
-def check_edge_files(paths: list[Path], budget: int = CHECKED_INPUT_BYTES) -> None:
-    """``ValueError`` naming the file and line of the first line without two tokens in the first
-    ``budget`` bytes of ``paths``, or saying there is no edge at all when they were read whole."""
-    edges = 0
-    for path in paths:
-        with open(path, "rb") as handle:
-            data = handle.read(budget + 1)
-        lines = data.split(b"\n")
-        if len(data) > budget:
-            lines.pop()  # cut off: the tasks check the rest
-        for number, line in enumerate(lines, start=1):
-            tokens = len(line.split(b"#", 1)[0].split())
-            if tokens not in (0, 2):
-                found = text(line[:80].strip())
-                raise ValueError(f"{path} line {number}: expected 'src dst', found {found!r}")
-            edges += tokens // 2
-        budget -= len(data)
-        if budget < 0:
-            return
-    if edges == 0:
-        raise ValueError("the edge lists hold no edge: give lines of 'src dst'")
 
 
 _POWERS_OF_TEN = 10 ** np.arange(19, dtype=np.int64)

@@ -51,10 +51,10 @@ from typing import Any
 
 import numpy as np
 
+from testbed.api.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.schema import MlrJob
 from testbed.wire.blocks import FRAME_HEADER, BlockWriter
 from testbed.workloads.base import TaskContext
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 
 POINTS_PER_SPLIT = 50_000
 FRAME_BYTES = 1 << 20

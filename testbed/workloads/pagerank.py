@@ -65,12 +65,12 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from testbed.api.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.schema import PagerankJob
 from testbed.wire.protocol import BlockRef
 from testbed.workloads.base import InputDataError, TaskContext
 from testbed.workloads.edge_lists import EdgeChunk, node_names, parse_edges, text
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import byte_ranges, read_lines_range
 

@@ -8,7 +8,7 @@ for the least budget that does not spill. It runs the whole job once unconstrain
 the profiled tasks have their inputs), then the chosen map and reduce tasks
 again at each fraction of their ideal budget, and records runtime and spilled
 bytes. The result is the paper's Fig. 1 (runtime normalised to the ideal run)
-and a profile file per role in the format of ``master.schedulers.task_model``.
+and a profile file per role in the format of ``testbed.workloads.task_model``.
 
 The reducer model of the paper, ``T(m) = T_ideal + spilledBytes(m) / diskRate``,
 is fitted from the ideal run and one under-sized run (the fraction nearest
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from master.schedulers.task_model import PenaltyCurve, Role, TaskModel, TaskProfile
 from testbed.wire.protocol import TaskMetrics
 from testbed.workloads import mlr, pagerank, plan_job, sort, wordcount
 from testbed.workloads.local import LocalJob
+from testbed.workloads.task_model import PenaltyCurve, Role, TaskModel, TaskProfile
 
 MB = 2**20
 UNLIMITED = 64 * 2**30

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 
+from testbed.api.plan import JobPlan, StagePlan
 from testbed.scenario.schema import SleepJob
 from testbed.workloads.base import TaskContext
-from testbed.workloads.plan import JobPlan, StagePlan
 
 
 def plan(job: SleepJob, seed: int, wall_per_trace: float = 1.0) -> JobPlan:

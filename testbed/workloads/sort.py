@@ -29,10 +29,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from testbed.api.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.schema import SortJob
 from testbed.workloads.base import TaskContext
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from testbed.workloads.reference_inputs import record_chunks, reference_files
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import byte_ranges, read_records_range

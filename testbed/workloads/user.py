@@ -37,11 +37,11 @@ from typing import Any
 
 import msgpack
 
-from testbed.plugins import find_plugin
+from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import WORKLOADS, PluginJob, ScenarioError
 from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError
 from testbed.workloads.groups import GroupBuffer, RecordError, pack_pair
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import SpillFiles
 from testbed.workloads.splits import line_splits, read_lines_range
@@ -60,8 +60,8 @@ def load_workload(name: str, options: dict[str, Any], field: str = "workload") -
 
 
 def iterations_of(workload: Any) -> int:
-    """The rounds of ``step`` between ``map`` and ``reduce`` (0 for a class without ``iterations``)."""
-    return int(getattr(workload, "iterations", 0))
+    """The rounds of ``step`` between ``map`` and ``reduce``."""
+    return int(workload.iterations)
 
 
 def partition_of(key: Any, partitions: int) -> int:

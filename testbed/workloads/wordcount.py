@@ -36,10 +36,10 @@ from typing import Any, NamedTuple
 import msgpack
 import numpy as np
 
+from testbed.api.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.schema import WordcountJob
 from testbed.wire.blocks import BlockWriter
 from testbed.workloads.base import TaskContext
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import PairBuffer, SpillFiles
 from testbed.workloads.splits import line_splits, read_lines_range

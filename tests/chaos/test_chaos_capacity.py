@@ -16,7 +16,7 @@ from testbed.chaosmodels.capacity import CapacitySchedule, parse_capacity
 from testbed.chaosmodels.lifetimes import parse_lifetime
 from testbed.scenario.loading import ScenarioError
 from testbed.scenario.schema import load_scenario, parse_scenario
-from tests.core.driver import Driver
+from tests.support.driver import Driver
 
 TWO_EXPONENTIALS = {
     "available": {"exponential": {"mean": "1h"}},
@@ -276,8 +276,9 @@ def test_the_report_sums_the_time_without_capacity_and_counts_the_launches() -> 
 def test_the_masters_snapshot_shows_policies_the_classes_out_of_capacity_and_the_zones(
     tmp_path: Path,
 ) -> None:
-    from tests.agents_stand_in import StandInAgents
-    from tests.conftest import make_scenario, offline_master, shell_act
+    from tests.support.agents_stand_in import StandInAgents
+    from tests.support.masters import offline_master, shell_act
+    from tests.support.scenarios import make_scenario
 
     (tmp_path / "outages.csv").write_text("0,1000h\n")  # out from the start, for the whole test
     scenario = make_scenario(

@@ -17,7 +17,7 @@ from master.chaos.plan import plan_evictions
 from testbed.app.chaos_check import check_events, critical_95, format_check, ks_distance
 from testbed.chaosmodels.lifetimes import PRESETS, parse_lifetime, rng_for
 from testbed.scenario.schema import parse_scenario
-from tests.chaos.test_chaos_plan import scenario
+from tests.support.chaos import scenario
 
 
 @pytest.mark.parametrize("name", ["high", "aws-spot"])

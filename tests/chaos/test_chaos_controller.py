@@ -2,7 +2,7 @@
 simultaneous actions as the plan's virtual clock does.
 
 No agent process and no broker: the core is driven by events at chosen times
-(``tests.core.driver``) and the tests assert on the commands it returns.
+(``tests.support.driver``) and the tests assert on the commands it returns.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from master.core import commands as cmd
 from master.core.events import EvictRequest, Stop
 from master.core.timers import TimerHeap, TraceClock
 from testbed.scenario.chaos import EvictSpec
-from tests.conftest import make_scenario
-from tests.core.driver import Driver
+from tests.support.driver import Driver
+from tests.support.scenarios import make_scenario
 
 
 def test_a_node_killed_by_a_storm_is_not_evicted_again_by_its_lifetime_or_by_hand() -> None:

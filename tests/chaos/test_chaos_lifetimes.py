@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from testbed.chaosmodels.lifetime_model import format_seconds
 from testbed.chaosmodels.lifetimes import (
     PRESETS,
     Exponential,
@@ -17,7 +18,6 @@ from testbed.chaosmodels.lifetimes import (
     Uniform,
     Weibull,
     effective_notice,
-    format_seconds,
     lifetime_for,
     parse_lifetime,
 )

@@ -9,20 +9,7 @@ from scipy import stats
 from master.chaos.plan import _clock, format_plan, plan_evictions
 from master.chaos.rules import storm_events
 from testbed.scenario.chaos import StormSpec
-from testbed.scenario.schema import parse_scenario
-
-
-def scenario(chaos: dict, transient: int = 2, reserved: int = 1, seed: int = 1, time_scale=1.0):
-    return parse_scenario(
-        {
-            "name": "plan-test",
-            "seed": seed,
-            "time_scale": time_scale,
-            "cluster": {"transient": transient, "reserved": reserved},
-            "jobs": [{"workload": "sleep"}],
-            "chaos": chaos,
-        }
-    )
+from tests.support.chaos import scenario
 
 
 def storm(**fields) -> StormSpec:

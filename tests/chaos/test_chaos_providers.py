@@ -10,9 +10,9 @@ import pytest
 from master.chaos.plan import format_plan, plan_evictions
 from testbed.chaosmodels.lifetimes import PRESETS, lifetime_for, parse_lifetime, rebalance_lead, rng_for
 from testbed.journal.schema import EVENTS
-from tests.chaos.test_chaos_plan import scenario
-from tests.conftest import make_scenario
-from tests.core.driver import Driver
+from tests.support.chaos import scenario
+from tests.support.driver import Driver
+from tests.support.scenarios import make_scenario
 
 PROVIDERS = {"aws-spot": 120.0, "gcp-spot": 30.0, "gcp-preemptible": 30.0, "azure-spot": 30.0}
 

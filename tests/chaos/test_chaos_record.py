@@ -15,8 +15,7 @@ from master.shell.live_chaos import NotRunning
 from master.shell.master import Master, NodeRecord
 from testbed.chaos_client import ChaosClient, ChaosError
 from testbed.scenario.chaos import EvictSpec
-from tests.conftest import shell_act
-from tests.test_failure_detection import Clock, master_with_a_node
+from tests.support.masters import Clock, master_with_a_node, shell_act
 
 
 def master_with_nodes(tmp_path: Path, clock: Clock) -> Master:

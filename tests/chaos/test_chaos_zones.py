@@ -15,7 +15,7 @@ from testbed.chaosmodels.zones import zone_of, zone_pattern
 from testbed.scenario.chaos import EvictSpec
 from testbed.scenario.loading import ScenarioError
 from testbed.scenario.schema import parse_scenario
-from tests.core.driver import Driver
+from tests.support.driver import Driver
 
 TWO_ZONES = {"a": 3, "b": 2}
 

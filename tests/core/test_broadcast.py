@@ -8,7 +8,7 @@ from master.recovery.dag import Edge, LogicalDag, Operator
 from master.recovery.lineage import spark_plan
 from master.recovery.pado_compiler import place_operators
 from master.recovery.spark import shuffle_consumers, wide_consumers
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
+from testbed.api.plan import Dependency, JobPlan, StagePlan
 
 
 def model_job() -> JobRuntime:
@@ -114,8 +114,8 @@ def test_a_pado_gradient_runs_where_its_recomputed_training_partition_is() -> No
     there, not to the first free node."""
     from master.core.events import EvictRequest, FromNode, Round
     from testbed.scenario.chaos import EvictSpec
-    from tests.conftest import make_scenario
-    from tests.core.driver import Driver, up
+    from tests.support.driver import Driver, up
+    from tests.support.scenarios import make_scenario
 
     scenario = make_scenario(
         policy={"strategy": "pado"},

@@ -11,8 +11,8 @@ from master.core.events import FromNode, Round
 from master.recovery import make_strategy
 from testbed.scenario.schema import ScenarioError
 from testbed.wire.protocol import BlockReceived, PushDelivered, PushedPart, TaskSpec
-from tests.conftest import make_scenario
-from tests.core.driver import Driver, launches
+from tests.support.driver import Driver, launches
+from tests.support.scenarios import make_scenario
 
 
 def wordcount(read_from: str | None) -> Driver:

@@ -9,8 +9,8 @@ from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, Round
 from testbed.scenario.chaos import EvictSpec
 from testbed.wire.protocol import TaskUpdate
-from tests.conftest import make_scenario
-from tests.core.driver import Driver, launches, up
+from tests.support.driver import Driver, launches, up
+from tests.support.scenarios import make_scenario
 
 TRACEBACK = 'Traceback (most recent call last):\n  File "w.py", line 3\nRuntimeError: plugin bug in map'
 

@@ -12,11 +12,11 @@ from pathlib import Path
 from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, LinkDown, LinkUp, OutputStaged, ProbeAnswered, Round
 from master.shell.resume_run import recover
-from testbed.api.policy import Assign, ClusterSnapshot, Decision
+from testbed.api.policy import Assign, ClusterSnapshot, Decision, Scheduler
 from testbed.scenario.chaos import EvictSpec
 from testbed.wire.protocol import EvictionNotice, FlushAggregate, NodeState, Resync
-from tests.conftest import make_scenario
-from tests.core.driver import Driver, launches, sends, up
+from tests.support.driver import Driver, launches, sends, up
+from tests.support.scenarios import make_scenario
 
 
 def test_the_same_events_give_the_same_commands() -> None:
@@ -40,10 +40,9 @@ def test_a_whole_job_runs_and_each_partition_is_committed_once() -> None:
     assert [c.ok for c in driver.log if isinstance(c, cmd.RunOver)] == [True]
 
 
-class Overbooking:
+class Overbooking(Scheduler):
     """A scheduler plugin that puts every pending task on one node, whatever it holds."""
 
-    needs_all_pending = True
     name = "overbooking"
 
     def __init__(self, node_id: str, memory_mb: int) -> None:

@@ -1,5 +1,5 @@
 """The round's node views, kept up to date as nodes change, against a full rebuild
-(tests/policy_reference/snapshot_v1.py) after every change a policy could see: queue
+(tests/support/policy_reference/snapshot_v1.py) after every change a policy could see: queue
 edits of every kind, reservations, rebalance marks, partitions, drains and losses."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.core.events import FromNode, Round
-from tests.conftest import core_act, make_scenario
-from tests.core.driver import Driver, up
-from tests.core.test_properties import check_node_views
+from tests.support.driver import Driver, up
+from tests.support.masters import core_act
+from tests.support.node_views import check_node_views
+from tests.support.scenarios import make_scenario
 
 EDITS = ("append", "remove", "slice", "clear", "insert", "reserve", "free", "rebalance", "partition",
          "drain", "undrain", "lose", "round", "succeed")  # fmt: skip

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from master.core import commands as cmd
-from master.core.events import EvictRequest, FromNode, ProbeAnswered, Round
+from master.core.events import EvictRequest, FromNode, Round
 from master.core.jobs import JobRuntime
 from testbed.scenario.chaos import EvictSpec
 from testbed.wire.protocol import (
@@ -27,8 +27,8 @@ from testbed.wire.protocol import (
     TaskSpec,
     TaskUpdate,
 )
-from tests.conftest import make_scenario
-from tests.core.driver import Driver, launches, sends, up
+from tests.support.driver import Driver, launches, lose, sends, up
+from tests.support.scenarios import make_scenario
 
 
 def pado(reserved: int = 2, maps: int = 8, dilation: float = 1.0, **options: Any) -> Driver:
@@ -90,18 +90,6 @@ def commit_request(driver: Driver, node_id: str, spec: TaskSpec) -> list[cmd.Com
         delivered=delivered,
     )
     return driver.do(FromNode(node_id, request))
-
-
-def lose(driver: Driver, node_id: str) -> list[cmd.Command]:
-    """The node's Last Will (after an eviction: it is lost at once), else its agent refusing
-    the probe the Will causes: it crashed."""
-    core = driver.core
-    will = up(node_id, core.nodes[node_id].node_class, core).model_copy(update={"state": "lost"})
-    out = driver.do(FromNode(node_id, will))
-    probes = [c for c in out if isinstance(c, cmd.Probe)]
-    if not probes:
-        return out
-    return out + driver.do(ProbeAnswered(node_id, "will", "refused", probes[0].session))
 
 
 # ---------------------------------------------------------------- 3.2.3: reserved tasks first

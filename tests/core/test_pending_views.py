@@ -3,8 +3,8 @@ changed (``SchedulingRound._pending_task``)."""
 
 from __future__ import annotations
 
-from tests.conftest import make_scenario
-from tests.core.driver import Driver
+from tests.support.driver import Driver
+from tests.support.scenarios import make_scenario
 
 
 def test_a_view_is_reused_until_what_it_shows_changes() -> None:

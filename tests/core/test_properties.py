@@ -16,11 +16,10 @@ from hypothesis import strategies as st
 
 from master.core import commands as cmd
 from master.core.events import EvictRequest, FromNode, ProbeAnswered, Round
-from master.schedulers.window import PendingWindow
 from testbed.scenario.chaos import EvictSpec
-from tests.conftest import make_scenario
-from tests.core.driver import Driver, up
-from tests.policy_reference import snapshot_v1
+from tests.support.driver import Driver, up
+from tests.support.node_views import check_node_views
+from tests.support.scenarios import make_scenario
 
 ACTIONS = (
     "succeed",
@@ -65,29 +64,6 @@ def check_invariants(driver: Driver) -> None:
     ends = Counter((e["task"], e["attempt"]) for e in driver.events("task_finished"))
     assert all(count == 1 for count in ends.values()), [end for end, n in ends.items() if n > 1]
     check_node_views(driver)
-
-
-def check_node_views(driver: Driver) -> None:
-    """The round's nodes, kept up to date as they change, are what a full rebuild gives."""
-    core = driver.core
-    assert core.round.nodes.views() == snapshot_v1.node_views(core)
-    free = {n.node_id: n for n in snapshot_v1.free_nodes(core) if n.free_slots > 0}
-    assert {n.node_id: n for n in core.round.nodes.free_nodes()} == free
-    by_slots: dict[tuple[str, int], list[str]] = {}
-    for node in free.values():
-        by_slots.setdefault((node.node_class, node.free_slots), []).append(node.node_id)
-    index = core.round.nodes.free_index()
-    assert (index.nodes, index.by_slots) == (free, {k: tuple(sorted(ids)) for k, ids in by_slots.items()})
-    kept, rebuilt = core.round.nodes.window(), PendingWindow(free.values())
-    assert (+kept.room, kept._most) == (+rebuilt.room, rebuilt._most)
-    queueing = sorted(n.node_id for n in snapshot_v1.node_views(core) if n.queued)
-    assert sorted(core.round.nodes.queueing()) == queueing
-    if core.jobs:  # the pending tasks and jobs, reusing the last snapshot's views, as built afresh
-        reused = core.snapshot()[0].jobs
-        core.round._pending_views.clear()
-        core.round._job_views.clear()
-        core.round._shown_jobs.clear()
-        assert core.snapshot()[0].jobs == reused
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)

@@ -18,9 +18,9 @@ from master.core import commands as cmd
 from master.core.events import FromNode, Round
 from master.core.scaling import MAX_ROUNDS, AutoscalerUnsettled
 from master.policy_setup import make_autoscaler
-from testbed.api.policy import ClusterSnapshot, Drain, ScaleDecision
-from tests.core.driver import Driver, up
-from tests.e2e.test_cloudcoaster_run import coaster_scenario, write_trace
+from testbed.api.policy import Autoscaler, ClusterSnapshot, Drain, ScaleDecision
+from tests.support.coaster import coaster_scenario, write_trace
+from tests.support.driver import Driver, up
 
 DELAY = 2.0
 """The provisioning delay in run seconds."""
@@ -128,19 +128,11 @@ def test_a_launch_waits_for_capacity_and_a_refused_one_is_given_up(tmp_path: Pat
     assert [a for a, _ in actions(refused)].count("launch") == 4
 
 
-class _Insistent:
+class _Insistent(Autoscaler):
     """Drains a node up, then asks again and again for the drain already done."""
-
-    provisioning_delay_s = 0.0
 
     def decide(self, snapshot: ClusterSnapshot, provisioning: int) -> list[ScaleDecision]:
         return [Drain("reserved-1", "keeps asking")]
-
-    def wake_at(self, snapshot: ClusterSnapshot, provisioning: int) -> float | None:
-        return None
-
-    def facts(self, snapshot: ClusterSnapshot) -> dict[str, int]:
-        return {}
 
 
 def test_an_autoscaler_that_never_settles_ends_the_run_naming_its_decisions(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from master.policy_setup import make_autoscaler
 from master.sim.run import run_sim
 from testbed.api.policy import ClusterSnapshot
 from testbed.scenario.schema import parse_scenario
-from tests.sim.helpers import events
+from tests.support.sim import events
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,9 +12,8 @@ import pytest
 from master.core.events import Round
 from master.core.jobs import JobRuntime
 from master.recovery.spark import driver_stages
-from tests.conftest import make_scenario
-from tests.core.driver import Driver, launches
-from tests.core.test_pado_order import lose
+from tests.support.driver import Driver, launches, lose
+from tests.support.scenarios import make_scenario
 
 ITERATIONS = 3
 MODELS = {3, 6, 9}

@@ -10,9 +10,8 @@ import pytest
 from master.core.events import Round
 from master.core.jobs import JobRuntime
 from master.recovery.spark import narrow_input_nodes
-from tests.conftest import make_scenario
-from tests.core.driver import Driver, launches
-from tests.core.test_pado_order import lose
+from tests.support.driver import Driver, launches, lose
+from tests.support.scenarios import make_scenario
 
 LINKS = 1
 """PageRank's links stage: the iterations (stages 2 and up) read it through a narrow dependency."""

@@ -12,8 +12,8 @@ import pytest
 from master.core.jobs import JobRuntime
 from master.core.recovery import HANDLERS, CoreView
 from testbed import api
-from tests.conftest import make_scenario
-from tests.core.driver import Driver
+from tests.support.driver import Driver
+from tests.support.scenarios import make_scenario
 
 
 def declared(protocol: type) -> set[str]:

@@ -26,8 +26,8 @@ from testbed.api import (
 )
 from testbed.scenario.chaos import EvictSpec
 from testbed.scenario.schema import Scenario
-from tests.conftest import make_scenario
-from tests.core.driver import Driver, up
+from tests.support.driver import Driver, up
+from tests.support.scenarios import make_scenario
 
 
 def fingerprint(core: MasterCore) -> Any:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import json
+import stat
+import tarfile
 import time
 from pathlib import Path
 
@@ -13,9 +17,9 @@ from docker.types import Mount
 
 from master.providers.attach import AttachProvider
 from master.providers.base import ForeignNodeError
+from master.providers.container_secrets import SECRETS_FILE, image_uid
 from master.providers.docker import AGENT_OVERHEAD_MB, LABEL_CLASS, LABEL_NODE, LABEL_RUN
-from tests.docker.conftest import Decoys, container_events, new_run_id, remove_run
-from tests.docker.test_docker_image import wait_healthy
+from tests.support.docker import Decoys, container_events, new_run_id, remove_run, wait_healthy
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(180)]
 MiB = 1024 * 1024
@@ -38,7 +42,7 @@ def compose_like_run(client: docker.DockerClient, image: str, run_id: str) -> No
         ["sleep", "infinity"],
         network=network.name,
         labels={LABEL_RUN: run_id, LABEL_CLASS: "transient"},
-        environment={"TESTBED_RUN_TOKEN": "token"},
+        environment={"TESTBED_SECRETS_FILE": "/run/secrets/testbed-enrol"},  # a new node has its own
         detach=True,
     )
 
@@ -124,29 +128,46 @@ def test_a_node_removed_while_the_run_is_listed_does_not_break_a_lookup(
         remove_run(docker_client, run_id)
 
 
-async def test_a_new_node_mounts_the_jobs_inputs_of_a_live_node(
+async def test_a_new_node_mounts_the_jobs_inputs_of_a_live_node_and_has_secrets_of_its_own(
     docker_client: docker.DockerClient, image: str, tmp_path: Path
 ) -> None:
     """A replacement may run a map task that reads the user's file: it gets the same read-only
-    bind mounts as the compose file gave the node it copies its setup from."""
+    bind mounts as the compose file gave the node it copies its setup from, but not that
+    node's Docker secret (compose binds it under /run/secrets); its own login and key are in
+    a file of its own, and not in its environment."""
     run_id = new_run_id()
     data = tmp_path / "my data.dat"
     data.write_bytes(b"input")
+    enrol = tmp_path / "enrol.json"
+    enrol.write_text('{"TESTBED_MQTT_USERNAME": "enrol"}')
+    own = {"TESTBED_MQTT_USERNAME": "transient-3", "TESTBED_MQTT_PASSWORD": "pw3", "TESTBED_NODE_KEY": "key3"}
     provider = AttachProvider(run_id)
     try:
         docker_client.containers.run(
             image,
             ["sleep", "infinity"],
             labels={LABEL_RUN: run_id, LABEL_CLASS: "transient"},
-            mounts=[Mount(str(data), str(data), type="bind", read_only=True)],
+            mounts=[
+                Mount(str(data), str(data), type="bind", read_only=True),
+                Mount("/run/secrets/testbed-enrol", str(enrol), type="bind", read_only=True),
+            ],
+            environment={"TESTBED_SECRETS_FILE": "/run/secrets/testbed-enrol"},
             detach=True,
         )
-        await provider.launch("transient-3", "transient", 1, 64, None, ["sleep", "infinity"], {})
+        await provider.launch("transient-3", "transient", 1, 64, None, ["sleep", "infinity"], own)
         node = node_container(docker_client, run_id, "transient-3")
         binds = [
             (m["Source"], m["Destination"], m["RW"]) for m in node.attrs["Mounts"] if m["Type"] == "bind"
         ]
         assert binds == [(str(data), str(data), False)]
+        env = node.attrs["Config"]["Env"]
+        assert [v for v in env if v.startswith("TESTBED_")] == [f"TESTBED_SECRETS_FILE={SECRETS_FILE}"]
+        stream, _ = node.get_archive(SECRETS_FILE)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            (member,) = archive.getmembers()
+            held = archive.extractfile(member)
+            assert held is not None and json.loads(held.read()) == own
+        assert (member.uid, stat.S_IMODE(member.mode)) == (image_uid(node), 0o600)  # its user's alone
     finally:
         try:
             await provider.close()

@@ -11,7 +11,7 @@ import pytest
 from master.providers.docker import LABEL_CLASS, LABEL_RUN
 from master.shell import node_start
 from testbed.app.cli import main
-from tests.docker.conftest import new_run_id, remove_run
+from tests.support.docker import new_run_id, remove_run
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 

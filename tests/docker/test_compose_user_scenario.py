@@ -15,9 +15,8 @@ from master.shell.run import run_scenario
 from testbed.app.cli import main
 from testbed.scenario.schema import SortJob, load_scenario
 from testbed.workloads.cli import write_generated
-from tests.docker.conftest import new_run_id, remove_run, run_leftovers
-from tests.docker.test_docker_runs import compose_command
-from tests.e2e.test_workloads_run import assert_exact
+from tests.support.docker import compose_command, new_run_id, remove_run, run_leftovers
+from tests.support.runs import assert_exact
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 

@@ -12,11 +12,10 @@ import pytest
 from docker.models.containers import Container
 
 from master.providers.docker import LABEL_RUN
-from tests.docker.conftest import new_run_id, remove_run
+from tests.support.docker import new_run_id, remove_run, wait_healthy
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(120)]
 
-HEALTH_WAIT_S = 60
 CREDENTIALS = {"TESTBED_MQTT_USERNAME": "testbed", "TESTBED_MQTT_PASSWORD": "s3cret"}
 
 
@@ -28,21 +27,6 @@ def run_id(docker_client: docker.DockerClient) -> Iterator[str]:
         yield run_id
     finally:
         remove_run(docker_client, run_id)
-
-
-def wait_healthy(client: docker.DockerClient, container: Container, since: float) -> None:
-    """Block until the engine reports the container healthy (its HEALTHCHECK passed)."""
-    events = client.events(
-        since=int(since),
-        until=int(time.time()) + HEALTH_WAIT_S,
-        decode=True,
-        filters={"container": container.id, "event": "health_status"},
-    )
-    for event in events:
-        if event["Action"] == "health_status: healthy":
-            return
-    container.reload()
-    raise AssertionError(f"{container.name} not healthy: {container.attrs['State'].get('Health')}")
 
 
 def address_of(container: Container) -> str:

@@ -9,13 +9,13 @@ import docker
 import pytest
 
 from master.providers.docker import LABEL_RUN
-from tests.docker.conftest import new_run_id, remove_run
+from tests.support.docker import new_run_id, remove_run
 
 pytestmark = [pytest.mark.docker]
 REPO = Path(__file__).resolve().parents[2]
 PROBE = """
 import asyncio, json
-from tests.test_worker_death import run_allocating_worker
+from tests.support.workloads import run_allocating_worker
 print(json.dumps([asyncio.run(run_allocating_worker(mb)) for mb in (400, 10)]))
 """
 

@@ -26,7 +26,7 @@ from master.providers.docker import (
     NodeExistsError,
     UnknownNodeError,
 )
-from tests.docker.conftest import Decoys, container_events, run_leftovers
+from tests.support.docker import Decoys, container_events, run_leftovers
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(120)]
 

@@ -3,30 +3,37 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import shutil
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
+from docker.models.containers import Container
 
 from master.providers.base import ForeignNodeError
 from master.shell.run import run_scenario
+from testbed.app.cli import main
+from testbed.node.processes import SECRETS_FILE_ENV
 from testbed.scenario.chaos import EvictSpec
-from testbed.scenario.schema import SortJob, load_scenario
+from testbed.scenario.schema import SortJob
+from testbed.wire.broker import ENROL_USER
 from testbed.workloads.cli import write_generated
-from tests.conftest import make_scenario
-from tests.docker.conftest import Decoys, new_run_id, remove_run, run_leftovers
-from tests.e2e.test_workloads_run import assert_exact
+from tests.support.docker import (
+    REPO,
+    Decoys,
+    assert_scenario_results,
+    compose_command,
+    deployed_stack,
+    new_run_id,
+    remove_run,
+    run_leftovers,
+)
+from tests.support.runs import assert_exact
+from tests.support.scenarios import make_scenario
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
-REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "compose" / "quickstart.yaml"
 
 
@@ -71,46 +78,44 @@ async def test_container_killed_mid_job_output_exact_and_foreign_containers_refu
         remove_run(docker_client, run_id)
 
 
-def compose_command() -> list[str]:
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
-        return ["docker", "compose"]
-    pytest.skip("neither docker-compose nor the docker compose plugin is installed")
+def run_secrets(directory: Path) -> list[str]:
+    """Fresh secrets of a compose run in ``directory`` (``testbed secrets``): every value."""
+    assert main(["secrets", str(directory)]) == 0
+    values = [v for f in directory.iterdir() for v in json.loads(f.read_text()).values()]
+    return [v for v in values if v != ENROL_USER]
 
 
-def assert_scenario_results(results: Path, name: str = "quickstart") -> dict[str, Any]:
-    """Every job of the shipped scenario succeeded with exact outputs, and the report is there."""
-    run_dir = results / name
-    scenario = load_scenario(REPO / "scenarios" / f"{name}.yaml")
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["succeeded"] == summary["jobs"] == len(scenario.jobs), summary
-    assert (run_dir / "report.md").exists() and (run_dir / "report.html").exists()
-    assert_exact(scenario, run_dir)
-    return summary
+def assert_no_secret_in_env(containers: list[Container], secrets: list[str]) -> None:
+    """``docker inspect``'s Env of each container names its secret file, and holds no secret."""
+    assert containers
+    for container in containers:
+        env = container.attrs["Config"]["Env"]
+        assert not [s for s in secrets if any(s in variable for variable in env)], f"{container.name}: {env}"
+        assert any(v.startswith(f"{SECRETS_FILE_ENV}=") for v in env), f"{container.name}: {env}"
 
 
 def test_compose_quickstart_end_to_end(
     docker_client: docker.DockerClient, image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With the run's secrets as Docker secrets (compose: read-only bind mounts): the agents
+    enrol, get their own credentials from the master and run the scenario exactly."""
     run_id = f"compose-{new_run_id()}"
     monkeypatch.setenv("TESTBED_RUN_ID", run_id)
     monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
     monkeypatch.setenv("TESTBED_RESULTS", str(tmp_path))
+    monkeypatch.setenv("TESTBED_SECRETS", str(tmp_path / "run.secrets"))
+    secrets = run_secrets(tmp_path / "run.secrets")
     compose = [*compose_command(), "-f", str(QUICKSTART), "-p", run_id]
     try:
         up = subprocess.run([*compose, "up", "--exit-code-from", "master"], capture_output=True, text=True)
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
         assert_scenario_results(tmp_path)
+        project = {"label": f"com.docker.compose.project={run_id}"}
+        assert_no_secret_in_env(docker_client.containers.list(all=True, filters=project), secrets)
     finally:
         subprocess.run([*compose, "down", "-v"], capture_output=True)
         remove_run(docker_client, run_id)
     assert run_leftovers(docker_client, run_id) == []
-
-
-def master_task_state(client: docker.DockerClient, stack: str) -> str:
-    tasks = client.api.tasks(filters={"service": f"{stack}_master"})
-    return tasks[0]["Status"]["State"] if tasks else "pending"
 
 
 @pytest.mark.parametrize("name", ["quickstart", "eviction-storm"])
@@ -120,68 +125,15 @@ def test_swarm_stack(
     """A shipped compose file as a stack; in eviction-storm the chaos controller kills agents
     and launches replacements through the Swarm manager."""
     env = {"TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(tmp_path)}
-    with deployed_stack(docker_client, REPO / "compose" / f"{name}.yaml", env):
+    env["TESTBED_SECRETS"] = str(tmp_path / "run.secrets")
+    secrets = run_secrets(tmp_path / "run.secrets")
+    with deployed_stack(docker_client, REPO / "compose" / f"{name}.yaml", env) as stack:
         summary = assert_scenario_results(tmp_path, name)
+        stacked = {"label": f"com.docker.stack.namespace={stack}"}
+        assert_no_secret_in_env(docker_client.containers.list(all=True, filters=stacked), secrets)
         if name == "eviction-storm":
             evictions = (tmp_path / name / "evictions.csv").read_text()
             assert summary["evictions"] >= 2 and ",storm," in evictions, evictions
-
-
-@contextlib.contextmanager
-def deployed_stack(client: docker.DockerClient, compose_file: Path, env: dict[str, str]) -> Iterator[str]:
-    """Deploy the compose file as a stack of a run of its own, wait until its master's task
-    completed, yield the stack's name; then remove the stack and check nothing of it is left."""
-    stack = f"stack{new_run_id()}".replace("-", "")
-    env = {"TESTBED_RUN_ID": stack, **env}
-    try:
-        deploy = subprocess.run(
-            ["docker", "stack", "deploy", "-c", str(compose_file), stack],
-            capture_output=True,
-            text=True,
-            env={**os.environ, **env},
-        )
-        assert deploy.returncode == 0, deploy.stderr
-        state = wait_for_master(client, stack)
-        assert state == "complete", f"master task ended {state}: {service_logs(stack)}"
-        yield stack
-    finally:
-        subprocess.run(["docker", "stack", "rm", stack], capture_output=True)
-        wait_until_gone(client, stack)
-    assert run_leftovers(client, stack) == []
-
-
-def wait_for_master(client: docker.DockerClient, stack: str, limit_s: float = 600) -> str:
-    """The master task's final state (Swarm reports it through the manager)."""
-    deadline = _now() + limit_s
-    while _now() < deadline:
-        state = master_task_state(client, stack)
-        if state in ("complete", "failed", "rejected", "shutdown", "orphaned"):
-            return state
-        _pause()
-    return f"still {master_task_state(client, stack)} after {limit_s:.0f}s"
-
-
-def wait_until_gone(client: docker.DockerClient, stack: str, limit_s: float = 120) -> None:
-    """`docker stack rm` returns before the tasks' containers and the network are removed."""
-    label = {"label": f"com.docker.stack.namespace={stack}"}
-    deadline = _now() + limit_s
-    while _now() < deadline and (
-        client.containers.list(all=True, sparse=True, filters=label) or client.networks.list(filters=label)
-    ):
-        _pause()
-
-
-def service_logs(stack: str) -> str:
-    logs = subprocess.run(["docker", "service", "logs", f"{stack}_master"], capture_output=True, text=True)
-    return (logs.stdout + logs.stderr)[-3000:]
-
-
-def _now() -> float:
-    return time.monotonic()
-
-
-def _pause() -> None:
-    time.sleep(1)  # polling the engine's record of an external process, not synchronising ours
 
 
 async def test_a_jobs_input_file_is_mounted_read_only_at_its_own_path(

@@ -16,10 +16,9 @@ from master.providers.docker import CGROUP_DIR, DockerProvider
 from master.shell.run import run_scenario
 from testbed.node.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, detect
 from testbed.scenario.chaos import EvictSpec
-from tests.conftest import make_scenario
-from tests.docker.conftest import new_run_id, remove_run, run_leftovers
-from tests.e2e.test_faithful_run import run_a_lone_task
-from tests.e2e.test_workloads_run import assert_exact
+from tests.support.docker import new_run_id, remove_run, run_leftovers
+from tests.support.runs import assert_exact, run_a_lone_task
+from tests.support.scenarios import make_scenario
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 

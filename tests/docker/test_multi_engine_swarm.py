@@ -1,5 +1,5 @@
 """A real multi-engine Swarm on this one machine: three Docker engines, each in its own network
-namespace (``tests/docker/engines.py``), one manager and two workers, run the eviction-storm
+namespace (``tests/support/docker_engines.py``), one manager and two workers, run the eviction-storm
 stack (``testbed compose --per-node``). The master talks to the manager's socket only: an
 agent killed on a worker's engine was killed through the Swarm manager (its service removed),
 since nothing else reaches that engine."""
@@ -21,8 +21,8 @@ import pytest
 
 from master.providers.docker import LABEL_CLASS, LABEL_NODE, LABEL_RUN
 from testbed.app.cli import main
-from tests.docker.engines import Engine, Engines, EnginesUnavailable
-from tests.docker.test_docker_runs import assert_scenario_results, wait_for_master, wait_until_gone
+from tests.support.docker import assert_scenario_results, wait_for_master, wait_until_gone
+from tests.support.docker_engines import Engine, Engines, EnginesUnavailable
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
 REPO = Path(__file__).resolve().parents[2]

@@ -19,12 +19,11 @@ import pytest
 
 from master.shell.run import run_scenario
 from testbed.app.cli import main
-from testbed.app.compare import compare_runs
+from testbed.app.report.compare import compare_runs
 from testbed.scenario.schema import load_scenario
 from testbed.workloads.check import check_output
-from tests.docker.conftest import new_run_id, remove_run, run_leftovers
-from tests.docker.test_docker_runs import compose_command, deployed_stack
-from tests.test_plugin_docs import write_doc_files
+from tests.support.docker import compose_command, deployed_stack, new_run_id, remove_run, run_leftovers
+from tests.support.plugins import write_doc_files
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 

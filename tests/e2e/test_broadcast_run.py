@@ -15,9 +15,8 @@ from master.shell.run import run_scenario
 from testbed.scenario.schema import Scenario
 from testbed.wire.blocks import FRAME_HEADER
 from testbed.workloads.mlr import vector_bytes
-from tests.conftest import make_scenario
-from tests.e2e.test_wordcount_run import assert_clean
-from tests.e2e.test_workloads_run import assert_exact, evict_first_if_none
+from tests.support.runs import assert_clean, assert_exact, evict_first_if_none
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

@@ -20,8 +20,9 @@ from master.shell.run import run_scenario
 from testbed.app.chaos_check import check_run, format_check
 from testbed.chaos_client import ChaosClient, ChaosError
 from testbed.workloads.wordcount import read_output
-from tests.conftest import make_scenario, process_alive
-from tests.e2e.test_wordcount_run import assert_clean, expected_counts
+from tests.support.processes import process_alive
+from tests.support.runs import assert_clean, expected_counts
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

@@ -20,38 +20,11 @@ from typing import Any
 import pytest
 
 from master.shell.run import run_scenario
-from tests.conftest import make_scenario, process_alive
-from tests.e2e.test_wordcount_run import assert_clean
+from tests.support.coaster import coaster_scenario, write_trace
+from tests.support.processes import process_alive
+from tests.support.runs import assert_clean
 
 pytestmark = pytest.mark.e2e
-
-
-def coaster_scenario(trace: Path, **fields: Any):
-    return make_scenario(
-        time_scale=10,
-        cluster={
-            "reserved": {"count": 4, "slots": 1},
-            "transient": {"count": 0, "slots": 1},
-            "heartbeat_interval": 0.2,
-            "heartbeat_timeout": 3,
-        },
-        policy={
-            "scheduler": "eagle",
-            "autoscaler": "cloudcoaster",
-            "options": {
-                "eagle": {"short_fraction": 0.5},
-                "cloudcoaster": {"r": 2, "p": 0.5, "threshold": 0.4, "provisioning_delay": "20s"},
-            },
-        },
-        jobs=[],
-        arrivals={"trace": str(trace)},
-        **fields,
-    )
-
-
-def write_trace(path: Path, lines: list[str]) -> Path:
-    path.write_text("# submit tasks estimate durations...\n" + "\n".join(lines) + "\n")
-    return path
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:

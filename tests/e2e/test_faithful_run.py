@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from master.shell.run import RunResult, run_scenario
+from master.shell.run import run_scenario
 from testbed.app.report.build import write_report
 from testbed.app.report.rundir import load_run
-from testbed.node.cgroups import CgroupUnavailable, CpuCgroups, CpuStats, detect, slot_group
-from tests.conftest import make_scenario
-from tests.e2e.test_wordcount_run import assert_clean
-from tests.e2e.test_workloads_run import JOBS, assert_exact
+from testbed.node.cgroups import CgroupUnavailable, detect
+from tests.support.runs import JOBS, assert_clean, assert_exact, run_a_lone_task
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 
@@ -72,34 +71,6 @@ async def test_a_lone_task_on_a_2_cpu_2_slot_node_gets_one_core_not_two(tmp_path
     result, cpu_s = await run_a_lone_task(cgroups, tmp_path, run_id=None)
     assert cpu_s <= 1.0 * 1.1
     assert result.summary["fidelity"]["slots_throttled_share"] is not None  # the slots' counters too
-
-
-async def run_a_lone_task(
-    cgroups: CpuCgroups, tmp_path: Path, run_id: str | None, backend: str = "local"
-) -> tuple[RunResult, float]:
-    """One CPU-bound task of 1 trace second alone on a node of 2 cpus and 2 slots at dilation 4
-    (4 wall seconds: 1 s of CPU at one slot's 1 / 4 core, 2 s at the node's 2 / 4): the run and
-    the task's CPU seconds, checked to have run in slot 0's group with slot 1's holding no one
-    back and within its quota. ``run_id`` names the run's groups (None: the master's own)."""
-    scenario = make_scenario(
-        cluster={"reserved": {"count": 1, "slots": 2, "cpus": 2}, "transient": 0},
-        jobs=[{"workload": "sleep", "tasks": 1, "duration": "1s", "cpu_bound": True}],
-        fidelity={"mode": "faithful", "dilation": 4},
-    )
-    slots: list[CpuStats] = []
-    cpu_s: list[float] = []
-
-    def at_the_end(master: Any, record: dict[str, Any]) -> None:
-        if record["event"] == "task_finished":
-            node = cgroups.run_dir(run_id or master.run_id) / record["node"]
-            slots.extend(cgroups.stats(slot_group(node, slot)) for slot in (0, 1))
-            cpu_s.append(record["cpu_s"])
-
-    result = await run_scenario(scenario, tmp_path, backend=backend, on_event=at_the_end)
-    assert result.ok, result.summary
-    assert slots[0].periods > 10 and slots[1].throttled_periods == 0
-    assert result.summary["fidelity"]["task_cpu_per_quota"] <= 1.1
-    return result, cpu_s[0]
 
 
 async def test_a_dilated_run_stretches_trace_time_and_reports_emulated_seconds(tmp_path: Path) -> None:

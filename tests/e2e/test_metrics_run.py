@@ -10,7 +10,7 @@ import pytest
 
 from master.core.jobs import MAX_FAILURES
 from master.shell.run import run_scenario
-from tests.conftest import make_scenario
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

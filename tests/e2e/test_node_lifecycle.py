@@ -19,8 +19,8 @@ import pytest
 
 from master.shell.run import run_scenario
 from testbed.workloads.wordcount import read_output
-from tests.conftest import make_scenario
-from tests.e2e.test_wordcount_run import assert_clean, expected_counts
+from tests.support.runs import assert_clean, expected_counts
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

@@ -14,9 +14,9 @@ import pytest
 
 from master.shell.run import run_scenario
 from testbed.workloads.wordcount import generate_split
-from tests.conftest import make_scenario, shell_act
-from tests.e2e.test_wordcount_run import assert_clean
-from tests.e2e.test_workloads_run import assert_exact
+from tests.support.masters import shell_act
+from tests.support.runs import assert_clean, assert_exact
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

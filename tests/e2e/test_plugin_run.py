@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from testbed.app.cli import main
-from testbed.app.compare import compare_runs
-from tests.test_plugin_docs import write_doc_files
+from testbed.app.report.compare import compare_runs
+from tests.support.plugins import write_doc_files
 
 pytestmark = pytest.mark.e2e
 
@@ -117,3 +117,82 @@ async def test_the_harness_runs_a_scenario_in_a_line(tmp_path: Path, isolated_pa
     result = await run(tmp_path / "random.yaml", tmp_path / "run")
     assert result.ok, result.summary
     assert result.summary["plugins"]["scheduler"]["name"] == "random_placement:RandomScheduler"
+
+
+def test_the_docs_autoscaler_sees_the_whole_backlog_under_fifo(tmp_path: Path, isolated_path: None) -> None:
+    """Ten ready maps, two slots: FIFO's round sees a window of two, and the autoscaler saw that
+    window ("2 tasks wait"; on the full cluster none). It must see the 8 that wait."""
+    write_doc_files(tmp_path)
+    scenario = tmp_path / "backlog.yaml"
+    scenario.write_text(
+        "name: backlog\n"
+        "cluster: {reserved: {count: 1, slots: 2}, transient: 0,"
+        " heartbeat_interval: 0.2, heartbeat_timeout: 5}\n"
+        "policy:\n  scheduler: fifo\n  autoscaler: backlog_autoscaler:BacklogAutoscaler\n"
+        "  options: {backlog_autoscaler:BacklogAutoscaler: {max_transient: 1}}\n"
+        "jobs: [{workload: wordcount, size_mb: 1, maps: 10, reduces: 1}]\ntimeout: 120s\n",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    assert main(["run", str(scenario), "--out", str(run_dir)]) == 0
+    launches = [e for e in events(run_dir) if e["event"] == "autoscale" and e["action"] == "launch"]
+    assert [(e["reason"], e["facts"]) for e in launches] == [("8 tasks wait", {"waiting": 8})]
+    assert main(["check-output", "--run", str(run_dir)]) == 0
+
+
+DUCK_TYPED = """
+from testbed.api import Assign, Launch
+
+
+class Spread:
+    def schedule(self, snapshot):
+        room = {n.node_id: [n.free_slots, n.free_memory_mb] for n in snapshot.nodes if not n.draining}
+        decisions = []
+        for job in snapshot.jobs:
+            for task in job.pending:
+                node = next((i for i, (s, m) in room.items() if s > 0 and m >= task.ideal_memory_mb), None)
+                if node is not None:
+                    room[node][0] -= 1
+                    room[node][1] -= task.ideal_memory_mb
+                    decisions.append(Assign(task.task_id, node, task.ideal_memory_mb))
+        return decisions
+
+
+class OneMore:
+    def decide(self, snapshot, provisioning):
+        transient = [n for n in snapshot.nodes if n.node_class == "transient"]
+        waiting = any(job.pending for job in snapshot.jobs)
+        if waiting and not transient and not provisioning:
+            return [Launch("transient", reason="backlog")]
+        return []
+
+
+class Words:
+    def map(self, record):
+        for word in record.split():
+            yield word, 1
+
+    def reduce(self, key, values):
+        return f"{key}\\t{sum(values)}"
+
+    def generate(self, split, splits, seed):
+        for line in range(200):
+            yield f"w{line % 7} w{(line * split) % 5} {seed}\\n".encode()
+"""
+
+
+def test_duck_typed_plugins_of_three_kinds_run_on_local_agents(tmp_path: Path, isolated_path: None) -> None:
+    """A scheduler, an autoscaler and a workload none of which subclasses its interface: they
+    failed the run (needs_all_pending, provisioning_delay_s, combine missing)."""
+    (tmp_path / "duck_plugins.py").write_text(DUCK_TYPED, encoding="utf-8")
+    scenario = tmp_path / "duck.yaml"
+    scenario.write_text(
+        "name: duck\ncluster: {reserved: 1, transient: 0, heartbeat_interval: 0.2, heartbeat_timeout: 5}\n"
+        "policy: {scheduler: 'duck_plugins:Spread', autoscaler: 'duck_plugins:OneMore'}\n"
+        "jobs: [{workload: 'duck_plugins:Words', maps: 6, reduces: 2}]\ntimeout: 120s\n",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    assert main(["run", str(scenario), "--out", str(run_dir)]) == 0
+    assert main(["check-output", "--run", str(run_dir)]) == 0
+    assert [e["action"] for e in events(run_dir) if e["event"] == "autoscale"][:1] == ["launch"]

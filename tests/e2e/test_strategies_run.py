@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from master.shell.run import run_scenario
-from tests.conftest import make_scenario
-from tests.e2e.test_wordcount_run import assert_clean
-from tests.e2e.test_workloads_run import JOBS, assert_exact, evict_first_if_none
+from tests.support.runs import JOBS, assert_clean, assert_exact, evict_first_if_none
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

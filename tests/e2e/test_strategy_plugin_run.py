@@ -15,8 +15,7 @@ from master.shell.run import run_scenario
 from testbed.app.cli import main
 from testbed.scenario.schema import load_scenario
 from testbed.workloads.check import check_output
-from tests.test_plugin_docs import write_doc_files
-from tests.test_strategy_plugins import reruns
+from tests.support.plugins import reruns, write_doc_files
 
 pytestmark = pytest.mark.e2e
 

@@ -11,29 +11,11 @@ from typing import Any
 import pytest
 
 from master.shell.run import run_scenario
-from testbed.scenario.schema import WordcountJob
-from testbed.workloads.wordcount import read_output, reference_output
-from tests.conftest import assert_tables_from_events, make_scenario, process_alive
+from testbed.workloads.wordcount import read_output
+from tests.support.runs import assert_clean, expected_counts
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
-
-
-def expected_counts(size_mb: float, maps: int, seed: int):
-    job = WordcountJob(workload="wordcount", size_mb=size_mb, maps=maps)
-    return reference_output(job, seed)
-
-
-def agent_pids(run_dir: Path) -> list[int]:
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    return [e["pid"] for e in events if e["event"] == "node_up"]
-
-
-def assert_clean(run_dir: Path) -> None:
-    """Nothing the run started is left: no agent process, no node directory; and the tables
-    it wrote are those its events make."""
-    assert not any(process_alive(pid) for pid in agent_pids(run_dir))
-    assert not (run_dir / "nodes").exists() or not any((run_dir / "nodes").iterdir())
-    assert_tables_from_events(run_dir)
 
 
 async def test_wordcount_on_amqtt(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from master.shell.run import run_scenario
 from testbed.app.cli import main
 from testbed.scenario.schema import load_scenario
 from testbed.workloads.check import check_output
-from tests.e2e.test_workloads_run import evict_first_if_none, spilled
-from tests.test_plugin_docs import write_doc_files
+from tests.support.plugins import write_doc_files
+from tests.support.runs import evict_first_if_none, spilled
 
 pytestmark = pytest.mark.e2e
 
@@ -95,7 +95,7 @@ async def test_an_iterative_plugin_is_exact_on_real_agents_under_an_eviction(
 ) -> None:
     """Map, 4 rounds of step, reduce: 6 stages chained by shuffles on local agents; the first
     eviction loses shuffle outputs that lineage recomputes."""
-    from tests.workloads.test_user_workloads import ITERATIVE, path_graph
+    from tests.support.plugins import ITERATIVE, path_graph
 
     (tmp_path / "minlabel.py").write_text(ITERATIVE, encoding="utf-8")
     scenario_file = tmp_path / "cc.yaml"

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from master.schedulers.task_model import PenaltyCurve, TaskModel, TaskProfile, save_profile
 from master.shell.run import run_scenario
 from testbed.workloads.check import check_output
-from tests.conftest import make_scenario
-from tests.e2e.test_wordcount_run import assert_clean
+from testbed.workloads.task_model import PenaltyCurve, TaskModel, TaskProfile, save_profile
+from tests.support.runs import assert_clean
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

@@ -1,5 +1,5 @@
 """CloudCoaster's census kept across snapshots takes the decisions of the census counted
-afresh in every snapshot (tests/policy_reference/cloudcoaster_v2.py) on random sequences
+afresh in every snapshot (tests/support/policy_reference/cloudcoaster_v2.py) on random sequences
 of snapshots: views kept from one snapshot to the next (as the core keeps those of nodes
 that did not change), changed, new or gone."""
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
 from testbed.api.policy import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
-from tests.policy_reference import cloudcoaster_v2
+from tests.support.policy_reference import cloudcoaster_v2
 
 CLASSES = ("reserved", "transient")
 

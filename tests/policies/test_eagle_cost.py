@@ -1,6 +1,6 @@
 """Eagle's cheaper round (per task, then with lazy node states) and CloudCoaster's
 once-per-snapshot census take the previous implementations' decisions
-(tests/policy_reference) on random partitioned clusters; Eagle's probe drawn by rejection
+(tests/support/policy_reference) on random partitioned clusters; Eagle's probe drawn by rejection
 changes only the sample (the round before it, given the same sampler, decides the same)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
 from master.schedulers.eagle import EagleScheduler, _probed, node_ordinal
 from master.schedulers.eagle_kept import KeptNodes
 from testbed.api.policy import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
-from tests.policy_reference import cloudcoaster_v1, eagle_v1, eagle_v2, eagle_v3
+from tests.support.policy_reference import cloudcoaster_v1, eagle_v1, eagle_v2, eagle_v3
 
 CLASSES = ("reserved", "transient")
 

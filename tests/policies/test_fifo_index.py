@@ -1,6 +1,6 @@
 """FIFO's indexed round and the indexed window take the previous implementation's decisions.
 
-The references (tests/policy_reference) scanned every node for every task; on random
+The references (tests/support/policy_reference) scanned every node for every task; on random
 clusters (node classes, free slots and memory, draining nodes, preferred and excluded
 nodes, duplicated ids in preferences) both must agree exactly, FIFO with its own index
 (a snapshot made by hand) and with the master's (``ClusterSnapshot.free``).
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from master.schedulers.fifo import FifoScheduler
 from master.schedulers.window import FreeNode, PendingWindow
 from testbed.api.policy import ClusterSnapshot, FreeNodes, JobView, NodeView, PendingTask, RunningTask
-from tests.policy_reference import fifo_v1, window_v1
+from tests.support.policy_reference import fifo_v1, window_v1
 
 CLASSES = ("reserved", "transient")
 NODE_IDS = [f"n{i}" for i in range(12)]

@@ -30,7 +30,7 @@ from testbed.api.policy import (
     RunningTask,
 )
 from testbed.chaosmodels.lifetimes import parse_lifetime
-from tests.conftest import assert_validate_refuses
+from tests.support.cli import assert_validate_refuses
 
 
 def node(

@@ -1,4 +1,4 @@
-"""The task model of memory elasticity (``master.schedulers.task_model``): penalty and spill
+"""The task model of memory elasticity (``testbed.workloads.task_model``): penalty and spill
 curves, profile files, and the YARN-ME paper's reducer model.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from master.schedulers.task_model import (
+from testbed.workloads.task_model import (
     PenaltyCurve,
     ReducerSpillModel,
     SpillCurve,
@@ -20,10 +20,10 @@ from master.schedulers.task_model import (
     save_profile,
     spilled_mb,
 )
+from tests.support.policies import SAWTOOTH
 
 STEP_2X = TaskModel(2_500, 10.0, PenaltyCurve.step(2.0))
 """Its spill is unknown (no disk rate, no spill curve)."""
-SAWTOOTH = PenaltyCurve(((0.1, 1.6), (0.25, 1.2), (0.5, 1.9), (0.75, 1.3), (0.99, 1.9), (1.0, 1.0)))
 
 
 # ---------------------------------------------------------------- the task model

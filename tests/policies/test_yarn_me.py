@@ -18,11 +18,6 @@ from master.schedulers.simulate import (
     model_runtime,
     simulate,
 )
-from master.schedulers.task_model import (
-    PenaltyCurve,
-    SpillCurve,
-    TaskModel,
-)
 from master.schedulers.yarn import JobState, ModelLookup, ModelSource, YarnScheduler
 from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler, elastic_choices
 from master.schedulers.yarn_me_timeline import RegularTimeline, estimate_completion_times
@@ -35,17 +30,12 @@ from testbed.api.policy import (
     PendingTask,
     RunningTask,
 )
-from tests.policies.test_task_model import SAWTOOTH
-from tests.policies.test_yarn import (
-    assigned,
-    busy,
-    job,
-    labels,
-    node,
-    reservations,
-    snap,
-    tasks,
+from testbed.workloads.task_model import (
+    PenaltyCurve,
+    SpillCurve,
+    TaskModel,
 )
+from tests.support.policies import SAWTOOTH, assigned, busy, job, labels, node, reservations, snap, tasks
 
 STEP_2X = TaskModel(2_500, 10.0, PenaltyCurve.step(2.0))
 """Its spill is unknown: an elastic allocation of it is charged a node's whole disk budget."""

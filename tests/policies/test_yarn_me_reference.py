@@ -19,11 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.schedulers import yarn_me
-from master.schedulers.task_model import PenaltyCurve, TaskModel
 from master.schedulers.yarn import Demand, JobState, ModelLookup, Ordering, queue_key
 from master.schedulers.yarn_me import YarnMeScheduler
 from master.schedulers.yarn_me_timeline import RegularTimeline, estimate_completion_times
 from testbed.api.policy import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
+from testbed.workloads.task_model import PenaltyCurve, TaskModel
 
 
 class ReferenceTimeline:

@@ -10,7 +10,11 @@ import pytest
 
 from master.core.jobs import JobRuntime
 from master.policy_setup import load_profiles, profile_models, stage_memory
-from master.schedulers.task_model import (
+from master.shell.run import elastic_summary
+from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.api.policy import PendingTask
+from testbed.scenario.schema import DEFAULT_TASK_MEMORY_MB, ScenarioError
+from testbed.workloads.task_model import (
     PenaltyCurve,
     SpillCurve,
     TaskModel,
@@ -18,11 +22,7 @@ from master.schedulers.task_model import (
     load_profile,
     save_profile,
 )
-from master.shell.run import elastic_summary
-from testbed.api.policy import PendingTask
-from testbed.scenario.schema import DEFAULT_TASK_MEMORY_MB, ScenarioError
-from testbed.workloads.plan import Dependency, JobPlan, StagePlan
-from tests.conftest import make_scenario
+from tests.support.scenarios import make_scenario
 
 CURVE = PenaltyCurve.step(1.5)
 

@@ -23,9 +23,10 @@ import pytest
 from agents.naming import ask_name
 from testbed.node.processes import child_env
 from testbed.wire.broker import free_port
+from testbed.wire.capabilities import name_proof, seal
 from testbed.wire.mqtt import BrokerAddress
 from testbed.wire.protocol import Codec, NameRequest, NodeNamed, NodeState, Topics
-from tests.conftest import _wait_port
+from tests.support.broker import wait_port
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 pytestmark = pytest.mark.skipif(not Path(MOSQUITTO).exists(), reason="mosquitto is not installed")
@@ -52,7 +53,7 @@ class Mosquitto:
         self.process = subprocess.Popen(
             [MOSQUITTO, "-c", str(self.config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
-        _wait_port(self.port, self.process)
+        wait_port(self.port, self.process)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -113,7 +114,7 @@ async def first_state(broker: Mosquitto, node_id: str, state: str) -> NodeState:
 async def requests_seen(broker: Mosquitto, count: int) -> NameRequest:
     """The ``count``-th name request an unnamed agent sends (a master that does not answer)."""
     async with aiomqtt.Client("127.0.0.1", broker.port) as client:
-        await client.subscribe(TOPICS.state(), qos=1)
+        await client.subscribe(TOPICS.name_requests("+"), qos=1)
         async with asyncio.timeout(DEADLINE_S):
             async for message in client.messages:
                 request = CODEC.decode(bytes(message.payload or b""))
@@ -125,11 +126,16 @@ async def requests_seen(broker: Mosquitto, count: int) -> NameRequest:
 
 
 async def answer(broker: Mosquitto, node_id: str) -> None:
-    """The master's answer to the next name request (no run secret: no proof checked)."""
+    """The master's answer to the next name request: nothing sealed for the agent (this broker
+    takes anyone), proven with the request's key."""
     request = await requests_seen(broker, 1)
+    sealed = seal(request.key, f"{request.host} {request.incarnation} {node_id}", {})
+    proof = name_proof(request.key, request.host, request.incarnation, node_id, sealed)
+    named = NodeNamed(
+        host=request.host, incarnation=request.incarnation, node_id=node_id, proof=proof, sealed=sealed
+    )
     async with aiomqtt.Client("127.0.0.1", broker.port) as client:
-        named = NodeNamed(host=request.host, incarnation=request.incarnation, node_id=node_id, proof="")
-        await client.publish(TOPICS.command(request.host), Codec.encode(named), qos=1)
+        await client.publish(TOPICS.name_answers(request.host), Codec.encode(named), qos=1)
 
 
 async def test_an_agent_without_a_broker_gives_up_in_one_line_and_exit_1(tmp_path: Path) -> None:
@@ -147,13 +153,13 @@ async def test_the_wait_counts_from_the_last_connection_not_from_the_start(broke
     """An unnamed agent waiting (connected) for a master longer than its broker wait, whose broker
     then restarts, goes on asking and takes its name: the wait is for the broker, not the master."""
     broker.start()
-    asking = asyncio.create_task(ask_name(broker.address, "r1", "c0ffee123456", "transient", "", 2, 512, 1.0))
+    asking = asyncio.create_task(ask_name(broker.address, "r1", "c0ffee123456", "transient", 2, 512, 1.0))
     first = await requests_seen(broker, 4)  # 4 requests, 0.5 s apart: longer than the wait, unanswered
     broker.stop()
     broker.start()
     await answer(broker, "transient-7")
     async with asyncio.timeout(DEADLINE_S):
-        assert await asking == "transient-7"
+        assert await asking == ("transient-7", {})
     assert first.host == "c0ffee123456"
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from master.shell.run import run_scenario
-from tests.conftest import make_scenario
-from tests.e2e.test_wordcount_run import assert_clean
+from tests.support.runs import assert_clean
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

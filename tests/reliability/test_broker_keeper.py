@@ -27,8 +27,9 @@ from master.shell.run import run_scenario
 from testbed.node.processes import child_env
 from testbed.wire.broker import EmbeddedBroker, MosquittoBroker, make_broker, mosquitto_binary
 from testbed.workloads.wordcount import read_output
-from tests.conftest import make_scenario, process_alive
-from tests.e2e.test_wordcount_run import assert_clean, expected_counts
+from tests.support.processes import process_alive
+from tests.support.runs import assert_clean, expected_counts
+from tests.support.scenarios import make_scenario
 
 
 def processes_in(directories: list[Path]) -> list[str]:

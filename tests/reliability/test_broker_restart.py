@@ -29,9 +29,8 @@ from testbed.wire.broker import (
 from testbed.wire.mqtt import MqttLink
 from testbed.wire.protocol import Codec, NodeState
 from testbed.workloads.wordcount import read_output
-from tests.conftest import make_scenario
-from tests.e2e.test_wordcount_run import assert_clean, expected_counts
-from tests.e2e.test_workloads_run import assert_exact
+from tests.support.runs import assert_clean, assert_exact, expected_counts
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

@@ -23,7 +23,7 @@ from agents.agent import Agent, AgentConfig, RunningAttempt, _forkserver
 from agents.worker_main import warmed
 from testbed.wire.mqtt import BrokerAddress
 from testbed.wire.protocol import Codec, LaunchTask, NodeState, TaskSpec, TaskUpdate, Topics
-from tests.conftest import process_alive
+from tests.support.processes import process_alive
 
 pytestmark = pytest.mark.e2e
 READ_SYSCALL = "0"  # x86_64

@@ -31,7 +31,8 @@ from testbed.wire.protocol import (
     TaskUpdate,
     Topics,
 )
-from tests.conftest import make_scenario, offline_master, shell_act
+from tests.support.masters import offline_master, shell_act
+from tests.support.scenarios import make_scenario
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

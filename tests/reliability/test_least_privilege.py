@@ -22,8 +22,8 @@ from testbed.wire.blocks import TOKEN_HEADER, BlockWriter
 from testbed.wire.broker import EmbeddedBroker, ManagedBroker, MosquittoBroker, mosquitto_binary
 from testbed.wire.protocol import Codec, NodeState, TaskUpdate, Topics
 from testbed.workloads.wordcount import read_output
-from tests.conftest import make_scenario
-from tests.e2e.test_wordcount_run import assert_clean, expected_counts
+from tests.support.runs import assert_clean, expected_counts
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 
@@ -34,16 +34,12 @@ MAPS, REDUCES = 8, 2
 JOBS = [{"workload": "wordcount", "size_mb": 4, "maps": MAPS, "reduces": REDUCES}]
 
 
-async def login_of(broker: ManagedBroker, node_id: str) -> tuple[str, str]:
-    creds = await broker.agent_login(node_id)
-    return creds.username, creds.password
-
-
 class Attacker:
     """Acts on journal events from a task of its own: an MQTT client logged in as the
     compromised agent, and an HTTP client with whatever token it holds."""
 
-    def __init__(self, broker: ManagedBroker) -> None:
+    def __init__(self, broker: ManagedBroker | None) -> None:
+        """``broker``: the run's, handed in; None: the one the run starts (Docker: on its network)."""
         self.broker = broker
         self.events: asyncio.Queue[tuple[Any, dict[str, Any]]] = asyncio.Queue()
         self.sent: list[str] = []
@@ -58,9 +54,11 @@ class Attacker:
         self.events.put_nowait((master, record))
 
     async def run(self, master: Any) -> None:
-        username, password = await login_of(self.broker, COMPROMISED)
+        """Logged in with the credentials the compromised agent got (what its process holds)."""
+        own = await master.starts.secrets_of(COMPROMISED)
+        username, password = own["TESTBED_MQTT_USERNAME"], own["TESTBED_MQTT_PASSWORD"]
         async with aiomqtt.Client(
-            self.broker.host, self.broker.port, username=username, password=password
+            master.broker.host, master.broker.port, username=username, password=password
         ) as client:
             while True:
                 master, record = await self.events.get()
@@ -74,9 +72,11 @@ class Attacker:
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
 
-    async def attack(self, run_dir: Path) -> tuple[RunResult, list[dict[str, Any]]]:
+    async def attack(self, run_dir: Path, backend: str = "local") -> tuple[RunResult, list[dict[str, Any]]]:
         """The job run with this attacker at work: the run's result and its events."""
-        run = run_scenario(make_scenario(jobs=JOBS), run_dir, on_event=self.on_event, broker=self.broker)
+        run = run_scenario(
+            make_scenario(jobs=JOBS), run_dir, backend, on_event=self.on_event, broker=self.broker
+        )
         try:
             result = await asyncio.wait_for(run, 300)
         finally:

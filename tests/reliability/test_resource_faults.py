@@ -25,8 +25,8 @@ from master.shell.journal_file import Journal
 from master.shell.run import run_scenario
 from testbed.wire.protocol import TaskSpec
 from testbed.workloads.wordcount import read_output
-from tests.conftest import make_scenario
-from tests.e2e.test_wordcount_run import assert_clean, expected_counts
+from tests.support.runs import assert_clean, expected_counts
+from tests.support.scenarios import make_scenario
 
 CAP_MB = 4
 """A map of 1 MB of text needs 8 to 16 MB more than its worker starts with."""

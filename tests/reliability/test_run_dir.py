@@ -21,30 +21,13 @@ from master.shell.run import prepare_run_dir
 from master.shell.run_dir import LOCK_FILE, RunDirError, owning
 from testbed.node.processes import child_env
 from testbed.scenario.schema import load_scenario
+from tests.support.cli import cli, one_line
 
 SCENARIO = {
     "name": "tiny",
     "cluster": {"reserved": 1, "transient": 1},
     "jobs": [{"workload": "sleep", "tasks": 1, "duration": 0.1}],
 }
-
-
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "testbed.app.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=child_env(),
-    )
-
-
-def one_line(result: subprocess.CompletedProcess[str]) -> str:
-    """The refusal: exit 2 and a single line on stderr, no traceback."""
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 2 and len(lines) == 1, result.stderr
-    return lines[0]
 
 
 def scenario_file(tmp_path: Path, **fields: object) -> Path:

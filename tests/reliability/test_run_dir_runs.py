@@ -26,9 +26,9 @@ from testbed.chaos_client import ChaosClient, ChaosError
 from testbed.node.processes import child_env
 from testbed.wire.blocks import TOKEN_HEADER
 from testbed.workloads.wordcount import read_output, reference_counts
-from tests.conftest import make_scenario
-from tests.reliability.test_master_crash import SCENARIO, events, run_until_crash_point
-from tests.reliability.test_run_dir import cli, one_line
+from tests.support.cli import cli, one_line
+from tests.support.crash import SCENARIO, events, run_until_crash_point
+from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 

@@ -21,7 +21,8 @@ import pytest
 from master.shell.run import run_scenario
 from master.shell.secure_dir import RunDirError, secure_run_dir, write_secret_file
 from testbed.wire.blocks import TOKEN_HEADER
-from tests.conftest import make_scenario, offline_master, shell_act
+from tests.support.masters import offline_master, shell_act
+from tests.support.scenarios import make_scenario
 
 OTHER_USER = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 needs_other_user = pytest.mark.skipif(

@@ -1,11 +1,12 @@
-"""Fixtures: a complete recorded run per policy (see recorded_run.py)."""
+"""Fixtures: a complete recorded run per policy (see tests/support/recorded_run.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from recorded_run import RecordedRun, write_run
+
+from tests.support.recorded_run import RecordedRun, write_run
 
 
 @pytest.fixture

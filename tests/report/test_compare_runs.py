@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from recorded_run import RecordedRun, crash, write_run
 
-from testbed.app.compare import compare_runs
+from testbed.app.report.compare import compare_runs
+from tests.support.recorded_run import RecordedRun, crash, write_run
 
 
 def mean_jct(run: RecordedRun) -> float:

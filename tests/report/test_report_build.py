@@ -9,12 +9,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from recorded_run import DECISIONS, NODE_MEMORY_MB, RUN_END, RecordedRun, crash
 
 from testbed.app.report.build import PARTIAL_NOTICE, write_report
 from testbed.app.report.errors import UsageError
 from testbed.app.report.metrics import compute_metrics
 from testbed.app.report.rundir import load_run
+from tests.support.recorded_run import DECISIONS, NODE_MEMORY_MB, RUN_END, RecordedRun, crash
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

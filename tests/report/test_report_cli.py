@@ -7,9 +7,9 @@ import csv
 from pathlib import Path
 
 import pytest
-from recorded_run import RecordedRun
 
 from testbed.app.report import add_report_commands
+from tests.support.recorded_run import RecordedRun
 
 
 def run_cli(*argv: str) -> int:

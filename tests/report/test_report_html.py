@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
-from headless_chromium import CHROMIUM, render
-from recorded_run import RecordedRun, crash
 
 from testbed.app.report.build import write_report
+from tests.support.headless_chromium import CHROMIUM, render
+from tests.support.recorded_run import RecordedRun, crash
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium is not installed (Debian package: chromium)"

@@ -9,9 +9,6 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-from headless_chromium import CHROMIUM, render
-from large_run import write_large_run
-from recorded_run import RecordedRun
 
 from testbed.app.report.build import write_report
 from testbed.app.report.gantt import MAX_GROUPS, gantt, lane_layout, slot_lanes
@@ -19,6 +16,9 @@ from testbed.app.report.metrics import StepSeries
 from testbed.app.report.plots import eviction_marks, nodes_timeline
 from testbed.app.report.records import Eviction, TaskAttempt
 from testbed.app.report.rundir import load_run
+from tests.support.headless_chromium import CHROMIUM, render
+from tests.support.large_run import write_large_run
+from tests.support.recorded_run import RecordedRun
 
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium is not installed (Debian package: chromium)"

@@ -26,6 +26,7 @@ from testbed.wire.protocol import (
     TaskUpdate,
 )
 from testbed.workloads import pagerank_sizes
+from tests.support.sim import sleep_task
 
 SPEC: dict[str, Any] = {
     "name": "agents",
@@ -65,21 +66,6 @@ def agents(
 def run_all(heap: EventHeap, until: float = 1e9) -> None:
     while heap.next_time() is not None and heap.next_time() <= until:  # type: ignore[operator]
         heap.step()
-
-
-def sleep_task(index: int, seconds: float, **extra: Any) -> TaskSpec:
-    return TaskSpec(
-        task_id=f"j000.s0.t{index}",
-        job_id="j000",
-        stage=0,
-        index=index,
-        attempt=0,
-        op="sleep.run",
-        memory_mb=64,
-        params={"duration_s": seconds},
-        final=True,
-        **extra,
-    )
 
 
 def written_blocks(heap: EventHeap, fleet: ModelAgents) -> list[BlockRef]:

@@ -14,7 +14,7 @@ from master.sim.model import ExecutionModel
 from master.sim.nodes import url_of
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import CancelTask, LaunchTask, PushDelivered, PushTarget, TaskSpec, TaskUpdate
-from tests.sim.test_agents import sleep_task
+from tests.support.sim import sleep_task
 
 MB = 2**20
 

@@ -6,29 +6,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from tests.sim.helpers import events, simulate
-
-SCENARIO: dict[str, Any] = {
-    "time_scale": 60,
-    "cluster": {
-        "reserved": {"count": 1, "slots": 2, "memory_mb": 512},
-        "transient": {"count": 6, "slots": 1, "memory_mb": 256},
-    },
-    "chaos": {
-        "transient": {"lifetime": "high", "replace": True},
-        "storms": [{"at": "30s", "evict": {"count": 2}}],
-    },
-    "jobs": [
-        {"workload": "pagerank", "nodes": 2000, "edges": 20000, "iterations": 4, "maps": 4, "reduces": 4},
-        {"workload": "sort", "size_mb": 16, "maps": 8, "reduces": 4, "submit_at": "10s"},
-        {"workload": "wordcount", "size_mb": 8, "maps": 6, "reduces": 3, "submit_at": "20s"},
-    ],
-}
+from tests.support.sim import SCENARIO, events, simulate
 
 
 @pytest.mark.parametrize("strategy", ["spark", "spark-checkpoint", "pado"])

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from testbed.app.cli import main
-from tests.sim.helpers import rows
+from tests.support.sim import rows
 
 SCENARIO = {
     "name": "firmament-sim",

@@ -8,7 +8,7 @@ import pytest
 
 from testbed.scenario.simulation import OP_MODELS
 from testbed.wire.blocks import FRAME_HEADER
-from tests.sim.helpers import events, rows, simulate
+from tests.support.sim import events, rows, simulate
 
 ONE_NODE = {"reserved": {"count": 1, "slots": 1}, "transient": 0}
 

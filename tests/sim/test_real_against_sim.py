@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from testbed.testing import run
-from tests.sim.helpers import events
+from tests.support.sim import events
 
 SCENARIO: dict[str, Any] = {
     "name": "real-vs-sim",

@@ -11,7 +11,7 @@ import pytest
 from master.sim.run import sim_scenario, simulate
 from testbed.app.cli import main
 from testbed.scenario.schema import load_scenario
-from tests.sim.helpers import rows
+from tests.support.sim import rows
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

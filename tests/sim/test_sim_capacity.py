@@ -6,7 +6,7 @@ from pathlib import Path
 
 from master.chaos.plan import plan_evictions
 from testbed.scenario.schema import parse_scenario
-from tests.sim.helpers import events, rows, simulate
+from tests.support.sim import events, rows, simulate
 
 CHAOS = {
     "transient": {

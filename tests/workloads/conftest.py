@@ -1,4 +1,4 @@
-"""Shared helpers: run a job locally at a fraction of every task's ideal memory."""
+"""Fixtures: run a job locally at a fraction of every task's ideal memory."""
 
 from __future__ import annotations
 
@@ -8,11 +8,7 @@ import pytest
 
 from testbed.workloads.local import LocalJob
 from testbed.workloads.profile import run_job_at_fraction
-
-
-def no_spill_files(job: LocalJob) -> bool:
-    scratch = job.work / "scratch"
-    return not scratch.exists() or not any(p.is_file() for p in scratch.rglob("*"))
+from tests.support.workloads import no_spill_files
 
 
 @pytest.fixture

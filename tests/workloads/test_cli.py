@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from master.schedulers.task_model import load_profile
 from testbed.workloads import sort
 from testbed.workloads.cli import add_workload_commands
+from testbed.workloads.task_model import load_profile
 
 
 def run_cli(*argv: str) -> int:

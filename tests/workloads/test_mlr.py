@@ -151,7 +151,7 @@ def test_pado_places_the_gradients_on_transient_and_the_aggregation_on_reserved(
 
 @pytest.mark.parametrize("strategy", ["spark", "spark-checkpoint", "pado"])
 def test_an_mlr_job_runs_on_the_simulator_under_each_strategy(tmp_path: Path, strategy: str) -> None:
-    from tests.sim.helpers import events, rows, simulate
+    from tests.support.sim import events, rows, simulate
 
     result = simulate(
         tmp_path,

@@ -17,7 +17,7 @@ from testbed.wire.protocol import TaskMetrics
 from testbed.workloads.base import WorkloadError
 from testbed.workloads.groups import GroupBuffer
 from testbed.workloads.spill import SpillFiles
-from tests.test_plugin_docs import write_doc_files
+from tests.support.plugins import ITERATIVE, path_graph, write_doc_files
 
 GOOD = '''
 from testbed.api import Workload
@@ -263,64 +263,6 @@ def test_measure_sim_model_times_the_plugins_real_tasks(plugin_dir: Path) -> Non
     model = measure_sim_model(job, plugin_dir / "work")
     assert model.generated_split_mb == pytest.approx(400 * 101 / 2**20, rel=0.05)  # the doc's estimate
     assert 0.5 < model.map_output_ratio < 1.0 and model.map_s_per_mb > 0 and model.reduce_s_per_mb > 0
-
-
-ITERATIVE = '''
-from pydantic import BaseModel
-
-from testbed.api import Workload
-
-
-class MinLabel(Workload):
-    """Connected components by label propagation: every node of an undirected edge list
-    ("u v" lines) ends with the least node id within ``iterations`` hops; the adjacency
-    travels in the pairs from round to round, as in Hadoop's iterative jobs."""
-
-    class Options(BaseModel, extra="forbid"):
-        iterations: int = 3
-
-    def __init__(self, iterations: int = 3) -> None:
-        self.iterations = iterations
-
-    def map(self, record):
-        u, v = (int(x) for x in record.split())
-        yield u, ("n", v)
-        yield v, ("n", u)
-        yield u, ("l", u)
-        yield v, ("l", v)
-
-    def step(self, round, key, values):
-        values = list(values)
-        label = min(x for kind, x in values if kind == "l")
-        yield key, ("l", label)
-        for kind, neighbour in values:
-            if kind == "n":
-                yield key, ("n", neighbour)
-                yield neighbour, ("l", label)
-
-    def reduce(self, key, values):
-        return f"{key}\\t{min(x for kind, x in values if kind == 'l')}"
-
-    def reference(self, records):
-        adjacency = {}
-        for record in records:
-            u, v = (int(x) for x in record.split())
-            adjacency.setdefault(u, set()).add(v)
-            adjacency.setdefault(v, set()).add(u)
-        labels = {node: node for node in adjacency}
-        for _ in range(self.iterations):
-            labels = {n: min([labels[n], *(labels[m] for m in adjacency[n])]) for n in adjacency}
-        return (f"{node}\\t{label}" for node, label in labels.items())
-'''
-
-
-def path_graph(directory: Path) -> Path:
-    """Two paths, 0-1-...-59 and 100-...-139, in shuffled lines: labels need 59 hops to settle."""
-    edges = [f"{i} {i + 1}" for i in range(59)] + [f"{i + 1} {i}" for i in range(100, 139)]
-    edges = edges[1::2] + edges[::2]
-    path = directory / "graph.txt"
-    path.write_text("\n".join(edges) + "\n", encoding="utf-8")
-    return path
 
 
 @pytest.mark.parametrize("iterations", [0, 1, 4])

@@ -1,6 +1,6 @@
 """``testbed crosscheck``: the same cells and seeds run for real and on the simulator, compared.
 
-Two sweeps (``testbed/app/sweep/grid.py``: its grid, its runner, its resume) into ``<out>/real`` and
+Two sweeps (``testbed/app/sweep/``: its grid, its runner, its resume) into ``<out>/real`` and
 ``<out>/sim``: the real one on the scenario's backend (``local`` when the scenario says
 ``sim``), the other with ``backend=sim``. Then ``crosscheck.md`` and ``crosscheck.csv``
 (``testbed/app/crosscheck/table.py``: per cell and metric, real and sim mean with their intervals and
@@ -35,8 +35,9 @@ from testbed.app.crosscheck.table import (
     op_table,
     violations,
 )
-from testbed.app.sweep.grid import Cell, Variation, grid, run_sweep
+from testbed.app.sweep.grid import Cell, Variation, grid
 from testbed.app.sweep.results import CellResult, cell_result
+from testbed.app.sweep.run import run_sweep
 from testbed.node.bandwidth import BURST_S
 from testbed.scenario.schema import Scenario, load_scenario
 from testbed.scenario.simulation import calibration_digest

@@ -5,7 +5,7 @@
 - ``testbed.app.report.metrics.compute_metrics`` derives every number a report shows;
 - ``testbed.app.report.build.write_report`` writes ``report.md``, a self-contained
   ``report.html`` and ``plots/*.png`` (and ``*.svg``) into the run directory;
-- ``testbed.app.compare.compare_runs`` puts several runs side by side.
+- ``testbed.app.report.compare.compare_runs`` puts several runs side by side.
 
 Only the light pieces are imported here, so that the CLI does not pay for
 matplotlib unless it makes a report.

@@ -73,7 +73,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from testbed.app.compare import compare_runs
+    from testbed.app.report.compare import compare_runs
 
     try:
         comparison = compare_runs(args.run_dirs)

@@ -22,13 +22,11 @@ import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from testbed.app.overlay import plot_cdfs
 from testbed.app.stats import Estimate, estimate, few_samples_warning, halves, noise_split, ratio
-
-if TYPE_CHECKING:
-    from testbed.app.sweep.grid import Cell, Variation
+from testbed.app.sweep.grid import Cell, Variation
 
 Status = Literal["ok", "failed", "crashed"]
 METRICS = ("mean_jct_s", "p95_jct_s", "makespan_s", "relaunched_ratio", "evictions")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from master.autoscalers.cloudcoaster import LongLoad
 from master.schedulers.eagle import long_node_ids
 from testbed.api.policy import ClusterSnapshot, NodeView
-from tests.policy_reference import cloudcoaster_v2 as cloudcoaster
+from tests.support.policy_reference import cloudcoaster_v2 as cloudcoaster
 
 
 class CloudCoasterAutoscaler(cloudcoaster.CloudCoasterAutoscaler):

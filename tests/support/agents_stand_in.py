@@ -13,6 +13,8 @@ pushed, as it does for real). A final task's output is staged where its upload l
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from master.shell.master import Master
@@ -49,6 +51,22 @@ class Attempt:
         return set(self.spec.streamed) <= self.closed
 
 
+STAND_IN_KEY = "a-stand-in-agents-key"
+
+
+def names_offline(master: Master, sink: Callable[[str, Message], None]) -> None:
+    """An offline master (no event loop, no broker) names adopted agents at once, each answer
+    going to ``sink(host, answer)``."""
+
+    def answered(topic: str, payload: bytes) -> None:
+        answer = Codec().decode(payload)
+        assert answer is not None
+        sink(Topics.node_of(topic), answer)
+
+    master._spawn = asyncio.run  # type: ignore[method-assign]
+    master.link.publish = answered  # type: ignore[method-assign]
+
+
 @dataclass
 class StandInAgents:
     master: Master
@@ -64,12 +82,14 @@ class StandInAgents:
         start = journal.t0
         journal.clock = lambda: start + self.clock[0]
         self.master._publish = self._command  # type: ignore[method-assign]
+        names_offline(self.master, self._command)
 
     def announce(self, node_id: str, node_class: str, slots: int, memory_mb: int) -> None:
         """The agent asks for a name (as ``agents.naming``: it must be ``node_id``), then is up."""
         host = f"host-of-{node_id}"
         size = {"slots": slots, "memory_mb": memory_mb}
-        self._answer(host, NameRequest(host=host, node_class=node_class, incarnation="n1", **size))  # type: ignore[arg-type]
+        request = NameRequest(host=host, node_class=node_class, incarnation="n1", key=STAND_IN_KEY, **size)  # type: ignore[arg-type]
+        self.master._on_message(TOPICS.name_requests(host), Codec.encode(request))
         assert self.names.get(host) == node_id, f"{host} was named {self.names.get(host)}, not {node_id}"
         state = NodeState(
             node_id=node_id,

@@ -10,6 +10,10 @@ docs/yarn-me.md) or derived from the paper's reducer model
 The spill over the penalized runtime is the disk bandwidth an elastic task
 needs (paper, section 3: YARN-ME budgets each node's disk bandwidth).
 
+The model lives in ``testbed``, beside the workloads, because ``testbed profile``
+(``testbed.workloads.profile``) writes the files the scheduler reads, and ``testbed``
+imports nothing of ``master``.
+
 Curves are not monotone: a reducer whose input is just above a multiple of its
 buffer spills almost everything, one with a slightly smaller buffer spills
 less (the paper's sawtooth), so a smaller allocation can be the faster one.

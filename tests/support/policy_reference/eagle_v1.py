@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from testbed.api.policy import ClusterSnapshot, Decision, PendingTask
-from tests.policy_reference import eagle_v2 as eagle
+from tests.support.policy_reference import eagle_v2 as eagle
 
 
 class _Round(eagle._Round):

@@ -9,7 +9,8 @@ import random
 from pathlib import Path
 
 import yaml
-from recorded_run import _write_csv
+
+from tests.support.recorded_run import _write_csv
 
 SLOTS = 4
 

@@ -13,14 +13,16 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from testbed.api import API_VERSION
 from testbed.scenario.loading import ScenarioError
 
 ENTRY_POINT_GROUPS = {
@@ -32,27 +34,69 @@ ENTRY_POINT_GROUPS = {
         ("workload", "workloads"),
     )
 }
-REQUIRED_METHODS = {
-    "scheduler": ("schedule",),
-    "strategy": ("plan", "launch"),
-    "autoscaler": ("decide",),
-    "workload": ("map", "reduce"),
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a kind of plugin is checked against when it loads."""
+
+    interface: str
+    """Its interface in ``testbed.api``: the members it declares, with their defaults."""
+    required: tuple[str, ...]
+    """The methods a plugin must have."""
+    implemented: bool = False
+    """Whether the interface implements the required methods (``Strategy``: lineage recovery), so
+    that a subclass may inherit them; else the interface only names them."""
+    arguments: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The arguments of the optional methods the interface declares as ``None`` (no default
+    method to read them from); every other method takes those of the interface's own."""
+
+
+KINDS = {
+    "scheduler": Kind("Scheduler", ("schedule",)),
+    "strategy": Kind("Strategy", ("plan", "launch"), implemented=True),
+    "autoscaler": Kind("Autoscaler", ("decide",)),
+    "workload": Kind(
+        "Workload",
+        ("map", "reduce"),
+        arguments={
+            "step": ("round", "key", "values"),
+            "combine": ("key", "values"),
+            "generate": ("split", "splits", "seed"),
+            "reference": ("records",),
+            "sim_model": (),
+        },
+    ),
 }
-SIGNATURES = {
-    "schedule": ("snapshot",),
-    "decide": ("snapshot", "provisioning"),
-    "map": ("record",),
-    "reduce": ("key", "values"),
-    "step": ("round", "key", "values"),
-    "combine": ("key", "values"),
-    "read": ("chunk",),
-    "generate": ("split", "splits", "seed"),
-    "reference": ("records",),
-    "sim_model": (),
-}
-"""The arguments the testbed passes to each plugin method (positionally)."""
-STRATEGY_SIGNATURES = {"plan": ("view", "job"), "launch": ("view", "job", "key")}
-"""A strategy's queries (``testbed.api.Strategy``; not checked on other kinds' methods)."""
+DESCRIPTIVE = frozenset({"api_version", "name"})
+"""Members that describe a plugin rather than what the core reads of it: ``api_version`` is
+checked on the class (``check_api_version``), ``name`` labels a built-in; neither is supplied."""
+
+
+def interface_of(kind: str) -> type:
+    """The class in ``testbed.api`` that plugins of ``kind`` implement."""
+    import testbed.api  # late: testbed.api imports the policy types
+
+    interface: type = getattr(testbed.api, KINDS[kind].interface)
+    return interface
+
+
+def declared(interface: type) -> dict[str, Any]:
+    """The public members ``interface`` declares (itself and its bases short of ``Protocol``),
+    each with its default."""
+    own = [c for c in interface.__mro__ if c not in (object, Protocol, Generic)]
+    names = {name for c in own for name in vars(c) if not name.startswith("_")} - DESCRIPTIVE
+    return {name: inspect.getattr_static(interface, name) for name in sorted(names)}
+
+
+def arguments_of(kind: str) -> dict[str, tuple[str, ...]]:
+    """The arguments the testbed passes (positionally) to each method of a ``kind`` plugin."""
+    methods = {
+        name: tuple(inspect.signature(default).parameters)[1:]
+        for name, default in declared(interface_of(kind)).items()
+        if inspect.isfunction(default)
+    }
+    return {**methods, **KINDS[kind].arguments}
 
 
 @dataclass(frozen=True)
@@ -65,6 +109,8 @@ class Plugin:
     """The name as the scenario gives it (an import path or an entry-point name)."""
     target: Any
     """The class (or factory) to call with the options."""
+    kind: str
+    """``scheduler``, ``strategy``, ``autoscaler`` or ``workload`` (``KINDS``)."""
 
     @property
     def import_path(self) -> str:
@@ -87,6 +133,7 @@ class Plugin:
             raise ScenarioError(
                 [f"{self.options_field}: {self.import_path} rejects its options: {exc}"]
             ) from None
+        self.conform(built)
         self.check_signatures(built)
         return built
 
@@ -97,10 +144,40 @@ class Plugin:
             return self.field.removesuffix(".workload") + ".options"
         return f"policy.options.{self.name}"
 
+    def conform(self, built: Any) -> None:
+        """Each member the interface declares (``declared``) is the plugin's own, of the kind the
+        interface gives it (a flag a bool, a method callable), or the interface's default, given
+        to ``built`` here: the core then reads every member it declares, never probing. A
+        ScenarioError naming the member and the fix otherwise."""
+        interface = interface_of(self.kind)
+        for name, default in declared(interface).items():
+            if not hasattr(built, name):
+                self._supply(built, name, default, interface)
+                continue
+            fits, shape = _shape(default)
+            if not fits(getattr(built, name)):
+                raise ScenarioError(
+                    [f"{self.field}: {self.import_path}.{name} ({source_of(self.target)}) is "
+                     f"{getattr(built, name)!r:.60}, but testbed.api.{interface.__name__} declares it "
+                     f"{shape}: make it {shape}"]
+                )  # fmt: skip
+
+    def _supply(self, built: Any, name: str, default: Any, interface: type) -> None:
+        """Give ``built`` the interface's default of ``name`` (a method bound to it)."""
+        value = types.MethodType(default, built) if inspect.isfunction(default) else default
+        try:
+            setattr(built, name, value)
+        except (AttributeError, TypeError) as exc:
+            raise ScenarioError(
+                [f"{self.field}: {self.import_path} ({source_of(self.target)}) lacks {name} and cannot "
+                 f"take the default of testbed.api.{interface.__name__} ({exc}): subclass "
+                 f"testbed.api.{interface.__name__}, or define {name}"]
+            ) from None  # fmt: skip
+
     def check_signatures(self, built: Any) -> None:
         """Each method the testbed calls accepts the arguments it passes (a ScenarioError
         naming the method, its file and the signature to define otherwise)."""
-        for method, arguments in SIGNATURES.items():
+        for method, arguments in arguments_of(self.kind).items():
             function = getattr(built, method, None)
             if not callable(function):
                 continue
@@ -147,21 +224,42 @@ def find_plugin(kind: str, name: str, field: str, builtins: tuple[str, ...] = ()
     """The plugin ``name`` (an import path or an entry point) of ``kind`` (``scheduler``, ...);
     ``builtins``: the built-in names, listed when ``name`` is none of the three."""
     target = _by_import_path(name, field) if ":" in name else _by_entry_point(kind, name, field, builtins)
-    for method in REQUIRED_METHODS.get(kind, ()):
-        if not callable(getattr(target, method, None)):
+    for method in KINDS[kind].required:
+        if not _defines(target, method, kind):
             raise ScenarioError(
                 [f"{field}: {name} ({source_of(target)}) is no {kind}: it lacks the method {method}(); "
-                 f"define {method}({', '.join(('self', *{**SIGNATURES, **STRATEGY_SIGNATURES}[method]))})"]
+                 f"define {method}({', '.join(('self', *arguments_of(kind)[method]))})"]
             )  # fmt: skip
     check_api_version(target, name, field)
-    return Plugin(field, name, target)
+    return Plugin(field, name, target, kind)
+
+
+def _defines(target: Any, method: str, kind: str) -> bool:
+    """Whether ``target`` has the required ``method``: its own, or inherited from an interface
+    that implements it (not one that only names it, as ``Scheduler.schedule``)."""
+    if not callable(getattr(target, method, None)):
+        return False
+    found = inspect.getattr_static(target, method, None)
+    return KINDS[kind].implemented or found is not inspect.getattr_static(interface_of(kind), method)
+
+
+def _shape(default: Any) -> tuple[Callable[[Any], bool], str]:
+    """How a member must look, judged by the interface's default: whether a value fits, and
+    what it must be, in words."""
+    if inspect.isfunction(default):
+        return callable, "a method"
+    if default is None:
+        return (lambda value: value is None or callable(value)), "None or a method"
+    if isinstance(default, bool):
+        return (lambda value: isinstance(value, bool)), "True or False"
+    if isinstance(default, int | float):
+        return (lambda value: isinstance(value, int | float) and not isinstance(value, bool)), "a number"
+    return (lambda value: isinstance(value, type(default))), f"a {type(default).__name__}"
 
 
 def check_api_version(target: Any, name: str, field: str) -> None:
     """A plugin declaring ``api_version`` needs this testbed's major version and at most
     its minor one."""
-    from testbed.api import API_VERSION  # late: testbed.api imports the policy types
-
     wanted = getattr(target, "api_version", None)
     if wanted is None or wanted == API_VERSION:
         return

@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from testbed.scenario.durations import parse_duration
+from testbed.durations import parse_duration
 
 MAX_SCENARIO_BYTES = 1 << 20
 """A scenario file (1 MiB: the shipped ones are under 4 KiB; traces belong in trace files)."""

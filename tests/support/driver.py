@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from master.core import commands as cmd
-from master.core.events import Begin, Event, FromNode, OutputStaged, Round, Wake
+from master.core.events import Begin, Event, FromNode, OutputStaged, ProbeAnswered, Round, Wake
 from master.core.machine import MasterCore
 from master.recovery import make_strategy
 from testbed.scenario.schema import Scenario
@@ -28,7 +28,7 @@ from testbed.wire.protocol import (
     TaskSpec,
     TaskUpdate,
 )
-from tests.conftest import core_act
+from tests.support.masters import core_act
 
 
 class Driver:
@@ -198,3 +198,15 @@ def sends(commands: Iterable[cmd.Command], kind: type) -> list[tuple[str, Any]]:
 
 def launches(commands: Iterable[cmd.Command]) -> list[tuple[str, TaskSpec]]:
     return [(node_id, message.task) for node_id, message in sends(commands, LaunchTask)]
+
+
+def lose(driver: Driver, node_id: str) -> list[cmd.Command]:
+    """The node's Last Will (after an eviction: it is lost at once), else its agent refusing
+    the probe the Will causes: it crashed."""
+    core = driver.core
+    will = up(node_id, core.nodes[node_id].node_class, core).model_copy(update={"state": "lost"})
+    out = driver.do(FromNode(node_id, will))
+    probes = [c for c in out if isinstance(c, cmd.Probe)]
+    if not probes:
+        return out
+    return out + driver.do(ProbeAnswered(node_id, "will", "refused", probes[0].session))

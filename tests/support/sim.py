@@ -1,0 +1,64 @@
+"""Running scenarios on the simulator in tests, and reading what they journaled."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from master.shell.run import RunResult
+from master.sim.run import run_sim
+from testbed.scenario.schema import parse_scenario
+from testbed.wire.protocol import TaskSpec
+
+
+def simulate(tmp: Path, name: str = "run", **fields: Any) -> RunResult:
+    data: dict[str, Any] = {"name": "sim-test", "seed": 3, "timeout": 3600, **fields}
+    run_dir = tmp / name
+    run_dir.mkdir()
+    return run_sim(parse_scenario(data), run_dir)
+
+
+def events(run_dir: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    lines = (run_dir / "events.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    return [r for r in records if kind is None or r["event"] == kind]
+
+
+def rows(run_dir: Path, table: str) -> list[dict[str, str]]:
+    with open(run_dir / f"{table}.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def sleep_task(index: int, seconds: float, **extra: Any) -> TaskSpec:
+    return TaskSpec(
+        task_id=f"j000.s0.t{index}",
+        job_id="j000",
+        stage=0,
+        index=index,
+        attempt=0,
+        op="sleep.run",
+        memory_mb=64,
+        params={"duration_s": seconds},
+        final=True,
+        **extra,
+    )
+
+
+SCENARIO: dict[str, Any] = {
+    "time_scale": 60,
+    "cluster": {
+        "reserved": {"count": 1, "slots": 2, "memory_mb": 512},
+        "transient": {"count": 6, "slots": 1, "memory_mb": 256},
+    },
+    "chaos": {
+        "transient": {"lifetime": "high", "replace": True},
+        "storms": [{"at": "30s", "evict": {"count": 2}}],
+    },
+    "jobs": [
+        {"workload": "pagerank", "nodes": 2000, "edges": 20000, "iterations": 4, "maps": 4, "reduces": 4},
+        {"workload": "sort", "size_mb": 16, "maps": 8, "reduces": 4, "submit_at": "10s"},
+        {"workload": "wordcount", "size_mb": 8, "maps": 6, "reduces": 3, "submit_at": "20s"},
+    ],
+}
