@@ -7,9 +7,9 @@ import re
 import master.core.recovery as recovery
 import master.core.rounds as rounds
 import testbed.api as api
-import testbed.api.plan as plan
 import testbed.api.policy as base
 import testbed.api.strategy as api_strategy
+import testbed.plan as plan
 import testbed.wire.protocol as protocol
 
 

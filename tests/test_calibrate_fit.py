@@ -236,8 +236,8 @@ def test_the_modelled_fetch_is_taken_off_a_reduces_compute() -> None:
     """Two reduces each reading two maps' outputs, one of them from its own node: half their
     input is remote, booked on the sender's ``net-out`` and the reader's ``net-in`` as the
     simulator's links book it; the slower side is the fetch's time."""
-    from testbed.api.plan import Dependency
     from testbed.app.calibrate import fetch_seconds
+    from testbed.plan import Dependency
 
     head = "task_id,job_id,stage,index,attempt,node_id,node_class,start_s,end_s,status,bytes_in,bytes_out\n"
     table = head + (

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.core.jobs import JobRuntime, TaskKey
-from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import Dependency, JobPlan, StagePlan
 
 NODES = ("n0", "n1", "n2")
 

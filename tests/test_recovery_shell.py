@@ -12,7 +12,7 @@ from master.core.jobs import JobRuntime
 from master.recovery.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
 from master.recovery.pado_compiler import compile_pado
 from master.recovery.spark import logical_dag, physical_operators, shuffle_consumers, stage_classes
-from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import Dependency, JobPlan, StagePlan
 from tests.support.workloads import pagerank_plan
 
 

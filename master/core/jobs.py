@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from master.core.lifecycle import JOB, TASK
-from testbed.api.plan import Dependency, JobPlan
 from testbed.api.strategy import JobStatus, TaskKey, TaskStatus
+from testbed.plan import Dependency, JobPlan
 from testbed.wire.protocol import BlockRef, TaskMetrics
 
 MAX_FAILURES = 6

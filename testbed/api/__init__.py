@@ -55,7 +55,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from testbed.api.plan import Dependency, JobPlan, StagePlan
 from testbed.api.policy import (
     Assign,
     Autoscaler,
@@ -114,6 +113,7 @@ from testbed.api.strategy import (
     Tick,
     WriteFile,
 )
+from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.wire.protocol import (
     BlockReceived,
     BlockRef,

@@ -34,8 +34,8 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from testbed.api.plan import Dependency, JobPlan
 from testbed.api.policy import NodeClass
+from testbed.plan import Dependency, JobPlan
 from testbed.wire.protocol import (
     BlockReceived,
     BlockRef,

@@ -60,10 +60,10 @@ from typing import Any
 
 import yaml
 
-from testbed.api.plan import Dependency
 from testbed.app.sweep.grid import grid
 from testbed.app.sweep.run import run_sweep
 from testbed.node.bandwidth import BURST_S, book
+from testbed.plan import Dependency
 from testbed.scenario.schema import Scenario, load_scenario
 from testbed.scenario.simulation import FINAL_OP, OP_MODELS, STREAMED_OPS
 from testbed.workloads import plan_job

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from testbed.chaosmodels.lifetime_model import LifetimeModel, format_seconds
 from testbed.limits import data_path, read_data_file
@@ -173,6 +172,10 @@ def _text(spec: dict[str, Any], key: str) -> str | None:
 
 def kaplan_meier(lifetimes: list[float], censored: list[bool]) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The distinct lifetimes observed (uncensored) and the Kaplan-Meier CDF at each."""
+    # here, not at the top: scipy.stats is some 400 modules and 45 MB in every process that
+    # loads a scenario (each task worker among them), and only a trace being read needs it
+    from scipy import stats
+
     observed = [x for x, c in zip(lifetimes, censored, strict=True) if not c]
     right = [x for x, c in zip(lifetimes, censored, strict=True) if c]
     estimate = stats.ecdf(stats.CensoredData(uncensored=observed, right=right)).cdf

@@ -6,7 +6,7 @@ to the function an agent's worker runs.
 
 from __future__ import annotations
 
-from testbed.api.plan import JobPlan, StagePlan
+from testbed.plan import JobPlan, StagePlan
 from testbed.scenario.schema import PluginJob, Scenario
 from testbed.wire.protocol import INLINE_NOOP
 from testbed.workloads import mlr, pagerank, sleep, sort, user, wordcount

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed.api.plan import JobPlan
+from testbed.plan import JobPlan
 from testbed.wire.protocol import BlockRef, TaskMetrics, TaskSpec
 from testbed.workloads.base import BlockFetcher, TaskContext, peak_rss_bytes, reset_peak_rss
 

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.schema import MlrJob
 from testbed.wire.blocks import FRAME_HEADER, BlockWriter
 from testbed.workloads.base import TaskContext

@@ -65,7 +65,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.schema import PagerankJob
 from testbed.wire.protocol import BlockRef

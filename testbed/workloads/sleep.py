@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from testbed.api.plan import JobPlan, StagePlan
+from testbed.plan import JobPlan, StagePlan
 from testbed.scenario.schema import SleepJob
 from testbed.workloads.base import TaskContext
 

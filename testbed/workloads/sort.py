@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.schema import SortJob
 from testbed.workloads.base import TaskContext

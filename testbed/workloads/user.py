@@ -37,7 +37,7 @@ from typing import Any
 
 import msgpack
 
-from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import WORKLOADS, PluginJob, ScenarioError
 from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError

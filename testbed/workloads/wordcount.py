@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import msgpack
 import numpy as np
 
-from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.schema import WordcountJob
 from testbed.wire.blocks import BlockWriter
 from testbed.workloads.base import TaskContext

@@ -8,7 +8,7 @@ from master.recovery.dag import Edge, LogicalDag, Operator
 from master.recovery.lineage import spark_plan
 from master.recovery.pado_compiler import place_operators
 from master.recovery.spark import shuffle_consumers, wide_consumers
-from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import Dependency, JobPlan, StagePlan
 
 
 def model_job() -> JobRuntime:

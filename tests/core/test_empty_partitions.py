@@ -9,7 +9,7 @@ import pytest
 
 from master.core.jobs import JobRuntime
 from master.recovery.lineage import PhysicalPlan, PlanStage, StageDep, TaskState, recover
-from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import Dependency, JobPlan, StagePlan
 
 MAPS, REDUCES = 4, 2
 

@@ -21,7 +21,7 @@ from master.core.lifecycle import (
     TaskStatus,
 )
 from master.core.nodes import NodeRecord
-from testbed.api.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import Dependency, JobPlan, StagePlan
 
 TABLES = [(TASK, TaskStatus, TaskEvent), (NODE, NodeStatus, NodeEvent), (JOB, JobStatus, JobEvent)]
 

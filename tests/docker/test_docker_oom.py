@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.docker]
 REPO = Path(__file__).resolve().parents[2]
 PROBE = """
 import asyncio, json
-from tests.support.workloads import run_allocating_worker
+from tests.support.allocating_worker import run_allocating_worker
 print(json.dumps([asyncio.run(run_allocating_worker(mb)) for mb in (400, 10)]))
 """
 

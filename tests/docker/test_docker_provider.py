@@ -26,6 +26,7 @@ from master.providers.docker import (
     NodeExistsError,
     UnknownNodeError,
 )
+from testbed.node.processes import SECRETS_FILE_ENV
 from tests.support.docker import Decoys, container_events, run_leftovers
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(120)]
@@ -104,7 +105,9 @@ async def test_launch_sets_labels_limits_network_and_data_volume(
     assert host["Memory"] == limit
     assert host["MemorySwap"] == limit  # no swap on top of the limit
     assert host["NanoCpus"] == 500_000_000
-    assert "TESTBED_RUN_TOKEN=secret" in config["Env"]
+    # its secrets come in a file the agent deletes, never through the environment
+    assert f"{SECRETS_FILE_ENV}=/run/testbed-secrets/agent.json" in config["Env"]
+    assert not [v for v in config["Env"] if v.startswith("TESTBED_RUN_TOKEN=")], config["Env"]
     assert config["Hostname"] == "n1"
     assert config["Cmd"][-8:] == [
         *("--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", "n1", "--port", str(AGENT_PORT))

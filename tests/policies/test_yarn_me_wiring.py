@@ -11,8 +11,8 @@ import pytest
 from master.core.jobs import JobRuntime
 from master.policy_setup import load_profiles, profile_models, stage_memory
 from master.shell.run import elastic_summary
-from testbed.api.plan import Dependency, JobPlan, StagePlan
 from testbed.api.policy import PendingTask
+from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.schema import DEFAULT_TASK_MEMORY_MB, ScenarioError
 from testbed.workloads.task_model import (
     PenaltyCurve,
