@@ -191,7 +191,7 @@ async def stale_uploads(master: Any, job_id: str) -> None:
     outputs = master.run_dir / "outputs" / job_id
     headers = {TOKEN_HEADER: master.keys.output_cap(job_id, 0, 99)}  # as the task would get it
     async with aiohttp.ClientSession() as session:
-        url = f"{master.shell.http_api.url}/outputs/{job_id}/0/99"  # an attempt that will never report
+        url = f"{master.api.url}/outputs/{job_id}/0/99"  # an attempt that will never report
         async with session.put(url, data=b"j000.s0.t0\t9.000\n", headers=headers) as response:
             assert response.status == 201
     host, port = master.api.url.removeprefix("http://").split(":")
