@@ -224,7 +224,7 @@ BAD = [
         "Chatty.needs_all_pending",
         "is 'yes', but testbed.api.Scheduler declares it True or False",
     ),
-    ("scheduler", "Slotted", "lacks needs_all_pending and cannot take the default of testbed.api.Scheduler"),
+    ("scheduler", "Slotted", "lacks modelled_round_s and cannot take the default of testbed.api.Scheduler"),
     (
         "scheduler",
         "Forgot",

@@ -34,7 +34,16 @@ class Wake:
 
 @dataclass(frozen=True, slots=True)
 class Round:
-    """Run a scheduling round now (after the messages already received are handled)."""
+    """Run a scheduling round now (after the messages already received are handled).
+    ``defer``: its decisions wait, in flight, for ``RoundLanded`` (the simulator charging
+    the round's time to its clock: ``simulation.charge_policy_time``)."""
+
+    defer: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RoundLanded:
+    """The deferred round's time is over: its decisions that still hold take effect now."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +139,7 @@ Event = (
     FromNode
     | Wake
     | Round
+    | RoundLanded
     | Begin
     | NodeStartFailed
     | ProbeAnswered

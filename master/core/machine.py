@@ -45,6 +45,7 @@ from master.core.events import (
     OutputStaged,
     ProbeAnswered,
     Round,
+    RoundLanded,
     Stop,
     Wake,
 )
@@ -140,6 +141,7 @@ class MasterCore:
         self.recovery = Recovery(self, self.strategy)
         self.chaos = ChaosWorld(self)
         self.round.unavailable = self.chaos.unavailable
+        self.round.news = self.outbox.take_news
         self.scaling = Scaling(self, autoscaler)
         if resume is not None:
             self.expected_jobs -= len(resume.finished_jobs)
@@ -176,7 +178,9 @@ class MasterCore:
         elif isinstance(event, Round):
             self.outbox.round_begins()
             self.full_disks.step()
-            self.scaling.step(self.round.schedule_once())
+            self.scaling.step(self.round.schedule_once(event.defer))
+        elif isinstance(event, RoundLanded):
+            self.round.land()
         elif isinstance(event, Begin):
             self._begin(event.origin)
         elif isinstance(event, NodeStartFailed):

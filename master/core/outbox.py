@@ -22,18 +22,28 @@ class Outbox:
         """Run seconds of the event being handled."""
         self._commands: list[Command] = []
         self._round_wanted = False
+        self._news: float | None = None
+        """When a round was first asked for since the last round's snapshot (``take_news``)."""
 
     def put(self, command: Command) -> None:
         self._commands.append(command)
 
     def want_round(self) -> None:
         """Ask the shell for one scheduling round: at most one ``WantRound`` is outstanding."""
+        if self._news is None:
+            self._news = self.now
         if not self._round_wanted:
             self._round_wanted = True
             self._commands.append(WantRound())
 
     def round_begins(self) -> None:
         self._round_wanted = False
+
+    def take_news(self) -> float | None:
+        """The time of the first news since the last call (None: none came): a round's
+        snapshot takes it as the turn of the tasks it shows first (``master.core.turns``)."""
+        news, self._news = self._news, None
+        return news
 
     def take(self) -> list[Command]:
         commands, self._commands = self._commands, []

@@ -13,14 +13,16 @@ import logging
 from collections.abc import Callable
 
 from master.autoscalers.cloudcoaster import revocation_outcome
-from master.core.jobs import JobRuntime, TaskKey, TaskRecord
+from master.core.jobs import LIVE, JobRuntime, TaskKey, TaskRecord
 from master.core.node_views import NodeViews
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
+from master.core.turns import PlacementTurns
 from master.schedulers.window import PendingWindow
 from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
+    Decision,
     Dequeue,
     Enqueue,
     JobView,
@@ -59,6 +61,16 @@ class SchedulingRound:
         """The last snapshot's jobs, by id (``_job_view``)."""
         self._shown_jobs: dict[str, JobView] = {}
         """This snapshot's, as it is built (the last but one's dict, reused)."""
+        self.news: Callable[[], float | None] = lambda: None
+        """The time of the first news since the last round, taken (``Outbox.take_news``)."""
+        self.turns = PlacementTurns()
+        """Each ready task's turn and each placement's latency (summary.json's)."""
+        self.in_flight: tuple[list[Decision], Pending] | None = None
+        """A deferred round's decisions and the tasks they may place, until ``land``."""
+        self.asked = False
+        """Whether the last round asked the scheduler (it does not when nothing is pending)."""
+        self.modelled_s: float | None = None
+        """The scheduler's model of its last round's time (``Scheduler.modelled_round_s``)."""
 
     # ------------------------------------------------------------------ the snapshot
 
@@ -202,13 +214,38 @@ class SchedulingRound:
 
     # ------------------------------------------------------------------ the round
 
-    def schedule_once(self) -> ClusterSnapshot:
-        """Ask the scheduler and apply its decisions; the snapshot it saw (before them)."""
+    def schedule_once(self, defer: bool = False) -> ClusterSnapshot:
+        """Ask the scheduler and apply its decisions; the snapshot it saw (before them).
+        ``defer``: hold the decisions as the round in flight (``in_flight``), applied by
+        ``land`` when the shell says its charged time is over (``simulation.charge_policy_time``)."""
         self.core.recovery.react(Tick())
         snapshot, pending = self.snapshot(free=True)
+        self.turns.seen(snapshot, self.news())
+        self.asked = False
         if not any(job.pending for job in snapshot.jobs):
             return snapshot
-        for decision in self.scheduler.schedule(snapshot):
+        decisions = self.scheduler.schedule(snapshot)
+        self.asked = True
+        self.modelled_s = self.scheduler.modelled_round_s()
+        if defer:
+            self.in_flight = (decisions, pending)
+        else:
+            self._apply(decisions, pending)
+        return snapshot
+
+    def land(self) -> None:
+        """The round in flight takes effect now: each decision that still holds is applied
+        (a task no longer ready, or whose node is gone or full, waits for the next round)."""
+        if self.in_flight is None:
+            return
+        decisions, pending = self.in_flight
+        self.in_flight = None
+        jobs = {job.job_id: job for job, _ in pending.values() if job.status in LIVE}
+        ready = {job.task_id(r.key) for job in jobs.values() for r in self.core.recovery.plan(job)}
+        self._apply(decisions, {task_id: where for task_id, where in pending.items() if task_id in ready})
+
+    def _apply(self, decisions: list[Decision], pending: Pending) -> None:
+        for decision in decisions:
             if isinstance(decision, Assign):
                 self._assign(decision, pending)
             elif isinstance(decision, Reserve):
@@ -219,7 +256,6 @@ class SchedulingRound:
                 self._log_decision(decision)
             elif isinstance(decision, Enqueue | Dequeue):
                 self._apply_queue_decision(decision, pending)
-        return snapshot
 
     def _log_decision(self, decision: LogDecision) -> None:
         """The scheduler's decision statistics (regular, elastic accepted or rejected, reserved):
@@ -253,6 +289,7 @@ class SchedulingRound:
         if node.node_id in self.exclusions(job.tasks[key]):
             return  # a policy that ignores PendingTask.excluded_nodes: the task waits for another round
         now = core.journal.now()
+        self.turns.placed(decision.task_id, now)
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
         core.senders.launched(decision.task_id, attempt, node.node_id)
         job.tasks[key].predicted_s = decision.predicted_duration_s

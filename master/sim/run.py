@@ -51,6 +51,7 @@ def run_sim(scenario: Scenario, run_dir: Path, progress: bool = False) -> RunRes
         shutil.rmtree(run_dir / "outputs", ignore_errors=True)
         summary = {
             **summarize(run_dir, scenario, plugins),
+            **shell.times.summary(shell.core.round.turns.latencies),
             "backend": "sim",
             "simulation": {
                 **scenario.simulation.model_dump(mode="json"),
@@ -61,6 +62,12 @@ def run_sim(scenario: Scenario, run_dir: Path, progress: bool = False) -> RunRes
         }
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return RunResult(run_dir, ok, summary)
+
+
+def charges_policy_time(scenario: Scenario) -> bool:
+    """``simulation.charge_policy_time``, or by default whether the scheduler is firmament."""
+    charge = scenario.simulation.charge_policy_time
+    return scenario.policy.scheduler == "firmament" if charge is None else charge
 
 
 def calibration_used(path: str | None) -> dict[str, str] | None:
@@ -95,7 +102,11 @@ def simulate(
 
     model = ExecutionModel(scenario, ideal_memory_mb, dependency_kinds)
     shell = SimShell(
-        core, run_dir, lambda heap, deliver: ModelAgents(heap, model, deliver), scenario.simulation.round_gap
+        core,
+        run_dir,
+        lambda heap, deliver: ModelAgents(heap, model, deliver),
+        scenario.simulation.round_gap,
+        charges_policy_time(scenario),
     )
     try:
         shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None, stop)

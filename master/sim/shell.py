@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from master.core.events import (
     OutputStaged,
     ProbeAnswered,
     Round,
+    RoundLanded,
     Stop,
     Wake,
 )
@@ -42,6 +44,7 @@ from master.core.view import CoreView
 from master.shell.journal_file import Journal
 from master.sim.agents import ModelAgents
 from master.sim.clock import DELIVER, ROUND, WAKE, EventHeap
+from master.sim.round_times import RoundTimes
 from testbed.wire.protocol import Message, TaskSpec
 
 COLLECT_EVERY = 1 << 20
@@ -51,14 +54,26 @@ AgentsOf = Callable[[EventHeap, Callable[[str, Message], None]], ModelAgents]
 
 
 class SimShell:
-    def __init__(self, core: MasterCore, run_dir: Path, agents_of: AgentsOf, round_gap: float = 0.0) -> None:
+    def __init__(
+        self,
+        core: MasterCore,
+        run_dir: Path,
+        agents_of: AgentsOf,
+        round_gap: float = 0.0,
+        charge_policy_time: bool = False,
+    ) -> None:
         """``agents_of(heap, deliver)``: the model agents on this shell's clock; ``round_gap``:
-        the least time between two rounds (what a master whose round takes that long does)."""
+        the least time between two rounds (what a master whose round takes that long does);
+        ``charge_policy_time``: a round's time (``RoundTimes``) passes on the clock before its
+        decisions take effect, and no round starts meanwhile."""
         self.core = core
         self.view = CoreView(core)
         self.run_dir = run_dir
         self.round_gap = round_gap
         self.last_round = float("-inf")
+        self.times = RoundTimes(charge_policy_time)
+        self.busy_until = float("-inf")
+        """The heap time the round in flight lands at (charged rounds only)."""
         self.heap = EventHeap()
         self.origin: float | None = None
         """The heap time that is the run's time 0 (``Begin``); None before."""
@@ -193,7 +208,15 @@ class SimShell:
     def _round(self) -> None:
         self.round_pending = False
         self.last_round = self.heap.now
-        self._handle(Round())
+        started = time.thread_time()
+        self._handle(Round(defer=self.times.charged))
+        measured = time.thread_time() - started
+        if not self.core.round.asked:
+            return  # nothing was pending: no decision to time or to charge
+        spent = self.times.add(measured, self.core.round.modelled_s)
+        if self.core.round.in_flight is not None:
+            self.busy_until = self.heap.now + spent
+            self.heap.at(self.busy_until, WAKE, lambda: self._handle(RoundLanded()))
 
     def _begin(self) -> None:
         """Time 0: the initial cluster is up (what ``Master.begin`` does)."""
@@ -237,7 +260,7 @@ class SimShell:
         if isinstance(command, cmd.WantRound):
             if not self.round_pending:
                 self.round_pending = True
-                heap.at(max(heap.now, self.last_round + self.round_gap), ROUND, self._round)
+                heap.at(max(heap.now, self.last_round + self.round_gap, self.busy_until), ROUND, self._round)
         elif isinstance(command, cmd.WakeAt):
             # the real shell's arithmetic (a loop timer ``t - now`` from now), so times agree
             at = heap.now + max(0.0, command.t - self.now())

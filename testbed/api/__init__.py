@@ -19,7 +19,8 @@ the master reads every member the interface declares, never probing for one):
   first pending tasks of each job, faster for head-of-queue schedulers) and
   ``needs_node_views`` (False: it places from ``ClusterSnapshot.free`` alone, and the round's
   snapshot has no node views) and ``needs_free_index`` (False: it never reads
-  ``ClusterSnapshot.free``, and the round's snapshot has none).
+  ``ClusterSnapshot.free``, and the round's snapshot has none) and ``modelled_round_s()`` (a
+  model of its last round's time, which the simulator may charge to its clock).
 - :class:`Strategy` (``policy.strategy``, a recovery strategy): the queries
   ``plan(view, job) -> Iterable[Ready]`` and ``launch(view, job, key) -> TaskLaunch``,
   and the handlers ``on_<event>(view, event) -> list[StrategyDecision]`` (no-ops by
@@ -124,14 +125,14 @@ from testbed.wire.protocol import (
     TaskInputs,
 )
 
-API_VERSION = "1.6"
+API_VERSION = "1.7"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events
 and decisions (``testbed.api.strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`FreeNodes`,
 :class:`FreeNode`: the nodes with a free slot, indexed by the master) and
 ``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``, 1.6
-``Autoscaler.needs_current_jobs``."""
+``Autoscaler.needs_current_jobs``, 1.7 ``Scheduler.modelled_round_s``."""
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,10 @@ class Scheduler(Protocol):
     - ``needs_free_index``: False when it never reads ``ClusterSnapshot.free`` (Eagle keeps
       its own nodes): the round's snapshot then has ``free=None``, and the master copies no
       index of the free nodes for it.
+    - ``modelled_round_s()``: the seconds the last ``schedule`` call would take on the
+      host its model was fitted on (None: no model, the default). The simulator charges a
+      round that much of its virtual clock when ``simulation.charge_policy_time`` is on
+      (else the round's measured CPU time), so runs stay the same from rerun to rerun.
     - ``name``: how the run is labelled (summary, report, ``compare``); a plugin
       is labelled by its import path and version whatever it sets here.
     """
@@ -211,6 +215,9 @@ class Scheduler(Protocol):
     needs_free_index: bool = True
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]: ...
+
+    def modelled_round_s(self) -> float | None:
+        return None
 
 
 # ------------------------------------------------------------------ autoscaling

@@ -161,6 +161,14 @@ class SimulationSpec(Strict):
         description="least time between two scheduling rounds (0: a round after every instant "
         "with news, as a master whose round takes no time)",
     )
+    charge_policy_time: bool | None = Field(
+        default=None,
+        description="a scheduling round's time advances the virtual clock before its decisions take "
+        "effect, and news meanwhile waits for the next round (Firmament's placement latency): the "
+        "scheduler's fitted model of its round (Scheduler.modelled_round_s; firmament's in "
+        "docs/firmament.md), else the round's measured CPU time, which makes reruns differ; none: "
+        "on for policy.scheduler firmament, off for the others",
+    )
     ops: dict[str, OpModel] = Field(
         default_factory=dict, description="task models per op, over the measured defaults"
     )

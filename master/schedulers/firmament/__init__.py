@@ -27,7 +27,7 @@ from master.schedulers.firmament.costs import (
     TransientCostModel,
 )
 from master.schedulers.firmament.network import FlowNetwork, build, extract
-from master.schedulers.firmament.solver import Solution, solve
+from master.schedulers.firmament.solver import Solution, modelled_round_s, solve
 from testbed.api.policy import Assign, ClusterSnapshot, Decision, LogDecision, PendingTask, Scheduler
 
 OPTIONS = frozenset({"cost_model", "wait_factor", "preference_threshold"})
@@ -52,12 +52,17 @@ class FirmamentScheduler(Scheduler):
         self.last: tuple[FlowNetwork, Solution] | None = None
         """The last round's network and solution (for its size, and for drawing it)."""
 
+    def modelled_round_s(self) -> float | None:
+        """The last round's time by the fitted model of its network's size (``solver.ROUND_S_PER_ARC``)."""
+        return modelled_round_s(self.last[0]) if self.last is not None else None
+
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         jobs = sorted(snapshot.jobs, key=lambda j: (j.submitted, j.job_id))
         tasks = [task for job in jobs for task in job.pending]
         seen = self._seen
         self._seen = {t.task_id: seen.get(t.task_id, snapshot.now) for t in tasks}
         if not tasks:
+            self.last = None
             return []
         waited = {task_id: snapshot.now - since for task_id, since in self._seen.items()}
         net = build(snapshot, self.model, waited, tasks)

@@ -15,6 +15,19 @@ from ortools.graph.python.min_cost_flow import SimpleMinCostFlow
 
 from master.schedulers.firmament.network import FlowNetwork
 
+ROUND_S_PER_NODE = 3.09e-6
+ROUND_S_PER_ARC = 1.44e-6
+"""A round's CPU seconds per network node and per arc (build, solve, extraction and
+admission together): least squares through the origin over 21 rounds of
+benchmarks/firmament.py's clusters (quincy at 250 to 5,000 nodes, transient at 250 to 2,500;
+956 to 60,221 arcs), main at 6de17c3, 2026-12-02, load average 12 to 20 on 2 cores; median
+error 6%, worst 33% (a 250-node transient round). docs/firmament.md, "Solver time"."""
+
+
+def modelled_round_s(net: FlowNetwork) -> float:
+    """The CPU seconds a round of ``net``'s size takes (``ROUND_S_PER_NODE``, ``_PER_ARC``)."""
+    return ROUND_S_PER_NODE * net.num_nodes + ROUND_S_PER_ARC * net.num_arcs
+
 
 @dataclass(frozen=True, slots=True)
 class Solution:
