@@ -1,5 +1,6 @@
 """What one Firmament scheduling round costs at 1,000 and 12,500 nodes: network build, solve
-(OR-Tools' cost scaling), placement extraction, per round, median and p99.
+(OR-Tools' cost scaling), placement extraction and admission, per round, median and p99,
+beside the simulator's model of a round (what ``simulation.charge_policy_time`` charges).
 
 The cluster is shaped after the dissertation's Google-trace simulation (Gog 2017, section
 6.1: 12,500 machines, slot utilisation driven to 90% by fewer slots per machine): 12 slots
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from master.schedulers.firmament import admitted, cost_model
 from master.schedulers.firmament.costs import EvictionRisk
 from master.schedulers.firmament.network import build, extract
-from master.schedulers.firmament.solver import solve
+from master.schedulers.firmament.solver import modelled_round_s, solve
 from testbed.api.policy import ClusterSnapshot, JobView, NodeView, PendingTask, RunningTask
 from testbed.chaosmodels.lifetimes import parse_lifetime
 
@@ -78,23 +79,37 @@ def timed(call, *args):  # type: ignore[no-untyped-def]
 def measure(nodes: int, rounds: int, model_name: str, seed: int) -> None:
     rng = random.Random(seed)
     model = cost_model({"cost_model": model_name}, RISK)
-    phases: dict[str, list[tuple[float, float]]] = {"build": [], "solve": [], "extract": [], "round": []}
+    phases: dict[str, list[tuple[float, float]]] = {
+        "build": [],
+        "solve": [],
+        "extract": [],
+        "admit": [],
+        "round": [],
+    }
     size = (0, 0, 0)
+    modelled: list[float] = []
     for _ in range(rounds):
         snap, tasks, waited = snapshot(nodes, rng)
         net, build_wall, build_cpu = timed(build, snap, model, waited, tasks)
         solution, solve_wall, solve_cpu = timed(solve, net)
         assert solution.optimal, solution.status
         placed, extract_wall, extract_cpu = timed(extract, net, solution.flows)
-        admitted(snap, tasks, placed)
+        _, admit_wall, admit_cpu = timed(admitted, snap, tasks, placed)
         phases["build"].append((build_wall, build_cpu))
         phases["solve"].append((solve_wall, solve_cpu))
         phases["extract"].append((extract_wall, extract_cpu))
-        phases["round"].append((build_wall + solve_wall + extract_wall, build_cpu + solve_cpu + extract_cpu))
+        phases["admit"].append((admit_wall, admit_cpu))
+        wall = build_wall + solve_wall + extract_wall + admit_wall
+        phases["round"].append((wall, build_cpu + solve_cpu + extract_cpu + admit_cpu))
+        modelled.append(modelled_round_s(net))
         size = (net.num_nodes, net.num_arcs, len(placed))
     print(
         f"{nodes:>6} nodes  {model_name:<9}  network {size[0]:,} nodes {size[1]:,} arcs, "
         f"{len(tasks):,} ready tasks, {size[2]:,} placed per round"
+    )
+    print(
+        f"    model    (master/schedulers/firmament/solver.py)        cpu median "
+        f"{statistics.median(modelled) * 1000:8.1f} ms  p99 {p99(sorted(modelled)) * 1000:8.1f} ms"
     )
     for phase, samples in phases.items():
         walls = sorted(w for w, _ in samples)

@@ -80,7 +80,8 @@ def admitted(
 ) -> list[Decision]:
     """The placements as ``Assign`` decisions, in queue order, each checked against what is
     left on its node: one that no longer fits waits (a ``deferred`` decision)."""
-    left = {n.node_id: [n.free_slots, n.free_memory_mb] for n in snapshot.nodes}
+    targets = set(placed.values())
+    left = {n.node_id: [n.free_slots, n.free_memory_mb] for n in snapshot.nodes if n.node_id in targets}
     decisions: list[Decision] = []
     for task in tasks:
         node_id = placed.get(task.task_id)

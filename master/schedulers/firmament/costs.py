@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from testbed.api.policy import NodeClass, NodeView, PendingTask
+from master.schedulers.firmament.machines import MachineTable, Rack
+from testbed.api.policy import NodeView, PendingTask
 from testbed.chaosmodels.lifetimes import LifetimeModel
 
 GB = 1024**3
@@ -48,9 +49,6 @@ QUINCY_CORE_TRANSFER_COST = 2.0
 DURATION_BUCKETS_PER_OCTAVE = 2
 """The transient model groups tasks whose expected durations are within 2^(1/2) of each other
 (each group a request class of its own: fewer groups, a smaller network)."""
-
-Rack = tuple[NodeClass, str | None]
-"""A zone aggregator: the testbed's zone within its node class (Quincy's rack)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +99,11 @@ class CostModel:
         ours are the recovery strategy's preferred nodes (where the task's input is cached)."""
         return Preferences(dict.fromkeys(task.preferred_nodes, 0.0))
 
-    def machine_costs(self, request: object, machines: list[NodeView], now: float) -> np.ndarray:
-        """The cost of the arc from a request class's aggregator into each machine."""
-        return np.zeros(len(machines))
+    def machine_costs(self, request: object, machines: MachineTable, positions: np.ndarray) -> np.ndarray:
+        """The cost of the arc from a request class's aggregator into each machine of
+        ``machines`` at ``positions`` (the round's table: ``machines.memo`` keeps what the
+        round's request classes share)."""
+        return np.zeros(len(positions))
 
 
 class OctopusCostModel(CostModel):
@@ -120,8 +120,8 @@ class OctopusCostModel(CostModel):
     def preferences(self, task: PendingTask, racks: Mapping[str, Rack]) -> Preferences:
         return NO_PREFERENCES  # GetTaskPreferenceArcs: "Not used in Octopus cost model"
 
-    def machine_costs(self, request: object, machines: list[NodeView], now: float) -> np.ndarray:
-        return np.array([len(m.running) for m in machines], dtype=float)
+    def machine_costs(self, request: object, machines: MachineTable, positions: np.ndarray) -> np.ndarray:
+        return machines.running[positions].astype(float)
 
 
 class QuincyCostModel(CostModel):
@@ -199,9 +199,15 @@ class TransientCostModel(QuincyCostModel):
     def request_key(self, task: PendingTask) -> object:
         return duration_bucket(task.est_duration_s)
 
-    def machine_costs(self, request: object, machines: list[NodeView], now: float) -> np.ndarray:
+    def machine_costs(self, request: object, machines: MachineTable, positions: np.ndarray) -> np.ndarray:
+        """The risk is computed once per round and duration bucket over every machine (the
+        request classes of one bucket and other memory sizes share it)."""
         duration = float(request)  # type: ignore[arg-type]
-        return self.risk.probability(machines, now, duration) * duration
+        key = ("transient risk", duration)
+        risk = machines.memo.get(key)
+        if risk is None:
+            risk = machines.memo[key] = self.risk.over(machines, duration)
+        return risk[positions] * duration
 
 
 def duration_bucket(seconds: float) -> float:
@@ -224,18 +230,20 @@ class EvictionRisk:
         self.wall_per_trace = wall_per_trace
 
     def probability(self, machines: list[NodeView], now: float, duration_s: float) -> np.ndarray:
+        """For each of ``machines``, P(evicted before a task of ``duration_s`` ends there)."""
+        return self.over(MachineTable.of(machines, now), duration_s)
+
+    def over(self, machines: MachineTable, duration_s: float) -> np.ndarray:
+        """``probability`` over a round's table, by rack (node class and zone)."""
         risk = np.zeros(len(machines))
-        groups: dict[Rack, list[int]] = {}
-        for position, machine in enumerate(machines):
-            groups.setdefault((machine.node_class, machine.zone), []).append(position)
-        for (node_class, zone), positions in groups.items():
+        ages = np.maximum(0.0, machines.now - machines.launched) / self.wall_per_trace
+        for code, (node_class, zone) in enumerate(machines.racks):
             model = self.models.get((node_class, zone)) or self.models.get((node_class, None))
             if model is None or not model.evicts:
                 continue
-            ages = np.array([max(0.0, now - machines[p].launched) for p in positions]) / self.wall_per_trace
-            risk[positions] = _conditional(model, ages, duration_s / self.wall_per_trace)
-        warned = [p for p, m in enumerate(machines) if m.rebalance]
-        risk[warned] = 1.0
+            positions = np.flatnonzero(machines.rack == code)
+            risk[positions] = _conditional(model, ages[positions], duration_s / self.wall_per_trace)
+        risk[machines.rebalance] = 1.0
         return risk
 
 

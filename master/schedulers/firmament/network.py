@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from master.schedulers.firmament.costs import CostModel, Rack
+from master.schedulers.firmament.costs import CostModel
+from master.schedulers.firmament.machines import MachineTable, Rack
 from testbed.api.policy import ClusterSnapshot, NodeView, PendingTask
 
 COST_SCALE = 100
@@ -93,11 +94,11 @@ def request_key(task: PendingTask, model: CostModel) -> RequestKey:
 @dataclass
 class _Request:
     """One request class's part of the network: its cluster aggregator, zone aggregators
-    and the machines it reaches."""
+    and the machines it reaches (a mask over the round's ``MachineTable``)."""
 
     cluster: int | None = None
     zones: dict[Rack, int] = field(default_factory=dict)
-    reaches: set[str] = field(default_factory=set)
+    fits: np.ndarray | None = None
 
 
 def build(
@@ -106,13 +107,8 @@ def build(
     """The round's network: ``tasks`` (pending, in queue order), ``waited`` each one's wait."""
     net = FlowNetwork()
     sink = net.node(SINK, "sink")
-    machines = [(n, n.free_slots, n.free_memory_mb) for n in snapshot.nodes if not n.draining]
-    machines = [machine for machine in machines if machine[1] > 0]
-    machine_node: dict[str, int] = {}
-    for view, slots, _ in machines:
-        machine_node[view.node_id] = index = net.node(MACHINE, view.node_id)
-        net.machines[index] = view
-        net.arc(index, sink, slots, 0.0)
+    table = MachineTable.of((n for n in snapshot.nodes if not n.draining and n.free_slots > 0), snapshot.now)
+    base = _machines(net, table, sink)
     racks = {n.node_id: (n.node_class, n.zone) for n in snapshot.nodes if not n.draining}
     requests: dict[RequestKey, _Request] = {}
     unscheduled: dict[str, int] = {}
@@ -120,8 +116,8 @@ def build(
         key = request_key(task, model)
         request = requests.get(key)
         if request is None:
-            request = requests[key] = _request(net, key, model, machines, machine_node, snapshot.now)
-        index = _add_task(net, task, model, request, racks, machine_node)
+            request = requests[key] = _request(net, key, model, table, base)
+        index = _add_task(net, task, model, request, racks, table, base)
         job_node = unscheduled.get(task.job_id)
         if job_node is None:
             job_node = unscheduled[task.job_id] = net.node(UNSCHEDULED, f"U {task.job_id}")
@@ -136,24 +132,41 @@ def build(
     return net
 
 
+def _machines(net: FlowNetwork, table: MachineTable, sink: int) -> int:
+    """A node per machine, each with an arc to the sink of its free slots; the first's index
+    (the others follow in the table's order)."""
+    base, count = net.num_nodes, len(table)
+    net.kinds.extend([MACHINE] * count)
+    net.labels.extend(view.node_id for view in table.views)
+    net.supplies.extend([0] * count)
+    net.machines.update(zip(range(base, base + count), table.views, strict=True))
+    net.tails.extend(range(base, base + count))
+    net.heads.extend([sink] * count)
+    net.capacities.extend(table.slots.tolist())
+    net.costs.extend([0] * count)
+    return base
+
+
 def _add_task(
     net: FlowNetwork,
     task: PendingTask,
     model: CostModel,
     request: _Request,
     racks: Mapping[str, Rack],
-    machine_node: Mapping[str, int],
+    table: MachineTable,
+    base: int,
 ) -> int:
     """The task's node (supply 1), its arc to its cluster aggregator and its preference arcs."""
     index = net.node(TASK, task.task_id, supply=1)
     net.tasks[index] = task
-    if request.cluster is None:
+    if request.cluster is None or request.fits is None:
         return index  # no machine up takes it now: it can only wait
     net.arc(index, request.cluster, 1, model.cluster_cost(task, racks))
     preferred = model.preferences(task, racks)
     for node_id, cost in preferred.machines.items():
-        if node_id in request.reaches:
-            net.arc(index, machine_node[node_id], 1, cost)
+        position = table.position.get(node_id)
+        if position is not None and request.fits[position]:
+            net.arc(index, base + position, 1, cost)
     for rack, cost in preferred.racks.items():
         zone = request.zones.get(rack)
         if zone is not None:
@@ -161,52 +174,55 @@ def _add_task(
     return index
 
 
-def _request(
-    net: FlowNetwork,
-    key: RequestKey,
-    model: CostModel,
-    machines: list[tuple[NodeView, int, int]],
-    machine_node: Mapping[str, int],
-    now: float,
-) -> _Request:
-    """A request class's aggregators and arcs to the machines where its tasks fit
-    (``machines``: each with its free slots and free memory)."""
+def _request(net: FlowNetwork, key: RequestKey, model: CostModel, table: MachineTable, base: int) -> _Request:
+    """A request class's aggregators and arcs to the machines where its tasks fit, with as
+    many units as fit there by free slots and free memory (``base``: the first machine's node)."""
     memory_mb, classes, excluded, model_key = key
-    fitting: list[tuple[NodeView, int]] = []
-    for view, slots, memory in machines:
-        if view.node_class not in classes or view.node_id in excluded:
-            continue
-        units = slots if memory_mb <= 0 else min(slots, memory // memory_mb)
-        if units > 0:
-            fitting.append((view, units))
+    mask = table.of_classes(classes)
+    for node_id in excluded:
+        position = table.position.get(node_id)
+        if position is not None:
+            mask[position] = False
+    units = table.slots if memory_mb <= 0 else np.minimum(table.slots, table.memory // memory_mb)
+    fits = mask & (units > 0)
+    positions = np.flatnonzero(fits)
     request = _Request()
-    if not fitting:
+    if not positions.size:
         return request
-    views = [view for view, _ in fitting]
-    costs = model.machine_costs(model_key, views, now)
+    units = units[positions]
+    costs = model.machine_costs(model_key, table, positions)
     request.cluster = net.node(CLUSTER, f"X {memory_mb} MB")
-    request.reaches = {view.node_id for view in views}
-    totals: dict[Rack, int] = {}
-    for view, units in fitting:
-        rack = (view.node_class, view.zone)
-        totals[rack] = totals.get(rack, 0) + units
-    by_class: dict[str, int] = {}
-    for (node_class, zone), units in sorted(totals.items(), key=lambda item: (item[0][0], item[0][1] or "")):
-        if node_class not in by_class:
-            by_class[node_class] = net.node(CLASS, f"C {node_class}")
-            net.arc(request.cluster, by_class[node_class], _class_units(totals, node_class), 0.0)
-        if zone is not None:
-            request.zones[(node_class, zone)] = net.node(ZONE, f"Z {node_class}/{zone}")
-            net.arc(by_class[node_class], request.zones[(node_class, zone)], units, 0.0)
-    net.tails.extend(request.zones.get((v.node_class, v.zone), by_class[v.node_class]) for v in views)
-    net.heads.extend(machine_node[v.node_id] for v in views)
-    net.capacities.extend(units for _, units in fitting)
+    request.fits = fits
+    totals = np.bincount(table.rack[positions], weights=units, minlength=len(table.racks)).astype(np.int64)
+    feeder = _aggregators(net, request.cluster, request.zones, table.racks, totals)
+    net.tails.extend(feeder[table.rack[positions]].tolist())
+    net.heads.extend((positions + base).tolist())
+    net.capacities.extend(units.tolist())
     net.costs.extend(np.clip(np.rint(costs * COST_SCALE), 0, COST_CEILING).astype(np.int64).tolist())
     return request
 
 
-def _class_units(totals: Mapping[Rack, int], node_class: str) -> int:
-    return sum(units for (c, _), units in totals.items() if c == node_class)
+def _aggregators(
+    net: FlowNetwork, cluster: int, zones: dict[Rack, int], racks: list[Rack], totals: np.ndarray
+) -> np.ndarray:
+    """A request class's node class and zone aggregators, over the racks whose machines
+    take ``totals`` of its units; the aggregator that feeds each rack's machines (-1: none)."""
+    feeder = np.full(len(racks), -1, dtype=np.int64)
+    by_class: dict[str, int] = {}
+    order = sorted(range(len(racks)), key=lambda code: (racks[code][0], racks[code][1] or ""))
+    for code in order:
+        if totals[code] <= 0:
+            continue
+        node_class, zone = racks[code]
+        if node_class not in by_class:
+            by_class[node_class] = net.node(CLASS, f"C {node_class}")
+            in_class = sum(int(totals[c]) for c in order if racks[c][0] == node_class)
+            net.arc(cluster, by_class[node_class], in_class, 0.0)
+        feeder[code] = by_class[node_class]
+        if zone is not None:
+            feeder[code] = zones[(node_class, zone)] = net.node(ZONE, f"Z {node_class}/{zone}")
+            net.arc(by_class[node_class], int(feeder[code]), int(totals[code]), 0.0)
+    return feeder
 
 
 def extract(net: FlowNetwork, flows: np.ndarray) -> dict[str, str]:
