@@ -40,7 +40,7 @@ the master reads every member the interface declares, never probing for one):
   (and in ``testbed check-output``); the master only imports it to check it and, on
   ``--backend sim``, to ask it for its :class:`SimModel`.
 
-Any plugin class may declare ``api_version = "1.6"``, the version it was written
+Any plugin class may declare ``api_version = "1.7"``, the version it was written
 against: a different major version, or a newer minor one, is refused before the run.
 
 A plugin class is built with its options as keyword arguments (``policy.options.<name>``
