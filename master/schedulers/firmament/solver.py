@@ -15,13 +15,15 @@ from ortools.graph.python.min_cost_flow import SimpleMinCostFlow
 
 from master.schedulers.firmament.network import FlowNetwork
 
-ROUND_S_PER_NODE = 3.09e-6
-ROUND_S_PER_ARC = 1.44e-6
+ROUND_S_PER_NODE = 2.96e-6
+ROUND_S_PER_ARC = 1.00e-6
 """A round's CPU seconds per network node and per arc (build, solve, extraction and
-admission together): least squares through the origin over 21 rounds of
-benchmarks/firmament.py's clusters (quincy at 250 to 5,000 nodes, transient at 250 to 2,500;
-956 to 60,221 arcs), main at 6de17c3, 2026-12-02, load average 12 to 20 on 2 cores; median
-error 6%, worst 33% (a 250-node transient round). docs/firmament.md, "Solver time"."""
+admission together): least squares through the origin over 23 rounds of
+benchmarks/firmament.py's clusters at 115236a (2026-12-02 06:12 UTC, load average 22 to 25
+on 2 cores): quincy at 250 to 5,000 nodes and transient at 250 to 2,500 (3 rounds each), and
+the medians at 12,500 nodes (quincy 12,526 nodes / 43,740 arcs: 79.8 ms; transient 13,214 /
+300,373: 346.7 ms); median error 12%, worst 38% (a 250-node transient round). docs/firmament.md,
+"Solver time"."""
 
 
 def modelled_round_s(net: FlowNetwork) -> float:
