@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from master.shell.node_start import NodeStarts
 from master.shell.probe import probe_agent
 from master.shell.resume_run import prepare_restored_outputs
 from master.shell.signing import CommandSigner
+from master.summary.latency import RoundTimes
 from testbed.api.policy import Autoscaler
 from testbed.scenario.schema import Scenario
 from testbed.wire.capabilities import RunKeys, name_proof, seal
@@ -123,6 +125,8 @@ class Master:
         self.starts = NodeStarts(self.core, provider, self.keys, agent_command, agent_env or {}, node_env)
         self.link = MqttLink(broker, f"{run_id}-master", self._on_message, self._on_connect)
         self.view = CoreView(self.core)
+        self.times = RoundTimes(charged=False)
+        """Each scheduling round's CPU seconds (summary.json's ``solver_time_*``)."""
         self.chaos = ChaosShell(self)
         self.api = MasterApi(self)
 
@@ -331,8 +335,11 @@ class Master:
             await asyncio.sleep(0)
 
     def schedule_once(self) -> None:
-        """One scheduling round now."""
+        """One scheduling round now (its CPU seconds recorded: ``RoundTimes``)."""
+        started = time.thread_time()
         self._handle(Round())
+        if self.core.round.asked:
+            self.times.add(time.thread_time() - started, None)
 
     async def _let_backlog_in(self) -> None:
         """Messages the link has already received are handled before the round: one round

@@ -178,13 +178,21 @@ async def _run_owned(
         prioritised=prioritised,
         slot_throttling=slot_stats(),
     )
-    summary = summarize(run_dir, scenario, plugins)
+    summary = {**summarize(run_dir, scenario, plugins), **round_summary(master, scenario)}
     try:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:  # a disk full even after the journal gave its reserve back
         log.error("cannot write %s: %s", run_dir / "summary.json", exc.strerror)
     tidy(run_dir)
     return RunResult(run_dir, ok, summary)
+
+
+def round_summary(master: Master, scenario: Scenario) -> dict[str, Any]:
+    """summary.json's placement latency (emulated seconds, as the run's other times) and its
+    rounds' CPU seconds (the master's host's, not dilated)."""
+    fields = master.times.summary(master.core.round.turns.latencies)
+    latency = {key: value for key, value in fields.items() if key.startswith("placement_latency")}
+    return {**fields, **emulated(latency, scenario.fidelity.factor)}
 
 
 async def external_login(node_id: str) -> dict[str, str]:

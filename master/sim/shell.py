@@ -44,7 +44,7 @@ from master.core.view import CoreView
 from master.shell.journal_file import Journal
 from master.sim.agents import ModelAgents
 from master.sim.clock import DELIVER, ROUND, WAKE, EventHeap
-from master.sim.round_times import RoundTimes
+from master.summary.latency import RoundTimes
 from testbed.wire.protocol import Message, TaskSpec
 
 COLLECT_EVERY = 1 << 20
