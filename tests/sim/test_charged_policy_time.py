@@ -82,3 +82,22 @@ def test_every_scheduler_reports_placement_latency_and_round_time(tmp_path: Path
 def test_a_charged_firmament_run_is_the_same_twice(tmp_path: Path) -> None:
     first, second = (run(tmp_path, name, "firmament", None)[0] for name in ("one", "two"))
     assert (first / "events.jsonl").read_bytes() == (second / "events.jsonl").read_bytes()
+
+
+def test_a_decision_whose_node_went_while_in_flight_is_dropped(tmp_path: Path) -> None:
+    """The round asked for at 0 s places both tasks on the only node; a storm evicts it at 1 s,
+    before the round lands at 2 s: nothing starts there, and the replacement runs them."""
+    result = simulate(
+        tmp_path,
+        cluster={"reserved": 0, "transient": {"count": 1, "slots": 2}},
+        chaos={"storms": [{"at": "1s", "evict": {"fraction": 1.0, "kind": "transient"}}]},
+        jobs=[{"workload": "sleep", "tasks": 2, "duration": "3s"}],
+        policy={"scheduler": TIMED},
+        simulation={"charge_policy_time": True},
+    )
+    assert result.ok, result.summary
+    evicted = {e["node"] for e in events(result.run_dir, "eviction")}
+    started = events(result.run_dir, "task_started")
+    assert len(evicted) == 1 and len(started) == 2
+    assert not [e for e in started if e["node"] in evicted]
+    assert min(e["t"] for e in started) > ROUND_S
