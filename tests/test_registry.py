@@ -8,6 +8,7 @@ import typing
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from master.policy_setup import make_policy
 from testbed import registry
@@ -72,3 +73,19 @@ def test_an_unknown_name_lists_the_built_ins(tmp_path: Path) -> None:
 def test_every_kind_has_a_group_and_a_table() -> None:
     assert set(registry.GROUPS) == set(registry.BUILTINS) == set(registry.KINDS)
     assert registry.BUILTINS["speculation"] == {}
+
+
+@pytest.mark.parametrize(("kind", "name"), POLICIES, ids=[name for _, name in POLICIES])
+def test_every_built_in_policy_declares_its_options(kind: str, name: str) -> None:
+    model = find_plugin(kind, name, f"policy.{kind}").target.Options
+    assert issubclass(model, BaseModel)
+    with pytest.raises(ScenarioError, match=rf"policy\.options\.{name}\.no_such_knob: Extra inputs"):
+        find_plugin(kind, name, f"policy.{kind}").checked_options({"no_such_knob": 1})
+
+
+def test_a_built_in_option_of_the_wrong_type_is_named_as_a_plugins_is() -> None:
+    policy = {"scheduler": "eagle", "options": {"eagle": {"probes": "3"}}}
+    with pytest.raises(
+        ScenarioError, match=r"policy\.options\.eagle\.probes: Input should be a valid int"
+    ):
+        make_policy("scheduler", make_scenario(policy=policy))
