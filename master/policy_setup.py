@@ -19,13 +19,16 @@ from master.schedulers.firmament import FirmamentScheduler, cost_model
 from master.schedulers.firmament.costs import EvictionRisk
 from master.schedulers.yarn import ModelSource, YarnScheduler, checked_options
 from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler
+from master.speculation import build_speculator
 from testbed.api.policy import Autoscaler, PendingTask, Scheduler
+from testbed.api.speculation import Speculator
 from testbed.durations import parse_duration
 from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import (
     AUTOSCALERS,
     DEFAULT_TASK_MEMORY_MB,
     SCHEDULERS,
+    SPECULATORS,
     STRATEGIES,
     InlineProfile,
     PluginJob,
@@ -159,7 +162,8 @@ def policy_plugins(scenario: Scenario) -> dict[str, Any]:
     by role, and ``workloads`` by the name the jobs give them."""
     named = {"scheduler": (scenario.policy.scheduler, SCHEDULERS),
              "strategy": (scenario.policy.strategy, STRATEGIES),
-             "autoscaler": (scenario.policy.autoscaler, AUTOSCALERS)}  # fmt: skip
+             "autoscaler": (scenario.policy.autoscaler, AUTOSCALERS),
+             "speculation": (scenario.policy.speculation, SPECULATORS)}  # fmt: skip
     plugins: dict[str, Any] = {
         role: find_plugin(role, name, f"policy.{role}").provenance()
         for role, (name, builtins) in named.items()
@@ -257,3 +261,16 @@ def added_transient_nodes(scenario: Scenario) -> int:
         return _cloudcoaster(scenario, knobs, 0.0).budget
     except (ValueError, TypeError) as exc:
         raise ScenarioError([f"policy.options.cloudcoaster: {exc}"]) from None
+
+
+def make_speculator(scenario: Scenario) -> Speculator:
+    """The scenario's speculator (``policy.speculation``); a ScenarioError (exit 2) when it
+    cannot be built. Its time thresholds are trace time, given to it in wall seconds."""
+    name = scenario.policy.speculation
+    options = options_for(scenario, name)
+    if name not in SPECULATORS:
+        return find_plugin("speculation", name, "policy.speculation").build(options)
+    try:
+        return build_speculator(name, options, scenario.trace)
+    except (ValueError, TypeError) as exc:
+        raise ScenarioError([f"policy.options.{name}: {exc}"]) from None

@@ -63,6 +63,7 @@ from testbed.scenario.simulation import SimulationSpec, default_calibration
 SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle", "firmament")
 STRATEGIES = ("spark", "spark-checkpoint", "pado")
 AUTOSCALERS = ("static", "cloudcoaster")
+SPECULATORS = ("none", "hadoop", "late", "spark")
 
 
 MAX_PLUGIN_DIRS = 16
@@ -77,6 +78,9 @@ class PolicySpec(Strict):
     )
     autoscaler: str = Field(
         default="static", pattern=PLUGIN_NAME, description=f"{', '.join(AUTOSCALERS)} or a plugin"
+    )
+    speculation: str = Field(
+        default="none", pattern=PLUGIN_NAME, description=f"{', '.join(SPECULATORS)} or a plugin"
     )
     options: dict[str, Any] = Field(
         default_factory=dict, description="policy-specific knobs, documented per policy"
@@ -413,12 +417,14 @@ def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:
         policy.get("scheduler", "fifo"),
         policy.get("strategy", "spark"),
         policy.get("autoscaler", "static"),
+        policy.get("speculation", "none"),
     )
     jobs = data.get("jobs")
     workloads = (
         [job.get("workload") for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
     )
-    return any(name not in (*SCHEDULERS, *STRATEGIES, *AUTOSCALERS) for name in policies) or any(
+    builtins = (*SCHEDULERS, *STRATEGIES, *AUTOSCALERS, *SPECULATORS)
+    return any(name not in builtins for name in policies) or any(
         isinstance(workload, str) and workload not in WORKLOADS for workload in workloads
     )
 

@@ -1,0 +1,190 @@
+"""The speculators' rules on hand-built snapshots (wall seconds, no clock, no core)."""
+
+from __future__ import annotations
+
+import pytest
+
+from master.speculation import build_speculator
+from master.speculation.rules import HadoopSpeculator, LateSpeculator, SparkSpeculator, percentile
+from testbed.api.speculation import AttemptView, SpeculationNode, SpeculationSnapshot, TaskGroup
+
+
+def attempt(index: int, node: str, started: float, score: float, rate: float, **extra) -> AttemptView:
+    fields = {"job_id": "j0", "stage": 0, "attempt": 0, "memory_mb": 100, **extra}
+    return AttemptView(f"j0.s0.t{index}", index=index, node_id=node, started=started, score=score,
+                       rate=rate, **fields)  # fmt: skip
+
+
+def node(node_id: str, free: int = 0, slots: int = 2, **extra) -> SpeculationNode:
+    return SpeculationNode(node_id, "transient", slots, free, 1000 * free, **extra)
+
+
+def snapshot(now, attempts, tasks=None, finished=(), pending=0, nodes=None) -> SpeculationSnapshot:
+    tasks = tasks if tasks is not None else len(attempts) + len(finished)
+    group = TaskGroup("j0", 0, tasks, pending, tuple(finished))
+    nodes = nodes if nodes is not None else (node("busy"), node("free-a", free=1), node("free-b", free=1))
+    return SpeculationSnapshot(now, tuple(attempts), (group,), tuple(nodes))
+
+
+# ------------------------------------------------------------------ hadoop 0.20
+
+
+def test_hadoop_copies_a_task_below_the_average_minus_the_gap_after_60_s():
+    # scores 0.9, 0.9, 0.3: the average is 0.7, so 0.3 < 0.5 is a straggler, 0.9 is not
+    running = [
+        attempt(0, "busy", 0, 0.9, 0.01),
+        attempt(1, "busy", 0, 0.9, 0.01),
+        attempt(2, "busy", 0, 0.3, 0.003),
+    ]
+    decisions = HadoopSpeculator().speculate(snapshot(61.0, running))
+    assert [(d.task_id, d.node_id) for d in decisions] == [("j0.s0.t2", "free-a")]
+
+
+def test_hadoop_waits_60_s_for_pending_tasks_and_the_gap():
+    running = [
+        attempt(0, "busy", 0, 0.9, 0.01),
+        attempt(1, "busy", 0, 0.9, 0.01),
+        attempt(2, "busy", 0, 0.3, 0.003),
+    ]
+    assert HadoopSpeculator().speculate(snapshot(59.0, running)) == []  # not yet 60 s
+    assert HadoopSpeculator().speculate(snapshot(61.0, running, tasks=4, pending=1)) == []  # a task waits
+    close = [attempt(0, "busy", 0, 0.6, 0.01), attempt(1, "busy", 0, 0.45, 0.01)]
+    assert HadoopSpeculator().speculate(snapshot(61.0, close)) == []  # 0.45 >= 0.525 - 0.2
+
+
+def test_hadoop_counts_finished_tasks_as_progress_one():
+    # one task running at 0.7, three finished: average (3 + 0.7) / 4 = 0.925 > 0.7 + 0.2
+    decisions = HadoopSpeculator().speculate(
+        snapshot(100.0, [attempt(3, "busy", 0, 0.7, 0.007)], finished=(50, 50, 50))
+    )
+    assert [d.task_id for d in decisions] == ["j0.s0.t3"]
+
+
+def test_no_rule_copies_a_task_twice_nor_on_its_own_node():
+    copied = [
+        attempt(0, "busy", 0, 0.9, 0.01, copies=2),
+        attempt(0, "free-a", 50, 0.1, 0.01, copies=2, speculative=True),
+        attempt(1, "busy", 0, 0.9, 0.01),
+        attempt(2, "busy", 0, 0.9, 0.01),
+    ]
+    for rule in (HadoopSpeculator(), LateSpeculator(), SparkSpeculator()):
+        assert all(
+            d.task_id != "j0.s0.t0" for d in rule.speculate(snapshot(1000.0, copied, finished=(1,) * 20))
+        )
+    alone = [attempt(0, "busy", 0, 0.9, 0.01), attempt(1, "free-a", 0, 0.1, 0.001)]
+    decisions = HadoopSpeculator().speculate(
+        snapshot(100.0, alone, nodes=(node("busy"), node("free-a", free=1)))
+    )
+    assert decisions == []  # its only free node is its own
+
+
+# ------------------------------------------------------------------ LATE
+
+
+def late_cluster(rates: dict[str, float]) -> list[AttemptView]:
+    """One attempt per node, started at 0, each at its rate (score = rate x 100 s)."""
+    return [attempt(i, name, 0, min(0.99, rate * 100), rate) for i, (name, rate) in enumerate(rates.items())]
+
+
+def test_late_copies_the_longest_time_left_below_the_slow_task_threshold():
+    rates = {
+        "n0": 0.009,
+        "n1": 0.009,
+        "n2": 0.009,
+        "n3": 0.009,
+        "n4": 0.002,
+        "n5": 0.004,
+        "n6": 0.009,
+        "n7": 0.009,
+    }
+    nodes = [node(n, free=0) for n in rates] + [node("idle", free=1)]
+    decisions = LateSpeculator().speculate(snapshot(100.0, late_cluster(rates), nodes=nodes))
+    # the 25th percentile of the rates is 0.00775: n4 (400 s left) and n5 (150 s) qualify, n4 first
+    assert [(d.task_id, d.node_id) for d in decisions] == [("j0.s0.t4", "idle")]
+
+
+def test_late_time_left_is_one_minus_score_over_rate():
+    assert attempt(0, "n", 0, 0.2, 0.004).time_left() == pytest.approx(200.0)
+    assert attempt(0, "n", 0, 0.0, 0.0).time_left() == float("inf")
+
+
+def test_late_speculative_cap_is_ten_percent_of_the_slots():
+    rates = {f"n{i}": (0.001 if i < 6 else 0.009) for i in range(10)}
+    nodes = [node(n, free=0, slots=2) for n in rates] + [node(f"idle{i}", free=2) for i in range(5)]
+    snap = snapshot(100.0, late_cluster(rates), nodes=nodes)  # 30 slots: cap 3
+    assert len(LateSpeculator().speculate(snap)) == 3
+    assert len(LateSpeculator(cap=1.0).speculate(snap)) == 6
+    running = [*late_cluster(rates), attempt(99, "n9", 0, 0.5, 0.01, speculative=True, copies=2)]
+    snap = snapshot(100.0, running, nodes=nodes)
+    assert len(LateSpeculator().speculate(snap)) == 2  # one copy already runs
+
+
+def test_late_never_copies_before_60_s_nor_onto_a_slow_node():
+    rates = {"n0": 0.009, "n1": 0.009, "n2": 0.002, "slow": 0.001}
+    nodes = [node(n, free=0) for n in ("n0", "n1", "n2")] + [node("slow", free=1)]
+    assert LateSpeculator().speculate(snapshot(59.0, late_cluster(rates), nodes=nodes)) == []
+    assert LateSpeculator().slow_nodes(snapshot(100.0, late_cluster(rates), nodes=nodes)) == {"slow"}
+    assert (
+        LateSpeculator().speculate(snapshot(100.0, late_cluster(rates), nodes=nodes)) == []
+    )  # only a slow node
+
+
+def test_percentile_interpolates_as_numpy():
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.25) == 2.0
+    assert percentile([1.0, 2.0], 0.25) == pytest.approx(1.25)
+
+
+# ------------------------------------------------------------------ spark
+
+
+def test_spark_copies_past_multiplier_times_the_median_once_the_quantile_finished():
+    finished = (10.0,) * 9  # 9 of 10 done (quantile 0.9), median 10 s: threshold 30 s
+    late = [attempt(9, "busy", 0, 0.5, 0.01)]
+    assert SparkSpeculator().speculate(snapshot(29.0, late, finished=finished)) == []
+    assert [d.task_id for d in SparkSpeculator().speculate(snapshot(31.0, late, finished=finished))] == [
+        "j0.s0.t9"
+    ]
+    assert SparkSpeculator(multiplier=1.5).speculate(snapshot(16.0, late, finished=finished))  # Spark < 3.0
+
+
+def test_spark_waits_for_the_quantile():
+    finished = (10.0,) * 8  # 8 of 10: below 0.9
+    running = [attempt(8, "busy", 0, 0.5, 0.01), attempt(9, "busy", 0, 0.5, 0.01)]
+    assert SparkSpeculator().speculate(snapshot(1000.0, running, finished=finished)) == []
+
+
+def test_spark_decommission_rule_copies_a_task_that_would_not_finish_before_the_kill():
+    nodes = (node("doomed", kill_at=120.0), node("free-a", free=1), node("free-b", free=1))
+    slow = attempt(0, "doomed", 0, 0.5, 0.005)  # 100 s left at 100 s: ends at 200 > 120
+    quick = attempt(1, "doomed", 0, 0.95, 0.0095)  # ~5 s left: ends before the kill
+    decisions = SparkSpeculator().speculate(snapshot(100.0, [slow, quick], tasks=10, nodes=nodes))
+    assert [(d.task_id, d.node_id) for d in decisions] == [("j0.s0.t0", "free-a")]
+    assert (
+        SparkSpeculator(decommission=False).speculate(snapshot(100.0, [slow, quick], tasks=10, nodes=nodes))
+        == []
+    )
+
+
+def test_spark_decommission_never_copies_onto_a_node_under_notice():
+    nodes = (node("doomed", kill_at=120.0), node("doomed-too", free=1, kill_at=130.0))
+    assert (
+        SparkSpeculator().speculate(snapshot(100.0, [attempt(0, "doomed", 0, 0.1, 0.001)], nodes=nodes)) == []
+    )
+
+
+# ------------------------------------------------------------------ options
+
+
+def test_options_are_trace_time_and_checked():
+    late = build_speculator("late", {"min_runtime": "2m"}, lambda s: s / 10)
+    assert late.min_runtime_s == pytest.approx(12.0)
+    assert build_speculator("hadoop", {}, lambda s: s * 2).lag_s == pytest.approx(120.0)
+    for name, options, words in (
+        ("late", {"cap": 0}, "cap must be in (0, 1]"),
+        ("late", {"cap": 1.5}, "cap must be in (0, 1]"),
+        ("spark", {"multiplier": -1}, "multiplier must be > 0"),
+        ("hadoop", {"speed": 1}, "unknown option 'speed'"),
+        ("none", {"cap": 0.1}, "none takes no options"),
+    ):
+        with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            build_speculator(name, options, lambda s: s)
