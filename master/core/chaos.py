@@ -208,6 +208,11 @@ class ChaosWorld:
         core.send(node_id, EvictionNotice(node_id=node_id, seconds=seconds))
         core.journal.event("eviction_notice", node=node_id, seconds=core.scenario.trace(notice))
 
+    def kill_at(self, node_id: str) -> float | None:
+        """When the node's eviction notice says it dies (run seconds); None: no notice."""
+        notice = self.noticed.get(node_id)
+        return notice[0] + notice[1] if notice is not None else None
+
     def kill(self, node_id: str, reason: Reason, storm: int | None) -> None:
         self.evict(node_id, reason)
 

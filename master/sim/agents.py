@@ -102,12 +102,14 @@ class ModelAgents:
         if not node.alive or self.heartbeat_s is None:
             return
         attempts = {task_id: attempt for task_id, attempt in node.running}
+        now = self.heap.now
         beat = Heartbeat(
             node_id=node.node_id,
             incarnation=incarnation_of(node.node_id),
             seq=seq,
             running=tuple(attempts),
             attempts=attempts,
+            progress={task_id: a.score(now) for (task_id, _), a in node.running.items()},
         )
         self.deliver(node.node_id, beat)
         self.heap.after(self.heartbeat_s, DELIVER, lambda: self._heartbeat(node, seq + 1))
@@ -263,6 +265,8 @@ class ModelAgents:
         cost = self.model.cost(attempt.spec, attempt.read, fetch_s, node.node_class, attempt.largest)
         if self.model.spec.fetch_overlap and attempt.spec.op in STREAMED_OPS:  # summed as they came
             cost = replace(cost, compute_s=max(0.0, cost.compute_s - fetch_s))
+        attempt.compute_from = now
+        attempt.compute_s = cost.compute_s + cost.spill_s
         if node.cpu is None or not cost.compute_s or self.model.pinned_s(attempt.spec) is not None:
             self.heap.after(
                 cost.compute_s + cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=cost)

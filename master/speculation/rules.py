@@ -138,7 +138,7 @@ class LateSpeculator:
             a
             for a in _single(snapshot)
             if now - a.started >= self.min_runtime_s
-            and a.rate <= thresholds.get((a.job_id, a.stage), 0.0)
+            and a.rate < thresholds.get((a.job_id, a.stage), 0.0)
             and a.score < 1.0
         ]
         candidates.sort(key=lambda a: (-a.time_left(), a.task_id))

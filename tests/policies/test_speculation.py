@@ -109,24 +109,33 @@ def test_late_time_left_is_one_minus_score_over_rate():
 
 
 def test_late_speculative_cap_is_ten_percent_of_the_slots():
-    rates = {f"n{i}": (0.001 if i < 6 else 0.009) for i in range(10)}
-    nodes = [node(n, free=0, slots=2) for n in rates] + [node(f"idle{i}", free=2) for i in range(5)]
-    snap = snapshot(100.0, late_cluster(rates), nodes=nodes)  # 30 slots: cap 3
-    assert len(LateSpeculator().speculate(snap)) == 3
-    assert len(LateSpeculator(cap=1.0).speculate(snap)) == 6
-    running = [*late_cluster(rates), attempt(99, "n9", 0, 0.5, 0.01, speculative=True, copies=2)]
-    snap = snapshot(100.0, running, nodes=nodes)
-    assert len(LateSpeculator().speculate(snap)) == 2  # one copy already runs
+    rates = {f"s{i}": 0.001 + 0.0001 * i for i in range(8)} | {f"f{i}": 0.009 for i in range(24)}
+    nodes = [node(n, free=0, slots=1) for n in rates] + [node(f"idle{i}", free=1, slots=1) for i in range(8)]
+    snap = snapshot(100.0, late_cluster(rates), nodes=nodes)  # 40 slots: cap 4, 8 stragglers
+    assert len(LateSpeculator().speculate(snap)) == 4
+    assert len(LateSpeculator(cap=1.0).speculate(snap)) == 8
+    copy = attempt(99, "idle0", 50, 0.1, 0.002, speculative=True, copies=2)
+    nodes[len(rates)] = node("idle0", free=0, slots=1)
+    assert len(LateSpeculator().speculate(snapshot(100.0, [*late_cluster(rates), copy], nodes=nodes))) == 3
 
 
 def test_late_never_copies_before_60_s_nor_onto_a_slow_node():
-    rates = {"n0": 0.009, "n1": 0.009, "n2": 0.002, "slow": 0.001}
-    nodes = [node(n, free=0) for n in ("n0", "n1", "n2")] + [node("slow", free=1)]
-    assert LateSpeculator().speculate(snapshot(59.0, late_cluster(rates), nodes=nodes)) == []
-    assert LateSpeculator().slow_nodes(snapshot(100.0, late_cluster(rates), nodes=nodes)) == {"slow"}
-    assert (
-        LateSpeculator().speculate(snapshot(100.0, late_cluster(rates), nodes=nodes)) == []
-    )  # only a slow node
+    rates = {"n0": 0.009, "n1": 0.009, "n2": 0.009, "n3": 0.009, "n4": 0.002, "slow": 0.001}
+    busy = [node(n, free=0) for n in rates if n != "slow"]
+    only_slow = snapshot(100.0, late_cluster(rates), nodes=[*busy, node("slow", free=1)])
+    # speeds' 25th percentile is 0.00375: n4 and the node "slow" are slow nodes
+    assert LateSpeculator().slow_nodes(only_slow) == {"n4", "slow"}
+    assert LateSpeculator().speculate(only_slow) == []  # the only free slot is on a slow node
+    with_idle = [*busy, node("slow", free=1), node("idle", free=1)]
+    assert LateSpeculator().speculate(snapshot(59.0, late_cluster(rates), nodes=with_idle)) == []
+    decisions = LateSpeculator().speculate(snapshot(100.0, late_cluster(rates), nodes=with_idle))
+    assert [(d.task_id, d.node_id) for d in decisions] == [("j0.s0.t5", "idle")]  # "slow"'s own task
+
+
+def test_late_copies_nothing_when_every_rate_is_equal():
+    rates = {f"n{i}": 0.005 for i in range(4)}
+    nodes = [node(n, free=0) for n in rates] + [node("idle", free=1)]
+    assert LateSpeculator().speculate(snapshot(100.0, late_cluster(rates), nodes=nodes)) == []
 
 
 def test_percentile_interpolates_as_numpy():
