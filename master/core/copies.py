@@ -44,6 +44,7 @@ class Copies:
         self.speculator = speculator
         self.kill_at = kill_at
         self.enabled = not isinstance(speculator, NoSpeculation)
+        """Whether copies may be made (and rows say their role): not under ``none``."""
         self.finished: dict[tuple[str, int], list[float]] = defaultdict(list)
         """Each (job, stage)'s durations of successful attempts (wall seconds)."""
         self.stats: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])

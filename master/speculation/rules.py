@@ -24,10 +24,21 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
 
 from testbed.api.speculation import AttemptView, Speculate, SpeculationNode, SpeculationSnapshot
+from testbed.scenario.base import Duration
+
+Fraction = float
+"""A number in (0, 1]."""
+
+
+def _fraction(default: float) -> Any:
+    return Field(default=default, gt=0, le=1)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -88,6 +99,17 @@ class HadoopSpeculator:
     lag_s: float = 60.0
     name: str = "hadoop"
 
+    class Options(BaseModel, extra="forbid"):
+        """``policy.options.hadoop``: ``gap`` below the category's average progress, after ``lag``
+        (trace time)."""
+
+        gap: Fraction = _fraction(0.2)
+        lag: Duration = 60.0
+
+    @classmethod
+    def from_scenario(cls, options: Mapping[str, Any], scenario: Any) -> HadoopSpeculator:
+        return cls(gap=options["gap"], lag_s=scenario.trace(options["lag"]))
+
     def speculate(self, snapshot: SpeculationSnapshot) -> list[Speculate]:
         now, chosen = snapshot.now, []
         averages = _average_progress(snapshot)
@@ -126,6 +148,20 @@ class LateSpeculator:
     """SlowTaskThreshold: only tasks below this percentile of their group's rates are copied."""
     min_runtime_s: float = 60.0
     name: str = "late"
+
+    class Options(BaseModel, extra="forbid"):
+        """``policy.options.late``: the paper's SpeculativeCap, SlowNodeThreshold and
+        SlowTaskThreshold, and the least time a task runs before it may be copied (trace time)."""
+
+        cap: Fraction = _fraction(0.1)
+        slow_node: Fraction = _fraction(0.25)
+        slow_task: Fraction = _fraction(0.25)
+        min_runtime: Duration = 60.0
+
+    @classmethod
+    def from_scenario(cls, options: Mapping[str, Any], scenario: Any) -> LateSpeculator:
+        knobs = {key: options[key] for key in ("cap", "slow_node", "slow_task")}
+        return cls(**knobs, min_runtime_s=scenario.trace(options["min_runtime"]))
 
     def speculate(self, snapshot: SpeculationSnapshot) -> list[Speculate]:
         running_copies = sum(a.speculative for a in snapshot.attempts)
@@ -172,6 +208,25 @@ class SparkSpeculator:
     min_runtime_s: float = 0.1
     decommission: bool = True
     name: str = "spark"
+
+    class Options(BaseModel, extra="forbid"):
+        """``policy.options.spark``: ``spark.speculation.multiplier``, ``.quantile`` and
+        ``.minTaskRuntime`` (trace time), and whether its decommission rule copies the tasks of a
+        node under eviction notice."""
+
+        multiplier: float = Field(default=3.0, gt=0)
+        quantile: Fraction = _fraction(0.9)
+        min_runtime: Duration = 0.1
+        decommission: bool = True
+
+    @classmethod
+    def from_scenario(cls, options: Mapping[str, Any], scenario: Any) -> SparkSpeculator:
+        return cls(
+            multiplier=options["multiplier"],
+            quantile=options["quantile"],
+            min_runtime_s=scenario.trace(options["min_runtime"]),
+            decommission=options["decommission"],
+        )
 
     def speculate(self, snapshot: SpeculationSnapshot) -> list[Speculate]:
         medians = self._medians(snapshot)

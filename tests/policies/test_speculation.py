@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from master.speculation import build_speculator
+from master.policy_setup import make_speculator
 from master.speculation.rules import HadoopSpeculator, LateSpeculator, SparkSpeculator, percentile
 from testbed.api.speculation import AttemptView, SpeculationNode, SpeculationSnapshot, TaskGroup
+from testbed.scenario.loading import ScenarioError
+from tests.support.scenarios import make_scenario
 
 
 def attempt(index: int, node: str, started: float, score: float, rate: float, **extra) -> AttemptView:
@@ -185,15 +187,21 @@ def test_spark_decommission_never_copies_onto_a_node_under_notice():
 
 
 def test_options_are_trace_time_and_checked():
-    late = build_speculator("late", {"min_runtime": "2m"}, lambda s: s / 10)
-    assert late.min_runtime_s == pytest.approx(12.0)
-    assert build_speculator("hadoop", {}, lambda s: s * 2).lag_s == pytest.approx(120.0)
-    for name, options, words in (
-        ("late", {"cap": 0}, "cap must be in (0, 1]"),
-        ("late", {"cap": 1.5}, "cap must be in (0, 1]"),
-        ("spark", {"multiplier": -1}, "multiplier must be > 0"),
-        ("hadoop", {"speed": 1}, "unknown option 'speed'"),
-        ("none", {"cap": 0.1}, "none takes no options"),
+    def built(speculation: str, options: dict, time_scale: float = 1.0):  # type: ignore[no-untyped-def]
+        policy = {"speculation": speculation, "options": {speculation: options}}
+        return make_speculator(make_scenario(policy=policy, time_scale=time_scale))
+
+    assert built("late", {"min_runtime": "2m"}, time_scale=10).min_runtime_s == pytest.approx(12.0)
+    assert built("hadoop", {}, time_scale=0.5).lag_s == pytest.approx(120.0)
+    assert built("spark", {}).multiplier == 3.0  # spark.speculation.multiplier's default today
+    for name, options, field in (
+        ("late", {"cap": 0}, "policy.options.late.cap"),
+        ("late", {"cap": 1.5}, "policy.options.late.cap"),
+        ("spark", {"multiplier": -1}, "policy.options.spark.multiplier"),
+        ("hadoop", {"speed": 1}, "policy.options.hadoop.speed"),
+        ("none", {"cap": 0.1}, "policy.options.none.cap"),
     ):
-        with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
-            build_speculator(name, options, lambda s: s)
+        with pytest.raises(ScenarioError) as refused:
+            built(name, options)
+        (line,) = refused.value.problems
+        assert line.startswith(field), line
