@@ -27,6 +27,7 @@ from master.core.nodes import NodeRecord
 from master.core.ports import ChaosCore
 from master.core.timers import TraceClock
 from testbed.api.policy import NodeView
+from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.wire.protocol import EvictionNotice, NodeClass
 
 MANUAL_STREAM = 0xC4A05
@@ -76,6 +77,12 @@ class ChaosWorld:
         if lifetime is not None:
             self.core.journal.event(
                 "lifetime_drawn", node=node.node_id, lifetime_s=lifetime, **{"class": node.node_class}
+            )
+        scenario = self.core.scenario
+        if scenario.chaos.slowdown is not None:
+            factor = slowdown_factor(scenario.chaos.slowdown, scenario.seed, node.node_id, node.node_class)
+            self.core.journal.event(
+                "slowdown_drawn", node=node.node_id, factor=factor, **{"class": node.node_class}
             )
 
     def replace_lost(self, node: NodeRecord) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from master.sim.cpu import CpuJob, NodeCpu
 from master.sim.model import Links
-from testbed.wire.protocol import BlockRef, TaskSpec
+from testbed.wire.protocol import BlockRef, Heartbeat, TaskSpec
 
 
 @dataclass(slots=True)
@@ -120,6 +120,8 @@ class ModelNode:
     copies: dict[tuple[str, int], BroadcastCopy] = field(default_factory=dict)
     """(block, partition) -> its copy here, made by the first of its tasks to read it by broadcast."""
     links: Links = field(default_factory=Links)
+    slowdown: float = 1.0
+    """Its ``chaos.slowdown`` factor: its tasks' compute, spills and sleeps take that many times as long."""
     cpu: NodeCpu | None = None
     """Its cores shared by its attempts and its agent (None: no CPU sharing modelled)."""
     running: dict[tuple[str, int], Attempt] = field(default_factory=dict)
@@ -131,6 +133,18 @@ class ModelNode:
     @property
     def url(self) -> str:
         return url_of(self.node_id)
+
+    def heartbeat(self, seq: int, now: float) -> Heartbeat:
+        """What the node runs, as a real agent reports it, with each attempt's progress score."""
+        attempts = {task_id: attempt for task_id, attempt in self.running}
+        return Heartbeat(
+            node_id=self.node_id,
+            incarnation=incarnation_of(self.node_id),
+            seq=seq,
+            running=tuple(attempts),
+            attempts=attempts,
+            progress={task_id: a.score(now) for (task_id, _), a in self.running.items()},
+        )
 
 
 def incarnation_of(node_id: str) -> str:

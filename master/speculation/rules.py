@@ -9,9 +9,9 @@ given in trace time is converted once by ``master.policy_setup``). Sources:
   category waits to start.
 - ``late``: Zaharia et al., OSDI'08, section 4: rank the tasks by estimated time left,
   (1 - score) / rate; copy only tasks running at least 60 s whose rate is below the
-  SlowTaskThreshold (25th percentile of their group's rates), at most SpeculativeCap (10%
-  of the slots) copies at once, never on a slow node (below the SlowNodeThreshold, the 25th
-  percentile of the nodes' speeds).
+  SlowTaskThreshold (25th percentile of their group's rates, running and finished), at most
+  SpeculativeCap (10% of the slots) copies at once, never on a slow node (below the
+  SlowNodeThreshold, the 25th percentile of the nodes' speeds).
 - ``spark``: ``TaskSetManager.checkSpeculatableTasks``: once ``quantile`` (0.9) of a task
   set has finished, a task running longer than ``multiplier`` (3, ``spark.speculation.
   multiplier``'s default in ``config/package.scala``; 1.5 in Spark before 3.0) times the
@@ -183,9 +183,16 @@ class LateSpeculator:
         return _place(candidates, _Slots(hosts), "longest estimated time left", limit=room)
 
     def _slow_task_rates(self, snapshot: SpeculationSnapshot) -> dict[tuple[str, int], float]:
+        """Each group's SlowTaskThreshold: the percentile of its tasks' progress rates, running
+        (score per second) and finished (1 / duration): a straggler left alone among tasks done
+        is still slow."""
         rates: dict[tuple[str, int], list[float]] = {}
         for a in snapshot.attempts:
             rates.setdefault((a.job_id, a.stage), []).append(a.rate)
+        for g in snapshot.groups:
+            done = [1.0 / seconds for seconds in g.finished_s if seconds > 0]
+            if done and (g.job_id, g.stage) in rates:
+                rates[(g.job_id, g.stage)].extend(done)
         return {group: percentile(values, self.slow_task) for group, values in rates.items()}
 
     def slow_nodes(self, snapshot: SpeculationSnapshot) -> frozenset[str]:

@@ -233,6 +233,13 @@ class LifetimeDrawn(Event, _Class):
     lifetime_s: float
 
 
+class SlowdownDrawn(Event, _Class):
+    """A node's slowdown factor (``chaos.slowdown``), drawn at its launch: f times slower."""
+
+    node: str
+    factor: float
+
+
 class EvictionTiming(Event, _Class):
     node: str
     reason: str
@@ -483,6 +490,7 @@ EVENTS: dict[str, type[Event]] = {
     "eviction_notice": EvictionNotice,
     "rebalance_recommendation": RebalanceRecommendation,
     "lifetime_drawn": LifetimeDrawn,
+    "slowdown_drawn": SlowdownDrawn,
     "eviction_timing": EvictionTiming,
     "storm": Storm,
     "capacity_unavailable": CapacityUnavailable,

@@ -134,6 +134,13 @@ def test_late_never_copies_before_60_s_nor_onto_a_slow_node():
     assert [(d.task_id, d.node_id) for d in decisions] == [("j0.s0.t5", "idle")]  # "slow"'s own task
 
 
+def test_late_counts_finished_tasks_rates_so_a_lone_straggler_is_slow():
+    alone = [attempt(4, "busy", 0, 0.1, 0.001)]  # 4 finished in 100 s each: rate 0.01
+    snap = snapshot(100.0, alone, finished=(100.0,) * 4)
+    assert [d.task_id for d in LateSpeculator().speculate(snap)] == ["j0.s0.t4"]
+    assert LateSpeculator().speculate(snapshot(100.0, alone)) == []  # alone, with nothing to compare
+
+
 def test_late_copies_nothing_when_every_rate_is_equal():
     rates = {f"n{i}": 0.005 for i in range(4)}
     nodes = [node(n, free=0) for n in rates] + [node("idle", free=1)]
