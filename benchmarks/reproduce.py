@@ -1,13 +1,14 @@
 """Regenerate one paper's table from its scenario in scenarios/papers (simulated).
 
     python benchmarks/reproduce.py \
-        pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|late|rdd-recovery \
+        pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|late|late-evictions|rdd-recovery \
         [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
 
-pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster, late: a `testbed sweep` over the
-paper's variants with seeds (its sweep.md: bootstrap intervals, Student's t below 5 runs), then
-benchmarks/paper_stats.py's paired table (per variant n, mean, sd, Student's t 95% interval;
-the subject against each other variant paired by seed, with a paired t-test), written to
+pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster, late, late-evictions: a
+`testbed sweep` over the paper's variants with seeds (its sweep.md: bootstrap intervals,
+Student's t below 5 runs), then benchmarks/paper_stats.py's paired table (per variant n, mean,
+sd, Student's t 95% interval; the subject against each other variant paired by seed, with a
+paired t-test), written to
 DIR/paired.md with the conditions (backend, load average before and after, commit). Without
 --full, the reduced size below (one that finishes in minutes on a small machine) is used. ``--vary``
 replaces the paper's values of one varied key (e.g. only the high eviction rate:
@@ -103,6 +104,10 @@ SWEEPS: dict[str, Sweep] = {
         compare="speculation",
         subject="late",
         scenario="late-sleep",
+    ),
+    # the same job on transient nodes evicted at Pado's high rate with a 2-minute notice
+    "late-evictions": Sweep(
+        ["policy.speculation=none,late,spark"], seeds=5, compare="speculation", subject="spark"
     ),
 }
 
