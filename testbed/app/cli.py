@@ -235,7 +235,7 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
     them all): the policies build, a faithful local run gets its cgroups, the chaos section's
     plan is within the limits, an external broker answers. The scenario, ``dilation: auto``
     resolved for this host."""
-    from master.shell.scale_model import local_isolation, resolve
+    from master.shell.scale_model import local_isolation, refuse_slowdown, resolve
 
     scenario = resolve(scenario)
     checks: list[Callable[[], object]] = [
@@ -245,6 +245,8 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
     ]
     if backend == "local":  # a faithful run without cgroups is refused now, in one line
         checks.insert(1, lambda: local_isolation(scenario))
+    if backend != "sim" and scenario.chaos.slowdown is not None:
+        checks.append(lambda: refuse_slowdown(backend))
     problems = [problem for check in checks for problem in _problems(check)]
     if problems:
         raise ScenarioError(problems)
