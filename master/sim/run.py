@@ -100,10 +100,12 @@ def simulate(
         return tuple(dep.kind for dep in core.jobs[job_id].plan.stages[stage].deps)
 
     model = ExecutionModel(scenario, ideal_memory_mb, dependency_kinds)
+    # heartbeats carry the attempts' progress scores, which only speculation reads
+    beats = scenario.heartbeat_interval_s if scenario.policy.speculation != "none" else None
     shell = SimShell(
         core,
         run_dir,
-        lambda heap, deliver: ModelAgents(heap, model, deliver),
+        lambda heap, deliver: ModelAgents(heap, model, deliver, heartbeat_s=beats),
         scenario.simulation.round_gap,
         charges_policy_time(scenario),
     )
