@@ -9,7 +9,7 @@ from __future__ import annotations
 from testbed.plan import JobPlan, StagePlan
 from testbed.scenario.schema import PluginJob, Scenario
 from testbed.wire.protocol import INLINE_NOOP
-from testbed.workloads import mlr, pagerank, sleep, sort, user, wordcount
+from testbed.workloads import dag, mlr, pagerank, sleep, sort, user, wordcount
 from testbed.workloads.base import Combiner, TaskFunction
 
 OPERATIONS: dict[str, TaskFunction] = {
@@ -29,6 +29,7 @@ OPERATIONS: dict[str, TaskFunction] = {
     "plugin.map": user.map_task,
     "plugin.step": user.step_task,
     "plugin.reduce": user.reduce_task,
+    dag.DAG_OP: dag.dag_task,
 }
 
 

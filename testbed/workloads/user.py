@@ -37,10 +37,12 @@ from typing import Any
 
 import msgpack
 
+from testbed.api.dag import JobDag, JobInputs
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import WORKLOADS, PluginJob, ScenarioError
 from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError
+from testbed.workloads.dag import plan_dag
 from testbed.workloads.groups import GroupBuffer, RecordError, pack_pair
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import SpillFiles
@@ -82,9 +84,12 @@ def sources_of(job: PluginJob, seed: int) -> list[dict[str, Any]]:
 def plan(job: PluginJob, seed: int) -> JobPlan:
     """``plugin.map`` over the splits, one ``plugin.step`` stage per round of the plugin's
     ``iterations``, then ``plugin.reduce``: each reads its parent's output through a shuffle."""
+    workload = load_workload(job.workload, job.options)
+    if workload.dag is not None:
+        return planned_dag(job, seed, workload)
     sources = sources_of(job, seed)
     shared = {"workload": job.workload, "options": job.options}
-    rounds = iterations_of(load_workload(job.workload, job.options))
+    rounds = iterations_of(workload)
     stages = [
         StagePlan("plugin.map", len(sources), job.reduces, task_params=tuple(sources), shared_params=shared)
     ]
@@ -109,6 +114,21 @@ def plan(job: PluginJob, seed: int) -> JobPlan:
         )
     )
     return JobPlan(job.workload, tuple(stages))
+
+
+def planned_dag(job: PluginJob, seed: int, workload: Any) -> JobPlan:
+    """The plan of a plugin's ``dag(job)`` (a ``ScenarioError`` naming the job's workload when
+    the plugin raises or returns no valid ``JobDag``)."""
+    inputs = JobInputs(input=job.input, maps=job.maps, reduces=job.reduces, seed=seed)
+    try:
+        dag = workload.dag(inputs)
+    except Exception as exc:  # the plugin's code, or a DagError of the DAG it builds
+        raise ScenarioError([f"workload: {job.workload}.dag() raised {type(exc).__name__}: {exc}"]) from None
+    if not isinstance(dag, JobDag):
+        raise ScenarioError(
+            [f"workload: {job.workload}.dag() must return a testbed.api.JobDag, got {dag!r:.80}"]
+        )
+    return plan_dag(job.workload, dag)
 
 
 # ------------------------------------------------------------------ calling the plugin
