@@ -27,7 +27,7 @@ records, partition by partition.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -119,17 +119,19 @@ class JobInputs:
     maps: int | None
     reduces: int
     seed: int
+    splitter: Callable[[str, int | None], list[dict[str, Any]]] = field(
+        repr=False, compare=False, default=None
+    )  # type: ignore[assignment]
+    """The testbed's line-aligned splitting (set by the planner)."""
 
     def splits(self, count: int | None = None, pattern: str | None = None) -> tuple[dict[str, Any], ...]:
         """``task_args`` of a source reading ``pattern`` (default: the job's ``input``) in
         ``count`` line-aligned byte ranges (default ``maps``, else one per 8 MB); a body reads
         its own with ``DagTask.lines()``."""
-        from testbed.workloads.splits import line_splits  # late: keeps testbed.api light
-
         source = pattern or self.input
         if source is None:
             raise DagError("the job has no input to split")
-        return tuple(line_splits(source, count or self.maps, 8))
+        return tuple(self.splitter(source, count or self.maps))
 
 
 class DagTask(Protocol):

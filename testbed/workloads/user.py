@@ -119,7 +119,10 @@ def plan(job: PluginJob, seed: int) -> JobPlan:
 def planned_dag(job: PluginJob, seed: int, workload: Any) -> JobPlan:
     """The plan of a plugin's ``dag(job)`` (a ``ScenarioError`` naming the job's workload when
     the plugin raises or returns no valid ``JobDag``)."""
-    inputs = JobInputs(input=job.input, maps=job.maps, reduces=job.reduces, seed=seed)
+    def splitter(path: str, maps: int | None) -> list[dict[str, Any]]:
+        return line_splits(path, maps, SPLIT_MB)
+
+    inputs = JobInputs(job.input, job.maps, job.reduces, seed, splitter)
     try:
         dag = workload.dag(inputs)
     except Exception as exc:  # the plugin's code, or a DagError of the DAG it builds
