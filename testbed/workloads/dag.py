@@ -58,6 +58,7 @@ def _stage_plan(dag: JobDag, stage: StageSpec) -> StagePlan:
         "tasks": stage.tasks,
         "body": stage.task,
         "inputs": [edge.stage for edge in stage.inputs],
+        "dependencies": [edge.dependency for edge in stage.inputs],
         "source": stage.source,
         "commutative_associative": stage.commutative_associative,
         "cost": {"s_per_mb": stage.cost.s_per_mb, "output_ratio": stage.cost.output_ratio,

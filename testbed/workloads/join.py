@@ -8,7 +8,8 @@ The query, over generated tables (deterministic in the job's seed)::
     FROM orders o JOIN customers c ON o.customer = c.id
     GROUP BY c.nation
 
-Stages: ``customers`` and ``orders`` (sources creating their rows, each shuffled by the
+Stages: ``customers`` and ``orders`` (sources regenerating their rows from the seed, as a
+stored table is re-read: ``source="read"``, each shuffled by the
 customer id) =many-to-many=> ``join`` (reads both shuffled parents: a hash table of its
 customers, the orders streamed past it) -one-to-one-> ``partial`` (a narrow stage, no
 shuffle: the join task's pairs summed per nation) =many-to-many=> ``total`` (the sums per
@@ -105,9 +106,9 @@ class JoinAggregate(Workload):
         return JobDag(
             (
                 StageSpec("customers", f"{me}:customers_task", self.customer_tasks, parts, args=rows,
-                          source="create", cost=self._source_cost(self.customers, self.customer_tasks)),
+                          source="read", cost=self._source_cost(self.customers, self.customer_tasks)),
                 StageSpec("orders", f"{me}:orders_task", self.order_tasks, parts, args=rows,
-                          source="create", cost=self._source_cost(self.orders, self.order_tasks)),
+                          source="read", cost=self._source_cost(self.orders, self.order_tasks)),
                 StageSpec("join", f"{me}:join_task", parts, 1,
                           (StageInput("customers"), StageInput("orders")), cost=StageCost(0.5, 0.5)),
                 StageSpec("partial", f"{me}:partial_task", parts, nations,
