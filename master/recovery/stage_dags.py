@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from master.recovery.dag import Dependency, Edge, LogicalDag, Operator
 from testbed.api import JobPlan
-
-DAG_OP = "dag.task"
-"""The op of every stage of such a plan (``testbed.workloads.dag``)."""
+from testbed.plan import DAG_OP
 
 
 def is_stage_dag(plan: JobPlan) -> bool:

@@ -25,11 +25,10 @@ from typing import Any, BinaryIO
 import msgpack
 
 from testbed.api.dag import DagError, JobDag, StageInput, StageSpec
-from testbed.plan import Dependency, JobPlan, StagePlan
+from testbed.plan import DAG_OP, Dependency, JobPlan, StagePlan
 from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError
 from testbed.workloads.splits import read_lines_range
 
-DAG_OP = "dag.task"
 RECORDS_PER_FRAME = 512
 RESERVED_PARAMS = frozenset({"dag", "args"})
 KINDS: dict[str, str] = {
@@ -45,15 +44,16 @@ KINDS: dict[str, str] = {
 
 def plan_dag(workload: str, dag: JobDag) -> JobPlan:
     """The physical plan of a checked DAG: one stage per ``StageSpec``, in its order."""
-    return JobPlan(workload, tuple(_stage_plan(dag, stage) for stage in dag.stages))
+    return JobPlan(workload, tuple(_stage_plan(workload, dag, stage) for stage in dag.stages))
 
 
-def _stage_plan(dag: JobDag, stage: StageSpec) -> StagePlan:
+def _stage_plan(workload: str, dag: JobDag, stage: StageSpec) -> StagePlan:
     for own in stage.task_args:
         if RESERVED_PARAMS & set(own):
             raise DagError(f"stage {stage.name!r}: task_args may not use the names {sorted(RESERVED_PARAMS)}")
     final = stage is dag.sink
     meta = {
+        "workload": workload,
         "stage": stage.name,
         "tasks": stage.tasks,
         "body": stage.task,
