@@ -9,6 +9,7 @@ import master.core.rounds as rounds
 import testbed.api as api
 import testbed.api.dag as api_dag
 import testbed.api.policy as base
+import testbed.api.speculation as api_speculation
 import testbed.api.strategy as api_strategy
 import testbed.plan as plan
 import testbed.wire.protocol as protocol
@@ -22,7 +23,7 @@ def test_every_exported_name_exists_and_is_the_masters_own() -> None:
     """A policy's types are testbed.api.policy's, a strategy's the core's (it applies and
     hands out those very classes), the wire messages and plans the agents' and the core's, a
     stage DAG's testbed.api.dag's (which the workloads lower to the plan)."""
-    own = (base, recovery, rounds, protocol, plan, api_strategy, api_dag)
+    own = (base, recovery, rounds, protocol, plan, api_strategy, api_speculation, api_dag)
     for name in api.__all__:
         if name in ("API_VERSION", "Workload", "SimModel"):  # the workers' own, not the master's
             continue

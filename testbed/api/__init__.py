@@ -91,6 +91,14 @@ from testbed.api.policy import (
     Scheduler,
     Undrain,
 )
+from testbed.api.speculation import (
+    AttemptView,
+    Speculate,
+    SpeculationNode,
+    SpeculationSnapshot,
+    Speculator,
+    TaskGroup,
+)
 from testbed.api.strategy import (
     AbandonPush,
     AddReplica,
@@ -145,7 +153,7 @@ and decisions (``testbed.api.strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`
 :class:`FreeNode`: the nodes with a free slot, indexed by the master) and
 ``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``, 1.6
 ``Autoscaler.needs_current_jobs``, 1.7 ``Workload.dag`` and the stage DAG
-(``testbed.api.dag``)."""
+(``testbed.api.dag``), and the speculation rule's interface (``testbed.api.speculation``)."""
 
 
 @dataclass(frozen=True)
@@ -257,6 +265,7 @@ __all__ = [
     "AbandonPush",
     "AddReplica",
     "Assign",
+    "AttemptView",
     "Autoscaler",
     "BlockReceived",
     "BlockRef",
@@ -310,6 +319,10 @@ __all__ = [
     "Scheduler",
     "SetUpReceiver",
     "SimModel",
+    "Speculate",
+    "SpeculationNode",
+    "SpeculationSnapshot",
+    "Speculator",
     "StageCost",
     "StageInput",
     "StagePlan",
@@ -318,6 +331,7 @@ __all__ = [
     "StrategyDecision",
     "StrategyEvent",
     "StrategyView",
+    "TaskGroup",
     "TaskInputs",
     "TaskKey",
     "TaskLaunch",
