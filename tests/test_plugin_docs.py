@@ -43,6 +43,7 @@ def test_the_doc_ships_a_scheduler_an_autoscaler_a_workload_their_tests_and_scen
         "index.yaml",
         "test_inverted_index.py",
         "experiment.yaml",
+        "test_random_run.py",
     }
 
 
@@ -65,10 +66,3 @@ def test_the_docs_scheduler_is_about_30_lines() -> None:
 
 def test_the_docs_workload_test_passes(doc_dir: Path) -> None:
     importlib.import_module("test_inverted_index").test_inverted_index_matches_its_reference(doc_dir / "work")
-
-
-@pytest.mark.parametrize("scenario", ["index.yaml", "evicted.yaml"])
-def test_the_docs_scenarios_validate(doc_dir: Path, scenario: str) -> None:
-    from testbed.app.cli import main
-
-    assert main(["validate", str(doc_dir / scenario)]) == 0

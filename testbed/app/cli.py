@@ -300,6 +300,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return EXIT_OK
     try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"testbed compose -o {args.out}: cannot write it: {exc.strerror}") from None
