@@ -46,6 +46,8 @@ def test_the_doc_ships_a_scheduler_an_autoscaler_a_workload_their_tests_and_scen
         "experiment.yaml",
         "mutual_follows.py",
         "mutual.yaml",
+        "test_random_run.py",
+        "backlog.yaml",
     }
 
 
