@@ -47,7 +47,12 @@ BUILTINS: dict[str, dict[str, str]] = {
         "static": "master.autoscalers.static:StaticAutoscaler",
         "cloudcoaster": "master.autoscalers.cloudcoaster:CloudCoasterAutoscaler",
     },
-    "speculation": {},
+    "speculation": {
+        "none": "master.speculation:NoSpeculation",
+        "hadoop": "master.speculation.rules:HadoopSpeculator",
+        "late": "master.speculation.rules:LateSpeculator",
+        "spark": "master.speculation.rules:SparkSpeculator",
+    },
     "workload": {
         "wordcount": "testbed.workloads.wordcount",
         "sort": "testbed.workloads.sort",
