@@ -33,8 +33,8 @@ def make_policy(kind: str, scenario: Scenario) -> Any:
     with ``policy.options.<its name>`` (a speculator's: ``policy.options.speculation``, as
     ``spark`` names a strategy too); a ScenarioError (exit 2) when it cannot be."""
     name = getattr(scenario.policy, kind)
-    plugin = find_plugin(kind, name, f"policy.{kind}")
-    return plugin.build(options_for(scenario, plugin.options_field.rpartition(".")[2]), scenario)
+    key = "speculation" if kind == "speculation" else name
+    return find_plugin(kind, name, f"policy.{kind}").build(options_for(scenario, key), scenario)
 
 
 def make_scheduler(scenario: Scenario) -> Scheduler:
