@@ -16,7 +16,7 @@ from types import ModuleType
 from testbed import registry
 from testbed.plan import JobPlan
 from testbed.scenario.schema import PluginJob, Scenario
-from testbed.workloads import user
+from testbed.workloads import dag, user
 from testbed.workloads.base import Combiner, TaskFunction
 
 BUILT_IN: dict[str, ModuleType] = {
@@ -25,11 +25,11 @@ BUILT_IN: dict[str, ModuleType] = {
 """Each built-in workload's module, by the name jobs give it."""
 
 OPERATIONS: dict[str, TaskFunction] = {
-    op: task for module in (*BUILT_IN.values(), user) for op, task in module.OPERATIONS.items()
+    op: task for module in (*BUILT_IN.values(), user, dag) for op, task in module.OPERATIONS.items()
 }
 
 COMBINERS: dict[str, Combiner] = {
-    op: combine for module in (*BUILT_IN.values(), user) for op, combine in module.COMBINERS.items()
+    op: combine for module in (*BUILT_IN.values(), user, dag) for op, combine in module.COMBINERS.items()
 }
 """Ops whose outputs may be partially aggregated on their node before a push (Pado)."""
 

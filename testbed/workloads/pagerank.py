@@ -68,11 +68,12 @@ import numpy as np
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.schema import PagerankJob, Scenario
+from testbed.scenario.splitting import byte_ranges
 from testbed.wire.protocol import BlockRef
 from testbed.workloads.base import Combiner, InputDataError, TaskContext, TaskFunction
 from testbed.workloads.edge_lists import EdgeChunk, node_names, parse_edges, text
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
-from testbed.workloads.splits import byte_ranges, read_lines_range
+from testbed.workloads.splits import read_lines_range
 
 if TYPE_CHECKING:
     from testbed.workloads.task_model import Role
