@@ -30,9 +30,11 @@ def options_for(scenario: Scenario, name: str) -> dict[str, Any]:
 
 def make_policy(kind: str, scenario: Scenario) -> Any:
     """The scenario's policy of ``kind`` (``policy.<kind>``), a built-in or a plugin, built
-    with ``policy.options.<its name>``; a ScenarioError (exit 2) when it cannot be."""
+    with ``policy.options.<its name>`` (a speculator's: ``policy.options.speculation``, as
+    ``spark`` names a strategy too); a ScenarioError (exit 2) when it cannot be."""
     name = getattr(scenario.policy, kind)
-    return find_plugin(kind, name, f"policy.{kind}").build(options_for(scenario, name), scenario)
+    key = "speculation" if kind == "speculation" else name
+    return find_plugin(kind, name, f"policy.{kind}").build(options_for(scenario, key), scenario)
 
 
 def make_scheduler(scenario: Scenario) -> Scheduler:

@@ -1,6 +1,7 @@
 """Speculative execution, the fourth policy axis (``policy.speculation``). The built-ins are in
 ``testbed.registry.BUILTINS`` and built as a plugin is: their ``Options`` validated (a bad one
-exits 2 naming ``policy.options.<name>.<option>``), their trace-time durations given to them in
+exits 2 naming ``policy.options.speculation.<option>``: a speculator's options are there, not
+under its name, which ``spark`` shares with a strategy), their trace-time durations given to them in
 wall seconds by ``from_scenario``."""
 
 from __future__ import annotations

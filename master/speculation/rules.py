@@ -100,8 +100,8 @@ class HadoopSpeculator:
     name: str = "hadoop"
 
     class Options(BaseModel, extra="forbid"):
-        """``policy.options.hadoop``: ``gap`` below the category's average progress, after ``lag``
-        (trace time)."""
+        """``policy.options.speculation`` under ``hadoop``: ``gap`` below the category's average
+        progress, after ``lag`` (trace time)."""
 
         gap: Fraction = _fraction(0.2)
         lag: Duration = 60.0
@@ -150,7 +150,7 @@ class LateSpeculator:
     name: str = "late"
 
     class Options(BaseModel, extra="forbid"):
-        """``policy.options.late``: the paper's SpeculativeCap, SlowNodeThreshold and
+        """``policy.options.speculation`` under ``late``: the paper's SpeculativeCap, SlowNodeThreshold and
         SlowTaskThreshold, and the least time a task runs before it may be copied (trace time)."""
 
         cap: Fraction = _fraction(0.1)
@@ -217,7 +217,7 @@ class SparkSpeculator:
     name: str = "spark"
 
     class Options(BaseModel, extra="forbid"):
-        """``policy.options.spark``: ``spark.speculation.multiplier``, ``.quantile`` and
+        """``policy.options.speculation`` under ``spark``: ``spark.speculation.multiplier``, ``.quantile`` and
         ``.minTaskRuntime`` (trace time), and whether its decommission rule copies the tasks of a
         node under eviction notice."""
 

@@ -154,8 +154,8 @@ and decisions (``testbed.api.strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`
 :class:`FreeNode`: the nodes with a free slot, indexed by the master) and
 ``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``, 1.6
 ``Autoscaler.needs_current_jobs``, 1.7 ``Workload.dag`` and the stage DAG
-(``testbed.api.dag``), and the speculation rule's interface (``testbed.api.speculation``),
-1.8 ``Scheduler.modelled_round_s``."""
+(``testbed.api.dag``), and the speculation rule's interface (``testbed.api.speculation``) with
+``RunningTask.progress`` and ``progress_rate``, 1.8 ``Scheduler.modelled_round_s``."""
 
 
 @dataclass(frozen=True)

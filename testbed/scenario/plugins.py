@@ -142,6 +142,8 @@ class Plugin:
         """Where the scenario gives the plugin's options."""
         if self.field.endswith(".workload"):
             return self.field.removesuffix(".workload") + ".options"
+        if self.kind == "speculation":  # its names (spark) are other kinds' names too
+            return "policy.options.speculation"
         return f"policy.options.{self.name}"
 
     def conform(self, built: Any) -> None:
