@@ -11,7 +11,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from testbed.limits import MAX_TASKS_PER_JOB
 from testbed.scenario.base import Duration, Seed, Strict
@@ -213,7 +213,44 @@ class NoopJob(JobBase):
     tasks: int = Field(default=100, ge=1, le=MAX_TASKS_PER_JOB)
 
 
-WORKLOADS = ("wordcount", "sort", "pagerank", "mlr", "sleep", "noop")
+class SqlTable(Strict):
+    """A table of a ``workload: sql`` job: its files and the types of their columns."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    input: str = Field(description="a file, a directory or a glob of the table's files")
+    format: Literal["tbl", "csv"] = Field(default="tbl", description="tbl: pipe-delimited; csv: a header")
+    columns: dict[str, str] = Field(alias="schema", description="{column: type}, in the files' order")
+    splits: int | None = Field(default=None, ge=1, le=10_000, description="its tasks (default: 1 per 16 MB)")
+
+    @field_validator("input")
+    @classmethod
+    def _files(cls, value: str) -> str:
+        if not resolve_inputs(value):
+            raise ValueError(f"no input file matches {value!r}: give an existing file, directory or glob")
+        return absolute_input(value)
+
+
+class SqlJob(JobBase):
+    """A SQL query over tables of files, planned into a stage DAG (docs/workflows.md);
+    ``reduces`` is the tasks of each shuffle stage, ``merge: false`` turns off the merging of
+    operators into stages."""
+
+    workload: Literal["sql"]
+    query: str = Field(min_length=1, description="the SQL text")
+    tables: dict[str, SqlTable] = Field(min_length=1)
+    merge: bool = True
+
+    @model_validator(mode="after")
+    def _plannable(self) -> SqlJob:
+        """The query parsed, optimised and typed now: unsupported SQL and join keys of two
+        types are refused before the run (``testbed.workflows``)."""
+        from testbed.workflows.sql_tables import workflow_of
+
+        workflow_of(self)
+        return self
+
+
+WORKLOADS = ("wordcount", "sort", "pagerank", "mlr", "sleep", "noop", "sql")
 PLUGIN_TAG = "plugin"
 WORKLOAD_GROUP = "transient_testbed.workloads"
 
@@ -256,6 +293,7 @@ JobSpec = Annotated[
     | Annotated[MlrJob, Tag("mlr")]
     | Annotated[SleepJob, Tag("sleep")]
     | Annotated[NoopJob, Tag("noop")]
+    | Annotated[SqlJob, Tag("sql")]
     | Annotated[PluginJob, Tag(PLUGIN_TAG)],
     Discriminator(_workload_tag),
 ]

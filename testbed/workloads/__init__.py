@@ -9,7 +9,7 @@ from __future__ import annotations
 from testbed.plan import JobPlan, StagePlan
 from testbed.scenario.schema import PluginJob, Scenario
 from testbed.wire.protocol import INLINE_NOOP
-from testbed.workloads import mlr, pagerank, sleep, sort, user, wordcount
+from testbed.workloads import mlr, pagerank, sleep, sort, sql, user, wordcount
 from testbed.workloads.base import Combiner, TaskFunction
 
 OPERATIONS: dict[str, TaskFunction] = {
@@ -26,6 +26,7 @@ OPERATIONS: dict[str, TaskFunction] = {
     "sort.map": sort.map_task,
     "sort.reduce": sort.reduce_task,
     "sleep.run": sleep.run_task,
+    "workflow.stage": sql.stage_task,
     "plugin.map": user.map_task,
     "plugin.step": user.step_task,
     "plugin.reduce": user.reduce_task,
@@ -52,6 +53,8 @@ def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
         return sort.plan(job, seed, sample=scenario is None or scenario.backend != "sim")
     if job.workload == "sleep":
         return sleep.plan(job, seed, scenario.wall_per_trace)
+    if job.workload == "sql":
+        return sql.plan(job)
     if isinstance(job, PluginJob):
         return user.plan(job, seed)
     if job.workload == "noop":

@@ -54,6 +54,11 @@ def add_workload_commands(subparsers: Any) -> None:
     profile.add_argument("--out", default=".", help="directory for <workload>-<role>.json profiles")
     profile.set_defaults(handler=cmd_profile)
 
+    plan = subparsers.add_parser("plan", help="print the stage DAG of a scenario's workload: sql jobs")
+    plan.add_argument("scenario", type=Path, help="a scenario with workload: sql jobs")
+    plan.add_argument("--merge", choices=("on", "off"), help="override each job's merge: switch")
+    plan.set_defaults(handler=cmd_plan)
+
     check = subparsers.add_parser("check-output", help="verify a job's output against a reference")
     check.add_argument("workload", nargs="?", choices=sorted(JOB_MODELS), help="omit with --run")
     check.add_argument("output", nargs="?", help="the job's output directory (outputs/<job_id>)")
@@ -270,6 +275,24 @@ def cmd_check_output(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Each sql job's stages, what each fused, and where its rows go (exit 2: none, or bad)."""
+    from testbed.workflows.describe import describe_plan
+    from testbed.workloads.sql import plan as plan_sql
+
+    scenario = load_scenario(args.scenario)
+    jobs = [(n, job) for n, job in enumerate(scenario.jobs) if job.workload == "sql"]
+    if not jobs:
+        return _fail(f"{args.scenario}: no job has workload: sql")
+    for number, job in jobs:
+        if args.merge:
+            job = job.model_copy(update={"merge": args.merge == "on"})
+        name = f" ({job.name})" if job.name else ""
+        title = f"jobs.{number}{name}, merge {'on' if job.merge else 'off'}"
+        print("\n".join(describe_plan(plan_sql(job), title)))
+    return 0
+
+
 def run_jobs(run: Path) -> list[tuple[Path, Any, int]]:
     """(output directory, job spec, seed) of every checkable job of a run, numbered as the master does."""
     scenario = load_scenario(run / "scenario.yaml")
@@ -278,7 +301,7 @@ def run_jobs(run: Path) -> list[tuple[Path, Any, int]]:
     for spec in scenario.jobs:
         for _ in range(spec.repeat):
             number = next(ordinal)
-            if spec.workload in JOB_MODELS or isinstance(spec, PluginJob):
+            if spec.workload in (*JOB_MODELS, "sql") or isinstance(spec, PluginJob):
                 seed = spec.seed if spec.seed is not None else scenario.seed * 1000 + number
                 jobs.append((run / "outputs" / f"j{number:03d}", spec, seed))
     return jobs

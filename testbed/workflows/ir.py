@@ -1,0 +1,251 @@
+"""Musketeer's intermediate representation (Gog's dissertation, section 3.3): a workflow is
+a tree of dataflow operators, each with the schema of the rows it produces.
+
+Map-side operators (``MAP_SIDE``: SELECT, PROJECT, MAP) work row by row; the others shuffle
+on a key (``shuffle_keys``). Scalar expressions are SQL text (``testbed.workflows.exprs``);
+WHILE is unrolled when built (``Workflow.loop``), so the tree holds its rounds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from testbed.workflows.exprs import PlanError, column_index, compile_expr
+from testbed.workflows.types import FLOAT, INT, ColType, Column, Schema
+
+AggFunc = Literal["sum", "count", "min", "max", "avg"]
+AGG_FUNCS: tuple[AggFunc, ...] = ("sum", "count", "min", "max", "avg")
+SetKind = Literal["union", "union_all", "intersect", "difference"]
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    label: str = field(default="", kw_only=True)
+    """Where the operator came from (a SQL clause, a loop's round), shown by ``testbed plan``."""
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        return ()
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__.upper()
+
+    def schema(self) -> Schema:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, eq=False)
+class Scan(Op):
+    """A table's rows (its files, split by bytes into tasks), ``keep`` of its columns."""
+
+    table: str
+    alias: str
+    input: str
+    format: Literal["tbl", "csv"]
+    columns: Schema
+    keep: tuple[int, ...] | None = None
+    splits: int | None = None
+
+    def schema(self) -> Schema:
+        kept = range(len(self.columns)) if self.keep is None else self.keep
+        return tuple(Column(f"{self.alias}.{self.columns[i].name}", self.columns[i].type) for i in kept)
+
+
+@dataclass(frozen=True, eq=False)
+class Select(Op):
+    child: Op
+    predicate: str
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        return (self.child,)
+
+    def schema(self) -> Schema:
+        compile_expr(self.predicate, self.child.schema())
+        return self.child.schema()
+
+
+@dataclass(frozen=True, eq=False)
+class Project(Op):
+    child: Op
+    exprs: tuple[tuple[str, str], ...]
+    """(output name, SQL expression over the child's columns)."""
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        return (self.child,)
+
+    def schema(self) -> Schema:
+        child = self.child.schema()
+        return tuple(Column(name, compile_expr(sql, child)[1]) for name, sql in self.exprs)
+
+
+@dataclass(frozen=True, eq=False)
+class Map(Op):
+    """A row UDF (``module:function``, taking and returning a tuple) with a declared output."""
+
+    child: Op
+    udf: str
+    output: Schema
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        return (self.child,)
+
+    def schema(self) -> Schema:
+        return self.output
+
+
+@dataclass(frozen=True, eq=False)
+class Join(Op):
+    """An equi-join: ``left_keys[i]`` of the left equals ``right_keys[i]`` of the right."""
+
+    left: Op
+    right: Op
+    left_keys: tuple[str, ...]
+    right_keys: tuple[str, ...]
+    kind: Literal["inner", "left"] = "inner"
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        return (self.left, self.right)
+
+    def schema(self) -> Schema:
+        left, right = self.left.schema(), self.right.schema()
+        for lk, rk in zip(self.left_keys, self.right_keys, strict=True):
+            lt, rt = left[column_index(left, "", lk)].type, right[column_index(right, "", rk)].type
+            if lt != rt:
+                raise PlanError(f"join key {lk} is a {lt} but {rk} is a {rt}: cast one side to the other's")
+        names = {c.name for c in left}
+        clash = [c.name for c in right if c.name in names]
+        if clash:
+            raise PlanError(f"both sides of the join have the columns {', '.join(clash)}: project one side")
+        return left + right
+
+
+@dataclass(frozen=True, eq=False)
+class Agg(Op):
+    """GROUP BY ``keys`` (columns of the child); each aggregate ``(name, func, column)``
+    (``column`` None for count(*))."""
+
+    child: Op
+    keys: tuple[str, ...]
+    aggs: tuple[tuple[str, AggFunc, str | None], ...]
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        return (self.child,)
+
+    @property
+    def name(self) -> str:
+        return "AGG"
+
+    def schema(self) -> Schema:
+        child = self.child.schema()
+        keys = tuple(child[column_index(child, "", k)] for k in self.keys)
+        return keys + tuple(Column(name, agg_type(func, child, arg)) for name, func, arg in self.aggs)
+
+
+def agg_type(func: AggFunc, schema: Schema, arg: str | None) -> ColType:
+    if func == "count":
+        return INT
+    if arg is None:
+        raise PlanError(f"{func}() needs a column")
+    kind = schema[column_index(schema, "", arg)].type
+    if func == "avg":
+        return FLOAT
+    if func == "sum" and not kind.numeric:
+        raise PlanError(f"sum({arg}) of a {kind}")
+    return kind
+
+
+@dataclass(frozen=True, eq=False)
+class Distinct(Op):
+    child: Op
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        return (self.child,)
+
+    def schema(self) -> Schema:
+        return self.child.schema()
+
+
+@dataclass(frozen=True, eq=False)
+class SetOp(Op):
+    """UNION (ALL), INTERSECT, DIFFERENCE of two inputs of the same column types."""
+
+    left: Op
+    right: Op
+    kind: SetKind
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        return (self.left, self.right)
+
+    @property
+    def name(self) -> str:
+        return self.kind.upper()
+
+    def schema(self) -> Schema:
+        left, right = self.left.schema(), self.right.schema()
+        if [c.type for c in left] != [c.type for c in right]:
+            raise PlanError(
+                f"{self.kind}: the inputs' column types differ ({', '.join(str(c.type) for c in left)} "
+                f"vs {', '.join(str(c.type) for c in right)})"
+            )
+        return left
+
+
+@dataclass(frozen=True, eq=False)
+class Sort(Op):
+    """ORDER BY ``keys`` ((column, descending)), then at most ``limit`` rows."""
+
+    child: Op
+    keys: tuple[tuple[str, bool], ...]
+    limit: int | None = None
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        return (self.child,)
+
+    def schema(self) -> Schema:
+        child = self.child.schema()
+        for key, _ in self.keys:
+            column_index(child, "", key)
+        return child
+
+
+MAP_SIDE = (Scan, Select, Project, Map)
+
+
+def shuffle_keys(op: Op) -> tuple[tuple[str, ...], ...]:
+    """The key each input of a shuffle operator is partitioned on (all columns for DISTINCT
+    and the set operators; none for SORT, which gathers its input)."""
+    if isinstance(op, Join):
+        return (op.left_keys, op.right_keys)
+    if isinstance(op, Agg):
+        return (op.keys,)
+    if isinstance(op, Distinct):
+        return (tuple(c.name for c in op.child.schema()),)
+    if isinstance(op, SetOp):
+        return tuple(tuple(c.name for c in child.schema()) for child in op.children)
+    if isinstance(op, Sort):
+        return ((),)
+    return ()
+
+
+def walk(op: Op) -> Iterator[Op]:
+    """Every operator of the tree, children first."""
+    for child in op.children:
+        yield from walk(child)
+    yield op
+
+
+def check(op: Op) -> Schema:
+    """The workflow's output schema, every operator's types checked (PlanError otherwise)."""
+    for node in walk(op):
+        node.schema()
+    return op.schema()
