@@ -236,16 +236,23 @@ class SqlJob(JobBase):
     operators into stages."""
 
     workload: Literal["sql"]
-    query: str = Field(min_length=1, description="the SQL text")
-    tables: dict[str, SqlTable] = Field(min_length=1)
+    query: str | None = Field(default=None, min_length=1, description="the SQL text")
+    tables: dict[str, SqlTable] = Field(default_factory=dict, description="the tables the query reads")
+    builder: str | None = Field(
+        default=None, pattern=PLUGIN_NAME, description="instead of a query: module:function returning a Flow"
+    )
     merge: bool = True
 
     @model_validator(mode="after")
     def _plannable(self) -> SqlJob:
-        """The query parsed, optimised and typed now: unsupported SQL and join keys of two
-        types are refused before the run (``testbed.workflows``)."""
+        """The query parsed, optimised and typed now (or the builder's workflow built):
+        unsupported SQL and join keys of two types are refused before the run."""
         from testbed.workflows.sql_tables import workflow_of
 
+        if (self.query is None) == (self.builder is None):
+            raise ValueError("give either query (with tables) or builder, not both")
+        if self.query is not None and not self.tables:
+            raise ValueError("tables: the query reads tables; name each with its input and schema")
         workflow_of(self)
         return self
 

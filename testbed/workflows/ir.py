@@ -33,6 +33,14 @@ class Op:
         return type(self).__name__.upper()
 
     def schema(self) -> Schema:
+        """The rows' columns (computed once: a WHILE's rounds share their input)."""
+        cached = self.__dict__.get("_schema")
+        if cached is None:
+            cached = self._schema()
+            object.__setattr__(self, "_schema", cached)
+        return cached
+
+    def _schema(self) -> Schema:
         raise NotImplementedError
 
 
@@ -48,7 +56,7 @@ class Scan(Op):
     keep: tuple[int, ...] | None = None
     splits: int | None = None
 
-    def schema(self) -> Schema:
+    def _schema(self) -> Schema:
         kept = range(len(self.columns)) if self.keep is None else self.keep
         return tuple(Column(f"{self.alias}.{self.columns[i].name}", self.columns[i].type) for i in kept)
 
@@ -62,7 +70,7 @@ class Select(Op):
     def children(self) -> tuple[Op, ...]:
         return (self.child,)
 
-    def schema(self) -> Schema:
+    def _schema(self) -> Schema:
         compile_expr(self.predicate, self.child.schema())
         return self.child.schema()
 
@@ -77,7 +85,7 @@ class Project(Op):
     def children(self) -> tuple[Op, ...]:
         return (self.child,)
 
-    def schema(self) -> Schema:
+    def _schema(self) -> Schema:
         child = self.child.schema()
         return tuple(Column(name, compile_expr(sql, child)[1]) for name, sql in self.exprs)
 
@@ -94,7 +102,7 @@ class Map(Op):
     def children(self) -> tuple[Op, ...]:
         return (self.child,)
 
-    def schema(self) -> Schema:
+    def _schema(self) -> Schema:
         return self.output
 
 
@@ -112,12 +120,14 @@ class Join(Op):
     def children(self) -> tuple[Op, ...]:
         return (self.left, self.right)
 
-    def schema(self) -> Schema:
+    def _schema(self) -> Schema:
         left, right = self.left.schema(), self.right.schema()
         for lk, rk in zip(self.left_keys, self.right_keys, strict=True):
             lt, rt = left[column_index(left, "", lk)].type, right[column_index(right, "", rk)].type
             if lt != rt:
-                raise PlanError(f"join key {lk} is a {lt} but {rk} is a {rt}: cast one side to the other's")
+                raise PlanError(
+                    f"join key {lk} is {_a(lt)} but {rk} is {_a(rt)}: cast one side to the other's type"
+                )
         names = {c.name for c in left}
         clash = [c.name for c in right if c.name in names]
         if clash:
@@ -142,7 +152,7 @@ class Agg(Op):
     def name(self) -> str:
         return "AGG"
 
-    def schema(self) -> Schema:
+    def _schema(self) -> Schema:
         child = self.child.schema()
         keys = tuple(child[column_index(child, "", k)] for k in self.keys)
         return keys + tuple(Column(name, agg_type(func, child, arg)) for name, func, arg in self.aggs)
@@ -169,7 +179,7 @@ class Distinct(Op):
     def children(self) -> tuple[Op, ...]:
         return (self.child,)
 
-    def schema(self) -> Schema:
+    def _schema(self) -> Schema:
         return self.child.schema()
 
 
@@ -189,7 +199,7 @@ class SetOp(Op):
     def name(self) -> str:
         return self.kind.upper()
 
-    def schema(self) -> Schema:
+    def _schema(self) -> Schema:
         left, right = self.left.schema(), self.right.schema()
         if [c.type for c in left] != [c.type for c in right]:
             raise PlanError(
@@ -211,14 +221,44 @@ class Sort(Op):
     def children(self) -> tuple[Op, ...]:
         return (self.child,)
 
-    def schema(self) -> Schema:
+    def _schema(self) -> Schema:
         child = self.child.schema()
         for key, _ in self.keys:
             column_index(child, "", key)
         return child
 
 
+@dataclass(frozen=True, eq=False)
+class Choose(Op):
+    """A WHILE round with a stopping condition: ``keep`` (the state before the round) where
+    ``predicate`` holds on the one row of ``flag`` (a keyless AGG of that state), else
+    ``change`` (the round's output). The DAG is static, so a round after the condition held
+    still runs its body; its output is dropped and the state passes through unchanged."""
+
+    keep: Op
+    change: Op
+    flag: Op
+    predicate: str
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        return (self.keep, self.change, self.flag)
+
+    def _schema(self) -> Schema:
+        keep, change = self.keep.schema(), self.change.schema()
+        if [c.type for c in keep] != [c.type for c in change]:
+            raise PlanError("WHILE: a round's output has other column types than its input")
+        if not isinstance(self.flag, Agg) or self.flag.keys:
+            raise PlanError("WHILE until: the condition must be on a keyless aggregate of the state")
+        compile_expr(self.predicate, self.flag.schema())
+        return keep
+
+
 MAP_SIDE = (Scan, Select, Project, Map)
+
+
+def _a(kind: ColType) -> str:
+    return f"{'an' if str(kind)[0] in 'aeiou' else 'a'} {kind}"
 
 
 def shuffle_keys(op: Op) -> tuple[tuple[str, ...], ...]:
@@ -237,11 +277,24 @@ def shuffle_keys(op: Op) -> tuple[tuple[str, ...], ...]:
     return ()
 
 
-def walk(op: Op) -> Iterator[Op]:
-    """Every operator of the tree, children first."""
+def walk(op: Op, seen: set[int] | None = None) -> Iterator[Op]:
+    """Every operator of the DAG once, children first."""
+    seen = set() if seen is None else seen
+    if id(op) in seen:
+        return
+    seen.add(id(op))
     for child in op.children:
-        yield from walk(child)
+        yield from walk(child, seen)
     yield op
+
+
+def consumers(root: Op) -> dict[int, int]:
+    """How many operators read each operator (by ``id``): more than one is a shared input."""
+    counts: dict[int, int] = {}
+    for op in walk(root):
+        for child in op.children:
+            counts[id(child)] = counts.get(id(child), 0) + 1
+    return counts
 
 
 def check(op: Op) -> Schema:

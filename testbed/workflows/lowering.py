@@ -58,6 +58,9 @@ class _Lowering:
     workflow: Workflow
     splitter: Splitter
     stages: list[StagePlan] = field(default_factory=list)
+    shared: dict[int, int] = field(default_factory=dict)
+    """The stage of each operator read by several (a WHILE's state, a table read twice)."""
+    readers: dict[int, int] = field(default_factory=dict)
 
     @property
     def merge(self) -> bool:
@@ -93,6 +96,18 @@ class _Lowering:
     # ------------------------------------------------------------------ operators
 
     def lower(self, op: ir.Op) -> _Fragment:
+        """``op``'s fragment; an operator several read is a stage of its own, its rows
+        partitioned on all its columns, that each reader reads (computed once)."""
+        if self.readers.get(id(op), 0) <= 1:
+            return self.lower_one(op)
+        every = tuple(c.name for c in op.schema())
+        if id(op) not in self.shared:
+            self.shared[id(op)] = self.shuffled(self.lower_one(op), every, self.workflow.partitions)
+        f = self.reader(self.shared[id(op)], op.schema(), self.workflow.partitions)
+        f.keys = [every]
+        return f
+
+    def lower_one(self, op: ir.Op) -> _Fragment:
         if isinstance(op, ir.Scan):
             return self.scan(op)
         if isinstance(op, ir.Select | ir.Project | ir.Map):
@@ -105,6 +120,8 @@ class _Lowering:
             return self.set_operation(op)
         if isinstance(op, ir.Sort):
             return self.sort(op)
+        if isinstance(op, ir.Choose):
+            return self.choose(op)
         raise TypeError(f"no lowering for {type(op).__name__}")
 
     def scan(self, op: ir.Scan) -> _Fragment:
@@ -205,6 +222,22 @@ class _Lowering:
         return f
 
 
+    def choose(self, op: ir.Choose) -> _Fragment:
+        schema = op.schema()
+        keep, change, flag = self.lower(op.keep), self.lower(op.change), self.lower(op.flag)
+        partitions = self.workflow.partitions
+        every = tuple(c.name for c in keep.schema)
+        f = self.reader(self.shuffled(keep, every, partitions), keep.schema, partitions)
+        changed = self.shuffled(change, tuple(c.name for c in change.schema), partitions)
+        flagged = self.close(flag, {"kind": "narrow"})
+        f.deps += [Dependency(changed, "shuffle"), Dependency(flagged, "broadcast")]
+        flag_schema = schema_to_json(flag.schema)
+        f.ops.append({"op": "choose", "dep": 1, "flag": 2, "predicate": op.predicate, "schema": flag_schema})
+        f.keys, f.schema = [every], schema
+        f.fused.append(describe(op))
+        return f
+
+
 def _renamed_keys(f: _Fragment, op: ir.Project) -> list[tuple[str, ...]]:
     """The partitioning keys that survive a projection (a key column kept, maybe renamed)."""
     renames: dict[str, str] = {}
@@ -235,6 +268,8 @@ def describe(op: ir.Op) -> str:
     if isinstance(op, ir.Join):
         keys = ", ".join(f"{a} = {b}" for a, b in zip(op.left_keys, op.right_keys, strict=True))
         return f"{'LEFT ' if op.kind == 'left' else ''}JOIN on {keys}"
+    if isinstance(op, ir.Choose):
+        return f"WHILE-UNTIL {op.predicate}"
     if isinstance(op, ir.Agg):
         aggs = ", ".join(f"{func}({arg or '*'})" for _, func, arg in op.aggs)
         return f"AGG {aggs}" + (f" by {', '.join(op.keys)}" if op.keys else "")
@@ -247,7 +282,7 @@ def describe(op: ir.Op) -> str:
 def lower(workflow: Workflow, splitter: Splitter) -> JobPlan:
     """The workflow's stage DAG (types checked first: a PlanError names the mismatch)."""
     schema = ir.check(workflow.root)
-    lowering = _Lowering(workflow, splitter)
+    lowering = _Lowering(workflow, splitter, readers=ir.consumers(workflow.root))
     f = lowering.lower(workflow.root)
     lowering.close(f, {"kind": "final", "schema": schema_to_json(schema)}, final=True)
     return JobPlan("sql", tuple(lowering.stages))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import decimal
 import math
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +61,7 @@ def read_output(directory: Path, schema: Schema) -> list[tuple[Any, ...]]:
 
 
 def _typed(text: str, kind: ColType) -> Any:
-    if text == "" and kind.kind != "string":
+    if text == "":
         return None
     if kind.kind == "decimal":
         return to_decimal(parse_value(text, kind), kind.scale)
@@ -111,7 +110,3 @@ def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
             value = float(f"{float(value):.6g}")
         out.append((value is None, str(type(value).__name__ if value is None else ""), value))
     return tuple(out)
-
-
-def count_rows(rows: list[tuple[Any, ...]]) -> Counter[tuple[Any, ...]]:
-    return Counter(rows)

@@ -9,6 +9,7 @@ correlated, a join without an equality, COUNT(DISTINCT ...)."""
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,11 +42,18 @@ class Table:
     splits: int | None = None
 
 
+_QUERY: contextvars.ContextVar[str] = contextvars.ContextVar("query", default="")
+"""The text being translated, for the line and column where a construct starts."""
+
+
 def position(node: exp.Expression) -> str:
+    """Where the node's first token starts in the query (sqlglot's meta has its end)."""
+    text = _QUERY.get()
     for part in node.walk():
         meta = part.meta
-        if "line" in meta:
-            return f"line {meta['line']}, column {meta['col']}"
+        if "start" in meta and text:
+            start = meta["start"]
+            return f"line {text.count(chr(10), 0, start) + 1}, column {start - text.rfind(chr(10), 0, start)}"
     return "somewhere in the query"
 
 
@@ -65,7 +73,7 @@ def parse(query: str, tables: dict[str, Table]) -> exp.Expression:
         first = err.errors[0] if err.errors else {}
         raise SqlError(
             f"the query does not parse at line {first.get('line')}, column {first.get('col')}: "
-            f"{first.get('description', err)}"
+            f"{str(first.get('description', err)).split(' but got ')[0]}"
         ) from None
     for window in tree.find_all(exp.Window):
         raise SqlError(
@@ -87,8 +95,11 @@ def _cte_names(tree: exp.Expression) -> set[str]:
 
 def from_sql(query: str, tables: dict[str, Table]) -> ir.Op:
     """The query's operator tree (SqlError: not supported; PlanError: types do not match)."""
-    tree = parse(query, tables)
-    return _Translator(tables).query(tree)
+    token = _QUERY.set(query)
+    try:
+        return _Translator(tables).query(parse(query, tables))
+    finally:
+        _QUERY.reset(token)
 
 
 class _Translator:

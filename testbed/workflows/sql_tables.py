@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from testbed.workflows import ir
@@ -32,9 +33,25 @@ def workflow_of(job: Any) -> Workflow:
         import sqlglot  # noqa: F401
     except ImportError:
         raise ValueError("workload: sql needs sqlglot: pip install 'transient-testbed[sql]'") from None
+    if job.builder is not None:
+        return Workflow(_built(job.builder), partitions=job.reduces, merge=job.merge)
     try:
         root = from_sql(job.query, tables_of(job))
         ir.check(root)
     except PlanError as err:
         raise ValueError(f"query: {err}") from None
     return Workflow(root, partitions=job.reduces, merge=job.merge)
+
+
+def _built(name: str) -> ir.Op:
+    """The operator tree a builder function (``module:function``, no arguments) returns."""
+    module, _, function = name.partition(":")
+    try:
+        build = getattr(importlib.import_module(module), function or "build")
+        flow = build()
+        ir.check(flow.op)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"builder: cannot import {name} ({err}): put its module on the path") from None
+    except PlanError as err:
+        raise ValueError(f"builder: {name}: {err}") from None
+    return flow.op

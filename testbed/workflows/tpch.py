@@ -69,6 +69,15 @@ def query(name: str) -> str:
     return (QUERIES / f"{name}.sql").read_text()
 
 
+def tables_read(text: str) -> list[str]:
+    """The TPC-H tables a query reads."""
+    import sqlglot
+    from sqlglot import exp
+
+    names = {t.name for t in sqlglot.parse_one(text, dialect="duckdb").find_all(exp.Table)}
+    return sorted(names & set(SCHEMAS))
+
+
 class GeneratorMissing(RuntimeError):
     pass
 

@@ -80,18 +80,21 @@ def parse_type(text: str) -> ColType:
 
 
 def parse_value(text: str, kind: ColType) -> Any:
-    """A field of a text table (ValueError when it does not match its type); empty is NULL
-    but for strings."""
-    if kind.kind == "string":
-        return text
+    """A field of a text table (ValueError when it does not match its type); an empty field
+    is NULL, of any type (as DuckDB and Spark read delimited text)."""
     if text == "":
         return None
+    if kind.kind == "string":
+        return text
     if kind.kind == "int":
         return int(text)
     if kind.kind == "float":
         return float(text)
     if kind.kind == "decimal":
-        return scaled(decimal.Decimal(text), kind.scale)
+        try:
+            return scaled(decimal.Decimal(text), kind.scale)
+        except decimal.InvalidOperation:
+            raise ValueError(f"{text!r} is not a decimal") from None
     if kind.kind == "date":
         datetime.date.fromisoformat(text)
         return text

@@ -51,6 +51,8 @@ def check_sql(job: Any, seed: int, directory: Path) -> list[str]:
     from testbed.workflows.reference import DuckdbMissing, compare, duckdb_answer, read_output
     from testbed.workflows.sql_tables import tables_of, workflow_of
 
+    if job.query is None:
+        return [f"no SQL reference for the builder workflow {job.builder}: check it in its tests"]
     root = workflow_of(job).root
     try:
         theirs = duckdb_answer(job.query, tables_of(job))
@@ -184,9 +186,17 @@ def _sort(ctx: TaskContext, op: dict[str, Any], rows: Rows) -> Rows:
     return R.sort_rows(rows, op["spec"]["keys"], op["spec"]["limit"])
 
 
+def _choose(ctx: TaskContext, op: dict[str, Any], rows: Rows) -> Rows:
+    """A WHILE round: the state kept once the condition holds on the flag's row."""
+    (flag,) = _dep_rows(ctx, op["flag"])
+    holds, _ = compile_expr(op["predicate"], schema_from_json(op["schema"]))
+    changed = _dep_rows(ctx, op["dep"])
+    return rows if holds(flag) else changed
+
+
 OPERATORS: dict[str, Callable[[TaskContext, dict[str, Any], Rows], Rows]] = {
     "scan": _scan, "read": _read, "select": _select, "project": _project, "map": _map,
-    "join": _join, "agg": _agg, "set": _set, "sort": _sort,
+    "join": _join, "agg": _agg, "set": _set, "sort": _sort, "choose": _choose,
 }
 
 
@@ -201,8 +211,10 @@ def _write(ctx: TaskContext, out: dict[str, Any], rows: Rows) -> None:
             for row in rows:
                 writer.writerow([render(v, c.type) for v, c in zip(row, schema, strict=True)])
         return
+    key_columns = out.get("key", [])
     if "combine" in out:
         rows = R.aggregate(out["combine"], rows, "partial")
+        key_columns = list(range(len(out["combine"]["keys"])))  # the partial rows start with the keys
     if "topk" in out:
         rows = R.sort_rows(rows, out["topk"]["keys"], out["topk"]["limit"])
     partitions = ctx.spec.partitions
@@ -210,7 +222,7 @@ def _write(ctx: TaskContext, out: dict[str, Any], rows: Rows) -> None:
     if out["kind"] == "narrow" or partitions == 1:
         parts[0] = rows
     else:
-        key = R.key_getter(out["key"])
+        key = R.key_getter(key_columns)
         for row in rows:
             parts[R.partition_of(key(row), partitions)].append(row)
     writer = ctx.open_output()
