@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from master.policy_setup import make_autoscaler, make_scheduler
-from master.recovery import make_strategy
+from master.policy_setup import make_autoscaler, make_scheduler, make_strategy
 from testbed.api import ClusterSnapshot
 from testbed.scenario.schema import load_scenario
 from testbed.testing import check_workload, run

@@ -104,8 +104,8 @@ def test_a_dilated_task_model_predicts_a_slower_task_that_spills_the_same() -> N
 
 
 def test_yarn_me_disk_budget_is_dilated_with_the_nodes_disks() -> None:
-    from master.policy_setup import dilated_disk_budget
+    from master.schedulers.yarn_me import dilated_disk_budget
 
     s = scenario({"mode": "faithful", "dilation": 4})
-    assert dilated_disk_budget({"elastic_disk_mb_s": 100}, s) == {"elastic_disk_mb_s": 25}
-    assert dilated_disk_budget({}, scenario()) == {}
+    assert dilated_disk_budget({"elastic_disk_mb_s": 100}, s.fidelity.factor) == {"elastic_disk_mb_s": 25}
+    assert dilated_disk_budget({}, scenario().fidelity.factor) == {}

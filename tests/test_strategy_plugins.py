@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from master.policy_setup import policy_plugins
-from master.recovery import make_strategy
+from master.policy_setup import make_strategy, policy_plugins
 from testbed.scenario.schema import load_scenario
 from testbed.testing import run
 from tests.support.cli import assert_validate_refuses

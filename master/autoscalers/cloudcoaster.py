@@ -37,11 +37,20 @@ leaves, a draining server empties, or after applying its decisions.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter, is_not
+from typing import Any
 
-from master.schedulers.eagle import holds_long, node_ordinal, pending_by_id
+from master.schedulers.eagle import (
+    holds_long,
+    node_ordinal,
+    pending_by_id,
+    short_fraction_of,
+    short_partition_size,
+)
+from master.schedulers.yarn import checked_options
 from testbed.api.policy import (
     Autoscaler,
     ClusterSnapshot,
@@ -52,6 +61,10 @@ from testbed.api.policy import (
     ScaleDecision,
     Undrain,
 )
+from testbed.durations import parse_duration
+from testbed.scenario.schema import Scenario, ScenarioError
+
+OPTIONS = frozenset({"threshold", "r", "p", "provisioning_delay"})
 
 _EPSILON = 1e-9
 _ID = attrgetter("node_id")
@@ -263,6 +276,31 @@ class CloudCoasterAutoscaler(Autoscaler):
         self.short_on_demand = short_on_demand
         self._census_kept = _Census(short_on_demand, self.replaced)
         self._seen: ClusterSnapshot | None = None
+
+    @classmethod
+    def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> CloudCoasterAutoscaler:
+        """``policy.options.cloudcoaster``: it resizes Eagle's short-only partition, so it needs
+        ``scheduler: eagle``; its ``provisioning_delay`` is trace time, given in wall seconds."""
+        if scenario.policy.scheduler != "eagle":
+            raise ScenarioError(
+                [f"policy.autoscaler: cloudcoaster resizes Eagle's short-only partition; "
+                 f"it needs scheduler: eagle, found {scenario.policy.scheduler!r}"]
+            )  # fmt: skip
+        return cls.sized(options, scenario)
+
+    @classmethod
+    def sized(cls, options: Mapping[str, Any], scenario: Scenario) -> CloudCoasterAutoscaler:
+        """The autoscaler ``options`` describe on the scenario's cluster (its budget is known
+        before the run: the scale model sizes the cluster for it)."""
+        knobs = checked_options(options, OPTIONS, "cloudcoaster")
+        eagle = scenario.policy.options.get("eagle", {})
+        return cls(
+            threshold=float(knobs.get("threshold", 0.95)),
+            r=float(knobs.get("r", 3)),
+            p=float(knobs.get("p", 0.5)),
+            provisioning_delay_s=scenario.trace(parse_duration(knobs.get("provisioning_delay", "120s"))),
+            short_on_demand=short_partition_size(scenario.cluster.reserved.count, short_fraction_of(eagle)),
+        )
 
     @property
     def budget(self) -> int:

@@ -61,7 +61,8 @@ from master.core.scaling import Scaling
 from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
-from master.policy_setup import make_scheduler, stage_memory
+from master.policy_setup import make_scheduler
+from master.profiles import stage_memory
 from testbed.api.policy import Autoscaler, ClusterSnapshot, NodeView, RunningTask, Scheduler
 from testbed.api.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from testbed.arrivals.generate import is_long

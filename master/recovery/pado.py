@@ -90,6 +90,7 @@ class PadoStrategy(SparkStrategy):
     """``pado``: Algorithm 1 placement, reserved receivers set up first, push and commit."""
 
     name = "pado"
+    needs_both_classes = True
 
     def __init__(self, scenario: Scenario) -> None:
         super().__init__(scenario)

@@ -142,12 +142,25 @@ class SparkStrategy(Strategy):
     """``spark``: what the core does (lineage recomputation)."""
 
     name = "spark"
+    needs_both_classes = False
+    """Whether it needs a reserved and a transient node (outputs copied from one to the other)."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.driver: dict[str, frozenset[int]] = {}
         """Job -> its driver stages (``driver_stages``), when the cluster has reserved nodes
         to run them on (without, Spark's driver work runs beside its executors)."""
+
+    @classmethod
+    def from_scenario(cls, options: dict[str, Any], scenario: Scenario) -> SparkStrategy:
+        """The strategy for ``scenario`` (it reads ``policy.options.<name>`` itself); a
+        ScenarioError when its cluster cannot run it."""
+        cluster = scenario.cluster
+        if cls.needs_both_classes and (cluster.reserved.count == 0 or cluster.transient.count == 0):
+            raise ScenarioError(
+                [f"policy.strategy: {cls.name} needs at least one reserved and one transient node"]
+            )
+        return cls(scenario)
 
     def plan(self, view: StrategyView, job: LiveJob) -> Iterable[Ready]:
         if job.job_id in self.driver:
@@ -256,6 +269,7 @@ class CheckpointStrategy(SparkStrategy):
     to reserved ones."""
 
     name = "spark-checkpoint"
+    needs_both_classes = True
 
     def __init__(self, scenario: Scenario) -> None:
         super().__init__(scenario)

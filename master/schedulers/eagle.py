@@ -32,9 +32,10 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from master.schedulers.eagle_kept import Entry, KeptNodes, LongKey
+from master.schedulers.yarn import checked_options
 from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
@@ -45,8 +46,11 @@ from testbed.api.policy import (
     PendingTask,
     Scheduler,
 )
+from testbed.scenario.schema import Scenario
 
 Partition = Literal["general", "short"]
+EAGLE_OPTIONS = frozenset({"short_fraction", "probes", "queue_order", "on_demand_copies"})
+DEFAULT_SHORT_FRACTION = 0.1
 _ORDINAL = re.compile(r"(\d+)$")
 QueueOrder = Literal["fifo", "srpt"]
 
@@ -73,6 +77,16 @@ def short_partition_size(reserved: int, short_fraction: float) -> int:
         return 0
     wanted = max(1, math.floor(short_fraction * reserved + 0.5))
     return max(0, min(wanted, reserved - 1))
+
+
+def short_fraction_of(options: Mapping[str, object]) -> float:
+    """``policy.options.eagle.short_fraction``: the reserved nodes' share in the short-only
+    partition (a ValueError unless a number in [0, 1))."""
+    value = options.get("short_fraction", DEFAULT_SHORT_FRACTION)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"short_fraction must be a number in [0, 1), got {value!r}")
+    short_partition_size(1, value)  # raises ValueError outside [0, 1)
+    return float(value)
 
 
 def split_partitions(node_ids: Iterable[str], short_fraction: float) -> dict[str, Partition]:
@@ -452,6 +466,15 @@ class EagleScheduler(Scheduler):
         self.seed = seed
         self.on_demand_copies = on_demand_copies
         self._kept = KeptNodes(node_ordinal)
+
+    @classmethod
+    def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> EagleScheduler:
+        """``policy.options.eagle``, probing with the scenario's seed; ``short_fraction`` is
+        the shell's (it partitions the on-demand nodes), checked here with the rest."""
+        knobs = checked_options(options, EAGLE_OPTIONS, "eagle")
+        short_fraction_of(knobs)
+        knobs.pop("short_fraction", None)
+        return cls(seed=scenario.seed, **knobs)
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         self._kept.update(snapshot.nodes)

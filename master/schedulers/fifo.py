@@ -18,6 +18,8 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Iterable
 
+from pydantic import BaseModel
+
 from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
@@ -33,6 +35,9 @@ _NONE = -math.inf
 
 
 class FifoScheduler(Scheduler):
+    class Options(BaseModel, extra="forbid"):
+        """``policy.options.fifo``: it takes none."""
+
     needs_all_pending = False
     """It places tasks in order until the cluster is full: the head of the queue is enough."""
     needs_node_views = False

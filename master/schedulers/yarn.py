@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Literal
 
+from master.profiles import profile_models
 from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
@@ -34,6 +35,7 @@ from testbed.api.policy import (
     Reserve,
     Scheduler,
 )
+from testbed.scenario.schema import Scenario
 from testbed.workloads.task_model import TaskModel
 
 Ordering = Literal["fair", "fifo"]
@@ -327,6 +329,11 @@ class YarnScheduler(Scheduler):
     def from_options(cls, options: Mapping[str, Any], models: ModelSource | None = None) -> YarnScheduler:
         """Build from a scenario's ``policy.options``."""
         return cls(models=models, **checked_options(options, cls.OPTIONS, "yarn"))
+
+    @classmethod
+    def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> YarnScheduler:
+        """``policy.options.yarn``, with the task models of the scenario's profiles."""
+        return cls.from_options(options, profile_models(scenario))
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         rnd = Round(snapshot, self.lookup, self.ordering)

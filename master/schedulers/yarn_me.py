@@ -33,6 +33,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any
 
+from master.profiles import profile_models
 from master.schedulers.yarn import (
     Demand,
     JobState,
@@ -46,6 +47,7 @@ from master.schedulers.yarn import (
 )
 from master.schedulers.yarn_me_timeline import RegularTimeline
 from testbed.api.policy import ClusterSnapshot, Decision, Scheduler
+from testbed.scenario.schema import Scenario
 from testbed.workloads.task_model import TaskModel
 
 DEFAULT_ELASTIC_DISK_MB_S = 100.0
@@ -184,6 +186,13 @@ class YarnMeScheduler(Scheduler):
     def from_options(cls, options: Mapping[str, Any], models: ModelSource | None = None) -> YarnMeScheduler:
         """Build from a scenario's ``policy.options``."""
         return cls(models=models, **checked_options(options, cls.OPTIONS, "yarn-me"))
+
+    @classmethod
+    def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> YarnMeScheduler:
+        """``policy.options.yarn-me`` (its disk budget under the scenario's time dilation),
+        with the task models of the scenario's profiles."""
+        budget = dilated_disk_budget(options, scenario.fidelity.factor)
+        return cls.from_options(budget, profile_models(scenario))
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         rnd = ElasticRound(snapshot, self.lookup, self.ordering)
@@ -341,3 +350,12 @@ class YarnMeScheduler(Scheduler):
             detail |= {"predicted_end": end, "job_completion_estimate": estimate}
             rnd.log(node, job, position, "elastic_rejected_straggler", detail)
         return None
+
+
+def dilated_disk_budget(options: Mapping[str, Any], dilation: float) -> Mapping[str, Any]:
+    """YARN-ME's per-node disk budget under time dilation: divided by it, as the nodes' disks
+    and the task models' disk rates are."""
+    budget = options.get("elastic_disk_mb_s", DEFAULT_ELASTIC_DISK_MB_S)
+    if dilation == 1.0 or isinstance(budget, bool) or not isinstance(budget, int | float):
+        return options
+    return {**options, "elastic_disk_mb_s": budget / dilation}

@@ -40,8 +40,8 @@ from master.core.machine import MasterCore
 from master.core.nodes import NodeRecord
 from master.core.resume import Recovered
 from master.core.view import CoreView
+from master.policy_setup import make_strategy
 from master.providers.base import AdoptingProvider, NodeProvider
-from master.recovery import make_strategy
 from master.shell.disk_faults import journal_disk_full
 from master.shell.http_api import MasterApi
 from master.shell.journal_file import Journal

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from master.policy_setup import load_profiles, role_of
+from master.profiles import load_profiles, role_of
 from testbed.api import SimModel
 from testbed.node.bandwidth import book
 from testbed.scenario.schema import PluginJob, Scenario, ScenarioError

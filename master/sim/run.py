@@ -15,8 +15,7 @@ from rich.live import Live
 from rich.text import Text
 
 from master.core.machine import MasterCore
-from master.policy_setup import make_autoscaler, policy_plugins
-from master.recovery import make_strategy
+from master.policy_setup import make_autoscaler, make_strategy, policy_plugins
 from master.shell.run import RunResult, summarize
 from master.shell.run_dir import owning
 from master.shell.secure_dir import secure_run_dir

@@ -338,8 +338,7 @@ def build_policies(scenario: Scenario, path: str) -> None:
     """Build the scenario's scheduler, strategy and autoscaler (built-in or plugin, with their options):
     a problem is a ``ScenarioError`` whose lines name the scenario file. The task models are
     scaled by the dilation, so ``dilation: auto`` is resolved for this host first."""
-    from master.policy_setup import make_autoscaler, make_scheduler
-    from master.recovery import make_strategy
+    from master.policy_setup import make_autoscaler, make_scheduler, make_strategy
     from master.shell.scale_model import resolve
 
     scenario = resolve(scenario)

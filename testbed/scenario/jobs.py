@@ -7,12 +7,12 @@ A ``workload`` that is not a built-in name is a plugin (``PluginJob``): an impor
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from testbed import registry
 from testbed.limits import MAX_TASKS_PER_JOB
 from testbed.scenario.base import Duration, Seed, Strict
 from testbed.scenario.inputs import absolute_input, resolve_inputs
@@ -257,9 +257,7 @@ class SqlJob(JobBase):
         return self
 
 
-WORKLOADS = ("wordcount", "sort", "pagerank", "mlr", "sleep", "noop", "sql")
 PLUGIN_TAG = "plugin"
-WORKLOAD_GROUP = "transient_testbed.workloads"
 
 
 class PluginJob(JobBase):
@@ -277,10 +275,10 @@ class PluginJob(JobBase):
         """A name that is no import path must be an installed entry point (a typo of a
         built-in name is reported as such, before its fields are)."""
         name = data.get("workload") if isinstance(data, dict) else None
-        if isinstance(name, str) and ":" not in name and not entry_points(group=WORKLOAD_GROUP, name=name):
+        if isinstance(name, str) and ":" not in name and not registry.known("workload", name):
             raise ValueError(
-                f"unknown workload {name!r}; expected one of {', '.join(WORKLOADS)}, an import path "
-                f"package.module:Name or an entry point of group {WORKLOAD_GROUP}"
+                f"unknown workload {name!r}; expected one of {registry.listed('workload')}, "
+                f"an import path package.module:Name or an entry point of group {registry.GROUPS['workload']}"
             )
         return data
 
@@ -288,7 +286,7 @@ class PluginJob(JobBase):
 def _workload_tag(entry: Any) -> str | None:
     """The union member of a job: its built-in workload, else the plugin model."""
     workload = entry.get("workload") if isinstance(entry, dict) else getattr(entry, "workload", None)
-    if workload is None or workload in WORKLOADS:
+    if workload is None or registry.is_builtin("workload", workload):
         return workload
     return PLUGIN_TAG
 

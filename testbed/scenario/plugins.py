@@ -1,8 +1,9 @@
 """Finding a policy plugin named in a scenario, building it with its options, and naming it.
 
-``policy.scheduler`` (and ``policy.strategy``, ``policy.autoscaler``) is a built-in name, an import path
-``package.module:Name``, or a name an installed package registers as an entry point
-(group ``transient_testbed.schedulers``, ``.autoscalers``, ...). Every failure is a
+``policy.scheduler`` (and ``policy.strategy``, ``policy.autoscaler``) is a built-in name
+(``testbed.registry.BUILTINS``), an import path ``package.module:Name``, or a name an installed
+package registers as an entry point (group ``transient_testbed.schedulers``, ``.autoscalers``,
+...). Built-ins and plugins are found, checked and built by the same code. Every failure is a
 ``ScenarioError`` with one line naming the scenario field and the cause (exit 2).
 """
 
@@ -22,18 +23,9 @@ from typing import Any, Generic, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from testbed import registry
 from testbed.api import API_VERSION
 from testbed.scenario.loading import ScenarioError
-
-ENTRY_POINT_GROUPS = {
-    kind: f"transient_testbed.{plural}"
-    for kind, plural in (
-        ("scheduler", "schedulers"),
-        ("strategy", "strategies"),
-        ("autoscaler", "autoscalers"),
-        ("workload", "workloads"),
-    )
-}
 
 
 @dataclass(frozen=True)
@@ -123,12 +115,15 @@ class Plugin:
     def provenance(self) -> dict[str, str]:
         return {"name": self.name, "import_path": self.import_path, "version": self.version}
 
-    def build(self, options: Mapping[str, Any]) -> Any:
-        """The plugin built with ``policy.options.<name>`` as keyword arguments (validated
-        by its pydantic ``Options`` model when it declares one)."""
+    def build(self, options: Mapping[str, Any], scenario: Any = None) -> Any:
+        """The plugin built with ``policy.options.<name>`` (validated by its pydantic
+        ``Options`` model when it declares one): by ``target.from_scenario(options, scenario)``
+        when it defines that (a policy that needs the scenario: its seed, profiles, cluster),
+        else as keyword arguments ``target(**options)``."""
         knobs = self.checked_options(options)
+        factory = getattr(self.target, "from_scenario", None)
         try:
-            built = self.target(**knobs)
+            built = factory(knobs, scenario) if factory is not None else self.target(**knobs)
         except (TypeError, ValueError) as exc:
             raise ScenarioError(
                 [f"{self.options_field}: {self.import_path} rejects its options: {exc}"]
@@ -220,10 +215,15 @@ def source_of(target: Any) -> str:
         return getattr(inspect.getmodule(target), "__file__", None) or "unknown file"
 
 
-def find_plugin(kind: str, name: str, field: str, builtins: tuple[str, ...] = ()) -> Plugin:
-    """The plugin ``name`` (an import path or an entry point) of ``kind`` (``scheduler``, ...);
-    ``builtins``: the built-in names, listed when ``name`` is none of the three."""
-    target = _by_import_path(name, field) if ":" in name else _by_entry_point(kind, name, field, builtins)
+def find_plugin(kind: str, name: str, field: str) -> Plugin:
+    """The part ``name`` (a built-in, an import path or an entry point) of ``kind``
+    (``scheduler``, ...), checked against its interface."""
+    if registry.is_builtin(kind, name):
+        target = _by_import_path(registry.BUILTINS[kind][name], field)
+    elif ":" in name:
+        target = _by_import_path(name, field)
+    else:
+        target = _by_entry_point(kind, name, field)
     for method in KINDS[kind].required:
         if not _defines(target, method, kind):
             raise ScenarioError(
@@ -294,16 +294,15 @@ def _by_import_path(name: str, field: str) -> Any:
     return target
 
 
-def _by_entry_point(kind: str, name: str, field: str, builtins: tuple[str, ...]) -> Any:
-    group = ENTRY_POINT_GROUPS[kind]
-    found = metadata.entry_points(group=group, name=name)
-    if not found:
-        listed = f" ({', '.join(builtins)})" if builtins else ""
+def _by_entry_point(kind: str, name: str, field: str) -> Any:
+    entry = registry.installed(kind, name)
+    if entry is None:
+        group = registry.GROUPS[kind]
+        listed = f" ({registry.listed(kind)})" if registry.BUILTINS[kind] else ""
         raise ScenarioError(
             [f"{field}: {name!r} is neither a built-in {kind}{listed}, an import path package.module:Name, "
              f"nor an installed entry point of group {group}"]
         )  # fmt: skip
-    entry = next(iter(found))
     try:
         return entry.load()
     except Exception as exc:

@@ -30,6 +30,7 @@ from testbed.limits import (
     MIN_TIME_SCALE,
     too_large,
 )
+from testbed.registry import builtin_names, is_builtin, listed
 from testbed.scenario.arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario.base import Duration, Seed, Strict
 from testbed.scenario.chaos import ChaosSpec
@@ -42,7 +43,6 @@ from testbed.scenario.jobs import (  # noqa: F401 - the job models are re-export
     PLUGIN_NAME,
     PLUGIN_TAG,
     SORT_RECORD_BYTES,
-    WORKLOADS,
     JobBase,
     JobSpec,
     MlrJob,
@@ -60,23 +60,19 @@ from testbed.scenario.simulation import SimulationSpec, default_calibration
 
 # --------------------------------------------------------------------- policy
 
-SCHEDULERS = ("fifo", "yarn", "yarn-me", "eagle", "firmament")
-STRATEGIES = ("spark", "spark-checkpoint", "pado")
-AUTOSCALERS = ("static", "cloudcoaster")
-
 
 MAX_PLUGIN_DIRS = 16
 
 
 class PolicySpec(Strict):
     scheduler: str = Field(
-        default="fifo", pattern=PLUGIN_NAME, description=f"{', '.join(SCHEDULERS)} or a plugin"
+        default="fifo", pattern=PLUGIN_NAME, description=f"{listed('scheduler')} or a plugin"
     )
     strategy: str = Field(
-        default="spark", pattern=PLUGIN_NAME, description=f"{', '.join(STRATEGIES)} or a plugin"
+        default="spark", pattern=PLUGIN_NAME, description=f"{listed('strategy')} or a plugin"
     )
     autoscaler: str = Field(
-        default="static", pattern=PLUGIN_NAME, description=f"{', '.join(AUTOSCALERS)} or a plugin"
+        default="static", pattern=PLUGIN_NAME, description=f"{listed('autoscaler')} or a plugin"
     )
     options: dict[str, Any] = Field(
         default_factory=dict, description="policy-specific knobs, documented per policy"
@@ -112,9 +108,9 @@ class InlineProfile(Strict):
     @classmethod
     def _known_workload(cls, value: str) -> str:
         """A built-in workload, or a plugin's as the jobs name it (an import path)."""
-        if value not in WORKLOADS and not (":" in value and re.fullmatch(PLUGIN_NAME, value)):
+        if not is_builtin("workload", value) and not (":" in value and re.fullmatch(PLUGIN_NAME, value)):
             raise ValueError(
-                f"unknown workload; expected one of {', '.join(WORKLOADS)} or a plugin's module:Class"
+                f"unknown workload; expected one of {listed('workload')} or a plugin's module:Class"
             )
         return value
 
@@ -356,7 +352,7 @@ def workload_plugin_problems(job: PluginJob, index: int) -> list[str]:
     rejects its options, or has no input."""
     field = f"jobs.{index}.workload"
     try:
-        plugin = find_plugin("workload", job.workload, field, WORKLOADS)
+        plugin = find_plugin("workload", job.workload, field)
         built = plugin.build(job.options)
     except ScenarioError as exc:
         return exc.problems
@@ -418,8 +414,9 @@ def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:
     workloads = (
         [job.get("workload") for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
     )
-    return any(name not in (*SCHEDULERS, *STRATEGIES, *AUTOSCALERS) for name in policies) or any(
-        isinstance(workload, str) and workload not in WORKLOADS for workload in workloads
+    kinds = ("scheduler", "strategy", "autoscaler")
+    return any(not is_builtin(kind, name) for kind, name in zip(kinds, policies, strict=True)) or any(
+        isinstance(workload, str) and not is_builtin("workload", workload) for workload in workloads
     )
 
 
@@ -437,7 +434,7 @@ def _resolve_profiles(data: dict[str, Any], scenario_dir: Path) -> None:
                 profiles[index] = str(beside)
 
 
-UNION_TAGS = {*WORKLOADS, PLUGIN_TAG, PROFILE_FILE, INLINE_PROFILE}
+UNION_TAGS = {*builtin_names("workload"), PLUGIN_TAG, PROFILE_FILE, INLINE_PROFILE}
 """Tags pydantic puts in an error's path for a union member; a field path shows none of them."""
 
 
@@ -454,10 +451,10 @@ def _describe(source: str, err: Any) -> str:
     if kind == "union_tag_invalid":
         return (
             f"{source}: {field}: unknown workload {err['input'].get('workload')!r}; "
-            f"expected one of {', '.join(WORKLOADS)}"
+            f"expected one of {listed('workload')}"
         )
     if kind == "union_tag_not_found":
-        return f"{source}: {field}: every job needs a workload ({', '.join(WORKLOADS)})"
+        return f"{source}: {field}: every job needs a workload ({listed('workload')})"
     found = err.get("input")
     hidden = isinstance(found, dict | list) or found is None or "found" in message
     shown = "" if hidden else f"; found {found!r}"

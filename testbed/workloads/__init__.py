@@ -6,10 +6,9 @@ to the function an agent's worker runs.
 
 from __future__ import annotations
 
-from testbed.plan import JobPlan, StagePlan
+from testbed.plan import JobPlan
 from testbed.scenario.schema import PluginJob, Scenario
-from testbed.wire.protocol import INLINE_NOOP
-from testbed.workloads import mlr, pagerank, sleep, sort, sql, user, wordcount
+from testbed.workloads import mlr, noop, pagerank, sleep, sort, sql, user, wordcount
 from testbed.workloads.base import Combiner, TaskFunction
 
 OPERATIONS: dict[str, TaskFunction] = {
@@ -58,5 +57,5 @@ def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
     if isinstance(job, PluginJob):
         return user.plan(job, seed)
     if job.workload == "noop":
-        return JobPlan("noop", (StagePlan(INLINE_NOOP, job.tasks, final=True, writes_output=False),))
+        return noop.plan(job, seed)
     raise ValueError(f"workload {job.workload!r} is not implemented yet")

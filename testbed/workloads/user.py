@@ -39,7 +39,7 @@ import msgpack
 
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.plugins import find_plugin
-from testbed.scenario.schema import WORKLOADS, PluginJob, ScenarioError
+from testbed.scenario.schema import PluginJob, ScenarioError
 from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError
 from testbed.workloads.groups import GroupBuffer, RecordError, pack_pair
 from testbed.workloads.reference_inputs import line_chunks, reference_files
@@ -56,7 +56,7 @@ PAIRS_PER_FRAME = 512
 
 def load_workload(name: str, options: dict[str, Any], field: str = "workload") -> Any:
     """The plugin ``name`` built with its options (a ``ScenarioError`` naming ``field`` otherwise)."""
-    return find_plugin("workload", name, field, WORKLOADS).build(options)
+    return find_plugin("workload", name, field).build(options)
 
 
 def iterations_of(workload: Any) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from master.core.events import FromNode, Round
-from master.recovery import make_strategy
+from master.policy_setup import make_strategy
 from testbed.scenario.schema import ScenarioError
 from testbed.wire.protocol import BlockReceived, PushDelivered, PushedPart, TaskSpec
 from tests.support.driver import Driver, launches

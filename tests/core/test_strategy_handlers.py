@@ -12,7 +12,7 @@ from master.core.events import EvictRequest, FromNode, Round
 from master.core.jobs import JobRuntime
 from master.core.machine import MasterCore
 from master.core.recovery import HANDLERS
-from master.recovery import make_strategy
+from master.policy_setup import make_strategy
 from testbed.api import (
     CommitPush,
     JobSubmitted,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from master.core.jobs import JobRuntime
-from master.policy_setup import load_profiles, profile_models, stage_memory
+from master.profiles import load_profiles, profile_models, stage_memory
 from master.shell.run import elastic_summary
 from testbed.api.policy import PendingTask
 from testbed.plan import Dependency, JobPlan, StagePlan

@@ -81,9 +81,9 @@ def test_an_unknown_workload(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("field", "hint"),
     [
-        ("scheduler", "neither a built-in scheduler, an import path"),
-        ("strategy", "is neither a built-in strategy"),
-        ("autoscaler", "neither a built-in autoscaler, an import path"),
+        ("scheduler", "neither a built-in scheduler (fifo, yarn, yarn-me, eagle, firmament), an import path"),
+        ("strategy", "neither a built-in strategy (spark, spark-checkpoint, pado), an import path"),
+        ("autoscaler", "neither a built-in autoscaler (static, cloudcoaster), an import path"),
     ],
 )
 def test_an_unknown_policy_name(tmp_path: Path, field: str, hint: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from master.core import commands as cmd
 from master.core.events import Begin, Event, FromNode, OutputStaged, ProbeAnswered, Round, Wake
 from master.core.machine import MasterCore
-from master.recovery import make_strategy
+from master.policy_setup import make_strategy
 from testbed.scenario.schema import Scenario
 from testbed.wire.protocol import (
     BlockReceived,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from master.chaos.rules import class_rules
 from master.schedulers.firmament.costs import (
     COST_MODELS,
     QUINCY_PREFERENCE_FRACTION,
@@ -29,6 +30,7 @@ from master.schedulers.firmament.costs import (
 from master.schedulers.firmament.network import FlowNetwork, build, extract
 from master.schedulers.firmament.solver import Solution, solve
 from testbed.api.policy import Assign, ClusterSnapshot, Decision, LogDecision, PendingTask, Scheduler
+from testbed.scenario.schema import Scenario
 
 OPTIONS = frozenset({"cost_model", "wait_factor", "preference_threshold"})
 DEFAULT_COST_MODEL = "quincy"
@@ -51,6 +53,11 @@ class FirmamentScheduler(Scheduler):
         """When each pending task was first seen pending (snapshot time)."""
         self.last: tuple[FlowNetwork, Solution] | None = None
         """The last round's network and solution (for its size, and for drawing it)."""
+
+    @classmethod
+    def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> FirmamentScheduler:
+        """The cost model ``policy.options.firmament`` names, knowing the scenario's evictions."""
+        return cls(cost_model(options, eviction_risk(scenario)))
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         jobs = sorted(snapshot.jobs, key=lambda j: (j.submitted, j.job_id))
@@ -113,6 +120,18 @@ def cost_model(options: Mapping[str, Any], risk: EvictionRisk | None = None) -> 
     if name == "quincy":
         return QuincyCostModel(**knobs)
     return TransientCostModel(risk if risk is not None else EvictionRisk({}), **knobs)
+
+
+def eviction_risk(scenario: Scenario) -> EvictionRisk:
+    """What the transient cost model knows of evictions: the scenario's lifetime model of
+    each node class and of each zone that has its own, and the trace's clock."""
+    models = {}
+    for node_class in ("reserved", "transient"):
+        rules = class_rules(scenario, node_class)
+        models[(node_class, None)] = rules.model
+        for zone in getattr(scenario.cluster, node_class).zones:
+            models[(node_class, zone)] = rules.model_for(zone)
+    return EvictionRisk(models, scenario.wall_per_trace)
 
 
 def _number(options: Mapping[str, Any], key: str, default: float, most: float) -> float:
