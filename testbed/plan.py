@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+DAG_OP = "dag.task"
+"""The op of every stage of a job planned as a stage DAG (``testbed.api.JobDag``,
+``testbed.workloads.dag``): the stage's own body runs, named in its params."""
+
 
 @dataclass(frozen=True, slots=True)
 class Dependency:

@@ -26,6 +26,7 @@ from master.policy_setup import options_for
 from master.recovery.dag import LogicalDag, mlr_dag, pagerank_dag, sort_dag, wordcount_dag
 from master.recovery.lineage import checkpoint_node, executor_classes, spark_plan
 from master.recovery.pado_compiler import PadoPlan
+from master.recovery.stage_dags import is_stage_dag, stage_dag, stage_operators
 from testbed.api import (
     AddReplica,
     BlockRef,
@@ -53,6 +54,8 @@ BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
 def logical_dag(plan: JobPlan) -> LogicalDag | None:
     """The workload's logical DAG with the physical plan's parallelism (None: no DAG, e.g. sleep)."""
     stages = plan.stages
+    if is_stage_dag(plan):
+        return stage_dag(plan)
     if plan.workload == "wordcount":
         return wordcount_dag(stages[0].tasks, stages[1].tasks)
     if plan.workload == "sort":
@@ -66,6 +69,8 @@ def logical_dag(plan: JobPlan) -> LogicalDag | None:
 
 def physical_operators(plan: JobPlan) -> list[tuple[str, ...]]:
     """The logical operators each physical stage runs (fused one-to-one chains)."""
+    if is_stage_dag(plan):
+        return stage_operators(plan)
     if plan.workload == "wordcount":
         return [("read", "map"), ("reduce", "write")]
     if plan.workload == "sort":

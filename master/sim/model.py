@@ -16,6 +16,7 @@ from typing import Any
 from master.profiles import load_profiles, role_of
 from testbed.api import SimModel
 from testbed.node.bandwidth import book
+from testbed.plan import DAG_OP
 from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
 from testbed.scenario.simulation import OpModel
 from testbed.wire.protocol import INLINE_NOOP, TaskSpec
@@ -168,6 +169,8 @@ class ExecutionModel:
         """The scenario's ``simulation.ops`` entry of the op (a job's final stage: its
         ``<op>.final`` when there is one); for a workload plugin's task,
         ``<import path>.<map|reduce>`` there, else the plugin's ``sim_model()``."""
+        if spec.op == DAG_OP:
+            return self.dag_op_model(spec.params["dag"])
         if not spec.op.startswith(PLUGIN_OP):
             return self.spec.stage_op(spec.op, spec.final)
         role = spec.op.removeprefix(PLUGIN_OP)
@@ -183,8 +186,18 @@ class ExecutionModel:
             return OpModel(s_per_mb=model.step_s_per_mb, output_ratio=model.step_output_ratio)
         return OpModel(s_per_mb=model.reduce_s_per_mb, output_ratio=1.0)
 
+    def dag_op_model(self, meta: dict[str, Any]) -> OpModel:
+        """A stage of a DAG job: the scenario's ``simulation.ops`` entry ``<workload>.<stage>``,
+        else the stage's own ``StageCost``."""
+        own = self.spec.ops.get(f"{meta['workload']}.{meta['stage']}")
+        cost = meta["cost"]
+        return own or OpModel(s_per_mb=cost["s_per_mb"], output_ratio=cost["output_ratio"])
+
     def source_bytes(self, spec: TaskSpec) -> int:
-        """Bytes a source task reads; a plugin's generated split: its model's ``generated_split_mb``."""
+        """Bytes a source task reads; a plugin's generated split: its model's ``generated_split_mb``;
+        a DAG stage creating its rows: its ``StageCost.source_mb``."""
+        if spec.op == DAG_OP and "file" not in spec.params and not spec.params["dag"]["inputs"]:
+            return int(spec.params["dag"]["cost"]["source_mb"] * MB)
         generate = spec.params.get("generate")
         if spec.op.startswith(PLUGIN_OP) and generate is not None:
             model = self.plugin_model(spec.params["workload"], spec.params["options"])
@@ -195,6 +208,8 @@ class ExecutionModel:
         """The workload a task's profile is keyed by (a plugin's import path)."""
         if spec.op.startswith(PLUGIN_OP):
             return str(spec.params["workload"])
+        if spec.op == DAG_OP:
+            return str(spec.params["dag"]["workload"])
         return spec.op.partition(".")[0]
 
     # ------------------------------------------------------------------ nodes

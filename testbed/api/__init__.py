@@ -35,7 +35,9 @@ the master reads every member the interface declares, never probing for one):
 - :class:`Workload` (a job's ``workload``): ``map(record)`` and ``reduce(key, values)``;
   optional ``iterations`` with ``step(round, key, values)``, ``combine(key, values)``,
   ``read(chunk)``, ``generate(split, splits, seed)``,
-  ``reference(records)`` and ``sim_model()``. It runs in the agents' worker processes
+  ``reference(records)``, ``sim_model()`` and ``dag(job)`` (a general DAG of stages instead
+  of map/reduce: :class:`JobDag`, :class:`StageSpec`, :class:`StageInput`, :class:`DagTask`,
+  ``testbed.api.dag``). It runs in the agents' worker processes
   (and in ``testbed check-output``); the master only imports it to check it and, on
   ``--backend sim``, to ask it for its :class:`SimModel`.
 
@@ -55,6 +57,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from testbed.api.dag import (
+    DagError,
+    DagTask,
+    EdgeKind,
+    JobDag,
+    JobInputs,
+    StageCost,
+    StageInput,
+    StageSpec,
+    partition_of,
+)
 from testbed.api.policy import (
     Assign,
     Autoscaler,
@@ -124,14 +137,15 @@ from testbed.wire.protocol import (
     TaskInputs,
 )
 
-API_VERSION = "1.6"
+API_VERSION = "1.7"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events
 and decisions (``testbed.api.strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`FreeNodes`,
 :class:`FreeNode`: the nodes with a free slot, indexed by the master) and
 ``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``, 1.6
-``Autoscaler.needs_current_jobs``."""
+``Autoscaler.needs_current_jobs``, 1.7 ``Workload.dag`` and the stage DAG
+(``testbed.api.dag``)."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +239,12 @@ class Workload:
     the simulator gives its tasks no compute time (only launch overhead and fetches) and
     its generated splits no bytes."""
 
+    dag: Any = None
+    """Optional: ``dag(job: JobInputs) -> JobDag``, the job's stages as a general DAG
+    (several parents per stage, narrow stages, broadcasts and gathers; ``testbed.api.dag``).
+    A plugin with ``dag`` needs no ``map`` or ``reduce``: each stage runs its own body.
+    None: the map/step/reduce chain above."""
+
     reference: Any = None
     """Optional: ``reference(records) -> Iterable[str]``, the job's output lines computed
     from all its records in one process, independently of ``map``/``reduce``, for
@@ -244,16 +264,21 @@ __all__ = [
     "ClusterSnapshot",
     "CommitPush",
     "CountPushed",
+    "DagError",
+    "DagTask",
     "Decision",
     "Dependency",
     "Dequeue",
     "Drain",
+    "EdgeKind",
     "Enqueue",
     "FeedReceiver",
     "Flush",
     "FlushAggregate",
     "FreeNode",
     "FreeNodes",
+    "JobDag",
+    "JobInputs",
     "JobPlan",
     "JobStatus",
     "JobSubmitted",
@@ -285,7 +310,10 @@ __all__ = [
     "Scheduler",
     "SetUpReceiver",
     "SimModel",
+    "StageCost",
+    "StageInput",
     "StagePlan",
+    "StageSpec",
     "Strategy",
     "StrategyDecision",
     "StrategyEvent",
@@ -300,4 +328,5 @@ __all__ = [
     "Undrain",
     "Workload",
     "WriteFile",
+    "partition_of",
 ]

@@ -39,6 +39,8 @@ class Kind:
     implemented: bool = False
     """Whether the interface implements the required methods (``Strategy``: lineage recovery), so
     that a subclass may inherit them; else the interface only names them."""
+    instead: str | None = None
+    """A member that replaces the required methods (a workload's ``dag``)."""
     arguments: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """The arguments of the optional methods the interface declares as ``None`` (no default
     method to read them from); every other method takes those of the interface's own."""
@@ -51,12 +53,14 @@ KINDS = {
     "workload": Kind(
         "Workload",
         ("map", "reduce"),
+        instead="dag",
         arguments={
             "step": ("round", "key", "values"),
             "combine": ("key", "values"),
             "generate": ("split", "splits", "seed"),
             "reference": ("records",),
             "sim_model": (),
+            "dag": ("job",),
         },
     ),
 }
@@ -217,14 +221,17 @@ def source_of(target: Any) -> str:
 
 def find_plugin(kind: str, name: str, field: str) -> Plugin:
     """The part ``name`` (a built-in, an import path or an entry point) of ``kind``
-    (``scheduler``, ...), checked against its interface."""
+    (``scheduler``, ...), checked against its interface (a workload that plans its own DAG
+    needs no map and reduce: ``KINDS[kind].instead``)."""
     if registry.is_builtin(kind, name):
         target = _by_import_path(registry.BUILTINS[kind][name], field)
     elif ":" in name:
         target = _by_import_path(name, field)
     else:
         target = _by_entry_point(kind, name, field)
-    for method in KINDS[kind].required:
+    instead = KINDS[kind].instead
+    required = () if instead and callable(getattr(target, instead, None)) else KINDS[kind].required
+    for method in required:
         if not _defines(target, method, kind):
             raise ScenarioError(
                 [f"{field}: {name} ({source_of(target)}) is no {kind}: it lacks the method {method}(); "

@@ -36,6 +36,7 @@ from testbed.scenario.base import Duration, Seed, Strict
 from testbed.scenario.chaos import ChaosSpec
 from testbed.scenario.cluster import ClusterSpec
 from testbed.scenario.curves import PenaltyCurve, SpillCurve
+from testbed.scenario.dag_jobs import dag_of
 from testbed.scenario.fidelity import FidelitySpec
 from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.jobs import (  # noqa: F401 - the job models are re-exported (the scenario schema)
@@ -356,6 +357,8 @@ def workload_plugin_problems(job: PluginJob, index: int) -> list[str]:
         built = plugin.build(job.options)
     except ScenarioError as exc:
         return exc.problems
+    if built.dag is not None:
+        return dag_problems(job, index, built)
     iterations = built.iterations
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
         return [f"{field}: {job.workload}.iterations must be a whole number >= 0, got {iterations!r}"]
@@ -369,6 +372,15 @@ def workload_plugin_problems(job: PluginJob, index: int) -> list[str]:
             f"jobs.{index}.input: {job.workload} ({source_of(plugin.target)}) has no generate(): "
             "give the job an input (a file, directory or glob) or define generate(self, split, splits, seed)"
         ]
+    return []
+
+
+def dag_problems(job: PluginJob, index: int, built: Any) -> list[str]:
+    """A DAG workload's plan, made once at load (seed 0): its ``DagError``, if any, named."""
+    try:
+        dag_of(job, 0, built, f"jobs.{index}.workload")
+    except ScenarioError as exc:
+        return exc.problems
     return []
 
 

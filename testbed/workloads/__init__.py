@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from testbed.plan import JobPlan
 from testbed.scenario.schema import PluginJob, Scenario
-from testbed.workloads import mlr, noop, pagerank, sleep, sort, sql, user, wordcount
+from testbed.workloads import dag, mlr, noop, pagerank, sleep, sort, sql, user, wordcount
 from testbed.workloads.base import Combiner, TaskFunction
 
 OPERATIONS: dict[str, TaskFunction] = {
@@ -29,6 +29,7 @@ OPERATIONS: dict[str, TaskFunction] = {
     "plugin.map": user.map_task,
     "plugin.step": user.step_task,
     "plugin.reduce": user.reduce_task,
+    dag.DAG_OP: dag.dag_task,
 }
 
 

@@ -68,11 +68,12 @@ import numpy as np
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.schema import PagerankJob
+from testbed.scenario.splitting import byte_ranges
 from testbed.wire.protocol import BlockRef
 from testbed.workloads.base import InputDataError, TaskContext
 from testbed.workloads.edge_lists import EdgeChunk, node_names, parse_edges, text
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
-from testbed.workloads.splits import byte_ranges, read_lines_range
+from testbed.workloads.splits import read_lines_range
 
 EDGE_DTYPE = np.dtype([("src", "<i8"), ("dst", "<i8")])
 NODE_DTYPE = np.dtype([("id", "<i8"), ("outdeg", "<i8")])

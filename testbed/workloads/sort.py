@@ -32,10 +32,11 @@ import numpy as np
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.schema import SortJob
+from testbed.scenario.splitting import byte_ranges
 from testbed.workloads.base import TaskContext
 from testbed.workloads.reference_inputs import record_chunks, reference_files
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
-from testbed.workloads.splits import byte_ranges, read_records_range
+from testbed.workloads.splits import read_records_range
 
 RECORD = 100
 KEY = 10

@@ -20,11 +20,12 @@ import msgpack
 
 from testbed.plan import JobPlan
 from testbed.scenario.inputs import resolve_inputs
+from testbed.scenario.splitting import byte_ranges
 from testbed.workflows import ir
 from testbed.workflows import rows as R
 from testbed.workflows.types import parse_value, render, schema_from_json
 from testbed.workloads.base import InputDataError, TaskContext, WorkloadError
-from testbed.workloads.splits import byte_ranges, read_lines_range
+from testbed.workloads.splits import read_lines_range
 
 ROWS_PER_FRAME = 4096
 SPLIT_MB = 16.0

@@ -38,13 +38,16 @@ from typing import Any
 import msgpack
 
 from testbed.plan import Dependency, JobPlan, StagePlan
+from testbed.scenario.dag_jobs import dag_of, job_inputs
 from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import PluginJob, ScenarioError
+from testbed.scenario.splitting import line_splits
 from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError
+from testbed.workloads.dag import plan_dag
 from testbed.workloads.groups import GroupBuffer, RecordError, pack_pair
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import SpillFiles
-from testbed.workloads.splits import line_splits, read_lines_range
+from testbed.workloads.splits import read_lines_range
 
 SPLIT_MB = 8
 GENERATED_MAPS = 4
@@ -82,9 +85,12 @@ def sources_of(job: PluginJob, seed: int) -> list[dict[str, Any]]:
 def plan(job: PluginJob, seed: int) -> JobPlan:
     """``plugin.map`` over the splits, one ``plugin.step`` stage per round of the plugin's
     ``iterations``, then ``plugin.reduce``: each reads its parent's output through a shuffle."""
+    workload = load_workload(job.workload, job.options)
+    if workload.dag is not None:
+        return planned_dag(job, seed, workload)
     sources = sources_of(job, seed)
     shared = {"workload": job.workload, "options": job.options}
-    rounds = iterations_of(load_workload(job.workload, job.options))
+    rounds = iterations_of(workload)
     stages = [
         StagePlan("plugin.map", len(sources), job.reduces, task_params=tuple(sources), shared_params=shared)
     ]
@@ -109,6 +115,11 @@ def plan(job: PluginJob, seed: int) -> JobPlan:
         )
     )
     return JobPlan(job.workload, tuple(stages))
+
+
+def planned_dag(job: PluginJob, seed: int, workload: Any) -> JobPlan:
+    """The plan of a plugin's ``dag(job)`` (``testbed.scenario.dag_jobs``)."""
+    return plan_dag(job.workload, dag_of(job, seed, workload))
 
 
 # ------------------------------------------------------------------ calling the plugin
@@ -329,12 +340,22 @@ def grouped_output(workload: Any, records: Iterable[Any]) -> Iterator[str]:
 def reference_output(job: PluginJob, seed: int) -> Counter[str]:
     """The output lines of a correct run of the job (a multiset: part files split keys anyhow)."""
     workload = load_workload(job.workload, job.options)
+    if workload.dag is not None:
+        return Counter(line for text in dag_reference(job, seed, workload) for line in lines_of(text + "\n"))
     records = (r for chunk in input_chunks(job, seed, workload) for r in calling(workload, "read", chunk))
     if workload.reference is not None:
         lines = calling(workload, "reference", records)
     else:
         lines = grouped_output(workload, records)
     return Counter(line for text in lines for line in lines_of(text + "\n"))
+
+
+def dag_reference(job: PluginJob, seed: int, workload: Any) -> Iterator[str]:
+    """A DAG workload's reference: its ``reference(job)``, given the ``JobInputs`` its
+    ``dag(job)`` got (a DAG's sources are its own, so there are no records to hand it)."""
+    if workload.reference is None:
+        raise WorkloadError(f"{type(workload).__name__} plans a dag() but has no reference(job) to check by")
+    yield from calling(workload, "reference", job_inputs(job, seed))
 
 
 def read_output(directory: Path) -> Counter[str]:

@@ -38,11 +38,12 @@ import numpy as np
 
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.schema import WordcountJob
+from testbed.scenario.splitting import line_splits
 from testbed.wire.blocks import BlockWriter
 from testbed.workloads.base import TaskContext
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import PairBuffer, SpillFiles
-from testbed.workloads.splits import line_splits, read_lines_range
+from testbed.workloads.splits import read_lines_range
 
 WORD = re.compile(r"[^\W_]+")
 SPLIT_MB = 8

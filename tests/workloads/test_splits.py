@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.workloads.splits import byte_ranges, line_splits, read_lines_range
+from testbed.scenario.splitting import byte_ranges, line_splits
+from testbed.workloads.splits import read_lines_range
 
 
 def lines_file(path: Path, lines: int) -> Path:
