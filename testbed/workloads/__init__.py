@@ -25,7 +25,6 @@ OPERATIONS: dict[str, TaskFunction] = {
     "sort.map": sort.map_task,
     "sort.reduce": sort.reduce_task,
     "sleep.run": sleep.run_task,
-    "workflow.stage": sql.stage_task,
     "plugin.map": user.map_task,
     "plugin.step": user.step_task,
     "plugin.reduce": user.reduce_task,

@@ -13,8 +13,9 @@ from testbed.workflows import reference, tpch
 from testbed.workflows.lowering import Workflow, lower
 from testbed.workflows.sql import Table
 from testbed.workflows.types import Column, parse_type
+from testbed.workloads.dag import plan_dag
 from testbed.workloads.local import LocalJob
-from testbed.workloads.sql import file_splits
+from testbed.workloads.sql import file_splits, job_dag
 
 ORDERS = """1|10|3.50|2024-01-01|red|
 2|10|1.25|2024-01-02|blue|
@@ -61,11 +62,13 @@ Runner = Callable[[Workflow], list[tuple[Any, ...]]]
 
 @pytest.fixture
 def run_workflow(tmp_path: Path) -> Runner:
-    """A workflow's output rows, its every task run as an agent's worker runs it."""
+    """A workflow's output rows, its every task run as an agent's worker runs it (the
+    lowered stages declared as the job's DAG, as the sql workload plans them)."""
     runs = iter(range(1000))
 
     def run(workflow: Workflow) -> list[tuple[Any, ...]]:
-        job = LocalJob(lower(workflow, file_splits), tmp_path / f"run{next(runs)}").run(64 << 20)
+        plan = plan_dag("sql", job_dag(lower(workflow, file_splits)))
+        job = LocalJob(plan, tmp_path / f"run{next(runs)}").run(64 << 20)
         return reference.read_output(job.outputs, workflow.root.schema())
 
     return run
