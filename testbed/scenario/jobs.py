@@ -247,6 +247,10 @@ class SqlJob(JobBase):
     def _plannable(self) -> SqlJob:
         """The query parsed, optimised and typed now (or the builder's workflow built):
         unsupported SQL and join keys of two types are refused before the run."""
+        try:
+            import sqlglot  # noqa: F401
+        except ImportError:
+            raise ValueError("workload: sql needs sqlglot: pip install 'transient-testbed[sql]'") from None
         from testbed.workflows.sql_tables import workflow_of
 
         if (self.query is None) == (self.builder is None):

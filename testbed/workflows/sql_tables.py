@@ -29,10 +29,6 @@ def tables_of(job: Any) -> dict[str, Table]:
 
 def workflow_of(job: Any) -> Workflow:
     """The job's workflow, its query checked (ValueError: one line naming what and where)."""
-    try:
-        import sqlglot  # noqa: F401
-    except ImportError:
-        raise ValueError("workload: sql needs sqlglot: pip install 'transient-testbed[sql]'") from None
     if job.builder is not None:
         return Workflow(_built(job.builder), partitions=job.reduces, merge=job.merge)
     try:

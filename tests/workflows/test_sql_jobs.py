@@ -4,6 +4,7 @@ the file and line), a builder job, and ``testbed plan``."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,12 @@ def test_either_query_or_builder(tmp_path: Path) -> None:
     doc["jobs"][0]["builder"] = "tests.workflows.test_sql_jobs:build"
     with pytest.raises(ScenarioError, match=r"jobs\.0: give either query"):
         parse_scenario(doc)
+
+
+def test_without_sqlglot_a_sql_job_says_what_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = sql_scenario(tmp_path, "select o_id from orders")
+    monkeypatch.setitem(sys.modules, "sqlglot", None)  # import sqlglot raises ImportError
+    expected = "workload: sql needs sqlglot: pip install 'transient-testbed[sql]'"
+    assert_validate_refuses(path, "jobs.0: ", expected, capsys)
