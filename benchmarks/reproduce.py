@@ -1,13 +1,14 @@
 """Regenerate one paper's table from its scenario in scenarios/papers (simulated).
 
     python benchmarks/reproduce.py \
-        pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|rdd-recovery \
+        pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|late|late-evictions|rdd-recovery \
         [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
 
-pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster: a `testbed sweep` over the
-paper's variants with seeds (its sweep.md: bootstrap intervals, Student's t below 5 runs), then
-benchmarks/paper_stats.py's paired table (per variant n, mean, sd, Student's t 95% interval;
-the subject against each other variant paired by seed, with a paired t-test), written to
+pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster, late, late-evictions: a
+`testbed sweep` over the paper's variants with seeds (its sweep.md: bootstrap intervals,
+Student's t below 5 runs), then benchmarks/paper_stats.py's paired table (per variant n, mean,
+sd, Student's t 95% interval; the subject against each other variant paired by seed, with a
+paired t-test), written to
 DIR/paired.md with the conditions (backend, load average before and after, commit). Without
 --full, the reduced size below (one that finishes in minutes on a small machine) is used. ``--vary``
 replaces the paper's values of one varied key (e.g. only the high eviction rate:
@@ -94,6 +95,19 @@ SWEEPS: dict[str, Sweep] = {
         metric="mean_short_queue_s",
         compare="autoscaler",
         subject="cloudcoaster",
+    ),
+    # LATE's section 5.4 sleep job at the paper's size (40 nodes: seconds in sim); the seed draws
+    # which nodes run at 1 and which at 1.5
+    "late": Sweep(
+        ["policy.speculation=none,hadoop,late,spark"],
+        seeds=5,
+        compare="speculation",
+        subject="late",
+        scenario="late-sleep",
+    ),
+    # the same job on transient nodes evicted at Pado's high rate with a 2-minute notice
+    "late-evictions": Sweep(
+        ["policy.speculation=none,late,spark"], seeds=5, compare="speculation", subject="spark"
     ),
 }
 

@@ -14,10 +14,11 @@ from master.schedulers.eagle import Partition, short_fraction_of, split_partitio
 from testbed import registry
 from testbed.api import Strategy
 from testbed.api.policy import Autoscaler, Scheduler
+from testbed.api.speculation import Speculator
 from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
 
-POLICY_KINDS = ("scheduler", "strategy", "autoscaler")
+POLICY_KINDS = ("scheduler", "strategy", "autoscaler", "speculation")
 
 
 def options_for(scenario: Scenario, name: str) -> dict[str, Any]:
@@ -46,6 +47,11 @@ def make_strategy(scenario: Scenario) -> Strategy:
 
 def make_autoscaler(scenario: Scenario) -> Autoscaler:
     built: Autoscaler = make_policy("autoscaler", scenario)
+    return built
+
+
+def make_speculator(scenario: Scenario) -> Speculator:
+    built: Speculator = make_policy("speculation", scenario)
     return built
 
 

@@ -47,7 +47,12 @@ BUILTINS: dict[str, dict[str, str]] = {
         "static": "master.autoscalers.static:StaticAutoscaler",
         "cloudcoaster": "master.autoscalers.cloudcoaster:CloudCoasterAutoscaler",
     },
-    "speculation": {},
+    "speculation": {
+        "none": "master.speculation:NoSpeculation",
+        "hadoop": "master.speculation.rules:HadoopSpeculator",
+        "late": "master.speculation.rules:LateSpeculator",
+        "spark": "master.speculation.rules:SparkSpeculator",
+    },
     "workload": {
         "wordcount": "testbed.workloads.wordcount",
         "sort": "testbed.workloads.sort",
@@ -67,8 +72,10 @@ def builtin_names(kind: str) -> tuple[str, ...]:
     return tuple(BUILTINS[kind])
 
 
-def is_builtin(kind: str, name: str) -> bool:
-    return name in BUILTINS[kind]
+def is_builtin(kind: str, name: object) -> bool:
+    """Whether ``name`` is a built-in of ``kind``; raw scenario data may hold any value here (a list,
+    a number): it is no built-in, and the schema refuses it with its own message."""
+    return isinstance(name, str) and name in BUILTINS[kind]
 
 
 def installed(kind: str, name: str) -> metadata.EntryPoint | None:

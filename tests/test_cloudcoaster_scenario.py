@@ -16,6 +16,7 @@ from master.summary.coaster import short_queue_delays, transient_cost
 from testbed.arrivals.generate import BurstyMix, bursty_jobs
 from testbed.scenario.schema import ScenarioError, SleepJob, parse_scenario
 from testbed.workloads.sleep import plan
+from tests.support.scenarios import make_scenario
 
 EAGLE = {"scheduler": "eagle", "options": {"eagle": {"short_fraction": 0.5}}}
 
@@ -87,7 +88,7 @@ def test_a_bad_trace_line_is_named(tmp_path: Path) -> None:
 
 def test_sleep_job_durations_give_each_task_its_own_wall_duration() -> None:
     job = SleepJob(workload="sleep", durations=["1s", 3])
-    stage = plan(job, seed=0, wall_per_trace=0.5).stages[0]  # time_scale 2, no dilation
+    stage = plan(job, seed=0, scenario=make_scenario(time_scale=2)).stages[0]  # wall_per_trace 0.5
     assert stage.tasks == 2 and job.estimate_s == 2.0
     assert [stage.params(i)["duration_s"] for i in range(2)] == [0.5, 1.5]
     uniform = plan(SleepJob(workload="sleep", tasks=3, duration=4), seed=0).stages[0]

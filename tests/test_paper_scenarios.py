@@ -53,6 +53,8 @@ TINY: dict[str, list[str]] = {
         "arrivals.synthetic.long_rate_per_s=0.0033",
         "arrivals.synthetic.long_tasks=4",
     ],
+    "late-sleep": ["jobs.0.duration=5s"],
+    "late-evictions": ["jobs.0.duration=5s"],  # 40 nodes and 80 tasks are cheap in sim: shorter sleeps
     "rdd-recovery": [
         "cluster.transient.count=4",
         "jobs.0.nodes=20000",

@@ -8,12 +8,15 @@ import typing
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from master.policy_setup import make_policy
 from testbed import registry
 from testbed.scenario.jobs import PLUGIN_TAG, JobSpec
 from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import ScenarioError, load_scenario
+from testbed.wire.protocol import INLINE_NOOP
+from testbed.workloads import OPERATIONS, plan_job
 from tests.support.scenarios import make_scenario
 
 POLICIES = [
@@ -48,9 +51,31 @@ def test_the_schema_knows_exactly_the_registered_workloads() -> None:
 
 
 @pytest.mark.parametrize("name", list(registry.BUILTINS["workload"]))
-def test_every_built_in_workload_module_plans_its_jobs(name: str) -> None:
+def test_every_built_in_workload_module_plans_its_jobs_and_names_its_ops(name: str) -> None:
     module = importlib.import_module(registry.BUILTINS["workload"][name])
     assert callable(module.plan)
+    assert set(module.COMBINERS) <= set(module.OPERATIONS)
+    assert all(op.startswith(f"{name}.") for op in module.OPERATIONS)
+    assert set(OPERATIONS) >= set(module.OPERATIONS)
+
+
+def test_every_planned_op_has_its_task_function(tmp_path: Path) -> None:
+    (tmp_path / "t.tbl").write_text("1|a|\n2|b|\n")
+    table = {"input": str(tmp_path / "t.tbl"), "schema": {"k": "int", "v": "string"}}
+    jobs = [
+        {"workload": "wordcount", "size_mb": 1, "maps": 2, "reduces": 1},
+        {"workload": "sort", "size_mb": 1, "maps": 2, "reduces": 1},
+        {"workload": "pagerank", "nodes": 100, "edges": 400, "iterations": 2, "reduces": 2},
+        {"workload": "mlr", "points": 1000, "features": 4, "iterations": 2, "maps": 2, "reduces": 1},
+        {"workload": "sleep", "tasks": 2, "duration": 1},
+        {"workload": "noop", "tasks": 2},
+        {"workload": "sql", "query": "select v, count(*) from t group by v", "tables": {"t": table}},
+    ]
+    scenario = make_scenario(jobs=jobs)
+    ops = {stage.op for job in scenario.jobs for stage in plan_job(job, 7, scenario).stages}
+    assert ops - {INLINE_NOOP} <= set(OPERATIONS)
+    prefixes = {op.partition(".")[0] for op in ops - {INLINE_NOOP}}
+    assert prefixes == set(registry.BUILTINS["workload"]) - {"noop", "sql"} | {"dag"}  # sql runs as a DAG
 
 
 def test_an_unknown_name_lists_the_built_ins(tmp_path: Path) -> None:
@@ -72,3 +97,17 @@ def test_an_unknown_name_lists_the_built_ins(tmp_path: Path) -> None:
 def test_every_kind_has_a_group_and_a_table() -> None:
     assert set(registry.GROUPS) == set(registry.BUILTINS) == set(registry.KINDS)
     assert registry.BUILTINS["speculation"] == {}
+
+
+@pytest.mark.parametrize(("kind", "name"), POLICIES, ids=[name for _, name in POLICIES])
+def test_every_built_in_policy_declares_its_options(kind: str, name: str) -> None:
+    model = find_plugin(kind, name, f"policy.{kind}").target.Options
+    assert issubclass(model, BaseModel)
+    with pytest.raises(ScenarioError, match=rf"policy\.options\.{name}\.no_such_knob: Extra inputs"):
+        find_plugin(kind, name, f"policy.{kind}").checked_options({"no_such_knob": 1})
+
+
+def test_a_built_in_option_of_the_wrong_type_is_named_as_a_plugins_is() -> None:
+    policy = {"scheduler": "eagle", "options": {"eagle": {"probes": "3"}}}
+    with pytest.raises(ScenarioError, match=r"policy\.options\.eagle\.probes: Input should be a valid int"):
+        make_policy("scheduler", make_scenario(policy=policy))

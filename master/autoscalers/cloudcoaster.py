@@ -43,6 +43,7 @@ from itertools import compress
 from operator import attrgetter, is_not
 from typing import Any
 
+from master.options import PolicyOptions
 from master.schedulers.eagle import (
     holds_long,
     node_ordinal,
@@ -50,7 +51,6 @@ from master.schedulers.eagle import (
     short_fraction_of,
     short_partition_size,
 )
-from master.schedulers.yarn import checked_options
 from testbed.api.policy import (
     Autoscaler,
     ClusterSnapshot,
@@ -63,8 +63,6 @@ from testbed.api.policy import (
 )
 from testbed.durations import parse_duration
 from testbed.scenario.schema import Scenario, ScenarioError
-
-OPTIONS = frozenset({"threshold", "r", "p", "provisioning_delay"})
 
 _EPSILON = 1e-9
 _ID = attrgetter("node_id")
@@ -250,6 +248,14 @@ class CloudCoasterAutoscaler(Autoscaler):
     needs_current_jobs = False
     """It reads the jobs only for the long flag of the tasks queued on servers."""
 
+    class Options(PolicyOptions):
+        """``policy.options.cloudcoaster``: ``provisioning_delay`` in trace time (``120s``)."""
+
+        threshold: float = 0.95
+        r: float = 3
+        p: float = 0.5
+        provisioning_delay: str | float = "120s"
+
     def __init__(
         self,
         *,
@@ -292,13 +298,13 @@ class CloudCoasterAutoscaler(Autoscaler):
     def sized(cls, options: Mapping[str, Any], scenario: Scenario) -> CloudCoasterAutoscaler:
         """The autoscaler ``options`` describe on the scenario's cluster (its budget is known
         before the run: the scale model sizes the cluster for it)."""
-        knobs = checked_options(options, OPTIONS, "cloudcoaster")
+        knobs = cls.Options.model_validate(dict(options))
         eagle = scenario.policy.options.get("eagle", {})
         return cls(
-            threshold=float(knobs.get("threshold", 0.95)),
-            r=float(knobs.get("r", 3)),
-            p=float(knobs.get("p", 0.5)),
-            provisioning_delay_s=scenario.trace(parse_duration(knobs.get("provisioning_delay", "120s"))),
+            threshold=knobs.threshold,
+            r=knobs.r,
+            p=knobs.p,
+            provisioning_delay_s=scenario.trace(parse_duration(knobs.provisioning_delay)),
             short_on_demand=short_partition_size(scenario.cluster.reserved.count, short_fraction_of(eagle)),
         )
 

@@ -27,6 +27,7 @@ from master.core.nodes import NodeRecord
 from master.core.ports import ChaosCore
 from master.core.timers import TraceClock
 from testbed.api.policy import NodeView
+from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.wire.protocol import EvictionNotice, NodeClass
 
 MANUAL_STREAM = 0xC4A05
@@ -76,6 +77,12 @@ class ChaosWorld:
         if lifetime is not None:
             self.core.journal.event(
                 "lifetime_drawn", node=node.node_id, lifetime_s=lifetime, **{"class": node.node_class}
+            )
+        scenario = self.core.scenario
+        if scenario.chaos.slowdown is not None:
+            factor = slowdown_factor(scenario.chaos.slowdown, scenario.seed, node.node_id, node.node_class)
+            self.core.journal.event(
+                "slowdown_drawn", node=node.node_id, factor=factor, **{"class": node.node_class}
             )
 
     def replace_lost(self, node: NodeRecord) -> None:
@@ -207,6 +214,11 @@ class ChaosWorld:
         self.noticed[node_id] = (core.journal.now(), seconds, core.scenario.trace(intended))
         core.send(node_id, EvictionNotice(node_id=node_id, seconds=seconds))
         core.journal.event("eviction_notice", node=node_id, seconds=core.scenario.trace(notice))
+
+    def kill_at(self, node_id: str) -> float | None:
+        """When the node's eviction notice says it dies (run seconds); None: no notice."""
+        notice = self.noticed.get(node_id)
+        return notice[0] + notice[1] if notice is not None else None
 
     def kill(self, node_id: str, reason: Reason, storm: int | None) -> None:
         self.evict(node_id, reason)

@@ -82,6 +82,15 @@ class TaskRecord:
 _TRACKED = frozenset({"status", "available", "node"})
 
 
+@dataclass(slots=True)
+class Copy:
+    """A speculative second attempt of a running task, on another node (``master.core.copies``)."""
+
+    attempt: int
+    node: str
+    started: float
+
+
 class JobProgress:
     """A job's task counts, pending tasks per stage and tasks held by each node, kept up to
     date on every transition.
@@ -206,6 +215,11 @@ class JobRuntime:
     tasks: dict[TaskKey, TaskRecord] = field(default_factory=dict)
     stage_first_start: dict[int, float] = field(default_factory=dict)
     stage_last_end: dict[int, float] = field(default_factory=dict)
+    copies: dict[TaskKey, Copy] = field(default_factory=dict)
+    """The running tasks' speculative copies (at most one each)."""
+    copy_attempts: dict[TaskKey, set[int]] = field(default_factory=dict)
+    """Each task's attempts launched as copies: their rows say ``role: copy``, and a relaunch
+    numbers past them."""
     progress: JobProgress = field(init=False, repr=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -306,7 +320,7 @@ class JobRuntime:
     def launched(self, key: TaskKey, node: str, memory_mb: int, now: float, elastic: bool = False) -> int:
         record = self.tasks[key]
         record.status = TASK.next(record.status, "launch")
-        record.attempt += 1
+        record.attempt = self.next_attempt(key)
         record.launches += 1
         if record.retrying_error and record.launches > 1:
             record.error_relaunches += 1
@@ -322,6 +336,19 @@ class JobRuntime:
             self.started = now
             self.status = JOB.next(self.status, "start")
         return record.attempt
+
+    def next_attempt(self, key: TaskKey) -> int:
+        """The task's next attempt number: past every attempt launched, copies included."""
+        copies = self.copy_attempts.get(key)
+        return max(self.tasks[key].attempt, *copies) + 1 if copies else self.tasks[key].attempt + 1
+
+    def attempt_on(self, key: TaskKey, node: str) -> tuple[int, float | None]:
+        """The attempt of the task that runs on ``node`` and when it started: its copy's there."""
+        copy = self.copies.get(key)
+        if copy is not None and copy.node == node:
+            return copy.attempt, copy.started
+        record = self.tasks[key]
+        return record.attempt, record.started
 
     def succeeded(
         self,

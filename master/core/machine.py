@@ -30,6 +30,7 @@ from master.core.commands import (
     Send,
     WakeAt,
 )
+from master.core.copies import Copies
 from master.core.disk_full import DiskFullNodes
 from master.core.events import (
     Abort,
@@ -61,9 +62,10 @@ from master.core.scaling import Scaling
 from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
-from master.policy_setup import make_scheduler
+from master.policy_setup import make_scheduler, make_speculator
 from master.profiles import stage_memory
 from testbed.api.policy import Autoscaler, ClusterSnapshot, NodeView, RunningTask, Scheduler
+from testbed.api.speculation import Speculator
 from testbed.api.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from testbed.arrivals.generate import is_long
 from testbed.scenario.schema import Scenario
@@ -96,15 +98,17 @@ class MasterCore:
         strategy: Callable[[Scenario], Strategy],
         scheduler: Scheduler | None = None,
         autoscaler: Autoscaler | None = None,
+        speculator: Speculator | None = None,
         attach: bool = False,
         start_window: int | None = None,
         resume: Recovered | None = None,
     ) -> None:
         """``strategy``: makes the recovery strategy for this core (``master.recovery.make_strategy``);
         ``scheduler``: the scenario's unless given; ``autoscaler``: none (static) unless given;
-        ``attach``: the initial nodes are started by someone else and adopted as they announce
-        themselves; ``start_window``: how many initial nodes may be starting at once (None: all);
-        ``resume``: what the journal of a crashed run says (``master.core.resume``)."""
+        ``speculator``: the scenario's unless given; ``attach``: the initial nodes are started
+        by someone else and adopted as they announce themselves; ``start_window``: how many
+        initial nodes may be starting at once (None: all); ``resume``: what the journal of a
+        crashed run says (``master.core.resume``)."""
         self.scenario = scenario
         self.run_id = run_id
         self.attach = attach
@@ -142,6 +146,7 @@ class MasterCore:
         self.chaos = ChaosWorld(self)
         self.round.unavailable = self.chaos.unavailable
         self.scaling = Scaling(self, autoscaler)
+        self.copies = Copies(self, speculator or make_speculator(scenario), self.chaos.kill_at)
         if resume is not None:
             self.expected_jobs -= len(resume.finished_jobs)
             self.launcher.ordinals = dict(resume.ordinals)
@@ -177,7 +182,9 @@ class MasterCore:
         elif isinstance(event, Round):
             self.outbox.round_begins()
             self.full_disks.step()
-            self.scaling.step(self.round.schedule_once())
+            snapshot = self.round.schedule_once()
+            self.copies.step()
+            self.scaling.step(snapshot)
         elif isinstance(event, Begin):
             self._begin(event.origin)
         elif isinstance(event, NodeStartFailed):
@@ -409,6 +416,8 @@ class MasterCore:
         elif isinstance(message, PushDelivered):
             self.recovery.react(PushReported(node.node_id, message))
         elif isinstance(message, Heartbeat) and message.incarnation == node.incarnation:
+            if message.progress:
+                self.copies.heartbeat(node, message)
             self.watch.heartbeat(node, message)
 
     def _node_state(self, node: NodeRecord, state: NodeState) -> None:
@@ -483,6 +492,7 @@ class MasterCore:
         # may already be launching, and the record never shows more nodes than were alive.
         ended_s = node.evicted_at if node.evicted_at is not None else now
         self.records.node_ended(node, "node_lost", reason=reason, detect_s=detect_s, ended_s=ended_s)
+        self.copies.node_lost(node)  # first: an original lost here hands its task to its copy
         interrupted = {}
         cause = f"its node {node.node_id} was lost ({reason})"
         for job in self.jobs.values():

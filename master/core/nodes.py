@@ -59,8 +59,9 @@ class NodeRecord:
     """The launch command of each running task, re-sent after a broker outage."""
     cached_inputs: tuple[tuple[str, int], ...] = ()
     """The agent's task input cache as it last reported it (key, bytes), least recent first."""
-    views: dict[str, tuple[int, RunningTask]] = field(default_factory=dict)
-    """Each running task's snapshot view with its attempt (``Master.running_views``' cache)."""
+    views: dict[str, tuple[int, RunningTask, tuple[int, float] | None]] = field(default_factory=dict)
+    """Each running task's snapshot view with its attempt and the score it shows
+    (``Master.running_views``' cache)."""
     sent_at: dict[str, float] = field(default_factory=dict)
     """When each running task's launch was last sent (``master.core.liveness.reconcile``'s grace)."""
     strikes: dict[str, int] = field(default_factory=dict)
@@ -69,6 +70,8 @@ class NodeRecord:
     """Running tasks whose launch the node acknowledged (its ``running`` update)."""
     vanish_resends: dict[str, int] = field(default_factory=dict)
     """How many times each running task's launch was sent again because it was unaccounted for."""
+    scores: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """Each running task's (attempt, progress score) as the node's heartbeats last reported it."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         state = self.__dict__
@@ -103,6 +106,7 @@ class NodeRecord:
         self.acked.discard(task_id)
         self.strikes.pop(task_id, None)
         self.vanish_resends.pop(task_id, None)
+        self.scores.pop(task_id, None)
         return self.running.pop(task_id, None)
 
 

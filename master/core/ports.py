@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from master.core.jobs import JobRuntime, LiveJobs, TaskKey
+from master.core.jobs import Copy, JobRuntime, LiveJobs, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
 from testbed.api.policy import ClusterSnapshot, NodeView, RunningTask
 from testbed.api.strategy import Ready, StrategyEvent, TaskLaunch
 from testbed.scenario.schema import Scenario
-from testbed.wire.protocol import Message, TaskUpdate
+from testbed.wire.protocol import Heartbeat, Message, TaskUpdate
 
 
 class JournalPort(Protocol):
@@ -89,15 +89,40 @@ class JobEnding(Protocol):
         failure: str,
         update: TaskUpdate | None = None,
         cause: str | None = None,
+        copy: Copy | None = None,
     ) -> None: ...
 
     def node_ended(self, node: NodeRecord, kind: str, **fields: Any) -> None: ...
+
+
+class SpeculationPort(Protocol):
+    """The speculative copies (``master.core.copies.Copies``)."""
+
+    enabled: bool
+
+    def heartbeat(self, node: NodeRecord, beat: Heartbeat) -> None: ...
+
+    def score(self, node: NodeRecord, task_id: str, attempt: int, started: float) -> tuple[float, float]:
+        """(score, rate) of the attempt on the node."""
+
+    def copy_update(self, node: NodeRecord, update: TaskUpdate, job: JobRuntime, key: TaskKey) -> bool: ...
+
+    def succeeded(self, job: JobRuntime, key: TaskKey, now: float) -> None: ...
+
+    def takes_over(self, job: JobRuntime, key: TaskKey, failure: str | None) -> bool: ...
+
+    def vanished(self, node: NodeRecord, task_id: str, job: JobRuntime, key: TaskKey, cause: str) -> bool: ...
+
+    def role(self, job: JobRuntime, key: TaskKey, attempt: int) -> dict[str, str]: ...
+
+    def job_counts(self, job: JobRuntime) -> dict[str, Any]: ...
 
 
 class RecordsPort(ClusterPort, Protocol):
     """What the run's records use."""
 
     expected_jobs: int
+    copies: SpeculationPort
 
     def run_over(self) -> None:
         """Every expected job has ended."""
@@ -111,6 +136,7 @@ class CorePort(ClusterPort, Protocol):
     records: JobEnding
     recovery: RecoveryPort
     senders: SenderCheck
+    copies: SpeculationPort
 
     def undrain(self, node: NodeRecord, reason: str) -> None: ...
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from master.core.jobs import JobRuntime, TaskKey
+from master.core.jobs import Copy, JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import RecordsPort
 from testbed.journal.tables import TASK_METRICS
@@ -65,6 +65,7 @@ class RunRecords:
             bytes_from_cache=job.bytes_from_cache,
             map_phase_s=map_phase_s,
             reduce_phase_s=reduce_phase_s,
+            **self.master.copies.job_counts(job),
         )
         for node_id, node in list(self.reserved.items()):
             if node.reserved_for == job.job_id:
@@ -91,9 +92,8 @@ class RunRecords:
         for node in self.master.nodes.values():
             for task_id, (owner, key) in node.running.items():
                 if owner is job:
-                    self.master.send(
-                        node.node_id, CancelTask(task_id=task_id, attempt=job.tasks[key].attempt)
-                    )
+                    attempt = job.attempt_on(key, node.node_id)[0]
+                    self.master.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
 
     def fail_unfinished(self, reason: str) -> None:
         for job in self.master.jobs.values():
@@ -128,11 +128,14 @@ class RunRecords:
         failure: str,
         update: TaskUpdate | None = None,
         cause: str | None = None,
+        copy: Copy | None = None,
     ) -> None:
         """The attempt ended (``task_finished``, its row of tasks.csv), now: the metrics are its
         node's report, if it made one. An end that is no success carries its ``error``:
-        ``cause`` (what the core knows of it), else the node's error, else the failure's name."""
+        ``cause`` (what the core knows of it), else the node's error, else the failure's name.
+        ``copy``: the attempt is the task's speculative copy, not its record's attempt."""
         record = job.tasks[key]
+        attempt, started = (copy.attempt, copy.started) if copy else (record.attempt, record.started)
         metrics = update.metrics.model_dump() if update is not None else {}
         self.master.journal.event(
             "task_finished",
@@ -142,16 +145,17 @@ class RunRecords:
             index=key[1],
             node=node.node_id,
             **{"class": node.node_class},
-            attempt=record.attempt,
+            attempt=attempt,
             status=status,
             failure=failure or None,
             memory_mb=record.memory_mb,
             elastic=int(record.elastic),
             ideal_memory_mb=job.ideal_memory_mb(key[0]),
             predicted_s=record.predicted_s,
-            start_s=record.started,
+            start_s=started,
             **{name: metrics[name] for name in TASK_METRICS if name in metrics},
             **_cause(status, failure, update, cause),
+            **self.master.copies.role(job, key, attempt),
         )
 
     def node_ended(self, node: NodeRecord, kind: str, **fields: Any) -> None:

@@ -165,13 +165,15 @@ class SchedulingRound:
         cache, views, volatile = node.views, [], False
         for task_id, (job, key) in node.running.items():
             record = job.tasks[key]
+            attempt, started = job.attempt_on(key, node.node_id)
+            score = node.scores.get(task_id)
             cached = cache.get(task_id)
-            if cached is not None and cached[0] == record.attempt:
+            if cached is not None and cached[0] == attempt and cached[2] == score:
                 views.append(cached[1])
                 continue
-            view = self._running_view(task_id, job, record)
-            if record.started is not None:
-                cache[task_id] = (record.attempt, view)
+            view = self._running_view(task_id, job, record, node, attempt, started)
+            if started is not None:
+                cache[task_id] = (attempt, view, score)
             else:
                 volatile = True
             views.append(view)
@@ -179,9 +181,18 @@ class SchedulingRound:
             node.views = {task_id: cache[task_id] for task_id in node.running if task_id in cache}
         return tuple(views), volatile
 
-    def _running_view(self, task_id: str, job: JobRuntime, record: TaskRecord) -> RunningTask:
-        started = record.started if record.started is not None else self.core.journal.now()
+    def _running_view(
+        self,
+        task_id: str,
+        job: JobRuntime,
+        record: TaskRecord,
+        node: NodeRecord,
+        attempt: int,
+        at: float | None,
+    ) -> RunningTask:
+        started = at if at is not None else self.core.journal.now()
         duration = record.predicted_s if record.predicted_s is not None else job.est_duration_s
+        score, rate = self.core.copies.score(node, task_id, attempt, started) if node.scores else (0.0, 0.0)
         return RunningTask(
             task_id,
             job.job_id,
@@ -191,6 +202,8 @@ class SchedulingRound:
             record.elastic,
             long=job.long,
             disk_mb_s=record.disk_mb_s,
+            progress=score,
+            progress_rate=rate,
         )
 
     def exclusions(self, record: TaskRecord) -> frozenset[str]:

@@ -26,8 +26,12 @@ def locate(core: CorePort, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
 
 
 def latest_attempt(located: tuple[JobRuntime, TaskKey] | None) -> int | None:
-    """The located task's latest launched attempt (the sender check's bound)."""
-    return located[0].tasks[located[1]].attempt if located else None
+    """The located task's latest launched attempt, its copy's if it has one (the sender check's bound)."""
+    if not located:
+        return None
+    job, key = located
+    copy = job.copies.get(key)
+    return max(job.tasks[key].attempt, copy.attempt) if copy else job.tasks[key].attempt
 
 
 def task_update(
@@ -45,10 +49,14 @@ def task_update(
         record = located[0].tasks[located[1]]
         if (record.attempt, record.node, record.status) == (update.attempt, node.node_id, "running"):
             node.acked.add(update.task_id)
+        elif core.copies.enabled:
+            core.copies.copy_update(node, update, *located)
         return
     if located is None:
         return
     job, key = located
+    if core.copies.enabled and core.copies.copy_update(node, update, job, key):
+        return
     record = job.tasks[key]
     if record.attempt != update.attempt or record.status != "running" or record.node != node.node_id:
         return  # stale or duplicate (QoS 1 redelivery): already applied
@@ -56,8 +64,14 @@ def task_update(
     job.count_cache_use(update.metrics)
     ok, update = _outcome(core, job, key, update)
     cause = None
+    if not ok and key in job.copies and update.failure != "data":  # its copy goes on alone
+        core.records.task_finished(job, key, node, "failed", update.failure or "", update)
+        core.copies.takes_over(job, key, update.failure)
+        core.kick()
+        return
     if ok:
         core.recovery.succeeded(job, key, node, update, now)
+        core.copies.succeeded(job, key, now)
     else:
         cause = _failed(core, node, job, key, update)
     status = update.state if ok else "failed"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from master.core.events import ProbeAnswered
+from master.core.jobs import JobRuntime, TaskKey
 from master.core.liveness import (
     MAX_VANISH_RESENDS,
     Launched,
@@ -121,9 +122,9 @@ class NodeWatch:
     def _reconcile(self, node: NodeRecord, beat: Heartbeat) -> None:
         """What the node says it runs against what we think it runs (``master.core.liveness.reconcile``):
         a task it does not run is failed and relaunched, an attempt we do not expect is cancelled."""
-        now = self.core.journal.now()
+        now, acked = self.core.journal.now(), node.acked
         expected = {
-            task_id: Launched(job.tasks[key].attempt, node.sent_at.get(task_id, now), task_id in node.acked)
+            task_id: Launched(attempt_on(job, key, node), node.sent_at.get(task_id, now), task_id in acked)
             for task_id, (job, key) in node.running.items()
         }
         timeout = self.core.scenario.heartbeat_timeout_s
@@ -142,7 +143,7 @@ class NodeWatch:
         result still queued behind its heartbeats, repeats the outcome; one that never got or
         forgot it runs it). Only an attempt that stays unaccounted for is failed and relaunched."""
         job, key = node.running[task_id]
-        attempt = job.tasks[key].attempt
+        attempt = attempt_on(job, key, node)
         resends = node.vanish_resends.get(task_id, 0)
         action = "resent" if resends < MAX_VANISH_RESENDS else "failed"
         self.core.journal.event(why, task=task_id, node=node.node_id, attempt=attempt, action=action)
@@ -158,9 +159,11 @@ class NodeWatch:
     def fail_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:
         """Fail and relaunch an attempt its node no longer accounts for."""
         job, key = node.running[task_id]
+        cause = f"{node.node_id} does not run it ({why})"
+        if self.core.copies.vanished(node, task_id, job, key, cause):
+            return
         attempt = job.tasks[key].attempt
         node.forget_launch(task_id)
-        cause = f"{node.node_id} does not run it ({why})"
         job.failed(key, attempt, counts_as_failure=True, error=cause)
         self.core.records.task_finished(job, key, node, "failed", "vanished", cause=cause)
         if job.status == "failed":
@@ -215,3 +218,8 @@ class NodeWatch:
             self._ask(node, "will", now, answer.session)
         else:
             self.core.node_lost(node, "evicted" if node.evicted_at is not None else "crashed")
+
+
+def attempt_on(job: JobRuntime, key: TaskKey, node: NodeRecord) -> int:
+    """The task's attempt on the node (its copy's there, under speculation)."""
+    return job.attempt_on(key, node.node_id)[0]

@@ -20,13 +20,16 @@ own bookkeeping (``PadoJob``) and return the decisions the core applies
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from master.options import PolicyOptions
 from master.recovery.dag import LogicalDag
 from master.recovery.pado_compiler import compile_pado
 from master.recovery.pado_rules import Block, Executor, Push, choose_executor, should_flush
 from master.recovery.pado_state import (
+    DEFAULT_AGGREGATION,
+    DEFAULT_INPUT_CACHE_MB,
     Aggregate,
     Held,
     PadoJob,
@@ -92,12 +95,21 @@ class PadoStrategy(SparkStrategy):
     name = "pado"
     needs_both_classes = True
 
-    def __init__(self, scenario: Scenario) -> None:
-        super().__init__(scenario)
+    class Options(PolicyOptions):
+        """``policy.options.pado`` (their ranges: ``PadoOptions.parse``)."""
+
+        push_bandwidth_mbps: float | None = None
+        input_cache_mb: int = DEFAULT_INPUT_CACHE_MB
+        aggregate_max_tasks: int = DEFAULT_AGGREGATION.max_tasks
+        aggregate_max_delay_s: float = DEFAULT_AGGREGATION.max_delay_s
+        incremental_receivers: bool = True
+
+    def __init__(self, scenario: Scenario, options: Mapping[str, Any]) -> None:
+        super().__init__(scenario, options)
         self.jobs: dict[str, PadoJob] = {}
-        options = PadoOptions.parse(scenario.policy.options.get("pado", {})).dilated(scenario.fidelity.factor)
-        self.rate, self.cache_mb = options.rate, options.cache_mb
-        self.limits, self.incremental = options.limits, options.incremental
+        parsed = PadoOptions.parse(dict(options)).dilated(scenario.fidelity.factor)
+        self.rate, self.cache_mb = parsed.rate, parsed.cache_mb
+        self.limits, self.incremental = parsed.limits, parsed.incremental
 
     # ------------------------------------------------------------ the queries
 

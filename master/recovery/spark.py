@@ -18,11 +18,11 @@ queries and handlers, docs/strategies.md section 6), with the physical plans' lo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
-from master.policy_setup import options_for
+from master.options import PolicyOptions
 from master.recovery.dag import LogicalDag, mlr_dag, pagerank_dag, sort_dag, wordcount_dag
 from master.recovery.lineage import checkpoint_node, executor_classes, spark_plan
 from master.recovery.pado_compiler import PadoPlan
@@ -150,22 +150,26 @@ class SparkStrategy(Strategy):
     needs_both_classes = False
     """Whether it needs a reserved and a transient node (outputs copied from one to the other)."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    class Options(PolicyOptions):
+        """``policy.options.spark``: it takes none."""
+
+    def __init__(self, scenario: Scenario, options: Mapping[str, Any]) -> None:
+        """``options``: ``policy.options.<its name>``, validated by its ``Options``."""
         self.scenario = scenario
         self.driver: dict[str, frozenset[int]] = {}
         """Job -> its driver stages (``driver_stages``), when the cluster has reserved nodes
         to run them on (without, Spark's driver work runs beside its executors)."""
 
     @classmethod
-    def from_scenario(cls, options: dict[str, Any], scenario: Scenario) -> SparkStrategy:
-        """The strategy for ``scenario`` (it reads ``policy.options.<name>`` itself); a
-        ScenarioError when its cluster cannot run it."""
+    def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> SparkStrategy:
+        """The strategy for ``scenario`` with its validated options; a ScenarioError when its
+        cluster cannot run it."""
         cluster = scenario.cluster
         if cls.needs_both_classes and (cluster.reserved.count == 0 or cluster.transient.count == 0):
             raise ScenarioError(
                 [f"policy.strategy: {cls.name} needs at least one reserved and one transient node"]
             )
-        return cls(scenario)
+        return cls(scenario, options)
 
     def plan(self, view: StrategyView, job: LiveJob) -> Iterable[Ready]:
         if job.job_id in self.driver:
@@ -248,25 +252,13 @@ class SparkStrategy(Strategy):
 # ---------------------------------------------------------------- spark-checkpoint
 
 
-CHECKPOINT_READS = ("producer", "checkpoint")
+CheckpointReads = Literal["producer", "checkpoint"]
 """``policy.options.spark-checkpoint.read_from``: where a reader of a copied output reads it.
 ``producer`` (the default): the producer's own copy, the checkpoint when the producer is
 gone. ``checkpoint``: the copy "fetched back" from the stable storage (Pado, section 5.2.2:
 "the data also need to be fetched back to transient containers for the following aggregate
 tasks"): a reader waits until each parent's copy is in (or its producer reported it
 failed) and lists the checkpoint first."""
-
-
-def checkpoint_reads(scenario: Scenario) -> str:
-    options = options_for(scenario, "spark-checkpoint")
-    unknown = set(options) - {"read_from"}
-    read_from = options.get("read_from", "producer")
-    if unknown or read_from not in CHECKPOINT_READS:
-        raise ScenarioError(
-            [f"policy.options.spark-checkpoint: expected read_from: {' or '.join(CHECKPOINT_READS)}, "
-             f"found {dict(options)}"]
-        )
-    return read_from
 
 
 class CheckpointStrategy(SparkStrategy):
@@ -276,9 +268,14 @@ class CheckpointStrategy(SparkStrategy):
     name = "spark-checkpoint"
     needs_both_classes = True
 
-    def __init__(self, scenario: Scenario) -> None:
-        super().__init__(scenario)
-        self.fetch_back = checkpoint_reads(scenario) == "checkpoint"
+    class Options(PolicyOptions):
+        """``policy.options.spark-checkpoint``."""
+
+        read_from: CheckpointReads = "producer"
+
+    def __init__(self, scenario: Scenario, options: Mapping[str, Any]) -> None:
+        super().__init__(scenario, options)
+        self.fetch_back = options.get("read_from") == "checkpoint"
         self.settled: dict[str, set[str]] = {}
         """Job -> blocks whose copy the producer reported (delivered or failed): with
         ``read_from: checkpoint`` their readers wait no more."""

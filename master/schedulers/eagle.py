@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from master.options import PolicyOptions
 from master.schedulers.eagle_kept import Entry, KeptNodes, LongKey
-from master.schedulers.yarn import checked_options
 from testbed.api.policy import (
     Assign,
     ClusterSnapshot,
@@ -49,7 +49,6 @@ from testbed.api.policy import (
 from testbed.scenario.schema import Scenario
 
 Partition = Literal["general", "short"]
-EAGLE_OPTIONS = frozenset({"short_fraction", "probes", "queue_order", "on_demand_copies"})
 DEFAULT_SHORT_FRACTION = 0.1
 _ORDINAL = re.compile(r"(\d+)$")
 QueueOrder = Literal["fifo", "srpt"]
@@ -449,6 +448,14 @@ class EagleScheduler(Scheduler):
     """Its nodes are kept across rounds (``master.schedulers.eagle_kept``), not read off
     ``ClusterSnapshot.free``."""
 
+    class Options(PolicyOptions):
+        """``policy.options.eagle``; ``short_fraction`` partitions the on-demand nodes (the shell's)."""
+
+        short_fraction: float = DEFAULT_SHORT_FRACTION
+        probes: int = 2
+        queue_order: QueueOrder = "fifo"
+        on_demand_copies: bool = True
+
     def __init__(
         self,
         *,
@@ -471,7 +478,7 @@ class EagleScheduler(Scheduler):
     def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> EagleScheduler:
         """``policy.options.eagle``, probing with the scenario's seed; ``short_fraction`` is
         the shell's (it partitions the on-demand nodes), checked here with the rest."""
-        knobs = checked_options(options, EAGLE_OPTIONS, "eagle")
+        knobs = dict(options)
         short_fraction_of(knobs)
         knobs.pop("short_fraction", None)
         return cls(seed=scenario.seed, **knobs)

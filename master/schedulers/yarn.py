@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Literal
 
+from master.options import PolicyOptions, validated
 from master.profiles import profile_models
 from testbed.api.policy import (
     Assign,
@@ -57,13 +58,6 @@ def queue_key(ordering: Ordering, running: int, job: JobView) -> tuple[float, fl
     if ordering == "fifo":
         return (job.submitted, 0.0, job.job_id)
     return (running / max(job.weight, 1e-9), job.submitted, job.job_id)
-
-
-def checked_options(options: Mapping[str, Any], known: frozenset[str], name: str) -> dict:
-    unknown = set(options) - known
-    if unknown:
-        raise ValueError(f"unknown {name} options {sorted(unknown)}; known: {sorted(known)}")
-    return dict(options)
 
 
 class ModelLookup:
@@ -317,7 +311,10 @@ class Round:
 class YarnScheduler(Scheduler):
     """``scheduler: yarn``. ``models`` (optional) override tasks' ideal memory and duration."""
 
-    OPTIONS = frozenset({"ordering"})
+    class Options(PolicyOptions):
+        """``policy.options.yarn``."""
+
+        ordering: Ordering = "fair"
 
     def __init__(self, ordering: Ordering = "fair", models: ModelSource | None = None) -> None:
         if ordering not in ("fair", "fifo"):
@@ -328,7 +325,7 @@ class YarnScheduler(Scheduler):
     @classmethod
     def from_options(cls, options: Mapping[str, Any], models: ModelSource | None = None) -> YarnScheduler:
         """Build from a scenario's ``policy.options``."""
-        return cls(models=models, **checked_options(options, cls.OPTIONS, "yarn"))
+        return cls(models=models, **validated(cls.Options, options))
 
     @classmethod
     def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> YarnScheduler:

@@ -33,6 +33,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any
 
+from master.options import PolicyOptions, validated
 from master.profiles import profile_models
 from master.schedulers.yarn import (
     Demand,
@@ -42,7 +43,6 @@ from master.schedulers.yarn import (
     NodeState,
     Ordering,
     Round,
-    checked_options,
     round_up,
 )
 from master.schedulers.yarn_me_timeline import RegularTimeline
@@ -155,7 +155,13 @@ class YarnMeScheduler(Scheduler):
     reserved node.
     """
 
-    OPTIONS = frozenset({"ordering", "elastic_disk_mb_s", "min_fraction", "backfill_depth"})
+    class Options(PolicyOptions):
+        """``policy.options.yarn-me``."""
+
+        ordering: Ordering = "fair"
+        elastic_disk_mb_s: float = DEFAULT_ELASTIC_DISK_MB_S
+        min_fraction: float = 0.1
+        backfill_depth: int = 8
 
     def __init__(
         self,
@@ -185,7 +191,7 @@ class YarnMeScheduler(Scheduler):
     @classmethod
     def from_options(cls, options: Mapping[str, Any], models: ModelSource | None = None) -> YarnMeScheduler:
         """Build from a scenario's ``policy.options``."""
-        return cls(models=models, **checked_options(options, cls.OPTIONS, "yarn-me"))
+        return cls(models=models, **validated(cls.Options, options))
 
     @classmethod
     def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> YarnMeScheduler:

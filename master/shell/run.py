@@ -34,6 +34,7 @@ from master.shell.secure_dir import secure_run_dir
 from master.summary.checkpoint_copies import checkpoint_summary
 from master.summary.cluster import cluster_summary, run_events
 from master.summary.coaster import job_class_summary, percentile
+from master.summary.speculation import speculation_summary
 from testbed.app.progress import show_progress
 from testbed.journal.tables import JOB_TOTALS
 from testbed.node.cgroups import control_plane
@@ -278,6 +279,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         **job_class_summary(run_dir, scenario, events),
         **checkpoint_summary(events),
         **cluster_summary(events, scenario),
+        **speculation_summary(jobs),
     }
 
 

@@ -103,3 +103,12 @@ def class_flags(scenario: Scenario, node_class: str, broker_url: str) -> list[st
         *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),
         *NodeShares.of(scenario, spec).agent_flags(),
     ]
+
+
+def refuse_slowdown(backend: str) -> None:
+    """Slow nodes (``chaos.slowdown``) are modelled by the simulator only: a real run would not
+    be slowed, so it is refused (docs/speculation.md)."""
+    raise ScenarioError(
+        [f"chaos.slowdown: --backend {backend} does not enforce slow nodes yet (only --backend sim "
+         "does): remove chaos.slowdown or run with --backend sim"]
+    )  # fmt: skip

@@ -25,6 +25,7 @@ from master.sim.clock import DELIVER, EventHeap
 from master.sim.cpu import NodeCpu
 from master.sim.model import MB, ExecutionModel, TaskCost, aggregate_sizes
 from master.sim.nodes import Attempt, BroadcastCopy, Fetch, ModelNode, broadcast_indices, incarnation_of
+from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.scenario.simulation import STREAMED_OPS
 from testbed.wire.protocol import (
     BlockReceived,
@@ -33,7 +34,6 @@ from testbed.wire.protocol import (
     Codec,
     EvictionNotice,
     FlushAggregate,
-    Heartbeat,
     LaunchTask,
     Message,
     NodeState,
@@ -83,6 +83,8 @@ class ModelAgents:
         spec = getattr(self.model.scenario.cluster, node_class)
         launch_s = self.model.spec.launch_s(spec.cores)
         node = self.nodes[node_id] = ModelNode(node_id, node_class, spec.slots, spec.memory_mb, launch_s)
+        slowdown, seed = self.model.scenario.chaos.slowdown, self.model.scenario.seed
+        node.slowdown = slowdown_factor(slowdown, seed, node_id, node_class) if slowdown else 1.0
         self.at_url[node.url] = node
         if self.model.spec.cpu_sharing:
             node.cpu = NodeCpu(self.heap, spec.cores)
@@ -101,14 +103,7 @@ class ModelAgents:
         """What the node runs, as a real agent reports it every heartbeat interval."""
         if not node.alive or self.heartbeat_s is None:
             return
-        attempts = {task_id: attempt for task_id, attempt in node.running}
-        beat = Heartbeat(
-            node_id=node.node_id,
-            incarnation=incarnation_of(node.node_id),
-            seq=seq,
-            running=tuple(attempts),
-            attempts=attempts,
-        )
+        beat = node.heartbeat(seq, self.heap.now)
         self.deliver(node.node_id, beat)
         self.heap.after(self.heartbeat_s, DELIVER, lambda: self._heartbeat(node, seq + 1))
 
@@ -263,6 +258,9 @@ class ModelAgents:
         cost = self.model.cost(attempt.spec, attempt.read, fetch_s, node.node_class, attempt.largest)
         if self.model.spec.fetch_overlap and attempt.spec.op in STREAMED_OPS:  # summed as they came
             cost = replace(cost, compute_s=max(0.0, cost.compute_s - fetch_s))
+        cost = cost.slowed(node.slowdown)
+        attempt.compute_from = now
+        attempt.compute_s = cost.compute_s + cost.spill_s
         if node.cpu is None or not cost.compute_s or self.model.pinned_s(attempt.spec) is not None:
             self.heap.after(
                 cost.compute_s + cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=cost)

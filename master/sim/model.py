@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from master.profiles import load_profiles, role_of
@@ -91,6 +91,13 @@ class TaskCost:
     @property
     def seconds(self) -> float:
         return self.fetch_s + self.compute_s + self.spill_s
+
+    def slowed(self, factor: float) -> TaskCost:
+        """The cost on a node ``factor`` times slower (``chaos.slowdown``): its compute (or
+        sleep) and spills take that much longer."""
+        if factor == 1.0:
+            return self
+        return replace(self, compute_s=self.compute_s * factor, spill_s=self.spill_s * factor)
 
 
 def aggregate_sizes(op: str, held: list[tuple[int, ...]], partitions: int) -> tuple[int, ...]:

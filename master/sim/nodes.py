@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from master.sim.cpu import CpuJob, NodeCpu
 from master.sim.model import Links
-from testbed.wire.protocol import BlockRef, TaskSpec
+from testbed.wire.protocol import BlockRef, Heartbeat, TaskSpec
 
 
 @dataclass(slots=True)
@@ -71,6 +71,34 @@ class Attempt:
     seen: int = -1
     computing: CpuJob | None = None
     """Its compute on its node's CPU, once its inputs are read."""
+    compute_from: float | None = None
+    """When its compute began (its inputs read), and its modelled compute and spill seconds."""
+    compute_s: float = 0.0
+
+    def score(self, now: float) -> float:
+        """Its progress score as Hadoop defines it: a map's (stage 0) is the fraction of its
+        input read, which its compute reads as it goes; a later stage's runs through copy
+        (its fetches: the fraction of its input blocks read), then sort and reduce (its
+        compute), a third each."""
+        done = self._computed(now)
+        if self.spec.stage == 0:
+            return done
+        if self.compute_from is not None or not self.refs:
+            copied = 1.0 if self.compute_from is not None else 0.0
+        else:
+            copied = self.next_ref / len(self.refs)
+        return min(1.0, (copied + 2.0 * done) / 3.0)
+
+    def _computed(self, now: float) -> float:
+        """The fraction of its compute (and spill) done: by its CPU job's work left when it
+        shares the node's cores, else by the time since its compute began."""
+        if self.compute_from is None or self.compute_s <= 0:
+            return 0.0
+        job = self.computing
+        if job is not None:
+            left = max(0.0, job.work - job.rate * (now - job.since))
+            return min(1.0, max(0.0, 1.0 - left / self.compute_s))
+        return min(1.0, max(0.0, (now - self.compute_from) / self.compute_s))
 
     @property
     def ready(self) -> bool:
@@ -92,6 +120,8 @@ class ModelNode:
     copies: dict[tuple[str, int], BroadcastCopy] = field(default_factory=dict)
     """(block, partition) -> its copy here, made by the first of its tasks to read it by broadcast."""
     links: Links = field(default_factory=Links)
+    slowdown: float = 1.0
+    """Its ``chaos.slowdown`` factor: its tasks' compute, spills and sleeps take that many times as long."""
     cpu: NodeCpu | None = None
     """Its cores shared by its attempts and its agent (None: no CPU sharing modelled)."""
     running: dict[tuple[str, int], Attempt] = field(default_factory=dict)
@@ -103,6 +133,18 @@ class ModelNode:
     @property
     def url(self) -> str:
         return url_of(self.node_id)
+
+    def heartbeat(self, seq: int, now: float) -> Heartbeat:
+        """What the node runs, as a real agent reports it, with each attempt's progress score."""
+        attempts = {task_id: attempt for task_id, attempt in self.running}
+        return Heartbeat(
+            node_id=self.node_id,
+            incarnation=incarnation_of(self.node_id),
+            seq=seq,
+            running=tuple(attempts),
+            attempts=attempts,
+            progress={task_id: a.score(now) for (task_id, _), a in self.running.items()},
+        )
 
 
 def incarnation_of(node_id: str) -> str:

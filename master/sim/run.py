@@ -93,8 +93,13 @@ def simulate(
         return tuple(dep.kind for dep in core.jobs[job_id].plan.stages[stage].deps)
 
     model = ExecutionModel(scenario, ideal_memory_mb, dependency_kinds)
+    # heartbeats carry the attempts' progress scores, which only speculation reads
+    beats = scenario.heartbeat_interval_s if scenario.policy.speculation != "none" else None
     shell = SimShell(
-        core, run_dir, lambda heap, deliver: ModelAgents(heap, model, deliver), scenario.simulation.round_gap
+        core,
+        run_dir,
+        lambda heap, deliver: ModelAgents(heap, model, deliver, heartbeat_s=beats),
+        scenario.simulation.round_gap,
     )
     try:
         shell.run(scenario.timeout_s, (lambda now: progress(shell, now)) if progress else None, stop)

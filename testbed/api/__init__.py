@@ -91,6 +91,14 @@ from testbed.api.policy import (
     Scheduler,
     Undrain,
 )
+from testbed.api.speculation import (
+    AttemptView,
+    Speculate,
+    SpeculationNode,
+    SpeculationSnapshot,
+    Speculator,
+    TaskGroup,
+)
 from testbed.api.strategy import (
     AbandonPush,
     AddReplica,
@@ -257,6 +265,7 @@ __all__ = [
     "AbandonPush",
     "AddReplica",
     "Assign",
+    "AttemptView",
     "Autoscaler",
     "BlockReceived",
     "BlockRef",
@@ -310,6 +319,10 @@ __all__ = [
     "Scheduler",
     "SetUpReceiver",
     "SimModel",
+    "Speculate",
+    "SpeculationNode",
+    "SpeculationSnapshot",
+    "Speculator",
     "StageCost",
     "StageInput",
     "StagePlan",
@@ -318,6 +331,7 @@ __all__ = [
     "StrategyDecision",
     "StrategyEvent",
     "StrategyView",
+    "TaskGroup",
     "TaskInputs",
     "TaskKey",
     "TaskLaunch",

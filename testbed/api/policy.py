@@ -29,6 +29,11 @@ class RunningTask:
     long: bool = False
     disk_mb_s: float = 0.0
     """Disk bandwidth charged to the node's elastic budget (``Assign.disk_mb_s``)."""
+    progress: float = 0.0
+    """Its progress score in [0, 1] as its node last reported it (Hadoop's definition:
+    ``testbed.api.speculation``); 0 before any report."""
+    progress_rate: float = 0.0
+    """Score per second since it started (0 before any report)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.cli import add_agent_arguments, port_number, run_agent
+from testbed.app.compose_commands import add_compose_commands
 from testbed.app.report import add_report_commands
 from testbed.app.sim_commands import RunChecks, add_simulator_commands
 from testbed.app.usage import (
@@ -90,26 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--backend", choices=BACKENDS, default=None, help="as testbed run --backend")
     validate.set_defaults(handler=cmd_validate)
 
-    compose = sub.add_parser("compose", help="write a compose file (compose v1/v2, Swarm) for a scenario")
-    compose.add_argument("scenario", type=Path)
-    compose.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
-    compose.add_argument("-o", "--out", type=Path, help="the compose file (default: standard output)")
-    compose.add_argument(
-        "--host-cores",
-        type=float,
-        help="cores of the host the stack runs on, for dilation: auto (default: this machine's)",
-    )
-    compose.add_argument(
-        "--per-node",
-        action="store_true",
-        help="one service per node (reserved-0, transient-0, ...), not one per class: on a multi-host "
-        "Swarm the master evicts a node anywhere by removing its service through the manager",
-    )
-    compose.set_defaults(handler=cmd_compose)
-
-    secrets = sub.add_parser("secrets", help="write fresh secrets of a compose run or Swarm stack")
-    secrets.add_argument("directory", type=Path, help="a new directory: <scenario>.secrets beside the file")
-    secrets.set_defaults(handler=cmd_secrets)
+    add_compose_commands(sub)
 
     agent = sub.add_parser("agent", help="run one node agent (started by a provider)")
     add_agent_arguments(agent)
@@ -253,7 +235,7 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
     them all): the policies build, a faithful local run gets its cgroups, the chaos section's
     plan is within the limits, an external broker answers. The scenario, ``dilation: auto``
     resolved for this host."""
-    from master.shell.scale_model import local_isolation, resolve
+    from master.shell.scale_model import local_isolation, refuse_slowdown, resolve
 
     scenario = resolve(scenario)
     checks: list[Callable[[], object]] = [
@@ -263,6 +245,8 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
     ]
     if backend == "local":  # a faithful run without cgroups is refused now, in one line
         checks.insert(1, lambda: local_isolation(scenario))
+    if backend != "sim" and scenario.chaos.slowdown is not None:
+        checks.append(lambda: refuse_slowdown(backend))
     problems = [problem for check in checks for problem in _problems(check)]
     if problems:
         raise ScenarioError(problems)
@@ -278,53 +262,6 @@ def _problems(check: Callable[[], object]) -> list[str]:
     except UsageError as exc:
         return [str(exc)]
     return []
-
-
-def cmd_compose(args: argparse.Namespace) -> int:
-    from master.shell.compose_file import compose_file, secrets_directory
-
-    argv = [str(args.scenario), *(arg for value in args.overrides for arg in ("--set", value))]
-    if args.host_cores is not None:
-        if args.host_cores <= 0:
-            raise UsageError("testbed compose --host-cores: expected a number of cores > 0, e.g. 4")
-        argv += ["--host-cores", f"{args.host_cores:g}"]
-    if args.per_node:
-        argv.append("--per-node")
-    if args.out is not None:
-        argv += ["-o", str(args.out)]
-    try:
-        text = compose_file(args.scenario, args.overrides, args.out, args.host_cores, argv, args.per_node)
-    except ScenarioError as exc:  # one line, however many problems
-        raise UsageError("; ".join(exc.problems)) from None
-    if args.out is None:
-        sys.stdout.write(text)
-        return EXIT_OK
-    try:
-        args.out.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"testbed compose -o {args.out}: cannot write it: {exc.strerror}") from None
-    print(f"wrote {args.out}", file=sys.stderr)
-    directory = secrets_directory(load_scenario(args.scenario, args.overrides), args.out)
-    if not directory.exists():
-        _write_secrets(directory, "testbed compose -o")
-    return EXIT_OK
-
-
-def cmd_secrets(args: argparse.Namespace) -> int:
-    _write_secrets(args.directory, "testbed secrets")
-    return EXIT_OK
-
-
-def _write_secrets(directory: Path, command: str) -> None:
-    from master.shell.compose_file import write_secrets
-
-    try:
-        write_secrets(directory)
-    except FileExistsError:
-        raise UsageError(f"{command}: {directory} exists; remove it for new secrets, or use it") from None
-    except OSError as exc:
-        raise UsageError(f"{command}: cannot write the secrets to {directory}: {exc.strerror}") from None
-    print(f"wrote the run's secrets to {directory}", file=sys.stderr)
 
 
 def host_dilation(scenario: Scenario) -> float:

@@ -104,6 +104,11 @@ class JobFinished(Event):
     bytes_from_cache: NotRequired[int]
     map_phase_s: NotRequired[float | None]
     reduce_phase_s: NotRequired[float | None]
+    speculative_attempts: NotRequired[int]
+    """Under speculation (``policy.speculation``): copies launched, those that won (succeeded
+    first), and the slot-seconds of attempts killed because the other attempt won."""
+    speculative_wins: NotRequired[int]
+    wasted_slot_s: NotRequired[float]
 
 
 class NodeLaunching(Event, _Class):
@@ -228,6 +233,13 @@ class LifetimeDrawn(Event, _Class):
     lifetime_s: float
 
 
+class SlowdownDrawn(Event, _Class):
+    """A node's slowdown factor (``chaos.slowdown``), drawn at its launch: f times slower."""
+
+    node: str
+    factor: float
+
+
 class EvictionTiming(Event, _Class):
     node: str
     reason: str
@@ -274,6 +286,9 @@ class TaskStarted(Event, _Class):
     node: str
     attempt: int
     memory_mb: int
+    role: NotRequired[str]
+    """``copy``: a speculative copy of a running task (``reason``: the speculator's)."""
+    reason: NotRequired[str]
 
 
 class TaskFinished(Event, _MaybeClass):
@@ -307,6 +322,8 @@ class TaskFinished(Event, _MaybeClass):
     cache_bytes_read: NotRequired[int]
     compute_s: NotRequired[float]
     cpu_s: NotRequired[float]
+    role: NotRequired[str]
+    """Under speculation: ``original`` or ``copy`` (a speculative attempt)."""
     error: NotRequired[str]
     """Why an attempt that is no success ended (every one carries it): a data failure's
     error in full (bad input, a workload plugin's traceback), the node's error, or the
@@ -473,6 +490,7 @@ EVENTS: dict[str, type[Event]] = {
     "eviction_notice": EvictionNotice,
     "rebalance_recommendation": RebalanceRecommendation,
     "lifetime_drawn": LifetimeDrawn,
+    "slowdown_drawn": SlowdownDrawn,
     "eviction_timing": EvictionTiming,
     "storm": Storm,
     "capacity_unavailable": CapacityUnavailable,

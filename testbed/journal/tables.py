@@ -48,6 +48,8 @@ class TaskRow(TypedDict, total=False):
     cache_bytes_read: int
     compute_s: float
     cpu_s: float
+    role: str
+    """Under speculation: ``original`` or ``copy``; empty otherwise."""
 
 
 class JobRow(TypedDict, total=False):
@@ -74,6 +76,12 @@ class JobRow(TypedDict, total=False):
     reduce_phase_s: float
     error: str
     """Why the job failed (empty when it succeeded)."""
+    speculative_attempts: int
+    """Under speculation (empty otherwise): copies launched, copies that won, and the
+    slot-seconds of attempts killed because the other attempt won (appended: older run
+    directories' tables lack them)."""
+    speculative_wins: int
+    wasted_slot_s: float
 
 
 class NodeRow(TypedDict, total=False):
@@ -157,7 +165,9 @@ JOB_TOTALS = (
     "bytes_from_cache",
 )
 """Per-job counters (``jobs.csv`` columns) that summary.json also totals over the run."""
-JOB_COUNTERS = ("error_relaunches", *JOB_TOTALS, "map_phase_s", "reduce_phase_s")
+SPECULATION_COUNTERS = ("speculative_attempts", "speculative_wins", "wasted_slot_s")
+"""The ``jobs.csv`` columns of speculation (empty without it), totalled by summary.json."""
+JOB_COUNTERS = ("error_relaunches", *JOB_TOTALS, "map_phase_s", "reduce_phase_s", *SPECULATION_COUNTERS)
 """The ``jobs.csv`` columns ``job_finished`` carries as they are."""
 
 
@@ -200,6 +210,8 @@ def _task_row(event: Mapping[str, Any]) -> TaskRow:
         "failure": event["failure"],
     }
     row.update((name, event[name]) for name in TASK_METRICS if name in event)
+    if "role" in event:
+        row["role"] = event["role"]
     return cast(TaskRow, row)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from testbed.chaosmodels.capacity import parse_capacity
 from testbed.chaosmodels.lifetimes import parse_lifetime
@@ -113,7 +113,62 @@ class ClassChaosSpec(Strict):
         return anchored(value, "trace", base_dir)
 
 
+class FactorChoice(Strict):
+    """A factor drawn per node: ``choice: [[factor, weight], ...]`` (weights need not sum to 1)."""
+
+    choice: list[tuple[float, float]] = Field(min_length=1, max_length=100)
+
+    @field_validator("choice")
+    @classmethod
+    def _factors(cls, choice: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        for factor, weight in choice:
+            if factor < 1:
+                raise ValueError(f"a slowdown factor is >= 1 (1: full speed), found {factor}")
+            if weight <= 0:
+                raise ValueError(f"a weight is > 0, found {weight}")
+        return choice
+
+
+class ClassSlowdown(Strict):
+    factor: Any = 1.0
+    """A number >= 1, or ``{choice: [[factor, weight], ...]}`` (a ``FactorChoice``)."""
+
+    @field_validator("factor", mode="before")
+    @classmethod
+    def _factor(cls, factor: Any) -> float | FactorChoice:
+        if isinstance(factor, dict):
+            try:
+                return FactorChoice.model_validate(factor)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                raise ValueError(f"{where}: {first['msg']}") from None
+        if isinstance(factor, bool) or not isinstance(factor, int | float):
+            raise ValueError(f"a number >= 1 or {{choice: [[factor, weight], ...]}}, not {factor!r}")
+        if factor < 1:
+            raise ValueError(f"a slowdown factor is >= 1 (1: full speed, 3: 3x slower), not {factor}")
+        return float(factor)
+
+
+class SlowdownSpec(Strict):
+    """Slow nodes (``testbed.chaosmodels.slowdown``): a factor per class, or per node by id."""
+
+    transient: ClassSlowdown = ClassSlowdown()
+    reserved: ClassSlowdown = ClassSlowdown()
+    nodes: dict[str, float] = Field(default_factory=dict, max_length=100_000)
+
+    @field_validator("nodes")
+    @classmethod
+    def _each_at_least_one(cls, nodes: dict[str, float]) -> dict[str, float]:
+        for node_id, factor in nodes.items():
+            if factor < 1:
+                raise ValueError(f"{node_id}: a slowdown factor is >= 1 (1: full speed), found {factor}")
+        return nodes
+
+
 class ChaosSpec(Strict):
     transient: ClassChaosSpec = ClassChaosSpec()
     reserved: ClassChaosSpec = ClassChaosSpec()
     storms: list[StormSpec] = Field(default_factory=list)
+    slowdown: SlowdownSpec | None = None
+    """Slow nodes (docs/speculation.md); None: every node at full speed."""

@@ -1,10 +1,10 @@
 """Finding a policy plugin named in a scenario, building it with its options, and naming it.
 
-``policy.scheduler`` (and ``policy.strategy``, ``policy.autoscaler``) is a built-in name
-(``testbed.registry.BUILTINS``), an import path ``package.module:Name``, or a name an installed
-package registers as an entry point (group ``transient_testbed.schedulers``, ``.autoscalers``,
-...). Built-ins and plugins are found, checked and built by the same code. Every failure is a
-``ScenarioError`` with one line naming the scenario field and the cause (exit 2).
+``policy.scheduler`` (and ``policy.strategy``, ``policy.autoscaler``, ``policy.speculation``) is a
+built-in name (``testbed.registry.BUILTINS``), an import path ``package.module:Name``, or a name
+an installed package registers as an entry point (group ``transient_testbed.schedulers``,
+``.autoscalers``, ...). Built-ins and plugins are found, checked and built by the same code.
+Every failure is a ``ScenarioError`` with one line naming the scenario field and the cause (exit 2).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ KINDS = {
     "scheduler": Kind("Scheduler", ("schedule",)),
     "strategy": Kind("Strategy", ("plan", "launch"), implemented=True),
     "autoscaler": Kind("Autoscaler", ("decide",)),
+    "speculation": Kind("Speculator", ("speculate",)),
     "workload": Kind(
         "Workload",
         ("map", "reduce"),
@@ -106,7 +107,7 @@ class Plugin:
     target: Any
     """The class (or factory) to call with the options."""
     kind: str
-    """``scheduler``, ``strategy``, ``autoscaler`` or ``workload`` (``KINDS``)."""
+    """``scheduler``, ``strategy``, ``autoscaler``, ``speculation`` or ``workload`` (``KINDS``)."""
 
     @property
     def import_path(self) -> str:

@@ -75,6 +75,9 @@ class PolicySpec(Strict):
     autoscaler: str = Field(
         default="static", pattern=PLUGIN_NAME, description=f"{listed('autoscaler')} or a plugin"
     )
+    speculation: str = Field(
+        default="none", pattern=PLUGIN_NAME, description=f"{listed('speculation')} or a plugin"
+    )
     options: dict[str, Any] = Field(
         default_factory=dict, description="policy-specific knobs, documented per policy"
     )
@@ -421,12 +424,13 @@ def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:
         policy.get("scheduler", "fifo"),
         policy.get("strategy", "spark"),
         policy.get("autoscaler", "static"),
+        policy.get("speculation", "none"),
     )
     jobs = data.get("jobs")
     workloads = (
         [job.get("workload") for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
     )
-    kinds = ("scheduler", "strategy", "autoscaler")
+    kinds = ("scheduler", "strategy", "autoscaler", "speculation")
     return any(not is_builtin(kind, name) for kind, name in zip(kinds, policies, strict=True)) or any(
         isinstance(workload, str) and not is_builtin("workload", workload) for workload in workloads
     )

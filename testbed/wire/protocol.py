@@ -221,6 +221,10 @@ CachedInputs = tuple[CachedInput, ...] | None
 """An agent's input cache, least recently used first; None: the sender does not say."""
 
 
+Score = Annotated[float, Field(ge=0.0, le=1.0)]
+"""A progress score."""
+
+
 class Heartbeat(Message):
     kind: Literal["heartbeat"] = "heartbeat"
     node_id: str = Field(max_length=100)
@@ -230,6 +234,9 @@ class Heartbeat(Message):
     attempts: dict[str, int] = Field(default_factory=dict, max_length=10_000)
     """The attempt of each running task (the master reconciles them with its own view)."""
     cached_inputs: CachedInputs = Field(default=None, max_length=10_000)
+    progress: dict[str, Score] = Field(default_factory=dict, max_length=10_000)
+    """Each running task's progress score (Hadoop's: a map's fraction of its input read; a
+    reduce's copy, sort and reduce phases a third each), of the attempt ``attempts`` names."""
 
 
 class LaunchTask(Message):

@@ -289,7 +289,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             job = job.model_copy(update={"merge": args.merge == "on"})
         name = f" ({job.name})" if job.name else ""
         title = f"jobs.{number}{name}, merge {'on' if job.merge else 'off'}"
-        print("\n".join(describe_plan(plan_sql(job), title)))
+        print("\n".join(describe_plan(plan_sql(job, 0), title)))
     return 0
 
 

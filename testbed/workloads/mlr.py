@@ -47,14 +47,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from testbed.plan import Dependency, JobPlan, StagePlan
-from testbed.scenario.schema import MlrJob
+from testbed.scenario.schema import MlrJob, Scenario
 from testbed.wire.blocks import FRAME_HEADER, BlockWriter
-from testbed.workloads.base import TaskContext
+from testbed.workloads.base import Combiner, TaskContext, TaskFunction
+
+if TYPE_CHECKING:
+    from testbed.workloads.task_model import Role
 
 POINTS_PER_SPLIT = 50_000
 FRAME_BYTES = 1 << 20
@@ -122,7 +125,8 @@ def sources_of(job: MlrJob, seed: int) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ plan
 
 
-def plan(job: MlrJob, seed: int) -> JobPlan:
+def plan(job: MlrJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
+    del scenario  # every workload's plan takes it (``testbed.workloads.plan_job``); this one needs none
     sources = sources_of(job, seed)
     parts, aggregates = len(sources), job.reduces
     shared = {
@@ -420,3 +424,19 @@ def check(job: MlrJob, seed: int, directory: Path) -> list[str]:
     if error > RTOL * scale:
         return [f"the model differs from the reference by {error:.3g} (largest weight {scale:.3g})"]
     return []
+
+
+OPERATIONS: dict[str, TaskFunction] = {
+    "mlr.points": points_task,
+    "mlr.gradient": gradient_task,
+    "mlr.aggregate": aggregate_task,
+    "mlr.model": model_task,
+}
+"""The task functions of its ops (``testbed.workloads.OPERATIONS`` gathers every workload's)."""
+COMBINERS: dict[str, Combiner] = {"mlr.gradient": combine_gradients}
+"""Ops whose outputs may be partially aggregated on their node before a push (Pado)."""
+PROFILED_STAGES: dict[Role, int] = {"map": 1, "reduce": 2}
+"""The stage ``testbed profile`` measures for each role: iteration 1's gradient and aggregate tasks."""
+NEVER_SPILLS = True
+"""Its buffers do not grow with its input: a smaller budget takes the input in smaller pieces
+instead of spilling (``testbed.workloads.profile``)."""

@@ -4,10 +4,20 @@ measuring the control plane alone."""
 from __future__ import annotations
 
 from testbed.plan import JobPlan, StagePlan
-from testbed.scenario.jobs import NoopJob
+from testbed.scenario.schema import NoopJob, Scenario
 from testbed.wire.protocol import INLINE_NOOP
+from testbed.workloads.base import Combiner, TaskFunction
 
 
-def plan(job: NoopJob, seed: int) -> JobPlan:
+def plan(job: NoopJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
     """One final stage of ``job.tasks`` inline no-op tasks."""
+    del seed, scenario
     return JobPlan("noop", (StagePlan(INLINE_NOOP, job.tasks, final=True, writes_output=False),))
+
+
+OPERATIONS: dict[str, TaskFunction] = {}
+"""None: the agent completes an inline no-op task itself (no worker process)."""
+COMBINERS: dict[str, Combiner] = {}
+"""None of its ops' outputs is aggregated before a push."""
+PROFILED_STAGES: dict[str, int] = {}
+"""Not profiled (``testbed profile`` measures the built-in shuffle workloads)."""

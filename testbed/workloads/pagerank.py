@@ -60,20 +60,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 import numpy as np
 
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
-from testbed.scenario.schema import PagerankJob
+from testbed.scenario.schema import PagerankJob, Scenario
 from testbed.scenario.splitting import byte_ranges
 from testbed.wire.protocol import BlockRef
-from testbed.workloads.base import InputDataError, TaskContext
+from testbed.workloads.base import Combiner, InputDataError, TaskContext, TaskFunction
 from testbed.workloads.edge_lists import EdgeChunk, node_names, parse_edges, text
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import read_lines_range
+
+if TYPE_CHECKING:
+    from testbed.workloads.task_model import Role
 
 EDGE_DTYPE = np.dtype([("src", "<i8"), ("dst", "<i8")])
 NODE_DTYPE = np.dtype([("id", "<i8"), ("outdeg", "<i8")])
@@ -191,7 +194,8 @@ def source_edges(source: dict[str, Any]) -> Iterator[EdgeChunk]:
 # ------------------------------------------------------------------ plan
 
 
-def plan(job: PagerankJob, seed: int) -> JobPlan:
+def plan(job: PagerankJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
+    del scenario  # every workload's plan takes it (``testbed.workloads.plan_job``); this one needs none
     sources = sources_of(job, seed)
     parts = job.reduces
     graph = {} if job.input else {"graph": {"nodes": job.nodes, "edges": job.edges, "partitions": parts}}
@@ -501,3 +505,19 @@ def _write_ranks(ctx: TaskContext, part: Partition, names: dict[int, bytes]) -> 
             ranks = part.ranks[start : start + (1 << 14)].tolist()
             out.write(b"".join(b"%s\t%r\n" % (n, r) for n, r in zip(nodes, ranks, strict=True)))
     ctx.metrics.records_out = len(part.ids)
+
+
+OPERATIONS: dict[str, TaskFunction] = {
+    "pagerank.edges": edges_task,
+    "pagerank.links": links_task,
+    "pagerank.scatter": scatter_task,
+    "pagerank.iterate": iterate_task,
+}
+"""The task functions of its ops (``testbed.workloads.OPERATIONS`` gathers every workload's)."""
+PROFILED_STAGES: dict[Role, int] = {"map": 0, "reduce": 3}
+"""The stage ``testbed profile`` measures for each role: the first iterate stage is the
+reduce (K of the job's K + 2 later stages)."""
+COMBINERS: dict[str, Combiner] = {}
+"""None of its ops' outputs is aggregated before a push."""
+NEVER_SPILLS = False
+"""Its buffers grow with its input: under a smaller budget it spills (``testbed.workloads.profile``)."""

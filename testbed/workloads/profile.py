@@ -23,28 +23,25 @@ import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from testbed.wire.protocol import TaskMetrics
-from testbed.workloads import mlr, pagerank, plan_job, sort, wordcount
+from testbed.workloads import BUILT_IN, plan_job
 from testbed.workloads.local import LocalJob
 from testbed.workloads.task_model import PenaltyCurve, Role, TaskModel, TaskProfile
 
 MB = 2**20
 UNLIMITED = 64 * 2**30
-BUFFER_FRACTIONS = {
-    "sort": sort.BUFFER_FRACTION,
-    "wordcount": wordcount.BUFFER_FRACTION,
-    "pagerank": pagerank.BUFFER_FRACTION,
-    "mlr": mlr.BUFFER_FRACTION,
+PROFILED: dict[str, ModuleType] = {
+    name: module for name, module in BUILT_IN.items() if module.PROFILED_STAGES
 }
+"""The workloads ``testbed profile`` measures: those whose module names its profiled stages."""
+BUFFER_FRACTIONS = {name: module.BUFFER_FRACTION for name, module in PROFILED.items()}
 PROFILED_STAGES: dict[str, dict[Role, int]] = {
-    "sort": {"map": 0, "reduce": 1},
-    "wordcount": {"map": 0, "reduce": 1},
-    "pagerank": {"map": 0, "reduce": 3},  # the first iterate stage: K of the job's K + 2 later stages
-    "mlr": {"map": 1, "reduce": 2},  # iteration 1's gradient and aggregate tasks
+    name: module.PROFILED_STAGES for name, module in PROFILED.items()
 }
-NEVER_SPILLS = frozenset({"mlr"})
+NEVER_SPILLS = frozenset(name for name, module in PROFILED.items() if module.NEVER_SPILLS)
 """Workloads whose buffers do not grow with their input: a smaller budget takes their input in
 smaller pieces instead of spilling, so their ideal budget is the one their unconstrained peak
 needs (no bisection for the least spill-free one, which would be the smallest of all)."""

@@ -10,12 +10,14 @@ from __future__ import annotations
 import time
 
 from testbed.plan import JobPlan, StagePlan
-from testbed.scenario.schema import SleepJob
-from testbed.workloads.base import TaskContext
+from testbed.scenario.schema import Scenario, SleepJob
+from testbed.workloads.base import Combiner, TaskContext, TaskFunction
 
 
-def plan(job: SleepJob, seed: int, wall_per_trace: float = 1.0) -> JobPlan:
+def plan(job: SleepJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
+    """One task per duration, each in wall seconds (the scenario's ``wall_per_trace``)."""
     del seed
+    wall_per_trace = 1.0 if scenario is None else scenario.wall_per_trace
     durations = job.task_durations
     stage = StagePlan(
         "sleep.run",
@@ -36,3 +38,11 @@ def run_task(ctx: TaskContext) -> None:
     else:
         time.sleep(duration)
     ctx.final_path.write_text(f"{ctx.spec.task_id}\t{duration:.3f}\n")
+
+
+OPERATIONS: dict[str, TaskFunction] = {"sleep.run": run_task}
+"""The task functions of its ops (``testbed.workloads.OPERATIONS`` gathers every workload's)."""
+COMBINERS: dict[str, Combiner] = {}
+"""None of its ops' outputs is aggregated before a push."""
+PROFILED_STAGES: dict[str, int] = {}
+"""Not profiled (``testbed profile`` measures the built-in shuffle workloads)."""

@@ -25,18 +25,21 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
-from testbed.scenario.schema import SortJob
+from testbed.scenario.schema import Scenario, SortJob
 from testbed.scenario.splitting import byte_ranges
-from testbed.workloads.base import TaskContext
+from testbed.workloads.base import Combiner, TaskContext, TaskFunction
 from testbed.workloads.reference_inputs import record_chunks, reference_files
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import read_records_range
+
+if TYPE_CHECKING:
+    from testbed.workloads.task_model import Role
 
 RECORD = 100
 KEY = 10
@@ -201,9 +204,10 @@ def boundaries_from_sample(sample: np.ndarray, reduces: int) -> list[str]:
     return [bytes(k).ljust(KEY, b"\0").hex() for k in picks]
 
 
-def plan(job: SortJob, seed: int, sample: bool = True) -> JobPlan:
-    """``sample=False``: the plan's shape and sizes only, no key boundaries (nothing is generated
-    or read: the simulator's plan, whose tasks sort no record)."""
+def plan(job: SortJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
+    """In a simulated run (``scenario.backend`` sim): the plan's shape and sizes only, no key
+    boundaries (nothing is generated or read: the simulator's tasks sort no record)."""
+    sample = scenario is None or scenario.backend != "sim"
     sources = sources_of(job, seed)
     shared: dict[str, Any] = {}
     if sample:
@@ -333,3 +337,13 @@ def _file_chunks(path: Path, chunk: int = 1 << 20) -> Iterator[np.ndarray]:
     if size % RECORD:
         raise ValueError(f"{path}: {size} bytes is not a whole number of {RECORD}-byte records")
     yield from (as_records(data) for data in read_records_range(str(path), 0, size, RECORD, chunk))
+
+
+OPERATIONS: dict[str, TaskFunction] = {"sort.map": map_task, "sort.reduce": reduce_task}
+"""The task functions of its ops (``testbed.workloads.OPERATIONS`` gathers every workload's)."""
+PROFILED_STAGES: dict[Role, int] = {"map": 0, "reduce": 1}
+"""The stage ``testbed profile`` measures for each role (``testbed.workloads.profile``)."""
+COMBINERS: dict[str, Combiner] = {}
+"""None of its ops' outputs is aggregated before a push."""
+NEVER_SPILLS = False
+"""Its buffers grow with its input: under a smaller budget it spills (``testbed.workloads.profile``)."""

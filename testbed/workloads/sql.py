@@ -14,6 +14,7 @@ from testbed.plan import Dependency, JobPlan
 from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.splitting import byte_ranges
 from testbed.workflows import ir
+from testbed.workloads.base import Combiner, TaskFunction
 from testbed.workloads.dag import plan_dag
 
 BODY = "testbed.workloads.sql_stage:stage_body"
@@ -28,7 +29,8 @@ def file_splits(scan: ir.Scan) -> list[dict[str, Any]]:
     return byte_ranges(paths, scan.splits or max(1, round(total_mb / SPLIT_MB)))
 
 
-def plan(job: Any) -> JobPlan:
+def plan(job: Any, seed: int, scenario: Any = None) -> JobPlan:
+    """The job's stages (``seed`` and ``scenario`` unused: the plan is its query's)."""
     from testbed.workflows.lowering import lower
     from testbed.workflows.sql_tables import workflow_of
 
@@ -69,3 +71,10 @@ def check_sql(job: Any, seed: int, directory: Path) -> list[str]:
         return [str(err)]
     ordered = isinstance(root, ir.Sort) and bool(root.keys)
     return compare(read_output(directory, root.schema()), theirs, ordered)
+
+
+OPERATIONS: dict[str, TaskFunction] = {}
+"""None of its own: its stages run as the stage DAGs' op (``testbed.plan.DAG_OP``, registered
+for every DAG by ``testbed.workloads``), their body ``sql_stage.stage_body``."""
+COMBINERS: dict[str, Combiner] = {}
+PROFILED_STAGES: dict[str, int] = {}

@@ -40,9 +40,9 @@ import msgpack
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.dag_jobs import dag_of, job_inputs
 from testbed.scenario.plugins import find_plugin
-from testbed.scenario.schema import PluginJob, ScenarioError
+from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
 from testbed.scenario.splitting import line_splits
-from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError
+from testbed.workloads.base import Combiner, FetchFailed, TaskContext, TaskFunction, WorkloadError
 from testbed.workloads.dag import plan_dag
 from testbed.workloads.groups import GroupBuffer, RecordError, pack_pair
 from testbed.workloads.reference_inputs import line_chunks, reference_files
@@ -82,9 +82,10 @@ def sources_of(job: PluginJob, seed: int) -> list[dict[str, Any]]:
     return [{"generate": {**plugin, "split": i, "splits": maps, "seed": seed}} for i in range(maps)]
 
 
-def plan(job: PluginJob, seed: int) -> JobPlan:
+def plan(job: PluginJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
     """``plugin.map`` over the splits, one ``plugin.step`` stage per round of the plugin's
     ``iterations``, then ``plugin.reduce``: each reads its parent's output through a shuffle."""
+    del scenario  # every workload's plan takes it (``testbed.workloads.plan_job``); this one needs none
     workload = load_workload(job.workload, job.options)
     if workload.dag is not None:
         return planned_dag(job, seed, workload)
@@ -384,3 +385,13 @@ def check_plugin(job: PluginJob, seed: int, directory: Path) -> list[str]:
         sample = ", ".join(repr(line) for line in sorted(extra)[:3])
         problems.append(f"{sum(extra.values())} lines are not in the reference, e.g. {sample}")
     return problems
+
+
+OPERATIONS: dict[str, TaskFunction] = {
+    "plugin.map": map_task,
+    "plugin.step": step_task,
+    "plugin.reduce": reduce_task,
+}
+"""The task functions of a plugin workload's ops (its plugin's methods, called by them)."""
+COMBINERS: dict[str, Combiner] = {}
+"""None of its ops' outputs is aggregated before a push."""

@@ -31,19 +31,22 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgpack
 import numpy as np
 
 from testbed.plan import Dependency, JobPlan, StagePlan
-from testbed.scenario.schema import WordcountJob
+from testbed.scenario.schema import Scenario, WordcountJob
 from testbed.scenario.splitting import line_splits
 from testbed.wire.blocks import BlockWriter
-from testbed.workloads.base import TaskContext
+from testbed.workloads.base import Combiner, TaskContext, TaskFunction
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import PairBuffer, SpillFiles
 from testbed.workloads.splits import read_lines_range
+
+if TYPE_CHECKING:
+    from testbed.workloads.task_model import Role
 
 WORD = re.compile(r"[^\W_]+")
 SPLIT_MB = 8
@@ -144,7 +147,8 @@ def sources_of(job: WordcountJob, seed: int) -> list[dict[str, Any]]:
     ]
 
 
-def plan(job: WordcountJob, seed: int) -> JobPlan:
+def plan(job: WordcountJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
+    del scenario  # every workload's plan takes it (``testbed.workloads.plan_job``); this one needs none
     sources = sources_of(job, seed)
     return JobPlan(
         "wordcount",
@@ -285,3 +289,13 @@ def read_output(directory: Path) -> Counter[str]:
             word, _, count = line.rpartition("\t")
             counts[word] += int(count)
     return counts
+
+
+OPERATIONS: dict[str, TaskFunction] = {"wordcount.map": map_task, "wordcount.reduce": reduce_task}
+"""The task functions of its ops (``testbed.workloads.OPERATIONS`` gathers every workload's)."""
+COMBINERS: dict[str, Combiner] = {"wordcount.map": combine_outputs}
+"""Ops whose outputs may be partially aggregated on their node before a push (Pado)."""
+PROFILED_STAGES: dict[Role, int] = {"map": 0, "reduce": 1}
+"""The stage ``testbed profile`` measures for each role (``testbed.workloads.profile``)."""
+NEVER_SPILLS = False
+"""Its buffers grow with its input: under a smaller budget it spills (``testbed.workloads.profile``)."""

@@ -106,5 +106,5 @@ def test_a_bad_option_is_named(options: dict[str, str]) -> None:
         cluster={"reserved": 1, "transient": 2},
         jobs=[{"workload": "wordcount", "size_mb": 4, "maps": 2, "reduces": 1}],
     )
-    with pytest.raises(ScenarioError, match=r"policy\.options\.spark-checkpoint: expected read_from"):
+    with pytest.raises(ScenarioError, match=r"policy\.options\.spark-checkpoint\.read_f"):
         make_strategy(scenario)

@@ -18,7 +18,7 @@ from testbed.wire.blocks import TOKEN_HEADER
 from testbed.wire.capabilities import NODE_KEY_ENV, block_cap
 from testbed.wire.protocol import Codec, NodeState, Topics
 from testbed.workloads.wordcount import read_output
-from tests.reliability.test_least_privilege import COMPROMISED, MAPS, ForgedResults
+from tests.support.attackers import COMPROMISED, MAPS, ForgedResults
 from tests.support.docker import new_run_id, remove_run, run_leftovers
 from tests.support.runs import expected_counts
 

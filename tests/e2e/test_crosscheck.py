@@ -1,7 +1,9 @@
 """`testbed crosscheck`: one cell run for real (local agents) and simulated, compared.
 
-Asserts what is deterministic: the table's cells and metrics, and that its numbers are those
-of the two run directories; not how close the sim is (host noise moves the real side)."""
+The first test is the CI's cross-check that can fail: a small scenario with an eviction, at a
+tolerance the model meets with margin (measured below), so a model change that breaks the
+agreement fails it. The others assert what is deterministic: the table's cells and metrics, and
+that its numbers are those of the two run directories."""
 
 from __future__ import annotations
 
@@ -24,14 +26,32 @@ jobs:
 """
 
 
+EVICTED = """\
+name: ci-crosscheck
+cluster: {reserved: 1, transient: 2, heartbeat_interval: 0.2}
+chaos:
+  transient: {replace: true, provisioning_delay: 0.5s}
+  storms:
+    - {at: 1s, evict: {count: 1, kind: transient}}
+jobs:
+  - {workload: sleep, tasks: 6, duration: 1.5}
+"""
+# Measured (2026-12-02, host load 21 to 23, `testbed crosscheck` of EVICTED, seeds 1 to 4): mean
+# JCT 3.41 s real [3.29, 3.53] against 3.16 s sim, -7.5% (per seed -5.7% to -10%); one eviction
+# and 2 of 6 tasks relaunched in every run on both sides. The sleeps do not need the host's
+# CPU, so its load moves the real side less than a workload's; this test's one seed, at load 24:
+# -10.9%. A sim whose sleep tasks took 0.7 of their duration (a deliberate break in
+# master/sim/model.py's pinned_s, not committed) failed this test at -52.2%.
+TOLERANCE = "jct=25%,p95=25%,evictions=0,relaunched=0"
+
+
 def test_crosscheck_compares_a_real_and_a_simulated_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scenario = tmp_path / "s.yaml"
-    scenario.write_text(SCENARIO)
+    scenario.write_text(EVICTED)
     out = tmp_path / "cc"
-    # the sleep tasks take 0.3 s on both sides: a mean JCT 100x off would be a broken model
-    args = ["crosscheck", str(scenario), "--out", str(out), "--tolerance", "jct=10000%,evictions=0"]
+    args = ["crosscheck", str(scenario), "--out", str(out), "--tolerance", TOLERANCE]
     assert main(args) == 0
     real = json.loads((out / "real" / "seed-1" / "summary.json").read_text())
     sim = json.loads((out / "sim" / "seed-1" / "summary.json").read_text())
@@ -44,7 +64,8 @@ def test_crosscheck_compares_a_real_and_a_simulated_run(
     assert float(jct["rel_error"]) == pytest.approx(
         (sim["mean_jct_s"] - real["mean_jct_s"]) / real["mean_jct_s"]
     )
-    assert jct["within"] == "True" and rows["evictions"]["within"] == "True"
+    assert jct["within"] == "True" and rows["evictions"]["within"] == "True", jct
+    assert rows["relaunched_ratio"]["within"] == "True" and float(rows["evictions"]["real_mean"]) == 1
     assert "| scenario | mean_jct_s |" in (out / "crosscheck.md").read_text()
     assert (out / "crosscheck.png").stat().st_size > 0
     assert "cross-check directory" in capsys.readouterr().out

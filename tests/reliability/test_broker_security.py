@@ -3,7 +3,6 @@ speaks and listens for its own node only."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import aiomqtt
@@ -17,6 +16,7 @@ from testbed.wire.broker import (
     RunCredentials,
     mosquitto_binary,
 )
+from tests.support.mqtt_clients import client, received
 
 pytestmark = pytest.mark.e2e
 
@@ -37,16 +37,6 @@ async def broker(request: pytest.FixtureRequest) -> AsyncIterator[ManagedBroker]
         yield started
     finally:
         await started.close()
-
-
-def client(broker: ManagedBroker, creds: Credentials | None) -> aiomqtt.Client:
-    return aiomqtt.Client(
-        broker.host,
-        broker.port,
-        username=creds.username if creds else None,
-        password=creds.password if creds else None,
-        timeout=5,
-    )
 
 
 async def test_each_run_makes_fresh_credentials() -> None:
@@ -72,17 +62,6 @@ async def test_the_broker_refuses_strangers(broker: ManagedBroker, who: str) -> 
     with pytest.raises(aiomqtt.MqttError):
         async with client(broker, creds):
             pass
-
-
-async def received(subscriber: aiomqtt.Client, until: bytes) -> list[bytes]:
-    """Payloads delivered to ``subscriber`` up to and including ``until``."""
-    payloads = []
-    async with asyncio.timeout(10):
-        async for message in subscriber.messages:
-            payloads.append(bytes(message.payload))
-            if payloads[-1] == until:
-                return payloads
-    return payloads
 
 
 async def test_only_the_master_may_publish_commands(broker: ManagedBroker) -> None:

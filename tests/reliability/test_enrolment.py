@@ -26,7 +26,7 @@ from testbed.wire.broker import (
     free_port,
     wait_for_port,
 )
-from tests.reliability.test_broker_security import client, received
+from tests.support.mqtt_clients import client, received
 
 pytestmark = pytest.mark.e2e
 

@@ -6,7 +6,6 @@ job runs, and the job's output is checked word by word against the reference.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -17,91 +16,17 @@ import msgpack
 import pytest
 
 from agents.push import INDEX_HEADER, encode_index
-from master.shell.run import RunResult, run_scenario
 from testbed.wire.blocks import TOKEN_HEADER, BlockWriter
 from testbed.wire.broker import EmbeddedBroker, ManagedBroker, MosquittoBroker, mosquitto_binary
-from testbed.wire.protocol import Codec, NodeState, TaskUpdate, Topics
+from testbed.wire.protocol import Codec, NodeState, Topics
 from testbed.workloads.wordcount import read_output
+from tests.support.attackers import MAPS, REDUCES, Attacker, ForgedResults
 from tests.support.runs import assert_clean, expected_counts
-from tests.support.scenarios import make_scenario
 
 pytestmark = pytest.mark.e2e
 
 needs_mosquitto = pytest.mark.skipif(mosquitto_binary() is None, reason="mosquitto is not installed")
 KINDS = [EmbeddedBroker, pytest.param(MosquittoBroker, marks=needs_mosquitto)]
-COMPROMISED = "reserved-0"
-MAPS, REDUCES = 8, 2
-JOBS = [{"workload": "wordcount", "size_mb": 4, "maps": MAPS, "reduces": REDUCES}]
-
-
-class Attacker:
-    """Acts on journal events from a task of its own: an MQTT client logged in as the
-    compromised agent, and an HTTP client with whatever token it holds."""
-
-    def __init__(self, broker: ManagedBroker | None) -> None:
-        """``broker``: the run's, handed in; None: the one the run starts (Docker: on its network)."""
-        self.broker = broker
-        self.events: asyncio.Queue[tuple[Any, dict[str, Any]]] = asyncio.Queue()
-        self.sent: list[str] = []
-        self.answers: list[int] = []
-        self.task: asyncio.Task[None] | None = None
-        self.master: Any = None
-
-    def on_event(self, master: Any, record: dict[str, Any]) -> None:
-        self.master = master
-        if self.task is None:
-            self.task = asyncio.get_running_loop().create_task(self.run(master))
-        self.events.put_nowait((master, record))
-
-    async def run(self, master: Any) -> None:
-        """Logged in with the credentials the compromised agent got (what its process holds)."""
-        own = await master.starts.secrets_of(COMPROMISED)
-        username, password = own["TESTBED_MQTT_USERNAME"], own["TESTBED_MQTT_PASSWORD"]
-        async with aiomqtt.Client(
-            master.broker.host, master.broker.port, username=username, password=password
-        ) as client:
-            while True:
-                master, record = await self.events.get()
-                await self.act(client, master, record)
-
-    async def act(self, client: aiomqtt.Client, master: Any, record: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
-
-    async def attack(self, run_dir: Path, backend: str = "local") -> tuple[RunResult, list[dict[str, Any]]]:
-        """The job run with this attacker at work: the run's result and its events."""
-        run = run_scenario(
-            make_scenario(jobs=JOBS), run_dir, backend, on_event=self.on_event, broker=self.broker
-        )
-        try:
-            result = await asyncio.wait_for(run, 300)
-        finally:
-            await self.stop()
-        return result, [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
-class ForgedResults(Attacker):
-    """Every map task started on another node is reported 'succeeded' with empty outputs:
-    once on the topic of the node running it, once on the compromised node's own topic."""
-
-    async def act(self, client: aiomqtt.Client, master: Any, record: dict[str, Any]) -> None:
-        if record["event"] != "task_started" or record["stage"] != 0 or record["node"] == COMPROMISED:
-            return
-        topics = Topics(master.run_id)
-        for sender in (record["node"], COMPROMISED):
-            forged = TaskUpdate(
-                node_id=sender,
-                task_id=record["task"],
-                attempt=record["attempt"],
-                state="succeeded",
-                partition_bytes=(0,) * REDUCES,
-            )
-            await client.publish(topics.task_updates(sender), Codec.encode(forged), qos=1)
-        self.sent.append(record["task"])
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=["amqtt", "mosquitto"])

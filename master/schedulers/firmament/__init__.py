@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from master.chaos.rules import class_rules
+from master.options import PolicyOptions
 from master.schedulers.firmament.costs import (
     COST_MODELS,
     QUINCY_PREFERENCE_FRACTION,
@@ -46,6 +47,14 @@ class FirmamentScheduler(Scheduler):
     needs_free_index = False
     """It reads the nodes' views (their running tasks, age and zone), not the free index."""
 
+    class Options(PolicyOptions):
+        """``policy.options.firmament``: the cost model and its knobs (quincy's and transient's;
+        unset: the paper's values, ``cost_model``)."""
+
+        cost_model: str = DEFAULT_COST_MODEL
+        wait_factor: float | None = None
+        preference_threshold: float | None = None
+
     def __init__(self, model: CostModel | None = None, solver: Solver = solve) -> None:
         self.model = model if model is not None else QuincyCostModel()
         self.solver = solver
@@ -57,7 +66,8 @@ class FirmamentScheduler(Scheduler):
     @classmethod
     def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> FirmamentScheduler:
         """The cost model ``policy.options.firmament`` names, knowing the scenario's evictions."""
-        return cls(cost_model(options, eviction_risk(scenario)))
+        given = {name: value for name, value in options.items() if value is not None}
+        return cls(cost_model(given, eviction_risk(scenario)))
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         jobs = sorted(snapshot.jobs, key=lambda j: (j.submitted, j.job_id))
