@@ -310,8 +310,3 @@ _BUILDERS: list[tuple[type | tuple[type, ...], Callable[[Any, Schema], tuple[Fn,
     (exp.Neg, _neg),
     (exp.Is, _is),
 ]
-
-
-def referenced_columns(sql: str) -> set[tuple[str, str]]:
-    """The (table, column) pairs an expression reads."""
-    return {(c.table, c.name) for c in parse_expr(sql).find_all(exp.Column)}

@@ -1,8 +1,8 @@
 """Musketeer's intermediate representation (Gog's dissertation, section 3.3): a workflow is
 a tree of dataflow operators, each with the schema of the rows it produces.
 
-Map-side operators (``MAP_SIDE``: SELECT, PROJECT, MAP) work row by row; the others shuffle
-on a key (``shuffle_keys``). Scalar expressions are SQL text (``testbed.workflows.exprs``);
+Map-side operators (SELECT, PROJECT, MAP) work row by row; the others shuffle on a key
+(``testbed.workflows.lowering`` says which). Scalar expressions are SQL text (``testbed.workflows.exprs``);
 WHILE is unrolled when built (``Workflow.loop``), so the tree holds its rounds."""
 
 from __future__ import annotations
@@ -254,27 +254,8 @@ class Choose(Op):
         return keep
 
 
-MAP_SIDE = (Scan, Select, Project, Map)
-
-
 def _a(kind: ColType) -> str:
     return f"{'an' if str(kind)[0] in 'aeiou' else 'a'} {kind}"
-
-
-def shuffle_keys(op: Op) -> tuple[tuple[str, ...], ...]:
-    """The key each input of a shuffle operator is partitioned on (all columns for DISTINCT
-    and the set operators; none for SORT, which gathers its input)."""
-    if isinstance(op, Join):
-        return (op.left_keys, op.right_keys)
-    if isinstance(op, Agg):
-        return (op.keys,)
-    if isinstance(op, Distinct):
-        return (tuple(c.name for c in op.child.schema()),)
-    if isinstance(op, SetOp):
-        return tuple(tuple(c.name for c in child.schema()) for child in op.children)
-    if isinstance(op, Sort):
-        return ((),)
-    return ()
 
 
 def walk(op: Op, seen: set[int] | None = None) -> Iterator[Op]:

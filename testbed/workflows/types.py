@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Kind = Literal["int", "float", "decimal", "string", "date", "bool"]
-KINDS: tuple[Kind, ...] = ("int", "float", "decimal", "string", "date", "bool")
 
 
 @dataclass(frozen=True, slots=True)
