@@ -6,7 +6,7 @@ no-eviction JCT, ``select: random``) is drawn by ``master.chaos.plan`` (the very
 controller follows), and each engine loses that node at that fraction of its own JCT (ours: the
 storm in the scenario; Spark: SIGKILL of the executor JVM in the victim's position). Printed per
 job: JCT, its inflation, the task attempts each engine ran, what Spark recomputed (event log) and
-whether the outputs are equal.
+whether the outputs are equal (to each other and to our independent reference).
 
     python benchmarks/spark_anchor.py [--jobs wordcount,sort,pagerank] [--at 0.5] [--seed 1]
         [--transient 3] [--out DIR] [--json FILE]
@@ -35,6 +35,7 @@ from testbed.app.anchor.compare import (
     write_input,
 )
 from testbed.scenario.schema import parse_scenario
+from testbed.workloads.check import check_output
 
 JOBS: dict[str, dict[str, Any]] = {
     "wordcount": {"size_mb": 24, "maps": 6, "reduces": 6},
@@ -69,9 +70,14 @@ def one_job(kind: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     ours1 = run_ours(evicted, root / "ours-1")
     kills = [{"at_s": round(args.at * spark0["log"]["jct_s"], 3), "victim": victim}]
     spark1 = run_spark(spark_spec(entry, nodes, root / "spark-1-out", kills), root / "spark-1")
+    job = parse_scenario(base).jobs[0]
     outputs = {
         "no eviction": output_differences(kind, root / "ours-0" / "outputs" / "j000", root / "spark-0-out"),
         "evicted": output_differences(kind, root / "ours-1" / "outputs" / "j000", root / "spark-1-out"),
+        "Spark against our reference": [
+            *check_output(job, args.seed, root / "spark-0-out"),
+            *check_output(job, args.seed, root / "spark-1-out"),
+        ],
     }
     return {"job": kind, "params": JOBS[kind], "victim": victim, "ours": [ours0, ours1],
             "spark": [spark0, spark1], "outputs": outputs}

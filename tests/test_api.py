@@ -7,6 +7,7 @@ import re
 import master.core.recovery as recovery
 import master.core.rounds as rounds
 import testbed.api as api
+import testbed.api.dag as api_dag
 import testbed.api.policy as base
 import testbed.api.speculation as api_speculation
 import testbed.api.strategy as api_strategy
@@ -20,8 +21,9 @@ def test_api_version_is_major_minor() -> None:
 
 def test_every_exported_name_exists_and_is_the_masters_own() -> None:
     """A policy's types are testbed.api.policy's, a strategy's the core's (it applies and
-    hands out those very classes), the wire messages and plans the agents' and the core's."""
-    own = (base, recovery, rounds, protocol, plan, api_strategy, api_speculation)
+    hands out those very classes), the wire messages and plans the agents' and the core's, a
+    stage DAG's testbed.api.dag's (which the workloads lower to the plan)."""
+    own = (base, recovery, rounds, protocol, plan, api_strategy, api_speculation, api_dag)
     for name in api.__all__:
         if name in ("API_VERSION", "Workload", "SimModel"):  # the workers' own, not the master's
             continue

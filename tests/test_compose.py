@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from master.shell.compose_file import GENERATED, compose_file
+from master.shell.compose_file import GENERATED, compose_file, secrets_directory
 from testbed.app.cli import build_parser, main
 from testbed.node.processes import SECRET_ENV
 from testbed.scenario.schema import load_scenario
@@ -123,6 +123,23 @@ def test_bad_scenario_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captur
     assert len(err.splitlines()) == 1 and err.startswith(f"{scenario}: cluster.transient")
     assert main(["compose", str(tmp_path / "missing.yaml")]) == 2
     assert "missing.yaml" in capsys.readouterr().err
+
+
+def test_out_in_a_directory_not_made_yet_makes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/plugins.md's ``testbed compose experiment.yaml -o stack/compose.yaml``, run in a new
+    directory: the file and its secrets beside it (it said "cannot write it" before)."""
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "stack" / "compose.yaml"
+    assert main(["compose", "scenarios/quickstart.yaml", "-o", str(out)]) == 0
+    assert yaml.safe_load(out.read_text())["services"]["master"]
+    assert secrets_directory(load_scenario(Path("scenarios/quickstart.yaml")), out).is_dir()
+
+
+def test_a_file_in_the_way_of_out_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "stack").write_text("", encoding="utf-8")
+    out = tmp_path / "stack" / "c.yaml"
+    assert main(["compose", str(REPO / "scenarios/quickstart.yaml"), "-o", str(out)]) == 2
+    assert capsys.readouterr().err.strip().endswith("cannot write it: File exists")
 
 
 def test_per_node_gives_every_node_its_own_service_killed_on_removal(

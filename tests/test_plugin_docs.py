@@ -26,6 +26,7 @@ def doc_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "test_my_strategy",
         "inverted_index",
         "test_inverted_index",
+        "mutual_follows",
     ):
         sys.modules.pop(module, None)
 
@@ -43,6 +44,10 @@ def test_the_doc_ships_a_scheduler_an_autoscaler_a_workload_their_tests_and_scen
         "index.yaml",
         "test_inverted_index.py",
         "experiment.yaml",
+        "mutual_follows.py",
+        "mutual.yaml",
+        "test_random_run.py",
+        "backlog.yaml",
     }
 
 
@@ -67,7 +72,24 @@ def test_the_docs_workload_test_passes(doc_dir: Path) -> None:
     importlib.import_module("test_inverted_index").test_inverted_index_matches_its_reference(doc_dir / "work")
 
 
-@pytest.mark.parametrize("scenario", ["index.yaml", "evicted.yaml"])
+def test_the_docs_dag_workload_equals_its_reference(doc_dir: Path) -> None:
+    from testbed.scenario.schema import load_scenario
+    from testbed.workloads import plan_job
+    from testbed.workloads.check import check_output
+    from testbed.workloads.local import LocalJob
+
+    scenario = load_scenario(doc_dir / "mutual.yaml")
+    job, seed = scenario.jobs[0], scenario.seed * 1000
+    plan = plan_job(job, seed, scenario)
+    kinds = [[d.kind for d in s.deps] for s in plan.stages]
+    assert kinds == [[], ["shuffle"], ["shuffle"], ["narrow", "broadcast"]]
+    local = LocalJob(plan, doc_dir / "work").run(1 << 20)
+    assert check_output(job, seed, local.outputs) == []
+    lines = [line for part in sorted(local.outputs.glob("part-*")) for line in part.read_text().splitlines()]
+    assert len(lines) > 5 and {line.split("\t")[2] for line in lines} == {str(len(lines))}
+
+
+@pytest.mark.parametrize("scenario", ["index.yaml", "evicted.yaml", "mutual.yaml"])
 def test_the_docs_scenarios_validate(doc_dir: Path, scenario: str) -> None:
     from testbed.app.cli import main
 

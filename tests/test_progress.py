@@ -29,3 +29,26 @@ async def test_the_clock_says_which_origin_and_does_not_restart_silently(tmp_pat
     master.begin()
     after = progress_line(master.api.status())
     assert after.startswith("[run ") and "s wall]" in after
+
+
+def test_a_simulated_runs_line_has_its_clock_rate_and_an_eta_from_the_jobs_done() -> None:
+    from testbed.app.progress import sim_progress_line
+
+    status = {
+        "t": 30.0,
+        "expected_jobs": 4,
+        "evictions": 0,
+        "jobs": [{"status": "succeeded"}, {"status": "running"}],
+        "nodes": [{"class": "reserved", "status": "up", "running": ["a"]}],
+    }
+    line = sim_progress_line(status, trace_s=187.0, events=12_000, wall_s=4.0)
+    assert line.startswith("[sim 3m07s trace, 12,000 events, 3,000/s, ETA ~12.0s (from the jobs done)]")
+    assert "jobs 1/4" in line
+    status["jobs"][0]["status"] = "running"
+    assert "ETA --" in sim_progress_line(status, trace_s=10.0, events=0, wall_s=0.0)
+
+
+def test_wall_times_never_read_sixty_seconds() -> None:
+    from testbed.app.progress import format_wall
+
+    assert [format_wall(s) for s in (59.94, 59.96, 119.6, 7500.0)] == ["59.9s", "1m00s", "2m00s", "2h05m"]

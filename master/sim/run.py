@@ -22,7 +22,7 @@ from master.shell.secure_dir import secure_run_dir
 from master.sim.agents import ModelAgents
 from master.sim.model import ExecutionModel
 from master.sim.shell import SimShell
-from testbed.app.progress import progress_counts
+from testbed.app.progress import sim_progress_line
 from testbed.scenario.schema import Scenario, to_yaml
 from testbed.scenario.simulation import calibration_digest
 
@@ -112,10 +112,11 @@ def simulate(
 
 class SimProgress:
     """The run's progress in trace time on a terminal (redrawn in place, at most 4 times a
-    wall second): simulated trace seconds, then what ``testbed run`` shows for a real run."""
+    wall second): ``sim_progress_line``."""
 
     def __init__(self, time_scale: float) -> None:
         self.time_scale = time_scale
+        self.started = time.monotonic()
         self.shown = 0.0
         self.live = Live(Text(""), console=Console(stderr=True), transient=True, auto_refresh=False)
 
@@ -131,6 +132,6 @@ class SimProgress:
             return
         self.shown = time.monotonic()
         status = shell.status()
-        trace = status["t"] * self.time_scale
-        line = f"[sim {trace:9.1f}s trace, {shell.heap.popped} events] {progress_counts(status)}"
+        wall = self.shown - self.started
+        line = sim_progress_line(status, status["t"] * self.time_scale, shell.heap.popped, wall)
         self.live.update(Text(line), refresh=True)

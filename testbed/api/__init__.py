@@ -153,7 +153,7 @@ and decisions (``testbed.api.strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`
 :class:`FreeNode`: the nodes with a free slot, indexed by the master) and
 ``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``, 1.6
 ``Autoscaler.needs_current_jobs``, 1.7 ``Workload.dag`` and the stage DAG
-(``testbed.api.dag``)."""
+(``testbed.api.dag``), and the speculation rule's interface (``testbed.api.speculation``)."""
 
 
 @dataclass(frozen=True)

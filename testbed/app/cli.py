@@ -7,7 +7,6 @@ file, the field and the fix; never a traceback).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import functools
 import logging
@@ -30,17 +29,26 @@ from testbed.app.usage import (
     UsageError,
     sweep_dir,
 )
+from testbed.app.workload_args import add_workload_commands
 from testbed.durations import parse_duration
 from testbed.limits import MAX_DURATION_S, within_max_duration
 from testbed.node.processes import RunTerminated, StartupFailed
-from testbed.scenario.schema import Scenario, ScenarioError, load_scenario
-from testbed.workloads.cli import add_workload_commands
+from testbed.scenario.loading import ScenarioError
 
 if TYPE_CHECKING:
     from master.chaos.plan import PlannedEviction
     from master.shell.run import RunResult
+    from testbed.scenario.schema import Scenario
 
 BACKENDS = ("local", "docker", "attach", "sim")
+
+
+def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
+    """``testbed.scenario.schema.load_scenario``, imported when a command loads a scenario
+    (pydantic, numpy and the policies' models: ``testbed --help`` needs none of them)."""
+    from testbed.scenario.schema import load_scenario as load
+
+    return load(path, overrides)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -378,8 +386,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def check_broker(scenario: Scenario, backend: str) -> None:
     """An external broker (``mqtt://...`` or ``TESTBED_BROKER``) must answer before nodes start."""
-    from testbed.wire.mqtt import BrokerAddress
-
     if backend == "sim":
         return  # no broker: the simulator's agents are models
     url = os.environ.get("TESTBED_BROKER") or None
@@ -388,6 +394,8 @@ def check_broker(scenario: Scenario, backend: str) -> None:
     url = url or scenario.broker
     if not url.startswith("mqtt://"):
         return  # a broker the run starts itself
+    from testbed.wire.mqtt import BrokerAddress  # aiomqtt: only for a broker to check
+
     try:  # a Swarm stack starts its services in any order: attach gives the broker a minute
         BrokerAddress.parse(url).check_reachable(60.0 if backend == "attach" else 5.0)
     except ValueError as exc:
@@ -543,6 +551,8 @@ def _run_async(coroutine) -> None:
     try:
         import uvloop
     except ImportError:
+        import asyncio
+
         asyncio.run(coroutine)
     else:
         uvloop.run(coroutine)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.app.usage import EXIT_OK, UsageError
-from testbed.scenario.schema import ScenarioError, load_scenario
+from testbed.scenario.loading import ScenarioError
 
 
 def add_compose_commands(sub: Any) -> None:
@@ -56,10 +56,13 @@ def cmd_compose(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return EXIT_OK
     try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"testbed compose -o {args.out}: cannot write it: {exc.strerror}") from None
     print(f"wrote {args.out}", file=sys.stderr)
+    from testbed.scenario.schema import load_scenario  # here: ``testbed --help`` builds this parser
+
     directory = secrets_directory(load_scenario(args.scenario, args.overrides), args.out)
     if not directory.exists():
         _write_secrets(directory, "testbed compose -o")

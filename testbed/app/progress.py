@@ -38,6 +38,28 @@ def progress_counts(status: dict[str, Any]) -> str:
     )
 
 
+def sim_progress_line(status: dict[str, Any], trace_s: float, events: int, wall_s: float) -> str:
+    """A simulated run's progress: its simulated (trace) time, the events it handled and their
+    rate, what ``testbed run`` shows for a real run, and an estimate of the wall time left from
+    the share of the jobs done so far (none before the first ends)."""
+    done = sum(1 for j in status["jobs"] if j["status"] in ("succeeded", "failed"))
+    rate = events / wall_s if wall_s > 0 else 0.0
+    left = wall_s * (status["expected_jobs"] - done) / done if done else None
+    eta = "ETA --" if left is None else f"ETA ~{format_wall(left)} (from the jobs done)"
+    clock = f"[sim {format_wall(trace_s)} trace, {events:,} events, {rate:,.0f}/s, {eta}]"
+    return f"{clock} {progress_counts(status)}"
+
+
+def format_wall(seconds: float) -> str:
+    """``42.0s``, ``3m07s``, ``2h05m``."""
+    if seconds < 59.95:  # not 60.0s
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
 def _clock(status: dict[str, Any]) -> str:
     """Wall seconds since the run started (time 0 of the report), or, while the initial
     cluster is still launching, since the master started (a different origin, so said)."""

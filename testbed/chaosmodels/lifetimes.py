@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import gammainc
 
 from testbed.chaosmodels.lifetime_model import LifetimeModel, format_seconds
 from testbed.chaosmodels.traces import trace_model
@@ -115,6 +114,8 @@ class Gamma(LifetimeModel):
         return f"gamma(shape={self.shape:g}, scale={format_seconds(self.scale)})"
 
     def cdf_at(self, seconds: np.ndarray) -> np.ndarray:
+        from scipy.special import gammainc  # here: scipy costs every CLI start 0.2 s of CPU
+
         return gammainc(self.shape, np.maximum(seconds, 0.0) / self.scale)
 
 

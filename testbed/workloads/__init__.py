@@ -25,11 +25,11 @@ BUILT_IN: dict[str, ModuleType] = {
 """Each built-in workload's module, by the name jobs give it."""
 
 OPERATIONS: dict[str, TaskFunction] = {
-    op: task for module in (*BUILT_IN.values(), user) for op, task in module.OPERATIONS.items()
-} | {dag.DAG_OP: dag.dag_task}  # a plugin's own stage DAG (``user``) runs its stages as this op
+    op: task for module in (*BUILT_IN.values(), user, dag) for op, task in module.OPERATIONS.items()
+}
 
 COMBINERS: dict[str, Combiner] = {
-    op: combine for module in (*BUILT_IN.values(), user) for op, combine in module.COMBINERS.items()
+    op: combine for module in (*BUILT_IN.values(), user, dag) for op, combine in module.COMBINERS.items()
 }
 """Ops whose outputs may be partially aggregated on their node before a push (Pado)."""
 

@@ -31,62 +31,8 @@ from testbed.scenario.schema import (
 )
 from testbed.workloads import pagerank, sort, wordcount
 
-JOB_MODELS = {"sort": SortJob, "wordcount": WordcountJob, "pagerank": PagerankJob, "mlr": MlrJob}
 DEFAULT_SEED = 1
-
-
-def add_workload_commands(subparsers: Any) -> None:
-    gen = subparsers.add_parser("gen", help="write a workload's generated input to a file")
-    _job_options(gen, with_input=False)
-    gen.add_argument("--out", required=True, help="file to write")
-    gen.set_defaults(handler=cmd_gen)
-
-    profile = subparsers.add_parser(
-        "profile", help="memory-elasticity profile of a workload's map and reduce tasks"
-    )
-    _job_options(profile)
-    profile.add_argument(
-        "--fractions",
-        default="1.0,0.9,0.8,0.7,0.6,0.5,0.4,0.3,0.2,0.1",
-        help="fractions of the ideal memory to run at (comma separated)",
-    )
-    profile.add_argument("--repeat", type=int, default=1, help="runs per fraction; the fastest counts")
-    profile.add_argument("--out", default=".", help="directory for <workload>-<role>.json profiles")
-    profile.set_defaults(handler=cmd_profile)
-
-    plan = subparsers.add_parser("plan", help="print the stage DAG of a scenario's workload: sql jobs")
-    plan.add_argument("scenario", type=Path, help="a scenario with workload: sql jobs")
-    plan.add_argument("--merge", choices=("on", "off"), help="override each job's merge: switch")
-    plan.set_defaults(handler=cmd_plan)
-
-    check = subparsers.add_parser("check-output", help="verify a job's output against a reference")
-    check.add_argument("workload", nargs="?", choices=sorted(JOB_MODELS), help="omit with --run")
-    check.add_argument("output", nargs="?", help="the job's output directory (outputs/<job_id>)")
-    _job_options(check, positional=False)
-    check.add_argument("--run", help="a run directory: check every job of it")
-    check.set_defaults(handler=cmd_check_output)
-
-
-def _job_options(parser: argparse.ArgumentParser, with_input: bool = True, positional: bool = True) -> None:
-    if positional:
-        parser.add_argument("workload", choices=sorted(JOB_MODELS))
-    if with_input:
-        parser.add_argument("--input", help="input file, directory or glob (instead of generated data)")
-    parser.add_argument("--seed", type=int, help=f"seed of the generated input (default {DEFAULT_SEED})")
-    parser.add_argument("--size-mb", type=float, help="sort, wordcount: generated size")
-    parser.add_argument("--maps", type=int, help="map tasks (input splits)")
-    parser.add_argument("--reduces", type=int, help="reduce tasks (partitions)")
-    parser.add_argument("--vocabulary", type=int, help="wordcount: distinct generated words")
-    parser.add_argument("--nodes", type=int, help="pagerank: generated node id space")
-    parser.add_argument("--edges", type=int, help="pagerank: generated edges")
-    parser.add_argument("--iterations", type=int, help="pagerank, mlr: iterations")
-    parser.add_argument("--damping", type=float, help="pagerank damping factor")
-    parser.add_argument("--tolerance", type=float, help="pagerank: stop when the L1 change is below")
-    parser.add_argument("--points", type=int, help="mlr: generated training samples")
-    parser.add_argument("--features", type=int, help="mlr: features per sample")
-    parser.add_argument("--classes", type=int, help="mlr: classes")
-    parser.add_argument("--learning-rate", type=float, help="mlr: gradient descent step")
-    parser.add_argument("--regularization", type=float, help="mlr: L2 penalty")
+JOB_MODELS = {"sort": SortJob, "wordcount": WordcountJob, "pagerank": PagerankJob, "mlr": MlrJob}
 
 
 def job_from_args(args: argparse.Namespace) -> Any:

@@ -26,7 +26,7 @@ import msgpack
 
 from testbed.api.dag import DagError, JobDag, StageInput, StageSpec
 from testbed.plan import DAG_OP, Dependency, JobPlan, StagePlan
-from testbed.workloads.base import FetchFailed, TaskContext, WorkloadError
+from testbed.workloads.base import Combiner, FetchFailed, TaskContext, TaskFunction, WorkloadError
 from testbed.workloads.splits import read_lines_range
 
 RECORDS_PER_FRAME = 512
@@ -212,3 +212,9 @@ def dag_task(ctx: TaskContext) -> None:
             f"stage {task.stage!r}: {body.__name__}() raised {type(exc).__name__}: {exc}"
         ) from exc
     task.finish()
+
+
+OPERATIONS: dict[str, TaskFunction] = {DAG_OP: dag_task}
+"""Every stage of a stage-DAG job runs as ``dag.task``, which calls the stage's body."""
+COMBINERS: dict[str, Combiner] = {}
+"""A stage body declares no combiner (Pado's partial aggregation does not apply to DAG stages)."""

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from master.chaos.plan import capacity_windows, format_plan, plan_evictions
 from master.chaos.rules import ChaosRules, VirtualClock
@@ -17,6 +16,9 @@ from testbed.chaosmodels.lifetimes import parse_lifetime
 from testbed.scenario.loading import ScenarioError
 from testbed.scenario.schema import load_scenario, parse_scenario
 from tests.support.driver import Driver
+from tests.support.lazy import lazy_module
+
+stats = lazy_module("scipy.stats")
 
 TWO_EXPONENTIALS = {
     "available": {"exponential": {"mean": "1h"}},

@@ -11,13 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from scipy import stats
 
 from master.chaos.plan import plan_evictions
 from testbed.app.chaos_check import check_events, critical_95, format_check, ks_distance
 from testbed.chaosmodels.lifetimes import PRESETS, parse_lifetime, rng_for
 from testbed.scenario.schema import parse_scenario
 from tests.support.chaos import scenario
+from tests.support.lazy import lazy_module
+
+stats = lazy_module("scipy.stats")
 
 
 @pytest.mark.parametrize("name", ["high", "aws-spot"])

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from testbed.chaosmodels.lifetimes import parse_lifetime
+from tests.support.lazy import lazy_module
+
+stats = lazy_module("scipy.stats")
 
 
 def write(tmp_path, text: str, name: str = "lifetimes.csv"):

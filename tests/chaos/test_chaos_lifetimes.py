@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from testbed.chaosmodels.lifetime_model import format_seconds
 from testbed.chaosmodels.lifetimes import (
@@ -22,6 +21,9 @@ from testbed.chaosmodels.lifetimes import (
     parse_lifetime,
 )
 from testbed.scenario.chaos import ClassChaosSpec
+from tests.support.lazy import lazy_module
+
+stats = lazy_module("scipy.stats")
 
 N = 4000
 MINUTE = 60.0

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from master.chaos.plan import _clock, format_plan, plan_evictions
 from master.chaos.rules import storm_events
 from testbed.scenario.chaos import StormSpec
 from tests.support.chaos import scenario
+from tests.support.lazy import lazy_module
+
+stats = lazy_module("scipy.stats")
 
 
 def storm(**fields) -> StormSpec:

@@ -78,8 +78,7 @@ def test_the_docs_scheduler_and_workload_run_through_testbed_compose(
 ) -> None:
     compose = compose_command()
     monkeypatch.chdir(plugins)
-    stack = plugins / "stack" / "compose.yaml"
-    stack.parent.mkdir()
+    stack = plugins / "stack" / "compose.yaml"  # compose makes the directory
     assert main(["compose", "experiment.yaml", "-o", str(stack)]) == 0
     run_id = f"wlcompose-{new_run_id()}"
     results = tmp_path / "results"
@@ -109,8 +108,7 @@ def test_the_docs_scheduler_and_workload_run_as_a_swarm_stack(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(plugins)
-    stack = plugins / "stack" / "compose.yaml"
-    stack.parent.mkdir()
+    stack = plugins / "stack" / "compose.yaml"  # compose makes the directory
     assert main(["compose", "experiment.yaml", "-o", str(stack)]) == 0
     results = tmp_path / "results"
     results.mkdir()  # Swarm does not create a bind mount's source

@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 
 from master.shell.run import run_scenario
+from testbed.app.cli import main
+from testbed.scenario.schema import load_scenario
+from tests.support.plugins import write_doc_files
 from tests.support.runs import assert_clean, assert_exact, evict_first_if_none
 from tests.support.scenarios import make_scenario
 
@@ -75,3 +78,15 @@ async def test_lineage_recomputes_what_the_evicted_node_held_of_every_parent(tmp
     assert "s3" in rerun_stages, runs  # the lost partial output, recomputed from its narrow parent
     assert result.summary["relaunched_tasks"] >= 1
     assert_clean(tmp_path)
+
+
+async def test_the_docs_dag_workload_runs_on_local_agents_under_an_eviction(tmp_path: Path) -> None:
+    plugins = tmp_path / "my-workloads"
+    plugins.mkdir()
+    write_doc_files(plugins)
+    scenario = load_scenario(plugins / "mutual.yaml", ["time_scale=60"])
+    run_dir = tmp_path / "run"
+    result = await run_scenario(scenario, run_dir, on_event=evict_first_if_none())
+    assert result.ok and result.summary["evictions"] > 0, result.summary
+    assert main(["check-output", "--run", str(run_dir)]) == 0
+    assert_clean(run_dir)

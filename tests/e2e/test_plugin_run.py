@@ -123,16 +123,7 @@ def test_the_docs_autoscaler_sees_the_whole_backlog_under_fifo(tmp_path: Path, i
     """Ten ready maps, two slots: FIFO's round sees a window of two, and the autoscaler saw that
     window ("2 tasks wait"; on the full cluster none). It must see the 8 that wait."""
     write_doc_files(tmp_path)
-    scenario = tmp_path / "backlog.yaml"
-    scenario.write_text(
-        "name: backlog\n"
-        "cluster: {reserved: {count: 1, slots: 2}, transient: 0,"
-        " heartbeat_interval: 0.2, heartbeat_timeout: 5}\n"
-        "policy:\n  scheduler: fifo\n  autoscaler: backlog_autoscaler:BacklogAutoscaler\n"
-        "  options: {backlog_autoscaler:BacklogAutoscaler: {max_transient: 1}}\n"
-        "jobs: [{workload: wordcount, size_mb: 1, maps: 10, reduces: 1}]\ntimeout: 120s\n",
-        encoding="utf-8",
-    )
+    scenario = tmp_path / "backlog.yaml"  # the doc's
     run_dir = tmp_path / "run"
     assert main(["run", str(scenario), "--out", str(run_dir)]) == 0
     launches = [e for e in events(run_dir) if e["event"] == "autoscale" and e["action"] == "launch"]

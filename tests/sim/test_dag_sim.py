@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed.api import JobDag, JobInputs, StageCost, StageInput, StageSpec, Workload
 from tests.support.sim import events, rows, simulate
 
 JOIN = {
@@ -42,3 +43,32 @@ def test_a_dag_stage_cost_is_overridden_by_the_scenarios_ops(tmp_path: Path) -> 
     slow = simulate(tmp_path, "slow", cluster=CLUSTER, jobs=[JOIN], simulation={"ops": ops})
     base = simulate(tmp_path, "base", cluster=CLUSTER, jobs=[JOIN])
     assert slow.summary["makespan_s"] > 10 * base.summary["makespan_s"]
+
+
+class Fork(Workload):
+    """A source shuffled into two consumers, joined again: a stage read by two many-to-many
+    edges, and a stage reading two parents."""
+
+    def dag(self, job: JobInputs) -> JobDag:
+        cost, body = StageCost(0.2, 1.0, source_mb=4.0), "m:f"  # never run: the simulator costs it
+        return JobDag(
+            (
+                StageSpec("rows", body, 8, 4, cost=cost),
+                StageSpec("left", body, 4, 2, (StageInput("rows"),), cost=cost),
+                StageSpec("right", body, 4, 2, (StageInput("rows"),), cost=cost),
+                StageSpec("both", body, 2, 1, (StageInput("left"), StageInput("right")), cost=cost),
+            )
+        )
+
+
+def test_pado_pushes_a_transient_stage_into_each_of_its_many_to_many_consumers(tmp_path: Path) -> None:
+    job = {"workload": f"{__name__}:Fork", "reduces": 2}
+    result = simulate(tmp_path, cluster=CLUSTER, jobs=[job], policy={"strategy": "pado"})
+    assert result.ok, result.summary
+    pushes = [e for e in events(result.run_dir, "push_commit") if e["verdict"] == "accepted"]
+    assert {e["task"].split(".")[1] for e in pushes} == {"s0"}
+    assert len(pushes) == 8 and result.summary["bytes_pushed"] > 0
+    done = [r for r in rows(result.run_dir, "tasks") if r["status"] == "succeeded"]
+    assert {r["node_class"] for r in done if r["stage"] in ("1", "2", "3")} == {"reserved"}
+    receivers = {(e["task"], e["node"]) for e in events(result.run_dir, "push_received")}
+    assert len(receivers) == 16  # each of the 8 pushes reached both reserved nodes (its receivers there)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed.app.workload_args import add_workload_commands
 from testbed.workloads import sort
-from testbed.workloads.cli import add_workload_commands
 from testbed.workloads.task_model import load_profile
 
 
@@ -119,3 +119,12 @@ def test_bad_arguments_give_one_line_and_status_2(argv, capsys):
     assert run_cli(*argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("testbed: ") and "\n" not in err
+
+
+def test_the_parsers_workloads_are_the_handlers() -> None:
+    """``testbed --help`` names the workloads without importing their models: the same ones."""
+    from testbed.app import workload_args
+    from testbed.workloads import cli
+
+    assert sorted(cli.JOB_MODELS) == workload_args.WORKLOADS
+    assert cli.DEFAULT_SEED == workload_args.DEFAULT_SEED

@@ -3,13 +3,15 @@ shipped join workload run task by task against its plain-Python reference."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from testbed.api import DagError, JobDag, JobInputs, StageInput, StageSpec, Workload
+from testbed.api import DagError, DagTask, JobDag, JobInputs, StageInput, StageSpec, Workload, partition_of
 from testbed.scenario.schema import PluginJob, ScenarioError, parse_scenario
 from testbed.workloads import plan_job
+from testbed.workloads.base import WorkloadError
 from testbed.workloads.check import check_output
 from testbed.workloads.dag import plan_dag
 from testbed.workloads.local import LocalJob
@@ -111,3 +113,62 @@ def test_a_bad_dag_is_refused_at_load_naming_the_job() -> None:
         ScenarioError, match=r"jobs\.0\.workload: .*dag\(\) raised DagError: stage 'lost': nothing reads"
     ):
         parse_scenario(data)
+
+
+def words(task: DagTask) -> None:
+    for line in task.lines():
+        for word in line.split():
+            task.emit((len(word), 1), partition_of(len(word), task.partitions))
+
+
+def lengths(task: DagTask) -> None:
+    counts = Counter(length for length, _ in task.inputs("words"))
+    for length in sorted(counts):
+        task.write_line(f"{length}\t{counts[length]}")
+
+
+class WordLengths(Workload):
+    """A source reading the job's input files through its splits, a shuffle to the sink."""
+
+    def dag(self, job: JobInputs) -> JobDag:
+        me = __name__
+        return JobDag(
+            (
+                StageSpec("words", f"{me}:words", 3, job.reduces, task_args=job.splits(3)),
+                StageSpec("lengths", f"{me}:lengths", job.reduces, inputs=(StageInput("words"),)),
+            )
+        )
+
+    def reference(self, job: JobInputs):
+        text = "".join(p.read_text() for p in sorted(Path(job.input).parent.glob("*.txt")))
+        counts = Counter(len(word) for word in text.split())
+        return (f"{length}\t{n}" for length, n in sorted(counts.items()))
+
+
+def test_a_source_reads_its_split_of_the_jobs_input_files(tmp_path: Path) -> None:
+    data = tmp_path / "in"
+    data.mkdir()
+    for i in range(2):
+        (data / f"f{i}.txt").write_text(
+            "".join(f"{'ab' * (n % 7)} xyz {'q' * (n % 11)}\n" for n in range(i, 900))
+        )
+    job = PluginJob(workload=f"{__name__}:WordLengths", input=str(data / "*.txt"), reduces=2)
+    plan = plan_job(job, SEED, None)
+    assert len(plan.stages[0].task_params) == 3 and all("file" in p for p in plan.stages[0].task_params)
+    local = LocalJob(plan, tmp_path / "work").run(1 << 16)
+    assert check_output(job, SEED, local.outputs) == []
+
+
+def explodes(task: DagTask) -> None:
+    raise KeyError("no such column")
+
+
+class Explodes(Workload):
+    def dag(self, job: JobInputs) -> JobDag:
+        return JobDag((StageSpec("boom", f"{__name__}:explodes", source="create"),))
+
+
+def test_a_body_that_raises_is_a_data_failure_naming_its_stage(tmp_path: Path) -> None:
+    plan = plan_job(PluginJob(workload=f"{__name__}:Explodes"), SEED, None)
+    with pytest.raises(WorkloadError, match=r"stage 'boom': explodes\(\) raised KeyError"):
+        LocalJob(plan, tmp_path).run(1 << 20)
