@@ -3,6 +3,7 @@
     python benchmarks/reproduce.py \
         pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|late|late-evictions|rdd-recovery \
         [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
+        [--jobs N | --dask ADDRESS]
 
 pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster, late, late-evictions: a
 `testbed sweep` over the paper's variants with seeds (its sweep.md: bootstrap intervals,
@@ -18,6 +19,8 @@ job, a keyed sum: wordcount's built-in map and reduce rates (``OP_MODELS`` in
 testbed/scenario/simulation.py, read here, not copied), the sort's bytes (docs/papers.md, "Pado MR
 priced as the paper's reduce, a keyed sum").
 rdd-recovery: the job with and without its node failure; per-iteration times.
+--jobs N (default: the machine's cores) and --dask ADDRESS are `testbed sweep`'s: where the
+cells run; the tables are the same whichever.
 """
 
 from __future__ import annotations
@@ -133,8 +136,16 @@ def commit() -> str:
 
 
 def sweep(
-    name: str, full: bool, seeds: int | None, settings: list[str], out: Path, varies: tuple[str, ...] = ()
+    name: str,
+    full: bool,
+    seeds: int | None,
+    settings: list[str],
+    out: Path,
+    varies: tuple[str, ...] = (),
+    where: tuple[str, ...] = (),
 ) -> Path:
+    """The paper's sweep into ``out`` and its paired table; ``where``: ``testbed sweep``'s
+    ``--jobs``/``--dask`` arguments."""
     spec = SWEEPS[name]
     command = [
         "sweep",
@@ -143,6 +154,7 @@ def sweep(
         str(seeds or spec.seeds),
         "--out",
         str(out),
+        *where,
     ]
     replaced = {vary.partition("=")[0] for vary in varies}
     for vary in [*(v for v in spec.varies if v.partition("=")[0] not in replaced), *varies]:
@@ -205,12 +217,16 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], dest="settings", metavar="KEY=VALUE")
     parser.add_argument("--vary", action="append", default=[], dest="varies", metavar="KEY=V1,V2")
     parser.add_argument("--out", type=Path, help="directory for the runs (default: a new temporary one)")
+    parser.add_argument("--jobs", type=int, help="cells at once on this machine (default: its cores)")
+    parser.add_argument("--dask", metavar="ADDRESS", help="run the cells on this Dask cluster instead")
     args = parser.parse_args()
+    jobs = ("--jobs", str(args.jobs)) if args.jobs else ()
+    where = (*jobs, *(("--dask", args.dask) if args.dask else ()))
     out = args.out or Path(tempfile.mkdtemp(prefix=f"reproduce-{args.paper}-"))
     if args.paper == "rdd-recovery":
         print(rdd_recovery(out, args.settings))
     else:
-        paired = sweep(args.paper, args.full, args.seeds, args.settings, out, tuple(args.varies))
+        paired = sweep(args.paper, args.full, args.seeds, args.settings, out, tuple(args.varies), where)
         print(f"tables: {out / 'sweep.md'}, {paired}")
         print(paired.read_text())
     return 0

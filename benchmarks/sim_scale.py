@@ -17,6 +17,14 @@ Eagle, SoCC 2016) simulates 15,000 workers in 15 to 30 minutes under PyPy, using
     python benchmarks/sim_scale.py --nodes 10000 --tasks 100000 [--scheduler fifo]
         [--lifetime high] [--round-gap 0.1] [--profile]
     python benchmarks/sim_scale.py --scenario scenarios/sim-10k.yaml [--wall-limit 600]
+    python benchmarks/sim_scale.py --scenario scenarios/sim-10k.yaml --set KEY=VALUE \
+        --against REV [--rounds 3]
+
+``--against REV``: the same run with this tree's simulator and with REV's (``git archive`` of
+REV into a temporary directory), each in a fresh process, alternated ``--rounds`` times on
+the same host; printed: each side's CPU seconds (median and all), peak RSS, whether the
+events are byte-identical (SHA-256 of events.jsonl), and ours / REV's CPU ratio. The
+measuring code is this file's for both sides; only the simulator imported differs.
 """
 
 from __future__ import annotations
@@ -24,18 +32,26 @@ from __future__ import annotations
 import argparse
 import cProfile
 import csv
+import hashlib
+import json
+import os
 import pstats
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+TREE_ENV = "SIM_SCALE_TREE"
+"""The tree whose simulator a child of ``--against`` imports (this one's by default)."""
+sys.path.insert(0, os.environ.get(TREE_ENV) or str(ROOT))
 
-from master.sim.run import sim_scenario, simulate
-from testbed.scenario.schema import Scenario, load_scenario, parse_scenario
+from master.sim.run import sim_scenario, simulate  # noqa: E402
+from testbed.scenario.schema import Scenario, load_scenario, parse_scenario  # noqa: E402
 
 PEER = "Eagle/Hawk simulator (published): 15,000 workers in 15-30 min under PyPy, 2-3 GB"
 
@@ -104,8 +120,17 @@ def main() -> None:
     parser.add_argument("--round-gap", type=float, default=0.1)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--wall-limit", type=float, help="end the run after this many wall seconds")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    parser.add_argument("--against", metavar="REV", help="also run REV's simulator, alternated; the ratio")
+    parser.add_argument("--rounds", type=int, default=3, help="--against: runs of each side (default 3)")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # a child of --against
     args = parser.parse_args()
-    scenario = sim_scenario(load_scenario(args.scenario) if args.scenario else built(args))
+    if args.against:
+        against(args)
+        return
+    scenario = sim_scenario(
+        load_scenario(args.scenario, args.overrides) if args.scenario else built(args)
+    )
     profile = cProfile.Profile() if args.profile else None
     with tempfile.TemporaryDirectory() as tmp:
         before = resource.getrusage(resource.RUSAGE_SELF)
@@ -120,11 +145,16 @@ def main() -> None:
         jobs = list(csv.DictReader(table.open(newline=""))) if table.exists() else []
         with (Path(tmp) / "events.jsonl").open(encoding="utf-8") as events:
             started = sum('"event":"task_started"' in line for line in events)
+        digest = hashlib.sha256((Path(tmp) / "events.jsonl").read_bytes()).hexdigest()[:16]
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime - before.ru_utime - before.ru_stime
     cluster = scenario.cluster
     tasks = sum(int(job["tasks"] or 0) for job in jobs)
     finished = sum(job["status"] == "succeeded" for job in jobs)
+    if args.json:
+        figures = {"cpu_s": cpu, "wall_s": wall, "rss_mb": usage.ru_maxrss / 1024}
+        print(json.dumps({**figures, "events": shell.heap.popped, "ok": ok, "sha": digest}))
+        return
     if limit.hit:
         span = last_arrival_s(scenario)
         print(
@@ -152,6 +182,56 @@ def main() -> None:
         )
         print(f"the master's scheduling rounds: {rounds / wall:.0%} of the wall time (profiled)")
         stats.sort_stats("tottime").print_stats(20)
+
+
+def against(args: argparse.Namespace) -> None:
+    """This tree's and REV's simulator on the same arguments, alternated, in fresh processes."""
+    child = [*_without(sys.argv[1:], ("--against", "--rounds")), "--json"]
+    with tempfile.TemporaryDirectory(prefix="sim-scale-rev-") as rev_tree:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", args.against], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", rev_tree], input=archive, check=True)
+        sides = {"ours": str(ROOT), args.against: rev_tree}
+        runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+        for round_ in range(args.rounds):
+            for side, tree in sides.items():
+                runs[side].append(_child(child, tree))
+                print(f"round {round_ + 1} {side}: {json.dumps(runs[side][-1])}", flush=True)
+    cpu = {side: statistics.median(r["cpu_s"] for r in runs[side]) for side in sides}
+    for side in sides:
+        each = ", ".join(f"{r['cpu_s']:.1f}" for r in runs[side])
+        rss = max(r["rss_mb"] for r in runs[side])
+        sha = runs[side][0]["sha"]
+        print(f"{side}: CPU {cpu[side]:.1f} s median ({each}); peak RSS {rss:.0f} MB; events {sha}")
+    shas = {r["sha"] for side in sides for r in runs[side]}
+    print(f"events byte-identical: {'yes' if len(shas) == 1 else 'NO: ' + ', '.join(sorted(shas))}")
+    print(f"CPU ours / {args.against}: {cpu['ours'] / cpu[args.against]:.3f}; load {os.getloadavg()}")
+
+
+def _without(argv: list[str], options: tuple[str, ...]) -> list[str]:
+    """``argv`` without the named options and their values (``--opt V`` and ``--opt=V``)."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in options:
+            skip = True
+        elif not arg.startswith(tuple(f"{o}=" for o in options)):
+            kept.append(arg)
+    return kept
+
+
+def _child(arguments: list[str], tree: str) -> dict[str, Any]:
+    env = {**os.environ, TREE_ENV: tree, "PYTHONPATH": tree}
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), *arguments],
+        capture_output=True, text=True, env=env, check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"sim_scale: a run on {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 if __name__ == "__main__":

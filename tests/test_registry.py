@@ -20,12 +20,14 @@ from testbed.workloads import OPERATIONS, plan_job
 from tests.support.scenarios import make_scenario
 
 POLICIES = [
-    (kind, name) for kind in ("scheduler", "strategy", "autoscaler") for name in registry.BUILTINS[kind]
+    (kind, name)
+    for kind in ("scheduler", "strategy", "autoscaler", "speculation")
+    for name in registry.BUILTINS[kind]
 ]
 EAGLE = {"options": {"eagle": {"short_fraction": 0.5}}}
 
 
-@pytest.mark.parametrize(("kind", "name"), POLICIES, ids=[name for _, name in POLICIES])
+@pytest.mark.parametrize(("kind", "name"), POLICIES, ids=[f"{kind}-{name}" for kind, name in POLICIES])
 def test_every_built_in_policy_is_built_through_the_plugin_path(kind: str, name: str) -> None:
     policy = {"scheduler": "eagle", **EAGLE} if name == "cloudcoaster" else {}
     scenario = make_scenario(policy={**policy, kind: name})
@@ -78,6 +80,13 @@ def test_every_planned_op_has_its_task_function(tmp_path: Path) -> None:
     assert prefixes == set(registry.BUILTINS["workload"]) - {"noop", "sql"} | {"dag"}  # sql runs as a DAG
 
 
+def test_the_spark_strategy_leaves_policy_options_spark_to_the_spark_speculation_rule() -> None:
+    policy = {"strategy": "spark", "speculation": "spark", "options": {"spark": {"quantile": 0.75}}}
+    scenario = make_scenario(policy=policy)
+    assert type(make_policy("strategy", scenario)).__name__ == "SparkStrategy"
+    assert make_policy("speculation", scenario).quantile == 0.75
+
+
 def test_an_unknown_name_lists_the_built_ins(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(
@@ -98,7 +107,12 @@ def test_every_kind_has_a_group_and_a_table() -> None:
     assert set(registry.GROUPS) == set(registry.BUILTINS) == set(registry.KINDS)
 
 
-@pytest.mark.parametrize(("kind", "name"), POLICIES, ids=[name for _, name in POLICIES])
+OPTIONED = [policy for policy in POLICIES if policy != ("strategy", "spark")]
+"""Every built-in policy but the spark strategy, which takes no options (``policy.options.spark``
+is the spark speculation rule's)."""
+
+
+@pytest.mark.parametrize(("kind", "name"), OPTIONED, ids=[f"{kind}-{name}" for kind, name in OPTIONED])
 def test_every_built_in_policy_declares_its_options(kind: str, name: str) -> None:
     model = find_plugin(kind, name, f"policy.{kind}").target.Options
     assert issubclass(model, BaseModel)

@@ -150,11 +150,11 @@ class SparkStrategy(Strategy):
     needs_both_classes = False
     """Whether it needs a reserved and a transient node (outputs copied from one to the other)."""
 
-    class Options(PolicyOptions):
-        """``policy.options.spark``: it takes none."""
+    # No ``Options``: ``spark`` takes none, and ``policy.options.spark`` is the ``spark``
+    # speculation rule's (``master/speculation/rules.py``), which a run may use beside it.
 
     def __init__(self, scenario: Scenario, options: Mapping[str, Any]) -> None:
-        """``options``: ``policy.options.<its name>``, validated by its ``Options``."""
+        """``options``: ``policy.options.<its name>``, validated by its ``Options`` (a subclass's)."""
         self.scenario = scenario
         self.driver: dict[str, frozenset[int]] = {}
         """Job -> its driver stages (``driver_stages``), when the cluster has reserved nodes

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from master.sim.cpu import CpuJob, NodeCpu
 from master.sim.model import Links
-from testbed.wire.protocol import BlockRef, Heartbeat, TaskSpec
+from testbed.wire.protocol import BlockRef, Heartbeat, NodeState, TaskSpec
 
 
 @dataclass(slots=True)
@@ -164,3 +164,34 @@ def broadcast_indices(spec: TaskSpec) -> frozenset[int]:
             indices.extend(range(start, start + len(refs)))
         start += len(refs)
     return frozenset(indices)
+
+
+def part_bytes(node: ModelNode, ref: BlockRef, whole: Mapping[str, tuple[int, ...] | None]) -> int:
+    """The bytes the reference reads from the node's copy: the partition it names, or the
+    partitions of a block read whole (``ExecutionModel.whole_blocks``: None, every one)."""
+    parts = node.blocks[ref.block]
+    if ref.block in whole:
+        read = whole[ref.block]
+        return sum(parts) if read is None else sum(parts[i] for i in read if i < len(parts))
+    return parts[ref.partition] if ref.partition < len(parts) else 0
+
+
+def in_flight(node: ModelNode, now: float) -> bool:
+    """A fetch of one of the node's attempts, or a broadcast copy to it, not yet through."""
+    return any(a.fetching is not None and a.fetching.end > now for a in node.running.values()) or any(
+        copy.ready > now for copy in node.copies.values()
+    )
+
+
+def node_state(node: ModelNode, state: str, **extra: object) -> NodeState:
+    """The node's state message, as its agent publishes it (one incarnation, one session)."""
+    return NodeState(
+        node_id=node.node_id,
+        node_class=node.node_class,  # type: ignore[arg-type]
+        state=state,  # type: ignore[arg-type]
+        incarnation=incarnation_of(node.node_id),
+        session=1,
+        slots=node.slots,
+        memory_mb=node.memory_mb,
+        **extra,  # type: ignore[arg-type]
+    )

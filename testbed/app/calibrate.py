@@ -61,6 +61,7 @@ from typing import Any
 import yaml
 
 from testbed.app.sweep.grid import grid
+from testbed.app.sweep.options import SERIAL, Executor
 from testbed.app.sweep.run import run_sweep
 from testbed.node.bandwidth import BURST_S, book
 from testbed.plan import Dependency
@@ -446,6 +447,7 @@ def calibrate(
     extra: list[str],
     command: str,
     check: Callable[[Scenario], None] = lambda _: None,
+    executor: Executor = SERIAL,
 ) -> dict[str, Any]:
     """Run the scenario for real into ``work_dir`` (resumable) and return the calibration
     document (``simulation`` and ``measured``); an error when no run succeeded."""
@@ -454,7 +456,7 @@ def calibrate(
     cells = grid([], [scenario.seed + i for i in range(seed_count)])
     reused = sum((work_dir / cell.name / "summary.json").exists() for cell in cells)
     before = load_average()
-    results = run_sweep(scenario_path, [], seed_count, work_dir, overrides, 1, check)
+    results = run_sweep(scenario_path, [], seed_count, work_dir, overrides, 1, check, executor)
     after = load_average()
     runs = [work_dir / c.name for c, r in zip(cells, results, strict=True) if r.status == "ok"]
     if not runs:

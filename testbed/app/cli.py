@@ -20,6 +20,7 @@ from agents.cli import add_agent_arguments, port_number, run_agent
 from testbed.app.compose_commands import add_compose_commands
 from testbed.app.report import add_report_commands
 from testbed.app.sim_commands import RunChecks, add_simulator_commands
+from testbed.app.sweep.options import add_executor_arguments, executor_of
 from testbed.app.usage import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -180,6 +181,7 @@ def _grid_parser(sub: Any, name: str, text: str, vary: str) -> argparse.Argument
     )
     parser.add_argument("--seeds", type=int, default=1, help="seeds per cell: seed, seed+1, ... (default 1)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    add_executor_arguments(parser)
     return parser
 
 
@@ -521,6 +523,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         args.overrides,
         args.repeats,
         check=lambda scenario: build_policies(scenario, str(args.scenario)),
+        executor=executor_of(args),
     )
     table = out / "sweep.md"
     print(table.read_text() if table.exists() else "no run finished")

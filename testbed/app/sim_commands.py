@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from testbed.app.sweep.options import SERIAL, Executor, add_executor_arguments, executor_of
 from testbed.app.usage import EXIT_FAILED, EXIT_OK, UsageError, sweep_dir
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ def add_simulator_commands(
     calib.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     calib.add_argument("--out", type=Path, default=Path("calibration.yaml"), help="default calibration.yaml")
     calib.add_argument("--runs", type=Path, help="directory of the real runs (default <out>-runs); resumes")
+    add_executor_arguments(calib)
     calib.set_defaults(handler=partial(cmd_calibrate, checks=checks))
 
 
@@ -86,6 +88,7 @@ def cmd_crosscheck(args: argparse.Namespace, checks: RunChecks) -> int:
         raise UsageError(
             "--calibrate measures the calibration: drop --set simulation.calibration=..., or --calibrate"
         )
+    executor = executor_of(args)
     base = load_scenario(args.scenario, args.overrides)
     out = sweep_dir(args.out or Path("crosschecks") / base.name, "crosscheck")
     sim_only: list[str] = []
@@ -93,7 +96,7 @@ def cmd_crosscheck(args: argparse.Namespace, checks: RunChecks) -> int:
         fidelity = calibration_overrides(base, checks.dilation(base))
         calibration = out / "calibration.yaml"
         if not calibration.exists() and (
-            measure(checks, None, CROSSCHECK_SEEDS, fidelity, calibration) != EXIT_OK
+            measure(checks, None, CROSSCHECK_SEEDS, fidelity, calibration, executor=executor) != EXIT_OK
         ):
             return EXIT_FAILED
         sim_only = [f"simulation.calibration={calibration.resolve()}"]
@@ -106,6 +109,7 @@ def cmd_crosscheck(args: argparse.Namespace, checks: RunChecks) -> int:
         tolerances,
         check=lambda scenario: checks.policies(scenario, str(args.scenario)),
         sim_only=sim_only,
+        executor=executor,
     )
     print((out / "crosscheck.md").read_text())
     print(f"cross-check directory: {out} (crosscheck.md, crosscheck.csv, crosscheck.png; real/, sim/)")
@@ -137,7 +141,10 @@ was (2 left MLR's points op 16 attempts, and its rate 29% off: docs/simulation.m
 def cmd_calibrate(args: argparse.Namespace, checks: RunChecks) -> int:
     if args.seeds < 1:
         raise UsageError("--seeds: expected a whole number >= 1")
-    return measure(checks, args.scenario, args.seeds, args.overrides, args.out, args.runs, echo=True)
+    executor = executor_of(args)
+    return measure(
+        checks, args.scenario, args.seeds, args.overrides, args.out, args.runs, echo=True, executor=executor
+    )
 
 
 def measure(
@@ -148,6 +155,7 @@ def measure(
     out: Path,
     runs_dir: Path | None = None,
     echo: bool = False,
+    executor: Executor = SERIAL,
 ) -> int:
     """``testbed calibrate``: the real runs into ``runs_dir`` (default ``<out>-runs``), the
     calibration fitted and written to ``out``; its exit status."""
@@ -166,6 +174,7 @@ def measure(
             overrides,
             shlex.join(command),
             check=lambda s: checks.policies(s, str(scenario)),
+            executor=executor,
         )
     except RuntimeError as exc:
         print(f"testbed calibrate: {exc}", file=sys.stderr)

@@ -9,7 +9,7 @@ import pytest
 from master.sim.agents import ModelAgents
 from master.sim.clock import EventHeap
 from master.sim.model import ExecutionModel
-from master.sim.nodes import url_of
+from master.sim.nodes import part_bytes, url_of
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import (
     BlockReceived,
@@ -321,10 +321,10 @@ def test_pageranks_iterates_read_only_the_parts_of_the_links_block_the_real_task
     node.blocks[shuffled.block] = (7, 9)
     read = model.whole_blocks(iterate)
     assert read == {links.block: (0, 1)}
-    assert [ModelAgents._part_bytes(node, ref, read) for ref in (shuffled, links)] == [7, 1200]
-    assert ModelAgents._part_bytes(node, links, model.whole_blocks(last)) == 230
+    assert [part_bytes(node, ref, read) for ref in (shuffled, links)] == [7, 1200]
+    assert part_bytes(node, links, model.whole_blocks(last)) == 230
     gradient = iterate.model_copy(update={"op": "mlr.gradient"})  # a broadcast model: every part
-    assert ModelAgents._part_bytes(node, links, model.whole_blocks(gradient)) == 1230
+    assert part_bytes(node, links, model.whole_blocks(gradient)) == 1230
 
 
 def broadcast_reader(index: int, model: BlockRef) -> TaskSpec:

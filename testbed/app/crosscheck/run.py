@@ -36,6 +36,7 @@ from testbed.app.crosscheck.table import (
     violations,
 )
 from testbed.app.sweep.grid import Cell, Variation, grid
+from testbed.app.sweep.options import SERIAL, Executor
 from testbed.app.sweep.results import CellResult, cell_result
 from testbed.app.sweep.run import run_sweep
 from testbed.node.bandwidth import BURST_S
@@ -75,6 +76,7 @@ def run_crosscheck(
     tolerances: Mapping[str, Tolerance],
     check: Callable[[Scenario], None] = lambda _: None,
     sim_only: Sequence[str] = (),
+    executor: Executor = SERIAL,
 ) -> Crosscheck:
     """The cells run for real, then simulated (``sim_only``: overrides of the sim side alone,
     e.g. the calibration ``--calibrate`` measured), and compared."""
@@ -84,12 +86,12 @@ def run_crosscheck(
     cells = grid(variations, seeds)
     reused = sum((out / "real" / cell.name / "summary.json").exists() for cell in cells)
     load_before = load_average()
-    run_sweep(
-        scenario_path, variations, seed_count, out / "real", [*extra, f"backend={real_backend}"], 1, check
-    )
+    real_extra = [*extra, f"backend={real_backend}"]
+    run_sweep(scenario_path, variations, seed_count, out / "real", real_extra, 1, check, executor)
     load_after = load_average()
     sim_extra = [*extra, *sim_only, *real_link_burst(out / "real", extra)]
-    run_sweep(scenario_path, variations, seed_count, out / "sim", [*sim_extra, "backend=sim"], 1, check)
+    sim_side = [*sim_extra, "backend=sim"]
+    run_sweep(scenario_path, variations, seed_count, out / "sim", sim_side, 1, check, executor)
     results = {side: {cell: cell_result(out / side, cell) for cell in cells} for side in SIDES}
     errors = compare(_numbers_by_cell(cells, results))
     rows = csv_rows(errors, tolerances)

@@ -2,7 +2,8 @@
 
 Each cell is one ``testbed run`` in a child process, with ``--set`` overrides
 for its values and seed, writing ``<sweep dir>/<cell>/`` (its console output
-to ``<sweep dir>/logs/<cell>.log``). A cell whose
+to ``<sweep dir>/logs/<cell>.log``); the cells run on a local pool or a Dask cluster
+(``testbed/app/sweep/executor.py``), in grid order as slots free up. A cell whose
 ``summary.json`` exists is finished and skipped, so an interrupted sweep
 resumes where it stopped; the cell it stopped in runs again from scratch.
 At the end the sweep writes ``sweep.csv``, ``sweep.md`` and ``sweep.png``
@@ -12,25 +13,16 @@ At the end the sweep writes ``sweep.csv``, ``sweep.md`` and ``sweep.png``
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from testbed.app.sweep.grid import Cell, Variation, grid
+from testbed.app.sweep.cells import cell_command
+from testbed.app.sweep.executor import run_cells
+from testbed.app.sweep.grid import Variation, grid
+from testbed.app.sweep.options import SERIAL, Executor
 from testbed.app.sweep.results import CellResult, write_results
-from testbed.node.processes import child_env
 from testbed.scenario.schema import Scenario, load_scenario
 
 
@@ -42,14 +34,20 @@ def run_sweep(
     extra: list[str],
     repeats: int = 1,
     check: Callable[[Scenario], None] = lambda _: None,
+    executor: Executor = SERIAL,
 ) -> list[CellResult]:
     """Run (or resume) the grid; each cell's outcome, failed ones flagged. ``check`` is what
-    ``testbed run`` checks beyond the schema (its policies can be built): a ``ScenarioError``."""
+    ``testbed run`` checks beyond the schema (its policies can be built): a ``ScenarioError``.
+    ``executor``: where the cells run (``testbed/app/sweep/executor.py``); the results and
+    directories are the same whichever it is."""
     base = load_scenario(scenario_path, extra)
     seeds = [base.seed + i for i in range(seed_count)]
     cells = grid(variations, seeds, repeats)
+    backends = {}
     for cell in cells:  # every variant must be valid before anything runs
-        check(load_scenario(scenario_path, [*extra, *cell.overrides()]))
+        variant = load_scenario(scenario_path, [*extra, *cell.overrides()])
+        check(variant)
+        backends[cell] = variant.backend
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.json").write_text(
         json.dumps(
@@ -67,37 +65,16 @@ def run_sweep(
     console = Console(stderr=True)
     if len(todo) < len(cells):
         console.print(f"resuming: {len(cells) - len(todo)} of {len(cells)} runs already done")
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
-        bar = progress.add_task("sweep", total=len(cells), completed=len(cells) - len(todo))
-        for cell in todo:
-            progress.update(bar, description=cell.name)
-            code = _run_cell(scenario_path, cell, out / cell.name, extra)
-            if not console.is_terminal:
-                done = int(progress.tasks[0].completed) + 1
-                console.print(f"[{done}/{len(cells)}] {cell.name}: exit {code}")
-            progress.advance(bar)
+    commands = [
+        cell_command(
+            scenario_path,
+            [*extra, *cell.overrides()],
+            out / cell.name,
+            cell.name,
+            real=backends[cell] != "sim",
+            share_host=executor.share_host,
+        )
+        for cell in todo
+    ]
+    run_cells(commands, executor, len(cells) - len(todo), console)
     return write_results(out, cells, variations)
-
-
-def _run_cell(scenario_path: Path, cell: Cell, run_dir: Path, extra: list[str]) -> int:
-    """Run one unfinished cell from scratch: a directory left by an interrupted run of it
-    goes first (``testbed run`` wants a new or empty directory). Its output goes to
-    ``logs/<cell>.log`` beside the cells."""
-    args = [sys.executable, "-m", "testbed.app.cli", "run", str(scenario_path), "--out", str(run_dir)]
-    for assignment in [*extra, *cell.overrides()]:
-        args += ["--set", assignment]
-    shutil.rmtree(run_dir, ignore_errors=True)
-    log_path = run_dir.parent / "logs" / f"{run_dir.name}.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
-        return subprocess.run(
-            args, stdout=log, stderr=subprocess.STDOUT, env=child_env(), check=False
-        ).returncode
