@@ -99,6 +99,8 @@ class RunningAttempt:
     feeding: asyncio.Lock = field(default_factory=asyncio.Lock)
     slot: int | None = None
     """The task slot whose CPU group its worker joined, until the worker is gone."""
+    score: Any = None
+    """The progress score its worker writes (a shared double), if its spec asks it reported."""
 
 
 class Agent:
@@ -237,10 +239,19 @@ class Agent:
                 running=tuple(self.running),
                 attempts={task_id: a.spec.attempt for task_id, a in self.running.items()},
                 cached_inputs=self._cached_inputs(),
+                progress=self._scores(),
             )
             interval = self.config.heartbeat_interval
             await self.link.publish_now(topic, self.codec.encode(beat), timeout=interval)
             await asyncio.sleep(interval)
+
+    def _scores(self) -> dict[str, float]:
+        """Each running attempt's latest progress score, of those whose spec asks it reported."""
+        return {
+            task_id: min(1.0, max(0.0, a.score.value))
+            for task_id, a in self.running.items()
+            if a.score is not None
+        }
 
     # ------------------------------------------------------------------ commands
 
@@ -321,6 +332,8 @@ class Agent:
             return
         receiver, sender = _forkserver.Pipe(duplex=False)
         feed_out, feed_in = _forkserver.Pipe(duplex=False) if spec.streamed else (None, None)
+        if spec.report_progress:
+            attempt.score = _forkserver.RawValue("d", 0.0)
         attempt.process = _forkserver.Process(
             target=run_in_worker,
             args=(
@@ -331,6 +344,7 @@ class Agent:
                 self.config.task_memory_limit_mb,
                 feed_out,
                 self._slot_group(attempt),
+                attempt.score,
             ),
             daemon=True,
         )

@@ -46,6 +46,7 @@ from testbed.workloads.base import (
     peak_rss_bytes,
     reset_peak_rss,
 )
+from testbed.workloads.progress import Progress
 
 
 @contextlib.contextmanager
@@ -66,13 +67,17 @@ def memory_cap(limit_mb: int | None):
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def execute(spec: TaskSpec, node_dir: Path, own_url: str, feed: Any = None) -> dict[str, Any]:
-    """Run one attempt; ``feed`` brings the blocks of its streamed dependencies. It reads
+def execute(
+    spec: TaskSpec, node_dir: Path, own_url: str, feed: Any = None, score: Any = None
+) -> dict[str, Any]:
+    """Run one attempt; ``feed`` brings the blocks of its streamed dependencies; ``score``: the
+    shared double its progress score goes to (``testbed.workloads.progress``). It reads
     and uploads with the capabilities its spec carries, and holds no other secret."""
     blocks = node_dir / "blocks"
     scratch = node_dir / "scratch" / spec.block_id
     bind_worker(node_dir)
-    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, own_url), feed=feed)
+    fetcher = BlockFetcher(blocks, own_url)
+    ctx = TaskContext(spec, blocks, scratch, fetcher, feed=feed, progress=Progress(score))
     reset_peak_rss()
     started, cpu_started = time.perf_counter(), time.process_time()
     outcome: dict[str, Any] = {"state": "succeeded"}

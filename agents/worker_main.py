@@ -19,10 +19,12 @@ def run_in_worker(
     memory_limit_mb: int | None = None,
     feed: Connection | None = None,
     cpu_group: str | None = None,
+    score: Any = None,
 ) -> None:
     """Run the task (its memory capped, if the node says so), send one result dict, exit.
     ``feed`` brings the blocks of streamed dependencies (``TaskInputs`` as dicts) while it runs;
-    ``cpu_group``: its task slot's CPU cgroup (``testbed.node.cgroups``), joined first."""
+    ``cpu_group``: its task slot's CPU cgroup (``testbed.node.cgroups``), joined first;
+    ``score``: the shared double (``multiprocessing`` ``RawValue``) its progress score goes to."""
     from pathlib import Path
 
     from agents.worker import execute, memory_cap
@@ -39,7 +41,7 @@ def run_in_worker(
                 return
         spec = TaskSpec.model_validate(spec_data)
         with memory_cap(memory_limit_mb):
-            outcome = execute(spec, Path(node_dir), own_url, feed)
+            outcome = execute(spec, Path(node_dir), own_url, feed, score)
         conn.send(outcome)
     finally:
         conn.close()

@@ -351,6 +351,7 @@ class SchedulingRound:
             input_cache_mb=plan.input_cache_mb,
             streamed=plan.streamed,
             broadcast=tuple(d for d, dep in enumerate(stage.deps) if dep.kind == "broadcast"),
+            report_progress=self.core.copies.enabled,
         )
 
     # ------------------------------------------------------------------ node-side queues

@@ -128,6 +128,9 @@ class TaskSpec(BaseModel):
         default=(),
         description="dependencies read by broadcast: fetched once per node, its later tasks read its copy",
     )
+    report_progress: bool = Field(
+        default=False, description="send its progress score with the node's heartbeats (under speculation)"
+    )
 
     @property
     def block_id(self) -> str:

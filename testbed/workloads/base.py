@@ -31,6 +31,7 @@ from testbed.wire.blocks import (
 from testbed.wire.protocol import BlockRef, TaskMetrics, TaskSpec
 from testbed.workloads.broadcast import BroadcastCopies
 from testbed.workloads.input_cache import CacheReport, InputCache, input_cache_key
+from testbed.workloads.progress import COPY, Progress
 
 
 class InputDataError(ValueError):
@@ -121,6 +122,10 @@ class TaskContext:
     reading end, ``TaskInputs`` as dicts), for ``input_frames``."""
     fed: dict[int, dict[str, Any]] = field(default_factory=dict)
     """The feed's latest message for each streamed dependency not being read when it came."""
+    progress: Progress = field(default_factory=Progress)
+    """Its progress score (``testbed.workloads.progress``), read by the agent's heartbeats."""
+    blocks_read: int = 0
+    """Input blocks read whole so far (the copy phase's count)."""
 
     @property
     def budget_bytes(self) -> int:
@@ -146,9 +151,18 @@ class TaskContext:
                     for frame in read(ref):
                         self.metrics.bytes_in += len(frame)
                         yield frame
+                    self.blocks_read += 1
+                    self.progress.phase(COPY, self.blocks_read, self.blocks_to_fetch)
             if last:
                 return
             refs, last = self._more_inputs(dependency)
+
+    @property
+    def blocks_to_fetch(self) -> int:
+        """The copy phase's total: the blocks of its dependencies that are not streamed (a streamed
+        one's blocks are not known until they come)."""
+        streamed = set(self.spec.streamed)
+        return sum(len(refs) for d, refs in enumerate(self.spec.inputs) if d not in streamed)
 
     def _broadcast_frames(self, ref: BlockRef) -> Iterator[bytes]:
         """A block read by broadcast: from this node's blocks if it holds it, else through the

@@ -14,10 +14,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from testbed.plan import JobPlan
 from testbed.wire.protocol import BlockRef, TaskMetrics, TaskSpec
 from testbed.workloads.base import BlockFetcher, TaskContext, peak_rss_bytes, reset_peak_rss
+from testbed.workloads.progress import Progress
 
 LOCAL = "local"
 """The location every local block is stored at (the fetcher's own URL)."""
@@ -80,10 +82,13 @@ class LocalJob:
             )
         return tuple(refs)
 
-    def run_task(self, stage: int, index: int, budget_bytes: int, attempt: int = 0) -> TaskRun:
-        """Run one task (its parents must have run) with a budget in bytes; keeps its output."""
+    def run_task(
+        self, stage: int, index: int, budget_bytes: int, attempt: int = 0, score: Any = None
+    ) -> TaskRun:
+        """Run one task (its parents must have run) with a budget in bytes; keeps its output.
+        ``score``: where its progress score goes, as an agent's shared double."""
         spec = self.spec(stage, index, -(-budget_bytes // 2**20), attempt)
-        self.tasks[(stage, index)] = run = run_task(spec, self.work, budget_bytes)
+        self.tasks[(stage, index)] = run = run_task(spec, self.work, budget_bytes, score)
         if spec.final:
             self.outputs.mkdir(parents=True, exist_ok=True)
         return run
@@ -105,7 +110,7 @@ class LocalJob:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-def run_task(spec: TaskSpec, work: Path, budget_bytes: int | None = None) -> TaskRun:
+def run_task(spec: TaskSpec, work: Path, budget_bytes: int | None = None, score: Any = None) -> TaskRun:
     """Run one task like an agent's worker does, reading its inputs from local blocks.
 
     A final task's output is moved to ``work/outputs/part-<index>``. Failures
@@ -117,7 +122,8 @@ def run_task(spec: TaskSpec, work: Path, budget_bytes: int | None = None) -> Tas
     scratch.mkdir(parents=True, exist_ok=True)
     blocks = work / "blocks"
     blocks.mkdir(parents=True, exist_ok=True)
-    ctx = TaskContext(spec, blocks, scratch, BlockFetcher(blocks, LOCAL), budget_override=budget_bytes)
+    fetcher = BlockFetcher(blocks, LOCAL)
+    ctx = TaskContext(spec, blocks, scratch, fetcher, budget_override=budget_bytes, progress=Progress(score))
     reset_peak_rss()
     started = time.perf_counter()
     try:

@@ -34,6 +34,7 @@ from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.schema import Scenario, SortJob
 from testbed.scenario.splitting import byte_ranges
 from testbed.workloads.base import Combiner, TaskContext, TaskFunction
+from testbed.workloads.progress import REDUCE, split_bytes
 from testbed.workloads.reference_inputs import record_chunks, reference_files
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import read_records_range
@@ -236,6 +237,7 @@ def map_task(ctx: TaskContext) -> None:
     boundaries = np.array([bytes.fromhex(b) for b in ctx.params["boundaries"]], dtype=f"S{KEY}")
     budget = ctx.budget_bytes
     files = SpillFiles(ctx.scratch, ctx.metrics)
+    split, read = split_bytes(ctx.params, RECORD), 0
     buffer = ArrayBuffer(MAP_KIND, ctx.spec.partitions, int(budget * BUFFER_FRACTION), files)
     chunks = source_chunks(ctx.params, chunk_bytes_for(budget))
     if ctx.caches_input:
@@ -243,6 +245,8 @@ def map_task(ctx: TaskContext) -> None:
     for records in chunks:
         ctx.metrics.bytes_in += records.nbytes
         ctx.metrics.records_in += len(records)
+        read += records.nbytes
+        ctx.progress.read(read, split)
         parts = np.searchsorted(boundaries, records["key"], side="right").astype(np.uint16)
         buffer.add(records, parts)
     writer = ctx.open_output()
@@ -255,7 +259,7 @@ def map_task(ctx: TaskContext) -> None:
 
 def reduce_task(ctx: TaskContext) -> None:
     budget = ctx.budget_bytes
-    files = SpillFiles(ctx.scratch, ctx.metrics)
+    files = SpillFiles(ctx.scratch, ctx.metrics, progress=ctx.progress)
     buffer = ArrayBuffer(SORT_KIND, 1, int(budget * BUFFER_FRACTION), files)
     for frame in ctx.input_frames(0):
         records = as_records(frame)
@@ -266,6 +270,7 @@ def reduce_task(ctx: TaskContext) -> None:
             for chunk in chunks:
                 chunk.tofile(out)
                 ctx.metrics.records_out += len(chunk)
+                ctx.progress.phase(REDUCE, ctx.metrics.records_out, ctx.metrics.records_in)
 
 
 # ------------------------------------------------------------------ validation and references

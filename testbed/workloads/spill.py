@@ -54,6 +54,7 @@ import numpy as np
 
 from testbed.node.bandwidth import worker_limits
 from testbed.wire.protocol import TaskMetrics
+from testbed.workloads.progress import SORT, Progress
 
 SORT_FACTOR = 10
 """Most sources one merge reads at once: Hadoop's ``mapreduce.task.io.sort.factor`` (default 10)."""
@@ -90,14 +91,19 @@ def merge_plan(sizes: list[int], factor: int) -> list[list[int]]:
 
 
 def run_passes(
-    runs: list[Run], factor: int, length: Callable[[Run], int], merge: Callable[[list[Run]], Run]
+    runs: list[Run],
+    factor: int,
+    length: Callable[[Run], int],
+    merge: Callable[[list[Run]], Run],
+    passed: Callable[[int, int], None] = lambda done, total: None,
 ) -> list[Run]:
     """The runs left for the final merge after the passes of ``merge_plan`` (``merge`` makes
-    one run of several, ``length`` sizes a run)."""
+    one run of several, ``length`` sizes a run; ``passed(done, planned)`` after each pass)."""
     runs = list(runs)
     plan = merge_plan([length(run) for run in runs], factor)
-    for chosen in plan:
+    for done, chosen in enumerate(plan, 1):
         runs.append(merge([runs[i] for i in chosen]))
+        passed(done, len(plan))
     merged = {i for chosen in plan for i in chosen}
     return [run for i, run in enumerate(runs) if i not in merged]
 
@@ -124,17 +130,27 @@ def settle(handle: BinaryIO) -> None:
 class SpillFiles:
     """Names spill files in a scratch directory and accounts for them in the metrics."""
 
-    def __init__(self, scratch: Path, metrics: TaskMetrics, base_bytes: int = 0) -> None:
-        """``base_bytes``: memory the task holds besides the buffer (reported with it)."""
+    def __init__(
+        self, scratch: Path, metrics: TaskMetrics, base_bytes: int = 0, progress: Progress | None = None
+    ) -> None:
+        """``base_bytes``: memory the task holds besides the buffer (reported with it);
+        ``progress``: a reduce task's score, whose sort phase its merge passes advance."""
         self.scratch = scratch
         self.metrics = metrics
         self.base_bytes = base_bytes
+        self.progress = progress
         self._count = 0
         scratch.mkdir(parents=True, exist_ok=True)
 
     def new_path(self) -> Path:
         self._count += 1
         return self.scratch / f"spill-{self._count:05d}.run"
+
+    def sorted(self, done: int, planned: int) -> None:
+        """``done`` of the ``planned`` intermediate merge passes are over (the sort phase; with
+        none planned it is over when the final merge starts)."""
+        if self.progress is not None:
+            self.progress.phase(SORT, done, planned)
 
     def note_buffered(self, nbytes: int) -> None:
         self.metrics.peak_buffered_bytes = max(self.metrics.peak_buffered_bytes, self.base_bytes + nbytes)
@@ -364,6 +380,7 @@ class ArrayBuffer:
             self.files.metrics.merge_passes += 1
             reading = len(self.runs) + 1 if self.kind.keyed else 1
             chunk_bytes = min(max_chunk_bytes, max(MIN_READ_BYTES, free // (3 * reading)))
+        self.files.sorted(1, 1)
         chunk_records = max(1, chunk_bytes // self.kind.dtype.itemsize)
         bounds = ordered.bounds(self.partitions) if len(ordered.records) else [0] * (self.partitions + 1)
         for partition in range(self.partitions):
@@ -395,6 +412,7 @@ class ArrayBuffer:
             max(2, final_runs),
             lambda run: run.bounds[-1],
             lambda g: self._merge_group(g, chunk_records),
+            self.files.sorted,
         )
 
     def _merge_group(self, group: list[ArrayRun], chunk_records: int) -> ArrayRun:
@@ -502,6 +520,7 @@ class PairBuffer:
                 self.runs, self.partitions, final_runs, read_bytes, self.files, _sum_sorted
             )
             self.files.metrics.merge_passes += 1
+        self.files.sorted(1, 1)
         for partition, group in enumerate(groups):
             sources = [read_pair_section(run, partition, read_bytes) for run in self.runs]
             yield partition, _sum_sorted([*sources, group]) if sources else group
@@ -543,6 +562,7 @@ def reduce_runs(
         final_runs,
         lambda run: run.bounds[-1],
         lambda group: _merge_group(group, partitions, read_bytes, files, merge),
+        files.sorted,
     )
 
 

@@ -41,6 +41,7 @@ from testbed.scenario.schema import Scenario, WordcountJob
 from testbed.scenario.splitting import line_splits
 from testbed.wire.blocks import BlockWriter
 from testbed.workloads.base import Combiner, TaskContext, TaskFunction
+from testbed.workloads.progress import split_bytes
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import PairBuffer, SpillFiles
 from testbed.workloads.splits import read_lines_range
@@ -205,7 +206,8 @@ def count_words(data: bytes) -> Iterator[tuple[str, int]]:
 
 
 def new_buffer(ctx: TaskContext, partitions: int) -> PairBuffer:
-    files = SpillFiles(ctx.scratch, ctx.metrics)
+    """A reduce's buffer (a task with inputs) advances its sort phase as it merges."""
+    files = SpillFiles(ctx.scratch, ctx.metrics, progress=ctx.progress if ctx.spec.inputs else None)
     return PairBuffer(
         lambda word: partition_of(word, partitions),
         partitions,
@@ -217,8 +219,10 @@ def new_buffer(ctx: TaskContext, partitions: int) -> PairBuffer:
 def map_task(ctx: TaskContext) -> None:
     buffer = new_buffer(ctx, ctx.spec.partitions)
     size = slice_bytes(ctx.budget_bytes)
+    split = split_bytes(ctx.params)
     for chunk in ctx.through_input_cache(source_chunks(ctx.params)):
         ctx.metrics.bytes_in += len(chunk)
+        ctx.progress.read(ctx.metrics.bytes_in, split)
         for piece in slices(chunk, size):
             buffer.add_counts(count_words(piece))
     writer = ctx.open_output()
