@@ -1,0 +1,63 @@
+"""LATE for real: local agents report their attempts' progress scores, and `late` copies the
+tasks of a node made slow for real (its cgroup CPU quota, in faithful mode), every output exact."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from master.shell.run import run_scenario
+from testbed.node.cgroups import CgroupUnavailable, detect
+from tests.support.runs import assert_clean, assert_exact
+from tests.support.scenarios import make_scenario
+
+pytestmark = pytest.mark.e2e
+
+SLOW_CPUS = 0.02
+"""The reserved node's cores: 2% of a core for its two slots, against two cores for every other node."""
+
+
+async def test_late_copies_the_slow_nodes_tasks_from_real_progress_scores(tmp_path: Path) -> None:
+    try:
+        detect()
+    except CgroupUnavailable as exc:
+        pytest.skip(str(exc))
+    scenario = make_scenario(
+        cluster={
+            "reserved": {"count": 1, "slots": 2, "cpus": SLOW_CPUS},
+            "transient": {"count": 3, "slots": 2, "cpus": 2},
+            "heartbeat_interval": 0.2,
+            "heartbeat_timeout": 5,
+        },
+        jobs=[{"workload": "sort", "size_mb": 64, "maps": 8, "reduces": 2}],
+        fidelity={"mode": "faithful", "dilation": 1},
+        policy={"speculation": "late", "options": {"speculation": {"min_runtime": "0.5s", "cap": 0.5}}},
+    )
+    scores: list[float] = []
+
+    def scores_heard(master: Any, record: dict[str, Any]) -> None:
+        for node in master.core.nodes.values():
+            scores.extend(score for _, score in node.scores.values())
+
+    result = await run_scenario(scenario, tmp_path, on_event=scores_heard)
+    assert result.ok, result.summary
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    reserved = {e["node"] for e in events if e["event"] == "node_up" and e["class"] == "reserved"}
+    copies = [e for e in events if e["event"] == "task_started" and e.get("role") == "copy"]
+    assert copies, "late launched no copy"
+    assert all(c["reason"] == "longest estimated time left" for c in copies)
+    originals = {e["task"]: e["node"] for e in events if e["event"] == "task_started" and "role" not in e}
+    won = {
+        e["task"]
+        for e in events
+        if e["event"] == "task_finished" and e.get("role") == "copy" and e["status"] == "succeeded"
+    }
+    rescued = [c for c in copies if originals[c["task"]] in reserved and c["node"] not in reserved]
+    assert {c["task"] for c in rescued} & won  # a slow node's task copied to a fast one, which won
+    assert any(0 < s < 1 for s in scores)  # scores heard mid-task, from the agents' heartbeats
+    assert result.summary["speculative_attempts"] == len(copies)
+    assert_exact(scenario, tmp_path)
+    assert_clean(tmp_path)
