@@ -29,14 +29,21 @@ def plan(job: SleepJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
     return JobPlan("sleep", (stage,))
 
 
+PROGRESS_STEP_S = 0.1
+"""A sleeping task wakes this often to update its progress score (the fraction of its time done,
+as the simulator scores a sleep: it has no input to read)."""
+
+
 def run_task(ctx: TaskContext) -> None:
     duration = float(ctx.params["duration_s"])
-    deadline = time.monotonic() + duration
-    if ctx.params.get("cpu_bound"):
-        while time.monotonic() < deadline:
+    start = time.monotonic()
+    deadline = start + duration
+    while (now := time.monotonic()) < deadline:
+        if ctx.params.get("cpu_bound"):
             sum(range(10_000))
-    else:
-        time.sleep(duration)
+        else:
+            time.sleep(min(PROGRESS_STEP_S, deadline - now))
+        ctx.progress.read(int((time.monotonic() - start) * 1e6), int(duration * 1e6))
     ctx.final_path.write_text(f"{ctx.spec.task_id}\t{duration:.3f}\n")
 
 

@@ -89,3 +89,12 @@ def test_scores_only_grow_and_an_empty_phase_is_done() -> None:
     assert progress.score == pytest.approx(1 / 3)
     progress.read(1, 10)
     assert progress.score == pytest.approx(1 / 3) and progress.cell.seen == [pytest.approx(1 / 3)]
+
+
+def test_a_sleep_task_scores_the_fraction_of_its_time_done(tmp_path: Path) -> None:
+    scenario = parse_scenario({"name": "t", "jobs": [{"workload": "sleep", "tasks": 1, "duration": "1s"}]})
+    job = LocalJob(plan_job(scenario.jobs[0], 3, scenario), tmp_path)
+    scores = Scores()
+    job.run_task(0, 0, 1 << 20, score=scores)
+    assert len(scores.seen) >= 2 and 0 < scores.seen[0] < 1  # woken every 0.1 s, not only at the end
+    assert scores.seen == sorted(scores.seen) and scores.seen[-1] == 1.0
