@@ -142,3 +142,15 @@ def test_trusted_ref_refuses_what_validation_refuses_loudly() -> None:
         BlockRef.trusted("b", 0, ())
     with pytest.raises(ValueError):
         BlockRef.trusted("b", -1, ("http://x.sim:1",))
+
+
+def test_a_launch_names_report_progress_only_when_set() -> None:
+    """An agent built before the field (a Docker image) still takes a run's launches without
+    speculation; with it, the agent learns to report the attempt's progress score."""
+    from testbed.wire.protocol import Codec, LaunchTask, TaskSpec
+
+    spec = TaskSpec(task_id="j.s0.t0", job_id="j", stage=0, index=0, attempt=0, op="sort.map", memory_mb=1)
+    codec = Codec()
+    assert "report_progress" not in msgpack.unpackb(codec.encode(LaunchTask(task=spec)))["task"]
+    reporting = spec.model_copy(update={"report_progress": True})
+    assert codec.decode(codec.encode(LaunchTask(task=reporting))).task.report_progress is True

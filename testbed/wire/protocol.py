@@ -13,7 +13,15 @@ import os
 from typing import Annotated, Any, Literal
 
 import msgpack
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+)
 
 PROTOCOL_VERSION = 1
 NodeClass = Literal["reserved", "transient"]
@@ -131,6 +139,15 @@ class TaskSpec(BaseModel):
     report_progress: bool = Field(
         default=False, description="send its progress score with the node's heartbeats (under speculation)"
     )
+
+    @model_serializer(mode="wrap")
+    def _without_default_report(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``report_progress`` is sent only when set: an agent built before it (a Docker image)
+        still takes every launch of a run without speculation."""
+        data = handler(self)
+        if not self.report_progress:
+            data.pop("report_progress", None)
+        return data
 
     @property
     def block_id(self) -> str:
