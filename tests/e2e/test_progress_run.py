@@ -1,5 +1,6 @@
-"""LATE for real: local agents report their attempts' progress scores, and `late` copies the
-tasks of a node made slow for real (its cgroup CPU quota, in faithful mode), every output exact."""
+"""LATE and Hadoop's rule for real: local agents report their attempts' progress scores, and
+`late` and `hadoop` copy the task of a node made slow for real (its cgroup CPU quota, in faithful
+mode) onto a fast node, whose copy wins; every output exact."""
 
 from __future__ import annotations
 
@@ -20,7 +21,15 @@ SLOW_CPUS = 0.02
 """The reserved node's cores: 2% of a core for its two slots, against two cores for every other node."""
 
 
-async def test_late_copies_the_slow_nodes_tasks_from_real_progress_scores(tmp_path: Path) -> None:
+RULES = {
+    "late": ({"min_runtime": "0.5s", "cap": 0.5}, "longest estimated time left"),
+    "hadoop": ({"lag": "0.5s"}, "progress below its category's average - gap"),
+}
+"""Each rule that reads rates, with its time threshold cut from 60 s to half a second."""
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+async def test_a_rule_copies_the_slow_nodes_task_from_real_progress_scores(tmp_path: Path, rule: str) -> None:
     try:
         detect()
     except CgroupUnavailable as exc:
@@ -34,7 +43,7 @@ async def test_late_copies_the_slow_nodes_tasks_from_real_progress_scores(tmp_pa
         },
         jobs=[{"workload": "sort", "size_mb": 64, "maps": 8, "reduces": 2}],
         fidelity={"mode": "faithful", "dilation": 1},
-        policy={"speculation": "late", "options": {"speculation": {"min_runtime": "0.5s", "cap": 0.5}}},
+        policy={"speculation": rule, "options": {"speculation": RULES[rule][0]}},
     )
     scores: list[float] = []
 
@@ -47,8 +56,8 @@ async def test_late_copies_the_slow_nodes_tasks_from_real_progress_scores(tmp_pa
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     reserved = {e["node"] for e in events if e["event"] == "node_up" and e["class"] == "reserved"}
     copies = [e for e in events if e["event"] == "task_started" and e.get("role") == "copy"]
-    assert copies, "late launched no copy"
-    assert all(c["reason"] == "longest estimated time left" for c in copies)
+    assert copies, f"{rule} launched no copy"
+    assert all(c["reason"] == RULES[rule][1] for c in copies)
     originals = {e["task"]: e["node"] for e in events if e["event"] == "task_started" and "role" not in e}
     won = {
         e["task"]
