@@ -4,12 +4,14 @@ but the located input's own planning."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from master.core import commands as cmd
-from master.core.events import JobFailed, OutputLocated
+from master.core.events import JobFailed, OutputLocated, Round
+from master.shell.resume_run import recover
 from testbed.scenario.schema import Scenario, ScenarioError
 from tests.support.driver import Driver
 from tests.support.scenarios import make_scenario
@@ -104,3 +106,43 @@ def test_a_malformed_chain_is_refused_at_load_naming_the_field(
 def test_the_simulator_refuses_a_chain() -> None:
     with pytest.raises(ScenarioError, match=r"jobs\.1\.after: --backend sim produces no job outputs"):
         make_scenario(jobs=[PARENT, CHILD], backend="sim")
+
+
+def _crash(driver: Driver, run_dir: Path) -> float:
+    """The master dies now: its journal written where ``recover`` reads it; the crash's time."""
+    journal = [{"t": c.t, "event": c.kind, **c.fields} for c in driver.log if isinstance(c, cmd.Journal)]
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in journal))
+    return max(e["t"] for e in journal)
+
+
+def test_a_resumed_run_locates_the_child_of_a_parent_that_succeeded_before_the_crash(tmp_path: Path) -> None:
+    scenario = chained(PARENT, CHILD)
+    first = Driver(scenario)
+    first.boot()
+    first.run_to_end()  # the parent succeeded; the master dies before the shell's answer
+    crashed_at = _crash(first, tmp_path)
+    resumed = Driver(scenario, resume=recover(tmp_path))
+    resumed.now = crashed_at
+    resumed.boot()
+    (locate,) = [c for c in resumed.log if isinstance(c, cmd.LocateOutput)]
+    assert (locate.job_id, locate.ordinal) == ("j000", 1)
+    (tmp_path / "part-00000").write_text("alpha\t3\n", encoding="utf-8")
+    resumed.do(OutputLocated(1, str(tmp_path / "part-*")))
+    resumed.run_to_end()
+    assert [(e["job"], e["status"]) for e in resumed.events("job_finished")] == [("j001", "succeeded")]
+    assert [c.ok for c in resumed.log if isinstance(c, cmd.RunOver)] == [True]
+
+
+def test_a_resumed_run_holds_the_child_of_a_parent_still_running(tmp_path: Path) -> None:
+    scenario = chained(PARENT, CHILD)
+    first = Driver(scenario)
+    first.boot()
+    first.do(Round())  # the parent's maps run; the master dies
+    crashed_at = _crash(first, tmp_path)
+    resumed = Driver(scenario, resume=recover(tmp_path))
+    resumed.now = crashed_at
+    resumed.boot()
+    assert [c for c in resumed.log if isinstance(c, cmd.LocateOutput)] == []
+    resumed.run_to_end()
+    (locate,) = [c for c in resumed.log if isinstance(c, cmd.LocateOutput)]
+    assert (locate.job_id, locate.ordinal) == ("j000", 1)
