@@ -60,6 +60,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "mlr": "testbed.workloads.mlr",
         "sleep": "testbed.workloads.sleep",
         "noop": "testbed.workloads.noop",
+        "sql": "testbed.workloads.sql",
     },
 }
 """Every built-in: a policy by its class, a workload by its module (its plan, tasks and

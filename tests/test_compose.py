@@ -257,3 +257,10 @@ def test_an_agent_that_gave_up_is_restarted_unless_nodes_are_evicted(shipped: Pa
     wanted = "none" if evicts else "on-failure"
     agents = [s for name, s in services.items() if name not in ("broker", "master")]
     assert agents and {s["deploy"]["restart_policy"]["condition"] for s in agents} == {wanted}
+
+
+@pytest.mark.parametrize("shipped", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_a_shipped_compose_file_names_no_path_of_this_checkout(shipped: Path) -> None:
+    """A compose file runs from any clone: a plugin of the testbed's own packages (the join
+    scenario's) adds no scenario directory to the plugin path."""
+    assert str(REPO) not in shipped.read_text()

@@ -34,6 +34,27 @@ def test_a_streamed_dependency_reads_each_committed_block_once_until_the_last(tm
     assert not reading.poll()  # it stopped at the last message
 
 
+
+def test_two_streamed_dependencies_read_one_after_the_other_lose_no_message(tmp_path: Path) -> None:
+    """A join's task reads its first streamed parent whole, then its second: the feed's
+    messages for the second that came while it read the first are kept, not dropped (the
+    task would wait for them forever)."""
+    local = local_wordcount(tmp_path)
+    refs = [
+        BlockRef(block=local.tasks[(0, i)].spec.block_id, partition=1, locations=(LOCAL,)) for i in range(3)
+    ]
+    spec = local.spec(1, 1).model_copy(update={"inputs": ((refs[0],), (refs[1],)), "streamed": (0, 1)})
+    reading, writing = multiprocessing.Pipe(duplex=False)
+    messages = ((1, refs[1:2], False), (0, refs[:2], False), (1, refs[1:], True), (0, refs, True))
+    for dependency, sent, last in messages:
+        writing.send({"dependency": dependency, "refs": [r.model_dump() for r in sent], "last": last})
+    ctx = TaskContext(spec, local.blocks, tmp_path, BlockFetcher(local.blocks, LOCAL), feed=reading)
+    first, second = list(ctx.input_frames(0)), list(ctx.input_frames(1))
+    frames = BlockFetcher(local.blocks, LOCAL).frames
+    assert first == [frame for ref in refs for frame in frames(ref)]
+    assert second == [frame for ref in refs[1:] for frame in frames(ref)]
+    assert not reading.poll()
+
 async def test_the_agent_feeds_the_worker_nothing_after_the_last_inputs(tmp_path: Path) -> None:
     node = agent(tmp_path)
     local = local_wordcount(tmp_path, maps=2)

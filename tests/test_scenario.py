@@ -209,7 +209,7 @@ def test_profiles_may_mix_files_and_inline_models(tmp_path: Path) -> None:
         (
             ("workload: sort", "workload: sorting"),
             "profiles.0.workload: unknown workload; expected one of wordcount, sort, pagerank, mlr, sleep, "
-            "noop or a plugin's module:Class; found 'sorting'",
+            "noop, sql or a plugin's module:Class; found 'sorting'",
         ),
         (
             ("ideal_memory_mb: 4", "ideal_memory_mb: 0"),

@@ -1,4 +1,4 @@
-"""The workload commands' arguments (``testbed gen``, ``profile``, ``check-output``), apart from
+"""The workload commands' arguments (``testbed gen``, ``profile``, ``plan``, ``check-output``), apart from
 their handlers (testbed/workloads/cli.py, in a package whose ``__init__`` imports every
 workload, numpy, pydantic and the scenario schema): ``testbed --help`` builds this parser, the
 handlers are imported when such a command runs."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 WORKLOADS = ["mlr", "pagerank", "sort", "wordcount"]
@@ -41,6 +42,11 @@ def add_workload_commands(subparsers: Any) -> None:
     profile.add_argument("--repeat", type=int, default=1, help="runs per fraction; the fastest counts")
     profile.add_argument("--out", default=".", help="directory for <workload>-<role>.json profiles")
     profile.set_defaults(handler=_handler("cmd_profile"))
+
+    plan = subparsers.add_parser("plan", help="print the stage DAG of a scenario's workload: sql jobs")
+    plan.add_argument("scenario", type=Path, help="a scenario with workload: sql jobs")
+    plan.add_argument("--merge", choices=("on", "off"), help="override each job's merge: switch")
+    plan.set_defaults(handler=_handler("cmd_plan"))
 
     check = subparsers.add_parser("check-output", help="verify a job's output against a reference")
     check.add_argument("workload", nargs="?", choices=WORKLOADS, help="omit with --run")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from testbed import registry
 from testbed.limits import MAX_TASKS_PER_JOB
@@ -218,6 +218,54 @@ class NoopJob(JobBase):
     tasks: int = Field(default=100, ge=1, le=MAX_TASKS_PER_JOB)
 
 
+class SqlTable(Strict):
+    """A table of a ``workload: sql`` job: its files and the types of their columns."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    input: str = Field(description="a file, a directory or a glob of the table's files")
+    format: Literal["tbl", "csv"] = Field(default="tbl", description="tbl: pipe-delimited; csv: a header")
+    columns: dict[str, str] = Field(alias="schema", description="{column: type}, in the files' order")
+    splits: int | None = Field(default=None, ge=1, le=10_000, description="its tasks (default: 1 per 16 MB)")
+
+    @field_validator("input")
+    @classmethod
+    def _files(cls, value: str) -> str:
+        if not resolve_inputs(value):
+            raise ValueError(f"no input file matches {value!r}: give an existing file, directory or glob")
+        return absolute_input(value)
+
+
+class SqlJob(JobBase):
+    """A SQL query over tables of files, planned into a stage DAG (docs/workflows.md);
+    ``reduces`` is the tasks of each shuffle stage, ``merge: false`` turns off the merging of
+    operators into stages."""
+
+    workload: Literal["sql"]
+    query: str | None = Field(default=None, min_length=1, description="the SQL text")
+    tables: dict[str, SqlTable] = Field(default_factory=dict, description="the tables the query reads")
+    builder: str | None = Field(
+        default=None, pattern=PLUGIN_NAME, description="instead of a query: module:function returning a Flow"
+    )
+    merge: bool = True
+
+    @model_validator(mode="after")
+    def _plannable(self) -> SqlJob:
+        """The query parsed, optimised and typed now (or the builder's workflow built):
+        unsupported SQL and join keys of two types are refused before the run."""
+        try:
+            import sqlglot  # noqa: F401
+        except ImportError:
+            raise ValueError("workload: sql needs sqlglot: pip install 'transient-testbed[sql]'") from None
+        from testbed.workflows.sql_tables import workflow_of
+
+        if (self.query is None) == (self.builder is None):
+            raise ValueError("give either query (with tables) or builder, not both")
+        if self.query is not None and not self.tables:
+            raise ValueError("tables: the query reads tables; name each with its input and schema")
+        workflow_of(self)
+        return self
+
+
 PLUGIN_TAG = "plugin"
 
 
@@ -259,6 +307,7 @@ JobSpec = Annotated[
     | Annotated[MlrJob, Tag("mlr")]
     | Annotated[SleepJob, Tag("sleep")]
     | Annotated[NoopJob, Tag("noop")]
+    | Annotated[SqlJob, Tag("sql")]
     | Annotated[PluginJob, Tag(PLUGIN_TAG)],
     Discriminator(_workload_tag),
 ]

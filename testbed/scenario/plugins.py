@@ -224,7 +224,8 @@ def source_of(target: Any) -> str:
 
 def find_plugin(kind: str, name: str, field: str) -> Plugin:
     """The part ``name`` (a built-in, an import path or an entry point) of ``kind``
-    (``scheduler``, ...), checked against its interface."""
+    (``scheduler``, ...), checked against its interface (a workload that plans its own DAG
+    needs no map and reduce: ``KINDS[kind].instead``)."""
     if registry.is_builtin(kind, name):
         target = _by_import_path(registry.BUILTINS[kind][name], field)
     elif ":" in name:

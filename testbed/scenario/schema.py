@@ -437,9 +437,22 @@ def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:
         [job.get("workload") for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
     )
     kinds = ("scheduler", "strategy", "autoscaler", "speculation")
-    return any(not is_builtin(kind, name) for kind, name in zip(kinds, policies, strict=True)) or any(
-        isinstance(workload, str) and not is_builtin("workload", workload) for workload in workloads
+    return any(_outside(kind, name) for kind, name in zip(kinds, policies, strict=True)) or any(
+        _outside("workload", workload) for workload in workloads
     )
+
+
+OWN_PACKAGES = frozenset({"testbed", "master", "agents"})
+"""A plugin class in the testbed's own packages (``testbed.workloads.join:JoinAggregate``) is
+importable wherever the testbed is: it needs no scenario directory on the plugin path."""
+
+
+def _outside(kind: str, name: object) -> bool:
+    """Whether ``name`` is a plugin outside the testbed (neither a built-in nor an import path
+    into the testbed's own packages); a non-string is the schema's to refuse."""
+    if not isinstance(name, str) or is_builtin(kind, name):
+        return False
+    return name.split(":", 1)[0].split(".", 1)[0] not in OWN_PACKAGES
 
 
 def _resolve_profiles(data: dict[str, Any], scenario_dir: Path) -> None:

@@ -119,6 +119,8 @@ class TaskContext:
     feed: Any = None
     """Where the blocks of streamed dependencies arrive while the task runs (a pipe's
     reading end, ``TaskInputs`` as dicts), for ``input_frames``."""
+    fed: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The feed's latest message for each streamed dependency not being read when it came."""
 
     @property
     def budget_bytes(self) -> int:
@@ -157,12 +159,20 @@ class TaskContext:
         return BroadcastCopies(self.blocks_dir.parent / "broadcast").frames(ref, self.fetcher.frames)
 
     def _more_inputs(self, dependency: int) -> tuple[tuple[BlockRef, ...], bool]:
+        """The feed's latest message for ``dependency``. A message for another streamed
+        dependency that arrives meanwhile is kept for when that one is read (a task with two
+        streamed parents, a join's, reads one whole, then the other); messages are cumulative,
+        so its latest is all it needs."""
         if self.feed is None:
             raise RuntimeError(f"dependency {dependency} is streamed but the task has no feed")
-        while True:
-            message = self.feed.recv()  # blocks until the master commits more, EOFError if gone
-            if message["dependency"] == dependency:
-                return tuple(BlockRef.model_validate(r) for r in message["refs"]), message["last"]
+        message = self.fed.pop(dependency, None)
+        while message is None:
+            received = self.feed.recv()  # blocks until the master commits more, EOFError if gone
+            if received["dependency"] == dependency:
+                message = received
+            else:
+                self.fed[received["dependency"]] = received
+        return tuple(BlockRef.model_validate(r) for r in message["refs"]), message["last"]
 
     @property
     def caches_input(self) -> bool:

@@ -12,6 +12,8 @@ the output is correct):
   iteration within a relative 1e-9;
 - mlr: the model equals a single-process numpy gradient descent within 1e-9 of its
   largest weight (``mlr.RTOL`` says why);
+- sql: the rows equal DuckDB's answer to the same query on the same files (exactly but
+  for floats, to ``reference.FLOAT_TOLERANCE``; in order where the query orders);
 - a workload plugin: the output lines, as a multiset, equal the plugin's reference
   (its ``reference``, else its ``map`` and ``reduce`` in one process; ``user.py``).
 
@@ -31,6 +33,7 @@ import numpy as np
 
 from testbed.scenario.schema import PluginJob
 from testbed.workloads import mlr, pagerank_reference, sort, user, wordcount
+from testbed.workloads.sql import check_sql
 
 REFERENCES: dict[str, tuple[Callable[[Any, int], Any], Callable[[Path], Any]]] = {
     "sort": (sort.reference_output, lambda d: sort.read_output(d).comparable()),
@@ -53,6 +56,7 @@ def check_output(job: Any, seed: int, directory: Path) -> list[str]:
         "wordcount": _check_wordcount,
         "pagerank": _check_pagerank,
         "mlr": mlr.check,
+        "sql": check_sql,
     }
     if job.workload not in checks:
         return [f"no output check for workload {job.workload!r}"]

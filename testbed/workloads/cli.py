@@ -221,6 +221,24 @@ def cmd_check_output(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Each sql job's stages, what each fused, and where its rows go (exit 2: none, or bad)."""
+    from testbed.workflows.describe import describe_plan
+    from testbed.workloads.sql import plan as plan_sql
+
+    scenario = load_scenario(args.scenario)
+    jobs = [(n, job) for n, job in enumerate(scenario.jobs) if job.workload == "sql"]
+    if not jobs:
+        return _fail(f"{args.scenario}: no job has workload: sql")
+    for number, job in jobs:
+        if args.merge:
+            job = job.model_copy(update={"merge": args.merge == "on"})
+        name = f" ({job.name})" if job.name else ""
+        title = f"jobs.{number}{name}, merge {'on' if job.merge else 'off'}"
+        print("\n".join(describe_plan(plan_sql(job, 0), title)))
+    return 0
+
+
 def run_jobs(run: Path) -> list[tuple[Path, Any, int]]:
     """(output directory, job spec, seed) of every checkable job of a run, numbered as the master does."""
     scenario = load_scenario(run / "scenario.yaml")
@@ -234,7 +252,7 @@ def run_jobs(run: Path) -> list[tuple[Path, Any, int]]:
             spec = spec.model_copy(update={"input": str(parts)})
         for _ in range(spec.repeat):
             number = next(ordinal)
-            if spec.workload in JOB_MODELS or isinstance(spec, PluginJob):
+            if spec.workload in (*JOB_MODELS, "sql") or isinstance(spec, PluginJob):
                 seed = spec.seed if spec.seed is not None else scenario.seed * 1000 + number
                 jobs.append((run / "outputs" / f"j{number:03d}", spec, seed))
     return jobs

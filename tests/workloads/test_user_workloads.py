@@ -106,7 +106,8 @@ def test_bad_options_and_a_missing_input_are_refused(
     err = refused(scenario_file(plugin_dir, "{workload: 'opts:CharCount'}"), capsys)
     assert "jobs.0.input:" in err and "define generate(self, split, splits, seed)" in err
     err = refused(scenario_file(plugin_dir, "{workload: grep}"), capsys)
-    expected = "jobs.0: unknown workload 'grep'; expected one of wordcount, sort, pagerank, mlr, sleep, noop"
+    expected = "jobs.0: unknown workload 'grep'; expected one of wordcount, sort, pagerank, mlr, sleep, "
+    expected += "noop, sql"
     assert expected in err
 
 
