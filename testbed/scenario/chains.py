@@ -12,8 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-NOT_TEXT = ("sort", "pagerank", "mlr")
-"""Built-in workloads whose input is no text lines, so no other job's part files."""
+from testbed.scenario.jobs import PluginJob
+
+TEXT_READERS = ("wordcount",)
+"""Built-in workloads whose ``input`` is text lines, so may be another job's part files
+(plugin workloads too: their input is split at line boundaries)."""
 
 NO_OUTPUT = ("sleep", "noop")
 """Built-in workloads that write no part files."""
@@ -41,7 +44,7 @@ def _check_child(
             f"{field}: --backend sim produces no job outputs, so a chained job has no input there; "
             "run the scenario on a real backend (local, docker) or remove after"
         )
-    if job.workload in (*NO_OUTPUT, *NOT_TEXT):
+    if job.workload not in TEXT_READERS and not isinstance(job, PluginJob):
         raise ValueError(
             f"{field}: a {job.workload} job cannot read another job's output "
             "(its part files are text lines); chain a wordcount or a plugin workload"
