@@ -129,6 +129,15 @@ class RunOver:
 
 
 @dataclass(frozen=True, slots=True)
+class LocateOutput:
+    """Say where job ``job_id``'s committed output is (it succeeded): the input of the chained
+    job ``ordinal``; answer with ``OutputLocated``."""
+
+    job_id: str
+    ordinal: int
+
+
+@dataclass(frozen=True, slots=True)
 class Evicted:
     """The answer to an ``EvictRequest``: the nodes evicted, or (``refused``) why none was."""
 
@@ -152,5 +161,6 @@ Command = (
     | WantRound
     | ClusterUp
     | RunOver
+    | LocateOutput
     | Evicted
 )

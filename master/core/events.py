@@ -82,6 +82,15 @@ class OutputStaged:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputLocated:
+    """The answer to ``LocateOutput``: the chained job ``ordinal``'s input (a glob of the
+    parent's committed part files)."""
+
+    ordinal: int
+    input: str
+
+
+@dataclass(frozen=True, slots=True)
 class LinkUp:
     """The master's own broker connection is up; ``session`` > 1: it rejoined after an outage."""
 
@@ -144,6 +153,7 @@ Event = (
     | NodeStartFailed
     | ProbeAnswered
     | OutputStaged
+    | OutputLocated
     | LinkUp
     | LinkDown
     | Abort

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from master.core import tasks
+from master.core.chained import Chains
 from master.core.chaos import ChaosWorld
 from master.core.commands import (
     Command,
@@ -43,6 +44,7 @@ from master.core.events import (
     LinkDown,
     LinkUp,
     NodeStartFailed,
+    OutputLocated,
     OutputStaged,
     ProbeAnswered,
     Round,
@@ -138,6 +140,7 @@ class MasterCore:
         self.resumed_from = resume.crashed_at if resume is not None else 0.0
         """Where this segment of the run starts on the run's clock: 0, or the crash it resumes."""
         self.records = RunRecords(self)
+        self.chains = Chains(self)
         self.full_disks = DiskFullNodes(self)
         self.watch = NodeWatch(self)
         self.launcher = Launcher(self, self.records, self.outbox.put, attach, start_window)
@@ -200,6 +203,8 @@ class MasterCore:
             self.watch.probe_answered(event)
         elif isinstance(event, OutputStaged):
             self.staged.add((event.job_id, event.index, event.attempt))
+        elif isinstance(event, OutputLocated):
+            self.chains.located(event)
         elif isinstance(event, LinkUp):
             self.link_up = True
             if event.session > 1:
@@ -241,7 +246,11 @@ class MasterCore:
             ordinal = 0
             for spec in [*self.scenario.jobs, *self.arriving]:
                 for repeat in range(spec.repeat):
-                    self._submit_at(self.scenario.trace(spec.submit_at + repeat * spec.every), spec, ordinal)
+                    if spec.after is not None:
+                        self.chains.hold(spec, ordinal)
+                    else:
+                        when = self.scenario.trace(spec.submit_at + repeat * spec.every)
+                        self._submit_at(when, spec, ordinal)
                     ordinal += 1
         self.chaos.start(since=self.resumed_from)
         self.scaling.start()
@@ -267,6 +276,7 @@ class MasterCore:
         except Exception as exc:  # e.g. its input changed since validation: the job fails, not the run
             log.warning("job j%03d cannot be planned: %s", ordinal, exc)
             self.records.fail_unplanned(ordinal, spec, f"cannot plan the job: {exc}")
+            self.chains.planning_failed(spec, ordinal, f"cannot plan the job: {exc}")
             self.records.check_all_done()
             return
         self.jobs[job.job_id] = job

@@ -118,11 +118,18 @@ class SpeculationPort(Protocol):
     def job_counts(self, job: JobRuntime) -> dict[str, Any]: ...
 
 
+class ChainsPort(Protocol):
+    """The chained jobs held (``master.core.chained.Chains``)."""
+
+    def parent_ended(self, job: JobRuntime) -> None: ...
+
+
 class RecordsPort(ClusterPort, Protocol):
     """What the run's records use."""
 
     expected_jobs: int
     copies: SpeculationPort
+    chains: ChainsPort
 
     def run_over(self) -> None:
         """Every expected job has ended."""

@@ -72,6 +72,7 @@ class RunRecords:
                 node.reserved_for = None
             if node.reserved_for is None:
                 del self.reserved[node_id]
+        self.master.chains.parent_ended(job)
         self.check_all_done()
 
     def reserve(self, node: NodeRecord, job_id: str | None) -> None:

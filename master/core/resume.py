@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from master.core.chained import Chains
 from master.core.commands import Command, PrepareJob
 from master.core.jobs import JobRuntime, LiveJobs
 from master.core.ports import JobEnding, JournalPort, RecoveryPort
@@ -41,6 +42,9 @@ class ResumingCore(Protocol):
     def new_job(self, spec: Any, ordinal: int, submitted: float) -> JobRuntime: ...
 
     def kick(self) -> None: ...
+
+    @property
+    def chains(self) -> Chains: ...
 
     def run_over(self) -> None: ...
 
@@ -143,10 +147,13 @@ def resumed_arrivals(
     for node in core.nodes.values():
         node.launched_t = now
     ordinal = 0
-    for spec in [*core.scenario.jobs, *core.arriving]:
+    specs = [*core.scenario.jobs, *core.arriving]
+    for spec in specs:
         for repeat in range(spec.repeat):
             job_id = f"j{ordinal:03d}"
-            if job_id in found.submitted:
+            if spec.after is not None and job_id not in found.finished_jobs:
+                resume_chained(core, found, spec, ordinal, specs)
+            elif job_id in found.submitted:
                 restore_job(core, found, spec, ordinal)
             elif job_id not in found.finished_jobs:
                 submit_at(max(now, core.scenario.trace(spec.submit_at + repeat * spec.every)), spec, ordinal)
@@ -154,6 +161,25 @@ def resumed_arrivals(
     if core.expected_jobs == 0:
         core.records.check_all_done()
     core.kick()
+
+
+def resume_chained(core: ResumingCore, found: Recovered, spec: Any, ordinal: int, specs: list[Any]) -> None:
+    """A chained job not finished: held again; its parent finished (succeeded: a failed
+    parent failed it in the same step), so it is located again, and restored if it ran."""
+    core.chains.hold(spec, ordinal, restore=f"j{ordinal:03d}" in found.submitted)
+    parent = f"j{ordinal_of(specs, spec.after):03d}"
+    if parent in found.finished_jobs:
+        core.chains.parent_succeeded(spec.after, parent)
+
+
+def ordinal_of(specs: list[Any], name: str) -> int:
+    """The ordinal of the (unrepeated) job named ``name``."""
+    ordinal = 0
+    for spec in specs:
+        if spec.name == name:
+            return ordinal
+        ordinal += spec.repeat
+    raise KeyError(name)
 
 
 def restore_job(core: ResumingCore, found: Recovered, spec: Any, ordinal: int) -> None:

@@ -283,6 +283,9 @@ class _Stack:
             service["deploy"]["labels"] = {LABEL_RUN: self.run_id, LABEL_CLASS: node_class}
         if self.inputs:
             service["volumes"] = list(self.inputs)
+        if any(job.after is not None for job in self.scenario.jobs):  # a job reads another's parts
+            results = _relative(Path("results"), self.base)
+            service["volumes"] = [*service.get("volumes", []), f"${{TESTBED_RESULTS:-{results}}}:/results:ro"]
         if self.plugin_dirs:  # the workers import workload plugins from there (replacements copy it)
             service["environment"] = {
                 **service["environment"],

@@ -30,6 +30,7 @@ from master.core.events import (
     JobFailed,
     LinkDown,
     LinkUp,
+    OutputLocated,
     OutputStaged,
     ProbeAnswered,
     Round,
@@ -257,6 +258,9 @@ class Master:
             outputs.mkdir(parents=True, exist_ok=True)
             if command.keep is not None:
                 prepare_restored_outputs(outputs, set(command.keep))
+        elif isinstance(command, cmd.LocateOutput):  # the parent's parts are committed: answered next
+            parts = str(self.run_dir / "outputs" / command.job_id / "part-*")
+            asyncio.get_running_loop().call_soon(self._handle, OutputLocated(command.ordinal, parts))
         elif isinstance(command, cmd.RunFile):
             path = self.run_dir / command.name
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ from master.shell.broker_keeper import BrokerKeeper
 from master.shell.fidelity_monitor import FIDELITY_FILE, Sampler, write_assessment
 from master.shell.master import Master
 from master.shell.resume_run import Recovered, check_resumable, recover
-from master.shell.run_dir import check_inputs, owning, record_inputs, tidy
+from master.shell.run_dir import chained_outputs, check_inputs, owning, record_inputs, tidy
 from master.shell.scale_model import class_flags, docker_isolation, local_isolation, resolve
 from master.shell.secure_dir import secure_run_dir
 from master.summary.checkpoint_copies import checkpoint_summary
@@ -109,7 +109,8 @@ async def _run_owned(
     isolation = {"local": local_isolation, "docker": docker_isolation}.get(backend)
     cgroups = isolation(scenario) if isolation is not None else None
     backend_ = await open_backend(
-        backend, run_id, run_dir, input_files(scenario), cgroups, scenario.policy.plugin_path
+        backend, run_id, run_dir, [*input_files(scenario), *chained_outputs(scenario, run_dir)], cgroups,
+        scenario.policy.plugin_path,
     )
     provider = backend_.provider
     broker_url = backend_.broker_url or scenario.broker

@@ -179,3 +179,13 @@ def tidy(run_dir: Path) -> None:
         for pattern in STAGED_OUTPUTS:
             for staged in outputs.glob(f"*/{pattern}"):
                 staged.unlink(missing_ok=True)
+
+
+def chained_outputs(scenario: Scenario, run_dir: Path) -> list[Path]:
+    """The run's ``outputs/`` when a job reads another job's output (``jobs[].after``), made
+    now: Docker nodes mount it read-only at the same path, as they mount the input files."""
+    if not any(job.after is not None for job in scenario.jobs):
+        return []
+    outputs = run_dir / "outputs"
+    outputs.mkdir(parents=True, exist_ok=True)
+    return [outputs]

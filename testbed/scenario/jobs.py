@@ -38,6 +38,11 @@ class JobBase(Strict):
         f"profiles, else {DEFAULT_TASK_MEMORY_MB} MB",
     )
     input: str | None = Field(default=None, description="a file, a directory or a glob")
+    after: str | None = Field(
+        default=None,
+        description="the name of another job of this scenario: this job reads that job's committed "
+        "output (its part files) as its input, and is submitted when that job succeeds",
+    )
     seed: Seed | None = None
 
     @field_validator("input")

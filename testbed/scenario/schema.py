@@ -33,6 +33,7 @@ from testbed.limits import (
 from testbed.registry import builtin_names, is_builtin, listed
 from testbed.scenario.arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario.base import Duration, Seed, Strict
+from testbed.scenario.chains import check_chains
 from testbed.scenario.chaos import ChaosSpec
 from testbed.scenario.cluster import ClusterSpec
 from testbed.scenario.curves import PenaltyCurve, SpillCurve
@@ -246,6 +247,11 @@ class Scenario(Strict):
                     raise ValueError(
                         f"chaos.{node_class}.zones: unknown zone {zone!r}; zones of {node_class}: {known}"
                     )
+        return self
+
+    @model_validator(mode="after")
+    def _chains(self) -> Scenario:
+        check_chains(self.jobs, self.backend)
         return self
 
     @model_validator(mode="after")

@@ -15,6 +15,7 @@ from types import ModuleType
 
 from testbed import registry
 from testbed.plan import JobPlan
+from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.schema import PluginJob, Scenario
 from testbed.workloads import dag, user
 from testbed.workloads.base import Combiner, TaskFunction
@@ -37,6 +38,8 @@ COMBINERS: dict[str, Combiner] = {
 def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
     """A job's stages of tasks. A simulated run (``backend: sim``) plans from sizes alone:
     no input is generated or read beyond the files' sizes."""
+    if getattr(job, "input", None) is not None and not resolve_inputs(job.input):  # a chained job's parts
+        raise ValueError(f"no input file matches {job.input!r}")
     module = user if isinstance(job, PluginJob) else BUILT_IN[job.workload]
     plan: JobPlan = module.plan(job, seed, scenario)
     return plan

@@ -244,7 +244,12 @@ def run_jobs(run: Path) -> list[tuple[Path, Any, int]]:
     scenario = load_scenario(run / "scenario.yaml")
     jobs = []
     ordinal = itertools.count()
+    firsts = itertools.accumulate((spec.repeat for spec in scenario.jobs), initial=0)
+    named = {spec.name: first for spec, first in zip(scenario.jobs, firsts, strict=False) if spec.name}
     for spec in scenario.jobs:
+        if spec.after is not None:  # a chained job read its parent's committed parts
+            parts = run / "outputs" / f"j{named[spec.after]:03d}" / "part-*"
+            spec = spec.model_copy(update={"input": str(parts)})
         for _ in range(spec.repeat):
             number = next(ordinal)
             if spec.workload in (*JOB_MODELS, "sql") or isinstance(spec, PluginJob):
