@@ -13,7 +13,6 @@ import logging
 import multiprocessing
 import os
 import signal
-import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,10 @@ import aiohttp
 import aiomqtt
 from aiohttp import web
 
-from agents.oom import death_outcome, oom_kill_count
 from agents.push import push_block
 from agents.shuffle import make_app
 from agents.worker_main import combine_in_worker, run_in_worker, warmed
+from agents.worker_process import receive_outcome, start_worker
 from testbed.node.bandwidth import UNLIMITED, NodeLimits
 from testbed.node.cgroups import slot_group
 from testbed.node.lru import LruCache
@@ -214,7 +213,7 @@ class Agent:
         otherwise delay this node's first task, or its heartbeats once it is up."""
         process = _forkserver.Process(target=warmed, daemon=True)
         try:
-            await _start_worker(process, self.config.cgroup)
+            await start_worker(process, self.config.cgroup)
             await asyncio.to_thread(process.join)
         except (OSError, EOFError) as exc:  # the first task will try again
             log.warning("could not warm the task forkserver: %s", exc)
@@ -349,7 +348,7 @@ class Agent:
             daemon=True,
         )
         try:
-            await _start_worker(attempt.process, self.config.cgroup)
+            await start_worker(attempt.process, self.config.cgroup)
         except (OSError, EOFError) as exc:
             log.error("cannot start a worker for %s: %s", spec.task_id, exc)
             attempt.process = None
@@ -368,7 +367,7 @@ class Agent:
             attempt.feed = feed_in
             asyncio.get_running_loop().create_task(self._feed(attempt))
         try:
-            outcome = await _receive(receiver, attempt.process, self.config.cgroup)
+            outcome = await receive_outcome(receiver, attempt.process, self.config.cgroup)
             self._free_slot(attempt)  # the worker is gone: the slot is free before the master hears so
             self._finish(spec, outcome)
         finally:
@@ -459,13 +458,13 @@ class Agent:
         args = (flush.op, list(flush.members), flush.block, flush.partitions, str(self.config.data_dir))
         process = _forkserver.Process(target=combine_in_worker, args=(*args, sender), daemon=True)
         try:
-            await _start_worker(process, self.config.cgroup)
+            await start_worker(process, self.config.cgroup)
         except (OSError, EOFError) as exc:
             receiver.close()
             outcome = {"state": "failed", "error": f"cannot start a worker process: {exc}"}
         else:
             sender.close()  # so that the worker's death reads as end of file
-            outcome = await _receive(receiver, process, self.config.cgroup)
+            outcome = await receive_outcome(receiver, process, self.config.cgroup)
         finally:
             sender.close()
         if outcome["state"] != "succeeded":
@@ -556,50 +555,3 @@ def _kill(attempt: RunningAttempt) -> None:
     attempt.cancelled = True
     if attempt.process is not None and attempt.process.pid is not None:
         attempt.process.kill()
-
-
-WORKER_START_TRIES = 4
-WORKER_RESTART_BACKOFF_S = 0.05
-"""Pause before the second start, growing 4x per try: a forkserver killed mid-start may still
-be exiting (its socket closed, not yet reaped), and a start then is refused again."""
-_oom_kills_at_start: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKeyDictionary()
-"""The cgroup's OOM kill count when each worker was started (``agents.oom``)."""
-
-
-async def _start_worker(process: Any, node_group: Path | None) -> None:
-    """Start a worker process through the node's forkserver, off the loop (the first start
-    waits for the forkserver to preload the workloads). A forkserver that died (killed, or
-    out of memory) fails the start in flight with EOFError or OSError; the next start
-    launches a new forkserver, so a start is tried again before the task is failed."""
-    _oom_kills_at_start[process] = oom_kill_count(node=node_group)
-    for tries_left in range(WORKER_START_TRIES - 1, -1, -1):
-        try:
-            await asyncio.to_thread(process.start)
-            return
-        except (OSError, EOFError) as exc:
-            if not tries_left:
-                raise
-            log.warning("the task forkserver failed a worker start (%r); starting it again", exc)
-            await asyncio.sleep(WORKER_RESTART_BACKOFF_S * 4 ** (WORKER_START_TRIES - 1 - tries_left))
-
-
-async def _receive(receiver: Any, process: Any, node_group: Path | None) -> dict[str, Any]:
-    """Wait, without blocking the loop, until the worker sends its result or dies."""
-    loop = asyncio.get_running_loop()
-    readable = loop.create_future()
-    loop.add_reader(receiver.fileno(), lambda: readable.done() or readable.set_result(None))
-    try:
-        await readable
-    finally:
-        loop.remove_reader(receiver.fileno())
-    try:
-        outcome = receiver.recv()
-    except (EOFError, OSError):
-        await asyncio.to_thread(process.join)
-        return death_outcome(
-            process.exitcode, _oom_kills_at_start.get(process), oom_kill_count(node=node_group)
-        )
-    finally:
-        receiver.close()
-    await asyncio.to_thread(process.join)
-    return outcome

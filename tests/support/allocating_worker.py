@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from multiprocessing.connection import Connection
 
-from agents.agent import _forkserver, _receive, _start_worker
+from agents.agent import _forkserver
+from agents.worker_process import receive_outcome as _receive
+from agents.worker_process import start_worker as _start_worker
 
 
 def allocate(conn: Connection, megabytes: int) -> None:
