@@ -75,8 +75,19 @@ def write_results(out: Path, cells: list[Cell], variations: list[Variation]) -> 
     return results
 
 
+HOST_MEASURED = ("solver_time_p50_s", "solver_time_p99_s")
+"""summary.json's round times when they are the host's CPU seconds (``solver_time_source`` not
+``model``): a measurement of the machine, not a result of the cell, so no column of the sweep (a
+simulated sweep's table is the same on every executor and every rerun)."""
+
+
 def _numbers(summary: dict[str, Any]) -> dict[str, float]:
-    return {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    measured = summary.get("solver_time_source", "model") != "model"
+    return {
+        k: v
+        for k, v in summary.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and not (measured and k in HOST_MEASURED)
+    }
 
 
 def _groups(rows: list[dict[str, Any]], keys: list[str]) -> dict[tuple[str, ...], list[dict[str, Any]]]:
