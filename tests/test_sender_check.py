@@ -9,7 +9,7 @@ import pytest
 
 from master.core.senders import SenderCheck
 from master.shell.journal_file import Journal
-from testbed.wire.protocol import FlushAggregate, Heartbeat, PushDelivered, PushTarget, TaskUpdate
+from testbed.wire.protocol import CancelTask, FlushAggregate, Heartbeat, PushDelivered, PushTarget, TaskUpdate
 
 
 @pytest.fixture
@@ -64,3 +64,15 @@ def test_pushes_of_own_attempts_and_aggregates_are_allowed(check: SenderCheck) -
     assert check.allows("transient-1", pushed("transient-1", "j000.s0.t0", 1, "j000.s0.t0.a1"))
     assert check.allows("transient-2", pushed("transient-2", "agg-1", 0, "agg-1"))
     assert check.forged == 0
+
+
+def test_a_late_update_of_an_attempt_the_master_cancelled_is_no_forgery(
+    check: SenderCheck, tmp_path: Path
+) -> None:
+    check.sent("transient-1", CancelTask(task_id="j000.s0.t0", attempt=1))  # the copy lost
+    assert not check.allows("transient-1", update("transient-1", 1), latest_attempt=0)
+    assert (check.late, check.forged) == (1, 0)
+    assert not (tmp_path / "events.jsonl").exists() or not (tmp_path / "events.jsonl").read_text()
+    assert not check.allows("transient-0", update("transient-0", 1), latest_attempt=0)  # not its node
+    assert not check.allows("transient-1", update("transient-1", 2), latest_attempt=0)  # never launched
+    assert (check.late, check.forged) == (1, 2)

@@ -5,6 +5,11 @@ own check on what a message says. It remembers the node of every task attempt it
 launched and of every aggregate it asked for, and ignores (counts and journals)
 a report of any of them from another node, and any message naming a node other
 than the one whose topic it came on.
+
+It also remembers every attempt it cancelled itself (a speculative copy or original
+that lost, a task of a failed job): such an attempt's node may still report it after
+the master has moved on (launched in the same tick it was cancelled, its update is
+already on the way). That is no forgery: it is counted (``late``) and dropped quietly.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from testbed.wire.protocol import FlushAggregate, Message, PushDelivered, TaskUpdate
+from testbed.wire.protocol import CancelTask, FlushAggregate, Message, PushDelivered, TaskUpdate
 
 log = logging.getLogger("master")
 
@@ -22,8 +27,11 @@ class SenderCheck:
         self.journal = journal
         self.forged = 0
         """Messages an agent sent about a task, push or node that is not its own: ignored."""
+        self.late = 0
+        """Updates of attempts the master had cancelled on that node, arriving after: dropped."""
         self._attempts: dict[tuple[str, int], str] = {}
         self._aggregates: dict[str, str] = {}
+        self._cancelled: dict[tuple[str, int], str] = {}
 
     def launched(self, task_id: str, attempt: int, node_id: str) -> None:
         self._attempts[(task_id, attempt)] = node_id
@@ -31,6 +39,8 @@ class SenderCheck:
     def sent(self, node_id: str, message: Message) -> None:
         if isinstance(message, FlushAggregate):
             self._aggregates[message.block] = node_id
+        elif isinstance(message, CancelTask):
+            self._cancelled[(message.task_id, message.attempt)] = node_id
 
     def allows(self, node_id: str, message: Message, latest_attempt: int | None = None) -> bool:
         """Whether ``node_id`` may say ``message``; if not, it is counted and journaled.
@@ -38,11 +48,20 @@ class SenderCheck:
         why = self._objection(node_id, message, latest_attempt)
         if why is None:
             return True
+        if isinstance(message, TaskUpdate) and self._cancelled_on(node_id, message):
+            self.late += 1
+            log.debug("dropped a late update of %s attempt %d from %s: the master cancelled it",
+                      message.task_id, message.attempt, node_id)  # fmt: skip
+            return False
         self.forged += 1
         kind = getattr(message, "kind", "message")
         log.warning("ignored a forged %s from %s: it %s", kind, node_id, why)
         self.journal.event("forged_message", node=node_id, kind=kind, why=why)
         return False
+
+    def _cancelled_on(self, node_id: str, update: TaskUpdate) -> bool:
+        """Whether ``update`` is its own node's report of an attempt the master cancelled there."""
+        return update.node_id == node_id and self._cancelled.get((update.task_id, update.attempt)) == node_id
 
     def _objection(self, node_id: str, message: Message, latest_attempt: int | None) -> str | None:
         named = getattr(message, "node_id", node_id)

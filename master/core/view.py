@@ -51,6 +51,7 @@ class CoreView:
             "evictions": core.evictions,
             "evicted": [dict(e) for e in core.evicted],
             "forged_messages": core.senders.forged,
+            "late_updates": core.senders.late,
         }
 
     def _running_tasks(self) -> list[dict[str, Any]]:

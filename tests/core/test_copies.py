@@ -82,6 +82,20 @@ def test_a_copy_that_succeeds_first_wins_and_the_original_is_killed() -> None:
     assert job["wasted_slot_s"] >= 0.0
 
 
+def test_a_killed_copys_late_update_is_dropped_quietly_not_taken_for_a_forgery() -> None:
+    driver, speculator = started(stage=0)
+    (original, first), (elsewhere, copy) = attempts_of(driver, speculator.task)
+    driver.finish(original, first)  # the copy is cancelled: its node's updates may be on the way
+    for state in ("running", "succeeded"):
+        assert driver.finish(elsewhere, copy, state=state) == []
+    assert driver.events("forged_message") == []
+    assert (driver.core.senders.late, driver.core.senders.forged) == (2, 0)
+    third = next(n for n in driver.core.nodes if n not in (original, elsewhere))
+    driver.finish(third, copy)  # another node reports the cancelled copy: a forgery still
+    assert [e["node"] for e in driver.events("forged_message")] == [third]
+    assert (driver.core.senders.late, driver.core.senders.forged) == (2, 1)
+
+
 def test_an_original_that_succeeds_first_kills_its_copy() -> None:
     driver, speculator = started(stage=0)
     (original, first), (elsewhere, copy) = attempts_of(driver, speculator.task)
