@@ -49,6 +49,8 @@ class Copies:
         """Each (job, stage)'s durations of successful attempts (wall seconds)."""
         self.stats: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
         """Per job: copies launched, copies that won, slot-seconds of attempts killed as losers."""
+        self.node_rates: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+        """Per node: attempts that succeeded there, the sum of their progress rates (1 / duration)."""
 
     # ------------------------------------------------------------------ progress
 
@@ -113,6 +115,7 @@ class Copies:
 
     def _node_view(self, node: NodeRecord) -> SpeculationNode:
         used = sum(job.tasks[key].memory_mb for job, key in node.running.values())
+        done, rates = self.node_rates.get(node.node_id, (0, 0.0))
         return SpeculationNode(
             node.node_id,
             node.node_class,  # type: ignore[arg-type]
@@ -121,6 +124,8 @@ class Copies:
             node.memory_mb - used,
             draining=node.status == "draining",
             kill_at=self.kill_at(node.node_id),
+            finished_tasks=int(done),
+            finished_rate=rates / done if done else 0.0,
         )
 
     def _groups(self, attempts: tuple[AttemptView, ...]) -> tuple[TaskGroup, ...]:
@@ -216,6 +221,7 @@ class Copies:
         record = job.tasks[key]
         if record.started is not None:
             self.finished[(job.job_id, key[0])].append(now - record.started)
+            self._node_finished(record.node, now - record.started)
         copy = job.copies.pop(key, None)
         if copy is not None:
             node = self.core.nodes.get(copy.node)
@@ -275,6 +281,13 @@ class Copies:
                 "wasted_slot_s": round(wasted, 4)}  # fmt: skip
 
     # ------------------------------------------------------------------ helpers
+
+    def _node_finished(self, node_id: str | None, seconds: float) -> None:
+        """An attempt succeeded on the node after ``seconds``: its history gains its rate."""
+        if node_id is not None and seconds > 0:
+            history = self.node_rates[node_id]
+            history[0] += 1
+            history[1] += 1.0 / seconds
 
     def _kill_original(self, job: JobRuntime, key: TaskKey) -> None:
         """The copy succeeded first: the original is killed, the copy becomes the task's attempt."""

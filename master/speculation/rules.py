@@ -11,7 +11,8 @@ given in trace time is converted once by ``master.policy_setup``). Sources:
   (1 - score) / rate; copy only tasks running at least 60 s whose rate is below the
   SlowTaskThreshold (25th percentile of their group's rates, running and finished), at most
   SpeculativeCap (10% of the slots) copies at once, never on a slow node (below the
-  SlowNodeThreshold, the 25th percentile of the nodes' speeds).
+  SlowNodeThreshold, the 25th percentile of the nodes' speeds, each node's from its
+  succeeded and running attempts).
 - ``spark``: ``TaskSetManager.checkSpeculatableTasks``: once ``quantile`` (0.9) of a task
   set has finished, a task running longer than ``multiplier`` (3, ``spark.speculation.
   multiplier``'s default in ``config/package.scala``; 1.5 in Spark before 3.0) times the
@@ -196,12 +197,19 @@ class LateSpeculator:
         return {group: percentile(values, self.slow_task) for group, values in rates.items()}
 
     def slow_nodes(self, snapshot: SpeculationSnapshot) -> frozenset[str]:
-        """Nodes whose speed (the mean progress rate of what runs there) is below the
-        SlowNodeThreshold percentile; a node running nothing is not judged slow."""
-        speeds: dict[str, list[float]] = {}
+        """Nodes whose speed is below the SlowNodeThreshold percentile of the nodes' speeds.
+        A node's speed is the mean progress rate of the attempts that succeeded on it (1 /
+        duration) and of those running there (score per second): LATE judges a node by the
+        work it performed, finished and running, so a node known slow stays slow while it runs
+        nothing; a node with neither is not judged (not slow)."""
+        totals: dict[str, list[float]] = {
+            n.node_id: [n.finished_tasks, n.finished_rate * n.finished_tasks] for n in snapshot.nodes
+        }
         for a in snapshot.attempts:
-            speeds.setdefault(a.node_id, []).append(a.rate)
-        mean = {node: statistics.fmean(rates) for node, rates in speeds.items()}
+            total = totals.setdefault(a.node_id, [0, 0.0])
+            total[0] += 1
+            total[1] += a.rate
+        mean = {node: rates / count for node, (count, rates) in totals.items() if count}
         if len(mean) < 2:
             return frozenset()
         bound = percentile(list(mean.values()), self.slow_node)

@@ -70,6 +70,11 @@ class SpeculationNode:
     draining: bool = False
     kill_at: float | None = None
     """When its eviction notice says it will be killed (None: no notice)."""
+    finished_tasks: int = 0
+    """How many attempts succeeded on it (LATE's node speed counts them: a node known slow
+    stays slow while it runs nothing)."""
+    finished_rate: float = 0.0
+    """The mean progress rate of those attempts: 1 / duration each (0 while none)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,6 +178,16 @@ def test_the_snapshot_shows_reported_scores_and_their_rates() -> None:
     assert any(v.progress == 0.5 for v in views)
 
 
+def test_the_snapshot_keeps_each_nodes_finished_attempts_and_their_rate() -> None:
+    driver, speculator = started(stage=0)
+    (original, first), (elsewhere, _) = attempts_of(driver, speculator.task)
+    driver.advance(4.0)
+    driver.finish(original, first)  # the original wins after 4 s: rate 1 / 4; its copy is killed
+    nodes = {n.node_id: n for n in driver.core.copies.snapshot().nodes}
+    assert (nodes[original].finished_tasks, nodes[original].finished_rate) == (1, 0.25)
+    assert (nodes[elsewhere].finished_tasks, nodes[elsewhere].finished_rate) == (0, 0.0)  # killed: no work
+
+
 def test_without_speculation_no_row_has_a_role_and_no_job_a_count() -> None:
     driver = Driver(make_scenario(jobs=ONE_REDUCE))
     driver.boot()

@@ -134,6 +134,26 @@ def test_late_never_copies_before_60_s_nor_onto_a_slow_node():
     assert [(d.task_id, d.node_id) for d in decisions] == [("j0.s0.t5", "idle")]  # "slow"'s own task
 
 
+def test_late_a_node_known_slow_stays_slow_while_it_runs_nothing():
+    rates = {"n0": 0.009, "n1": 0.009, "n2": 0.009, "n3": 0.009, "n4": 0.002}
+    known_slow = node("slow", free=2, finished_tasks=2, finished_rate=0.001)  # its 2 tasks took 1000 s
+    fresh = node("fresh", free=2)  # no history: not judged
+    snap = snapshot(100.0, late_cluster(rates), nodes=[*(node(n) for n in rates), known_slow, fresh])
+    # speeds 0.001 (slow, idle), 0.002 (n4), 0.009 x 4: the 25th percentile is 0.00375
+    assert LateSpeculator().slow_nodes(snap) == {"slow", "n4"}
+    decisions = LateSpeculator().speculate(snap)
+    assert [(d.task_id, d.node_id) for d in decisions] == [("j0.s0.t4", "fresh")]
+
+
+def test_late_node_speed_is_the_mean_rate_of_its_finished_and_running_attempts():
+    rates = {"n0": 0.009, "n1": 0.009, "n2": 0.009, "mixed": 0.001}
+    # "mixed" finished 3 tasks at rate 0.02 and runs one at 0.001: speed (0.06 + 0.001) / 4, the fastest
+    nodes = [*(node(n) for n in rates if n != "mixed"), node("mixed", finished_tasks=3, finished_rate=0.02)]
+    assert LateSpeculator().slow_nodes(snapshot(100.0, late_cluster(rates), nodes=nodes)) == set()
+    nodes[-1] = node("mixed")  # without its history, its one slow task makes it slow
+    assert LateSpeculator().slow_nodes(snapshot(100.0, late_cluster(rates), nodes=nodes)) == {"mixed"}
+
+
 def test_late_counts_finished_tasks_rates_so_a_lone_straggler_is_slow():
     alone = [attempt(4, "busy", 0, 0.1, 0.001)]  # 4 finished in 100 s each: rate 0.01
     snap = snapshot(100.0, alone, finished=(100.0,) * 4)
