@@ -37,3 +37,5 @@ async def test_outputs_exact_with_copies_and_evictions(tmp_path: Path, strategy:
     assert result.summary["speculative_attempts"] > 0
     assert_exact(scenario, tmp_path)
     assert_clean(tmp_path)
+    journal = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert [line for line in journal if '"forged_message"' in line] == []  # a loser's late update is none
