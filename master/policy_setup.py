@@ -21,20 +21,25 @@ from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
 POLICY_KINDS = ("scheduler", "strategy", "autoscaler", "speculation")
 
 
-def options_for(scenario: Scenario, name: str) -> dict[str, Any]:
-    options = scenario.policy.options.get(name, {})
-    if not isinstance(options, dict):
-        raise ScenarioError([f"policy.options.{name}: expected a mapping of option: value"])
+def options_for(scenario: Scenario, name: str, kind: str = "") -> dict[str, Any]:
+    """``policy.options.<name>``; a speculation rule's is ``policy.options.speculation.<name>``
+    (``spark`` names a strategy too, and a sweep over the rules keeps each rule's own options)."""
+    options: Any = scenario.policy.options
+    path = ("speculation", name) if kind == "speculation" else (name,)
+    for depth, key in enumerate(path):
+        options = options.get(key, {})
+        if not isinstance(options, dict):
+            field = ".".join(path[: depth + 1])
+            raise ScenarioError([f"policy.options.{field}: expected a mapping of option: value"])
     return options
 
 
 def make_policy(kind: str, scenario: Scenario) -> Any:
     """The scenario's policy of ``kind`` (``policy.<kind>``), a built-in or a plugin, built
-    with ``policy.options.<its name>`` (a speculator's: ``policy.options.speculation``, as
-    ``spark`` names a strategy too); a ScenarioError (exit 2) when it cannot be."""
+    with ``policy.options.<its name>`` (a speculator's: ``policy.options.speculation.<its name>``);
+    a ScenarioError (exit 2) when it cannot be."""
     name = getattr(scenario.policy, kind)
-    key = "speculation" if kind == "speculation" else name
-    return find_plugin(kind, name, f"policy.{kind}").build(options_for(scenario, key), scenario)
+    return find_plugin(kind, name, f"policy.{kind}").build(options_for(scenario, name, kind), scenario)
 
 
 def make_scheduler(scenario: Scenario) -> Scheduler:

@@ -104,15 +104,16 @@ def test_every_kind_has_a_group_and_a_table() -> None:
 def test_every_built_in_policy_declares_its_options(kind: str, name: str) -> None:
     model = find_plugin(kind, name, f"policy.{kind}").target.Options
     assert issubclass(model, BaseModel)
-    field = "speculation" if kind == "speculation" else name  # a rule's names are other kinds' too
+    field = f"speculation.{name}" if kind == "speculation" else name  # a rule's names are other kinds' too
     with pytest.raises(ScenarioError, match=rf"policy\.options\.{field}\.no_such_knob: Extra inputs"):
         find_plugin(kind, name, f"policy.{kind}").checked_options({"no_such_knob": 1})
 
 
 def test_the_spark_strategy_and_the_spark_speculation_rule_keep_their_own_options() -> None:
-    """Both are named spark: the rule's options live under policy.options.speculation, so the
+    """Both are named spark: the rule's options live under policy.options.speculation.spark, so the
     strategy's (it takes none) still refuse a stray knob."""
-    policy = {"strategy": "spark", "speculation": "spark", "options": {"speculation": {"quantile": 0.75}}}
+    options = {"speculation": {"spark": {"quantile": 0.75}}}
+    policy = {"strategy": "spark", "speculation": "spark", "options": options}
     scenario = make_scenario(policy=policy)
     assert type(make_policy("strategy", scenario)).__name__ == "SparkStrategy"
     assert make_policy("speculation", scenario).quantile == 0.75

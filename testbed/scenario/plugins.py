@@ -143,7 +143,7 @@ class Plugin:
         if self.field.endswith(".workload"):
             return self.field.removesuffix(".workload") + ".options"
         if self.kind == "speculation":  # its names (spark) are other kinds' names too
-            return "policy.options.speculation"
+            return f"policy.options.speculation.{self.name}"
         return f"policy.options.{self.name}"
 
     def conform(self, built: Any) -> None:

@@ -43,7 +43,7 @@ async def test_a_rule_copies_the_slow_nodes_task_from_real_progress_scores(tmp_p
         },
         jobs=[{"workload": "sort", "size_mb": 64, "maps": 8, "reduces": 2}],
         fidelity={"mode": "faithful", "dilation": 1},
-        policy={"speculation": rule, "options": {"speculation": RULES[rule][0]}},
+        policy={"speculation": rule, "options": {"speculation": {rule: RULES[rule][0]}}},
     )
     scores: list[float] = []
 

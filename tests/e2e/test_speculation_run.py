@@ -26,7 +26,7 @@ async def test_outputs_exact_with_copies_and_evictions(tmp_path: Path, strategy:
         time_scale=60,
         cluster=CLUSTER,
         jobs=JOBS,
-        policy={"strategy": strategy, "speculation": "spark", "options": {"speculation": EAGER}},
+        policy={"strategy": strategy, "speculation": "spark", "options": {"speculation": {"spark": EAGER}}},
         chaos={
             "transient": {"lifetime": "high", "notice": "30s", "replace": True, "provisioning_delay": "30s"}
         },

@@ -215,18 +215,18 @@ def test_spark_decommission_never_copies_onto_a_node_under_notice():
 
 def test_options_are_trace_time_and_checked():
     def built(speculation: str, options: dict, time_scale: float = 1.0):  # type: ignore[no-untyped-def]
-        policy = {"speculation": speculation, "options": {"speculation": options}}
+        policy = {"speculation": speculation, "options": {"speculation": {speculation: options}}}
         return make_speculator(make_scenario(policy=policy, time_scale=time_scale))
 
     assert built("late", {"min_runtime": "2m"}, time_scale=10).min_runtime_s == pytest.approx(12.0)
     assert built("hadoop", {}, time_scale=0.5).lag_s == pytest.approx(120.0)
     assert built("spark", {}).multiplier == 3.0  # spark.speculation.multiplier's default today
     for name, options, field in (
-        ("late", {"cap": 0}, "policy.options.speculation.cap"),
-        ("late", {"cap": 1.5}, "policy.options.speculation.cap"),
-        ("spark", {"multiplier": -1}, "policy.options.speculation.multiplier"),
-        ("hadoop", {"speed": 1}, "policy.options.speculation.speed"),
-        ("none", {"cap": 0.1}, "policy.options.speculation.cap"),
+        ("late", {"cap": 0}, "policy.options.speculation.late.cap"),
+        ("late", {"cap": 1.5}, "policy.options.speculation.late.cap"),
+        ("spark", {"multiplier": -1}, "policy.options.speculation.spark.multiplier"),
+        ("hadoop", {"speed": 1}, "policy.options.speculation.hadoop.speed"),
+        ("none", {"cap": 0.1}, "policy.options.speculation.none.cap"),
     ):
         with pytest.raises(ScenarioError) as refused:
             built(name, options)

@@ -42,7 +42,7 @@ def test_a_copy_of_the_slow_nodes_task_wins_and_the_job_ends_sooner(tmp_path: Pa
     faulty = {"slowdown": {"nodes": {"reserved-0": 10}}}
     simulate(tmp_path, "none", cluster=cluster, jobs=jobs, chaos=faulty)
     policy = (
-        {"speculation": rule, "options": {"speculation": {"quantile": 0.75}}}
+        {"speculation": rule, "options": {"speculation": {"spark": {"quantile": 0.75}}}}
         if rule == "spark"
         else {"speculation": rule}
     )
