@@ -24,6 +24,10 @@ done
 
 "$REPO_ROOT/containers/build-base.sh" "${base_args[@]}"
 "$REPO_ROOT/containers/build-wheelhouse.sh"
+# Always built: Docker's layer cache keys on pyproject.toml, the wheelhouse and the code, so
+# an image of older requirements or code is rebuilt and an up-to-date one costs seconds.
 docker build --file "$REPO_ROOT/containers/Dockerfile" \
-    --build-arg BASE_IMAGE="$BASE_IMAGE_TAG" --tag "$IMAGE" "$REPO_ROOT"
+    --build-arg BASE_IMAGE="$BASE_IMAGE_TAG" \
+    --build-arg REQUIREMENTS_SHA="$(python3 "$REPO_ROOT/containers/requirements.py" --sha)" \
+    --tag "$IMAGE" "$REPO_ROOT"
 docker image ls "$IMAGE" --format '{{.Repository}}:{{.Tag}} {{.Size}}'

@@ -321,14 +321,15 @@ class Scenario(Strict):
 
 
 def input_files(scenario: Scenario) -> list[Path]:
-    """Every file the scenario's jobs read (``input``), each once."""
-    files = {
-        path.resolve()
-        for job in scenario.jobs
-        if getattr(job, "input", None)
-        for path in resolve_inputs(job.input)
-    }
-    return sorted(files)
+    """Every file the scenario's jobs read (``input``, a SQL job's ``tables.<name>.input``),
+    each once."""
+    patterns = [pattern for job in scenario.jobs for pattern in _input_patterns(job)]
+    return sorted({path.resolve() for pattern in patterns for path in resolve_inputs(pattern)})
+
+
+def _input_patterns(job: Any) -> list[str]:
+    patterns = [job.input] if getattr(job, "input", None) else []
+    return [*patterns, *(table.input for table in getattr(job, "tables", {}).values())]
 
 
 def parse_scenario(
