@@ -28,6 +28,6 @@ done
 # an image of older requirements or code is rebuilt and an up-to-date one costs seconds.
 docker build --file "$REPO_ROOT/containers/Dockerfile" \
     --build-arg BASE_IMAGE="$BASE_IMAGE_TAG" \
-    --build-arg REQUIREMENTS_SHA="$(python3 "$REPO_ROOT/containers/requirements.py" --sha)" \
+    --build-arg REQUIREMENTS_SHA="$("${PYTHON:-python3}" "$REPO_ROOT/containers/requirements.py" --sha)" \
     --tag "$IMAGE" "$REPO_ROOT"
 docker image ls "$IMAGE" --format '{{.Repository}}:{{.Tag}} {{.Size}}'
