@@ -8,8 +8,9 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from agents.agent import _forkserver, _receive, _start_worker
+from agents.agent import _forkserver
 from agents.oom import counter_files, death_outcome, oom_kill_count
+from agents.worker_process import receive_outcome, start_worker
 
 
 def wait_to_be_killed(conn: Connection) -> None:
@@ -22,12 +23,12 @@ async def test_a_worker_killed_from_outside_is_not_reported_out_of_memory() -> N
     ready_receiver, ready_sender = _forkserver.Pipe(duplex=False)
     process = _forkserver.Process(target=wait_to_be_killed, args=(ready_sender,), daemon=True)
     try:
-        await _start_worker(process, None)
+        await start_worker(process, None)
         sender.close()
         ready_sender.close()
         assert ready_receiver.recv_bytes() == b"up"
         os.kill(process.pid, signal.SIGKILL)
-        outcome = await _receive(receiver, process, None)
+        outcome = await receive_outcome(receiver, process, None)
     finally:
         if process.exitcode is None:
             process.kill()
