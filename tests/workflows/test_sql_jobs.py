@@ -119,6 +119,7 @@ def test_a_builder_job_plans_and_prints(tmp_path: Path, capsys: pytest.CaptureFi
         "      -> shuffle on orders.o_cust into 2 after a partial AGG",
     ]
     assert out[-2:] == ["      fuses SORT by n desc, o_cust limit 2", "      -> output: orders.o_cust, n"]
+    assert input_files(load_scenario(path)) == [(tmp_path / "orders.tbl").resolve()]
 
 
 def test_plan_prints_what_each_stage_fused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
