@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Build ./wheelhouse on the host: the project, its dependencies and its build backend, as
-# wheels for the containers' Python (CPython 3.11, manylinux x86_64), so that
-# containers/Dockerfile can install everything offline (pip install --no-index).
+# Build ./wheelhouse on the host: the project, its dependencies (with its node extra) and
+# its build backend, as wheels for the containers' Python (CPython 3.11, manylinux x86_64),
+# so that containers/Dockerfile can install everything offline (pip install --no-index).
 #
 # Usage: containers/build-wheelhouse.sh [--clean]
 #   --clean   empty the wheelhouse first (drops wheels of versions no longer needed)
@@ -63,12 +63,12 @@ cd "$REPO_ROOT"
 mapfile -t backend < <(build_requirements)
 if [[ "$host_python" == "$TARGET_PYTHON x86_64 CPython linux" ]]; then
     log "host Python is the target: pip wheel"
-    "$PYTHON" -m pip wheel --prefer-binary --wheel-dir "$WHEELHOUSE" . "${backend[@]}" wheel
+    "$PYTHON" -m pip wheel --prefer-binary --wheel-dir "$WHEELHOUSE" ".[node]" "${backend[@]}" wheel
 else
     log "host Python is '$host_python': downloading cp311 manylinux wheels"
     "$PYTHON" -m pip wheel --no-deps --wheel-dir "$WHEELHOUSE" .
     "$PYTHON" -m pip download --dest "$WHEELHOUSE" "${target_args[@]}" \
-        --find-links "$WHEELHOUSE" transient-testbed "${backend[@]}" wheel
+        --find-links "$WHEELHOUSE" "transient-testbed[node]" "${backend[@]}" wheel
 fi
 
 log "checking that the project resolves offline from the wheelhouse for the target"
@@ -78,5 +78,5 @@ check_dir="$(mktemp -d)"
 trap 'rmdir "$check_dir"' EXIT
 "$PYTHON" -m pip --isolated install --dry-run --ignore-installed --quiet \
     --no-index --find-links "$WHEELHOUSE" --target "$check_dir" "${target_args[@]}" \
-    transient-testbed "${backend[@]}" wheel
+    "transient-testbed[node]" "${backend[@]}" wheel
 log "$(find "$WHEELHOUSE" -name '*.whl' | wc -l) wheels, $(du -sh "$WHEELHOUSE" | cut -f1) in $WHEELHOUSE"

@@ -53,6 +53,7 @@ from testbed.scenario.jobs import (  # noqa: F401 - the job models are re-export
     PluginJob,
     SleepJob,
     SortJob,
+    SqlJob,
     WordcountJob,
     _tasks_of,
 )
@@ -321,14 +322,19 @@ class Scenario(Strict):
 
 
 def input_files(scenario: Scenario) -> list[Path]:
-    """Every file the scenario's jobs read (``input``), each once."""
-    files = {
-        path.resolve()
-        for job in scenario.jobs
-        if getattr(job, "input", None)
-        for path in resolve_inputs(job.input)
-    }
-    return sorted(files)
+    """Every file the scenario's jobs read (``input``; a SQL job's tables, of its query or
+    its builder's workflow), each once."""
+    patterns = [pattern for job in scenario.jobs for pattern in _input_patterns(job)]
+    return sorted({path.resolve() for pattern in patterns for path in resolve_inputs(pattern)})
+
+
+def _input_patterns(job: Any) -> list[str]:
+    if isinstance(job, SqlJob):
+        from testbed.workflows.ir import Scan, walk
+        from testbed.workflows.sql_tables import workflow_of
+
+        return [op.input for op in walk(workflow_of(job).root) if isinstance(op, Scan)]
+    return [job.input] if getattr(job, "input", None) else []
 
 
 def parse_scenario(

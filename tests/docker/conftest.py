@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 
 import docker
 import pytest
@@ -18,6 +20,8 @@ from master.providers.docker import LABEL_NODE, LABEL_RUN, DockerProvider
 from tests.support.docker import Decoys, new_run_id, remove_run, swarm_state
 
 IMAGE = os.environ.get("TESTBED_DOCKER_IMAGE", "transient-testbed:latest")
+LABEL_REQUIREMENTS = "org.transient-testbed.requirements"
+"""The image's label holding the SHA-256 of the requirements it installs (containers/requirements.py)."""
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +41,20 @@ def image(docker_client: docker.DockerClient) -> str:
         docker_client.images.get(IMAGE)
     except NotFound:
         pytest.skip(f"image {IMAGE} is not built; run containers/build-images.sh")
+    built_from = docker_client.images.get(IMAGE).labels.get(LABEL_REQUIREMENTS)
+    if built_from != image_requirements_sha():
+        pytest.fail(
+            f"image {IMAGE} was built from other requirements than pyproject.toml's "
+            f"(label {LABEL_REQUIREMENTS}={built_from}); rebuild it: containers/build-images.sh"
+        )
     return IMAGE
+
+
+def image_requirements_sha() -> str:
+    """What containers/build-images.sh writes into the image's label, for this checkout."""
+    script = Path(__file__).resolve().parents[2] / "containers" / "requirements.py"
+    done = subprocess.run([sys.executable, str(script), "--sha"], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
 
 SWARM_BRIDGE = "docker_gwbridge"

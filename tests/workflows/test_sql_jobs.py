@@ -13,7 +13,7 @@ import yaml
 
 from testbed.api.workflows import Flow, table
 from testbed.app.cli import main
-from testbed.scenario.schema import ScenarioError, parse_scenario
+from testbed.scenario.schema import ScenarioError, input_files, load_scenario, parse_scenario
 from testbed.workloads.base import InputDataError
 from tests.support.cli import assert_validate_refuses
 from tests.workflows.conftest import CUSTOMERS, ORDERS, SCHEMAS, Runner
@@ -54,6 +54,13 @@ REFUSED = {
     "an unknown table": ("select x from nope", "the query reads nope, which tables: does not define"),
     "bad syntax": ("select from where", "the query does not parse at line 1"),
 }
+
+
+def test_a_sql_jobs_tables_are_its_input_files(tmp_path: Path) -> None:
+    """What a container backend mounts into every node and a resume fingerprints."""
+    query = "select o_id from orders join customers on o_cust = c_id"
+    files = input_files(load_scenario(sql_scenario(tmp_path, query)))
+    assert files == [(tmp_path / "customers.tbl").resolve(), (tmp_path / "orders.tbl").resolve()]
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
@@ -112,6 +119,7 @@ def test_a_builder_job_plans_and_prints(tmp_path: Path, capsys: pytest.CaptureFi
         "      -> shuffle on orders.o_cust into 2 after a partial AGG",
     ]
     assert out[-2:] == ["      fuses SORT by n desc, o_cust limit 2", "      -> output: orders.o_cust, n"]
+    assert input_files(load_scenario(path)) == [(tmp_path / "orders.tbl").resolve()]
 
 
 def test_plan_prints_what_each_stage_fused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
