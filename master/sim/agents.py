@@ -11,8 +11,8 @@ by broadcast (fetched once, by the first of them); a killed node loses them all,
 Last Will reaches the master after the detection delay. Every byte between two nodes (a
 fetch, a push: Pado's, and spark-checkpoint's copies) is booked on the sender's and the
 receiver's NIC links (``model.Links``), which every transfer of a node shares as the real
-agent's token buckets are; pushes are reported as real agents report them: the
-receiver's ``BlockReceived``, then the sender's ``PushDelivered``.
+agent's token buckets are; pushes (``pushes.Push``) are reported as real agents report them:
+the receiver's ``BlockReceived``, then the sender's ``PushDelivered``.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from master.sim.nodes import (
     node_state,
     part_bytes,
 )
+from master.sim.pushes import Push
 from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.scenario.simulation import STREAMED_OPS
 from testbed.wire.protocol import (
-    BlockReceived,
     BlockRef,
     CancelTask,
     Codec,
@@ -46,9 +46,6 @@ from testbed.wire.protocol import (
     FlushAggregate,
     LaunchTask,
     Message,
-    PushDelivered,
-    PushedPart,
-    PushTarget,
     TaskInputs,
     TaskMetrics,
     TaskSpec,
@@ -317,7 +314,7 @@ class ModelAgents:
         stretched = replace(cost, compute_s=self.heap.now - job.started) if job is not None else cost
         self.heap.after(cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=stretched))
 
-    def _agent_work(self, node: ModelNode, mb_cpu_s: float, done: Callable[[], None]) -> None:
+    def agent_work(self, node: ModelNode, mb_cpu_s: float, done: Callable[[], None]) -> None:
         """``mb_cpu_s``: bytes times CPU seconds per MB, of the node's agent; ``done()`` when
         through (at once without CPU sharing)."""
         if node.cpu is None or not mb_cpu_s or not node.alive:
@@ -408,7 +405,7 @@ class ModelAgents:
         self.deliver(node.node_id, update)
         if update.state == "succeeded" and spec.push:
             block = spec.block_id
-            self._push(node, block, spec.task_id, spec.attempt, spec.push, spec.push_rate_bytes_s)
+            Push(self, node, block, (spec.task_id, spec.attempt), spec.push).start(spec.push_rate_bytes_s)
 
     @staticmethod
     def _fetch_error(lost: tuple[str, ...], reason: str | None) -> str | None:
@@ -478,126 +475,4 @@ class ModelAgents:
         held = [node.blocks[m] for m in flush.members if m in node.blocks]
         node.blocks[flush.block] = aggregate_sizes(flush.op, held, flush.partitions)
         self.moved += 1
-        self._push(node, flush.block, flush.block, 0, flush.push, flush.push_rate_bytes_s)
-
-    def _push(
-        self,
-        node: ModelNode,
-        block: str,
-        task_id: str,
-        attempt: int,
-        targets: tuple[PushTarget, ...],
-        rate: float | None,
-    ) -> None:
-        """Copy the block's partitions to every target at once, as the real agent does (one
-        upload per target, each at most ``rate`` bytes/s): all of them on the sender's NIC
-        link, each on its receiver's; each receiver reports its verified copy, then the sender
-        asks the master to commit."""
-        parts = node.blocks.get(block, ())
-        delivered: dict[str, tuple[PushedPart, ...]] = {}
-        failed: list[str] = []
-        copies = [
-            (
-                target,
-                tuple(
-                    PushedPart(partition=p, nbytes=parts[p] if p < len(parts) else 0, crc32=0)
-                    for p in target.partitions
-                ),
-            )
-            for target in targets
-        ]
-        sizes = [sum(part.nbytes for part in pushed) for _, pushed in copies]
-        receivers = [self.nodes.get(target.node_id) for target, _ in copies]
-        ends = self.model.push_s(
-            sizes,
-            self.heap.now,
-            (node.links, node.node_class),
-            [(r.links, r.node_class) if r is not None and r.alive else None for r in receivers],
-            rate,
-        )
-        request = lambda: self._pushed(node, task_id, attempt, block, delivered, failed)  # noqa: E731
-        if not copies:
-            self.heap.after(0.0, DELIVER, request)
-            return
-        left = len(copies)
-        """Copies not yet landed (received, or failed)."""
-        waiting: list[int] = []
-        """Copies through their links before the sender's CPU for the uploads is."""
-        sent = False
-
-        def landed() -> None:
-            nonlocal left
-            left -= 1
-            if not left:
-                self.heap.after(0.0, DELIVER, request)
-
-        def receive(i: int) -> None:
-            """Copy ``i`` is sent whole: its receiver stages, checks and commits it."""
-            (target, pushed), receiver = copies[i], receivers[i]
-            land = lambda: (self._arrive(node, block, target, pushed, delivered, failed), landed())  # noqa: E731
-            if receiver is None or not receiver.alive or not node.alive:
-                land()
-            else:
-                self._agent_work(receiver, sizes[i] * self.model.spec.copy_receive_cpu_s_per_mb, land)
-
-        def through(i: int) -> None:
-            """Copy ``i``'s link time is over."""
-            if sent:
-                receive(i)
-            else:
-                waiting.append(i)
-
-        def uploaded() -> None:
-            nonlocal sent
-            sent = True
-            for i in waiting:
-                receive(i)
-
-        for i, end in enumerate(ends):
-            self.heap.after(end, DELIVER, lambda i=i: through(i))
-        self._agent_work(node, sum(sizes) * self.model.spec.copy_send_cpu_s_per_mb, uploaded)
-
-    def _arrive(
-        self,
-        sender: ModelNode,
-        block: str,
-        target: PushTarget,
-        parts: tuple[PushedPart, ...],
-        delivered: dict[str, tuple[PushedPart, ...]],
-        failed: list[str],
-    ) -> None:
-        receiver = self.nodes.get(target.node_id)
-        if not sender.alive:
-            return
-        if receiver is None or not receiver.alive:
-            failed.append(target.node_id)
-            return
-        held = dict(enumerate(receiver.blocks.get(block, ())))
-        held.update((part.partition, part.nbytes) for part in parts)
-        receiver.blocks[block] = tuple(held.get(p, 0) for p in range(max(held) + 1))
-        self.moved += 1
-        delivered[target.node_id] = parts
-        self.deliver(receiver.node_id, BlockReceived(node_id=receiver.node_id, block=block, parts=parts))
-
-    def _pushed(
-        self,
-        node: ModelNode,
-        task_id: str,
-        attempt: int,
-        block: str,
-        delivered: dict[str, tuple[PushedPart, ...]],
-        failed: list[str],
-    ) -> None:
-        if not node.alive:
-            return
-        request = PushDelivered(
-            node_id=node.node_id,
-            task_id=task_id,
-            attempt=attempt,
-            block=block,
-            delivered=dict(delivered),
-            failed=tuple(failed),
-            error=f"receivers gone: {', '.join(failed)}" if failed else None,
-        )
-        self.deliver(node.node_id, request)
-
+        Push(self, node, flush.block, (flush.block, 0), flush.push).start(flush.push_rate_bytes_s)

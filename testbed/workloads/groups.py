@@ -1,6 +1,6 @@
 """A budgeted, partitioned buffer of (key, value) records for user workloads (plugins).
 
-The general form of ``spill.PairBuffer``: records are any msgpack values, keys any
+The general form of ``pair_spill.PairBuffer``: records are any msgpack values, keys any
 msgpack values that sort (str, int, float, bytes, tuples of them; one type per job),
 and an optional *combiner* ``combine(key, values) -> value`` folds the values of one
 key whenever the buffer is sorted (at a spill and in the final merge), as Hadoop runs
@@ -27,17 +27,15 @@ from typing import Any
 import msgpack
 
 from testbed.workloads.base import WorkloadError
-from testbed.workloads.spill import (
-    READ_BYTES,
+from testbed.workloads.pair_spill import (
     PairRun,
-    SpillFiles,
     final_merge,
     must_spill_remainder,
     read_pair_section,
     reduce_runs,
-    settle,
     write_pair_sections,
 )
+from testbed.workloads.spill import READ_BYTES, SpillFiles, settle
 
 RECORD_OVERHEAD_BYTES = 150
 """Conservative bytes per buffered record besides its data: the pair tuple (56), the

@@ -41,9 +41,10 @@ from testbed.scenario.schema import Scenario, WordcountJob
 from testbed.scenario.splitting import line_splits
 from testbed.wire.blocks import BlockWriter
 from testbed.workloads.base import Combiner, TaskContext, TaskFunction
+from testbed.workloads.pair_spill import PairBuffer
 from testbed.workloads.progress import split_bytes
 from testbed.workloads.reference_inputs import line_chunks, reference_files
-from testbed.workloads.spill import PairBuffer, SpillFiles
+from testbed.workloads.spill import SpillFiles
 from testbed.workloads.splits import read_lines_range
 
 if TYPE_CHECKING:

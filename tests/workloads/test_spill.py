@@ -8,7 +8,8 @@ import pytest
 
 from testbed.wire.protocol import TaskMetrics
 from testbed.workloads import pagerank, sort
-from testbed.workloads.spill import ArrayBuffer, PairBuffer, SpillFiles, merge_plan, merge_sorted
+from testbed.workloads.pair_spill import PairBuffer
+from testbed.workloads.spill import ArrayBuffer, SpillFiles, merge_plan, merge_sorted
 
 PARTS = 3
 
