@@ -171,24 +171,11 @@ class Copies:
         )
         message = LaunchTask(task=spec)
         core.senders.launched(decision.task_id, attempt, node.node_id)
-        node.running[decision.task_id] = (job, key)
-        node.launches[decision.task_id] = message
-        node.sent_at[decision.task_id] = now
+        node.track_launch(decision.task_id, (job, key), message, now)
         core.send(node.node_id, message)
         self.stats[job.job_id][0] += 1
-        core.journal.event(
-            "task_started",
-            task=decision.task_id,
-            job=job.job_id,
-            stage=key[0],
-            index=key[1],
-            node=node.node_id,
-            **{"class": node.node_class},
-            attempt=attempt,
-            memory_mb=record.memory_mb,
-            role="copy",
-            reason=decision.reason,
-        )
+        role = {"role": "copy", "reason": decision.reason}
+        core.records.task_started(job, key, node, attempt, record.memory_mb, **role)
 
     # ------------------------------------------------------------------ outcomes
 

@@ -99,6 +99,14 @@ class NodeRecord:
     def alive(self) -> bool:
         return self.status in ("launching", "up", "draining")
 
+    def track_launch(
+        self, task_id: str, task: tuple[JobRuntime, TaskKey], launch: LaunchTask, now: float
+    ) -> None:
+        """The task was launched here now: kept until it ends (``forget_launch``)."""
+        self.running[task_id] = task
+        self.launches[task_id] = launch
+        self.sent_at[task_id] = now
+
     def forget_launch(self, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
         """The task no longer runs here (it ended, or it was failed): forget its launch."""
         self.launches.pop(task_id, None)

@@ -120,6 +120,23 @@ class RunRecords:
             workload=spec.workload,
         )
 
+    def task_started(
+        self, job: JobRuntime, key: TaskKey, node: NodeRecord, attempt: int, memory_mb: int, **extra: Any
+    ) -> None:
+        """The attempt was launched (``task_started``), now; ``extra``: a copy's role and reason."""
+        self.master.journal.event(
+            "task_started",
+            task=job.task_id(key),
+            job=job.job_id,
+            stage=key[0],
+            index=key[1],
+            node=node.node_id,
+            **{"class": node.node_class},
+            attempt=attempt,
+            memory_mb=memory_mb,
+            **extra,
+        )
+
     def task_finished(
         self,
         job: JobRuntime,

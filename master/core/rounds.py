@@ -311,21 +311,9 @@ class SchedulingRound:
         job.tasks[key].pushes = plan.pushing
         launch = LaunchTask(task=self._spec(job, key, attempt, decision, plan))
         node.forget_launch(decision.task_id)
-        node.running[decision.task_id] = (job, key)
-        node.launches[decision.task_id] = launch
-        node.sent_at[decision.task_id] = now
+        node.track_launch(decision.task_id, (job, key), launch, now)
         core.send(node.node_id, launch)
-        core.journal.event(
-            "task_started",
-            task=decision.task_id,
-            job=job.job_id,
-            stage=key[0],
-            index=key[1],
-            node=node.node_id,
-            **{"class": node.node_class},
-            attempt=attempt,
-            memory_mb=decision.memory_mb,
-        )
+        core.records.task_started(job, key, node, attempt, decision.memory_mb)
         core.recovery.react(TaskStarted(job.job_id, key, attempt, node.node_id, plan))
 
     def _spec(

@@ -7,9 +7,7 @@ finds the output equal to DuckDB's answer to the same SQL on the same files."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ from testbed.app.cli import main
 from testbed.scenario.loading import load_raw
 from testbed.scenario.schema import parse_scenario
 from testbed.workflows import tpch
-from tests.support.docker import compose_command, new_run_id, remove_run, run_leftovers
+from tests.support.docker import compose_command, compose_up_and_down, new_run_id, remove_run, run_leftovers
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
@@ -80,7 +78,7 @@ def test_a_tpch_query_runs_through_testbed_compose_and_equals_duckdb(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    compose = compose_command()
+    compose_command()  # skips without docker compose
     monkeypatch.chdir(tmp_path)
     (tmp_path / "q3.yaml").write_text(yaml.safe_dump(q3_scenario(tpch_data), sort_keys=False))
     stack = tmp_path / "stack" / "compose.yaml"
@@ -88,17 +86,5 @@ def test_a_tpch_query_runs_through_testbed_compose_and_equals_duckdb(
     run_id = f"sqlcompose-{new_run_id()}"
     results = tmp_path / "results"
     env = {"TESTBED_RUN_ID": run_id, "TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(results)}
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    project = [*compose, "-f", str(stack), "-p", run_id]
-    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # docker-compose v1 is Python too
-    try:
-        up = subprocess.run(
-            [*project, "up", "--exit-code-from", "master"], capture_output=True, text=True, env=clean
-        )
-        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-    finally:
-        subprocess.run([*project, "down", "-v"], capture_output=True, env=clean)
-        remove_run(docker_client, run_id)
-    assert run_leftovers(docker_client, run_id) == []
+    compose_up_and_down(docker_client, stack, run_id, env, monkeypatch)
     assert_equals_duckdb(results / "tpch-q3", capsys)

@@ -9,9 +9,7 @@ plugins' versions, no container left."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import docker
@@ -22,7 +20,14 @@ from testbed.app.cli import main
 from testbed.app.report.compare import compare_runs
 from testbed.scenario.schema import load_scenario
 from testbed.workloads.check import check_output
-from tests.support.docker import compose_command, deployed_stack, new_run_id, remove_run, run_leftovers
+from tests.support.docker import (
+    compose_command,
+    compose_up_and_down,
+    deployed_stack,
+    new_run_id,
+    remove_run,
+    run_leftovers,
+)
 from tests.support.plugins import write_doc_files
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
@@ -76,26 +81,14 @@ def test_the_docs_scheduler_and_workload_run_through_testbed_compose(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    compose = compose_command()
+    compose_command()  # skips without docker compose
     monkeypatch.chdir(plugins)
     stack = plugins / "stack" / "compose.yaml"  # compose makes the directory
     assert main(["compose", "experiment.yaml", "-o", str(stack)]) == 0
     run_id = f"wlcompose-{new_run_id()}"
     results = tmp_path / "results"
     env = {"TESTBED_RUN_ID": run_id, "TESTBED_DOCKER_IMAGE": image, "TESTBED_RESULTS": str(results)}
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    project = [*compose, "-f", str(stack), "-p", run_id]
-    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # docker-compose v1 is Python too
-    try:
-        up = subprocess.run(
-            [*project, "up", "--exit-code-from", "master"], capture_output=True, text=True, env=clean
-        )
-        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-    finally:
-        subprocess.run([*project, "down", "-v"], capture_output=True, env=clean)
-        remove_run(docker_client, run_id)
-    assert run_leftovers(docker_client, run_id) == []
+    compose_up_and_down(docker_client, stack, run_id, env, monkeypatch)
     assert_labelled_and_exact(results / "my-experiment", plugins / "experiment.yaml")
 
 

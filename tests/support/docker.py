@@ -113,6 +113,31 @@ def compose_command() -> list[str]:
     pytest.skip("neither docker-compose nor the docker compose plugin is installed")
 
 
+def compose_up_and_down(
+    client: docker.DockerClient,
+    stack: Path,
+    run_id: str,
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``up --exit-code-from master`` of a generated compose file as project ``run_id`` (with
+    ``env`` set), then ``down -v`` and the run's containers removed, whatever happened; asserts
+    the master exited 0 and nothing of the run is left."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    project = [*compose_command(), "-f", str(stack), "-p", run_id]
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # docker-compose v1 is Python too
+    try:
+        up = subprocess.run(
+            [*project, "up", "--exit-code-from", "master"], capture_output=True, text=True, env=clean
+        )
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+    finally:
+        subprocess.run([*project, "down", "-v"], capture_output=True, env=clean)
+        remove_run(client, run_id)
+    assert run_leftovers(client, run_id) == []
+
+
 def assert_scenario_results(results: Path, name: str = "quickstart") -> dict[str, Any]:
     """Every job of the shipped scenario succeeded with exact outputs, and the report is there."""
     run_dir = results / name
