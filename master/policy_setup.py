@@ -21,16 +21,15 @@ from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
 POLICY_KINDS = ("scheduler", "strategy", "autoscaler", "speculation")
 
 
-def options_for(scenario: Scenario, name: str, kind: str = "") -> dict[str, Any]:
-    """``policy.options.<name>``; a speculation rule's is ``policy.options.speculation.<name>``
-    (``spark`` names a strategy too, and a sweep over the rules keeps each rule's own options)."""
+def options_for(scenario: Scenario, *path: str) -> dict[str, Any]:
+    """The mapping at ``policy.options.<path>``: a policy's name (a plugin's ``options_path``:
+    a speculation rule's is ``speculation``, its name)."""
     options: Any = scenario.policy.options
-    path = ("speculation", name) if kind == "speculation" else (name,)
-    for depth, key in enumerate(path):
-        options = options.get(key, {})
+    for depth in range(len(path)):
+        options = options.get(path[depth], {})
         if not isinstance(options, dict):
-            field = ".".join(path[: depth + 1])
-            raise ScenarioError([f"policy.options.{field}: expected a mapping of option: value"])
+            at = ".".join(path[: depth + 1])
+            raise ScenarioError([f"policy.options.{at}: expected a mapping of option: value"])
     return options
 
 
@@ -39,7 +38,8 @@ def make_policy(kind: str, scenario: Scenario) -> Any:
     with ``policy.options.<its name>`` (a speculator's: ``policy.options.speculation.<its name>``);
     a ScenarioError (exit 2) when it cannot be."""
     name = getattr(scenario.policy, kind)
-    return find_plugin(kind, name, f"policy.{kind}").build(options_for(scenario, name, kind), scenario)
+    plugin = find_plugin(kind, name, f"policy.{kind}")
+    return plugin.build(options_for(scenario, *plugin.options_path), scenario)
 
 
 def make_scheduler(scenario: Scenario) -> Scheduler:

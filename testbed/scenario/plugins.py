@@ -138,13 +138,17 @@ class Plugin:
         return built
 
     @property
+    def options_path(self) -> tuple[str, ...]:
+        """A policy's keys under ``policy.options``: its name, a speculation rule's under
+        ``speculation`` (its names, ``spark``, are other kinds' names too)."""
+        return ("speculation", self.name) if self.kind == "speculation" else (self.name,)
+
+    @property
     def options_field(self) -> str:
         """Where the scenario gives the plugin's options."""
         if self.field.endswith(".workload"):
             return self.field.removesuffix(".workload") + ".options"
-        if self.kind == "speculation":  # its names (spark) are other kinds' names too
-            return f"policy.options.speculation.{self.name}"
-        return f"policy.options.{self.name}"
+        return ".".join(("policy.options", *self.options_path))
 
     def conform(self, built: Any) -> None:
         """Each member the interface declares (``declared``) is the plugin's own, of the kind the
