@@ -37,3 +37,22 @@ def test_validate_imports_neither_plots_nor_statistics() -> None:
     imported = imported_after("validate", "scenarios/quickstart.yaml")
     assert "pydantic" in imported  # it did load the scenario
     assert imported & {"scipy", "matplotlib", "rich", "aiomqtt"} == set()
+
+
+OPTIONAL = ("sqlglot", "duckdb", "tpchgen", "pyspark", "distributed")
+"""The extras' packages (sql, spark, dask): `pip install .` has none of them."""
+
+
+def test_a_run_without_the_extras_installed(tmp_path: Path) -> None:
+    """The README's first command is `pip install . && testbed run scenarios/quickstart.yaml`:
+    no built-in workload, nor the workers' module, may import an extra's package to load (a
+    sql workload module that imported the SQL front-end at once failed every such run)."""
+    blocked = "".join(f"sys.modules[{name!r}] = None\n" for name in OPTIONAL)  # import fails
+    code = (
+        f"import sys\n{blocked}import agents.worker, testbed.workloads\n"
+        "from testbed.app.cli import main\nsys.exit(main(sys.argv[1:]))"
+    )
+    run = ["run", "scenarios/quickstart.yaml", "--backend", "sim", "--out", str(tmp_path / "run")]
+    done = subprocess.run([sys.executable, "-c", code, *run], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "run" / "summary.json").exists()

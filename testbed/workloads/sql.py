@@ -7,15 +7,17 @@ DAG; and its output check against DuckDB."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testbed.api.dag import EdgeKind, JobDag, StageInput, StageSpec
 from testbed.plan import Dependency, JobPlan
 from testbed.scenario.inputs import resolve_inputs
 from testbed.scenario.splitting import byte_ranges
-from testbed.workflows import ir
 from testbed.workloads.base import Combiner, TaskFunction
 from testbed.workloads.dag import plan_dag
+
+if TYPE_CHECKING:  # the SQL front-end (sqlglot, the sql extra) is imported by a sql job only
+    from testbed.workflows import ir
 
 BODY = "testbed.workloads.sql_stage:stage_body"
 SPLIT_MB = 16.0
@@ -59,6 +61,7 @@ def _edge(dep: Dependency, tasks: int, lowered: JobPlan) -> EdgeKind:
 
 def check_sql(job: Any, seed: int, directory: Path) -> list[str]:
     """The job's output against DuckDB's answer (``testbed.workflows.reference``)."""
+    from testbed.workflows import ir
     from testbed.workflows.reference import DuckdbMissing, compare, duckdb_answer, read_output
     from testbed.workflows.sql_tables import tables_of, workflow_of
 
