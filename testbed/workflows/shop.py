@@ -33,12 +33,14 @@ def generate(purchases: int, directory: Path, seed: int = 1) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     users = max(1, purchases // PURCHASES_PER_USER)
-    with open(path, "w", encoding="utf-8") as out:
+    partial = path.with_suffix(".tbl.inprogress")
+    with open(partial, "w", encoding="utf-8") as out:
         for purchase in range(1, purchases + 1):
             user = rng.randrange(1, users + 1)
             cents = rng.randrange(1, 60001)
             country = COUNTRIES[user % len(COUNTRIES)]
             out.write(f"{purchase}|{user}|{cents // 100}.{cents % 100:02d}|{country}|\n")
+    partial.rename(path)
     return path
 
 
