@@ -10,7 +10,7 @@ makespan by up to 60% (top-shopper) and 80% (cross-community PageRank): 2.5x to 
   ``--purchases`` rows. The simulator costs each stage by ``simulation.ops`` entries
   ``sql.s<i>`` measured first (``stage_costs``): the job's same plan run at scale factor
   ``--calibration-sf`` task by task in this process (``LocalJob``: the agents' task code),
-  each stage's compute seconds fitted per MB read (``testbed calibrate``'s ``fit_line``)
+  each stage's CPU seconds fitted per MB read (``testbed calibrate``'s ``fit_line``)
   and its output bytes per byte read;
 - ``real``: the same merging comparison on local agents (the shipped scenarios' 1 reserved +
   3 transient processes, SF 0.01, a 400,000-row log), every output checked against DuckDB
@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -73,8 +74,8 @@ def job_with_tables(name: str, directory: Path, merge: bool, reduces: int | None
 
 def stage_costs(job: dict[str, Any], work: Path) -> dict[str, dict[str, float]]:
     """``simulation.ops`` entries ``sql.s<i>`` of the job's stages, measured by running its
-    plan task by task here: compute seconds = fixed_s + s_per_mb x MB read (``CONSTANT_BELOW_MB``),
-    and output bytes per byte read (1 where a stage read nothing)."""
+    plan task by task here: CPU seconds of this process = fixed_s + s_per_mb x MB read
+    (``CONSTANT_BELOW_MB``), and output bytes per byte read (1 where a stage read nothing)."""
     path = work / "calibrate.yaml"
     path.write_text(
         yaml.safe_dump(
@@ -82,12 +83,15 @@ def stage_costs(job: dict[str, Any], work: Path) -> dict[str, dict[str, float]]:
         )
     )
     workflow = workflow_of(load_scenario(path).jobs[0])
-    local = LocalJob(plan_dag("sql", job_dag(lower(workflow, file_splits))), work / "job").run(256 * MB)
+    local = LocalJob(plan_dag("sql", job_dag(lower(workflow, file_splits))), work / "job")
     ops = {}
-    for stage in range(len(local.plan.stages)):
-        runs = [run for (s, _), run in local.tasks.items() if s == stage]
+    for stage, plan in enumerate(local.plan.stages):
+        runs, seconds = [], []
+        for index in range(plan.tasks):
+            started = time.process_time()  # CPU seconds: the host's load does not inflate them
+            runs.append(local.run_task(stage, index, 256 * MB))
+            seconds.append(time.process_time() - started)
         sizes = [run.metrics.bytes_in / MB for run in runs]
-        seconds = [run.metrics.compute_s for run in runs]
         small = sum(sizes) < CONSTANT_BELOW_MB
         fixed, rate = (statistics.mean(seconds), 0.0) if small else fit_line(sizes, seconds)
         read, wrote = sum(r.metrics.bytes_in for r in runs), sum(r.metrics.bytes_out for r in runs)
