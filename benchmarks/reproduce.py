@@ -1,11 +1,12 @@
 """Regenerate one paper's table from its scenario in scenarios/papers (simulated).
 
     python benchmarks/reproduce.py \
-        pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|late|late-evictions|rdd-recovery \
+        pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|late|late-stragglers|late-evictions| \
+        rdd-recovery \
         [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
         [--jobs N | --dask ADDRESS]
 
-pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster, late, late-evictions: a
+pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster, late, late-stragglers, late-evictions: a
 `testbed sweep` over the paper's variants with seeds (its sweep.md: bootstrap intervals,
 Student's t below 5 runs), then benchmarks/paper_stats.py's paired table (per variant n, mean,
 sd, Student's t 95% interval; the subject against each other variant paired by seed, with a
@@ -107,6 +108,10 @@ SWEEPS: dict[str, Sweep] = {
         compare="speculation",
         subject="late",
         scenario="late-sleep",
+    ),
+    # LATE's section 5.2.2 Sort with 8 stragglers in 100 VMs (Fig. 4), the paper's scale
+    "late-stragglers": Sweep(
+        ["policy.speculation=none,hadoop,late"], seeds=5, compare="speculation", subject="late"
     ),
     # the same job on transient nodes evicted at Pado's high rate with a 2-minute notice
     "late-evictions": Sweep(

@@ -55,6 +55,7 @@ TINY: dict[str, list[str]] = {
     ],
     "late-sleep": ["jobs.0.duration=5s"],
     "late-evictions": ["jobs.0.duration=5s"],  # 40 nodes and 80 tasks are cheap in sim: shorter sleeps
+    "late-stragglers": ["jobs.0.size_mb=640", "jobs.0.maps=10", "jobs.0.reduces=4"],
     "rdd-recovery": [
         "cluster.transient.count=4",
         "jobs.0.nodes=20000",
