@@ -4,8 +4,8 @@ A pure decision of the core: ``place`` puts each split's ``n`` replicas on disti
 drawn from a generator seeded by the scenario; an evicted node loses its replicas
 (``lose``); a map's read is local when its node holds the split, a fetch from a holder
 otherwise, and from the source ("durable storage") when no replica is left (``read_from``).
-``preferences`` gives a task the nodes that hold at least ``threshold`` of its input bytes,
-the figure Quincy's preference arcs need. The copying itself is the shell's and agents' job.
+``held`` gives the bytes of a task's input each node holds, the figure Quincy's preference
+arcs need. The copying itself is the shell's and agents' job.
 Not yet wired into the run: this module is the first step of the feature.
 """
 
@@ -51,14 +51,15 @@ class Replicas:
             return Read("remote", nodes[0])
         return Read("source", SOURCE)
 
-    def preferences(self, sizes: Mapping[str, int], threshold: float = 0.1) -> dict[str, int]:
-        """The nodes holding at least ``threshold`` of these splits' bytes, and the bytes each holds."""
-        held: dict[str, int] = {}
+    def held(self, sizes: Mapping[str, int]) -> dict[str, int]:
+        """The bytes of these splits (a task's input: split -> size) each holding node has: the
+        ``on_node`` of Firmament's ``TaskInput``, whose cost models apply their own thresholds
+        (Quincy's preference arc where >= 10% of the input lives)."""
+        on_node: dict[str, int] = {}
         for split, size in sizes.items():
             for node in self.holders.get(split, []):
-                held[node] = held.get(node, 0) + size
-        total = sum(sizes.values())
-        return {node: b for node, b in sorted(held.items()) if total and b >= threshold * total}
+                on_node[node] = on_node.get(node, 0) + size
+        return dict(sorted(on_node.items()))
 
 
 def place(splits: Sequence[str], nodes: Sequence[str], n: int, seed: int) -> Replicas:

@@ -3,6 +3,9 @@
 import pytest
 
 from master.core.replicas import SOURCE, Read, Replicas, place
+from master.schedulers.firmament.costs import GB, QuincyCostModel, TaskInput
+from master.schedulers.firmament.machines import Rack
+from testbed.api.policy import PendingTask
 
 NODES = ["r0", "r1", "t0", "t1", "t2"]
 SPLITS = [f"s{i}" for i in range(20)]
@@ -37,10 +40,15 @@ def test_an_evicted_node_loses_its_replicas_and_reads_fall_back() -> None:
     assert r.read_from("a", "t0") == Read("source", SOURCE)
 
 
-def test_preferences_keep_nodes_holding_at_least_a_tenth_of_the_bytes() -> None:
-    r = Replicas({"big": ["t0", "r0"], "small": ["t1"], "mid": ["r0"]})
-    sizes = {"big": 900, "small": 50, "mid": 100}
-    # of 1050 bytes: t0 900, r0 1000, t1 50 (< 105)
-    assert r.preferences(sizes) == {"r0": 1000, "t0": 900}
-    assert r.preferences(sizes, threshold=0.01) == {"r0": 1000, "t0": 900, "t1": 50}
-    assert r.preferences({}) == {}
+def test_held_bytes_make_quincys_preference_arcs() -> None:
+    """4 GB of splits: t0 holds 3 GB, r0 1 GB + 0.3 GB, t1 0.3 GB (under 10%, no arc)."""
+    r = Replicas({"big": ["t0", "r0"], "small": ["t1", "r0"], "mid": ["t0"]})
+    sizes = {"big": 1 * GB, "small": 3 * GB // 10, "mid": 2 * GB, "src": 7 * GB // 10}
+    assert r.held(sizes) == {"r0": 13 * GB // 10, "t0": 3 * GB, "t1": 3 * GB // 10}
+    assert r.held({}) == {}
+    racks: dict[str, Rack] = {"r0": ("reserved", None), "t0": ("transient", None), "t1": ("transient", None)}
+    found = TaskInput(sum(sizes.values()), r.held(sizes))
+    task = PendingTask("j0/t0", "j0", 0, 0, 100, 10.0)
+    arcs = QuincyCostModel(inputs=lambda t: found).preferences(task, racks).machines
+    assert set(arcs) == {"r0", "t0"}
+    assert arcs["t0"] < arcs["r0"]
