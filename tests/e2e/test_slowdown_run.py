@@ -63,5 +63,8 @@ async def test_a_slowed_nodes_tasks_get_a_third_of_its_core(tmp_path: Path) -> N
     # the kernel's quota holds the slowed node's spinning tasks to a third of a core (+5%: the
     # CFS period's granularity); the full-speed node's got more than the slowed quota allows
     assert slowed <= 1.05 / FACTOR < nominal, (slowed, nominal)
+    fidelity = result.summary["fidelity"]  # the monitor's view of the same: its share, its allowance
+    assert fidelity["slowed_task_cpu_share"] <= 1.05 * fidelity["slowed_task_allowed_share"]
+    assert fidelity["slowed_task_allowed_share"] == pytest.approx(1 / FACTOR, abs=1e-4)
     assert_exact(scenario.model_copy(update={"jobs": scenario.jobs[:1]}), tmp_path)  # a sleep has no check
     assert_clean(tmp_path)
