@@ -54,6 +54,16 @@ def test_v2_each_slot_gets_one_emulated_core_at_most_the_nodes_and_the_agent_a_l
     assert slot_group(small, 0).is_dir() and not (slot_group(small, 0) / "cpu.max").exists()
 
 
+def test_a_slowed_nodes_slots_get_their_core_divided_by_its_factor(tmp_path: Path) -> None:
+    """A 2-cpu 2-slot node 4x slower at dilation 1: the node 0.5 core, each slot 0.25, so a lone
+    task is slowed 4x too (the node's quota alone would give it 0.5: 2x)."""
+    cgroups = CpuCgroups(2, tmp_path / "testbed", core=1.0)
+    node = cgroups.create("run-1", "reserved-0", 2.0 / 4, 2, slowdown=4)
+    assert (node / "cpu.max").read_text() == f"50000 {PERIOD_US}"
+    for slot in (0, 1):
+        assert (slot_group(node, slot) / "cpu.max").read_text() == f"25000 {PERIOD_US}"
+
+
 def test_v2_stats_read_throttling_in_microseconds(tmp_path: Path) -> None:
     (tmp_path / "cpu.stat").write_text(
         "usage_usec 900000\nuser_usec 800000\nsystem_usec 100000\n"

@@ -87,6 +87,17 @@ def test_cpu_use_is_compared_with_each_slots_quota_and_throttling_is_totalled() 
     assert assess(observed(0.5), tasks, quotas, stats, host_cores=2)["slots_throttled_share"] is None
 
 
+def test_a_slowed_nodes_tasks_are_held_to_their_slowed_quota() -> None:
+    """``chaos.slowdown``: a task on a node 4x slower is allowed a quarter of its class's slot quota;
+    the block says what share of the full-speed quota the slowed tasks got and were allowed."""
+    tasks = [TaskTime(0.0, 4.0, 0.5, "reserved", slowdown=4), TaskTime(0.0, 2.0, 1.0, "reserved")]
+    quotas = {"reserved": 0.5}
+    block = assess(observed(0.5), tasks, quotas, {}, host_cores=2)
+    assert block["task_cpu_per_quota"] == 1.0  # 1.5 CPU-s of 0.5 (4 s x 0.5 / 4) + 1.0 (2 s x 0.5)
+    assert (block["slowed_task_cpu_share"], block["slowed_task_allowed_share"]) == (0.25, 0.25)
+    assert "slowed_task_cpu_share" not in assess(observed(0.5), tasks[1:], quotas, {}, host_cores=2)
+
+
 def test_slot_quotas_follow_the_scale_model() -> None:
     data = {
         "name": "q",

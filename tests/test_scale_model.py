@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from master.shell.scale_model import NodeShares, local_isolation, peak_cores, resolve
+from master.shell.scale_model import (
+    NodeShares,
+    class_flags,
+    local_isolation,
+    node_shares,
+    peak_cores,
+    resolve,
+)
 from testbed.app.cli import main
 from testbed.scenario.fidelity import auto_dilation, emulated
 from testbed.scenario.schema import ScenarioError, parse_scenario
@@ -52,6 +59,18 @@ def test_faithful_shares_divide_cores_and_bandwidth_by_the_dilation() -> None:
     shares = NodeShares.of(s, s.cluster.reserved)
     assert (shares.cpus, shares.network_mbps, shares.disk_mb_s) == (0.5, 250, 25)
     assert shares.agent_flags() == ["--network-mbps", "250", "--disk-mb-s", "25"]
+
+
+def test_a_slowed_node_gets_its_quota_and_token_buckets_divided_by_its_factor() -> None:
+    """``chaos.slowdown``: reserved-0 3x slower at dilation 4; the others at their class's shares."""
+    s = scenario({"mode": "faithful", "dilation": 4}, reserved={"count": 2, "slots": 2, "disk_mb_s": 120})
+    s = s.model_copy(update={"chaos": s.chaos.model_validate({"slowdown": {"nodes": {"reserved-0": 3}}})})
+    slowed, nominal = node_shares(s, "reserved-0", "reserved"), node_shares(s, "reserved-1", "reserved")
+    assert nominal == NodeShares.of(s, s.cluster.reserved) == NodeShares(0.5, 250, 30)
+    assert (slowed.cpus, slowed.network_mbps, slowed.disk_mb_s) == pytest.approx((0.5 / 3, 250 / 3, 10))
+    flags = class_flags(s, "reserved", "mqtt://b", "reserved-0")
+    assert flags[flags.index("--network-mbps") + 1] == "83.3333"
+    assert flags[flags.index("--disk-mb-s") + 1] == "10"
 
 
 def test_an_unisolated_run_limits_nothing_but_a_users_docker_cpus() -> None:

@@ -23,6 +23,7 @@ from testbed.api.policy import NodeView
 from testbed.chaosmodels.lifetime_model import format_seconds
 from testbed.chaosmodels.lifetimes import NODE_CLASSES
 from testbed.chaosmodels.prices import parse_price
+from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.limits import MAX_PLANNED_EVICTIONS
 from testbed.scenario.chaos import EvictSpec, StormSpec
 from testbed.scenario.schema import Scenario
@@ -336,6 +337,28 @@ def _header(scenario: Scenario, base_dir: str | Path | None) -> list[str]:
             price = parse_price(nodes.price, scenario.seed, node_class, base_dir)
             lines.append(f"  price {price.describe()}")
     lines.extend(f"storm {i}: {_describe_storm(storm)}" for i, storm in enumerate(scenario.chaos.storms))
+    lines.extend(_slowdown_lines(scenario))
+    return lines
+
+
+MAX_NODES_SHOWN = 20
+
+
+def _slowdown_lines(scenario: Scenario) -> list[str]:
+    """The initial nodes' ``chaos.slowdown`` factors (as each node draws its own at launch, a
+    replacement or an added node draws its own then), grouped by factor, slowest first."""
+    if scenario.chaos.slowdown is None:
+        return []
+    by_factor: dict[float, list[str]] = {}
+    for node_class in NODE_CLASSES:
+        for ordinal in range(getattr(scenario.cluster, node_class).count):
+            node_id = f"{node_class}-{ordinal}"
+            factor = slowdown_factor(scenario.chaos.slowdown, scenario.seed, node_id, node_class)
+            by_factor.setdefault(factor, []).append(node_id)
+    lines = ["slowdown (initial nodes; a later node draws its factor at launch):"]
+    for factor, nodes in sorted(by_factor.items(), reverse=True):
+        more = f" and {len(nodes) - MAX_NODES_SHOWN} more" if len(nodes) > MAX_NODES_SHOWN else ""
+        lines.append(f"  factor {factor:g}: {len(nodes)} node(s): {', '.join(nodes[:MAX_NODES_SHOWN])}{more}")
     return lines
 
 

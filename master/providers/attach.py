@@ -118,6 +118,7 @@ class AttachProvider:
         cpus: float | None,
         command: list[str],
         env: dict[str, str],
+        slowdown: float = 1.0,
     ) -> None:
         """A new node running the master's `command`, with the image, environment and
         network of a live node of the run (of the same class when there is one) and the

@@ -21,6 +21,7 @@ class NodeProvider(Protocol):
         cpus: float | None,
         command: list[str],
         env: dict[str, str],
+        slowdown: float = 1.0,
     ) -> None:
         """Start a node running ``command`` (an agent command line lacking placement flags)."""
 

@@ -148,6 +148,7 @@ class DockerProvider:
         cpus: float | None,
         command: list[str],
         env: dict[str, str],
+        slowdown: float = 1.0,
     ) -> None:
         _check_docker_name("node id", node_id)
         await self._ensure_network()
@@ -165,7 +166,7 @@ class DockerProvider:
         ]
         group = None
         if self._cgroups is not None and cpus is not None:
-            group = await asyncio.to_thread(self._cgroups.create, self.run_id, node_id, cpus, slots)
+            group = await asyncio.to_thread(self._cgroups.create, self.run_id, node_id, cpus, slots, slowdown)
             self._groups[node_id] = group
             argv += ["--cgroup", CGROUP_DIR]
         try:
@@ -431,4 +432,3 @@ class DockerProvider:
     def _gateway_of(network: Network) -> str:
         network.reload()
         return network.attrs["IPAM"]["Config"][0]["Gateway"]
-

@@ -106,6 +106,7 @@ class LocalProvider:
         cpus: float | None,
         command: list[str],
         env: dict[str, str],
+        slowdown: float = 1.0,
     ) -> None:
         del node_class, memory_mb  # carried by the command line
         directory = self.nodes_dir / node_id
@@ -116,7 +117,7 @@ class LocalProvider:
         argv = [*command, "--data-dir", str(directory), "--listen", "127.0.0.1", "--advertise", "127.0.0.1"]
         cgroup = None
         if self.cgroups is not None and cpus is not None:
-            cgroup = await asyncio.to_thread(self.cgroups.create, self.run_id, node_id, cpus, slots)
+            cgroup = await asyncio.to_thread(self.cgroups.create, self.run_id, node_id, cpus, slots, slowdown)
             argv += ["--cgroup", str(cgroup)]
         with open(self.log_dir / f"{node_id}.log", "ab") as log:
             process = await asyncio.create_subprocess_exec(

@@ -24,10 +24,11 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from master.shell.scale_model import NodeShares
+from master.shell.scale_model import NodeShares, node_slowdown
 from master.summary.coaster import percentile, round4
 from testbed.node.cgroups import CpuStats
 from testbed.scenario.fidelity import host_cores
@@ -56,6 +57,8 @@ class TaskTime:
     end_s: float
     cpu_s: float
     node_class: str
+    slowdown: float = 1.0
+    """Its node's ``chaos.slowdown`` factor: its quota was its class's divided by it."""
 
 
 @dataclass
@@ -196,8 +199,26 @@ def _quota_use(tasks: Sequence[TaskTime], quotas: dict[str, float]) -> dict[str,
     if not limited:
         return {"task_cpu_per_quota": None}
     used = sum(t.cpu_s for t in limited)
-    allowed = sum((t.end_s - t.start_s) * quotas[t.node_class] for t in limited)
-    return {"task_cpu_per_quota": round4(used / allowed if allowed else None)}
+    allowed = sum((t.end_s - t.start_s) * quotas[t.node_class] / t.slowdown for t in limited)
+    return {
+        "task_cpu_per_quota": round4(used / allowed if allowed else None),
+        **_slowed_share([t for t in limited if t.slowdown > 1], quotas),
+    }
+
+
+def _slowed_share(slowed: Sequence[TaskTime], quotas: dict[str, float]) -> dict[str, Any]:
+    """The CPU the tasks of slowed nodes got, as a share of their class's full-speed slot quota
+    (``slowed_task_cpu_share``), beside the share their factors allow (1/f, weighted by task
+    time): a slowed node's CPU-bound tasks get no more than the second. Absent without slowed
+    tasks."""
+    if not slowed:
+        return {}
+    full = sum((t.end_s - t.start_s) * quotas[t.node_class] for t in slowed)
+    allowed = sum((t.end_s - t.start_s) * quotas[t.node_class] / t.slowdown for t in slowed)
+    return {
+        "slowed_task_cpu_share": round4(sum(t.cpu_s for t in slowed) / full),
+        "slowed_task_allowed_share": round4(allowed / full),
+    }
 
 
 def _throttling(stats: dict[str, CpuStats], of: str) -> dict[str, Any]:
@@ -227,10 +248,19 @@ def problems(block: dict[str, Any]) -> list[str]:
     return found
 
 
-def task_times(tasks: list[dict[str, str]]) -> list[TaskTime]:
-    """The finished attempts of tasks.csv (wall seconds)."""
+def task_times(
+    tasks: list[dict[str, str]], slowdown: Callable[[str, str], float] = lambda node, node_class: 1.0
+) -> list[TaskTime]:
+    """The finished attempts of tasks.csv (wall seconds); ``slowdown``: a node's factor, from
+    its id and class."""
     return [
-        TaskTime(float(t["start_s"]), float(t["end_s"]), float(t.get("cpu_s") or 0.0), t["node_class"])
+        TaskTime(
+            float(t["start_s"]),
+            float(t["end_s"]),
+            float(t.get("cpu_s") or 0.0),
+            t["node_class"],
+            slowdown(t["node_id"], t["node_class"]),
+        )
         for t in tasks
         if t.get("start_s") and t.get("end_s")
     ]
@@ -266,7 +296,7 @@ def write_assessment(
     table, tasks = run_dir / "tasks.csv", []
     if table.exists():
         with table.open(newline="", encoding="utf-8") as handle:
-            tasks = task_times(list(csv.DictReader(handle)))
+            tasks = task_times(list(csv.DictReader(handle)), partial(node_slowdown, scenario))
     block = {
         "prioritised": prioritised,
         **assess(obs, tasks, slot_quotas(scenario), throttling, host_cores(), slot_throttling),

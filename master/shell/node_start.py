@@ -21,7 +21,7 @@ from master.core.events import NodeStartFailed
 from master.core.liveness import start_deadline_s
 from master.core.machine import MasterCore
 from master.providers.base import AdoptingProvider, NodeProvider
-from master.shell.scale_model import NodeShares
+from master.shell.scale_model import node_shares, node_slowdown
 from testbed.node.processes import StartupFailed
 from testbed.wire.capabilities import NODE_KEY_ENV, RunKeys
 
@@ -58,16 +58,18 @@ class NodeStarts:
         return task
 
     async def _launch(self, command: StartNode) -> None:
-        spec = getattr(self.core.scenario.cluster, command.node_class)
+        scenario = self.core.scenario
+        spec = getattr(scenario.cluster, command.node_class)
         env = {**self.agent_env, **await self.secrets_of(command.node_id)}
         await self.provider.launch(
             command.node_id,
             command.node_class,
             spec.slots,
             spec.memory_mb,
-            NodeShares.of(self.core.scenario, spec).cpus,
+            node_shares(scenario, command.node_id, command.node_class).cpus,
             self.agent_command(command.node_id, command.node_class),
             env,
+            slowdown=node_slowdown(scenario, command.node_id, command.node_class),
         )
 
     async def secrets_of(self, node_id: str) -> dict[str, str]:

@@ -224,7 +224,7 @@ def agent_command(
         run_id,
         "--node-id",
         node_id,
-        *class_flags(scenario, node_class, broker.url),
+        *class_flags(scenario, node_class, broker.url, node_id),
     ]
 
 

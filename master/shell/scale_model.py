@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from master.policy_setup import added_transient_nodes
+from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.node.cgroups import CgroupUnavailable, CpuCgroups, detect
 from testbed.scenario.cluster import NodeClassSpec
 from testbed.scenario.fidelity import auto_dilation, host_cores
@@ -61,6 +62,14 @@ class NodeShares:
         disk = spec.disk_mb_s / factor if spec.disk_mb_s is not None else None
         return cls(spec.cores / factor, spec.network_mbps / factor, disk)
 
+    def slowed(self, factor: float) -> NodeShares:
+        """The shares of a node ``factor`` times slower (``chaos.slowdown``): its CPU quota and
+        its NIC and spill token buckets each divided by ``factor``."""
+        if factor == 1:
+            return self
+        return NodeShares(*(None if share is None else share / factor for share in
+                            (self.cpus, self.network_mbps, self.disk_mb_s)))  # fmt: skip
+
     def agent_flags(self) -> list[str]:
         flags = []
         if self.network_mbps is not None:
@@ -92,23 +101,45 @@ def docker_isolation(scenario: Scenario) -> CpuCgroups | None:
         return None
 
 
-def class_flags(scenario: Scenario, node_class: str, broker_url: str) -> list[str]:
-    """The agent flags every node of ``node_class`` gets, from ``--node-class`` on (the run and
-    node id come before them): what the master launches and what a compose file starts."""
+def node_shares(scenario: Scenario, node_id: str, node_class: str) -> NodeShares:
+    """What one node gets: its class's shares, divided by its ``chaos.slowdown`` factor."""
     spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
+    return NodeShares.of(scenario, spec).slowed(node_slowdown(scenario, node_id, node_class))
+
+
+def node_slowdown(scenario: Scenario, node_id: str, node_class: str) -> float:
+    """The node's ``chaos.slowdown`` factor (1: none), as the chaos controller journals it."""
+    return slowdown_factor(scenario.chaos.slowdown, scenario.seed, node_id, node_class)
+
+
+def class_flags(
+    scenario: Scenario, node_class: str, broker_url: str, node_id: str | None = None
+) -> list[str]:
+    """The agent flags every node of ``node_class`` gets, from ``--node-class`` on (the run and
+    node id come before them): what the master launches and what a compose file starts. With
+    ``node_id``, its bandwidth flags are that node's (slowed by its ``chaos.slowdown`` factor)."""
+    spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
+    shares = NodeShares.of(scenario, spec) if node_id is None else node_shares(scenario, node_id, node_class)
     return [
         *("--node-class", node_class, "--broker", broker_url),
         *("--slots", str(spec.slots), "--memory-mb", str(spec.memory_mb)),
         *("--heartbeat-interval", str(scenario.heartbeat_interval_s)),
         *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),
-        *NodeShares.of(scenario, spec).agent_flags(),
+        *shares.agent_flags(),
     ]
 
 
-def refuse_slowdown(backend: str) -> None:
-    """Slow nodes (``chaos.slowdown``) are modelled by the simulator only: a real run would not
-    be slowed, so it is refused (docs/speculation.md)."""
-    raise ScenarioError(
-        [f"chaos.slowdown: --backend {backend} does not enforce slow nodes yet (only --backend sim "
-         "does): remove chaos.slowdown or run with --backend sim"]
-    )  # fmt: skip
+def refuse_slowdown(scenario: Scenario, backend: str) -> None:
+    """Slow nodes (``chaos.slowdown``) are enforced by the simulator and, in faithful mode, by the
+    local and Docker backends (a slowed node's CPU quota and token buckets); elsewhere a run would
+    not be slowed, so it is refused (docs/speculation.md)."""
+    if backend not in ("local", "docker"):
+        raise ScenarioError(
+            [f"chaos.slowdown: --backend {backend} does not enforce slow nodes (the nodes are started "
+             "by another deployment): run with --backend local, docker or sim"]
+        )  # fmt: skip
+    if not scenario.fidelity.faithful:
+        raise ScenarioError(
+            ["chaos.slowdown: a real run enforces slow nodes by their CPU quota, which only "
+             "fidelity.mode: faithful sets: set fidelity.mode: faithful or run with --backend sim"]
+        )  # fmt: skip

@@ -256,7 +256,7 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
     if backend == "local":  # a faithful run without cgroups is refused now, in one line
         checks.insert(1, lambda: local_isolation(scenario))
     if backend != "sim" and scenario.chaos.slowdown is not None:
-        checks.append(lambda: refuse_slowdown(backend))
+        checks.append(lambda: refuse_slowdown(scenario, backend))
     problems = [problem for check in checks for problem in _problems(check)]
     if problems:
         raise ScenarioError(problems)

@@ -101,21 +101,24 @@ class CpuCgroups:
     def run_dir(self, run_id: str) -> Path:
         return self.base / run_id
 
-    def create(self, run_id: str, node_id: str, cores: float, slots: int) -> Path:
+    def create(self, run_id: str, node_id: str, cores: float, slots: int, slowdown: float = 1.0) -> Path:
         """The node's group, with a quota of ``cores`` (a fraction is fine), its ``agent``
         leaf and a leaf per task slot with a quota of ``core``. Where ``core`` is no less than
         the node's ``cores`` the node's quota is the slot's, and the slot gets none of its
         own: a quota nested in an equal one only costs (2 to 3% of a CPU-bound task's rate,
-        measured: each level hands its runtime out in per-CPU slices)."""
+        measured: each level hands its runtime out in per-CPU slices). A node ``slowdown``
+        times slower (``chaos.slowdown``; ``cores`` is then already divided by it) gets slot
+        quotas of ``core / slowdown``: one task alone on it is slowed too."""
         node_dir = self._group(run_id, node_id)
         self._limit(node_dir, cores)
         if self.version == 2:  # its leaves may get cpu.max; no process may stay in it from now on
             _write(node_dir / "cgroup.subtree_control", "+cpu")
         agent_group(node_dir).mkdir(exist_ok=True)
+        slot_cores = self.core / slowdown
         for slot in range(slots):
             slot_group(node_dir, slot).mkdir(exist_ok=True)
-            if self.core < cores:
-                self._limit(slot_group(node_dir, slot), self.core)
+            if slot_cores < cores:
+                self._limit(slot_group(node_dir, slot), slot_cores)
         return node_dir
 
     def _limit(self, group: Path, cores: float) -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from master.chaos.plan import _clock, format_plan, plan_evictions
 from master.chaos.rules import storm_events
+from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.scenario.chaos import StormSpec
 from tests.support.chaos import scenario
 from tests.support.lazy import lazy_module
@@ -235,6 +236,24 @@ def test_format_plan_prints_settings_rows_and_totals():
     assert "0:01:30.0     0:00:09.0    0:01:00.0" in text  # storm victim: kill, wall, warning
     assert "storm 0" in text and "*" in text
     assert lines[-1].startswith("3 evictions: 2 by lifetime, 1 by storms; * = provisional")
+
+
+def test_the_plan_lists_each_initial_nodes_slowdown_factor_as_drawn():
+    chaos = {"slowdown": {"transient": {"factor": {"choice": [[1, 1], [4, 1]]}}, "nodes": {"reserved-0": 3}}}
+    sc = scenario(chaos, transient=6, seed=5)
+    lines = format_plan([], sc).splitlines()
+    start = lines.index("slowdown (initial nodes; a later node draws its factor at launch):")
+    ids = [f"transient-{i}" for i in range(6)]
+    drawn = {node: slowdown_factor(sc.chaos.slowdown, 5, node, "transient") for node in ids}
+    fours = sorted(node for node, factor in drawn.items() if factor == 4)
+    ones = sorted(node for node, factor in drawn.items() if factor == 1)
+    assert fours and ones  # seed 5 draws both
+    assert lines[start + 1 : start + 4] == [
+        f"  factor 4: {len(fours)} node(s): {', '.join(fours)}",
+        "  factor 3: 1 node(s): reserved-0",
+        f"  factor 1: {len(ones)} node(s): {', '.join(ones)}",
+    ]
+    assert not any(line.startswith("slowdown") for line in format_plan([], scenario({})).splitlines())
 
 
 def test_format_an_empty_plan():

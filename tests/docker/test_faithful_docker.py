@@ -160,3 +160,41 @@ async def test_a_container_moves_only_its_own_processes_and_its_groups_go_with_i
         await provider.close()
         remove_run(docker_client, run_id)
     assert leftover_groups(run_id) == []
+
+
+async def test_a_slowed_container_gets_its_quota_and_bandwidth_divided_by_its_factor(
+    docker_client: docker.DockerClient, image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``chaos.slowdown`` on Docker nodes: transient-0 4x slower gets a quarter of its class's CPU
+    (its group's quota, or its nano_cpus) and of its NIC token bucket; reserved-0 its class's."""
+    run_id = f"slowed-{new_run_id()}"
+    monkeypatch.setenv("TESTBED_RUN_ID", run_id)
+    monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
+    node = {"count": 1, "slots": 1, "cpus": 1, "memory_mb": 256, "network_mbps": 400}
+    scenario = make_scenario(
+        cluster={"reserved": node, "transient": node, "heartbeat_timeout": 10},
+        jobs=[{"workload": "sort", "size_mb": 4, "maps": 2, "reduces": 2}],
+        fidelity={"mode": "faithful", "dilation": 1},
+        chaos={"slowdown": {"nodes": {"transient-0": 4}}},
+    )
+    limits: dict[str, tuple[float, list[str]]] = {}
+    cgroups = host_cgroups()
+
+    def on_event(master: Any, record: dict[str, Any]) -> None:
+        if record["event"] == "node_up":
+            labels = [f"testbed.run={run_id}", f"testbed.node={record['node']}"]
+            [container] = docker_client.containers.list(filters={"label": labels})
+            limit = cpu_limit(cgroups, run_id, record["node"], container.attrs["HostConfig"])
+            limits[record["node"]] = (limit, container.attrs["Args"])
+
+    try:
+        result = await run_scenario(scenario, tmp_path, backend="docker", on_event=on_event)
+        assert result.ok, result.summary
+        assert_exact(scenario, tmp_path)
+    finally:
+        remove_run(docker_client, run_id)
+    assert run_leftovers(docker_client, run_id) == []
+    assert (limits["reserved-0"][0], limits["transient-0"][0]) == (1.0, 0.25)
+    for node_id, mbps in (("reserved-0", "400"), ("transient-0", "100")):
+        args = limits[node_id][1]
+        assert args[args.index("--network-mbps") + 1] == mbps

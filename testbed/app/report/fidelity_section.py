@@ -17,6 +17,8 @@ ROWS = (
     ("task_time_saturated_share", "task time on a saturated host", percent),
     ("task_cpu_s", "task CPU time (CPU s)", number),
     ("task_cpu_per_quota", "task CPU used / slot quota (faithful runs)", percent),
+    ("slowed_task_cpu_share", "slowed nodes' task CPU / their class's full-speed quota", percent),
+    ("slowed_task_allowed_share", "... allowed by their chaos.slowdown factors (1/f)", percent),
     ("nodes_throttled_share", "node CPU periods throttled by their quota", percent),
     ("nodes_throttled_s", "node time throttled (s, wall)", number),
     ("slots_throttled_share", "task slot CPU periods throttled by their own quota", percent),
