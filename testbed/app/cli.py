@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import logging
 import os
 import sys
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from master.chaos.plan import PlannedEviction
     from master.shell.run import RunResult
     from testbed.scenario.schema import Scenario
+    from testbed.settings import RunSettings
 
 BACKENDS = ("local", "docker", "attach", "sim")
 
@@ -246,10 +246,14 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
     plan is within the limits, an external broker answers. The scenario, ``dilation: auto``
     resolved for this host."""
     from master.shell.scale_model import local_isolation, refuse_slowdown, resolve
+    from testbed.settings import Host
 
-    scenario = resolve(scenario)
+    try:  # the dilation for this host, and the policies built (testbed.settings.resolve)
+        scenario = settings_for(scenario, str(path)).scenario
+        problems: list[str] = []
+    except ScenarioError as exc:
+        scenario, problems = resolve(scenario, Host.this_machine().cores), exc.problems
     checks: list[Callable[[], object]] = [
-        lambda: build_policies(scenario, path),
         lambda: planned_evictions(scenario, path),  # a chaos section too busy to run is refused now
         lambda: check_broker(scenario, backend),
     ]
@@ -257,7 +261,7 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
         checks.insert(1, lambda: local_isolation(scenario))
     if backend != "sim" and scenario.chaos.slowdown is not None:
         checks.append(lambda: refuse_slowdown(scenario, backend))
-    problems = [problem for check in checks for problem in _problems(check)]
+    problems += [problem for check in checks for problem in _problems(check)]
     if problems:
         raise ScenarioError(problems)
     return scenario
@@ -274,28 +278,26 @@ def _problems(check: Callable[[], object]) -> list[str]:
     return []
 
 
-def host_dilation(scenario: Scenario) -> float:
-    """The scenario's dilation, ``auto`` resolved for this host (``master.shell.scale_model.resolve``)."""
-    from master.shell.scale_model import resolve
+def settings_for(scenario: Scenario, path: str) -> RunSettings:
+    """The scenario compiled for this host (``testbed.settings.resolve``): problems name ``path``."""
+    from testbed.settings import Host
+    from testbed.settings import resolve as resolve_settings
 
-    return resolve(scenario).fidelity.factor
+    return resolve_settings(scenario, Host.this_machine(), path)
+
+
+def host_dilation(scenario: Scenario) -> float:
+    """The scenario's dilation, ``auto`` resolved for this host."""
+    from master.shell.scale_model import resolve
+    from testbed.settings import Host
+
+    return resolve(scenario, Host.this_machine().cores).fidelity.factor
 
 
 def build_policies(scenario: Scenario, path: str) -> None:
-    """Build the scenario's scheduler, strategy and autoscaler (built-in or plugin, with their options):
-    a problem is a ``ScenarioError`` whose lines name the scenario file. The task models are
-    scaled by the dilation, so ``dilation: auto`` is resolved for this host first."""
-    from master.policy_setup import make_autoscaler, make_scheduler, make_strategy
-    from master.shell.scale_model import resolve
-
-    scenario = resolve(scenario)
-    problems = [
-        problem
-        for make in (make_scheduler, make_strategy, make_autoscaler)
-        for problem in _problems(functools.partial(make, scenario))
-    ]
-    if problems:
-        raise ScenarioError([f"{path}: {problem}" for problem in problems])
+    """Build the scenario's scheduler, strategy and autoscaler (built-in or plugin, with their
+    options) for this host: a problem is a ``ScenarioError`` whose lines name the scenario file."""
+    settings_for(scenario, path)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -1,0 +1,37 @@
+"""testbed.settings.resolve: the host is an explicit input, the policies built once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testbed.scenario.schema import ScenarioError, load_scenario
+from testbed.settings import Host, resolve
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def test_auto_dilation_follows_the_given_host_not_this_machine() -> None:
+    faithful = ["fidelity.mode=faithful", "fidelity.dilation=auto"]
+    scenario = load_scenario(SCENARIOS / "quickstart.yaml", faithful)
+    small, large = resolve(scenario, Host(2.0)), resolve(scenario, Host(64.0))
+    assert small.dilation > large.dilation == 1.0
+    assert small.host == Host(2.0)
+    assert small.scenario.fidelity.factor == small.dilation
+
+
+def test_the_policies_are_built_with_their_options() -> None:
+    settings = resolve(load_scenario(SCENARIOS / "yarn-me.yaml"), Host(4.0))
+    assert type(settings.policies.scheduler).__name__ == "YarnMeScheduler"
+
+
+def test_every_policy_problem_is_named_in_one_pass() -> None:
+    scenario = load_scenario(
+        SCENARIOS / "quickstart.yaml",
+        ["policy.options.fifo={nope: 1}", "policy.strategy=pado", "policy.options.pado={nope: 2}"],
+    )
+    with pytest.raises(ScenarioError) as raised:
+        resolve(scenario, Host(4.0), "q.yaml")
+    assert len(raised.value.problems) == 2
+    assert all(problem.startswith("q.yaml: policy.options.") for problem in raised.value.problems)
