@@ -10,6 +10,7 @@ from pathlib import Path
 
 from master.core.liveness import (
     MAX_VANISH_RESENDS,
+    START_CPU_S,
     START_TIMEOUT_S,
     STARTS_PER_CORE,
     STRIKES_TO_VANISH,
@@ -198,6 +199,14 @@ def test_the_start_deadline_grows_with_the_nodes_starting_alongside() -> None:
     """200 nodes launched at once on 2 cores each wait for all the others' CPU."""
     assert start_deadline_s(1, 2) < START_TIMEOUT_S + 1
     assert start_deadline_s(200, 2) >= START_TIMEOUT_S + 150
+
+
+def test_a_node_held_to_a_small_quota_gets_the_time_its_own_start_needs_at_that_quota() -> None:
+    """A faithful node of 0.02 cores spends 1.5 CPU seconds starting: 75 s at its quota, on an idle
+    host too (it was given up after 61 s: tests/e2e/test_progress_run.py on every busy host)."""
+    assert start_deadline_s(1, 2, quota=0.02) >= START_TIMEOUT_S + START_CPU_S / 0.02
+    assert start_deadline_s(1, 2, quota=None) == start_deadline_s(1, 2)
+    assert start_deadline_s(1, 2, quota=4) < start_deadline_s(1, 2, quota=0.5)
 
 
 def test_the_nodes_to_probe_are_the_silent_ones_not_asked_already() -> None:

@@ -169,10 +169,13 @@ START_CPU_S = 1.5
 """About the CPU seconds one node's start takes (its agent's imports, its forkserver's preload)."""
 
 
-def start_deadline_s(starting: int, cpus: int) -> float:
+def start_deadline_s(starting: int, cpus: int, quota: float | None = None) -> float:
     """How long a node may take to come up: ``START_TIMEOUT_S``, plus the CPU the ``starting``
-    nodes need shared by the cores (all launched at once, each waits for all the others)."""
-    return START_TIMEOUT_S + START_CPU_S * starting / max(1, cpus)
+    nodes need shared by the cores (all launched at once, each waits for all the others), plus,
+    for a node held to ``quota`` cores (a faithful node's CPU limit), its own start at that
+    quota: a node of 0.02 cores needs 75 s for the 1.5 CPU seconds, however idle the host."""
+    own = START_CPU_S / quota if quota else 0.0
+    return START_TIMEOUT_S + START_CPU_S * starting / max(1, cpus) + own
 
 
 def launches_now(starting: int, remaining: int, window: int | None) -> int:

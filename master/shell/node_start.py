@@ -20,6 +20,7 @@ from master.core.commands import StartNode
 from master.core.events import NodeStartFailed
 from master.core.liveness import start_deadline_s
 from master.core.machine import MasterCore
+from master.core.nodes import NodeRecord
 from master.providers.base import AdoptingProvider, NodeProvider
 from master.shell.scale_model import node_shares, node_slowdown
 from testbed.node.processes import StartupFailed
@@ -77,6 +78,10 @@ class NodeStarts:
         login = await self.node_env(node_id) if self.node_env else {}
         return {**login, NODE_KEY_ENV: self.keys.node_key(node_id)}
 
+    def _quota(self, node: NodeRecord) -> float | None:
+        """The CPU cores ``node`` is held to (None: no limit), slowdown included."""
+        return node_shares(self.core.scenario, node.node_id, node.node_class).cpus
+
     async def until_cluster_up(
         self, now: Callable[[], float], fail: Callable[[NodeStartFailed], None]
     ) -> None:
@@ -92,8 +97,8 @@ class NodeStarts:
         cpus = os.cpu_count() or 2
         while not self.cluster_up.is_set():
             launching = [n for n in self.core.nodes.values() if n.status == "launching"]
-            deadline = start_deadline_s(len(launching), cpus)
             for node in launching:
+                deadline = start_deadline_s(len(launching), cpus, self._quota(node))
                 if now() - node.launched_t > deadline:
                     fail(NodeStartFailed(node.node_id, f"it did not come up within {deadline:.0f}s"))
             self.came_up.clear()
