@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from testbed.app.cli import main
-from testbed.node.cgroups import CgroupUnavailable, detect
+from tests.support.cgroups import require_cgroups
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 SHIPPED = sorted([*SCENARIOS.glob("*.yaml"), *(SCENARIOS / "papers").glob("*.yaml")])
@@ -54,10 +54,7 @@ def isolation(request: pytest.FixtureRequest) -> None:
     fields = yaml.safe_load(path.read_text())
     faithful = (fields.get("fidelity") or {}).get("mode") == "faithful"
     if faithful and fields.get("backend", "local") == "local":
-        try:
-            detect()
-        except CgroupUnavailable as exc:
-            pytest.skip(f"{_name(path)} is faithful and this host cannot isolate it: {exc}")
+        require_cgroups(_name(path))
 
 
 def test_the_headers_commands_are_found() -> None:

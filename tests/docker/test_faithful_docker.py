@@ -6,6 +6,7 @@ bandwidth."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,23 @@ def cpu_limit(cgroups: CpuCgroups | None, run_id: str, node: str, host_config: d
     return int((group / "cpu.max").read_text().split()[0]) / PERIOD_US
 
 
+def record_limits(
+    docker_client: docker.DockerClient, run_id: str, limits: dict[str, tuple[float, list[str]]]
+) -> Callable[[dict[str, Any]], None]:
+    """What to call on each journal record: at a node's ``node_up``, its container's CPU limit
+    and agent arguments go into ``limits``."""
+    cgroups = host_cgroups()
+
+    def on_record(record: dict[str, Any]) -> None:
+        if record["event"] == "node_up":
+            labels = [f"testbed.run={run_id}", f"testbed.node={record['node']}"]
+            [container] = docker_client.containers.list(filters={"label": labels})
+            limit = cpu_limit(cgroups, run_id, record["node"], container.attrs["HostConfig"])
+            limits[record["node"]] = (limit, container.attrs["Args"])
+
+    return on_record
+
+
 def leftover_groups(run_id: str) -> list[Path]:
     """The run's groups in any hierarchy (the engine makes a node's in each of its controllers')."""
     return sorted(Path("/sys/fs/cgroup").glob(f"**/testbed/{run_id}"))
@@ -63,15 +81,10 @@ async def test_dilated_containers_get_their_share_and_outputs_stay_exact(
         fidelity={"mode": "faithful", "dilation": 2},
     )
     limits: dict[str, tuple[float, list[str]]] = {}
-    cgroups = host_cgroups()
+    record_limit = record_limits(docker_client, run_id, limits)
 
     def on_event(master: Any, record: dict[str, Any]) -> None:
-        if record["event"] == "node_up":
-            labels = [f"testbed.run={run_id}", f"testbed.node={record['node']}"]
-            [container] = docker_client.containers.list(filters={"label": labels})
-            host_config = container.attrs["HostConfig"]
-            limit = cpu_limit(cgroups, run_id, record["node"], host_config)
-            limits[record["node"]] = (limit, container.attrs["Args"])
+        record_limit(record)
         if record["event"] == "task_started" and record["class"] == "transient" and not evicted:
             evicted[record["node"]] = []
             asyncio.get_running_loop().create_task(evict(master, record["node"]))
@@ -178,14 +191,10 @@ async def test_a_slowed_container_gets_its_quota_and_bandwidth_divided_by_its_fa
         chaos={"slowdown": {"nodes": {"transient-0": 4}}},
     )
     limits: dict[str, tuple[float, list[str]]] = {}
-    cgroups = host_cgroups()
+    record_limit = record_limits(docker_client, run_id, limits)
 
     def on_event(master: Any, record: dict[str, Any]) -> None:
-        if record["event"] == "node_up":
-            labels = [f"testbed.run={run_id}", f"testbed.node={record['node']}"]
-            [container] = docker_client.containers.list(filters={"label": labels})
-            limit = cpu_limit(cgroups, run_id, record["node"], container.attrs["HostConfig"])
-            limits[record["node"]] = (limit, container.attrs["Args"])
+        record_limit(record)
 
     try:
         result = await run_scenario(scenario, tmp_path, backend="docker", on_event=on_event)

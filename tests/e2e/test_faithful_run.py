@@ -13,6 +13,7 @@ from master.shell.run import run_scenario
 from testbed.app.report.build import write_report
 from testbed.app.report.rundir import load_run
 from testbed.node.cgroups import CgroupUnavailable, detect
+from tests.support.cgroups import require_cgroups
 from tests.support.runs import JOBS, assert_clean, assert_exact, run_a_lone_task
 from tests.support.scenarios import make_scenario
 
@@ -74,10 +75,7 @@ async def test_a_lone_task_on_a_2_cpu_2_slot_node_gets_one_core_not_two(tmp_path
 
 
 async def test_a_dilated_run_stretches_trace_time_and_reports_emulated_seconds(tmp_path: Path) -> None:
-    try:
-        detect()
-    except CgroupUnavailable as exc:
-        pytest.skip(str(exc))
+    require_cgroups()
     scenario = make_scenario(
         cluster={"reserved": {"count": 1, "slots": 2}, "transient": 0},
         jobs=[{"workload": "sleep", "tasks": 2, "duration": "1s", "submit_at": "1s"}],

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from master.shell.run import run_scenario
-from testbed.node.cgroups import CgroupUnavailable, detect
+from tests.support.cgroups import require_cgroups
 from tests.support.runs import assert_clean, assert_exact
 from tests.support.scenarios import make_scenario
 
@@ -30,10 +30,7 @@ RULES = {
 
 @pytest.mark.parametrize("rule", sorted(RULES))
 async def test_a_rule_copies_the_slow_nodes_task_from_real_progress_scores(tmp_path: Path, rule: str) -> None:
-    try:
-        detect()
-    except CgroupUnavailable as exc:
-        pytest.skip(str(exc))
+    require_cgroups()
     scenario = make_scenario(
         cluster={
             "reserved": {"count": 1, "slots": 2, "cpus": SLOW_CPUS},

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from master.shell.run import run_scenario
-from testbed.node.cgroups import CgroupUnavailable, detect
+from tests.support.cgroups import require_cgroups
 from tests.support.runs import assert_clean, assert_exact
 from tests.support.scenarios import make_scenario
 
@@ -32,10 +32,7 @@ def cpu_per_wall(tasks: list[dict[str, str]]) -> float:
 
 
 async def test_a_slowed_nodes_tasks_get_a_third_of_its_core(tmp_path: Path) -> None:
-    try:
-        detect()
-    except CgroupUnavailable as exc:
-        pytest.skip(str(exc))
+    require_cgroups()
     scenario = make_scenario(
         cluster={
             "reserved": {"count": 1, "slots": 1, "cpus": 1},
