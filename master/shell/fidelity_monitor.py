@@ -199,7 +199,7 @@ def _quota_use(tasks: Sequence[TaskTime], quotas: dict[str, float]) -> dict[str,
     if not limited:
         return {"task_cpu_per_quota": None}
     used = sum(t.cpu_s for t in limited)
-    allowed = sum((t.end_s - t.start_s) * quotas[t.node_class] / t.slowdown for t in limited)
+    allowed = _allowed_cpu_s(limited, quotas)
     return {
         "task_cpu_per_quota": round4(used / allowed if allowed else None),
         **_slowed_share([t for t in limited if t.slowdown > 1], quotas),
@@ -214,11 +214,15 @@ def _slowed_share(slowed: Sequence[TaskTime], quotas: dict[str, float]) -> dict[
     if not slowed:
         return {}
     full = sum((t.end_s - t.start_s) * quotas[t.node_class] for t in slowed)
-    allowed = sum((t.end_s - t.start_s) * quotas[t.node_class] / t.slowdown for t in slowed)
     return {
         "slowed_task_cpu_share": round4(sum(t.cpu_s for t in slowed) / full),
-        "slowed_task_allowed_share": round4(allowed / full),
+        "slowed_task_allowed_share": round4(_allowed_cpu_s(slowed, quotas) / full),
     }
+
+
+def _allowed_cpu_s(tasks: Sequence[TaskTime], quotas: dict[str, float]) -> float:
+    """The CPU seconds the tasks' slot quotas allowed them: each its class's, divided by its node's factor."""
+    return sum((t.end_s - t.start_s) * quotas[t.node_class] / t.slowdown for t in tasks)
 
 
 def _throttling(stats: dict[str, CpuStats], of: str) -> dict[str, Any]:

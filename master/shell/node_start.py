@@ -20,7 +20,6 @@ from master.core.commands import StartNode
 from master.core.events import NodeStartFailed
 from master.core.liveness import start_deadline_s
 from master.core.machine import MasterCore
-from master.core.nodes import NodeRecord
 from master.providers.base import AdoptingProvider, NodeProvider
 from master.shell.scale_model import node_shares, node_slowdown
 from testbed.node.processes import StartupFailed
@@ -51,6 +50,8 @@ class NodeStarts:
         self.cluster_up = asyncio.Event()
         self.came_up = asyncio.Event()
         self.launching: dict[str, asyncio.Task[None]] = {}
+        self.quotas: dict[str, float | None] = {}
+        """Each launched node's CPU limit in cores (None: none), its slowdown included."""
 
     def start(self, command: StartNode) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(self._launch(command))
@@ -62,12 +63,14 @@ class NodeStarts:
         scenario = self.core.scenario
         spec = getattr(scenario.cluster, command.node_class)
         env = {**self.agent_env, **await self.secrets_of(command.node_id)}
+        cpus = node_shares(scenario, command.node_id, command.node_class).cpus
+        self.quotas[command.node_id] = cpus
         await self.provider.launch(
             command.node_id,
             command.node_class,
             spec.slots,
             spec.memory_mb,
-            node_shares(scenario, command.node_id, command.node_class).cpus,
+            cpus,
             self.agent_command(command.node_id, command.node_class),
             env,
             slowdown=node_slowdown(scenario, command.node_id, command.node_class),
@@ -77,10 +80,6 @@ class NodeStarts:
         """What the agent of ``node_id`` holds: its broker login and its node key."""
         login = await self.node_env(node_id) if self.node_env else {}
         return {**login, NODE_KEY_ENV: self.keys.node_key(node_id)}
-
-    def _quota(self, node: NodeRecord) -> float | None:
-        """The CPU cores ``node`` is held to (None: no limit), slowdown included."""
-        return node_shares(self.core.scenario, node.node_id, node.node_class).cpus
 
     async def until_cluster_up(
         self, now: Callable[[], float], fail: Callable[[NodeStartFailed], None]
@@ -98,7 +97,7 @@ class NodeStarts:
         while not self.cluster_up.is_set():
             launching = [n for n in self.core.nodes.values() if n.status == "launching"]
             for node in launching:
-                deadline = start_deadline_s(len(launching), cpus, self._quota(node))
+                deadline = start_deadline_s(len(launching), cpus, self.quotas.get(node.node_id))
                 if now() - node.launched_t > deadline:
                     fail(NodeStartFailed(node.node_id, f"it did not come up within {deadline:.0f}s"))
             self.came_up.clear()
