@@ -36,6 +36,7 @@ from typing import Any
 
 from master.providers.base import ForeignNodeError
 from testbed.node.cgroups import CpuCgroups, CpuStats
+from testbed.node.slow_quotas import SlowQuotas
 from testbed.node.processes import SECRET_ENV, child_env, kill_group, private_env
 
 SOCKET_PATH_MAX = 107
@@ -70,6 +71,8 @@ class LocalProvider:
         self.slot_stats: dict[str, CpuStats] = {}
         """Each node's slot groups' counters, totalled, read likewise."""
         self._private: Path | None = None
+        self.quotas = SlowQuotas(cgroups.version) if cgroups is not None else None
+        """The launch quotas of nodes slowed by an episode, to restore."""
 
     def _private_dir(self) -> Path:
         """This provider's temporary directory (mode 0700, removed at close): agents' secret
@@ -199,11 +202,19 @@ class LocalProvider:
         groups = [(node.node_id, node.cgroup) for node in self.nodes.values() if node.cgroup is not None]
         return self.cgroups.stats_so_far(gone, groups, slots)
 
+    async def slow(self, node_id: str, factor: float) -> None:
+        """Its CPU quotas divided by ``factor`` (``testbed.node.slow_quotas``; 1: its launch's)."""
+        node = self.nodes.get(node_id)
+        if node is not None and node.cgroup is not None and self.quotas is not None:
+            await asyncio.to_thread(self.quotas.slow, node.cgroup, factor)
+
     async def _remove_cgroup(self, node: LocalNode) -> None:
         """Keep the node's last counters, then remove its group once its processes are gone
         (killed task workers take a moment to exit)."""
         if node.cgroup is None or self.cgroups is None:
             return
+        if self.quotas is not None:
+            self.quotas.forget(node.cgroup)
         group, cgroups = node.cgroup, self.cgroups
         await cgroups.retire(
             node.node_id, group, (self.cpu_stats, self.slot_stats), lambda: cgroups.remove(group)
