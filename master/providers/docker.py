@@ -52,7 +52,7 @@ from docker.types import Mount
 from master.providers.base import ForeignNodeError
 from master.providers.container_secrets import image_uid, put_secrets, split_secrets
 from testbed.node.cgroups import CpuCgroups, CpuStats, hierarchy_path, remove_everywhere
-from testbed.node.slow_quotas import SlowQuotas
+from testbed.node.slow_episodes import SlowQuotas
 
 LABEL_RUN = "testbed.run"
 LABEL_NODE = "testbed.node"
@@ -252,9 +252,10 @@ class DockerProvider:
         return False
 
     async def slow(self, node_id: str, factor: float) -> None:
-        """Its host group's CPU quotas divided by ``factor`` (``testbed.node.slow_quotas``; 1:
+        """Its host group's CPU quotas divided by ``factor`` (``testbed.node.slow_episodes``; 1:
         its launch's). A node without one (the engine makes its groups elsewhere) keeps the
-        CPU limit of its launch: ``docker_isolation`` warned of that already."""
+        CPU limit of its launch: ``docker_isolation`` warned of that already. Its token
+        buckets, in its container's volume, keep their launch rates (docs/speculation.md)."""
         group = self._groups.get(node_id)
         if group is not None and self._quotas is not None:
             await asyncio.to_thread(self._quotas.slow, group, factor)

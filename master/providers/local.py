@@ -36,8 +36,8 @@ from typing import Any
 
 from master.providers.base import ForeignNodeError
 from testbed.node.cgroups import CpuCgroups, CpuStats
-from testbed.node.slow_quotas import SlowQuotas
 from testbed.node.processes import SECRET_ENV, child_env, kill_group, private_env
+from testbed.node.slow_episodes import SlowBuckets, SlowQuotas
 
 SOCKET_PATH_MAX = 107
 """The longest path of an AF_UNIX socket (Linux: 108 bytes, its NUL included)."""
@@ -72,7 +72,8 @@ class LocalProvider:
         """Each node's slot groups' counters, totalled, read likewise."""
         self._private: Path | None = None
         self.quotas = SlowQuotas(cgroups.version) if cgroups is not None else None
-        """The launch quotas of nodes slowed by an episode, to restore."""
+        """The launch quotas of nodes slowed by an episode, to restore; their buckets' rates too."""
+        self.buckets = SlowBuckets()
 
     def _private_dir(self) -> Path:
         """This provider's temporary directory (mode 0700, removed at close): agents' secret
@@ -174,6 +175,7 @@ class LocalProvider:
 
     async def _remove(self, node: LocalNode) -> None:
         """The node's disk, temporary files and CPU group, once its processes are gone."""
+        self.buckets.forget(node.directory)
         await asyncio.to_thread(shutil.rmtree, node.directory, True)
         await asyncio.to_thread(shutil.rmtree, node.temp, True)
         await self._remove_cgroup(node)
@@ -203,9 +205,13 @@ class LocalProvider:
         return self.cgroups.stats_so_far(gone, groups, slots)
 
     async def slow(self, node_id: str, factor: float) -> None:
-        """Its CPU quotas divided by ``factor`` (``testbed.node.slow_quotas``; 1: its launch's)."""
+        """Its CPU quotas and token buckets' rates divided by ``factor``
+        (``testbed.node.slow_episodes``; 1: its launch's)."""
         node = self.nodes.get(node_id)
-        if node is not None and node.cgroup is not None and self.quotas is not None:
+        if node is None:
+            return
+        await asyncio.to_thread(self.buckets.slow, node.directory, factor)
+        if node.cgroup is not None and self.quotas is not None:
             await asyncio.to_thread(self.quotas.slow, node.cgroup, factor)
 
     async def _remove_cgroup(self, node: LocalNode) -> None:

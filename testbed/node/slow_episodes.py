@@ -1,10 +1,12 @@
-"""Slowdown episodes on a real node's CPU group (``chaos.slowdown.episodes``, faithful mode).
+"""Slowdown episodes on a real node (``chaos.slowdown.episodes``, faithful mode).
 
 An episode makes a node ``factor`` times slower than its launch made it: every CPU quota its
 launch set in its group (``testbed.node.cgroups``: the node's own, its task slots') is divided
-by the factor, and written back as it was once the episode is over. The agent's leaf is left
-as its launch left it. The quotas the launch set are read once, at a node's first episode,
-and every later change is computed from them, so a factor of 1 restores them exactly.
+by the factor (``SlowQuotas``), and so is the rate of each of its token buckets
+(``testbed.node.bandwidth``: NIC and spill; ``SlowBuckets``); both are written back as they
+were once the episode is over. The agent's leaf is left as its launch left it. What the launch
+set is read once, at a node's first episode, and every later change is computed from it, so a
+factor of 1 restores it exactly.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from testbed.node.bandwidth import KINDS, SharedBucket, limits_dir
 from testbed.node.cgroups import AGENT, PERIOD_US
 
 MIN_QUOTA_US = 1000
@@ -50,3 +53,29 @@ class SlowQuotas:
             if quota not in ("max", "-1"):
                 quotas[path] = int(quota)
         return quotas
+
+
+@dataclass
+class SlowBuckets:
+    launched: dict[Path, dict[str, float]] = field(default_factory=dict)
+    """Each node directory's bucket rates as its agent made them (bytes a second)."""
+
+    def slow(self, node_dir: Path, factor: float) -> dict[str, float]:
+        """Make the node's bucket rates its agent's divided by ``factor``; what was written."""
+        directory = limits_dir(node_dir)
+        buckets = {kind: SharedBucket(directory / kind) for kind in KINDS if (directory / kind).exists()}
+        try:
+            launched = self.launched.setdefault(
+                node_dir, {kind: bucket.rate_bytes_s for kind, bucket in buckets.items()}
+            )
+            written = {kind: rate / factor for kind, rate in launched.items() if kind in buckets}
+            for kind, rate in written.items():
+                buckets[kind].set_rate(rate)
+        finally:
+            for bucket in buckets.values():
+                bucket.close()
+        return written
+
+    def forget(self, node_dir: Path) -> None:
+        """The node is gone."""
+        self.launched.pop(node_dir, None)

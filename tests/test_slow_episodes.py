@@ -1,6 +1,6 @@
-"""Slowdown episodes on real nodes' CPU groups (``testbed.node.slow_quotas``): the quotas a
-node's launch set divided by the episode's factor and restored, on a v2 layout in a tmp dir and
-on this machine's controller for real."""
+"""Slowdown episodes on real nodes (``testbed.node.slow_episodes``): the CPU quotas a node's
+launch set divided by the episode's factor and restored, on a v2 layout in a tmp dir and on this
+machine's controller for real; its token buckets' rates likewise, as a booking's wait shows."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from testbed.node.bandwidth import NodeLimits
 from testbed.node.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, agent_group, detect, slot_group
-from testbed.node.slow_quotas import SlowQuotas
+from testbed.node.slow_episodes import SlowBuckets, SlowQuotas
 from tests.test_cgroups import _busy_in_group
 
 
@@ -68,3 +69,19 @@ def test_the_kernel_holds_a_slowed_node_to_its_divided_quota_and_restores_it() -
         cgroups.remove_run(run)
     assert (launched, slowed, restored) == ("100000", "25000", "100000")
     assert wall >= 0.1 * 4 * 0.9
+
+
+def test_an_episode_divides_the_nodes_bucket_rates_and_restores_them(tmp_path: Path) -> None:
+    """8 Mb/s NIC (1,000,000 bytes/s each way) and 2 MB/s spills, 4x slower: 250,000 and
+    500,000 bytes/s, so 250,000 bytes booked on the idle outgoing link take 1 s, of which the
+    caller waits 0.9 (0.1 s: twice the burst an idle link lets through); restored: the agent's."""
+    limits = NodeLimits.create(tmp_path, network_mbps=8, disk_mb_s=2)
+    slow = SlowBuckets()
+    assert slow.slow(tmp_path, 4.0) == {"net-out": 250_000.0, "net-in": 250_000.0, "disk": 500_000.0}
+    assert limits.buckets["net-in"].rate_bytes_s == 250_000.0  # the agent's open bucket sees it
+    assert limits.delay("net-out", 250_000) == pytest.approx(0.9)
+    slow.slow(tmp_path, 1.0)
+    assert {kind: b.rate_bytes_s for kind, b in limits.buckets.items()} == {
+        "net-out": 1e6, "net-in": 1e6, "disk": 2e6
+    }  # fmt: skip
+    limits.close()
