@@ -170,6 +170,10 @@ class SlowdownSpec(Strict):
     reserved: ClassSlowdown = ClassSlowdown()
     nodes: dict[str, float] = Field(default_factory=dict, max_length=100_000)
     episodes: list[SlowdownEpisode] = Field(default_factory=list, max_length=MAX_STORM_FIRINGS)
+    straggler: Literal["quota", "processes"] = "quota"
+    """How a real node is made slow by its own factor: its CPU quota and token buckets divided
+    by it, or (``processes``, local nodes) LATE's busy loops and disk writer beside its tasks
+    (``testbed.node.stragglers``). The simulator models both as the factor."""
 
     @field_validator("nodes")
     @classmethod
