@@ -37,6 +37,7 @@ The SDK blocks: every call into it runs in a worker thread (asyncio.to_thread).
 """
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Sequence
@@ -258,7 +259,8 @@ class DockerProvider:
         buckets, in its container's volume, keep their launch rates (docs/speculation.md)."""
         group = self._groups.get(node_id)
         if group is not None and self._quotas is not None:
-            await asyncio.to_thread(self._quotas.slow, group, factor)
+            with contextlib.suppress(FileNotFoundError):  # the node is being removed
+                await asyncio.to_thread(self._quotas.slow, group, factor)
 
     async def _remove_group(self, node_id: str) -> None:
         """Keep the node's last counters, then remove its groups in every hierarchy (the engine

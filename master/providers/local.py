@@ -245,9 +245,10 @@ class LocalProvider:
         node = self.nodes.get(node_id)
         if node is None:
             return
-        await asyncio.to_thread(self.buckets.slow, node.directory, factor)
-        if node.cgroup is not None and self.quotas is not None:
-            await asyncio.to_thread(self.quotas.slow, node.cgroup, factor)
+        with contextlib.suppress(FileNotFoundError):  # the node is being removed
+            await asyncio.to_thread(self.buckets.slow, node.directory, factor)
+            if node.cgroup is not None and self.quotas is not None:
+                await asyncio.to_thread(self.quotas.slow, node.cgroup, factor)
 
     async def _remove_cgroup(self, node: LocalNode) -> None:
         """Keep the node's last counters, then remove its group once its processes are gone
