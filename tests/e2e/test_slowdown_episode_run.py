@@ -1,7 +1,8 @@
 """A slowdown episode for real (``chaos.slowdown.episodes``, faithful mode): a node 4x slower
 from 2 s to 5 s of the run has its CPU quota divided by 4 then and restored after, by the
 kernel's accounting of its spinning tasks (each attempt's CPU seconds over its wall seconds,
-tasks.csv): those run inside the episode got at most a quarter of a core, those after it more."""
+tasks.csv): those run inside the episode got at most a quarter of a core, those after it more;
+the fidelity monitor allows each task the episode's 1/f over the part of it the episode held."""
 
 from __future__ import annotations
 
@@ -50,4 +51,9 @@ async def test_an_episode_divides_the_nodes_quota_for_its_length_only(tmp_path: 
     # restored, the node's tasks got more than the slowed quota allows
     slowed, restored = max(map(share, inside)), min(map(share, after))
     assert slowed <= 1.05 / FACTOR < restored, (slowed, restored)
+    # the fidelity monitor's view: the tasks the episode overlapped, each allowed its time's
+    # average of 1/f (1 before and after the episode, 1/4 in it), got no more than that
+    fidelity = result.summary["fidelity"]
+    assert 1 / FACTOR < fidelity["slowed_task_allowed_share"] < 1
+    assert fidelity["slowed_task_cpu_share"] <= 1.05 * fidelity["slowed_task_allowed_share"], fidelity
     assert_clean(tmp_path)

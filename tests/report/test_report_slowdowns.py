@@ -1,5 +1,6 @@
-"""Slow nodes in the report's node lanes: each node's own factor in its lane's label, and its
-slowdown episodes as dotted spans labelled with their factor, from the run's journal."""
+"""Slow nodes read back from a run's journal: each node's own factor in its lane's label and its
+slowdown episodes as dotted spans labelled with their factor (the report's Gantt chart), and a
+task's factor over its time (the fidelity monitor's allowance)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from testbed.app.report.gantt import gantt, lane_layout
 from testbed.app.report.rundir import load_run
-from testbed.app.report.slowdowns import SlowSpan, episode_spans, own_factors
+from testbed.chaosmodels.slowdown import SlowSpan, effective_factor, episode_spans, own_factors
 from tests.sim.test_slowdown_episodes import CLUSTER, EPISODE, JOBS
 from tests.support.sim import simulate
 
@@ -52,3 +53,13 @@ def test_the_gantt_labels_a_slowed_node_and_draws_its_episode(tmp_path: Path) ->
     assert [t.get_text() for t in axes.texts] == ["3x slower"]
     base = lane_layout(run).base[began["node"]]  # on the episode's node's one lane
     assert sorted({round(float(y), 6) for _, y in path.vertices}) == [base - 0.5, base + 0.5]
+
+
+def test_a_tasks_factor_averages_its_episodes_one_over_f_over_its_time() -> None:
+    """A task from 0 to 10 on a 2x node with a 4x episode from 5 to 15: half its time at 1/2,
+    half at 1/8 of its quota: allowed 10 x (1/2 + 1/8) / 2 = 3.125 core-seconds, as a factor
+    held throughout would: 10 / 3.125 = 3.2."""
+    spans = [SlowSpan("a", 5.0, 15.0, 4.0)]
+    assert effective_factor(2.0, spans, 0.0, 10.0) == 3.2
+    assert effective_factor(2.0, spans, 20.0, 30.0) == 2.0
+    assert effective_factor(1.0, spans, 6.0, 8.0) == 4.0

@@ -27,7 +27,7 @@ from matplotlib.patches import Patch
 from testbed.app.report.metrics import FAILED_ATTEMPTS
 from testbed.app.report.records import TaskAttempt
 from testbed.app.report.rundir import RunData
-from testbed.app.report.slowdowns import SlowSpan, episode_spans, own_factors
+from testbed.chaosmodels.slowdown import SlowSpan, episode_spans, own_factors
 
 CLASS_COLOURS = {"reserved": "#1f77b4", "transient": "#ff7f0e"}
 TIME_LABEL = "emulated time since run start (s)"
