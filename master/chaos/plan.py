@@ -286,7 +286,7 @@ def format_plan(
     lines = _header(scenario, base_dir) if scenario is not None else []
     if scenario is not None and horizon_s is not None:
         lines.extend(_capacity_lines(capacity_windows(scenario, horizon_s, base_dir), horizon_s))
-        lines.extend(_episode_lines(plan_slowdowns(scenario, horizon_s, base_dir)))
+        lines.extend(_episode_lines(plan_slowdowns(scenario, horizon_s, base_dir), scenario))
     columns = (
         "kill (trace)",
         "kill (wall)",
@@ -401,8 +401,9 @@ def _slowdown_lines(scenario: Scenario) -> list[str]:
     return lines
 
 
-def _episode_lines(slowdowns: list[PlannedSlowdown]) -> list[str]:
-    """Each episode's nodes (a node killed during it is slowed until then)."""
+def _episode_lines(slowdowns: list[PlannedSlowdown], scenario: Scenario) -> list[str]:
+    """Each episode's nodes (a node killed during it is slowed until then); those an episode
+    picks by run-time state (``busiest``, ``most-data``) are the plan's guess."""
     by_episode: dict[int, list[PlannedSlowdown]] = {}
     for slowdown in slowdowns:
         by_episode.setdefault(slowdown.episode, []).append(slowdown)
@@ -411,9 +412,12 @@ def _episode_lines(slowdowns: list[PlannedSlowdown]) -> list[str]:
         first = slowed[0]
         nodes = [s.node_id for s in slowed]
         more = f" and {len(nodes) - MAX_NODES_SHOWN} more" if len(nodes) > MAX_NODES_SHOWN else ""
+        assert scenario.chaos.slowdown is not None  # it has this episode
+        select = scenario.chaos.slowdown.episodes[episode].nodes.select
+        guess = f" (a guess: {select} is picked at run time)" if select in RUNTIME_DEPENDENT else ""
         lines.append(
             f"slowdown episode {episode}: {_clock(first.trace_s)}-{_clock(first.until_s)}, factor "
-            f"{first.factor:g} on {len(nodes)} node(s): {', '.join(nodes[:MAX_NODES_SHOWN])}{more}"
+            f"{first.factor:g} on {len(nodes)} node(s): {', '.join(nodes[:MAX_NODES_SHOWN])}{more}{guess}"
         )
     return lines
 
