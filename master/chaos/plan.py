@@ -60,6 +60,19 @@ class PlannedEviction:
     zone: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PlannedSlowdown:
+    """A node slowed by a ``chaos.slowdown`` episode (trace seconds)."""
+
+    trace_s: float
+    until_s: float
+    """When the episode ends (the node may be killed before)."""
+    node_id: str
+    episode: int
+    factor: float
+    """The episode's factor (on top of the node's own)."""
+
+
 def plan_evictions(
     scenario: Scenario, horizon_s: float, base_dir: str | Path | None = None
 ) -> list[PlannedEviction]:
@@ -67,6 +80,22 @@ def plan_evictions(
 
     ``base_dir`` anchors relative ``empirical`` lifetime files (the scenario's folder).
     """
+    world = _plan(scenario, horizon_s, base_dir)
+    return sorted(world.plan, key=lambda e: (e.trace_s, e.node_class, e.ordinal))
+
+
+def plan_slowdowns(
+    scenario: Scenario, horizon_s: float, base_dir: str | Path | None = None
+) -> list[PlannedSlowdown]:
+    """The nodes each ``chaos.slowdown`` episode beginning up to ``horizon_s`` slows, by start
+    time (then episode, then pick order), as the run's chaos controller picks them."""
+    if scenario.chaos.slowdown is None or not scenario.chaos.slowdown.episodes:
+        return []
+    return _plan(scenario, horizon_s, base_dir).slowdowns
+
+
+def _plan(scenario: Scenario, horizon_s: float, base_dir: str | Path | None) -> _PlanWorld:
+    """The chaos rules run on a virtual clock up to ``horizon_s``, in a world of bookkeeping."""
     clock = VirtualClock()
     world = _PlanWorld(scenario)
     world.rules = ChaosRules(scenario, clock, world, base_dir)
@@ -75,7 +104,7 @@ def plan_evictions(
             clock.at(0.0, LAUNCH, lambda node_class=node_class: world.launch(node_class, initial=True))
     world.rules.start()
     clock.run(horizon_s)
-    return sorted(world.plan, key=lambda e: (e.trace_s, e.node_class, e.ordinal))
+    return world
 
 
 @dataclass
@@ -97,6 +126,7 @@ class _PlanWorld:
     rules: ChaosRules = field(init=False)
     alive_nodes: dict[str, _Node] = field(default_factory=dict)
     plan: list[PlannedEviction] = field(default_factory=list)
+    slowdowns: list[PlannedSlowdown] = field(default_factory=list)
     ordinals: dict[NodeClass, int] = field(default_factory=lambda: dict.fromkeys(NODE_CLASSES, 0))
     uncertain_since: dict[NodeClass, float] = field(
         default_factory=lambda: dict.fromkeys(NODE_CLASSES, math.inf)
@@ -216,6 +246,14 @@ class _PlanWorld:
                     self.uncertain_since[candidate.node_class], now
                 )
 
+    def slowed(self, node_id: str, factor: float, episode: int, began: bool) -> None:
+        if not began:
+            return  # the record says when the episode ends
+        assert self.scenario.chaos.slowdown is not None  # an episode is one of its
+        spec = self.scenario.chaos.slowdown.episodes[episode]
+        now = self.rules.clock.now()
+        self.slowdowns.append(PlannedSlowdown(now, now + spec.duration, node_id, episode, spec.factor))
+
 
 def _matches(evict: EvictSpec, node_class: str) -> bool:
     return evict.kind in ("any", node_class)
@@ -248,6 +286,7 @@ def format_plan(
     lines = _header(scenario, base_dir) if scenario is not None else []
     if scenario is not None and horizon_s is not None:
         lines.extend(_capacity_lines(capacity_windows(scenario, horizon_s, base_dir), horizon_s))
+        lines.extend(_episode_lines(plan_slowdowns(scenario, horizon_s, base_dir), scenario))
     columns = (
         "kill (trace)",
         "kill (wall)",
@@ -359,6 +398,27 @@ def _slowdown_lines(scenario: Scenario) -> list[str]:
     for factor, nodes in sorted(by_factor.items(), reverse=True):
         more = f" and {len(nodes) - MAX_NODES_SHOWN} more" if len(nodes) > MAX_NODES_SHOWN else ""
         lines.append(f"  factor {factor:g}: {len(nodes)} node(s): {', '.join(nodes[:MAX_NODES_SHOWN])}{more}")
+    return lines
+
+
+def _episode_lines(slowdowns: list[PlannedSlowdown], scenario: Scenario) -> list[str]:
+    """Each episode's nodes (a node killed during it is slowed until then); those an episode
+    picks by run-time state (``busiest``, ``most-data``) are the plan's guess."""
+    by_episode: dict[int, list[PlannedSlowdown]] = {}
+    for slowdown in slowdowns:
+        by_episode.setdefault(slowdown.episode, []).append(slowdown)
+    lines = []
+    for episode, slowed in by_episode.items():
+        first = slowed[0]
+        nodes = [s.node_id for s in slowed]
+        more = f" and {len(nodes) - MAX_NODES_SHOWN} more" if len(nodes) > MAX_NODES_SHOWN else ""
+        assert scenario.chaos.slowdown is not None  # it has this episode
+        select = scenario.chaos.slowdown.episodes[episode].nodes.select
+        guess = f" (a guess: {select} is picked at run time)" if select in RUNTIME_DEPENDENT else ""
+        lines.append(
+            f"slowdown episode {episode}: {_clock(first.trace_s)}-{_clock(first.until_s)}, factor "
+            f"{first.factor:g} on {len(nodes)} node(s): {', '.join(nodes[:MAX_NODES_SHOWN])}{more}{guess}"
+        )
     return lines
 
 

@@ -28,6 +28,7 @@ from master.chaos.select import EvictableNode, select_victims
 from testbed.chaosmodels.capacity import CapacitySchedule, parse_capacity
 from testbed.chaosmodels.lifetime_model import LifetimeModel
 from testbed.chaosmodels.lifetimes import (
+    EPISODE_STREAM,
     NODE_CLASSES,
     STORM_VICTIM_STREAM,
     STORM_WINDOW_STREAM,
@@ -37,12 +38,12 @@ from testbed.chaosmodels.lifetimes import (
     rebalance_lead,
     rng_for,
 )
-from testbed.scenario.chaos import EvictSpec, StormSpec
+from testbed.scenario.chaos import EvictSpec, SlowdownEpisode, StormSpec
 from testbed.scenario.schema import Scenario
 from testbed.wire.protocol import NodeClass
 
 Reason = Literal["lifetime", "storm", "manual"]
-REBALANCE, WARN, KILL, CAPACITY, LAUNCH, STORM = range(6)
+REBALANCE, WARN, KILL, CAPACITY, LAUNCH, STORM, SLOW = range(7)
 """Priorities of simultaneous actions (lower first)."""
 
 
@@ -164,6 +165,10 @@ class World(Protocol):
     def storm_fired(self, event: StormEvent, candidates: Sequence[EvictableNode], victims: list[str]) -> None:
         """A storm picked its victims (among ``candidates``)."""
 
+    def slowed(self, node_id: str, factor: float, episode: int, began: bool) -> None:
+        """Episode ``episode`` of ``chaos.slowdown.episodes`` began (or ended) on the node, which
+        is now ``factor`` times slower than its own factor (the product of its episodes under way)."""
+
 
 @dataclass
 class ClassRules:
@@ -205,6 +210,8 @@ class ChaosRules:
     """Each node's lifetime (trace seconds), if it has one."""
     started: dict[str, float] = field(default_factory=dict)
     """When each node's lifetime started (trace seconds): its launch as the rules saw it."""
+    episodes: dict[str, dict[int, float]] = field(default_factory=dict)
+    """Each node's slowdown episodes under way: episode index -> its factor."""
 
     def __post_init__(self) -> None:
         self.classes = {c: class_rules(self.scenario, c, self.base_dir) for c in NODE_CLASSES}
@@ -218,6 +225,10 @@ class ChaosRules:
         for node_class, rules in self.classes.items():
             if rules.capacity is not None:
                 self._next_capacity_edge(node_class, rules.capacity, since)
+        slowdown = self.scenario.chaos.slowdown
+        for index, episode in enumerate(slowdown.episodes if slowdown is not None else []):
+            if episode.at >= since:
+                self.clock.at(episode.at, SLOW, lambda i=index, e=episode: self._episode(i, e))
 
     def launched(self, node_id: str, node_class: NodeClass, ordinal: int) -> None:
         """A node joined the run now: its lifetime, drawn by ordinal from its zone's model
@@ -354,3 +365,23 @@ class ChaosRules:
             self._warn(node_id, kill_at)
             self.doomed.add(node_id)
             self.clock.at(kill_at, KILL, lambda node_id=node_id: self._kill(node_id, "storm", event.storm))
+
+    def _episode(self, index: int, episode: SlowdownEpisode) -> None:
+        """An episode begins: its nodes, picked among the live ones not doomed by its own
+        generator (seed, ``EPISODE_STREAM``, index), are slowed until it ends."""
+        _, nodes = self.choose(episode.nodes, rng_for(self.scenario.seed, EPISODE_STREAM, index))
+        for node_id in nodes:
+            self.episodes.setdefault(node_id, {})[index] = episode.factor
+            self.world.slowed(node_id, self.episode_factor(node_id), index, True)
+        end = self.clock.now() + episode.duration
+        self.clock.at(end, SLOW, lambda: self._episode_end(index, nodes))
+
+    def _episode_end(self, index: int, nodes: list[str]) -> None:
+        for node_id in nodes:
+            self.episodes[node_id].pop(index)
+            if self.world.alive(node_id):
+                self.world.slowed(node_id, self.episode_factor(node_id), index, False)
+
+    def episode_factor(self, node_id: str) -> float:
+        """How many times slower than its own factor the node's episodes under way make it."""
+        return float(math.prod(self.episodes.get(node_id, {}).values()))

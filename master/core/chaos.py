@@ -21,7 +21,7 @@ import numpy as np
 
 from master.chaos.rules import ChaosRules, Reason, StormEvent
 from master.chaos.select import EvictableNode
-from master.core.commands import Evicted
+from master.core.commands import Evicted, SlowNode
 from master.core.events import EvictRequest
 from master.core.nodes import NodeRecord
 from master.core.ports import ChaosCore
@@ -246,3 +246,7 @@ class ChaosWorld:
 
     def storm_fired(self, event: StormEvent, candidates: Sequence[EvictableNode], victims: list[str]) -> None:
         self.core.journal.event("storm", storm=event.storm, firing=event.event, victims=victims)
+
+    def slowed(self, node_id: str, factor: float, episode: int, began: bool) -> None:
+        self.core.journal.event("slowdown_episode", node=node_id, episode=episode, factor=factor, began=began)
+        self.core.put(SlowNode(node_id, factor))

@@ -61,6 +61,15 @@ class KillNode:
 
 
 @dataclass(frozen=True, slots=True)
+class SlowNode:
+    """Make the node ``factor`` times slower than its own ``chaos.slowdown`` factor (a slowdown
+    episode; 1: back to its own), if the provider owns it: its CPU quota, in the simulator its cores."""
+
+    node_id: str
+    factor: float
+
+
+@dataclass(frozen=True, slots=True)
 class ReleaseNode:
     """Stop the node gracefully, if the provider owns it."""
 
@@ -152,6 +161,7 @@ Command = (
     | StartNode
     | NameNode
     | KillNode
+    | SlowNode
     | ReleaseNode
     | Probe
     | CommitOutput

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from master.core.commands import Command
 from master.core.jobs import Copy, JobRuntime, LiveJobs, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
@@ -181,6 +182,9 @@ class ChaosCore(ClusterPort, Protocol):
 
     def kill(self, node_id: str) -> None:
         """Kill the node for real (``KillNode``)."""
+
+    def put(self, command: Command) -> None:
+        """Hand the shell a command (``SlowNode``)."""
 
     def launch_node(self, node_class: str) -> NodeRecord: ...
 

@@ -166,6 +166,10 @@ class AttachProvider:
     async def release(self, node_id: str) -> None:
         await asyncio.to_thread(self._release, node_id)
 
+    async def slow(self, node_id: str, factor: float) -> None:
+        """Never asked: a run's preflight refuses ``chaos.slowdown`` on attached nodes, whose
+        CPU limits another deployment sets (``refuse_slowdown``)."""
+
     async def close(self) -> None:
         """Remove the replacements this run made; compose and the stack own the rest."""
         await asyncio.to_thread(self._remove_replacements)

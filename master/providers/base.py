@@ -32,6 +32,15 @@ class NodeProvider(Protocol):
     async def release(self, node_id: str) -> None:
         """Stop the node gracefully (SIGTERM), then remove it."""
 
+    async def straggle(self, node_id: str, factor: float, slots: int) -> None:
+        """Make the node ``factor`` times slower by processes beside its tasks
+        (``chaos.slowdown.straggler: processes``): the local backend's; refused elsewhere."""
+
+    async def slow(self, node_id: str, factor: float) -> None:
+        """Make the node ``factor`` times slower than its launch made it (a slowdown episode;
+        1: as launched). The backends that enforce slow nodes (local, Docker: their CPU
+        groups) do; the preflight refuses ``chaos.slowdown`` elsewhere."""
+
     async def close(self) -> None:
         """Remove every node of this run; touch nothing else."""
 

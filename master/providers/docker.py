@@ -37,6 +37,7 @@ The SDK blocks: every call into it runs in a worker thread (asyncio.to_thread).
 """
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Sequence
@@ -52,6 +53,7 @@ from docker.types import Mount
 from master.providers.base import ForeignNodeError
 from master.providers.container_secrets import image_uid, put_secrets, split_secrets
 from testbed.node.cgroups import CpuCgroups, CpuStats, hierarchy_path, remove_everywhere
+from testbed.node.slow_episodes import SlowQuotas
 
 LABEL_RUN = "testbed.run"
 LABEL_NODE = "testbed.node"
@@ -132,6 +134,8 @@ class DockerProvider:
         self._client = docker.from_env()
         self._cgroups = cgroups if cgroups is not None and self._engine_shares_groups(cgroups) else None
         self._groups: dict[str, Path] = {}
+        self._quotas = SlowQuotas(self._cgroups.version) if self._cgroups is not None else None
+        """The launch quotas of nodes slowed by an episode, to restore."""
         self._uid: int | None = None
         self.cpu_stats: dict[str, CpuStats] = {}
         """Each removed node's last throttling counters (the fidelity monitor's), its slots' in slot_stats."""
@@ -248,12 +252,24 @@ class DockerProvider:
         )
         return False
 
+    async def slow(self, node_id: str, factor: float) -> None:
+        """Its host group's CPU quotas divided by ``factor`` (``testbed.node.slow_episodes``; 1:
+        its launch's). A node without one (the engine makes its groups elsewhere) keeps the
+        CPU limit of its launch: ``docker_isolation`` warned of that already. Its token
+        buckets, in its container's volume, keep their launch rates (docs/speculation.md)."""
+        group = self._groups.get(node_id)
+        if group is not None and self._quotas is not None:
+            with contextlib.suppress(FileNotFoundError):  # the node is being removed
+                await asyncio.to_thread(self._quotas.slow, group, factor)
+
     async def _remove_group(self, node_id: str) -> None:
         """Keep the node's last counters, then remove its groups in every hierarchy (the engine
         made them there) once the container's processes are gone."""
         group = self._groups.pop(node_id, None)
         if group is None or self._cgroups is None:
             return
+        if self._quotas is not None:
+            self._quotas.forget(group)
         path = hierarchy_path(group)
         if await self._cgroups.retire(
             node_id, group, (self.cpu_stats, self.slot_stats), lambda: remove_everywhere(path)

@@ -37,6 +37,9 @@ from typing import Any
 from master.providers.base import ForeignNodeError
 from testbed.node.cgroups import CpuCgroups, CpuStats
 from testbed.node.processes import SECRET_ENV, child_env, kill_group, private_env
+from testbed.node.slow_episodes import SlowBuckets, SlowQuotas
+from testbed.node.stragglers import command as straggler_command
+from testbed.node.stragglers import straggler_group
 
 SOCKET_PATH_MAX = 107
 """The longest path of an AF_UNIX socket (Linux: 108 bytes, its NUL included)."""
@@ -54,6 +57,20 @@ class LocalNode:
     directory: Path
     temp: Path
     cgroup: Path | None = None
+    straggler: asyncio.subprocess.Process | None = None
+    """Its straggler processes' leader (``straggle``), in a process group of its own."""
+
+    def kill(self) -> None:
+        """SIGKILL the node's process groups: its agent's (its task workers with it) and its
+        straggler processes'."""
+        kill_group(self.process.pid, signal.SIGKILL)
+        if self.straggler is not None:
+            kill_group(self.straggler.pid, signal.SIGKILL)
+
+    async def wait(self) -> None:
+        await self.process.wait()
+        if self.straggler is not None:
+            await self.straggler.wait()
 
 
 class LocalProvider:
@@ -70,6 +87,9 @@ class LocalProvider:
         self.slot_stats: dict[str, CpuStats] = {}
         """Each node's slot groups' counters, totalled, read likewise."""
         self._private: Path | None = None
+        self.quotas = SlowQuotas(cgroups.version) if cgroups is not None else None
+        """The launch quotas of nodes slowed by an episode, to restore; their buckets' rates too."""
+        self.buckets = SlowBuckets()
 
     def _private_dir(self) -> Path:
         """This provider's temporary directory (mode 0700, removed at close): agents' secret
@@ -144,11 +164,11 @@ class LocalProvider:
         between); awaiting the result removes the node's disk and cgroup once its processes
         are gone."""
         node = self._node(node_id)
-        kill_group(node.process.pid, signal.SIGKILL)
+        node.kill()
         return self._evicted(node)
 
     async def _evicted(self, node: LocalNode) -> None:
-        await node.process.wait()
+        await node.wait()
         self.nodes.pop(node.node_id, None)  # a concurrent evict or release may have gone first
         await self._remove(node)
 
@@ -165,12 +185,14 @@ class LocalProvider:
         except TimeoutError:
             kill_group(node.process.pid, signal.SIGKILL)
             await node.process.wait()
-        kill_group(node.process.pid, signal.SIGKILL)  # stray task workers of a finished agent
+        node.kill()  # stray task workers of a finished agent, its straggler processes
+        await node.wait()
         self.nodes.pop(node_id, None)  # a concurrent evict or release may have gone first
         await self._remove(node)
 
     async def _remove(self, node: LocalNode) -> None:
         """The node's disk, temporary files and CPU group, once its processes are gone."""
+        self.buckets.forget(node.directory)
         await asyncio.to_thread(shutil.rmtree, node.directory, True)
         await asyncio.to_thread(shutil.rmtree, node.temp, True)
         await self._remove_cgroup(node)
@@ -199,11 +221,42 @@ class LocalProvider:
         groups = [(node.node_id, node.cgroup) for node in self.nodes.values() if node.cgroup is not None]
         return self.cgroups.stats_so_far(gone, groups, slots)
 
+    async def straggle(self, node_id: str, factor: float, slots: int) -> None:
+        """LATE's recipe (``testbed.node.stragglers``): busy loops and a paced disk writer in
+        the node's group, weighted to leave its ``slots`` slots ``1 / factor`` of its quota;
+        killed with the node (``LocalNode.kill``)."""
+        node = self._node(node_id)
+        if node.cgroup is None or self.cgroups is None:
+            raise ValueError(f"{node_id}: straggler processes need the node's CPU group (faithful mode)")
+        group = await asyncio.to_thread(straggler_group, self.cgroups.version, node.cgroup, slots, factor)
+        with open(self.log_dir / f"{node_id}.log", "ab") as log:
+            node.straggler = await asyncio.create_subprocess_exec(
+                *straggler_command(group, node.directory, factor, slots),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=child_env(),
+                start_new_session=True,
+            )
+
+    async def slow(self, node_id: str, factor: float) -> None:
+        """Its CPU quotas and token buckets' rates divided by ``factor``
+        (``testbed.node.slow_episodes``; 1: its launch's)."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            return
+        with contextlib.suppress(FileNotFoundError):  # the node is being removed
+            await asyncio.to_thread(self.buckets.slow, node.directory, factor)
+            if node.cgroup is not None and self.quotas is not None:
+                await asyncio.to_thread(self.quotas.slow, node.cgroup, factor)
+
     async def _remove_cgroup(self, node: LocalNode) -> None:
         """Keep the node's last counters, then remove its group once its processes are gone
         (killed task workers take a moment to exit)."""
         if node.cgroup is None or self.cgroups is None:
             return
+        if self.quotas is not None:
+            self.quotas.forget(node.cgroup)
         group, cgroups = node.cgroup, self.cgroups
         await cgroups.retire(
             node.node_id, group, (self.cpu_stats, self.slot_stats), lambda: cgroups.remove(group)

@@ -18,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import math
 import os
 import resource
 import statistics
 import time
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -30,6 +32,7 @@ from typing import Any
 
 from master.shell.scale_model import NodeShares, node_slowdown
 from master.summary.coaster import percentile, round4
+from testbed.chaosmodels.slowdown import SlowSpan, effective_factor, episode_spans
 from testbed.node.cgroups import CpuStats
 from testbed.scenario.fidelity import host_cores
 from testbed.scenario.schema import Scenario
@@ -58,7 +61,8 @@ class TaskTime:
     cpu_s: float
     node_class: str
     slowdown: float = 1.0
-    """Its node's ``chaos.slowdown`` factor: its quota was its class's divided by it."""
+    """The ``chaos.slowdown`` factor it ran under: its quota was its class's divided by it (its
+    node's own, with its node's episodes averaged over its time: ``effective_factor``)."""
 
 
 @dataclass
@@ -253,21 +257,43 @@ def problems(block: dict[str, Any]) -> list[str]:
 
 
 def task_times(
-    tasks: list[dict[str, str]], slowdown: Callable[[str, str], float] = lambda node, node_class: 1.0
+    tasks: list[dict[str, str]],
+    slowdown: Callable[[str, str, float, float], float] = lambda node, node_class, start, end: 1.0,
 ) -> list[TaskTime]:
-    """The finished attempts of tasks.csv (wall seconds); ``slowdown``: a node's factor, from
-    its id and class."""
+    """The finished attempts of tasks.csv (wall seconds); ``slowdown``: the factor a task ran
+    under, from its node's id and class and its start and end."""
     return [
         TaskTime(
             float(t["start_s"]),
             float(t["end_s"]),
             float(t.get("cpu_s") or 0.0),
             t["node_class"],
-            slowdown(t["node_id"], t["node_class"]),
+            slowdown(t["node_id"], t["node_class"], float(t["start_s"]), float(t["end_s"])),
         )
         for t in tasks
         if t.get("start_s") and t.get("end_s")
     ]
+
+
+def task_slowdown(
+    scenario: Scenario, spans: dict[str, list[SlowSpan]], node: str, node_class: str, start: float, end: float
+) -> float:
+    """A task's factor: its node's own (``chaos.slowdown``), its node's episodes while it ran
+    (``spans``, from the journal) averaged over its time."""
+    return effective_factor(node_slowdown(scenario, node, node_class), spans.get(node, []), start, end)
+
+
+def journaled_spans(run_dir: Path) -> dict[str, list[SlowSpan]]:
+    """Each node's slowdown episode spans, as the run journaled them (an open one: to the end)."""
+    journal = run_dir / "events.jsonl"
+    if not journal.exists():
+        return {}
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines if '"slowdown_episode"' in line]
+    spans: dict[str, list[SlowSpan]] = {}
+    for span in episode_spans(events, defaultdict(lambda: math.inf)):
+        spans.setdefault(span.node_id, []).append(span)
+    return spans
 
 
 def slot_quotas(scenario: Scenario) -> dict[str, float]:
@@ -300,7 +326,8 @@ def write_assessment(
     table, tasks = run_dir / "tasks.csv", []
     if table.exists():
         with table.open(newline="", encoding="utf-8") as handle:
-            tasks = task_times(list(csv.DictReader(handle)), partial(node_slowdown, scenario))
+            rows = list(csv.DictReader(handle))
+        tasks = task_times(rows, partial(task_slowdown, scenario, journaled_spans(run_dir)))
     block = {
         "prioritised": prioritised,
         **assess(obs, tasks, slot_quotas(scenario), throttling, host_cores(), slot_throttling),

@@ -249,6 +249,9 @@ class Master:
             if self.provider.owns(command.node_id):
                 stop = self.provider.evict if isinstance(command, cmd.KillNode) else self.provider.release
                 self._spawn(stop(command.node_id))
+        elif isinstance(command, cmd.SlowNode):
+            if self.provider.owns(command.node_id):
+                self._spawn(self.provider.slow(command.node_id, command.factor))
         elif isinstance(command, cmd.Probe):
             self._spawn(self._probe(command))
         elif isinstance(command, cmd.CommitOutput):

@@ -21,7 +21,7 @@ from master.core.events import NodeStartFailed
 from master.core.liveness import start_deadline_s
 from master.core.machine import MasterCore
 from master.providers.base import AdoptingProvider, NodeProvider
-from master.shell.scale_model import node_shares, node_slowdown
+from master.shell.scale_model import by_processes, node_shares, node_slowdown
 from testbed.node.processes import StartupFailed
 from testbed.wire.capabilities import NODE_KEY_ENV, RunKeys
 
@@ -64,7 +64,10 @@ class NodeStarts:
         spec = getattr(scenario.cluster, command.node_class)
         env = {**self.agent_env, **await self.secrets_of(command.node_id)}
         cpus = node_shares(scenario, command.node_id, command.node_class).cpus
-        self.quotas[command.node_id] = cpus
+        factor = node_slowdown(scenario, command.node_id, command.node_class)
+        processes = by_processes(scenario)
+        # the straggler processes leave its agent about 1 / factor of its quota to start in
+        self.quotas[command.node_id] = cpus / factor if processes and cpus is not None else cpus
         await self.provider.launch(
             command.node_id,
             command.node_class,
@@ -73,8 +76,10 @@ class NodeStarts:
             cpus,
             self.agent_command(command.node_id, command.node_class),
             env,
-            slowdown=node_slowdown(scenario, command.node_id, command.node_class),
+            slowdown=1.0 if processes else factor,
         )
+        if processes and factor > 1:
+            await self.provider.straggle(command.node_id, factor, spec.slots)
 
     async def secrets_of(self, node_id: str) -> dict[str, str]:
         """What the agent of ``node_id`` holds: its broker login and its node key."""

@@ -102,9 +102,17 @@ def docker_isolation(scenario: Scenario) -> CpuCgroups | None:
 
 
 def node_shares(scenario: Scenario, node_id: str, node_class: str) -> NodeShares:
-    """What one node gets: its class's shares, divided by its ``chaos.slowdown`` factor."""
+    """What one node gets: its class's shares, divided by its ``chaos.slowdown`` factor (not
+    with ``straggler: processes``: processes beside its tasks slow it)."""
     spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
-    return NodeShares.of(scenario, spec).slowed(node_slowdown(scenario, node_id, node_class))
+    shares = NodeShares.of(scenario, spec)
+    return shares if by_processes(scenario) else shares.slowed(node_slowdown(scenario, node_id, node_class))
+
+
+def by_processes(scenario: Scenario) -> bool:
+    """Slow nodes are made slow by LATE's straggler processes (``straggler: processes``)."""
+    slowdown = scenario.chaos.slowdown
+    return slowdown is not None and slowdown.straggler == "processes"
 
 
 def node_slowdown(scenario: Scenario, node_id: str, node_class: str) -> float:
@@ -142,4 +150,9 @@ def refuse_slowdown(scenario: Scenario, backend: str) -> None:
         raise ScenarioError(
             ["chaos.slowdown: a real run enforces slow nodes by their CPU quota, which only "
              "fidelity.mode: faithful sets: set fidelity.mode: faithful or run with --backend sim"]
+        )  # fmt: skip
+    if by_processes(scenario) and backend != "local":
+        raise ScenarioError(
+            [f"chaos.slowdown.straggler: processes runs beside local nodes only, not --backend {backend}: "
+             "run with --backend local or sim, or set straggler: quota"]
         )  # fmt: skip

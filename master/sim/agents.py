@@ -127,6 +127,18 @@ class ModelAgents:
         alive = node is not None and node.alive and incarnation == incarnation_of(node_id)
         return "answered" if alive else "refused"
 
+    def slow(self, node_id: str, factor: float) -> None:
+        """A slowdown episode: the node is ``factor`` times slower than its own factor from now
+        (1: back to it). Its cores slow at once, the compute under way on them included; work
+        not on them (a sleep, a spill, compute without CPU sharing) takes the factor in force
+        when it begins."""
+        node = self.nodes.get(node_id)
+        if node is None or not node.alive:
+            return
+        node.episode = factor
+        if node.cpu is not None:
+            node.cpu.slow(factor)
+
     def kill(self, node_id: str) -> None:
         """SIGKILL and its disk destroyed: its blocks and attempts are gone; its Last Will
         (or its silence) reaches the master after the detection delay."""
@@ -261,12 +273,16 @@ class ModelAgents:
             cost = replace(cost, compute_s=max(0.0, cost.compute_s - fetch_s))
         cost = cost.slowed(node.slowdown)
         attempt.compute_from = now
+        on_cpu = node.cpu is not None and bool(cost.compute_s) and self.model.pinned_s(attempt.spec) is None
+        if not on_cpu:  # an episode under way stretches it all; else its cores do (spills: ``_computed``)
+            cost = cost.slowed(node.episode)
         attempt.compute_s = cost.compute_s + cost.spill_s
-        if node.cpu is None or not cost.compute_s or self.model.pinned_s(attempt.spec) is not None:
+        if not on_cpu:
             self.heap.after(
                 cost.compute_s + cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=cost)
             )
         else:  # its compute shares the node's cores (a sleep takes none), then it spills
+            assert node.cpu is not None
             attempt.computing = node.cpu.run(cost.compute_s, lambda: self._computed(node, attempt, cost))
 
     def _fetch(self, node: ModelNode, holder: ModelNode, ref: BlockRef, nbytes: int, now: float) -> Fetch:
@@ -312,7 +328,9 @@ class ModelAgents:
         """Its compute is through, stretched by what shared the node's cores: reported as it took."""
         job, attempt.computing = attempt.computing, None
         stretched = replace(cost, compute_s=self.heap.now - job.started) if job is not None else cost
-        self.heap.after(cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=stretched))
+        if node.episode != 1.0:  # an episode under way as its spill begins
+            stretched = replace(stretched, spill_s=cost.spill_s * node.episode)
+        self.heap.after(stretched.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=stretched))
 
     def agent_work(self, node: ModelNode, mb_cpu_s: float, done: Callable[[], None]) -> None:
         """``mb_cpu_s``: bytes times CPU seconds per MB, of the node's agent; ``done()`` when

@@ -56,6 +56,15 @@ class NodeCpu:
         self.agent: list[CpuJob] = []
         self.serving: CpuJob | None = None
         """The agent's job of serving blocks, while it has work left."""
+        self.speed = 1.0
+        """Of each core: 1 / a slowdown episode's factor while one holds (``slow``), else 1."""
+
+    def slow(self, factor: float) -> None:
+        """From now on each core runs ``factor`` times slower (1: full speed again): every
+        job's rate is divided by it, its work done so far kept."""
+        self.speed = 1.0 / factor
+        if self.tasks or self.agent:
+            self._share()
 
     def run(self, work: float, done: Callable[[], None], agent: bool = False) -> CpuJob:
         """Start ``work`` CPU seconds of an attempt (or of the agent); ``done()`` when through."""
@@ -67,7 +76,7 @@ class NodeCpu:
         else:
             self.tasks.append(job)
             if self._demand() <= self.cores + EPS:  # nobody's rate moves: only the new one is scheduled
-                self._schedule(job, self.cap)
+                self._schedule(job, self.cap * self.speed)
             else:
                 self._share()
         return job
@@ -136,7 +145,7 @@ class NodeCpu:
         threads = len(self.tasks) + (1 if self.agent else 0)
         if not threads:
             return
-        rate = min(self.cap, self.cores / threads)
+        rate = min(self.cap, self.cores / threads) * self.speed
         for job in self.tasks:
             if abs(rate - job.rate) > EPS:
                 self._schedule(job, rate)

@@ -122,6 +122,8 @@ class ModelNode:
     links: Links = field(default_factory=Links)
     slowdown: float = 1.0
     """Its ``chaos.slowdown`` factor: its tasks' compute, spills and sleeps take that many times as long."""
+    episode: float = 1.0
+    """How many times slower its slowdown episodes under way make it, on top of ``slowdown``."""
     cpu: NodeCpu | None = None
     """Its cores shared by its attempts and its agent (None: no CPU sharing modelled)."""
     running: dict[tuple[str, int], Attempt] = field(default_factory=dict)

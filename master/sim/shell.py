@@ -5,7 +5,7 @@ event goes in with the core's run time (the heap's time less the origin ``Begin`
 every command comes out carried out here. A ``Journal`` goes to the run's journal file
 (``master.shell.journal_file``, the real shell's writer, which adds the table row the event makes); a
 ``Send`` reaches its model agent at once (as the next action of the same instant); a
-``StartNode``, ``KillNode`` or ``ReleaseNode`` is the provider's, acted on after the other
+``StartNode``, ``KillNode``, ``SlowNode`` or ``ReleaseNode`` is the provider's, acted on after the other
 commands of the event, as a real provider's coroutines are (whether the node is ours is
 asked when the command comes); a ``WakeAt`` becomes a ``Wake`` at that time, delivered
 right after the first event at or past it (a real shell's loop timers run in the turn after
@@ -235,7 +235,7 @@ class SimShell:
                 self.heap.at(self.heap.now, DELIVER, lambda c=send: self.agents.command(c.node_id, c.message))
             elif isinstance(command, cmd.StartNode):
                 provider.append(command)
-            elif isinstance(command, cmd.KillNode | cmd.ReleaseNode):
+            elif isinstance(command, cmd.KillNode | cmd.ReleaseNode | cmd.SlowNode):
                 if command.node_id in self.provided:
                     provider.append(command)
             else:
@@ -248,6 +248,8 @@ class SimShell:
         if isinstance(command, cmd.StartNode):
             self.provided.add(command.node_id)
             self.agents.start(command.node_id, command.node_class)
+        elif isinstance(command, cmd.SlowNode):
+            self.agents.slow(command.node_id, command.factor)
         elif isinstance(command, cmd.KillNode | cmd.ReleaseNode) and command.node_id in self.provided:
             self.provided.discard(command.node_id)
             if isinstance(command, cmd.KillNode):

@@ -47,6 +47,8 @@ LIFETIME_STREAM = 0
 STORM_WINDOW_STREAM = 1
 STORM_VICTIM_STREAM = 2
 REBALANCE_STREAM = 3
+EPISODE_STREAM = 6
+"""(4 is ``capacity``'s, 5 ``prices``'.)"""
 
 
 def rng_for(seed: int, *key: int) -> np.random.Generator:

@@ -240,6 +240,16 @@ class SlowdownDrawn(Event, _Class):
     factor: float
 
 
+class SlowdownEpisode(Event):
+    """A ``chaos.slowdown`` episode began (``began``) or ended on the node: it is now ``factor``
+    times slower than its own factor (1: its episodes are over)."""
+
+    node: str
+    episode: int
+    factor: float
+    began: bool
+
+
 class EvictionTiming(Event, _Class):
     node: str
     reason: str
@@ -491,6 +501,7 @@ EVENTS: dict[str, type[Event]] = {
     "rebalance_recommendation": RebalanceRecommendation,
     "lifetime_drawn": LifetimeDrawn,
     "slowdown_drawn": SlowdownDrawn,
+    "slowdown_episode": SlowdownEpisode,
     "eviction_timing": EvictionTiming,
     "storm": Storm,
     "capacity_unavailable": CapacityUnavailable,

@@ -75,6 +75,16 @@ class SharedBucket:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
         return wait
 
+    def set_rate(self, rate_bytes_s: float) -> None:
+        """From now on the link moves ``rate_bytes_s`` (a slowdown episode): bookings made
+        stand, the next ones are at the new rate."""
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            _, free_at = STATE.unpack(os.pread(self._fd, STATE.size, 0))
+            os.pwrite(self._fd, STATE.pack(rate_bytes_s, free_at), 0)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
     def close(self) -> None:
         os.close(self._fd)
 

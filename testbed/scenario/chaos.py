@@ -150,12 +150,30 @@ class ClassSlowdown(Strict):
         return float(factor)
 
 
+class SlowdownEpisode(Strict):
+    """Time-limited contention: from ``at`` for ``for`` (trace time) the nodes ``nodes`` picks
+    then (as a storm picks its victims) are ``factor`` times slower on top of their own factor."""
+
+    at: Duration = Field(ge=0)
+    duration: Duration = Field(gt=0, alias="for")
+    nodes: EvictSpec = EvictSpec(count=1)
+    factor: float = Field(ge=1)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
 class SlowdownSpec(Strict):
-    """Slow nodes (``testbed.chaosmodels.slowdown``): a factor per class, or per node by id."""
+    """Slow nodes (``testbed.chaosmodels.slowdown``): a factor per class, or per node by id, and
+    time-limited ``episodes`` of contention."""
 
     transient: ClassSlowdown = ClassSlowdown()
     reserved: ClassSlowdown = ClassSlowdown()
     nodes: dict[str, float] = Field(default_factory=dict, max_length=100_000)
+    episodes: list[SlowdownEpisode] = Field(default_factory=list, max_length=MAX_STORM_FIRINGS)
+    straggler: Literal["quota", "processes"] = "quota"
+    """How a real node is made slow by its own factor: its CPU quota and token buckets divided
+    by it, or (``processes``, local nodes) LATE's busy loops and disk writer beside its tasks
+    (``testbed.node.stragglers``). The simulator models both as the factor."""
 
     @field_validator("nodes")
     @classmethod

@@ -251,6 +251,18 @@ class Scenario(Strict):
         return self
 
     @model_validator(mode="after")
+    def _episodes_within_the_run(self) -> Scenario:
+        """An episode starts before the run's timeout (trace time: ``timeout`` x ``time_scale``)."""
+        episodes = self.chaos.slowdown.episodes if self.chaos.slowdown is not None else []
+        for index, episode in enumerate(episodes):
+            if self.trace(episode.at) >= self.timeout_s:
+                raise ValueError(
+                    f"chaos.slowdown.episodes.{index}.at: {episode.at:g} s of trace time is past the run "
+                    f"(timeout {self.timeout:g} s x time_scale {self.time_scale:g}); start it earlier"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _chains(self) -> Scenario:
         check_chains(self.jobs, self.backend)
         return self

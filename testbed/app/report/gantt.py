@@ -15,6 +15,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from matplotlib import colormaps
@@ -26,10 +27,15 @@ from matplotlib.patches import Patch
 from testbed.app.report.metrics import FAILED_ATTEMPTS
 from testbed.app.report.records import TaskAttempt
 from testbed.app.report.rundir import RunData
+from testbed.chaosmodels.slowdown import SlowSpan, episode_spans, own_factors
 
 CLASS_COLOURS = {"reserved": "#1f77b4", "transient": "#ff7f0e"}
 TIME_LABEL = "emulated time since run start (s)"
 EVICTION_RED = "#d62728"
+SLOW_BROWN = "#8c564b"
+SLOW_FILL = (1.0, 1.0, 1.0, 0.45)
+MAX_SLOW_LABELS = 60
+"""Episode spans labelled with their factor, at most (every span is drawn)."""
 MAX_LANES = 120
 """Above this many slot lanes the chart aggregates nodes into groups."""
 MAX_GROUPS = 40
@@ -135,6 +141,7 @@ def gantt(run: RunData) -> Figure | None:
     figure = Figure(figsize=(10, min(2.0 + 0.22 * height, 26)))
     axes = figure.add_subplot()
     axes.add_collection(_node_bands(run, layout))
+    spans = _slow_spans(run, layout, axes)
     for failed in (False, True):
         chosen = [i for i, t in enumerate(run.tasks) if (t.status in FAILED_ATTEMPTS) == failed]
         axes.add_collection(_attempt_bars(run, chosen, layout, palette, failed))
@@ -145,16 +152,20 @@ def gantt(run: RunData) -> Figure | None:
         marker="X", color=EVICTION_RED, markersize=11, linestyle="none", zorder=5,
     )  # fmt: skip
     classes = node_classes(run)
+    own = own_factors(run.events)
     axes.autoscale_view()
     axes.set_yticks(
         [layout.base[n] + (layout.lanes[n] - 1) / 2 for n in layout.base],
-        [f"{n} ({classes.get(n, '?')[:1]}, {layout.lanes[n]} slots)" for n in layout.base],
+        [
+            f"{n} ({classes.get(n, '?')[:1]}, {layout.lanes[n]} slots{_slowed(own.get(n))})"
+            for n in layout.base
+        ],
     )
     axes.set_ylim(height - NODE_GAP + 0.1, -0.6)
     axes.set(xlabel=TIME_LABEL, title="Task attempts per node, one lane per slot")
     axes.grid(axis="x", alpha=0.3)
     axes.legend(
-        handles=_legend(jobs, palette, bool(evicted)),
+        handles=_legend(jobs, palette, bool(evicted), bool(spans)),
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),
         fontsize="small",
@@ -210,7 +221,37 @@ def _attempt_bars(
     )
 
 
-def _legend(jobs: list[str], palette: dict[str, tuple], evictions: bool) -> list:
+def _slowed(factor: float | None) -> str:
+    """A node's own ``chaos.slowdown`` factor in its lane's label (``, 3x slower``)."""
+    return "" if factor is None else f", {factor:g}x slower"
+
+
+def _slow_spans(run: RunData, layout: LaneLayout, axes: Any) -> list[SlowSpan]:
+    """Each slowdown episode's span on its node's lanes, dotted, labelled with its factor."""
+    ends = {n.node_id: n.ended_s if n.ended_s is not None else run.end_s for n in run.nodes}
+    spans = [
+        s for s in episode_spans(run.events, {**dict.fromkeys(layout.base, run.end_s), **ends})
+        if s.node_id in layout.base
+    ]
+    boxes = [
+        _bar(s.start_s, s.stop_s, layout.y(s.node_id, 0) + (layout.lanes[s.node_id] - 1) / 2,
+             layout.lanes[s.node_id] / 2)
+        for s in spans
+    ]  # fmt: skip
+    axes.add_collection(
+        PolyCollection(
+            boxes, facecolors=SLOW_FILL, edgecolors=SLOW_BROWN, hatch="..", linewidths=0.8, zorder=4
+        )
+    )  # over the attempts' bars, which it dims: they ran slowed
+    for span in spans[:MAX_SLOW_LABELS]:
+        axes.text(
+            span.start_s, layout.base[span.node_id] - 0.5, f"{span.factor:g}x slower",
+            color=SLOW_BROWN, fontsize="x-small", va="bottom", zorder=6,
+        )  # fmt: skip
+    return spans
+
+
+def _legend(jobs: list[str], palette: dict[str, tuple], evictions: bool, slowed: bool = False) -> list:
     shown = jobs[:20]
     handles: list = [Patch(facecolor=palette[job], edgecolor="#333333", label=job) for job in shown]
     if len(jobs) > len(shown):
@@ -222,6 +263,10 @@ def _legend(jobs: list[str], palette: dict[str, tuple], evictions: bool) -> list
     )
     if evictions:
         handles.append(eviction_handle("eviction"))
+    if slowed:
+        handles.append(
+            Patch(facecolor=SLOW_FILL, edgecolor=SLOW_BROWN, hatch="..", label="slowdown episode")
+        )
     return handles
 
 
