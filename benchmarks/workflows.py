@@ -14,10 +14,16 @@ makespan by up to 60% (top-shopper) and 80% (cross-community PageRank): 2.5x to 
   and its output bytes per byte read;
 - ``real``: the same merging comparison on local agents (the shipped scenarios' 1 reserved +
   3 transient processes, SF 0.01, a 400,000-row log), every output checked against DuckDB
-  (``testbed check-output``).
+  (``testbed check-output``);
+- ``grid``: each shipped workflow (the TPC-H queries, top-shopper, cross-community PageRank)
+  under each partitioning (merged, unmerged, ``merge: auto``), on local agents (outputs
+  checked) and in the simulator on the same cluster and files, with ideal nodes and with the
+  nodes sharing this host's cores, stage costs measured with a fresh worker's cold start
+  (``cold_start_s``); means with 95% Student-t intervals over the seeds.
 
     python benchmarks/workflows.py sim [--sf 10] [--seeds 2]
     python benchmarks/workflows.py real [--seeds 3]
+    python benchmarks/workflows.py grid [--seeds 3] [--workflows top-shopper q17 pagerank]
 """
 
 from __future__ import annotations
