@@ -190,12 +190,15 @@ class Sim:
         self.data = {"top-shopper": (shop_dir, shop_cal)}
         self.data.update({name: (tpch_dir, tpch_cal) for name in SCENARIOS if name != "top-shopper"})
         self.work = work
+        self.cold = cold_start_s()
         self.costs: dict[tuple[str, bool], dict[str, Any]] = {}
 
     def makespan(self, name: str, merge: bool, strategy: str, rate: str, seed: int) -> float:
         data, calibration = self.data[name]
         if (name, merge) not in self.costs:
-            self.costs[(name, merge)] = stage_costs(job_with_tables(name, calibration, merge, 40), self.work)
+            self.costs[(name, merge)] = stage_costs(
+                job_with_tables(name, calibration, merge, 40), self.work, self.cold
+            )
         job = job_with_tables(name, data, merge, reduces=40)
         path = self.work / f"{name}-{merge}-{strategy}-{rate}-{seed}.yaml"
         path.write_text(
