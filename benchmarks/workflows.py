@@ -14,10 +14,16 @@ makespan by up to 60% (top-shopper) and 80% (cross-community PageRank): 2.5x to 
   and its output bytes per byte read;
 - ``real``: the same merging comparison on local agents (the shipped scenarios' 1 reserved +
   3 transient processes, SF 0.01, a 400,000-row log), every output checked against DuckDB
-  (``testbed check-output``).
+  (``testbed check-output``);
+- ``grid``: each shipped workflow (the TPC-H queries, top-shopper, cross-community PageRank)
+  under each partitioning (merged, unmerged, ``merge: auto``), on local agents (outputs
+  checked) and in the simulator on the same cluster and files, with ideal nodes and with the
+  nodes sharing this host's cores, stage costs measured with a fresh worker's cold start
+  (``cold_start_s``); means with 95% Student-t intervals over the seeds.
 
     python benchmarks/workflows.py sim [--sf 10] [--seeds 2]
     python benchmarks/workflows.py real [--seeds 3]
+    python benchmarks/workflows.py grid [--seeds 3] [--workflows top-shopper q17 pagerank]
 """
 
 from __future__ import annotations
@@ -35,20 +41,24 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from scipy.stats import t as t_dist
 
 from testbed.app.calibrate import fit_line
 from testbed.scenario.schema import load_scenario
-from testbed.workflows import shop, tpch
-from testbed.workflows.lowering import lower
-from testbed.workflows.sql_tables import workflow_of
+from testbed.workflows import community, reference, shop, tpch
+from testbed.workflows.cost import COMPILING_OPS
+from testbed.workloads.cli import run_jobs
 from testbed.workloads.dag import plan_dag
 from testbed.workloads.local import LocalJob
-from testbed.workloads.sql import file_splits, job_dag
+from testbed.workloads.sql import job_dag
+from testbed.workloads.sql import lowered as sql_lowered
 
 MB = 2**20
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = {f"q{n[1:]}": ROOT / "scenarios" / "tpch" / f"{n}.yaml" for n in tpch.SHIPPED}
 SCENARIOS["top-shopper"] = ROOT / "scenarios" / "workflows" / "top-shopper.yaml"
+SHIPPED = {**SCENARIOS, "pagerank": ROOT / "scenarios" / "workflows" / "cross-community-pagerank.yaml"}
+PARTITIONINGS: dict[str, bool | str] = {"merged": True, "unmerged": False, "auto": "auto"}
 PADO = ROOT / "scenarios" / "papers" / "pado.yaml"
 STRATEGIES = ("spark", "spark-checkpoint", "pado")
 RATES = ("low", "medium", "high")
@@ -72,18 +82,25 @@ def job_with_tables(name: str, directory: Path, merge: bool, reduces: int | None
     return job
 
 
-def stage_costs(job: dict[str, Any], work: Path) -> dict[str, dict[str, float]]:
-    """``simulation.ops`` entries ``sql.s<i>`` of the job's stages, measured by running its
-    plan task by task here: CPU seconds of this process = fixed_s + s_per_mb x MB read
-    (``CONSTANT_BELOW_MB``), and output bytes per byte read (1 where a stage read nothing)."""
-    path = work / "calibrate.yaml"
+def plan_of(job: dict[str, Any], work: Path) -> Any:
+    """The job's lowered stages (``merge: auto`` chosen)."""
+    path = work / "plan.yaml"
     path.write_text(
         yaml.safe_dump(
-            {"name": "cost", "cluster": {"reserved": 1, "transient": 1}, "jobs": [job]}, sort_keys=False
+            {"name": "plan", "cluster": {"reserved": 1, "transient": 1}, "jobs": [job]}, sort_keys=False
         )
     )
-    workflow = workflow_of(load_scenario(path).jobs[0])
-    local = LocalJob(plan_dag("sql", job_dag(lower(workflow, file_splits))), work / "job")
+    return sql_lowered(load_scenario(path).jobs[0])[0]
+
+
+def stage_costs(job: dict[str, Any], work: Path, cold_s: float = 0.0) -> dict[str, dict[str, float]]:
+    """``simulation.ops`` entries ``sql.s<i>`` of the job's stages, measured by running its
+    plan task by task here: CPU seconds of this process = fixed_s + s_per_mb x MB read
+    (``CONSTANT_BELOW_MB``), and output bytes per byte read (1 where a stage read nothing).
+    A stage whose chain compiles an expression adds ``cold_s`` to its fixed_s: in this process
+    the compiler is imported once, while every real task is a fresh worker that imports it."""
+    lowered = plan_of(job, work)
+    local = LocalJob(plan_dag("sql", job_dag(lowered)), work / "job")
     ops = {}
     for stage, plan in enumerate(local.plan.stages):
         runs, seconds = [], []
@@ -94,6 +111,8 @@ def stage_costs(job: dict[str, Any], work: Path) -> dict[str, dict[str, float]]:
         sizes = [run.metrics.bytes_in / MB for run in runs]
         small = sum(sizes) < CONSTANT_BELOW_MB
         fixed, rate = (statistics.mean(seconds), 0.0) if small else fit_line(sizes, seconds)
+        if {op["op"] for op in lowered.stages[stage].shared_params["ops"]} & COMPILING_OPS:
+            fixed += cold_s
         read, wrote = sum(r.metrics.bytes_in for r in runs), sum(r.metrics.bytes_out for r in runs)
         ops[f"sql.s{stage}"] = {
             "fixed_s": round(fixed, 4),
@@ -104,6 +123,29 @@ def stage_costs(job: dict[str, Any], work: Path) -> dict[str, dict[str, float]]:
     return ops
 
 
+COLD_PROBE = """import time, agents.worker, testbed.workloads.sql_stage
+started = time.process_time()
+from testbed.workflows.exprs import compile_expr
+from testbed.workflows.types import Column, parse_type
+compile_expr("a > 1", (Column("a", parse_type("int")),))
+print(time.process_time() - started)"""
+
+
+def cold_start_s(repeat: int = 3) -> float:
+    """CPU seconds a fresh worker (forked with what the agents' forkserver preloads) spends
+    importing the expression compiler and compiling one predicate: the median of ``repeat``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", COLD_PROBE], capture_output=True, text=True, check=True, env=env
+            ).stdout
+        )
+        for _ in range(repeat)
+    ]
+    return statistics.median(runs)
+
+
 CLI = (sys.executable, "-c", "import sys; from testbed.app.cli import main; sys.exit(main())")
 
 
@@ -111,7 +153,13 @@ def cli(*arguments: str) -> None:
     """A ``testbed`` command in a subprocess, from the repository's root (the shipped
     scenarios' paths are relative to it); it must succeed."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run([*CLI, *arguments], check=True, stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
+    done = subprocess.run(
+        [*CLI, *arguments], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT
+    )
+    if done.returncode:
+        raise SystemExit(
+            f"testbed {' '.join(arguments)}: exit {done.returncode}\n{done.stderr.decode()[-2000:]}"
+        )
 
 
 def testbed(*arguments: str) -> dict[str, Any]:
@@ -142,12 +190,15 @@ class Sim:
         self.data = {"top-shopper": (shop_dir, shop_cal)}
         self.data.update({name: (tpch_dir, tpch_cal) for name in SCENARIOS if name != "top-shopper"})
         self.work = work
+        self.cold = cold_start_s()
         self.costs: dict[tuple[str, bool], dict[str, Any]] = {}
 
     def makespan(self, name: str, merge: bool, strategy: str, rate: str, seed: int) -> float:
         data, calibration = self.data[name]
         if (name, merge) not in self.costs:
-            self.costs[(name, merge)] = stage_costs(job_with_tables(name, calibration, merge, 40), self.work)
+            self.costs[(name, merge)] = stage_costs(
+                job_with_tables(name, calibration, merge, 40), self.work, self.cold
+            )
         job = job_with_tables(name, data, merge, reduces=40)
         path = self.work / f"{name}-{merge}-{strategy}-{rate}-{seed}.yaml"
         path.write_text(
@@ -212,6 +263,91 @@ def real(args: argparse.Namespace) -> None:
             print(f"  {name:12} {merging_line(spans)}  Musketeer: {MUSKETEER[name]}")
 
 
+def interval(values: list[float]) -> str:
+    """Mean and the half-width of its 95% Student-t interval."""
+    mean = statistics.mean(values)
+    if len(values) < 2:
+        return f"{mean:6.2f}"
+    half = t_dist.ppf(0.975, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return f"{mean:6.2f} ± {half:4.2f}"
+
+
+def check_output(name: str, out: Path) -> None:
+    """The run's output against its reference: DuckDB for a query (``testbed check-output``,
+    exit 1 when they differ), the direct computation for PageRank (relative 1e-9)."""
+    if name != "pagerank":
+        cli("check-output", "--run", str(out))
+        return
+    data = ROOT / "scenarios" / "workflows" / "data"
+    directory = run_jobs(out)[0][0]
+    ours = dict(reference.read_output(directory, community.build().op.schema()))
+    theirs = community.reference(data / "community_a.tbl", data / "community_b.tbl")
+    worst = max(abs(ours[node] / theirs[node] - 1) for node in theirs)
+    if ours.keys() != theirs.keys() or worst > reference.FLOAT_TOLERANCE:
+        raise SystemExit(f"{out}: PageRank differs from the direct computation (relative {worst:.2g})")
+
+
+def host_shared(scenario: dict[str, Any], path: Path) -> Path:
+    """The scenario with its nodes sharing this host's cores (each class's ``cpus`` = cores /
+    nodes), as the local agents do; written beside ``path``."""
+    cluster = dict(scenario["cluster"])
+    nodes = cluster["reserved"] + cluster["transient"]
+    for kind in ("reserved", "transient"):
+        cluster[kind] = {"count": cluster[kind], "cpus": (os.cpu_count() or 1) / nodes}
+    shared = path.with_name(f"{path.stem}-host.yaml")
+    shared.write_text(yaml.safe_dump({**scenario, "cluster": cluster}, sort_keys=False))
+    return shared
+
+
+def grid(args: argparse.Namespace) -> None:
+    """Each shipped workflow under each partitioning (merged, unmerged, auto), on local agents
+    (outputs checked) and in the simulator on the same cluster and files, stage costs measured
+    first (``stage_costs`` with the cold start); spark, no evictions."""
+    tpch.generate(0.01, ROOT / "scenarios" / "tpch" / "data")
+    shop.generate(400_000, ROOT / "scenarios" / "workflows" / "data")
+    community.generate(20_000, ROOT / "scenarios" / "workflows" / "data")
+    cold = 0.0 if args.no_cold else cold_start_s()
+    print(f"cold start of a compiling task: {cold:.3f} CPU s (median of 3 fresh workers)")
+    results: dict[str, Any] = {"cold_start_s": cold, "runs": {}}
+    costs: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-wf-grid-") as tmp:
+        work = Path(tmp)
+        for name in args.workflows:
+            doc = yaml.safe_load(SHIPPED[name].read_text())
+            for label, merge in PARTITIONINGS.items():
+                job = {**doc["jobs"][0], "merge": merge}
+                for table in job.get("tables", {}).values():
+                    table["input"] = str(ROOT / table["input"])
+                plan = repr(plan_of(job, work).stages)  # auto's plan is merged's: measured once
+                if plan not in costs and not args.no_sim:
+                    costs[plan] = stage_costs(job, work, cold)
+                ops = costs.get(plan, {})
+                real_s: list[float] = []
+                sim_s: dict[str, list[float]] = {"sim": [], "sim-host": []}
+                for seed in range(1, args.seeds + 1):
+                    scenario = {**doc, "seed": seed, "jobs": [job], "simulation": {"ops": ops}}
+                    path = work / f"{name}-{label}-{seed}.yaml"
+                    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+                    if not args.no_sim and seed <= args.sim_seeds:
+                        for column, sim_path in (("sim", path), ("sim-host", host_shared(scenario, path))):
+                            out = work / f"{sim_path.stem}-sim"
+                            sim_s[column].append(
+                                testbed("run", str(sim_path), "--backend", "sim", "--out", str(out))[
+                                    "makespan_s"
+                                ]
+                            )
+                    if not args.no_real:
+                        out = work / f"{name}-{label}-{seed}-real"
+                        real_s.append(testbed("run", str(path), "--out", str(out))["makespan_s"])
+                        check_output(name, out)
+                results["runs"][f"{name}/{label}"] = {"real": real_s, **sim_s}
+                cells = [
+                    f"{c} {interval(v) if v else '-':>14}" for c, v in (("real", real_s), *sim_s.items())
+                ]
+                print(f"  {name:12} {label:8} " + "  ".join(cells) + f"  ({conditions()})", flush=True)
+    args.json.write_text(json.dumps(results, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -229,9 +365,19 @@ def main() -> None:
     s.add_argument("--json", type=Path, default=Path("workflows-sim.json"))
     r = sub.add_parser("real")
     r.add_argument("--seeds", type=int, default=3)
+    g = sub.add_parser("grid")
+    g.add_argument("--seeds", type=int, default=3)
+    g.add_argument("--workflows", nargs="*", default=list(SHIPPED), choices=list(SHIPPED))
+    g.add_argument("--sim-seeds", type=int, default=1, help="of the seeds, how many the simulator runs")
+    g.add_argument("--no-real", action="store_true")
+    g.add_argument("--no-sim", action="store_true")
+    g.add_argument(
+        "--no-cold", action="store_true", help="sim stage costs without the cold start (the old model)"
+    )
+    g.add_argument("--json", type=Path, default=Path("workflows-grid.json"))
     args = parser.parse_args()
     print(conditions())
-    sim(args) if args.mode == "sim" else real(args)
+    {"sim": sim, "real": real, "grid": grid}[args.mode](args)
     print(conditions())
 
 

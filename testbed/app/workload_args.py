@@ -45,7 +45,7 @@ def add_workload_commands(subparsers: Any) -> None:
 
     plan = subparsers.add_parser("plan", help="print the stage DAG of a scenario's workload: sql jobs")
     plan.add_argument("scenario", type=Path, help="a scenario with workload: sql jobs")
-    plan.add_argument("--merge", choices=("on", "off"), help="override each job's merge: switch")
+    plan.add_argument("--merge", choices=("on", "off", "auto"), help="override each job's merge: switch")
     plan.set_defaults(handler=_handler("cmd_plan"))
 
     check = subparsers.add_parser("check-output", help="verify a job's output against a reference")

@@ -238,7 +238,7 @@ class SqlTable(Strict):
 class SqlJob(JobBase):
     """A SQL query over tables of files, planned into a stage DAG (docs/workflows.md);
     ``reduces`` is the tasks of each shuffle stage, ``merge: false`` turns off the merging of
-    operators into stages."""
+    operators into stages, ``merge: auto`` lets the cost model choose (``testbed.workflows.cost``)."""
 
     workload: Literal["sql"]
     query: str | None = Field(default=None, min_length=1, description="the SQL text")
@@ -246,7 +246,7 @@ class SqlJob(JobBase):
     builder: str | None = Field(
         default=None, pattern=PLUGIN_NAME, description="instead of a query: module:function returning a Flow"
     )
-    merge: bool = True
+    merge: bool | Literal["auto"] = True
 
     @model_validator(mode="after")
     def _plannable(self) -> SqlJob:

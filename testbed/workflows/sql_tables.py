@@ -28,15 +28,16 @@ def tables_of(job: Any) -> dict[str, Table]:
 
 
 def workflow_of(job: Any) -> Workflow:
-    """The job's workflow, its query checked (ValueError: one line naming what and where)."""
+    """The job's workflow, its query checked (ValueError: one line naming what and where);
+    ``merge: auto`` is merged until ``testbed.workflows.cost.planned`` chooses."""
     if job.builder is not None:
-        return Workflow(_built(job.builder), partitions=job.reduces, merge=job.merge)
+        return Workflow(_built(job.builder), partitions=job.reduces, merge=job.merge is not False)
     try:
         root = from_sql(job.query, tables_of(job))
         ir.check(root)
     except PlanError as err:
         raise ValueError(f"query: {err}") from None
-    return Workflow(root, partitions=job.reduces, merge=job.merge)
+    return Workflow(root, partitions=job.reduces, merge=job.merge is not False)
 
 
 def _built(name: str) -> ir.Op:

@@ -224,7 +224,8 @@ def cmd_check_output(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     """Each sql job's stages, what each fused, and where its rows go (exit 2: none, or bad)."""
     from testbed.workflows.describe import describe_plan
-    from testbed.workloads.sql import plan as plan_sql
+    from testbed.workloads.dag import plan_dag
+    from testbed.workloads.sql import job_dag, lowered
 
     scenario = load_scenario(args.scenario)
     jobs = [(n, job) for n, job in enumerate(scenario.jobs) if job.workload == "sql"]
@@ -232,10 +233,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return _fail(f"{args.scenario}: no job has workload: sql")
     for number, job in jobs:
         if args.merge:
-            job = job.model_copy(update={"merge": args.merge == "on"})
+            job = job.model_copy(update={"merge": {"on": True, "off": False}.get(args.merge, args.merge)})
+        stages, choice = lowered(job)
         name = f" ({job.name})" if job.name else ""
-        title = f"jobs.{number}{name}, merge {'on' if job.merge else 'off'}"
-        print("\n".join(describe_plan(plan_sql(job, 0), title)))
+        merge = "on" if (choice.merge if choice else job.merge) else "off"
+        if choice:
+            on, off = choice.predicted_s[True], choice.predicted_s[False]
+            merge = f"auto, {merge} (predicted {on:.2f} s merged, {off:.2f} s unmerged)"
+        title = f"jobs.{number}{name}, merge {merge}"
+        print("\n".join(describe_plan(plan_dag("sql", job_dag(stages)), title)))
     return 0
 
 

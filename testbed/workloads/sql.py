@@ -33,10 +33,15 @@ def file_splits(scan: ir.Scan) -> list[dict[str, Any]]:
 
 def plan(job: Any, seed: int, scenario: Any = None) -> JobPlan:
     """The job's stages (``seed`` and ``scenario`` unused: the plan is its query's)."""
-    from testbed.workflows.lowering import lower
+    return plan_dag("sql", job_dag(lowered(job)[0]))
+
+
+def lowered(job: Any) -> tuple[JobPlan, Any]:
+    """The job's lowered stages, and with ``merge: auto`` the cost model's ``Choice``."""
+    from testbed.workflows.cost import planned
     from testbed.workflows.sql_tables import workflow_of
 
-    return plan_dag("sql", job_dag(lower(workflow_of(job), file_splits)))
+    return planned(workflow_of(job), file_splits, auto=job.merge == "auto")
 
 
 def job_dag(lowered: JobPlan) -> JobDag:
