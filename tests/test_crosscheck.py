@@ -21,6 +21,7 @@ from testbed.app.crosscheck.table import (
     worst_fields,
 )
 from testbed.app.stats import Estimate
+from tests.support import crosscheck_ci as ci
 
 
 def run(jct: float, evictions: float = 0, **more: float) -> dict[str, float]:
@@ -173,3 +174,27 @@ def test_a_rerun_that_made_no_real_run_does_not_report_a_load_for_them() -> None
     assert "before the real runs: 1.0; after: 2.0" in load_note("1.0", "2.0", 0, 3)
     assert "1 of the 3 real runs were made by an earlier call" in load_note("1.0", "2.0", 1, 3)
     assert load_note("1.0", "2.0", 3, 3).startswith("Host load average: not known")
+
+
+def test_the_ci_tolerance_holds_the_measured_agreement_and_fails_wrong_models() -> None:
+    """The CI cross-check's tolerance (tests/support/crosscheck_ci.py) against the 5 seeds
+    measured for real and simulated: within; against the same real runs beside a model that
+    hears of the eviction 3 s late (its measured JCT), one that misses the eviction, one that
+    relaunches nothing, and one 30% fast: beyond, each on its metric."""
+
+    def runs(
+        jcts: tuple[float, ...], evictions: float = ci.EVICTIONS, relaunched: float = ci.RELAUNCHED_RATIO
+    ) -> list[dict[str, float]]:
+        return [run(j, evictions, p95_jct_s=j, relaunched_ratio=relaunched) for j in jcts]
+
+    tolerances = parse_tolerances(ci.TOLERANCE)
+    real = runs(ci.REAL_JCT_S)
+
+    def beyond(sim: list[dict[str, float]]) -> set[str]:
+        return {e.metric for e, _ in violations(compare({(): (real, sim)}), tolerances)}
+
+    assert beyond(runs(ci.SIM_JCT_S)) == set()
+    assert beyond(runs((ci.LATE_WILL_JCT_S,) * 5)) == {"mean_jct_s", "p95_jct_s"}
+    assert beyond(runs(ci.SIM_JCT_S, evictions=0)) == {"evictions"}
+    assert beyond(runs(ci.SIM_JCT_S, relaunched=0.0)) == {"relaunched_ratio"}
+    assert beyond(runs(tuple(0.7 * j for j in ci.SIM_JCT_S))) == {"mean_jct_s", "p95_jct_s"}
