@@ -81,7 +81,7 @@ async def one_run(nodes: int, mode: str, size_mb: int, network_mbps: float) -> d
         "ok": result.ok,
         "dilation": summary["dilation"],
         "mean_jct_s": summary["mean_jct_s"],
-        "wall_mean_jct_s": summary["wall"]["mean_jct_s"],
+        "wall_mean_jct_s": summary["wall"]["mean_jct_wall_s"],
         "run_wall_s": round(wall, 2),
         "host_busy_mean": fidelity.get("host_busy_mean"),
         "task_time_saturated_share": fidelity.get("task_time_saturated_share"),

@@ -39,6 +39,7 @@ from testbed.app.sweep.grid import Cell, Variation, grid
 from testbed.app.sweep.options import SERIAL, Executor
 from testbed.app.sweep.results import CellResult, cell_result
 from testbed.app.sweep.run import run_sweep
+from testbed.journal.tables import emulated_row, read_table
 from testbed.node.bandwidth import BURST_S
 from testbed.scenario.schema import Scenario, load_scenario
 from testbed.scenario.simulation import calibration_digest
@@ -209,12 +210,8 @@ def job_jcts(run_dir: Path) -> dict[str, float]:
     if not path.exists() or not summary.exists():
         return {}
     dilation = float(json.loads(summary.read_text()).get("dilation") or 1.0)
-    with open(path, newline="", encoding="utf-8") as handle:
-        return {
-            row["job_id"]: float(row["jct_s"]) / dilation
-            for row in csv.DictReader(handle)
-            if row["status"] == "succeeded" and row["jct_s"]
-        }
+    jobs = (emulated_row(row, dilation) for row in read_table(path, "jobs"))
+    return {j["job_id"]: float(j["jct_s"]) for j in jobs if j["status"] == "succeeded" and j["jct_s"]}
 
 
 def scatter(out: Path, cells: list[Cell], path: Path) -> None:
