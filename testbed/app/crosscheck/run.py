@@ -190,14 +190,15 @@ def task_durations(out: Path, cells: list[Cell], scenario: Scenario) -> list[str
             if not (run / "summary.json").exists():
                 continue
             dilation = float(json.loads((run / "summary.json").read_text()).get("dilation") or 1.0)
-            jobs, tasks = read_csv(run / "jobs.csv"), read_csv(run / "tasks.csv")
+            jobs = read_csv(run / "jobs.csv")
+            tasks = [emulated_row(row, dilation) for row in read_table(run / "tasks.csv", "tasks")]
             workloads, finals = {row["job_id"]: row["workload"] for row in jobs}, final_stages(jobs, tasks)
             for task in tasks:
                 workload = workloads.get(task["job_id"], "")
                 op = ops_of.get((workload, int(task["stage"])), f"{workload}.stage{task['stage']}")
                 op = attempt_op(op, task, finals, final_split)
                 if task["status"] == "succeeded":
-                    seconds = (float(task["end_s"]) - float(task["start_s"])) / dilation
+                    seconds = float(task["end_s"]) - float(task["start_s"])
                     mb = [float(task[key] or 0) / 2**20 for key in ("bytes_in", "bytes_out")]
                     sides[side].setdefault(op, []).append((seconds, *mb))
     return op_table(sides["real"], sides["sim"])
