@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import csv
 import os
 import statistics
 import sys
@@ -45,6 +44,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.shell.run import run_scenario
+from testbed.journal.tables import emulated_row, read_table
 from testbed.node.processes import child_env
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.broker import free_port, mosquitto_binary, wait_for_port
@@ -176,8 +176,8 @@ async def testbed_dispatch(
             samples[record["event"]] = meter.sample()
 
     await run_scenario(scenario, out, on_event=on_event)
-    job = next(csv.DictReader((out / "jobs.csv").open()))
-    rows = list(csv.DictReader((out / "tasks.csv").open()))
+    job = emulated_row(read_table(out / "jobs.csv", "jobs")[0], 1.0)  # wall seconds
+    rows = [emulated_row(row, 1.0) for row in read_table(out / "tasks.csv", "tasks")]
     latencies = [float(r["end_s"]) - float(r["start_s"]) for r in rows]
     cpu = CpuMeter.spent(samples["job_submitted"], samples["job_finished"])
     return tasks / float(job["jct_s"]), latencies, cpu

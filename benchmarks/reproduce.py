@@ -27,7 +27,6 @@ cells run; the tables are the same whichever.
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
 import json
 import os
@@ -43,6 +42,7 @@ sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]  # this tree's testbed, as 
 
 from paper_stats import cells, conditions, table  # noqa: E402
 
+from testbed.journal.tables import read_table  # noqa: E402
 from testbed.scenario.simulation import OP_MODELS  # noqa: E402
 
 STRATEGIES = "policy.strategy=spark,spark-checkpoint,pado"
@@ -188,12 +188,11 @@ def iteration_times(tasks_csv: Path) -> list[float]:
     partition re-runs earlier stages and moves their ends past the failure."""
     starts: dict[int, float] = {}
     end = 0.0
-    with tasks_csv.open() as handle:
-        for row in csv.DictReader(handle):
-            stage = int(row["stage"])
-            starts[stage] = min(starts.get(stage, float("inf")), float(row["start_s"]))
-            if row["status"] == "succeeded":
-                end = max(end, float(row["end_s"]))
+    for row in read_table(tasks_csv, "tasks"):
+        stage = int(row["stage"])
+        starts[stage] = min(starts.get(stage, float("inf")), float(row["start_wall_s"]))
+        if row["status"] == "succeeded":
+            end = max(end, float(row["end_wall_s"]))
     iterations = sorted(starts)[3:]  # generate, build the graph, the initial ranks
     bounds = [starts[stage] for stage in iterations] + [end]
     return [b - a for a, b in itertools.pairwise(bounds)]

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
 import json
 import statistics
 import sys
@@ -43,6 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.shell.run import run_scenario
+from testbed.journal.tables import emulated_row, read_table
 from testbed.scenario.schema import parse_scenario
 
 MODES = {
@@ -81,7 +81,7 @@ async def one_run(nodes: int, mode: str, size_mb: int, network_mbps: float) -> d
         "ok": result.ok,
         "dilation": summary["dilation"],
         "mean_jct_s": summary["mean_jct_s"],
-        "wall_mean_jct_s": summary["wall"]["mean_jct_s"],
+        "wall_mean_jct_s": summary["wall"]["mean_jct_wall_s"],
         "run_wall_s": round(wall, 2),
         "host_busy_mean": fidelity.get("host_busy_mean"),
         "task_time_saturated_share": fidelity.get("task_time_saturated_share"),
@@ -97,8 +97,8 @@ def task_totals(tasks_csv: Path) -> dict[str, float]:
     Splits a run's variance in two: the same work costing more CPU time (the host's caches,
     memory bus and neighbours) against the same CPU time taking longer (queueing, placement).
     """
-    with tasks_csv.open(newline="", encoding="utf-8") as rows:
-        succeeded = [row for row in csv.DictReader(rows) if row["status"] == "succeeded"]
+    rows = (emulated_row(row, 1.0) for row in read_table(tasks_csv, "tasks"))  # wall seconds
+    succeeded = [row for row in rows if row["status"] == "succeeded"]
     return {
         "task_cpu_s": round(sum(float(row["cpu_s"] or 0) for row in succeeded), 3),
         "task_time_s": round(sum(float(row["end_s"]) - float(row["start_s"]) for row in succeeded), 3),

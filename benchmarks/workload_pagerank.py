@@ -13,7 +13,6 @@ timed without building the matrix.
 from __future__ import annotations
 
 import argparse
-import csv
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from testbed.journal.tables import read_table
 from testbed.scenario.schema import PagerankJob
 from testbed.workloads import pagerank_reference
 
@@ -55,10 +55,9 @@ def testbed_seconds_per_iteration(job: PagerankJob, work: Path) -> tuple[float, 
         stdout=subprocess.DEVNULL,
     )
     spans: dict[int, list[float]] = defaultdict(list)
-    with open(work / "run" / "tasks.csv", newline="") as handle:
-        for row in csv.DictReader(handle):
-            if row["status"] == "succeeded":
-                spans[int(row["stage"])] += [float(row["start_s"]), float(row["end_s"])]
+    for row in read_table(work / "run" / "tasks.csv", "tasks"):
+        if row["status"] == "succeeded":
+            spans[int(row["stage"])] += [float(row["start_wall_s"]), float(row["end_wall_s"])]
     iterations = [max(spans[s]) - min(spans[s]) for s in range(3, 3 + job.iterations)]
     job_span = max(max(v) for v in spans.values()) - min(min(v) for v in spans.values())
     return sum(iterations) / len(iterations), job_span

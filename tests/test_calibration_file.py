@@ -145,7 +145,7 @@ def test_a_per_task_constant_adds_to_every_attempt(tmp_path: Path) -> None:
     run.mkdir()
     run_sim(load_scenario(scenario), run)
     maps = [r for r in csv.DictReader((run / "tasks.csv").open()) if r["stage"] == "0"]
-    assert [float(r["compute_s"]) for r in maps] == [3.0, 3.0]  # 2 s + 0.5 s/MB x 2 MB
+    assert [float(r["compute_wall_s"]) for r in maps] == [3.0, 3.0]  # 2 s + 0.5 s/MB x 2 MB
 
 
 def test_the_crosscheck_names_the_calibration_and_where_it_was_measured(tmp_path: Path) -> None:

@@ -81,3 +81,24 @@ def test_a_long_workload_name_folds_and_no_number_is_cut(tmp_path: Path) -> None
         first, after = header + 2, next(i for i, line in enumerate(lines) if line.startswith("j001"))
         start, end = lines[header].index("workload"), lines[header].index("status")
         assert "".join(line[start:end].strip() for line in lines[first:after]) == name, text
+
+
+def test_a_dilated_runs_table_is_in_emulated_seconds_from_a_new_or_an_old_header(tmp_path: Path) -> None:
+    """jobs.csv names its wall seconds (``jct_wall_s``; an older run's ``jct_s``): the table
+    divides them by the dilation once, as the summary's line does."""
+    row = {"job_id": "j000", "workload": "sort", "status": "succeeded", "tasks": 4, "relaunched_tasks": 0}
+    times = {"submit_s": 3.0, "queue_s": 1.0, "jct_s": 10.0}
+    summary = {**SUMMARY, "dilation": 2.0, "mean_jct_s": 5.0, "p95_jct_s": 5.0, "makespan_s": 6.5}
+    printed = []
+    for header in ("new", "old"):
+        named = {(k.replace("_s", "_wall_s") if header == "new" else k): v for k, v in times.items()}
+        (tmp_path / "jobs.csv").write_text(
+            ",".join([*row, *named]) + "\n" + ",".join(map(str, [*row.values(), *named.values()])) + "\n"
+        )
+        console = Console(width=100, record=True, file=io.StringIO())
+        print_jct_table(tmp_path, summary, console)
+        printed.append(console.export_text())
+    assert printed[0] == printed[1]
+    (line,) = [line for line in printed[0].splitlines() if line.startswith("j000")]
+    assert line.split()[3:6] == ["1.50", "0.50", "5.00"]
+    assert "wall / dilation 2" in printed[0]

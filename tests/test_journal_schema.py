@@ -19,7 +19,7 @@ from testbed.journal.schema import (
     events_of,
     read_events,
 )
-from testbed.journal.tables import TABLES, check_row, columns
+from testbed.journal.tables import DISK_COLUMNS, TABLES, check_row, columns
 
 STARTED = {
     "task": "j000.s0.t0",
@@ -72,16 +72,16 @@ def test_an_eviction_row_is_made_from_its_event(tmp_path: Path) -> None:
         rows = list(csv.DictReader(handle))
     assert rows == [
         {
-            "t_s": "2.5",
+            "t_wall_s": "2.5",
             "node_id": "transient-1",
             "node_class": "transient",
             "reason": "storm",
-            "lifetime_s": "",
+            "lifetime_trace_s": "",
             "tasks_running": "2",
             "bytes_lost": "4096",
         }
     ]
-    assert list(rows[0]) == list(TABLES["evictions"])
+    assert list(rows[0]) == list(DISK_COLUMNS["evictions"])
 
 
 NODE_ROW = {"node_id": "transient-0", "node_class": "transient", "launched_s": 0, "ended_s": 3.5}

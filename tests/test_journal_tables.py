@@ -12,7 +12,7 @@ import pytest
 
 from master.shell.journal_file import Journal
 from testbed.journal.schema import EVENTS
-from testbed.journal.tables import ROWS_FROM_EVENTS, TABLES, row_of
+from testbed.journal.tables import DISK_COLUMNS, ROWS_FROM_EVENTS, TABLES, emulated_row, read_table, row_of
 from tests.support.runs import assert_tables_from_events
 from tests.support.sim import SCENARIO, simulate
 
@@ -174,8 +174,44 @@ def test_a_resumed_journal_rebuilds_as_one_table(tmp_path: Path) -> None:
         journal.event("node_ended", node="reserved-0", **{"class": "reserved"}, reason="run_end")
         journal.close()
     with open(tmp_path / "nodes.csv", newline="") as handle:
-        assert [row["ended_s"] for row in csv.DictReader(handle)] == ["0.3333", "100.3333"]
+        assert [row["ended_wall_s"] for row in csv.DictReader(handle)] == ["0.3333", "100.3333"]
     assert_tables_from_events(tmp_path)
+
+
+def test_every_time_column_names_its_clock() -> None:
+    """On disk a time is ``_wall_s`` (the journal's clock) or ``_trace_s`` (a drawn lifetime)."""
+    times = {column for header in DISK_COLUMNS.values() for column in header if column.endswith("_s")}
+    assert times and all(c.endswith(("_wall_s", "_trace_s")) for c in times)
+    assert [c for c in times if c.endswith("_trace_s")] == ["lifetime_trace_s"]
+    assert DISK_COLUMNS["jobs"][3:8] == (
+        "submit_wall_s",
+        "start_wall_s",
+        "finish_wall_s",
+        "jct_wall_s",
+        "queue_wall_s",
+    )
+    assert DISK_COLUMNS["evictions"][0] == "t_wall_s"
+    assert [len(DISK_COLUMNS[t]) for t in TABLES] == [len(TABLES[t]) for t in TABLES]
+
+
+OLD_HEADER = "t_s,node_id,node_class,reason,lifetime_s,tasks_running,bytes_lost\n"
+OLD_EVICTIONS = OLD_HEADER + "13.0,t1,transient,lifetime,579.36,1,0\n"
+
+
+@pytest.mark.parametrize("header", ["old", "new"])
+def test_a_table_reads_back_under_its_clocks_names_old_or_new(tmp_path: Path, header: str) -> None:
+    """A run directory from before the columns named their clock reads as a new one; a dilated
+    run's row converts once: wall / dilation as ``_s``, the drawn lifetime stays trace seconds."""
+    text = OLD_EVICTIONS
+    if header == "new":
+        text = text.replace("t_s,", "t_wall_s,").replace("lifetime_s", "lifetime_trace_s")
+    (tmp_path / "evictions.csv").write_text(text)
+    (row,) = read_table(tmp_path / "evictions.csv", "evictions")
+    assert (row["t_wall_s"], row["lifetime_trace_s"]) == ("13.0", "579.36")
+    converted = emulated_row(row, 6.5)
+    assert (converted["t_s"], converted["lifetime_trace_s"], converted["node_id"]) == ("2.0", "579.36", "t1")
+    assert "t_wall_s" not in converted
+    assert read_table(tmp_path / "jobs.csv", "jobs") == []  # a table the run never wrote
 
 
 @pytest.mark.parametrize("policy", [{"strategy": "pado"}, {"scheduler": "yarn-me"}])

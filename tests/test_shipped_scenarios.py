@@ -115,3 +115,22 @@ def test_validate_reports_every_error_in_one_pass(
     assert len(errors) == 4, errors
     for error, field in zip(errors, fields, strict=True):
         assert error.startswith(f"{path}: {field}"), errors
+
+
+def test_validate_lists_the_policy_names_with_the_schemas_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scenario the schema refuses (reduces 0, an unknown workload) still has its unknown
+    scheduler and strategy named in the same pass (only the schema's lines came before)."""
+    path = tmp_path / "wrong.yaml"
+    jobs = [{"workload": "wordcount", "size_mb": 4, "reduces": 0}, {"workload": "no-such-work"}]
+    wrong = {"name": "wrong", "cluster": {"reserved": 1, "transient": 1}, "jobs": jobs}
+    wrong |= {"policy": {"scheduler": "no-such", "strategy": "no-such", "autoscaler": "static"}}
+    path.write_text(yaml.safe_dump(wrong))
+    assert main(["validate", str(path)]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    fields = ["jobs.0.reduces: ", "jobs.1: unknown workload", "policy.scheduler: 'no-such'"]
+    fields.append("policy.strategy: ")
+    assert len(errors) == 4, errors
+    for error, field in zip(errors, fields, strict=True):
+        assert error.startswith(f"{path}: {field}"), errors

@@ -16,7 +16,6 @@ loop lagged by more than ``LAG_LIMIT_S`` at the 95th percentile.
 from __future__ import annotations
 
 import asyncio
-import csv
 import json
 import math
 import os
@@ -33,6 +32,7 @@ from typing import Any
 from master.shell.scale_model import NodeShares, node_slowdown
 from master.summary.coaster import percentile, round4
 from testbed.chaosmodels.slowdown import SlowSpan, effective_factor, episode_spans
+from testbed.journal.tables import emulated_row, read_table
 from testbed.node.cgroups import CpuStats
 from testbed.scenario.fidelity import host_cores
 from testbed.scenario.schema import Scenario
@@ -323,11 +323,8 @@ def write_assessment(
     ``enforced``: whether the run could give a faithful scenario's nodes their shares;
     ``prioritised``: whether its nodes and control plane had CPU priority over the host's
     other processes (``testbed.node.cgroups.control_plane``)."""
-    table, tasks = run_dir / "tasks.csv", []
-    if table.exists():
-        with table.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-        tasks = task_times(rows, partial(task_slowdown, scenario, journaled_spans(run_dir)))
+    rows = [emulated_row(row, 1.0) for row in read_table(run_dir / "tasks.csv", "tasks")]
+    tasks = task_times(rows, partial(task_slowdown, scenario, journaled_spans(run_dir)))
     block = {
         "prioritised": prioritised,
         **assess(obs, tasks, slot_quotas(scenario), throttling, host_cores(), slot_throttling),

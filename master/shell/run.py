@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import csv
 import json
 import logging
 import os
@@ -36,10 +35,10 @@ from master.summary.cluster import cluster_summary, run_events
 from master.summary.coaster import job_class_summary, percentile
 from master.summary.speculation import speculation_summary
 from testbed.app.progress import show_progress
-from testbed.journal.tables import JOB_TOTALS
+from testbed.journal.tables import JOB_TOTALS, emulated_row, read_table
 from testbed.node.cgroups import control_plane
 from testbed.node.processes import RunTerminated
-from testbed.scenario.fidelity import PER_WORKLOAD_JCT, emulated, is_duration_key
+from testbed.scenario.fidelity import PER_WORKLOAD_JCT, emulated, is_duration_key, wall_name
 from testbed.scenario.schema import Scenario, input_files, load_scenario, to_yaml
 from testbed.wire.broker import (
     AGENT_SECRET_ENV,
@@ -231,8 +230,9 @@ def agent_command(
 def summarize(run_dir: Path, scenario: Scenario, plugins: dict[str, Any]) -> dict[str, Any]:
     """summary.json from the journal's tables (so a resumed or crashed run gets the same).
 
-    Times are emulated seconds (wall seconds / the run's dilation); ``wall`` keeps each
-    time as measured. ``plugins``: the plugin policies' provenance, taken as the run started."""
+    Times are emulated seconds (wall seconds / the run's dilation, named ``_s``); ``wall``
+    keeps each time as measured, named ``_wall_s``. ``plugins``: the plugin policies'
+    provenance, taken as the run started."""
     measured = measured_summary(run_dir, scenario)
     dilation = scenario.fidelity.factor
     assessed = run_dir / FIDELITY_FILE
@@ -241,7 +241,7 @@ def summarize(run_dir: Path, scenario: Scenario, plugins: dict[str, Any]) -> dic
         **({"plugins": plugins} if plugins else {}),
         "fidelity_mode": scenario.fidelity.mode,
         "dilation": dilation,
-        "wall": {key: value for key, value in measured.items() if is_duration_key(key)},
+        "wall": {wall_name(key): value for key, value in measured.items() if is_duration_key(key)},
         **({"fidelity": json.loads(assessed.read_text(encoding="utf-8"))} if assessed.exists() else {}),
     }
 
@@ -338,10 +338,8 @@ def _round(value: float | None) -> float | None:
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with open(path, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+    """A table's rows under the journal's names, in wall seconds (the summary's measure)."""
+    return [emulated_row(row, 1.0) for row in read_table(path, path.stem)]
 
 
 def load_resumable(run_dir: Path) -> Scenario:

@@ -19,7 +19,6 @@ Computed from the run's journal (``events.jsonl``, ``jobs.csv``, ``tasks.csv``,
 
 from __future__ import annotations
 
-import csv
 import statistics
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,8 @@ import numpy as np
 
 from master.policy_setup import reserved_partitions
 from testbed.journal.schema import JobSubmitted, events_of, read_events
+from testbed.journal.tables import emulated_row
+from testbed.journal.tables import read_table as read_csv_table
 from testbed.scenario.schema import Scenario
 
 
@@ -129,7 +130,6 @@ def round4(value: float | None) -> float | None:
 
 
 def read_table(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with open(path, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+    """A table's rows under the journal's names, in wall seconds (``submit_s`` for the file's
+    ``submit_wall_s``)."""
+    return [emulated_row(row, 1.0) for row in read_csv_table(path, path.stem)]

@@ -46,7 +46,6 @@ a node's own share; a scenario should use the one of its mode.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import platform
@@ -63,6 +62,7 @@ import yaml
 from testbed.app.sweep.grid import grid
 from testbed.app.sweep.options import SERIAL, Executor
 from testbed.app.sweep.run import run_sweep
+from testbed.journal.tables import emulated_row, read_table
 from testbed.node.bandwidth import BURST_S, book
 from testbed.plan import Dependency
 from testbed.scenario.schema import Scenario, load_scenario
@@ -197,10 +197,9 @@ def attempt_op(
 
 
 def csv_rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with open(path, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+    """A table's rows (``<table>.csv``) under the journal's names, its times in wall seconds
+    (``start_s`` for the file's ``start_wall_s``): the fits divide by each run's dilation."""
+    return [emulated_row(row, 1.0) for row in read_table(path, path.stem)]
 
 
 def _events(path: Path) -> list[dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ from rich.console import Console
 from rich.segment import Segments
 from rich.table import Table
 
-from testbed.scenario.fidelity import emulated
+from testbed.journal.tables import emulated_row, read_table
 
 COLUMNS = ("job", "workload", "status", "submit s", "queue s", "JCT s", "tasks", "relaunched")
 FOLDED = "workload"
@@ -67,8 +66,7 @@ def _jct_table(name: str, rows: list[tuple[str, ...]], width: int) -> tuple[Tabl
 
 def _table_rows(jobs_csv: Path, dilation: float) -> list[tuple[str, ...]]:
     """The cells of each job's row (``COLUMNS``), by job id."""
-    rows = list(csv.DictReader(jobs_csv.open(encoding="utf-8"))) if jobs_csv.exists() else []
-    rows = [emulated(row, dilation) for row in rows]
+    rows = [emulated_row(row, dilation) for row in read_table(jobs_csv, "jobs")]
     return [
         (
             row["job_id"],

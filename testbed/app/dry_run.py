@@ -12,12 +12,12 @@ output says which horizon it used and why.
 
 from __future__ import annotations
 
-import csv
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from testbed.chaosmodels.lifetimes import format_seconds
+from testbed.journal.tables import read_table
 from testbed.scenario.schema import Scenario
 
 if TYPE_CHECKING:
@@ -47,8 +47,8 @@ def jobs_horizon(scenario: Scenario, budget: int = EVENT_BUDGET) -> float | None
         run_dir = Path(scratch) / "sim"
         secure_run_dir(run_dir)
         _, ok = simulate(sim_scenario(scenario), run_dir, count, over_budget)
-        with open(run_dir / "jobs.csv", newline="", encoding="utf-8") as handle:
-            finishes = [float(row["finish_s"]) for row in csv.DictReader(handle) if row["finish_s"]]
+        jobs = read_table(run_dir / "jobs.csv", "jobs")
+        finishes = [float(row["finish_wall_s"]) for row in jobs if row["finish_wall_s"]]
     if not ok or not finishes:
         return None
     return max(finishes) * scenario.time_scale

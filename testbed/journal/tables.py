@@ -9,6 +9,13 @@ its table's columns (``check_row``: a column not declared here, or a value of th
 wrong type, is a bug and raises). The master's writer (``master.shell.journal_file``) adds
 each event's row as it writes the event; ``rebuild_tables`` makes the same CSVs,
 byte for byte, from ``events.jsonl`` alone.
+
+Each time column names its clock on disk (README, "The run directory"): a column declared
+here as ``<x>_s`` is in the journal's clock, wall seconds on this machine, and is written as
+``<x>_wall_s``; one in trace seconds (``TRACE_COLUMNS``: the lifetime a model drew) as
+``<x>_trace_s``. ``read_table`` reads a table back under these names (an older run
+directory's ``<x>_s`` headers too), and ``emulated_row`` converts a row once: every
+``<x>_wall_s`` becomes ``<x>_s`` in emulated seconds (wall / the run's dilation).
 """
 
 import csv
@@ -18,6 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypedDict, cast, get_type_hints
 
 from testbed.journal.schema import JournalSchemaError, read_events, runtime_types
+from testbed.scenario.fidelity import divided
 
 
 class TaskRow(TypedDict, total=False):
@@ -124,7 +132,23 @@ TABLE_ROWS: dict[str, type[Mapping[str, Any]]] = {
     "evictions": EvictionRow,
 }
 TABLES: dict[str, tuple[str, ...]] = {name: tuple(row.__annotations__) for name, row in TABLE_ROWS.items()}
-"""Each CSV table's columns, in order (``<name>.csv``)."""
+"""Each CSV table's columns, in order, as its rows (and the journal's events) name them."""
+TRACE_COLUMNS: dict[str, frozenset[str]] = {"evictions": frozenset({"lifetime_s"})}
+"""The columns in trace seconds (the scenario's clock); every other ``_s`` column is wall seconds."""
+
+
+def disk_column(table: str, column: str) -> str:
+    """A column's name in ``<table>.csv``: a time says its clock (``_wall_s``, ``_trace_s``)."""
+    if not column.endswith("_s"):
+        return column
+    clock = "trace" if column in TRACE_COLUMNS.get(table, ()) else "wall"
+    return f"{column[:-2]}_{clock}_s"
+
+
+DISK_COLUMNS: dict[str, tuple[str, ...]] = {
+    name: tuple(disk_column(name, column) for column in columns) for name, columns in TABLES.items()
+}
+"""Each CSV table's header, in order (``<name>.csv``)."""
 
 _COLUMN_TYPES = {
     name: {column: runtime_types(hint) for column, hint in get_type_hints(row).items()}
@@ -310,11 +334,12 @@ class TableWriter:
     writes, without its per-row dict and generator: the simulator writes a million rows)."""
 
     def __init__(self, handle: TextIO, table: str) -> None:
+        self.table = table
         self.columns = TABLES[table]
         self._writer = csv.writer(handle)
 
     def writeheader(self) -> None:
-        self._writer.writerow(self.columns)
+        self._writer.writerow(DISK_COLUMNS[self.table])
 
     def writerow(self, row: Mapping[str, Any]) -> None:
         """The row's cells (``cell``, inlined: 27 calls a task row)."""
@@ -351,3 +376,32 @@ def rebuild_tables(events_path: Path, out_dir: Path) -> dict[str, int]:
         for handle, _ in handles.values():
             handle.close()
     return counts
+
+
+# --------------------------------------------------------------------- reading tables back
+
+
+def read_table(path: Path, table: str) -> list[dict[str, str]]:
+    """The rows of ``<table>.csv`` (none when it is missing) under its header's names
+    (``DISK_COLUMNS``); a run directory written before the columns named their clock has
+    ``<x>_s`` for each of them, read as its ``<x>_wall_s`` or ``<x>_trace_s``."""
+    if not path.exists():
+        return []
+    upgraded = {column: disk_column(table, column) for column in TABLES[table]}
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = csv.DictReader(handle)
+        return [{upgraded.get(key, key): value for key, value in row.items()} for row in rows]
+
+
+def emulated_row(row: Mapping[str, Any], dilation: float) -> dict[str, Any]:
+    """``row`` (as ``read_table`` gives it) with each ``<x>_wall_s`` as ``<x>_s`` in emulated
+    seconds (wall / ``dilation``; a number given as text stays text); ``_trace_s`` columns and
+    the rest as they are. With ``dilation`` 1, the row in the journal's clock and names."""
+    converted: dict[str, Any] = {}
+    for key, value in row.items():
+        if key.endswith("_wall_s"):
+            converted[key[: -len("_wall_s")] + "_s"] = divided(value, dilation)
+        else:
+            converted[key] = value
+    return converted
+

@@ -85,6 +85,20 @@ PER_WORKLOAD_JCT = "mean_jct_s_"
 name does not end in ``_s``."""
 
 
+def wall_name(key: str) -> str:
+    """A duration key as the same time in wall seconds names it (summary.json's ``wall``
+    block): ``mean_jct_s`` -> ``mean_jct_wall_s``, ``mean_jct_s_sort`` -> ``mean_jct_wall_s_sort``."""
+    if key.startswith(PER_WORKLOAD_JCT):
+        return f"mean_jct_wall_s_{key[len(PER_WORKLOAD_JCT):]}"
+    return f"{key[:-2]}_wall_s" if key.endswith("_s") else f"{key}_wall_s"
+
+
+TRACE_FIELDS = frozenset({"lifetime_s", "drawn_s", "actual_s"})
+"""The journal's fields in trace seconds (a lifetime the model drew, and lived, in the chaos
+rules' clock: ``eviction``, ``lifetime_drawn``, ``eviction_timing``); its other times are wall
+seconds. A table names the clock in the column (``lifetime_trace_s``)."""
+
+
 def is_duration_key(key: str) -> bool:
     """Whether a recorded field is a time in seconds (``t``, ``jct_s``, ``mean_jct_s_sort``,
     ...), not a rate."""
@@ -94,17 +108,25 @@ def is_duration_key(key: str) -> bool:
 
 
 def emulated(record: dict[str, Any], dilation: float) -> dict[str, Any]:
-    """``record`` with its times in emulated seconds (wall seconds / dilation); numbers given
-    as text (CSV cells) stay text."""
+    """``record`` (an event, or the summary's figures) with its wall times in emulated seconds
+    (wall seconds / dilation; ``TRACE_FIELDS`` and ``_trace_s`` kept); numbers given as text
+    (CSV cells) stay text."""
     if dilation == 1.0:
         return dict(record)
     return {
-        key: _divided(value, dilation) if is_duration_key(key) else value for key, value in record.items()
+        key: divided(value, dilation) if _wall_key(key) else value for key, value in record.items()
     }
 
 
-def _divided(value: Any, dilation: float) -> Any:
-    if isinstance(value, bool) or value is None:
+def _wall_key(key: str) -> bool:
+    """A time in wall seconds: a duration key, not one in trace seconds."""
+    return is_duration_key(key) and key not in TRACE_FIELDS and not key.endswith("_trace_s")
+
+
+def divided(value: Any, dilation: float) -> Any:
+    """A wall time ``value`` in emulated seconds (``/ dilation``, to 4 decimals); a number
+    given as text (a CSV cell) stays text, anything else is returned as it is."""
+    if isinstance(value, bool) or value is None or dilation == 1.0:
         return value
     if isinstance(value, int | float):
         return round(value / dilation, 4)

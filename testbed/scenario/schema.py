@@ -360,7 +360,8 @@ def parse_scenario(
             data, context={"base_dir": base_dir} if base_dir is not None else None
         )
     except ValidationError as exc:
-        raise ScenarioError([_describe(source, err) for err in exc.errors()]) from None
+        problems = [_describe(source, err) for err in exc.errors()]
+        raise ScenarioError(problems + _policy_name_problems(data, source, problems)) from None
     for directory in scenario.policy.plugin_path:
         add_plugin_dir(Path(directory))
     problems = [
@@ -372,6 +373,25 @@ def parse_scenario(
     if problems:
         raise ScenarioError(problems)
     return scenario
+
+
+def _policy_name_problems(data: dict[str, Any], source: str, found: list[str]) -> list[str]:
+    """Of a scenario the schema refused: its scheduler, strategy and autoscaler names that name
+    no policy, so that one pass of ``testbed validate`` lists them with the schema's problems
+    (the policies are built, options and all, only from a valid scenario)."""
+    policy = data.get("policy")
+    if not isinstance(policy, dict):
+        return []
+    problems: list[str] = []
+    for kind in ("scheduler", "strategy", "autoscaler"):
+        name, field = policy.get(kind), f"policy.{kind}"
+        if not isinstance(name, str) or any(f"{source}: {field}" in problem for problem in found):
+            continue
+        try:
+            find_plugin(kind, name, field)
+        except ScenarioError as exc:
+            problems += [f"{source}: {problem}" for problem in exc.problems]
+    return problems
 
 
 def workload_plugin_problems(job: PluginJob, index: int) -> list[str]:

@@ -69,6 +69,6 @@ async def test_an_evicted_node_ends_when_it_was_killed_not_when_its_loss_was_hea
     shell_act(master, master.core.node_lost, node, "evicted")
     master.journal.close()
     rows = list(csv.DictReader((tmp_path / "nodes.csv").open()))
-    assert [(r["node_id"], float(r["ended_s"]), r["end_reason"]) for r in rows] == [
+    assert [(r["node_id"], float(r["ended_wall_s"]), r["end_reason"]) for r in rows] == [
         ("transient-0", 2.0, "evicted")
     ]

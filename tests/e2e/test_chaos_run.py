@@ -65,7 +65,7 @@ async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(
     # The same seed gives the same lifetimes by node ordinal: the run evicts what the plan says.
     planned = {p.node_id: p.lifetime_s for p in plan_evictions(scenario, horizon_s=3600)}
     for row in evicted:
-        assert float(row["lifetime_s"]) == pytest.approx(planned[row["node_id"]], abs=1e-3)
+        assert float(row["lifetime_trace_s"]) == pytest.approx(planned[row["node_id"]], abs=1e-3)
     lost = {e["node"]: e for e in events(tmp_path) if e["event"] == "node_lost"}
     assert {row["node_id"] for row in evicted} <= set(lost)
     assert all(lost[row["node_id"]]["reason"] == "evicted" for row in evicted)

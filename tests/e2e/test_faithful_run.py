@@ -85,8 +85,8 @@ async def test_a_dilated_run_stretches_trace_time_and_reports_emulated_seconds(t
     assert result.ok, result.summary
     summary = result.summary
     assert (summary["dilation"], summary["fidelity_mode"]) == (2.0, "faithful")
-    assert summary["wall"]["mean_jct_s"] >= 2.0  # each task slept 1 trace second, stretched to 2
-    assert summary["mean_jct_s"] == pytest.approx(summary["wall"]["mean_jct_s"] / 2, abs=1e-3)
+    assert summary["wall"]["mean_jct_wall_s"] >= 2.0  # each task slept 1 trace second, stretched to 2
+    assert summary["mean_jct_s"] == pytest.approx(summary["wall"]["mean_jct_wall_s"] / 2, abs=1e-3)
     [job] = load_run(tmp_path).jobs
     assert job.jct_s == pytest.approx(summary["mean_jct_s"], abs=1e-3)
     assert 0.99 <= job.submit_s < 2.0  # submitted at 2 wall seconds (1 emulated), or a bit later

@@ -76,8 +76,8 @@ async def test_a_job_the_timeout_kept_from_being_submitted_fails_the_run(tmp_pat
     assert not result.ok
     assert result.summary["jobs"] == 2, result.summary
     rows = {r["job_id"]: r for r in csv.DictReader((tmp_path / "jobs.csv").open())}
-    assert rows["j000"]["submit_s"] != ""  # it ran (and most likely succeeded)
-    assert rows["j001"]["status"] == "failed" and rows["j001"]["submit_s"] == ""
+    assert rows["j000"]["submit_wall_s"] != ""  # it ran (and most likely succeeded)
+    assert rows["j001"]["status"] == "failed" and rows["j001"]["submit_wall_s"] == ""
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     finished = {e["job"]: e for e in events if e["event"] == "job_finished"}
     assert finished["j001"]["error"].startswith("not submitted: the run hit its timeout")

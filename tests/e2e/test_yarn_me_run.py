@@ -59,7 +59,7 @@ async def run_sort(tmp_path: Path, scheduler: str) -> tuple[list[dict[str, str]]
     tasks = list(csv.DictReader((run_dir / "tasks.csv").open()))
     decisions = list(csv.DictReader((run_dir / "decisions.csv").open()))
     jobs = list(csv.DictReader((run_dir / "jobs.csv").open()))
-    assert float(jobs[0]["map_phase_s"]) > 0 and float(jobs[0]["reduce_phase_s"]) > 0
+    assert float(jobs[0]["map_phase_wall_s"]) > 0 and float(jobs[0]["reduce_phase_wall_s"]) > 0
     assert all(t["ideal_memory_mb"] == str(IDEAL_MB) for t in tasks)
     return tasks, decisions
 
@@ -71,7 +71,7 @@ async def test_yarn_me_elastic_tasks_really_spill_and_outputs_stay_exact(tmp_pat
     assert elastic and regular
     assert all(int(t["memory_mb"]) == ELASTIC_MB and int(t["spill_bytes"]) > 0 for t in elastic)
     assert all(int(t["memory_mb"]) == IDEAL_MB and int(t["spill_bytes"]) == 0 for t in regular)
-    assert all(float(t["predicted_s"]) == 1.5 for t in elastic)
+    assert all(float(t["predicted_wall_s"]) == 1.5 for t in elastic)
     accepted = [d for d in decisions if d["decision"] == "elastic_accepted"]
     assert {d["task_id"] for d in accepted} == {t["task_id"] for t in elastic}
     ratios = [float(d["allocation_ratio"]) for d in accepted]

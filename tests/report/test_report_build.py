@@ -155,6 +155,48 @@ def test_every_time_says_its_clock_and_a_lifetime_model_reads_as_written(spark_r
     assert len(units) > 20 and set(units) == {"(s, emulated)", "(s, trace)"}, set(units)
 
 
+@pytest.mark.parametrize("header", ["new", "old"])
+def test_a_dilated_run_converts_its_times_once_and_keeps_the_lifetime_drawn_in_trace_time(
+    spark_run: RecordedRun, header: str
+) -> None:
+    """Dilation 6.67: the eviction at 13.34 wall s reads 2.00 emulated, lived 13.34 - 0 wall
+    = 2.00 emulated, and the lifetime drawn, 579.36 trace s, as drawn (it read 86.86: divided
+    by the dilation). A run directory from before the columns named their clock reads the same."""
+    import yaml
+
+    scenario = yaml.safe_load((spark_run.path / "scenario.yaml").read_text())
+    scenario["fidelity"] = {"mode": "faithful", "dilation": 6.67}
+    (spark_run.path / "scenario.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
+    lines = (spark_run.path / "evictions.csv").read_text().splitlines()
+    assert lines[0].startswith("t_wall_s,") and ",lifetime_trace_s," in lines[0]
+    if header == "old":
+        lines[0] = lines[0].replace("t_wall_s", "t_s").replace("lifetime_trace_s", "lifetime_s")
+    lines[1] = lines[1].replace("6.0,t1,transient,lifetime,6.0,", "13.34,t1,transient,lifetime,579.36,")
+    (spark_run.path / "evictions.csv").write_text("\n".join(lines) + "\n")
+    (spark_run.path / "events.jsonl").unlink()  # the tables alone (the journal is read the same way)
+    text = write_report(spark_run.path)[0].read_text()
+    assert row("2.00", "t1", "transient", "lifetime", "2.00", "579.36", 1, "976.56 KiB") in text
+
+
+def test_the_lifetime_drawn_of_a_journaled_eviction_stays_in_trace_time(spark_run: RecordedRun) -> None:
+    """From events.jsonl (no evictions.csv): the eviction's ``lifetime_s`` is trace seconds."""
+    import yaml
+
+    scenario = yaml.safe_load((spark_run.path / "scenario.yaml").read_text())
+    scenario["fidelity"] = {"mode": "faithful", "dilation": 2}
+    (spark_run.path / "scenario.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
+    (spark_run.path / "evictions.csv").unlink()
+    events = (spark_run.path / "events.jsonl").read_text().splitlines()
+    evictions = [i for i, line in enumerate(events) if json.loads(line)["event"] == "eviction"]
+    assert len(evictions) == 1
+    event = json.loads(events[evictions[0]])
+    events[evictions[0]] = json.dumps({**event, "lifetime_s": 579.36})
+    (spark_run.path / "events.jsonl").write_text("\n".join(events) + "\n")
+    text = write_report(spark_run.path)[0].read_text()
+    assert row(f"{event['t'] / 2:.2f}", "t1", "transient", "lifetime") in text
+    assert "| 579.36 | 1 | 976.56 KiB |" in text
+
+
 def test_the_report_counts_evictions_per_zone(spark_run: RecordedRun) -> None:
     import yaml
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import yaml
 
+from testbed.journal.tables import disk_column
+
 RUN_END = 20.0
 NODES = [  # node_id, class, launched, ended, end_reason, price_per_hour
     ("r0", "reserved", 0.0, None, "", 1.0),
@@ -394,10 +396,14 @@ def _scenario(strategy: str, seed: int) -> dict:
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
+    """``rows`` (under the journal's names) as the master writes its table: each time column
+    named with its clock (``start_wall_s``, ``lifetime_trace_s``)."""
     with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(handle, fieldnames=[disk_column(path.stem, key) for key in rows[0]])
         writer.writeheader()
-        writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in rows)
+        writer.writerows(
+            {disk_column(path.stem, k): "" if v is None else v for k, v in row.items()} for row in rows
+        )
 
 
 def run_events(run: RecordedRun) -> list[dict]:

@@ -202,7 +202,7 @@ def test_a_plugin_workload_runs_on_the_simulator_with_its_own_sim_model(plugin_d
     maps = [t for t in sim_tasks(plugin_dir / "index.yaml", plugin_dir / "run") if t["stage"] == "0"]
     split = int(400 * 101 / 2**20 * 2**20)
     assert [int(t["bytes_in"]) for t in maps] == [split] * 3
-    assert float(maps[0]["compute_s"]) == pytest.approx(3.0 * split / 2**20, abs=1e-3)
+    assert float(maps[0]["compute_wall_s"]) == pytest.approx(3.0 * split / 2**20, abs=1e-3)
     assert int(maps[0]["bytes_out"]) == int(split * 0.73)
 
 
@@ -210,7 +210,7 @@ def test_the_scenarios_simulation_ops_override_a_plugins_sim_model(plugin_dir: P
     write_doc_files(plugin_dir)
     ops = 'simulation.ops={"inverted_index:InvertedIndex.map": {s_per_mb: 30, output_ratio: 0.5}}'
     maps = [t for t in sim_tasks(plugin_dir / "index.yaml", plugin_dir / "run", (ops,)) if t["stage"] == "0"]
-    assert float(maps[0]["compute_s"]) == pytest.approx(30 * int(maps[0]["bytes_in"]) / 2**20, abs=1e-3)
+    assert float(maps[0]["compute_wall_s"]) == pytest.approx(30 * int(maps[0]["bytes_in"]) / 2**20, abs=1e-3)
     assert int(maps[0]["bytes_out"]) == int(int(maps[0]["bytes_in"]) * 0.5)
 
 
@@ -220,7 +220,7 @@ def test_a_plugin_without_a_sim_model_costs_only_overheads_and_a_broken_one_is_r
     (plugin_dir / "good.py").write_text(GOOD, encoding="utf-8")
     path = scenario_file(plugin_dir, "{workload: 'good:CharCount', input: INPUT}")
     tasks = sim_tasks(path, plugin_dir / "run")
-    assert {float(t["compute_s"]) for t in tasks} == {0.0}
+    assert {float(t["compute_wall_s"]) for t in tasks} == {0.0}
     (plugin_dir / "broken.py").write_text(
         GOOD + "\n    def sim_model(self):\n        raise ValueError('no model yet')\n", encoding="utf-8"
     )

@@ -39,6 +39,7 @@ from testbed.app.sweep.grid import Cell, Variation, grid
 from testbed.app.sweep.options import SERIAL, Executor
 from testbed.app.sweep.results import CellResult, cell_result
 from testbed.app.sweep.run import run_sweep
+from testbed.journal.tables import emulated_row, read_table
 from testbed.node.bandwidth import BURST_S
 from testbed.scenario.schema import Scenario, load_scenario
 from testbed.scenario.simulation import calibration_digest
@@ -189,14 +190,15 @@ def task_durations(out: Path, cells: list[Cell], scenario: Scenario) -> list[str
             if not (run / "summary.json").exists():
                 continue
             dilation = float(json.loads((run / "summary.json").read_text()).get("dilation") or 1.0)
-            jobs, tasks = read_csv(run / "jobs.csv"), read_csv(run / "tasks.csv")
+            jobs = read_csv(run / "jobs.csv")
+            tasks = [emulated_row(row, dilation) for row in read_table(run / "tasks.csv", "tasks")]
             workloads, finals = {row["job_id"]: row["workload"] for row in jobs}, final_stages(jobs, tasks)
             for task in tasks:
                 workload = workloads.get(task["job_id"], "")
                 op = ops_of.get((workload, int(task["stage"])), f"{workload}.stage{task['stage']}")
                 op = attempt_op(op, task, finals, final_split)
                 if task["status"] == "succeeded":
-                    seconds = (float(task["end_s"]) - float(task["start_s"])) / dilation
+                    seconds = float(task["end_s"]) - float(task["start_s"])
                     mb = [float(task[key] or 0) / 2**20 for key in ("bytes_in", "bytes_out")]
                     sides[side].setdefault(op, []).append((seconds, *mb))
     return op_table(sides["real"], sides["sim"])
@@ -209,12 +211,8 @@ def job_jcts(run_dir: Path) -> dict[str, float]:
     if not path.exists() or not summary.exists():
         return {}
     dilation = float(json.loads(summary.read_text()).get("dilation") or 1.0)
-    with open(path, newline="", encoding="utf-8") as handle:
-        return {
-            row["job_id"]: float(row["jct_s"]) / dilation
-            for row in csv.DictReader(handle)
-            if row["status"] == "succeeded" and row["jct_s"]
-        }
+    jobs = (emulated_row(row, dilation) for row in read_table(path, "jobs"))
+    return {j["job_id"]: float(j["jct_s"]) for j in jobs if j["status"] == "succeeded" and j["jct_s"]}
 
 
 def scatter(out: Path, cells: list[Cell], path: Path) -> None:

@@ -43,7 +43,7 @@ def evictions_section(run: RunData) -> list[Block]:
                     e.node_class,
                     e.reason or "-",
                     seconds(e.t_s - launched[e.node_id] if e.node_id in launched else None),
-                    seconds(e.lifetime_s),
+                    seconds(e.lifetime_trace_s),
                     number(e.tasks_running),
                     size(e.bytes_lost),
                 ]

@@ -95,7 +95,7 @@ class Eviction:
     node_id: str
     node_class: str
     reason: str
-    lifetime_s: float | None
+    lifetime_trace_s: float | None
     tasks_running: int | None
     bytes_lost: float | None
 
@@ -319,7 +319,7 @@ def eviction_from_row(row: dict[str, Any]) -> Eviction:
         node_id=text(row.get("node_id")),
         node_class=text(row.get("node_class"), "unknown"),
         reason=text(row.get("reason")),
-        lifetime_s=_float(row.get("lifetime_s")),
+        lifetime_trace_s=_float(row.get("lifetime_trace_s")),
         tasks_running=_int(row.get("tasks_running")),
         bytes_lost=_float(row.get("bytes_lost")),
     )
@@ -332,7 +332,7 @@ def evictions_from_events(events: list[dict[str, Any]]) -> list[Eviction]:
             node_id=text(e.get("node")),
             node_class=text(e.get("class"), "unknown"),
             reason=text(e.get("reason")),
-            lifetime_s=_float(e.get("lifetime_s")),
+            lifetime_trace_s=_float(e.get("lifetime_s")),
             tasks_running=_int(e.get("tasks_running")),
             bytes_lost=_float(e.get("bytes_lost")),
         )

@@ -9,8 +9,9 @@ as far as ``events.jsonl`` allows. Each table records where it came from in
 so that the report can say what it is based on.
 
 All times are seconds since the run started (the ``t`` of events), in emulated seconds:
-the files record wall seconds, which a dilated run's loader divides by its dilation
-(``RunData.dilation``, from scenario.yaml).
+the files record wall seconds (the tables' ``_wall_s`` columns, the journal's times), which
+the loader divides by the run's dilation (``RunData.dilation``, from scenario.yaml), once,
+as it reads them; a lifetime a model drew stays in trace seconds (``lifetime_trace_s``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ from testbed.app.report.records import (
     text,
 )
 from testbed.journal.schema import read_events
+from testbed.journal.tables import emulated_row
+from testbed.journal.tables import read_table as read_csv_table
 from testbed.scenario.cluster import ClusterSpec, NodeClassSpec
 from testbed.scenario.fidelity import emulated
 from testbed.scenario.schema import PolicySpec
@@ -165,7 +168,7 @@ def load_run(run_dir: str | Path) -> RunData:
 
     def read_table(name: str, optional: bool = False) -> list[dict] | None:
         rows = _read_csv(path / name, warnings, optional)
-        return None if rows is None else [emulated(row, dilation) for row in rows]
+        return None if rows is None else [emulated_row(row, dilation) for row in rows]
 
     tasks_rows = read_table("tasks.csv")
     if tasks_rows is not None:
@@ -285,8 +288,7 @@ def _read_csv(path: Path, warnings: list[str], optional: bool = False) -> list[d
             warnings.append(f"{path.name} is missing: rebuilt from events.jsonl")
         return None
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            return [row for row in csv.DictReader(handle) if any(row.values())]
+        return [row for row in read_csv_table(path, path.stem) if any(row.values())]
     except (OSError, csv.Error) as exc:
         warnings.append(f"{path.name} cannot be read ({exc}): rebuilt from events.jsonl")
         return None

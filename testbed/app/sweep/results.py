@@ -27,6 +27,7 @@ from typing import Any, Literal
 from testbed.app.overlay import plot_cdfs
 from testbed.app.stats import Estimate, estimate, few_samples_warning, halves, noise_split, ratio
 from testbed.app.sweep.grid import Cell, Variation
+from testbed.journal.tables import emulated_row, read_table
 
 Status = Literal["ok", "failed", "crashed"]
 METRICS = ("mean_jct_s", "p95_jct_s", "makespan_s", "relaunched_ratio", "evictions")
@@ -186,23 +187,14 @@ def _overlays(out: Path, groups: dict[tuple[str, ...], list[dict[str, Any]]]) ->
         label = "/".join(group) or "all runs"
         for row in rows:
             if row["status"] == "ok":
-                jobs = _read_jobs(out / row["run"] / "jobs.csv")
                 dilation = float(row.get("dilation") or 1.0)  # jobs.csv has wall seconds
+                jobs = [emulated_row(j, dilation) for j in read_table(out / row["run"] / "jobs.csv", "jobs")]
                 jct.setdefault(label, []).append(
-                    [float(j["jct_s"]) / dilation for j in jobs if j["status"] == "succeeded" and j["jct_s"]]
+                    [float(j["jct_s"]) for j in jobs if j["status"] == "succeeded" and j["jct_s"]]
                 )
-                queue.setdefault(label, []).append(
-                    [float(j["queue_s"]) / dilation for j in jobs if j.get("queue_s")]
-                )
+                queue.setdefault(label, []).append([float(j["queue_s"]) for j in jobs if j.get("queue_s")])
     plot_cdfs(jct, "job completion time (s, emulated)", out / "sweep-jct-cdf")
     plot_cdfs(queue, "queueing delay (s, emulated)", out / "sweep-queue-cdf")
-
-
-def _read_jobs(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with open(path, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
 
 
 def _figure(
