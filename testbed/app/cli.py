@@ -27,7 +27,6 @@ from testbed.app.usage import (
     EXIT_TERMINATED,
     EXIT_USAGE,
     UsageError,
-    sweep_dir,
 )
 from testbed.app.workload_args import add_workload_commands
 from testbed.durations import parse_duration
@@ -516,7 +515,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise UsageError("--repeats: expected a whole number >= 1")
     variations = [Variation.parse(text) for text in args.vary]
-    out = sweep_dir(args.out or Path("sweeps") / load_scenario(args.scenario, args.overrides).name, "sweep")
+    out = args.out or Path("sweeps") / load_scenario(args.scenario, args.overrides).name
     results = run_sweep(
         args.scenario,
         variations,

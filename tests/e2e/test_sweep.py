@@ -61,12 +61,16 @@ def test_sweep_resumes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "resuming: 2 of 2 runs already done" in capsys.readouterr().err
 
 
-def test_bad_variation_is_exit_2(tmp_path: Path) -> None:
+def test_bad_variation_is_exit_2_and_leaves_no_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     scenario = tmp_path / "s.yaml"
     scenario.write_text(SCENARIO)
+    monkeypatch.chdir(tmp_path)  # the default --out, sweeps/<name>, is relative
     assert main(["sweep", str(scenario), "--vary", "nonsense"]) == 2
     assert main(["sweep", str(scenario), "--vary", "policy.scheduler=fifo,nope"]) == 2
     assert main(["sweep", str(scenario), "--vary", "jobs.0.tasks=1", "--repeats", "0"]) == 2
+    assert not (tmp_path / "sweeps").exists()
 
 
 def test_a_failed_run_is_flagged_everywhere_and_fails_the_sweep(

@@ -23,6 +23,7 @@ from testbed.app.sweep.executor import run_cells
 from testbed.app.sweep.grid import Variation, grid
 from testbed.app.sweep.options import SERIAL, Executor
 from testbed.app.sweep.results import CellResult, write_results
+from testbed.app.usage import sweep_dir
 from testbed.scenario.schema import Scenario, load_scenario
 
 
@@ -48,7 +49,7 @@ def run_sweep(
         variant = load_scenario(scenario_path, [*extra, *cell.overrides()])
         check(variant)
         backends[cell] = variant.backend
-    out.mkdir(parents=True, exist_ok=True)
+    sweep_dir(out, "sweep")  # only once every variant is valid: a refused sweep leaves nothing
     (out / "sweep.json").write_text(
         json.dumps(
             {
