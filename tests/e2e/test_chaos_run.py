@@ -14,17 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from master.chaos.plan import plan_evictions
 from master.shell.run import run_scenario
 from testbed.app.chaos_check import check_run, format_check
 from testbed.chaos_client import ChaosClient, ChaosError
-from testbed.scenario.schema import load_scenario
 from testbed.workloads.wordcount import read_output
 from tests.support.processes import process_alive
 from tests.support.runs import assert_clean, expected_counts
-from tests.support.scenarios import make_scenario
+from tests.support.scenarios import hold_job, make_scenario, scenario_in
 
 pytestmark = pytest.mark.e2e
 
@@ -134,67 +132,15 @@ def assert_notices_reached_master_and_agents(run_dir: Path) -> None:
         assert "eviction notice" in (run_dir / "logs" / f"{node}.log").read_text(), node
 
 
-HOLD = """
-import time
-from pathlib import Path
-
-from pydantic import BaseModel
-
-from testbed.api import Workload
-
-
-class Hold(Workload):
-    \"\"\"One map that runs until the file ``until`` exists (at most ``limit_s`` seconds, then it
-    fails): a job that keeps a run alive exactly as long as a test needs, however busy the host.\"\"\"
-
-    class Options(BaseModel, extra="forbid"):
-        until: str
-        limit_s: float = 300
-
-    def __init__(self, until: str, limit_s: float = 300) -> None:
-        self.until, self.limit_s = Path(until), limit_s
-
-    def generate(self, split, splits, seed):
-        yield b"held\\n"
-
-    def map(self, record):
-        deadline = time.monotonic() + self.limit_s
-        while not self.until.exists():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.until} did not appear within {self.limit_s}s")
-            time.sleep(0.05)
-        yield record, 1
-
-    def reduce(self, key, values):
-        yield f"{key} {sum(values)}"
-"""
-
-
 async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path, isolated_path: None) -> None:
     """`testbed chaos evict --fraction 1 --zone b` into a running run (zone b holds two of the three
     transient nodes), then one named eviction from Python."""
-    (tmp_path / "hold_workload.py").write_text(HOLD, encoding="utf-8")
-    storm_done = tmp_path / "storm-done"
-    jobs = [
-        {"workload": "wordcount", "size_mb": 8, "maps": 8, "reduces": 4},
-        # keeps the run alive until the storm has landed (was a 30 s sleep: 30 s of each run)
-        {"workload": "hold_workload:Hold", "maps": 1, "reduces": 1, "options": {"until": str(storm_done)}},
-    ]
+    hold, storm_done = hold_job(tmp_path / "in")  # the run lives until the storm lands (was a 30 s sleep)
+    jobs = [{"workload": "wordcount", "size_mb": 8, "maps": 8, "reduces": 4}, hold]
     cluster = {"reserved": 1, "transient": {"count": 3, "zones": {"a": 1, "b": 2}}}
-    scenario_file = tmp_path / "storm.yaml"
-    scenario_file.write_text(
-        yaml.safe_dump(
-            {
-                "name": "live-storm",
-                "seed": 7,
-                "cluster": {**cluster, "heartbeat_interval": 0.2, "heartbeat_timeout": 2},
-                "jobs": jobs,
-                "timeout": 120,
-            }
-        ),
-        encoding="utf-8",
+    scenario = scenario_in(
+        tmp_path / "in", jobs=jobs, cluster={**cluster, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
     )
-    scenario = load_scenario(scenario_file)
     storms: list[asyncio.Task[Any]] = []
 
     async def storm() -> tuple[int, str, list[str], dict[str, Any]]:
