@@ -24,6 +24,7 @@ from testbed.node.cgroups import (
     join,
     own_group,
     slot_group,
+    slots_group,
 )
 
 
@@ -50,17 +51,25 @@ def test_v2_each_slot_gets_one_emulated_core_at_most_the_nodes_and_the_agent_a_l
     for slot in (0, 1):
         assert (slot_group(node, slot) / "cpu.max").read_text() == f"25000 {PERIOD_US}"
     assert not slot_group(node, 2).exists()
+    assert not (slots_group(node) / "cpu.max").exists()  # the slots' parent: a slowed node's tasks' quota
     small = cgroups.create("run-1", "transient-0", 0.125, 1)
     assert slot_group(small, 0).is_dir() and not (slot_group(small, 0) / "cpu.max").exists()
 
 
-def test_a_slowed_nodes_slots_get_their_core_divided_by_its_factor(tmp_path: Path) -> None:
-    """A 2-cpu 2-slot node 4x slower at dilation 1: the node 0.5 core, each slot 0.25, so a lone
-    task is slowed 4x too (the node's quota alone would give it 0.5: 2x)."""
+def test_a_slowed_nodes_tasks_and_slots_get_their_cores_divided_by_its_factor_not_its_agent(
+    tmp_path: Path,
+) -> None:
+    """A 2-cpu 2-slot node 4x slower at dilation 1: its tasks 0.5 core together and 0.25 each, so a
+    lone task is slowed 4x too (the tasks' quota alone would give it 0.5: 2x); the node keeps its
+    2 cores, which its agent (its start, its serving) runs under: ``chaos.slowdown`` slows tasks."""
     cgroups = CpuCgroups(2, tmp_path / "testbed", core=1.0)
-    node = cgroups.create("run-1", "reserved-0", 2.0 / 4, 2, slowdown=4)
-    assert (node / "cpu.max").read_text() == f"50000 {PERIOD_US}"
+    node = cgroups.create("run-1", "reserved-0", 2.0, 2, slowdown=4)
+    assert (node / "cpu.max").read_text() == f"200000 {PERIOD_US}"
+    assert not (agent_group(node) / "cpu.max").exists()
+    assert (slots_group(node) / "cpu.max").read_text() == f"50000 {PERIOD_US}"
+    assert (slots_group(node) / "cgroup.subtree_control").read_text() == "+cpu"
     for slot in (0, 1):
+        assert slot_group(node, slot).parent == slots_group(node)
         assert (slot_group(node, slot) / "cpu.max").read_text() == f"25000 {PERIOD_US}"
 
 

@@ -23,7 +23,9 @@ class NodeProvider(Protocol):
         env: dict[str, str],
         slowdown: float = 1.0,
     ) -> None:
-        """Start a node running ``command`` (an agent command line lacking placement flags)."""
+        """Start a node running ``command`` (an agent command line lacking placement flags), held to
+        ``cpus`` cores (None: no limit) with its tasks ``slowdown`` times slower (``chaos.slowdown``:
+        its tasks' quota is ``cpus / slowdown``)."""
 
     async def evict(self, node_id: str) -> None:
         """Kill the node with SIGKILL and destroy its node-local disk. A provider that can kill

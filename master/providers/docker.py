@@ -16,7 +16,8 @@ Per node:
 - CPU limit = `cpus` (a fraction of the host's cores), none when unset: with `cgroups`
   (a faithful run on an engine of this host) the node's own group, made on the host as for
   a local node (``testbed.node.cgroups``: the node's quota, an ``agent`` leaf and a leaf per task
-  slot with a quota of one emulated core), else the container's `nano_cpus`. The container
+  slot with a quota of one emulated core, under ``slots``), else the container's `nano_cpus`
+  (a slowed node's divided: its agent is slowed too, where a host group slows only its tasks). The container
   is started under that group (``cgroup_parent``; on cgroup v2 in the host's cgroup
   namespace, where its processes can reach a sibling group, and with the memory limit on
   the node's group too, since a v2 move takes a worker out of the container's group in
@@ -173,9 +174,10 @@ class DockerProvider:
             group = await asyncio.to_thread(self._cgroups.create, self.run_id, node_id, cpus, slots, slowdown)
             self._groups[node_id] = group
             argv += ["--cgroup", CGROUP_DIR]
+        nano = None if cpus is None else cpus / slowdown  # without a host group, all of it is slowed
         try:
             await asyncio.to_thread(
-                self._create_and_start, node_id, labels, memory_mb, cpus, argv, {**self._env, **env}, group
+                self._create_and_start, node_id, labels, memory_mb, nano, argv, {**self._env, **env}, group
             )
         except BaseException:
             await self._remove_group(node_id)

@@ -21,7 +21,7 @@ from master.core.events import NodeStartFailed
 from master.core.liveness import start_deadline_s
 from master.core.machine import MasterCore
 from master.providers.base import AdoptingProvider, NodeProvider
-from master.shell.scale_model import by_processes, node_shares, node_slowdown
+from master.shell.scale_model import NodeShares, by_processes, node_shares, node_slowdown
 from testbed.node.processes import StartupFailed
 from testbed.wire.capabilities import NODE_KEY_ENV, RunKeys
 
@@ -51,7 +51,9 @@ class NodeStarts:
         self.came_up = asyncio.Event()
         self.launching: dict[str, asyncio.Task[None]] = {}
         self.quotas: dict[str, float | None] = {}
-        """Each launched node's CPU limit in cores (None: none), its slowdown included."""
+        """Each launched node's CPU limit in cores (None: none), its slowdown included: the start
+        deadline's bound on its agent's quota (a Docker node without host groups runs its agent
+        under the divided ``nano_cpus``; with groups, and locally, only its tasks are slowed)."""
 
     def start(self, command: StartNode) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(self._launch(command))
@@ -63,11 +65,12 @@ class NodeStarts:
         scenario = self.core.scenario
         spec = getattr(scenario.cluster, command.node_class)
         env = {**self.agent_env, **await self.secrets_of(command.node_id)}
-        cpus = node_shares(scenario, command.node_id, command.node_class).cpus
+        cpus = NodeShares.of(scenario, spec).cpus  # the provider divides its tasks' by the slowdown
         factor = node_slowdown(scenario, command.node_id, command.node_class)
         processes = by_processes(scenario)
+        slowed = node_shares(scenario, command.node_id, command.node_class).cpus
         # the straggler processes leave its agent about 1 / factor of its quota to start in
-        self.quotas[command.node_id] = cpus / factor if processes and cpus is not None else cpus
+        self.quotas[command.node_id] = slowed / factor if processes and slowed is not None else slowed
         await self.provider.launch(
             command.node_id,
             command.node_class,

@@ -2,17 +2,20 @@
 
 Each node gets its own group, ``<base>/<run>/<node>``, with a CFS quota of its cores
 (``cpus`` of its class, divided by the run's dilation) per 100 ms period, and under it
-one leaf per task slot, ``slot-<i>``, with a quota of one emulated core (``core``: 1 /
-dilation of a host core) when the node has more: a task is one thread, and one thread of
-a real node runs on one core at most, however many the node has. The node's quota caps
-the sum, so tasks that outnumber its cores share them. The agent joins the leaf
-``agent`` as its first act (``join``), so its task forkserver is born there (under the
-node's quota only: serving blocks and pushing are the node's work, not a slot's), and each
-task worker moves itself into its slot's leaf as it takes a task. v2 allows processes
-only in leaves once a group hands ``cpu`` to its children; v1 would allow the agent in
-the node's group itself, and gets the same layout. The kernel's ``cpu.stat`` then counts
-the periods the node was throttled: the fidelity monitor's evidence that the node got no
-more than its share.
+the leaf ``agent`` and the group ``slots``, which holds one leaf per task slot,
+``slots/slot-<i>``, with a quota of one emulated core (``core``: 1 / dilation of a host
+core) when the node has more: a task is one thread, and one thread of a real node runs on
+one core at most, however many the node has. The node's quota caps the sum, so tasks that
+outnumber its cores share them. A node f times slower (``chaos.slowdown``) keeps its
+node quota, and ``slots`` gets ``cores / f`` and each slot ``core / f``: the slowdown is
+its tasks', its agent starts and serves at the node's speed (its bandwidth is slowed by
+its token buckets). The agent joins the leaf ``agent`` as its first act (``join``), so its
+task forkserver is born there (under the node's quota only: serving blocks and pushing are
+the node's work, not a slot's), and each task worker moves itself into its slot's leaf as
+it takes a task. v2 allows processes only in leaves once a group hands ``cpu`` to its
+children; v1 would allow the agent in the node's group itself, and gets the same layout.
+The kernel's ``cpu.stat`` then counts the periods the node (its group and ``slots``) was
+throttled: the fidelity monitor's evidence that the node got no more than its share.
 
 - v1 (a ``cgroup`` mount with the ``cpu`` controller): ``cpu.cfs_quota_us`` and
   ``cpu.cfs_period_us``, under ``<mount>/testbed``; needs root.
@@ -47,6 +50,8 @@ from typing import Literal
 PERIOD_US = 100_000
 AGENT = "agent"
 """The leaf of a node's group the agent (and its task forkserver) runs in."""
+SLOTS = "slots"
+"""The group of a node's task slot leaves: a slowed node's tasks' quota."""
 TOP_WEIGHT = {1: ("cpu.shares", "262144"), 2: ("cpu.weight", "10000")}
 """The largest weight of each version: ``<base>`` wins the host's CPU over other processes."""
 CONTROL = "control"
@@ -85,13 +90,21 @@ def agent_group(node: Path) -> Path:
     return node / AGENT
 
 
+def slots_group(node: Path) -> Path:
+    return node / SLOTS
+
+
 def slot_group(node: Path, slot: int) -> Path:
-    return node / f"slot-{slot}"
+    return slots_group(node) / f"slot-{slot}"
+
+
+def slot_groups(node: Path) -> list[Path]:
+    return sorted(slots_group(node).glob("slot-*"))
 
 
 @dataclass(frozen=True)
 class CpuCgroups:
-    """The groups of one run: ``base/<run>/<node>/{agent,slot-<i>}``."""
+    """The groups of one run: ``base/<run>/<node>/{agent,slots/slot-<i>}``."""
 
     version: Literal[1, 2]
     base: Path
@@ -103,21 +116,28 @@ class CpuCgroups:
 
     def create(self, run_id: str, node_id: str, cores: float, slots: int, slowdown: float = 1.0) -> Path:
         """The node's group, with a quota of ``cores`` (a fraction is fine), its ``agent``
-        leaf and a leaf per task slot with a quota of ``core``. Where ``core`` is no less than
-        the node's ``cores`` the node's quota is the slot's, and the slot gets none of its
-        own: a quota nested in an equal one only costs (2 to 3% of a CPU-bound task's rate,
-        measured: each level hands its runtime out in per-CPU slices). A node ``slowdown``
-        times slower (``chaos.slowdown``; ``cores`` is then already divided by it) gets slot
-        quotas of ``core / slowdown``: one task alone on it is slowed too."""
+        leaf and its ``slots`` group, with a leaf per task slot with a quota of ``core``. Where
+        ``core`` is no less than the node's ``cores`` the node's quota is the slot's, and the
+        slot gets none of its own: a quota nested in an equal one only costs (2 to 3% of a
+        CPU-bound task's rate, measured: each level hands its runtime out in per-CPU slices).
+        A node ``slowdown`` times slower (``chaos.slowdown``) keeps its ``cores``; the ``slots``
+        group gets ``cores / slowdown`` and each slot ``core / slowdown``: its tasks together,
+        and one task alone on it, are slowed, its agent is not."""
         node_dir = self._group(run_id, node_id)
         self._limit(node_dir, cores)
-        if self.version == 2:  # its leaves may get cpu.max; no process may stay in it from now on
-            _write(node_dir / "cgroup.subtree_control", "+cpu")
+        slots_dir = slots_group(node_dir)
         agent_group(node_dir).mkdir(exist_ok=True)
+        slots_dir.mkdir(exist_ok=True)
+        if self.version == 2:  # their children may get cpu.max; no process may stay in them from now on
+            for group in (node_dir, slots_dir):
+                _write(group / "cgroup.subtree_control", "+cpu")
+        tasks_cores = cores / slowdown
+        if slowdown > 1:
+            self._limit(slots_dir, tasks_cores)
         slot_cores = self.core / slowdown
         for slot in range(slots):
             slot_group(node_dir, slot).mkdir(exist_ok=True)
-            if slot_cores < cores:
+            if slot_cores < tasks_cores:
                 self._limit(slot_group(node_dir, slot), slot_cores)
         return node_dir
 
@@ -157,16 +177,21 @@ class CpuCgroups:
             throttled_s = int(fields.get("throttled_usec", 0)) / 1e6
         return CpuStats(int(fields.get("nr_periods", 0)), int(fields.get("nr_throttled", 0)), throttled_s)
 
+    def node_stats(self, node: Path) -> CpuStats:
+        """The counters of a node's group and its ``slots`` group (a slowed node's tasks' quota;
+        none counted where it has no quota), totalled."""
+        return self.stats(node) + self.stats(slots_group(node))
+
     def slot_stats(self, node: Path) -> CpuStats:
         """The counters of a node's slot groups, totalled (none counted where slots have no quota)."""
-        return sum((self.stats(slot) for slot in node.glob("slot-*")), CpuStats(0, 0, 0.0))
+        return sum((self.stats(slot) for slot in slot_groups(node)), CpuStats(0, 0, 0.0))
 
     def stats_so_far(
         self, gone: dict[str, CpuStats], groups: Iterable[tuple[str, Path]], slots: bool = False
     ) -> dict[str, CpuStats]:
         """Each node's counters: those kept of nodes gone, then read from the live ``groups``
-        (node id, node group) by ``slot_stats`` or ``stats``; a group just removed is skipped."""
-        read = self.slot_stats if slots else self.stats
+        (node id, node group) by ``slot_stats`` or ``node_stats``; a group just removed is skipped."""
+        read = self.slot_stats if slots else self.node_stats
         stats = dict(gone)
         for node_id, group in groups:
             with contextlib.suppress(OSError):
@@ -184,7 +209,7 @@ class CpuCgroups:
         its group once its processes are gone (killed task workers take a moment to exit):
         False if they still held it after about 5 s."""
         with contextlib.suppress(OSError):
-            gone[0][node_id] = self.stats(group)
+            gone[0][node_id] = self.node_stats(group)
             gone[1][node_id] = self.slot_stats(group)
         for _ in range(100):
             if await asyncio.to_thread(remove):
@@ -196,7 +221,7 @@ class CpuCgroups:
         """Let the user ``uid`` (a container's agent) move its own processes into the node's
         leaves: v1 asks for write access to the target group's ``cgroup.procs``, v2 to the
         source's and target's common ancestor's too (the node's). Nothing else becomes its."""
-        files = [agent_group(node) / "cgroup.procs", *(slot / "cgroup.procs" for slot in node.glob("slot-*"))]
+        files = [agent_group(node) / "cgroup.procs", *(slot / "cgroup.procs" for slot in slot_groups(node))]
         if self.version == 2:
             files.append(node / "cgroup.procs")
         for path in files:

@@ -1,7 +1,8 @@
 """Slowdown episodes on a real node (``chaos.slowdown.episodes``, faithful mode).
 
 An episode makes a node ``factor`` times slower than its launch made it: every CPU quota its
-launch set in its group (``testbed.node.cgroups``: the node's own, its task slots') is divided
+launch set in its group (``testbed.node.cgroups``: the node's own, its ``slots`` group's where a
+slowed launch set one, its task slots') is divided
 by the factor (``SlowQuotas``), and so is the rate of each of its token buckets
 (``testbed.node.bandwidth``: NIC and spill; ``SlowBuckets``); both are written back as they
 were once the episode is over. The agent's leaf is left as its launch left it. What the launch
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from testbed.node.bandwidth import KINDS, SharedBucket, limits_dir
-from testbed.node.cgroups import AGENT, PERIOD_US
+from testbed.node.cgroups import AGENT, PERIOD_US, slot_groups
 
 MIN_QUOTA_US = 1000
 """The kernel's smallest CFS quota."""
@@ -45,7 +46,8 @@ class SlowQuotas:
         self.launched.pop(node, None)
 
     def _read(self, node: Path) -> dict[Path, int]:
-        groups = [node, *sorted(g for g in node.iterdir() if g.is_dir() and g.name != AGENT)]
+        children = [g for g in node.iterdir() if g.is_dir() and g.name != AGENT]
+        groups = [node, *sorted(children), *slot_groups(node)]  # the slots, one level further down
         quotas = {}
         for group in groups:
             path = group / ("cpu.cfs_quota_us" if self.version == 1 else "cpu.max")

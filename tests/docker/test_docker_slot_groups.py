@@ -14,7 +14,7 @@ import docker
 import pytest
 
 from master.providers.docker import CGROUP_DIR, DockerProvider
-from testbed.node.cgroups import CpuCgroups, hierarchy_path
+from testbed.node.cgroups import CpuCgroups, agent_group, hierarchy_path, slot_group
 
 
 class StubContainer:
@@ -71,7 +71,7 @@ def test_on_v2_the_container_shares_the_hosts_cgroup_namespace_and_owns_the_node
     engine = StubEngine("cgroupfs", "2")
     provider = provider_on(engine, cgroups, monkeypatch)
     group = cgroups.create("run-1", "n0", 1.0, 2)
-    for leaf in (group, group / "agent", group / "slot-0", group / "slot-1"):
+    for leaf in (group, agent_group(group), slot_group(group, 0), slot_group(group, 1)):
         (leaf / "cgroup.procs").touch()
     engine.group = group
     provider._create_and_start("n0", {}, 64, 1.0, ["agent"], {}, group)

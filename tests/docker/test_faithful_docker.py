@@ -15,7 +15,7 @@ import pytest
 
 from master.providers.docker import CGROUP_DIR, DockerProvider
 from master.shell.run import run_scenario
-from testbed.node.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, detect
+from testbed.node.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, detect, slots_group
 from testbed.scenario.chaos import EvictSpec
 from tests.support.docker import new_run_id, remove_run, run_leftovers
 from tests.support.runs import assert_exact, run_a_lone_task
@@ -32,15 +32,23 @@ def host_cgroups() -> CpuCgroups | None:
 
 
 def cpu_limit(cgroups: CpuCgroups | None, run_id: str, node: str, host_config: dict[str, Any]) -> float:
-    """The cores a node's container may use: its group's quota, else its nano_cpus."""
+    """The cores a node's container's tasks may use: its group's quota (a slowed node's ``tasks``
+    group's, where the node's own stays its class's), else its nano_cpus."""
     if not host_config.get("CgroupParent"):
         return host_config["NanoCpus"] / 1e9
     assert cgroups is not None and host_config["NanoCpus"] == 0  # the group's quota, none of its own
     group = cgroups.run_dir(run_id) / node
     assert host_config["CgroupParent"] == "/" + str(group.relative_to(cgroups.base.parent))
+    return min(q for q in (quota(cgroups, group), quota(cgroups, slots_group(group))) if q is not None)
+
+
+def quota(cgroups: CpuCgroups, group: Path) -> float | None:
+    """A group's CPU quota in cores (None: none)."""
     if cgroups.version == 1:
-        return int((group / "cpu.cfs_quota_us").read_text()) / PERIOD_US
-    return int((group / "cpu.max").read_text().split()[0]) / PERIOD_US
+        us = int((group / "cpu.cfs_quota_us").read_text())
+        return None if us < 0 else us / PERIOD_US
+    field = (group / "cpu.max").read_text().split()[0]
+    return None if field == "max" else int(field) / PERIOD_US
 
 
 def record_limits(
@@ -159,11 +167,12 @@ async def test_a_container_moves_only_its_own_processes_and_its_groups_go_with_i
         )
         assert not container.attrs["HostConfig"]["Privileged"] and not container.attrs["HostConfig"]["CapAdd"]
         joined = container.exec_run(
-            ["sh", "-c", f"echo $$ > {CGROUP_DIR}/slot-1/cgroup.procs && cat /proc/self/cgroup"]
+            ["sh", "-c", f"echo $$ > {CGROUP_DIR}/slots/slot-1/cgroup.procs && cat /proc/self/cgroup"]
         )
-        assert joined.exit_code == 0 and f"/testbed/{run_id}/n0/slot-1" in joined.output.decode()
-        widen = container.exec_run(["sh", "-c", f"echo -1 > {CGROUP_DIR}/cpu.cfs_quota_us"])
-        assert widen.exit_code != 0  # the node's quota is not the container's to change
+        assert joined.exit_code == 0 and f"/testbed/{run_id}/n0/slots/slot-1" in joined.output.decode()
+        for quota in ("cpu.cfs_quota_us", "slots/cpu.cfs_quota_us"):  # the node's, its tasks' (slowed)
+            widen = container.exec_run(["sh", "-c", f"echo -1 > {CGROUP_DIR}/{quota}"])
+            assert widen.exit_code != 0  # not the container's to change
         assert (cgroups.run_dir(run_id) / "n0").is_dir()
         await provider.evict("n0")
         await provider.release("n1")

@@ -22,7 +22,7 @@ from testbed.chaos_client import ChaosClient, ChaosError
 from testbed.workloads.wordcount import read_output
 from tests.support.processes import process_alive
 from tests.support.runs import assert_clean, expected_counts
-from tests.support.scenarios import make_scenario
+from tests.support.scenarios import hold_job, make_scenario, scenario_in
 
 pytestmark = pytest.mark.e2e
 
@@ -132,20 +132,24 @@ def assert_notices_reached_master_and_agents(run_dir: Path) -> None:
         assert "eviction notice" in (run_dir / "logs" / f"{node}.log").read_text(), node
 
 
-async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path) -> None:
+async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path, isolated_path: None) -> None:
     """`testbed chaos evict --fraction 1 --zone b` into a running run (zone b holds two of the three
     transient nodes), then one named eviction from Python."""
-    jobs = [
-        {"workload": "wordcount", "size_mb": 8, "maps": 8, "reduces": 4},
-        {"workload": "sleep", "tasks": 1, "duration": 30},  # keeps the run alive until the storm lands
-    ]
+    hold, storm_done = hold_job(tmp_path / "in")  # the run lives until the storm lands (was a 30 s sleep)
+    jobs = [{"workload": "wordcount", "size_mb": 8, "maps": 8, "reduces": 4}, hold]
     cluster = {"reserved": 1, "transient": {"count": 3, "zones": {"a": 1, "b": 2}}}
-    scenario = make_scenario(
-        jobs=jobs, cluster={**cluster, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
+    scenario = scenario_in(
+        tmp_path / "in", jobs=jobs, cluster={**cluster, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
     )
     storms: list[asyncio.Task[Any]] = []
 
     async def storm() -> tuple[int, str, list[str], dict[str, Any]]:
+        try:
+            return await evict_live()
+        finally:
+            storm_done.touch()  # the hold's map ends, and the run with it
+
+    async def evict_live() -> tuple[int, str, list[str], dict[str, Any]]:
         cli = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

@@ -1,5 +1,5 @@
 """Slow nodes for real (``chaos.slowdown``, faithful mode): a node 3x slower gets a third of its
-CPU quota (node and slots) and of its token buckets: its CPU-bound tasks really got a third of
+tasks' CPU quota (all and per slot) and of its token buckets: its CPU-bound tasks really got a third of
 a core by the kernel's accounting (each attempt's CPU seconds over its wall seconds, tasks.csv),
 where the full-speed node's got more than that; a sort across both nodes, exact."""
 

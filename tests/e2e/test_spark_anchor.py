@@ -34,7 +34,9 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("java") is None, reason="no Java: apt-get install openjdk-17-jre"),
 ]
 
-TRANSIENT = 2
+TRANSIENT = 1
+"""One killable executor beside the protected reserved one (the victim; the recompute runs on the
+other or on the one Spark's worker relaunches): two JVM executors, not three (154 s -> 111 s)."""
 
 
 async def test_spark_recomputes_a_killed_executors_map_output_and_equals_ours(tmp_path: Path) -> None:

@@ -30,13 +30,11 @@ from testbed.wire.mqtt import MqttLink
 from testbed.wire.protocol import Codec, NodeState
 from testbed.workloads.wordcount import read_output
 from tests.support.runs import assert_clean, assert_exact, expected_counts
-from tests.support.scenarios import make_scenario
+from tests.support.scenarios import hold_job, make_scenario, scenario_in
 
 pytestmark = pytest.mark.e2e
 
 JOB = {"workload": "wordcount", "size_mb": 4, "maps": 6, "reduces": 3}
-HOLD = {"workload": "sleep", "tasks": 1, "duration": 15.0}
-"""Keeps the run going while every agent reconnects: a fast run could end before the last one."""
 NODES = 4
 
 
@@ -64,13 +62,23 @@ async def retained_states(broker: ManagedBroker, count: int) -> dict[str, NodeSt
 
 
 async def run_with_restart(broker: ManagedBroker, run_dir: Path, hard: bool) -> dict[str, Any]:
-    """Restart the broker right after the first launch command is queued; look at what it retains."""
-    scenario = make_scenario(jobs=[JOB, HOLD])
+    """Restart the broker right after the first launch command is queued; look at what it retains.
+    The run's input (its scenario, the hold's module) is in ``run_dir``'s sibling ``in``."""
+    # the hold keeps the run going until every agent reconnected and re-published its state (a
+    # fast run could end before the last one); it was a 15 s sleep
+    hold, restarted = hold_job(run_dir.parent / "in")
+    scenario = scenario_in(run_dir.parent / "in", jobs=[JOB, hold])
     seen: dict[str, Any] = {}
     reconnected: set[str] = set()
     all_back = asyncio.Event()
 
     async def restart() -> None:
+        try:
+            await restart_and_look()
+        finally:
+            restarted.touch()
+
+    async def restart_and_look() -> None:
         if hard:
             assert broker.process is not None
             broker.process.kill()
@@ -108,7 +116,7 @@ def assert_exact_and_counted_once(run_dir: Path, seen: dict[str, Any]) -> None:
     rows = list(csv.DictReader((run_dir / "tasks.csv").open()))
     attempts = Counter((r["task_id"], r["attempt"]) for r in rows)
     assert max(attempts.values()) == 1, "a task attempt was counted twice"
-    assert len(rows) == 9 + 1 and all(r["status"] == "succeeded" for r in rows)
+    assert len(rows) == 9 + 2 and all(r["status"] == "succeeded" for r in rows)  # the job's, the hold's
     assert result.summary["relaunched_tasks"] == 0
     retained = seen["retained"]
     assert len(retained) == NODES, "the agents did not re-publish their retained state"
@@ -117,17 +125,17 @@ def assert_exact_and_counted_once(run_dir: Path, seen: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("hard", [False, True], ids=["sigterm", "sigkill"])
-async def test_embedded_broker_restart_mid_run(tmp_path: Path, hard: bool) -> None:
-    seen = await run_with_restart(EmbeddedBroker(), tmp_path, hard)
-    assert_exact_and_counted_once(tmp_path, seen)
+async def test_embedded_broker_restart_mid_run(tmp_path: Path, isolated_path: None, hard: bool) -> None:
+    seen = await run_with_restart(EmbeddedBroker(), tmp_path / "run", hard)
+    assert_exact_and_counted_once(tmp_path / "run", seen)
 
 
 @pytest.mark.skipif(mosquitto_binary() is None, reason="mosquitto is not installed")
-async def test_mosquitto_restart_mid_run(tmp_path: Path) -> None:
+async def test_mosquitto_restart_mid_run(tmp_path: Path, isolated_path: None) -> None:
     """Mosquitto stopped with SIGTERM sends the Will of every client it drops (as long as the
     master is still connected to hear them): none of them may pass for node loss."""
-    seen = await run_with_restart(MosquittoBroker(), tmp_path, hard=False)
-    assert_exact_and_counted_once(tmp_path, seen)
+    seen = await run_with_restart(MosquittoBroker(), tmp_path / "run", hard=False)
+    assert_exact_and_counted_once(tmp_path / "run", seen)
 
 
 async def test_a_will_is_trusted_only_for_the_current_session_of_a_dead_agent(tmp_path: Path) -> None:

@@ -21,13 +21,11 @@ import pytest
 from master.shell.run import run_scenario
 from testbed.workloads.wordcount import read_output
 from tests.support.runs import assert_clean, expected_counts
-from tests.support.scenarios import make_scenario
+from tests.support.scenarios import hold_job, make_scenario, scenario_in
 
 pytestmark = pytest.mark.e2e
 FREEZE_S = 10.0
 JOB = {"workload": "wordcount", "size_mb": 4, "maps": 6, "reduces": 3}
-HOLD = {"workload": "sleep", "tasks": 1, "duration": 15.0}
-"""Keeps the run going until the replacement is up."""
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:
@@ -74,8 +72,12 @@ async def test_a_ten_second_broker_stall_loses_no_node(tmp_path: Path) -> None:
     await run_with_freeze(tmp_path, "broker")
 
 
-async def test_a_reserved_node_lost_to_silence_is_replaced_even_without_replace(tmp_path: Path) -> None:
+async def test_a_reserved_node_lost_to_silence_is_replaced_even_without_replace(
+    tmp_path: Path, isolated_path: None
+) -> None:
     pids: dict[str, int] = {}
+    # the hold keeps the run going until the replacement is launched (it was a 15 s sleep)
+    hold, replaced = hold_job(tmp_path / "in")
 
     def freeze_the_reserved_node_for_good(master: Any, record: dict[str, Any]) -> None:
         if record["event"] == "node_up":
@@ -83,18 +85,21 @@ async def test_a_reserved_node_lost_to_silence_is_replaced_even_without_replace(
         elif record["event"] == "task_started" and record["node"] == "reserved-0" and "frozen" not in pids:
             pids["frozen"] = pids["reserved-0"]
             os.killpg(pids["reserved-0"], signal.SIGSTOP)
+        elif record["event"] == "node_launching" and record["node"] == "reserved-1":
+            replaced.touch()
 
     chaos = {"reserved": {"replace": False}, "transient": {"replace": False}}
-    scenario = make_scenario(jobs=[JOB, HOLD], chaos=chaos, timeout=120)
-    result = await run_scenario(scenario, tmp_path, on_event=freeze_the_reserved_node_for_good)
+    scenario = scenario_in(tmp_path / "in", jobs=[JOB, hold], chaos=chaos, timeout=120)
+    run_dir = tmp_path / "run"
+    result = await run_scenario(scenario, run_dir, on_event=freeze_the_reserved_node_for_good)
     assert "frozen" in pids and result.ok, result.summary
-    journal = events(tmp_path)
+    journal = events(run_dir)
     lost = [(e["node"], e["reason"]) for e in journal if e["event"] == "node_lost"]
     assert lost == [("reserved-0", "heartbeat_timeout")]
-    # The replacement is launched on the loss; whether its agent is up before the 15 s hold
-    # ends is the host's speed (10 s to start beside two busy processes, more at a higher load)
+    # The replacement is launched on the loss; the run ends once it is (whether its agent is up
+    # by then is the host's speed: 10 s to start beside two busy processes, more at a higher load)
     launched = [e["node"] for e in journal if e["event"] == "node_launching"]
     assert launched[-1] == "reserved-1", launched
     assert "lost 1 node(s) to heartbeat timeout" in result.summary["cluster_shortfall"]
-    assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 6, seed=7000)
-    assert_clean(tmp_path)
+    assert read_output(run_dir / "outputs" / "j000") == expected_counts(4, 6, seed=7000)
+    assert_clean(run_dir)
