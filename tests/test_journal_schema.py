@@ -54,6 +54,20 @@ def test_an_event_off_its_schema_is_refused(name: str, fields: dict, complaint: 
         check_event(name, fields)
 
 
+def test_a_shape_that_passed_still_refuses_a_value_of_another_type() -> None:
+    """``check_event`` and ``check_row`` remember the shapes that passed (names and value
+    types): the same fields with a value of a wrong type are still refused, every time."""
+    check_event("task_started", STARTED)
+    check_event("task_started", {**STARTED, "node": "transient-1"})  # the same shape again
+    for _ in range(2):
+        with pytest.raises(JournalSchemaError, match="stage"):
+            check_event("task_started", {**STARTED, "stage": "0"})
+    check_row("decisions", {"task_id": "j000.s0.t0", "memory_mb": 256.0})
+    for _ in range(2):
+        with pytest.raises(JournalSchemaError, match="memory_mb"):
+            check_row("decisions", {"task_id": "j000.s0.t0", "memory_mb": "256"})
+
+
 def test_the_writer_refuses_an_event_off_its_schema(tmp_path: Path) -> None:
     journal = Journal(tmp_path)
     with pytest.raises(JournalSchemaError):

@@ -19,30 +19,31 @@ timers, then its scheduling round (after everything else of the same instant).""
 @dataclass
 class EventHeap:
     now: float = 0.0
-    _queue: list[tuple[float, int, int, Callable[[], None]]] = field(default_factory=list)
+    queue: list[tuple[float, int, int, Callable[[], None]]] = field(default_factory=list)
+    """(time, priority, insertion number, action), a heap; ``SimShell._run`` pops it as ``step`` does."""
     _order: itertools.count = field(default_factory=itertools.count)
     popped: int = 0
     """Actions run so far (the benchmark's event count)."""
 
     def at(self, when: float, priority: int, action: Callable[[], None]) -> None:
         """Run ``action`` at ``when`` (now, if ``when`` is past)."""
-        heapq.heappush(self._queue, (max(when, self.now), priority, next(self._order), action))
+        heapq.heappush(self.queue, (max(when, self.now), priority, next(self._order), action))
 
     def after(self, delay: float, priority: int, action: Callable[[], None]) -> None:
         """``at(now + delay, ...)``, in one call (a call per remote block read)."""
-        heapq.heappush(self._queue, (max(self.now + delay, self.now), priority, next(self._order), action))
+        heapq.heappush(self.queue, (max(self.now + delay, self.now), priority, next(self._order), action))
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self.queue)
 
     def next_time(self) -> float | None:
-        return self._queue[0][0] if self._queue else None
+        return self.queue[0][0] if self.queue else None
 
     def step(self) -> bool:
         """Run the next action (advancing the clock to it); False when none is left."""
-        if not self._queue:
+        if not self.queue:
             return False
-        self.now, _, _, action = heapq.heappop(self._queue)
+        self.now, _, _, action = heapq.heappop(self.queue)
         self.popped += 1
         action()
         return True

@@ -138,21 +138,25 @@ class SimShell:
         self._apply(self.core.start(self.now()))
         self._due_wakes()
         deadline: float | None = None
+        heap = self.heap
+        queue, pop = heap.queue, heapq.heappop  # ``heap.step()`` inlined: a call per event
         while self.over is None:
-            due = self.heap.next_time()
+            due = queue[0][0] if queue else None
             if self.begun and deadline is None:
-                deadline = self.heap.now + limit_s
+                deadline = heap.now + limit_s
             if due is None or (deadline is not None and due > deadline):
                 reason = (
                     f"the run hit its timeout of {limit_s:.0f}s (simulated)"
                     if due is not None
                     else "the simulation ran out of events with jobs unfinished"
                 )
-                self.heap.now = deadline if due is not None and deadline is not None else self.heap.now
+                heap.now = deadline if due is not None and deadline is not None else heap.now
                 self._handle(Abort(reason, journal=False))
                 break
-            self.heap.step()
-            if self.heap.popped % 256:
+            heap.now, _, _, action = pop(queue)
+            heap.popped += 1
+            action()
+            if heap.popped % 256:
                 continue
             if not self.heap.popped % COLLECT_EVERY:
                 gc.collect()  # the cycles a plugin may make
