@@ -221,6 +221,18 @@ class Scenario(Strict):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _replicas_fit_the_cluster(self) -> Scenario:
+        """A split's replicas are on distinct nodes: no more of them than the cluster starts with."""
+        nodes = self.cluster.reserved.count + self.cluster.transient.count
+        for index, job in enumerate(self.jobs):
+            if job.input_replication is not None and job.input_replication > nodes:
+                raise ValueError(
+                    f"jobs.{index}.input_replication: {job.input_replication} replicas of each split "
+                    f"need as many nodes but the cluster starts with {nodes}; lower it to at most {nodes}"
+                )
+        return self
+
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:

@@ -55,8 +55,8 @@ DURATION_BUCKETS_PER_OCTAVE = 2
 class TaskInput:
     """Where a task's input lives: its size and the bytes each node holds.
 
-    The testbed places no input on nodes yet (every map reads its split from the host's
-    file system): until it does, no task has one, and Quincy's preference arcs are empty."""
+    A task has one where its job replicates its input (``jobs[].input_replication``,
+    ``task_input``); any other reads its source, and gets no preference arcs."""
 
     size_bytes: int
     on_node: Mapping[str, int] = field(default_factory=dict)
@@ -74,8 +74,12 @@ NO_PREFERENCES = Preferences()
 InputSource = Callable[[PendingTask], TaskInput | None]
 
 
-def no_input(task: PendingTask) -> TaskInput | None:
-    return None
+def task_input(task: PendingTask) -> TaskInput | None:
+    """The task's input as its snapshot shows it: where its job replicates its input
+    (``jobs[].input_replication``), its split's bytes and the holders' bytes."""
+    if task.input_bytes <= 0:
+        return None
+    return TaskInput(task.input_bytes, dict(task.input_on_node))
 
 
 class CostModel:
@@ -133,7 +137,7 @@ class QuincyCostModel(CostModel):
         self,
         wait_factor: float = QUINCY_WAIT_FACTOR,
         preference_threshold: float = QUINCY_PREFERENCE_FRACTION,
-        inputs: InputSource = no_input,
+        inputs: InputSource = task_input,
     ) -> None:
         self.wait_factor = wait_factor
         self.threshold = preference_threshold
