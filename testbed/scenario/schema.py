@@ -491,11 +491,18 @@ UNION_TAGS = {*builtin_names("workload"), PLUGIN_TAG, PROFILE_FILE, INLINE_PROFI
 """Tags pydantic puts in an error's path for a union member; a field path shows none of them."""
 
 
+TOP_LEVEL_FIELD = re.compile(r"^([a-z_]+(?:\.[\w]+)+): ")
+"""A scenario-wide check's message that begins with the dotted path of the field it refuses."""
+
+
 def _describe(source: str, err: Any) -> str:
     loc = [str(part) for part in err["loc"] if str(part) not in UNION_TAGS]
     field = ".".join(loc) or "(top level)"
     message = str(err["msg"])
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    named = TOP_LEVEL_FIELD.match(message) if not loc else None
+    if named:  # a check across fields that names the field it refuses: that field, not "(top level)"
+        field, message = named.group(1), message[named.end() :]
     kind = err["type"]
     if kind == "extra_forbidden":
         return f"{source}: {field}: unknown field; remove it or check its spelling"
