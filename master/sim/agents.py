@@ -239,7 +239,9 @@ class ModelAgents:
         holder = self.nodes.get(read["holder"]) if read["kind"] == "remote" else None
         if holder is None or not holder.alive:
             return 0.0
-        return self.model.move(nbytes, self.heap.now, holder.links, holder.node_class, node.links, node.node_class)
+        return self.model.move(
+            nbytes, self.heap.now, holder.links, holder.node_class, node.links, node.node_class
+        )
 
     def _read_on(self, node: ModelNode, attempt: Attempt) -> None:
         """The worker reads its next blocks: local ones at once, a remote one booked on the

@@ -24,7 +24,9 @@ def replicated(holders: list[str]) -> InputReplication:
 def shown(inputs: InputReplication) -> JobView:
     """The job as a snapshot shows it: its map with the bytes each node holds."""
     size, on_node = inputs.held("j0", SPLIT)
-    return JobView("j0", 0.0, (PendingTask(SPLIT, "j0", 0, 0, 100, 10.0, input_bytes=size, input_on_node=on_node),))
+    return JobView(
+        "j0", 0.0, (PendingTask(SPLIT, "j0", 0, 0, 100, 10.0, input_bytes=size, input_on_node=on_node),)
+    )
 
 
 NODES = [node(f"n{i}", slots=1, zone=zone) for i, zone in enumerate("aabbcc")]
@@ -54,7 +56,9 @@ def test_a_replica_lost_with_its_node_is_no_longer_preferred() -> None:
     task = shown(inputs).pending[0]
     assert QuincyCostModel().preferences(task, racks).machines == {"n4": 0.0}
     nodes = [n for n in NODES if n.node_id != "n1"]
-    assert placed(FirmamentScheduler(QuincyCostModel()).schedule(snap(nodes, [shown(inputs)]))) == {SPLIT: "n4"}
+    assert placed(FirmamentScheduler(QuincyCostModel()).schedule(snap(nodes, [shown(inputs)]))) == {
+        SPLIT: "n4"
+    }
     inputs.node_lost("n4")  # no replica left: read from the source, 2 GB across the core anywhere
     task = shown(inputs).pending[0]
     assert task.input_on_node == () and QuincyCostModel().preferences(task, racks) == Preferences()
