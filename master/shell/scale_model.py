@@ -143,3 +143,15 @@ def refuse_slowdown(scenario: Scenario, backend: str) -> None:
             ["chaos.slowdown: a real run enforces slow nodes by their CPU quota, which only "
              "fidelity.mode: faithful sets: set fidelity.mode: faithful or run with --backend sim"]
         )  # fmt: skip
+
+
+def refuse_replication(scenario: Scenario, backend: str, source: object) -> None:
+    """Input replicas (``jobs[].input_replication``) are modelled by the simulator only: a real
+    agent does not yet read a split from its own copy or fetch it from a holder (issue 43,
+    point 5, docs/firmament.md "Data locality"), so a real run would report reads it did not do."""
+    for index, job in enumerate(scenario.jobs):
+        if job.input_replication is not None:
+            raise ScenarioError(
+                [f"{source}: jobs.{index}.input_replication: --backend {backend} does not place input replicas on "
+                 "its nodes yet (only the simulator models them): remove it or run with --backend sim"]
+            )  # fmt: skip

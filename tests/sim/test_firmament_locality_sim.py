@@ -59,3 +59,11 @@ def test_bad_replication_is_refused(
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(scenario), encoding="utf-8")
     assert_validate_refuses(path, "jobs.0.", expected, capsys)
+
+
+def test_a_real_backend_refuses_replication(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the simulator models replicas yet: a real run would report reads it did not do."""
+    assert main(["validate", str(SHIPPED), "--backend", "local"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"{SHIPPED}: jobs.0.input_replication: --backend local does not place input")
