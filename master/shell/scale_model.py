@@ -152,6 +152,7 @@ def refuse_replication(scenario: Scenario, backend: str, source: object) -> None
     for index, job in enumerate(scenario.jobs):
         if job.input_replication is not None:
             raise ScenarioError(
-                [f"{source}: jobs.{index}.input_replication: --backend {backend} does not place input replicas on "
-                 "its nodes yet (only the simulator models them): remove it or run with --backend sim"]
+                [f"{source}: jobs.{index}.input_replication: --backend {backend} does not place input "
+                 "replicas on its nodes yet (only the simulator models them): remove it or run with "
+                 "--backend sim"]
             )  # fmt: skip
