@@ -142,6 +142,7 @@ class QuincyCostModel(CostModel):
         self.wait_factor = wait_factor
         self.threshold = preference_threshold
         self.inputs = inputs
+        self._sized: tuple[Mapping[str, Rack] | None, dict[Rack, int]] = (None, {})
 
     def unscheduled_cost(self, task: PendingTask, waited_s: float) -> float:
         return waited_s * self.wait_factor
@@ -169,13 +170,22 @@ class QuincyCostModel(CostModel):
         return Preferences(machines, preferred_racks)
 
     def _rack_cost(self, found: TaskInput, rack: Rack, on_rack: int, racks: Mapping[str, Rack]) -> float:
-        """The cost to the rack's worst machine (``ComputeTransferCostToRack``)."""
-        members = [node_id for node_id, r in racks.items() if r == rack]
-        return max(
-            (_transfer_cost(found.size_bytes - found.on_node.get(m, 0), on_rack - found.on_node.get(m, 0))
-             for m in members),
-            default=0.0,
-        )  # fmt: skip
+        """The cost to the rack's worst machine (``ComputeTransferCostToRack``): a holder's, or
+        that of a machine holding none of the input, where the rack has one."""
+        held = [h for node_id, h in found.on_node.items() if racks.get(node_id) == rack]
+        costs = [_transfer_cost(found.size_bytes - h, on_rack - h) for h in held]
+        if self._rack_sizes(racks).get(rack, 0) > len(held):
+            costs.append(_transfer_cost(found.size_bytes, on_rack))
+        return max(costs, default=0.0)
+
+    def _rack_sizes(self, racks: Mapping[str, Rack]) -> dict[Rack, int]:
+        """Machines per rack, counted once per round (a round hands every task the same racks)."""
+        if racks is not self._sized[0]:
+            sizes: dict[Rack, int] = {}
+            for rack in racks.values():
+                sizes[rack] = sizes.get(rack, 0) + 1
+            self._sized = (racks, sizes)
+        return self._sized[1]
 
     def _worst_cluster_cost(self, found: TaskInput, racks: Mapping[str, Rack]) -> float:
         """The cluster aggregator's cost: the worst rack's, or all input across the core when
