@@ -52,6 +52,7 @@ from master.core.events import (
     Stop,
     Wake,
 )
+from master.core.input_replicas import InputReplication
 from master.core.jobs import JobRuntime, LiveJobs, TaskKey
 from master.core.launch import Launcher
 from master.core.lifecycle import NODE
@@ -124,6 +125,7 @@ class MasterCore:
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
         self.live_jobs = LiveJobs()
+        self.inputs = InputReplication()
         self.arriving = scenario.arriving_jobs()
         self.expected_jobs = sum(job.repeat for job in scenario.jobs) + len(self.arriving)
         self.evictions = 0
@@ -281,6 +283,8 @@ class MasterCore:
             return
         self.jobs[job.job_id] = job
         self.live_jobs.add(job)
+        seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
+        self.inputs.submitted(job, getattr(spec, "input_replication", None), self.round.nodes.alive(), seed)
         self.outbox.put(PrepareJob(job.job_id))
         self.recovery.react(JobSubmitted(job.job_id))
         self.journal.event(
@@ -507,6 +511,7 @@ class MasterCore:
         ended_s = node.evicted_at if node.evicted_at is not None else now
         self.records.node_ended(node, "node_lost", reason=reason, detect_s=detect_s, ended_s=ended_s)
         self.copies.node_lost(node)  # first: an original lost here hands its task to its copy
+        self.inputs.node_lost(node.node_id)
         interrupted = {}
         cause = f"its node {node.node_id} was lost ({reason})"
         for job in self.jobs.values():

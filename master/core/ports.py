@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from master.core.commands import Command
+from master.core.input_replicas import InputReplication
 from master.core.jobs import Copy, JobRuntime, LiveJobs, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
@@ -40,6 +41,8 @@ class ClusterPort(Protocol):
     jobs: dict[str, JobRuntime]
     live_jobs: LiveJobs
     """The jobs of ``jobs`` not ended, in the same order."""
+    inputs: InputReplication
+    """Where the replicated input splits live (``jobs[].input_replication``)."""
 
     def send(self, node_id: str, message: Message) -> None: ...
 

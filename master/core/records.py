@@ -40,6 +40,7 @@ class RunRecords:
         if job.finished is not None:
             return  # a late update of a job that already failed
         job.finished = self.master.journal.now()
+        self.master.inputs.finished(job.job_id)
         if job.status == "failed":
             self._cancel_running(job)
         jct = job.finished - job.submitted

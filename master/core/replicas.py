@@ -6,7 +6,7 @@ drawn from a generator seeded by the scenario; an evicted node loses its replica
 otherwise, and from the source ("durable storage") when no replica is left (``read_from``).
 ``held`` gives the bytes of a task's input each node holds, the figure Quincy's preference
 arcs need. The copying itself is the shell's and agents' job.
-Not yet wired into the run: this module is the first step of the feature.
+``master.core.input_replicas`` wires it into the run (``jobs[].input_replication``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from master.autoscalers.cloudcoaster import revocation_outcome
 from master.core.jobs import LIVE, JobRuntime, TaskKey, TaskRecord
@@ -134,8 +135,10 @@ class SchedulingRound:
         view costs a tenth of building one), else a new one."""
         preferred, allowed = ready.preferred, ready.classes
         ideal = job.ideal_memory_mb(key[0])
+        input_bytes, on_node = self.core.inputs.held(job.job_id, task_id)
         if (
             cached is not None
+            and cached.input_on_node == on_node
             and cached.preferred_nodes == preferred
             and cached.allowed_classes == allowed
             and cached.excluded_nodes == excluded
@@ -157,6 +160,8 @@ class SchedulingRound:
             long=job.long,
             excluded_nodes=excluded,
             workload=job.workload,
+            input_bytes=input_bytes,
+            input_on_node=on_node,
         )
 
     def _pending_window(self) -> PendingWindow | None:
@@ -309,7 +314,8 @@ class SchedulingRound:
         job.tasks[key].disk_mb_s = decision.disk_mb_s
         plan = core.recovery.launch(job, key)
         job.tasks[key].pushes = plan.pushing
-        launch = LaunchTask(task=self._spec(job, key, attempt, decision, plan))
+        read = core.inputs.launched(job, key, node.node_id)
+        launch = LaunchTask(task=self._spec(job, key, attempt, decision, plan, read))
         node.forget_launch(decision.task_id)
         node.track_launch(decision.task_id, (job, key), launch, now)
         core.send(node.node_id, launch)
@@ -317,7 +323,13 @@ class SchedulingRound:
         core.recovery.react(TaskStarted(job.job_id, key, attempt, node.node_id, plan))
 
     def _spec(
-        self, job: JobRuntime, key: TaskKey, attempt: int, decision: Assign, plan: TaskLaunch
+        self,
+        job: JobRuntime,
+        key: TaskKey,
+        attempt: int,
+        decision: Assign,
+        plan: TaskLaunch,
+        read: dict[str, Any] | None = None,
     ) -> TaskSpec:
         stage = job.plan.stages[key[0]]
         output_url = f"{self.output_base}/outputs/{job.job_id}/{key[1]}/{attempt}" if stage.final else None
@@ -329,7 +341,7 @@ class SchedulingRound:
             attempt=attempt,
             op=stage.op,
             memory_mb=decision.memory_mb,
-            params=stage.params(key[1]),
+            params=stage.params(key[1]) if read is None else {**stage.params(key[1]), "input_from": read},
             inputs=plan.inputs,
             partitions=stage.partitions,
             final=stage.final and stage.writes_output,

@@ -156,3 +156,16 @@ def refuse_slowdown(scenario: Scenario, backend: str) -> None:
             [f"chaos.slowdown.straggler: processes runs beside local nodes only, not --backend {backend}: "
              "run with --backend local or sim, or set straggler: quota"]
         )  # fmt: skip
+
+
+def refuse_replication(scenario: Scenario, backend: str, source: object) -> None:
+    """Input replicas (``jobs[].input_replication``) are modelled by the simulator only: a real
+    agent does not yet read a split from its own copy or fetch it from a holder (issue 43,
+    point 5, docs/firmament.md "Data locality"), so a real run would report reads it did not do."""
+    for index, job in enumerate(scenario.jobs):
+        if job.input_replication is not None:
+            raise ScenarioError(
+                [f"{source}: jobs.{index}.input_replication: --backend {backend} does not place input "
+                 "replicas on its nodes yet (only the simulator models them): remove it or run with "
+                 "--backend sim"]
+            )  # fmt: skip

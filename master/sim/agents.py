@@ -230,7 +230,30 @@ class ModelAgents:
         attempt.started = True
         attempt.whole, attempt.holders, attempt.sizes, attempt.seen = whole, holders, sizes, self.moved
         attempt.fetch_from = self.heap.now
-        self._read_on(node, attempt)
+        split_s = self._split_read_s(node, attempt.spec)
+        if split_s:
+            self.heap.after(split_s, DELIVER, partial(self._read_on, node, attempt))
+        else:
+            self._read_on(node, attempt)
+
+    def _split_read_s(self, node: ModelNode, spec: TaskSpec) -> float:
+        """A replicated split (``jobs[].input_replication``): read from the node's own disk at
+        its ``disk_mb_s`` (none given: at once), or from a holder, booked on both NICs; a split
+        with no replica left (or whose holder is gone since the launch) is read from the source,
+        as every split is without replication (its time is the map's compute)."""
+        read = spec.params.get("input_from")
+        if read is None:
+            return 0.0
+        nbytes = int(read["bytes"])
+        if read["kind"] == "local":
+            disk = self.model.disk_bytes_s(node.node_class)
+            return nbytes / disk if disk else 0.0
+        holder = self.nodes.get(read["holder"]) if read["kind"] == "remote" else None
+        if holder is None or not holder.alive:
+            return 0.0
+        return self.model.move(
+            nbytes, self.heap.now, holder.links, holder.node_class, node.links, node.node_class
+        )
 
     def _read_on(self, node: ModelNode, attempt: Attempt) -> None:
         """The worker reads its next blocks: local ones at once, a remote one booked on the

@@ -51,6 +51,7 @@ def run_sim(scenario: Scenario, run_dir: Path, progress: bool = False) -> RunRes
         summary = {
             **summarize(run_dir, scenario, plugins),
             **shell.times.summary(shell.core.round.turns.latencies),
+            **shell.core.inputs.summary(),
             "backend": "sim",
             "simulation": {
                 **scenario.simulation.model_dump(mode="json"),

@@ -80,6 +80,11 @@ class PendingTask:
     The master drops an assignment to one of them."""
     workload: str = ""
     """The job's workload (``sort``, ...): the key of its profiled task models."""
+    input_bytes: int = 0
+    """The bytes of the input split a map reads, where its job replicates its input
+    (``jobs[].input_replication``); 0 otherwise."""
+    input_on_node: tuple[tuple[str, int], ...] = ()
+    """The nodes holding a replica of that split and the bytes each holds, by node id."""
 
 
 @dataclass(frozen=True, slots=True)

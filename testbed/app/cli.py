@@ -244,7 +244,7 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
     them all): the policies build, a faithful local run gets its cgroups, the chaos section's
     plan is within the limits, an external broker answers. The scenario, ``dilation: auto``
     resolved for this host."""
-    from master.shell.scale_model import local_isolation, refuse_slowdown, resolve
+    from master.shell.scale_model import local_isolation, refuse_replication, refuse_slowdown, resolve
     from testbed.settings import Host
 
     try:  # the dilation for this host, and the policies built (testbed.settings.resolve)
@@ -260,6 +260,8 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
         checks.insert(1, lambda: local_isolation(scenario))
     if backend != "sim" and scenario.chaos.slowdown is not None:
         checks.append(lambda: refuse_slowdown(scenario, backend))
+    if backend != "sim":
+        checks.append(lambda: refuse_replication(scenario, backend, path))
     problems += [problem for check in checks for problem in _problems(check)]
     if problems:
         raise ScenarioError(problems)

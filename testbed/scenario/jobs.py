@@ -44,6 +44,14 @@ class JobBase(Strict):
         "output (its part files) as its input, and is submitted when that job succeeds",
     )
     seed: Seed | None = None
+    input_replication: int | None = Field(
+        default=None,
+        ge=1,
+        le=100,
+        description="place each map's input split on N nodes (reserved or transient, seeded) when "
+        "the job arrives: a map on a holder reads it from its disk, elsewhere it fetches it from a "
+        "holder (docs/firmament.md, Data locality); default: off, every map reads the source",
+    )
 
     @field_validator("input")
     @classmethod

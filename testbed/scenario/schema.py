@@ -221,6 +221,18 @@ class Scenario(Strict):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _replicas_fit_the_cluster(self) -> Scenario:
+        """A split's replicas are on distinct nodes: no more of them than the cluster starts with."""
+        nodes = self.cluster.reserved.count + self.cluster.transient.count
+        for index, job in enumerate(self.jobs):
+            if job.input_replication is not None and job.input_replication > nodes:
+                raise ValueError(
+                    f"jobs.{index}.input_replication: {job.input_replication} replicas of each split "
+                    f"need as many nodes but the cluster starts with {nodes}; lower it to at most {nodes}"
+                )
+        return self
+
     @field_validator("broker")
     @classmethod
     def _broker(cls, value: str) -> str:
@@ -511,11 +523,18 @@ UNION_TAGS = {*builtin_names("workload"), PLUGIN_TAG, PROFILE_FILE, INLINE_PROFI
 """Tags pydantic puts in an error's path for a union member; a field path shows none of them."""
 
 
+TOP_LEVEL_FIELD = re.compile(r"^([a-z_]+(?:\.[\w]+)+): ")
+"""A scenario-wide check's message that begins with the dotted path of the field it refuses."""
+
+
 def _describe(source: str, err: Any) -> str:
     loc = [str(part) for part in err["loc"] if str(part) not in UNION_TAGS]
     field = ".".join(loc) or "(top level)"
     message = str(err["msg"])
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    named = TOP_LEVEL_FIELD.match(message) if not loc else None
+    if named:  # a check across fields that names the field it refuses: that field, not "(top level)"
+        field, message = named.group(1), message[named.end() :]
     kind = err["type"]
     if kind == "extra_forbidden":
         return f"{source}: {field}: unknown field; remove it or check its spelling"

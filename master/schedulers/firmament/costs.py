@@ -55,8 +55,8 @@ DURATION_BUCKETS_PER_OCTAVE = 2
 class TaskInput:
     """Where a task's input lives: its size and the bytes each node holds.
 
-    The testbed places no input on nodes yet (every map reads its split from the host's
-    file system): until it does, no task has one, and Quincy's preference arcs are empty."""
+    A task has one where its job replicates its input (``jobs[].input_replication``,
+    ``task_input``); any other reads its source, and gets no preference arcs."""
 
     size_bytes: int
     on_node: Mapping[str, int] = field(default_factory=dict)
@@ -74,8 +74,12 @@ NO_PREFERENCES = Preferences()
 InputSource = Callable[[PendingTask], TaskInput | None]
 
 
-def no_input(task: PendingTask) -> TaskInput | None:
-    return None
+def task_input(task: PendingTask) -> TaskInput | None:
+    """The task's input as its snapshot shows it: where its job replicates its input
+    (``jobs[].input_replication``), its split's bytes and the holders' bytes."""
+    if task.input_bytes <= 0:
+        return None
+    return TaskInput(task.input_bytes, dict(task.input_on_node))
 
 
 class CostModel:
@@ -133,11 +137,12 @@ class QuincyCostModel(CostModel):
         self,
         wait_factor: float = QUINCY_WAIT_FACTOR,
         preference_threshold: float = QUINCY_PREFERENCE_FRACTION,
-        inputs: InputSource = no_input,
+        inputs: InputSource = task_input,
     ) -> None:
         self.wait_factor = wait_factor
         self.threshold = preference_threshold
         self.inputs = inputs
+        self._sized: tuple[Mapping[str, Rack] | None, dict[Rack, int]] = (None, {})
 
     def unscheduled_cost(self, task: PendingTask, waited_s: float) -> float:
         return waited_s * self.wait_factor
@@ -165,13 +170,22 @@ class QuincyCostModel(CostModel):
         return Preferences(machines, preferred_racks)
 
     def _rack_cost(self, found: TaskInput, rack: Rack, on_rack: int, racks: Mapping[str, Rack]) -> float:
-        """The cost to the rack's worst machine (``ComputeTransferCostToRack``)."""
-        members = [node_id for node_id, r in racks.items() if r == rack]
-        return max(
-            (_transfer_cost(found.size_bytes - found.on_node.get(m, 0), on_rack - found.on_node.get(m, 0))
-             for m in members),
-            default=0.0,
-        )  # fmt: skip
+        """The cost to the rack's worst machine (``ComputeTransferCostToRack``): a holder's, or
+        that of a machine holding none of the input, where the rack has one."""
+        held = [h for node_id, h in found.on_node.items() if racks.get(node_id) == rack]
+        costs = [_transfer_cost(found.size_bytes - h, on_rack - h) for h in held]
+        if self._rack_sizes(racks).get(rack, 0) > len(held):
+            costs.append(_transfer_cost(found.size_bytes, on_rack))
+        return max(costs, default=0.0)
+
+    def _rack_sizes(self, racks: Mapping[str, Rack]) -> dict[Rack, int]:
+        """Machines per rack, counted once per round (a round hands every task the same racks)."""
+        if racks is not self._sized[0]:
+            sizes: dict[Rack, int] = {}
+            for rack in racks.values():
+                sizes[rack] = sizes.get(rack, 0) + 1
+            self._sized = (racks, sizes)
+        return self._sized[1]
 
     def _worst_cluster_cost(self, found: TaskInput, racks: Mapping[str, Rack]) -> float:
         """The cluster aggregator's cost: the worst rack's, or all input across the core when

@@ -1,0 +1,88 @@
+"""Input replication (issue #43, point 5), wired: ``jobs[].input_replication: N``.
+
+When a job with it arrives, each of its maps' input splits gets N replicas on the nodes then
+alive (``replicas.place``, seeded by the job's seed); a node lost takes its replicas with it.
+The scheduler's snapshot shows each pending map the bytes of its split each node holds
+(``PendingTask.input_bytes``, ``input_on_node``: what Quincy's preference arcs need), and each
+launch says where its attempt reads the split (``TaskSpec.params["input_from"]``: its own disk,
+a holder over the network, or the source when no replica is left), counted for summary.json's
+``input_local_fraction``. Pure: no file, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from master.core.jobs import JobRuntime
+from master.core.replicas import Read, Replicas, place
+from testbed.api.strategy import TaskKey
+from testbed.workloads.progress import split_bytes
+
+SOURCE_KEYS = ("file", "generate")
+RECORD_BYTES = {"sort": 100, "pagerank": 16}
+"""A generated split's bytes per record, where it gives a count (as the simulator's model)."""
+
+
+@dataclass
+class JobInputs:
+    sizes: dict[str, int]
+    """Each split (its map's task id) -> its bytes."""
+    replicas: Replicas
+
+
+@dataclass
+class InputReplication:
+    jobs: dict[str, JobInputs] = field(default_factory=dict)
+    read_bytes: dict[str, int] = field(default_factory=lambda: {"local": 0, "remote": 0, "source": 0})
+    """Bytes of split read by the attempts launched, by where they read them."""
+
+    def submitted(self, job: JobRuntime, replication: int | None, nodes: Sequence[str], seed: int) -> None:
+        """Place the job's splits' replicas (no more than there are nodes alive)."""
+        if not replication:
+            return
+        stage = job.plan.stages[0]
+        sizes = {}
+        for index in range(stage.tasks):
+            params = stage.params(index)
+            if any(key in params for key in SOURCE_KEYS):
+                sizes[job.task_id((0, index))] = split_bytes(params, RECORD_BYTES.get(job.workload, 1))
+        if sizes:
+            count = min(replication, len(nodes))
+            self.jobs[job.job_id] = JobInputs(sizes, place(sorted(sizes), nodes, count, seed))
+
+    def node_lost(self, node_id: str) -> None:
+        for inputs in self.jobs.values():
+            inputs.replicas.lose(node_id)
+
+    def finished(self, job_id: str) -> None:
+        self.jobs.pop(job_id, None)
+
+    def held(self, job_id: str, task_id: str) -> tuple[int, tuple[tuple[str, int], ...]]:
+        """The task's split's bytes and the bytes each holder has (none: not a replicated split)."""
+        inputs = self.jobs.get(job_id)
+        size = inputs.sizes.get(task_id) if inputs is not None else None
+        if inputs is None or size is None:
+            return 0, ()
+        return size, tuple((node, size) for node in sorted(inputs.replicas.holders.get(task_id, ())))
+
+    def launched(self, job: JobRuntime, key: TaskKey, node_id: str) -> dict[str, Any] | None:
+        """Where the attempt on ``node_id`` reads its split (counted), for its spec's params."""
+        inputs = self.jobs.get(job.job_id)
+        task_id = job.task_id(key)
+        if inputs is None or task_id not in inputs.sizes:
+            return None
+        read: Read = inputs.replicas.read_from(task_id, node_id)
+        self.read_bytes[read.kind] += inputs.sizes[task_id]
+        return {"kind": read.kind, "holder": read.holder, "bytes": inputs.sizes[task_id]}
+
+    def summary(self) -> dict[str, Any]:
+        """summary.json's fields: none unless some job replicates its input."""
+        total = sum(self.read_bytes.values())
+        if not total:
+            return {}
+        return {
+            "input_local_fraction": round(self.read_bytes["local"] / total, 6),
+            "input_read_bytes": dict(self.read_bytes),
+        }

@@ -1,0 +1,89 @@
+"""Data locality under Firmament (issue 43, point 5), on hand-built states: the core's
+replicas as the snapshot shows them, Quincy's preference for their holders, a lost replica no
+longer preferred, and where each launch reads its split."""
+
+from __future__ import annotations
+
+import pytest
+
+from master.core.input_replicas import InputReplication, JobInputs
+from master.core.replicas import Replicas
+from master.schedulers.firmament import FirmamentScheduler
+from master.schedulers.firmament.costs import GB, Preferences, QuincyCostModel, TransientCostModel
+from testbed.api.policy import JobView, PendingTask
+from tests.policies.test_firmament import node, placed, risk, snap
+
+SPLIT = "j0.s0.t0"
+
+
+def replicated(holders: list[str]) -> InputReplication:
+    """One job whose one 2 GB split lives on ``holders``."""
+    return InputReplication({"j0": JobInputs({SPLIT: 2 * GB}, Replicas({SPLIT: list(holders)}))})
+
+
+def shown(inputs: InputReplication) -> JobView:
+    """The job as a snapshot shows it: its map with the bytes each node holds."""
+    size, on_node = inputs.held("j0", SPLIT)
+    return JobView(
+        "j0", 0.0, (PendingTask(SPLIT, "j0", 0, 0, 100, 10.0, input_bytes=size, input_on_node=on_node),)
+    )
+
+
+NODES = [node(f"n{i}", slots=1, zone=zone) for i, zone in enumerate("aabbcc")]
+
+
+def test_the_snapshot_shows_each_holder_with_the_split_s_bytes() -> None:
+    assert replicated(["n4", "n1"]).held("j0", SPLIT) == (2 * GB, (("n1", 2 * GB), ("n4", 2 * GB)))
+    assert replicated(["n1"]).held("j0", "j0.s1.t0") == (0, ())  # not a replicated split
+    assert replicated(["n1"]).held("j9", SPLIT) == (0, ())
+
+
+@pytest.mark.parametrize("model", ["quincy", "transient"])
+def test_quincy_places_a_map_on_a_node_holding_its_split(model: str) -> None:
+    """A holder costs 0 (its split is on its disk; 2 GB from a holder in the rack cost 2 on the
+    others of its zone, 4 across the core): the map goes to n3, the one holder with a slot."""
+    cost = QuincyCostModel() if model == "quincy" else TransientCostModel(risk("none"))
+    nodes = [*NODES[:3], NODES[3], node("n4", slots=1, zone="c", running=1), NODES[5]]
+    decisions = FirmamentScheduler(cost).schedule(snap(nodes, [shown(replicated(["n3", "n4"]))]))
+    assert placed(decisions) == {SPLIT: "n3"}
+
+
+def test_a_replica_lost_with_its_node_is_no_longer_preferred() -> None:
+    inputs = replicated(["n1", "n4"])
+    inputs.node_lost("n1")
+    assert inputs.held("j0", SPLIT) == (2 * GB, (("n4", 2 * GB),))
+    racks = {n.node_id: (n.node_class, n.zone) for n in NODES}
+    task = shown(inputs).pending[0]
+    assert QuincyCostModel().preferences(task, racks).machines == {"n4": 0.0}
+    nodes = [n for n in NODES if n.node_id != "n1"]
+    assert placed(FirmamentScheduler(QuincyCostModel()).schedule(snap(nodes, [shown(inputs)]))) == {
+        SPLIT: "n4"
+    }
+    inputs.node_lost("n4")  # no replica left: read from the source, 2 GB across the core anywhere
+    task = shown(inputs).pending[0]
+    assert task.input_on_node == () and QuincyCostModel().preferences(task, racks) == Preferences()
+    assert QuincyCostModel().cluster_cost(task, racks) == 4.0
+
+
+def test_each_launch_reads_locally_from_a_holder_or_from_the_source_and_is_counted() -> None:
+    inputs = replicated(["n1", "n4"])
+    job = _Job()
+    assert inputs.launched(job, (0, 0), "n4") == {"kind": "local", "holder": "n4", "bytes": 2 * GB}
+    assert inputs.launched(job, (0, 0), "n0") == {"kind": "remote", "holder": "n1", "bytes": 2 * GB}
+    inputs.node_lost("n1"), inputs.node_lost("n4")
+    assert inputs.launched(job, (0, 0), "n0") == {"kind": "source", "holder": "source", "bytes": 2 * GB}
+    assert inputs.launched(job, (1, 0), "n0") is None  # a reduce reads no split
+    assert inputs.summary() == {
+        "input_local_fraction": round(1 / 3, 6),
+        "input_read_bytes": {"local": 2 * GB, "remote": 2 * GB, "source": 2 * GB},
+    }
+    assert InputReplication().summary() == {}  # no job replicates: summary.json as before
+
+
+class _Job:
+    """What ``launched`` reads of a job: its id and its tasks' ids."""
+
+    job_id = "j0"
+
+    def task_id(self, key: tuple[int, int]) -> str:
+        return f"j0.s{key[0]}.t{key[1]}"
