@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
 
 from master.shell.run import RunResult
 from master.sim.run import run_sim
+from testbed.journal.tables import emulated_row, read_table
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import TaskSpec
 
@@ -27,8 +27,9 @@ def events(run_dir: Path, kind: str | None = None) -> list[dict[str, Any]]:
 
 
 def rows(run_dir: Path, table: str) -> list[dict[str, str]]:
-    with open(run_dir / f"{table}.csv", newline="") as handle:
-        return list(csv.DictReader(handle))
+    """``<table>.csv``'s rows under the journal's names and clock (``<x>_s``: a simulated run's
+    wall seconds are its emulated seconds)."""
+    return [emulated_row(row, 1.0) for row in read_table(run_dir / f"{table}.csv", table)]
 
 
 def sleep_task(index: int, seconds: float, **extra: Any) -> TaskSpec:
