@@ -296,8 +296,9 @@ def host_dilation(scenario: Scenario) -> float:
 
 
 def build_policies(scenario: Scenario, path: str) -> None:
-    """Build the scenario's scheduler, strategy and autoscaler (built-in or plugin, with their
-    options) for this host: a problem is a ``ScenarioError`` whose lines name the scenario file."""
+    """Build the scenario's scheduler, strategy, autoscaler and speculation rule (built-in or
+    plugin, with their options) for this host: a problem is a ``ScenarioError`` whose lines
+    name the scenario file."""
     settings_for(scenario, path)
 
 

@@ -29,6 +29,7 @@ class Policies:
     scheduler: Any
     strategy: Any
     autoscaler: Any
+    speculator: Any
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class RunSettings:
 def resolve(scenario: Scenario, host: Host, where: str | None = None) -> RunSettings:
     """The settings of ``scenario`` on ``host``; every problem at once as a ``ScenarioError``
     (its lines prefixed with ``where``, the scenario file, when given)."""
-    from master.policy_setup import make_autoscaler, make_scheduler, make_strategy
+    from master.policy_setup import make_autoscaler, make_scheduler, make_speculator, make_strategy
     from master.shell.scale_model import resolve as resolve_dilation
 
     scenario = resolve_dilation(scenario, host.cores)
@@ -59,6 +60,7 @@ def resolve(scenario: Scenario, host: Host, where: str | None = None) -> RunSett
     problems: list[str] = []
     makers: dict[str, Callable[[Scenario], Any]] = {
         "scheduler": make_scheduler, "strategy": make_strategy, "autoscaler": make_autoscaler,
+        "speculator": make_speculator,
     }  # fmt: skip
     for kind, make in makers.items():
         try:

@@ -35,3 +35,17 @@ def test_every_policy_problem_is_named_in_one_pass() -> None:
         resolve(scenario, Host(4.0), "q.yaml")
     assert len(raised.value.problems) == 2
     assert all(problem.startswith("q.yaml: policy.options.") for problem in raised.value.problems)
+
+
+def test_a_bad_speculation_option_is_found_in_resolve_with_the_others() -> None:
+    late = ["policy.speculation=late", "policy.options.speculation={late: {cap: 0}}"]
+    scenario = load_scenario(SCENARIOS / "quickstart.yaml", [*late, "policy.options.fifo={nope: 1}"])
+    with pytest.raises(ScenarioError) as raised:
+        resolve(scenario, Host(4.0), "q.yaml")
+    assert len(raised.value.problems) == 2
+    assert any("policy.options.speculation.late.cap" in problem for problem in raised.value.problems)
+
+
+def test_the_speculator_is_built_with_the_policies() -> None:
+    scenario = load_scenario(SCENARIOS / "quickstart.yaml", ["policy.speculation=late"])
+    assert type(resolve(scenario, Host(4.0)).policies.speculator).__name__ == "LateSpeculator"
