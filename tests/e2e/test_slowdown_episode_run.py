@@ -23,7 +23,7 @@ FACTOR = 4
 
 
 def share(task: dict[str, str]) -> float:
-    return float(task["cpu_s"]) / (float(task["end_s"]) - float(task["start_s"]))
+    return float(task["cpu_wall_s"]) / (float(task["end_wall_s"]) - float(task["start_wall_s"]))
 
 
 async def test_an_episode_divides_the_nodes_quota_for_its_length_only(tmp_path: Path) -> None:
@@ -44,9 +44,11 @@ async def test_an_episode_divides_the_nodes_quota_for_its_length_only(tmp_path: 
     assert ended["t"] - began["t"] == pytest.approx(3.0, abs=0.5)
     with open(tmp_path / "tasks.csv", newline="") as f:
         tasks = [t for t in csv.DictReader(f) if t["status"] == "succeeded"]
-    inside = [t for t in tasks if float(t["start_s"]) >= began["t"] and float(t["end_s"]) <= ended["t"]]
-    after = [t for t in tasks if float(t["start_s"]) >= ended["t"]]
-    assert inside and after, [(t["start_s"], t["end_s"]) for t in tasks]
+    inside = [
+        t for t in tasks if float(t["start_wall_s"]) >= began["t"] and float(t["end_wall_s"]) <= ended["t"]
+    ]
+    after = [t for t in tasks if float(t["start_wall_s"]) >= ended["t"]]
+    assert inside and after, [(t["start_wall_s"], t["end_wall_s"]) for t in tasks]
     # the kernel held the episode's tasks to a quarter core (+5%: the CFS period's granularity);
     # restored, the node's tasks got more than the slowed quota allows
     slowed, restored = max(map(share, inside)), min(map(share, after))
