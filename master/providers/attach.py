@@ -166,6 +166,11 @@ class AttachProvider:
     async def release(self, node_id: str) -> None:
         await asyncio.to_thread(self._release, node_id)
 
+    async def straggle(self, node_id: str, factor: float, slots: int) -> None:
+        """Never asked: a run's preflight refuses ``chaos.slowdown`` on attached nodes
+        (``refuse_slowdown``). Without it this class were no ``AdoptingProvider``, and an
+        attached run's start-up failure would not say what the agents' tasks reported."""
+
     async def slow(self, node_id: str, factor: float) -> None:
         """Never asked: a run's preflight refuses ``chaos.slowdown`` on attached nodes, whose
         CPU limits another deployment sets (``refuse_slowdown``)."""

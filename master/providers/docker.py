@@ -254,6 +254,10 @@ class DockerProvider:
         )
         return False
 
+    async def straggle(self, node_id: str, factor: float, slots: int) -> None:
+        """Never asked: the preflight refuses ``straggler: processes`` beside Docker nodes
+        (``refuse_slowdown``); their slowdown is their CPU quota."""
+
     async def slow(self, node_id: str, factor: float) -> None:
         """Its host group's CPU quotas divided by ``factor`` (``testbed.node.slow_episodes``; 1:
         its launch's). A node without one (the engine makes its groups elsewhere) keeps the
