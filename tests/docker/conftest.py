@@ -24,6 +24,17 @@ LABEL_REQUIREMENTS = "org.transient-testbed.requirements"
 """The image's label holding the SHA-256 of the requirements it installs (containers/requirements.py)."""
 
 
+DOCKER_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests here share one engine and its one-node Swarm: under pytest-xdist's
+    ``--dist loadgroup`` they run on one worker, one after another."""
+    for item in items:
+        if DOCKER_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("docker"))
+
+
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[docker.DockerClient]:
     try:
