@@ -19,6 +19,7 @@ from testbed.app.sweep.run import run_sweep
 pytestmark = pytest.mark.e2e
 
 distributed = pytest.importorskip("distributed", reason="the dask extra: pip install '.[dask]'")
+dask = pytest.importorskip("dask", reason="the dask extra: pip install '.[dask]'")
 
 SIM = """\
 name: tiny-sim
@@ -35,8 +36,12 @@ FILES = ("events.jsonl", "jobs.csv", "tasks.csv", "nodes.csv")
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real cluster of 2 worker processes; their scratch space in a temporary directory of
+    the test's (by default Dask leaves ``dask-scratch-space`` in /tmp)."""
+    scratch = tmp_path_factory.mktemp("dask-scratch")
     with (
+        dask.config.set({"temporary-directory": str(scratch)}),  # the scheduler's and workers'
         distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
         ) as local,
