@@ -26,7 +26,7 @@ write is missing, so they use ``.get`` and their own defaults.
 import json
 import math
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import (
@@ -80,21 +80,28 @@ def _kind(event: type[Event]) -> _Kind:
 _KINDS = {name: _kind(event) for name, event in EVENTS.items()}
 
 
-_PASSED: set[tuple[Any, ...]] = set()
-"""The shapes of the events that passed ``check_event``: their kind, field names and the type
-of each value, which is all the check reads (``isinstance`` of a value is its type's)."""
+class ShapeMemo:
+    """The shapes of the records that passed a check: their kind (event) or table (row),
+    field names and the type of each value, which is all either check reads (``isinstance``
+    of a value is its type's). A simulation journals millions of records of a few hundred
+    shapes; the field-by-field check was 5% of sim-10k's CPU."""
+
+    def __init__(self, check: Callable[[str, Mapping[str, Any]], None]) -> None:
+        self._check = check
+        self.passed: set[tuple[Any, ...]] = set()
+
+    def __call__(self, name: str, fields: Mapping[str, Any]) -> None:
+        """The check of ``fields`` of the kind or table ``name``, skipped for a shape that passed it."""
+        shape = (name, *fields, *map(type, fields.values()))
+        if shape not in self.passed:
+            self._check(name, fields)
+            self.passed.add(shape)
 
 
 def check_event(name: str, fields: Mapping[str, Any]) -> None:
-    """Raise ``JournalSchemaError`` unless ``fields`` are those of the event kind ``name``.
-
-    An event of a shape that passed before passes at once (a simulation journals millions of
-    events of a few hundred shapes; the field-by-field check was 5% of sim-10k's CPU)."""
-    shape = (name, *fields, *map(type, fields.values()))
-    if shape in _PASSED:
-        return
-    _check_event(name, fields)
-    _PASSED.add(shape)
+    """Raise ``JournalSchemaError`` unless ``fields`` are those of the event kind ``name``; an
+    event of a shape that passed before passes at once (``ShapeMemo``)."""
+    _EVENT_SHAPES(name, fields)
 
 
 def _check_event(name: str, fields: Mapping[str, Any]) -> None:
@@ -112,6 +119,9 @@ def _check_event(name: str, fields: Mapping[str, Any]) -> None:
         if not isinstance(value, allowed):
             expected = " | ".join(t.__name__ for t in allowed)
             raise JournalSchemaError(f"journal event {name!r}: {field}={value!r} is not of type {expected}")
+
+
+_EVENT_SHAPES = ShapeMemo(_check_event)
 
 
 # --------------------------------------------------------------------- reading

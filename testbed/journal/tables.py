@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO, TypedDict, cast, get_type_hints
 
-from testbed.journal.schema import JournalSchemaError, read_events, runtime_types
+from testbed.journal.schema import JournalSchemaError, ShapeMemo, read_events, runtime_types
 from testbed.scenario.fidelity import divided
 
 
@@ -163,19 +163,10 @@ def columns(table: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in values.items() if name in kept}
 
 
-_PASSED: set[tuple[Any, ...]] = set()
-"""The shapes of the rows that passed ``check_row``: their table, column names and the type of
-each value, which is all the check reads."""
-
-
 def check_row(table: str, fields: Mapping[str, Any]) -> None:
     """Raise ``JournalSchemaError`` unless every field is a column of ``table`` holding a value
     of its type (``None``: an empty cell). A row of a shape that passed before passes at once."""
-    shape = (table, *fields, *map(type, fields.values()))
-    if shape in _PASSED:
-        return
-    _check_row(table, fields)
-    _PASSED.add(shape)
+    _ROW_SHAPES(table, fields)
 
 
 def _check_row(table: str, fields: Mapping[str, Any]) -> None:
@@ -191,6 +182,9 @@ def _check_row(table: str, fields: Mapping[str, Any]) -> None:
         if value is not None and not isinstance(value, allowed):
             expected = " | ".join(t.__name__ for t in allowed)
             raise JournalSchemaError(f"journal table {table!r}: {name}={value!r} is not of type {expected}")
+
+
+_ROW_SHAPES = ShapeMemo(_check_row)
 
 
 JOB_TOTALS = (

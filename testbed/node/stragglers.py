@@ -35,6 +35,7 @@ WEIGHTS = {1: ("cpu.shares", 1024, 262_144), 2: ("cpu.weight", 100, 10_000)}
 """Each version's weight file, its default (a slot's) and its largest."""
 CHUNK = 2**20
 FILE_CHUNKS = 64
+MAX_LOOPS = 64
 
 
 def straggler_group(version: int, node: Path, slots: int, factor: float) -> Path:
@@ -45,9 +46,6 @@ def straggler_group(version: int, node: Path, slots: int, factor: float) -> Path
     weight = min(largest, max(1, round((factor - 1) * slots * default)))
     (group / name).write_text(str(weight))
     return group
-
-
-MAX_LOOPS = 64
 
 
 def busy_loops(factor: float, slots: int) -> int:
