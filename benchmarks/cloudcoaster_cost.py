@@ -29,7 +29,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.schedulers.eagle import short_partition_size
-from master.summary.coaster import long_job_ids, read_table
+from master.summary.coaster import long_job_ids
+from testbed.journal.tables import measured_rows
 
 Steps = list[tuple[float, int, int, int]]
 """(time, d transients alive, d long servers, d on-demand servers up), sorted."""
@@ -38,10 +39,10 @@ Steps = list[tuple[float, int, int, int]]
 def steps(run: Path, end: float) -> Steps:
     long_jobs = long_job_ids(run / "events.jsonl")
     changes = []
-    for task in read_table(run / "tasks.csv"):
+    for task in measured_rows(run / "tasks.csv"):
         if task["job_id"] in long_jobs and task["start_s"] and task["end_s"]:
             changes += [(float(task["start_s"]), 0, 1, 0), (float(task["end_s"]), 0, -1, 0)]
-    for node in read_table(run / "nodes.csv"):
+    for node in measured_rows(run / "nodes.csv"):
         transient = node["node_class"] == "transient"
         ended = float(node["ended_s"]) if node["ended_s"] else end
         for t, sign in ((float(node["launched_s"] or 0.0), 1), (ended, -1)):
@@ -82,7 +83,7 @@ def row(run: Path) -> str:
         scenario["cluster"]["reserved"]["count"], float(eagle.get("short_fraction", 0.02))
     )
     budget, replaced = math.floor(r * n * p + 1e-9), math.ceil(p * n - 1e-9)
-    nodes = read_table(run / "nodes.csv")
+    nodes = measured_rows(run / "nodes.csv")
     end = max((float(x["ended_s"]) for x in nodes if x["ended_s"]), default=0.0)
     launches = sorted(float(x["launched_s"]) for x in nodes if x["node_class"] == "transient")
     horizon = float(scenario["arrivals"]["synthetic"]["horizon_s"]) / float(scenario.get("time_scale") or 1)

@@ -24,7 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.schedulers.eagle import short_partition_size
-from master.summary.coaster import long_job_ids, read_table
+from master.summary.coaster import long_job_ids
+from testbed.journal.tables import measured_rows
 from testbed.scenario.schema import Scenario, load_scenario
 
 
@@ -56,10 +57,10 @@ def offered(scenario: Scenario, seed: int) -> str:
 def measured(run: Path, threshold: float) -> str:
     long_jobs = long_job_ids(run / "events.jsonl")
     changes: list[tuple[float, int, int]] = []  # (time, d long servers, d servers up)
-    for task in read_table(run / "tasks.csv"):
+    for task in measured_rows(run / "tasks.csv"):
         if task["job_id"] in long_jobs and task["start_s"] and task["end_s"]:
             changes += [(float(task["start_s"]), 1, 0), (float(task["end_s"]), -1, 0)]
-    nodes = read_table(run / "nodes.csv")
+    nodes = measured_rows(run / "nodes.csv")
     end = max(float(t) for t, *_ in changes) if changes else 0.0
     for node in nodes:
         changes.append((float(node["launched_s"] or 0.0), 0, 1))

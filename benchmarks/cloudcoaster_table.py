@@ -26,7 +26,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from master.summary.coaster import long_job_ids, read_table, short_queue_delays
+from master.summary.coaster import long_job_ids, short_queue_delays
+from testbed.journal.tables import measured_rows
 
 
 def load(run_dir: Path) -> dict[str, Any]:
@@ -52,8 +53,8 @@ def _yaml(path: Path) -> dict[str, Any]:
 
 def delays(run: dict[str, Any]) -> list[float]:
     """Short-task queueing delays of one run, in trace seconds."""
-    jobs = read_table(run["dir"] / "jobs.csv")
-    tasks = read_table(run["dir"] / "tasks.csv")
+    jobs = measured_rows(run["dir"] / "jobs.csv")
+    tasks = measured_rows(run["dir"] / "tasks.csv")
     long_jobs = long_job_ids(run["dir"] / "events.jsonl")
     return [d * run["wall_scale"] for d in short_queue_delays(jobs, tasks, long_jobs)]
 

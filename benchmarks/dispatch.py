@@ -44,7 +44,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.shell.run import run_scenario
-from testbed.journal.tables import emulated_row, read_table
+from testbed.journal.tables import measured_rows
 from testbed.node.processes import child_env
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.broker import free_port, mosquitto_binary, wait_for_port
@@ -176,8 +176,8 @@ async def testbed_dispatch(
             samples[record["event"]] = meter.sample()
 
     await run_scenario(scenario, out, on_event=on_event)
-    job = emulated_row(read_table(out / "jobs.csv", "jobs")[0], 1.0)  # wall seconds
-    rows = [emulated_row(row, 1.0) for row in read_table(out / "tasks.csv", "tasks")]
+    job = measured_rows(out / "jobs.csv")[0]  # wall seconds
+    rows = measured_rows(out / "tasks.csv")
     latencies = [float(r["end_s"]) - float(r["start_s"]) for r in rows]
     cpu = CpuMeter.spent(samples["job_submitted"], samples["job_finished"])
     return tasks / float(job["jct_s"]), latencies, cpu

@@ -42,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.shell.run import run_scenario
-from testbed.journal.tables import emulated_row, read_table
+from testbed.journal.tables import measured_rows
 from testbed.scenario.schema import parse_scenario
 
 MODES = {
@@ -97,7 +97,7 @@ def task_totals(tasks_csv: Path) -> dict[str, float]:
     Splits a run's variance in two: the same work costing more CPU time (the host's caches,
     memory bus and neighbours) against the same CPU time taking longer (queueing, placement).
     """
-    rows = (emulated_row(row, 1.0) for row in read_table(tasks_csv, "tasks"))  # wall seconds
+    rows = measured_rows(tasks_csv)  # wall seconds
     succeeded = [row for row in rows if row["status"] == "succeeded"]
     return {
         "task_cpu_s": round(sum(float(row["cpu_s"] or 0) for row in succeeded), 3),

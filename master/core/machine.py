@@ -283,8 +283,8 @@ class MasterCore:
             return
         self.jobs[job.job_id] = job
         self.live_jobs.add(job)
-        seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
-        self.inputs.submitted(job, getattr(spec, "input_replication", None), self.round.nodes.alive(), seed)
+        seed = self.job_seed(spec, ordinal)
+        self.inputs.submitted(job, spec.input_replication, self.round.nodes.alive(), seed)
         self.outbox.put(PrepareJob(job.job_id))
         self.recovery.react(JobSubmitted(job.job_id))
         self.journal.event(
@@ -297,10 +297,13 @@ class MasterCore:
         )
         self.kick()
 
+    def job_seed(self, spec: Any, ordinal: int) -> int:
+        """The ``ordinal``-th job's seed: its own, else drawn from the scenario's."""
+        return spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
+
     def new_job(self, spec: Any, ordinal: int, submitted: float) -> JobRuntime:
         """The ``ordinal``-th job of the scenario: the same id, seed and plan in every run of it."""
-        seed = spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
-        plan = plan_job(spec, seed, self.scenario)
+        plan = plan_job(spec, self.job_seed(spec, ordinal), self.scenario)
         memory = tuple(self.stage_memory(spec, stage) for stage in range(len(plan.stages)))
         job = JobRuntime(
             f"j{ordinal:03d}",

@@ -32,7 +32,7 @@ from typing import Any
 from master.shell.scale_model import NodeShares, node_slowdown
 from master.summary.coaster import percentile, round4
 from testbed.chaosmodels.slowdown import SlowSpan, effective_factor, episode_spans
-from testbed.journal.tables import emulated_row, read_table
+from testbed.journal.tables import measured_rows
 from testbed.node.cgroups import CpuStats
 from testbed.scenario.fidelity import host_cores
 from testbed.scenario.schema import Scenario
@@ -323,7 +323,7 @@ def write_assessment(
     ``enforced``: whether the run could give a faithful scenario's nodes their shares;
     ``prioritised``: whether its nodes and control plane had CPU priority over the host's
     other processes (``testbed.node.cgroups.control_plane``)."""
-    rows = [emulated_row(row, 1.0) for row in read_table(run_dir / "tasks.csv", "tasks")]
+    rows = measured_rows(run_dir / "tasks.csv")
     tasks = task_times(rows, partial(task_slowdown, scenario, journaled_spans(run_dir)))
     block = {
         "prioritised": prioritised,

@@ -35,7 +35,7 @@ from master.summary.cluster import cluster_summary, run_events
 from master.summary.coaster import job_class_summary, percentile
 from master.summary.speculation import speculation_summary
 from testbed.app.progress import show_progress
-from testbed.journal.tables import JOB_TOTALS, emulated_row, read_table
+from testbed.journal.tables import JOB_TOTALS, measured_rows
 from testbed.node.cgroups import control_plane
 from testbed.node.processes import RunTerminated
 from testbed.scenario.fidelity import PER_WORKLOAD_JCT, emulated, is_duration_key, wall_name
@@ -249,9 +249,9 @@ def summarize(run_dir: Path, scenario: Scenario, plugins: dict[str, Any]) -> dic
 
 def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
     """The summary's figures with times in wall seconds."""
-    jobs = _read_csv(run_dir / "jobs.csv")
-    tasks = _read_csv(run_dir / "tasks.csv")
-    evictions = len(_read_csv(run_dir / "evictions.csv"))
+    jobs = measured_rows(run_dir / "jobs.csv")
+    tasks = measured_rows(run_dir / "tasks.csv")
+    evictions = len(measured_rows(run_dir / "evictions.csv"))
     failures = Counter(t["failure"] for t in tasks if t["status"] == "failed" and t["failure"])
     jcts = sorted(float(j["jct_s"]) for j in jobs if j["status"] == "succeeded")
     finishes = [float(j["finish_s"]) for j in jobs if j["finish_s"]]
@@ -336,11 +336,6 @@ def _model_error(tasks: list[dict[str, str]]) -> float | None:
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
-
-
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    """A table's rows under the journal's names, in wall seconds (the summary's measure)."""
-    return [emulated_row(row, 1.0) for row in read_table(path, path.stem)]
 
 
 def load_resumable(run_dir: Path) -> Scenario:

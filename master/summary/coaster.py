@@ -27,8 +27,7 @@ import numpy as np
 
 from master.policy_setup import reserved_partitions
 from testbed.journal.schema import JobSubmitted, events_of, read_events
-from testbed.journal.tables import emulated_row
-from testbed.journal.tables import read_table as read_csv_table
+from testbed.journal.tables import measured_rows
 from testbed.scenario.schema import Scenario
 
 
@@ -37,9 +36,9 @@ def job_class_summary(run_dir: Path, scenario: Scenario, events: list[dict[str, 
     ``events``: the run's journal, read once for the whole summary."""
     if scenario.policy.scheduler != "eagle" and scenario.arrivals is None:
         return {}
-    jobs = read_table(run_dir / "jobs.csv")
+    jobs = measured_rows(run_dir / "jobs.csv")
     long_jobs = long_jobs_in(events)
-    delays = short_queue_delays(jobs, read_table(run_dir / "tasks.csv"), long_jobs)
+    delays = short_queue_delays(jobs, measured_rows(run_dir / "tasks.csv"), long_jobs)
     return {
         "short_tasks": len(delays),
         "mean_short_queue_s": _mean(delays),
@@ -48,7 +47,7 @@ def job_class_summary(run_dir: Path, scenario: Scenario, events: list[dict[str, 
         "long_jobs": sum(1 for j in jobs if j["job_id"] in long_jobs),
         "mean_long_jct_s": _mean(_jcts(jobs, lambda job: job in long_jobs)),
         "mean_short_jct_s": _mean(_jcts(jobs, lambda job: job not in long_jobs)),
-        **transient_cost(read_table(run_dir / "nodes.csv"), scenario),
+        **transient_cost(measured_rows(run_dir / "nodes.csv"), scenario),
     }
 
 
@@ -127,9 +126,3 @@ def _mean(values: list[float]) -> float | None:
 def round4(value: float | None) -> float | None:
     """Four decimals, as summary.json gives its figures (None stays None)."""
     return None if value is None else round(value, 4)
-
-
-def read_table(path: Path) -> list[dict[str, str]]:
-    """A table's rows under the journal's names, in wall seconds (``submit_s`` for the file's
-    ``submit_wall_s``)."""
-    return [emulated_row(row, 1.0) for row in read_csv_table(path, path.stem)]

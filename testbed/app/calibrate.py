@@ -62,7 +62,7 @@ import yaml
 from testbed.app.sweep.grid import grid
 from testbed.app.sweep.options import SERIAL, Executor
 from testbed.app.sweep.run import run_sweep
-from testbed.journal.tables import emulated_row, read_table
+from testbed.journal.tables import measured_rows
 from testbed.node.bandwidth import BURST_S, book
 from testbed.plan import Dependency
 from testbed.scenario.schema import Scenario, load_scenario
@@ -196,12 +196,6 @@ def attempt_op(
     return op + FINAL_OP if final else op
 
 
-def csv_rows(path: Path) -> list[dict[str, str]]:
-    """A table's rows (``<table>.csv``) under the journal's names, its times in wall seconds
-    (``start_s`` for the file's ``start_wall_s``): the fits divide by each run's dilation."""
-    return [emulated_row(row, 1.0) for row in read_table(path, path.stem)]
-
-
 def _events(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
@@ -289,9 +283,9 @@ def fit(
         faithful = summary.get("fidelity_mode") == "faithful"
         if faithful:
             bursts.append(BURST_S / dilation)
-        jobs = csv_rows(run / "jobs.csv")
+        jobs = measured_rows(run / "jobs.csv")
         workloads = {row["job_id"]: row["workload"] for row in jobs}
-        tasks = csv_rows(run / "tasks.csv")
+        tasks = measured_rows(run / "tasks.csv")
         finals = final_stages(jobs, tasks)
         fetches = fetch_seconds(
             tasks, workloads, deps_of or {}, nic or {}, dilation, bursts[-1] if faithful else 0.0

@@ -8,7 +8,7 @@ from typing import Any
 
 from master.shell.run import RunResult
 from master.sim.run import run_sim
-from testbed.journal.tables import emulated_row, read_table
+from testbed.journal.tables import measured_rows
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import TaskSpec
 
@@ -29,7 +29,7 @@ def events(run_dir: Path, kind: str | None = None) -> list[dict[str, Any]]:
 def rows(run_dir: Path, table: str) -> list[dict[str, str]]:
     """``<table>.csv``'s rows under the journal's names and clock (``<x>_s``: a simulated run's
     wall seconds are its emulated seconds)."""
-    return [emulated_row(row, 1.0) for row in read_table(run_dir / f"{table}.csv", table)]
+    return measured_rows(run_dir / f"{table}.csv")
 
 
 def sleep_task(index: int, seconds: float, **extra: Any) -> TaskSpec:

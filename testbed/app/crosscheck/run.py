@@ -22,7 +22,6 @@ from pathlib import Path
 import yaml
 
 from testbed.app.calibrate import attempt_op, final_split_ops, final_stages, load_average, stage_ops
-from testbed.app.calibrate import csv_rows as read_csv
 from testbed.app.crosscheck.table import (
     MetricError,
     RunNumbers,
@@ -39,7 +38,7 @@ from testbed.app.sweep.grid import Cell, Variation, grid
 from testbed.app.sweep.options import SERIAL, Executor
 from testbed.app.sweep.results import CellResult, cell_result
 from testbed.app.sweep.run import run_sweep
-from testbed.journal.tables import emulated_row, read_table
+from testbed.journal.tables import emulated_row, measured_rows, read_table
 from testbed.node.bandwidth import BURST_S
 from testbed.scenario.schema import Scenario, load_scenario
 from testbed.scenario.simulation import calibration_digest
@@ -190,7 +189,7 @@ def task_durations(out: Path, cells: list[Cell], scenario: Scenario) -> list[str
             if not (run / "summary.json").exists():
                 continue
             dilation = float(json.loads((run / "summary.json").read_text()).get("dilation") or 1.0)
-            jobs = read_csv(run / "jobs.csv")
+            jobs = measured_rows(run / "jobs.csv")
             tasks = [emulated_row(row, dilation) for row in read_table(run / "tasks.csv", "tasks")]
             workloads, finals = {row["job_id"]: row["workload"] for row in jobs}, final_stages(jobs, tasks)
             for task in tasks:
