@@ -21,7 +21,7 @@ from master.core.events import NodeStartFailed
 from master.core.liveness import start_deadline_s
 from master.core.machine import MasterCore
 from master.providers.base import AdoptingProvider, NodeProvider
-from master.shell.scale_model import NodeShares, by_processes, node_shares, node_slowdown
+from master.shell.scale_model import NodeShares, by_processes, node_slowdown
 from testbed.node.processes import StartupFailed
 from testbed.wire.capabilities import NODE_KEY_ENV, RunKeys
 
@@ -68,9 +68,8 @@ class NodeStarts:
         cpus = NodeShares.of(scenario, spec).cpus  # the provider divides its tasks' by the slowdown
         factor = node_slowdown(scenario, command.node_id, command.node_class)
         processes = by_processes(scenario)
-        slowed = node_shares(scenario, command.node_id, command.node_class).cpus
-        # the straggler processes leave its agent about 1 / factor of its quota to start in
-        self.quotas[command.node_id] = slowed / factor if processes and slowed is not None else slowed
+        # the least its agent may get: a divided nano_cpus, or 1 / factor beside straggler processes
+        self.quotas[command.node_id] = None if cpus is None else cpus / factor
         await self.provider.launch(
             command.node_id,
             command.node_class,
