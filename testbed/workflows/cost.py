@@ -87,15 +87,23 @@ def choose(
     workflow: Workflow, splitter: Splitter, rates: Rates = Rates(), slots: int | None = None
 ) -> Choice:
     """The partitioning of ``workflow`` the cost model predicts fastest."""
-    predicted = {
-        m: predicted_s(lower(replace(workflow, merge=m), splitter), rates, slots) for m in (True, False)
-    }
-    return Choice(predicted[True] <= predicted[False], predicted)
+    return _choice(_partitionings(workflow, splitter), rates, slots)
 
 
 def planned(workflow: Workflow, splitter: Splitter, auto: bool = False) -> tuple[JobPlan, Choice | None]:
     """The workflow's stage DAG; with ``auto``, of the partitioning ``choose`` picks (and its choice)."""
     if not auto:
         return lower(workflow, splitter), None
-    choice = choose(workflow, splitter)
-    return lower(replace(workflow, merge=choice.merge), splitter), choice
+    plans = _partitionings(workflow, splitter)
+    choice = _choice(plans)
+    return plans[choice.merge], choice
+
+
+def _partitionings(workflow: Workflow, splitter: Splitter) -> dict[bool, JobPlan]:
+    """The workflow lowered merged (True) and unmerged (False)."""
+    return {merge: lower(replace(workflow, merge=merge), splitter) for merge in (True, False)}
+
+
+def _choice(plans: dict[bool, JobPlan], rates: Rates = Rates(), slots: int | None = None) -> Choice:
+    predicted = {merge: predicted_s(plan, rates, slots) for merge, plan in plans.items()}
+    return Choice(predicted[True] <= predicted[False], predicted)
