@@ -5,8 +5,10 @@
 ``GET /status``                           JSON: nodes, jobs, running tasks, evictions (read-only)
 ``POST /chaos/evict``                     a live storm (run token required; 409 before the
                                           run's time 0 and once it is ending)
+``GET /ui``, ``GET /ui/events``           the live view: its page and the journal's events as
+                                          server-sent events (``testbed.app.ui.feed``)
 
-``/status`` and ``/chaos/evict`` need the API token. Where the API listens, with
+``/status``, ``/chaos/evict`` and the live view need the API token. Where the API listens, with
 that token, is written to ``master.json`` in the run directory: created anew
 (never over a file someone planted), readable by its owner only.
 """
@@ -17,6 +19,7 @@ import errno
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,8 @@ from master.shell.disk_faults import output_disk_full
 from master.shell.live_chaos import NotRunning
 from master.shell.master_ports import ApiPort
 from master.shell.secure_dir import write_secret_file
+from testbed.app.ui.feed import EventFeed, add_ui_routes, cluster_layout, page_url
+from testbed.journal.schema import read_events
 from testbed.scenario.chaos import EvictSpec
 from testbed.wire.blocks import TOKEN_HEADER
 from testbed.wire.tokens import token_matches
@@ -39,6 +44,15 @@ class MasterApi:
     def __init__(self, master: ApiPort) -> None:
         self.master = master
         self.port = 0
+        scenario = master.scenario
+        journal = master.run_dir / "events.jsonl"  # a resumed run's: what it did before its crash
+        self.feed = EventFeed(
+            cluster_layout(scenario.cluster, scenario.name, scenario.fidelity.factor),
+            read_events(journal).events if journal.exists() else (),
+        )
+        master.journal.listeners.append(self.feed.publish)
+        self.announce: Callable[[str], None] | None = None
+        """Told the live view's address once the API listens (``testbed run`` prints it)."""
 
     @property
     def url(self) -> str:
@@ -49,12 +63,15 @@ class MasterApi:
         app.router.add_put("/outputs/{job}/{index}/{attempt}", self._receive_output)
         app.router.add_get("/status", self._status)
         app.router.add_post("/chaos/evict", self._chaos_evict)
+        add_ui_routes(app, self.feed, self.master.keys.api_token)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.master.http_host, 0)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._write_master_info()
+        if self.announce is not None:
+            self.announce(page_url(self.url, self.master.keys.api_token))
         return runner
 
     def _write_master_info(self) -> None:

@@ -170,6 +170,7 @@ class Master:
             await self._settle()
             await self.starts.shutdown()
             await self.link.close()
+            self.api.feed.close()  # its open streams end: the server's stop would wait for them
             await runner.cleanup()
         ok = self.core.records.all_succeeded()
         self.journal.event("run_finished", status="succeeded" if ok else "failed")

@@ -22,6 +22,7 @@ from master.core.view import CoreView
 from master.providers.base import NodeProvider
 from master.shell.journal_file import Journal
 from testbed.scenario.chaos import EvictSpec
+from testbed.scenario.schema import Scenario
 from testbed.wire.capabilities import RunKeys
 from testbed.wire.protocol import Codec
 
@@ -57,6 +58,7 @@ class ApiPort(DiskFaultsPort, Protocol):
     """What the HTTP API uses (``master.shell.http_api``): the core only through its read-only view."""
 
     run_id: str
+    scenario: Scenario
     keys: RunKeys
     http_host: str
     advertise: str

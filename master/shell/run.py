@@ -34,7 +34,7 @@ from master.summary.checkpoint_copies import checkpoint_summary
 from master.summary.cluster import cluster_summary, run_events
 from master.summary.coaster import job_class_summary, percentile
 from master.summary.speculation import speculation_summary
-from testbed.app.progress import show_progress
+from testbed.app.progress import show_live_view, show_progress
 from testbed.journal.tables import JOB_TOTALS, measured_rows
 from testbed.node.cgroups import control_plane
 from testbed.node.processes import RunTerminated
@@ -143,6 +143,8 @@ async def _run_owned(
                 node_env=partial(agent_env, broker) if broker else external_login,
                 recovered=recovered,
             )
+            if progress:
+                master.api.announce = show_live_view
             if on_event is not None:
                 master.journal.listeners.append(lambda record: on_event(master, record))
             if broker is not None:

@@ -68,6 +68,11 @@ def _clock(status: dict[str, Any]) -> str:
     return f"[launching nodes {status['t']:5.1f}s wall]"
 
 
+def show_live_view(url: str) -> None:
+    """The live view's address (docs/live-view.md), once, under the run directory's line."""
+    print(f"live view: {url}", file=sys.stderr, flush=True)
+
+
 async def show_progress(status: Any, interactive: bool | None = None) -> None:
     """Render ``status()`` until cancelled."""
     console = Console(stderr=True)
