@@ -20,6 +20,7 @@ from testbed.app.compose_commands import add_compose_commands
 from testbed.app.report import add_report_commands
 from testbed.app.sim_commands import RunChecks, add_simulator_commands
 from testbed.app.sweep.options import add_executor_arguments, executor_of
+from testbed.app.ui.command import add_ui_command
 from testbed.app.usage import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     imported.set_defaults(handler=cmd_chaos_import_trace)
 
     add_report_commands(sub)
+    add_ui_command(sub, port_number)
     add_workload_commands(sub)
 
     sweep = _grid_parser(

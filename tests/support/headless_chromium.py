@@ -1,4 +1,5 @@
-"""Open a page in headless Chromium over the DevTools protocol and report what went wrong.
+"""Open a page in headless Chromium over the DevTools protocol and report what went wrong
+(``render``), or keep it open to watch it (``opened_tab``: evaluate, wait, screenshot).
 
 Collects console errors, uncaught exceptions, failed loads, every request that
 is not a data: or file: URL (a self-contained page makes none) and the state
@@ -8,10 +9,12 @@ of every image after the load event.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import re
 import shutil
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +82,48 @@ async def render(
 ) -> PageResult:
     """Load ``page`` in a fresh headless Chromium, ``width`` CSS pixels wide, and collect what
     went wrong, and the value of each JavaScript expression in ``expressions`` once loaded."""
+    async with asyncio.timeout(timeout), opened_tab(page.resolve().as_uri(), profile, width) as tab:
+        return await _collect_page(tab, expressions or {})
+
+
+class Tab:
+    """One page open in Chromium: evaluate JavaScript in it, wait for a condition, take a screenshot."""
+
+    def __init__(self, devtools: DevTools, session: str) -> None:
+        self.devtools = devtools
+        self.session = session
+
+    async def evaluate(self, expression: str) -> Any:
+        """The JSON value of ``expression`` (a promise is awaited)."""
+        reply = await self.devtools.call(
+            "Runtime.evaluate", self.session, expression=expression, returnByValue=True, awaitPromise=True
+        )
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"{expression}: {reply['exceptionDetails']}")
+        return reply["result"].get("value")
+
+    async def until(self, condition: str) -> None:
+        """Return once the JavaScript ``condition`` holds, checked by the page on each of its
+        timer turns (bound the wait with ``asyncio.timeout``)."""
+        await self.evaluate(
+            f"new Promise(done => {{ const check = () => ({condition}) ? done(true) : setTimeout(check, 50);"
+            " check(); })"
+        )
+
+    async def screenshot(self) -> bytes:
+        """The viewport as PNG."""
+        shot = await self.devtools.call("Page.captureScreenshot", self.session, format="png")
+        return base64.b64decode(shot["data"])
+
+    def problems(self) -> PageResult:
+        """What went wrong so far: console errors, failed loads, requests made."""
+        return _collect(self.devtools.events)
+
+
+@contextlib.asynccontextmanager
+async def opened_tab(url: str, profile: Path, width: int = 1000) -> AsyncIterator[Tab]:
+    """``url`` loaded (its load event fired) in a fresh headless Chromium, ``width`` CSS pixels
+    wide; the browser is stopped on the way out."""
     assert CHROMIUM, "chromium is not installed"
     process = await asyncio.create_subprocess_exec(
         CHROMIUM,
@@ -91,14 +136,16 @@ async def render(
     assert process.stderr is not None
     drain: asyncio.Task | None = None
     try:
-        async with asyncio.timeout(timeout):
-            endpoint = await _devtools_endpoint(process.stderr)
-            drain = asyncio.create_task(_drain(process.stderr))  # keep its pipe from filling
-            async with (
-                aiohttp.ClientSession() as http,
-                http.ws_connect(endpoint, max_msg_size=0) as socket,
-            ):
-                return await _load(DevTools(socket), page, expressions or {}, width)
+        endpoint = await _devtools_endpoint(process.stderr)
+        drain = asyncio.create_task(_drain(process.stderr))  # keep its pipe from filling
+        async with (
+            aiohttp.ClientSession() as http,
+            http.ws_connect(endpoint, max_msg_size=0) as socket,
+        ):
+            devtools = DevTools(socket)
+            yield await _load(devtools, url, width)
+            with contextlib.suppress(Exception):  # the browser may be gone already
+                await devtools.call("Browser.close")
     finally:
         await _stop(process)
         if drain is not None:
@@ -119,7 +166,7 @@ async def _drain(stream: asyncio.StreamReader) -> None:
         pass
 
 
-async def _load(devtools: DevTools, page: Path, expressions: dict[str, str], width: int) -> PageResult:
+async def _load(devtools: DevTools, url: str, width: int) -> Tab:
     target = await devtools.call("Target.createTarget", url="about:blank")
     attached = await devtools.call("Target.attachToTarget", targetId=target["targetId"], flatten=True)
     session = attached["sessionId"]
@@ -133,17 +180,19 @@ async def _load(devtools: DevTools, page: Path, expressions: dict[str, str], wid
         deviceScaleFactor=1,
         mobile=False,
     )
-    await devtools.call("Page.navigate", session, url=page.resolve().as_uri())
+    await devtools.call("Page.navigate", session, url=url)
     await devtools.wait_for("Page.loadEventFired")
-    images = await devtools.call("Runtime.evaluate", session, expression=IMAGES_JS, returnByValue=True)
-    title = await devtools.call("Runtime.evaluate", session, expression="document.title", returnByValue=True)
-    result = _collect(devtools.events)
-    result.images = json.loads(images["result"]["value"])
-    result.title = title["result"]["value"]
+    return Tab(devtools, session)
+
+
+async def _collect_page(tab: Tab, expressions: dict[str, str]) -> PageResult:
+    images = await tab.evaluate(IMAGES_JS)
+    title = await tab.evaluate("document.title")
+    result = tab.problems()
+    result.images = json.loads(images)
+    result.title = title
     for name, expression in expressions.items():
-        value = await devtools.call("Runtime.evaluate", session, expression=expression, returnByValue=True)
-        result.values[name] = value["result"].get("value")
-    await devtools.call("Browser.close")
+        result.values[name] = await tab.evaluate(expression)
     return result
 
 

@@ -1,0 +1,61 @@
+"""``testbed ui RUN_DIR`` (``testbed.app.ui.command``): the live view's page for a run that
+ended or crashed, replayed from its journal (``events.jsonl``), with the time slider to see
+the run at any time."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from testbed.app.report.errors import UsageError as RunDirError
+from testbed.app.report.rundir import load_run
+from testbed.app.ui.feed import EventFeed, add_ui_routes, cluster_layout, page_url
+from testbed.app.usage import UsageError
+from testbed.chaos_client import run_directory
+from testbed.journal.schema import read_events
+
+HOST = "127.0.0.1"
+
+
+def replay_feed(run: str | Path) -> EventFeed:
+    """The feed of a recorded run: its whole journal, and its end."""
+    try:
+        data = load_run(run_directory(run))
+    except RunDirError as exc:
+        raise UsageError(f"testbed ui: {exc}") from None
+    journal = data.path / "events.jsonl"
+    if not journal.is_file():
+        raise UsageError(
+            f"testbed ui: {journal}: missing; give the directory of a run (it replays its journal)"
+        )
+    feed = EventFeed(cluster_layout(data.cluster, data.name, data.dilation), read_events(journal).events)
+    feed.close()
+    return feed
+
+
+async def serve(feed: EventFeed, port: int) -> None:
+    """Serve the page until interrupted, its address (with a fresh token) on standard output."""
+    token = secrets.token_urlsafe(16)
+    app = web.Application()
+    add_ui_routes(app, feed, token)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, HOST, port)
+        try:
+            await site.start()
+        except OSError as exc:
+            raise UsageError(f"testbed ui --port {port}: cannot listen on {HOST}: {exc.strerror}") from None
+        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        print(
+            f"live view of {feed.layout['name']} (replay): {page_url(f'http://{HOST}:{bound}', token)}",
+            flush=True,
+        )
+        print("Ctrl-C stops it", file=sys.stderr, flush=True)
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,35 @@
+"""What the live view's browser tests share: the page's shown state read back, and a
+screenshot's pixel spread (a blank page has none)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+SHOWN = """JSON.stringify({
+    nodes: Object.fromEntries([...document.querySelectorAll('#cluster .node')]
+        .map(n => [n.dataset.node, n.dataset.state])),
+    jobs: Object.fromEntries([...document.querySelectorAll('#jobs tbody tr')]
+        .map(r => [r.dataset.job, r.dataset.status])),
+    evictions: [...document.querySelectorAll('#eviction-list li')].map(li => li.dataset.node),
+    clock: document.getElementById('clock-label').textContent,
+    ended: window.testbedUi.ended,
+})"""
+"""What the page shows: each node card's state, each job row's status, the evicted nodes listed."""
+RUNNING = "[...window.testbedUi.state.attempts.values()].filter(a => a.status === 'running').map(a => a.task)"
+"""The tasks whose attempts the page draws as running."""
+
+
+def pixel_spread(png: bytes) -> float:
+    """The standard deviation of a screenshot's grey levels (0 for a page of one colour)."""
+    return float(np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=float).std())
+
+
+def slide_to(fraction: float) -> str:
+    """JavaScript moving the time slider to ``fraction`` of the journal, as a user's drag does."""
+    return (
+        "(() => { const s = document.getElementById('clock');"
+        f" s.value = Math.round(s.max * {fraction}); s.dispatchEvent(new Event('input')); }})()"
+    )

@@ -1,0 +1,81 @@
+"""``testbed ui RUN_DIR``: a recorded run replayed in real headless Chromium, its final state
+shown and the time slider taking it back; a bad RUN_DIR refused in one line."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from testbed.node.processes import child_env
+from tests.support.cli import cli, one_line
+from tests.support.headless_chromium import CHROMIUM, opened_tab
+from tests.support.live_view import RUNNING, SHOWN, pixel_spread, slide_to
+from tests.support.recorded_run import EVICTION, JOBS, NODES, RUN_END, TASKS, write_run
+
+chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (Debian: chromium)")
+
+
+@contextlib.asynccontextmanager
+async def serving_replay(run_dir: Path) -> AsyncIterator[str]:
+    """``testbed ui run_dir`` running; its page's address (stopped with Ctrl-C on the way out)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "testbed.app.cli", "ui", str(run_dir),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=child_env(),
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        line = (await process.stdout.readline()).decode()
+        match = re.search(r"http://127\.0\.0\.1:\d+/ui\?token=\S+", line)
+        assert match, line
+        yield match.group(0)
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert await process.wait() == 0
+
+
+@chromium
+async def test_the_replay_shows_the_end_and_the_slider_takes_it_back(tmp_path: Path) -> None:
+    write_run(tmp_path / "run")
+    evicted, _, evicted_at, *_ = EVICTION
+    before = evicted_at - 1.0  # 5 s: every job submitted, none finished, no eviction yet
+    async with (
+        asyncio.timeout(90),
+        serving_replay(tmp_path / "run") as url,
+        opened_tab(url, tmp_path / "profile", width=1200) as tab,
+    ):
+        await tab.until("window.testbedUi.ended && document.querySelectorAll('#jobs tbody tr').length > 0")
+        end = json.loads(await tab.evaluate(SHOWN))
+        assert end["ended"] and end["clock"].startswith(f"t = {RUN_END:.1f} of {RUN_END:.1f}")
+        assert end["jobs"] == {job: "succeeded" for job, *_ in JOBS}
+        assert end["evictions"] == [evicted] and end["nodes"][evicted] == "evicted"
+        assert set(end["nodes"]) == {node for node, *_ in NODES}
+        assert pixel_spread(await tab.screenshot()) > 10
+
+        await tab.evaluate(slide_to(before / RUN_END))
+        await tab.until(f"document.getElementById('clock-label').textContent.startsWith('t = {before:.1f}')")
+        back = json.loads(await tab.evaluate(SHOWN))
+        assert back["evictions"] == [] and back["nodes"][evicted] == "up"
+        assert set(back["nodes"]) == {node for node, _, launched, *_ in NODES if launched <= before}
+        assert back["jobs"] == {job: "running" for job, _, submit, _ in JOBS if submit <= before}
+        running = await tab.evaluate(RUNNING)
+        assert sorted(running) == sorted(t[0] for t in TASKS if t[7] <= before < t[8])
+
+        await tab.evaluate(slide_to(1.0))
+        await tab.until(f"document.getElementById('clock-label').textContent.startsWith('t = {RUN_END:.1f}')")
+        assert json.loads(await tab.evaluate(SHOWN)) == end
+        assert tab.problems().console_errors == []
+
+
+def test_a_bad_run_dir_is_refused_in_one_line(tmp_path: Path) -> None:
+    assert "no such run directory" in one_line(cli("ui", str(tmp_path / "nowhere")))
+    (tmp_path / "jobs.csv").write_text("job_id\n")
+    assert "events.jsonl: missing" in one_line(cli("ui", str(tmp_path)))
+    assert "--port" in one_line(cli("ui", str(tmp_path), "--port", "70000"))
