@@ -8,6 +8,8 @@ import io
 import numpy as np
 from PIL import Image
 
+from tests.support.headless_chromium import Tab
+
 SHOWN = """JSON.stringify({
     nodes: Object.fromEntries([...document.querySelectorAll('#cluster .node')]
         .map(n => [n.dataset.node, n.dataset.state])),
@@ -15,11 +17,20 @@ SHOWN = """JSON.stringify({
         .map(r => [r.dataset.job, r.dataset.status])),
     evictions: [...document.querySelectorAll('#eviction-list li')].map(li => li.dataset.node),
     clock: document.getElementById('clock-label').textContent,
-    ended: window.testbedUi.ended,
+    ended: document.body.dataset.ended === 'true',
 })"""
-"""What the page shows: each node card's state, each job row's status, the evicted nodes listed."""
+"""What the page shows: each node card's state, each job row's status, the evicted nodes listed,
+the clock, and whether the stream's end is drawn."""
+DRAWN_TO_THE_END = "document.body.dataset.ended === 'true'"
+"""The page has drawn the state after the stream's last event."""
 RUNNING = "[...window.testbedUi.state.attempts.values()].filter(a => a.status === 'running').map(a => a.task)"
 """The tasks whose attempts the page draws as running."""
+
+
+def page_errors(tab: Tab) -> list[str]:
+    """The page's errors, but for its event stream's request cut short when the page closes it
+    at the stream's end (``net::ERR_ABORTED``, as the server ends the response: a race)."""
+    return [error for error in tab.problems().console_errors if "ERR_ABORTED" not in error]
 
 
 def pixel_spread(png: bytes) -> float:

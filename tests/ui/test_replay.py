@@ -17,7 +17,7 @@ import pytest
 from testbed.node.processes import child_env
 from tests.support.cli import cli, one_line
 from tests.support.headless_chromium import CHROMIUM, opened_tab
-from tests.support.live_view import RUNNING, SHOWN, pixel_spread, slide_to
+from tests.support.live_view import DRAWN_TO_THE_END, RUNNING, SHOWN, page_errors, pixel_spread, slide_to
 from tests.support.recorded_run import EVICTION, JOBS, NODES, RUN_END, TASKS, write_run
 
 chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (Debian: chromium)")
@@ -51,7 +51,7 @@ async def test_the_replay_shows_the_end_and_the_slider_takes_it_back(tmp_path: P
         serving_replay(tmp_path / "run") as url,
         opened_tab(url, tmp_path / "profile", width=1200) as tab,
     ):
-        await tab.until("window.testbedUi.ended && document.querySelectorAll('#jobs tbody tr').length > 0")
+        await tab.until(DRAWN_TO_THE_END)
         end = json.loads(await tab.evaluate(SHOWN))
         assert end["ended"] and end["clock"].startswith(f"t = {RUN_END:.1f} of {RUN_END:.1f}")
         assert end["jobs"] == {job: "succeeded" for job, *_ in JOBS}
@@ -71,7 +71,7 @@ async def test_the_replay_shows_the_end_and_the_slider_takes_it_back(tmp_path: P
         await tab.evaluate(slide_to(1.0))
         await tab.until(f"document.getElementById('clock-label').textContent.startsWith('t = {RUN_END:.1f}')")
         assert json.loads(await tab.evaluate(SHOWN)) == end
-        assert tab.problems().console_errors == []
+        assert page_errors(tab) == []
 
 
 def test_a_bad_run_dir_is_refused_in_one_line(tmp_path: Path) -> None:

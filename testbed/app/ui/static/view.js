@@ -120,6 +120,7 @@ function draw() {
   const end = ui.events.length ? ui.events[ui.events.length - 1].t : 0;
   const status = state.aborted ? `aborted: ${state.aborted}` : state.ended || (ui.ended ? "journal ends (no run_finished)" : ui.lost ? "disconnected" : "running");
   document.getElementById("title").textContent = `${state.layout.name}: ${status}`;
+  document.body.dataset.ended = ui.ended; // what is drawn: the stream's end, once drawn
   document.getElementById("clock-label").textContent = `t = ${fmt(state.t)} of ${fmt(end)} s`;
   drawCluster(state);
   drawGantt(state);
