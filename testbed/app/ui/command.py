@@ -1,10 +1,9 @@
 """The ``testbed ui`` command (its work in ``testbed.app.ui.replay``, imported when it runs:
-``testbed --help`` needs neither aiohttp nor the scenario's schema)."""
+``testbed --help`` needs neither asyncio, aiohttp nor the scenario's schema)."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +21,8 @@ def add_ui_command(sub: Any, port_number: Callable[[str], int]) -> None:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
+    import asyncio
+
     from testbed.app.ui.replay import replay_feed, serve
 
     feed = replay_feed(args.run)
