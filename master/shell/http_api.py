@@ -48,7 +48,7 @@ class MasterApi:
         journal = master.run_dir / "events.jsonl"  # a resumed run's: what it did before its crash
         self.feed = EventFeed(
             cluster_layout(scenario.cluster, scenario.name, scenario.fidelity.factor),
-            read_events(journal).events if journal.exists() else (),
+            read_events(journal).events,
         )
         master.journal.listeners.append(self.feed.publish)
         self.announce: Callable[[str], None] | None = None
