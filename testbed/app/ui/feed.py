@@ -69,43 +69,45 @@ def page_html() -> str:
 
 
 class EventFeed:
-    """The run's events so far (emulated seconds) and a queue per open stream. ``publish`` is
-    a journal listener; ``close`` ends every stream (before the HTTP server stops, which
-    would otherwise wait for them)."""
+    """The run's events so far and a queue per open stream. ``publish`` is a journal listener
+    (it keeps the record, no copy: an event is converted to emulated seconds only when a page
+    is sent it, so a run nobody watches pays one append per event); ``close`` ends every
+    stream (before the HTTP server stops, which would otherwise wait for them)."""
 
     def __init__(self, layout: dict[str, Any], history: Iterable[Mapping[str, Any]] = ()) -> None:
         self.layout = layout
         self.dilation = float(layout["dilation"])
-        self.history = [emulated(dict(record), self.dilation) for record in history]
+        self.history: list[Mapping[str, Any]] = list(history)
         self.closed = False
-        self._streams: set[asyncio.Queue[dict[str, Any] | None]] = set()
+        self._streams: set[asyncio.Queue[Mapping[str, Any] | None]] = set()
 
     def publish(self, record: Mapping[str, Any]) -> None:
-        event = emulated(dict(record), self.dilation)
-        self.history.append(event)
+        self.history.append(record)
         for queue in self._streams:
-            queue.put_nowait(event)
+            queue.put_nowait(record)
 
     def close(self) -> None:
         self.closed = True
         for queue in self._streams:
             queue.put_nowait(None)
 
+    def _frame(self, record: Mapping[str, Any]) -> bytes:
+        return sse_frame(emulated(dict(record), self.dilation))
+
     async def stream(self, request: web.Request) -> web.StreamResponse:
         """The layout, the events so far, then each new one until the feed closes."""
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        queue: asyncio.Queue[Mapping[str, Any] | None] = asyncio.Queue()
         backlog = list(self.history)  # taken with the queue added, no await between: no gap
         if self.closed:
             queue.put_nowait(None)
         self._streams.add(queue)
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
+        headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        response = web.StreamResponse(headers=headers)
         try:
             await response.prepare(request)
-            await response.write(sse_frame(self.layout, "layout") + b"".join(map(sse_frame, backlog)))
-            while (event := await queue.get()) is not None:
-                await response.write(sse_frame(event))
+            await response.write(sse_frame(self.layout, "layout") + b"".join(map(self._frame, backlog)))
+            while (record := await queue.get()) is not None:
+                await response.write(self._frame(record))
             await response.write(sse_frame({}, "end"))
         finally:
             self._streams.discard(queue)
