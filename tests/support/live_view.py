@@ -25,6 +25,8 @@ DRAWN_TO_THE_END = "document.body.dataset.ended === 'true'"
 """The page has drawn the state after the stream's last event."""
 RUNNING = "[...window.testbedUi.state.attempts.values()].filter(a => a.status === 'running').map(a => a.task)"
 """The tasks whose attempts the page draws as running."""
+RELAUNCHED = "[...window.testbedUi.state.attempts.values()].filter(a => a.relaunch).map(a => a.task)"
+"""The tasks of the attempts the page marks as relaunches."""
 
 
 def page_errors(tab: Tab) -> list[str]:

@@ -17,7 +17,15 @@ import pytest
 from testbed.node.processes import child_env
 from tests.support.cli import cli, one_line
 from tests.support.headless_chromium import CHROMIUM, opened_tab
-from tests.support.live_view import DRAWN_TO_THE_END, RUNNING, SHOWN, page_errors, pixel_spread, slide_to
+from tests.support.live_view import (
+    DRAWN_TO_THE_END,
+    RELAUNCHED,
+    RUNNING,
+    SHOWN,
+    page_errors,
+    pixel_spread,
+    slide_to,
+)
 from tests.support.recorded_run import EVICTION, JOBS, NODES, RUN_END, TASKS, write_run
 
 chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (Debian: chromium)")
@@ -58,6 +66,10 @@ async def test_the_replay_shows_the_end_and_the_slider_takes_it_back(tmp_path: P
         assert end["evictions"] == [evicted] and end["nodes"][evicted] == "evicted"
         assert set(end["nodes"]) == {node for node, *_ in NODES}
         assert pixel_spread(await tab.screenshot()) > 10
+        relaunched = await tab.evaluate(
+            RELAUNCHED
+        )  # marked in the Gantt: an attempt after a lost or failed one
+        assert sorted(relaunched) == sorted(t[0] for t in TASKS if t[4] > 1)
 
         await tab.evaluate(slide_to(before / RUN_END))
         await tab.until(f"document.getElementById('clock-label').textContent.startsWith('t = {before:.1f}')")
