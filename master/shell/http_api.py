@@ -31,7 +31,6 @@ from master.shell.live_chaos import NotRunning
 from master.shell.master_ports import ApiPort
 from master.shell.secure_dir import write_secret_file
 from testbed.app.ui.feed import EventFeed, add_ui_routes, cluster_layout, page_url
-from testbed.journal.schema import read_events
 from testbed.scenario.chaos import EvictSpec
 from testbed.wire.blocks import TOKEN_HEADER
 from testbed.wire.tokens import token_matches
@@ -45,10 +44,9 @@ class MasterApi:
         self.master = master
         self.port = 0
         scenario = master.scenario
-        journal = master.run_dir / "events.jsonl"  # a resumed run's: what it did before its crash
         self.feed = EventFeed(
             cluster_layout(scenario.cluster, scenario.name, scenario.fidelity.factor),
-            read_events(journal).events,
+            master.run_dir / "events.jsonl",  # a resumed run's holds what it did before its crash
         )
         master.journal.listeners.append(self.feed.publish)
         self.announce: Callable[[str], None] | None = None

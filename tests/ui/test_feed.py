@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -20,13 +21,16 @@ CLUSTER = ClusterSpec.model_validate(
 )
 
 
-def feed_of(*history: dict) -> EventFeed:
-    return EventFeed(cluster_layout(CLUSTER, "demo", 2.0), history)
+def feed_of(directory: Path, *history: dict) -> EventFeed:
+    """A feed of a journal that holds ``history`` (and a torn last line, as after a crash)."""
+    journal = directory / "events.jsonl"
+    journal.write_text("".join(json.dumps(event) + "\n" for event in history) + '{"t": 9', encoding="utf-8")
+    return EventFeed(cluster_layout(CLUSTER, "demo", 2.0), journal)
 
 
 @pytest.fixture
-async def served() -> AsyncIterator[tuple[TestClient, EventFeed]]:
-    feed = feed_of({"t": 4.0, "event": "run_started", "run_id": "r", "name": "demo"})
+async def served(tmp_path: Path) -> AsyncIterator[tuple[TestClient, EventFeed]]:
+    feed = feed_of(tmp_path, {"t": 4.0, "event": "run_started", "run_id": "r", "name": "demo"})
     app = web.Application()
     add_ui_routes(app, feed, TOKEN)
     async with TestClient(TestServer(app)) as client:
@@ -108,8 +112,8 @@ async def test_the_stream_sends_the_layout_the_past_and_each_new_event_in_emulat
     assert await response.content.read() == b""
 
 
-async def test_a_stream_opened_after_the_end_gets_everything_then_the_end() -> None:
-    feed = feed_of({"t": 1.0, "event": "run_finished", "status": "succeeded"})
+async def test_a_stream_opened_after_the_end_gets_everything_then_the_end(tmp_path: Path) -> None:
+    feed = feed_of(tmp_path, {"t": 1.0, "event": "run_finished", "status": "succeeded"})
     feed.close()
     app = web.Application()
     add_ui_routes(app, feed, TOKEN)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from testbed.chaosmodels.zones import zone_pattern
+from testbed.journal.schema import read_events
 from testbed.scenario.cluster import ClusterSpec
 from testbed.scenario.fidelity import emulated
 from testbed.wire.blocks import TOKEN_HEADER
@@ -69,20 +70,20 @@ def page_html() -> str:
 
 
 class EventFeed:
-    """The run's events so far and a queue per open stream. ``publish`` is a journal listener
-    (it keeps the record, no copy: an event is converted to emulated seconds only when a page
-    is sent it, so a run nobody watches pays one append per event); ``close`` ends every
-    stream (before the HTTP server stops, which would otherwise wait for them)."""
+    """A queue per open stream of the run's journal ``events.jsonl``. ``publish`` is a journal
+    listener; a stream's past events are read from the file as it opens (a real run's journal
+    flushes every line), so a run nobody watches keeps nothing and pays a loop over no
+    streams per event. ``close`` ends every stream (before the HTTP server stops, which would
+    otherwise wait for them)."""
 
-    def __init__(self, layout: dict[str, Any], history: Iterable[Mapping[str, Any]] = ()) -> None:
+    def __init__(self, layout: dict[str, Any], journal: Path) -> None:
         self.layout = layout
+        self.journal = journal
         self.dilation = float(layout["dilation"])
-        self.history: list[Mapping[str, Any]] = list(history)
         self.closed = False
         self._streams: set[asyncio.Queue[Mapping[str, Any] | None]] = set()
 
     def publish(self, record: Mapping[str, Any]) -> None:
-        self.history.append(record)
         for queue in self._streams:
             queue.put_nowait(record)
 
@@ -97,10 +98,11 @@ class EventFeed:
     async def stream(self, request: web.Request) -> web.StreamResponse:
         """The layout, the events so far, then each new one until the feed closes."""
         queue: asyncio.Queue[Mapping[str, Any] | None] = asyncio.Queue()
-        backlog = list(self.history)  # taken with the queue added, no await between: no gap
         if self.closed:
             queue.put_nowait(None)
         self._streams.add(queue)
+        backlog = read_events(self.journal).events  # read as the queue is added (no await between):
+        # every event is in the file or in the queue, once
         headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         response = web.StreamResponse(headers=headers)
         try:

@@ -16,7 +16,6 @@ from testbed.app.report.rundir import load_run
 from testbed.app.ui.feed import EventFeed, add_ui_routes, cluster_layout, page_url
 from testbed.app.usage import UsageError
 from testbed.chaos_client import run_directory
-from testbed.journal.schema import read_events
 
 HOST = "127.0.0.1"
 
@@ -32,7 +31,7 @@ def replay_feed(run: str | Path) -> EventFeed:
         raise UsageError(
             f"testbed ui: {journal}: missing; give the directory of a run (it replays its journal)"
         )
-    feed = EventFeed(cluster_layout(data.cluster, data.name, data.dilation), read_events(journal).events)
+    feed = EventFeed(cluster_layout(data.cluster, data.name, data.dilation), journal)
     feed.close()
     return feed
 
