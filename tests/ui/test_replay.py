@@ -91,3 +91,61 @@ def test_a_bad_run_dir_is_refused_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "jobs.csv").write_text("job_id\n")
     assert "events.jsonl: missing" in one_line(cli("ui", str(tmp_path)))
     assert "--port" in one_line(cli("ui", str(tmp_path), "--port", "70000"))
+
+
+SYNTHETIC = [  # a speculative copy beside its original, a notice and a slowdown on one node
+    {"t": 0.0, "event": "node_up", "node": "transient-0", "class": "transient"},
+    {"t": 0.0, "event": "slowdown_drawn", "node": "transient-0", "class": "transient", "factor": 2.0},
+    {"t": 1.0, "event": "task_started", "task": "a", "job": "j", "node": "transient-0", "attempt": 0},
+    {
+        "t": 2.0,
+        "event": "task_started",
+        "task": "a",
+        "job": "j",
+        "node": "transient-0",
+        "attempt": 1,
+        "role": "copy",
+    },
+    {
+        "t": 3.0,
+        "event": "task_finished",
+        "task": "a",
+        "node": "transient-0",
+        "attempt": 1,
+        "status": "succeeded",
+    },
+    {
+        "t": 3.0,
+        "event": "task_finished",
+        "task": "a",
+        "node": "transient-0",
+        "attempt": 0,
+        "status": "killed",
+    },
+    {"t": 3.5, "event": "task_started", "task": "b", "job": "j", "node": "transient-0", "attempt": 0},
+    {"t": 4.0, "event": "eviction_notice", "node": "transient-0", "seconds": 30.0},
+]
+FOLDED = """(() => {
+    const state = foldUpTo(window.testbedUi.layout, %s, Infinity);
+    const node = state.nodes.get('transient-0');
+    return {attempts: [...state.attempts.values()].map(a => [a.key, a.lane, a.status, a.copy, a.relaunch]),
+            notice: node.notice, slowdown: node.slowdown};
+})()"""
+
+
+@chromium
+async def test_the_fold_marks_copies_and_gives_concurrent_attempts_their_own_lanes(tmp_path: Path) -> None:
+    write_run(tmp_path / "run")
+    async with (
+        asyncio.timeout(90),
+        serving_replay(tmp_path / "run") as url,
+        opened_tab(url, tmp_path / "profile") as tab,
+    ):
+        await tab.until(DRAWN_TO_THE_END)
+        folded = await tab.evaluate(FOLDED % json.dumps(SYNTHETIC))
+    assert folded["attempts"] == [
+        ["a#0", 0, "killed", False, False],
+        ["a#1", 1, "succeeded", True, False],  # beside the original, while both run
+        ["b#0", 0, "running", False, False],  # the first lane free again
+    ]
+    assert folded["notice"] == {"at": 4.0, "seconds": 30.0} and folded["slowdown"] == 2.0
