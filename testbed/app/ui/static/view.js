@@ -98,7 +98,9 @@ function drawJobs(state) {
 
 function drawCdf(chartOf, values) {
   const sorted = values.filter((v) => v !== null && v !== undefined).sort((a, b) => a - b);
-  chartOf.data.datasets = [{ data: sorted.map((x, i) => ({ x, y: (i + 1) / sorted.length })), stepped: true, borderColor: "#4e79a7" }];
+  const steps = sorted.map((x, i) => ({ x, y: (i + 1) / sorted.length }));
+  const data = sorted.length ? [{ x: sorted[0], y: 0 }, ...steps] : [];
+  chartOf.data.datasets = [{ data, stepped: true, borderColor: "#4e79a7", pointRadius: 0 }];
   chartOf.update("none");
 }
 
