@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 
 from testbed.plan import Dependency, JobPlan, StagePlan
+from testbed.scenario.errors import ScenarioError
+from testbed.scenario.plugins import find_plugin
 from testbed.scenario.splitting import line_splits
 from testbed.workloads.base import Combiner, FetchFailed, TaskContext, TaskFunction, WorkloadError
 from testbed.workloads.dag import plan_dag
@@ -58,10 +60,7 @@ PAIRS_PER_FRAME = 512
 
 
 def load_workload(name: str, options: dict[str, Any], field: str = "workload") -> Any:
-    """The plugin ``name`` built with its options (a ``ScenarioError`` naming ``field`` otherwise);
-    a worker imports the plugin loader with the first plugin task it runs."""
-    from testbed.scenario.plugins import find_plugin
-
+    """The plugin ``name`` built with its options (a ``ScenarioError`` naming ``field`` otherwise)."""
     return find_plugin("workload", name, field).build(options)
 
 
@@ -211,8 +210,6 @@ def source_chunks(workload: Any, source: dict[str, Any]) -> Iterator[bytes]:
 
 
 def task_workload(ctx: TaskContext) -> Any:
-    from testbed.scenario.loading import ScenarioError
-
     try:
         return load_workload(ctx.params["workload"], ctx.params["options"])
     except ScenarioError as exc:
@@ -377,8 +374,6 @@ def read_output(directory: Path) -> Counter[str]:
 
 def check_plugin(job: PluginJob, seed: int, directory: Path) -> list[str]:
     """The output's lines against the reference's (as multisets)."""
-    from testbed.scenario.loading import ScenarioError
-
     try:
         got = read_output(directory)
     except (UnicodeDecodeError, OSError) as exc:
