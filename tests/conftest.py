@@ -51,6 +51,17 @@ def processes_temp_dir() -> Iterator[None]:
 
 
 @pytest.fixture
+def short_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A run's TMPDIR, short (its provider's private directory, and its nodes' forkserver
+    sockets, go in it: a socket's path is limited to 107 bytes), removed after."""
+    temp = Path(tempfile.mkdtemp(prefix="t-", dir="/tmp"))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    yield temp
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture
 def isolated_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Loading a scenario puts its directory on sys.path and PYTHONPATH, and imports its
     plugins: undo both after (plugin modules are those loaded from under ``tmp_path``)."""

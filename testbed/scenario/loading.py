@@ -21,14 +21,7 @@ from yaml.events import AliasEvent, CollectionStartEvent
 from yaml.resolver import Resolver
 
 from testbed.limits import MAX_ALIAS_NODES, MAX_SCENARIO_BYTES, MAX_YAML_DEPTH
-
-
-class ScenarioError(Exception):
-    """A scenario could not be used; ``problems`` holds one line per problem."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = problems
+from testbed.scenario.errors import ScenarioError
 
 
 class YamlLimitError(MarkedYAMLError):

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from testbed import registry
 from testbed.api import API_VERSION
-from testbed.scenario.loading import ScenarioError
+from testbed.scenario.errors import ScenarioError
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from testbed import registry
-from testbed.plan import JobPlan
 from testbed.scenario.inputs import resolve_inputs
-from testbed.scenario.schema import PluginJob, Scenario
 from testbed.workloads import dag, user
 from testbed.workloads.base import Combiner, TaskFunction
+
+if TYPE_CHECKING:  # the master's: an agent's task workers import neither
+    from testbed.plan import JobPlan
+    from testbed.scenario.schema import Scenario
 
 BUILT_IN: dict[str, ModuleType] = {
     name: importlib.import_module(module) for name, module in registry.BUILTINS["workload"].items()
@@ -38,6 +41,8 @@ COMBINERS: dict[str, Combiner] = {
 def plan_job(job, seed: int, scenario: Scenario) -> JobPlan:
     """A job's stages of tasks. A simulated run (``backend: sim``) plans from sizes alone:
     no input is generated or read beyond the files' sizes."""
+    from testbed.scenario.jobs import PluginJob
+
     if getattr(job, "input", None) is not None and not resolve_inputs(job.input):  # a chained job's parts
         raise ValueError(f"no input file matches {job.input!r}")
     module = user if isinstance(job, PluginJob) else BUILT_IN[job.workload]

@@ -52,11 +52,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from testbed.plan import Dependency, JobPlan, StagePlan
-from testbed.scenario.schema import MlrJob, Scenario
 from testbed.wire.blocks import FRAME_HEADER, BlockWriter
 from testbed.workloads.base import Combiner, TaskContext, TaskFunction
 
 if TYPE_CHECKING:
+    from testbed.scenario.schema import MlrJob, Scenario
     from testbed.workloads.task_model import Role
 
 POINTS_PER_SPLIT = 50_000

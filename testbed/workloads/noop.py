@@ -3,10 +3,14 @@ measuring the control plane alone."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from testbed.plan import JobPlan, StagePlan
-from testbed.scenario.schema import NoopJob, Scenario
 from testbed.wire.protocol import INLINE_NOOP
 from testbed.workloads.base import Combiner, TaskFunction
+
+if TYPE_CHECKING:
+    from testbed.scenario.schema import NoopJob, Scenario
 
 
 def plan(job: NoopJob, seed: int, scenario: Scenario | None = None) -> JobPlan:

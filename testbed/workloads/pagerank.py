@@ -67,7 +67,6 @@ import numpy as np
 
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
-from testbed.scenario.schema import PagerankJob, Scenario
 from testbed.scenario.splitting import byte_ranges
 from testbed.wire.protocol import BlockRef
 from testbed.workloads.base import Combiner, InputDataError, TaskContext, TaskFunction
@@ -76,6 +75,7 @@ from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import read_lines_range
 
 if TYPE_CHECKING:
+    from testbed.scenario.schema import PagerankJob, Scenario
     from testbed.workloads.task_model import Role
 
 EDGE_DTYPE = np.dtype([("src", "<i8"), ("dst", "<i8")])

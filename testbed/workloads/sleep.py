@@ -8,10 +8,13 @@ stretched by its dilation).
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from testbed.plan import JobPlan, StagePlan
-from testbed.scenario.schema import Scenario, SleepJob
 from testbed.workloads.base import Combiner, TaskContext, TaskFunction
+
+if TYPE_CHECKING:
+    from testbed.scenario.schema import Scenario, SleepJob
 
 
 def plan(job: SleepJob, seed: int, scenario: Scenario | None = None) -> JobPlan:

@@ -31,7 +31,6 @@ import numpy as np
 
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.inputs import resolve_inputs
-from testbed.scenario.schema import Scenario, SortJob
 from testbed.scenario.splitting import byte_ranges
 from testbed.workloads.base import Combiner, TaskContext, TaskFunction
 from testbed.workloads.progress import REDUCE, split_bytes
@@ -40,6 +39,7 @@ from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import read_records_range
 
 if TYPE_CHECKING:
+    from testbed.scenario.schema import Scenario, SortJob
     from testbed.workloads.task_model import Role
 
 RECORD = 100

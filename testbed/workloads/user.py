@@ -33,14 +33,13 @@ import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 
 from testbed.plan import Dependency, JobPlan, StagePlan
-from testbed.scenario.dag_jobs import dag_of, job_inputs
+from testbed.scenario.errors import ScenarioError
 from testbed.scenario.plugins import find_plugin
-from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
 from testbed.scenario.splitting import line_splits
 from testbed.workloads.base import Combiner, FetchFailed, TaskContext, TaskFunction, WorkloadError
 from testbed.workloads.dag import plan_dag
@@ -48,6 +47,9 @@ from testbed.workloads.groups import GroupBuffer, RecordError, pack_pair
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import SpillFiles
 from testbed.workloads.splits import read_lines_range
+
+if TYPE_CHECKING:  # the scenario schema is the master's: a worker imports it for no task
+    from testbed.scenario.schema import PluginJob, Scenario
 
 SPLIT_MB = 8
 GENERATED_MAPS = 4
@@ -120,6 +122,8 @@ def plan(job: PluginJob, seed: int, scenario: Scenario | None = None) -> JobPlan
 
 def planned_dag(job: PluginJob, seed: int, workload: Any) -> JobPlan:
     """The plan of a plugin's ``dag(job)`` (``testbed.scenario.dag_jobs``)."""
+    from testbed.scenario.dag_jobs import dag_of
+
     return plan_dag(job.workload, dag_of(job, seed, workload))
 
 
@@ -356,6 +360,8 @@ def dag_reference(job: PluginJob, seed: int, workload: Any) -> Iterator[str]:
     ``dag(job)`` got (a DAG's sources are its own, so there are no records to hand it)."""
     if workload.reference is None:
         raise WorkloadError(f"{type(workload).__name__} plans a dag() but has no reference(job) to check by")
+    from testbed.scenario.dag_jobs import job_inputs
+
     yield from calling(workload, "reference", job_inputs(job, seed))
 
 

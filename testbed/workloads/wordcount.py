@@ -37,7 +37,6 @@ import msgpack
 import numpy as np
 
 from testbed.plan import Dependency, JobPlan, StagePlan
-from testbed.scenario.schema import Scenario, WordcountJob
 from testbed.scenario.splitting import line_splits
 from testbed.wire.blocks import BlockWriter
 from testbed.workloads.base import Combiner, TaskContext, TaskFunction
@@ -48,6 +47,7 @@ from testbed.workloads.spill import SpillFiles
 from testbed.workloads.splits import read_lines_range
 
 if TYPE_CHECKING:
+    from testbed.scenario.schema import Scenario, WordcountJob
     from testbed.workloads.task_model import Role
 
 WORD = re.compile(r"[^\W_]+")

@@ -33,13 +33,15 @@ class LaunchesOnce(Counting):
         return {"waiting": sum(len(job.pending) for job in snapshot.jobs), "reason": 1}
 
 
-def ten_tasks_on_two_slots(scheduler: str, autoscaler: Autoscaler) -> Driver:
+def ten_tasks_on_two_slots(scheduler: str, autoscaler: Autoscaler, *more: int) -> Driver:
+    """One job of ten 60 s tasks, and jobs of ``more`` tasks each, on one node of two slots."""
+    jobs = [{"workload": "sleep", "tasks": n, "duration": "60s"} for n in (10, *more)]
     scenario = parse_scenario(
         {
             "name": "backlog",
             "cluster": {"reserved": {"count": 1, "slots": 2}, "transient": 0},
             "policy": {"scheduler": scheduler},
-            "jobs": [{"workload": "sleep", "tasks": 10, "duration": "60s"}],
+            "jobs": jobs,
         }
     )
     return Driver(scenario, autoscaler=autoscaler)
@@ -56,6 +58,18 @@ def test_ten_ready_tasks_on_two_slots_show_eight_waiting(scheduler: str) -> None
     assert len(driver.running()) == 2  # the cluster is full
     driver.do(Round())
     assert counting.waiting and set(counting.waiting) == {8}, counting.waiting
+
+
+def test_fifo_shows_the_autoscaler_the_jobs_beyond_its_window() -> None:
+    """FIFO's window ends inside the first job (its round shows the later jobs with no pending
+    task); the autoscaler sees every job's ready tasks: 8 of the first, 3 and 5 of the others."""
+    counting = Counting()
+    driver = ten_tasks_on_two_slots("fifo", counting, 3, 5)
+    driver.boot()
+    driver.do(Round())
+    driver.do(Round())
+    assert len(driver.running()) == 2
+    assert counting.waiting and set(counting.waiting) == {16}, counting.waiting
 
 
 def test_a_plugins_facts_are_journaled_with_its_decision() -> None:

@@ -3,32 +3,29 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
-from docker.models.containers import Container
 
 from master.providers.base import ForeignNodeError
 from master.shell.run import run_scenario
-from testbed.app.cli import main
-from testbed.node.processes import SECRETS_FILE_ENV
 from testbed.scenario.chaos import EvictSpec
 from testbed.scenario.schema import SortJob
-from testbed.wire.broker import ENROL_USER
 from testbed.workloads.cli import write_generated
 from tests.support.docker import (
     REPO,
     Decoys,
+    assert_no_secret_in_env,
     assert_scenario_results,
     compose_command,
     deployed_stack,
     new_run_id,
     remove_run,
     run_leftovers,
+    run_secrets,
 )
 from tests.support.runs import assert_exact
 from tests.support.scenarios import make_scenario
@@ -76,22 +73,6 @@ async def test_container_killed_mid_job_output_exact_and_foreign_containers_refu
         assert run_leftovers(docker_client, run_id) == []
     finally:
         remove_run(docker_client, run_id)
-
-
-def run_secrets(directory: Path) -> list[str]:
-    """Fresh secrets of a compose run in ``directory`` (``testbed secrets``): every value."""
-    assert main(["secrets", str(directory)]) == 0
-    values = [v for f in directory.iterdir() for v in json.loads(f.read_text()).values()]
-    return [v for v in values if v != ENROL_USER]
-
-
-def assert_no_secret_in_env(containers: list[Container], secrets: list[str]) -> None:
-    """``docker inspect``'s Env of each container names its secret file, and holds no secret."""
-    assert containers
-    for container in containers:
-        env = container.attrs["Config"]["Env"]
-        assert not [s for s in secrets if any(s in variable for variable in env)], f"{container.name}: {env}"
-        assert any(v.startswith(f"{SECRETS_FILE_ENV}=") for v in env), f"{container.name}: {env}"
 
 
 def test_compose_quickstart_end_to_end(

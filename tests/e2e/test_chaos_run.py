@@ -5,11 +5,8 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +31,6 @@ WORDCOUNTS = [
 
 def events(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-
-
-@pytest.fixture
-def short_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The run's TMPDIR, short (its nodes' forkserver sockets go in it), removed after."""
-    temp = Path(tempfile.mkdtemp(prefix="t-", dir="/tmp"))
-    monkeypatch.setenv("TMPDIR", str(temp))
-    monkeypatch.setattr(tempfile, "tempdir", None)
-    yield temp
-    shutil.rmtree(temp, ignore_errors=True)
 
 
 async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(

@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +19,11 @@ import pytest
 from docker.models.containers import Container
 
 from master.providers.docker import LABEL_RUN
+from testbed.app.cli import main
 from testbed.node.cgroups import CgroupUnavailable, detect, hierarchy_path, remove_everywhere
+from testbed.node.processes import SECRETS_FILE_ENV
 from testbed.scenario.schema import load_scenario
+from testbed.wire.broker import ENROL_USER
 from tests.support.runs import assert_exact
 
 _run_numbers = itertools.count()
@@ -149,15 +152,37 @@ def assert_scenario_results(results: Path, name: str = "quickstart") -> dict[str
     return summary
 
 
+def run_secrets(directory: Path) -> list[str]:
+    """Fresh secrets of a compose run in ``directory`` (``testbed secrets``): every value."""
+    assert main(["secrets", str(directory)]) == 0
+    values = [v for f in directory.iterdir() for v in json.loads(f.read_text()).values()]
+    return [v for v in values if v != ENROL_USER]
+
+
+def assert_no_secret_in_env(containers: list[Container], secrets: list[str]) -> None:
+    """``docker inspect``'s Env of each container names its secret file, and holds no secret."""
+    assert containers
+    for container in containers:
+        env = container.attrs["Config"]["Env"]
+        assert not [s for s in secrets if any(s in variable for variable in env)], f"{container.name}: {env}"
+        assert any(v.startswith(f"{SECRETS_FILE_ENV}=") for v in env), f"{container.name}: {env}"
+
+
 def master_task_state(client: docker.DockerClient, stack: str) -> str:
     tasks = client.api.tasks(filters={"service": f"{stack}_master"})
     return tasks[0]["Status"]["State"] if tasks else "pending"
 
 
 @contextlib.contextmanager
-def deployed_stack(client: docker.DockerClient, compose_file: Path, env: dict[str, str]) -> Iterator[str]:
+def deployed_stack(
+    client: docker.DockerClient,
+    compose_file: Path,
+    env: dict[str, str],
+    while_running: Callable[[str], None] | None = None,
+) -> Iterator[str]:
     """Deploy the compose file as a stack of a run of its own, wait until its master's task
-    completed, yield the stack's name; then remove the stack and check nothing of it is left."""
+    completed, yield the stack's name; then remove the stack and check nothing of it is left.
+    ``while_running(stack)`` acts on the stack once it is deployed, before the wait."""
     stack = f"stack{new_run_id()}".replace("-", "")
     env = {"TESTBED_RUN_ID": stack, **env}
     try:
@@ -168,6 +193,8 @@ def deployed_stack(client: docker.DockerClient, compose_file: Path, env: dict[st
             env={**os.environ, **env},
         )
         assert deploy.returncode == 0, deploy.stderr
+        if while_running is not None:
+            while_running(stack)
         state = wait_for_master(client, stack)
         assert state == "complete", f"master task ended {state}: {service_logs(stack)}"
         yield stack
@@ -178,15 +205,40 @@ def deployed_stack(client: docker.DockerClient, compose_file: Path, env: dict[st
     assert client.secrets.list(filters={"label": f"{LABEL_RUN}={stack}"}) == []
 
 
+FINAL_STATES = ("complete", "failed", "rejected", "shutdown", "orphaned")
+"""The states a Swarm task does not leave."""
+
+
 def wait_for_master(client: docker.DockerClient, stack: str, limit_s: float = 600) -> str:
     """The master task's final state (Swarm reports it through the manager)."""
     deadline = _now() + limit_s
     while _now() < deadline:
         state = master_task_state(client, stack)
-        if state in ("complete", "failed", "rejected", "shutdown", "orphaned"):
+        if state in FINAL_STATES:
             return state
         _pause()
     return f"still {master_task_state(client, stack)} after {limit_s:.0f}s"
+
+
+def wait_for_event(
+    client: docker.DockerClient,
+    stack: str,
+    events: Path,
+    wanted: Callable[[dict[str, Any]], bool],
+    limit_s: float = 300,
+) -> None:
+    """Until ``events``, the journal of the stack's master (in its run directory, through
+    ``TESTBED_RESULTS``), has an event ``wanted`` accepts; an ``AssertionError`` if the master's
+    task ends first. A last line still being written is not read."""
+    deadline = _now() + limit_s
+    while _now() < deadline:
+        lines = events.read_text().split("\n")[:-1] if events.exists() else []
+        if any(wanted(json.loads(line)) for line in lines):
+            return
+        if (state := master_task_state(client, stack)) in FINAL_STATES:
+            raise AssertionError(f"the master's task ended {state}: {service_logs(stack)}")
+        _pause()
+    raise AssertionError(f"no such event in {events} after {limit_s:.0f}s")
 
 
 def wait_until_gone(client: docker.DockerClient, stack: str, limit_s: float = 120) -> None:
