@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from master.sim.run import run_sim
+from master.sim.run import run_sim, sim_settings
 from testbed.app.calibrate import (
     CALIBRATION_SCENARIO,
     COPY_CPU_KEYS,
@@ -175,7 +175,7 @@ def test_calibrating_on_the_simulator_gives_back_its_model(tmp_path: Path) -> No
     scenario = parse_scenario({**CALIBRATION_SCENARIO, "simulation": simulation})
     run = tmp_path / "run"
     run.mkdir()
-    assert run_sim(scenario, run).ok
+    assert run_sim(sim_settings(scenario), run).ok
     values, samples = fit([run], stage_ops(scenario), final_split=final_split_ops(scenario))
     assert values["ops"].keys() == model.keys()
     for op, expected in model.items():
