@@ -277,7 +277,7 @@ def test_crosscheck_calibrates_at_the_dilation_and_node_sizes_of_its_real_runs(
     (16 cores on a 2-core host keeping 0.5 for the control plane: 10.67), not at the one the
     calibration scenario's smaller cluster would resolve to, and on nodes of their classes'
     cores and slots."""
-    monkeypatch.setattr("master.shell.scale_model.host_cores", lambda: 2.0)
+    monkeypatch.setattr("testbed.settings.run_settings.host_cores", lambda: 2.0)  # Host.this_machine()
     cluster = {"reserved": {"count": 1, "slots": 8}, "transient": {"count": 8, "slots": 1}}
     faithful = {"mode": "faithful", "dilation": "auto", "control_plane_cores": 0.5}
     base = parse_scenario({**CALIBRATION_SCENARIO, "cluster": cluster, "fidelity": faithful})

@@ -286,10 +286,9 @@ def settings_for(scenario: Scenario, path: str) -> RunSettings:
 
 def host_dilation(scenario: Scenario) -> float:
     """The scenario's dilation, ``auto`` resolved for this host."""
-    from master.shell.scale_model import resolve
-    from testbed.settings import Host
+    from testbed.settings import Host, resolve_dilation
 
-    return resolve(scenario, Host.this_machine().cores).fidelity.factor
+    return resolve_dilation(scenario, Host.this_machine().cores).fidelity.factor
 
 
 def build_policies(scenario: Scenario, path: str) -> None:
@@ -444,9 +443,9 @@ def planned_evictions(scenario: Scenario, path: Path, horizon: float | None = No
 
 def _plan_horizon(scenario: Scenario, horizon: float | None) -> tuple[Scenario, float]:
     """The scenario under this host's dilation (its wall times), and the horizon of its plan."""
-    from master.shell.scale_model import resolve
+    from testbed.settings import Host, resolve_dilation
 
-    scenario = resolve(scenario)
+    scenario = resolve_dilation(scenario, Host.this_machine().cores)
     return scenario, horizon if horizon is not None else min(
         scenario.timeout * scenario.time_scale, MAX_DURATION_S
     )

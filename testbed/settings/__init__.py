@@ -9,7 +9,8 @@ gives the problems with the resolved scenario instead of raising. ``testbed vali
 calls it once and hands the settings down to the run, which builds nothing again.
 """
 
+from testbed.settings.dilation import resolve_dilation
 from testbed.settings.resolve import Resolution, resolution, resolve
 from testbed.settings.run_settings import Host, Policies, RunSettings
 
-__all__ = ["Host", "Policies", "Resolution", "RunSettings", "resolution", "resolve"]
+__all__ = ["Host", "Policies", "Resolution", "RunSettings", "resolution", "resolve", "resolve_dilation"]

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from testbed.scenario.schema import Scenario, ScenarioError
+from testbed.settings.dilation import resolve_dilation
+from testbed.settings.policies import make_policy
 from testbed.settings.run_settings import Host, Policies, RunSettings
 
 POLICY_FIELDS = {
@@ -34,9 +36,6 @@ class Resolution:
 def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Resolution:
     """``scenario`` on ``host``: its problems' lines prefixed with ``where``, the scenario file,
     when given (a dilation ``auto`` that fits no host is a ``ScenarioError`` at once)."""
-    from master.policy_setup import make_policy
-    from master.shell.scale_model import resolve as resolve_dilation
-
     scenario = resolve_dilation(scenario, host.cores)
     built: dict[str, Any] = {}
     problems: list[str] = []
