@@ -113,7 +113,7 @@ class MasterCore:
         self.journal = CoreJournal(self.outbox)
         self.timers = TimerHeap(self.journal.now)
         self.scheduler: Scheduler = policies.scheduler
-        self.stage_memory = stage_memory(scenario)
+        self.stage_memory = stage_memory(settings.profiles)
         self.senders = SenderCheck(self.journal)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}

@@ -1,14 +1,20 @@
-"""``resolve(scenario, host)``: the scenario's dilation fixed for ``host`` and its policies built once."""
+"""``resolve(scenario, host)``: the scenario's dilation fixed for ``host``, its policies built and its
+profiles read, once."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from testbed.scenario.schema import Scenario, ScenarioError
 from testbed.settings.dilation import resolve_dilation
 from testbed.settings.policies import make_policy
+from testbed.settings.profiles import Profiles, load_profiles
 from testbed.settings.run_settings import Host, Policies, RunSettings
+
+T = TypeVar("T")
 
 POLICY_FIELDS = {
     "scheduler": "scheduler", "strategy": "strategy", "autoscaler": "autoscaler", "speculator": "speculation",
@@ -24,13 +30,14 @@ class Resolution:
     scenario: Scenario
     host: Host
     built: dict[str, Any]
+    profiles: Profiles
     problems: tuple[str, ...]
 
     def settings(self) -> RunSettings:
         """The run's settings, or a ``ScenarioError`` with every problem."""
         if self.problems:
             raise ScenarioError(list(self.problems))
-        return RunSettings(self.scenario, self.host, Policies(**self.built))
+        return RunSettings(self.scenario, self.host, Policies(**self.built), self.profiles)
 
 
 def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Resolution:
@@ -40,11 +47,20 @@ def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Reso
     built: dict[str, Any] = {}
     problems: list[str] = []
     for field, kind in POLICY_FIELDS.items():
-        try:
-            built[field] = make_policy(kind, scenario)
-        except ScenarioError as exc:
-            problems += [f"{where}: {problem}" if where else problem for problem in exc.problems]
-    return Resolution(scenario, host, built, tuple(problems))
+        built[field], found = _attempt(partial(make_policy, kind, scenario))
+        problems += found
+    profiles, found = _attempt(partial(load_profiles, scenario))
+    named = [f"{where}: {problem}" if where else problem for problem in [*problems, *found]]
+    return Resolution(scenario, host, built, profiles or {}, tuple(named))
+
+
+def _attempt(make: Callable[[], T]) -> tuple[T | None, list[str]]:
+    """What ``make`` made, or what it refused, one line each (every part is made: one pass
+    says all)."""
+    try:
+        return make(), []
+    except ScenarioError as exc:
+        return None, exc.problems
 
 
 def resolve(scenario: Scenario, host: Host, where: str | None = None) -> RunSettings:

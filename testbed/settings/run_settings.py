@@ -7,6 +7,7 @@ from typing import Any
 
 from testbed.scenario.fidelity import host_cores
 from testbed.scenario.schema import Scenario
+from testbed.settings.profiles import Profiles
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class RunSettings:
     scenario: Scenario
     host: Host
     policies: Policies
+    profiles: Profiles
+    """The task profiles, read once (``testbed.settings.profiles``)."""
 
     @property
     def dilation(self) -> float:

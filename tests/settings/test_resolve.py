@@ -73,3 +73,16 @@ def test_the_yarn_me_scheduler_is_built_under_the_dilation_it_runs_at() -> None:
     assert (real.dilation, simulated.dilation) == (4.0, 1.0)
     budget = simulated.policies.scheduler.elastic_disk_mb_s
     assert real.policies.scheduler.elastic_disk_mb_s == budget / 4
+
+
+def test_the_profiles_are_read_once_and_a_malformed_one_is_named_with_the_other_problems(
+    tmp_path: Path,
+) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{}")
+    fine = resolve(load_scenario(SCENARIOS / "yarn-me.yaml"), Host(4.0))
+    assert {role for _, role in fine.profiles} == {"map", "reduce"}
+    overrides = [f"profiles=[{broken}]", "policy.options.fifo={nope: 1}"]
+    with pytest.raises(ScenarioError) as raised:
+        resolve(load_scenario(SCENARIOS / "quickstart.yaml", overrides), Host(4.0), "q.yaml")
+    assert [p.split(": ")[1] for p in raised.value.problems] == ["policy.options.fifo.nope", "profiles"]
