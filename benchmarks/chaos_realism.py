@@ -29,6 +29,7 @@ from master.shell.run import run_scenario
 from testbed.app.chaos_check import check_run, format_check, ks_distance
 from testbed.chaosmodels.lifetimes import PRESETS, SPOT_MEAN_S, rng_for
 from testbed.scenario.schema import parse_scenario
+from testbed.settings import Host, resolve
 
 
 def scenario(kills: int, nodes: int, mean_wall: float, preset: str) -> Any:
@@ -52,7 +53,7 @@ def scenario(kills: int, nodes: int, mean_wall: float, preset: str) -> Any:
 
 async def measure(kills: int, nodes: int, mean_wall: float, preset: str, out: Path) -> dict[str, Any]:
     case = scenario(kills, nodes, mean_wall, preset)
-    result = await run_scenario(case, out)
+    result = await run_scenario(resolve(case, Host.this_machine()), out)
     check = check_run(out)
     (fit,) = check.classes
     model = PRESETS[preset]

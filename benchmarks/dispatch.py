@@ -47,6 +47,7 @@ from master.shell.run import run_scenario
 from testbed.journal.tables import measured_rows
 from testbed.node.processes import child_env
 from testbed.scenario.schema import parse_scenario
+from testbed.settings import Host, resolve
 from testbed.wire.broker import free_port, mosquitto_binary, wait_for_port
 from testbed.wire.mqtt import BrokerAddress
 
@@ -175,7 +176,7 @@ async def testbed_dispatch(
         if record["event"] in ("job_submitted", "job_finished"):
             samples[record["event"]] = meter.sample()
 
-    await run_scenario(scenario, out, on_event=on_event)
+    await run_scenario(resolve(scenario, Host.this_machine()), out, on_event=on_event)
     job = measured_rows(out / "jobs.csv")[0]  # wall seconds
     rows = measured_rows(out / "tasks.csv")
     latencies = [float(r["end_s"]) - float(r["start_s"]) for r in rows]

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.shell.run import run_scenario
 from testbed.scenario.schema import parse_scenario
+from testbed.settings import Host, resolve
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -62,7 +63,7 @@ async def measure(evictions: int, freezes: int, out: Path) -> dict[str, Any]:
                 frozen[node.node_id] = master.journal.now()
                 return
 
-    await run_scenario(scenario, out, on_event=on_event)
+    await run_scenario(resolve(scenario, Host.this_machine()), out, on_event=on_event)
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     will = [e["detect_s"] for e in events if e["event"] == "node_lost" and e.get("reason") == "evicted"]
     lost_at = {e["node"]: e["t"] for e in events if e["event"] == "node_lost"}

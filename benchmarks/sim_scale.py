@@ -50,7 +50,7 @@ TREE_ENV = "SIM_SCALE_TREE"
 """The tree whose simulator a child of ``--against`` imports (this one's by default)."""
 sys.path.insert(0, os.environ.get(TREE_ENV) or str(ROOT))
 
-from master.sim.run import sim_scenario, simulate  # noqa: E402
+from master.sim.run import sim_settings, simulate  # noqa: E402
 from testbed.scenario.schema import Scenario, load_scenario, parse_scenario  # noqa: E402
 
 PEER = "Eagle/Hawk simulator (published): 15,000 workers in 15-30 min under PyPy, 2-3 GB"
@@ -128,16 +128,15 @@ def main() -> None:
     if args.against:
         against(args)
         return
-    scenario = sim_scenario(
-        load_scenario(args.scenario, args.overrides) if args.scenario else built(args)
-    )
+    settings = sim_settings(load_scenario(args.scenario, args.overrides) if args.scenario else built(args))
+    scenario = settings.scenario
     profile = cProfile.Profile() if args.profile else None
     with tempfile.TemporaryDirectory() as tmp:
         before = resource.getrusage(resource.RUSAGE_SELF)
         limit = WallLimit(args.wall_limit)
         if profile is not None:
             profile.enable()
-        shell, ok = simulate(scenario, Path(tmp), stop=limit)
+        shell, ok = simulate(settings, Path(tmp), stop=limit)
         if profile is not None:
             profile.disable()
         wall = time.perf_counter() - limit.started

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.shell.run import run_scenario
 from testbed.scenario.schema import Scenario, parse_scenario
+from testbed.settings import Host, resolve
 from testbed.wire.broker import EmbeddedBroker
 from testbed.workloads.check import check_output
 
@@ -125,7 +126,8 @@ async def one_run(run: int, seed: int, out: Path) -> dict[str, Any]:
 
     fds_before = psutil.Process().num_fds()
     started = time.monotonic()
-    result = await run_scenario(scenario, run_dir, on_event=on_event, broker=broker)
+    settings = resolve(scenario, Host.this_machine())
+    result = await run_scenario(settings, run_dir, on_event=on_event, broker=broker)
     await asyncio.gather(*restarts)
     rows = list(csv.DictReader((run_dir / "tasks.csv").open()))
     problems = [] if result.ok else [f"run failed: {result.summary}"]

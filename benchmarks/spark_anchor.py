@@ -35,6 +35,7 @@ from testbed.app.anchor.compare import (
     write_input,
 )
 from testbed.scenario.schema import parse_scenario
+from testbed.settings import Host, resolve
 from testbed.workloads.check import check_output
 
 JOBS: dict[str, dict[str, Any]] = {
@@ -45,7 +46,7 @@ JOBS: dict[str, dict[str, Any]] = {
 
 
 def run_ours(data: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    result = asyncio.run(run_scenario(parse_scenario(data), run_dir))
+    result = asyncio.run(run_scenario(resolve(parse_scenario(data), Host.this_machine()), run_dir))
     if not result.ok:
         raise RuntimeError(f"our run failed: {run_dir}")
     return result.summary

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.shell.run import run_scenario
 from testbed.scenario.schema import parse_scenario
+from testbed.settings import Host, resolve
 
 
 def scenario(nodes: int, window: int | None, lazy: bool) -> Any:
@@ -54,7 +55,8 @@ async def measure(nodes: int, window: int | None, lazy: bool) -> dict[str, Any]:
             marks["up"] = time.monotonic() - began
 
     with tempfile.TemporaryDirectory(prefix="startup-") as tmp:
-        result = await run_scenario(scenario(nodes, window, lazy), Path(tmp), on_event=on_event)
+        settings = resolve(scenario(nodes, window, lazy), Host.this_machine())
+        result = await run_scenario(settings, Path(tmp), on_event=on_event)
     cluster = result.summary["cluster"]
     if not result.ok:  # why, for the record
         failures = result.summary["task_failures"]

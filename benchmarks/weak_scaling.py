@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from master.shell.run import run_scenario
 from testbed.journal.tables import measured_rows
 from testbed.scenario.schema import parse_scenario
+from testbed.settings import Host, resolve
 
 MODES = {
     "unisolated": {"mode": "unisolated"},
@@ -71,7 +72,8 @@ def scenario(nodes: int, mode: str, size_mb: int, network_mbps: float, seed: int
 async def one_run(nodes: int, mode: str, size_mb: int, network_mbps: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="weak-") as out:
         started = time.monotonic()
-        result = await run_scenario(parse_scenario(scenario(nodes, mode, size_mb, network_mbps)), Path(out))
+        loaded = parse_scenario(scenario(nodes, mode, size_mb, network_mbps))
+        result = await run_scenario(resolve(loaded, Host.this_machine()), Path(out))
         wall = time.monotonic() - started
         tasks = task_totals(Path(out) / "tasks.csv")
     summary, fidelity = result.summary, result.summary.get("fidelity", {})

@@ -8,10 +8,10 @@ from dataclasses import replace
 from typing import Any
 
 from testbed.api.policy import PendingTask
-from testbed.scenario.schema import DEFAULT_TASK_MEMORY_MB, InlineProfile, Scenario, ScenarioError
-from testbed.workloads.task_model import Role, TaskModel, TaskProfile, load_profile
+from testbed.scenario.schema import DEFAULT_TASK_MEMORY_MB, Scenario
+from testbed.settings.profiles import Profiles, load_profiles
+from testbed.workloads.task_model import Role, TaskModel
 
-Profiles = dict[tuple[str, Role], TaskProfile]
 ModelOf = Callable[[PendingTask], TaskModel | None]
 
 
@@ -20,30 +20,14 @@ def role_of(stage: int) -> Role:
     return "map" if stage == 0 else "reduce"
 
 
-def load_profiles(scenario: Scenario) -> Profiles:
-    """The scenario's profiles (files, or models written inline) keyed by (workload, role);
-    a ScenarioError if a file is malformed (inline models are checked with the scenario)."""
-    try:
-        return {(p.workload, p.role): p for p in map(_profile, scenario.profiles)}
-    except ValueError as exc:
-        raise ScenarioError([f"profiles: {exc}"]) from None
-
-
-def _profile(entry: str | InlineProfile) -> TaskProfile:
-    if isinstance(entry, str):
-        return load_profile(entry)
-    return TaskProfile.from_dict(entry.model_dump(exclude_none=True))
-
-
-def stage_memory(scenario: Scenario) -> Callable[[Any, int], int]:
+def stage_memory(profiles: Profiles) -> Callable[[Any, int], int]:
     """``ideal(job_spec, stage)``: the ideal memory (MB) of the tasks of a job's stage.
 
     The job's own ``memory_mb`` when it sets one; else the stage's ideal from the
     profile of (workload, role) (a stage the profile did not see gets the largest
     ideal of the profiled stages of its role, so it does not spill at it); else
-    ``DEFAULT_TASK_MEMORY_MB``.
+    ``DEFAULT_TASK_MEMORY_MB``. ``profiles``: ``RunSettings.profiles`` (``load_profiles``).
     """
-    profiles = load_profiles(scenario)
 
     def ideal(job: Any, stage: int) -> int:
         if job.memory_mb is not None:

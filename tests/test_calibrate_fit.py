@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from master.sim.run import run_sim
+from master.sim.run import run_sim, sim_settings
 from testbed.app.calibrate import (
     CALIBRATION_SCENARIO,
     COPY_CPU_KEYS,
@@ -175,7 +175,7 @@ def test_calibrating_on_the_simulator_gives_back_its_model(tmp_path: Path) -> No
     scenario = parse_scenario({**CALIBRATION_SCENARIO, "simulation": simulation})
     run = tmp_path / "run"
     run.mkdir()
-    assert run_sim(scenario, run).ok
+    assert run_sim(sim_settings(scenario), run).ok
     values, samples = fit([run], stage_ops(scenario), final_split=final_split_ops(scenario))
     assert values["ops"].keys() == model.keys()
     for op, expected in model.items():
@@ -277,7 +277,7 @@ def test_crosscheck_calibrates_at_the_dilation_and_node_sizes_of_its_real_runs(
     (16 cores on a 2-core host keeping 0.5 for the control plane: 10.67), not at the one the
     calibration scenario's smaller cluster would resolve to, and on nodes of their classes'
     cores and slots."""
-    monkeypatch.setattr("master.shell.scale_model.host_cores", lambda: 2.0)
+    monkeypatch.setattr("testbed.settings.run_settings.host_cores", lambda: 2.0)  # Host.this_machine()
     cluster = {"reserved": {"count": 1, "slots": 8}, "transient": {"count": 8, "slots": 1}}
     faithful = {"mode": "faithful", "dilation": "auto", "control_plane_cores": 0.5}
     base = parse_scenario({**CALIBRATION_SCENARIO, "cluster": cluster, "fidelity": faithful})

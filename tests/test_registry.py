@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from master.policy_setup import make_policy
 from testbed import registry
 from testbed.scenario.jobs import PLUGIN_TAG, JobSpec
 from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import ScenarioError, load_scenario
+from testbed.settings.policies import make_policy
 from testbed.wire.protocol import INLINE_NOOP
 from testbed.workloads import OPERATIONS, plan_job
 from tests.support.scenarios import make_scenario

@@ -6,17 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from master.shell.scale_model import (
-    NodeShares,
-    class_flags,
-    local_isolation,
-    node_shares,
-    peak_cores,
-    resolve,
-)
+from master.shell.scale_model import NodeShares, class_flags, local_isolation, node_shares
 from testbed.app.cli import main
 from testbed.scenario.fidelity import auto_dilation, emulated
 from testbed.scenario.schema import ScenarioError, parse_scenario
+from testbed.settings.dilation import peak_cores, resolve_dilation
+from tests.support.plugins import plugin_module
 
 
 def scenario(fidelity: dict | None = None, **cluster):
@@ -47,8 +42,37 @@ def test_peak_cores_count_every_node_class_and_the_autoscalers_budget() -> None:
     assert peak_cores(coaster) > 10  # its transient budget runs on top of the reserved nodes
 
 
+BUDGETED = """
+from testbed.api import Autoscaler
+
+
+class Budgeted(Autoscaler):
+    def __init__(self, most: int = 0) -> None:
+        self.most = most
+
+    @classmethod
+    def budget_before_run(cls, options, scenario):
+        return options.get("most", 0)
+
+    def decide(self, snapshot, provisioning):
+        return []
+"""
+
+
+def test_a_plugin_autoscalers_budget_before_run_is_sized_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    module = plugin_module(tmp_path, BUDGETED, "budget_", monkeypatch, request)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = f"{module}:Budgeted"
+    plain = scenario()
+    policy = {"autoscaler": name, "options": {name: {"most": 4}}}
+    budgeted = plain.model_copy(update={"policy": plain.policy.model_validate(policy)})
+    assert peak_cores(budgeted) == peak_cores(plain) + 4 * plain.cluster.transient.cores
+
+
 def test_resolve_fixes_auto_for_the_host_and_stretches_trace_time() -> None:
-    resolved = resolve(scenario({"mode": "faithful", "dilation": "auto"}), host=2)
+    resolved = resolve_dilation(scenario({"mode": "faithful", "dilation": "auto"}), 2)
     assert resolved.fidelity.dilation == pytest.approx(5 / 1.5, abs=0.01)
     assert resolved.trace(1.0) == pytest.approx(resolved.fidelity.factor)
     assert resolved.timeout_s == pytest.approx(600 * resolved.fidelity.factor)

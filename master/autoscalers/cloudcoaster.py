@@ -308,6 +308,15 @@ class CloudCoasterAutoscaler(Autoscaler):
             short_on_demand=short_partition_size(scenario.cluster.reserved.count, short_fraction_of(eagle)),
         )
 
+    @classmethod
+    def budget_before_run(cls, options: Mapping[str, Any], scenario: Scenario) -> int:
+        """The budget ``options`` give on the scenario's cluster, before the run (the scale model
+        sizes ``dilation: auto`` for it: ``testbed.settings.dilation.peak_cores``)."""
+        try:
+            return cls.sized(options, scenario).budget
+        except (ValueError, TypeError) as exc:
+            raise ScenarioError([f"policy.options.cloudcoaster: {exc}"]) from None
+
     @property
     def budget(self) -> int:
         """``K = floor(r * N * p)``: the most transient servers alive or in flight at once."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Callable
 from typing import Any
 
 from master.core import tasks
@@ -66,13 +65,11 @@ from master.core.scaling import Scaling
 from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
-from master.policy_setup import make_scheduler, make_speculator
 from master.profiles import stage_memory
-from testbed.api.policy import Autoscaler, ClusterSnapshot, NodeView, RunningTask, Scheduler
-from testbed.api.speculation import Speculator
+from testbed.api.policy import ClusterSnapshot, NodeView, RunningTask, Scheduler
 from testbed.api.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
 from testbed.arrivals.generate import is_long
-from testbed.scenario.schema import Scenario
+from testbed.settings.run_settings import RunSettings
 from testbed.wire.protocol import (
     MAX_BACKOFF_S,
     BlockReceived,
@@ -96,31 +93,27 @@ ARRIVAL, TICK = 10, 20
 class MasterCore:
     def __init__(
         self,
-        scenario: Scenario,
+        settings: RunSettings,
         run_id: str,
         *,
-        strategy: Callable[[Scenario], Strategy],
-        scheduler: Scheduler | None = None,
-        autoscaler: Autoscaler | None = None,
-        speculator: Speculator | None = None,
         attach: bool = False,
         start_window: int | None = None,
         resume: Recovered | None = None,
     ) -> None:
-        """``strategy``: makes the recovery strategy for this core (``master.recovery.make_strategy``);
-        ``scheduler``: the scenario's unless given; ``autoscaler``: none (static) unless given;
-        ``speculator``: the scenario's unless given; ``attach``: the initial nodes are started
-        by someone else and adopted as they announce themselves; ``start_window``: how many
-        initial nodes may be starting at once (None: all); ``resume``: what the journal of a
-        crashed run says (``master.core.resume``)."""
+        """``settings``: the scenario compiled once (``testbed.settings.resolve``), its policies
+        built; ``attach``: the initial nodes are started by someone else and adopted as they
+        announce themselves; ``start_window``: how many initial nodes may be starting at once
+        (None: all); ``resume``: what the journal of a crashed run says (``master.core.resume``)."""
+        scenario = settings.scenario
+        policies = settings.policies
         self.scenario = scenario
         self.run_id = run_id
         self.attach = attach
         self.outbox = Outbox()
         self.journal = CoreJournal(self.outbox)
         self.timers = TimerHeap(self.journal.now)
-        self.scheduler = scheduler if scheduler is not None else make_scheduler(scenario)
-        self.stage_memory = stage_memory(scenario)
+        self.scheduler: Scheduler = policies.scheduler
+        self.stage_memory = stage_memory(settings.profiles)
         self.senders = SenderCheck(self.journal)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
@@ -147,13 +140,13 @@ class MasterCore:
         self.watch = NodeWatch(self)
         self.launcher = Launcher(self, self.records, self.outbox.put, attach, start_window)
         self.round = SchedulingRound(self, self.scheduler)
-        self.strategy = strategy(scenario)
+        self.strategy: Strategy = policies.strategy
         self.recovery = Recovery(self, self.strategy)
         self.chaos = ChaosWorld(self)
         self.round.unavailable = self.chaos.unavailable
         self.round.news = self.outbox.take_news
-        self.scaling = Scaling(self, autoscaler)
-        self.copies = Copies(self, speculator or make_speculator(scenario), self.chaos.kill_at)
+        self.scaling = Scaling(self, policies.autoscaler)
+        self.copies = Copies(self, policies.speculator, self.chaos.kill_at)
         if resume is not None:
             self.expected_jobs -= len(resume.finished_jobs)
             self.launcher.ordinals = dict(resume.ordinals)

@@ -83,9 +83,9 @@ def _described(decision: ScaleDecision) -> str:
 
 
 class Scaling:
-    def __init__(self, core: ScalingCore, autoscaler: Autoscaler | None) -> None:
+    def __init__(self, core: ScalingCore, autoscaler: Autoscaler) -> None:
         self.core = core
-        self.autoscaler = autoscaler if autoscaler is not None else StaticAutoscaler()
+        self.autoscaler = autoscaler
         self.enabled = not isinstance(self.autoscaler, StaticAutoscaler)
         self.delay_s = float(self.autoscaler.provisioning_delay_s)
         self.waiting = 0

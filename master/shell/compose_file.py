@@ -32,11 +32,11 @@ from typing import Any
 import yaml
 
 import master
-from master.policy_setup import make_autoscaler, make_scheduler
 from master.providers.docker import AGENT_OVERHEAD_MB, AGENT_PORT, DATA_DIR, LABEL_CLASS, LABEL_RUN
-from master.shell.scale_model import NodeShares, class_flags, resolve
+from master.shell.scale_model import NodeShares, class_flags
 from testbed.node.processes import SECRETS_FILE_ENV
 from testbed.scenario.schema import Scenario, ScenarioError, input_files, load_scenario
+from testbed.settings import Host, resolve
 from testbed.wire.broker import AGENT_SECRET_ENV, ENROL_USER, RunCredentials, broker_auth
 
 BROKER_URL = "mqtt://broker:1883"
@@ -98,11 +98,12 @@ def compose_file(
     scenario_path: Path,
     overrides: list[str],
     out: Path | None,
-    host_cores: float | None,
+    host: Host,
     argv: list[str],
     per_node: bool = False,
 ) -> str:
-    """The compose file's text; raises ScenarioError on a bad scenario. ``per_node``: one
+    """The compose file's text for ``host`` (the one its CPU limits and ``dilation: auto`` are
+    fitted to); raises ScenarioError on a bad scenario. ``per_node``: one
     service per node (``reserved-0``, ...) instead of one per class with replicas."""
     given = load_scenario(scenario_path, overrides)
     if given.backend == "sim":
@@ -112,9 +113,7 @@ def compose_file(
                 "run it with testbed run, or compose it with --set backend=local"
             ]
         )
-    scenario = resolve(given, host_cores)
-    make_scheduler(scenario)  # policy problems now, as `testbed run` would find them
-    make_autoscaler(scenario)
+    scenario = resolve(given, host, str(scenario_path)).scenario  # policy problems now, as a run's
     base = (out.parent if out is not None else Path.cwd()).resolve()
     stack = _Stack(scenario, scenario_path, base, _master_overrides(given, scenario, overrides), per_node)
     body = yaml.safe_dump(

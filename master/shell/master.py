@@ -42,7 +42,6 @@ from master.core.machine import MasterCore
 from master.core.nodes import NodeRecord
 from master.core.resume import Recovered
 from master.core.view import CoreView
-from master.policy_setup import make_strategy
 from master.providers.base import AdoptingProvider, NodeProvider
 from master.shell.disk_faults import journal_disk_full
 from master.shell.http_api import MasterApi
@@ -53,8 +52,7 @@ from master.shell.probe import probe_agent
 from master.shell.resume_run import prepare_restored_outputs
 from master.shell.signing import CommandSigner
 from master.summary.latency import RoundTimes
-from testbed.api.policy import Autoscaler
-from testbed.scenario.schema import Scenario
+from testbed.settings.run_settings import RunSettings
 from testbed.wire.capabilities import RunKeys, name_proof, seal
 from testbed.wire.mqtt import BrokerAddress, MqttLink
 from testbed.wire.protocol import Codec, Message, NodeNamed, NodeState, Topics
@@ -67,7 +65,7 @@ BACKLOG_TURNS = 256
 class Master:
     def __init__(
         self,
-        scenario: Scenario,
+        settings: RunSettings,
         run_id: str,
         run_dir: Path,
         provider: NodeProvider,
@@ -76,7 +74,6 @@ class Master:
         agent_command: Callable[[str, str], list[str]],
         http_host: str = "127.0.0.1",
         advertise: str = "127.0.0.1",
-        autoscaler: Autoscaler | None = None,
         agent_env: dict[str, str] | None = None,
         attach: bool = False,
         node_env: Callable[[str], Awaitable[dict[str, str]]] | None = None,
@@ -86,6 +83,7 @@ class Master:
         extra environment of one agent (its broker login). ``attach``: the initial nodes are
         started by someone else (compose, Swarm); the master waits for the scenario's node
         counts to come up and adopts them. ``recovered``: a crashed run to resume."""
+        scenario = settings.scenario
         self.scenario = scenario
         self.run_id = run_id
         self.run_dir = run_dir
@@ -103,10 +101,8 @@ class Master:
         self.journal.on_disk_full = lambda error: journal_disk_full(self, error)
         window = start_window(os.cpu_count() or 2, scenario.cluster.start_window)
         self.core = MasterCore(
-            scenario,
+            settings,
             run_id,
-            strategy=make_strategy,
-            autoscaler=autoscaler,
             attach=attach,
             start_window=window,
             resume=recovered,

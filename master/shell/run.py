@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from master.policy_setup import make_autoscaler, policy_plugins
+from master.policy_setup import policy_plugins
 from master.providers.local import python_command
 from master.shell.backends import broker_credentials, open_backend, run_id_for, run_token
 from master.shell.broker_keeper import BrokerKeeper
@@ -28,7 +28,7 @@ from master.shell.fidelity_monitor import FIDELITY_FILE, Sampler, write_assessme
 from master.shell.master import Master
 from master.shell.resume_run import Recovered, check_resumable, recover
 from master.shell.run_dir import chained_outputs, check_inputs, owning, record_inputs, tidy
-from master.shell.scale_model import class_flags, docker_isolation, local_isolation, resolve
+from master.shell.scale_model import class_flags, docker_isolation, local_isolation
 from master.shell.secure_dir import secure_run_dir
 from master.summary.checkpoint_copies import checkpoint_summary
 from master.summary.cluster import cluster_summary, run_events
@@ -40,6 +40,7 @@ from testbed.node.cgroups import control_plane
 from testbed.node.processes import RunTerminated
 from testbed.scenario.fidelity import PER_WORKLOAD_JCT, emulated, is_duration_key, wall_name
 from testbed.scenario.schema import Scenario, input_files, load_scenario, to_yaml
+from testbed.settings.run_settings import RunSettings
 from testbed.wire.broker import (
     AGENT_SECRET_ENV,
     ManagedBroker,
@@ -67,7 +68,7 @@ def prepare_run_dir(scenario: Scenario, run_dir: Path) -> None:
 
 
 async def run_scenario(
-    scenario: Scenario,
+    settings: RunSettings,
     run_dir: Path,
     backend: str = "local",
     on_event: Callable[[Master, dict[str, Any]], None] | None = None,
@@ -75,7 +76,8 @@ async def run_scenario(
     broker: ManagedBroker | None = None,
     recovered: Recovered | None = None,
 ) -> RunResult:
-    """Run a scenario to its end. ``on_event(master, record)`` sees every journal event as it happens.
+    """Run a scenario, compiled for this host (``testbed.settings.resolve``), to its end.
+    ``on_event(master, record)`` sees every journal event as it happens.
 
     The run starts the broker the scenario names (``embedded``, ``mosquitto``)
     with fresh credentials, unless ``broker`` hands it one (not yet started) to
@@ -85,11 +87,11 @@ async def run_scenario(
     """
     secure_run_dir(run_dir)
     with owning(run_dir):
-        return await _run_owned(scenario, run_dir, backend, on_event, progress, broker, recovered)
+        return await _run_owned(settings, run_dir, backend, on_event, progress, broker, recovered)
 
 
 async def _run_owned(
-    scenario: Scenario,
+    settings: RunSettings,
     run_dir: Path,
     backend: str,
     on_event: Callable[[Master, dict[str, Any]], None] | None,
@@ -100,10 +102,9 @@ async def _run_owned(
     main = asyncio.current_task()
     if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, _terminate, main)
+    scenario = settings.scenario
     run_id = run_id_for(scenario.name)
-    scenario = resolve(scenario)
     (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
-    autoscaler = make_autoscaler(scenario)
     plugins = policy_plugins(scenario)  # their versions as the run starts (a source may change)
     isolation = {"local": local_isolation, "docker": docker_isolation}.get(backend)
     cgroups = isolation(scenario) if isolation is not None else None
@@ -126,7 +127,7 @@ async def _run_owned(
             if broker is not None:
                 await broker.start()
             master = Master(
-                scenario,
+                settings,
                 run_id,
                 run_dir,
                 provider,
@@ -138,7 +139,6 @@ async def _run_owned(
                 http_host=backend_.host,
                 advertise=backend_.advertise,
                 attach=backend_.attach,
-                autoscaler=autoscaler,
                 agent_env=backend_.agent_env,
                 node_env=partial(agent_env, broker) if broker else external_login,
                 recovered=recovered,
@@ -360,11 +360,11 @@ TERMINATED = "SIGTERM"
 
 
 def run_blocking(
-    scenario: Scenario, run_dir: Path, backend: str = "local", progress: bool = True, resume: bool = False
+    settings: RunSettings, run_dir: Path, backend: str = "local", progress: bool = True, resume: bool = False
 ) -> RunResult:
-    """Run a scenario; with ``resume``, continue the crashed run in ``run_dir`` instead."""
+    """Run a scenario's settings; with ``resume``, continue the crashed run in ``run_dir`` instead."""
     recovered = recover(run_dir) if resume else None
-    coroutine = run_scenario(scenario, run_dir, backend, progress=progress, recovered=recovered)
+    coroutine = run_scenario(settings, run_dir, backend, progress=progress, recovered=recovered)
     try:
         import uvloop
     except ImportError:

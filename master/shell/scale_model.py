@@ -1,7 +1,6 @@
 """What each node of a run gets: its share of the host under the scenario's fidelity.
 
-``resolve`` fixes ``dilation: auto`` for this host once, before the run (the resolved
-factor is what the run directory's scenario.yaml records, so a resumed run keeps it).
+``dilation: auto`` is fixed before the run by ``testbed.settings`` (``resolve_dilation``).
 ``NodeShares`` turns a node class into the provider's CPU limit and the agent's
 bandwidth flags; ``local_isolation`` finds the cgroups a faithful local run needs, or
 refuses the run with one line saying how to get them.
@@ -12,36 +11,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
-from master.policy_setup import added_transient_nodes
 from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.node.cgroups import CgroupUnavailable, CpuCgroups, detect
 from testbed.scenario.cluster import NodeClassSpec
-from testbed.scenario.fidelity import auto_dilation, host_cores
 from testbed.scenario.schema import Scenario, ScenarioError
 
 log = logging.getLogger(__name__)
-
-
-def peak_cores(scenario: Scenario) -> float:
-    """The cluster's cores at its largest: every node of the scenario plus the autoscaler's budget
-    (a replacement starts after its node is gone, so it adds none)."""
-    cluster = scenario.cluster
-    transient = cluster.transient.count + added_transient_nodes(scenario)
-    return cluster.reserved.cores * cluster.reserved.count + cluster.transient.cores * transient
-
-
-def resolve(scenario: Scenario, host: float | None = None) -> Scenario:
-    """The scenario with ``dilation: auto`` replaced by this host's factor."""
-    fidelity = scenario.fidelity
-    if fidelity.dilation != "auto":
-        return scenario
-    try:
-        factor = auto_dilation(
-            peak_cores(scenario), host_cores() if host is None else host, fidelity.control_plane_cores
-        )
-    except ValueError as exc:
-        raise ScenarioError([f"{scenario.name}: {exc}"]) from None
-    return scenario.model_copy(update={"fidelity": fidelity.model_copy(update={"dilation": factor})})
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from master.profiles import load_profiles, role_of
+from master.profiles import role_of
 from testbed.api import SimModel
 from testbed.node.bandwidth import book
 from testbed.plan import DAG_OP
 from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
 from testbed.scenario.simulation import OpModel
+from testbed.settings.profiles import load_profiles
 from testbed.wire.protocol import INLINE_NOOP, TaskSpec
 from testbed.workloads import pagerank_sizes
 from testbed.workloads.layouts import OUTPUT_PARTS

@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.text import Text
 
 from master.core.machine import MasterCore
-from master.policy_setup import make_autoscaler, make_strategy, policy_plugins
+from master.policy_setup import policy_plugins
 from master.shell.run import RunResult, summarize
 from master.shell.run_dir import owning
 from master.shell.secure_dir import secure_run_dir
@@ -25,6 +25,7 @@ from master.sim.shell import SimShell
 from testbed.app.progress import sim_progress_line
 from testbed.scenario.schema import Scenario, to_yaml
 from testbed.scenario.simulation import calibration_digest
+from testbed.settings import Host, RunSettings, resolve
 
 SIM_RUN_ID = "sim"
 """Every simulated run has the same run id: nothing outside it sees it, and its journal is then
@@ -37,15 +38,26 @@ def sim_scenario(scenario: Scenario) -> Scenario:
     return scenario.model_copy(update={"backend": "sim", "fidelity": fidelity})
 
 
-def run_sim(scenario: Scenario, run_dir: Path, progress: bool = False) -> RunResult:
+SIM_HOST = Host(cores=1.0)
+"""The simulator's host: there is none to fit (its scenario's dilation is 1), so none is read."""
+
+
+def sim_settings(scenario: Scenario, where: str | None = None) -> RunSettings:
+    """The scenario compiled as the simulator runs it (``sim_scenario``): its policies built
+    under dilation 1 (the yarn-me scheduler and the pado strategy read it when built)."""
+    return resolve(sim_scenario(scenario), SIM_HOST, where)
+
+
+def run_sim(settings: RunSettings, run_dir: Path, progress: bool = False) -> RunResult:
+    """Simulate ``settings`` (a ``sim_settings``, or the CLI's resolve of a ``sim_scenario``)."""
+    scenario = settings.scenario
     secure_run_dir(run_dir)
     with owning(run_dir):
-        scenario = sim_scenario(scenario)
         (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
         plugins = policy_plugins(scenario)
         started = time.perf_counter()
         with SimProgress(scenario.time_scale) if progress else contextlib.nullcontext() as shown:
-            shell, ok = simulate(scenario, run_dir, shown)
+            shell, ok = simulate(settings, run_dir, shown)
         elapsed = time.perf_counter() - started
         shutil.rmtree(run_dir / "outputs", ignore_errors=True)
         summary = {
@@ -76,18 +88,17 @@ def calibration_used(path: str | None) -> dict[str, str] | None:
 
 
 def simulate(
-    scenario: Scenario,
+    settings: RunSettings,
     run_dir: Path,
     progress: Callable[[SimShell, float], None] | None = None,
     stop: Callable[[], str | None] | None = None,
 ) -> tuple[SimShell, bool]:
     """Run the scenario on the simulator into ``run_dir`` (its journal and tables); ``stop``:
     asked now and then, a reason to end the run early (``SimShell.run``)."""
+    scenario = settings.scenario
     core = MasterCore(
-        scenario,
+        settings,
         SIM_RUN_ID,
-        strategy=make_strategy,
-        autoscaler=make_autoscaler(scenario),
         # every node starts at once unless the scenario paces them: the model's node_startup is
         # no host's CPU, and a window drawn from this host's cores made the run depend on it
         start_window=scenario.cluster.start_window or None,

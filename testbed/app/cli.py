@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     scenario, backend = load_for_backend(args)
-    scenario = preflight(scenario, args.scenario, backend)
+    scenario = preflight(scenario, args.scenario, backend).scenario
     jobs = sum(job.repeat for job in scenario.jobs)
     fidelity = scenario.fidelity
     print(
@@ -241,19 +241,16 @@ def load_for_backend(args: argparse.Namespace) -> tuple[Scenario, str]:
     return scenario, backend
 
 
-def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
+def preflight(scenario: Scenario, path: Path, backend: str) -> RunSettings:
     """Every check ``testbed run`` makes before anything starts (``testbed validate`` makes
     them all): the policies build, a faithful local run gets its cgroups, the chaos section's
-    plan is within the limits, an external broker answers. The scenario, ``dilation: auto``
-    resolved for this host."""
-    from master.shell.scale_model import local_isolation, refuse_replication, refuse_slowdown, resolve
-    from testbed.settings import Host
+    plan is within the limits, an external broker answers. The scenario's settings for this
+    host (``testbed.settings.resolve``: ``dilation: auto`` resolved, the policies built)."""
+    from master.shell.scale_model import local_isolation, refuse_replication, refuse_slowdown
+    from testbed.settings import Host, resolution
 
-    try:  # the dilation for this host, and the policies built (testbed.settings.resolve)
-        scenario = settings_for(scenario, str(path)).scenario
-        problems: list[str] = []
-    except ScenarioError as exc:
-        scenario, problems = resolve(scenario, Host.this_machine().cores), exc.problems
+    resolved = resolution(scenario, Host.this_machine(), str(path))
+    scenario, problems = resolved.scenario, list(resolved.problems)
     checks: list[Callable[[], object]] = [
         lambda: planned_evictions(scenario, path),  # a chaos section too busy to run is refused now
         lambda: check_broker(scenario, backend),
@@ -267,7 +264,7 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> Scenario:
     problems += [problem for check in checks for problem in _problems(check)]
     if problems:
         raise ScenarioError(problems)
-    return scenario
+    return resolved.settings()
 
 
 def _problems(check: Callable[[], object]) -> list[str]:
@@ -291,10 +288,9 @@ def settings_for(scenario: Scenario, path: str) -> RunSettings:
 
 def host_dilation(scenario: Scenario) -> float:
     """The scenario's dilation, ``auto`` resolved for this host."""
-    from master.shell.scale_model import resolve
-    from testbed.settings import Host
+    from testbed.settings import Host, resolve_dilation
 
-    return resolve(scenario, Host.this_machine().cores).fidelity.factor
+    return resolve_dilation(scenario, Host.this_machine().cores).fidelity.factor
 
 
 def build_policies(scenario: Scenario, path: str) -> None:
@@ -320,32 +316,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario, args.backend = load_for_backend(args)
     if args.dry_run:
         return dry_run(scenario, args.scenario)
-    scenario = preflight(scenario, args.scenario, args.backend)  # before anything starts
+    settings = preflight(scenario, args.scenario, args.backend)  # before anything starts
     with contextlib.ExitStack() as owned:
         try:
             run_dir = args.out if args.out is not None else new_run_dir(Path("runs"), scenario.name)
             owned.enter_context(fresh_run_dir(run_dir, args.clean))
-            prepare_run_dir(scenario, run_dir)
+            prepare_run_dir(settings.scenario, run_dir)
         except RunDirError as exc:
             raise UsageError(f"testbed run --out: {exc}") from None
         except OSError as exc:
             raise UsageError(f"testbed run --out: cannot create the run directory: {exc}") from None
         print(f"run directory: {run_dir}", file=sys.stderr)
-        result = _run_backend(scenario, run_dir, args.backend)
+        result = _run_backend(settings, run_dir, args.backend)
     print_jct_table(result.run_dir, result.summary)
     warn_if_distorted(result.summary)
     _warn_shortfall(result.summary)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
-def _run_backend(scenario: Scenario, run_dir: Path, backend: str) -> RunResult:
+def _run_backend(settings: RunSettings, run_dir: Path, backend: str) -> RunResult:
+    """The run of ``settings`` (the simulator's: ``load_for_backend`` gave its ``sim_scenario``)."""
     if backend == "sim":
         from master.sim.run import run_sim
 
-        return run_sim(scenario, run_dir, progress=sys.stderr.isatty())
+        return run_sim(settings, run_dir, progress=sys.stderr.isatty())
     from master.shell.run import run_blocking
 
-    return run_blocking(scenario, run_dir, backend)
+    return run_blocking(settings, run_dir, backend)
 
 
 def _warn_shortfall(summary: dict) -> None:
@@ -385,7 +382,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         except (ResumeError, RunDirError) as exc:
             raise UsageError(f"testbed run --resume: {exc}") from None
         print(f"resuming run directory: {args.resume}", file=sys.stderr)
-        result = run_blocking(scenario, args.resume, args.backend or "local", resume=True)
+        settings = settings_for(scenario, str(args.resume / "scenario.yaml"))
+        result = run_blocking(settings, args.resume, args.backend or "local", resume=True)
     print_jct_table(result.run_dir, result.summary)
     warn_if_distorted(result.summary)
     _warn_shortfall(result.summary)
@@ -447,9 +445,9 @@ def planned_evictions(scenario: Scenario, path: Path, horizon: float | None = No
 
 def _plan_horizon(scenario: Scenario, horizon: float | None) -> tuple[Scenario, float]:
     """The scenario under this host's dilation (its wall times), and the horizon of its plan."""
-    from master.shell.scale_model import resolve
+    from testbed.settings import Host, resolve_dilation
 
-    scenario = resolve(scenario)
+    scenario = resolve_dilation(scenario, Host.this_machine().cores)
     return scenario, horizon if horizon is not None else min(
         scenario.timeout * scenario.time_scale, MAX_DURATION_S
     )

@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testbed.app.usage import EXIT_OK, UsageError
 from testbed.scenario.loading import ScenarioError
+
+if TYPE_CHECKING:
+    from testbed.settings import Host
 
 
 def add_compose_commands(sub: Any) -> None:
@@ -49,7 +52,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
     if args.out is not None:
         argv += ["-o", str(args.out)]
     try:
-        text = compose_file(args.scenario, args.overrides, args.out, args.host_cores, argv, args.per_node)
+        text = compose_file(args.scenario, args.overrides, args.out, compose_host(args), argv, args.per_node)
     except ScenarioError as exc:  # one line, however many problems
         raise UsageError("; ".join(exc.problems)) from None
     if args.out is None:
@@ -67,6 +70,13 @@ def cmd_compose(args: argparse.Namespace) -> int:
     if not directory.exists():
         _write_secrets(directory, "testbed compose -o")
     return EXIT_OK
+
+
+def compose_host(args: argparse.Namespace) -> Host:
+    """The host a compose file is fitted to: ``--host-cores``, or this machine."""
+    from testbed.settings import Host
+
+    return Host(args.host_cores) if args.host_cores is not None else Host.this_machine()
 
 
 def cmd_secrets(args: argparse.Namespace) -> int:

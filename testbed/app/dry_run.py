@@ -33,7 +33,7 @@ def jobs_horizon(scenario: Scenario, budget: int = EVENT_BUDGET) -> float | None
     """Trace seconds from the start to the end of the last job of a simulated run of the
     scenario; None when that run did not finish every job within ``budget`` events."""
     from master.shell.secure_dir import secure_run_dir
-    from master.sim.run import sim_scenario, simulate
+    from master.sim.run import sim_settings, simulate
 
     events = [0]
 
@@ -46,7 +46,7 @@ def jobs_horizon(scenario: Scenario, budget: int = EVENT_BUDGET) -> float | None
     with tempfile.TemporaryDirectory(prefix="testbed-dry-run-") as scratch:
         run_dir = Path(scratch) / "sim"
         secure_run_dir(run_dir)
-        _, ok = simulate(sim_scenario(scenario), run_dir, count, over_budget)
+        _, ok = simulate(sim_settings(scenario), run_dir, count, over_budget)
         jobs = read_table(run_dir / "jobs.csv", "jobs")
         finishes = [float(row["finish_wall_s"]) for row in jobs if row["finish_wall_s"]]
     if not ok or not finishes:

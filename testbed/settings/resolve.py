@@ -1,72 +1,68 @@
-"""``resolve(scenario, host)``: the scenario's dilation fixed for ``host`` and its policies built once."""
+"""``resolve(scenario, host)``: the scenario's dilation fixed for ``host``, its policies built and its
+profiles read, once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
-from testbed.scenario.fidelity import host_cores
 from testbed.scenario.schema import Scenario, ScenarioError
+from testbed.settings.dilation import resolve_dilation
+from testbed.settings.policies import make_policy
+from testbed.settings.profiles import Profiles, load_profiles
+from testbed.settings.run_settings import Host, Policies, RunSettings
+
+T = TypeVar("T")
+
+POLICY_FIELDS = {
+    "scheduler": "scheduler", "strategy": "strategy", "autoscaler": "autoscaler", "speculator": "speculation",
+}  # fmt: skip
+"""Each field of ``Policies`` and the policy kind (``policy.<kind>``) it is built from."""
 
 
 @dataclass(frozen=True)
-class Host:
-    """What a run's settings depend on of the machine it runs on: an explicit input of ``resolve``."""
-
-    cores: float
-
-    @classmethod
-    def this_machine(cls) -> Host:
-        """This process's host (read at the CLI's edge, never by the core or the simulator)."""
-        return cls(host_cores())
-
-
-@dataclass(frozen=True)
-class Policies:
-    """The scenario's policies, each built once with its validated options."""
-
-    scheduler: Any
-    strategy: Any
-    autoscaler: Any
-    speculator: Any
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """A scenario compiled for one host: ``dilation: auto`` resolved, the policies built."""
+class Resolution:
+    """What ``resolution`` found: the scenario with its dilation resolved, the policies that
+    built and every problem (one line each)."""
 
     scenario: Scenario
     host: Host
-    policies: Policies
+    built: dict[str, Any]
+    profiles: Profiles
+    problems: tuple[str, ...]
 
-    @property
-    def dilation(self) -> float:
-        return self.scenario.fidelity.factor
-
-    @property
-    def time_scale(self) -> float:
-        return self.scenario.time_scale
+    def settings(self) -> RunSettings:
+        """The run's settings, or a ``ScenarioError`` with every problem."""
+        if self.problems:
+            raise ScenarioError(list(self.problems))
+        return RunSettings(self.scenario, self.host, Policies(**self.built), self.profiles)
 
 
-def resolve(scenario: Scenario, host: Host, where: str | None = None) -> RunSettings:
-    """The settings of ``scenario`` on ``host``; every problem at once as a ``ScenarioError``
-    (its lines prefixed with ``where``, the scenario file, when given)."""
-    from master.policy_setup import make_autoscaler, make_scheduler, make_speculator, make_strategy
-    from master.shell.scale_model import resolve as resolve_dilation
-
+def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Resolution:
+    """``scenario`` on ``host``: its problems' lines prefixed with ``where``, the scenario file,
+    when given (a dilation ``auto`` that fits no host is a ``ScenarioError`` at once)."""
     scenario = resolve_dilation(scenario, host.cores)
     built: dict[str, Any] = {}
     problems: list[str] = []
-    makers: dict[str, Callable[[Scenario], Any]] = {
-        "scheduler": make_scheduler, "strategy": make_strategy, "autoscaler": make_autoscaler,
-        "speculator": make_speculator,
-    }  # fmt: skip
-    for kind, make in makers.items():
-        try:
-            built[kind] = make(scenario)
-        except ScenarioError as exc:
-            problems += [f"{where}: {problem}" if where else problem for problem in exc.problems]
-    if problems:
-        raise ScenarioError(problems)
-    return RunSettings(scenario, host, Policies(**built))
+    for field, kind in POLICY_FIELDS.items():
+        built[field], found = _attempt(partial(make_policy, kind, scenario))
+        problems += found
+    profiles, found = _attempt(partial(load_profiles, scenario))
+    named = [f"{where}: {problem}" if where else problem for problem in [*problems, *found]]
+    return Resolution(scenario, host, built, profiles or {}, tuple(named))
+
+
+def _attempt(make: Callable[[], T]) -> tuple[T | None, list[str]]:
+    """What ``make`` made, or what it refused, one line each (every part is made: one pass
+    says all)."""
+    try:
+        return make(), []
+    except ScenarioError as exc:
+        return None, exc.problems
+
+
+def resolve(scenario: Scenario, host: Host, where: str | None = None) -> RunSettings:
+    """The settings of ``scenario`` on ``host``; every problem at once as a ``ScenarioError``."""
+    return resolution(scenario, host, where).settings()

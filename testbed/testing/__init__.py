@@ -100,17 +100,17 @@ async def run(scenario: str | Path | dict[str, Any], run_dir: Path, backend: str
     (``ok``, ``summary``, ``run_dir``). A file's directory is importable (its plugins).
     ``backend="sim"`` (or a scenario's ``backend: sim``) simulates it (docs/simulation.md)."""
     from master.shell.run import prepare_run_dir, run_scenario
-    from master.shell.scale_model import resolve
+    from testbed.settings import Host, resolve
 
     loaded = parse_scenario(scenario) if isinstance(scenario, dict) else load_scenario(scenario)
     run_dir.mkdir(parents=True, exist_ok=True)
     if backend == "sim" or (backend == "local" and loaded.backend == "sim"):
-        from master.sim.run import run_sim, sim_scenario
+        from master.sim.run import run_sim, sim_settings
 
-        return await asyncio.to_thread(run_sim, sim_scenario(loaded), run_dir)  # its own event loop
-    loaded = resolve(loaded)
-    prepare_run_dir(loaded, run_dir)
-    return await run_scenario(loaded, run_dir, backend)
+        return await asyncio.to_thread(run_sim, sim_settings(loaded), run_dir)  # its own event loop
+    settings = resolve(loaded, Host.this_machine())
+    prepare_run_dir(settings.scenario, run_dir)
+    return await run_scenario(settings, run_dir, backend)
 
 
 def check_workload(

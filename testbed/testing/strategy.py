@@ -16,6 +16,7 @@ Part of ``testbed.testing`` (allowed to import ``master``: it runs the core in-p
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from master.core.machine import MasterCore
 from testbed.api.strategy import LiveJob, Ready, Strategy, StrategyDecision, StrategyView, TaskLaunch
 from testbed.scenario.chaos import EvictSpec
 from testbed.scenario.schema import load_scenario, parse_scenario
+from testbed.settings import Host, resolve
 from testbed.wire.protocol import NodeState, TaskSpec, TaskUpdate
 
 
@@ -66,7 +68,9 @@ class StrategyBench:
         self._wake: float | None = None
         self._seen = 0
         recording = _Recording(strategy, self.decisions)
-        self.core = MasterCore(loaded, "strategy-bench", strategy=lambda _: recording)  # type: ignore[arg-type,return-value]
+        settings = resolve(loaded, Host.this_machine())
+        policies = replace(settings.policies, strategy=recording)
+        self.core = MasterCore(replace(settings, policies=policies), "strategy-bench")
         self._keep(self.core.start(0.0))
         for command in list(self.log):
             if isinstance(command, cmd.StartNode):

@@ -66,17 +66,10 @@ class Watched:
 
 def watched_driver(scenario: Scenario) -> tuple[Driver, Watched]:
     cores: list[MasterCore] = []
-    made: list[Watched] = []
-
-    def factory(s: Scenario) -> Any:
-        made.append(Watched(make_strategy(s), cores))
-        return made[0]
-
-    driver = Driver.__new__(Driver)
-    driver.core = MasterCore(scenario, "core-test", strategy=factory)
+    watched = Watched(make_strategy(scenario), cores)
+    driver = Driver(scenario, strategy=watched)
     cores.append(driver.core)
-    driver.now, driver.log, driver.wake = 0.0, [], None
-    return driver, made[0]
+    return driver, watched
 
 
 @pytest.mark.parametrize("strategy", ["spark", "spark-checkpoint", "pado"])
@@ -122,14 +115,11 @@ class Scripted(Strategy):
 
 
 def scripted_driver() -> tuple[Driver, Scripted]:
-    made: list[Scripted] = []
-    driver = Driver.__new__(Driver)
-    driver.core = MasterCore(
-        make_scenario(), "core-test", strategy=lambda s: made.append(Scripted(s)) or made[0]
-    )
-    driver.now, driver.log, driver.wake = 0.0, [], None
-    made[0].script[JobSubmitted] = [WriteFile("dags/x.json", "{}\n")]
-    return driver, made[0]
+    scenario = make_scenario()
+    scripted = Scripted(scenario)
+    driver = Driver(scenario, strategy=scripted)
+    scripted.script[JobSubmitted] = [WriteFile("dags/x.json", "{}\n")]
+    return driver, scripted
 
 
 def test_decisions_are_applied_in_the_order_returned() -> None:

@@ -17,6 +17,7 @@ from testbed.scenario.schema import SortJob, load_scenario
 from testbed.workloads.cli import write_generated
 from tests.support.docker import compose_command, new_run_id, remove_run, run_leftovers
 from tests.support.runs import assert_exact
+from tests.support.settings import settings_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
@@ -85,7 +86,7 @@ async def test_user_scenario_through_testbed_compose_matches_the_local_backend(
     assert_exact(scenario, on_compose)
 
     monkeypatch.delenv("TESTBED_RUN_ID")
-    local = await run_scenario(scenario, tmp_path / "local")
+    local = await run_scenario(settings_of(scenario), tmp_path / "local")
     assert local.ok, local.summary
     assert_exact(scenario, tmp_path / "local")
     on_docker = digests(on_compose / "outputs")

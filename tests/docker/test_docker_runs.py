@@ -29,6 +29,7 @@ from tests.support.docker import (
 )
 from tests.support.runs import assert_exact
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 QUICKSTART = REPO / "compose" / "quickstart.yaml"
@@ -64,7 +65,7 @@ async def test_container_killed_mid_job_output_exact_and_foreign_containers_refu
             asyncio.get_running_loop().create_task(kill_and_attack(master, record["node"]))
 
     try:
-        result = await run_scenario(scenario, tmp_path, backend="docker", on_event=on_event)
+        result = await run_scenario(settings_of(scenario), tmp_path, backend="docker", on_event=on_event)
         assert result.ok, result.summary
         assert result.summary["evictions"] == 1 and result.summary["relaunched_tasks"] > 0
         assert_exact(scenario, tmp_path)
@@ -139,7 +140,9 @@ async def test_a_jobs_input_file_is_mounted_read_only_at_its_own_path(
             mounts.extend(m for m in container.attrs["Mounts"] if m["Type"] == "bind")
 
     try:
-        result = await run_scenario(scenario, tmp_path / "run", backend="docker", on_event=on_event)
+        result = await run_scenario(
+            settings_of(scenario), tmp_path / "run", backend="docker", on_event=on_event
+        )
         assert result.ok, result.summary
         assert_exact(scenario, tmp_path / "run")
         assert [(m["Source"], m["Destination"], m["RW"]) for m in mounts] == [

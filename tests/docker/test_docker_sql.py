@@ -21,6 +21,7 @@ from testbed.scenario.loading import load_raw
 from testbed.scenario.schema import parse_scenario
 from testbed.workflows import tpch
 from tests.support.docker import compose_command, compose_up_and_down, new_run_id, remove_run, run_leftovers
+from tests.support.settings import settings_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
@@ -62,7 +63,9 @@ async def test_a_tpch_query_runs_in_containers_and_equals_duckdb(
     monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
     run_dir = tmp_path / "run"
     try:
-        result = await run_scenario(parse_scenario(q3_scenario(tpch_data)), run_dir, backend="docker")
+        result = await run_scenario(
+            settings_of(parse_scenario(q3_scenario(tpch_data))), run_dir, backend="docker"
+        )
         assert result.ok, result.summary
         assert run_leftovers(docker_client, run_id) == []
     finally:

@@ -20,6 +20,7 @@ from testbed.scenario.chaos import EvictSpec
 from tests.support.docker import new_run_id, remove_run, run_leftovers
 from tests.support.runs import assert_exact, run_a_lone_task
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
@@ -110,7 +111,7 @@ async def test_dilated_containers_get_their_share_and_outputs_stay_exact(
 
     evicted: dict[str, list[Path]] = {}
     try:
-        result = await run_scenario(scenario, tmp_path, backend="docker", on_event=on_event)
+        result = await run_scenario(settings_of(scenario), tmp_path, backend="docker", on_event=on_event)
         assert result.ok, result.summary
         assert result.summary["evictions"] == 1
         assert_exact(scenario, tmp_path)
@@ -206,7 +207,7 @@ async def test_a_slowed_container_gets_its_quota_and_bandwidth_divided_by_its_fa
         record_limit(record)
 
     try:
-        result = await run_scenario(scenario, tmp_path, backend="docker", on_event=on_event)
+        result = await run_scenario(settings_of(scenario), tmp_path, backend="docker", on_event=on_event)
         assert result.ok, result.summary
         assert_exact(scenario, tmp_path)
     finally:

@@ -29,6 +29,7 @@ from tests.support.docker import (
     run_leftovers,
 )
 from tests.support.plugins import write_doc_files
+from tests.support.settings import settings_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
@@ -66,7 +67,9 @@ async def test_the_docs_scheduler_and_workload_run_in_containers(
     monkeypatch.setenv("TESTBED_DOCKER_IMAGE", image)
     run_dir = tmp_path / "run"
     try:
-        result = await run_scenario(load_scenario(plugins / "experiment.yaml"), run_dir, backend="docker")
+        result = await run_scenario(
+            settings_of(load_scenario(plugins / "experiment.yaml")), run_dir, backend="docker"
+        )
         assert result.ok, result.summary
         assert_labelled_and_exact(run_dir, plugins / "experiment.yaml")
         assert run_leftovers(docker_client, run_id) == []

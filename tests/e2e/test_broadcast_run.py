@@ -17,6 +17,7 @@ from testbed.wire.blocks import FRAME_HEADER
 from testbed.workloads.mlr import vector_bytes
 from tests.support.runs import assert_clean, assert_exact, evict_first_if_none
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -63,7 +64,7 @@ async def test_mlr_is_exact_with_its_model_read_once_per_node_under_an_eviction(
             found = (tmp_path / "nodes" / record["node"] / "broadcast").glob("*.index")  # none once gone
             copies.setdefault(record["node"], set()).update(path.name for path in found)
 
-    result = await run_scenario(scenario, tmp_path, on_event=hook)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=hook)
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
     assert_exact(scenario, tmp_path)
@@ -79,7 +80,7 @@ async def test_mlr_is_exact_under_spark_each_aggregate_fetching_only_its_gradien
     ``i % 2``, and each aggregate attempt that succeeds fetched exactly its 3 gradients (the
     master never names an empty partition), whichever were recomputed."""
     scenario = mlr_scenario("spark")
-    result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=evict_first_if_none())
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
     assert_exact(scenario, tmp_path)

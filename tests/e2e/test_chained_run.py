@@ -17,6 +17,7 @@ from master.shell.run import run_scenario
 from testbed.app.cli import main
 from tests.support.runs import assert_clean
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +77,7 @@ async def test_a_wordcount_of_a_wordcount_is_exact_under_an_eviction(tmp_path: P
     )
     hook, evicted = evict_under_the_child()
     run_dir = tmp_path / "run"
-    result = await run_scenario(scenario, run_dir, on_event=hook)
+    result = await run_scenario(settings_of(scenario), run_dir, on_event=hook)
     assert result.ok, result.summary
     assert evicted and result.summary["evictions"] >= 1
     words = counts_of([path.read_text(encoding="utf-8") for path in inputs])

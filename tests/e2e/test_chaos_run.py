@@ -20,6 +20,7 @@ from testbed.workloads.wordcount import read_output
 from tests.support.processes import process_alive
 from tests.support.runs import assert_clean, expected_counts
 from tests.support.scenarios import hold_job, make_scenario, scenario_in
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +44,7 @@ async def test_high_eviction_rate_with_replacement_keeps_outputs_exact(
             "transient": {"lifetime": "high", "notice": "30s", "replace": True, "provisioning_delay": "60s"}
         },
     )
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs/j000") == expected_counts(6, 6, seed=7000)
     assert read_output(tmp_path / "outputs/j001") == expected_counts(4, 4, seed=7001)
@@ -71,7 +72,7 @@ async def test_aws_spot_sends_a_rebalance_recommendation_before_its_notice(tmp_p
     scenario = make_scenario(seed=34, time_scale=7200, jobs=jobs, chaos=chaos)
     first = plan_evictions(scenario, horizon_s=3 * 3600)[0]
     assert first.node_id == "transient-1" and first.rebalance_trace_s is not None
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs/j000") == expected_counts(6, 6, seed=34000)
     assert read_output(tmp_path / "outputs/j001") == expected_counts(4, 4, seed=34001)
@@ -163,7 +164,7 @@ async def test_live_eviction_storm_from_the_cli_and_python(tmp_path: Path, isola
         if record["event"] == "task_started" and not storms:
             storms.append(asyncio.get_running_loop().create_task(storm()))
 
-    result = await run_scenario(scenario, tmp_path, on_event=on_event)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=on_event)
     code, out, named, status = await storms[0]
     assert code == 0 and "evicted 2 node(s)" in out, out
     assert len(named) == 1
@@ -206,7 +207,7 @@ async def test_chaos_refuses_nodes_of_other_runs(tmp_path: Path) -> None:
             tasks.append(asyncio.get_running_loop().create_task(attack()))
 
     try:
-        result = await run_scenario(scenario, tmp_path, on_event=on_event)
+        result = await run_scenario(settings_of(scenario), tmp_path, on_event=on_event)
         await tasks[0]
         assert result.ok
         assert len(refusals) == 3 and all("refusing to evict" in r for r in refusals), refusals
@@ -251,7 +252,7 @@ async def test_aws_spot_with_zones_capacity_and_a_moving_price(tmp_path: Path) -
         ("transient-2", 3 * 3600.0),
         ("transient-3", 3 * 3600.0),
     ]
-    result = await run_scenario(scenario, run_dir)
+    result = await run_scenario(settings_of(scenario), run_dir)
     assert result.ok, result.summary
     assert read_output(run_dir / "outputs/j000") == expected_counts(6, 6, seed=3000)
     assert read_output(run_dir / "outputs/j001") == expected_counts(4, 4, seed=3001)

@@ -23,6 +23,7 @@ from master.shell.run import run_scenario
 from tests.support.coaster import coaster_scenario, write_trace
 from tests.support.processes import process_alive
 from tests.support.runs import assert_clean
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +46,7 @@ async def test_transient_servers_come_and_go_as_processes(tmp_path: Path) -> Non
             *(f"{t} 3 3 3 3 3" for t in (90, 100, 110, 120, 130)),  # short jobs while transients are up
         ],
     )
-    result = await run_scenario(coaster_scenario(trace), tmp_path)
+    result = await run_scenario(settings_of(coaster_scenario(trace)), tmp_path)
     assert result.ok, result.summary
     log = events(tmp_path)
     launches = [e for e in log if e["event"] == "autoscale" and e["action"] == "launch"]
@@ -88,7 +89,9 @@ async def test_revoked_transient_server_loses_no_queued_short_task(tmp_path: Pat
             victims.append(record["node"])
             asyncio.get_running_loop().create_task(master.chaos.evict(record["node"]))
 
-    result = await run_scenario(coaster_scenario(trace), tmp_path, on_event=revoke_on_first_queue)
+    result = await run_scenario(
+        settings_of(coaster_scenario(trace)), tmp_path, on_event=revoke_on_first_queue
+    )
     assert victims, "no short task was queued on a transient server"
     assert result.ok, result.summary
     assert result.summary["evictions"] == 1

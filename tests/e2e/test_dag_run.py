@@ -18,6 +18,7 @@ from testbed.scenario.schema import load_scenario
 from tests.support.plugins import write_doc_files
 from tests.support.runs import assert_clean, assert_exact, evict_first_if_none
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -39,7 +40,7 @@ async def test_the_join_is_exact_under_evictions(tmp_path: Path, strategy: str) 
         policy={"strategy": strategy},
         chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
     )
-    result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=evict_first_if_none())
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
     assert_exact(scenario, tmp_path)
@@ -68,7 +69,7 @@ async def test_lineage_recomputes_what_the_evicted_node_held_of_every_parent(tmp
             evicted.append(record["node"])
             asyncio.get_running_loop().create_task(master.chaos.evict(record["node"]))
 
-    result = await run_scenario(scenario, tmp_path, on_event=evict_a_partial_node)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=evict_a_partial_node)
     assert evicted and result.ok, result.summary
     assert_exact(scenario, tmp_path)
     runs = Counter(
@@ -86,7 +87,7 @@ async def test_the_docs_dag_workload_runs_on_local_agents_under_an_eviction(tmp_
     write_doc_files(plugins)
     scenario = load_scenario(plugins / "mutual.yaml", ["time_scale=60"])
     run_dir = tmp_path / "run"
-    result = await run_scenario(scenario, run_dir, on_event=evict_first_if_none())
+    result = await run_scenario(settings_of(scenario), run_dir, on_event=evict_first_if_none())
     assert result.ok and result.summary["evictions"] > 0, result.summary
     assert main(["check-output", "--run", str(run_dir)]) == 0
     assert_clean(run_dir)

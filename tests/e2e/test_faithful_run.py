@@ -16,6 +16,7 @@ from testbed.node.cgroups import CgroupUnavailable, detect
 from tests.support.cgroups import require_cgroups
 from tests.support.runs import JOBS, assert_clean, assert_exact, run_a_lone_task
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -44,7 +45,7 @@ async def test_a_faithful_pado_run_is_exact_with_each_agent_in_its_cgroup(tmp_pa
             groups[record["node"]] = Path(f"/proc/{record['pid']}/cgroup").read_text()
             groups["master"] = Path("/proc/self/cgroup").read_text()
 
-    result = await run_scenario(scenario, tmp_path, on_event=where)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=where)
     assert result.ok, result.summary
     assert_exact(scenario, tmp_path)
     assert result.summary["bytes_pushed"] > 0
@@ -81,7 +82,7 @@ async def test_a_dilated_run_stretches_trace_time_and_reports_emulated_seconds(t
         jobs=[{"workload": "sleep", "tasks": 2, "duration": "1s", "submit_at": "1s"}],
         fidelity={"mode": "faithful", "dilation": 2},
     )
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     summary = result.summary
     assert (summary["dilation"], summary["fidelity_mode"]) == (2.0, "faithful")
@@ -99,7 +100,7 @@ async def test_an_oversubscribed_unisolated_run_is_flagged_as_distorted(tmp_path
         cluster={"reserved": {"count": 1, "slots": cores + 1}, "transient": {"count": 1, "slots": cores + 1}},
         jobs=[{"workload": "sleep", "tasks": 2 * cores + 2, "duration": "3s", "cpu_bound": True}],
     )
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     fidelity = result.summary["fidelity"]
     assert fidelity["task_time_saturated_share"] > 0.5

@@ -12,6 +12,7 @@ from master.shell.run import run_scenario
 from testbed.workloads.wordcount import read_output
 from tests.support.runs import assert_clean, expected_counts
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -22,7 +23,7 @@ async def test_wordcount_under_firmament_gives_exact_output(tmp_path: Path, cost
         policy={"scheduler": "firmament", "options": {"firmament": {"cost_model": cost_model}}},
         chaos={"transient": {"lifetime": {"exponential": {"mean": "10m"}}}},
     )
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)
     tasks = list(csv.DictReader((tmp_path / "tasks.csv").open()))

@@ -11,6 +11,7 @@ from testbed.workloads.check import check_output
 from testbed.workloads.wordcount import read_output, reference_counts
 from tests.support.runs import assert_clean
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +27,7 @@ async def test_a_glob_through_two_symlink_loops_counts_each_file_once(tmp_path: 
     scenario = make_scenario(
         jobs=[{"workload": "wordcount", "input": f"{loop}/**/*.txt", "maps": 2, "reduces": 2}]
     )
-    result = await run_scenario(scenario, tmp_path / "run")
+    result = await run_scenario(settings_of(scenario), tmp_path / "run")
     assert result.ok, result.summary
     output = tmp_path / "run" / "outputs" / "j000"
     assert read_output(output) == reference_counts(t.encode() for t in texts.values())

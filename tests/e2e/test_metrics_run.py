@@ -11,6 +11,7 @@ import pytest
 from master.core.jobs import MAX_FAILURES
 from master.shell.run import run_scenario
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +32,7 @@ async def test_a_missing_input_file_is_retried_as_task_errors_not_relaunches(tmp
         if record["event"] == "job_submitted":
             data.unlink()
 
-    result = await run_scenario(scenario, tmp_path / "run", on_event=remove_the_input)
+    result = await run_scenario(settings_of(scenario), tmp_path / "run", on_event=remove_the_input)
     assert not result.ok
     with (tmp_path / "run" / "tasks.csv").open() as handle:
         errors = [r for r in csv.DictReader(handle) if r["failure"] == "error"]

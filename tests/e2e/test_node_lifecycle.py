@@ -21,6 +21,7 @@ from master.shell.run import run_scenario
 from testbed.workloads.wordcount import read_output
 from tests.support.runs import assert_clean, expected_counts
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -119,7 +120,7 @@ async def test_a_frozen_agent_is_lost_by_heartbeat_timeout_and_its_work_redone(t
             frozen.append(record["node"])
             os.kill(pids[record["node"]], signal.SIGSTOP)
 
-    result = await run_scenario(scenario, tmp_path, on_event=freeze_first_transient_with_a_task)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=freeze_first_transient_with_a_task)
     assert frozen and result.ok, result.summary
     lost = [e for e in events(tmp_path) if e["event"] == "node_lost"]
     assert [(e["node"], e["reason"]) for e in lost] == [(frozen[0], "heartbeat_timeout")]
@@ -133,7 +134,7 @@ async def test_heartbeats_keep_flowing_while_a_task_burns_the_cpu(tmp_path: Path
     cluster = {"reserved": 1, "transient": 0, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
     job = {"workload": "sleep", "tasks": 1, "duration": "4s", "cpu_bound": True}
     scenario = make_scenario(cluster=cluster, jobs=[job])
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     assert not [e for e in events(tmp_path) if e["event"] == "node_lost"]
     assert result.summary["relaunched_tasks"] == 0

@@ -17,6 +17,7 @@ from testbed.workloads.wordcount import generate_split
 from tests.support.masters import shell_act
 from tests.support.runs import assert_clean, assert_exact
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -59,7 +60,7 @@ async def test_pado_reserved_failure_pauses_the_stage_and_recomputes_lost_parent
             killed.update(t=record["t"], node="reserved-1")
             asyncio.get_running_loop().create_task(master.provider.evict("reserved-1"))
 
-    result = await run_scenario(scenario, tmp_path, on_event=kill_a_reserved_node)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=kill_a_reserved_node)
     assert killed and result.ok, result.summary
     assert_exact(scenario, tmp_path)
     lost = [r for r in events(tmp_path, "node_lost") if r["node"] == "reserved-1"]
@@ -119,7 +120,7 @@ async def test_pado_places_a_task_where_its_input_is_cached(tmp_path: Path) -> N
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    result = await run_scenario(scenario, run_dir, on_event=submit_b_after_a)
+    result = await run_scenario(settings_of(scenario), run_dir, on_event=submit_b_after_a)
     assert result.ok, result.summary
     assert_exact(scenario, run_dir)
     rows = job_rows(run_dir)
@@ -158,7 +159,7 @@ async def test_pado_aggregates_map_outputs_on_their_node_and_commits_each_once(t
     (at most three) into one block per receiver partition, pushed and committed as one
     push naming all its tasks. Counts merge, so fewer bytes travel than the maps wrote."""
     scenario = aggregating_wordcount()
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     assert_exact(scenario, tmp_path)
     flushes = events(tmp_path, "aggregate_flush")
@@ -183,7 +184,7 @@ async def test_pado_relaunches_every_task_of_an_aggregate_lost_before_its_commit
             victim.update(record)
             asyncio.get_running_loop().create_task(master.provider.evict(record["node"]))
 
-    result = await run_scenario(scenario, tmp_path, on_event=evict_first_aggregator)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=evict_first_aggregator)
     assert victim and result.ok, result.summary
     assert_exact(scenario, tmp_path)
     commits = accepted_commits(tmp_path)
@@ -209,7 +210,7 @@ async def test_pado_receivers_process_pushes_as_they_are_committed(tmp_path: Pat
             "options": {"pado": {"aggregate_max_tasks": 1, "incremental_receivers": incremental}},
         },
     )
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     assert_exact(scenario, tmp_path)
     commits = [r["t"] for r in accepted_commits(tmp_path)]

@@ -15,6 +15,7 @@ from master.shell.run import run_scenario
 from tests.support.cgroups import require_cgroups
 from tests.support.runs import assert_clean, assert_exact
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -52,7 +53,7 @@ async def test_a_rule_copies_the_slow_nodes_task_from_real_progress_scores(tmp_p
         for node in master.core.nodes.values():
             scores.extend(score for _, score in node.scores.values())
 
-    result = await run_scenario(scenario, tmp_path, on_event=scores_heard)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=scores_heard)
     assert result.ok, result.summary
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     reserved = {e["node"] for e in events if e["event"] == "node_up" and e["class"] == "reserved"}

@@ -16,6 +16,7 @@ from master.shell.run import run_scenario
 from tests.support.cgroups import require_cgroups
 from tests.support.runs import assert_clean
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -35,7 +36,7 @@ async def test_an_episode_divides_the_nodes_quota_for_its_length_only(tmp_path: 
         fidelity={"mode": "faithful", "dilation": 1},
         chaos={"slowdown": {"episodes": [episode]}},
     )
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     began, ended = [e for e in events if e["event"] == "slowdown_episode"]

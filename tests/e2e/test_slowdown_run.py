@@ -15,6 +15,7 @@ from master.shell.run import run_scenario
 from tests.support.cgroups import require_cgroups
 from tests.support.runs import assert_clean, assert_exact
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +48,7 @@ async def test_a_slowed_nodes_tasks_get_a_third_of_its_core(tmp_path: Path) -> N
         fidelity={"mode": "faithful", "dilation": 1},
         chaos={"slowdown": {"nodes": {"reserved-0": FACTOR}}},
     )
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     drawn = {e["node"]: e["factor"] for e in events if e["event"] == "slowdown_drawn"}

@@ -26,6 +26,7 @@ from testbed.app.anchor.spark_run import live_executors
 from testbed.scenario.schema import WordcountJob, parse_scenario
 from testbed.workloads.check import check_output
 from tests.support.runs import assert_clean
+from tests.support.settings import settings_of
 
 pytestmark = [
     pytest.mark.e2e,
@@ -41,7 +42,9 @@ other or on the one Spark's worker relaunches): two JVM executors, not three (15
 
 async def test_spark_recomputes_a_killed_executors_map_output_and_equals_ours(tmp_path: Path) -> None:
     entry = write_input("wordcount", {"size_mb": 3, "maps": 3, "reduces": 6}, 5, tmp_path / "input")
-    ours = await run_scenario(parse_scenario(scenario_data(entry, TRANSIENT, [], 5)), tmp_path / "ours")
+    ours = await run_scenario(
+        settings_of(parse_scenario(scenario_data(entry, TRANSIENT, [], 5))), tmp_path / "ours"
+    )
     assert ours.ok, ours.summary
     assert_clean(tmp_path / "ours")
 

@@ -10,6 +10,7 @@ import pytest
 from master.shell.run import run_scenario
 from tests.support.runs import JOBS, assert_clean, assert_exact, evict_first_if_none
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +32,7 @@ async def test_outputs_exact_with_copies_and_evictions(tmp_path: Path, strategy:
             "transient": {"lifetime": "high", "notice": "30s", "replace": True, "provisioning_delay": "30s"}
         },
     )
-    result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=evict_first_if_none())
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
     assert result.summary["speculative_attempts"] > 0

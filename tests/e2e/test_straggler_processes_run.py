@@ -16,6 +16,7 @@ from master.shell.run import run_scenario
 from tests.support.cgroups import require_cgroups
 from tests.support.runs import assert_clean, assert_exact
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -52,7 +53,7 @@ async def test_straggler_processes_leave_a_slowed_nodes_tasks_a_third_of_its_cor
         fidelity={"mode": "faithful", "dilation": 1},
         chaos={"slowdown": {"nodes": {"reserved-0": FACTOR}, "straggler": "processes"}},
     )
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert {e["node"]: e["factor"] for e in events if e["event"] == "slowdown_drawn"} == {

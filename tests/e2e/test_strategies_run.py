@@ -14,6 +14,7 @@ import pytest
 from master.shell.run import run_scenario
 from tests.support.runs import JOBS, assert_clean, assert_exact, evict_first_if_none
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -44,7 +45,7 @@ async def test_every_workload_exact_under_high_eviction_rate(
         policy={"strategy": strategy, "options": options},
         chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
     )
-    result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=evict_first_if_none())
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
     assert_exact(scenario, tmp_path)
@@ -87,7 +88,7 @@ async def test_pado_commits_exactly_once_when_a_node_dies_mid_push(tmp_path: Pat
             victim.update(record, master=master)
             asyncio.get_running_loop().create_task(master.provider.evict(record["node"]))
 
-    result = await run_scenario(scenario, tmp_path, on_event=evict_first_pusher)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=evict_first_pusher)
     assert victim and result.ok, result.summary
     assert_exact(scenario, tmp_path)
     task, attempt = victim["task"], victim["attempt"]

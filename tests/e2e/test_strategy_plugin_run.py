@@ -16,6 +16,7 @@ from testbed.app.cli import main
 from testbed.scenario.schema import load_scenario
 from testbed.workloads.check import check_output
 from tests.support.plugins import reruns, write_doc_files
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +29,7 @@ async def test_the_docs_strategy_reruns_on_reserved_nodes_exactly(
     write_doc_files(plugins)
     scenario = load_scenario(plugins / "evicted.yaml")
     run_dir = tmp_path / "run"
-    result = await run_scenario(scenario, run_dir)
+    result = await run_scenario(settings_of(scenario), run_dir)
     assert result.ok, result.summary
     assert result.summary["evictions"] == 1, result.summary  # the storm: half of the two transient nodes
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]

@@ -12,6 +12,7 @@ from master.shell.run import run_scenario
 from testbed.workflows import tpch
 from tests.support.runs import assert_clean, assert_exact, evict_first_if_none
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -41,7 +42,7 @@ async def test_tpch_queries_exact_under_evictions(tmp_path: Path, tpch_data: Pat
         policy={"strategy": strategy},
         chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
     )
-    result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=evict_first_if_none())
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
     assert_exact(scenario, tmp_path)

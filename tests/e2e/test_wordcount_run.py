@@ -14,6 +14,7 @@ from master.shell.run import run_scenario
 from testbed.workloads.wordcount import read_output
 from tests.support.runs import assert_clean, expected_counts
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.e2e
 async def test_wordcount_on_amqtt(tmp_path: Path) -> None:
     """``broker: amqtt`` forces the fallback broker (``embedded`` is Mosquitto where installed)."""
     scenario = make_scenario(broker="amqtt")
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -33,7 +34,7 @@ async def test_wordcount_on_amqtt(tmp_path: Path) -> None:
 
 async def test_wordcount_on_mosquitto(tmp_path: Path, mosquitto: str) -> None:
     scenario = make_scenario(broker=mosquitto)
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)
     assert_clean(tmp_path)
@@ -53,7 +54,7 @@ async def test_sigkilled_agent_mid_job_still_gives_exact_output(tmp_path: Path) 
                 victims.append(node)
                 asyncio.get_running_loop().create_task(master.provider.evict(node))
 
-    result = await run_scenario(scenario, tmp_path, on_event=evict_first_reducer_node)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=evict_first_reducer_node)
     assert victims, "no reduce task started on a transient node"
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(6, 6, seed=7000)
@@ -72,7 +73,7 @@ async def test_a_job_the_timeout_kept_from_being_submitted_fails_the_run(tmp_pat
         {"workload": "sleep", "tasks": 1, "duration": "0.1s", "submit_at": "10m"},
     ]
     scenario = make_scenario(jobs=jobs, timeout="3s")
-    result = await run_scenario(scenario, tmp_path)
+    result = await run_scenario(settings_of(scenario), tmp_path)
     assert not result.ok
     assert result.summary["jobs"] == 2, result.summary
     rows = {r["job_id"]: r for r in csv.DictReader((tmp_path / "jobs.csv").open())}
@@ -97,7 +98,9 @@ async def test_a_job_that_cannot_be_planned_fails_at_once_and_the_run_goes_on(tm
     records.write_bytes(b"k" * 1050)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    result = await asyncio.wait_for(run_scenario(scenario, run_dir), 120)  # a guard against a hang
+    result = await asyncio.wait_for(
+        run_scenario(settings_of(scenario), run_dir), 120
+    )  # a guard against a hang
     assert not result.ok
     rows = {r["job_id"]: r for r in csv.DictReader((run_dir / "jobs.csv").open())}
     assert (rows["j000"]["status"], rows["j001"]["status"]) == ("failed", "succeeded")
@@ -123,7 +126,9 @@ async def test_an_error_in_the_scheduling_loop_ends_the_run_with_its_jobs_failed
 
             master.schedule_once = schedule_once
 
-    result = await asyncio.wait_for(run_scenario(scenario, tmp_path, on_event=broken_policy), 120)
+    result = await asyncio.wait_for(
+        run_scenario(settings_of(scenario), tmp_path, on_event=broken_policy), 120
+    )
     assert not result.ok
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert [e["error"] for e in events if e["event"] == "master_error"] == ["RuntimeError('policy bug')"]

@@ -16,6 +16,7 @@ from testbed.scenario.schema import load_scenario
 from testbed.workloads.check import check_output
 from tests.support.plugins import write_doc_files
 from tests.support.runs import evict_first_if_none, spilled
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +49,7 @@ async def test_the_docs_inverted_index_is_exact_under_an_eviction(
     write_doc_files(plugins)
     scenario = load_scenario(plugins / "index.yaml", ["time_scale=60"])
     run_dir = tmp_path / "run"
-    result = await run_scenario(scenario, run_dir, on_event=evict_first_if_none())
+    result = await run_scenario(settings_of(scenario), run_dir, on_event=evict_first_if_none())
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
     assert spilled(run_dir) > 0
@@ -108,7 +109,7 @@ async def test_an_iterative_plugin_is_exact_on_real_agents_under_an_eviction(
     )
     scenario = load_scenario(scenario_file, ["time_scale=60"])
     run_dir = tmp_path / "run"
-    result = await run_scenario(scenario, run_dir, on_event=evict_first_if_none())
+    result = await run_scenario(settings_of(scenario), run_dir, on_event=evict_first_if_none())
     assert result.ok and result.summary["evictions"] > 0, result.summary
     stages = {int(row.split(",")[2]) for row in (run_dir / "tasks.csv").read_text().splitlines()[1:]}
     assert stages == set(range(6))

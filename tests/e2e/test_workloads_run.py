@@ -16,6 +16,7 @@ from testbed.scenario.schema import PagerankJob, SortJob
 from testbed.workloads.cli import write_generated
 from tests.support.runs import JOBS, assert_clean, assert_exact, evict_first_if_none, spilled
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +27,7 @@ async def test_every_workload_exact_under_high_eviction_rate(tmp_path: Path) -> 
         jobs=JOBS,
         chaos={"transient": {"lifetime": "high", "replace": True, "provisioning_delay": "30s"}},
     )
-    result = await run_scenario(scenario, tmp_path, on_event=evict_first_if_none())
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=evict_first_if_none())
     assert result.ok, result.summary
     assert result.summary["evictions"] > 0
     assert spilled(tmp_path) > 0
@@ -50,7 +51,9 @@ async def test_every_workload_exact_with_ideal_memory_and_an_agent_killed(tmp_pa
     jobs = [{**job, "memory_mb": 256} for job in JOBS]
     scenario = make_scenario(jobs=jobs)
     victims: list[str] = []
-    result = await run_scenario(scenario, tmp_path, on_event=kill_first_transient_to_finish_a_task(victims))
+    result = await run_scenario(
+        settings_of(scenario), tmp_path, on_event=kill_first_transient_to_finish_a_task(victims)
+    )
     assert victims and result.ok, result.summary
     assert result.summary["relaunched_tasks"] > 0
     assert spilled(tmp_path) == 0
@@ -107,7 +110,9 @@ async def test_every_workload_exact_on_user_inputs_with_an_agent_killed(
     jobs = [{**job, "memory_mb": memory_mb} for job in user_inputs(inputs)]
     scenario = make_scenario(jobs=jobs)
     victims: list[str] = []
-    result = await run_scenario(scenario, run_dir, on_event=kill_first_transient_to_finish_a_task(victims))
+    result = await run_scenario(
+        settings_of(scenario), run_dir, on_event=kill_first_transient_to_finish_a_task(victims)
+    )
     assert victims and result.ok, result.summary
     assert result.summary["relaunched_tasks"] > 0
     assert (spilled(run_dir) > 0) == (memory_mb == 1)
@@ -125,7 +130,7 @@ async def test_a_malformed_edge_list_fails_its_job_at_once_with_the_reason(tmp_p
         handle.write("3 1 2\n")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    result = await run_scenario(scenario, run_dir)
+    result = await run_scenario(settings_of(scenario), run_dir)
     assert not result.ok
     finished = [e for e in map(json.loads, (run_dir / "events.jsonl").open()) if e["event"] == "job_finished"]
     assert finished[0]["error"] == (

@@ -19,6 +19,7 @@ from testbed.workloads.check import check_output
 from testbed.workloads.task_model import PenaltyCurve, TaskModel, TaskProfile, save_profile
 from tests.support.runs import assert_clean
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -52,7 +53,7 @@ async def run_sort(tmp_path: Path, scheduler: str) -> tuple[list[dict[str, str]]
         profiles=sort_profiles(tmp_path),
         jobs=[SORT],
     )
-    result = await run_scenario(scenario, run_dir)
+    result = await run_scenario(settings_of(scenario), run_dir)
     assert result.ok, result.summary
     assert check_output(scenario.jobs[0], scenario.seed * 1000, run_dir / "outputs" / "j000") == []
     assert_clean(run_dir)

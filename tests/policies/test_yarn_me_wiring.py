@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from master.core.jobs import JobRuntime
-from master.profiles import load_profiles, profile_models, stage_memory
+from master.profiles import profile_models, stage_memory
 from master.shell.run import elastic_summary
 from testbed.api.policy import PendingTask
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.schema import DEFAULT_TASK_MEMORY_MB, ScenarioError
+from testbed.settings.profiles import load_profiles
 from testbed.workloads.task_model import (
     PenaltyCurve,
     SpillCurve,
@@ -54,7 +55,7 @@ def test_jobs_without_memory_take_each_stages_ideal_from_the_profile(tmp_path: P
             {"workload": "sort"},
         ],
     )
-    ideal = stage_memory(scenario)
+    ideal = stage_memory(load_profiles(scenario))
     pagerank, explicit, unprofiled = scenario.jobs
     assert [ideal(pagerank, stage) for stage in range(4)] == [14, 8, 7, 7]
     # stages the profile did not see: the largest profiled ideal of the same role
@@ -65,7 +66,7 @@ def test_jobs_without_memory_take_each_stages_ideal_from_the_profile(tmp_path: P
 
 def test_without_stage_ideals_the_roles_ideal_applies(tmp_path: Path) -> None:
     scenario = make_scenario(profiles=write_profiles(tmp_path, "sort", ()), jobs=[{"workload": "sort"}])
-    ideal = stage_memory(scenario)
+    ideal = stage_memory(load_profiles(scenario))
     assert (ideal(scenario.jobs[0], 0), ideal(scenario.jobs[0], 1)) == (10, 20)
 
 
@@ -110,7 +111,7 @@ def test_an_inline_model_gives_the_same_profile_as_the_equivalent_file(tmp_path:
     profile = inline[("wordcount", "map")]
     assert profile.model.spill == SpillCurve(((0.1, 40.0), (0.5, 20.0)))
     assert profile.stage_ideal_memory_mb == (280, 120)
-    assert stage_memory(make_scenario(profiles=[INLINE_MODEL]))(make_scenario().jobs[0], 0) == 280
+    assert stage_memory(inline)(make_scenario().jobs[0], 0) == 280
     rated = {**INLINE_MODEL, "disk_rate_mb_s": 30.0}
     del rated["spill_mb"]
     [only] = load_profiles(make_scenario(profiles=[rated])).values()
@@ -121,7 +122,7 @@ def test_a_malformed_profile_is_a_scenario_error(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text("{}")
     with pytest.raises(ScenarioError, match="profiles"):
-        stage_memory(make_scenario(profiles=[str(path)]))
+        load_profiles(make_scenario(profiles=[str(path)]))
 
 
 def two_stage_job() -> JobRuntime:

@@ -16,6 +16,7 @@ import pytest
 from master.shell.run import run_scenario
 from tests.support.runs import assert_clean
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +29,7 @@ async def test_a_run_started_from_a_deleted_directory_runs_every_task(
     monkeypatch.chdir(gone)
     gone.rmdir()  # the master's (and so its agents') working directory, deleted
     job = {"workload": "sleep", "tasks": 4, "duration": 0.1}
-    result = await run_scenario(make_scenario(jobs=[job]), tmp_path / "run")
+    result = await run_scenario(settings_of(make_scenario(jobs=[job])), tmp_path / "run")
     assert result.ok, result.summary
     assert_clean(tmp_path / "run")
     assert not os.path.exists(gone)

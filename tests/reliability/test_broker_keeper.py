@@ -30,6 +30,7 @@ from testbed.workloads.wordcount import read_output
 from tests.support.processes import process_alive
 from tests.support.runs import assert_clean, expected_counts
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 
 def processes_in(directories: list[Path]) -> list[str]:
@@ -82,7 +83,7 @@ async def test_a_killed_broker_is_restarted_and_the_run_completes_exactly(tmp_pa
             killed.append(0)
 
     scenario = make_scenario(broker=kind, jobs=[JOB], timeout=90)
-    result = await run_scenario(scenario, tmp_path, on_event=kill_broker_at_first_task)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=kill_broker_at_first_task)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 6, seed=7000)
     journal = events(tmp_path)

@@ -31,6 +31,7 @@ from testbed.wire.protocol import Codec, NodeState
 from testbed.workloads.wordcount import read_output
 from tests.support.runs import assert_clean, assert_exact, expected_counts
 from tests.support.scenarios import hold_job, make_scenario, scenario_in
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -99,7 +100,7 @@ async def run_with_restart(broker: ManagedBroker, run_dir: Path, hard: bool) -> 
             if len(reconnected) == NODES:
                 all_back.set()
 
-    result = await run_scenario(scenario, run_dir, on_event=on_event, broker=broker)
+    result = await run_scenario(settings_of(scenario), run_dir, on_event=on_event, broker=broker)
     await seen["restart"]
     seen["result"] = result
     return seen
@@ -166,7 +167,7 @@ async def test_a_will_is_trusted_only_for_the_current_session_of_a_dead_agent(tm
             node = master.nodes[record["node"]]
             forged.append(asyncio.get_running_loop().create_task(publish_wills(master.run_id, node)))
 
-    result = await run_scenario(scenario, tmp_path, on_event=on_event, broker=broker)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=on_event, broker=broker)
     await forged[0]
     assert result.ok, result.summary
     journal = events(tmp_path)
@@ -195,7 +196,7 @@ async def test_pado_pushes_survive_a_broker_restart(tmp_path: Path, moment: str)
         if record["event"] == moment and not restarts:
             restarts.append(asyncio.get_running_loop().create_task(broker.restart()))
 
-    result = await run_scenario(scenario, tmp_path, on_event=on_event, broker=broker)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=on_event, broker=broker)
     await restarts[0]
     assert result.ok, result.summary
     assert_exact(scenario, tmp_path)

@@ -22,6 +22,7 @@ from master.shell.run import run_scenario
 from testbed.workloads.wordcount import read_output
 from tests.support.runs import assert_clean, expected_counts
 from tests.support.scenarios import hold_job, make_scenario, scenario_in
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 FREEZE_S = 10.0
@@ -55,7 +56,7 @@ async def run_with_freeze(tmp_path: Path, what: str) -> None:
             freeze(agents if what == "agents" else broker, group=what == "agents")
 
     scenario = make_scenario(jobs=[JOB], timeout=120)
-    result = await run_scenario(scenario, tmp_path, on_event=on_event)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=on_event)
     assert frozen and result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 6, seed=7000)
     names = Counter(e["event"] for e in events(tmp_path))
@@ -91,7 +92,7 @@ async def test_a_reserved_node_lost_to_silence_is_replaced_even_without_replace(
     chaos = {"reserved": {"replace": False}, "transient": {"replace": False}}
     scenario = scenario_in(tmp_path / "in", jobs=[JOB, hold], chaos=chaos, timeout=120)
     run_dir = tmp_path / "run"
-    result = await run_scenario(scenario, run_dir, on_event=freeze_the_reserved_node_for_good)
+    result = await run_scenario(settings_of(scenario), run_dir, on_event=freeze_the_reserved_node_for_good)
     assert "frozen" in pids and result.ok, result.summary
     journal = events(run_dir)
     lost = [(e["node"], e["reason"]) for e in journal if e["event"] == "node_lost"]

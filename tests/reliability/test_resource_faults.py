@@ -27,6 +27,7 @@ from testbed.wire.protocol import TaskSpec
 from testbed.workloads.wordcount import read_output
 from tests.support.runs import assert_clean, expected_counts
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 CAP_MB = 4
 """A map of 1 MB of text needs 8 to 16 MB more than its worker starts with."""
@@ -144,7 +145,7 @@ def test_a_task_over_its_memory_cap_fails_as_oom(tmp_path: Path) -> None:
 @pytest.mark.e2e
 async def test_a_node_with_a_full_disk_is_drained_and_its_task_runs_elsewhere(tmp_path: Path) -> None:
     with tiny_disk(tmp_path / "nodes" / "transient-0"):
-        result = await run_scenario(make_scenario(), tmp_path)
+        result = await run_scenario(settings_of(make_scenario()), tmp_path)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)
     failures = failed_rows(tmp_path, "enospc")
@@ -180,7 +181,7 @@ async def test_nodes_whose_disks_were_full_are_taken_back_once_space_returns(tmp
             if record["event"] == "node_draining":
                 fillers[record["node"]].unlink(missing_ok=True)
 
-        result = await run_scenario(make_scenario(timeout=30), tmp_path, on_event=on_event)
+        result = await run_scenario(settings_of(make_scenario(timeout=30)), tmp_path, on_event=on_event)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(4, 4, seed=7000)
     assert result.summary["enospc_failures"] >= 1
@@ -201,7 +202,7 @@ async def test_when_every_nodes_disk_stays_full_the_run_fails_at_once_saying_so(
     with contextlib.ExitStack() as stack:
         for node in NODES:
             fill(stack.enter_context(tiny_disk(tmp_path / "nodes" / node, "1m")))
-        result = await run_scenario(make_scenario(timeout=30), tmp_path)
+        result = await run_scenario(settings_of(make_scenario(timeout=30)), tmp_path)
     assert not result.ok
     finished = [e for e in events(tmp_path) if e["event"] == "job_finished"]
     assert [e["status"] for e in finished] == ["failed"]
@@ -226,7 +227,7 @@ async def test_a_task_out_of_memory_is_reported_as_oom_and_retried_elsewhere(
     monkeypatch.setattr(master.shell.run, "agent_command", small_node)
     cluster = {"reserved": 1, "transient": 1, "heartbeat_interval": 0.2, "heartbeat_timeout": 2}
     jobs = [{"workload": "wordcount", "size_mb": 2, "maps": 2, "reduces": 1}]
-    result = await run_scenario(make_scenario(cluster=cluster, jobs=jobs), tmp_path)
+    result = await run_scenario(settings_of(make_scenario(cluster=cluster, jobs=jobs)), tmp_path)
     assert result.ok, result.summary
     assert read_output(tmp_path / "outputs" / "j000") == expected_counts(2, 2, seed=7000)
     failures = failed_rows(tmp_path, "oom")
@@ -259,7 +260,7 @@ async def test_a_job_that_fails_is_finished_once_and_its_running_tasks_are_cance
         {"workload": "wordcount", "size_mb": 2, "maps": 2, "reduces": 1},
         {"workload": "sleep", "tasks": 1, "duration": 6.0},
     ]
-    result = await run_scenario(make_scenario(cluster=cluster, jobs=jobs), tmp_path)
+    result = await run_scenario(settings_of(make_scenario(cluster=cluster, jobs=jobs)), tmp_path)
     assert not result.ok
     finished = [(e["job"], e["status"]) for e in events(tmp_path) if e["event"] == "job_finished"]
     assert sorted(finished) == [("j000", "failed"), ("j001", "succeeded")]
@@ -282,7 +283,7 @@ async def test_a_full_output_disk_at_the_master_fails_the_job_at_once_and_leaves
             if record["event"] == "job_submitted":  # its output directory exists now
                 stack.enter_context(tiny_disk(outputs, "64k"))
 
-        result = await run_scenario(make_scenario(timeout=30), tmp_path, on_event=on_event)
+        result = await run_scenario(settings_of(make_scenario(timeout=30)), tmp_path, on_event=on_event)
         left = sorted(p.name for p in outputs.iterdir())
     assert not result.ok
     finished = [e for e in events(tmp_path) if e["event"] == "job_finished"]
@@ -305,7 +306,7 @@ async def test_a_full_journal_disk_ends_the_run_at_once_and_still_records_how(tm
         stack.enter_context(tiny_disk(run_dir, "160k"))
         for roomy in ("logs", "outputs", *(f"nodes/{node}" for node in NODES)):
             stack.enter_context(tiny_disk(run_dir / roomy, "64m"))
-        result = await run_scenario(make_scenario(jobs=jobs, timeout=60), run_dir)
+        result = await run_scenario(settings_of(make_scenario(jobs=jobs, timeout=60)), run_dir)
         summary = json.loads((run_dir / "summary.json").read_text())
         journal = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
         reserve_left = (run_dir / ".journal-reserve").exists()

@@ -29,6 +29,7 @@ from testbed.workloads.wordcount import read_output, reference_counts
 from tests.support.cli import cli, one_line
 from tests.support.crash import SCENARIO, events, run_until_crash_point
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -136,7 +137,7 @@ async def test_live_evictions_wait_for_the_run_to_start_and_the_record_stays_tru
     storm = threading.Thread(target=evict_one_as_soon_as_allowed, args=(tmp_path, answers))
     storm.start()
     try:
-        result = await run_scenario(scenario, tmp_path)
+        result = await run_scenario(settings_of(scenario), tmp_path)
     finally:
         await asyncio.to_thread(storm.join, 120)
     assert result.ok, result.summary
@@ -178,7 +179,7 @@ async def test_uploads_never_committed_are_deleted_when_the_run_ends(tmp_path: P
         if record["event"] == "job_submitted" and not uploads:
             uploads.append(asyncio.get_running_loop().create_task(stale_uploads(master, record["job"])))
 
-    result = await run_scenario(scenario, tmp_path, on_event=on_event)
+    result = await run_scenario(settings_of(scenario), tmp_path, on_event=on_event)
     await uploads[0]
     assert result.ok, result.summary
     assert sorted(p.name for p in (tmp_path / "outputs" / "j000").iterdir()) == [

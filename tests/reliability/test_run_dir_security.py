@@ -23,6 +23,7 @@ from master.shell.secure_dir import RunDirError, secure_run_dir, write_secret_fi
 from testbed.wire.blocks import TOKEN_HEADER
 from tests.support.masters import offline_master, shell_act
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 OTHER_USER = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 needs_other_user = pytest.mark.skipif(
@@ -98,7 +99,7 @@ async def test_another_user_reads_nothing_of_a_run(shared_parent: Path) -> None:
     (shared_parent / "control").write_text("readable")
     run_dir = shared_parent / "run"
     jobs = [{"workload": "wordcount", "size_mb": 1, "maps": 2}]
-    result = await run_scenario(make_scenario(jobs=jobs), run_dir)
+    result = await run_scenario(settings_of(make_scenario(jobs=jobs)), run_dir)
     assert result.ok
     assert (run_dir.stat().st_mode & 0o777) == 0o700
     assert as_other_user("cat", str(shared_parent / "control")).stdout == "readable"

@@ -16,6 +16,7 @@ from master.shell.run import run_scenario
 from testbed.wire.broker import EmbeddedBroker
 from tests.support.runs import assert_clean
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -68,7 +69,7 @@ async def test_credentials_stay_secret_and_everything_listens_on_loopback(tmp_pa
             seen.append(snapshot())
 
     result = await asyncio.wait_for(
-        run_scenario(make_scenario(), tmp_path, on_event=on_event, broker=broker), 300
+        run_scenario(settings_of(make_scenario()), tmp_path, on_event=on_event, broker=broker), 300
     )
     assert result.ok, result.summary
     found = seen[0]

@@ -11,6 +11,7 @@ import pytest
 from master.shell.run import run_scenario
 from tests.support.runs import assert_clean
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -20,7 +21,7 @@ async def test_nodes_start_a_window_at_a_time_and_the_summary_says_the_cluster_w
 ) -> None:
     cluster = {"reserved": 1, "transient": 3, "heartbeat_interval": 0.2, "start_window": 1}
     job = {"workload": "sleep", "tasks": 4, "duration": 0.2}
-    result = await run_scenario(make_scenario(cluster=cluster, jobs=[job]), tmp_path)
+    result = await run_scenario(settings_of(make_scenario(cluster=cluster, jobs=[job])), tmp_path)
     assert result.ok, result.summary
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     starting, most = 0, 0

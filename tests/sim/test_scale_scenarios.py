@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from master.sim.run import sim_scenario, simulate
+from master.sim.run import sim_settings, simulate
 from testbed.app.cli import main
 from testbed.scenario.schema import load_scenario
 from tests.support.sim import rows
@@ -57,18 +57,18 @@ def test_a_tiny_version_of_it_runs_in_the_simulator(name: str, tmp_path: Path) -
 
 def test_a_stop_ends_the_simulation_early_and_fails_the_unfinished_jobs(tmp_path: Path) -> None:
     sets = [*TINY["sim-10k.yaml"], "jobs.0.repeat=10"]
-    scenario = sim_scenario(load_scenario(SCENARIOS / "sim-10k.yaml", sets))
+    scenario = load_scenario(SCENARIOS / "sim-10k.yaml", sets)
     asked = []
 
     def stop() -> str | None:
         asked.append(1)
         return "enough for the test" if len(asked) == 2 else None
 
-    shell, ok = simulate(scenario, tmp_path)
+    shell, ok = simulate(sim_settings(scenario), tmp_path)
     assert ok
     whole = shell.heap.popped
     (tmp_path / "stopped").mkdir()
-    shell, ok = simulate(scenario, tmp_path / "stopped", stop=stop)
+    shell, ok = simulate(sim_settings(scenario), tmp_path / "stopped", stop=stop)
     assert not ok and len(asked) == 2 and shell.heap.popped == 512 < whole
     errors = [row["error"] for row in rows(tmp_path / "stopped", "jobs") if row["status"] == "failed"]
     assert errors and all(error.startswith("enough for the test") for error in errors)

@@ -15,6 +15,7 @@ from master.shell.run import RunResult, run_scenario
 from testbed.wire.broker import ManagedBroker
 from testbed.wire.protocol import Codec, TaskUpdate, Topics
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 COMPROMISED = "reserved-0"
 MAPS, REDUCES = 8, 2
@@ -62,7 +63,11 @@ class Attacker:
     async def attack(self, run_dir: Path, backend: str = "local") -> tuple[RunResult, list[dict[str, Any]]]:
         """The job run with this attacker at work: the run's result and its events."""
         run = run_scenario(
-            make_scenario(jobs=JOBS), run_dir, backend, on_event=self.on_event, broker=self.broker
+            settings_of(make_scenario(jobs=JOBS)),
+            run_dir,
+            backend,
+            on_event=self.on_event,
+            broker=self.broker,
         )
         try:
             result = await asyncio.wait_for(run, 300)

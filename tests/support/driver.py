@@ -14,8 +14,8 @@ from typing import Any
 from master.core import commands as cmd
 from master.core.events import Begin, Event, FromNode, OutputStaged, ProbeAnswered, Round, Wake
 from master.core.machine import MasterCore
-from master.policy_setup import make_strategy
 from testbed.scenario.schema import Scenario
+from testbed.settings.resolve import POLICY_FIELDS
 from testbed.wire.protocol import (
     BlockReceived,
     FlushAggregate,
@@ -29,11 +29,15 @@ from testbed.wire.protocol import (
     TaskUpdate,
 )
 from tests.support.masters import core_act
+from tests.support.settings import settings_of
 
 
 class Driver:
     def __init__(self, scenario: Scenario, **options: Any) -> None:
-        self.core = MasterCore(scenario, "core-test", strategy=make_strategy, **options)
+        """``options``: the core's (``attach``, ``start_window``, ``resume``) and any built policy
+        replaced by a test's own (``scheduler``, ``strategy``, ``autoscaler``, ``speculator``)."""
+        policies = {name: options.pop(name) for name in POLICY_FIELDS if name in options}
+        self.core = MasterCore(settings_of(scenario, **policies), "core-test", **options)
         self.now = 0.0
         self.log: list[cmd.Command] = []
         self.wake: float | None = None

@@ -11,6 +11,7 @@ from master.shell.master import Master
 from testbed.scenario.schema import Scenario
 from testbed.wire.mqtt import BrokerAddress
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 if TYPE_CHECKING:
     from master.core.commands import Command
@@ -25,7 +26,7 @@ def offline_master(scenario: Scenario, run_dir: Path, **options: Any) -> Master:
     from testbed.wire.mqtt import BrokerAddress
 
     return Master(
-        scenario,
+        settings_of(scenario),
         "offline",
         run_dir,
         provider=None,  # type: ignore[arg-type]
@@ -62,7 +63,7 @@ class Clock:
 def master_with_a_node(tmp_path: Path, clock: Clock, started: bool = True) -> tuple[Master, NodeRecord]:
     """``started``: the run's time 0 has passed (else the cluster is still starting)."""
     master = Master(
-        make_scenario(chaos={"transient": {"replace": False}}),  # nothing to launch here
+        settings_of(make_scenario(chaos={"transient": {"replace": False}})),  # nothing to launch here
         "run",
         tmp_path,
         provider=LocalProvider("run", tmp_path / "nodes"),  # it owns no node: nothing to kill

@@ -17,6 +17,7 @@ from testbed.workloads.check import check_output
 from testbed.workloads.wordcount import reference_output
 from tests.support.processes import process_alive
 from tests.support.scenarios import make_scenario
+from tests.support.settings import settings_of
 
 
 def assert_tables_from_events(run_dir: Path) -> None:
@@ -112,7 +113,7 @@ async def run_a_lone_task(
             slots.extend(cgroups.stats(slot_group(node, slot)) for slot in (0, 1))
             cpu_s.append(record["cpu_s"])
 
-    result = await run_scenario(scenario, tmp_path, backend=backend, on_event=at_the_end)
+    result = await run_scenario(settings_of(scenario), tmp_path, backend=backend, on_event=at_the_end)
     assert result.ok, result.summary
     assert slots[0].periods > 10 and slots[1].throttled_periods == 0
     assert result.summary["fidelity"]["task_cpu_per_quota"] <= 1.1
