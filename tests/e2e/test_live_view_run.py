@@ -17,6 +17,7 @@ from tests.support.headless_chromium import CHROMIUM, opened_tab
 from tests.support.live_view import DRAWN_TO_THE_END, SHOWN, page_errors, pixel_spread
 from tests.support.runs import assert_clean, evict_first_if_none
 from tests.support.scenarios import hold_job, scenario_in
+from tests.support.settings import settings_of
 
 pytestmark = [
     pytest.mark.e2e,
@@ -61,7 +62,7 @@ async def test_nodes_a_finished_job_and_an_eviction_appear_while_the_run_goes(
             url = page_url(master.api.url, master.keys.api_token)
             watchers.append(asyncio.get_running_loop().create_task(watch(url)))
 
-    result = await run_scenario(scenario, tmp_path / "run", on_event=on_event)
+    result = await run_scenario(settings_of(scenario), tmp_path / "run", on_event=on_event)
     going, end, spread, errors = await watchers[0]
     assert not going["ended"], "the page showed it all only after the run's end"
     assert {"reserved-0", "transient-0", "transient-1", "transient-2"} <= set(

@@ -21,6 +21,7 @@ import pytest
 from master.shell.run import run_scenario
 from tests.support.runs import assert_clean
 from tests.support.scenarios import hold_job, scenario_in
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -50,7 +51,7 @@ async def test_a_cleanup_of_pymp_directories_mid_run_fails_no_worker_start(
             until.touch()  # the reduce starts only now: a new worker, after the cleanup
 
     run_dir = tmp_path / "run"
-    result = await run_scenario(scenario, run_dir, on_event=on_event)
+    result = await run_scenario(settings_of(scenario), run_dir, on_event=on_event)
     assert seen["sockets"], "no forkserver socket under the shared temporary directory"
     assert result.ok, result.summary
     rows = list(csv.DictReader((run_dir / "tasks.csv").open()))
