@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 CELL = re.compile(r"^(?P<label>.*)_seed-(?P<seed>\d+)$")
 
@@ -49,6 +48,8 @@ def cells(sweeps: Iterable[Path]) -> list[tuple[dict[str, str], int, dict]]:
 
 
 def t_interval(values: list[float]) -> tuple[float, float] | None:
+    from scipy import stats  # where a test is computed: importing the tables' users stays quick
+
     if len(values) < 2:
         return None
     mean, sem = float(np.mean(values)), float(stats.sem(values))
@@ -78,6 +79,8 @@ def paired_ratio(mine: dict[int, float], other: dict[int, float]) -> Ratio | Non
     logs = [math.log(mine[s] / other[s]) for s in common if mine[s] > 0 and other[s] > 0]
     if not logs:
         return None
+    from scipy import stats
+
     interval = t_interval(logs)
     low, high = (math.exp(interval[0]), math.exp(interval[1])) if interval else (None, None)
     p_t = float(stats.ttest_1samp(logs, 0.0).pvalue) if len(logs) > 1 and np.std(logs) > 0 else None

@@ -12,7 +12,17 @@ import pytest
 
 from master.shell.journal_file import Journal
 from testbed.journal.schema import EVENTS
-from testbed.journal.tables import DISK_COLUMNS, ROWS_FROM_EVENTS, TABLES, emulated_row, read_table, row_of
+from testbed.journal.tables import (
+    DISK_COLUMNS,
+    ROWS_FROM_EVENTS,
+    SPECULATION_COUNTERS,
+    TABLES,
+    clock_named,
+    disk_column,
+    emulated_row,
+    read_table,
+    row_of,
+)
 from tests.support.runs import assert_tables_from_events
 from tests.support.sim import SCENARIO, simulate
 
@@ -176,6 +186,59 @@ def test_a_resumed_journal_rebuilds_as_one_table(tmp_path: Path) -> None:
     with open(tmp_path / "nodes.csv", newline="") as handle:
         assert [row["ended_wall_s"] for row in csv.DictReader(handle)] == ["0.3333", "100.3333"]
     assert_tables_from_events(tmp_path)
+
+
+OLDER_JOBS = [column for column in TABLES["jobs"] if column not in SPECULATION_COUNTERS]
+"""jobs.csv's header before the speculation columns and before the columns named their clock."""
+
+
+def test_a_resumed_older_run_appends_under_the_header_it_finds(tmp_path: Path) -> None:
+    """A run directory of an older testbed, resumed: its new rows go under the header its file
+    has (not today's three more columns, which read back shifted or under no name)."""
+    older = ",".join(OLDER_JOBS) + "\n" + "j000,sort-0,sort,0.0,0.5,4.0,4.0,0.5,succeeded,2" + ",0" * 9 + "\n"
+    (tmp_path / "jobs.csv").write_text(older)
+    journal = Journal(tmp_path, clock=lambda: 12.0)
+    journal.t0 = 0.0
+    journal.event(
+        "job_finished",
+        job="j001",
+        status="succeeded",
+        jct_s=10.0,
+        error=None,
+        name="sort-1",
+        workload="sort",
+        submit_s=2.0,
+        start_s=2.5,
+        tasks=8,
+        relaunched_tasks=2,
+        wasted_slot_s=1.5,
+    )
+    journal.close()
+    lines = (tmp_path / "jobs.csv").read_text().splitlines()
+    assert lines[0] == ",".join(OLDER_JOBS) and len(lines) == 3
+    rows = read_table(tmp_path / "jobs.csv", "jobs")
+    assert [(r["job_id"], r["finish_wall_s"], r["jct_wall_s"], r["tasks"]) for r in rows] == [
+        ("j000", "4.0", "4.0", "2"),
+        ("j001", "12.0", "10.0", "8"),
+    ]
+    assert all(set(r) == {disk_column("jobs", c) for c in OLDER_JOBS} for r in rows)
+
+
+def test_a_summary_of_an_older_run_reads_its_cpu_seconds_under_their_name() -> None:
+    """Before the round times named their clock, a measured round's CPU seconds were
+    ``solver_time_*_s``; read today, they are ``solver_time_*_cpu_s`` (a model's stay)."""
+    older = {"solver_time_p50_s": 0.002, "solver_time_p99_s": 0.01, "solver_time_source": "measured_cpu"}
+    assert clock_named(older) == {
+        "solver_time_p50_cpu_s": 0.002,
+        "solver_time_p99_cpu_s": 0.01,
+        "solver_time_p50_s": None,
+        "solver_time_p99_s": None,
+        "solver_time_source": "measured_cpu",
+    }
+    modelled = {**older, "solver_time_source": "model"}
+    assert clock_named(modelled) == modelled
+    today = {**clock_named(older), "mean_jct_s": 3.0}
+    assert clock_named(today) == today
 
 
 def test_every_time_column_names_its_clock() -> None:

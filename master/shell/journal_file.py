@@ -16,6 +16,7 @@ and ``flush``): the same bytes, written in larger pieces.
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import logging
 import os
@@ -39,6 +40,13 @@ RESERVE_NAME = ".journal-reserve"
 RESERVE_BYTES = 128 * 1024
 """Disk space the journal holds back from the start, given back when its disk is full so
 that the run can still record how it ends (its jobs' rows, summary.json)."""
+
+
+def found_header(path: Path) -> list[str] | None:
+    """The header of a table a resumed run appends to (None: no file, or an empty one)."""
+    with contextlib.suppress(FileNotFoundError), open(path, newline="", encoding="utf-8") as handle:
+        return next(csv.reader(handle), None)
+    return None
 
 
 def new_run_dir(base: Path, name: str) -> Path:
@@ -113,10 +121,10 @@ class Journal:
 
     def _open_table(self, table: str) -> _Table:
         path = self.run_dir / f"{table}.csv"
-        fresh = not path.exists() or path.stat().st_size == 0
+        header = found_header(path)  # a resumed run's rows go under its file's header
         handle = open(path, "a", newline="", encoding="utf-8")  # noqa: SIM115
-        writer = table_writer(handle, table)
-        if fresh:
+        writer = table_writer(handle, table, header)
+        if header is None:
             writer.writeheader()
         entry = self._tables[table] = _Table(handle, writer)
         return entry

@@ -10,10 +10,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rich.console import Console
-from rich.live import Live
-from rich.text import Text
-
 from master.core.machine import MasterCore
 from master.policy_setup import policy_plugins
 from master.shell.run import RunResult, summarize
@@ -135,6 +131,11 @@ class SimProgress:
     wall second): ``sim_progress_line``."""
 
     def __init__(self, time_scale: float) -> None:
+        from rich.console import Console  # a run on a terminal only
+        from rich.live import Live
+        from rich.text import Text
+
+        self.text = Text  # a line as it is (a str would be read as rich's markup)
         self.time_scale = time_scale
         self.started = time.monotonic()
         self.shown = 0.0
@@ -154,4 +155,4 @@ class SimProgress:
         status = shell.status()
         wall = self.shown - self.started
         line = sim_progress_line(status, status["t"] * self.time_scale, shell.heap.popped, wall)
-        self.live.update(Text(line), refresh=True)
+        self.live.update(self.text(line), refresh=True)

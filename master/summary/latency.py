@@ -9,6 +9,13 @@ it has one, else the CPU seconds the round took (``time.thread_time``): a model 
 charged run (``simulation.charge_policy_time``) the same from rerun to rerun, a measured time
 does not; uncharged, a round's time is recorded only. A real master's rounds are timed by
 their CPU seconds (the real shell gives no model).
+
+Each figure names its clock (README, "The run directory"): ``solver_time_p50_s`` and
+``_p99_s`` are over the rounds the model timed (the run's clock), ``solver_time_p50_cpu_s``
+and ``_p99_cpu_s`` over the rounds timed by their CPU seconds on this machine (neither
+emulated nor dilated). Before the split (an older summary.json) every round's time went into
+``solver_time_*_s`` whatever its source: ``testbed.journal.tables.clock_named`` reads such a
+summary under today's names.
 """
 
 from __future__ import annotations
@@ -18,9 +25,9 @@ from typing import Any
 from master.summary.coaster import percentile
 
 
-def latency_fields(name: str, seconds: list[float]) -> dict[str, float | None]:
-    """``<name>_p50_s`` and ``<name>_p99_s`` (to the microsecond; None without samples)."""
-    return {f"{name}_p{q}_s": _micro(percentile(seconds, q)) for q in (50, 99)}
+def latency_fields(name: str, seconds: list[float], unit: str = "s") -> dict[str, float | None]:
+    """``<name>_p50_<unit>`` and ``<name>_p99_<unit>`` (to the microsecond; None without samples)."""
+    return {f"{name}_p{q}_{unit}": _micro(percentile(seconds, q)) for q in (50, 99)}
 
 
 def _micro(value: float | None) -> float | None:
@@ -30,31 +37,31 @@ def _micro(value: float | None) -> float | None:
 class RoundTimes:
     def __init__(self, charged: bool) -> None:
         self.charged = charged
-        self.seconds: list[float] = []
-        """Each round's time, in round order."""
-        self.modelled = 0
-        """Rounds timed by the scheduler's model (the others measured)."""
+        self.modelled: list[float] = []
+        """The times of the rounds the scheduler's model timed, in round order."""
+        self.measured_cpu: list[float] = []
+        """The CPU seconds of the rounds without a model's time, in round order."""
 
     def add(self, measured_s: float, modelled_s: float | None) -> float:
         """A round's time: the model's if there is one, else ``measured_s`` (CPU seconds)."""
-        spent = measured_s if modelled_s is None else modelled_s
-        self.modelled += modelled_s is not None
-        self.seconds.append(spent)
-        return spent
+        if modelled_s is None:
+            self.measured_cpu.append(measured_s)
+            return measured_s
+        self.modelled.append(modelled_s)
+        return modelled_s
 
     def summary(self, latencies: list[float]) -> dict[str, Any]:
         """summary.json's fields: placement latency (``master.core.turns``) and round time."""
         return {
             **latency_fields("placement_latency", latencies),
-            **latency_fields("solver_time", self.seconds),
+            **latency_fields("solver_time", self.modelled),
+            **latency_fields("solver_time", self.measured_cpu, "cpu_s"),
             "solver_time_source": self._source(),
             "policy_time_charged": self.charged,
         }
 
     def _source(self) -> str:
         """Where the rounds' times came from: ``model``, ``measured_cpu``, both, or ``none``."""
-        if not self.seconds:
-            return "none"
-        if self.modelled == len(self.seconds):
-            return "model"
-        return "measured_cpu" if not self.modelled else "model_and_measured_cpu"
+        sources = (("model", self.modelled), ("measured_cpu", self.measured_cpu))
+        return "_and_".join(name for name, times in sources if times) or "none"
+

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from testbed.chaosmodels.lifetime_model import LifetimeModel
 from testbed.chaosmodels.lifetimes import NODE_CLASSES, parse_lifetime
@@ -179,6 +178,8 @@ def _lived_fit(
             censored.append(max(0.0, (end - float(node["t"])) / wall_per_trace))
     if not killed:
         return math.nan, len(censored)
+    from scipy import stats  # for the Kaplan-Meier estimate only: scipy.stats is slow to import
+
     estimate = stats.ecdf(stats.CensoredData(uncensored=killed, right=censored)).cdf
     times = np.unique(killed)
     after = estimate.evaluate(times)

@@ -10,10 +10,6 @@ import asyncio
 import sys
 from typing import Any
 
-from rich.console import Console
-from rich.live import Live
-from rich.text import Text
-
 
 def progress_line(status: dict[str, Any]) -> str:
     return _clock(status) + " " + progress_counts(status)
@@ -75,6 +71,10 @@ def show_live_view(url: str) -> None:
 
 async def show_progress(status: Any, interactive: bool | None = None) -> None:
     """Render ``status()`` until cancelled."""
+    from rich.console import Console  # here: the simulator's progress line imports none of it
+    from rich.live import Live
+    from rich.text import Text
+
     console = Console(stderr=True)
     interactive = console.is_terminal if interactive is None else interactive
     if not interactive:

@@ -20,7 +20,7 @@ directory's ``<x>_s`` headers too), and ``emulated_row`` converts a row once: ev
 
 import csv
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypedDict, cast, get_type_hints
 
@@ -338,15 +338,22 @@ def cell(value: Any) -> Any:
 class TableWriter:
     """The CSV writer of ``<table>.csv``: its columns in order, a column the row lacks empty,
     an entry that is no column ignored (what ``csv.DictWriter`` with ``extrasaction="ignore"``
-    writes, without its per-row dict and generator: the simulator writes a million rows)."""
+    writes, without its per-row dict and generator: the simulator writes a million rows).
 
-    def __init__(self, handle: TextIO, table: str) -> None:
+    ``header``: the one a resumed run found in its file, under which the rows are appended
+    (an older run directory's ``<x>_s`` names, perhaps fewer columns: one the header lacks is
+    left out of the file, ``events.jsonl`` has it; one it has that the table no longer has is
+    empty); else today's (``DISK_COLUMNS``)."""
+
+    def __init__(self, handle: TextIO, table: str, header: Sequence[str] | None = None) -> None:
         self.table = table
-        self.columns = TABLES[table]
+        self.header = DISK_COLUMNS[table] if header is None else tuple(header)
+        journal_names = {disk_column(table, column): column for column in TABLES[table]}
+        self.columns = tuple(journal_names.get(name, name) for name in self.header)
         self._writer = csv.writer(handle)
 
     def writeheader(self) -> None:
-        self._writer.writerow(DISK_COLUMNS[self.table])
+        self._writer.writerow(self.header)
 
     def writerow(self, row: Mapping[str, Any]) -> None:
         """The row's cells (``cell``, inlined: 27 calls a task row)."""
@@ -356,9 +363,10 @@ class TableWriter:
         )
 
 
-def table_writer(handle: TextIO, table: str) -> TableWriter:
-    """The CSV writer of ``<table>.csv`` (the caller writes the header into a fresh file)."""
-    return TableWriter(handle, table)
+def table_writer(handle: TextIO, table: str, header: Sequence[str] | None = None) -> TableWriter:
+    """The CSV writer of ``<table>.csv`` (the caller writes the header into a fresh file;
+    ``header``: the one found in a file the rows are appended to)."""
+    return TableWriter(handle, table, header)
 
 
 def rebuild_tables(events_path: Path, out_dir: Path) -> dict[str, int]:
@@ -418,3 +426,19 @@ def measured_rows(path: Path) -> list[dict[str, Any]]:
     """``<table>.csv``'s rows (the table named by the file) under the journal's names, each
     time ``<x>_s`` in the seconds it was measured in (wall; a simulated run's are emulated)."""
     return [emulated_row(row, 1.0) for row in read_table(path, path.stem)]
+
+
+CPU_FIELDS = {f"solver_time_p{q}_s": f"solver_time_p{q}_cpu_s" for q in (50, 99)}
+"""summary.json's round times (``master.summary.latency``) under their names before the clock
+split, and their names today when they were CPU seconds."""
+
+
+def clock_named(summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` under today's names: an older one's ``solver_time_*_s`` were its rounds' CPU
+    seconds unless every round was the model's (``solver_time_source``), and are then read as
+    ``solver_time_*_cpu_s`` (a summary that has those already is today's, returned as it is)."""
+    today = any(name in summary for name in CPU_FIELDS.values())
+    if today or summary.get("solver_time_source") in (None, "model"):
+        return summary
+    renamed = {CPU_FIELDS.get(name, name): value for name, value in summary.items()}
+    return {**renamed, **dict.fromkeys(CPU_FIELDS, None)}

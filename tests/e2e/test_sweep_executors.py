@@ -18,8 +18,6 @@ from testbed.app.sweep.run import run_sweep
 
 pytestmark = pytest.mark.e2e
 
-distributed = pytest.importorskip("distributed", reason="the dask extra: pip install '.[dask]'")
-dask = pytest.importorskip("dask", reason="the dask extra: pip install '.[dask]'")
 
 SIM = """\
 name: tiny-sim
@@ -36,9 +34,18 @@ FILES = ("events.jsonl", "jobs.csv", "tasks.csv", "nodes.csv")
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def dask_extra() -> None:
+    """The dask extra, imported by the tests that need it (not at collection: a second of CPU)."""
+    pytest.importorskip("distributed", reason="the dask extra: pip install '.[dask]'")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, dask_extra: None) -> Iterator[str]:
     """A real cluster of 2 worker processes; their scratch space in a temporary directory of
     the test's (by default Dask leaves ``dask-scratch-space`` in /tmp)."""
+    import dask
+    import distributed
+
     scratch = tmp_path_factory.mktemp("dask-scratch")
     with (
         dask.config.set({"temporary-directory": str(scratch)}),  # the scheduler's and workers'
@@ -96,6 +103,7 @@ def test_a_dask_sweep_resumes(tmp_path: Path, cluster: str, capsys: pytest.Captu
     assert rows == {"tasks-4_seed-1": "ok", "tasks-8_seed-1": "ok"}
 
 
+@pytest.mark.usefixtures("dask_extra")
 def test_dask_unreachable_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from testbed.wire.broker import free_port
 

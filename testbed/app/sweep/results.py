@@ -27,7 +27,7 @@ from typing import Any, Literal
 from testbed.app.overlay import plot_cdfs
 from testbed.app.stats import Estimate, estimate, few_samples_warning, halves, noise_split, ratio
 from testbed.app.sweep.grid import Cell, Variation
-from testbed.journal.tables import emulated_row, read_table
+from testbed.journal.tables import CPU_FIELDS, clock_named, emulated_row, read_table
 
 Status = Literal["ok", "failed", "crashed"]
 METRICS = ("mean_jct_s", "p95_jct_s", "makespan_s", "relaunched_ratio", "evictions")
@@ -44,7 +44,7 @@ def cell_result(out: Path, cell: Cell) -> CellResult:
     path = out / cell.name / "summary.json"
     if not path.exists():
         return CellResult(cell.name, "crashed", {})
-    summary = json.loads(path.read_text())
+    summary = clock_named(json.loads(path.read_text()))  # an older cell's too
     return CellResult(cell.name, "failed" if summary.get("failed") else "ok", summary)
 
 
@@ -76,18 +76,14 @@ def write_results(out: Path, cells: list[Cell], variations: list[Variation]) -> 
     return results
 
 
-HOST_MEASURED = ("solver_time_p50_s", "solver_time_p99_s")
-"""summary.json's round times when they are the host's CPU seconds (``solver_time_source`` not
-``model``): a measurement of the machine, not a result of the cell, so no column of the sweep (a
-simulated sweep's table is the same on every executor and every rerun)."""
-
-
 def _numbers(summary: dict[str, Any]) -> dict[str, float]:
-    measured = summary.get("solver_time_source", "model") != "model"
+    """The summary's numbers but its rounds' CPU seconds (``solver_time_*_cpu_s``): a
+    measurement of the machine, not a result of the cell, so no column of the sweep (a
+    simulated sweep's table is the same on every executor and every rerun)."""
     return {
         k: v
         for k, v in summary.items()
-        if isinstance(v, int | float) and not isinstance(v, bool) and not (measured and k in HOST_MEASURED)
+        if isinstance(v, int | float) and not isinstance(v, bool) and k not in CPU_FIELDS.values()
     }
 
 
