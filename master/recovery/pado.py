@@ -20,7 +20,7 @@ own bookkeeping (``PadoJob``) and return the decisions the core applies
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from master.options import PolicyOptions
@@ -56,6 +56,7 @@ from testbed.api import (
     FeedReceiver,
     Flush,
     FlushAggregate,
+    JobPlan,
     JobSubmitted,
     LiveJob,
     NodeClass,
@@ -87,6 +88,17 @@ log = logging.getLogger("master.recovery")
 
 Pushed = tuple[LiveJob, PadoJob, Push, tuple[TaskKey, ...], int]
 """A pushed block's job, Pado state, push, tasks and their stage."""
+
+
+def pushed_stages(plan: JobPlan, classes: Sequence[NodeClass]) -> frozenset[int]:
+    """The transient stages whose shuffle consumers all run on reserved nodes: they push."""
+    return frozenset(
+        s
+        for s, cls in enumerate(classes)
+        if cls == "transient"
+        and shuffle_consumers(plan, s)
+        and all(classes[c] == "reserved" for c in shuffle_consumers(plan, s))
+    )
 
 
 class PadoStrategy(SparkStrategy):
@@ -253,13 +265,7 @@ class PadoStrategy(SparkStrategy):
         if dag is not None:
             pado = compile_pado(dag)
             classes = stage_classes(pado, job.plan)
-            pushed = frozenset(
-                s
-                for s, cls in enumerate(classes)
-                if cls == "transient"
-                and shuffle_consumers(job.plan, s)
-                and all(classes[c] == "reserved" for c in shuffle_consumers(job.plan, s))
-            )
+            pushed = pushed_stages(job.plan, classes)
             aggregated = frozenset(
                 s for s in pushed if self.limits.max_tasks > 1 and aggregates_into(pado, job.plan, s)
             )
