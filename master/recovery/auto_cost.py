@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from master.recovery.pado import pushed_stages
 from master.recovery.pado_compiler import compile_pado
+from master.recovery.pado_state import pushed_stages
 from master.recovery.spark import logical_dag, stage_classes, wide_consumers
 from testbed.api import JobPlan, NodeClass
 from testbed.chaosmodels.lifetime_model import LifetimeModel

@@ -20,7 +20,7 @@ own bookkeeping (``PadoJob``) and return the decisions the core applies
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from master.options import PolicyOptions
@@ -37,6 +37,7 @@ from master.recovery.pado_state import (
     aggregates_into,
     blocks_by_partition,
     push_block_id,
+    pushed_stages,
 )
 from master.recovery.spark import (
     BOTH,
@@ -56,7 +57,6 @@ from testbed.api import (
     FeedReceiver,
     Flush,
     FlushAggregate,
-    JobPlan,
     JobSubmitted,
     LiveJob,
     NodeClass,
@@ -88,17 +88,6 @@ log = logging.getLogger("master.recovery")
 
 Pushed = tuple[LiveJob, PadoJob, Push, tuple[TaskKey, ...], int]
 """A pushed block's job, Pado state, push, tasks and their stage."""
-
-
-def pushed_stages(plan: JobPlan, classes: Sequence[NodeClass]) -> frozenset[int]:
-    """The transient stages whose shuffle consumers all run on reserved nodes: they push."""
-    return frozenset(
-        s
-        for s, cls in enumerate(classes)
-        if cls == "transient"
-        and shuffle_consumers(plan, s)
-        and all(classes[c] == "reserved" for c in shuffle_consumers(plan, s))
-    )
 
 
 class PadoStrategy(SparkStrategy):
