@@ -79,6 +79,10 @@ class OwnView:
         return self._view.now()
 
 
+def _both_classes(scenario: Scenario) -> bool:
+    return scenario.cluster.reserved.count > 0 and scenario.cluster.transient.count > 0
+
+
 class AutoStrategy(Strategy):
     """``auto``: each job on the strategy its cost model predicts fastest."""
 
@@ -87,14 +91,15 @@ class AutoStrategy(Strategy):
     class Options(PolicyOptions):
         """``policy.options.auto``."""
 
-        candidates: list[Candidate] = Field(default_factory=lambda: list(STRATEGIES), min_length=1)
-        """The strategies it chooses among (each needs what it needs alone: spark-checkpoint
-        and pado a reserved and a transient node)."""
+        candidates: list[Candidate] | None = Field(default=None, min_length=1)
+        """The strategies it chooses among, each needing what it needs alone (spark-checkpoint
+        and pado a reserved and a transient node); None: the three, but those the cluster
+        cannot run."""
 
         @field_validator("candidates")
         @classmethod
-        def _once_each(cls, candidates: list[Candidate]) -> list[Candidate]:
-            if len(set(candidates)) != len(candidates):
+        def _once_each(cls, candidates: list[Candidate] | None) -> list[Candidate] | None:
+            if candidates is not None and len(set(candidates)) != len(candidates):
                 raise ValueError(f"each strategy at most once, not {candidates}")
             return candidates
 
@@ -109,16 +114,18 @@ class AutoStrategy(Strategy):
     def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> AutoStrategy:
         """Each candidate built as ``policy.strategy: <name>`` would be (a ScenarioError when
         the cluster cannot run it, or its options are wrong)."""
+        names = options["candidates"] or [n for n in STRATEGIES if n == "spark" or _both_classes(scenario)]
         strategies = {
             name: find_plugin("strategy", name, "policy.options.auto.candidates").build(
                 options_for(scenario, name), scenario
             )
-            for name in options["candidates"]
+            for name in names
         }
         return cls(strategies, setting_of(scenario))
 
-    def predictions(self, job: LiveJob) -> list[Prediction]:
-        return predict(job.plan, self.setting, tuple(self.strategies))
+    def predictions(self, plan: JobPlan) -> list[Prediction]:
+        """Each candidate's prediction for a job of this plan."""
+        return predict(plan, self.setting, tuple(self.strategies))
 
     def _view(self, view: StrategyView, name: str) -> OwnView:
         return OwnView(view, self.owned[name])
@@ -141,7 +148,7 @@ class AutoStrategy(Strategy):
 
     def on_job_submitted(self, view: StrategyView, event: JobSubmitted) -> list[StrategyDecision]:
         """The choice, made once (a resumed job's is the same), journaled with every prediction."""
-        predictions = self.predictions(view.jobs[event.job_id])
+        predictions = self.predictions(view.jobs[event.job_id].plan)
         chosen = self.owner.setdefault(event.job_id, choose(predictions).strategy)
         self.owned[chosen].add(event.job_id)
         note = Note(
@@ -198,7 +205,7 @@ def strategy_describer(scenario: Scenario) -> Callable[[JobPlan], str] | None:
     assert isinstance(auto, AutoStrategy)
 
     def describe(plan: JobPlan) -> str:
-        predictions = predict(plan, auto.setting, tuple(auto.strategies))
+        predictions = auto.predictions(plan)
         each = ", ".join(
             f"{p.strategy} {p.seconds:.2f} s ({p.evictions:.2f} evictions x {p.per_eviction_s:.2f} s)"
             for p in predictions

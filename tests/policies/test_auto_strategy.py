@@ -118,7 +118,7 @@ def test_a_run_mixes_strategies_and_journals_each_choice_as_computed(tmp_path: P
     chosen = {e["job"]: e for e in events(tmp_path / "run", "strategy_chosen")}
     assert sorted(chosen) == ["j000", "j001", "j002", "j003"]
     assert len({e["strategy"] for e in chosen.values()}) > 1  # one run, several strategies
-    auto = AutoStrategy.from_scenario({"candidates": list(STRATEGIES)}, parse_scenario({"name": "x", **doc}))
+    auto = AutoStrategy.from_scenario({"candidates": None}, parse_scenario({"name": "x", **doc}))
     plans = {e["job"]: e for e in events(tmp_path / "run", "job_submitted")}
     assert set(plans) == set(chosen)
     for job, event in chosen.items():
@@ -199,6 +199,13 @@ def test_bad_options_exit_2(
     path.write_text(yaml.safe_dump(doc))
     field, _, expected = message.partition(": ")
     assert_validate_refuses(path, field, expected, capsys)
+
+
+def test_on_one_class_of_nodes_only_spark_is_a_candidate(tmp_path: Path) -> None:
+    doc = {**mixed_scenario("auto"), "cluster": {"reserved": 0, "transient": 3}}
+    assert simulate(tmp_path, "run", **doc).ok
+    assert {e["strategy"] for e in events(tmp_path / "run", "strategy_chosen")} == {"spark"}
+    assert all(set(e["predicted_s"]) == {"spark"} for e in events(tmp_path / "run", "strategy_chosen"))
 
 
 def test_its_setting_reads_the_scenario() -> None:
