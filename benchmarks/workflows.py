@@ -174,13 +174,15 @@ def testbed(*arguments: str) -> dict[str, Any]:
 
 
 def sim_scenario(
-    job: dict[str, Any], ops: dict[str, Any], strategy: str, rate: str, seed: int
+    job: dict[str, Any], ops: dict[str, Any], strategy: str, rate: str, seed: int, time_scale: float = 1.0
 ) -> dict[str, Any]:
-    """Pado's cluster, eviction model and options (scenarios/papers/pado.yaml), this job alone."""
+    """Pado's cluster, eviction model and options (scenarios/papers/pado.yaml), this job alone,
+    its lifetimes ``time_scale`` times compressed."""
     pado = yaml.safe_load(PADO.read_text())
     pado["chaos"]["transient"]["lifetime"] = rate
     pado["policy"]["strategy"] = strategy
-    return {**pado, "name": f"wf-{strategy}-{rate}", "seed": seed, "jobs": [job], "simulation": {"ops": ops}}
+    return {**pado, "name": f"wf-{strategy}-{rate}", "seed": seed, "jobs": [job], "simulation": {"ops": ops},
+            "time_scale": time_scale}  # fmt: skip
 
 
 class Sim:
@@ -197,6 +199,7 @@ class Sim:
         self.work = work
         self.cold = cold_start_s()
         self.costs: dict[tuple[str, bool], dict[str, Any]] = {}
+        self.time_scale: float = getattr(args, "time_scale", 1.0)
 
     def makespan(self, name: str, merge: bool, strategy: str, rate: str, seed: int) -> float:
         data, calibration = self.data[name]
@@ -208,7 +211,8 @@ class Sim:
         path = self.work / f"{name}-{merge}-{strategy}-{rate}-{seed}.yaml"
         path.write_text(
             yaml.safe_dump(
-                sim_scenario(job, self.costs[(name, merge)], strategy, rate, seed), sort_keys=False
+                sim_scenario(job, self.costs[(name, merge)], strategy, rate, seed, self.time_scale),
+                sort_keys=False,
             )
         )
         return float(testbed("run", str(path), "--out", str(path.with_suffix("")))["makespan_s"])
@@ -265,7 +269,8 @@ def score(args: argparse.Namespace) -> None:
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-wf-auto-") as tmp:
         runs = Sim(args, Path(tmp))
-        print(f"strategy: auto, TPC-H SF {args.sf:g}, sim, merged, Pado's cluster: makespan s")
+        where = f"TPC-H SF {args.sf:g}, sim, merged, Pado's cluster, time_scale {args.time_scale:g}"
+        print(f"strategy: auto, {where}: makespan s")
         for name in args.queries:
             for rate in args.rates:
                 for seed in range(1, args.seeds + 1):
@@ -413,6 +418,7 @@ def main() -> None:
     a.add_argument("--calibration-sf", type=float, default=0.1)
     a.add_argument("--purchases", type=int, default=400_000)
     a.add_argument("--seeds", type=int, default=2)
+    a.add_argument("--time-scale", type=float, default=1.0, help="trace seconds per run second")
     a.add_argument("--queries", nargs="*", default=["q1", "q3", "q17"], choices=[q for q in SCENARIOS])
     a.add_argument("--rates", nargs="*", default=["none", *RATES], choices=["none", *RATES])
     a.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "testbed-workflows-data")
