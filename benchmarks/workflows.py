@@ -15,6 +15,10 @@ makespan by up to 60% (top-shopper) and 80% (cross-community PageRank): 2.5x to 
 - ``real``: the same merging comparison on local agents (the shipped scenarios' 1 reserved +
   3 transient processes, SF 0.01, a 400,000-row log), every output checked against DuckDB
   (``testbed check-output``);
+- ``auto``: ``strategy: auto`` scored as Musketeer's Fig. 4.10 (``score``): each query under
+  spark, spark-checkpoint, pado and auto, with no evictions and at Pado's three rates, on
+  Pado's cluster in sim (the stage costs as ``sim``'s); the share of (query, rate, seed) where
+  auto's pick is within 10% of the best of the three;
 - ``grid``: each shipped workflow (the TPC-H queries, top-shopper, cross-community PageRank)
   under each partitioning (merged, unmerged, ``merge: auto``), on local agents (outputs
   checked) and in the simulator on the same cluster and files, with ideal nodes and with the
@@ -22,6 +26,7 @@ makespan by up to 60% (top-shopper) and 80% (cross-community PageRank): 2.5x to 
   (``cold_start_s``); means with 95% Student-t intervals over the seeds.
 
     python benchmarks/workflows.py sim [--sf 10] [--seeds 2]
+    python benchmarks/workflows.py auto [--sf 1] [--seeds 2] [--queries q1 q3 q17]
     python benchmarks/workflows.py real [--seeds 3]
     python benchmarks/workflows.py grid [--seeds 3] [--workflows top-shopper q17 pagerank]
 """
@@ -169,12 +174,15 @@ def testbed(*arguments: str) -> dict[str, Any]:
 
 
 def sim_scenario(
-    job: dict[str, Any], ops: dict[str, Any], strategy: str, rate: str, seed: int
+    job: dict[str, Any], ops: dict[str, Any], strategy: str, rate: str, seed: int, time_scale: float = 1.0
 ) -> dict[str, Any]:
-    """Pado's cluster, eviction model and options (scenarios/papers/pado.yaml), this job alone."""
+    """Pado's cluster, eviction model and options (scenarios/papers/pado.yaml), this job alone,
+    its lifetimes ``time_scale`` times compressed."""
     pado = yaml.safe_load(PADO.read_text())
     pado["chaos"]["transient"]["lifetime"] = rate
     pado["policy"]["strategy"] = strategy
+    if time_scale != 1.0:  # the 7-day timeout would plan more evictions than the testbed allows
+        pado.update(time_scale=time_scale, timeout="1h")
     return {**pado, "name": f"wf-{strategy}-{rate}", "seed": seed, "jobs": [job], "simulation": {"ops": ops}}
 
 
@@ -192,6 +200,7 @@ class Sim:
         self.work = work
         self.cold = cold_start_s()
         self.costs: dict[tuple[str, bool], dict[str, Any]] = {}
+        self.time_scale: float = getattr(args, "time_scale", 1.0)
 
     def makespan(self, name: str, merge: bool, strategy: str, rate: str, seed: int) -> float:
         data, calibration = self.data[name]
@@ -203,10 +212,19 @@ class Sim:
         path = self.work / f"{name}-{merge}-{strategy}-{rate}-{seed}.yaml"
         path.write_text(
             yaml.safe_dump(
-                sim_scenario(job, self.costs[(name, merge)], strategy, rate, seed), sort_keys=False
+                sim_scenario(job, self.costs[(name, merge)], strategy, rate, seed, self.time_scale),
+                sort_keys=False,
             )
         )
         return float(testbed("run", str(path), "--out", str(path.with_suffix("")))["makespan_s"])
+
+    def chosen(self, name: str, merge: bool, rate: str, seed: int) -> str:
+        """The strategy ``auto`` chose for the job of its run (``makespan`` ran it)."""
+        run = self.work / f"{name}-{merge}-auto-{rate}-{seed}"
+        for line in (run / "events.jsonl").read_text().splitlines():
+            if '"strategy_chosen"' in line:
+                return str(json.loads(line)["strategy"])
+        raise SystemExit(f"{run}: no strategy_chosen event")
 
 
 def spread(values: list[float]) -> str:
@@ -238,6 +256,39 @@ def sim(args: argparse.Namespace) -> None:
                 by = {st: [runs.makespan(name, True, st, rate, s) for s in seeds] for st in STRATEGIES}
                 results["strategies"][f"{name}/{rate}"] = by
                 print(f"  {name:4} {rate:6} " + "  ".join(f"{st} {spread(v)}" for st, v in by.items()))
+    args.json.write_text(json.dumps(results, indent=1))
+
+
+WITHIN = 1.10
+"""Musketeer's Fig. 4.10 criterion: a choice within 10% of the best back-end's makespan."""
+
+
+def score(args: argparse.Namespace) -> None:
+    """Musketeer's Fig. 4.10 re-aimed: over (query, eviction rate, seed) in sim, each query
+    run under spark, spark-checkpoint and pado, and under ``strategy: auto``; the share of
+    configurations where auto's pick is within 10% of the best of the three."""
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-wf-auto-") as tmp:
+        runs = Sim(args, Path(tmp))
+        where = f"TPC-H SF {args.sf:g}, sim, merged, Pado's cluster, time_scale {args.time_scale:g}"
+        print(f"strategy: auto, {where}: makespan s")
+        for name in args.queries:
+            for rate in args.rates:
+                for seed in range(1, args.seeds + 1):
+                    spans = {st: runs.makespan(name, True, st, rate, seed) for st in STRATEGIES}
+                    auto_s = runs.makespan(name, True, "auto", rate, seed)
+                    pick = runs.chosen(name, True, rate, seed)
+                    best = min(spans.values())
+                    row = {"query": name, "rate": rate, "seed": seed, **spans, "auto": auto_s, "pick": pick}
+                    results.append({**row, "within": spans[pick] <= WITHIN * best})
+                    cells = "  ".join(f"{st} {v:8.1f}" for st, v in spans.items())
+                    print(f"  {name:4} {rate:6} {seed}  {cells}  auto {auto_s:8.1f} ({pick}, "
+                          f"{spans[pick] / best:4.2f}x the best)", flush=True)  # fmt: skip
+    hits = sum(r["within"] for r in results)
+    exact = sum(r["auto"] == r[r["pick"]] for r in results)
+    share = f"{hits}/{len(results)} = {hits / len(results):.0%}"
+    print(f"auto within {WITHIN - 1:.0%} of the best: {share} (Musketeer's Fig. 4.10)")
+    print(f"auto's own run took its pick's makespan in {exact}/{len(results)}")
     args.json.write_text(json.dumps(results, indent=1))
 
 
@@ -363,6 +414,16 @@ def main() -> None:
     s.add_argument("--merge-rate", default="high")
     s.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "testbed-workflows-data")
     s.add_argument("--json", type=Path, default=Path("workflows-sim.json"))
+    a = sub.add_parser("auto", help="strategy: auto scored as Musketeer's Fig. 4.10")
+    a.add_argument("--sf", type=float, default=1)
+    a.add_argument("--calibration-sf", type=float, default=0.1)
+    a.add_argument("--purchases", type=int, default=400_000)
+    a.add_argument("--seeds", type=int, default=2)
+    a.add_argument("--time-scale", type=float, default=1.0, help="trace seconds per run second")
+    a.add_argument("--queries", nargs="*", default=["q1", "q3", "q17"], choices=[q for q in SCENARIOS])
+    a.add_argument("--rates", nargs="*", default=["none", *RATES], choices=["none", *RATES])
+    a.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "testbed-workflows-data")
+    a.add_argument("--json", type=Path, default=Path("workflows-auto.json"))
     r = sub.add_parser("real")
     r.add_argument("--seeds", type=int, default=3)
     g = sub.add_parser("grid")
@@ -377,7 +438,7 @@ def main() -> None:
     g.add_argument("--json", type=Path, default=Path("workflows-grid.json"))
     args = parser.parse_args()
     print(conditions())
-    {"sim": sim, "real": real, "grid": grid}[args.mode](args)
+    {"sim": sim, "auto": score, "real": real, "grid": grid}[args.mode](args)
     print(conditions())
 
 

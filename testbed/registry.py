@@ -42,6 +42,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "spark": "master.recovery.spark:SparkStrategy",
         "spark-checkpoint": "master.recovery.spark:CheckpointStrategy",
         "pado": "master.recovery.pado:PadoStrategy",
+        "auto": "master.recovery.auto:AutoStrategy",
     },
     "autoscaler": {
         "static": "master.autoscalers.static:StaticAutoscaler",

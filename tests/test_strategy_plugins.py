@@ -133,7 +133,7 @@ def test_a_strategy_that_raises_ends_its_simulated_run_cleanly(
 
 BAD = [
     ("{strategy: '{module}:NoLaunch'}", "is no strategy: it lacks the method launch()"),
-    ("{strategy: nope}", "'nope' is neither a built-in strategy (spark, spark-checkpoint, pado)"),
+    ("{strategy: nope}", "'nope' is neither a built-in strategy (spark, spark-checkpoint, pado, auto)"),
     ("{strategy: 'no_such_module_xyz:S'}", "policy.strategy: cannot import 'no_such_module_xyz'"),
 ]
 

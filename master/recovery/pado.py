@@ -37,6 +37,7 @@ from master.recovery.pado_state import (
     aggregates_into,
     blocks_by_partition,
     push_block_id,
+    pushed_stages,
 )
 from master.recovery.spark import (
     BOTH,
@@ -253,13 +254,7 @@ class PadoStrategy(SparkStrategy):
         if dag is not None:
             pado = compile_pado(dag)
             classes = stage_classes(pado, job.plan)
-            pushed = frozenset(
-                s
-                for s, cls in enumerate(classes)
-                if cls == "transient"
-                and shuffle_consumers(job.plan, s)
-                and all(classes[c] == "reserved" for c in shuffle_consumers(job.plan, s))
-            )
+            pushed = pushed_stages(job.plan, classes)
             aggregated = frozenset(
                 s for s in pushed if self.limits.max_tasks > 1 and aggregates_into(pado, job.plan, s)
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -148,3 +149,14 @@ def _non_negative_int(options: dict[str, Any], name: str, default: int) -> int:
 
 def blocks_by_partition(parts: tuple[PushedPart, ...]) -> dict[int, Block]:
     return {p.partition: (p.nbytes, p.crc32) for p in parts if p.nbytes}
+
+
+def pushed_stages(plan: JobPlan, classes: Sequence[NodeClass]) -> frozenset[int]:
+    """The transient stages whose shuffle consumers all run on reserved nodes: they push."""
+    return frozenset(
+        s
+        for s, cls in enumerate(classes)
+        if cls == "transient"
+        and shuffle_consumers(plan, s)
+        and all(classes[c] == "reserved" for c in shuffle_consumers(plan, s))
+    )

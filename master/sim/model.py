@@ -178,7 +178,7 @@ class ExecutionModel:
         ``<op>.final`` when there is one); for a workload plugin's task,
         ``<import path>.<map|reduce>`` there, else the plugin's ``sim_model()``."""
         if spec.op == DAG_OP:
-            return self.dag_op_model(spec.params["dag"])
+            return self.spec.dag_op(spec.params["dag"])
         if not spec.op.startswith(PLUGIN_OP):
             return self.spec.stage_op(spec.op, spec.final)
         role = spec.op.removeprefix(PLUGIN_OP)
@@ -193,13 +193,6 @@ class ExecutionModel:
         if role == "step":
             return OpModel(s_per_mb=model.step_s_per_mb, output_ratio=model.step_output_ratio)
         return OpModel(s_per_mb=model.reduce_s_per_mb, output_ratio=1.0)
-
-    def dag_op_model(self, meta: dict[str, Any]) -> OpModel:
-        """A stage of a DAG job: the scenario's ``simulation.ops`` entry ``<workload>.<stage>``,
-        else the stage's own ``StageCost``."""
-        own = self.spec.ops.get(f"{meta['workload']}.{meta['stage']}")
-        cost = meta["cost"]
-        return own or OpModel(s_per_mb=cost["s_per_mb"], output_ratio=cost["output_ratio"])
 
     def source_bytes(self, spec: TaskSpec) -> int:
         """Bytes a source task reads; a plugin's generated split: its model's ``generated_split_mb``;

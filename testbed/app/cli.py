@@ -147,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_commands(sub)
     add_ui_command(sub, port_number)
     add_workload_commands(sub)
+    sub.choices["plan"].set_defaults(handler=cmd_plan)
 
     sweep = _grid_parser(
         sub, "sweep", "run a grid of scenario variants over several seeds", "the grid is their product"
@@ -214,6 +215,14 @@ def main(argv: list[str] | None = None) -> int:
     except StartupFailed as exc:
         print(f"testbed run: {exc}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """``testbed plan``, with the line ``strategy: auto``'s cost model gives each job."""
+    from master.recovery.auto import strategy_describer
+    from testbed.workloads.cli import cmd_plan as plan
+
+    return int(plan(args, strategy_describer))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

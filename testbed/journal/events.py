@@ -392,6 +392,19 @@ class Checkpointed(Event):
     bytes: int
 
 
+class StrategyChosen(Event):
+    """``strategy: auto``'s choice for a job at its arrival, with every candidate's prediction
+    (seconds: eviction-free length, expected evictions, seconds each costs; ``predicted_s`` the
+    total the choice is the least of)."""
+
+    job: str
+    strategy: str
+    predicted_s: dict[str, float]
+    eviction_free_s: dict[str, float]
+    evictions: dict[str, float]
+    per_eviction_s: dict[str, float]
+
+
 class ReceiverSetUp(Event):
     job: str
     task: str
@@ -518,6 +531,7 @@ EVENTS: dict[str, type[Event]] = {
     "resource_fault": ResourceFault,
     "output_committed": OutputCommitted,
     "checkpointed": Checkpointed,
+    "strategy_chosen": StrategyChosen,
     "receiver_set_up": ReceiverSetUp,
     "task_pushing": TaskPushing,
     "aggregate_flush": AggregateFlush,

@@ -191,6 +191,13 @@ class SimulationSpec(Strict):
         """The model of an op: the scenario's, else the measured default, else no cost."""
         return self.ops.get(name) or OP_MODELS.get(name) or OpModel(s_per_mb=0.0, output_ratio=1.0)
 
+    def dag_op(self, meta: dict[str, Any]) -> OpModel:
+        """A stage of a DAG job (its plan's ``dag`` parameters): the ``ops`` entry
+        ``<workload>.<stage>``, else the stage's own ``StageCost``."""
+        own = self.ops.get(f"{meta['workload']}.{meta['stage']}")
+        cost = meta["cost"]
+        return own or OpModel(s_per_mb=cost["s_per_mb"], output_ratio=cost["output_ratio"])
+
     def stage_op(self, name: str, final: bool) -> OpModel:
         """The model of a stage of op ``name``: a job's final stage's ``<op>.final`` when the
         scenario or its calibration has one, else the op's."""

@@ -18,6 +18,7 @@ fresh worker's import of the compiler (``benchmarks/workflows.py``'s ``cold_star
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,6 +45,12 @@ class Rates:
     """PULL and PUSH of every byte a task reads and writes as blocks (a narrow stage's read,
     filter and write, top-shopper unmerged)."""
 
+    def of(self, stage: StagePlan) -> StageRate:
+        """A stage's rates: a scan's or a block's per MB, the cold start where its chain compiles."""
+        ops = {op["op"] for op in stage.shared_params.get("ops", [])}
+        per_mb = self.scan_s_per_mb if "scan" in ops else self.s_per_mb
+        return StageRate(self.launch_s, per_mb, extra_s=self.start_s if ops & COMPILING_OPS else 0.0)
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -52,27 +59,63 @@ class Choice:
     """Each partitioning's predicted makespan (seconds), by its ``merge``."""
 
 
+@dataclass(frozen=True)
+class StageRate:
+    """One stage's task at its rates: seconds per task, per MB read, and bytes written per
+    byte read. ``merge: auto`` takes them from ``Rates``, ``strategy: auto`` from the
+    simulator's calibrated op models (``testbed.scenario.simulation.SimulationSpec.dag_op``)."""
+
+    fixed_s: float
+    s_per_mb: float
+    output_ratio: float = 1.0
+    extra_s: float = 0.0
+    """Seconds added after the bytes' (``Rates.start_s``: a compiling chain's cold start)."""
+    source_mb: float = 0.0
+    """MB each task of a source without a split creates (a DAG stage's ``StageCost.source_mb``)."""
+
+
+@dataclass(frozen=True)
+class StageEstimate:
+    """One stage as the cost model predicts it (MB and seconds)."""
+
+    tasks: int
+    read_mb: float
+    out_mb: float
+    task_s: float
+    start_s: float
+    end_s: float
+
+
+def stage_estimates(
+    plan: JobPlan, rate_of: Callable[[StagePlan], StageRate], slots: int | Sequence[int] | None = None
+) -> list[StageEstimate]:
+    """Each stage's volumes and times: a stage starts when its last parent ends and takes
+    ``waves`` rounds (``slots`` tasks at a time, or each stage's own; None: one wave) of its
+    task at its rates."""
+    found: list[StageEstimate] = []
+    for number, stage in enumerate(plan.stages):
+        at = slots if slots is None or isinstance(slots, int) else slots[number]
+        rate = rate_of(stage)
+        read_mb = _read_mb(stage, [e.out_mb for e in found], rate.source_mb)
+        task_s = rate.fixed_s + read_mb / max(1, stage.tasks) * rate.s_per_mb + rate.extra_s
+        waves = 1 if at is None else math.ceil(stage.tasks / max(1, at))
+        ready = max((found[d.stage].end_s for d in stage.deps), default=0.0)
+        out_mb = read_mb * rate.output_ratio
+        found.append(StageEstimate(stage.tasks, read_mb, out_mb, task_s, ready, ready + waves * task_s))
+    return found
+
+
 def predicted_s(plan: JobPlan, rates: Rates = Rates(), slots: int | None = None) -> float:
     """The plan's makespan under the cost model: its stages' critical path, ``slots`` tasks
-    at a time (None: every stage in one wave)."""
-    out_mb: list[float] = []
-    done: list[float] = []
-    for stage in plan.stages:
-        read_mb = _read_mb(stage, out_mb)
-        out_mb.append(read_mb)  # first-run bound: a stage writes what it reads
-        ops = {op["op"] for op in stage.shared_params.get("ops", [])}
-        per_task = read_mb / max(1, stage.tasks)
-        task_s = rates.launch_s + per_task * (rates.scan_s_per_mb if "scan" in ops else rates.s_per_mb)
-        task_s += rates.start_s if ops & COMPILING_OPS else 0.0
-        waves = 1 if slots is None else math.ceil(stage.tasks / slots)
-        ready = max((done[d.stage] for d in stage.deps), default=0.0)
-        done.append(ready + waves * task_s)
-    return done[-1] if done else 0.0
+    at a time (None: every stage in one wave). Data volumes are first-run bounds: a stage
+    writes what it reads."""
+    return max((e.end_s for e in stage_estimates(plan, rates.of, slots)), default=0.0)
 
 
-def _read_mb(stage: StagePlan, out_mb: list[float]) -> float:
-    if not stage.deps:  # a source: its splits' byte ranges
-        return sum(_split_bytes(p.get("split")) for p in stage.task_params) / MB
+def _read_mb(stage: StagePlan, out_mb: list[float], source_mb: float = 0.0) -> float:
+    if not stage.deps:  # a source: its splits' byte ranges (a DAG stage's ``file``), or what it creates
+        split = sum(_split_bytes(p.get("split", p.get("file"))) for p in stage.task_params) / MB
+        return split or source_mb * stage.tasks
     total = 0.0
     for dep in stage.deps:
         total += out_mb[dep.stage] * (stage.tasks if dep.kind == "broadcast" else 1)

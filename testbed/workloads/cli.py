@@ -13,17 +13,20 @@ import argparse
 import itertools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
+from testbed.plan import JobPlan
 from testbed.scenario.base import MAX_SEED
 from testbed.scenario.schema import (
     MlrJob,
     PagerankJob,
     PluginJob,
+    Scenario,
     ScenarioError,
     SortJob,
     WordcountJob,
@@ -32,6 +35,8 @@ from testbed.scenario.schema import (
 from testbed.workloads import pagerank, sort, wordcount
 
 DEFAULT_SEED = 1
+StrategyOf = Callable[[Scenario], Callable[[JobPlan], str] | None]
+"""A scenario's describer of the strategy each job gets (None: the scenario's one strategy)."""
 JOB_MODELS = {"sort": SortJob, "wordcount": WordcountJob, "pagerank": PagerankJob, "mlr": MlrJob}
 
 
@@ -221,13 +226,15 @@ def cmd_check_output(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
-    """Each sql job's stages, what each fused, and where its rows go (exit 2: none, or bad)."""
+def cmd_plan(args: argparse.Namespace, strategy_of: StrategyOf | None = None) -> int:
+    """Each sql job's stages, what each fused, and where its rows go (exit 2: none, or bad);
+    with ``strategy_of`` (the CLI's: ``strategy: auto``'s cost model), the line it gives a job."""
     from testbed.workflows.describe import describe_plan
     from testbed.workloads.dag import plan_dag
     from testbed.workloads.sql import job_dag, lowered
 
     scenario = load_scenario(args.scenario)
+    describe_strategy = strategy_of(scenario) if strategy_of else None
     jobs = [(n, job) for n, job in enumerate(scenario.jobs) if job.workload == "sql"]
     if not jobs:
         return _fail(f"{args.scenario}: no job has workload: sql")
@@ -241,7 +248,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             on, off = choice.predicted_s[True], choice.predicted_s[False]
             merge = f"auto, {merge} (predicted {on:.2f} s merged, {off:.2f} s unmerged)"
         title = f"jobs.{number}{name}, merge {merge}"
-        print("\n".join(describe_plan(plan_dag("sql", job_dag(stages)), title)))
+        plan = plan_dag("sql", job_dag(stages))
+        print("\n".join(describe_plan(plan, title)))
+        if describe_strategy:
+            print(describe_strategy(plan))
     return 0
 
 

@@ -1,5 +1,6 @@
 """TPC-H workflows run for real (local agents, the broker, shuffles over HTTP) under
-evictions, on every recovery strategy: each output equals DuckDB's answer."""
+evictions, on every recovery strategy (and ``auto``'s choice per job): each output equals
+DuckDB's answer."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def tpch_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tpch.generate(0.01, tmp_path_factory.mktemp("tpch"))
 
 
-@pytest.mark.parametrize("strategy", ["spark", "spark-checkpoint", "pado"])
+@pytest.mark.parametrize("strategy", ["spark", "spark-checkpoint", "pado", "auto"])
 async def test_tpch_queries_exact_under_evictions(tmp_path: Path, tpch_data: Path, strategy: str) -> None:
     scenario = make_scenario(
         time_scale=60,

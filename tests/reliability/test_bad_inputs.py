@@ -82,7 +82,7 @@ def test_an_unknown_workload(tmp_path: Path) -> None:
     ("field", "hint"),
     [
         ("scheduler", "neither a built-in scheduler (fifo, yarn, yarn-me, eagle, firmament), an import path"),
-        ("strategy", "neither a built-in strategy (spark, spark-checkpoint, pado), an import path"),
+        ("strategy", "neither a built-in strategy (spark, spark-checkpoint, pado, auto), an import path"),
         ("autoscaler", "neither a built-in autoscaler (static, cloudcoaster), an import path"),
     ],
 )
