@@ -2,11 +2,11 @@
 
     python benchmarks/reproduce.py \
         pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|late|late-stragglers|late-evictions| \
-        rdd-recovery \
+        late-hetero|late-hetero-5min|late-grep|late-wordcount|rdd-recovery \
         [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
         [--jobs N | --dask ADDRESS]
 
-pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster, late, late-stragglers, late-evictions: a
+pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster and the late entries: a
 `testbed sweep` over the paper's variants with seeds (its sweep.md: bootstrap intervals,
 Student's t below 5 runs), then benchmarks/paper_stats.py's paired table (per variant n, mean,
 sd, Student's t 95% interval; the subject against each other variant paired by seed, with a
@@ -47,6 +47,13 @@ from testbed.scenario.simulation import OP_MODELS  # noqa: E402
 
 STRATEGIES = "policy.strategy=spark,spark-checkpoint,pado"
 RATES = "chaos.transient.lifetime=none,low,medium,high"
+LATE_RULES = ["policy.speculation=none,hadoop,late"]
+FIVE_MINUTE_SORT = "simulation.ops=" + json.dumps(
+    {
+        "sort.map": {"s_per_mb": 0.49, "output_ratio": 1.0, "fixed_s": 0.0085},
+        "sort.reduce": {"s_per_mb": 0.37, "output_ratio": 1.0, "fixed_s": 0.0195},
+    }
+)
 
 
 def keyed_sum_ops() -> str:
@@ -110,9 +117,22 @@ SWEEPS: dict[str, Sweep] = {
         scenario="late-sleep",
     ),
     # LATE's section 5.2.2 Sort with 8 stragglers in 100 VMs (Fig. 4), the paper's scale
-    "late-stragglers": Sweep(
-        ["policy.speculation=none,hadoop,late"], seeds=5, compare="speculation", subject="late"
+    "late-stragglers": Sweep(LATE_RULES, seeds=5, compare="speculation", subject="late"),
+    # LATE's section 5.2.1 Sort in the heterogeneous EC2 cluster (Fig. 3): 243 VMs on Table 3's
+    # 99 hosts; late-stragglers' rates, then sort's rates x 2.31 so that no speculation takes
+    # about 5 minutes, the paper's stated job length
+    "late-hetero": Sweep(LATE_RULES, seeds=5, compare="speculation", subject="late"),
+    "late-hetero-5min": Sweep(
+        LATE_RULES,
+        seeds=5,
+        compare="speculation",
+        subject="late",
+        scenario="late-hetero",
+        settings=[FIVE_MINUTE_SORT],
     ),
+    # section 5.2.2 Grep and WordCount with 8 stragglers in 204 VMs (Figs. 5 and 6)
+    "late-grep": Sweep(LATE_RULES, seeds=5, compare="speculation", subject="late"),
+    "late-wordcount": Sweep(LATE_RULES, seeds=5, compare="speculation", subject="late"),
     # the same job on transient nodes evicted at Pado's high rate with a 2-minute notice
     "late-evictions": Sweep(
         ["policy.speculation=none,late,spark"], seeds=5, compare="speculation", subject="spark"

@@ -11,6 +11,9 @@ from testbed.app.cli import main
 
 PAPERS = Path(__file__).resolve().parent.parent / "scenarios" / "papers"
 
+# the LATE jobs on 12 of the paper's VMs, 10 maps
+SMALL_LATE = ["cluster.reserved.count=12", "jobs.0.size_mb=640", "jobs.0.maps=10", "jobs.0.reduces=4"]
+
 TINY: dict[str, list[str]] = {
     "pado": [
         "cluster.transient.count=4",
@@ -56,6 +59,9 @@ TINY: dict[str, list[str]] = {
     "late-sleep": ["jobs.0.duration=5s"],
     "late-evictions": ["jobs.0.duration=5s"],  # 40 nodes and 80 tasks are cheap in sim: shorter sleeps
     "late-stragglers": ["jobs.0.size_mb=640", "jobs.0.maps=10", "jobs.0.reduces=4"],
+    "late-hetero": SMALL_LATE,
+    "late-grep": SMALL_LATE,
+    "late-wordcount": SMALL_LATE,
     "rdd-recovery": [
         "cluster.transient.count=4",
         "jobs.0.nodes=20000",

@@ -20,6 +20,7 @@ from pathlib import Path
 from master.chaos.rules import LAUNCH, ChaosRules, Reason, StormEvent, VirtualClock, class_rules
 from master.chaos.select import EvictableNode
 from testbed.api.policy import NodeView
+from testbed.chaosmodels.colocation import place as colocation_place
 from testbed.chaosmodels.lifetime_model import format_seconds
 from testbed.chaosmodels.lifetimes import NODE_CLASSES
 from testbed.chaosmodels.prices import parse_price
@@ -395,9 +396,30 @@ def _slowdown_lines(scenario: Scenario) -> list[str]:
             factor = slowdown_factor(scenario.chaos.slowdown, scenario.seed, node_id, node_class)
             by_factor.setdefault(factor, []).append(node_id)
     lines = ["slowdown (initial nodes; a later node draws its factor at launch):"]
+    if scenario.chaos.slowdown.colocation is not None:
+        lines.extend(_colocation_lines(scenario))
     for factor, nodes in sorted(by_factor.items(), reverse=True):
         more = f" and {len(nodes) - MAX_NODES_SHOWN} more" if len(nodes) > MAX_NODES_SHOWN else ""
         lines.append(f"  factor {factor:g}: {len(nodes)} node(s): {', '.join(nodes[:MAX_NODES_SHOWN])}{more}")
+    return lines
+
+
+def _colocation_lines(scenario: Scenario) -> list[str]:
+    """Per class, how its initial nodes share hosts under ``colocation: ec2-2008``."""
+    lines = []
+    for node_class in NODE_CLASSES:
+        count = getattr(scenario.cluster, node_class).count
+        if count == 0:
+            continue
+        places = [colocation_place(scenario.seed, node_class, ordinal) for ordinal in range(count)]
+        hosts = Counter(Counter(p.host for p in places).values())
+        shares = {p.host: p.vms for p in places}
+        mix = " ".join(f"{vms}:{n}" for vms, n in sorted(Counter(shares.values()).items()))
+        ours = " ".join(f"{k}:{n}" for k, n in sorted(hosts.items()))
+        lines.append(
+            f"  colocation ec2-2008, {node_class}: {count} node(s) on {len(shares)} host(s); "
+            f"hosts by VMs on them (LATE's Table 3) {mix}; by nodes of ours on them {ours}"
+        )
     return lines
 
 

@@ -54,7 +54,7 @@ from docker.types import Mount
 from master.providers.base import ForeignNodeError
 from master.providers.container_secrets import image_uid, put_secrets, split_secrets
 from testbed.node.cgroups import CpuCgroups, CpuStats, hierarchy_path, remove_everywhere
-from testbed.node.slow_episodes import SlowQuotas
+from testbed.node.slow_episodes import SlowBuckets, SlowQuotas
 
 LABEL_RUN = "testbed.run"
 LABEL_NODE = "testbed.node"
@@ -97,6 +97,13 @@ def _labels(docker_object: Network | Volume) -> dict[str, str]:
     return docker_object.attrs.get("Labels") or {}
 
 
+def volume_source(container: Container) -> Path:
+    """Where the engine keeps the container's data volume (``DATA_DIR`` inside it)."""
+    container.reload()
+    [source] = [m["Source"] for m in container.attrs["Mounts"] if m["Destination"] == DATA_DIR]
+    return Path(source)
+
+
 def _check_docker_name(kind: str, value: str) -> None:
     if not _DOCKER_NAME.fullmatch(value):
         raise ValueError(f"{kind} {value!r} must match {_DOCKER_NAME.pattern}")
@@ -137,6 +144,10 @@ class DockerProvider:
         self._groups: dict[str, Path] = {}
         self._quotas = SlowQuotas(self._cgroups.version) if self._cgroups is not None else None
         """The launch quotas of nodes slowed by an episode, to restore."""
+        self._data_dirs: dict[str, Path] = {}
+        """Where on this host each node with a host group has its data volume (its token buckets)."""
+        self._buckets = SlowBuckets()
+        """The launch rates of the buckets of nodes slowed by an episode, to restore."""
         self._uid: int | None = None
         self.cpu_stats: dict[str, CpuStats] = {}
         """Each removed node's last throttling counters (the fidelity monitor's), its slots' in slot_stats."""
@@ -259,18 +270,24 @@ class DockerProvider:
         (``refuse_slowdown``); their slowdown is their CPU quota."""
 
     async def slow(self, node_id: str, factor: float) -> None:
-        """Its host group's CPU quotas divided by ``factor`` (``testbed.node.slow_episodes``; 1:
-        its launch's). A node without one (the engine makes its groups elsewhere) keeps the
-        CPU limit of its launch: ``docker_isolation`` warned of that already. Its token
-        buckets, in its container's volume, keep their launch rates (docs/speculation.md)."""
-        group = self._groups.get(node_id)
-        if group is not None and self._quotas is not None:
-            with contextlib.suppress(FileNotFoundError):  # the node is being removed
+        """Its host group's CPU quotas and its token buckets' rates divided by ``factor``
+        (``testbed.node.slow_episodes``, as for a local node; 1: its launch's); the buckets are
+        in its data volume, reached where the engine keeps it on this host. A node without a
+        host group (the engine makes its groups elsewhere, maybe on another host) keeps the
+        CPU limit and the rates of its launch: ``docker_isolation`` warned of that already."""
+        group, data = self._groups.get(node_id), self._data_dirs.get(node_id)
+        with contextlib.suppress(FileNotFoundError):  # the node is being removed
+            if data is not None:
+                await asyncio.to_thread(self._buckets.slow, data, factor)
+            if group is not None and self._quotas is not None:
                 await asyncio.to_thread(self._quotas.slow, group, factor)
 
     async def _remove_group(self, node_id: str) -> None:
         """Keep the node's last counters, then remove its groups in every hierarchy (the engine
         made them there) once the container's processes are gone."""
+        data = self._data_dirs.pop(node_id, None)
+        if data is not None:
+            self._buckets.forget(data)
         group = self._groups.pop(node_id, None)
         if group is None or self._cgroups is None:
             return
@@ -350,6 +367,8 @@ class DockerProvider:
                 raise RuntimeError(
                     f"the engine did not start node {node_id}'s container in {group}: is it on another host?"
                 )
+            if group is not None:  # the engine is on this host: so is the volume
+                self._data_dirs[node_id] = volume_source(container)
         except BaseException:
             container.remove(force=True, v=True)
             raise

@@ -4,8 +4,9 @@ A factor f makes a node f times slower: its tasks' compute, spills and sleeps ta
 as long (``--backend sim``; local and Docker nodes in faithful mode: docs/speculation.md). A node's
 factor is its entry in ``nodes`` if it has one, else a draw from its class's ``factor`` (a
 number, or ``{choice: [[factor, weight], ...]}``) by a generator seeded with the scenario's
-seed and the node's id, so a scenario and seed give every node the same factor on every run,
-whatever the order nodes launch in.
+seed and the node's id, times its host's co-location factor under ``colocation: ec2-2008``
+(``testbed.chaosmodels.colocation``), so a scenario and seed give every node the same factor on
+every run, whatever the order nodes launch in.
 
 A run journals each node's factor (``slowdown_drawn``) and each change its slowdown episodes
 make (``slowdown_episode``); ``own_factors`` and ``episode_spans`` read them back (the report's
@@ -19,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from testbed.chaosmodels.colocation import colocation_factor
+
 
 def slowdown_factor(spec: Any, seed: int, node_id: str, node_class: str) -> float:
     """The node's factor under ``spec`` (a ``SlowdownSpec``, or None: 1)."""
@@ -26,7 +29,12 @@ def slowdown_factor(spec: Any, seed: int, node_id: str, node_class: str) -> floa
         return 1.0
     if node_id in spec.nodes:
         return float(spec.nodes[node_id])
-    factor = getattr(spec, node_class).factor
+    shared = colocation_factor(seed, node_id) if spec.colocation == "ec2-2008" else 1.0
+    return shared * _class_factor(getattr(spec, node_class).factor, seed, node_id)
+
+
+def _class_factor(factor: Any, seed: int, node_id: str) -> float:
+    """The node's draw from its class's ``factor`` (a number, or a ``FactorChoice``)."""
     if isinstance(factor, int | float):
         return float(factor)
     values, weights = zip(*factor.choice, strict=True)

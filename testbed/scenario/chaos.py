@@ -170,6 +170,10 @@ class SlowdownSpec(Strict):
     reserved: ClassSlowdown = ClassSlowdown()
     nodes: dict[str, float] = Field(default_factory=dict, max_length=100_000)
     episodes: list[SlowdownEpisode] = Field(default_factory=list, max_length=MAX_STORM_FIRINGS)
+    colocation: Literal["ec2-2008"] | None = None
+    """A preset of co-located VMs: ``ec2-2008`` lays each class's nodes over LATE's Table 3 (243
+    VMs on 99 hosts) and multiplies a node's class factor by its host's disk slowdown (Table 2)
+    (``testbed.chaosmodels.colocation``); None: no co-location."""
     straggler: Literal["quota", "processes"] = "quota"
     """How a real node is made slow by its own factor: its CPU quota and token buckets divided
     by it, or (``processes``, local nodes) LATE's busy loops and disk writer beside its tasks

@@ -5,6 +5,7 @@ bandwidth."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
@@ -217,3 +218,55 @@ async def test_a_slowed_container_gets_its_quota_and_bandwidth_divided_by_its_fa
     for node_id, mbps in (("reserved-0", "400"), ("transient-0", "100")):
         args = limits[node_id][1]
         assert args[args.index("--network-mbps") + 1] == mbps
+
+
+MAKE_BUCKETS = (  # the agent's buckets (--network-mbps 400, --disk-mb-s 50) in its data dir
+    "import pathlib, time; from testbed.node.bandwidth import NodeLimits; "
+    "NodeLimits.create(pathlib.Path('/data'), 400, 50); time.sleep(120)"
+)
+READ_BUCKETS = (
+    "import pathlib; from testbed.node.bandwidth import NodeLimits; "
+    "limits = NodeLimits.open(pathlib.Path('/data')); "
+    "print({kind: bucket.rate_bytes_s for kind, bucket in sorted(limits.buckets.items())})"
+)
+
+
+def container_rates(container: Any) -> dict[str, float]:
+    """The node's bucket rates as its own processes read them (empty until the agent made them)."""
+    done = container.exec_run(["python3", "-c", READ_BUCKETS])
+    assert done.exit_code == 0, done.output
+    return ast.literal_eval(done.output.decode())
+
+
+async def test_an_episode_divides_a_containers_token_buckets_and_its_quota_then_restores_them(
+    docker_client: docker.DockerClient, image: str
+) -> None:
+    """``chaos.slowdown.episodes`` on a Docker node with a host group: ``slow(node, 4)`` divides
+    its NIC and spill buckets (in its data volume) and its quota by 4, as a local node's; 1 puts
+    back its launch's, as the container's processes read them."""
+    cgroups = host_cgroups()
+    if cgroups is None:
+        pytest.skip("no writable cgroup on this host: Docker nodes get nano_cpus only")
+    run_id = new_run_id()
+    provider = DockerProvider(run_id, image, cgroups=cgroups)
+    launched = {"disk": 50e6, "net-in": 50e6, "net-out": 50e6}  # 400 Mbit/s = 50 MB/s
+    try:
+        await provider.launch("n0", "transient", 1, 64, 1.0, ["python3", "-c", MAKE_BUCKETS], {})
+        [container] = docker_client.containers.list(
+            filters={"label": [f"testbed.run={run_id}", "testbed.node=n0"]}
+        )
+        for _ in range(300):  # the container's python starts and makes its buckets
+            if container_rates(container):
+                break
+            await asyncio.sleep(0.1)
+        group = cgroups.run_dir(run_id) / "n0"
+        assert container_rates(container) == launched and quota(cgroups, group) == 1.0
+        await provider.slow("n0", 4)
+        assert container_rates(container) == {kind: rate / 4 for kind, rate in launched.items()}
+        assert quota(cgroups, group) == 0.25
+        await provider.slow("n0", 1)
+        assert container_rates(container) == launched and quota(cgroups, group) == 1.0
+    finally:
+        await provider.close()
+        remove_run(docker_client, run_id)
+    assert leftover_groups(run_id) == []

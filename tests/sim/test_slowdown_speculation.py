@@ -69,6 +69,7 @@ def test_a_copy_of_the_slow_nodes_task_wins_and_the_job_ends_sooner(tmp_path: Pa
         ({"slowdown": {"transient": {"factor": 0.5}}}, "chaos.slowdown.transient.factor"),
         ({"slowdown": {"nodes": {"transient-0": 0}}}, "chaos.slowdown.nodes"),
         ({"slowdown": {"reserved": {"factor": {"choice": [[2, 0]]}}}}, "chaos.slowdown.reserved.factor"),
+        ({"slowdown": {"colocation": "ec2-2009"}}, "chaos.slowdown.colocation: Input should be 'ec2-2008'"),
     ],
 )
 def test_a_factor_below_one_is_refused_in_one_line(
