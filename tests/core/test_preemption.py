@@ -77,6 +77,7 @@ def test_a_preempted_attempt_is_killed_requeued_and_its_late_success_ignored() -
     assert (record.status, record.attempt) == ("running", first.attempt + 1)  # re-queued and placed again
     late = driver.finish(node, first)  # the killed attempt's success, had it raced the cancel
     assert Driver.events_of(late, "task_finished") == []
+    assert driver.events("forged_message") == []  # late, from the node that ran it: no forgery
     assert (record.status, record.attempt) == ("running", first.attempt + 1)
     driver.run_to_end()
     (job,) = driver.events("job_finished")
