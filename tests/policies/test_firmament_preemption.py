@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from master.schedulers.firmament import FirmamentScheduler
-from master.schedulers.firmament.costs import QuincyCostModel
+from master.schedulers.firmament.costs import EvictionRisk, QuincyCostModel, TransientCostModel
 from master.schedulers.firmament.network import FlowNetwork, extract
 from testbed.api.policy import (
     Assign,
@@ -25,6 +25,7 @@ from testbed.api.policy import (
     Preempt,
     RunningTask,
 )
+from testbed.chaosmodels.lifetimes import parse_lifetime
 from tests.support.cli import assert_validate_refuses
 
 BIG = PendingTask("big/t0", "big", 0, 0, 800, 60.0)
@@ -104,6 +105,21 @@ def test_a_preemption_frees_a_slot_not_memory() -> None:
     scheduler = FirmamentScheduler(QuincyCostModel(), preemption=True)
     small_host = NodeView("m0", "reserved", 1, 900, (running(95.0),))  # 700 free: the big one needs 800
     assert waited_100s(scheduler, [small_host]) == []
+
+
+def test_transient_moves_a_task_off_a_node_told_to_rebalance() -> None:
+    """Under the transient model a task on a node with a rebalance recommendation (certain to
+    go) would lose its 600 s; moving it costs the 10 s it has run: it migrates to the reserved node."""
+    risk = EvictionRisk(
+        {("transient", None): parse_lifetime({"fixed": "1h"}), ("reserved", None): parse_lifetime("none")}
+    )
+    scheduler = FirmamentScheduler(TransientCostModel(risk), preemption=True)
+    doomed = NodeView("t0", "transient", 2, 4000, (running(90.0),), rebalance=True)
+    safe = NodeView("r0", "reserved", 1, 4000)
+    small = PendingTask("new/t0", "new", 0, 0, 100, 10.0)
+    decisions = scheduler.schedule(ClusterSnapshot(100.0, (doomed, safe), (JobView("new", 100.0, (small,)),)))
+    assert decisions == [Migrate("small/t0", "r0", "firmament")]  # the new task, just seen, waits:
+    # t0 would cost it its 10 s, waiting nothing yet
 
 
 def test_without_preemption_running_tasks_stay_pinned() -> None:
