@@ -36,6 +36,9 @@ from testbed.api.speculation import (
 )
 from testbed.wire.protocol import CancelTask, Heartbeat, LaunchTask, TaskUpdate
 
+_LOST_RACE = ("speculation", "another attempt of the task succeeded first")
+"""A speculation loser's failure and cause."""
+
 
 class Copies:
     def __init__(self, core: CorePort, speculator: Speculator, kill_at: Any) -> None:
@@ -51,6 +54,8 @@ class Copies:
         """Per job: copies launched, copies that won, slot-seconds of attempts killed as losers."""
         self.node_rates: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
         """Per node: attempts that succeeded there, the sum of their progress rates (1 / duration)."""
+        self.preempted: dict[str, int] = defaultdict(int)
+        """Per job: attempts a scheduler's ``Preempt`` or ``Migrate`` killed (``master.core.preemption``)."""
 
     # ------------------------------------------------------------------ progress
 
@@ -213,7 +218,7 @@ class Copies:
         if copy is not None:
             node = self.core.nodes.get(copy.node)
             if node is not None:
-                self._kill(job, key, node, copy.attempt, copy.started, copy)
+                self.kill(job, key, node, (copy.attempt, copy.started), copy, *_LOST_RACE)
 
     def takes_over(self, job: JobRuntime, key: TaskKey, failure: str | None) -> bool:
         """The original attempt ended without success: whether its copy goes on in its place
@@ -260,12 +265,18 @@ class Copies:
         return True
 
     def job_counts(self, job: JobRuntime) -> dict[str, Any]:
-        """``job_finished``'s speculation fields (none without speculation)."""
-        if not self.enabled:
+        """``job_finished``'s speculation fields (none without speculation) and preemption's
+        (none for a job with no attempt preempted)."""
+        preempted = self.preempted.get(job.job_id, 0)
+        if not self.enabled and not preempted:
             return {}
         launched, won, wasted = self.stats.get(job.job_id, (0, 0, 0.0))
-        return {"speculative_attempts": int(launched), "speculative_wins": int(won),
-                "wasted_slot_s": round(wasted, 4)}  # fmt: skip
+        counts: dict[str, Any] = {}
+        if self.enabled:
+            counts = {"speculative_attempts": int(launched), "speculative_wins": int(won)}
+        if preempted:
+            counts["preempted_attempts"] = preempted
+        return {**counts, "wasted_slot_s": round(wasted, 4)}
 
     # ------------------------------------------------------------------ helpers
 
@@ -281,25 +292,27 @@ class Copies:
         record, copy = job.tasks[key], job.copies[key]
         node = self.core.nodes.get(record.node or "")
         if node is not None and record.status == "running":
-            self._kill(job, key, node, record.attempt, record.started, None)
+            self.kill(job, key, node, (record.attempt, record.started), None, *_LOST_RACE)
         self._promote(job, key, copy)
 
-    def _kill(
+    def kill(
         self,
         job: JobRuntime,
         key: TaskKey,
         node: NodeRecord,
-        attempt: int,
-        started: float | None,
+        attempt: tuple[int, float | None],
         copy: Copy | None,
+        failure: str,
+        cause: str,
     ) -> None:
+        """Cancel the attempt (its number, its start) on the node: a ``killed`` row, its
+        slot-seconds counted as wasted (speculation's losers, preempted attempts)."""
         task_id = job.task_id(key)
         now = self.core.journal.now()
-        self.core.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt))
-        cause = "another attempt of the task succeeded first"
-        self.core.records.task_finished(job, key, node, "killed", "speculation", cause=cause, copy=copy)
+        self.core.send(node.node_id, CancelTask(task_id=task_id, attempt=attempt[0]))
+        self.core.records.task_finished(job, key, node, "killed", failure, cause=cause, copy=copy)
         node.forget_launch(task_id)
-        self.stats[job.job_id][2] += now - started if started is not None else 0.0
+        self.stats[job.job_id][2] += now - attempt[1] if attempt[1] is not None else 0.0
 
     @staticmethod
     def _promote(job: JobRuntime, key: TaskKey, copy: Copy) -> None:

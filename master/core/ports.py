@@ -103,6 +103,8 @@ class SpeculationPort(Protocol):
     """The speculative copies (``master.core.copies.Copies``)."""
 
     enabled: bool
+    preempted: dict[str, int]
+    """Per job: attempts a scheduler preempted (``master.core.preemption``)."""
 
     def heartbeat(self, node: NodeRecord, beat: Heartbeat) -> None: ...
 
@@ -116,6 +118,17 @@ class SpeculationPort(Protocol):
     def takes_over(self, job: JobRuntime, key: TaskKey, failure: str | None) -> bool: ...
 
     def vanished(self, node: NodeRecord, task_id: str, job: JobRuntime, key: TaskKey, cause: str) -> bool: ...
+
+    def kill(
+        self,
+        job: JobRuntime,
+        key: TaskKey,
+        node: NodeRecord,
+        attempt: tuple[int, float | None],
+        copy: Copy | None,
+        failure: str,
+        cause: str,
+    ) -> None: ...
 
     def role(self, job: JobRuntime, key: TaskKey, attempt: int) -> dict[str, str]: ...
 

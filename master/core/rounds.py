@@ -18,6 +18,7 @@ from master.core.jobs import LIVE, JobRuntime, TaskKey, TaskRecord
 from master.core.node_views import NodeViews
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
+from master.core.preemption import preempt, preemptible
 from master.core.turns import PlacementTurns
 from master.schedulers.window import PendingWindow
 from testbed.api.policy import (
@@ -28,7 +29,9 @@ from testbed.api.policy import (
     Enqueue,
     JobView,
     LogDecision,
+    Migrate,
     PendingTask,
+    Preempt,
     Reserve,
     RunningTask,
     Scheduler,
@@ -274,6 +277,35 @@ class SchedulingRound:
                 self._log_decision(decision)
             elif isinstance(decision, Enqueue | Dequeue):
                 self._apply_queue_decision(decision, pending)
+            elif isinstance(decision, Preempt | Migrate):
+                self._preempt(decision)
+
+    def _preempt(self, decision: Preempt | Migrate) -> None:
+        """Kill the running attempt and re-queue its task (``master.core.preemption``); a
+        migration also starts it on its target, checked first as an ``Assign`` would be."""
+        where = preemptible(self.core, decision.task_id)
+        if where is None:
+            return
+        job, key, origin = where
+        record = job.tasks[key]
+        if isinstance(decision, Migrate):
+            target = self.core.nodes.get(decision.node_id)
+            if (
+                target is None
+                or target is origin
+                or not _may_start(target, decision.task_id)
+                or not _fits(target, record.memory_mb)
+                or target.node_id in self.exclusions(record)
+            ):
+                return
+            preempt(self.core, where, _because(f"migrated to {target.node_id}", decision.reason))
+            move = Assign(
+                decision.task_id, target.node_id, record.memory_mb, record.elastic,
+                record.predicted_s, record.disk_mb_s,
+            )  # fmt: skip
+            self._assign(move, {decision.task_id: (job, key)})
+        else:
+            preempt(self.core, where, _because("preempted by the scheduler", decision.reason))
 
     def _log_decision(self, decision: LogDecision) -> None:
         """The scheduler's decision statistics (regular, elastic accepted or rejected, reserved):
@@ -396,6 +428,10 @@ class SchedulingRound:
                 rerun=list(outcome.rerun),
             )
         node.queued.clear()
+
+
+def _because(what: str, reason: str) -> str:
+    return f"{what}: {reason}" if reason else what
 
 
 def _may_start(node: NodeRecord, task_id: str) -> bool:

@@ -20,7 +20,9 @@ the master reads every member the interface declares, never probing for one):
   ``needs_node_views`` (False: it places from ``ClusterSnapshot.free`` alone, and the round's
   snapshot has no node views) and ``needs_free_index`` (False: it never reads
   ``ClusterSnapshot.free``, and the round's snapshot has none) and ``modelled_round_s()`` (a
-  model of its last round's time, which the simulator may charge to its clock).
+  model of its last round's time, which the simulator may charge to its clock). Its
+  decisions may also preempt a running task (:class:`Preempt`: killed, back to pending, its
+  work counted as wasted) or move it (:class:`Migrate`: killed and started again elsewhere).
 - :class:`Strategy` (``policy.strategy``, a recovery strategy): the queries
   ``plan(view, job) -> Iterable[Ready]`` and ``launch(view, job, key) -> TaskLaunch``,
   and the handlers ``on_<event>(view, event) -> list[StrategyDecision]`` (no-ops by
@@ -42,7 +44,7 @@ the master reads every member the interface declares, never probing for one):
   (and in ``testbed check-output``); the master only imports it to check it and, on
   ``--backend sim``, to ask it for its :class:`SimModel`.
 
-Any plugin class may declare ``api_version = "1.8"``, the version it was written
+Any plugin class may declare ``api_version = "1.9"``, the version it was written
 against: a different major version, or a newer minor one, is refused before the run.
 
 A plugin class is built with its options as keyword arguments (``policy.options.<name>``
@@ -82,9 +84,11 @@ from testbed.api.policy import (
     JobView,
     Launch,
     LogDecision,
+    Migrate,
     NodeClass,
     NodeView,
     PendingTask,
+    Preempt,
     Release,
     Reserve,
     RunningTask,
@@ -146,7 +150,7 @@ from testbed.wire.protocol import (
     TaskInputs,
 )
 
-API_VERSION = "1.8"
+API_VERSION = "1.9"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events
@@ -155,7 +159,8 @@ and decisions (``testbed.api.strategy``), 1.4 ``ClusterSnapshot.free`` (:class:`
 ``Scheduler.needs_node_views``, 1.5 ``Scheduler.needs_free_index``, 1.6
 ``Autoscaler.needs_current_jobs``, 1.7 ``Workload.dag`` and the stage DAG
 (``testbed.api.dag``), and the speculation rule's interface (``testbed.api.speculation``) with
-``RunningTask.progress`` and ``progress_rate``, 1.8 ``Scheduler.modelled_round_s``."""
+``RunningTask.progress`` and ``progress_rate``, 1.8 ``Scheduler.modelled_round_s``, 1.9 the
+scheduler's :class:`Preempt` and :class:`Migrate` decisions."""
 
 
 @dataclass(frozen=True)
@@ -299,12 +304,14 @@ __all__ = [
     "LiveNode",
     "LiveTask",
     "LogDecision",
+    "Migrate",
     "NodeClass",
     "NodeLost",
     "NodeStatus",
     "NodeView",
     "Note",
     "PendingTask",
+    "Preempt",
     "PushDelivered",
     "PushReported",
     "PushTarget",

@@ -193,7 +193,31 @@ class Dequeue:
     reason: str = ""
 
 
-Decision = Assign | Reserve | LogDecision | Enqueue | Dequeue
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Kill a running task's attempt now and put the task back among the pending ones.
+
+    The attempt's slot-seconds count as wasted (``preempted_attempts``, ``wasted_slot_s``);
+    a late success of it is ignored, so its output is committed at most once, by the attempt
+    that later succeeds. The master checks it: a task not running (or running with a
+    speculative copy, or pushing its output, or fed while it runs) is left as it is."""
+
+    task_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Migrate:
+    """Preempt a running task and start it again on ``node_id`` at once (with the memory it
+    had). Checked as ``Preempt`` and as ``Assign`` on the target: a target that is gone, full
+    or the task's own node leaves the task running where it is."""
+
+    task_id: str
+    node_id: str
+    reason: str = ""
+
+
+Decision = Assign | Reserve | LogDecision | Enqueue | Dequeue | Preempt | Migrate
 
 
 class Scheduler(Protocol):

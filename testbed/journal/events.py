@@ -109,6 +109,9 @@ class JobFinished(Event):
     first), and the slot-seconds of attempts killed because the other attempt won."""
     speculative_wins: NotRequired[int]
     wasted_slot_s: NotRequired[float]
+    """Also the slot-seconds of its preempted attempts, where it had any."""
+    preempted_attempts: NotRequired[int]
+    """Attempts a scheduler killed by ``Preempt`` or ``Migrate`` (absent where none)."""
 
 
 class NodeLaunching(Event, _Class):

@@ -90,6 +90,9 @@ class JobRow(TypedDict, total=False):
     directories' tables lack them)."""
     speculative_wins: int
     wasted_slot_s: float
+    """Also counts the slot-seconds of preempted attempts."""
+    preempted_attempts: int
+    """Attempts a scheduler preempted or migrated (``Preempt``, ``Migrate``); empty if none."""
 
 
 class NodeRow(TypedDict, total=False):
@@ -198,7 +201,12 @@ JOB_TOTALS = (
 """Per-job counters (``jobs.csv`` columns) that summary.json also totals over the run."""
 SPECULATION_COUNTERS = ("speculative_attempts", "speculative_wins", "wasted_slot_s")
 """The ``jobs.csv`` columns of speculation (empty without it), totalled by summary.json."""
-JOB_COUNTERS = ("error_relaunches", *JOB_TOTALS, "map_phase_s", "reduce_phase_s", *SPECULATION_COUNTERS)
+PREEMPTION_COUNTERS = ("preempted_attempts",)
+"""The ``jobs.csv`` column of preemption (empty for a job with none), totalled by summary.json."""
+JOB_COUNTERS = (
+    "error_relaunches", *JOB_TOTALS, "map_phase_s", "reduce_phase_s",
+    *SPECULATION_COUNTERS, *PREEMPTION_COUNTERS,
+)  # fmt: skip
 """The ``jobs.csv`` columns ``job_finished`` carries as they are."""
 
 

@@ -237,7 +237,9 @@ def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match="wait_factor"):
         cost_model({"cost_model": "quincy", "wait_factor": -1})
     with pytest.raises(ValueError, match="unknown firmament options"):
-        cost_model({"preemption": True})
+        cost_model({"preempt": True})
+    with pytest.raises(ValueError, match="preemption: expected true or false"):
+        cost_model({"preemption": "yes"})
     with pytest.raises(ValueError, match="not trivial's"):
         cost_model({"cost_model": "trivial", "wait_factor": 1})
 

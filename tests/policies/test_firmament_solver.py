@@ -139,7 +139,7 @@ def test_placements_respect_slots_memory_classes_and_exclusions(
     )
     assert len(placed) == through_machines  # every unit through a machine is one placement
     memory: dict[str, int] = {}
-    for decision in admitted(snapshot, tasks, placed):
+    for decision in admitted(snapshot, tasks, placed, {}):
         if isinstance(decision, Assign):
             memory[decision.node_id] = memory.get(decision.node_id, 0) + decision.memory_mb
     assert all(memory[n] <= views[n].free_memory_mb for n in memory)

@@ -5,6 +5,10 @@ them make a flow network (:mod:`.network`) priced by a cost model (:mod:`.costs`
 min-cost flow (:mod:`.solver`) places every task it routes through a machine, and leaves
 the others waiting. A task's wait is counted from the first round that saw it pending.
 
+Under ``preemption: true`` (Firmament's ``--preemption=true``) the running tasks on nodes not
+draining are in the network too, each free to stay, to move to another machine or to wait:
+one whose flow leaves its machine is preempted (``Preempt``) or migrated (``Migrate``).
+
 The solver's placements are checked before they are given: a machine that two request
 classes filled past its memory keeps the first of them (in queue order), and the rest
 wait (``deferred``). A solver that fails places nothing: the round journals
@@ -30,10 +34,19 @@ from master.schedulers.firmament.costs import (
 )
 from master.schedulers.firmament.network import FlowNetwork, build, extract
 from master.schedulers.firmament.solver import Solution, modelled_round_s, solve
-from testbed.api.policy import Assign, ClusterSnapshot, Decision, LogDecision, PendingTask, Scheduler
+from testbed.api.policy import (
+    Assign,
+    ClusterSnapshot,
+    Decision,
+    LogDecision,
+    Migrate,
+    PendingTask,
+    Preempt,
+    Scheduler,
+)
 from testbed.scenario.schema import Scenario
 
-OPTIONS = frozenset({"cost_model", "wait_factor", "preference_threshold"})
+OPTIONS = frozenset({"cost_model", "wait_factor", "preference_threshold", "preemption"})
 DEFAULT_COST_MODEL = "quincy"
 MAX_WAIT_FACTOR = 1e6
 """Cost units per second waited: beyond this, a day's wait overflows the solver's range."""
@@ -54,10 +67,15 @@ class FirmamentScheduler(Scheduler):
         cost_model: str = DEFAULT_COST_MODEL
         wait_factor: float | None = None
         preference_threshold: float | None = None
+        preemption: bool = False
+        """Running tasks may be preempted or migrated (Firmament's ``--preemption``)."""
 
-    def __init__(self, model: CostModel | None = None, solver: Solver = solve) -> None:
+    def __init__(
+        self, model: CostModel | None = None, solver: Solver = solve, preemption: bool = False
+    ) -> None:
         self.model = model if model is not None else QuincyCostModel()
         self.solver = solver
+        self.preemption = preemption
         self._seen: dict[str, float] = {}
         """When each pending task was first seen pending (snapshot time)."""
         self.last: tuple[FlowNetwork, Solution] | None = None
@@ -67,7 +85,7 @@ class FirmamentScheduler(Scheduler):
     def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> FirmamentScheduler:
         """The cost model ``policy.options.firmament`` names, knowing the scenario's evictions."""
         given = {name: value for name, value in options.items() if value is not None}
-        return cls(cost_model(given, eviction_risk(scenario)))
+        return cls(cost_model(given, eviction_risk(scenario)), preemption=given.get("preemption", False))
 
     def modelled_round_s(self) -> float | None:
         """The last round's time by the fitted model of its network's size (``solver.ROUND_S_PER_ARC``)."""
@@ -82,24 +100,47 @@ class FirmamentScheduler(Scheduler):
             self.last = None
             return []
         waited = {task_id: snapshot.now - since for task_id, since in self._seen.items()}
-        net = build(snapshot, self.model, waited, tasks)
+        running = (
+            [(t, n.node_id) for n in snapshot.nodes if not n.draining for t in n.running]
+            if self.preemption
+            else []
+        )
+        net = build(snapshot, self.model, waited, tasks, running)
         solution = self.solver(net)
         self.last = (net, solution)
         if not solution.optimal:
             detail = {"tasks": float(len(tasks)), "arcs": float(net.num_arcs)}
             label = f"solver_failed: {solution.status}"
             return [LogDecision(tasks[0].job_id, tasks[0].task_id, label, None, detail)]
-        return admitted(snapshot, tasks, extract(net, solution.flows))
+        placed = extract(net, solution.flows)
+        return admitted(snapshot, tasks, placed, moved(net, placed))
+
+
+def moved(net: FlowNetwork, placed: Mapping[str, str]) -> dict[str, tuple[str, str | None]]:
+    """The running tasks whose flow left their machine: task id -> (its machine, the machine
+    it goes to, or None: it waits)."""
+    moves: dict[str, tuple[str, str | None]] = {}
+    for index, origin in net.running.items():
+        task_id = net.tasks[index].task_id
+        target = placed.get(task_id)
+        if target != origin:
+            moves[task_id] = (origin, target)
+    return moves
 
 
 def admitted(
-    snapshot: ClusterSnapshot, tasks: list[PendingTask], placed: Mapping[str, str]
+    snapshot: ClusterSnapshot,
+    tasks: list[PendingTask],
+    placed: Mapping[str, str],
+    moves: Mapping[str, tuple[str, str | None]],
 ) -> list[Decision]:
-    """The placements as ``Assign`` decisions, in queue order, each checked against what is
-    left on its node: one that no longer fits waits (a ``deferred`` decision)."""
-    targets = set(placed.values())
-    left = {n.node_id: [n.free_slots, n.free_memory_mb] for n in snapshot.nodes if n.node_id in targets}
-    decisions: list[Decision] = []
+    """The moves as ``Preempt`` then ``Migrate`` decisions and the placements as ``Assign``
+    decisions, in queue order, each checked against what is left on its node (a preempted
+    task's slot and memory are left on its machine): one that no longer fits waits (a
+    ``deferred`` decision; a migration not taken leaves its task where it runs)."""
+    involved = {*placed.values(), *(node for move in moves.values() for node in move if node is not None)}
+    left = {n.node_id: [n.free_slots, n.free_memory_mb] for n in snapshot.nodes if n.node_id in involved}
+    decisions: list[Decision] = _moves(snapshot, moves, left)
     for task in tasks:
         node_id = placed.get(task.task_id)
         if node_id is None:
@@ -115,11 +156,35 @@ def admitted(
     return decisions
 
 
+def _moves(
+    snapshot: ClusterSnapshot, moves: Mapping[str, tuple[str, str | None]], left: dict[str, list[int]]
+) -> list[Decision]:
+    """The preemptions, then the migrations whose target has room left (``left``: each node's
+    free slots and memory, given back by the tasks that leave it)."""
+    memory = {t.task_id: t.memory_mb for n in snapshot.nodes for t in n.running if t.task_id in moves}
+    decisions: list[Decision] = []
+    for task_id, (origin, target) in sorted(moves.items(), key=lambda move: move[1][1] is not None):
+        if target is not None:
+            room = left[target]
+            if room[0] < 1 or room[1] < memory[task_id]:
+                continue
+            room[0] -= 1
+            room[1] -= memory[task_id]
+        decisions.append(
+            Preempt(task_id, "firmament") if target is None else Migrate(task_id, target, "firmament")
+        )
+        left[origin][0] += 1
+        left[origin][1] += memory[task_id]
+    return decisions
+
+
 def cost_model(options: Mapping[str, Any], risk: EvictionRisk | None = None) -> CostModel:
     """The cost model ``policy.options.firmament`` names (checked: a ValueError names the field)."""
     unknown = set(options) - OPTIONS
     if unknown:
         raise ValueError(f"unknown firmament options {sorted(unknown)}; known: {sorted(OPTIONS)}")
+    if not isinstance(options.get("preemption", False), bool):
+        raise ValueError(f"preemption: expected true or false, got {options['preemption']!r}")
     name = options.get("cost_model", DEFAULT_COST_MODEL)
     if name not in COST_MODELS:
         raise ValueError(f"cost_model: unknown cost model {name!r}; expected one of {', '.join(COST_MODELS)}")

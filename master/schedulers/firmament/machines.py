@@ -26,7 +26,7 @@ class MachineTable:
     """The machines, in the table's order."""
     now: float
     slots: np.ndarray
-    """Free slots of each."""
+    """Free slots of each (with its movable tasks' slots)."""
     memory: np.ndarray
     """Free memory (MB) of each."""
     running: np.ndarray
@@ -44,15 +44,18 @@ class MachineTable:
     """A cost model's per-machine arrays for this round, by its own key."""
 
     @classmethod
-    def of(cls, views: Iterable[NodeView], now: float) -> MachineTable:
+    def of(cls, views: Iterable[NodeView], now: float, movable: frozenset[str] = frozenset()) -> MachineTable:
+        """``movable``: running tasks whose slots count as free (they are in the network under
+        preemption, and may leave); their memory does not (see ``network``)."""
         views = list(views)
         used = [sum(t.memory_mb for t in v.running) for v in views]
+        pinned = [sum(t.task_id not in movable for t in v.running) for v in views]
         racks: dict[Rack, int] = {}
         rack = [racks.setdefault((v.node_class, v.zone), len(racks)) for v in views]
         return cls(
             views,
             now,
-            np.array([v.slots - len(v.running) for v in views], dtype=np.int64),
+            np.array([v.slots - busy for v, busy in zip(views, pinned, strict=True)], dtype=np.int64),
             np.array([v.memory_mb - u for v, u in zip(views, used, strict=True)], dtype=np.int64),
             np.array([len(v.running) for v in views], dtype=np.int64),
             np.array([v.launched for v in views], dtype=float),

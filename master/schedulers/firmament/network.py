@@ -16,18 +16,25 @@ Memory is not a flow dimension (section 5.5): a request class's aggregators reac
 machines where its memory fits, with as many units as fit there by slots and memory.
 Running tasks are pinned (``--preemption=false``): their running arcs would carry a forced
 unit each into their machine, so the machine's arc to the sink has only its free slots.
+Under preemption (``running``) each running task given is a task node of its own with its
+running arc, an arc to its job's unscheduled aggregator and one to its request class's
+cluster aggregator (:func:`_add_running`), and its slot counts as its machine's (the
+machine's arc to the sink has all its slots, ``CapacityFromResNodeToParent`` in
+``cost_model_utils.cc``). Its memory does not: the flow cannot say whether a task that may
+leave does leave, so a request class reaches a machine only where its memory fits beside
+every task running there; a preemption frees slots, never memory, for the same round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from master.schedulers.firmament.costs import CostModel
 from master.schedulers.firmament.machines import MachineTable, Rack
-from testbed.api.policy import ClusterSnapshot, NodeView, PendingTask
+from testbed.api.policy import ClusterSnapshot, NodeView, PendingTask, RunningTask
 
 COST_SCALE = 100
 """Solver cost units per cost model unit (the solver takes integers): 0.01 resolution."""
@@ -57,6 +64,10 @@ class FlowNetwork:
     costs: list[int] = field(default_factory=list)
     tasks: dict[int, PendingTask] = field(default_factory=dict)
     machines: dict[int, NodeView] = field(default_factory=dict)
+    running: dict[int, str] = field(default_factory=dict)
+    """Under preemption: each running task's node -> the machine it runs on."""
+    shift: dict[int, float] = field(default_factory=dict)
+    """Under preemption: what each running task's arcs were raised by (``_add_running``)."""
 
     def node(self, kind: int, label: str, supply: int = 0) -> int:
         self.kinds.append(kind)
@@ -102,34 +113,91 @@ class _Request:
 
 
 def build(
-    snapshot: ClusterSnapshot, model: CostModel, waited: Mapping[str, float], tasks: list[PendingTask]
+    snapshot: ClusterSnapshot,
+    model: CostModel,
+    waited: Mapping[str, float],
+    tasks: list[PendingTask],
+    running: Sequence[tuple[RunningTask, str]] = (),
 ) -> FlowNetwork:
-    """The round's network: ``tasks`` (pending, in queue order), ``waited`` each one's wait."""
+    """The round's network: ``tasks`` (pending, in queue order), ``waited`` each one's wait;
+    ``running``: the running tasks that may be preempted or migrated, each with its node."""
     net = FlowNetwork()
     sink = net.node(SINK, "sink")
-    table = MachineTable.of((n for n in snapshot.nodes if not n.draining and n.free_slots > 0), snapshot.now)
+    hosts = {node_id for _, node_id in running}
+    movable = frozenset(view.task_id for view, _ in running)
+    up = (n for n in snapshot.nodes if not n.draining and (n.free_slots > 0 or n.node_id in hosts))
+    table = MachineTable.of(up, snapshot.now, movable)
     base = _machines(net, table, sink)
     racks = {n.node_id: (n.node_class, n.zone) for n in snapshot.nodes if not n.draining}
     requests: dict[RequestKey, _Request] = {}
     unscheduled: dict[str, int] = {}
-    for task in tasks:
+    count: dict[str, int] = {}
+
+    def request_of(task: PendingTask) -> _Request:
         key = request_key(task, model)
         request = requests.get(key)
         if request is None:
             request = requests[key] = _request(net, key, model, table, base)
-        index = _add_task(net, task, model, request, racks, table, base)
+        return request
+
+    def waiting(task: PendingTask) -> int:
+        """Its job's unscheduled aggregator (made on first use), counting one more task."""
         job_node = unscheduled.get(task.job_id)
         if job_node is None:
             job_node = unscheduled[task.job_id] = net.node(UNSCHEDULED, f"U {task.job_id}")
-        wait = model.unscheduled_cost(task, waited.get(task.task_id, 0.0))
-        net.arc(index, job_node, 1, wait, UNSCHEDULED_TIE_BREAK)
-    count: dict[str, int] = {}
-    for task in tasks:
         count[task.job_id] = count.get(task.job_id, 0) + 1
+        return job_node
+
+    for task in tasks:
+        index = _add_task(net, task, model, request_of(task), racks, table, base)
+        wait = model.unscheduled_cost(task, waited.get(task.task_id, 0.0))
+        net.arc(index, waiting(task), 1, wait, UNSCHEDULED_TIE_BREAK)
+    for view, node_id in running:
+        task = as_pending(view)
+        index = _add_running(
+            net, task, node_id, snapshot.now - view.started, model, request_of(task), racks, table, base
+        )
+        net.arc(index, waiting(task), 1, model.unscheduled_cost(task, net.shift[index]) + net.shift[index])
     for job_id, node in unscheduled.items():
         net.arc(node, sink, count[job_id], 0.0)
-    net.supplies[sink] = -len(tasks)
+    net.supplies[sink] = -len(tasks) - len(running)
     return net
+
+
+def as_pending(view: RunningTask) -> PendingTask:
+    """A running task as the request it would be pending (its memory; its expected duration)."""
+    duration = view.expected_end - view.started
+    return PendingTask(view.task_id, view.job_id, 0, 0, view.memory_mb, duration if duration > 0 else 0.0)
+
+
+def _add_running(
+    net: FlowNetwork,
+    task: PendingTask,
+    node_id: str,
+    ran_s: float,
+    model: CostModel,
+    request: _Request,
+    racks: Mapping[str, Rack],
+    table: MachineTable,
+    base: int,
+) -> int:
+    """A running task's node (supply 1), its running arc and its arc to its request class's
+    cluster aggregator; its index. Priced as Quincy's (``quincy_cost_model.cc``): staying, the
+    continuation cost d* - p* (d*: what the arc into its machine costs it, p*: the seconds it
+    has run, ``TaskContinuationCost``); another machine, its request class's arcs; waiting
+    (the caller's arc), the preemption cost: waiting as long as it ran
+    (``TaskPreemptionCost``). Every arc of the task gets p* more (``net.shift``), so that no
+    cost is negative: each unit leaves the task by one arc, so the optimum is the same."""
+    index = net.node(TASK, task.task_id, supply=1)
+    net.tasks[index] = task
+    net.running[index] = node_id
+    position = table.position[node_id]
+    shift = net.shift[index] = max(0.0, ran_s)
+    continuation = float(model.machine_costs(model.request_key(task), table, np.array([position]))[0]) - shift
+    net.arc(index, base + position, 1, continuation + shift)
+    if request.cluster is not None:
+        net.arc(index, request.cluster, 1, model.cluster_cost(task, racks) + shift)
+    return index
 
 
 def _machines(net: FlowNetwork, table: MachineTable, sink: int) -> int:
