@@ -66,6 +66,9 @@ class TaskRecord:
     excluded_nodes: frozenset[str] = frozenset()
     """Nodes where an attempt hit a resource fault (full disk, out of memory): not again there
     (replaced, never changed in place: the empty one is shared by every record)."""
+    allowed_classes: frozenset[str] | None = None
+    """The node classes the running attempt's task may run on, as its last placement saw them
+    (a migration is checked against them); None before its first placement."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _TRACKED:

@@ -296,6 +296,7 @@ class SchedulingRound:
                 or not _may_start(target, decision.task_id)
                 or not _fits(target, record.memory_mb)
                 or target.node_id in self.exclusions(record)
+                or (record.allowed_classes is not None and target.node_class not in record.allowed_classes)
             ):
                 return
             preempt(self.core, where, _because(f"migrated to {target.node_id}", decision.reason))
@@ -338,6 +339,11 @@ class SchedulingRound:
         job, key = located
         if node.node_id in self.exclusions(job.tasks[key]):
             return  # a policy that ignores PendingTask.excluded_nodes: the task waits for another round
+        allowed = self._allowed_classes(decision.task_id, job.tasks[key])
+        if allowed is not None and node.node_class not in allowed:
+            log.warning("%s refused: %s is not of its classes", decision.task_id, node.node_id)
+            return  # a policy that ignores PendingTask.allowed_classes: the task waits for another round
+        job.tasks[key].allowed_classes = allowed
         now = core.journal.now()
         self.turns.placed(decision.task_id, now)
         attempt = job.launched(key, node.node_id, decision.memory_mb, now, decision.elastic)
@@ -353,6 +359,12 @@ class SchedulingRound:
         core.send(node.node_id, launch)
         core.records.task_started(job, key, node, attempt, decision.memory_mb)
         core.recovery.react(TaskStarted(job.job_id, key, attempt, node.node_id, plan))
+
+    def _allowed_classes(self, task_id: str, record: TaskRecord) -> frozenset[str] | None:
+        """The classes the task's view in this round's snapshot allowed; for a task not shown
+        (a migration's), those of its last placement."""
+        view = self._pending_views.get(task_id)
+        return record.allowed_classes if view is None else view.allowed_classes
 
     def _spec(
         self,
