@@ -5,12 +5,15 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from master.shell.journal_file import Journal
+from master.shell.journal_file import Journal, _encode
 from testbed.journal.schema import EVENTS
 from testbed.journal.tables import (
     DISK_COLUMNS,
@@ -285,3 +288,19 @@ def test_a_simulated_runs_tables_are_what_its_events_make(tmp_path: Path, policy
     )
     assert tables <= {p.name for p in run_dir.glob("*.csv")}
     assert_tables_from_events(run_dir)
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.dates(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(deadline=None)  # a loaded host's pauses are no failure
+@given(st.dictionaries(st.text(max_size=8), JSONISH, max_size=6))
+def test_a_journal_line_is_json_dumps_of_its_record(fields: dict[str, Any]) -> None:
+    """The journal's encoder, made once, gives ``json.dumps``'s very bytes (floats, NaN and
+    infinities, non-ASCII text, values made text by ``default=str``)."""
+    record = {"t": 1.5, "event": "x", **fields}
+    assert _encode(record) == json.dumps(record, separators=(",", ":"), default=str)

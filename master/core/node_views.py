@@ -17,7 +17,7 @@ random histories against a full rebuild). The nodes with a free slot are kept in
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any
@@ -46,7 +46,7 @@ class NodeViews:
         """The nodes up with a free slot (what the pending window counts)."""
         self._room: Counter[str] = Counter()
         """Free slots per node class, over ``_free``."""
-        self._memory: dict[str, Counter[int]] = {}
+        self._memory: defaultdict[str, Counter[int]] = defaultdict(Counter)
         """How many nodes of ``_free`` have each amount of free memory, per node class."""
         self._by_slots: dict[tuple[str, int], list[str]] = {}
         """(class, free slots) -> the ids of ``_free``'s nodes with that many, sorted (``FreeNodes``)."""
@@ -164,7 +164,7 @@ class NodeViews:
             node_class = node.node_class
             self._free[node_id] = FreeNode(node_id, node_class, free_slots, node.memory_mb - used)  # type: ignore[arg-type]
             self._room[node_class] += free_slots
-            self._memory.setdefault(node_class, Counter())[node.memory_mb - used] += 1
+            self._memory[node_class][node.memory_mb - used] += 1  # no Counter made per node rebuilt
             insort(self._by_slots.setdefault((node_class, free_slots), []), node_id)
 
     def _build(self) -> None:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -32,9 +33,27 @@ from testbed.journal.tables import TableWriter, row_of, table_writer
 
 log = logging.getLogger(__name__)
 
-_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False)
 """``json.dumps(record, separators=(",", ":"), default=str)``, without an encoder made per event
 and without its check for cycles (an event's fields are checked values, never a cycle)."""
+_CHUNKS = c_make_encoder(  # what ``_ENCODER.encode`` builds again for every object it encodes
+    None,  # markers: no check for cycles
+    _ENCODER.default,
+    encode_basestring_ascii,
+    _ENCODER.indent,
+    _ENCODER.key_separator,
+    _ENCODER.item_separator,
+    _ENCODER.sort_keys,
+    _ENCODER.skipkeys,
+    _ENCODER.allow_nan,
+)
+
+
+def _encode(record: dict[str, Any]) -> str:
+    """``_ENCODER.encode(record)``, the same C encoder's very same string, made once: ``encode``
+    builds it again on each call (with a float formatter closure it then does not use)."""
+    return "".join(_CHUNKS(record, 0))
+
 
 RESERVE_NAME = ".journal-reserve"
 RESERVE_BYTES = 128 * 1024
@@ -100,7 +119,7 @@ class Journal:
         """Append one event already checked (by the master's core), at run time ``t``, and the
         table row it makes (``testbed.journal.tables.ROWS_FROM_EVENTS``)."""
         record = {"t": round(t, 4), "event": name, **fields}
-        line = _ENCODE(record) + "\n"
+        line = _encode(record) + "\n"
         derived = row_of(record)  # before writing: a row off its table's schema is a bug and raises
         self._written(self._events, self._events.write, line)
         if derived is not None:

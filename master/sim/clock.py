@@ -27,11 +27,15 @@ class EventHeap:
 
     def at(self, when: float, priority: int, action: Callable[[], None]) -> None:
         """Run ``action`` at ``when`` (now, if ``when`` is past)."""
-        heapq.heappush(self.queue, (max(when, self.now), priority, next(self._order), action))
+        now = self.now
+        heapq.heappush(self.queue, (now if now > when else when, priority, next(self._order), action))
 
     def after(self, delay: float, priority: int, action: Callable[[], None]) -> None:
-        """``at(now + delay, ...)``, in one call (a call per remote block read)."""
-        heapq.heappush(self.queue, (max(self.now + delay, self.now), priority, next(self._order), action))
+        """``at(now + delay, ...)``, in one call (a call per remote block read). The clamp is
+        ``max(when, now)``'s (``when`` unless ``now`` is greater), without a builtin's call."""
+        now = self.now
+        when = now + delay
+        heapq.heappush(self.queue, (now if now > when else when, priority, next(self._order), action))
 
     def __len__(self) -> int:
         return len(self.queue)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from master.sim.clock import DELIVER, EventHeap
 
@@ -122,11 +123,11 @@ class NodeCpu:
 
     def _schedule(self, job: CpuJob, rate: float) -> None:
         now = self.heap.now
-        job.work = max(0.0, job.work - job.rate * (now - job.since))
+        left = job.work - job.rate * (now - job.since)
+        job.work = left if left > 0.0 else 0.0  # ``max(0.0, left)``'s result, without its call
         job.since, job.rate = now, rate
         job.token += 1
-        token = job.token
-        self.heap.after(job.work / rate, DELIVER, lambda: self._end(job, token))
+        self.heap.after(job.work / rate, DELIVER, partial(self._end, job, job.token))  # no frame of its own
 
     def _end(self, job: CpuJob, token: int) -> None:
         if token != job.token:
@@ -146,9 +147,11 @@ class NodeCpu:
         if not threads:
             return
         rate = min(self.cap, self.cores / threads) * self.speed
-        for job in self.tasks:
-            if abs(rate - job.rate) > EPS:
-                self._schedule(job, rate)
+        schedule = self._schedule
+        for job in self.tasks:  # ``abs(rate - job.rate) > EPS`` without a builtin's call per job
+            moved = rate - job.rate
+            if moved > EPS or moved < -EPS:
+                schedule(job, rate)
         for job in self.agent:
             if abs(rate / len(self.agent) - job.rate) > EPS:
-                self._schedule(job, rate / len(self.agent))
+                schedule(job, rate / len(self.agent))
