@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 
 from testbed.scenario.base import MAX_SEED
@@ -29,7 +28,7 @@ from testbed.scenario.schema import (
     WordcountJob,
     load_scenario,
 )
-from testbed.workloads import pagerank, sort, wordcount
+from testbed.workloads import builtin
 
 DEFAULT_SEED = 1
 JOB_MODELS = {"sort": SortJob, "wordcount": WordcountJob, "pagerank": PagerankJob, "mlr": MlrJob}
@@ -108,8 +107,9 @@ def cmd_gen(args: argparse.Namespace) -> int:
         job = job_from_args(args)
     except ValueError as exc:
         return _fail(str(exc))
-    if job.workload == "mlr":
-        return _fail("mlr reads no input file: its tasks generate their samples")
+    workload = builtin(job.workload)
+    if workload is None or workload.generate is None:
+        return _fail(f"{job.workload} reads no input file: its tasks generate their data")
     out = Path(args.out)
     if not out.parent.is_dir():
         return _fail(f"--out: directory {out.parent} does not exist")
@@ -118,27 +118,10 @@ def cmd_gen(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"--out: cannot write {out}: {exc.strerror}")
     with handle:
-        write_generated(job, seed_of(args), handle)
+        workload.generate(job, seed_of(args), handle)
     print(f"wrote {out} ({out.stat().st_size / 2**20:.1f} MB)")
     return 0
 
-
-def write_generated(job: Any, seed: int, handle: Any) -> None:
-    """The job's generated input as a file the same job could read with ``input:``."""
-    if job.workload == "sort":
-        for source in sort.sources_of(job, seed):
-            for records in sort.source_chunks(source):
-                records.tofile(handle)
-    elif job.workload == "wordcount":
-        for source in wordcount.sources_of(job, seed):
-            for chunk in wordcount.source_chunks(source):
-                handle.write(chunk)
-    else:
-        handle.write(b"# R-MAT edges: src dst\n")
-        for source in pagerank.sources_of(job, seed):
-            for chunk in pagerank.source_edges(source):
-                lines = np.char.add(np.char.add(chunk.src.astype(str), " "), chunk.dst.astype(str))
-                handle.write(("\n".join(lines.tolist()) + "\n").encode())
 
 
 # ------------------------------------------------------------------ profile
