@@ -241,7 +241,13 @@ def run_jobs(run: Path) -> list[tuple[Path, Any, int]]:
             spec = spec.model_copy(update={"input": str(parts)})
         for _ in range(spec.repeat):
             number = next(ordinal)
-            if spec.workload in (*JOB_MODELS, "sql") or isinstance(spec, PluginJob):
+            if _checkable(spec):
                 seed = spec.seed if spec.seed is not None else scenario.seed * 1000 + number
                 jobs.append((run / "outputs" / f"j{number:03d}", spec, seed))
     return jobs
+
+
+def _checkable(spec: Any) -> bool:
+    """Whether ``check-output`` checks the job: a plugin's, or a built-in's with a ``check``."""
+    workload = builtin(spec.workload)
+    return isinstance(spec, PluginJob) or (workload is not None and workload.check is not None)
