@@ -17,7 +17,7 @@ from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import ScenarioError, load_scenario
 from testbed.wire.protocol import INLINE_NOOP
 from testbed.workloads import OPERATIONS, builtin, lineage, plan_job
-from testbed.workloads.builtin import BuiltinWorkload
+from testbed.workloads.description import BuiltinWorkload
 from tests.support.scenarios import make_scenario
 
 POLICIES = [

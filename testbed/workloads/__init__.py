@@ -2,7 +2,7 @@
 
 Each built-in workload is a package ``testbed/workloads/<name>/``, registered by one line in
 ``testbed/registry.py``; a plugin workload runs through ``user``. A built-in's package is its
-description (``builtin.BuiltinWorkload``): ``plan(job, seed, scenario)``, ``OPERATIONS`` (its
+description (``description.BuiltinWorkload``): ``plan(job, seed, scenario)``, ``OPERATIONS`` (its
 ops' task functions), ``COMBINERS`` (ops whose outputs may be aggregated on their node before a
 push), ``PROFILED_STAGES`` (what ``testbed profile`` measures; empty: not profiled),
 ``lineage`` (its logical DAG), ``RECORD_BYTES`` (the simulator's record), ``check`` and
@@ -21,7 +21,7 @@ from testbed import registry
 from testbed.scenario.inputs import resolve_inputs
 from testbed.workloads import dag, user
 from testbed.workloads.base import Combiner, TaskFunction
-from testbed.workloads.builtin import BuiltinWorkload, Lineage
+from testbed.workloads.description import BuiltinWorkload, Lineage
 
 if TYPE_CHECKING:  # the master's: an agent's task workers import neither
     from testbed.plan import JobPlan

@@ -1,7 +1,7 @@
 """Output validation: a job's output directory against an independent reference.
 
 ``check_output(job, seed, directory)`` returns the problems found (empty when the output is
-correct). Each built-in workload's package has its own ``check`` (``builtin.BuiltinWorkload``):
+correct). Each built-in workload's package has its own ``check`` (``description.BuiltinWorkload``):
 
 - sort: like valsort, keys in order across the part files (in partition order), and the
   record count and order-independent checksum equal the input's;

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from testbed.logical_dag import DagError, Dependency, Edge, LogicalDag, Operator
 from testbed.plan import JobPlan
-from testbed.workloads.builtin import Lineage
+from testbed.workloads.description import Lineage
 
 
 def pagerank_dag(partitions: int, iterations: int, readers: int | None = None) -> LogicalDag:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from testbed.logical_dag import Dependency, Edge, LogicalDag, Operator
 from testbed.plan import JobPlan
-from testbed.workloads.builtin import Lineage
+from testbed.workloads.description import Lineage
 
 
 def sort_dag(maps: int, reduces: int) -> LogicalDag:
