@@ -25,7 +25,7 @@ import yaml
 
 from testbed.journal.tables import read_table
 from testbed.scenario.schema import PagerankJob
-from testbed.workloads import pagerank_reference
+from testbed.workloads.pagerank import reference as pagerank_reference
 
 SCENARIO = {
     "name": "bench-pagerank",

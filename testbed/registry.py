@@ -64,8 +64,9 @@ BUILTINS: dict[str, dict[str, str]] = {
         "sql": "testbed.workloads.sql",
     },
 }
-"""Every built-in: a policy by its class, a workload by its module (its plan, tasks and
-reference; a plugin workload is a ``testbed.api.Workload`` class instead)."""
+"""Every built-in: a policy by its class, a workload by its package (its plan, tasks, lineage,
+check and generator: ``testbed.workloads.builtin``; a plugin workload is a ``testbed.api.Workload``
+class instead)."""
 
 
 def builtin_names(kind: str) -> tuple[str, ...]:

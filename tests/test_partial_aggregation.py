@@ -10,13 +10,15 @@ from pathlib import Path
 import msgpack
 
 from agents.worker import combine
-from master.recovery.dag import pagerank_dag, sort_dag, wordcount_dag
 from master.recovery.pado_compiler import compile_pado
 from master.recovery.pado_rules import CommitLedger, Push
 from master.recovery.pado_state import aggregates_into, push_block_id
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.blocks import iter_frames, read_segment_chunks, segment
 from testbed.workloads import plan_job
+from testbed.workloads.pagerank.lineage_dag import pagerank_dag
+from testbed.workloads.sort.lineage_dag import sort_dag
+from testbed.workloads.wordcount.lineage_dag import wordcount_dag
 from tests.support.workloads import local_wordcount, pagerank_plan
 
 

@@ -16,7 +16,8 @@ from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import ScenarioError, load_scenario
 from testbed.settings.policies import make_policy
 from testbed.wire.protocol import INLINE_NOOP
-from testbed.workloads import OPERATIONS, plan_job
+from testbed.workloads import OPERATIONS, builtin, lineage, plan_job
+from testbed.workloads.description import BuiltinWorkload
 from tests.support.scenarios import make_scenario
 
 POLICIES = [
@@ -25,6 +26,15 @@ POLICIES = [
     for name in registry.BUILTINS[kind]
 ]
 EAGLE = {"options": {"eagle": {"short_fraction": 0.5}}}
+PLANNED_JOBS = [
+    {"workload": "wordcount", "size_mb": 1, "maps": 2, "reduces": 1},
+    {"workload": "sort", "size_mb": 1, "maps": 2, "reduces": 1},
+    {"workload": "pagerank", "nodes": 100, "edges": 400, "iterations": 2, "reduces": 2},
+    {"workload": "mlr", "points": 1000, "features": 4, "iterations": 2, "maps": 2, "reduces": 1},
+    {"workload": "sleep", "tasks": 2, "duration": 1},
+    {"workload": "noop", "tasks": 2},
+]
+"""A job of every built-in workload but sql (whose tables are files a test writes)."""
 
 
 @pytest.mark.parametrize(("kind", "name"), POLICIES, ids=[f"{kind}-{name}" for kind, name in POLICIES])
@@ -64,20 +74,45 @@ def test_every_built_in_workload_module_plans_its_jobs_and_names_its_ops(name: s
 def test_every_planned_op_has_its_task_function(tmp_path: Path) -> None:
     (tmp_path / "t.tbl").write_text("1|a|\n2|b|\n")
     table = {"input": str(tmp_path / "t.tbl"), "schema": {"k": "int", "v": "string"}}
-    jobs = [
-        {"workload": "wordcount", "size_mb": 1, "maps": 2, "reduces": 1},
-        {"workload": "sort", "size_mb": 1, "maps": 2, "reduces": 1},
-        {"workload": "pagerank", "nodes": 100, "edges": 400, "iterations": 2, "reduces": 2},
-        {"workload": "mlr", "points": 1000, "features": 4, "iterations": 2, "maps": 2, "reduces": 1},
-        {"workload": "sleep", "tasks": 2, "duration": 1},
-        {"workload": "noop", "tasks": 2},
-        {"workload": "sql", "query": "select v, count(*) from t group by v", "tables": {"t": table}},
-    ]
-    scenario = make_scenario(jobs=jobs)
+    sql = {"workload": "sql", "query": "select v, count(*) from t group by v", "tables": {"t": table}}
+    scenario = make_scenario(jobs=[*PLANNED_JOBS, sql])
     ops = {stage.op for job in scenario.jobs for stage in plan_job(job, 7, scenario).stages}
     assert ops - {INLINE_NOOP} <= set(OPERATIONS)
     prefixes = {op.partition(".")[0] for op in ops - {INLINE_NOOP}}
     assert prefixes == set(registry.BUILTINS["workload"]) - {"noop", "sql"} | {"dag"}  # sql runs as a DAG
+
+
+@pytest.mark.parametrize("name", list(registry.BUILTINS["workload"]))
+def test_every_built_in_workload_is_one_package_declaring_the_whole_seam(name: str) -> None:
+    module = importlib.import_module(registry.BUILTINS["workload"][name])
+    assert Path(module.__file__ or "").parent.name == name  # its folder testbed/workloads/<name>/
+    assert builtin(name) is module
+    declared = set(typing.get_type_hints(BuiltinWorkload)) | {"plan", "lineage"}
+    assert {attr for attr in declared if not hasattr(module, attr)} == set()
+    assert isinstance(module.RECORD_BYTES, int) and module.RECORD_BYTES >= 1
+    for part in (module.check, module.generate, module.lineage):
+        assert part is None or callable(part)
+
+
+def test_a_built_in_plans_lineage_runs_each_dag_operator_in_one_stage() -> None:
+    scenario = make_scenario(jobs=PLANNED_JOBS)
+    with_dags = set()
+    for job in scenario.jobs:
+        plan = plan_job(job, 7, scenario)
+        found = lineage(plan)
+        if found is None:
+            continue
+        with_dags.add(job.workload)
+        assert len(found.operators) == len(plan.stages)
+        ran = [op for stage in found.operators for op in stage]
+        assert sorted(ran) == sorted(op.op_id for op in found.dag.operators)
+    assert with_dags == {"wordcount", "sort", "pagerank", "mlr"}
+
+
+def test_the_simulator_sizes_a_generated_source_by_its_workloads_record() -> None:
+    assert builtin("sort").RECORD_BYTES == 100
+    assert builtin("pagerank").RECORD_BYTES == 16  # an edge: two int64
+    assert builtin("plugin") is None
 
 
 def test_an_unknown_name_lists_the_built_ins(tmp_path: Path) -> None:

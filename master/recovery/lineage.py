@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
-from master.recovery.dag import Dependency, Edge, LogicalDag
 from testbed.api.policy import NodeClass
+from testbed.logical_dag import Dependency, Edge, LogicalDag
 
 TaskKey = tuple[int, int]
 """(stage id, task index)."""

@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from master.options import PolicyOptions
-from master.recovery.dag import LogicalDag
 from master.recovery.pado_compiler import compile_pado
 from master.recovery.pado_rules import Block, Executor, Push, choose_executor, should_flush
 from master.recovery.pado_state import (
@@ -80,6 +79,7 @@ from testbed.api import (
     TaskSucceeded,
     Tick,
 )
+from testbed.logical_dag import LogicalDag
 from testbed.node.lru import LruCache
 from testbed.scenario.schema import Scenario
 from testbed.workloads.input_cache import input_cache_key

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from master.recovery.dag import Dependency, Edge, LogicalDag
 from testbed.api.policy import NodeClass
+from testbed.logical_dag import Dependency, Edge, LogicalDag
 
 # ---------------------------------------------------------------- Algorithm 1
 

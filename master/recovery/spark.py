@@ -23,10 +23,10 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from master.options import PolicyOptions
-from master.recovery.dag import LogicalDag, mlr_dag, pagerank_dag, sort_dag, wordcount_dag
 from master.recovery.lineage import checkpoint_node, executor_classes, spark_plan
 from master.recovery.pado_compiler import PadoPlan
 from master.recovery.stage_dags import is_stage_dag, stage_dag, stage_operators
+from testbed import workloads
 from testbed.api import (
     AddReplica,
     BlockRef,
@@ -46,6 +46,7 @@ from testbed.api import (
     TaskLaunch,
     WriteFile,
 )
+from testbed.logical_dag import LogicalDag
 from testbed.scenario.schema import Scenario, ScenarioError
 
 BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
@@ -53,42 +54,18 @@ BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
 
 def logical_dag(plan: JobPlan) -> LogicalDag | None:
     """The workload's logical DAG with the physical plan's parallelism (None: no DAG, e.g. sleep)."""
-    stages = plan.stages
     if is_stage_dag(plan):
         return stage_dag(plan)
-    if plan.workload == "wordcount":
-        return wordcount_dag(stages[0].tasks, stages[1].tasks)
-    if plan.workload == "sort":
-        return sort_dag(stages[0].tasks, stages[1].tasks)
-    if plan.workload == "pagerank":
-        return pagerank_dag(stages[1].tasks, len(stages) - 3, readers=stages[0].tasks)
-    if plan.workload == "mlr":
-        return mlr_dag(stages[0].tasks, stages[2].tasks, (len(stages) - 1) // 3)
-    return None
+    found = workloads.lineage(plan)
+    return None if found is None else found.dag
 
 
 def physical_operators(plan: JobPlan) -> list[tuple[str, ...]]:
     """The logical operators each physical stage runs (fused one-to-one chains)."""
     if is_stage_dag(plan):
         return stage_operators(plan)
-    if plan.workload == "wordcount":
-        return [("read", "map"), ("reduce", "write")]
-    if plan.workload == "sort":
-        return [("read", "partition"), ("sort", "write")]
-    if plan.workload == "pagerank":
-        iterations = len(plan.stages) - 3
-        ops: list[tuple[str, ...]] = [("read-edges",), ("links",), ("ranks-0", "contribs-1")]
-        for i in range(1, iterations + 1):
-            ops.append((f"ranks-{i}", f"contribs-{i + 1}") if i < iterations else (f"ranks-{i}", "write"))
-        return ops
-    if plan.workload == "mlr":
-        iterations = (len(plan.stages) - 1) // 3
-        ops = [("read",)]
-        for i in range(1, iterations + 1):
-            model = (f"model-{i}", "write") if i == iterations else (f"model-{i}",)
-            ops += [(f"gradient-{i}",), (f"aggregate-{i}",), model]
-        return ops
-    return []
+    found = workloads.lineage(plan)
+    return [] if found is None else list(found.operators)
 
 
 def stage_classes(pado: PadoPlan, plan: JobPlan) -> list[NodeClass]:

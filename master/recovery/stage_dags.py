@@ -5,8 +5,8 @@ workloads' DAGs."""
 
 from __future__ import annotations
 
-from master.recovery.dag import Dependency, Edge, LogicalDag, Operator
 from testbed.api import JobPlan
+from testbed.logical_dag import Dependency, Edge, LogicalDag, Operator
 from testbed.plan import DAG_OP
 
 

@@ -21,13 +21,12 @@ from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
 from testbed.scenario.simulation import OpModel
 from testbed.settings.profiles import load_profiles
 from testbed.wire.protocol import INLINE_NOOP, TaskSpec
-from testbed.workloads import pagerank_sizes
+from testbed.workloads import builtin
 from testbed.workloads.layouts import OUTPUT_PARTS
 from testbed.workloads.mlr import combined_partition, model_shaped_bytes
+from testbed.workloads.pagerank import sizes as pagerank_sizes
 
 MB = 2**20
-BYTES_PER_RECORD = {"sort": 100, "pagerank": 16}
-"""Bytes of one generated input record: a sort record, a packed PageRank edge."""
 PLUGIN_OP = "plugin."
 """The ops of a workload plugin's tasks: ``plugin.map``, ``plugin.reduce``."""
 SUMMED_VECTORS = frozenset({"mlr.gradient"})
@@ -50,7 +49,7 @@ it, and the model grew toward its size over the iterations; at another shape tha
 ratios' it had no bound."""
 GRAPH_SHAPED = frozenset({"pagerank.edges", "pagerank.links", "pagerank.scatter", "pagerank.iterate"})
 """Ops whose output a generated graph's shape sizes (nodes, edges, partitions: their expected
-distinct edges, nodes and contributions, ``testbed.workloads.pagerank_sizes``); a graph read
+distinct edges, nodes and contributions, ``testbed.workloads.pagerank.sizes``); a graph read
 from files keeps the ratios. Ratios fitted on one graph mispredicted another: iterate 0.0958
 and scatter 0.1168 of their input in the calibration, 0.17 and 0.205 in pado-vs-spark's real
 runs."""
@@ -124,8 +123,8 @@ def source_bytes(spec: TaskSpec) -> int:
         return 0
     if "nbytes" in generate:
         return int(generate["nbytes"])
-    workload = spec.op.partition(".")[0]
-    return int(generate["count"]) * BYTES_PER_RECORD.get(workload, 1)
+    workload = builtin(spec.op.partition(".")[0])  # its ``RECORD_BYTES``: a sort record, an edge
+    return int(generate["count"]) * (1 if workload is None else workload.RECORD_BYTES)
 
 
 class ExecutionModel:

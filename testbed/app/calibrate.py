@@ -107,7 +107,7 @@ scenarios/pado-mlr.yaml, the shipped mlr scenario)."""
 UNUSED_RATIOS = (
     "output_ratio is not used by the simulator for mlr.gradient, mlr.model, mlr.aggregate (the job's "
     "model shape sizes them), nor for the pagerank ops of a generated graph (its nodes, edges and "
-    "partitions do: testbed/workloads/pagerank_sizes.py); pagerank's serve a graph read from files"
+    "partitions do: testbed/workloads/pagerank/sizes.py); pagerank's serve a graph read from files"
 )
 """The calibration file's note on the ratios its values carry but the simulator does not use."""
 

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 
 from testbed.plan import JobPlan
@@ -32,7 +31,7 @@ from testbed.scenario.schema import (
     WordcountJob,
     load_scenario,
 )
-from testbed.workloads import pagerank, sort, wordcount
+from testbed.workloads import builtin
 
 DEFAULT_SEED = 1
 StrategyOf = Callable[[Scenario], Callable[[JobPlan], str] | None]
@@ -113,8 +112,9 @@ def cmd_gen(args: argparse.Namespace) -> int:
         job = job_from_args(args)
     except ValueError as exc:
         return _fail(str(exc))
-    if job.workload == "mlr":
-        return _fail("mlr reads no input file: its tasks generate their samples")
+    workload = builtin(job.workload)
+    if workload is None or workload.generate is None:
+        return _fail(f"{job.workload} reads no input file: its tasks generate their data")
     out = Path(args.out)
     if not out.parent.is_dir():
         return _fail(f"--out: directory {out.parent} does not exist")
@@ -123,27 +123,10 @@ def cmd_gen(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"--out: cannot write {out}: {exc.strerror}")
     with handle:
-        write_generated(job, seed_of(args), handle)
+        workload.generate(job, seed_of(args), handle)
     print(f"wrote {out} ({out.stat().st_size / 2**20:.1f} MB)")
     return 0
 
-
-def write_generated(job: Any, seed: int, handle: Any) -> None:
-    """The job's generated input as a file the same job could read with ``input:``."""
-    if job.workload == "sort":
-        for source in sort.sources_of(job, seed):
-            for records in sort.source_chunks(source):
-                records.tofile(handle)
-    elif job.workload == "wordcount":
-        for source in wordcount.sources_of(job, seed):
-            for chunk in wordcount.source_chunks(source):
-                handle.write(chunk)
-    else:
-        handle.write(b"# R-MAT edges: src dst\n")
-        for source in pagerank.sources_of(job, seed):
-            for chunk in pagerank.source_edges(source):
-                lines = np.char.add(np.char.add(chunk.src.astype(str), " "), chunk.dst.astype(str))
-                handle.write(("\n".join(lines.tolist()) + "\n").encode())
 
 
 # ------------------------------------------------------------------ profile
@@ -268,7 +251,13 @@ def run_jobs(run: Path) -> list[tuple[Path, Any, int]]:
             spec = spec.model_copy(update={"input": str(parts)})
         for _ in range(spec.repeat):
             number = next(ordinal)
-            if spec.workload in (*JOB_MODELS, "sql") or isinstance(spec, PluginJob):
+            if _checkable(spec):
                 seed = spec.seed if spec.seed is not None else scenario.seed * 1000 + number
                 jobs.append((run / "outputs" / f"j{number:03d}", spec, seed))
     return jobs
+
+
+def _checkable(spec: Any) -> bool:
+    """Whether ``check-output`` checks the job: a plugin's, or a built-in's with a ``check``."""
+    workload = builtin(spec.workload)
+    return isinstance(spec, PluginJob) or (workload is not None and workload.check is not None)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from testbed.wire.protocol import TaskSpec
-from testbed.workloads import pagerank_sizes
 from testbed.workloads.mlr import gradient_parts
+from testbed.workloads.pagerank import sizes as pagerank_sizes
 
 Layout = Callable[[TaskSpec, int], tuple[int, ...] | None]
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from master.core.jobs import JobRuntime
-from master.recovery.dag import Dependency as DagDependency
-from master.recovery.dag import Edge, LogicalDag, Operator
 from master.recovery.lineage import spark_plan
 from master.recovery.pado_compiler import place_operators
 from master.recovery.spark import shuffle_consumers, wide_consumers
+from testbed.logical_dag import Dependency as DagDependency
+from testbed.logical_dag import Edge, LogicalDag, Operator
 from testbed.plan import Dependency, JobPlan, StagePlan
 
 

@@ -14,7 +14,7 @@ import pytest
 from master.shell.run import run_scenario
 from testbed.app.cli import main
 from testbed.scenario.schema import SortJob, load_scenario
-from testbed.workloads.cli import write_generated
+from testbed.workloads import sort
 from tests.support.docker import compose_command, new_run_id, remove_run, run_leftovers
 from tests.support.runs import assert_exact
 from tests.support.settings import settings_of
@@ -53,7 +53,7 @@ async def test_user_scenario_through_testbed_compose_matches_the_local_backend(
     data = tmp_path / "my data" / "my-sort.dat"
     data.parent.mkdir()
     with data.open("wb") as handle:
-        write_generated(SortJob(workload="sort", size_mb=1), 11, handle)
+        sort.generate(SortJob(workload="sort", size_mb=1), 11, handle)
     scenario_file = tmp_path / "exp" / "mine.yaml"
     scenario_file.parent.mkdir()
     scenario_file.write_text(SCENARIO)

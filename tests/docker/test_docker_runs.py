@@ -14,7 +14,7 @@ from master.providers.base import ForeignNodeError
 from master.shell.run import run_scenario
 from testbed.scenario.chaos import EvictSpec
 from testbed.scenario.schema import SortJob
-from testbed.workloads.cli import write_generated
+from testbed.workloads import sort
 from tests.support.docker import (
     REPO,
     Decoys,
@@ -127,7 +127,7 @@ async def test_a_jobs_input_file_is_mounted_read_only_at_its_own_path(
     data = tmp_path / "user data" / "my-sort.dat"
     data.parent.mkdir()
     with data.open("wb") as handle:
-        write_generated(SortJob(workload="sort", size_mb=1), 11, handle)
+        sort.generate(SortJob(workload="sort", size_mb=1), 11, handle)
     scenario = make_scenario(
         cluster={"reserved": 1, "transient": 1, "heartbeat_interval": 0.2, "heartbeat_timeout": 5},
         jobs=[{"workload": "sort", "input": str(data), "maps": 2, "reduces": 2, "memory_mb": 64}],

@@ -13,7 +13,7 @@ import pytest
 
 from master.shell.run import run_scenario
 from testbed.scenario.schema import PagerankJob, SortJob
-from testbed.workloads.cli import write_generated
+from testbed.workloads import pagerank, sort
 from tests.support.runs import JOBS, assert_clean, assert_exact, evict_first_if_none, spilled
 from tests.support.scenarios import make_scenario
 from tests.support.settings import settings_of
@@ -69,12 +69,12 @@ def user_inputs(directory: Path) -> list[dict[str, Any]]:
     (directory / "records").mkdir()
     for seed in (1, 2):
         with open(directory / "records" / f"part{seed}.dat", "wb") as handle:
-            write_generated(SortJob(workload="sort", size_mb=4), seed, handle)
+            sort.generate(SortJob(workload="sort", size_mb=4), seed, handle)
     for file in (1, 2):  # 60,000 distinct words per file, a third of them capitalised
         words = (f"{'Ww'[j % 3 > 0]}{file}x{j}" for j in range(60_000))
         (directory / f"text{file}.txt").write_text(" ".join(words) + "\n")
     with open(directory / "graph.txt", "wb") as handle:
-        write_generated(PagerankJob(workload="pagerank", nodes=20_000, edges=300_000), 3, handle)
+        pagerank.generate(PagerankJob(workload="pagerank", nodes=20_000, edges=300_000), 3, handle)
     names = [f"pkg-{i:x}" if i % 3 else f"https://example.org/{i}" for i in range(5_000)]
     rng = random.Random(4)
     (directory / "deps.tsv").write_text(

@@ -10,7 +10,6 @@ import random
 
 import pytest
 
-from master.recovery.dag import pagerank_dag, sort_dag, wordcount_dag
 from master.recovery.lineage import (
     PhysicalPlan,
     PlanStage,
@@ -22,6 +21,9 @@ from master.recovery.lineage import (
     recover,
     spark_plan,
 )
+from testbed.workloads.pagerank.lineage_dag import pagerank_dag
+from testbed.workloads.sort.lineage_dag import sort_dag
+from testbed.workloads.wordcount.lineage_dag import wordcount_dag
 
 
 def done(*nodes: str) -> TaskState:

@@ -15,16 +15,6 @@ import json
 
 import pytest
 
-from master.recovery.dag import (
-    DagError,
-    Dependency,
-    Edge,
-    LogicalDag,
-    Operator,
-    pagerank_dag,
-    sort_dag,
-    wordcount_dag,
-)
 from master.recovery.pado_compiler import (
     Stage,
     TaskGroup,
@@ -33,6 +23,16 @@ from master.recovery.pado_compiler import (
     partition_stages,
     place_operators,
 )
+from testbed.logical_dag import (
+    DagError,
+    Dependency,
+    Edge,
+    LogicalDag,
+    Operator,
+)
+from testbed.workloads.pagerank.lineage_dag import pagerank_dag
+from testbed.workloads.sort.lineage_dag import sort_dag
+from testbed.workloads.wordcount.lineage_dag import wordcount_dag
 
 O2O, O2M, M2O, M2M = (
     Dependency.ONE_TO_ONE,

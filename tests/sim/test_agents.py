@@ -25,7 +25,7 @@ from testbed.wire.protocol import (
     TaskSpec,
     TaskUpdate,
 )
-from testbed.workloads import pagerank_sizes
+from testbed.workloads.pagerank import sizes as pagerank_sizes
 from tests.support.sim import sleep_task
 
 SPEC: dict[str, Any] = {

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from testbed.scenario.schema import PagerankJob
-from testbed.workloads import edge_lists, pagerank, pagerank_reference
+from testbed.workloads import edge_lists, pagerank
 from testbed.workloads.check import check_output
+from testbed.workloads.pagerank import reference as pagerank_reference
 
 SEED = 3
 

@@ -1,4 +1,4 @@
-"""The simulator's PageRank output sizes (testbed/workloads/pagerank_sizes.py) against the real
+"""The simulator's PageRank output sizes (testbed/workloads/pagerank/sizes.py) against the real
 tasks: each job runs in this process (``LocalJob``, the agents' task code) and every task's
 bytes out is compared with what the formula gives its spec."""
 
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from testbed.scenario.schema import PagerankJob
-from testbed.workloads import pagerank, pagerank_sizes
+from testbed.workloads import pagerank
 from testbed.workloads.local import LocalJob
+from testbed.workloads.pagerank import sizes as pagerank_sizes
 
 SEED = 5
 BUDGET = 64 << 20

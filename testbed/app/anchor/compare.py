@@ -13,7 +13,8 @@ from typing import Any
 
 from testbed.app.anchor import inputs
 from testbed.scenario.schema import PagerankJob, SortJob, WordcountJob
-from testbed.workloads import pagerank_reference, sort, wordcount
+from testbed.workloads import sort, wordcount
+from testbed.workloads.pagerank import reference as pagerank_reference
 
 MISSING = "pyspark is not installed: pip install 'transient-testbed[spark]' (and a Java 17 runtime)"
 SPARK_RUN_TIMEOUT_S = 900.0

@@ -25,3 +25,11 @@ COMBINERS: dict[str, Combiner] = {}
 """None of its ops' outputs is aggregated before a push."""
 PROFILED_STAGES: dict[str, int] = {}
 """Not profiled (``testbed profile`` measures the built-in shuffle workloads)."""
+lineage = None
+"""No logical DAG: its tasks depend on nothing."""
+RECORD_BYTES = 1
+"""It reads no source."""
+check = None
+"""It writes no output."""
+generate = None
+"""It reads no input file."""

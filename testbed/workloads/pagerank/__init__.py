@@ -60,7 +60,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 import msgpack
 import numpy as np
@@ -71,6 +72,7 @@ from testbed.scenario.splitting import byte_ranges
 from testbed.wire.protocol import BlockRef
 from testbed.workloads.base import Combiner, InputDataError, TaskContext, TaskFunction
 from testbed.workloads.edge_lists import EdgeChunk, node_names, parse_edges, text
+from testbed.workloads.pagerank.lineage_dag import lineage as lineage
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import read_lines_range
 
@@ -521,3 +523,22 @@ COMBINERS: dict[str, Combiner] = {}
 """None of its ops' outputs is aggregated before a push."""
 NEVER_SPILLS = False
 """Its buffers grow with its input: under a smaller budget it spills (``testbed.workloads.profile``)."""
+RECORD_BYTES = EDGE_DTYPE.itemsize
+"""A generated split counts packed edges (two int64)."""
+
+
+def check(job: PagerankJob, seed: int, directory: Path) -> list[str]:
+    """The ranks sum to 1 and equal a single-process power iteration's (``reference``, which
+    imports the scenario schema: imported here, by the master's check alone)."""
+    from testbed.workloads.pagerank.reference import check_ranks
+
+    return check_ranks(job, seed, directory)
+
+
+def generate(job: PagerankJob, seed: int, handle: IO[bytes]) -> None:
+    """The generated R-MAT graph as an edge list (``src dst`` lines)."""
+    handle.write(b"# R-MAT edges: src dst\n")
+    for source in sources_of(job, seed):
+        for chunk in source_edges(source):
+            lines = np.char.add(np.char.add(chunk.src.astype(str), " "), chunk.dst.astype(str))
+            handle.write(("\n".join(lines.tolist()) + "\n").encode())

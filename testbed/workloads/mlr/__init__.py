@@ -54,6 +54,7 @@ import numpy as np
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.wire.blocks import FRAME_HEADER, BlockWriter
 from testbed.workloads.base import Combiner, TaskContext, TaskFunction
+from testbed.workloads.mlr.lineage_dag import lineage as lineage
 
 if TYPE_CHECKING:
     from testbed.scenario.schema import MlrJob, Scenario
@@ -440,3 +441,8 @@ PROFILED_STAGES: dict[Role, int] = {"map": 1, "reduce": 2}
 NEVER_SPILLS = True
 """Its buffers do not grow with its input: a smaller budget takes the input in smaller pieces
 instead of spilling (``testbed.workloads.profile``)."""
+RECORD_BYTES = 1
+"""A generated partition's count of samples, as the simulator sizes it (its outputs are shaped by
+the model: ``master.sim.model.MODEL_SHAPED``)."""
+generate = None
+"""It reads no input file: its tasks generate their samples."""

@@ -86,3 +86,10 @@ OPERATIONS: dict[str, TaskFunction] = {}
 for every DAG by ``testbed.workloads``), their body ``sql_stage.stage_body``."""
 COMBINERS: dict[str, Combiner] = {}
 PROFILED_STAGES: dict[str, int] = {}
+lineage = None
+"""Its plan is a stage DAG, which the strategies read as declared (``master.recovery.stage_dags``)."""
+RECORD_BYTES = 1
+"""A table's split is sized in bytes."""
+check = check_sql
+generate = None
+"""Its tables are files a user gives."""

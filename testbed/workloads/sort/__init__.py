@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from testbed.scenario.splitting import byte_ranges
 from testbed.workloads.base import Combiner, TaskContext, TaskFunction
 from testbed.workloads.progress import REDUCE, split_bytes
 from testbed.workloads.reference_inputs import record_chunks, reference_files
+from testbed.workloads.sort.lineage_dag import lineage as lineage
 from testbed.workloads.spill import ArrayBuffer, ArrayKind, SpillFiles
 from testbed.workloads.splits import read_records_range
 
@@ -352,3 +353,30 @@ COMBINERS: dict[str, Combiner] = {}
 """None of its ops' outputs is aggregated before a push."""
 NEVER_SPILLS = False
 """Its buffers grow with its input: under a smaller budget it spills (``testbed.workloads.profile``)."""
+RECORD_BYTES = RECORD
+"""A generated split counts records of ``RECORD`` bytes."""
+
+
+def check(job: SortJob, seed: int, directory: Path) -> list[str]:
+    """Like valsort: keys in order across the part files (in partition order), and the record
+    count and order-independent checksum the input's."""
+    try:
+        got = read_output(directory)
+    except ValueError as exc:
+        return [str(exc)]
+    expected = input_summary(job, seed)
+    problems = []
+    if not got.ordered:
+        problems.append(f"record {got.first_disorder} has a key smaller than the record before it")
+    if got.records != expected.records:
+        problems.append(f"{got.records} records, the input has {expected.records}")
+    if got.checksum != expected.checksum:
+        problems.append(f"checksum {got.checksum:016x} differs from the input's {expected.checksum:016x}")
+    return problems
+
+
+def generate(job: SortJob, seed: int, handle: IO[bytes]) -> None:
+    """The generated records, as one file of whole records."""
+    for source in sources_of(job, seed):
+        for records in source_chunks(source):
+            records.tofile(handle)

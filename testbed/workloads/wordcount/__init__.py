@@ -31,7 +31,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import msgpack
 import numpy as np
@@ -45,6 +45,7 @@ from testbed.workloads.progress import split_bytes
 from testbed.workloads.reference_inputs import line_chunks, reference_files
 from testbed.workloads.spill import SpillFiles
 from testbed.workloads.splits import read_lines_range
+from testbed.workloads.wordcount.lineage_dag import lineage as lineage
 
 if TYPE_CHECKING:
     from testbed.scenario.schema import Scenario, WordcountJob
@@ -304,3 +305,34 @@ PROFILED_STAGES: dict[Role, int] = {"map": 0, "reduce": 1}
 """The stage ``testbed profile`` measures for each role (``testbed.workloads.profile``)."""
 NEVER_SPILLS = False
 """Its buffers grow with its input: under a smaller budget it spills (``testbed.workloads.profile``)."""
+RECORD_BYTES = 1
+"""A generated split is sized in bytes."""
+
+
+def check(job: WordcountJob, seed: int, directory: Path) -> list[str]:
+    """Every part sorted by word, no word in two parts, and the counts a plain single-process
+    count of the input's."""
+    problems = []
+    seen: dict[str, str] = {}
+    for part in sorted(directory.glob("part-*")):
+        words = [line.rpartition("\t")[0] for line in part.read_text(encoding="utf-8").splitlines()]
+        if words != sorted(words) or len(set(words)) != len(words):
+            problems.append(f"{part.name}: words are not sorted and distinct")
+        for word in words:
+            if word in seen:
+                problems.append(f"{word!r} is in both {seen[word]} and {part.name}")
+                break
+            seen[word] = part.name
+    got, expected = read_output(directory), reference_output(job, seed)
+    if got != expected:
+        wrong = sorted(w for w in got.keys() | expected.keys() if got[w] != expected[w])
+        sample = ", ".join(f"{w!r}: {got[w]} (expected {expected[w]})" for w in wrong[:3])
+        problems.append(f"{len(wrong)} words have wrong counts, e.g. {sample}")
+    return problems
+
+
+def generate(job: WordcountJob, seed: int, handle: IO[bytes]) -> None:
+    """The generated text, as one file."""
+    for source in sources_of(job, seed):
+        for chunk in source_chunks(source):
+            handle.write(chunk)

@@ -8,6 +8,7 @@ for user inputs; generated graphs are regenerated with the workload's own genera
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,26 @@ def read_output(directory: Path) -> Ranks:
             names.append(node.decode("utf-8", errors="surrogateescape"))
             ranks.append(float(rank))
     return Ranks.by_name(names, ranks)
+
+
+def check_ranks(job: PagerankJob, seed: int, directory: Path) -> list[str]:
+    """The problems of a job's ranks against ``reference_output``'s (empty: none)."""
+    try:
+        got = read_output(directory)
+    except ValueError as exc:
+        return [f"unreadable output: {exc}"]
+    expected = reference_output(job, seed)
+    problems = []
+    total = math.fsum(got.ranks.tolist())
+    if abs(total - 1.0) > 1e-9:
+        problems.append(f"ranks sum to {total!r}, not 1")
+    if not np.array_equal(got.ids, expected.ids):
+        problems.append(
+            f"{len(got.ids)} nodes in the output, {len(expected.ids)} in the graph (or other ids)"
+        )
+    elif not got.matches(expected):
+        worst = int(np.argmax(np.abs(got.ranks - expected.ranks)))
+        problems.append(
+            f"node {got.ids[worst]} has rank {got.ranks[worst]!r}, expected {expected.ranks[worst]!r}"
+        )
+    return problems

@@ -56,3 +56,11 @@ COMBINERS: dict[str, Combiner] = {}
 """None of its ops' outputs is aggregated before a push."""
 PROFILED_STAGES: dict[str, int] = {}
 """Not profiled (``testbed profile`` measures the built-in shuffle workloads)."""
+lineage = None
+"""No logical DAG: its tasks depend on nothing (the strategies run them where they are placed)."""
+RECORD_BYTES = 1
+"""It reads no source."""
+check = None
+"""Its output (each task's duration) is not checked."""
+generate = None
+"""It reads no input file."""
