@@ -44,12 +44,14 @@ from testbed.wire.protocol import (
     PushedPart,
     PushTarget,
     Resync,
+    StoreInputs,
     TaskInputs,
     TaskMetrics,
     TaskSpec,
     TaskUpdate,
     Topics,
 )
+from testbed.workloads.replica_input import hold_storing, release_storing, store_replicas
 
 log = logging.getLogger("agent")
 _forkserver = multiprocessing.get_context("forkserver")
@@ -264,6 +266,8 @@ class Agent:
                 asyncio.get_running_loop().create_task(self._aggregate_and_push(message))
         elif isinstance(message, TaskInputs):
             self._more_inputs(message)
+        elif isinstance(message, StoreInputs):
+            self._store_inputs(message)
         elif isinstance(message, Resync):
             for payload in self.push_reports.values():
                 self.link.publish(self.topics.task_updates(self.config.node_id), payload)
@@ -472,6 +476,23 @@ class Agent:
             self._push_delivered(flush.block, flush.block, 0, {}, failed, f"aggregation: {outcome['error']}")
             return
         await self._push(flush.block, flush.push, flush.push_rate_bytes_s, flush.block, 0)
+
+    def _store_inputs(self, message: StoreInputs) -> None:
+        """Copy the splits this node holds into its replica blocks, off the loop; the splits are
+        marked as being stored at once, so a map launched meanwhile waits for its copy."""
+        blocks = self.config.data_dir / "blocks"
+        locks = [(split.block, hold_storing(blocks, split.block)) for split in message.splits]
+
+        async def store() -> None:
+            try:
+                await asyncio.to_thread(store_replicas, self.config.data_dir, message.splits)
+            except OSError as exc:  # its maps fetch from another holder or read the source
+                log.warning("cannot store the input replicas of %s: %s", message.job_id, exc)
+            finally:
+                for block, fd in locks:
+                    release_storing(blocks, block, fd)
+
+        asyncio.get_running_loop().create_task(store())
 
     def _cache_accessed(self, key: str, nbytes: int) -> None:
         """A task read ``key`` through the input cache: the LRU learns it and the files it

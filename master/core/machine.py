@@ -79,6 +79,7 @@ from testbed.wire.protocol import (
     NodeState,
     PushDelivered,
     Resync,
+    StoreInputs,
     TaskUpdate,
 )
 from testbed.workloads import plan_job
@@ -278,6 +279,8 @@ class MasterCore:
         self.live_jobs.add(job)
         seed = self.job_seed(spec, ordinal)
         self.inputs.submitted(job, spec.input_replication, self.round.nodes.alive(), seed)
+        for node_id, splits in self.inputs.to_store(job.job_id).items():
+            self.send(node_id, StoreInputs(job_id=job.job_id, splits=splits))
         self.outbox.put(PrepareJob(job.job_id))
         self.recovery.react(JobSubmitted(job.job_id))
         self.journal.event(

@@ -34,7 +34,7 @@ from testbed.api.policy import (
     Scheduler,
 )
 from testbed.api.strategy import Ready, TaskLaunch, TaskStarted, Tick
-from testbed.wire.protocol import LaunchTask, TaskSpec
+from testbed.wire.protocol import BlockRef, LaunchTask, TaskSpec
 
 log = logging.getLogger("master")
 
@@ -315,12 +315,17 @@ class SchedulingRound:
         plan = core.recovery.launch(job, key)
         job.tasks[key].pushes = plan.pushing
         read = core.inputs.launched(job, key, node.node_id)
-        launch = LaunchTask(task=self._spec(job, key, attempt, decision, plan, read))
+        replica = None if read is None else core.inputs.replica(job, key, node.node_id, self._url_of)
+        launch = LaunchTask(task=self._spec(job, key, attempt, decision, plan, read, replica))
         node.forget_launch(decision.task_id)
         node.track_launch(decision.task_id, (job, key), launch, now)
         core.send(node.node_id, launch)
         core.records.task_started(job, key, node, attempt, decision.memory_mb)
         core.recovery.react(TaskStarted(job.job_id, key, attempt, node.node_id, plan))
+
+    def _url_of(self, node_id: str) -> str:
+        node = self.core.nodes.get(node_id)
+        return node.url if node is not None else ""
 
     def _spec(
         self,
@@ -330,6 +335,7 @@ class SchedulingRound:
         decision: Assign,
         plan: TaskLaunch,
         read: dict[str, Any] | None = None,
+        replica: BlockRef | None = None,
     ) -> TaskSpec:
         stage = job.plan.stages[key[0]]
         output_url = f"{self.output_base}/outputs/{job.job_id}/{key[1]}/{attempt}" if stage.final else None
@@ -352,6 +358,7 @@ class SchedulingRound:
             streamed=plan.streamed,
             broadcast=tuple(d for d, dep in enumerate(stage.deps) if dep.kind == "broadcast"),
             report_progress=self.core.copies.enabled,
+            replica=replica,
         )
 
     # ------------------------------------------------------------------ node-side queues
