@@ -120,6 +120,8 @@ class Agent:
         self.port = config.port
         self.input_cache = LruCache(0)
         """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
+        self.storing: set[str] = set()
+        """Input replica blocks being copied (``StoreInputs``)."""
         self.free_slots = set(range(config.slots)) if config.cgroup is not None else set()
         """Task slots whose CPU group no worker is in (none without per-slot groups)."""
         self.state = "up"
@@ -481,16 +483,19 @@ class Agent:
         """Copy the splits this node holds into its replica blocks, off the loop; the splits are
         marked as being stored at once, so a map launched meanwhile waits for its copy."""
         blocks = self.config.data_dir / "blocks"
-        locks = [(split.block, hold_storing(blocks, split.block)) for split in message.splits]
+        splits = [split for split in message.splits if split.block not in self.storing]  # not redelivered
+        locks = [(split.block, hold_storing(blocks, split.block)) for split in splits]
+        self.storing.update(block for block, _ in locks)
 
         async def store() -> None:
             try:
-                await asyncio.to_thread(store_replicas, self.config.data_dir, message.splits)
+                await asyncio.to_thread(store_replicas, self.config.data_dir, splits)
             except OSError as exc:  # its maps fetch from another holder or read the source
                 log.warning("cannot store the input replicas of %s: %s", message.job_id, exc)
             finally:
                 for block, fd in locks:
                     release_storing(blocks, block, fd)
+                    self.storing.discard(block)
 
         asyncio.get_running_loop().create_task(store())
 

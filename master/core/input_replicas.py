@@ -11,7 +11,7 @@ a holder over the network, or the source when no replica is left), counted for s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,15 +61,16 @@ class InputReplication:
             count = min(replication, len(nodes))
             self.jobs[job.job_id] = JobInputs(sizes, place(sorted(sizes), nodes, count, seed), files)
 
-    def to_store(self, job_id: str) -> dict[str, tuple[InputSplit, ...]]:
-        """Each holder's file splits of the job (what it copies on arrival), by node."""
+    def to_store(self, job_id: str, nodes: Set[str]) -> dict[str, tuple[InputSplit, ...]]:
+        """The file splits of the job each of ``nodes`` holds (what a real holder copies)."""
         inputs = self.jobs.get(job_id)
         if inputs is None:
             return {}
         by_node: dict[str, list[InputSplit]] = {}
         for task_id, split in inputs.files.items():
             for node in inputs.replicas.holders.get(task_id, ()):
-                by_node.setdefault(node, []).append(split)
+                if node in nodes:
+                    by_node.setdefault(node, []).append(split)
         return {node: tuple(splits) for node, splits in sorted(by_node.items())}
 
     def node_lost(self, node_id: str) -> None:

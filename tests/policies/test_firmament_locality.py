@@ -87,7 +87,8 @@ def test_real_holders_are_told_their_file_splits_and_each_launch_names_the_live_
     split = InputSplit(block=replica_block("j0", 0), path="in.txt", start=0, end=2 * GB)
     replicas = Replicas({SPLIT: ["n4", "n1"]})
     inputs = InputReplication({"j0": JobInputs({SPLIT: 2 * GB}, replicas, {SPLIT: split})})
-    assert inputs.to_store("j0") == {"n1": (split,), "n4": (split,)} and inputs.to_store("j9") == {}
+    assert inputs.to_store("j0", {"n0", "n1", "n4"}) == {"n1": (split,), "n4": (split,)}
+    assert inputs.to_store("j0", {"n4"}) == {"n4": (split,)} and inputs.to_store("j9", {"n1"}) == {}
     urls = {"n1": "http://n1:1", "n4": "http://n4:1"}
 
     def url_of(node_id: str) -> str:
