@@ -44,12 +44,14 @@ from testbed.wire.protocol import (
     PushedPart,
     PushTarget,
     Resync,
+    StoreInputs,
     TaskInputs,
     TaskMetrics,
     TaskSpec,
     TaskUpdate,
     Topics,
 )
+from testbed.workloads.replica_input import hold_storing, release_storing, store_replicas
 
 log = logging.getLogger("agent")
 _forkserver = multiprocessing.get_context("forkserver")
@@ -118,6 +120,8 @@ class Agent:
         self.port = config.port
         self.input_cache = LruCache(0)
         """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
+        self.storing: set[str] = set()
+        """Input replica blocks being copied (``StoreInputs``)."""
         self.free_slots = set(range(config.slots)) if config.cgroup is not None else set()
         """Task slots whose CPU group no worker is in (none without per-slot groups)."""
         self.state = "up"
@@ -264,6 +268,8 @@ class Agent:
                 asyncio.get_running_loop().create_task(self._aggregate_and_push(message))
         elif isinstance(message, TaskInputs):
             self._more_inputs(message)
+        elif isinstance(message, StoreInputs):
+            self._store_inputs(message)
         elif isinstance(message, Resync):
             for payload in self.push_reports.values():
                 self.link.publish(self.topics.task_updates(self.config.node_id), payload)
@@ -472,6 +478,26 @@ class Agent:
             self._push_delivered(flush.block, flush.block, 0, {}, failed, f"aggregation: {outcome['error']}")
             return
         await self._push(flush.block, flush.push, flush.push_rate_bytes_s, flush.block, 0)
+
+    def _store_inputs(self, message: StoreInputs) -> None:
+        """Copy the splits this node holds into its replica blocks, off the loop; the splits are
+        marked as being stored at once, so a map launched meanwhile waits for its copy."""
+        blocks = self.config.data_dir / "blocks"
+        splits = [split for split in message.splits if split.block not in self.storing]  # not redelivered
+        locks = [(split.block, hold_storing(blocks, split.block)) for split in splits]
+        self.storing.update(block for block, _ in locks)
+
+        async def store() -> None:
+            try:
+                await asyncio.to_thread(store_replicas, self.config.data_dir, splits)
+            except OSError as exc:  # its maps fetch from another holder or read the source
+                log.warning("cannot store the input replicas of %s: %s", message.job_id, exc)
+            finally:
+                for block, fd in locks:
+                    release_storing(blocks, block, fd)
+                    self.storing.discard(block)
+
+        asyncio.get_running_loop().create_task(store())
 
     def _cache_accessed(self, key: str, nbytes: int) -> None:
         """A task read ``key`` through the input cache: the LRU learns it and the files it

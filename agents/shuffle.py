@@ -28,6 +28,7 @@ from testbed.wire.blocks import CRC_HEADER, TOKEN_HEADER, segment
 from testbed.wire.capabilities import block_cap
 from testbed.wire.protocol import PushedPart
 from testbed.wire.tokens import token_matches
+from testbed.workloads.replica_input import wait_stored
 
 OnReceived = Callable[[str, tuple[PushedPart, ...]], None]
 
@@ -85,6 +86,7 @@ async def serve_block(request: web.Request) -> web.StreamResponse:
     partition = request.match_info["partition"]
     if not PARTITION.fullmatch(partition):
         raise web.HTTPBadRequest(text="bad partition")
+    await asyncio.to_thread(wait_stored, request.app[BLOCKS_DIR], block)  # an input replica being copied
     seg = await asyncio.to_thread(segment, request.app[BLOCKS_DIR], block, int(partition))
     if seg is None:
         raise web.HTTPNotFound(text=f"block {block} partition {partition} is not here")

@@ -47,6 +47,7 @@ from testbed.workloads.base import (
     reset_peak_rss,
 )
 from testbed.workloads.progress import Progress
+from testbed.workloads.replica_input import read_replica
 
 
 @contextlib.contextmanager
@@ -83,6 +84,7 @@ def execute(
     outcome: dict[str, Any] = {"state": "succeeded"}
     try:
         scratch.mkdir(parents=True, exist_ok=True)
+        ctx.replica_params = read_replica(spec, fetcher, scratch)
         outcome["result"] = OPERATIONS[spec.op](ctx) or {}
         if spec.final:
             upload(ctx.final_path, spec.output_url or "", spec.output_token)

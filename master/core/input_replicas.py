@@ -11,13 +11,14 @@ a holder over the network, or the source when no replica is left), counted for s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
 from master.core.jobs import JobRuntime
 from master.core.replicas import Read, Replicas, place
 from testbed.api.strategy import TaskKey
+from testbed.wire.protocol import BlockRef, InputSplit, replica_block
 from testbed.workloads.progress import split_bytes
 
 SOURCE_KEYS = ("file", "generate")
@@ -30,6 +31,8 @@ class JobInputs:
     sizes: dict[str, int]
     """Each split (its map's task id) -> its bytes."""
     replicas: Replicas
+    files: dict[str, InputSplit] = field(default_factory=dict)
+    """Each split read from a file -> its replica block's source (what a real holder copies)."""
 
 
 @dataclass
@@ -43,14 +46,32 @@ class InputReplication:
         if not replication:
             return
         stage = job.plan.stages[0]
-        sizes = {}
+        sizes, files = {}, {}
         for index in range(stage.tasks):
             params = stage.params(index)
             if any(key in params for key in SOURCE_KEYS):
                 sizes[job.task_id((0, index))] = split_bytes(params, RECORD_BYTES.get(job.workload, 1))
+            if "file" in params:
+                source = params["file"]
+                block = replica_block(job.job_id, index)
+                files[job.task_id((0, index))] = InputSplit(
+                    block=block, path=source["path"], start=source["start"], end=source["end"]
+                )
         if sizes:
             count = min(replication, len(nodes))
-            self.jobs[job.job_id] = JobInputs(sizes, place(sorted(sizes), nodes, count, seed))
+            self.jobs[job.job_id] = JobInputs(sizes, place(sorted(sizes), nodes, count, seed), files)
+
+    def to_store(self, job_id: str, nodes: Set[str]) -> dict[str, tuple[InputSplit, ...]]:
+        """The file splits of the job each of ``nodes`` holds (what a real holder copies)."""
+        inputs = self.jobs.get(job_id)
+        if inputs is None:
+            return {}
+        by_node: dict[str, list[InputSplit]] = {}
+        for task_id, split in inputs.files.items():
+            for node in inputs.replicas.holders.get(task_id, ()):
+                if node in nodes:
+                    by_node.setdefault(node, []).append(split)
+        return {node: tuple(splits) for node, splits in sorted(by_node.items())}
 
     def node_lost(self, node_id: str) -> None:
         for inputs in self.jobs.values():
@@ -66,6 +87,21 @@ class InputReplication:
         if inputs is None or size is None:
             return 0, ()
         return size, tuple((node, size) for node in sorted(inputs.replicas.holders.get(task_id, ())))
+
+    def replica(
+        self, job: JobRuntime, key: TaskKey, node_id: str, url_of: Callable[[str], str]
+    ) -> BlockRef | None:
+        """The attempt's split as a replica block at its live holders' URLs, in the order it
+        reads them (its own node first, then the holder its read plan names); None: the source."""
+        inputs = self.jobs.get(job.job_id)
+        task_id = job.task_id(key)
+        split = inputs.files.get(task_id) if inputs is not None else None
+        if inputs is None or split is None:
+            return None
+        read = inputs.replicas.read_from(task_id, node_id)
+        holders = sorted(inputs.replicas.holders.get(task_id, ()), key=lambda n: (n != read.holder, n))
+        urls = tuple(url for url in map(url_of, holders) if url)
+        return BlockRef.trusted(split.block, 0, urls) if urls else None
 
     def launched(self, job: JobRuntime, key: TaskKey, node_id: str) -> dict[str, Any] | None:
         """Where the attempt on ``node_id`` reads its split (counted), for its spec's params."""

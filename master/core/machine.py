@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Iterable
 from typing import Any
 
 from master.core import tasks
@@ -79,6 +80,7 @@ from testbed.wire.protocol import (
     NodeState,
     PushDelivered,
     Resync,
+    StoreInputs,
     TaskUpdate,
 )
 from testbed.workloads import plan_job
@@ -278,6 +280,7 @@ class MasterCore:
         self.live_jobs.add(job)
         seed = self.job_seed(spec, ordinal)
         self.inputs.submitted(job, spec.input_replication, self.round.nodes.alive(), seed)
+        self._store_inputs(job.job_id, self.round.nodes.alive())
         self.outbox.put(PrepareJob(job.job_id))
         self.recovery.react(JobSubmitted(job.job_id))
         self.journal.event(
@@ -444,6 +447,8 @@ class MasterCore:
                 "node_up", node=node.node_id, **{"class": node.node_class}, pid=state.pid, url=node.url
             )
             self.launcher.node_joined()
+            for job_id in self.inputs.jobs:  # what it was placed to hold while it launched
+                self._store_inputs(job_id, (node.node_id,))
             self.kick()
         elif state.incarnation != node.incarnation or not node.alive:
             return
@@ -455,6 +460,12 @@ class MasterCore:
             self.watch.gone(node)
         if state.state in ("up", "draining") and state.session > node.session:
             self._agent_reconnected(node, state.session)
+
+    def _store_inputs(self, job_id: str, nodes: Iterable[str]) -> None:
+        """Tell those of ``nodes`` that are up the file splits of the job they hold, to copy."""
+        for node_id, splits in self.inputs.to_store(job_id, set(nodes)).items():
+            if self.nodes[node_id].url:  # a launching node is told once it is up
+                self.send(node_id, StoreInputs(job_id=job_id, splits=splits))
 
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""

@@ -37,7 +37,7 @@ from testbed.api.policy import (
     Scheduler,
 )
 from testbed.api.strategy import Ready, TaskLaunch, TaskStarted, Tick
-from testbed.wire.protocol import LaunchTask, TaskSpec
+from testbed.wire.protocol import BlockRef, LaunchTask, TaskSpec
 
 log = logging.getLogger("master")
 
@@ -353,7 +353,8 @@ class SchedulingRound:
         plan = core.recovery.launch(job, key)
         job.tasks[key].pushes = plan.pushing
         read = core.inputs.launched(job, key, node.node_id)
-        launch = LaunchTask(task=self._spec(job, key, attempt, decision, plan, read))
+        replica = None if read is None else core.inputs.replica(job, key, node.node_id, self._url_of)
+        launch = LaunchTask(task=self._spec(job, key, attempt, decision, plan, read, replica))
         node.forget_launch(decision.task_id)
         node.track_launch(decision.task_id, (job, key), launch, now)
         core.send(node.node_id, launch)
@@ -366,6 +367,10 @@ class SchedulingRound:
         view = self._pending_views.get(task_id)
         return record.allowed_classes if view is None else view.allowed_classes
 
+    def _url_of(self, node_id: str) -> str:
+        node = self.core.nodes.get(node_id)
+        return node.url if node is not None else ""
+
     def _spec(
         self,
         job: JobRuntime,
@@ -374,6 +379,7 @@ class SchedulingRound:
         decision: Assign,
         plan: TaskLaunch,
         read: dict[str, Any] | None = None,
+        replica: BlockRef | None = None,
     ) -> TaskSpec:
         stage = job.plan.stages[key[0]]
         output_url = f"{self.output_base}/outputs/{job.job_id}/{key[1]}/{attempt}" if stage.final else None
@@ -396,6 +402,7 @@ class SchedulingRound:
             streamed=plan.streamed,
             broadcast=tuple(d for d, dep in enumerate(stage.deps) if dep.kind == "broadcast"),
             report_progress=self.core.copies.enabled,
+            replica=replica,
         )
 
     # ------------------------------------------------------------------ node-side queues

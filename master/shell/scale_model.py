@@ -134,13 +134,20 @@ def refuse_slowdown(scenario: Scenario, backend: str) -> None:
 
 
 def refuse_replication(scenario: Scenario, backend: str, source: object) -> None:
-    """Input replicas (``jobs[].input_replication``) are modelled by the simulator only: a real
-    agent does not yet read a split from its own copy or fetch it from a holder (issue 43,
-    point 5, docs/firmament.md "Data locality"), so a real run would report reads it did not do."""
+    """Input replicas (``jobs[].input_replication``) on a real backend: the local agents copy
+    each file split to its holders and read it from there (``testbed.workloads.replica_input``);
+    a generated split has no bytes to copy, and a Docker or attached node may not see the
+    source files, so those are left to the simulator (docs/firmament.md, "Data locality")."""
     for index, job in enumerate(scenario.jobs):
-        if job.input_replication is not None:
+        if job.input_replication is None:
+            continue
+        if backend != "local":
             raise ScenarioError(
                 [f"{source}: jobs.{index}.input_replication: --backend {backend} does not place input "
-                 "replicas on its nodes yet (only the simulator models them): remove it or run with "
-                 "--backend sim"]
+                 "replicas on its nodes: remove it or run with --backend local or sim"]
+            )  # fmt: skip
+        if getattr(job, "input", None) is None:
+            raise ScenarioError(
+                [f"{source}: jobs.{index}.input_replication: a real run replicates file inputs only: "
+                 f"give jobs.{index}.input (a file, a directory or a glob) or run with --backend sim"]
             )  # fmt: skip

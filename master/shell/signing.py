@@ -2,8 +2,8 @@
 
 A command goes to one node only (the broker's access rules), so what it carries is
 that node's alone: the capability to read each input block at each of its
-locations, to store its output on each push target, and to upload a final
-task's output (``testbed.wire.capabilities``).
+locations (and its input split at each of its replicas'), to store its output on
+each push target, and to upload a final task's output (``testbed.wire.capabilities``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ class CommandSigner:
             "inputs": tuple(self._refs(refs, by_url) for refs in spec.inputs),
             "push": self._targets(spec.push, spec.block_id),
         }
+        if spec.replica is not None:
+            update["replica"] = self._refs((spec.replica,), by_url)[0]
         if spec.output_url:
             update["output_token"] = self.master.keys.output_cap(spec.job_id, spec.index, spec.attempt)
         return spec.model_copy(update=update)

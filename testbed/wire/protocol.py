@@ -143,14 +143,21 @@ class TaskSpec(BaseModel):
     report_progress: bool = Field(
         default=False, description="send its progress score with the node's heartbeats (under speculation)"
     )
+    replica: BlockRef | None = Field(
+        default=None,
+        description="a map's input split as a replica block (jobs[].input_replication), at its live "
+        "holders (this node first when it holds one); None: the map reads its source",
+    )
 
     @model_serializer(mode="wrap")
     def _without_default_report(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """``report_progress`` is sent only when set: an agent built before it (a Docker image)
-        still takes every launch of a run without speculation."""
+        """``report_progress`` and ``replica`` are sent only when set: an agent built before them
+        (a Docker image) still takes every launch of a run without speculation or replicas."""
         data = handler(self)
         if not self.report_progress:
             data.pop("report_progress", None)
+        if self.replica is None:
+            data.pop("replica", None)
         return data
 
     @property
@@ -291,6 +298,31 @@ class FlushAggregate(Message):
     push_rate_bytes_s: float | None = Field(default=None, gt=0)
 
 
+class InputSplit(BaseModel):
+    """A byte range of a source file, stored as the replica block ``block``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    block: str = Field(max_length=200, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+    path: str = Field(max_length=4096)
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
+def replica_block(job_id: str, index: int) -> str:
+    """The block id of map ``index``'s input split of ``job_id``, on every holder."""
+    return f"{job_id}.input.t{index}"
+
+
+class StoreInputs(Message):
+    """Input replication (``jobs[].input_replication``): copy these splits of a job arrived
+    from their source into this node's replica blocks (``testbed.workloads.replica_input``)."""
+
+    kind: Literal["store_inputs"] = "store_inputs"
+    job_id: str = Field(max_length=100)
+    splits: tuple[InputSplit, ...] = Field(min_length=1, max_length=100_000)
+
+
 class TaskInputs(Message):
     """Pado's incremental receivers: every block committed so far to a running task
     through its streamed dependency ``dependency`` (cumulative, so a lost or repeated
@@ -377,6 +409,7 @@ AnyMessage = Annotated[
     | CancelTask
     | FlushAggregate
     | TaskInputs
+    | StoreInputs
     | Resync
     | EvictionNotice
     | TaskUpdate

@@ -126,6 +126,8 @@ class TaskContext:
     """Its progress score (``testbed.workloads.progress``), read by the agent's heartbeats."""
     blocks_read: int = 0
     """Input blocks read whole so far (the copy phase's count)."""
+    replica_params: dict[str, Any] | None = None
+    """``params`` reading the split from its replica's copy (``testbed.workloads.replica_input``)."""
 
     @property
     def budget_bytes(self) -> int:
@@ -135,7 +137,7 @@ class TaskContext:
 
     @property
     def params(self) -> dict[str, Any]:
-        return self.spec.params
+        return self.spec.params if self.replica_params is None else self.replica_params
 
     def input_frames(self, dependency: int = 0) -> Iterator[bytes]:
         """Every frame of every block of one input dependency, block after block. For a

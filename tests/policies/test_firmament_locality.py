@@ -11,6 +11,7 @@ from master.core.replicas import Replicas
 from master.schedulers.firmament import FirmamentScheduler
 from master.schedulers.firmament.costs import GB, Preferences, QuincyCostModel, TransientCostModel
 from testbed.api.policy import JobView, PendingTask
+from testbed.wire.protocol import BlockRef, InputSplit, replica_block
 from tests.policies.test_firmament import node, placed, risk, snap
 
 SPLIT = "j0.s0.t0"
@@ -78,6 +79,31 @@ def test_each_launch_reads_locally_from_a_holder_or_from_the_source_and_is_count
         "input_read_bytes": {"local": 2 * GB, "remote": 2 * GB, "source": 2 * GB},
     }
     assert InputReplication().summary() == {}  # no job replicates: summary.json as before
+
+
+def test_real_holders_are_told_their_file_splits_and_each_launch_names_the_live_holders() -> None:
+    """What a real run sends: each holder its file splits to copy (``StoreInputs``), and each
+    launch its split's replica at the live holders, its own node first, the plan's next."""
+    split = InputSplit(block=replica_block("j0", 0), path="in.txt", start=0, end=2 * GB)
+    replicas = Replicas({SPLIT: ["n4", "n1"]})
+    inputs = InputReplication({"j0": JobInputs({SPLIT: 2 * GB}, replicas, {SPLIT: split})})
+    assert inputs.to_store("j0", {"n0", "n1", "n4"}) == {"n1": (split,), "n4": (split,)}
+    assert inputs.to_store("j0", {"n4"}) == {"n4": (split,)} and inputs.to_store("j9", {"n1"}) == {}
+    urls = {"n1": "http://n1:1", "n4": "http://n4:1"}
+
+    def url_of(node_id: str) -> str:
+        return urls[node_id]
+
+    job = _Job()
+    assert inputs.replica(job, (0, 0), "n1", url_of) == BlockRef(
+        block=split.block, partition=0, locations=("http://n1:1", "http://n4:1")
+    )
+    assert inputs.replica(job, (0, 0), "n0", url_of).locations == ("http://n4:1", "http://n1:1")
+    inputs.node_lost("n4")
+    assert inputs.replica(job, (0, 0), "n0", url_of).locations == ("http://n1:1",)
+    inputs.node_lost("n1")  # no replica left: the map reads the source
+    assert inputs.replica(job, (0, 0), "n0", url_of) is None
+    assert replicated(["n1"]).replica(job, (0, 0), "n1", url_of) is None
 
 
 class _Job:

@@ -61,9 +61,19 @@ def test_bad_replication_is_refused(
     assert_validate_refuses(path, "jobs.0.", expected, capsys)
 
 
-def test_a_real_backend_refuses_replication(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Only the simulator models replicas yet: a real run would report reads it did not do."""
-    assert main(["validate", str(SHIPPED), "--backend", "local"]) == 2
+@pytest.mark.parametrize(
+    ("backend", "expected"),
+    [
+        ("local", "jobs.0.input_replication: a real run replicates file inputs only: give jobs.0.input"),
+        ("docker", "jobs.0.input_replication: --backend docker does not place input replicas"),
+    ],
+)
+def test_a_real_backend_refuses_what_it_cannot_replicate(
+    capsys: pytest.CaptureFixture[str], backend: str, expected: str
+) -> None:
+    """Local agents copy file splits only (the shipped scenario generates its input); Docker's
+    and attached nodes may not see the source files: a real run would report reads it did not do."""
+    assert main(["validate", str(SHIPPED), "--backend", backend]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
-    assert err.startswith(f"{SHIPPED}: jobs.0.input_replication: --backend local does not place input")
+    assert err.startswith(f"{SHIPPED}: {expected}")
