@@ -44,7 +44,6 @@ from master.providers.node_container import (
     LABEL_CLASS,
     LABEL_NODE,
     LABEL_RUN,
-    RELEASE_TIMEOUT_S,
     agent_argv,
     data_volume,
     kill_and_remove,
@@ -52,6 +51,7 @@ from master.providers.node_container import (
     memory_limit_bytes,
     nano_cpus,
     start_container,
+    stop_and_remove,
 )
 from testbed.node.processes import SECRETS_FILE_ENV
 
@@ -199,8 +199,7 @@ class AttachProvider:
         except UnknownNodeError:
             self._remove_node_service(node_id)  # drained by the master already
             return
-        container.stop(timeout=RELEASE_TIMEOUT_S)
-        kill_and_remove(container)
+        stop_and_remove(container)
 
     # -- lookups ----------------------------------------------------------------------
 

@@ -61,13 +61,13 @@ from master.providers.node_container import (
     LABEL_NODE,
     LABEL_RUN,
     LABEL_SLOTS,
-    RELEASE_TIMEOUT_S,
     agent_argv,
     data_volume,
     kill_and_remove,
     limits,
     memory_limit_bytes,
     start_container,
+    stop_and_remove,
 )
 from testbed.node.cgroups import CpuCgroups, CpuStats, hierarchy_path, remove_everywhere
 from testbed.node.slow_episodes import SlowBuckets, SlowQuotas
@@ -193,7 +193,7 @@ class DockerProvider:
         """Stop the node gracefully (SIGTERM, then SIGKILL after RELEASE_TIMEOUT_S), then
         remove it and its disk. Draining its tasks first is the master's job."""
         container = await asyncio.to_thread(self._owned_container, node_id)
-        await asyncio.to_thread(self._stop_and_remove, container)
+        await asyncio.to_thread(stop_and_remove, container)
         await self._remove_group(node_id)
 
     async def close(self) -> None:
@@ -401,11 +401,6 @@ class DockerProvider:
         for container in containers:
             self._check_labels(container, None)
         return containers
-
-    @staticmethod
-    def _stop_and_remove(container: Container) -> None:
-        container.stop(timeout=RELEASE_TIMEOUT_S)
-        container.remove(v=True, force=True)
 
     def _remove_run_volumes(self) -> None:
         """Volumes a container left behind (e.g. removed outside the provider)."""

@@ -103,3 +103,10 @@ def kill_and_remove(container: Container) -> None:
         except APIError as error:
             if error.status_code != HTTP_CONFLICT:
                 raise
+
+
+def stop_and_remove(container: Container) -> None:
+    """Stop the container gracefully (SIGTERM, then SIGKILL after ``RELEASE_TIMEOUT_S``), then
+    remove it with its volumes."""
+    container.stop(timeout=RELEASE_TIMEOUT_S)
+    kill_and_remove(container)
