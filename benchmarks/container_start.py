@@ -38,7 +38,9 @@ from docker.models.containers import Container
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from master.providers.docker import LABEL_RUN, DockerProvider
+from master.providers.base import NodeSpec
+from master.providers.docker import DockerProvider
+from master.providers.node_container import LABEL_RUN
 
 IMPORTS = "import asyncio, aiohttp, aiomqtt, msgpack, numpy"
 IDLE_AGENT_IMPORTS = f"{IMPORTS}; print('ready', flush=True); asyncio.run(asyncio.sleep(3600))"
@@ -79,7 +81,7 @@ def provider_launch_times(image: str, starts: int) -> list[float]:
                 node_id = f"t{index:03d}"
                 began = time.perf_counter()
                 await provider.launch(
-                    node_id, "transient", 1, 128, None, ["python3", "-c", IDLE_AGENT_IMPORTS], {}
+                    NodeSpec(node_id, "transient", 1, 128, None, ("python3", "-c", IDLE_AGENT_IMPORTS))
                 )
                 (container,) = client.containers.list(
                     filters={"label": [f"{LABEL_RUN}={provider.run_id}", f"testbed.node={node_id}"]}

@@ -23,6 +23,7 @@ import aiomqtt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from master.providers.base import NodeSpec
 from master.providers.local import LocalProvider, python_command
 from testbed.wire.broker import EmbeddedBroker, agent_env, master_address
 from testbed.wire.mqtt import BrokerAddress
@@ -87,7 +88,7 @@ async def measure(count: int, lazy: bool | None, broker: EmbeddedBroker, tmp: Pa
                 ]
             )
             env = {} if lazy is None else await agent_env(broker, f"transient-{i}")  # its broker login
-            await provider.launch(f"transient-{i}", "transient", 2, 1024, None, command, env)
+            await provider.launch(NodeSpec(f"transient-{i}", "transient", 2, 1024, None, tuple(command), env))
         if lazy is None:
             await asyncio.sleep(3)  # a bare interpreter is idle once started; nothing to wait on
         else:

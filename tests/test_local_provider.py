@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from master.providers.base import ForeignNodeError
+from master.providers.base import ForeignNodeError, NodeSpec
 from master.providers.local import TEMP_RECORD, LocalProvider, remove_recorded_temp
 from tests.support.processes import process_alive
 
-SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
+SLEEPER = (sys.executable, "-c", "import time; time.sleep(600)")
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ async def provider(tmp_path: Path) -> AsyncIterator[LocalProvider]:
 
 
 async def test_evict_kills_the_group_and_wipes_the_disk(tmp_path: Path, provider: LocalProvider) -> None:
-    await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
+    await provider.launch(NodeSpec("transient-0", "transient", 1, 64, None, SLEEPER))
     pid = provider.pid("transient-0")
     (tmp_path / "nodes/transient-0/blocks").mkdir()
     await provider.evict("transient-0")
@@ -43,7 +43,7 @@ async def test_evict_kills_as_it_is_called_not_a_loop_turn_later(
 ) -> None:
     """The master's ``KillNode`` follows the eviction's journal entry in the same step: the
     SIGKILL must not wait for the event loop (it did, once: docs/benchmarks.md)."""
-    await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
+    await provider.launch(NodeSpec("transient-0", "transient", 1, 64, None, SLEEPER))
     pid = provider.pid("transient-0")
     cleanup = provider.evict("transient-0")
     deadline = time.monotonic() + 10
@@ -56,7 +56,7 @@ async def test_evict_kills_as_it_is_called_not_a_loop_turn_later(
 
 async def test_two_concurrent_evictions_of_a_node_both_end_cleanly(provider: LocalProvider) -> None:
     """A lifetime expiry and a heartbeat timeout may evict the same node at once."""
-    await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
+    await provider.launch(NodeSpec("transient-0", "transient", 1, 64, None, SLEEPER))
     pid = provider.pid("transient-0")
     await asyncio.gather(provider.evict("transient-0"), provider.evict("transient-0"))
     assert not process_alive(pid) and not provider.owns("transient-0")
@@ -65,7 +65,7 @@ async def test_two_concurrent_evictions_of_a_node_both_end_cleanly(provider: Loc
 async def test_foreign_nodes_are_refused_and_survive(tmp_path: Path) -> None:
     mine = LocalProvider("run-a", tmp_path / "a")
     other = LocalProvider("run-b", tmp_path / "b")
-    await other.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
+    await other.launch(NodeSpec("transient-0", "transient", 1, 64, None, SLEEPER))
     try:
         with pytest.raises(ForeignNodeError, match="refusing to touch it"):
             await mine.evict("transient-0")
@@ -80,7 +80,7 @@ async def test_foreign_nodes_are_refused_and_survive(tmp_path: Path) -> None:
 async def test_close_stops_every_node(tmp_path: Path) -> None:
     provider = LocalProvider("run-a", tmp_path / "nodes")
     for i in range(3):
-        await provider.launch(f"reserved-{i}", "reserved", 1, 64, None, SLEEPER, {})
+        await provider.launch(NodeSpec(f"reserved-{i}", "reserved", 1, 64, None, SLEEPER))
     pids = [provider.pid(f"reserved-{i}") for i in range(3)]
     await provider.close()
     assert not any(process_alive(pid) for pid in pids)
@@ -92,7 +92,7 @@ async def test_a_provider_dir_left_by_a_dead_master_is_removed_and_nothing_else(
     of the resumed run deletes it from the record, and only a directory a provider could have
     made (``testbed-*`` right under the temporary directory, no link, this user's)."""
     provider = LocalProvider("run-a", tmp_path / "nodes")
-    await provider.launch("transient-0", "transient", 1, 64, None, SLEEPER, {})
+    await provider.launch(NodeSpec("transient-0", "transient", 1, 64, None, SLEEPER))
     await provider.evict("transient-0")  # the node is gone; the master dies before close()
     left = Path((tmp_path / "nodes" / TEMP_RECORD).read_text().strip())
     assert left.is_dir() and left.name.startswith("testbed-")
@@ -130,7 +130,7 @@ async def test_release_signals_the_agent_alone_then_kills_its_group(
     stop`` signals a container's first process; its workers go with the group's SIGKILL."""
     worker = [sys.executable, "-c", WAITS_FOR_SIGTERM, str(tmp_path / "worker-term"), str(tmp_path / "ready")]
     agent = f"import subprocess, sys, time; subprocess.Popen({worker!r}); time.sleep(600)"
-    await provider.launch("reserved-0", "reserved", 1, 64, None, [sys.executable, "-c", agent], {})
+    await provider.launch(NodeSpec("reserved-0", "reserved", 1, 64, None, (sys.executable, "-c", agent)))
     deadline = time.monotonic() + 30
     while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
         await asyncio.sleep(0.01)

@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 from master.providers.attach import AttachProvider
-from master.providers.base import AdoptingProvider, NodeProvider
+from master.providers.base import AdoptingProvider, NodeProvider, NodeSpec
 from master.providers.docker import DockerProvider
 from master.providers.local import LocalProvider
 
@@ -23,6 +23,15 @@ def protocol_methods(protocol: type) -> set[str]:
 def test_every_provider_has_every_method_of_the_protocol(provider: type) -> None:
     missing = protocol_methods(NodeProvider) - set(dir(provider))
     assert not missing, f"{provider.__name__} lacks {sorted(missing)}"
+
+
+@pytest.mark.parametrize("provider", [LocalProvider, DockerProvider, AttachProvider])
+def test_every_provider_launches_one_node_spec(provider: type) -> None:
+    """The protocol's one ``launch(spec)``: a provider with its own copy of the node's fields fails."""
+    wanted = inspect.signature(NodeProvider.launch, eval_str=True)
+    got = inspect.signature(provider.launch, eval_str=True)
+    assert got == wanted, f"{provider.__name__}.launch{got}"
+    assert list(wanted.parameters) == ["self", "spec"] and wanted.parameters["spec"].annotation is NodeSpec
 
 
 def test_the_attach_provider_has_what_adopting_adds() -> None:

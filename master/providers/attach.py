@@ -25,43 +25,35 @@ hostname, and refuses anything else (ForeignNodeError), like DockerProvider.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
+import dataclasses
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 import docker
-from docker.errors import APIError, DockerException, NotFound
+from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 from docker.models.services import Service
 
-from master.providers.base import ForeignNodeError
-from master.providers.container_secrets import image_uid, put_secrets, split_secrets
-from master.providers.docker import (
-    AGENT_OVERHEAD_MB,
-    AGENT_PORT,
-    DATA_DIR,
-    HTTP_CONFLICT,
+from master.providers.base import ForeignNodeError, NodeSpec
+from master.providers.container_secrets import image_uid, split_secrets
+from master.providers.docker import UnknownNodeError
+from master.providers.node_container import (
     LABEL_CLASS,
     LABEL_NODE,
     LABEL_RUN,
-    RELEASE_TIMEOUT_S,
-    UnknownNodeError,
+    agent_argv,
+    data_volume,
+    kill_and_remove,
+    limits,
+    memory_limit_bytes,
+    nano_cpus,
+    start_container,
+    stop_and_remove,
 )
 from testbed.node.processes import SECRETS_FILE_ENV
-
-
-@dataclass(frozen=True)
-class _NewNode:
-    node_id: str
-    node_class: str
-    command: list[str]
-    env: dict[str, str]
-    memory_bytes: int
-    nano_cpus: int
 
 
 def _input_mounts(template: Container) -> list[docker.types.Mount]:
@@ -109,36 +101,14 @@ class AttachProvider:
 
     # -- public interface -------------------------------------------------------------
 
-    async def launch(
-        self,
-        node_id: str,
-        node_class: str,
-        slots: int,
-        memory_mb: int,
-        cpus: float | None,
-        command: list[str],
-        env: dict[str, str],
-        slowdown: float = 1.0,
-    ) -> None:
-        """A new node running the master's `command`, with the image, environment and
-        network of a live node of the run (of the same class when there is one) and the
-        limits of its class, like DockerProvider's."""
-        node = _NewNode(
-            node_id,
-            node_class,
-            [
-                *command,
-                *("--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", "auto"),
-                # the port the image's healthcheck probes (the agent's own default is any free port)
-                *("--port", str(AGENT_PORT)),
-            ],
-            env,
-            (memory_mb + AGENT_OVERHEAD_MB) * 1024 * 1024,
-            round(cpus * 1e9) if cpus is not None else 0,
-        )
+    async def launch(self, spec: NodeSpec) -> None:
+        """A new node running the master's command, with the image, environment and network of
+        a live node of the run (of the same class when there is one) and the limits of its
+        class, like DockerProvider's."""
+        node = dataclasses.replace(spec, command=tuple(agent_argv(spec, "auto")))
         await asyncio.to_thread(self._launch, node)
 
-    def _launch(self, node: _NewNode) -> None:
+    def _launch(self, node: NodeSpec) -> None:
         """From a service of the run (Swarm: its task may run on any engine), else a container."""
         spec = self._service_spec(node.node_class) if self._is_manager() else None
         if spec is not None:
@@ -221,7 +191,7 @@ class AttachProvider:
         except UnknownNodeError:
             self._remove_node_service(node_id)
             return
-        self._kill_and_remove(container)
+        kill_and_remove(container)
 
     def _release(self, node_id: str) -> None:
         try:
@@ -229,8 +199,7 @@ class AttachProvider:
         except UnknownNodeError:
             self._remove_node_service(node_id)  # drained by the master already
             return
-        container.stop(timeout=RELEASE_TIMEOUT_S)
-        self._kill_and_remove(container)
+        stop_and_remove(container)
 
     # -- lookups ----------------------------------------------------------------------
 
@@ -291,55 +260,34 @@ class AttachProvider:
 
     # -- compose: containers ----------------------------------------------------------
 
-    def _create_container(self, template: Container, node: _NewNode) -> None:
+    def _create_container(self, template: Container, node: NodeSpec) -> None:
         """Its broker login and node key in a file written into it (``container_secrets``)."""
         config = template.attrs["Config"]
         labels = {k: v for k, v in config["Labels"].items() if not k.startswith("com.docker.compose.")}
-        own, secrets = split_secrets(node.env)
-        env = _environment(config["Env"], own)
-        limits = {"mem_limit": node.memory_bytes, "memswap_limit": node.memory_bytes}
-        if node.nano_cpus:
-            limits["nano_cpus"] = node.nano_cpus
-        container = self._client.containers.create(
+        own, secrets = split_secrets(dict(node.env))
+        start_container(
+            self._client,
             config["Image"],
-            node.command,
+            list(node.command),
+            secrets,
+            image_uid,
             hostname=node.node_id,
             labels={**labels, LABEL_CLASS: node.node_class, LABEL_NODE: node.node_id},
-            environment=env,
+            environment=_environment(config["Env"], own),
             network=next(iter(template.attrs["NetworkSettings"]["Networks"])),
-            mounts=[
-                docker.types.Mount(DATA_DIR, None, type="volume", labels={LABEL_RUN: self.run_id}),
-                *_input_mounts(template),
-            ],
-            **limits,
+            mounts=[data_volume(self.run_id), *_input_mounts(template)],
+            **limits(node.memory_mb, node.cpus),
         )
-        try:
-            if secrets:
-                put_secrets(container, secrets, image_uid(container))
-            container.start()
-        except BaseException:
-            container.remove(force=True, v=True)
-            raise
-
-    @staticmethod
-    def _kill_and_remove(container: Container) -> None:
-        try:
-            container.kill(signal="SIGKILL")
-        except APIError as error:
-            if error.status_code != HTTP_CONFLICT:  # already exited
-                raise
-        with contextlib.suppress(NotFound):  # Swarm may reap a dead task's container first
-            container.remove(v=True, force=True)
 
     # -- Swarm: services --------------------------------------------------------------
 
-    def _create_service(self, spec: dict[str, Any], node: _NewNode) -> None:
+    def _create_service(self, spec: dict[str, Any], node: NodeSpec) -> None:
         """Its broker login and node key in a Swarm secret of its own (the stack's stay out)."""
         task = copy.deepcopy(spec["TaskTemplate"])
         container = task["ContainerSpec"]
         container["Hostname"] = node.node_id
-        container["Args"] = node.command
-        own, secrets = split_secrets(node.env)
+        container["Args"] = list(node.command)
+        own, secrets = split_secrets(dict(node.env))
         if secrets:
             own[SECRETS_FILE_ENV] = f"{DOCKER_SECRETS}{NODE_SECRET}"
         container["Secrets"] = [self._node_secret(node.node_id, secrets)] if secrets else []
@@ -349,11 +297,11 @@ class AttachProvider:
             LABEL_CLASS: node.node_class,
             LABEL_NODE: node.node_id,
         }
-        limits = {
-            "MemoryBytes": node.memory_bytes,
-            **({"NanoCPUs": node.nano_cpus} if node.nano_cpus else {}),
+        nano = nano_cpus(node.cpus)
+        task.setdefault("Resources", {})["Limits"] = {
+            "MemoryBytes": memory_limit_bytes(node.memory_mb),
+            **({"NanoCPUs": nano} if nano else {}),
         }
-        task.setdefault("Resources", {})["Limits"] = limits
         kept = {k: v for k, v in spec.get("Labels", {}).items() if k == STACK_NAMESPACE}
         prefix = f"{kept[STACK_NAMESPACE]}_" if kept else f"testbed-{self.run_id}-"
         self._client.api.create_service(
@@ -383,7 +331,7 @@ class AttachProvider:
                     secret.remove()
         for container in self._client.containers.list(all=True, filters=filters, ignore_removed=True):
             if container.labels.get(LABEL_RUN) == self.run_id:
-                self._kill_and_remove(container)
+                kill_and_remove(container)
 
 
 def _task_state(task: dict[str, Any]) -> str:

@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node to start, built once by its caller (``master.shell.node_start``) and handed to
+    every provider's ``launch`` as it is."""
+
+    node_id: str
+    node_class: str
+    slots: int
+    memory_mb: int
+    cpus: float | None
+    """Its CPU limit in cores (None: no limit)."""
+    command: tuple[str, ...]
+    """Its agent's command line, without the placement flags the provider appends."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Its agent's environment, secrets (``testbed.node.processes.SECRET_ENV``) included."""
+    slowdown: float = 1.0
+    """How many times slower its tasks run (``chaos.slowdown``): their quota is ``cpus / slowdown``."""
 
 
 class ForeignNodeError(Exception):
@@ -12,20 +33,9 @@ class ForeignNodeError(Exception):
 class NodeProvider(Protocol):
     run_id: str
 
-    async def launch(
-        self,
-        node_id: str,
-        node_class: str,
-        slots: int,
-        memory_mb: int,
-        cpus: float | None,
-        command: list[str],
-        env: dict[str, str],
-        slowdown: float = 1.0,
-    ) -> None:
-        """Start a node running ``command`` (an agent command line lacking placement flags), held to
-        ``cpus`` cores (None: no limit) with its tasks ``slowdown`` times slower (``chaos.slowdown``:
-        its tasks' quota is ``cpus / slowdown``)."""
+    async def launch(self, spec: NodeSpec) -> None:
+        """Start the node ``spec`` describes: its agent's command line with the provider's
+        placement flags, held to its ``cpus`` with its tasks ``slowdown`` times slower."""
 
     async def evict(self, node_id: str) -> None:
         """Kill the node with SIGKILL and destroy its node-local disk. A provider that can kill

@@ -51,27 +51,27 @@ from docker.models.networks import Network
 from docker.models.volumes import Volume
 from docker.types import Mount
 
-from master.providers.base import ForeignNodeError
-from master.providers.container_secrets import image_uid, put_secrets, split_secrets
+from master.providers.base import ForeignNodeError, NodeSpec
+from master.providers.container_secrets import image_uid, split_secrets
+from master.providers.node_container import (
+    DATA_DIR,
+    HTTP_CONFLICT,
+    LABEL_CLASS,
+    LABEL_MEMORY_MB,
+    LABEL_NODE,
+    LABEL_RUN,
+    LABEL_SLOTS,
+    agent_argv,
+    data_volume,
+    kill_and_remove,
+    limits,
+    memory_limit_bytes,
+    start_container,
+    stop_and_remove,
+)
 from testbed.node.cgroups import CpuCgroups, CpuStats, hierarchy_path, remove_everywhere
 from testbed.node.slow_episodes import SlowBuckets, SlowQuotas
 
-LABEL_RUN = "testbed.run"
-LABEL_NODE = "testbed.node"
-LABEL_CLASS = "testbed.class"
-LABEL_SLOTS = "testbed.slots"
-LABEL_MEMORY_MB = "testbed.memory_mb"
-
-# Memory of the agent itself, outside the task budgets: an idle agent container (the agent
-# and its task forkserver) uses about 72 MiB (docs/docker.md); the rest is headroom for the
-# private pages of task processes, connections and shuffle-serving buffers.
-AGENT_OVERHEAD_MB = 128
-DATA_DIR = "/data"
-# Every container has its own address, so every agent serves shuffle data on the same port.
-AGENT_PORT = 7070
-# How long a released node may take to shut down after SIGTERM before it is killed.
-RELEASE_TIMEOUT_S = 30
-HTTP_CONFLICT = 409
 # Where a container sees its node's CPU group (the agent's --cgroup).
 CGROUP_DIR = "/run/testbed-cgroup"
 
@@ -155,40 +155,29 @@ class DockerProvider:
 
     # -- public interface -------------------------------------------------------------
 
-    async def launch(
-        self,
-        node_id: str,
-        node_class: str,
-        slots: int,
-        memory_mb: int,
-        cpus: float | None,
-        command: list[str],
-        env: dict[str, str],
-        slowdown: float = 1.0,
-    ) -> None:
+    async def launch(self, spec: NodeSpec) -> None:
+        node_id, cpus = spec.node_id, spec.cpus
         _check_docker_name("node id", node_id)
         await self._ensure_network()
         labels = {
             LABEL_RUN: self.run_id,
             LABEL_NODE: node_id,
-            LABEL_CLASS: node_class,
-            LABEL_SLOTS: str(slots),
-            LABEL_MEMORY_MB: str(memory_mb),
+            LABEL_CLASS: spec.node_class,
+            LABEL_SLOTS: str(spec.slots),
+            LABEL_MEMORY_MB: str(spec.memory_mb),
         }
-        argv = [
-            *command,
-            *("--data-dir", DATA_DIR, "--listen", "0.0.0.0", "--advertise", node_id),
-            *("--port", str(AGENT_PORT)),
-        ]
+        argv = agent_argv(spec, node_id)
         group = None
         if self._cgroups is not None and cpus is not None:
-            group = await asyncio.to_thread(self._cgroups.create, self.run_id, node_id, cpus, slots, slowdown)
+            group = await asyncio.to_thread(
+                self._cgroups.create, self.run_id, node_id, cpus, spec.slots, spec.slowdown
+            )
             self._groups[node_id] = group
             argv += ["--cgroup", CGROUP_DIR]
-        nano = None if cpus is None else cpus / slowdown  # without a host group, all of it is slowed
+        nano = None if cpus is None else cpus / spec.slowdown  # without a host group, all of it is slowed
         try:
             await asyncio.to_thread(
-                self._create_and_start, node_id, labels, memory_mb, nano, argv, {**self._env, **env}, group
+                self._create_and_start, spec, labels, nano, argv, {**self._env, **spec.env}, group
             )
         except BaseException:
             await self._remove_group(node_id)
@@ -197,20 +186,20 @@ class DockerProvider:
     async def evict(self, node_id: str) -> None:
         """Kill the node with SIGKILL, then remove it and its disk: nothing survives."""
         container = await asyncio.to_thread(self._owned_container, node_id)
-        await asyncio.to_thread(self._kill_and_remove, container)
+        await asyncio.to_thread(kill_and_remove, container)
         await self._remove_group(node_id)
 
     async def release(self, node_id: str) -> None:
         """Stop the node gracefully (SIGTERM, then SIGKILL after RELEASE_TIMEOUT_S), then
         remove it and its disk. Draining its tasks first is the master's job."""
         container = await asyncio.to_thread(self._owned_container, node_id)
-        await asyncio.to_thread(self._stop_and_remove, container)
+        await asyncio.to_thread(stop_and_remove, container)
         await self._remove_group(node_id)
 
     async def close(self) -> None:
         """Remove every container and volume of this run, their CPU groups, and the run's own network."""
         containers = await asyncio.to_thread(self._run_containers)
-        await asyncio.gather(*(asyncio.to_thread(self._kill_and_remove, c) for c in containers))
+        await asyncio.gather(*(asyncio.to_thread(kill_and_remove, c) for c in containers))
         await asyncio.gather(*(self._remove_group(node_id) for node_id in list(self._groups)))
         if self._cgroups is not None:  # the run's group in every hierarchy (the master's own stays)
             await asyncio.to_thread(remove_everywhere, hierarchy_path(self._cgroups.run_dir(self.run_id)))
@@ -314,35 +303,35 @@ class DockerProvider:
 
     def _create_and_start(
         self,
-        node_id: str,
+        spec: NodeSpec,
         labels: dict[str, str],
-        memory_mb: int,
         cpus: float | None,
         command: list[str],
         env: dict[str, str],
         group: Path | None,
     ) -> None:
-        limit_bytes = (memory_mb + AGENT_OVERHEAD_MB) * 1024 * 1024
-        limits: dict[str, int] = {"mem_limit": limit_bytes, "memswap_limit": limit_bytes}
+        node_id = spec.node_id
         placement: dict[str, str] = {}
         mounts = [
-            Mount(DATA_DIR, None, type="volume", labels={LABEL_RUN: self.run_id}),
+            data_volume(self.run_id),
             *(Mount(path, path, type="bind", read_only=True) for path in self._inputs),
         ]
         if group is not None and self._cgroups is not None:  # the group's quotas, none of its own
             placement["cgroup_parent"] = hierarchy_path(group)
-            self._cgroups.cap_memory(group, limit_bytes)
+            self._cgroups.cap_memory(group, memory_limit_bytes(spec.memory_mb))
             if self._cgroups.version == 2:  # a private namespace would hide the slot groups
                 placement["cgroupns"] = "host"
             mounts.append(Mount(CGROUP_DIR, str(group), type="bind", read_only=False))
-        elif cpus is not None:
-            limits["nano_cpus"] = round(cpus * 1e9)
         endpoint = self._client.api.create_endpoint_config(aliases=[node_id])
         env, secrets = split_secrets(env)
         try:
-            container = self._client.containers.create(
+            start_container(
+                self._client,
                 self.image,
                 command,
+                secrets,
+                self._user_id,
+                lambda container: self._start_in_group(node_id, container, group),
                 name=self._container_name(node_id),
                 hostname=node_id,
                 labels=labels,
@@ -350,28 +339,27 @@ class DockerProvider:
                 network=self._network_name,
                 networking_config={self._network_name: endpoint},
                 mounts=mounts,
-                **limits,
+                **limits(spec.memory_mb, None if group is not None else cpus),
                 **placement,
             )
         except APIError as error:
             if error.status_code == HTTP_CONFLICT:
                 raise NodeExistsError(f"container {self._container_name(node_id)} already exists") from error
             raise
-        try:
-            if secrets:
-                put_secrets(container, secrets, self._user_id(container))
-            if group is not None and self._cgroups is not None:
-                self._cgroups.delegate(group, self._user_id(container))
+
+    def _start_in_group(self, node_id: str, container: Container, group: Path | None) -> None:
+        """Start the container, first letting its user into the leaves of its host group (if
+        any), which the engine must then have started it in."""
+        if group is None or self._cgroups is None:
             container.start()
-            if group is not None and not (group / container.id).is_dir():
-                raise RuntimeError(
-                    f"the engine did not start node {node_id}'s container in {group}: is it on another host?"
-                )
-            if group is not None:  # the engine is on this host: so is the volume
-                self._data_dirs[node_id] = volume_source(container)
-        except BaseException:
-            container.remove(force=True, v=True)
-            raise
+            return
+        self._cgroups.delegate(group, self._user_id(container))
+        container.start()
+        if not (group / container.id).is_dir():
+            raise RuntimeError(
+                f"the engine did not start node {node_id}'s container in {group}: is it on another host?"
+            )
+        self._data_dirs[node_id] = volume_source(container)  # the engine is on this host: so is the volume
 
     def _owned_container(self, node_id: str) -> Container:
         """The node's container, after checking its labels; refuses anything else."""
@@ -413,24 +401,6 @@ class DockerProvider:
         for container in containers:
             self._check_labels(container, None)
         return containers
-
-    @staticmethod
-    def _kill_and_remove(container: Container) -> None:
-        """Conflicts and a missing container mean the work is done: the agent had exited, or
-        a concurrent eviction (a lifetime expiry and a heartbeat timeout) went first."""
-        for step in (lambda: container.kill(signal="SIGKILL"), lambda: container.remove(v=True, force=True)):
-            try:
-                step()
-            except NotFound:
-                return
-            except APIError as error:
-                if error.status_code != HTTP_CONFLICT:
-                    raise
-
-    @staticmethod
-    def _stop_and_remove(container: Container) -> None:
-        container.stop(timeout=RELEASE_TIMEOUT_S)
-        container.remove(v=True, force=True)
 
     def _remove_run_volumes(self) -> None:
         """Volumes a container left behind (e.g. removed outside the provider)."""

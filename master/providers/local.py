@@ -29,12 +29,12 @@ import signal
 import stat
 import sys
 import tempfile
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from master.providers.base import ForeignNodeError
+from master.providers.base import ForeignNodeError, NodeSpec
 from testbed.node.cgroups import CpuCgroups, CpuStats
 from testbed.node.processes import SECRET_ENV, child_env, kill_group, private_env
 from testbed.node.slow_episodes import SlowBuckets, SlowQuotas
@@ -105,7 +105,7 @@ class LocalProvider:
                 record.write(f"{self._private}\n")
         return self._private
 
-    def _private_env(self, node_id: str, env: dict[str, str], temp: Path) -> dict[str, str]:
+    def _private_env(self, node_id: str, env: Mapping[str, str], temp: Path) -> dict[str, str]:
         """``env`` with its secrets moved to a file only this user can read, and ``temp`` as
         the agent's ``TMPDIR``."""
         secrets = {k: v for k, v in env.items() if k in SECRET_ENV}
@@ -117,27 +117,28 @@ class LocalProvider:
     def owns(self, node_id: str) -> bool:
         return node_id in self.nodes
 
-    async def launch(
-        self,
-        node_id: str,
-        node_class: str,
-        slots: int,
-        memory_mb: int,
-        cpus: float | None,
-        command: list[str],
-        env: dict[str, str],
-        slowdown: float = 1.0,
-    ) -> None:
-        del node_class, memory_mb  # carried by the command line
+    async def launch(self, spec: NodeSpec) -> None:
+        """Its class and memory are carried by its command line."""
+        node_id, cpus = spec.node_id, spec.cpus
         directory = self.nodes_dir / node_id
         directory.mkdir(parents=True, exist_ok=True)
         temp = self._private_dir() / node_id
         temp.mkdir(exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        argv = [*command, "--data-dir", str(directory), "--listen", "127.0.0.1", "--advertise", "127.0.0.1"]
+        argv = [
+            *spec.command,
+            "--data-dir",
+            str(directory),
+            "--listen",
+            "127.0.0.1",
+            "--advertise",
+            "127.0.0.1",
+        ]
         cgroup = None
         if self.cgroups is not None and cpus is not None:
-            cgroup = await asyncio.to_thread(self.cgroups.create, self.run_id, node_id, cpus, slots, slowdown)
+            cgroup = await asyncio.to_thread(
+                self.cgroups.create, self.run_id, node_id, cpus, spec.slots, spec.slowdown
+            )
             argv += ["--cgroup", str(cgroup)]
         with open(self.log_dir / f"{node_id}.log", "ab") as log:
             process = await asyncio.create_subprocess_exec(
@@ -145,7 +146,7 @@ class LocalProvider:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                env=child_env(self._private_env(node_id, env, temp)),
+                env=child_env(self._private_env(node_id, spec.env, temp)),
                 start_new_session=True,
             )
         self.nodes[node_id] = LocalNode(node_id, process, directory, temp, cgroup)

@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 import master
-from master.providers.docker import AGENT_OVERHEAD_MB, AGENT_PORT, DATA_DIR, LABEL_CLASS, LABEL_RUN
+from master.providers.node_container import AGENT_OVERHEAD_MB, AGENT_PORT, DATA_DIR, LABEL_CLASS, LABEL_RUN
 from master.shell.scale_model import NodeShares, class_flags
 from testbed.node.processes import SECRETS_FILE_ENV
 from testbed.scenario.schema import Scenario, ScenarioError, input_files, load_scenario
@@ -189,6 +189,7 @@ class _Stack:
             "secrets": [secret_name(kind)],
             "environment": {SECRETS_FILE_ENV: f"/run/secrets/{secret_name(kind)}"},
         }
+
     def _agent_restarts(self) -> str:
         """An agent that gave up (it exits 1, its broker out of reach for too long) is started
         again, unless agents are evicted or released: an evicted node stays dead."""

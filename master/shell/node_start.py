@@ -20,7 +20,7 @@ from master.core.commands import StartNode
 from master.core.events import NodeStartFailed
 from master.core.liveness import start_deadline_s
 from master.core.machine import MasterCore
-from master.providers.base import AdoptingProvider, NodeProvider
+from master.providers.base import AdoptingProvider, NodeProvider, NodeSpec
 from master.shell.scale_model import NodeShares, by_processes, node_slowdown
 from testbed.node.processes import StartupFailed
 from testbed.wire.capabilities import NODE_KEY_ENV, RunKeys
@@ -71,14 +71,16 @@ class NodeStarts:
         # the least its agent may get: a divided nano_cpus, or 1 / factor beside straggler processes
         self.quotas[command.node_id] = None if cpus is None else cpus / factor
         await self.provider.launch(
-            command.node_id,
-            command.node_class,
-            spec.slots,
-            spec.memory_mb,
-            cpus,
-            self.agent_command(command.node_id, command.node_class),
-            env,
-            slowdown=1.0 if processes else factor,
+            NodeSpec(
+                command.node_id,
+                command.node_class,
+                spec.slots,
+                spec.memory_mb,
+                cpus,
+                tuple(self.agent_command(command.node_id, command.node_class)),
+                env,
+                slowdown=1.0 if processes else factor,
+            )
         )
         if processes and factor > 1:
             await self.provider.straggle(command.node_id, factor, spec.slots)

@@ -16,7 +16,8 @@ import pytest
 from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 
-from master.providers.docker import LABEL_NODE, LABEL_RUN, DockerProvider
+from master.providers.docker import DockerProvider
+from master.providers.node_container import LABEL_NODE, LABEL_RUN
 from tests.support.docker import Decoys, new_run_id, remove_run, swarm_state
 
 IMAGE = os.environ.get("TESTBED_DOCKER_IMAGE", "transient-testbed:latest")

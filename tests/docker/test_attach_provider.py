@@ -16,9 +16,9 @@ from docker.models.containers import Container, ContainerCollection
 from docker.types import Mount
 
 from master.providers.attach import AttachProvider
-from master.providers.base import ForeignNodeError
+from master.providers.base import ForeignNodeError, NodeSpec
 from master.providers.container_secrets import SECRETS_FILE, image_uid
-from master.providers.docker import AGENT_OVERHEAD_MB, LABEL_CLASS, LABEL_NODE, LABEL_RUN
+from master.providers.node_container import AGENT_OVERHEAD_MB, LABEL_CLASS, LABEL_NODE, LABEL_RUN
 from tests.support.docker import Decoys, container_events, new_run_id, remove_run, wait_healthy
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(180)]
@@ -76,7 +76,7 @@ async def test_a_replacement_node_is_healthy_and_evicted_with_sigkill(
             *("agent", "--run", run_id, "--node-id", "transient-7", "--node-class", "transient"),
             *("--broker", f"mqtt://{run_id}-broker:1883", "--slots", "1", "--memory-mb", "64"),
         ]
-        await provider.launch("transient-7", "transient", 1, 64, None, command, {})
+        await provider.launch(NodeSpec("transient-7", "transient", 1, 64, None, tuple(command)))
         node = node_container(docker_client, run_id, "transient-7")
         # The image's healthcheck probes the agent's port: on Swarm an unhealthy task is stopped.
         await asyncio.to_thread(wait_healthy, docker_client, node, since)
@@ -154,7 +154,7 @@ async def test_a_new_node_mounts_the_jobs_inputs_of_a_live_node_and_has_secrets_
             environment={"TESTBED_SECRETS_FILE": "/run/secrets/testbed-enrol"},
             detach=True,
         )
-        await provider.launch("transient-3", "transient", 1, 64, None, ["sleep", "infinity"], own)
+        await provider.launch(NodeSpec("transient-3", "transient", 1, 64, None, ("sleep", "infinity"), own))
         node = node_container(docker_client, run_id, "transient-3")
         binds = [
             (m["Source"], m["Destination"], m["RW"]) for m in node.attrs["Mounts"] if m["Type"] == "bind"

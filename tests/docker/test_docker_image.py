@@ -11,7 +11,7 @@ import docker
 import pytest
 from docker.models.containers import Container
 
-from master.providers.docker import LABEL_RUN
+from master.providers.node_container import LABEL_RUN
 from tests.support.docker import new_run_id, remove_run, wait_healthy
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(120)]

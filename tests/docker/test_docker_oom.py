@@ -8,7 +8,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from master.providers.docker import LABEL_RUN
+from master.providers.node_container import LABEL_RUN
 from tests.support.docker import new_run_id, remove_run
 
 pytestmark = [pytest.mark.docker]

@@ -13,18 +13,15 @@ import pytest
 from docker.errors import NotFound
 from docker.models.containers import Container
 
-from master.providers.base import ForeignNodeError
-from master.providers.docker import (
+from master.providers.base import ForeignNodeError, NodeSpec
+from master.providers.docker import DockerProvider, ForeignResourceError, NodeExistsError, UnknownNodeError
+from master.providers.node_container import (
     AGENT_OVERHEAD_MB,
     AGENT_PORT,
     DATA_DIR,
     LABEL_CLASS,
     LABEL_NODE,
     LABEL_RUN,
-    DockerProvider,
-    ForeignResourceError,
-    NodeExistsError,
-    UnknownNodeError,
 )
 from testbed.node.processes import SECRETS_FILE_ENV
 from tests.support.docker import Decoys, container_events, run_leftovers
@@ -44,7 +41,7 @@ print("ready", flush=True)
 while True:
     time.sleep(3600)
 """
-NODE_COMMAND = ["python3", "-c", NODE_SCRIPT]
+NODE_COMMAND = ("python3", "-c", NODE_SCRIPT)
 
 
 def node_container(client: docker.DockerClient, provider: DockerProvider, node_id: str) -> Container:
@@ -66,13 +63,15 @@ async def launch_ready(
     client: docker.DockerClient, provider: DockerProvider, node_id: str, **limits: float
 ) -> Container:
     await provider.launch(
-        node_id,
-        "transient",
-        slots=2,
-        memory_mb=int(limits.get("memory_mb", 128)),
-        cpus=limits.get("cpus"),
-        command=NODE_COMMAND,
-        env={"TESTBED_RUN_TOKEN": "secret"},
+        NodeSpec(
+            node_id,
+            "transient",
+            slots=2,
+            memory_mb=int(limits.get("memory_mb", 128)),
+            cpus=limits.get("cpus"),
+            command=NODE_COMMAND,
+            env={"TESTBED_RUN_TOKEN": "secret"},
+        )
     )
     container = node_container(client, provider, node_id)
     await asyncio.to_thread(wait_for_line, container, "ready")
@@ -191,7 +190,7 @@ async def test_release_stops_gracefully_then_removes(
 async def test_evict_of_a_node_that_already_exited_removes_it(
     docker_client: docker.DockerClient, provider: DockerProvider
 ) -> None:
-    await provider.launch("n1", "transient", 1, 64, None, ["true"], {})
+    await provider.launch(NodeSpec("n1", "transient", 1, 64, None, ("true",)))
     container = node_container(docker_client, provider, "n1")
     assert container.wait()["StatusCode"] == 0
     await provider.evict("n1")
@@ -203,7 +202,7 @@ async def test_close_removes_the_run_and_nothing_else(
     docker_client: docker.DockerClient, provider: DockerProvider, decoys: Decoys
 ) -> None:
     for node_id in ("r001", "t001", "t002"):
-        await provider.launch(node_id, "transient", 1, 64, None, NODE_COMMAND, {})
+        await provider.launch(NodeSpec(node_id, "transient", 1, 64, None, NODE_COMMAND))
     assert len(run_leftovers(docker_client, provider.run_id)) == 3 + 3 + 1  # containers, volumes, network
 
     await provider.close()
@@ -237,7 +236,7 @@ async def test_refuses_a_container_squatting_on_a_node_name(
     with pytest.raises(ForeignNodeError, match="refusing to touch"):
         await provider.evict("n9")
     with pytest.raises(NodeExistsError):
-        await provider.launch("n9", "transient", 1, 64, None, NODE_COMMAND, {})
+        await provider.launch(NodeSpec("n9", "transient", 1, 64, None, NODE_COMMAND))
     squatter.reload()
     assert squatter.status == "running"
 
@@ -248,7 +247,7 @@ async def test_refuses_a_foreign_network_with_the_run_network_name(
     network = docker_client.networks.create(f"testbed-{provider.run_id}", driver="bridge")
     try:
         with pytest.raises(ForeignResourceError):
-            await provider.launch("n1", "transient", 1, 64, None, NODE_COMMAND, {})
+            await provider.launch(NodeSpec("n1", "transient", 1, 64, None, NODE_COMMAND))
         await provider.close()
         network.reload()  # still there
     finally:
@@ -260,7 +259,7 @@ async def test_rejects_ids_docker_cannot_name(docker_client: docker.DockerClient
         DockerProvider("bad/run", image)
     provider = DockerProvider("pytest-names", image)
     with pytest.raises(ValueError, match="node id"):
-        await provider.launch("n 1", "transient", 1, 64, None, NODE_COMMAND, {})
+        await provider.launch(NodeSpec("n 1", "transient", 1, 64, None, NODE_COMMAND))
     assert run_leftovers(docker_client, "pytest-names") == []
 
 

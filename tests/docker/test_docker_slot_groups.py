@@ -13,7 +13,9 @@ from typing import Any
 import docker
 import pytest
 
+from master.providers.base import NodeSpec
 from master.providers.docker import CGROUP_DIR, DockerProvider
+from master.providers.node_container import DATA_DIR
 from testbed.node.cgroups import CpuCgroups, agent_group, hierarchy_path, slot_group
 
 
@@ -22,7 +24,13 @@ class StubContainer:
 
     def __init__(self, group: Path | None, kwargs: dict[str, Any]) -> None:
         self.group, self.kwargs = group, kwargs
-        self.attrs = {"Config": {"User": "10001:10001"}}
+        self.attrs = {
+            "Config": {"User": "10001:10001"},
+            "Mounts": [{"Destination": DATA_DIR, "Source": "/v"}],
+        }
+
+    def reload(self) -> None:
+        pass
 
     def start(self) -> None:  # the engine makes the container's group under its cgroup_parent
         if self.group is not None:
@@ -74,7 +82,9 @@ def test_on_v2_the_container_shares_the_hosts_cgroup_namespace_and_owns_the_node
     for leaf in (group, agent_group(group), slot_group(group, 0), slot_group(group, 1)):
         (leaf / "cgroup.procs").touch()
     engine.group = group
-    provider._create_and_start("n0", {}, 64, 1.0, ["agent"], {}, group)
+    provider._create_and_start(
+        NodeSpec("n0", "transient", 2, 64, 1.0, ("agent",)), {}, 1.0, ["agent"], {}, group
+    )
     [container] = engine.created
     assert container.kwargs["cgroup_parent"] == "/testbed/run-1/n0"
     assert container.kwargs["cgroupns"] == "host"
@@ -86,6 +96,7 @@ def test_on_v2_the_container_shares_the_hosts_cgroup_namespace_and_owns_the_node
     assert (mount_["Source"], mount_["ReadOnly"]) == (str(group), False)
     owned = {path.parent.name for path in group.rglob("cgroup.procs") if path.stat().st_uid == 10001}
     assert owned == {"n0", "agent", "slot-0", "slot-1"}
+    assert provider._data_dirs == {"n0": Path("/v")}  # its token buckets, for a slowdown episode
 
 
 @pytest.mark.parametrize(("driver", "version"), [("systemd", "2"), ("cgroupfs", "2")])
@@ -100,6 +111,8 @@ def test_an_engine_that_does_not_share_this_hosts_groups_gives_nano_cpus_with_a_
     with caplog.at_level(logging.WARNING):
         provider = provider_on(engine, CpuCgroups(1, tmp_path / "testbed"), monkeypatch)
     assert "nano_cpus only" in caplog.text
-    provider._create_and_start("n0", {}, 64, 0.5, ["agent"], {}, None)
+    provider._create_and_start(
+        NodeSpec("n0", "transient", 1, 64, 0.5, ("agent",)), {}, 0.5, ["agent"], {}, None
+    )
     [container] = engine.created
     assert container.kwargs["nano_cpus"] == 500_000_000 and "cgroup_parent" not in container.kwargs

@@ -14,6 +14,7 @@ from typing import Any
 import docker
 import pytest
 
+from master.providers.base import NodeSpec
 from master.providers.docker import CGROUP_DIR, DockerProvider
 from master.shell.run import run_scenario
 from testbed.node.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, detect, slots_group
@@ -160,10 +161,10 @@ async def test_a_container_moves_only_its_own_processes_and_its_groups_go_with_i
         pytest.skip("no writable cgroup on this host: Docker nodes get nano_cpus only")
     run_id = new_run_id()
     provider = DockerProvider(run_id, image, cgroups=cgroups)
-    idle = ["sh", "-c", "sleep 60"]  # the provider's placement flags become its $0 and arguments
+    idle = ("sh", "-c", "sleep 60")  # the provider's placement flags become its $0 and arguments
     try:
         for node in ("n0", "n1", "n2"):
-            await provider.launch(node, "transient", 2, 64, 1.0, idle, {})
+            await provider.launch(NodeSpec(node, "transient", 2, 64, 1.0, idle))
         [container] = docker_client.containers.list(
             filters={"label": [f"testbed.run={run_id}", "testbed.node=n0"]}
         )
@@ -251,7 +252,7 @@ async def test_an_episode_divides_a_containers_token_buckets_and_its_quota_then_
     provider = DockerProvider(run_id, image, cgroups=cgroups)
     launched = {"disk": 50e6, "net-in": 50e6, "net-out": 50e6}  # 400 Mbit/s = 50 MB/s
     try:
-        await provider.launch("n0", "transient", 1, 64, 1.0, ["python3", "-c", MAKE_BUCKETS], {})
+        await provider.launch(NodeSpec("n0", "transient", 1, 64, 1.0, ("python3", "-c", MAKE_BUCKETS)))
         [container] = docker_client.containers.list(
             filters={"label": [f"testbed.run={run_id}", "testbed.node=n0"]}
         )

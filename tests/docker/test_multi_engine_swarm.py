@@ -19,7 +19,7 @@ from typing import Any
 import docker
 import pytest
 
-from master.providers.docker import LABEL_CLASS, LABEL_NODE, LABEL_RUN
+from master.providers.node_container import LABEL_CLASS, LABEL_NODE, LABEL_RUN
 from testbed.app.cli import main
 from tests.support.docker import assert_scenario_results, wait_for_master, wait_until_gone
 from tests.support.docker_engines import Engine, Engines, EnginesUnavailable

@@ -18,7 +18,7 @@ import docker
 import pytest
 from docker.models.containers import Container
 
-from master.providers.docker import LABEL_RUN
+from master.providers.node_container import LABEL_RUN
 from testbed.app.cli import main
 from testbed.node.cgroups import CgroupUnavailable, detect, hierarchy_path, remove_everywhere
 from testbed.node.processes import SECRETS_FILE_ENV
