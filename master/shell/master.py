@@ -41,6 +41,7 @@ from master.core.liveness import start_window
 from master.core.machine import MasterCore
 from master.core.nodes import NodeRecord
 from master.core.resume import Recovered
+from master.core.shell_base import Shell
 from master.core.view import CoreView
 from master.providers.base import AdoptingProvider, NodeProvider
 from master.shell.disk_faults import journal_disk_full
@@ -62,7 +63,7 @@ BACKLOG_TURNS = 256
 """At most this many event-loop turns go to received messages before a scheduling round."""
 
 
-class Master:
+class Master(Shell):
     def __init__(
         self,
         settings: RunSettings,
@@ -150,7 +151,7 @@ class Master:
         self.link.start()
         background = [asyncio.create_task(self._scheduling_loop())]
         try:
-            self._execute(self.core.start(self.journal.now()))
+            self.execute(self.core.start(self.journal.now()))
             await self.starts.until_cluster_up(self.journal.now, self._handle)
             self.begin()
             await self._until_done(background)
@@ -221,54 +222,71 @@ class Master:
                 self._crash = error
                 self._crashed.set()
             raise
-        self._execute(commands)
+        self.execute(commands)
         return commands
 
-    def _execute(self, commands: list[cmd.Command]) -> None:
-        for command in commands:
-            if isinstance(command, cmd.Journal):
-                self.journal.write_event(command.t, command.kind, command.fields)
-            elif isinstance(command, cmd.Send):
-                self._publish(command.node_id, command.message)
-            elif isinstance(command, cmd.WantRound):
-                self._kick.set()
-            elif isinstance(command, cmd.WakeAt):
-                self._wake_at(command.t)
-            else:
-                self._carry_out(command)
+    # ------------------------------------------------------------------ the verbs (``Shell``)
 
-    def _carry_out(self, command: cmd.Command) -> None:
-        if isinstance(command, cmd.StartNode):
-            self.starts.start(command)
-        elif isinstance(command, cmd.NameNode):
-            self._spawn(self._name(command))
-        elif isinstance(command, cmd.KillNode | cmd.ReleaseNode):
-            if self.provider.owns(command.node_id):
-                stop = self.provider.evict if isinstance(command, cmd.KillNode) else self.provider.release
-                self._spawn(stop(command.node_id))
-        elif isinstance(command, cmd.SlowNode):
-            if self.provider.owns(command.node_id):
-                self._spawn(self.provider.slow(command.node_id, command.factor))
-        elif isinstance(command, cmd.Probe):
-            self._spawn(self._probe(command))
-        elif isinstance(command, cmd.CommitOutput):
-            self.api.commit_output(command.job_id, command.index, command.attempt)
-        elif isinstance(command, cmd.PrepareJob):
-            outputs = self.run_dir / "outputs" / command.job_id
-            outputs.mkdir(parents=True, exist_ok=True)
-            if command.keep is not None:
-                prepare_restored_outputs(outputs, set(command.keep))
-        elif isinstance(command, cmd.LocateOutput):  # the parent's parts are committed: answered next
-            parts = str(self.run_dir / "outputs" / command.job_id / "part-*")
-            asyncio.get_running_loop().call_soon(self._handle, OutputLocated(command.ordinal, parts))
-        elif isinstance(command, cmd.RunFile):
-            path = self.run_dir / command.name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(command.text, encoding="utf-8")
-        elif isinstance(command, cmd.ClusterUp):
-            self.starts.cluster_up.set()
-        elif isinstance(command, cmd.RunOver):
-            self._all_done.set()
+    def do_journal(self, command: cmd.Journal) -> None:
+        self.journal.write_event(command.t, command.kind, command.fields)
+
+    def do_send(self, command: cmd.Send) -> None:
+        self._publish(command.node_id, command.message)
+
+    def do_want_round(self, command: cmd.WantRound) -> None:
+        self._kick.set()
+
+    def do_wake_at(self, command: cmd.WakeAt) -> None:
+        self._wake_at(command.t)
+
+    def do_start_node(self, command: cmd.StartNode) -> None:
+        self.starts.start(command)
+
+    def do_name_node(self, command: cmd.NameNode) -> None:
+        self._spawn(self._name(command))
+
+    def do_kill_node(self, command: cmd.KillNode) -> None:
+        if self.provider.owns(command.node_id):
+            self._spawn(self.provider.evict(command.node_id))
+
+    def do_release_node(self, command: cmd.ReleaseNode) -> None:
+        if self.provider.owns(command.node_id):
+            self._spawn(self.provider.release(command.node_id))
+
+    def do_slow_node(self, command: cmd.SlowNode) -> None:
+        if self.provider.owns(command.node_id):
+            self._spawn(self.provider.slow(command.node_id, command.factor))
+
+    def do_probe(self, command: cmd.Probe) -> None:
+        self._spawn(self._probe(command))
+
+    def do_commit_output(self, command: cmd.CommitOutput) -> None:
+        self.api.commit_output(command.job_id, command.index, command.attempt)
+
+    def do_prepare_job(self, command: cmd.PrepareJob) -> None:
+        outputs = self.run_dir / "outputs" / command.job_id
+        outputs.mkdir(parents=True, exist_ok=True)
+        if command.keep is not None:
+            prepare_restored_outputs(outputs, set(command.keep))
+
+    def do_locate_output(self, command: cmd.LocateOutput) -> None:
+        """The parent's parts are committed: answered next."""
+        parts = str(self.run_dir / "outputs" / command.job_id / "part-*")
+        asyncio.get_running_loop().call_soon(self._handle, OutputLocated(command.ordinal, parts))
+
+    def do_run_file(self, command: cmd.RunFile) -> None:
+        path = self.run_dir / command.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(command.text, encoding="utf-8")
+
+    def do_cluster_up(self, command: cmd.ClusterUp) -> None:
+        self.starts.cluster_up.set()
+
+    def do_run_over(self, command: cmd.RunOver) -> None:
+        self._all_done.set()
+
+    def do_evicted(self, command: cmd.Evicted) -> None:
+        """Read by ``evict`` from the commands ``_handle`` returns."""
 
     def _publish(self, node_id: str, message: Message) -> None:
         """Publish a command, with the capabilities it needs minted for ``node_id``."""

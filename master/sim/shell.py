@@ -21,6 +21,7 @@ import gc
 import heapq
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from master.core.events import (
     Wake,
 )
 from master.core.machine import MasterCore
+from master.core.shell_base import Shell
 from master.core.view import CoreView
 from master.shell.journal_file import Journal
 from master.sim.agents import ModelAgents
@@ -53,7 +55,7 @@ AgentsOf = Callable[[EventHeap, Callable[[str, Message], None]], ModelAgents]
 """The model agents on a shell's clock: ``agents_of(heap, deliver)``."""
 
 
-class SimShell:
+class SimShell(Shell):
     def __init__(
         self,
         core: MasterCore,
@@ -85,6 +87,8 @@ class SimShell:
         """Heap times a ``WakeAt`` asked for and not yet delivered (a heap, no duplicates)."""
         self.provided: set[str] = set()
         """The nodes the provider has started and not yet killed or released."""
+        self.provider_due: list[Callable[[], None]] = []
+        """What the provider is to do once the event's other commands are carried out."""
         self.round_pending = False
         self.begun = False
         self.over: bool | None = None
@@ -230,64 +234,79 @@ class SimShell:
     # ------------------------------------------------------------------ commands out of it
 
     def _apply(self, commands: list[cmd.Command]) -> None:
-        provider: list[cmd.Command] = []
-        for command in commands:
-            if isinstance(command, cmd.Journal):
-                self.journal.write_event(command.t, command.kind, command.fields)
-            elif isinstance(command, cmd.Send):
-                send = command
-                self.heap.at(self.heap.now, DELIVER, lambda c=send: self.agents.command(c.node_id, c.message))
-            elif isinstance(command, cmd.StartNode):
-                provider.append(command)
-            elif isinstance(command, cmd.KillNode | cmd.ReleaseNode | cmd.SlowNode):
-                if command.node_id in self.provided:
-                    provider.append(command)
-            else:
-                self._carry_out(command)
-        for command in provider:
-            self._provide(command)
+        """The commands' verbs, then what they left to the provider (after the event's other
+        commands, as a real provider's coroutines run)."""
+        self.execute(commands)
+        provider, self.provider_due = self.provider_due, []
+        for action in provider:
+            action()
 
-    def _provide(self, command: cmd.Command) -> None:
-        """What the provider does (after the event's other commands, as its coroutines run)."""
-        if isinstance(command, cmd.StartNode):
-            self.provided.add(command.node_id)
-            self.agents.start(command.node_id, command.node_class)
-        elif isinstance(command, cmd.SlowNode):
-            self.agents.slow(command.node_id, command.factor)
-        elif isinstance(command, cmd.KillNode | cmd.ReleaseNode) and command.node_id in self.provided:
-            self.provided.discard(command.node_id)
-            if isinstance(command, cmd.KillNode):
-                self.agents.kill(command.node_id)
-            else:
-                self.agents.release(command.node_id)
+    def do_journal(self, command: cmd.Journal) -> None:
+        self.journal.write_event(command.t, command.kind, command.fields)
 
-    def _carry_out(self, command: cmd.Command) -> None:
-        heap = self.heap
-        if isinstance(command, cmd.WantRound):
-            if not self.round_pending:
-                self.round_pending = True
-                heap.at(max(heap.now, self.last_round + self.round_gap, self.busy_until), ROUND, self._round)
-        elif isinstance(command, cmd.WakeAt):
-            # the real shell's arithmetic (a loop timer ``t - now`` from now), so times agree
-            at = heap.now + max(0.0, command.t - self.now())
-            if at not in self.wakes:
-                heapq.heappush(self.wakes, at)
-                heap.at(at, WAKE, self._due_wakes)
-        elif isinstance(command, cmd.Probe):
-            probe = command
-            heap.at(heap.now, DELIVER, lambda: self._answer(probe))
-        elif isinstance(command, cmd.RunFile):
-            path = self.run_dir / command.name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(command.text, encoding="utf-8")
-        elif isinstance(command, cmd.ClusterUp):
-            if not self.begun:
-                self.begun = True
-                heap.at(heap.now, WAKE, self._begin)
-        elif isinstance(command, cmd.RunOver):
-            self.over = command.ok
-        # PrepareJob, CommitOutput, Evicted: no outputs are produced in a simulation;
-        # NameNode: a simulation adopts no agent
+    def do_send(self, command: cmd.Send) -> None:
+        self.heap.at(self.heap.now, DELIVER, lambda: self.agents.command(command.node_id, command.message))
+
+    def do_start_node(self, command: cmd.StartNode) -> None:
+        self.provider_due.append(partial(self._start, command))
+
+    def do_kill_node(self, command: cmd.KillNode) -> None:
+        if command.node_id in self.provided:
+            self.provider_due.append(partial(self._stop, command.node_id, self.agents.kill))
+
+    def do_release_node(self, command: cmd.ReleaseNode) -> None:
+        if command.node_id in self.provided:
+            self.provider_due.append(partial(self._stop, command.node_id, self.agents.release))
+
+    def do_slow_node(self, command: cmd.SlowNode) -> None:
+        if command.node_id in self.provided:
+            self.provider_due.append(partial(self.agents.slow, command.node_id, command.factor))
+
+    def _start(self, command: cmd.StartNode) -> None:
+        self.provided.add(command.node_id)
+        self.agents.start(command.node_id, command.node_class)
+
+    def _stop(self, node_id: str, stop: Callable[[str], None]) -> None:
+        if node_id in self.provided:
+            self.provided.discard(node_id)
+            stop(node_id)
+
+    def do_want_round(self, command: cmd.WantRound) -> None:
+        if not self.round_pending:
+            self.round_pending = True
+            heap = self.heap
+            heap.at(max(heap.now, self.last_round + self.round_gap, self.busy_until), ROUND, self._round)
+
+    def do_wake_at(self, command: cmd.WakeAt) -> None:
+        # the real shell's arithmetic (a loop timer ``t - now`` from now), so times agree
+        at = self.heap.now + max(0.0, command.t - self.now())
+        if at not in self.wakes:
+            heapq.heappush(self.wakes, at)
+            self.heap.at(at, WAKE, self._due_wakes)
+
+    def do_probe(self, command: cmd.Probe) -> None:
+        self.heap.at(self.heap.now, DELIVER, lambda: self._answer(command))
+
+    def do_run_file(self, command: cmd.RunFile) -> None:
+        path = self.run_dir / command.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(command.text, encoding="utf-8")
+
+    def do_cluster_up(self, command: cmd.ClusterUp) -> None:
+        if not self.begun:
+            self.begun = True
+            self.heap.at(self.heap.now, WAKE, self._begin)
+
+    def do_run_over(self, command: cmd.RunOver) -> None:
+        self.over = command.ok
+
+    def do_prepare_job(self, command: cmd.PrepareJob) -> None:
+        """No outputs are produced in a simulation."""
+
+    do_commit_output = do_locate_output = do_evicted = do_prepare_job
+
+    def do_name_node(self, command: cmd.NameNode) -> None:
+        """A simulation adopts no agent."""
 
     def _answer(self, probe: cmd.Probe) -> None:
         outcome = self.agents.probe(probe.node_id, probe.incarnation)

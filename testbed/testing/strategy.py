@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from master.core import commands as cmd
-from master.core.events import Begin, Event, EvictRequest, FromNode, OutputStaged, Round, Wake
+from master.core.events import Begin, EvictRequest, FromNode, OutputStaged, Round
 from master.core.machine import MasterCore
 from testbed.api.strategy import LiveJob, Ready, Strategy, StrategyDecision, StrategyView, TaskLaunch
 from testbed.scenario.chaos import EvictSpec
 from testbed.scenario.schema import load_scenario, parse_scenario
 from testbed.settings import Host, resolve
+from testbed.testing.recording import RecordingShell
 from testbed.wire.protocol import NodeState, TaskSpec, TaskUpdate
 
 
@@ -49,7 +50,7 @@ class _Recording:
         return recorded
 
 
-class StrategyBench:
+class StrategyBench(RecordingShell):
     """``strategy`` with the scenario's scheduler over its cluster (every node up at time 0)
     and its jobs (submitted at their times). ``scenario``: a file, or its fields as a dict
     (``name`` and ``cluster`` may be left out)."""
@@ -62,20 +63,16 @@ class StrategyBench:
             loaded = load_scenario(scenario)
         self.decisions: list[StrategyDecision] = []
         """Every decision the strategy's handlers returned, in order."""
-        self.log: list[cmd.Command] = []
-        """Every command the core gave (journal events, messages to nodes, ...)."""
-        self.now = 0.0
-        self._wake: float | None = None
         self._seen = 0
         recording = _Recording(strategy, self.decisions)
         settings = resolve(loaded, Host.this_machine())
         policies = replace(settings.policies, strategy=recording)
-        self.core = MasterCore(replace(settings, policies=policies), "strategy-bench")
-        self._keep(self.core.start(0.0))
+        super().__init__(MasterCore(replace(settings, policies=policies), "strategy-bench"))
+        self.execute(self.core.start(0.0))
         for command in list(self.log):
             if isinstance(command, cmd.StartNode):
-                self._do(FromNode(command.node_id, self._state(command.node_id, command.node_class, "up")))
-        self._do(Begin(0.0))
+                self.handle(FromNode(command.node_id, self._state(command.node_id, command.node_class, "up")))
+        self.handle(Begin(0.0))
         self.advance(0.0)  # the jobs due at time 0 are submitted
 
     # ------------------------------------------------------------------ the strategy's side
@@ -103,19 +100,11 @@ class StrategyBench:
 
     # ------------------------------------------------------------------ driving the run
 
-    def advance(self, to: float) -> None:
-        """Move time to ``to``, running the timers due on the way (a scheduling round after each)."""
-        while self._wake is not None and self._wake <= to:
-            self.now, self._wake = max(self.now, self._wake), None
-            self._do(Wake())
-            self._do(Round())
-        self.now = max(self.now, to)
-
     def round(self) -> dict[str, str]:
         """A scheduling round: ``{task id: node id}`` of the tasks launched since the last call
         (as the shell does, the bench also runs a round after the timers that ``advance``
         and the start run: the jobs due at time 0 are placed already)."""
-        self._do(Round())
+        self.handle(Round())
         new, self._seen = self.log[self._seen :], len(self.log)
         return {
             c.message.task.task_id: c.node_id
@@ -131,7 +120,7 @@ class StrategyBench:
         """The task's node reports its success (a final task's part file staged first)."""
         node_id, spec = self._spec(task_id)
         if spec.final:
-            self._do(OutputStaged(spec.job_id, spec.index, spec.attempt))
+            self.handle(OutputStaged(spec.job_id, spec.index, spec.attempt))
         partitions = () if spec.final else (100,) * spec.partitions
         self._report(node_id, spec, state="succeeded", partition_bytes=partitions)
 
@@ -142,8 +131,8 @@ class StrategyBench:
 
     def lose(self, node_id: str) -> None:
         """An eviction of the node: the master kills it and its Will says it is gone."""
-        self._do(EvictRequest(EvictSpec(count=1), (node_id,)))
-        self._do(FromNode(node_id, self._state(node_id, self.core.nodes[node_id].node_class, "lost")))
+        self.handle(EvictRequest(EvictSpec(count=1), (node_id,)))
+        self.handle(FromNode(node_id, self._state(node_id, self.core.nodes[node_id].node_class, "lost")))
 
     def events(self, kind: str) -> list[dict[str, Any]]:
         """The journal's events of one kind so far."""
@@ -159,7 +148,7 @@ class StrategyBench:
 
     def _report(self, node_id: str, spec: TaskSpec, **fields: Any) -> None:
         update = TaskUpdate(node_id=node_id, task_id=spec.task_id, attempt=spec.attempt, **fields)
-        self._do(FromNode(node_id, update))
+        self.handle(FromNode(node_id, update))
 
     def _state(self, node_id: str, node_class: str, state: str) -> NodeState:
         spec = getattr(self.core.scenario.cluster, node_class)
@@ -174,14 +163,3 @@ class StrategyBench:
             slots=spec.slots,
             memory_mb=spec.memory_mb,
         )
-
-    def _do(self, event: Event) -> list[cmd.Command]:
-        out = self.core.handle(event, self.now)
-        self._keep(out)
-        return out
-
-    def _keep(self, out: list[cmd.Command]) -> None:
-        for command in out:
-            self.log.append(command)
-            if isinstance(command, cmd.WakeAt):
-                self._wake = command.t if self._wake is None else min(self._wake, command.t)

@@ -34,7 +34,7 @@ def test_a_node_killed_by_a_storm_is_not_evicted_again_by_its_lifetime_or_by_han
 
 def test_a_live_eviction_is_refused_before_time_zero_after_the_stop_and_for_foreign_nodes() -> None:
     driver = Driver(make_scenario(chaos={"transient": {"replace": False}}))
-    driver._keep(driver.core.start(0.0))  # the cluster is coming up: no time 0 yet
+    driver.execute(driver.core.start(0.0))  # the cluster is coming up: no time 0 yet
     early = driver.do(EvictRequest(EvictSpec(count=1)))
     ((refused, why),) = [(c.refused, c.error) for c in early if isinstance(c, cmd.Evicted)]
     assert refused == "not_running" and "has not started: its cluster is coming up (0 of 4 nodes up)" in why

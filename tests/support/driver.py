@@ -12,10 +12,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from master.core import commands as cmd
-from master.core.events import Begin, Event, FromNode, OutputStaged, ProbeAnswered, Round, Wake
+from master.core.events import Begin, Event, FromNode, OutputStaged, ProbeAnswered, Round
 from master.core.machine import MasterCore
 from testbed.scenario.schema import Scenario
 from testbed.settings.resolve import POLICY_FIELDS
+from testbed.testing.recording import RecordingShell
 from testbed.wire.protocol import (
     BlockReceived,
     FlushAggregate,
@@ -32,32 +33,18 @@ from tests.support.masters import core_act
 from tests.support.settings import settings_of
 
 
-class Driver:
+class Driver(RecordingShell):
     def __init__(self, scenario: Scenario, **options: Any) -> None:
         """``options``: the core's (``attach``, ``start_window``, ``resume``) and any built policy
         replaced by a test's own (``scheduler``, ``strategy``, ``autoscaler``, ``speculator``)."""
         policies = {name: options.pop(name) for name in POLICY_FIELDS if name in options}
-        self.core = MasterCore(settings_of(scenario, **policies), "core-test", **options)
-        self.now = 0.0
-        self.log: list[cmd.Command] = []
-        self.wake: float | None = None
+        super().__init__(MasterCore(settings_of(scenario, **policies), "core-test", **options))
 
     def do(self, event: Event, at: float | None = None) -> list[cmd.Command]:
         """Handle ``event`` at ``at`` (default: now); a due Wake runs first, as a shell's timer would."""
         if at is not None:
             self.advance(at)
-        return self._handle(event)
-
-    def _handle(self, event: Event) -> list[cmd.Command]:
-        out = self.core.handle(event, self.now)
-        self._keep(out)
-        return out
-
-    def _keep(self, out: Iterable[cmd.Command]) -> None:
-        for command in out:
-            self.log.append(command)
-            if isinstance(command, cmd.WakeAt):
-                self.wake = command.t if self.wake is None else min(self.wake, command.t)
+        return self.handle(event)
 
     def act(self, operation: Any, *args: Any, at: float | None = None) -> Any:
         """Apply one of the core's operations at ``at`` (default: now) from outside ``handle`` (a
@@ -65,20 +52,12 @@ class Driver:
         if at is not None:
             self.advance(at)
         result, out = core_act(self.core, self.now, operation, *args)
-        self._keep(out)
+        self.execute(out)
         return result
-
-    def advance(self, to: float) -> None:
-        """Move time to ``to``, delivering every Wake asked for on the way (and a Round after each)."""
-        while self.wake is not None and self.wake <= to:
-            self.now, self.wake = max(self.now, self.wake), None
-            self._handle(Wake())
-            self._handle(Round())
-        self.now = max(self.now, to)
 
     def boot(self) -> None:
         """Start the cluster, every node announcing itself at once, and begin the run."""
-        self._keep(self.core.start(self.now))
+        self.execute(self.core.start(self.now))
         for command in list(self.log):
             if isinstance(command, cmd.StartNode):
                 self.do(FromNode(command.node_id, up(command.node_id, command.node_class, self.core)))

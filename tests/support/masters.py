@@ -48,7 +48,7 @@ def core_act(core: MasterCore, now: float, operation: Any, *args: Any) -> tuple[
 def shell_act(master: Master, operation: Any, *args: Any) -> Any:
     """The same on a master's core now, its commands carried out by the master (journal, sends)."""
     result, commands = core_act(master.core, master.journal.now(), operation, *args)
-    master._execute(commands)
+    master.execute(commands)
     return result
 
 
