@@ -13,6 +13,7 @@ from master.shell.run import run_scenario
 from testbed.workloads.wordcount import read_output
 from tests.support.runs import assert_clean, expected_counts
 from tests.support.scenarios import scenario_in
+from tests.support.settings import settings_of
 
 pytestmark = pytest.mark.e2e
 
@@ -54,7 +55,7 @@ async def test_a_preempted_task_runs_again_and_the_output_is_exact(tmp_path: Pat
         jobs=[{"workload": "wordcount", "size_mb": 4, "maps": 12, "reduces": 2}],  # more maps than slots
     )
     run = tmp_path / "run"
-    result = await run_scenario(scenario, run)
+    result = await run_scenario(settings_of(scenario), run)
     assert result.ok, result.summary
     assert read_output(run / "outputs" / "j000") == expected_counts(4, 12, seed=7000)
     tasks = list(csv.DictReader((run / "tasks.csv").open()))
