@@ -27,7 +27,6 @@ from agents.worker_main import combine_in_worker, run_in_worker, warmed
 from agents.worker_process import receive_outcome, start_worker
 from testbed.node.bandwidth import UNLIMITED, NodeLimits
 from testbed.node.cgroups import slot_group
-from testbed.node.input_replicas import hold_storing, release_storing, store_replicas
 from testbed.node.lru import LruCache
 from testbed.wire.mqtt import BrokerAddress, MqttLink
 from testbed.wire.protocol import (
@@ -52,6 +51,7 @@ from testbed.wire.protocol import (
     TaskUpdate,
     Topics,
 )
+from testbed.wire.replica_blocks import hold_storing, release_storing, store_replicas
 
 log = logging.getLogger("agent")
 _forkserver = multiprocessing.get_context("forkserver")

@@ -24,10 +24,10 @@ from aiohttp import web
 
 from agents.push import INDEX_HEADER, decode_index
 from testbed.node.bandwidth import UNLIMITED, NodeLimits
-from testbed.node.input_replicas import wait_stored
 from testbed.wire.blocks import CRC_HEADER, TOKEN_HEADER, segment
 from testbed.wire.capabilities import block_cap
 from testbed.wire.protocol import PushedPart
+from testbed.wire.replica_blocks import wait_stored
 from testbed.wire.tokens import token_matches
 
 OnReceived = Callable[[str, tuple[PushedPart, ...]], None]

@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 
 from agents.shuffle import make_app
-from testbed.node.input_replicas import store_replicas
 from testbed.wire.capabilities import block_cap
 from testbed.wire.protocol import BlockRef, InputSplit, TaskSpec, replica_block
+from testbed.wire.replica_blocks import store_replicas
 from testbed.workloads.base import BlockFetcher
 from testbed.workloads.replica_input import read_replica
 from testbed.workloads.splits import read_lines_range

@@ -316,7 +316,7 @@ def replica_block(job_id: str, index: int) -> str:
 
 class StoreInputs(Message):
     """Input replication (``jobs[].input_replication``): copy these splits of a job arrived
-    from their source into this node's replica blocks (``testbed.node.input_replicas``)."""
+    from their source into this node's replica blocks (``testbed.wire.replica_blocks``)."""
 
     kind: Literal["store_inputs"] = "store_inputs"
     job_id: str = Field(max_length=100)

@@ -1,5 +1,5 @@
 """A map reading its input split from a replica (``jobs[].input_replication``; issue #43,
-point 5): from this node's blocks when it holds one (stored by ``testbed.node.input_replicas``),
+point 5): from this node's blocks when it holds one (stored by ``testbed.wire.replica_blocks``),
 else fetched from a live holder over the data plane (``BlockFetcher``: a holder that fails
 part-way is followed by the next one from where it stopped), else from the source when no
 holder can serve it.
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from testbed.node.input_replicas import span_start, wait_stored
 from testbed.wire.protocol import TaskSpec
+from testbed.wire.replica_blocks import span_start, wait_stored
 from testbed.workloads.base import BlockFetcher, FetchFailed
 
 

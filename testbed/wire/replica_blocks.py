@@ -1,5 +1,6 @@
-"""A node's copies of its input splits (``jobs[].input_replication``; issue #43, point 5):
-the agent's side, imported by the agent and its block server without the workloads.
+"""A node's copies of its input splits as block files (``jobs[].input_replication``; issue
+#43, point 5): the agent's side, which the agent and its block server import without the
+workloads.
 
 When a job arrives, the master tells each holder the splits it holds (``StoreInputs``); its
 agent copies each split's bytes from the source file into a block of its own (one partition,
