@@ -311,7 +311,7 @@ class Agent:
         except Exception as exc:
             log.exception("the attempt %s/%d failed in the agent", attempt.spec.task_id, attempt.spec.attempt)
             if self.running.get(attempt.spec.task_id) is attempt:
-                self._finish(attempt.spec, {}, error=f"agent error: {exc!r}")
+                self._finish(attempt, {}, error=f"agent error: {exc!r}")
         finally:
             self._free_slot(attempt)
 
@@ -333,7 +333,7 @@ class Agent:
     async def _run_attempt(self, attempt: RunningAttempt) -> None:
         spec = attempt.spec
         if attempt.cancelled:
-            self._finish(spec, {})
+            self._finish(attempt, {})
             return
         receiver, sender = _forkserver.Pipe(duplex=False)
         feed_out, feed_in = _forkserver.Pipe(duplex=False) if spec.streamed else (None, None)
@@ -361,7 +361,7 @@ class Agent:
             receiver.close()
             if feed_in is not None:
                 feed_in.close()
-            self._finish(spec, {}, error=f"cannot start a worker process: {exc}")
+            self._finish(attempt, {}, error=f"cannot start a worker process: {exc}")
             return
         finally:
             sender.close()
@@ -375,21 +375,26 @@ class Agent:
         try:
             outcome = await receive_outcome(receiver, attempt.process, self.config.cgroup)
             self._free_slot(attempt)  # the worker is gone: the slot is free before the master hears so
-            self._finish(spec, outcome)
+            self._finish(attempt, outcome)
         finally:
             if feed_in is not None:
                 async with attempt.feeding:
                     attempt.feed = None
                     feed_in.close()
 
-    def _finish(self, spec: TaskSpec, outcome: dict[str, Any], error: str = "") -> None:
-        """Report the attempt's end: its worker's ``outcome`` ({} if it had none), or ``error``."""
+    def _finish(self, attempt: RunningAttempt, outcome: dict[str, Any], error: str = "") -> None:
+        """Report the attempt's end: its worker's ``outcome`` ({} if it had none), or ``error``.
+        It leaves ``running`` only if it is still the task's attempt there: a cancelled attempt
+        ending after its task's next attempt started here must not take that one's place (the
+        heartbeats would stop showing it, and the master's re-sent launch would start it twice)."""
+        spec = attempt.spec
         if outcome.get("cache"):
             self._cache_accessed(outcome["cache"]["key"], outcome["cache"]["nbytes"])
-        attempt = self.running.pop(spec.task_id, None)
+        if self.running.get(spec.task_id) is attempt:
+            del self.running[spec.task_id]
         if error:
             outcome = {"state": "failed", "failure": "error", "error": error}
-        elif attempt is not None and attempt.cancelled:
+        elif attempt.cancelled:
             outcome = {"state": "failed", "failure": "cancelled", "error": "cancelled by the master"}
         update = self._update(
             spec,
