@@ -9,6 +9,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from agents.forkserver_socket import forget_unreachable_forkserver
 from agents.oom import death_outcome, oom_kill_count
 
 log = logging.getLogger("agent")
@@ -25,7 +26,8 @@ async def start_worker(process: Any, node_group: Path | None) -> None:
     """Start a worker process through the node's forkserver, off the loop (the first start
     waits for the forkserver to preload the workloads). A forkserver that died (killed, or
     out of memory) fails the start in flight with EOFError or OSError; the next start
-    launches a new forkserver, so a start is tried again before the task is failed."""
+    launches a new forkserver, so a start is tried again before the task is failed. So does
+    one whose socket was deleted (``agents.forkserver_socket``)."""
     _oom_kills_at_start[process] = oom_kill_count(node=node_group)
     for tries_left in range(WORKER_START_TRIES - 1, -1, -1):
         try:
@@ -34,7 +36,11 @@ async def start_worker(process: Any, node_group: Path | None) -> None:
         except (OSError, EOFError) as exc:
             if not tries_left:
                 raise
-            log.warning("the task forkserver failed a worker start (%r); starting it again", exc)
+            deleted = forget_unreachable_forkserver() if isinstance(exc, FileNotFoundError) else None
+            if deleted is not None:
+                log.warning("the task forkserver's socket %s was deleted; starting a new forkserver", deleted)
+            else:
+                log.warning("the task forkserver failed a worker start (%r); starting it again", exc)
             await asyncio.sleep(WORKER_RESTART_BACKOFF_S * 4 ** (WORKER_START_TRIES - 1 - tries_left))
 
 
