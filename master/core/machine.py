@@ -60,6 +60,7 @@ from master.core.launch import Launcher
 from master.core.lifecycle import NODE
 from master.core.nodes import NodeRecord
 from master.core.outbox import CoreJournal, Outbox
+from master.core.planning import planned_job
 from master.core.records import RunRecords
 from master.core.recovery import Recovery
 from master.core.resume import Recovered, restore_job, resumed_arrivals, resuming
@@ -289,7 +290,7 @@ class MasterCore:
         spec, submitted, restore = self.planning.pop(event.ordinal)
         if not self.records.all_done:
             if isinstance(event, JobPlanned):
-                self._submit(self.new_job(spec, event, submitted), spec, event.ordinal, restore)
+                self._submit(planned_job(spec, event, submitted), spec, event.ordinal, restore)
             else:
                 self._unplanned(spec, event.ordinal, event.error)
         if not self.planning:
@@ -328,22 +329,6 @@ class MasterCore:
     def job_seed(self, spec: Any, ordinal: int) -> int:
         """The ``ordinal``-th job's seed: its own, else drawn from the scenario's."""
         return spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
-
-    def new_job(self, spec: Any, planned: JobPlanned, submitted: float) -> JobRuntime:
-        """The ``ordinal``-th job of the scenario: the same id, seed and plan in every run of it."""
-        ordinal, memory = planned.ordinal, planned.stage_memory_mb
-        job = JobRuntime(
-            f"j{ordinal:03d}",
-            spec.name or f"{spec.workload}-{ordinal}",
-            spec.workload,
-            planned.plan,
-            submitted,
-            max(memory),
-            stage_memory_mb=memory,
-        )
-        if planned.estimate_s is not None:
-            job.est_duration_s, job.long = planned.estimate_s, planned.long
-        return job
 
     def run_over(self) -> None:
         self.outbox.put(RunOver(self.records.all_succeeded()))

@@ -11,8 +11,10 @@ asked when the command comes); a ``WakeAt`` becomes a ``Wake`` at that time, del
 right after the first event at or past it (a real shell's loop timers run in the turn after
 its handler); a ``WantRound`` a scheduling round after every other action of the instant
 (the real shell's "backlog first, then the round"); a ``Probe`` is answered by the model
-agent at once; a ``RunFile`` is written. The agents' messages go in as ``FromNode``,
-unencoded: the core reads the same objects a real shell decodes.
+agent at once; a ``RunFile`` is written; a ``PlanJob`` is planned as the real shell plans it
+and answered within the turn (``Shell.answer``); a ``Log`` goes to the ``master`` logger. The
+agents' messages go in as ``FromNode``, unencoded: the core reads the same objects a real
+shell decodes.
 """
 
 from __future__ import annotations
