@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
+from master.core.commands import Journal, Log
+from master.core.outbox import CoreJournal, Outbox
 from master.core.senders import SenderCheck
-from master.shell.journal_file import Journal
 from testbed.wire.protocol import CancelTask, FlushAggregate, Heartbeat, PushDelivered, PushTarget, TaskUpdate
 
 
 @pytest.fixture
-def check(tmp_path: Path) -> SenderCheck:
-    senders = SenderCheck(Journal(tmp_path))
+def outbox() -> Outbox:
+    return Outbox()
+
+
+@pytest.fixture
+def check(outbox: Outbox) -> SenderCheck:
+    senders = SenderCheck(CoreJournal(outbox))
     senders.launched("j000.s0.t0", 0, "transient-0")
     senders.launched("j000.s0.t0", 1, "transient-1")
     target = PushTarget(node_id="reserved-0", url="http://r", partitions=(0,))
@@ -52,12 +55,14 @@ def test_each_node_reports_its_own_attempts(check: SenderCheck) -> None:
     ],
 )
 def test_reports_of_what_another_node_runs_are_forged(
-    check: SenderCheck, tmp_path: Path, sender: str, message: TaskUpdate
+    check: SenderCheck, outbox: Outbox, sender: str, message: TaskUpdate
 ) -> None:
     assert not check.allows(sender, message, latest_attempt=1 if isinstance(message, TaskUpdate) else None)
     assert check.forged == 1
-    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
-    assert [(e["event"], e["node"]) for e in events] == [("forged_message", sender)]
+    said = outbox.take()
+    journaled = [(c.kind, c.fields["node"]) for c in said if isinstance(c, Journal)]
+    assert journaled == [("forged_message", sender)]
+    assert [c.level for c in said if isinstance(c, Log)] == ["warning"]
 
 
 def test_pushes_of_own_attempts_and_aggregates_are_allowed(check: SenderCheck) -> None:
@@ -67,12 +72,12 @@ def test_pushes_of_own_attempts_and_aggregates_are_allowed(check: SenderCheck) -
 
 
 def test_a_late_update_of_an_attempt_the_master_cancelled_is_no_forgery(
-    check: SenderCheck, tmp_path: Path
+    check: SenderCheck, outbox: Outbox
 ) -> None:
     check.sent("transient-1", CancelTask(task_id="j000.s0.t0", attempt=1))  # the copy lost
     assert not check.allows("transient-1", update("transient-1", 1), latest_attempt=0)
     assert (check.late, check.forged) == (1, 0)
-    assert not (tmp_path / "events.jsonl").exists() or not (tmp_path / "events.jsonl").read_text()
+    assert [type(c) for c in outbox.take()] == [Log]  # a debug line, no journal event
     assert not check.allows("transient-0", update("transient-0", 1), latest_attempt=0)  # not its node
     assert not check.allows("transient-1", update("transient-1", 2), latest_attempt=0)  # never launched
     assert (check.late, check.forged) == (1, 2)

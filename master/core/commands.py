@@ -14,6 +14,8 @@ from typing import Any, Literal
 from master.core.events import ProbePurpose
 from testbed.wire.protocol import Message
 
+LogLevel = Literal["debug", "info", "warning", "error"]
+
 
 @dataclass(frozen=True, slots=True)
 class Send:
@@ -106,6 +108,26 @@ class PrepareJob:
 
 
 @dataclass(frozen=True, slots=True)
+class PlanJob:
+    """Plan the scenario's ``ordinal``-th job (``spec``, its seed ``seed``): size its inputs (which
+    reads them) and its stages' memory; answer with ``JobPlanned``, or ``JobPlanFailed`` if it
+    cannot be planned, before any other event (the core's due timers wait for the answer)."""
+
+    ordinal: int
+    spec: Any
+    seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    """Say ``message`` on the master's console log at ``level`` (the run's journal has its own
+    events for what the analyses read)."""
+
+    level: LogLevel
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunFile:
     """Write a text file under the run directory (a job's DAG description: ``dags/<job>.json``)."""
 
@@ -166,6 +188,8 @@ Command = (
     | Probe
     | CommitOutput
     | PrepareJob
+    | PlanJob
+    | Log
     | RunFile
     | WakeAt
     | WantRound

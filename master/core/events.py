@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from master.core.liveness import ProbeOutcome
+from testbed.plan import JobPlan
 from testbed.scenario.chaos import EvictSpec
 from testbed.wire.protocol import Message
 
@@ -128,6 +129,27 @@ class JobFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class JobPlanned:
+    """The answer to ``PlanJob``: the ``ordinal``-th job's plan and each stage's ideal memory (MB);
+    a sleep job's scaled duration estimate and Eagle class (``estimate_s`` None: no estimate)."""
+
+    ordinal: int
+    plan: JobPlan
+    stage_memory_mb: tuple[int, ...]
+    estimate_s: float | None = None
+    long: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobPlanFailed:
+    """The answer to ``PlanJob`` when the job cannot be planned (e.g. its input changed since
+    validation): the job fails with ``error``, the run goes on."""
+
+    ordinal: int
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class EvictRequest:
     """A live eviction (the HTTP API, the CLI, an operator's script): ``nodes`` by name, else
     those ``spec`` picks; ``foreign``: named nodes the shell's provider does not own. The core
@@ -159,6 +181,8 @@ Event = (
     | Abort
     | Crashed
     | JobFailed
+    | JobPlanned
+    | JobPlanFailed
     | EvictRequest
     | Stop
 )

@@ -10,7 +10,6 @@ input: a simulation starts every node at once.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from master.core.commands import ClusterUp, Command, NameNode, StartNode
@@ -20,8 +19,6 @@ from master.core.ports import ClusterPort, JobEnding
 from master.core.startup import cluster_up
 from master.policy_setup import reserved_partitions
 from testbed.wire.protocol import NameRequest
-
-log = logging.getLogger("master")
 
 
 class Launcher:
@@ -57,10 +54,10 @@ class Launcher:
     def start_initial(self) -> None:
         cluster = self.core.scenario.cluster
         if self.attach:
-            log.info(
-                "waiting for %d reserved and %d transient nodes",
-                cluster.reserved.count,
-                cluster.transient.count,
+            self.core.journal.say(
+                "info",
+                f"waiting for {cluster.reserved.count} reserved and "
+                f"{cluster.transient.count} transient nodes",
             )
             return
         self.queue = ["reserved"] * cluster.reserved.count + ["transient"] * cluster.transient.count
@@ -98,7 +95,9 @@ class Launcher:
     def start_failed(self, node: NodeRecord, error: str) -> None:
         if node.status != "launching":
             return
-        log.warning("node %s did not come up: the run goes on without it (%s)", node.node_id, error)
+        self.core.journal.say(
+            "warning", f"node {node.node_id} did not come up: the run goes on without it ({error})"
+        )
         node.status = "lost"
         self.records.node_ended(node, "node_start_failed")
         self._next()
@@ -143,5 +142,5 @@ class Launcher:
         if node_id is None:
             record = self._register(request.node_class, request.slots, request.memory_mb, request.host)
             node_id = self.adopted[key] = record.node_id
-            log.info("adopted %s (container %s)", node_id, request.host)
+            self.core.journal.say("info", f"adopted {node_id} (container {request.host})")
         self.put(NameNode(request.host, request.incarnation, node_id, request.key))

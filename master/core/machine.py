@@ -11,7 +11,6 @@ and a simulator drive the same decisions. docs/architecture.md shows the flow.
 
 from __future__ import annotations
 
-import logging
 import traceback
 from collections.abc import Iterable
 from typing import Any
@@ -23,6 +22,7 @@ from master.core.commands import (
     Command,
     CommitOutput,
     KillNode,
+    PlanJob,
     PrepareJob,
     Probe,
     ReleaseNode,
@@ -41,6 +41,8 @@ from master.core.events import (
     EvictRequest,
     FromNode,
     JobFailed,
+    JobPlanFailed,
+    JobPlanned,
     LinkDown,
     LinkUp,
     NodeStartFailed,
@@ -58,6 +60,7 @@ from master.core.launch import Launcher
 from master.core.lifecycle import NODE
 from master.core.nodes import NodeRecord
 from master.core.outbox import CoreJournal, Outbox
+from master.core.planning import planned_job
 from master.core.records import RunRecords
 from master.core.recovery import Recovery
 from master.core.resume import Recovered, restore_job, resumed_arrivals, resuming
@@ -66,10 +69,8 @@ from master.core.scaling import Scaling
 from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
 from master.core.watch import NodeWatch
-from master.profiles import stage_memory
 from testbed.api.policy import ClusterSnapshot, NodeView, RunningTask, Scheduler
 from testbed.api.strategy import BlockReported, JobSubmitted, NodeLost, PushReported, Reconnected, Strategy
-from testbed.arrivals.generate import is_long
 from testbed.settings.run_settings import RunSettings
 from testbed.wire.protocol import (
     MAX_BACKOFF_S,
@@ -83,9 +84,7 @@ from testbed.wire.protocol import (
     StoreInputs,
     TaskUpdate,
 )
-from testbed.workloads import plan_job
 
-log = logging.getLogger("master")
 REPLACED_LOSSES = ("heartbeat_timeout", "crashed")
 """Losses the chaos rules did not cause (they replace their own evictions themselves)."""
 ARRIVAL, TICK = 10, 20
@@ -108,6 +107,8 @@ class MasterCore:
         (None: all); ``resume``: what the journal of a crashed run says (``master.core.resume``)."""
         scenario = settings.scenario
         policies = settings.policies
+        self.settings = settings
+        """What the shells plan jobs with (``PlanJob``); the core reads its scenario and policies."""
         self.scenario = scenario
         self.run_id = run_id
         self.attach = attach
@@ -115,7 +116,6 @@ class MasterCore:
         self.journal = CoreJournal(self.outbox)
         self.timers = TimerHeap(self.journal.now)
         self.scheduler: Scheduler = policies.scheduler
-        self.stage_memory = stage_memory(settings.profiles)
         self.senders = SenderCheck(self.journal)
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
@@ -126,6 +126,8 @@ class MasterCore:
         self.evictions = 0
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
+        self.planning: dict[int, tuple[Any, float, bool]] = {}
+        """Jobs asked for (``PlanJob``), not yet planned: spec, submission time, whether restored."""
         self.launch_acks: dict[tuple[str, int], float] = {}
         """Seconds from sending each launch to the agent's ``running`` (the fidelity monitor's)."""
         self.staged: set[tuple[str, int, int]] = set()
@@ -216,6 +218,8 @@ class MasterCore:
             self.abort(f"internal error in the master: {event.error!r}", journal=False)
         elif isinstance(event, JobFailed):
             self.fail_job(event.job_id, event.error)
+        elif isinstance(event, JobPlanned | JobPlanFailed):
+            self._planned(event)
         elif isinstance(event, EvictRequest):
             self.outbox.put(self.chaos.request(event))
         elif isinstance(event, Stop):
@@ -267,15 +271,36 @@ class MasterCore:
     # ------------------------------------------------------------------ jobs
 
     def submit_job(self, spec: Any, ordinal: int) -> None:
-        self.records.unsubmitted.pop(ordinal, None)
-        try:
-            job = self.new_job(spec, ordinal, self.journal.now())
-        except Exception as exc:  # e.g. its input changed since validation: the job fails, not the run
-            log.warning("job j%03d cannot be planned: %s", ordinal, exc)
-            self.records.fail_unplanned(ordinal, spec, f"cannot plan the job: {exc}")
-            self.chains.planning_failed(spec, ordinal, f"cannot plan the job: {exc}")
-            self.records.check_all_done()
+        """The ``ordinal``-th job arrives: the shell plans it (``PlanJob``), then it is submitted."""
+        self._plan(spec, ordinal, self.journal.now(), restore=False)
+
+    def restore_job(self, spec: Any, ordinal: int) -> None:
+        """A job the crashed run had submitted: planned again, then restored (``master.core.resume``)."""
+        assert self.resume is not None
+        self._plan(spec, ordinal, self.resume.submitted[f"j{ordinal:03d}"], restore=True)
+
+    def _plan(self, spec: Any, ordinal: int, submitted: float, restore: bool) -> None:
+        self.planning[ordinal] = (spec, submitted, restore)
+        self.timers.hold()
+        self.outbox.put(PlanJob(ordinal, spec, self.job_seed(spec, ordinal)))
+
+    def _planned(self, event: JobPlanned | JobPlanFailed) -> None:
+        """The shell's answer to ``PlanJob``: the job is submitted (or restored), or fails; the
+        timers it held go on."""
+        spec, submitted, restore = self.planning.pop(event.ordinal)
+        if not self.records.all_done:
+            if isinstance(event, JobPlanned):
+                self._submit(planned_job(spec, event, submitted), spec, event.ordinal, restore)
+            else:
+                self._unplanned(spec, event.ordinal, event.error)
+        if not self.planning:
+            self.timers.release()
+
+    def _submit(self, job: JobRuntime, spec: Any, ordinal: int, restore: bool) -> None:
+        if restore:
+            restore_job(self, self.resume, job)  # type: ignore[arg-type]
             return
+        self.records.unsubmitted.pop(ordinal, None)
         self.jobs[job.job_id] = job
         self.live_jobs.add(job)
         seed = self.job_seed(spec, ordinal)
@@ -293,30 +318,17 @@ class MasterCore:
         )
         self.kick()
 
+    def _unplanned(self, spec: Any, ordinal: int, error: str) -> None:
+        """The job cannot be planned (e.g. its input changed since validation): it fails, not the run."""
+        self.records.unsubmitted.pop(ordinal, None)
+        self.journal.say("warning", f"job j{ordinal:03d} cannot be planned: {error}")
+        self.records.fail_unplanned(ordinal, spec, f"cannot plan the job: {error}")
+        self.chains.planning_failed(spec, ordinal, f"cannot plan the job: {error}")
+        self.records.check_all_done()
+
     def job_seed(self, spec: Any, ordinal: int) -> int:
         """The ``ordinal``-th job's seed: its own, else drawn from the scenario's."""
         return spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
-
-    def new_job(self, spec: Any, ordinal: int, submitted: float) -> JobRuntime:
-        """The ``ordinal``-th job of the scenario: the same id, seed and plan in every run of it."""
-        plan = plan_job(spec, self.job_seed(spec, ordinal), self.scenario)
-        memory = tuple(self.stage_memory(spec, stage) for stage in range(len(plan.stages)))
-        job = JobRuntime(
-            f"j{ordinal:03d}",
-            spec.name or f"{spec.workload}-{ordinal}",
-            spec.workload,
-            plan,
-            submitted,
-            max(memory),
-            stage_memory_mb=memory,
-        )
-        if spec.workload == "sleep":
-            job.est_duration_s = self.scenario.trace(spec.estimate_s)
-            job.long = is_long(spec.estimate_s, self.scenario.long_cutoff)
-        return job
-
-    def restore_job(self, spec: Any, ordinal: int) -> None:
-        restore_job(self, self.resume, spec, ordinal)  # type: ignore[arg-type]
 
     def run_over(self) -> None:
         self.outbox.put(RunOver(self.records.all_succeeded()))
@@ -324,7 +336,7 @@ class MasterCore:
     def abort(self, reason: str, journal: bool = True) -> None:
         """End the run at once: unfinished jobs fail with ``reason``."""
         if journal:
-            log.error("the run cannot go on: %s", reason)
+            self.journal.say("error", f"the run cannot go on: {reason}")
             self.journal.event("run_aborted", reason=reason)
         self.records.fail_unfinished(reason)
         if not self.records.all_done:

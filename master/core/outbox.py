@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from master.core.commands import Command, Journal, WantRound
+from master.core.commands import Command, Journal, Log, LogLevel, WantRound
 from testbed.journal.schema import check_event
 
 
@@ -61,3 +61,7 @@ class CoreJournal:
     def event(self, name: str, /, **fields: Any) -> None:
         check_event(name, fields)
         self.outbox.put(Journal(self.outbox.now, name, fields))
+
+    def say(self, level: LogLevel, message: str) -> None:
+        """Say ``message`` on the master's console (``Log``): what an operator watches, not journaled."""
+        self.outbox.put(Log(level, message))

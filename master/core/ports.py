@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from master.core.commands import Command
+from master.core.commands import Command, LogLevel
 from master.core.input_replicas import InputReplication
 from master.core.jobs import Copy, JobRuntime, LiveJobs, TaskKey
 from master.core.nodes import NodeRecord
@@ -30,6 +30,8 @@ class JournalPort(Protocol):
     def now(self) -> float: ...
 
     def event(self, name: str, /, **fields: Any) -> None: ...
+
+    def say(self, level: LogLevel, message: str) -> None: ...
 
 
 class ClusterPort(Protocol):

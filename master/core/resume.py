@@ -3,7 +3,8 @@
 ``master.shell.resume_run.recover`` reads the journal into a ``Recovered``; a ``MasterCore``
 given it (``resume=``) continues the same scenario: the crash closes what it left
 open (``resuming``), finished jobs are not run again, a job that was running keeps
-its committed final partitions and launches the rest again (``restore_job``), jobs
+its committed final partitions and, planned again as a new job is (``PlanJob``),
+launches the rest again (``restore_job``), jobs
 not yet submitted arrive at their times (``resumed_arrivals``), and the clock
 continues from the crash. The module docstring of ``master.shell.resume_run`` says why.
 """
@@ -39,7 +40,7 @@ class ResumingCore(Protocol):
     records: JobEnding
     recovery: RecoveryPort
 
-    def new_job(self, spec: Any, ordinal: int, submitted: float) -> JobRuntime: ...
+    def restore_job(self, spec: Any, ordinal: int) -> None: ...
 
     def kick(self) -> None: ...
 
@@ -154,7 +155,7 @@ def resumed_arrivals(
             if spec.after is not None and job_id not in found.finished_jobs:
                 resume_chained(core, found, spec, ordinal, specs)
             elif job_id in found.submitted:
-                restore_job(core, found, spec, ordinal)
+                core.restore_job(spec, ordinal)
             elif job_id not in found.finished_jobs:
                 submit_at(max(now, core.scenario.trace(spec.submit_at + repeat * spec.every)), spec, ordinal)
             ordinal += 1
@@ -182,9 +183,9 @@ def ordinal_of(specs: list[Any], name: str) -> int:
     raise KeyError(name)
 
 
-def restore_job(core: ResumingCore, found: Recovered, spec: Any, ordinal: int) -> None:
-    """A job that was running: keep its committed partitions, launch the rest again."""
-    job = core.new_job(spec, ordinal, found.submitted[f"j{ordinal:03d}"])
+def restore_job(core: ResumingCore, found: Recovered, job: JobRuntime) -> None:
+    """A job that was running, planned again (``MasterCore.restore_job``): keep its committed
+    partitions, launch the rest again."""
     committed = found.committed.get(job.job_id, {})
     for key, record in job.tasks.items():
         task_id = job.task_id(key)

@@ -9,7 +9,6 @@ task started elsewhere) is dropped, and the task waits for the next round.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -38,8 +37,6 @@ from testbed.api.policy import (
 )
 from testbed.api.strategy import Ready, TaskLaunch, TaskStarted, Tick
 from testbed.wire.protocol import BlockRef, LaunchTask, TaskSpec
-
-log = logging.getLogger("master")
 
 Pending = dict[str, tuple[JobRuntime, TaskKey]]
 
@@ -327,11 +324,10 @@ class SchedulingRound:
         if node is None or located is None or not _may_start(node, decision.task_id):
             return
         if not _fits(node, decision.memory_mb):  # a policy's decision is checked, not trusted
-            log.warning(
-                "%s refused: %s has no free slot or less than %d MB free",
-                decision.task_id,
-                node.node_id,
-                decision.memory_mb,
+            core.journal.say(
+                "warning",
+                f"{decision.task_id} refused: {node.node_id} has no free slot or less than "
+                f"{decision.memory_mb} MB free",
             )
             return  # the task waits for another round
         if decision.task_id in node.queued:
@@ -341,7 +337,7 @@ class SchedulingRound:
             return  # a policy that ignores PendingTask.excluded_nodes: the task waits for another round
         allowed = self._allowed_classes(decision.task_id, job.tasks[key])
         if allowed is not None and node.node_class not in allowed:
-            log.warning("%s refused: %s is not of its classes", decision.task_id, node.node_id)
+            core.journal.say("warning", f"{decision.task_id} refused: {node.node_id} is not of its classes")
             return  # a policy that ignores PendingTask.allowed_classes: the task waits for another round
         job.tasks[key].allowed_classes = allowed
         now = core.journal.now()

@@ -14,12 +14,9 @@ already on the way). That is no forgery: it is counted (``late``) and dropped qu
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from testbed.wire.protocol import CancelTask, FlushAggregate, Message, PushDelivered, TaskUpdate
-
-log = logging.getLogger("master")
 
 
 class SenderCheck:
@@ -50,12 +47,12 @@ class SenderCheck:
             return True
         if isinstance(message, TaskUpdate) and self._cancelled_on(node_id, message):
             self.late += 1
-            log.debug("dropped a late update of %s attempt %d from %s: the master cancelled it",
-                      message.task_id, message.attempt, node_id)  # fmt: skip
+            self.journal.say("debug", f"dropped a late update of {message.task_id} attempt {message.attempt} "
+                             f"from {node_id}: the master cancelled it")  # fmt: skip
             return False
         self.forged += 1
         kind = getattr(message, "kind", "message")
-        log.warning("ignored a forged %s from %s: it %s", kind, node_id, why)
+        self.journal.say("warning", f"ignored a forged {kind} from {node_id}: it {why}")
         self.journal.event("forged_message", node=node_id, kind=kind, why=why)
         return False
 

@@ -7,14 +7,22 @@ every type of the ``Command`` union (checked when this module loads), and a subc
 define every verb (checked when the class is defined), so a command added to the core fails
 at import until each shell has a verb for it. A shell that ignores a command says so with a
 verb that does nothing.
+
+A command whose answer the core waits for (``PlanJob``) is answered within the turn: its verb
+queues the answer (``answer``), and ``execute``, once the turn's commands are carried out, hands
+each queued answer to the core (``handle_answer``) and carries out what it causes, before the
+shell handles any other event. The core holds its due timers meanwhile, so the run goes on as
+if the answer had come inside the event that asked for it.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, get_args
 
 from master.core import commands as cmd
+from master.core.events import Event
 
 VERBS: dict[type, str] = {
     cmd.Send: "do_send",
@@ -27,6 +35,8 @@ VERBS: dict[type, str] = {
     cmd.Probe: "do_probe",
     cmd.CommitOutput: "do_commit_output",
     cmd.PrepareJob: "do_prepare_job",
+    cmd.PlanJob: "do_plan_job",
+    cmd.Log: "do_log",
     cmd.RunFile: "do_run_file",
     cmd.WakeAt: "do_wake_at",
     cmd.WantRound: "do_want_round",
@@ -50,6 +60,10 @@ class Shell:
 
     _verbs: ClassVar[dict[type, Callable[[Any, Any], None]]] = {}
 
+    def __init__(self) -> None:
+        self._answers: deque[Event] = deque()
+        self._answering = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         missing = [name for name in VERBS.values() if not callable(getattr(cls, name, None))]
@@ -62,3 +76,19 @@ class Shell:
         verbs = self._verbs
         for command in commands:
             verbs[type(command)](self, command)
+        if self._answering:
+            return
+        self._answering = True
+        try:
+            while self._answers:
+                self.execute(self.handle_answer(self._answers.popleft()))
+        finally:
+            self._answering = False
+
+    def answer(self, event: Event) -> None:
+        """Queue ``event``, the answer to a command being carried out, for this turn."""
+        self._answers.append(event)
+
+    def handle_answer(self, event: Event) -> list[cmd.Command]:
+        """The core's commands for ``event`` (an answer ``execute`` hands it), not yet carried out."""
+        raise NotImplementedError(f"shell {type(self).__qualname__} answers no command")

@@ -9,14 +9,10 @@ commits its output exactly once: only an attempt whose upload the sink staged
 
 from __future__ import annotations
 
-import logging
-
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
 from testbed.wire.protocol import TaskUpdate
-
-log = logging.getLogger("master")
 
 
 def locate(core: CorePort, task_id: str) -> tuple[JobRuntime, TaskKey] | None:
@@ -89,10 +85,8 @@ def _outcome(core: CorePort, job: JobRuntime, key: TaskKey, update: TaskUpdate) 
     stage = job.plan.stages[key[0]]
     ok = update.state == "succeeded"
     if ok and not stage.final and len(update.partition_bytes) != stage.partitions:
-        log.warning(
-            "%s reported %d partitions, not %d", update.task_id, len(update.partition_bytes), stage.partitions
-        )
         error = f"reported {len(update.partition_bytes)} partitions, not {stage.partitions}"
+        core.journal.say("warning", f"{update.task_id} {error}")
         return False, update.model_copy(update={"failure": "error", "error": error})
     if (
         ok

@@ -25,6 +25,9 @@ class TimerHeap:
         self._order = itertools.count()
         self.asked: float | None = None
         """The earliest time a ``WakeAt`` asked for and not yet come."""
+        self.held = False
+        """Due actions wait (an answer the core asked for is to come first: ``hold``)."""
+        self._interrupted = False
 
     def now(self) -> float:
         return self._now()
@@ -37,7 +40,7 @@ class TimerHeap:
 
     def wake_needed(self) -> float | None:
         """The head's time if no ``WakeAt`` asked for it (or for an earlier time) yet."""
-        if not self._due:
+        if not self._due or self._interrupted:
             return None
         head = self._due[0][0]
         if self.asked is not None and self.asked <= head:
@@ -50,8 +53,23 @@ class TimerHeap:
         now = self._now() + SLACK_S
         self.asked = None
         while self._due and self._due[0][0] <= now:
+            if self.held:
+                self._interrupted = True
+                return
             _, _, _, action = heapq.heappop(self._due)
             action()
+
+    def hold(self) -> None:
+        """The actions still due wait until ``release``: one of them asked the shell for
+        something the next ones must see (``PlanJob``), as if its answer had come at once."""
+        self.held = True
+
+    def release(self) -> None:
+        """Go on with the actions a ``hold`` stopped, in their order, as one ``run_due`` would."""
+        self.held = False
+        if self._interrupted:
+            self._interrupted = False
+            self.run_due()
 
     def shift(self, origin: float) -> None:
         """The clock's origin moved to ``origin``: every timer keeps its distance from now."""
@@ -63,6 +81,7 @@ class TimerHeap:
         """Drop every timer (the run stops)."""
         self._due.clear()
         self.asked = None
+        self._interrupted = False
 
     def __len__(self) -> int:
         return len(self._due)

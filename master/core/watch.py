@@ -10,8 +10,6 @@ about the nodes).
 
 from __future__ import annotations
 
-import logging
-
 from master.core.events import ProbeAnswered
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.liveness import (
@@ -26,8 +24,6 @@ from master.core.liveness import (
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
 from testbed.wire.protocol import CancelTask, Heartbeat
-
-log = logging.getLogger("master")
 
 
 class NodeWatch:
@@ -107,7 +103,7 @@ class NodeWatch:
 
     def _lost_by_silence(self, node: NodeRecord) -> None:
         silent_s = self.core.journal.now() - node.last_seen
-        log.warning("node %s missed heartbeats for %.1fs", node.node_id, silent_s)
+        self.core.journal.say("warning", f"node {node.node_id} missed heartbeats for {silent_s:.1f}s")
         self.core.node_lost(node, "heartbeat_timeout")
         self.core.kill(node.node_id)  # a silent node may be frozen, not dead
 
@@ -153,7 +149,9 @@ class NodeWatch:
             node.sent_at[task_id] = now
             self.core.send(node.node_id, node.launches[task_id])
             return
-        log.warning("%s attempt %d is not running on %s: relaunching it", task_id, attempt, node.node_id)
+        self.core.journal.say(
+            "warning", f"{task_id} attempt {attempt} is not running on {node.node_id}: relaunching it"
+        )
         self.fail_unaccounted(node, task_id, now, why)
 
     def fail_unaccounted(self, node: NodeRecord, task_id: str, now: float, why: str) -> None:

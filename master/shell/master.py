@@ -44,6 +44,7 @@ from master.core.resume import Recovered
 from master.core.shell_base import Shell
 from master.core.view import CoreView
 from master.providers.base import AdoptingProvider, NodeProvider
+from master.shell import answers
 from master.shell.disk_faults import journal_disk_full
 from master.shell.http_api import MasterApi
 from master.shell.journal_file import Journal
@@ -84,7 +85,9 @@ class Master(Shell):
         extra environment of one agent (its broker login). ``attach``: the initial nodes are
         started by someone else (compose, Swarm); the master waits for the scenario's node
         counts to come up and adopts them. ``recovered``: a crashed run to resume."""
+        super().__init__()
         scenario = settings.scenario
+        self.settings = settings
         self.scenario = scenario
         self.run_id = run_id
         self.run_dir = run_dir
@@ -215,15 +218,18 @@ class Master(Shell):
     # ------------------------------------------------------------------ events in, commands out
 
     def _handle(self, event: Event) -> list[cmd.Command]:
+        commands = self.handle_answer(event)
+        self.execute(commands)
+        return commands
+
+    def handle_answer(self, event: Event) -> list[cmd.Command]:
         try:
-            commands = self.core.handle(event, self.journal.now())
+            return self.core.handle(event, self.journal.now())
         except Exception as error:
             if self._crash is None:
                 self._crash = error
                 self._crashed.set()
             raise
-        self.execute(commands)
-        return commands
 
     # ------------------------------------------------------------------ the verbs (``Shell``)
 
@@ -268,6 +274,12 @@ class Master(Shell):
         outputs.mkdir(parents=True, exist_ok=True)
         if command.keep is not None:
             prepare_restored_outputs(outputs, set(command.keep))
+
+    def do_plan_job(self, command: cmd.PlanJob) -> None:
+        self.answer(answers.plan(command, self.settings))
+
+    def do_log(self, command: cmd.Log) -> None:
+        answers.say(command)
 
     def do_locate_output(self, command: cmd.LocateOutput) -> None:
         """The parent's parts are committed: answered next."""

@@ -11,8 +11,10 @@ asked when the command comes); a ``WakeAt`` becomes a ``Wake`` at that time, del
 right after the first event at or past it (a real shell's loop timers run in the turn after
 its handler); a ``WantRound`` a scheduling round after every other action of the instant
 (the real shell's "backlog first, then the round"); a ``Probe`` is answered by the model
-agent at once; a ``RunFile`` is written. The agents' messages go in as ``FromNode``,
-unencoded: the core reads the same objects a real shell decodes.
+agent at once; a ``RunFile`` is written; a ``PlanJob`` is planned as the real shell plans it
+and answered within the turn (``Shell.answer``); a ``Log`` goes to the ``master`` logger. The
+agents' messages go in as ``FromNode``, unencoded: the core reads the same objects a real
+shell decodes.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from master.core.events import (
 from master.core.machine import MasterCore
 from master.core.shell_base import Shell
 from master.core.view import CoreView
+from master.shell import answers
 from master.shell.journal_file import Journal
 from master.sim.agents import ModelAgents
 from master.sim.clock import DELIVER, ROUND, WAKE, EventHeap
@@ -68,6 +71,7 @@ class SimShell(Shell):
         the least time between two rounds (what a master whose round takes that long does);
         ``charge_policy_time``: a round's time (``RoundTimes``) passes on the clock before its
         decisions take effect, and no round starts meanwhile."""
+        super().__init__()
         self.core = core
         self.view = CoreView(core)
         self.run_dir = run_dir
@@ -196,9 +200,12 @@ class SimShell(Shell):
     def _handle(self, event: Event) -> None:
         """One event in at the heap's time, its commands carried out, then the core's timers
         that are due by now (what a real shell's loop runs in the turn after the handler)."""
-        self.handled += 1
-        self._apply(self.core.handle(event, self.now()))
+        self._apply(self.handle_answer(event))
         self._due_wakes()
+
+    def handle_answer(self, event: Event) -> list[cmd.Command]:
+        self.handled += 1
+        return self.core.handle(event, self.now())
 
     def _due_wakes(self) -> None:
         wakes = self.wakes
@@ -304,6 +311,12 @@ class SimShell(Shell):
         """No outputs are produced in a simulation."""
 
     do_commit_output = do_locate_output = do_evicted = do_prepare_job
+
+    def do_plan_job(self, command: cmd.PlanJob) -> None:
+        self.answer(answers.plan(command, self.core.settings))
+
+    def do_log(self, command: cmd.Log) -> None:
+        answers.say(command)
 
     def do_name_node(self, command: cmd.NameNode) -> None:
         """A simulation adopts no agent."""

@@ -1,7 +1,8 @@
 """The master's core driven by hand: ``RecordingShell``, the shell of ``StrategyBench`` and of the
 project's core tests.
 
-It carries out nothing but the core's timers: every command is kept in ``log``, in order, and
+It carries out nothing but the core's timers, its job plans (``PlanJob``, answered as the real
+master answers it) and its console lines (``Log``): every command is kept in ``log``, in order, and
 the earliest ``WakeAt`` not yet delivered in ``wake``; time is what its user says (``now``).
 """
 
@@ -13,10 +14,12 @@ from master.core import commands as cmd
 from master.core.events import Event, Round, Wake
 from master.core.machine import MasterCore
 from master.core.shell_base import Shell
+from master.shell import answers
 
 
 class RecordingShell(Shell):
     def __init__(self, core: MasterCore) -> None:
+        super().__init__()
         self.core = core
         self.now = 0.0
         self.log: list[cmd.Command] = []
@@ -24,10 +27,14 @@ class RecordingShell(Shell):
         self.wake: float | None = None
 
     def handle(self, event: Event) -> list[cmd.Command]:
-        """``event`` at ``now``: the commands it caused (kept)."""
-        out = self.core.handle(event, self.now)
-        self.execute(out)
-        return out
+        """``event`` at ``now``: the commands it caused (kept), with those of the answers given
+        within its turn (``PlanJob``'s ``JobPlanned``)."""
+        start = len(self.log)
+        self.execute(self.handle_answer(event))
+        return self.log[start:]
+
+    def handle_answer(self, event: Event) -> list[cmd.Command]:
+        return self.core.handle(event, self.now)
 
     def execute(self, commands: Iterable[cmd.Command]) -> None:
         commands = list(commands)
@@ -45,6 +52,13 @@ class RecordingShell(Shell):
 
     def do_wake_at(self, command: cmd.WakeAt) -> None:
         self.wake = command.t if self.wake is None else min(self.wake, command.t)
+
+    def do_plan_job(self, command: cmd.PlanJob) -> None:
+        """Planned as the real master plans it (the job's input files are read)."""
+        self.answer(answers.plan(command, self.core.settings))
+
+    def do_log(self, command: cmd.Log) -> None:
+        answers.say(command)
 
     def _kept(self, command: cmd.Command) -> None:
         """Kept in ``log`` only: the user reads it and answers (nodes' states, probes) by hand."""
