@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,10 @@ from tests.support.settings import settings_of
 pytestmark = pytest.mark.e2e
 
 
-def clean_stale_forkservers(shared: Path) -> list[Path]:
+def clean_stale_forkservers(shared: Path) -> None:
     """What a user cleaning up after SIGKILLed agents does: every ``pymp-*`` goes."""
-    stale = sorted(shared.glob("pymp-*"))
-    for path in stale:
+    for path in sorted(shared.glob("pymp-*")):
         shutil.rmtree(path)
-    return stale
 
 
 async def test_a_cleanup_of_pymp_directories_mid_run_fails_no_worker_start(
@@ -43,27 +42,19 @@ async def test_a_cleanup_of_pymp_directories_mid_run_fails_no_worker_start(
 ) -> None:
     """``short_tmpdir`` is the temporary directory the master and its agents share, as they
     share ``/tmp``."""
-    hold, until = hold_job(tmp_path / "in")
-    scenario = scenario_in(tmp_path / "in", jobs=[hold], timeout=120)
-    seen: dict[str, Any] = {}
-
-    def on_event(master: Any, record: dict[str, Any]) -> None:
-        # the held map runs: every node is up, so each agent's forkserver listens
-        if record["event"] == "task_started" and "cleaned" not in seen:
-            seen["sockets"] = sorted(short_tmpdir.rglob("listener-*"))
-            seen["cleaned"] = clean_stale_forkservers(short_tmpdir)
-            until.touch()  # the reduce starts only now: a new worker, after the cleanup
-
-    await assert_both_tasks_succeed(tmp_path, scenario, on_event)
-    assert seen["sockets"], "no forkserver socket under the shared temporary directory"
+    sockets = await run_with_cleanup_mid_run(
+        tmp_path,
+        lambda: sorted(short_tmpdir.rglob("listener-*")),
+        lambda: clean_stale_forkservers(short_tmpdir),
+    )
+    assert sockets, "no forkserver socket under the shared temporary directory"
 
 
-def wipe_node_temp_dirs(shared: Path) -> list[Path]:
+def wipe_node_temp_dirs(shared: Path) -> None:
     """Every node's own ``TMPDIR`` (``<provider's private dir>/<node>``), deleted whole."""
-    wiped = sorted(path for path in shared.glob("testbed-*/*") if path.is_dir())
-    for path in wiped:
-        shutil.rmtree(path)
-    return wiped
+    for path in sorted(shared.glob("testbed-*/*")):
+        if path.is_dir():
+            shutil.rmtree(path)
 
 
 async def test_a_wipe_of_each_nodes_own_temp_dir_mid_run_fails_no_worker_start(
@@ -71,24 +62,34 @@ async def test_a_wipe_of_each_nodes_own_temp_dir_mid_run_fails_no_worker_start(
 ) -> None:
     """On the code before the forkserver's replacement the reduce's starts all failed
     ``[Errno 2]`` (on every node: each one's socket was gone)."""
+    sockets = await run_with_cleanup_mid_run(
+        tmp_path,
+        lambda: sorted(short_tmpdir.glob("testbed-*/*/pymp-*/listener-*")),
+        lambda: wipe_node_temp_dirs(short_tmpdir),
+    )
+    assert sockets and not any(path.exists() for path in sockets), sockets
+
+
+async def run_with_cleanup_mid_run(
+    tmp_path: Path, sockets_now: Callable[[], list[Path]], cleanup: Callable[[], None]
+) -> list[Path]:
+    """Run a held job; once its map runs (every node is up, so each agent's forkserver
+    listens), list the sockets, run ``cleanup`` and let the reduce start: a new worker, after
+    the cleanup. Both tasks must succeed. The sockets seen before the cleanup."""
     hold, until = hold_job(tmp_path / "in")
     scenario = scenario_in(tmp_path / "in", jobs=[hold], timeout=120)
-    seen: dict[str, Any] = {}
+    seen: dict[str, list[Path]] = {}
 
     def on_event(master: Any, record: dict[str, Any]) -> None:
-        if record["event"] == "task_started" and "wiped" not in seen:
-            seen["sockets"] = sorted(short_tmpdir.glob("testbed-*/*/pymp-*/listener-*"))
-            seen["wiped"] = wipe_node_temp_dirs(short_tmpdir)
+        if record["event"] == "task_started" and "sockets" not in seen:
+            seen["sockets"] = sockets_now()
+            cleanup()
             until.touch()
 
-    await assert_both_tasks_succeed(tmp_path, scenario, on_event)
-    assert seen["sockets"] and not any(path.exists() for path in seen["sockets"]), seen
-
-
-async def assert_both_tasks_succeed(tmp_path: Path, scenario: Any, on_event: Any) -> None:
     run_dir = tmp_path / "run"
     result = await run_scenario(settings_of(scenario), run_dir, on_event=on_event)
     assert result.ok, result.summary
     rows = list(csv.DictReader((run_dir / "tasks.csv").open()))
     assert [r["status"] for r in rows] == ["succeeded", "succeeded"], rows
     assert_clean(run_dir)
+    return seen["sockets"]
