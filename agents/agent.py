@@ -207,7 +207,13 @@ class Agent:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.config.listen, self.config.port, reuse_address=True)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:  # a port taken or not ours to bind: nothing to retry
+            await runner.cleanup()
+            where = f"{self.config.listen}:{self.config.port}"
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise ListenFailed(f"cannot serve blocks on {where}: {reason}") from None
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         return runner
 
@@ -567,6 +573,10 @@ class Agent:
 
     def _publish_update(self, update: TaskUpdate) -> None:
         self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))
+
+
+class ListenFailed(RuntimeError):
+    """The agent cannot open its data-plane port (exit 1, one line)."""
 
 
 async def _until_stopped(stop: asyncio.Event, link: asyncio.Task[None]) -> None:

@@ -90,6 +90,8 @@ def run_agent(args: argparse.Namespace) -> int:
     die_with_parent()
     secrets = take_secrets()  # task workers get none of them
     _work_in(args)
+    from agents.agent import ListenFailed  # after join: the agent's imports count on its quota
+
     try:
         import uvloop
     except ImportError:
@@ -98,7 +100,7 @@ def run_agent(args: argparse.Namespace) -> int:
         runner = uvloop.run
     try:
         runner(_named_agent(args, secrets))
-    except BrokerUnreachable as exc:  # Swarm's on-failure policy starts the agent again
+    except (BrokerUnreachable, ListenFailed) as exc:  # Swarm's on-failure policy starts it again
         print(f"agent {args.node_id or socket.gethostname()}: giving up: {exc}", file=sys.stderr)
         return 1
     return 0  # stopped by SIGTERM or SIGINT: a release, or the end of the run

@@ -84,6 +84,8 @@ SWARM_SERVICE_ID = "com.docker.swarm.service.id"
 SHORT_ID = 12
 """A container's default hostname: the first 12 hex digits of its id."""
 STACK_NAMESPACE = "com.docker.stack.namespace"
+LOG_LINES = 3
+"""How many of its last log lines a named agent that did not come up is reported with."""
 
 
 class AttachProvider:
@@ -173,6 +175,28 @@ class AttachProvider:
             for name, states in sorted(found.items())
         )
         return "; ".join(tallies) or f"none labelled {LABEL_RUN}={self.run_id}"
+
+    async def node_report(self, node_id: str) -> str:
+        try:
+            return await asyncio.to_thread(self._node_report, node_id)
+        except (DockerException, OSError) as error:
+            return f"unknown (the Docker API: {error})"
+
+    def _node_report(self, node_id: str) -> str:
+        """Its container's state and health, its healthcheck's last output and its last log
+        line: why a named agent did not come up (on another engine of the Swarm: not seen)."""
+        try:
+            container = self._owned_container(node_id)
+        except (UnknownNodeError, ForeignNodeError):
+            return "its container is not on this engine"
+        parts = [_container_state(container)]
+        probes = container.attrs.get("State", {}).get("Health", {}).get("Log") or []
+        if probes:
+            probe = probes[-1]
+            parts.append(f"last probe: exit {probe.get('ExitCode')} {_one_line(probe.get('Output', ''))}")
+        last = container.logs(tail=LOG_LINES).decode(errors="replace").strip().splitlines()
+        parts.append(f"last log: {' | '.join(_one_line(line) for line in last) if last else 'none'}")
+        return ", ".join(parts)
 
     def owns(self, node_id: str) -> bool:
         try:
@@ -344,6 +368,11 @@ def _task_state(task: dict[str, Any]) -> str:
         else state
     )
     return f"{ended}: {status['Err']}" if status.get("Err") else ended
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def _container_state(container: Container) -> str:

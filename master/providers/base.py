@@ -69,3 +69,6 @@ class AdoptingProvider(NodeProvider, Protocol):
 
     async def agents_report(self) -> str:
         """One line: what compose or Swarm reports of the run's agent containers or tasks."""
+
+    async def node_report(self, node_id: str) -> str:
+        """One line: the state, health and last log lines of an adopted node's container."""

@@ -3,6 +3,7 @@ which nodes are missing and what the engine reports of the agents' containers or
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import docker
@@ -45,3 +46,49 @@ def test_agents_that_never_came_up_are_named_in_one_line(
     assert line.startswith("testbed run: after 2s, 0 of 1 reserved and 0 of 1 transient nodes are up"), line
     assert "never asked for a name (not started, or no broker): 1 reserved, 1 transient" in line, line
     assert line.endswith("the agents' tasks: transient: 1 exited (exit 0)"), line
+
+
+def test_a_named_agent_that_did_not_come_up_is_reported_with_its_containers_last_words(
+    docker_client: docker.DockerClient,
+    image: str,
+    mosquitto: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An agent that asks for its name, is named, then cannot open its data-plane port (the
+    port is taken): it exits 1 with one line, and the master's line names the node with its
+    container's state and that line, not only "named but not up"."""
+    run_id = new_run_id()
+    scenario = tmp_path / "attached.yaml"
+    scenario.write_text("name: attached\ncluster: {reserved: 1, transient: 1}\njobs: [{workload: noop}]\n")
+    monkeypatch.setenv("TESTBED_RUN_ID", run_id)
+    monkeypatch.setenv("TESTBED_BROKER", mosquitto)
+    monkeypatch.setattr(node_start, "ATTACH_WAIT_S", 45.0)  # the agent's start, naming and exit
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        agent = [
+            *("agent", "--run", run_id, "--node-class", "transient", "--broker", mosquitto),
+            *("--listen", "127.0.0.1", "--port", str(port), "--data-dir", "/tmp/node"),
+        ]
+        try:  # on the host's network: it reaches the loopback broker, and finds the port taken
+            docker_client.containers.run(
+                image,
+                agent,
+                labels={LABEL_RUN: run_id, LABEL_CLASS: "transient"},
+                network_mode="host",
+                detach=True,
+            )
+            status = main(["run", str(scenario), "--backend", "attach", "--out", str(tmp_path / "run")])
+        finally:
+            remove_run(docker_client, run_id)
+    err = capsys.readouterr().err
+    assert status == 1, err
+    assert "Traceback" not in err, err
+    (line,) = [line for line in err.splitlines() if "cannot start" in line]
+    assert "0 of 1 transient nodes are up" in line, line
+    assert "named but not up: transient-0 (container " in line, line
+    assert ", launching: exited (exit 1), last log: " in line, line
+    assert f"giving up: cannot serve blocks on 127.0.0.1:{port}: Address already in use);" in line, line
