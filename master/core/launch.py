@@ -50,6 +50,8 @@ class Launcher:
         """The nodes registered before the initial cluster was up, in order; those before
         ``settled`` no longer launch (a node never goes back to launching)."""
         self.settled = 0
+        self.given_up: set[str] = set()
+        """The nodes that did not come up in time (``start_failed``)."""
 
     def start_initial(self) -> None:
         cluster = self.core.scenario.cluster
@@ -76,10 +78,13 @@ class Launcher:
             return
         cluster = self.core.scenario.cluster
         wanted = {"reserved": cluster.reserved.count, "transient": cluster.transient.count}
-        nodes = ((n.node_class, n.status) for n in self.core.nodes.values())
+        nodes = ((n.node_class, self._start_status(n)) for n in self.core.nodes.values())
         if cluster_up(nodes, self.attach, wanted):
             self.initial = False
             self.put(ClusterUp())
+
+    def _start_status(self, node: NodeRecord) -> str:
+        return "given up" if node.node_id in self.given_up else node.status
 
     def _still_launching(self) -> bool:
         """Whether a node registered so far still launches (then the cluster is not up): in
@@ -99,7 +104,8 @@ class Launcher:
             "warning", f"node {node.node_id} did not come up: the run goes on without it ({error})"
         )
         node.status = "lost"
-        self.records.node_ended(node, "node_start_failed")
+        self.given_up.add(node.node_id)
+        self.records.node_ended(node, "node_start_failed", error=error)
         self._next()
 
     def launch(self, node_class: str) -> NodeRecord:

@@ -10,10 +10,12 @@ def cluster_up(nodes: Iterable[tuple[str, str]], attach: bool, wanted: Mapping[s
 
     No node may still be launching. A master that launched its nodes itself
     (not ``attach``) waits for nothing more: a node that did not come up was
-    given up on. One that attaches to nodes started by someone else waits until
-    ``wanted`` (class -> count) of each class have come up."""
+    given up on (status ``given up``). One that attaches to nodes started by someone
+    else waits until ``wanted`` (class -> count) of each class have come up or been
+    given up on: an agent lost once up may come back (restarted by compose or Swarm,
+    it asks for a new name), one given up on was killed by the master."""
     nodes = list(nodes)
     if any(status == "launching" for _, status in nodes):
         return False
-    up = [node_class for node_class, status in nodes if status == "up"]
-    return not attach or all(up.count(node_class) >= count for node_class, count in wanted.items())
+    arrived = [node_class for node_class, status in nodes if status in ("up", "given up")]
+    return not attach or all(arrived.count(node_class) >= count for node_class, count in wanted.items())

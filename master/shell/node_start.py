@@ -94,21 +94,16 @@ class NodeStarts:
         self, now: Callable[[], float], fail: Callable[[NodeStartFailed], None]
     ) -> None:
         """Wait for the core's ``ClusterUp``; report every node that missed its start deadline
-        (checked every second). Attach mode waits ``ATTACH_WAIT_S`` at most, then fails in one line
+        (checked every second): the core gives up on it and the run goes on without it. Attach
+        mode also gives up on an agent that asked for its name but did not come up in time, and
+        waits ``ATTACH_WAIT_S`` at most for the scenario's agents, then fails in one line
         (``StartupFailed``) naming what is missing and what the agents' tasks reported."""
-        if self.core.attach:
-            try:
-                await asyncio.wait_for(self.cluster_up.wait(), ATTACH_WAIT_S)
-            except TimeoutError:
-                raise StartupFailed(await self._attach_shortfall()) from None
-            return
         cpus = os.cpu_count() or 2
+        waiting_since = now()
         while not self.cluster_up.is_set():
-            launching = [n for n in self.core.nodes.values() if n.status == "launching"]
-            for node in launching:
-                deadline = start_deadline_s(len(launching), cpus, self.quotas.get(node.node_id))
-                if now() - node.launched_t > deadline:
-                    fail(NodeStartFailed(node.node_id, f"it did not come up within {deadline:.0f}s"))
+            await self._give_up_on_late_nodes(now, fail, cpus)
+            if self.core.attach and now() - waiting_since > ATTACH_WAIT_S:
+                raise StartupFailed(await self._attach_shortfall())
             self.came_up.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(1.0):
@@ -117,6 +112,31 @@ class NodeStarts:
             raise StartupFailed(
                 "no node came up, and the run cannot start: see the nodes' logs in the run directory's logs/"
             )
+
+    async def _give_up_on_late_nodes(
+        self, now: Callable[[], float], fail: Callable[[NodeStartFailed], None], cpus: int
+    ) -> None:
+        """``NodeStartFailed`` for each node launched (or, attached, named) longer ago than its
+        start deadline; an adopted one's reason says what its container shows."""
+        launching = [n for n in self.core.nodes.values() if n.status == "launching"]
+        for node in launching:
+            deadline = start_deadline_s(
+                len(launching), cpus, self._start_quota(node.node_id, node.node_class)
+            )
+            if now() - node.launched_t <= deadline:
+                continue
+            reason = f"it did not come up within {deadline:.0f}s"
+            if node.container and isinstance(self.provider, AdoptingProvider):
+                seen = await self.provider.node_report(node.node_id)
+                reason += f" of its naming (container {node.container}: {seen})"
+            fail(NodeStartFailed(node.node_id, reason))
+
+    def _start_quota(self, node_id: str, node_class: str) -> float | None:
+        """The cores a node starts on: a launched node's quota; an adopted one's class's."""
+        if node_id in self.quotas:
+            return self.quotas[node_id]
+        scenario = self.core.scenario
+        return NodeShares.of(scenario, getattr(scenario.cluster, node_class)).cpus
 
     async def _attach_shortfall(self) -> str:
         """Which of the scenario's nodes never came up, and what compose or Swarm says of the

@@ -129,6 +129,9 @@ class _NodeEnd(TypedDict):
 class NodeStartFailed(NodeLaunching, _NodeEnd):
     """A launched node that never came up (its start deadline passed)."""
 
+    error: NotRequired[str]
+    """Why: its deadline and, for an adopted agent, what its container showed."""
+
 
 class NodeUp(Event, _Class):
     node: str

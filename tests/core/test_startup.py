@@ -27,3 +27,13 @@ def test_an_attached_master_waits_for_the_counts_of_each_class() -> None:
     enough = [("reserved", "up"), ("transient", "up"), ("transient", "draining"), ("transient", "up")]
     assert cluster_up(enough, attach=True, wanted=WANTED)
     assert cluster_up([], attach=True, wanted={"reserved": 0, "transient": 0})
+
+
+def test_an_attached_master_counts_the_agents_it_gave_up_on_but_not_those_lost_once_up() -> None:
+    """An agent lost once up may come back under a new name (compose or Swarm restarts it);
+    one the master gave up on was killed by it, and the run goes on without it."""
+    given_up = [("reserved", "up"), ("transient", "up"), ("transient", "given up")]
+    assert cluster_up(given_up, attach=True, wanted=WANTED)
+    lost = [("reserved", "up"), ("transient", "up"), ("transient", "lost")]
+    assert not cluster_up(lost, attach=True, wanted=WANTED)
+    assert not cluster_up([("reserved", "given up"), ("transient", "given up")], attach=True, wanted=WANTED)

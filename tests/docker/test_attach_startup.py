@@ -3,6 +3,7 @@ which nodes are missing and what the engine reports of the agents' containers or
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -92,3 +93,55 @@ def test_a_named_agent_that_did_not_come_up_is_reported_with_its_containers_last
     assert "named but not up: transient-0 (container " in line, line
     assert ", launching: exited (exit 1), last log: " in line, line
     assert f"giving up: cannot serve blocks on 127.0.0.1:{port}: Address already in use);" in line, line
+
+
+def test_an_attached_run_gives_up_on_a_named_agent_that_does_not_come_up_and_goes_on(
+    docker_client: docker.DockerClient,
+    image: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A compose-like run (a broker and three agents on one network) in which one transient
+    agent is named and then cannot listen (its address is not the container's): after its
+    start deadline the master gives up on it, kills its container and the run goes on with the
+    other two, as a launching master does with a node that did not come up."""
+    run_id = new_run_id()
+    scenario = tmp_path / "attached.yaml"
+    scenario.write_text("name: attached\ncluster: {reserved: 1, transient: 2}\njobs: [{workload: noop}]\n")
+    network = docker_client.networks.create(f"testbed-{run_id}", labels={LABEL_RUN: run_id})
+    try:
+        broker = docker_client.containers.run(
+            image, ["broker"], network=network.name, labels={LABEL_RUN: run_id}, detach=True
+        )
+        broker.reload()
+        address = broker.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"]
+        monkeypatch.setenv("TESTBED_RUN_ID", run_id)
+        monkeypatch.setenv("TESTBED_BROKER", f"mqtt://{address}:1883")
+        agent = ["agent", "--run", run_id, "--broker", f"mqtt://{address}:1883", "--data-dir", "/data"]
+        agent += ["--advertise", "auto", "--port", "7070"]
+        for node_class, listen in [
+            ("reserved", "0.0.0.0"),
+            ("transient", "0.0.0.0"),
+            ("transient", "192.0.2.1"),
+        ]:
+            docker_client.containers.run(
+                image,
+                [*agent, "--node-class", node_class, "--listen", listen],
+                network=network.name,
+                labels={LABEL_RUN: run_id, LABEL_CLASS: node_class},
+                detach=True,
+            )
+        status = main(["run", str(scenario), "--backend", "attach", "--out", str(tmp_path / "run")])
+    finally:
+        remove_run(docker_client, run_id)
+    err = capsys.readouterr().err
+    assert status == 0, err
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    (failed,) = [e for e in events if e["event"] == "node_start_failed"]
+    assert failed["class"] == "transient", failed
+    assert failed["error"].startswith("it did not come up within "), failed
+    assert "cannot serve blocks on 192.0.2.1:7070: Cannot assign requested address" in failed["error"], failed
+    assert "started with 1 reserved + 1 transient nodes of 1 + 2 asked (1 did not come up)" in err, err
+    finished = [e for e in events if e["event"] == "job_finished"]
+    assert len(finished) == 1 and finished[0]["status"] == "succeeded", finished
