@@ -7,10 +7,12 @@ The scheduler's snapshot shows each pending map the bytes of its split each node
 launch says where its attempt reads the split (``TaskSpec.params["input_from"]``: its own disk,
 a holder over the network, or the source when no replica is left), counted for summary.json's
 ``input_local_fraction``; its replica (``TaskSpec.replica``) lists its live holders, its own
-node first. A real worker reports where it did read (``TaskUpdate.input_reads``): ``reported``
+node first. A real worker reports where it did read (``TaskUpdate.input_reads``): ``reported_reads``
 turns the URLs it names into the holders the launch offered, for the journal's
-``task_finished`` and the job's row, and a real run's summary counts those reads
-(``summary(measured=True)``), the simulator's the planned ones. Pure: no file, no clock.
+``task_finished`` and the job's row. Where nodes report (``reported``: a real backend), the
+summary counts those reads and ``task_started`` carries the launch's ``read_plan`` (the
+holders offered); the simulator's summary counts the planned reads, its journal as before.
+Pure: no file, no clock.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class JobInputs:
 @dataclass
 class InputReplication:
     jobs: dict[str, JobInputs] = field(default_factory=dict)
+    reported: bool = False
+    """The nodes report where their maps read (a real backend; the simulator models it)."""
     read_bytes: dict[str, int] = field(default_factory=lambda: {"local": 0, "remote": 0, "source": 0})
     """Bytes of split read by the attempts launched, by where they read them (the core's plan)."""
     measured: dict[str, int] = field(default_factory=lambda: {"local": 0, "remote": 0, "source": 0})
@@ -116,7 +120,16 @@ class InputReplication:
         inputs.offered[(task_id, attempt)] = offered
         return BlockRef.trusted(split.block, 0, tuple(offered))
 
-    def reported(self, job_id: str, task_id: str, attempt: int, reads: InputReads) -> dict[str, Any]:
+    def read_plan(self, job: JobRuntime, key: TaskKey, attempt: int) -> dict[str, Any]:
+        """``task_started``'s ``read_plan`` where nodes report: the holders the launch offered its
+        split at, in the order it reads them (empty: the source); nothing for another task."""
+        inputs = self.jobs.get(job.job_id)
+        task_id = job.task_id(key)
+        if not self.reported or inputs is None or task_id not in inputs.files:
+            return {}
+        return {"read_plan": list(inputs.offered.get((task_id, attempt), {}).values())}
+
+    def reported_reads(self, job_id: str, task_id: str, attempt: int, reads: InputReads) -> dict[str, Any]:
         """Count an attempt's reads as its worker reported them; the journal's form of them, each
         remote holder by its node id (by the URL it was read from if the launch offered no such)."""
         inputs = self.jobs.get(job_id)
@@ -147,10 +160,10 @@ class InputReplication:
         self.read_bytes[read.kind] += inputs.sizes[task_id]
         return {"kind": read.kind, "holder": read.holder, "bytes": inputs.sizes[task_id]}
 
-    def summary(self, measured: bool = False) -> dict[str, Any]:
-        """summary.json's fields: none unless some job replicates its input. ``measured``: the
-        reads the workers reported (a real run), not those the launches planned (the simulator)."""
-        read = self.measured if measured else self.read_bytes
+    def summary(self) -> dict[str, Any]:
+        """summary.json's fields: none unless some job replicates its input. The reads the workers
+        reported where they report (``reported``), else those the launches planned (the simulator)."""
+        read = self.measured if self.reported else self.read_bytes
         total = sum(read.values())
         if not total:
             return {}

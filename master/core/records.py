@@ -187,7 +187,7 @@ class RunRecords:
         split (a real node; the simulator's ``task_finished`` stays as it was)."""
         if update is None or update.input_reads is None:
             return {}
-        reads = self.master.inputs.reported(job.job_id, job.task_id(key), attempt, update.input_reads)
+        reads = self.master.inputs.reported_reads(job.job_id, job.task_id(key), attempt, update.input_reads)
         return {"input_reads": reads}
 
     def node_ended(self, node: NodeRecord, kind: str, **fields: Any) -> None:

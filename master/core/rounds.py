@@ -354,7 +354,9 @@ class SchedulingRound:
         node.forget_launch(decision.task_id)
         node.track_launch(decision.task_id, (job, key), launch, now)
         core.send(node.node_id, launch)
-        core.records.task_started(job, key, node, attempt, decision.memory_mb)
+        core.records.task_started(
+            job, key, node, attempt, decision.memory_mb, **core.inputs.read_plan(job, key, attempt)
+        )
         core.recovery.react(TaskStarted(job.job_id, key, attempt, node.node_id, plan))
 
     def _allowed_classes(self, task_id: str, record: TaskRecord) -> frozenset[str] | None:

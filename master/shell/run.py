@@ -196,8 +196,7 @@ def round_summary(master: Master, scenario: Scenario) -> dict[str, Any]:
     input, where its maps read it as their workers reported (``input_local_fraction``)."""
     fields = master.times.summary(master.core.round.turns.latencies)
     latency = {key: value for key, value in fields.items() if key.startswith("placement_latency")}
-    reads = master.core.inputs.summary(measured=True)
-    return {**fields, **emulated(latency, scenario.fidelity.factor), **reads}
+    return {**fields, **emulated(latency, scenario.fidelity.factor), **master.core.inputs.summary()}
 
 
 async def external_login(node_id: str) -> dict[str, str]:

@@ -309,6 +309,9 @@ class TaskStarted(Event, _Class):
     role: NotRequired[str]
     """``copy``: a speculative copy of a running task (``reason``: the speculator's)."""
     reason: NotRequired[str]
+    read_plan: NotRequired[list[str]]
+    """A replicated map on a real backend: the holders its launch offered its split at, in
+    the order it reads them (empty: the source; ``jobs[].input_replication``)."""
 
 
 class TaskFinished(Event, _MaybeClass):
