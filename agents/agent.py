@@ -411,6 +411,7 @@ class Agent:
             failure=outcome.get("failure"),
             error=outcome.get("error"),
             lost_blocks=tuple(outcome.get("lost_blocks", ())),
+            input_reads=outcome.get("input_reads"),
         )
         if update.failure == "data":  # bad input or a workload plugin's error: the traceback, for its author
             log.error("task %s failed for good: %s", spec.task_id, update.error)

@@ -47,7 +47,7 @@ from testbed.workloads.base import (
     reset_peak_rss,
 )
 from testbed.workloads.progress import Progress
-from testbed.workloads.replica_input import read_replica
+from testbed.workloads.replica_input import SplitReads, read_replica, replicated
 
 
 @contextlib.contextmanager
@@ -82,9 +82,10 @@ def execute(
     reset_peak_rss()
     started, cpu_started = time.perf_counter(), time.process_time()
     outcome: dict[str, Any] = {"state": "succeeded"}
+    reads = SplitReads() if replicated(spec) else None
     try:
         scratch.mkdir(parents=True, exist_ok=True)
-        ctx.replica_params = read_replica(spec, fetcher, scratch)
+        ctx.replica_params = read_replica(spec, fetcher, scratch, reads)
         outcome["result"] = OPERATIONS[spec.op](ctx) or {}
         if spec.final:
             upload(ctx.final_path, spec.output_url or "", spec.output_token)
@@ -112,6 +113,8 @@ def execute(
     outcome["partition_bytes"] = list(ctx.partition_bytes)
     if ctx.cache_report is not None:
         outcome["cache"] = ctx.cache_report.to_dict()
+    if reads is not None:  # where its replicated split was read, even by an attempt that failed
+        outcome["input_reads"] = reads.to_dict()
     return outcome
 
 

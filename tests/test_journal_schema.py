@@ -142,9 +142,10 @@ def test_every_table_keeps_its_columns() -> None:
     nodes = ("node_id", "node_class", "launched_s", "ended_s", "end_reason", "price_per_hour")
     assert TABLES["nodes"] == nodes
     assert TABLES["tasks"][:5] == ("task_id", "job_id", "stage", "index", "attempt")
-    assert TABLES["jobs"][-7:-4] == ("map_phase_s", "reduce_phase_s", "error")
+    assert TABLES["jobs"][-11:-8] == ("map_phase_s", "reduce_phase_s", "error")
     speculation = ("speculative_attempts", "speculative_wins", "wasted_slot_s")
-    assert TABLES["jobs"][-4:] == (*speculation, "preempted_attempts")  # appended
+    reads = ("input_local_bytes", "input_remote_bytes", "input_source_bytes", "input_local_fraction")
+    assert TABLES["jobs"][-8:] == (*speculation, "preempted_attempts", *reads)  # appended
     assert set(TABLES) == {"tasks", "jobs", "nodes", "decisions", "evictions"}
 
 

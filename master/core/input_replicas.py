@@ -6,7 +6,13 @@ The scheduler's snapshot shows each pending map the bytes of its split each node
 (``PendingTask.input_bytes``, ``input_on_node``: what Quincy's preference arcs need), and each
 launch says where its attempt reads the split (``TaskSpec.params["input_from"]``: its own disk,
 a holder over the network, or the source when no replica is left), counted for summary.json's
-``input_local_fraction``. Pure: no file, no clock.
+``input_local_fraction``; its replica (``TaskSpec.replica``) lists its live holders, its own
+node first. A real worker reports where it did read (``TaskUpdate.input_reads``): ``reported_reads``
+turns the URLs it names into the holders the launch offered, for the journal's
+``task_finished`` and the job's row. Where nodes report (``reported``: a real backend), the
+summary counts those reads and ``task_started`` carries the launch's ``read_plan`` (the
+holders offered); the simulator's summary counts the planned reads, its journal as before.
+Pure: no file, no clock.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 from master.core.jobs import JobRuntime
 from master.core.replicas import Read, Replicas, place
 from testbed.api.strategy import TaskKey
-from testbed.wire.protocol import BlockRef, InputSplit, replica_block
+from testbed.wire.protocol import BlockRef, InputReads, InputSplit, replica_block
 from testbed.workloads.progress import split_bytes
 
 SOURCE_KEYS = ("file", "generate")
@@ -33,13 +39,21 @@ class JobInputs:
     replicas: Replicas
     files: dict[str, InputSplit] = field(default_factory=dict)
     """Each split read from a file -> its replica block's source (what a real holder copies)."""
+    offered: dict[tuple[str, int], dict[str, str]] = field(default_factory=dict)
+    """Each launched (task, attempt) with a replica -> its holders' URLs -> their node ids."""
 
 
 @dataclass
 class InputReplication:
     jobs: dict[str, JobInputs] = field(default_factory=dict)
+    reported: bool = False
+    """The nodes report where their maps read (a real backend; the simulator models it)."""
     read_bytes: dict[str, int] = field(default_factory=lambda: {"local": 0, "remote": 0, "source": 0})
-    """Bytes of split read by the attempts launched, by where they read them."""
+    """Bytes of split read by the attempts launched, by where they read them (the core's plan)."""
+    measured: dict[str, int] = field(default_factory=lambda: {"local": 0, "remote": 0, "source": 0})
+    """Bytes of split the attempts that reported their reads read, by where (their workers' count)."""
+    job_measured: dict[str, dict[str, int]] = field(default_factory=dict)
+    """The same, of each job with a report, until its row is written (``job_counts``)."""
 
     def submitted(self, job: JobRuntime, replication: int | None, nodes: Sequence[str], seed: int) -> None:
         """Place the job's splits' replicas (no more than there are nodes alive)."""
@@ -89,7 +103,7 @@ class InputReplication:
         return size, tuple((node, size) for node in sorted(inputs.replicas.holders.get(task_id, ())))
 
     def replica(
-        self, job: JobRuntime, key: TaskKey, node_id: str, url_of: Callable[[str], str]
+        self, job: JobRuntime, key: TaskKey, attempt: int, node_id: str, url_of: Callable[[str], str]
     ) -> BlockRef | None:
         """The attempt's split as a replica block at its live holders' URLs, in the order it
         reads them (its own node first, then the holder its read plan names); None: the source."""
@@ -100,8 +114,41 @@ class InputReplication:
             return None
         read = inputs.replicas.read_from(task_id, node_id)
         holders = sorted(inputs.replicas.holders.get(task_id, ()), key=lambda n: (n != read.holder, n))
-        urls = tuple(url for url in map(url_of, holders) if url)
-        return BlockRef.trusted(split.block, 0, urls) if urls else None
+        offered = {url: holder for holder, url in zip(holders, map(url_of, holders), strict=True) if url}
+        if not offered:
+            return None
+        inputs.offered[(task_id, attempt)] = offered
+        return BlockRef.trusted(split.block, 0, tuple(offered))
+
+    def read_plan(self, job: JobRuntime, key: TaskKey, attempt: int) -> dict[str, Any]:
+        """``task_started``'s ``read_plan`` where nodes report: the holders the launch offered its
+        split at, in the order it reads them (empty: the source); nothing for another task."""
+        inputs = self.jobs.get(job.job_id)
+        task_id = job.task_id(key)
+        if not self.reported or inputs is None or task_id not in inputs.files:
+            return {}
+        return {"read_plan": list(inputs.offered.get((task_id, attempt), {}).values())}
+
+    def reported_reads(self, job_id: str, task_id: str, attempt: int, reads: InputReads) -> dict[str, Any]:
+        """Count an attempt's reads as its worker reported them; the journal's form of them, each
+        remote holder by its node id (by the URL it was read from if the launch offered no such)."""
+        inputs = self.jobs.get(job_id)
+        offered = inputs.offered.pop((task_id, attempt), {}) if inputs is not None else {}
+        remote = {offered.get(url, url): nbytes for url, nbytes in sorted(reads.remote.items())}
+        counts = {"local": reads.local, "remote": sum(remote.values()), "source": reads.source}
+        for totals in (self.measured, self.job_measured.setdefault(job_id, dict.fromkeys(counts, 0))):
+            for kind, nbytes in counts.items():
+                totals[kind] += nbytes
+        return {"local": reads.local, "remote": dict(sorted(remote.items())), "source": reads.source}
+
+    def job_counts(self, job_id: str) -> dict[str, Any]:
+        """The job's row's reported reads (jobs.csv): none unless one of its attempts reported."""
+        counts = self.job_measured.pop(job_id, None)
+        if counts is None:
+            return {}
+        total = sum(counts.values())
+        fields: dict[str, Any] = {f"input_{kind}_bytes": nbytes for kind, nbytes in counts.items()}
+        return {**fields, "input_local_fraction": round(counts["local"] / total, 6) if total else None}
 
     def launched(self, job: JobRuntime, key: TaskKey, node_id: str) -> dict[str, Any] | None:
         """Where the attempt on ``node_id`` reads its split (counted), for its spec's params."""
@@ -114,11 +161,10 @@ class InputReplication:
         return {"kind": read.kind, "holder": read.holder, "bytes": inputs.sizes[task_id]}
 
     def summary(self) -> dict[str, Any]:
-        """summary.json's fields: none unless some job replicates its input."""
-        total = sum(self.read_bytes.values())
+        """summary.json's fields: none unless some job replicates its input. The reads the workers
+        reported where they report (``reported``), else those the launches planned (the simulator)."""
+        read = self.measured if self.reported else self.read_bytes
+        total = sum(read.values())
         if not total:
             return {}
-        return {
-            "input_local_fraction": round(self.read_bytes["local"] / total, 6),
-            "input_read_bytes": dict(self.read_bytes),
-        }
+        return {"input_local_fraction": round(read["local"] / total, 6), "input_read_bytes": dict(read)}

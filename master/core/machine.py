@@ -100,11 +100,13 @@ class MasterCore:
         attach: bool = False,
         start_window: int | None = None,
         resume: Recovered | None = None,
+        reads_reported: bool = False,
     ) -> None:
         """``settings``: the scenario compiled once (``testbed.settings.resolve``), its policies
         built; ``attach``: the initial nodes are started by someone else and adopted as they
         announce themselves; ``start_window``: how many initial nodes may be starting at once
-        (None: all); ``resume``: what the journal of a crashed run says (``master.core.resume``)."""
+        (None: all); ``resume``: what the journal of a crashed run says (``master.core.resume``);
+        ``reads_reported``: real nodes report where maps read their input (``InputReplication``)."""
         scenario = settings.scenario
         policies = settings.policies
         self.settings = settings
@@ -120,7 +122,7 @@ class MasterCore:
         self.nodes: dict[str, NodeRecord] = {}
         self.jobs: dict[str, JobRuntime] = {}
         self.live_jobs = LiveJobs()
-        self.inputs = InputReplication()
+        self.inputs = InputReplication(reported=reads_reported)
         self.arriving = scenario.arriving_jobs()
         self.expected_jobs = sum(job.repeat for job in scenario.jobs) + len(self.arriving)
         self.evictions = 0

@@ -40,6 +40,7 @@ class RunRecords:
         if job.finished is not None:
             return  # a late update of a job that already failed
         job.finished = self.master.journal.now()
+        input_reads = self.master.inputs.job_counts(job.job_id)
         self.master.inputs.finished(job.job_id)
         if job.status == "failed":
             self._cancel_running(job)
@@ -67,6 +68,7 @@ class RunRecords:
             map_phase_s=map_phase_s,
             reduce_phase_s=reduce_phase_s,
             **self.master.copies.job_counts(job),
+            **input_reads,
         )
         for node_id, node in list(self.reserved.items()):
             if node.reserved_for == job.job_id:
@@ -175,7 +177,18 @@ class RunRecords:
             **{name: metrics[name] for name in TASK_METRICS if name in metrics},
             **_cause(status, failure, update, cause),
             **self.master.copies.role(job, key, attempt),
+            **self._reads(job, key, attempt, update),
         )
+
+    def _reads(
+        self, job: JobRuntime, key: TaskKey, attempt: int, update: TaskUpdate | None
+    ) -> dict[str, Any]:
+        """``input_reads``, where the attempt's worker reported where it read its replicated
+        split (a real node; the simulator's ``task_finished`` stays as it was)."""
+        if update is None or update.input_reads is None:
+            return {}
+        reads = self.master.inputs.reported_reads(job.job_id, job.task_id(key), attempt, update.input_reads)
+        return {"input_reads": reads}
 
     def node_ended(self, node: NodeRecord, kind: str, **fields: Any) -> None:
         """The node ended (``kind``: ``node_start_failed``, ``node_lost``, ``node_ended``), with

@@ -349,12 +349,14 @@ class SchedulingRound:
         plan = core.recovery.launch(job, key)
         job.tasks[key].pushes = plan.pushing
         read = core.inputs.launched(job, key, node.node_id)
-        replica = None if read is None else core.inputs.replica(job, key, node.node_id, self._url_of)
+        replica = None if read is None else core.inputs.replica(job, key, attempt, node.node_id, self._url_of)
         launch = LaunchTask(task=self._spec(job, key, attempt, decision, plan, read, replica))
         node.forget_launch(decision.task_id)
         node.track_launch(decision.task_id, (job, key), launch, now)
         core.send(node.node_id, launch)
-        core.records.task_started(job, key, node, attempt, decision.memory_mb)
+        core.records.task_started(
+            job, key, node, attempt, decision.memory_mb, **core.inputs.read_plan(job, key, attempt)
+        )
         core.recovery.react(TaskStarted(job.job_id, key, attempt, node.node_id, plan))
 
     def _allowed_classes(self, task_id: str, record: TaskRecord) -> frozenset[str] | None:

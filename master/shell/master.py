@@ -110,6 +110,7 @@ class Master(Shell):
             attach=attach,
             start_window=window,
             resume=recovered,
+            reads_reported=True,
         )
         self.signer = CommandSigner(self)
         self._kick = asyncio.Event()

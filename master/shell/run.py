@@ -193,7 +193,7 @@ async def _run_owned(
 def round_summary(master: Master, scenario: Scenario) -> dict[str, Any]:
     """summary.json's placement latency (emulated seconds, as the run's other times), its
     rounds' CPU seconds (the master's host's, not dilated) and, where a job replicates its
-    input, where its maps read it (``input_local_fraction``)."""
+    input, where its maps read it as their workers reported (``input_local_fraction``)."""
     fields = master.times.summary(master.core.round.turns.latencies)
     latency = {key: value for key, value in fields.items() if key.startswith("placement_latency")}
     return {**fields, **emulated(latency, scenario.fidelity.factor), **master.core.inputs.summary()}

@@ -112,6 +112,13 @@ class JobFinished(Event):
     """Also the slot-seconds of its preempted attempts, where it had any."""
     preempted_attempts: NotRequired[int]
     """Attempts a scheduler killed by ``Preempt`` or ``Migrate`` (absent where none)."""
+    input_local_bytes: NotRequired[int]
+    """Where its maps read their replicated splits (``jobs[].input_replication``), as the real
+    workers reported (``input_reads`` of its ``task_finished``); absent where none reported
+    (a job without replication, every simulated job)."""
+    input_remote_bytes: NotRequired[int]
+    input_source_bytes: NotRequired[int]
+    input_local_fraction: NotRequired[float | None]
 
 
 class NodeLaunching(Event, _Class):
@@ -305,6 +312,9 @@ class TaskStarted(Event, _Class):
     role: NotRequired[str]
     """``copy``: a speculative copy of a running task (``reason``: the speculator's)."""
     reason: NotRequired[str]
+    read_plan: NotRequired[list[str]]
+    """A replicated map on a real backend: the holders its launch offered its split at, in
+    the order it reads them (empty: the source; ``jobs[].input_replication``)."""
 
 
 class TaskFinished(Event, _MaybeClass):
@@ -340,6 +350,10 @@ class TaskFinished(Event, _MaybeClass):
     cpu_s: NotRequired[float]
     role: NotRequired[str]
     """Under speculation: ``original`` or ``copy`` (a speculative attempt)."""
+    input_reads: NotRequired[dict[str, Any]]
+    """A replicated map's reads of its split as its worker reported them, in bytes:
+    ``{"local": n, "remote": {holder node: n}, "source": n}`` (absent in the simulator, and
+    where no report came: an attempt lost with its node)."""
     error: NotRequired[str]
     """Why an attempt that is no success ended (every one carries it): a data failure's
     error in full (bad input, a workload plugin's traceback), the node's error, or the

@@ -93,6 +93,13 @@ class JobRow(TypedDict, total=False):
     """Also counts the slot-seconds of preempted attempts."""
     preempted_attempts: int
     """Attempts a scheduler preempted or migrated (``Preempt``, ``Migrate``); empty if none."""
+    input_local_bytes: int
+    """Bytes of replicated split its maps' workers read from their own node, a remote holder,
+    the source, and the local share (``jobs[].input_replication`` on a real backend; empty
+    otherwise: the simulator's are its plan's, in summary.json)."""
+    input_remote_bytes: int
+    input_source_bytes: int
+    input_local_fraction: float
 
 
 class NodeRow(TypedDict, total=False):
@@ -203,9 +210,11 @@ SPECULATION_COUNTERS = ("speculative_attempts", "speculative_wins", "wasted_slot
 """The ``jobs.csv`` columns of speculation (empty without it), totalled by summary.json."""
 PREEMPTION_COUNTERS = ("preempted_attempts",)
 """The ``jobs.csv`` column of preemption (empty for a job with none), totalled by summary.json."""
+INPUT_READS = ("input_local_bytes", "input_remote_bytes", "input_source_bytes", "input_local_fraction")
+"""The ``jobs.csv`` columns of reported replica reads (empty for a job without)."""
 JOB_COUNTERS = (
     "error_relaunches", *JOB_TOTALS, "map_phase_s", "reduce_phase_s",
-    *SPECULATION_COUNTERS, *PREEMPTION_COUNTERS,
+    *SPECULATION_COUNTERS, *PREEMPTION_COUNTERS, *INPUT_READS,
 )  # fmt: skip
 """The ``jobs.csv`` columns ``job_finished`` carries as they are."""
 

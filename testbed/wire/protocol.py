@@ -352,6 +352,20 @@ class EvictionNotice(Message):
     seconds: float
 
 
+class InputReads(BaseModel):
+    """Where a map read its replicated input split (``jobs[].input_replication``), in bytes, as
+    its worker counted them: from its own node's replica, from each remote holder (by the URL
+    its launch's ``TaskSpec.replica`` named) and from the source."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    local: int = Field(default=0, ge=0)
+    remote: dict[Annotated[str, Field(max_length=300)], Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict, max_length=100
+    )
+    source: int = Field(default=0, ge=0)
+
+
 class TaskUpdate(Message):
     kind: Literal["task"] = "task"
     node_id: str
@@ -365,6 +379,18 @@ class TaskUpdate(Message):
     error: str | None = Field(default=None, max_length=4000)
     lost_blocks: tuple[str, ...] = Field(default=(), description="inputs a fetch could not get")
     cached_inputs: CachedInputs = Field(default=None, max_length=10_000)
+    input_reads: InputReads | None = Field(
+        default=None, description="a replicated map's reads of its split; None: not such a map"
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_default_reads(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``input_reads`` is sent only when set: every update but a replicated map's end is
+        the one an older master (which forbids unknown fields) takes."""
+        data = handler(self)
+        if self.input_reads is None:
+            data.pop("input_reads", None)
+        return data
 
 
 class PushedPart(BaseModel):

@@ -77,6 +77,18 @@ def _span_chunks(split: InputSplit) -> Iterator[bytes]:
                 yield handle.readline()
 
 
+def span_bytes(path: str, start: int, end: int) -> int:
+    """The bytes of the split's span (those ``_span_chunks`` gives, what a line reader of the split
+    reads from its source), found without reading the span: its length, then its last line's end."""
+    with open(path, "rb") as handle:
+        body = max(min(end, os.fstat(handle.fileno()).st_size) - span_start(start), 0)
+        if end > 0:
+            handle.seek(end - 1)
+            if handle.read(1) != b"\n":
+                body += len(handle.readline())
+    return body
+
+
 def store_replicas(node_dir: Path, splits: Sequence[InputSplit]) -> None:
     """Copy each split into its block in the node's blocks (kept if stored already), paced by
     the node's disk bucket (opened here: a thread of its own, off the agent's loop)."""

@@ -60,10 +60,16 @@ class BlockFetcher:
     timeout_s: float = 30.0
 
     def frames(self, ref: BlockRef) -> Iterator[bytes]:
-        """The partition's frames from its first location that serves it. A location that fails
-        part-way is followed by the next from the frame where it stopped (every copy of a block
-        holds the same frames), so no frame reaches the reader twice; frames that fail their
-        checksum once given cannot be taken back: the fetch fails."""
+        """The partition's frames from its first location that serves it (``located_frames``)."""
+        for _, frame in self.located_frames(ref):
+            yield frame
+
+    def located_frames(self, ref: BlockRef) -> Iterator[tuple[str, bytes]]:
+        """The partition's frames, each with the location that served it, from its first
+        location that serves it. A location that fails part-way is followed by the next from
+        the frame where it stopped (every copy of a block holds the same frames), so no frame
+        reaches the reader twice; frames that fail their checksum once given cannot be taken
+        back: the fetch fails."""
         reasons = []
         given = 0
         for location in ref.locations:
@@ -72,7 +78,7 @@ class BlockFetcher:
                 for n, frame in enumerate(source):
                     if n >= given:
                         given += 1
-                        yield frame
+                        yield location, frame
                 return
             except (OSError, http.client.HTTPException, CorruptBlock, LookupError) as exc:
                 if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:

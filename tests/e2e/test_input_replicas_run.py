@@ -1,6 +1,8 @@
 """Input replicas on real agents (``jobs[].input_replication``, issue 43 point 5): a wordcount
 over files under Firmament's Quincy, each split on 2 nodes, one holder evicted mid-run; the
-output is exact, and summary.json counts where the maps read their splits."""
+output is exact, and the maps' workers report that they read their splits from the replicas
+their launches offered (their own node's and remote ones), none from the source while a holder
+lived; summary.json and jobs.csv count those reads."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from typing import Any
 import pytest
 
 from master.shell.run import run_scenario
+from testbed.journal.schema import read_events
+from testbed.journal.tables import read_table
 from testbed.workloads.check import check_output
 from testbed.workloads.wordcount import read_output, reference_counts
 from tests.support.runs import assert_clean
@@ -75,8 +79,39 @@ async def test_wordcount_over_replicated_files_is_exact_when_a_holder_is_evicted
     output = tmp_path / "run" / "outputs" / "j000"
     assert read_output(output) == reference_counts(texts)
     assert check_output(scenario.jobs[0], 7000, output) == []
+    reads = assert_read_from_replicas(tmp_path / "run", set(evicted))
     read = result.summary["input_read_bytes"]
-    assert sum(read.values()) >= sum(map(len, texts)) and read["local"] > 0
+    assert read == reads and read["local"] > 0 and read["remote"] > 0 and read["source"] == 0
+    assert sum(read.values()) >= sum(map(len, texts))  # each split's span once at least
     fraction = result.summary["input_local_fraction"]
     assert fraction == pytest.approx(read["local"] / sum(read.values()), abs=1e-6)
+    (row,) = read_table(tmp_path / "run" / "jobs.csv", "jobs")
+    assert [int(row[f"input_{kind}_bytes"]) for kind in read] == list(read.values())
     assert_clean(tmp_path / "run")
+
+
+def assert_read_from_replicas(run_dir: Path, evicted: set[str]) -> dict[str, int]:
+    """Every map attempt that ended read its split where its launch's read plan said it could
+    (its own node only if a holder, remote holders only among those offered), and nothing
+    from the source where a holder it was offered lived on; every map that succeeded reported.
+    The reported bytes, summed by where they were read."""
+    events = read_events(run_dir / "events.jsonl").events
+    plans = {(e["task"], e["attempt"]): e["read_plan"] for e in events if e["event"] == "task_started"
+             and e["stage"] == 0}  # fmt: skip
+    assert plans and all(plans.values()), "a map was offered no holder: read_plan missing or empty"
+    totals = {"local": 0, "remote": 0, "source": 0}
+    ended = [e for e in events if e["event"] == "task_finished" and e["stage"] == 0 and e["status"] != "lost"]
+    assert any(e["status"] == "succeeded" for e in ended)
+    for end in ended:
+        reads, plan = end.get("input_reads"), plans[(end["task"], end["attempt"])]
+        assert reads is not None or end["status"] != "succeeded", f"{end['task']} did not say where it read"
+        if reads is None:
+            continue
+        assert set(reads["remote"]) <= set(plan) - {end["node"]}, (end["task"], reads, plan)
+        assert reads["local"] == 0 or end["node"] in plan, (end["task"], reads, plan)
+        if set(plan) - evicted:
+            assert reads["source"] == 0, f"{end['task']} read the source, a holder of {plan} alive: {reads}"
+        for kind, nbytes in (("local", reads["local"]), ("remote", sum(reads["remote"].values())),
+                             ("source", reads["source"])):  # fmt: skip
+            totals[kind] += nbytes
+    return totals

@@ -11,7 +11,7 @@ from master.core.replicas import Replicas
 from master.schedulers.firmament import FirmamentScheduler
 from master.schedulers.firmament.costs import GB, Preferences, QuincyCostModel, TransientCostModel
 from testbed.api.policy import JobView, PendingTask
-from testbed.wire.protocol import BlockRef, InputSplit, replica_block
+from testbed.wire.protocol import BlockRef, InputReads, InputSplit, replica_block
 from tests.policies.test_firmament import node, placed, risk, snap
 
 SPLIT = "j0.s0.t0"
@@ -95,15 +95,48 @@ def test_real_holders_are_told_their_file_splits_and_each_launch_names_the_live_
         return urls[node_id]
 
     job = _Job()
-    assert inputs.replica(job, (0, 0), "n1", url_of) == BlockRef(
+    assert inputs.replica(job, (0, 0), 0, "n1", url_of) == BlockRef(
         block=split.block, partition=0, locations=("http://n1:1", "http://n4:1")
     )
-    assert inputs.replica(job, (0, 0), "n0", url_of).locations == ("http://n4:1", "http://n1:1")
+    assert inputs.replica(job, (0, 0), 0, "n0", url_of).locations == ("http://n4:1", "http://n1:1")
     inputs.node_lost("n4")
-    assert inputs.replica(job, (0, 0), "n0", url_of).locations == ("http://n1:1",)
+    assert inputs.replica(job, (0, 0), 0, "n0", url_of).locations == ("http://n1:1",)
     inputs.node_lost("n1")  # no replica left: the map reads the source
-    assert inputs.replica(job, (0, 0), "n0", url_of) is None
-    assert replicated(["n1"]).replica(job, (0, 0), "n1", url_of) is None
+    assert inputs.replica(job, (0, 0), 0, "n0", url_of) is None
+    assert replicated(["n1"]).replica(job, (0, 0), 0, "n1", url_of) is None
+
+
+def test_reported_reads_name_the_holders_offered_and_a_real_summary_counts_them() -> None:
+    """A worker names the URLs it read from; the core turns them into the holders its launch
+    offered (this attempt's), counts them for the job's row and for a real run's summary, which
+    then says what was read, not what the launches planned."""
+    split = InputSplit(block=replica_block("j0", 0), path="in.txt", start=0, end=2 * GB)
+    replicas = Replicas({SPLIT: ["n4", "n1"]})
+    inputs = InputReplication({"j0": JobInputs({SPLIT: 2 * GB}, replicas, {SPLIT: split})}, reported=True)
+    urls = {"n1": "http://n1:1", "n4": "http://n4:1"}
+    job = _Job()
+    inputs.launched(job, (0, 0), "n0")
+    inputs.replica(job, (0, 0), 3, "n0", urls.__getitem__)
+    assert inputs.read_plan(job, (0, 0), 3) == {"read_plan": ["n4", "n1"]}
+    assert inputs.read_plan(job, (0, 0), 2) == {"read_plan": []} and inputs.read_plan(job, (1, 0), 3) == {}
+    reads = InputReads(local=0, remote={"http://n4:1": 700, "http://n1:1": 300}, source=0)
+    journalled = {"local": 0, "remote": {"n1": 300, "n4": 700}, "source": 0}
+    assert inputs.reported_reads("j0", SPLIT, 3, reads) == journalled
+    later = InputReads(local=500, remote={"http://gone:9": 100}, source=2000)
+    not_offered = inputs.reported_reads("j0", SPLIT, 4, later)["remote"]
+    assert not_offered == {"http://gone:9": 100}  # attempt 4 was offered no holder: by its URL
+    assert inputs.summary() == {
+        "input_local_fraction": round(500 / 3600, 6),
+        "input_read_bytes": {"local": 500, "remote": 1100, "source": 2000},
+    }
+    inputs.reported = False  # the simulator: its plan
+    assert inputs.summary()["input_read_bytes"] == {"local": 0, "remote": 2 * GB, "source": 0}
+    assert inputs.read_plan(job, (0, 0), 3) == {}
+    assert inputs.job_counts("j0") == {
+        "input_local_bytes": 500, "input_remote_bytes": 1100, "input_source_bytes": 2000,
+        "input_local_fraction": round(500 / 3600, 6),
+    }  # fmt: skip
+    assert inputs.job_counts("j0") == {} and InputReplication(reported=True).summary() == {}
 
 
 class _Job:
