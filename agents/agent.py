@@ -225,11 +225,10 @@ class Agent:
     async def _heartbeats(self) -> None:
         topic = self.topics.heartbeat(self.config.node_id)
         while True:
-            beats = self.core.handle(HeartbeatDue(self._scores()))
+            due = self.core.handle(HeartbeatDue(self._scores()))
             interval = self.config.heartbeat_interval
-            for send in beats:
-                assert isinstance(send, SendHeartbeat)  # a heartbeat is all the timer makes
-                await self.link.publish_now(topic, self.codec.encode(send.beat), timeout=interval)
+            for beat in (action.beat for action in due if isinstance(action, SendHeartbeat)):
+                await self.link.publish_now(topic, self.codec.encode(beat), timeout=interval)
             await asyncio.sleep(interval)
 
     def _scores(self) -> dict[str, float]:

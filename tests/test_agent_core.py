@@ -5,10 +5,14 @@ runs)."""
 
 from __future__ import annotations
 
+from typing import get_args
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agents.agent import _ACTIONS
 from agents.core import (
+    _HANDLERS,
     Action,
     AgentCore,
     Aggregate,
@@ -17,6 +21,7 @@ from agents.core import (
     DeleteCached,
     FeedInputs,
     HeartbeatDue,
+    Input,
     InputsFed,
     Kill,
     PublishReport,
@@ -34,10 +39,12 @@ from testbed.node.lru import LruCache
 from testbed.wire.protocol import (
     BlockRef,
     CancelTask,
+    EvictionNotice,
     FlushAggregate,
     Heartbeat,
     InputSplit,
     LaunchTask,
+    Message,
     PushedPart,
     PushTarget,
     Resync,
@@ -243,6 +250,14 @@ def test_input_splits_being_stored_are_not_stored_again_until_done() -> None:
     assert core.handle(message) == [StoreReplicas("j", ())]
     assert core.handle(ReplicasStored(("in.j.0",))) == []
     assert core.handle(message) == [StoreReplicas("j", (split,))]
+
+
+def test_the_shell_carries_out_every_action_and_the_core_handles_every_input_it_declares() -> None:
+    """A new action the shell's table forgot, or an input with no handler, fails here, not in a run."""
+    assert set(get_args(Action)) - {SendHeartbeat} == set(_ACTIONS)  # a heartbeat: its timer's loop
+    inputs = {t for t in get_args(Input) if t is not Message}
+    commands = {LaunchTask, CancelTask, FlushAggregate, TaskInputs, StoreInputs, Resync, EvictionNotice}
+    assert set(_HANDLERS) == inputs | commands
 
 
 # ------------------------------------------------------------------ any interleaving
