@@ -4,6 +4,9 @@ It announces itself on MQTT (retained state, Last Will ``lost``), sends
 heartbeats, runs the tasks the master sends it, each in a worker process, and
 serves its node-local blocks over HTTP. Everything it stores lives under its
 own node directory, which an eviction destroys.
+
+This is the agent's I/O shell: what it decides is ``agents.core.AgentCore``'s, which it feeds
+the decoded commands and the results of its I/O as inputs and whose actions it carries out.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 import multiprocessing
 import os
 import signal
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,32 +24,21 @@ import aiohttp
 import aiomqtt
 from aiohttp import web
 
+from agents import core
+from agents.core import AgentCore, HeartbeatDue, SendHeartbeat
 from agents.push import push_block
 from agents.shuffle import make_app
 from agents.worker_main import combine_in_worker, run_in_worker, warmed
 from agents.worker_process import receive_outcome, start_worker
 from testbed.node.bandwidth import UNLIMITED, NodeLimits
 from testbed.node.cgroups import slot_group
-from testbed.node.lru import LruCache
 from testbed.wire.mqtt import BrokerAddress, MqttLink
 from testbed.wire.protocol import (
-    INLINE_NOOP,
-    BlockReceived,
-    CachedInput,
-    CancelTask,
     Codec,
-    EvictionNotice,
     FlushAggregate,
-    Heartbeat,
-    LaunchTask,
     NodeState,
-    PushDelivered,
     PushedPart,
-    PushTarget,
-    Resync,
-    StoreInputs,
     TaskInputs,
-    TaskMetrics,
     TaskSpec,
     TaskUpdate,
     Topics,
@@ -88,20 +80,23 @@ class AgentConfig:
 
 @dataclass
 class RunningAttempt:
+    """An attempt's worker as the shell holds it, from ``StartWorker`` until it is gone."""
+
     spec: TaskSpec
     process: Any  # None until the worker process has started
     cancelled: bool = False
+    """Killed (``Kill``): a worker still starting is killed once it runs, or not started."""
     feed: Any = None
     """The writing end of the worker's input feed (streamed dependencies), once it runs."""
-    unsent: dict[int, TaskInputs] = field(default_factory=dict)
-    """The latest TaskInputs of each streamed dependency not yet written to the feed."""
-    complete: set[int] = field(default_factory=set)
-    """Streamed dependencies whose last TaskInputs the worker has (later ones are dropped)."""
     feeding: asyncio.Lock = field(default_factory=asyncio.Lock)
     slot: int | None = None
     """The task slot whose CPU group its worker joined, until the worker is gone."""
     score: Any = None
     """The progress score its worker writes (a shared double), if its spec asks it reported."""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.spec.task_id, self.spec.attempt)
 
 
 class Agent:
@@ -110,21 +105,12 @@ class Agent:
         self.topics = Topics(config.run_id)
         self.codec = Codec()
         self.incarnation = os.urandom(6).hex()
-        self.running: dict[str, RunningAttempt] = {}
-        self.finished: dict[tuple[str, int], TaskUpdate] = {}
-        self.flushed: set[str] = set()
-        """Aggregate blocks already being made (a redelivered flush is ignored)."""
-        self.push_reports: dict[tuple[str, str], bytes] = {}
-        """(kind, block) -> each push report made (``PushDelivered``, ``BlockReceived``), encoded,
-        repeated on ``Resync``."""
+        self.core = AgentCore(config.node_id, self.incarnation)
+        self.workers: dict[tuple[str, int], RunningAttempt] = {}
+        """Each attempt's worker by (task, attempt), until it is gone."""
         self.port = config.port
-        self.input_cache = LruCache(0)
-        """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
-        self.storing: set[str] = set()
-        """Input replica blocks being copied (``StoreInputs``)."""
         self.free_slots = set(range(config.slots)) if config.cgroup is not None else set()
         """Task slots whose CPU group no worker is in (none without per-slot groups)."""
-        self.state = "up"
         self.started = False
         """Announced (retained state ``up``) only once its task forkserver is warm."""
         self.limits = UNLIMITED
@@ -134,6 +120,11 @@ class Agent:
     @property
     def url(self) -> str:
         return f"http://{self.config.advertise}:{self.port}"
+
+    @property
+    def running(self) -> dict[str, core.Attempt]:
+        """Each task's current attempt here (the core's)."""
+        return self.core.running
 
     def _state_payload(self, state: str, session: int | None = None) -> bytes:
         c = self.config
@@ -182,8 +173,8 @@ class Agent:
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
-            for attempt in list(self.running.values()):
-                _kill(attempt)
+            for worker in list(self.workers.values()):
+                _kill(worker)
             await runner.cleanup()  # first: the master believes "gone" once nothing answers
             self.link.publish(
                 self.topics.state(self.config.node_id), self._state_payload("gone"), retain=True
@@ -234,92 +225,94 @@ class Agent:
             await self._announce(link)
 
     async def _announce(self, link: MqttLink) -> None:
-        link.publish(self.topics.state(self.config.node_id), self._state_payload(self.state), retain=True)
+        state = self._state_payload(self.core.state)
+        link.publish(self.topics.state(self.config.node_id), state, retain=True)
 
     async def _heartbeats(self) -> None:
-        seq = 0
         topic = self.topics.heartbeat(self.config.node_id)
         while True:
-            seq += 1
-            beat = Heartbeat(
-                node_id=self.config.node_id,
-                incarnation=self.incarnation,
-                seq=seq,
-                running=tuple(self.running),
-                attempts={task_id: a.spec.attempt for task_id, a in self.running.items()},
-                cached_inputs=self._cached_inputs(),
-                progress=self._scores(),
-            )
+            due = self.core.handle(HeartbeatDue(self._scores()))
             interval = self.config.heartbeat_interval
-            await self.link.publish_now(topic, self.codec.encode(beat), timeout=interval)
+            for beat in (action.beat for action in due if isinstance(action, SendHeartbeat)):
+                await self.link.publish_now(topic, self.codec.encode(beat), timeout=interval)
             await asyncio.sleep(interval)
 
     def _scores(self) -> dict[str, float]:
         """Each running attempt's latest progress score, of those whose spec asks it reported."""
-        return {
-            task_id: min(1.0, max(0.0, a.score.value))
-            for task_id, a in self.running.items()
-            if a.score is not None
-        }
+        scores = {}
+        for task_id, attempt in self.running.items():
+            worker = self.workers.get(attempt.key)
+            if worker is not None and worker.score is not None:
+                scores[task_id] = min(1.0, max(0.0, worker.score.value))
+        return scores
 
-    # ------------------------------------------------------------------ commands
+    # ------------------------------------------------------------------ inputs and actions
 
     def _on_message(self, topic: str, payload: bytes) -> None:
         message = self.codec.decode(payload)
-        if isinstance(message, LaunchTask):
-            self._launch(message.task)
-        elif isinstance(message, FlushAggregate):
-            if message.block not in self.flushed:
-                self.flushed.add(message.block)
-                asyncio.get_running_loop().create_task(self._aggregate_and_push(message))
-        elif isinstance(message, TaskInputs):
-            self._more_inputs(message)
-        elif isinstance(message, StoreInputs):
-            self._store_inputs(message)
-        elif isinstance(message, Resync):
-            for payload in self.push_reports.values():
-                self.link.publish(self.topics.task_updates(self.config.node_id), payload)
-        elif isinstance(message, CancelTask):
-            self._cancel(message.task_id, message.attempt)
-        elif isinstance(message, EvictionNotice):
-            log.warning("eviction notice: %.1fs left", message.seconds)
-            self.state = "draining"
-            self.link.publish(
-                self.topics.state(self.config.node_id), self._state_payload("draining"), retain=True
-            )
-        elif message is None:
+        if message is None:
             log.warning("dropped a malformed message on %s (%d so far)", topic, self.codec.malformed)
+            return
+        self._handle(message)
 
-    def _launch(self, spec: TaskSpec) -> None:
-        key = (spec.task_id, spec.attempt)
-        if key in self.finished:  # a redelivered launch: repeat the outcome, run nothing
-            self._publish_update(self.finished[key])
-            return
-        current = self.running.get(spec.task_id)
-        if current is not None and current.spec.attempt >= spec.attempt:
-            return
-        if spec.op == INLINE_NOOP:  # an empty task: the control plane's own cost, measured alone
-            update = self._update(spec, "succeeded")
-            self.finished[key] = update
-            self._publish_update(update)
-            return
-        if spec.input_cache_mb:
-            self.input_cache = replace(self.input_cache, capacity_bytes=spec.input_cache_mb << 20)
-        attempt = RunningAttempt(spec, None)
-        self.running[spec.task_id] = attempt
-        self._publish_update(self._update(spec, "running"))
-        asyncio.get_running_loop().create_task(self._run_attempt_or_fail(attempt))
+    def _handle(self, event: core.Input) -> None:
+        """Hand ``event`` to the core and carry out what it answers."""
+        for action in self.core.handle(event):
+            _ACTIONS[type(action)](self, action)
 
-    async def _run_attempt_or_fail(self, attempt: RunningAttempt) -> None:
+    def _start_worker(self, action: core.StartWorker) -> None:
+        worker = RunningAttempt(action.spec, None)
+        self.workers[worker.key] = worker
+        asyncio.get_running_loop().create_task(self._run_attempt_or_fail(worker))
+
+    def _kill_worker(self, action: core.Kill) -> None:
+        worker = self.workers.get((action.task_id, action.attempt))
+        if worker is not None:
+            _kill(worker)
+
+    def _feed_inputs(self, action: core.FeedInputs) -> None:
+        worker = self.workers.get((action.task_id, action.attempt))
+        if worker is not None:
+            asyncio.get_running_loop().create_task(self._feed(worker, action.inputs))
+
+    def _publish_report(self, action: core.PublishReport) -> None:
+        self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(action.report))
+
+    def _start_push(self, action: core.Push) -> None:
+        asyncio.get_running_loop().create_task(self._push(action))
+
+    def _start_aggregate(self, action: core.Aggregate) -> None:
+        asyncio.get_running_loop().create_task(self._aggregate(action.flush))
+
+    def _delete_cached(self, action: core.DeleteCached) -> None:
+        for key in action.keys:
+            (self.config.data_dir / "cache" / key).unlink(missing_ok=True)
+
+    def _announce_state(self, action: core.AnnounceState) -> None:
+        self.link.publish(
+            self.topics.state(self.config.node_id), self._state_payload(action.state), retain=True
+        )
+
+    def _log(self, action: core.Log) -> None:
+        log.log(logging.WARNING if action.level == "warning" else logging.ERROR, "%s", action.text)
+
+    def _publish_update(self, update: TaskUpdate) -> None:
+        self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))
+
+    # ------------------------------------------------------------------ workers
+
+    async def _run_attempt_or_fail(self, worker: RunningAttempt) -> None:
         """Whatever goes wrong, the attempt ends with an outcome the master hears of."""
+        spec = worker.spec
         try:
-            await self._run_attempt(attempt)
+            await self._run_attempt(worker)
         except Exception as exc:
-            log.exception("the attempt %s/%d failed in the agent", attempt.spec.task_id, attempt.spec.attempt)
-            if self.running.get(attempt.spec.task_id) is attempt:
-                self._finish(attempt, {}, error=f"agent error: {exc!r}")
+            log.exception("the attempt %s/%d failed in the agent", spec.task_id, spec.attempt)
+            self._handle(core.AgentFailed(spec.task_id, spec.attempt, f"agent error: {exc!r}"))
         finally:
-            self._free_slot(attempt)
+            self._free_slot(worker)
+            if self.workers.get(worker.key) is worker:
+                del self.workers[worker.key]
 
     def _slot_group(self, attempt: RunningAttempt) -> str | None:
         """The CPU group of a free task slot, taken by ``attempt``. None without per-slot groups,
@@ -336,16 +329,16 @@ class Agent:
             self.free_slots.add(attempt.slot)
             attempt.slot = None
 
-    async def _run_attempt(self, attempt: RunningAttempt) -> None:
-        spec = attempt.spec
-        if attempt.cancelled:
-            self._finish(attempt, {})
+    async def _run_attempt(self, worker: RunningAttempt) -> None:
+        spec = worker.spec
+        if worker.cancelled:
+            self._handle(core.WorkerFinished(spec.task_id, spec.attempt, {}))
             return
         receiver, sender = _forkserver.Pipe(duplex=False)
         feed_out, feed_in = _forkserver.Pipe(duplex=False) if spec.streamed else (None, None)
         if spec.report_progress:
-            attempt.score = _forkserver.RawValue("d", 0.0)
-        attempt.process = _forkserver.Process(
+            worker.score = _forkserver.RawValue("d", 0.0)
+        worker.process = _forkserver.Process(
             target=run_in_worker,
             args=(
                 spec.model_dump(),
@@ -354,124 +347,77 @@ class Agent:
                 sender,
                 self.config.task_memory_limit_mb,
                 feed_out,
-                self._slot_group(attempt),
-                attempt.score,
+                self._slot_group(worker),
+                worker.score,
             ),
             daemon=True,
         )
         try:
-            await start_worker(attempt.process, self.config.cgroup)
+            await start_worker(worker.process, self.config.cgroup)
         except (OSError, EOFError) as exc:
             log.error("cannot start a worker for %s: %s", spec.task_id, exc)
-            attempt.process = None
+            worker.process = None
             receiver.close()
             if feed_in is not None:
                 feed_in.close()
-            self._finish(attempt, {}, error=f"cannot start a worker process: {exc}")
+            error = f"cannot start a worker process: {exc}"
+            self._handle(core.WorkerFinished(spec.task_id, spec.attempt, {}, error))
             return
         finally:
             sender.close()
             if feed_out is not None:
                 feed_out.close()
-        if attempt.cancelled:  # while its start was under way
-            _kill(attempt)
-        if feed_in is not None:
-            attempt.feed = feed_in
-            asyncio.get_running_loop().create_task(self._feed(attempt))
+        worker.feed = feed_in
+        self._handle(core.WorkerStarted(spec.task_id, spec.attempt))  # killed if cancelled meanwhile
         try:
-            outcome = await receive_outcome(receiver, attempt.process, self.config.cgroup)
-            self._free_slot(attempt)  # the worker is gone: the slot is free before the master hears so
-            self._finish(attempt, outcome)
+            outcome = await receive_outcome(receiver, worker.process, self.config.cgroup)
+            self._free_slot(worker)  # the worker is gone: the slot is free before the master hears so
+            self._handle(core.WorkerFinished(spec.task_id, spec.attempt, outcome))
         finally:
             if feed_in is not None:
-                async with attempt.feeding:
-                    attempt.feed = None
+                async with worker.feeding:
+                    worker.feed = None
                     feed_in.close()
 
-    def _finish(self, attempt: RunningAttempt, outcome: dict[str, Any], error: str = "") -> None:
-        """Report the attempt's end: its worker's ``outcome`` ({} if it had none), or ``error``.
-        It leaves ``running`` only if it is still the task's attempt there: a cancelled attempt
-        ending after its task's next attempt started here must not take that one's place (the
-        heartbeats would stop showing it, and the master's re-sent launch would start it twice)."""
-        spec = attempt.spec
-        if outcome.get("cache"):
-            self._cache_accessed(outcome["cache"]["key"], outcome["cache"]["nbytes"])
-        if self.running.get(spec.task_id) is attempt:
-            del self.running[spec.task_id]
-        if error:
-            outcome = {"state": "failed", "failure": "error", "error": error}
-        elif attempt.cancelled:
-            outcome = {"state": "failed", "failure": "cancelled", "error": "cancelled by the master"}
-        update = self._update(
-            spec,
-            outcome["state"],
-            metrics=TaskMetrics(**outcome.get("metrics", {})),
-            partition_bytes=tuple(outcome.get("partition_bytes", ())),
-            result=outcome.get("result") or {},
-            failure=outcome.get("failure"),
-            error=outcome.get("error"),
-            lost_blocks=tuple(outcome.get("lost_blocks", ())),
-            input_reads=outcome.get("input_reads"),
-        )
-        if update.failure == "data":  # bad input or a workload plugin's error: the traceback, for its author
-            log.error("task %s failed for good: %s", spec.task_id, update.error)
-        self.finished[(spec.task_id, spec.attempt)] = update
-        self._publish_update(update)
-        if update.state == "succeeded" and spec.push:  # the slot is free already; the push goes on
-            push = self._push(spec.block_id, spec.push, spec.push_rate_bytes_s, spec.task_id, spec.attempt)
-            asyncio.get_running_loop().create_task(push)
+    async def _feed(self, worker: RunningAttempt, inputs: TaskInputs) -> None:
+        """Write ``inputs`` to the worker's feed, off the loop: a busy worker may leave the pipe
+        full. Not sent if the worker is gone (its outcome says why)."""
+        async with worker.feeding:
+            sent = worker.feed is not None
+            if sent:
+                try:
+                    await asyncio.to_thread(worker.feed.send, inputs.model_dump(mode="python"))
+                except (OSError, ValueError):
+                    sent = False
+        self._handle(core.InputsFed(worker.spec.task_id, worker.spec.attempt, inputs, sent))
 
-    async def _push(
-        self,
-        block: str,
-        targets: tuple[PushTarget, ...],
-        rate: float | None,
-        task_id: str,
-        attempt: int,
-    ) -> None:
-        """Copy a stored block to every push target, then ask the master to commit."""
-        blocks = self.config.data_dir / "blocks"
+    # ------------------------------------------------------------------ pushes, aggregates, replicas
+
+    async def _push(self, push: core.Push) -> None:
+        """Copy a stored block to every push target; the core then asks the master to commit."""
+        blocks, block, rate = self.config.data_dir / "blocks", push.block, push.rate
         delivered: dict[str, tuple[PushedPart, ...]] = {}
         failed, errors = [], []
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=60)) as session:
             results = await asyncio.gather(
                 *(
                     push_block(session, blocks, block, t.url, t.partitions, t.token, rate, self.limits)
-                    for t in targets
+                    for t in push.targets
                 ),
                 return_exceptions=True,
             )
-        for target, result in zip(targets, results, strict=True):
+        for target, result in zip(push.targets, results, strict=True):
             if isinstance(result, BaseException):
                 failed.append(target.node_id)
                 errors.append(f"{target.node_id}: {result}")
             else:
                 delivered[target.node_id] = result
-        self._push_delivered(block, task_id, attempt, delivered, failed, "; ".join(errors))
+        error = "; ".join(errors)
+        self._handle(core.PushDone(block, push.task_id, push.attempt, delivered, tuple(failed), error))
 
-    def _push_delivered(
-        self,
-        block: str,
-        task_id: str,
-        attempt: int,
-        delivered: dict[str, tuple[PushedPart, ...]],
-        failed: list[str],
-        error: str,
-    ) -> None:
-        message = PushDelivered(
-            node_id=self.config.node_id,
-            task_id=task_id,
-            attempt=attempt,
-            block=block,
-            delivered=delivered,
-            failed=tuple(failed),
-            error=error[:2000] or None,
-        )
-        self._report(message)
-
-    async def _aggregate_and_push(self, flush: FlushAggregate) -> None:
+    async def _aggregate(self, flush: FlushAggregate) -> None:
         """Pado's partial aggregation: merge the held outputs into one block in a worker
-        process (the op's combiner), then push it and ask the master to commit it."""
+        process (the op's combiner); the core then has it pushed."""
         receiver, sender = _forkserver.Pipe(duplex=False)
         args = (flush.op, list(flush.members), flush.block, flush.partitions, str(self.config.data_dir))
         process = _forkserver.Process(target=combine_in_worker, args=(*args, sender), daemon=True)
@@ -485,95 +431,44 @@ class Agent:
             outcome = await receive_outcome(receiver, process, self.config.cgroup)
         finally:
             sender.close()
-        if outcome["state"] != "succeeded":
-            failed = [t.node_id for t in flush.push]
-            self._push_delivered(flush.block, flush.block, 0, {}, failed, f"aggregation: {outcome['error']}")
-            return
-        await self._push(flush.block, flush.push, flush.push_rate_bytes_s, flush.block, 0)
+        self._handle(core.AggregateDone(flush, outcome))
 
-    def _store_inputs(self, message: StoreInputs) -> None:
-        """Copy the splits this node holds into its replica blocks, off the loop; the splits are
-        marked as being stored at once, so a map launched meanwhile waits for its copy."""
+    def _store_replicas(self, action: core.StoreReplicas) -> None:
+        """Copy the splits this node holds into its replica blocks, off the loop; each is locked
+        as being stored at once, so a map launched meanwhile waits for its copy."""
         blocks = self.config.data_dir / "blocks"
-        splits = [split for split in message.splits if split.block not in self.storing]  # not redelivered
-        locks = [(split.block, hold_storing(blocks, split.block)) for split in splits]
-        self.storing.update(block for block, _ in locks)
+        locks = [(split.block, hold_storing(blocks, split.block)) for split in action.splits]
 
         async def store() -> None:
             try:
-                await asyncio.to_thread(store_replicas, self.config.data_dir, splits)
+                await asyncio.to_thread(store_replicas, self.config.data_dir, list(action.splits))
             except OSError as exc:  # its maps fetch from another holder or read the source
-                log.warning("cannot store the input replicas of %s: %s", message.job_id, exc)
+                log.warning("cannot store the input replicas of %s: %s", action.job_id, exc)
             finally:
                 for block, fd in locks:
                     release_storing(blocks, block, fd)
-                    self.storing.discard(block)
+                self._handle(core.ReplicasStored(tuple(block for block, _ in locks)))
 
         asyncio.get_running_loop().create_task(store())
 
-    def _cache_accessed(self, key: str, nbytes: int) -> None:
-        """A task read ``key`` through the input cache: the LRU learns it and the files it
-        no longer keeps (least recently used, or this one if it cannot fit) are deleted."""
-        before = {k for k, _ in self.input_cache.entries} | {key}
-        self.input_cache, _ = self.input_cache.access(key, nbytes)
-        for gone in before - {k for k, _ in self.input_cache.entries}:
-            (self.config.data_dir / "cache" / gone).unlink(missing_ok=True)
-
-    def _cached_inputs(self) -> tuple[CachedInput, ...]:
-        return tuple(CachedInput(key=k, nbytes=n) for k, n in self.input_cache.entries)
-
     def _on_block_received(self, block: str, parts: tuple[PushedPart, ...]) -> None:
-        self._report(BlockReceived(node_id=self.config.node_id, block=block, parts=parts))
+        self._handle(core.BlockArrived(block, parts))
 
-    def _report(self, message: PushDelivered | BlockReceived) -> None:
-        payload = self.codec.encode(message)
-        self.push_reports[(message.kind, message.block)] = payload
-        self.link.publish(self.topics.task_updates(self.config.node_id), payload)
 
-    def _more_inputs(self, message: TaskInputs) -> None:
-        """Blocks committed to a running receiver (Pado's incremental receivers): handed to
-        its worker, the latest per dependency (each message names all blocks so far)."""
-        current = self.running.get(message.task_id)
-        if (
-            current is None
-            or current.spec.attempt != message.attempt
-            or message.dependency in current.complete
-        ):
-            return
-        current.unsent[message.dependency] = message
-        if current.feed is not None:
-            asyncio.get_running_loop().create_task(self._feed(current))
-
-    async def _feed(self, attempt: RunningAttempt) -> None:
-        async with attempt.feeding:
-            while attempt.unsent and attempt.feed is not None:
-                dependency, message = attempt.unsent.popitem()
-                if dependency in attempt.complete:
-                    continue
-                try:  # off the loop: a busy worker may leave the pipe full
-                    await asyncio.to_thread(attempt.feed.send, message.model_dump(mode="python"))
-                except (OSError, ValueError):  # the worker is gone; its outcome says why
-                    return
-                if message.last:
-                    attempt.complete.add(dependency)
-
-    def _cancel(self, task_id: str, attempt: int) -> None:
-        current = self.running.get(task_id)
-        if current is not None and current.spec.attempt == attempt:
-            _kill(current)
-
-    def _update(self, spec: TaskSpec, state: str, **fields: Any) -> TaskUpdate:
-        return TaskUpdate(
-            node_id=self.config.node_id,
-            task_id=spec.task_id,
-            attempt=spec.attempt,
-            state=state,  # type: ignore[arg-type]
-            cached_inputs=self._cached_inputs(),
-            **fields,
-        )
-
-    def _publish_update(self, update: TaskUpdate) -> None:
-        self.link.publish(self.topics.task_updates(self.config.node_id), self.codec.encode(update))
+_ACTIONS: dict[type, Any] = {
+    core.StartWorker: Agent._start_worker,
+    core.Kill: Agent._kill_worker,
+    core.FeedInputs: Agent._feed_inputs,
+    core.PublishUpdate: lambda agent, action: agent._publish_update(action.update),
+    core.PublishReport: Agent._publish_report,
+    core.Push: Agent._start_push,
+    core.Aggregate: Agent._start_aggregate,
+    core.StoreReplicas: Agent._store_replicas,
+    core.DeleteCached: Agent._delete_cached,
+    core.AnnounceState: Agent._announce_state,
+    core.Log: Agent._log,
+}
+"""How the shell carries out each action of the core (a heartbeat is sent by its timer's loop)."""
 
 
 class ListenFailed(RuntimeError):

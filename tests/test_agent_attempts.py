@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.agent import RunningAttempt
-from testbed.wire.protocol import TaskUpdate
+from agents.core import WorkerFinished
+from testbed.wire.protocol import CancelTask, LaunchTask, TaskUpdate
 from tests.support.agents import agent
 from tests.support.workloads import local_wordcount
 
@@ -20,11 +20,14 @@ def test_a_cancelled_attempt_ending_late_leaves_the_next_attempt_running(tmp_pat
     published: list[TaskUpdate] = []
     node._publish_update = published.append  # type: ignore[method-assign]  # no broker here
     spec = local_wordcount(tmp_path, maps=2).spec(0, 0)
-    first = RunningAttempt(spec, None, cancelled=True)
-    second = node.running[spec.task_id] = RunningAttempt(spec.model_copy(update={"attempt": 1}), None)
-    node._finish(first, {"state": "failed", "failure": "killed", "error": "SIGKILL"})
+    node.core.handle(LaunchTask(task=spec))  # the set-up, in the core: no worker starts here
+    node.core.handle(CancelTask(task_id=spec.task_id, attempt=0))
+    node.core.handle(LaunchTask(task=spec.model_copy(update={"attempt": 1})))
+    second = node.running[spec.task_id]
+    killed = {"state": "failed", "failure": "killed", "error": "SIGKILL"}
+    node._handle(WorkerFinished(spec.task_id, 0, killed))
     assert node.running[spec.task_id] is second
     assert [(u.attempt, u.state, u.failure) for u in published] == [(0, "failed", "cancelled")]
-    node._finish(second, {"state": "succeeded"})
+    node._handle(WorkerFinished(spec.task_id, 1, {"state": "succeeded"}))
     assert spec.task_id not in node.running
     assert [(u.attempt, u.state) for u in published][1:] == [(1, "succeeded")]

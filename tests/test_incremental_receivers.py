@@ -9,7 +9,8 @@ import multiprocessing
 from pathlib import Path
 
 from agents.agent import RunningAttempt
-from testbed.wire.protocol import BlockRef, TaskInputs
+from agents.core import WorkerStarted
+from testbed.wire.protocol import BlockRef, LaunchTask, TaskInputs
 from testbed.workloads.base import BlockFetcher, TaskContext
 from testbed.workloads.local import LOCAL
 from tests.support.agents import agent
@@ -59,22 +60,28 @@ async def test_the_agent_feeds_the_worker_nothing_after_the_last_inputs(tmp_path
     node = agent(tmp_path)
     local = local_wordcount(tmp_path, maps=2)
     spec = local.spec(1, 0).model_copy(update={"streamed": (0,)})
-    attempt = node.running[spec.task_id] = RunningAttempt(spec, None)
+    node.core.handle(LaunchTask(task=spec))  # the set-up, in the core: a pipe stands in for its worker
     reading, writing = multiprocessing.Pipe(duplex=False)
     refs = tuple(BlockRef(block=f"b{i}", partition=0, locations=(LOCAL,)) for i in range(3))
 
     def inputs(count: int, last: bool) -> TaskInputs:
         return TaskInputs(task_id=spec.task_id, attempt=0, dependency=0, refs=refs[:count], last=last)
 
-    node._more_inputs(inputs(1, False))  # before the worker runs: kept
-    node._more_inputs(inputs(2, False))  # replaces it (cumulative)
-    attempt.feed = writing
-    await node._feed(attempt)
-    node._more_inputs(inputs(3, True))
-    await asyncio.gather(*(t for t in asyncio.all_tasks() if t is not asyncio.current_task()))
-    node._more_inputs(inputs(3, True))  # a repeat after the last: dropped
-    node._more_inputs(inputs(1, False).model_copy(update={"attempt": 1}))  # another attempt's: dropped
-    await node._feed(attempt)
+    async def settled() -> None:
+        """Until every write to the feed is done (each one done may start the next)."""
+        while writes := [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
+            await asyncio.gather(*writes)
+
+    node._handle(inputs(1, False))  # before the worker runs: kept
+    node._handle(inputs(2, False))  # replaces it (cumulative)
+    node.workers[(spec.task_id, 0)] = RunningAttempt(spec, None, feed=writing)
+    node._handle(WorkerStarted(spec.task_id, 0))
+    await settled()
+    node._handle(inputs(3, True))
+    await settled()
+    node._handle(inputs(3, True))  # a repeat after the last: dropped
+    node._handle(inputs(1, False).model_copy(update={"attempt": 1}))  # another attempt's: dropped
+    await settled()
     received = []
     while reading.poll():
         received.append(reading.recv())

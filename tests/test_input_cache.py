@@ -12,9 +12,10 @@ from typing import Any
 import msgpack
 import pytest
 
+from agents.core import WorkerFinished
 from testbed.node.lru import LruCache
 from testbed.scenario.schema import parse_scenario
-from testbed.wire.protocol import Codec, Heartbeat, TaskUpdate
+from testbed.wire.protocol import Codec, Heartbeat, LaunchTask, TaskSpec, TaskUpdate
 from testbed.workloads import plan_job
 from testbed.workloads.input_cache import InputCache, input_cache_key
 from testbed.workloads.local import LocalJob, run_task
@@ -89,16 +90,28 @@ def test_every_source_reading_op_gives_the_same_output_from_the_cache(tmp_path: 
 
 def test_the_agent_lru_deletes_the_files_it_stops_keeping(tmp_path: Path) -> None:
     node = agent(tmp_path)
-    node.input_cache = LruCache(250)
+    node.core.input_cache = LruCache(250)
+    node._publish_update = lambda update: None  # type: ignore[method-assign]  # no broker here
     (tmp_path / "cache").mkdir()
     for key in ("a", "b", "c", "big"):
         (tmp_path / "cache" / key).write_bytes(b"x")
-    node._cache_accessed("a", 100)
-    node._cache_accessed("b", 100)
-    node._cache_accessed("a", 100)  # a hit: b is now the least recent
-    node._cache_accessed("c", 100)  # evicts b
-    node._cache_accessed("big", 300)  # larger than the whole cache: not kept
-    assert [c.key for c in node._cached_inputs()] == ["a", "c"]
+
+    def cache_accessed(key: str, nbytes: int) -> None:
+        """A task that read ``key`` through the cache ends (launched in the core: no worker)."""
+        index = len(node.core.finished)
+        task = TaskSpec(
+            task_id=f"j.s0.t{index}", job_id="j", stage=0, index=index, attempt=0, op="sleep.run", memory_mb=1
+        )
+        node.core.handle(LaunchTask(task=task))
+        outcome = {"state": "succeeded", "cache": {"key": key, "nbytes": nbytes}}
+        node._handle(WorkerFinished(task.task_id, 0, outcome))
+
+    cache_accessed("a", 100)
+    cache_accessed("b", 100)
+    cache_accessed("a", 100)  # a hit: b is now the least recent
+    cache_accessed("c", 100)  # evicts b
+    cache_accessed("big", 300)  # larger than the whole cache: not kept
+    assert [c.key for c in node.core.cached_inputs()] == ["a", "c"]
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["a", "c"]
 
 

@@ -22,7 +22,7 @@ import pytest
 from agents.agent import Agent, AgentConfig, RunningAttempt, _forkserver
 from agents.worker_main import warmed
 from testbed.wire.mqtt import BrokerAddress
-from testbed.wire.protocol import Codec, LaunchTask, NodeState, TaskSpec, TaskUpdate, Topics
+from testbed.wire.protocol import CancelTask, Codec, LaunchTask, NodeState, TaskSpec, TaskUpdate, Topics
 from tests.support.processes import process_alive
 
 pytestmark = pytest.mark.e2e
@@ -110,6 +110,7 @@ def test_cancelling_an_attempt_whose_worker_is_still_starting_does_not_crash_the
         task_id="j000.s0.t0", job_id="j000", stage=0, index=0, attempt=0, op="sleep.run", memory_mb=64
     )
     starting = RunningAttempt(spec, _forkserver.Process(target=warmed, daemon=True))
-    agent.running[spec.task_id] = starting
-    agent._cancel(spec.task_id, 0)
+    agent.core.handle(LaunchTask(task=spec))  # the set-up: the core runs it, its worker still starting
+    agent.workers[starting.key] = starting
+    agent._handle(CancelTask(task_id=spec.task_id, attempt=0))
     assert starting.cancelled
