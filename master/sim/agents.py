@@ -98,6 +98,7 @@ class ModelAgents:
         self.order.setdefault(node_id, len(self.order))
         slowdown, seed = self.model.scenario.chaos.slowdown, self.model.scenario.seed
         node.slowdown = slowdown_factor(slowdown, seed, node_id, node_class) if slowdown else 1.0
+        node.links.slow = node.slowdown
         self.at_url[node.url] = node
         if self.model.spec.cpu_sharing:
             node.cpu = NodeCpu(self.heap, spec.cores)
@@ -131,11 +132,12 @@ class ModelAgents:
         """A slowdown episode: the node is ``factor`` times slower than its own factor from now
         (1: back to it). Its cores slow at once, the compute under way on them included; work
         not on them (a sleep, a spill, compute without CPU sharing) takes the factor in force
-        when it begins."""
+        when it begins; so do its NIC's bookings (the real bucket's ``set_rate``)."""
         node = self.nodes.get(node_id)
         if node is None or not node.alive:
             return
         node.episode = factor
+        node.links.slow = node.slowdown * factor
         if node.cpu is not None:
             node.cpu.slow(factor)
 
@@ -314,7 +316,7 @@ class ModelAgents:
         wait = self.model.move(nbytes, now, holder.links, holder.node_class, node.links, node.node_class)
         if holder.cpu is not None and self.model.spec.serve_cpu_s_per_mb:
             holder.cpu.serve(nbytes * self.model.spec.serve_cpu_s_per_mb / MB)
-        return Fetch(ref, now, now + wait, nbytes, holder)
+        return Fetch(ref, now, now + wait, nbytes, holder, (holder.links.slow, node.links.slow))
 
     def _read_copy(self, node: ModelNode, attempt: Attempt, ref: BlockRef, now: float) -> bool:
         """A block read by broadcast, through the node's copy, as a real worker reads it
@@ -404,8 +406,10 @@ class ModelAgents:
         unsent: float = fetch.nbytes
         if fetch.begun < now:  # under way: the part not yet through
             unsent *= (fetch.end - now) / (fetch.end - fetch.begun)
-        sender = fetch.sender
-        self.model.unbook(unsent, sender.links, sender.node_class, node.links, node.node_class)
+        sender, (out_slow, in_slow) = fetch.sender, fetch.booked_slow
+        self.model.unbook(
+            unsent, (sender.links, sender.node_class, out_slow), (node.links, node.node_class, in_slow)
+        )
 
     def _holder(self, ref: BlockRef) -> ModelNode | None:
         """A live node that holds the block (its own copy, or a pushed one)."""

@@ -75,6 +75,11 @@ class Links:
 
     out_free: float = 0.0
     in_free: float = 0.0
+    slow: float = 1.0
+    """How many times slower than its class's rate both directions run: its node's
+    ``chaos.slowdown`` factor times its episode's under way, as the real node's buckets are
+    divided (``testbed.node.slow_episodes``). A change leaves the bookings made as they are;
+    the next ones are at the new rate (``SharedBucket.set_rate``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +222,10 @@ class ExecutionModel:
     def nic_bytes_s(self, node_class: str) -> float:
         return self.nic[node_class]
 
+    def link_bytes_s(self, links: Links, node_class: str) -> float:
+        """The rate of a node's NIC now: its class's, divided by its ``slow``."""
+        return self.nic[node_class] / links.slow
+
     def disk_bytes_s(self, node_class: str) -> float | None:
         rate = getattr(self.scenario.cluster, node_class).disk_mb_s
         return None if rate is None else rate * MB
@@ -226,27 +235,33 @@ class ExecutionModel:
     ) -> float:
         """Book ``nbytes`` sent at ``now`` on the sender's ``net-out`` and the receiver's ``net-in``
         (the real agent paces every chunk on both): the seconds until they are through, the
-        slower of the two bookings.
+        slower of the two bookings, each at its link's rate now (``link_bytes_s``).
 
         ``book``'s arithmetic on both links, inlined (a call per remote block read: 11 million
         in sim-yarn-me-1k); the wait is the later link's, as the rounding is monotonic, so the
         very same floats (tests/sim/test_links.py)."""
         burst, nic = self.spec.link_burst, self.nic
         idle = now - burst
-        out = sender.out_free
-        out = sender.out_free = (out if out > idle else idle) + nbytes / nic[sender_class]
-        into = receiver.in_free
-        into = receiver.in_free = (into if into > idle else idle) + nbytes / nic[receiver_class]
+        out, out_rate = sender.out_free, nic[sender_class] / sender.slow
+        out = sender.out_free = (out if out > idle else idle) + nbytes / out_rate
+        into, in_rate = receiver.in_free, nic[receiver_class] / receiver.slow
+        into = receiver.in_free = (into if into > idle else idle) + nbytes / in_rate
         wait = (out if out > into else into) - now - burst
         return wait if wait > 0.0 else 0.0
 
     def unbook(
-        self, nbytes: float, sender: Links, sender_class: str, receiver: Links, receiver_class: str
+        self,
+        nbytes: float,
+        sender: tuple[Links, str, float],
+        receiver: tuple[Links, str, float],
     ) -> None:
         """Give back ``nbytes`` booked by ``move`` and never sent (a fetch failed before them):
-        both links are free that much sooner."""
-        sender.out_free -= nbytes / self.nic_bytes_s(sender_class)
-        receiver.in_free -= nbytes / self.nic_bytes_s(receiver_class)
+        both links are free that much sooner, by the seconds they were booked for. Each side is
+        (its links, its node class, its links' ``slow`` when they were booked: an episode begun
+        or ended since changed the rate of the next bookings, not of this one)."""
+        (out, out_class, out_slow), (into, in_class, in_slow) = sender, receiver
+        out.out_free -= nbytes / (self.nic[out_class] / out_slow)
+        into.in_free -= nbytes / (self.nic[in_class] / in_slow)
 
     def whole_blocks(self, spec: TaskSpec) -> dict[str, tuple[int, ...] | None]:
         """The input blocks the task reads beyond the partition its reference names: those of
@@ -343,14 +358,14 @@ class ExecutionModel:
         links, node_class = sender
         burst = self.spec.link_burst
         total = sum(size for size, receiver in zip(sizes, receivers, strict=True) if receiver is not None)
-        links.out_free, out_s = book(links.out_free, now, total, self.nic_bytes_s(node_class), burst)
+        links.out_free, out_s = book(links.out_free, now, total, self.link_bytes_s(links, node_class), burst)
         ends = []
         for size, receiver in zip(sizes, receivers, strict=True):
             if receiver is None:
                 ends.append(0.0)
                 continue
             their, their_class = receiver
-            their.in_free, in_s = book(their.in_free, now, size, self.nic_bytes_s(their_class), burst)
+            their.in_free, in_s = book(their.in_free, now, size, self.link_bytes_s(their, their_class), burst)
             link_s = max(out_s, in_s, size / rate_bytes_s if rate_bytes_s else 0.0)
             ends.append(self.spec.push_overhead + link_s)
         return ends

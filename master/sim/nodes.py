@@ -15,13 +15,15 @@ from testbed.wire.protocol import BlockRef, Heartbeat, NodeState, TaskSpec
 @dataclass(slots=True)
 class Fetch:
     """One remote block an attempt reads: booked on the links at ``begun`` (when its worker
-    reached it) until its last byte arrives at ``end``."""
+    reached it) until its last byte arrives at ``end``, at the rates of the sender's and the
+    receiver's links then (their ``Links.slow``: ``booked_slow``)."""
 
     ref: BlockRef
     begun: float
     end: float
     nbytes: int
     sender: ModelNode
+    booked_slow: tuple[float, float] = (1.0, 1.0)
 
 
 @dataclass(slots=True)
@@ -121,7 +123,8 @@ class ModelNode:
     """(block, partition) -> its copy here, made by the first of its tasks to read it by broadcast."""
     links: Links = field(default_factory=Links)
     slowdown: float = 1.0
-    """Its ``chaos.slowdown`` factor: its tasks' compute, spills and sleeps take that many times as long."""
+    """Its ``chaos.slowdown`` factor: its tasks' compute, spills and sleeps take that many times as
+    long, and its NIC moves that many times slower (``Links.slow``)."""
     episode: float = 1.0
     """How many times slower its slowdown episodes under way make it, on top of ``slowdown``."""
     cpu: NodeCpu | None = None
