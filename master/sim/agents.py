@@ -98,11 +98,18 @@ class ModelAgents:
         self.order.setdefault(node_id, len(self.order))
         slowdown, seed = self.model.scenario.chaos.slowdown, self.model.scenario.seed
         node.slowdown = slowdown_factor(slowdown, seed, node_id, node_class) if slowdown else 1.0
-        node.links.slow = node.slowdown
+        node.links.slow = self._links_slowdown(node)
         self.at_url[node.url] = node
         if self.model.spec.cpu_sharing:
             node.cpu = NodeCpu(self.heap, spec.cores)
         self.heap.after(self.model.spec.startup_s(spec.cores), DELIVER, lambda: self._announce(node))
+
+    def _links_slowdown(self, node: ModelNode) -> float:
+        """How much slower its own factor makes its NIC: LATE's straggler processes (a real
+        local node's ``straggler: processes``) contend for its cores and disk, not its links;
+        otherwise its buckets are divided by the factor, its NIC's included."""
+        slowdown = self.model.scenario.chaos.slowdown
+        return 1.0 if slowdown is not None and slowdown.straggler == "processes" else node.slowdown
 
     def _announce(self, node: ModelNode) -> None:
         if not node.alive:
@@ -137,7 +144,7 @@ class ModelAgents:
         if node is None or not node.alive:
             return
         node.episode = factor
-        node.links.slow = node.slowdown * factor
+        node.links.slow = self._links_slowdown(node) * factor
         if node.cpu is not None:
             node.cpu.slow(factor)
 

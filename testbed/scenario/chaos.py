@@ -177,7 +177,8 @@ class SlowdownSpec(Strict):
     straggler: Literal["quota", "processes"] = "quota"
     """How a real node is made slow by its own factor: its CPU quota and token buckets divided
     by it, or (``processes``, local nodes) LATE's busy loops and disk writer beside its tasks
-    (``testbed.node.stragglers``). The simulator models both as the factor."""
+    (``testbed.node.stragglers``). The simulator models both as the factor on its cores and
+    spills, and on its links only under ``quota`` (the straggler processes leave the NIC alone)."""
 
     @field_validator("nodes")
     @classmethod

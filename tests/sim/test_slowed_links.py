@@ -43,6 +43,24 @@ def test_a_fetch_takes_the_factor_of_its_slowed_sender_or_receiver(slowed: str |
     assert update.metrics.fetch_s == pytest.approx(ONE * (2.5 if slowed else 1.0))
 
 
+def test_a_straggler_processes_node_keeps_its_nic_and_an_episode_still_slows_it() -> None:
+    """Under ``straggler: processes`` a real node's busy loops and disk writer leave its buckets
+    (its NIC's) as they are: a fetch from the 2.5x node takes 1 s; an episode of 2 on it still
+    divides its buckets (``testbed.node.slow_episodes``): 2 s."""
+    processes = spec({"reserved-0": 2.5})
+    processes["chaos"]["slowdown"]["straggler"] = "processes"
+    for episode, seconds in [(None, 1.0), (2.0, 2.0)]:
+        heap, fleet, heard = agents(spec=processes)
+        ref = written_blocks(heap, fleet)[0]
+        heard.clear()
+        if episode is not None:
+            fleet.slow("reserved-0", episode)
+        fleet.command("transient-0", LaunchTask(task=reduce_task(0, (ref,))))
+        run_all(heap)
+        _, update = finished(heard)["j000.s1.t0"]
+        assert update.metrics.fetch_s == pytest.approx(ONE * seconds)
+
+
 @pytest.mark.parametrize(
     ("slowed", "factor"), [("transient-0", 3.0), ("reserved-0", 3.0), ("reserved-1", 1.0)]
 )
