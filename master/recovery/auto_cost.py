@@ -225,7 +225,7 @@ def _delay(plan: JobPlan, line: Timeline, t: float, detection_s: float, in_fligh
             again = t + detection_s + _lost_inputs(line, stage) + e.task_s
             end = e.end_s + line.exposed[s] * max(0.0, again - e.end_s)
             at = max((ready[d.stage] for d in stage.deps if d.kind != "narrow"), default=0.0)
-            end = max(end, at + e.task_s)  # its last wave reads a rebuilt input
+            end = max(end, at + e.task_s)  # its tasks run again on a rebuilt input
             there = max(line.available_s[s], end + line.copy_s[s])
         else:
             end, there = e.end_s, _rebuilt(plan, line, s, t, detection_s, in_flight_lost)
@@ -262,11 +262,11 @@ def _rebuilt(
 
 
 def _read_after(plan: JobPlan, found: Sequence[StageEstimate], stage: int, t: float) -> bool:
-    """Whether a stage reading ``stage`` begins its last wave of tasks after ``t``."""
+    """Whether a stage reading ``stage`` ends after ``t``: a task reads its input blocks one
+    after another while it computes (the simulator's ``fetch_overlap``, the agents' streamed
+    segments), so a reader still running fails on a lost one and runs again."""
     return any(
-        found[c].end_s - found[c].task_s > t
-        for c, st in enumerate(plan.stages)
-        if any(d.stage == stage for d in st.deps)
+        found[c].end_s > t for c, st in enumerate(plan.stages) if any(d.stage == stage for d in st.deps)
     )
 
 
