@@ -1,8 +1,9 @@
 """``strategy: auto``'s loss per eviction on hand-built plans (``master/recovery/auto_cost.py``):
-spark rebuilds a lost output's parents in parallel and only what is still to be read; a
-checkpoint copy is on the critical path (booked on the reserved NICs, read back through them)
-and an output is safe once its copies land; an eviction's time is distributed as the
-lifetime model says within ``[0, T]``, not uniformly."""
+spark rebuilds a lost output's parents in parallel, each loss weighed by the chance that the
+evicted node had it, and a reader still running reads a lost input again; a checkpoint copy is
+on the critical path (booked on the reserved NICs, read back through them) and an output is
+safe once its copies land; an eviction's time is distributed as the lifetime model says
+within ``[0, T]``, not uniformly."""
 
 from __future__ import annotations
 
