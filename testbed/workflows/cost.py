@@ -86,12 +86,19 @@ class StageEstimate:
     end_s: float
 
 
+ReadyOf = Callable[[int, list["StageEstimate"]], float]
+"""When stage ``number`` may start, given the estimates of the stages before it."""
+
+
 def stage_estimates(
-    plan: JobPlan, rate_of: Callable[[StagePlan], StageRate], slots: int | Sequence[int] | None = None
+    plan: JobPlan,
+    rate_of: Callable[[StagePlan], StageRate],
+    slots: int | Sequence[int] | None = None,
+    ready_of: ReadyOf | None = None,
 ) -> list[StageEstimate]:
-    """Each stage's volumes and times: a stage starts when its last parent ends and takes
-    ``waves`` rounds (``slots`` tasks at a time, or each stage's own; None: one wave) of its
-    task at its rates."""
+    """Each stage's volumes and times: a stage starts when its last parent ends (or when
+    ``ready_of`` says) and takes ``waves`` rounds (``slots`` tasks at a time, or each stage's
+    own; None: one wave) of its task at its rates."""
     found: list[StageEstimate] = []
     for number, stage in enumerate(plan.stages):
         at = slots if slots is None or isinstance(slots, int) else slots[number]
@@ -99,7 +106,10 @@ def stage_estimates(
         read_mb = _read_mb(stage, [e.out_mb for e in found], rate.source_mb)
         task_s = rate.fixed_s + read_mb / max(1, stage.tasks) * rate.s_per_mb + rate.extra_s
         waves = 1 if at is None else math.ceil(stage.tasks / max(1, at))
-        ready = max((found[d.stage].end_s for d in stage.deps), default=0.0)
+        if ready_of is None:
+            ready = max((found[d.stage].end_s for d in stage.deps), default=0.0)
+        else:
+            ready = ready_of(number, found)
         out_mb = read_mb * rate.output_ratio
         found.append(StageEstimate(stage.tasks, read_mb, out_mb, task_s, ready, ready + waves * task_s))
     return found
