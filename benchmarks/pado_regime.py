@@ -3,7 +3,7 @@ Spark-checkpoint's against the job's length over the transient containers' mean 
 against the reserved share of the slots, in the simulator.
 
     python benchmarks/pado_regime.py --out DIR [--seeds 4] [--time-scales 0.25,0.5,1,2,4] \
-        [--reserved-slots 2,4,8,16] [--jobs 2] [--figure docs/figures/pado-regime]
+        [--reserved-slots 2,4,8,16] [--jobs 2] [--figure docs/pado-regime]
 
 The grid is scenarios/papers/pado.yaml (the iterative job at the paper's 40 + 5 containers, the
 high rate) under each strategy, with ``time_scale`` (the lifetimes, written in trace time, run
@@ -288,7 +288,7 @@ def main() -> int:
     parser.add_argument("--time-scales", default="0.25,0.5,1,2,4")
     parser.add_argument("--reserved-slots", default="2,4,8,16")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "figures" / "pado-regime")
+    parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "pado-regime")
     args = parser.parse_args()
     before, started = load_average(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     found = grid_cells(args.out, args)
