@@ -18,6 +18,32 @@ from tests.support.docker import new_run_id, remove_run
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
 
+def attached_scenario(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_id: str, broker: str, transient: int = 1
+) -> Path:
+    """A scenario of 1 reserved and ``transient`` nodes running one noop job, for a master
+    attached (``TESTBED_RUN_ID``, ``TESTBED_BROKER``) to run ``run_id``'s agents."""
+    scenario = tmp_path / "attached.yaml"
+    scenario.write_text(
+        f"name: attached\ncluster: {{reserved: 1, transient: {transient}}}\njobs: [{{workload: noop}}]\n"
+    )
+    monkeypatch.setenv("TESTBED_RUN_ID", run_id)
+    monkeypatch.setenv("TESTBED_BROKER", broker)
+    return scenario
+
+
+def run_attached(scenario: Path) -> int:
+    return main(["run", str(scenario), "--backend", "attach", "--out", str(scenario.parent / "run")])
+
+
+def cannot_start_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line of a master that exited 1 at its start, with no traceback."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    (line,) = [line for line in err.splitlines() if "cannot start" in line]
+    return line
+
+
 def test_agents_that_never_came_up_are_named_in_one_line(
     docker_client: docker.DockerClient,
     image: str,
@@ -27,23 +53,18 @@ def test_agents_that_never_came_up_are_named_in_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     run_id = new_run_id()
-    scenario = tmp_path / "attached.yaml"
-    scenario.write_text("name: attached\ncluster: {reserved: 1, transient: 1}\njobs: [{workload: noop}]\n")
-    monkeypatch.setenv("TESTBED_RUN_ID", run_id)
-    monkeypatch.setenv("TESTBED_BROKER", mosquitto)
+    scenario = attached_scenario(tmp_path, monkeypatch, run_id, mosquitto)
     monkeypatch.setattr(node_start, "ATTACH_WAIT_S", 2.0)
     try:  # an agent container that exited 0 (as one Swarm stopped for a failed probe did)
         gone = docker_client.containers.run(
             image, ["true"], labels={LABEL_RUN: run_id, LABEL_CLASS: "transient"}, detach=True
         )
         assert gone.wait(timeout=120)["StatusCode"] == 0
-        status = main(["run", str(scenario), "--backend", "attach", "--out", str(tmp_path / "run")])
+        status = run_attached(scenario)
     finally:
         remove_run(docker_client, run_id)
-    err = capsys.readouterr().err
-    assert status == 1, err
-    assert "Traceback" not in err, err
-    (line,) = [line for line in err.splitlines() if "cannot start" in line]
+    line = cannot_start_line(capsys)
+    assert status == 1, line
     assert line.startswith("testbed run: after 2s, 0 of 1 reserved and 0 of 1 transient nodes are up"), line
     assert "never asked for a name (not started, or no broker): 1 reserved, 1 transient" in line, line
     assert line.endswith("the agents' tasks: transient: 1 exited (exit 0)"), line
@@ -61,10 +82,7 @@ def test_a_named_agent_that_did_not_come_up_is_reported_with_its_containers_last
     port is taken): it exits 1 with one line, and the master's line names the node with its
     container's state and that line, not only "named but not up"."""
     run_id = new_run_id()
-    scenario = tmp_path / "attached.yaml"
-    scenario.write_text("name: attached\ncluster: {reserved: 1, transient: 1}\njobs: [{workload: noop}]\n")
-    monkeypatch.setenv("TESTBED_RUN_ID", run_id)
-    monkeypatch.setenv("TESTBED_BROKER", mosquitto)
+    scenario = attached_scenario(tmp_path, monkeypatch, run_id, mosquitto)
     monkeypatch.setattr(node_start, "ATTACH_WAIT_S", 45.0)  # the agent's start, naming and exit
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -82,13 +100,11 @@ def test_a_named_agent_that_did_not_come_up_is_reported_with_its_containers_last
                 network_mode="host",
                 detach=True,
             )
-            status = main(["run", str(scenario), "--backend", "attach", "--out", str(tmp_path / "run")])
+            status = run_attached(scenario)
         finally:
             remove_run(docker_client, run_id)
-    err = capsys.readouterr().err
-    assert status == 1, err
-    assert "Traceback" not in err, err
-    (line,) = [line for line in err.splitlines() if "cannot start" in line]
+    line = cannot_start_line(capsys)
+    assert status == 1, line
     assert "0 of 1 transient nodes are up" in line, line
     assert "named but not up: transient-0 (container " in line, line
     assert ", launching: exited (exit 1), last log: " in line, line
@@ -107,8 +123,6 @@ def test_an_attached_run_gives_up_on_a_named_agent_that_does_not_come_up_and_goe
     start deadline the master gives up on it, kills its container and the run goes on with the
     other two, as a launching master does with a node that did not come up."""
     run_id = new_run_id()
-    scenario = tmp_path / "attached.yaml"
-    scenario.write_text("name: attached\ncluster: {reserved: 1, transient: 2}\njobs: [{workload: noop}]\n")
     network = docker_client.networks.create(f"testbed-{run_id}", labels={LABEL_RUN: run_id})
     try:
         broker = docker_client.containers.run(
@@ -116,8 +130,7 @@ def test_an_attached_run_gives_up_on_a_named_agent_that_does_not_come_up_and_goe
         )
         broker.reload()
         address = broker.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"]
-        monkeypatch.setenv("TESTBED_RUN_ID", run_id)
-        monkeypatch.setenv("TESTBED_BROKER", f"mqtt://{address}:1883")
+        scenario = attached_scenario(tmp_path, monkeypatch, run_id, f"mqtt://{address}:1883", transient=2)
         agent = ["agent", "--run", run_id, "--broker", f"mqtt://{address}:1883", "--data-dir", "/data"]
         agent += ["--advertise", "auto", "--port", "7070"]
         for node_class, listen in [
@@ -132,7 +145,7 @@ def test_an_attached_run_gives_up_on_a_named_agent_that_does_not_come_up_and_goe
                 labels={LABEL_RUN: run_id, LABEL_CLASS: node_class},
                 detach=True,
             )
-        status = main(["run", str(scenario), "--backend", "attach", "--out", str(tmp_path / "run")])
+        status = run_attached(scenario)
     finally:
         remove_run(docker_client, run_id)
     err = capsys.readouterr().err
