@@ -245,9 +245,10 @@ def test_a_summary_of_an_older_run_reads_its_cpu_seconds_under_their_name() -> N
 
 
 def test_every_time_column_names_its_clock() -> None:
-    """On disk a time is ``_wall_s`` (the journal's clock) or ``_trace_s`` (a drawn lifetime)."""
+    """On disk a time is ``_wall_s`` (the journal's clock) or ``_trace_s`` (a drawn lifetime);
+    a task's CPU seconds (``cpu_s``) are no clock's."""
     times = {column for header in DISK_COLUMNS.values() for column in header if column.endswith("_s")}
-    assert times and all(c.endswith(("_wall_s", "_trace_s")) for c in times)
+    assert times and all(c.endswith(("_wall_s", "_trace_s")) for c in times - {"cpu_s"})
     assert [c for c in times if c.endswith("_trace_s")] == ["lifetime_trace_s"]
     assert DISK_COLUMNS["jobs"][3:8] == (
         "submit_wall_s",
@@ -278,6 +279,19 @@ def test_a_table_reads_back_under_its_clocks_names_old_or_new(tmp_path: Path, he
     assert (converted["t_s"], converted["lifetime_trace_s"], converted["node_id"]) == ("2.0", "579.36", "t1")
     assert "t_wall_s" not in converted
     assert read_table(tmp_path / "jobs.csv", "jobs") == []  # a table the run never wrote
+
+
+@pytest.mark.parametrize("cpu_column", ["cpu_wall_s", "cpu_s"])
+def test_a_tasks_cpu_seconds_are_no_clocks_and_are_never_dilated(tmp_path: Path, cpu_column: str) -> None:
+    """A worker's CPU seconds are this machine's, neither wall nor emulated: written ``cpu_s``
+    (an older run's ``cpu_wall_s`` reads as it), kept as they are by a dilated run's conversion,
+    while its times are divided (a task at 1/d of a core for d x t wall seconds used t CPU s)."""
+    assert "cpu_s" in DISK_COLUMNS["tasks"] and "cpu_wall_s" not in DISK_COLUMNS["tasks"]
+    (tmp_path / "tasks.csv").write_text(f"task_id,start_wall_s,end_wall_s,{cpu_column}\nt,0.0,8.0,2.0\n")
+    (row,) = read_table(tmp_path / "tasks.csv", "tasks")
+    assert row["cpu_s"] == "2.0"
+    converted = emulated_row(row, 4.0)
+    assert (converted["end_s"], converted["cpu_s"]) == ("2.0", "2.0")
 
 
 @pytest.mark.parametrize("policy", [{"strategy": "pado"}, {"scheduler": "yarn-me"}])

@@ -13,9 +13,10 @@ byte for byte, from ``events.jsonl`` alone.
 Each time column names its clock on disk (README, "The run directory"): a column declared
 here as ``<x>_s`` is in the journal's clock, wall seconds on this machine, and is written as
 ``<x>_wall_s``; one in trace seconds (``TRACE_COLUMNS``: the lifetime a model drew) as
-``<x>_trace_s``. ``read_table`` reads a table back under these names (an older run
-directory's ``<x>_s`` headers too), and ``emulated_row`` converts a row once: every
-``<x>_wall_s`` becomes ``<x>_s`` in emulated seconds (wall / the run's dilation).
+``<x>_trace_s``; one in this machine's CPU seconds (``CPU_COLUMNS``) as it is.
+``read_table`` reads a table back under these names (an older run directory's ``<x>_s``
+headers too), and ``emulated_row`` converts a row once: every ``<x>_wall_s`` becomes
+``<x>_s`` in emulated seconds (wall / the run's dilation).
 """
 
 import csv
@@ -145,11 +146,15 @@ TABLES: dict[str, tuple[str, ...]] = {name: tuple(row.__annotations__) for name,
 """Each CSV table's columns, in order, as its rows (and the journal's events) name them."""
 TRACE_COLUMNS: dict[str, frozenset[str]] = {"evictions": frozenset({"lifetime_s"})}
 """The columns in trace seconds (the scenario's clock); every other ``_s`` column is wall seconds."""
+CPU_COLUMNS: dict[str, frozenset[str]] = {"tasks": frozenset({"cpu_s"})}
+"""The columns in CPU seconds of this machine (a worker's process time): no clock's, written
+and read as they are, never divided by the dilation (they were written ``cpu_wall_s``)."""
 
 
 def disk_column(table: str, column: str) -> str:
-    """A column's name in ``<table>.csv``: a time says its clock (``_wall_s``, ``_trace_s``)."""
-    if not column.endswith("_s"):
+    """A column's name in ``<table>.csv``: a time says its clock (``_wall_s``, ``_trace_s``;
+    CPU seconds are ``cpu_s``)."""
+    if not column.endswith("_s") or column in CPU_COLUMNS.get(table, ()):
         return column
     clock = "trace" if column in TRACE_COLUMNS.get(table, ()) else "wall"
     return f"{column[:-2]}_{clock}_s"
@@ -416,10 +421,12 @@ def rebuild_tables(events_path: Path, out_dir: Path) -> dict[str, int]:
 def read_table(path: Path, table: str) -> list[dict[str, str]]:
     """The rows of ``<table>.csv`` (none when it is missing) under its header's names
     (``DISK_COLUMNS``); a run directory written before the columns named their clock has
-    ``<x>_s`` for each of them, read as its ``<x>_wall_s`` or ``<x>_trace_s``."""
+    ``<x>_s`` for each of them, read as its ``<x>_wall_s`` or ``<x>_trace_s``, and one written
+    before CPU seconds were told apart has ``cpu_wall_s``, read as ``cpu_s``."""
     if not path.exists():
         return []
     upgraded = {column: disk_column(table, column) for column in TABLES[table]}
+    upgraded |= {f"{column[:-2]}_wall_s": column for column in CPU_COLUMNS.get(table, ())}
     with open(path, newline="", encoding="utf-8") as handle:
         rows = csv.DictReader(handle)
         return [{upgraded.get(key, key): value for key, value in row.items()} for row in rows]

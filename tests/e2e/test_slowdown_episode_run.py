@@ -24,7 +24,7 @@ FACTOR = 4
 
 
 def share(task: dict[str, str]) -> float:
-    return float(task["cpu_wall_s"]) / (float(task["end_wall_s"]) - float(task["start_wall_s"]))
+    return float(task["cpu_s"]) / (float(task["end_wall_s"]) - float(task["start_wall_s"]))
 
 
 async def test_an_episode_divides_the_nodes_quota_for_its_length_only(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def table(run_dir: Path, name: str) -> list[dict[str, str]]:
 
 def cpu_per_wall(tasks: list[dict[str, str]]) -> float:
     """The attempts' CPU seconds over their wall seconds: the cores they got on average."""
-    cpu = sum(float(t["cpu_wall_s"]) for t in tasks)
+    cpu = sum(float(t["cpu_s"]) for t in tasks)
     return cpu / sum(float(t["end_wall_s"]) - float(t["start_wall_s"]) for t in tasks)
 
 

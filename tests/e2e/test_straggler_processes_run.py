@@ -24,7 +24,7 @@ FACTOR = 3
 
 
 def cpu_per_wall(tasks: list[dict[str, str]]) -> float:
-    cpu = sum(float(t["cpu_wall_s"]) for t in tasks)
+    cpu = sum(float(t["cpu_s"]) for t in tasks)
     return cpu / sum(float(t["end_wall_s"]) - float(t["start_wall_s"]) for t in tasks)
 
 
