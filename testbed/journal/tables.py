@@ -445,7 +445,6 @@ def emulated_row(row: Mapping[str, Any], dilation: float) -> dict[str, Any]:
     return converted
 
 
-
 def measured_rows(path: Path) -> list[dict[str, Any]]:
     """``<table>.csv``'s rows (the table named by the file) under the journal's names, each
     time ``<x>_s`` in the seconds it was measured in (wall; a simulated run's are emulated)."""
