@@ -47,8 +47,8 @@ def test_a_node_whose_slots_have_no_quota_is_slowed_by_its_own(tmp_path: Path) -
 
 def test_the_kernel_holds_a_slowed_node_to_its_divided_quota_and_restores_it() -> None:
     """This machine's controller for real: a 1-core node 4x slower reads 25000 us back from the
-    kernel, and a CPU-bound process in its slot burns 0.1 s of CPU in no less than 0.4 s (90%:
-    the period's granularity); restored, the kernel reads the launch's 100000 us."""
+    kernel, and a CPU-bound process in its slot burns 0.1 s of CPU in no less than the 0.3 s
+    CFS allows at 25 ms a 100 ms period; restored, the kernel reads the launch's 100000 us."""
     try:
         cgroups = detect()
     except CgroupUnavailable as exc:
@@ -68,7 +68,10 @@ def test_the_kernel_holds_a_slowed_node_to_its_divided_quota_and_restores_it() -
         assert cgroups.remove(node)
         cgroups.remove_run(run)
     assert (launched, slowed, restored) == ("100000", "25000", "100000")
-    assert wall >= 0.1 * 4 * 0.9
+    # CFS lets a group run its quota (25 ms) per 100 ms period: 0.1 s of CPU needs at least
+    # (0.1 - 0.025) / 0.025 further periods after a first burst, 0.3 s (0.36 was tighter than
+    # the kernel: 0.358 s on a clean-clone CI run); unthrottled it takes about 0.15 s
+    assert wall >= (0.1 - 0.025) / 0.025 * 0.1
 
 
 def test_an_episode_divides_the_nodes_bucket_rates_and_restores_them(tmp_path: Path) -> None:
