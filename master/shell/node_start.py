@@ -151,10 +151,14 @@ class NodeStarts:
             if missing > 0:
                 unnamed.append(f"{missing} {node_class}")
         parts = [f"after {ATTACH_WAIT_S:g}s, {' and '.join(up)} nodes are up, and the run cannot start"]
-        named = [f"{n.node_id} (container {n.container}, {n.status})" for n in nodes if n.status != "up"]
-        if isinstance(self.provider, AdoptingProvider):
-            reports = [await self.provider.node_report(n.node_id) for n in nodes if n.status != "up"]
-            named = [f"{entry[:-1]}: {report})" for entry, report in zip(named, reports, strict=True)]
+        named = []
+        for n in (n for n in nodes if n.status != "up"):
+            seen = (
+                f": {await self.provider.node_report(n.node_id)}"
+                if isinstance(self.provider, AdoptingProvider)
+                else ""
+            )
+            named.append(f"{n.node_id} (container {n.container}, {n.status}{seen})")
         if named:
             parts.append(f"named but not up: {', '.join(named)}")
         if unnamed:
