@@ -11,7 +11,6 @@ import logging
 import os
 import socket
 import sys
-import time
 from pathlib import Path
 
 log = logging.getLogger("agents.cli")
@@ -122,9 +121,9 @@ async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> Non
     from testbed.wire.capabilities import NODE_KEY_ENV
     from testbed.wire.mqtt import BrokerAddress
 
-    node_id = args.node_id
+    node_id, broker_host = args.node_id, BrokerAddress.parse(args.broker, secrets).host
     if not node_id:  # compose, Swarm: its own login and node key replace the enrolment login
-        node_id, own = await ask_name(
+        node_id, own, broker_host = await ask_name(
             BrokerAddress.parse(args.broker, secrets),
             args.run_id,
             socket.gethostname(),
@@ -144,7 +143,7 @@ async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> Non
         slots=args.slots,
         memory_mb=args.memory_mb,
         listen=args.listen,
-        advertise=_advertised(args.advertise, broker.host, args.broker_wait),
+        advertise=await _advertised(args.advertise, broker_host, args.broker_wait),
         port=args.port,
         node_key=secrets.get(NODE_KEY_ENV, ""),
         heartbeat_interval=args.heartbeat_interval,
@@ -158,34 +157,19 @@ async def _named_agent(args: argparse.Namespace, secrets: dict[str, str]) -> Non
     await Agent(config).run()
 
 
-def _advertised(advertise: str, broker_host: str, wait_s: float) -> str:
+async def _advertised(advertise: str, broker_host: str, wait_s: float) -> str:
+    """``--advertise``, or with ``auto`` this host's address on the route to the broker: to the
+    address it was named over when it asked for its name (no second lookup, which a Swarm's
+    DNS may not answer while the broker's task moves), else to the broker's name."""
     from testbed.wire.mqtt import BrokerUnreachable
+    from testbed.wire.routes import route_address
 
     if advertise != "auto":
         return advertise
     try:
-        return route_address(broker_host, wait_s)
+        return await route_address(broker_host, wait_s)
     except ValueError as exc:  # the broker's name went with its task (Swarm), and did not come back
         raise BrokerUnreachable(str(exc)) from None
-
-
-def route_address(peer_host: str, wait_s: float = 60.0) -> str:
-    """This host's address on the route to ``peer_host``: what a container on a compose or
-    Swarm network advertises (its hostname may not resolve for others, its address does).
-
-    Services of a Swarm stack start in any order, and a peer's name resolves only once
-    its task is scheduled: an unknown name is retried for up to ``wait_s`` seconds."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-                probe.connect((peer_host, 9))  # UDP: picks the route and source address, sends nothing
-                return probe.getsockname()[0]
-        except socket.gaierror as exc:
-            if time.monotonic() >= deadline:
-                raise ValueError(f"{peer_host!r} did not resolve within {wait_s:g}s: {exc}") from exc
-            log.info("%s does not resolve yet; retrying", peer_host)
-            time.sleep(0.5)
 
 
 def main(argv: list[str]) -> int:

@@ -18,6 +18,7 @@ import hmac
 import logging
 import os
 import secrets
+import socket
 import time
 
 import aiomqtt
@@ -25,6 +26,7 @@ import aiomqtt
 from testbed.wire.capabilities import name_proof, unseal
 from testbed.wire.mqtt import BrokerAddress, BrokerUnreachable, backoff_delays
 from testbed.wire.protocol import Codec, NameRequest, NodeClass, NodeNamed, Topics
+from testbed.wire.routes import resolve
 
 log = logging.getLogger("agent")
 ASK_INTERVAL_S = 0.5
@@ -39,9 +41,11 @@ async def ask_name(
     slots: int,
     memory_mb: int,
     broker_wait_s: float,
-) -> tuple[str, dict[str, str]]:
-    """The node id the master gives this agent and what it seals for it (the node's broker
-    login and node key). An answer without the proof made with this request's key is ignored.
+) -> tuple[str, dict[str, str], str]:
+    """The node id the master gives this agent, what it seals for it (the node's broker
+    login and node key) and the broker's address it was named over (its name looked up once
+    per connection, off the event loop: the agent advertises its route to that address and
+    needs no second lookup). An answer without the proof made with this request's key is ignored.
     A broker out of reach is tried again, with backoff, until it has been so for
     ``broker_wait_s`` (``BrokerUnreachable``); while it is there, the agent waits for a master."""
     topics, codec = Topics(run_id), Codec()
@@ -83,13 +87,17 @@ class _Asking:
         self.connected = False
         """Whether the last try's connection was accepted."""
 
-    async def once(self) -> tuple[str, dict[str, str]]:
-        """The name and what it seals, over one connection; MqttError when the connection fails
-        or ends."""
+    async def once(self) -> tuple[str, dict[str, str], str]:
+        """The name, what it seals and the broker's address, over one connection; MqttError
+        when the broker's name does not resolve, or the connection fails or ends."""
         self.connected = False
         request = self.request
+        try:
+            address = await resolve(self.broker.host, self.broker.port)
+        except socket.gaierror as exc:  # a Swarm service's name resolves once its task is scheduled
+            raise aiomqtt.MqttError(f"{self.broker.host!r} does not resolve: {exc}") from None
         async with aiomqtt.Client(
-            self.broker.host,
+            address,
             self.broker.port,
             identifier=f"{self.topics.root}-{request.host}-{request.incarnation}".replace("/", "-"),
             username=self.broker.username,
@@ -108,7 +116,7 @@ class _Asking:
                     answer.cancel()
                     asking.cancel()
                     await asyncio.gather(answer, asking, return_exceptions=True)
-                return done.pop().result()
+                return (*done.pop().result(), address)
             finally:
                 self.reachable_t = time.monotonic()
 

@@ -5,6 +5,7 @@ credentials sealed under that key."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import aiomqtt
 import pytest
@@ -50,13 +51,17 @@ async def master_answering(broker: BrokerAddress, ready: asyncio.Event) -> list[
 
 
 async def test_the_agent_takes_only_its_proven_name(mosquitto: str) -> None:
+    """... and says which address of the broker's name it was named over: the agent advertises
+    its route to that address, with no second lookup of the name (docs/reliability.md)."""
     broker = BrokerAddress.parse(mosquitto, {})
+    assert broker.host == "127.0.0.1"
+    by_name = dataclasses.replace(broker, host="localhost")
     ready = asyncio.Event()
     master = asyncio.create_task(master_answering(broker, ready))
     await ready.wait()
-    name, own = await asyncio.wait_for(ask_name(broker, "r1", HOST, "transient", 2, 768, 60.0), 30)
+    named = await asyncio.wait_for(ask_name(by_name, "r1", HOST, "transient", 2, 768, 60.0), 30)
     (request,) = await master
-    assert (name, own) == ("transient-3", OWN)
+    assert named == ("transient-3", OWN, "127.0.0.1")
     assert (request.host, request.node_class, request.slots, request.memory_mb) == (HOST, "transient", 2, 768)
     assert len(request.key) >= 16
 

@@ -19,7 +19,6 @@ credentials (passed on to the containers' environment, never on a command line).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 from collections.abc import Sequence
@@ -94,12 +93,12 @@ async def open_backend(
             raise
         return backend
     if name == "attach":
-        from agents.cli import route_address
         from master.providers.attach import AttachProvider
         from testbed.wire.mqtt import BrokerAddress
+        from testbed.wire.routes import route_address
 
         if broker_url is None:
             raise ValueError("--backend attach needs TESTBED_BROKER=mqtt://HOST:PORT (the agents' broker)")
-        advertise = await asyncio.to_thread(route_address, BrokerAddress.parse(broker_url).host)
+        advertise = await route_address(BrokerAddress.parse(broker_url).host)
         return Backend(AttachProvider(run_id), "0.0.0.0", advertise, ["agent"], True, broker_url)
     raise ValueError(f"unknown backend {name!r}; one of {', '.join(BACKENDS)}")

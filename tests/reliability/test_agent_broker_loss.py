@@ -159,7 +159,7 @@ async def test_the_wait_counts_from_the_last_connection_not_from_the_start(broke
     broker.start()
     await answer(broker, "transient-7")
     async with asyncio.timeout(DEADLINE_S):
-        assert await asking == ("transient-7", {})
+        assert await asking == ("transient-7", {}, "127.0.0.1")
     assert first.host == "c0ffee123456"
 
 
