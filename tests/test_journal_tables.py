@@ -85,6 +85,10 @@ def test_a_task_row_has_its_metrics_only_when_its_node_reported_them() -> None:
         "bytes_in": 10,
         "cpu_s": 0.5,
     }
+    reads = {"local": 7, "remote": {"transient-1": 5, "transient-2": 4}, "source": 3}
+    read_row = _row({**reported, "input_reads": reads})[1]
+    counted = {"input_local_bytes": 7, "input_remote_bytes": 9, "input_source_bytes": 3}
+    assert read_row == {**_row(reported)[1], **counted}  # remote holders summed
     crashed = {"t": 30.0, "event": "task_finished", **TASK, "status": "lost", "failure": "master_crashed"}
     assert _row({**crashed, "end_s": 20.0})[1]["end_s"] == 20.0  # it ended at the crash, not at t
 

@@ -59,6 +59,13 @@ class TaskRow(TypedDict, total=False):
     cpu_s: float
     role: str
     """Under speculation: ``original`` or ``copy``; empty otherwise."""
+    input_local_bytes: int
+    """Bytes of its replicated split this attempt's worker read from its own node, from remote
+    holders (summed) and from the source, as it reported them (``input_reads`` of its
+    ``task_finished``; empty where none came: the simulator, a map of an unreplicated input,
+    an attempt lost with its node). Appended: older run directories' tables lack them."""
+    input_remote_bytes: int
+    input_source_bytes: int
 
 
 class JobRow(TypedDict, total=False):
@@ -265,6 +272,11 @@ def _task_row(event: Mapping[str, Any]) -> TaskRow:
     row.update((name, event[name]) for name in TASK_METRICS if name in event)
     if "role" in event:
         row["role"] = event["role"]
+    if "input_reads" in event:
+        reads = event["input_reads"]
+        row["input_local_bytes"] = reads["local"]
+        row["input_remote_bytes"] = sum(reads["remote"].values())
+        row["input_source_bytes"] = reads["source"]
     return cast(TaskRow, row)
 
 

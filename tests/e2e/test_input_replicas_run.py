@@ -87,6 +87,9 @@ async def test_wordcount_over_replicated_files_is_exact_when_a_holder_is_evicted
     assert fraction == pytest.approx(read["local"] / sum(read.values()), abs=1e-6)
     (row,) = read_table(tmp_path / "run" / "jobs.csv", "jobs")
     assert [int(row[f"input_{kind}_bytes"]) for kind in read] == list(read.values())
+    attempts = [task for task in read_table(tmp_path / "run" / "tasks.csv", "tasks") if task["stage"] == "0"]
+    per_attempt = {kind: sum(int(task[f"input_{kind}_bytes"] or 0) for task in attempts) for kind in read}
+    assert per_attempt == read  # tasks.csv's attempts add up to the job's reads
     assert_clean(tmp_path / "run")
 
 
