@@ -148,13 +148,25 @@ def table(runs: list[tuple[dict[str, str], int, dict]], metric: str, compare: st
 
 
 def conditions(runs: list[tuple[dict[str, str], int, dict]]) -> str:
-    backends = sorted({str(s.get("backend")) for _, _, s in runs})
+    backends = sorted({_backend(s) for _, _, s in runs})
     sims = [s["simulation"] for _, _, s in runs if isinstance(s.get("simulation"), dict)]
     walls = [w for w in (sim.get("elapsed_s") for sim in sims) if isinstance(w, int | float)]
     text = f"backend {', '.join(backends)}; {len(runs)} runs"
     if walls:
         text += f"; wall {min(walls):.0f} to {max(walls):.0f} s per run"
+    fidelity = [s["fidelity"] for _, _, s in runs if isinstance(s.get("fidelity"), dict)]
+    busy = [f["host_busy_mean"] for f in fidelity if "host_busy_mean" in f]
+    if busy:
+        distorted = sum(bool(f.get("distorted")) for f in fidelity)
+        text += f"; host busy {min(busy):.2f} to {max(busy):.2f} of its cores; {distorted} flagged distorted"
     return text
+
+
+def _backend(summary: dict) -> str:
+    """``sim``, or a real run's mode and dilation (a real run's summary names no backend)."""
+    if "backend" in summary:
+        return str(summary["backend"])
+    return f"real ({summary.get('fidelity_mode')}, dilation {summary.get('dilation')})"
 
 
 def main() -> int:
