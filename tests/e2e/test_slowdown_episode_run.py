@@ -32,7 +32,8 @@ async def test_an_episode_divides_the_nodes_quota_for_its_length_only(tmp_path: 
     episode = {"at": "2s", "for": "3s", "nodes": {"count": 1, "kind": "reserved"}, "factor": FACTOR}
     scenario = make_scenario(
         cluster={"reserved": {"count": 1, "slots": 1, "cpus": 1}, "transient": 0, "heartbeat_interval": 0.2},
-        jobs=[{"workload": "sleep", "tasks": 10, "duration": "0.8s", "cpu_bound": True}],
+        # 0.3 CPU s each: 1.2 s inside the episode (whole ones fit in its 3 s), 0.3 s after it
+        jobs=[{"workload": "sleep", "tasks": 20, "duration": "0.3s", "cpu_bound": True}],
         fidelity={"mode": "faithful", "dilation": 1},
         chaos={"slowdown": {"episodes": [episode]}},
     )

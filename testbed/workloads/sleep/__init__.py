@@ -1,8 +1,12 @@
 """Synthetic tasks that run for a given duration: the tasks of Eagle/CloudCoaster traces.
 
-A task sleeps (or spins the CPU, ``cpu_bound: true``) for its duration in wall
-seconds, already converted by the planner (divided by the scenario's time scale,
-stretched by its dilation).
+A task sleeps for its duration in wall seconds, already converted by the planner (divided
+by the scenario's time scale, stretched by its dilation). With ``cpu_bound: true`` it is work,
+not a wait: it spins until its thread has used its duration in CPU seconds of one emulated
+core (its trace duration / the time scale, ``cpu_s``), which at its slot's quota (1 / the
+dilation of a host core, faithful mode) takes its wall duration, and f times longer on a node
+slowed f times (``chaos.slowdown``: the quota divided), as the simulator prices it. Without a
+quota (unisolated) it takes at least its duration, longer where other work holds the core.
 """
 
 from __future__ import annotations
@@ -21,15 +25,23 @@ def plan(job: SleepJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
     """One task per duration, each in wall seconds (the scenario's ``wall_per_trace``)."""
     del seed
     wall_per_trace = 1.0 if scenario is None else scenario.wall_per_trace
+    cpu_per_trace = 1.0 if scenario is None else 1.0 / scenario.time_scale
     durations = job.task_durations
     stage = StagePlan(
         "sleep.run",
         len(durations),
         final=True,
-        task_params=tuple({"duration_s": d * wall_per_trace} for d in durations),
+        task_params=tuple(_params(d, wall_per_trace, cpu_per_trace, job.cpu_bound) for d in durations),
         shared_params={"cpu_bound": job.cpu_bound},
     )
     return JobPlan("sleep", (stage,))
+
+
+def _params(duration: float, wall_per_trace: float, cpu_per_trace: float, cpu_bound: bool) -> dict:
+    params = {"duration_s": duration * wall_per_trace}
+    if cpu_bound:
+        params["cpu_s"] = duration * cpu_per_trace
+    return params
 
 
 PROGRESS_STEP_S = 0.1
@@ -39,15 +51,27 @@ as the simulator scores a sleep: it has no input to read)."""
 
 def run_task(ctx: TaskContext) -> None:
     duration = float(ctx.params["duration_s"])
+    if ctx.params.get("cpu_bound"):
+        _spin(ctx, float(ctx.params.get("cpu_s", duration)))
+    else:
+        _sleep(ctx, duration)
+    ctx.final_path.write_text(f"{ctx.spec.task_id}\t{duration:.3f}\n")
+
+
+def _sleep(ctx: TaskContext, duration: float) -> None:
     start = time.monotonic()
     deadline = start + duration
     while (now := time.monotonic()) < deadline:
-        if ctx.params.get("cpu_bound"):
-            sum(range(10_000))
-        else:
-            time.sleep(min(PROGRESS_STEP_S, deadline - now))
+        time.sleep(min(PROGRESS_STEP_S, deadline - now))
         ctx.progress.read(int((time.monotonic() - start) * 1e6), int(duration * 1e6))
-    ctx.final_path.write_text(f"{ctx.spec.task_id}\t{duration:.3f}\n")
+
+
+def _spin(ctx: TaskContext, cpu_s: float) -> None:
+    """Busy until this thread has used ``cpu_s`` CPU seconds (its progress: the share used)."""
+    start = time.thread_time()
+    while (used := time.thread_time() - start) < cpu_s:
+        sum(range(10_000))
+        ctx.progress.read(int(used * 1e6), int(cpu_s * 1e6))
 
 
 OPERATIONS: dict[str, TaskFunction] = {"sleep.run": run_task}
