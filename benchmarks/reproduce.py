@@ -1,9 +1,10 @@
 """Regenerate one paper's table from its scenario in scenarios/papers (simulated, but for
-late-real: real local nodes).
+late-real and late-evictions-real: real local nodes).
 
     python benchmarks/reproduce.py \
         pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|late|late-stragglers|late-evictions| \
-        late-hetero|late-hetero-5min|late-grep|late-wordcount|late-real|rdd-recovery \
+        late-hetero|late-hetero-5min|late-grep|late-wordcount|late-real|late-evictions-real| \
+        rdd-recovery \
         [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
         [--jobs N | --dask ADDRESS]
 
@@ -139,6 +140,10 @@ SWEEPS: dict[str, Sweep] = {
     "late-real": Sweep(LATE_RULES, seeds=5, compare="speculation", subject="late"),
     # the same job on transient nodes evicted at Pado's high rate with a 2-minute notice
     "late-evictions": Sweep(
+        ["policy.speculation=none,late,spark"], seeds=5, compare="speculation", subject="spark"
+    ),
+    # the same question for real: 2 + 6 local one-core nodes, CPU-bound sleeps (about 15 minutes)
+    "late-evictions-real": Sweep(
         ["policy.speculation=none,late,spark"], seeds=5, compare="speculation", subject="spark"
     ),
 }

@@ -63,6 +63,7 @@ TINY: dict[str, list[str]] = {
     "late-grep": SMALL_LATE,
     "late-wordcount": SMALL_LATE,
     "late-real": ["backend=sim", "jobs.0.size_mb=96", "jobs.0.maps=12", "jobs.0.reduces=4"],
+    "late-evictions-real": ["backend=sim", "jobs.0.tasks=8"],
     "rdd-recovery": [
         "cluster.transient.count=4",
         "jobs.0.nodes=20000",

@@ -305,7 +305,7 @@ class ModelAgents:
             cost = replace(cost, compute_s=max(0.0, cost.compute_s - fetch_s))
         cost = cost.slowed(node.slowdown)
         attempt.compute_from = now
-        on_cpu = node.cpu is not None and bool(cost.compute_s) and self.model.pinned_s(attempt.spec) is None
+        on_cpu = node.cpu is not None and bool(cost.compute_s) and not self.model.waits(attempt.spec)
         if not on_cpu:  # an episode under way stretches it all; else its cores do (spills: ``_computed``)
             cost = cost.slowed(node.episode)
         attempt.compute_s = cost.compute_s + cost.spill_s
@@ -313,7 +313,7 @@ class ModelAgents:
             self.heap.after(
                 cost.compute_s + cost.spill_s, DELIVER, lambda: self._finish(node, attempt, cost=cost)
             )
-        else:  # its compute shares the node's cores (a sleep takes none), then it spills
+        else:  # its compute shares the node's cores (a plain sleep takes none), then it spills
             assert node.cpu is not None
             attempt.computing = node.cpu.run(cost.compute_s, lambda: self._computed(node, attempt, cost))
 

@@ -286,12 +286,20 @@ class ExecutionModel:
     # ------------------------------------------------------------------ tasks
 
     def pinned_s(self, spec: TaskSpec) -> float | None:
-        """A task whose duration the scenario fixes (sleep, noop): that duration."""
+        """A task whose duration the scenario fixes (sleep, noop): that duration; a CPU-bound
+        sleep's is its CPU seconds of one core (``cpu_s``), which its node's cores share out."""
         if spec.op == INLINE_NOOP:
             return 0.0
+        if "cpu_s" in spec.params:
+            return float(spec.params["cpu_s"])
         if "duration_s" in spec.params:
             return float(spec.params["duration_s"])
         return None
+
+    def waits(self, spec: TaskSpec) -> bool:
+        """A task that takes its time off the node's cores: a plain sleep or a noop (a CPU-bound
+        sleep spins on them, as the real one does: ``testbed.workloads.sleep``)."""
+        return self.pinned_s(spec) is not None and "cpu_s" not in spec.params
 
     def cost(
         self, spec: TaskSpec, input_bytes: int, fetch_s: float, node_class: str, largest: int = 0
