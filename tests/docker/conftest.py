@@ -28,9 +28,12 @@ LABEL_REQUIREMENTS = "org.transient-testbed.requirements"
 DOCKER_TESTS = Path(__file__).resolve().parent
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests here share one engine and its one-node Swarm: under pytest-xdist's
-    ``--dist loadgroup`` they run on one worker, one after another."""
+    ``--dist loadgroup`` they run on one worker, one after another. First among the hooks, so
+    that xdist's (which reads the marker) sees it: run alone, this folder's tests had gone to
+    both workers at once (no ``@docker`` in their ids) and failed each other's starts."""
     for item in items:
         if DOCKER_TESTS in item.path.parents:
             item.add_marker(pytest.mark.xdist_group("docker"))
