@@ -52,7 +52,7 @@ as the simulator scores a sleep: it has no input to read)."""
 def run_task(ctx: TaskContext) -> None:
     duration = float(ctx.params["duration_s"])
     if ctx.params.get("cpu_bound"):
-        _spin(ctx, float(ctx.params.get("cpu_s", duration)))
+        _spin(ctx, float(ctx.params["cpu_s"]))
     else:
         _sleep(ctx, duration)
     ctx.final_path.write_text(f"{ctx.spec.task_id}\t{duration:.3f}\n")
