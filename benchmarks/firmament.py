@@ -94,7 +94,7 @@ def measure(nodes: int, rounds: int, model_name: str, seed: int) -> None:
         solution, solve_wall, solve_cpu = timed(solve, net)
         assert solution.optimal, solution.status
         placed, extract_wall, extract_cpu = timed(extract, net, solution.flows)
-        _, admit_wall, admit_cpu = timed(admitted, snap, tasks, placed)
+        _, admit_wall, admit_cpu = timed(admitted, snap, tasks, placed, {})  # no preemption: no moves
         phases["build"].append((build_wall, build_cpu))
         phases["solve"].append((solve_wall, solve_cpu))
         phases["extract"].append((extract_wall, extract_cpu))
