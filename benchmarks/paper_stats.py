@@ -35,16 +35,35 @@ CELL = re.compile(r"^(?P<label>.*)_seed-(?P<seed>\d+)$")
 
 
 def cells(sweeps: Iterable[Path]) -> list[tuple[dict[str, str], int, dict]]:
-    """(varied values, seed, summary) of every finished run."""
+    """(varied values, seed, summary) of every finished run, each value under its key's last
+    part (``policy.options.firmament.cost_model`` -> ``cost_model``)."""
     found = []
     for sweep in sweeps:
+        named = grid_labels(sweep)
         for summary in sorted(sweep.glob("*/summary.json")):
             match = CELL.match(summary.parent.name)
             if match is None:
                 continue
-            values = dict(part.split("-", 1) for part in match["label"].split("_") if "-" in part)
+            label = match["label"]
+            values = named.get(label) or dict(part.split("-", 1) for part in label.split("_") if "-" in part)
             found.append((values, int(match["seed"]), json.loads(summary.read_text())))
     return found
+
+
+def grid_labels(sweep: Path) -> dict[str, dict[str, str]]:
+    """Each cell label of the sweep's grid (its sweep.json) and its values: a label alone is
+    ambiguous where a key holds an underscore (``cost_model-quincy``); empty without one."""
+    from testbed.app.sweep.grid import Variation, grid
+
+    try:
+        vary = json.loads((sweep / "sweep.json").read_text())["vary"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    variations = [Variation(key, tuple(str(value) for value in values)) for key, values in vary]
+    return {
+        CELL.match(cell.name)["label"]: {key.rsplit(".", 1)[-1]: value for key, value in cell.values}
+        for cell in grid(variations, [0])
+    }
 
 
 def t_interval(values: list[float]) -> tuple[float, float] | None:

@@ -148,3 +148,22 @@ def test_reproduce_stops_on_a_sweep_that_could_not_run(
     _fake_sweeps(monkeypatch, reproduce, tmp_path, status=2)
     with pytest.raises(SystemExit, match="exited 2"):
         reproduce.sweep("pado-mr", False, 1, [], tmp_path)
+
+
+def test_a_key_with_an_underscore_is_read_from_the_sweeps_grid(tmp_path: Path) -> None:
+    key = "policy.options.firmament.cost_model"
+    (tmp_path / "sweep.json").write_text(
+        json.dumps({"vary": [[key, ["quincy", "transient"]]], "seeds": [1, 2]})
+    )
+    for seed, (quincy, transient) in enumerate([(120.0, 100.0), (130.0, 104.0)], start=1):
+        _run(tmp_path, f"cost_model-quincy_seed-{seed}", quincy)
+        _run(tmp_path, f"cost_model-transient_seed-{seed}", transient)
+    runs = cells([tmp_path])
+    assert sorted(values["cost_model"] for values, _, _ in runs) == [
+        "quincy",
+        "quincy",
+        "transient",
+        "transient",
+    ]
+    text = table(runs, "mean_jct_s", "cost_model", "transient")
+    assert "**all runs** (mean_jct_s)" in text and "| vs quincy | 2 |" in text
