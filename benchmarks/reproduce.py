@@ -4,11 +4,11 @@ late-real and late-evictions-real: real local nodes).
     python benchmarks/reproduce.py \
         pado|pado-mr|pado-mr-keyed|pado-mlr|yarn-me|cloudcoaster|late|late-stragglers|late-evictions| \
         late-hetero|late-hetero-5min|late-grep|late-wordcount|late-real|late-evictions-real| \
-        rdd-recovery \
+        firmament-schedulers|firmament-cost-models|rdd-recovery \
         [--full] [--seeds N] [--set KEY=VALUE ...] [--vary KEY=V1,V2 ...] [--out DIR]
         [--jobs N | --dask ADDRESS]
 
-pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster and the late entries: a
+pado, pado-mr, pado-mr-keyed, pado-mlr, yarn-me, cloudcoaster, the late and the firmament entries: a
 `testbed sweep` over the paper's variants with seeds (its sweep.md: bootstrap intervals,
 Student's t below 5 runs), then benchmarks/paper_stats.py's paired table (per variant n, mean,
 sd, Student's t 95% interval; the subject against each other variant paired by seed, with a
@@ -146,6 +146,18 @@ SWEEPS: dict[str, Sweep] = {
     "late-evictions-real": Sweep(
         ["policy.speculation=none,late,spark"], seeds=5, compare="speculation", subject="spark"
     ),
+    # Firmament (Gog 2017) against the other schedulers at 1,000 nodes under Pado's high rate,
+    # then its cost models on the same runs' shape (about 20 s a run here)
+    "firmament-schedulers": Sweep(
+        ["policy.scheduler=fifo,yarn,eagle,firmament"], seeds=5, compare="scheduler", subject="firmament"
+    ),
+    "firmament-cost-models": Sweep(
+        ["policy.options.firmament.cost_model=trivial,quincy,transient"],
+        seeds=5,
+        compare="cost_model",
+        subject="transient",
+        scenario="firmament-schedulers",
+    ),
 }
 
 
@@ -203,8 +215,7 @@ def sweep(
     text = (
         f"`testbed {' '.join(command)}` (commit {commit()}; load average {before} before, "
         f"{load_average()} after; {conditions(runs)}; sim results do not depend on the load, "
-        "real ones do)\n\n"
-        + table(runs, spec.metric, spec.compare, spec.subject)
+        "real ones do)\n\n" + table(runs, spec.metric, spec.compare, spec.subject)
     )
     (out / "paired.md").write_text(text + "\n")
     return out / "paired.md"

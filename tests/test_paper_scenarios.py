@@ -64,6 +64,23 @@ TINY: dict[str, list[str]] = {
     "late-wordcount": SMALL_LATE,
     "late-real": ["backend=sim", "jobs.0.size_mb=96", "jobs.0.maps=12", "jobs.0.reduces=4"],
     "late-evictions-real": ["backend=sim", "jobs.0.tasks=8"],
+    "firmament": [  # 30 machines of 12 slots, a few jobs of each kind
+        "cluster.reserved={count: 24, slots: 12, memory_mb: 65536, zones: {z0: 12, z1: 12}}",
+        "cluster.transient={count: 6, slots: 12, memory_mb: 65536, zones: {z0: 3, z1: 3}}",
+        "jobs.0.repeat=2",
+        "jobs.0.tasks=100",
+        "jobs.1.repeat=5",
+        "jobs.2.repeat=5",
+        "jobs.3.repeat=5",
+    ],
+    "firmament-schedulers": [
+        "cluster.reserved={count: 4, slots: 2, memory_mb: 4096, network_mbps: 100, zones: {z0: 2, z1: 2}}",
+        "cluster.transient={count: 8, slots: 2, memory_mb: 4096, network_mbps: 100, zones: {z0: 4, z1: 4}}",
+        "jobs.0.size_mb=128",
+        "jobs.0.maps=8",
+        "jobs.0.reduces=2",
+        "jobs.0.repeat=3",
+    ],
     "rdd-recovery": [
         "cluster.transient.count=4",
         "jobs.0.nodes=20000",
