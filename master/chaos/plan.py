@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from master.chaos.rules import LAUNCH, ChaosRules, Reason, StormEvent, VirtualClock, class_rules
+from master.chaos.rules import LAUNCH, ChaosRules, Reason, StormEvent, VirtualClock
 from master.chaos.select import EvictableNode
 from testbed.api.policy import NodeView
 from testbed.chaosmodels.colocation import place as colocation_place
@@ -28,6 +28,7 @@ from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.limits import MAX_PLANNED_EVICTIONS
 from testbed.scenario.chaos import EvictSpec, StormSpec
 from testbed.scenario.schema import Scenario
+from testbed.settings.node_classes import chaos_classes, class_chaos
 from testbed.wire.protocol import NodeClass
 
 RUNTIME_DEPENDENT = ("busiest", "most-data")
@@ -99,7 +100,7 @@ def _plan(scenario: Scenario, horizon_s: float, base_dir: str | Path | None) -> 
     """The chaos rules run on a virtual clock up to ``horizon_s``, in a world of bookkeeping."""
     clock = VirtualClock()
     world = _PlanWorld(scenario)
-    world.rules = ChaosRules(scenario, clock, world, base_dir)
+    world.rules = ChaosRules(scenario, clock, world, chaos_classes(scenario, base_dir))
     for node_class in NODE_CLASSES:
         for _ in range(getattr(scenario.cluster, node_class).count):
             clock.at(0.0, LAUNCH, lambda node_class=node_class: world.launch(node_class, initial=True))
@@ -270,7 +271,7 @@ def capacity_windows(
     a capacity model only)."""
     windows = {}
     for node_class in NODE_CLASSES:
-        capacity = class_rules(scenario, node_class, base_dir).capacity
+        capacity = class_chaos(scenario, node_class, base_dir).capacity
         if capacity is not None:
             windows[node_class] = capacity.windows_until(horizon_s)
     return windows
@@ -360,7 +361,7 @@ def _header(scenario: Scenario, base_dir: str | Path | None) -> list[str]:
     lines = [f"scenario {scenario.name}: seed {scenario.seed}, time_scale {scenario.time_scale:g}"]
     for node_class in NODE_CLASSES:
         spec = getattr(scenario.chaos, node_class)
-        state = class_rules(scenario, node_class, base_dir)
+        state = class_chaos(scenario, node_class, base_dir)
         replace = (
             f"replaced after {format_seconds(spec.provisioning_delay)}" if spec.replace else "not replaced"
         )

@@ -19,27 +19,23 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal, Protocol
 
 import numpy as np
 
 from master.chaos.select import EvictableNode, select_victims
-from testbed.chaosmodels.capacity import CapacitySchedule, parse_capacity
-from testbed.chaosmodels.lifetime_model import LifetimeModel
+from testbed.chaosmodels.capacity import CapacitySchedule
 from testbed.chaosmodels.lifetimes import (
     EPISODE_STREAM,
-    NODE_CLASSES,
     STORM_VICTIM_STREAM,
     STORM_WINDOW_STREAM,
-    effective_notice,
     lifetime_for,
-    parse_lifetime,
     rebalance_lead,
     rng_for,
 )
 from testbed.scenario.chaos import EvictSpec, SlowdownEpisode, StormSpec
 from testbed.scenario.schema import Scenario
+from testbed.settings.node_classes import ClassChaos
 from testbed.wire.protocol import NodeClass
 
 Reason = Literal["lifetime", "storm", "manual"]
@@ -171,38 +167,13 @@ class World(Protocol):
 
 
 @dataclass
-class ClassRules:
-    model: LifetimeModel
-    notice: float
-    replace: bool
-    delay: float
-    """The replacement's provisioning delay."""
-    zone_models: dict[str, LifetimeModel] = field(default_factory=dict)
-    """Zones with a lifetime model of their own (``chaos.<class>.zones``)."""
-    capacity: CapacitySchedule | None = None
-    """When the class's launches must wait or are refused (None: capacity never runs out)."""
-
-    def model_for(self, zone: str | None) -> LifetimeModel:
-        return self.zone_models.get(zone, self.model) if zone is not None else self.model
-
-
-def class_rules(scenario: Scenario, node_class: NodeClass, base_dir: str | Path | None = None) -> ClassRules:
-    spec = getattr(scenario.chaos, node_class)
-    model = parse_lifetime(spec.lifetime, base_dir)
-    notice = effective_notice(spec.notice, "notice" in spec.model_fields_set, model)
-    zone_models = {zone: parse_lifetime(z.lifetime, base_dir) for zone, z in spec.zones.items()}
-    capacity = parse_capacity(spec.capacity, base_dir)
-    schedule = None if capacity is None else CapacitySchedule(capacity, scenario.seed, node_class)
-    return ClassRules(model, notice, spec.replace, spec.provisioning_delay, zone_models, schedule)
-
-
-@dataclass
 class ChaosRules:
     scenario: Scenario
     clock: Clock
     world: World
-    base_dir: str | Path | None = None
-    classes: dict[NodeClass, ClassRules] = field(init=False)
+    classes: Mapping[NodeClass, ClassChaos]
+    """Each node class's lifetimes, notice, replacement and capacity, read once
+    (``testbed.settings.node_classes``, ``RunSettings.chaos``)."""
     doomed: set[str] = field(default_factory=set)
     """Nodes warned or picked by a storm: no storm picks them (again)."""
     killed: set[str] = field(default_factory=set)
@@ -212,9 +183,6 @@ class ChaosRules:
     """When each node's lifetime started (trace seconds): its launch as the rules saw it."""
     episodes: dict[str, dict[int, float]] = field(default_factory=dict)
     """Each node's slowdown episodes under way: episode index -> its factor."""
-
-    def __post_init__(self) -> None:
-        self.classes = {c: class_rules(self.scenario, c, self.base_dir) for c in NODE_CLASSES}
 
     def start(self, since: float = 0.0) -> None:
         """The storms, timed from time 0; those before ``since`` (where a resumed run continues,

@@ -41,7 +41,7 @@ class ChaosWorld:
         # trace seconds per run second: time_scale compresses, the dilation stretches (as
         # ``Scenario.trace`` does for arrivals and notices)
         self.clock = TraceClock(core.timers, scenario.time_scale / scenario.fidelity.factor)
-        self.rules = ChaosRules(scenario, self.clock, self)
+        self.rules = ChaosRules(scenario, self.clock, self, core.settings.chaos)
         self.noticed: dict[str, tuple[float, float, float]] = {}
         """Each warned node's notice: when it went out, the wall seconds it promised, and the
         lead the model intended (the class's notice, or the whole lifetime if shorter)."""

@@ -20,6 +20,7 @@ from master.core.timers import TimerHeap
 from testbed.api.policy import ClusterSnapshot, NodeView, RunningTask
 from testbed.api.strategy import Ready, StrategyEvent, TaskLaunch
 from testbed.scenario.schema import Scenario
+from testbed.settings.run_settings import RunSettings
 from testbed.wire.protocol import Heartbeat, Message, TaskUpdate
 
 
@@ -189,6 +190,8 @@ class ChaosCore(ClusterPort, Protocol):
 
     run_id: str
     timers: TimerHeap
+    settings: RunSettings
+    """The run's settings: the chaos rules take each node class's chaos from it."""
 
     def running_views(self, node: NodeRecord) -> tuple[RunningTask, ...]: ...
 

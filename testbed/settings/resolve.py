@@ -10,9 +10,11 @@ from typing import Any, TypeVar
 
 from testbed.scenario.schema import Scenario, ScenarioError
 from testbed.settings.dilation import resolve_dilation
+from testbed.settings.node_classes import ClassChaos, chaos_classes
 from testbed.settings.policies import make_policy
 from testbed.settings.profiles import Profiles, load_profiles
 from testbed.settings.run_settings import Host, Policies, RunSettings
+from testbed.wire.protocol import NodeClass
 
 T = TypeVar("T")
 
@@ -31,13 +33,14 @@ class Resolution:
     host: Host
     built: dict[str, Any]
     profiles: Profiles
+    chaos: dict[NodeClass, ClassChaos]
     problems: tuple[str, ...]
 
     def settings(self) -> RunSettings:
         """The run's settings, or a ``ScenarioError`` with every problem."""
         if self.problems:
             raise ScenarioError(list(self.problems))
-        return RunSettings(self.scenario, self.host, Policies(**self.built), self.profiles)
+        return RunSettings(self.scenario, self.host, Policies(**self.built), self.profiles, self.chaos)
 
 
 def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Resolution:
@@ -50,8 +53,10 @@ def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Reso
         built[field], found = _attempt(partial(make_policy, kind, scenario))
         problems += found
     profiles, found = _attempt(partial(load_profiles, scenario))
+    problems += found
+    chaos, found = _attempt(partial(chaos_classes, scenario))
     named = [f"{where}: {problem}" if where else problem for problem in [*problems, *found]]
-    return Resolution(scenario, host, built, profiles or {}, tuple(named))
+    return Resolution(scenario, host, built, profiles or {}, chaos or {}, tuple(named))
 
 
 def _attempt(make: Callable[[], T]) -> tuple[T | None, list[str]]:

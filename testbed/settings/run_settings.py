@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from testbed.scenario.fidelity import host_cores
 from testbed.scenario.schema import Scenario
+from testbed.settings.node_classes import ClassChaos
 from testbed.settings.profiles import Profiles
+from testbed.wire.protocol import NodeClass
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class RunSettings:
     policies: Policies
     profiles: Profiles
     """The task profiles, read once (``testbed.settings.profiles``)."""
+    chaos: Mapping[NodeClass, ClassChaos]
+    """Each node class's lifetimes, notice, replacement and capacity, read once
+    (``testbed.settings.node_classes``): the core's chaos rules take them."""
 
     @property
     def dilation(self) -> float:

@@ -14,6 +14,7 @@ from master.core import commands as cmd
 from master.core.events import EvictRequest, Stop
 from master.core.timers import TimerHeap, TraceClock
 from testbed.scenario.chaos import EvictSpec
+from testbed.settings.node_classes import chaos_classes
 from tests.support.driver import Driver
 from tests.support.scenarios import make_scenario
 
@@ -135,7 +136,8 @@ def test_a_storm_at_time_zero_fires_though_the_rules_start_a_moment_later() -> N
     storms = [{"at": "0s", "evict": {"count": 1}}, {"at": "1s", "evict": {"count": 1}}]
     world = StormLog()
     world.clock.time = 0.024
-    rules = ChaosRules(make_scenario(chaos={"storms": storms}), world.clock, world)  # type: ignore[arg-type]
+    stormy = make_scenario(chaos={"storms": storms})
+    rules = ChaosRules(stormy, world.clock, world, chaos_classes(stormy))  # type: ignore[arg-type]
     rules.start()
     world.clock.run(10.0)
     assert world.fired == [0.0, 1.0]
@@ -145,7 +147,8 @@ def test_a_resumed_run_does_not_replay_the_storms_before_its_crash() -> None:
     storms = [{"at": "0s", "evict": {"count": 1}}, {"at": "5s", "evict": {"count": 1}}]
     world = StormLog()
     world.clock.time = 3.0
-    rules = ChaosRules(make_scenario(chaos={"storms": storms}), world.clock, world)  # type: ignore[arg-type]
+    stormy = make_scenario(chaos={"storms": storms})
+    rules = ChaosRules(stormy, world.clock, world, chaos_classes(stormy))  # type: ignore[arg-type]
     rules.start(since=3.0)
     world.clock.run(10.0)
     assert world.fired == [5.0]

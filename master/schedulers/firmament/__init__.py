@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from master.chaos.rules import class_rules
 from master.options import PolicyOptions
 from master.schedulers.firmament.costs import (
     COST_MODELS,
@@ -45,6 +44,7 @@ from testbed.api.policy import (
     Scheduler,
 )
 from testbed.scenario.schema import Scenario
+from testbed.settings.node_classes import class_chaos
 
 OPTIONS = frozenset({"cost_model", "wait_factor", "preference_threshold", "preemption"})
 DEFAULT_COST_MODEL = "quincy"
@@ -208,7 +208,7 @@ def eviction_risk(scenario: Scenario) -> EvictionRisk:
     each node class and of each zone that has its own, and the trace's clock."""
     models = {}
     for node_class in ("reserved", "transient"):
-        rules = class_rules(scenario, node_class)
+        rules = class_chaos(scenario, node_class)
         models[(node_class, None)] = rules.model
         for zone in getattr(scenario.cluster, node_class).zones:
             models[(node_class, zone)] = rules.model_for(zone)
