@@ -26,6 +26,7 @@ from testbed.node.cgroups import (
     slot_group,
     slots_group,
 )
+from tests.support.cgroups import busy_in_group
 
 
 def test_v2_node_group_gets_cpu_max_and_its_parents_delegate_the_cpu_controller(tmp_path: Path) -> None:
@@ -156,26 +157,12 @@ def _v1_or_skip() -> CpuCgroups:
     return cgroups
 
 
-BUSY = "import time\nwhile time.process_time() < {cpu_s}: pass\n"
-
-
-def _busy_in_group(group: Path, cpu_s: float) -> float:
-    """Wall seconds a process in ``group`` takes to burn ``cpu_s`` of CPU."""
-    started = time.monotonic()
-    process = subprocess.Popen(
-        [sys.executable, "-c", BUSY.format(cpu_s=cpu_s)],
-        preexec_fn=lambda: join(group, os.getpid()),
-    )
-    assert process.wait(timeout=60) == 0
-    return time.monotonic() - started
-
-
 def test_v1_quota_throttles_a_cpu_bound_process_to_its_share() -> None:
     cgroups = _v1_or_skip()
     run = f"test-{os.getpid()}"
     group = cgroups.create(run, "quarter", 0.25, 1)
     try:
-        wall = _busy_in_group(slot_group(group, 0), 0.3)
+        wall = busy_in_group(slot_group(group, 0), 0.3)
         stats = cgroups.stats(group)
     finally:
         assert cgroups.remove(group)
@@ -195,8 +182,8 @@ def test_a_quarter_core_is_throttled_where_a_full_core_is_not() -> None:
     run = f"test-{os.getpid()}"
     quarter, full = cgroups.create(run, "quarter", 0.25, 1), cgroups.create(run, "full", 1.0, 1)
     try:
-        slow = _busy_in_group(slot_group(quarter, 0), 0.5)
-        _busy_in_group(slot_group(full, 0), 0.5)
+        slow = busy_in_group(slot_group(quarter, 0), 0.5)
+        busy_in_group(slot_group(full, 0), 0.5)
         held, free = cgroups.stats(quarter), cgroups.stats(full)
     finally:
         for group in (quarter, full):
@@ -231,7 +218,7 @@ def test_a_lone_task_on_a_2_cpu_2_slot_node_gets_one_core_not_the_nodes_two(vers
     run = f"test-{os.getpid()}"
     node = cgroups.create(run, "reserved-0", 0.5, 2)
     try:
-        wall = _busy_in_group(slot_group(node, 0), 0.3)
+        wall = busy_in_group(slot_group(node, 0), 0.3)
         slot, idle, whole = (cgroups.stats(g) for g in (slot_group(node, 0), slot_group(node, 1), node))
     finally:
         assert cgroups.remove(node)

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import ast
 import importlib
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.doc_blocks import ROOT, Block, blocks, commands, example
-from tests.support.plugins import doc_files, write_doc_files
+from tests.support.doc_blocks import Block, blocks, cli_argv, commands, example, user_env, user_project
+from tests.support.plugins import doc_files
 
 PACKAGES = ("testbed", "master", "agents")
 PYTHON = [b for b in blocks() if b.lang == "python"]
@@ -44,20 +42,6 @@ def test_every_name_a_python_block_imports_from_the_testbed_exists(block: Block)
 def test_the_docs_python_blocks_import_the_testbed() -> None:
     """The check above is not vacuous: the docs' blocks import dozens of the testbed's names."""
     assert sum(len(imported_names(b)) for b in PYTHON) >= 30
-
-
-def user_project(directory: Path) -> Path:
-    """docs/plugins.md's files in a directory of their own, with a pytest configuration of its
-    own, as in a new user's project."""
-    directory.mkdir(parents=True, exist_ok=True)
-    write_doc_files(directory)
-    (directory / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    return directory
-
-
-def user_env() -> dict[str, str]:
-    """This checkout importable (as if installed), the user's directory not otherwise."""
-    return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 SCENARIOS = sorted(name for name in doc_files() if name.endswith(".yaml"))
@@ -93,13 +77,6 @@ def test_the_docs_async_run_test_passes_in_a_project_of_their_own(tmp_path: Path
     the doc marks it, not because the testbed's own configuration runs every coroutine."""
     done = pytest_in(user_project(tmp_path), "test_random_run.py")
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
-
-
-def cli_argv(argv: list[str]) -> list[str]:
-    assert argv[0] == "testbed", f"not a testbed command: {argv}"
-    script = shutil.which("testbed")
-    assert script, "the testbed command is not installed (pip install .)"
-    return [script, *argv[1:]]
 
 
 def needs_docker(argv: list[str]) -> bool:

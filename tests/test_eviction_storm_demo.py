@@ -11,23 +11,7 @@ from pathlib import Path
 import pytest
 
 from testbed.app.cli import main
-
-SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "eviction-storm.yaml"
-
-
-def storm_recovery(run_dir: Path) -> tuple[set[str], list[str]]:
-    """(the storm's victims, the tasks relaunched whose earlier attempt ran on one of them)."""
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    victims = {e["node"] for e in events if e["event"] == "eviction" and e["reason"] == "storm"}
-    ran_on: dict[str, set[str]] = {}
-    relaunched = []
-    for e in events:
-        if e["event"] != "task_started":
-            continue
-        if e["attempt"] > 0 and ran_on.get(e["task"], set()) & victims:
-            relaunched.append(e["task"])
-        ran_on.setdefault(e["task"], set()).add(e["node"])
-    return victims, relaunched
+from tests.support.eviction_storm import SCENARIO, storm_recovery
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])

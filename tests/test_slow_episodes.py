@@ -12,7 +12,7 @@ import pytest
 from testbed.node.bandwidth import NodeLimits
 from testbed.node.cgroups import PERIOD_US, CgroupUnavailable, CpuCgroups, agent_group, detect, slot_group
 from testbed.node.slow_episodes import SlowBuckets, SlowQuotas
-from tests.test_cgroups import _busy_in_group
+from tests.support.cgroups import busy_in_group
 
 
 def quotas(node: Path, slots: int) -> list[str]:
@@ -61,7 +61,7 @@ def test_the_kernel_holds_a_slowed_node_to_its_divided_quota_and_restores_it() -
         launched = quota.read_text().split()[0]
         slow.slow(node, 4.0)
         slowed = quota.read_text().split()[0]
-        wall = _busy_in_group(slot_group(node, 0), 0.1)
+        wall = busy_in_group(slot_group(node, 0), 0.1)
         slow.slow(node, 1.0)
         restored = quota.read_text().split()[0]
     finally:

@@ -11,9 +11,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from tests.support.doc_blocks import commands, example
+from tests.support.doc_blocks import cli_argv, commands, example, user_env, user_project
 from tests.support.docker import compose_command, new_run_id, remove_run
-from tests.test_doc_examples import cli_argv, user_env, user_project
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 

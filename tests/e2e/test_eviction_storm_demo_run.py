@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from testbed.app.cli import main
-from tests.test_eviction_storm_demo import SCENARIO, storm_recovery
+from tests.support.eviction_storm import SCENARIO, storm_recovery
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from master.recovery.auto_cost import TIMELINES, eviction_times, loss_at
 from testbed.api.dag import JobDag, StageCost, StageInput, StageSpec
 from testbed.plan import JobPlan
 from testbed.workloads.dag import plan_dag
-from tests.policies.test_auto_strategy import pado_cluster
+from tests.support.auto_strategy import pado_cluster
 
 DETECTION = pado_cluster("high").detection_s
 

@@ -17,18 +17,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from master.recovery.auto import AutoStrategy
-from master.recovery.auto_cost import STRATEGIES, Setting, choose, predict, setting_of
+from master.recovery.auto_cost import STRATEGIES, choose, predict, setting_of
 from testbed.api.dag import JobDag, StageCost, StageInput, StageSpec
 from testbed.app.cli import main
-from testbed.chaosmodels.lifetimes import parse_lifetime
 from testbed.plan import JobPlan
 from testbed.scenario.schema import parse_scenario
-from testbed.scenario.simulation import SimulationSpec
 from testbed.workloads import plan_job
 from testbed.workloads.dag import plan_dag
+from tests.support.auto_strategy import pado_cluster
 from tests.support.cli import assert_validate_refuses
 from tests.support.sim import SCENARIO, events, simulate
-from tests.workflows.test_sql_jobs import sql_scenario
+from tests.support.workflows import sql_scenario
 
 JOIN = {
     "workload": "testbed.workloads.join:JoinAggregate",
@@ -48,21 +47,6 @@ def chain(depth: int, tasks: int = 40, mb: float = 1000.0, s_per_mb: float = 0.0
         inputs = (StageInput(f"s{i - 1}"),)
         stages.append(StageSpec(f"s{i}", "x:y", tasks, partitions, inputs, cost=StageCost(s_per_mb, 1.0)))
     return plan_dag("chain", JobDag(tuple(stages)))
-
-
-def pado_cluster(lifetime: str, trace_s_per_run_s: float = 1.0) -> Setting:
-    """Pado's cluster (scenarios/papers/pado.yaml: 5 reserved + 40 transient, 4 slots, 1 Gb/s;
-    spark-checkpoint's readers fetch its copies back)."""
-    return Setting(
-        nodes={"reserved": 5, "transient": 40},
-        slots={"reserved": 20, "transient": 160},
-        nic_mb_s={"reserved": 1e9 / 8 / 2**20, "transient": 1e9 / 8 / 2**20},
-        simulation=SimulationSpec(),
-        lifetime=parse_lifetime(lifetime),
-        trace_s_per_run_s=trace_s_per_run_s,
-        detection_s=SimulationSpec().will_delay,
-        fetch_back=True,
-    )
 
 
 def test_without_evictions_spark_is_chosen() -> None:

@@ -12,7 +12,6 @@ from master.schedulers.firmament import FirmamentScheduler, cost_model
 from master.schedulers.firmament.costs import (
     GB,
     CostModel,
-    EvictionRisk,
     OctopusCostModel,
     QuincyCostModel,
     TaskInput,
@@ -22,45 +21,18 @@ from master.schedulers.firmament.machines import MachineTable
 from master.schedulers.firmament.network import CLASS, CLUSTER, MACHINE, ZONE, build
 from testbed.api.policy import (
     Assign,
-    ClusterSnapshot,
     Decision,
     JobView,
     LogDecision,
-    NodeClass,
-    NodeView,
     PendingTask,
-    RunningTask,
 )
-from testbed.chaosmodels.lifetimes import parse_lifetime
 from tests.support.cli import assert_validate_refuses
-
-
-def node(
-    node_id: str,
-    node_class: NodeClass = "reserved",
-    *,
-    slots: int = 2,
-    memory: int = 1000,
-    running: int = 0,
-    zone: str | None = None,
-    launched: float = 0.0,
-    **kw: bool,
-) -> NodeView:
-    busy = tuple(RunningTask(f"{node_id}/busy{i}", "old", 100, 0.0, 1e9) for i in range(running))
-    return NodeView(node_id, node_class, slots, memory, busy, launched=launched, zone=zone, **kw)
+from tests.support.firmament import node, placed, risk, snap
 
 
 def job(job_id: str, count: int, memory: int = 100, duration: float = 10.0, **kw: object) -> JobView:
     pending = tuple(PendingTask(f"{job_id}/t{i}", job_id, 0, i, memory, duration, **kw) for i in range(count))
     return JobView(job_id, 0.0, pending)
-
-
-def snap(nodes: list[NodeView], jobs: list[JobView], now: float = 0.0) -> ClusterSnapshot:
-    return ClusterSnapshot(now, tuple(nodes), tuple(jobs))
-
-
-def placed(decisions: list[Decision]) -> dict[str, str]:
-    return {d.task_id: d.node_id for d in decisions if isinstance(d, Assign)}
 
 
 def per_node(decisions: list[Decision]) -> dict[str, int]:
@@ -162,12 +134,6 @@ def test_quincy_waiting_grows_with_the_time_since_the_task_was_first_seen() -> N
     assert placed(scheduler.schedule(snap(nodes, jobs, now=100.0))) == {}
     assert placed(scheduler.schedule(snap(nodes, jobs, now=119.0))) == {}
     assert placed(scheduler.schedule(snap(nodes, jobs, now=120.0))) == {"j0/t0": "n0"}
-
-
-def risk(lifetime: object) -> EvictionRisk:
-    return EvictionRisk(
-        {("transient", None): parse_lifetime(lifetime), ("reserved", None): parse_lifetime("none")}
-    )
 
 
 def test_transient_prefers_a_node_that_is_not_evicted() -> None:

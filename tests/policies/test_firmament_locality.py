@@ -12,7 +12,7 @@ from master.schedulers.firmament import FirmamentScheduler
 from master.schedulers.firmament.costs import GB, Preferences, QuincyCostModel, TransientCostModel
 from testbed.api.policy import JobView, PendingTask
 from testbed.wire.protocol import BlockRef, InputReads, InputSplit, replica_block
-from tests.policies.test_firmament import node, placed, risk, snap
+from tests.support.firmament import node, placed, risk, snap
 
 SPLIT = "j0.s0.t0"
 

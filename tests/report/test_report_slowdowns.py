@@ -9,8 +9,8 @@ from pathlib import Path
 from testbed.app.report.gantt import gantt, lane_layout
 from testbed.app.report.rundir import load_run
 from testbed.chaosmodels.slowdown import SlowSpan, effective_factor, episode_spans, own_factors
-from tests.sim.test_slowdown_episodes import CLUSTER, EPISODE, JOBS
 from tests.support.sim import simulate
+from tests.support.slowdowns import CLUSTER, EPISODE, JOBS
 
 
 def test_spans_run_from_each_change_of_a_nodes_factor_to_the_next_or_its_end() -> None:

@@ -13,8 +13,9 @@ from master.sim.clock import EventHeap
 from master.sim.cpu import NodeCpu
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import LaunchTask
-from tests.sim.test_cpu import fleet, map_task, run, succeeded
+from tests.support.cpu_agents import fleet, map_task, run, succeeded
 from tests.support.sim import events, rows, simulate, sleep_task
+from tests.support.slowdowns import CLUSTER, EPISODE, JOBS
 
 
 def test_a_job_runs_factor_times_slower_during_the_episode_only() -> None:
@@ -58,11 +59,6 @@ def test_an_attempt_on_an_episode_node_is_slowed_while_the_episode_lasts() -> No
         "j000.s0.t1": pytest.approx(10.5),
         "j000.s0.t2": pytest.approx(11.5),
     }
-
-
-CLUSTER = {"reserved": {"count": 2, "slots": 1}, "transient": 0}
-JOBS = [{"workload": "sleep", "tasks": 6, "duration": "100s"}]
-EPISODE = {"at": "150s", "for": "100s", "nodes": {"count": 1, "kind": "reserved"}, "factor": 3}
 
 
 def test_the_run_slows_the_planned_nodes_at_the_planned_times(tmp_path: Path) -> None:

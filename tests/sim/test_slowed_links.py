@@ -12,7 +12,7 @@ import pytest
 
 from master.sim.nodes import url_of
 from testbed.wire.protocol import LaunchTask, Message, NodeState, PushTarget, TaskUpdate
-from tests.sim.test_agents import NIC_SPEC, agents, reduce_task, run_all, written_blocks
+from tests.support.model_agents import NIC_SPEC, agents, reduce_task, run_all, written_blocks
 from tests.support.sim import sleep_task
 
 ONE = 2**20 / 1e6

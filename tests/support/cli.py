@@ -11,9 +11,7 @@ import pytest
 from testbed.node.processes import child_env
 
 
-def assert_validate_refuses(
-    path: Path, field: str, expected: str, capsys: pytest.CaptureFixture[str]
-) -> str:
+def assert_validate_refuses(path: Path, field: str, expected: str, capsys: pytest.CaptureFixture[str]) -> str:
     """``testbed validate PATH`` exits 2 with one line: the file, then ``field``, then ``expected``
     (the line, returned)."""
     from testbed.app.cli import main

@@ -3,10 +3,14 @@ language, text, and the name of the ``<!-- example: NAME -->`` comment just abov
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.plugins import write_doc_files
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -58,3 +62,24 @@ def commands(block: Block) -> list[list[str]]:
                 found.append(command)
             command = []
     return found
+
+
+def user_project(directory: Path) -> Path:
+    """docs/plugins.md's files in a directory of their own, with a pytest configuration of its
+    own, as in a new user's project."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_doc_files(directory)
+    (directory / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    return directory
+
+
+def user_env() -> dict[str, str]:
+    """This checkout importable (as if installed), the user's directory not otherwise."""
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def cli_argv(argv: list[str]) -> list[str]:
+    assert argv[0] == "testbed", f"not a testbed command: {argv}"
+    script = shutil.which("testbed")
+    assert script, "the testbed command is not installed (pip install .)"
+    return [script, *argv[1:]]

@@ -3,7 +3,6 @@ run in this process (``LocalJob``: the agents' task code, blocks in a local dire
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,26 +15,7 @@ from testbed.workflows.types import Column, parse_type
 from testbed.workloads.dag import plan_dag
 from testbed.workloads.local import LocalJob
 from testbed.workloads.sql import file_splits, job_dag
-
-ORDERS = """1|10|3.50|2024-01-01|red|
-2|10|1.25|2024-01-02|blue|
-3|11|7.00|2024-01-03||
-4|12||2024-01-03|red|
-5|11|2.00|2024-01-05|green|
-6|13|9.99|2024-01-06|red|
-6|13|9.99|2024-01-06|red|
-"""
-CUSTOMERS = """10|Ann|3|
-11|Bob|1|
-14|Cy|2|
-12|Di|5|
-"""
-SCHEMAS = {
-    "orders": {
-        "o_id": "int", "o_cust": "int", "o_price": "decimal(15,2)", "o_day": "date", "o_color": "string",
-    },
-    "customers": {"c_id": "int", "c_name": "string", "c_qty": "int"},
-}
+from tests.support.workflows import CUSTOMERS, ORDERS, SCHEMAS, Runner
 
 
 @pytest.fixture
@@ -55,9 +35,6 @@ def small_tables(tmp_path: Path) -> dict[str, Table]:
 def tpch_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Table]:
     directory = tpch.generate(0.01, tmp_path_factory.mktemp("tpch"))
     return tpch.tables(directory, splits=3)
-
-
-Runner = Callable[[Workflow], list[tuple[Any, ...]]]
 
 
 @pytest.fixture

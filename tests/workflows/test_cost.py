@@ -17,9 +17,7 @@ from testbed.workflows.lowering import Workflow, lower
 from testbed.workflows.reference import compare, duckdb_answer
 from testbed.workflows.sql import Table
 from testbed.workloads.sql import file_splits
-from tests.workflows.conftest import Runner
-from tests.workflows.test_sql_jobs import sql_scenario
-from tests.workflows.test_top_shopper import QUERY
+from tests.support.workflows import QUERY, Runner, sql_scenario
 
 MB = 2**20
 

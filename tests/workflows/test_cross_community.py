@@ -10,7 +10,7 @@ import pytest
 from testbed.workflows import community, reference
 from testbed.workflows.lowering import lower
 from testbed.workloads.sql import file_splits
-from tests.workflows.conftest import Runner
+from tests.support.workflows import Runner
 
 
 @pytest.fixture(scope="module")

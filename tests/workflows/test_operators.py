@@ -11,8 +11,8 @@ import pytest
 from testbed.api.workflows import Flow, table
 from testbed.workflows.reference import compare, duckdb_answer
 from testbed.workflows.sql import Table
+from tests.support.workflows import SCHEMAS, Runner
 from tests.workflows import udfs
-from tests.workflows.conftest import SCHEMAS, Runner
 
 
 def flows(tables: dict[str, Table]) -> tuple[Flow, Flow]:
@@ -53,8 +53,12 @@ CASES: dict[str, tuple[Any, str, bool]] = {
     ),
     "agg by key": (
         lambda o, c: o.group_by("orders.o_color").agg(
-            n=("count", None), nprice=("count", "orders.o_price"), s=("sum", "orders.o_price"),
-            lo=("min", "orders.o_day"), hi=("max", "orders.o_price"), mean=("avg", "orders.o_price"),
+            n=("count", None),
+            nprice=("count", "orders.o_price"),
+            s=("sum", "orders.o_price"),
+            lo=("min", "orders.o_day"),
+            hi=("max", "orders.o_price"),
+            mean=("avg", "orders.o_price"),
         ),
         "select o_color, count(*), count(o_price), sum(o_price), min(o_day), max(o_price), avg(o_price) "
         "from orders group by o_color",

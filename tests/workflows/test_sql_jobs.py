@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -16,23 +15,7 @@ from testbed.app.cli import main
 from testbed.scenario.schema import ScenarioError, input_files, load_scenario, parse_scenario
 from testbed.workloads.base import InputDataError
 from tests.support.cli import assert_validate_refuses
-from tests.workflows.conftest import CUSTOMERS, ORDERS, SCHEMAS, Runner
-
-
-def sql_scenario(tmp_path: Path, query: str, **job: Any) -> Path:
-    tables = {}
-    for name, text in (("orders", ORDERS), ("customers", CUSTOMERS)):
-        (tmp_path / f"{name}.tbl").write_text(text)
-        tables[name] = {"input": str(tmp_path / f"{name}.tbl"), "schema": SCHEMAS[name]}
-    doc = {
-        "name": "sql",
-        "cluster": {"reserved": 1, "transient": 1},
-        "jobs": [{"workload": "sql", "query": query, "tables": tables, "reduces": 2, **job}],
-    }
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
-
+from tests.support.workflows import SCHEMAS, Runner, sql_scenario
 
 REFUSED = {
     "a window function": (

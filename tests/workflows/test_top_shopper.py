@@ -7,16 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from testbed.workflows import shop, sql
 from testbed.workflows.lowering import Workflow, lower
 from testbed.workflows.reference import compare, duckdb_answer
 from testbed.workloads.sql import file_splits
-from tests.workflows.conftest import Runner
-
-SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "workflows" / "top-shopper.yaml"
-QUERY: str = yaml.safe_load(SCENARIO.read_text())["jobs"][0]["query"]
+from tests.support.workflows import QUERY, Runner
 
 
 @pytest.fixture(scope="module")

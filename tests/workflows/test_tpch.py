@@ -11,10 +11,18 @@ from testbed.workflows.lowering import Workflow, lower
 from testbed.workflows.reference import compare, duckdb_answer
 from testbed.workflows.sql import Table
 from testbed.workloads.sql import file_splits
-from tests.workflows.conftest import Runner
+from tests.support.workflows import Runner
 
-STAGES = {"q1": (3, 6), "q3": (6, 12), "q5": (13, 17), "q6": (2, 5), "q10": (9, 13), "q12": (5, 8),
-          "q14": (4, 7), "q17": (6, 14)}
+STAGES = {
+    "q1": (3, 6),
+    "q3": (6, 12),
+    "q5": (13, 17),
+    "q6": (2, 5),
+    "q10": (9, 13),
+    "q12": (5, 8),
+    "q14": (4, 7),
+    "q17": (6, 14),
+}
 """(merged, unmerged) stages of each query at partitions 3."""
 
 
