@@ -36,7 +36,10 @@ def test_no_test_module_imports_another() -> None:
 
 def test_the_check_sees_such_an_import(tmp_path: Path) -> None:
     module = tmp_path / "test_x.py"
-    module.write_text(
-        "from tests.sim.test_cpu import fleet\nimport tests.workflows.conftest\nfrom tests.support import sim\n"
-    )
+    lines = [
+        "from tests.sim.test_cpu import fleet",
+        "import tests.workflows.conftest",
+        "from tests.support import sim",
+    ]
+    module.write_text("\n".join(lines) + "\n")
     assert imported_test_modules(module) == ["tests.sim.test_cpu", "tests.workflows.conftest"]
