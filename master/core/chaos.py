@@ -39,8 +39,8 @@ class ChaosWorld:
         self.core = core
         scenario = core.scenario
         # trace seconds per run second: time_scale compresses, the dilation stretches (as
-        # ``Scenario.trace`` does for arrivals and notices)
-        self.clock = TraceClock(core.timers, scenario.time_scale / scenario.fidelity.factor)
+        # ``TimeBase.trace`` does for arrivals and notices)
+        self.clock = TraceClock(core.timers, core.time.trace_per_wall)
         self.rules = ChaosRules(scenario, self.clock, self, core.settings.chaos)
         self.noticed: dict[str, tuple[float, float, float]] = {}
         """Each warned node's notice: when it went out, the wall seconds it promised, and the
@@ -208,12 +208,12 @@ class ChaosWorld:
         node = core.nodes[node_id]
         notice = self.rules.classes[self.node_class(node_id)].notice
         core.drain(node, "eviction_notice")
-        seconds = core.scenario.trace(seconds_left)
+        seconds = core.time.trace(seconds_left)
         kill_at = self.clock.now() + seconds_left
         intended = min(notice, kill_at - self.rules.started.get(node_id, -math.inf))
-        self.noticed[node_id] = (core.journal.now(), seconds, core.scenario.trace(intended))
+        self.noticed[node_id] = (core.journal.now(), seconds, core.time.trace(intended))
         core.send(node_id, EvictionNotice(node_id=node_id, seconds=seconds))
-        core.journal.event("eviction_notice", node=node_id, seconds=core.scenario.trace(notice))
+        core.journal.event("eviction_notice", node=node_id, seconds=core.time.trace(notice))
 
     def kill_at(self, node_id: str) -> float | None:
         """When the node's eviction notice says it dies (run seconds); None: no notice."""

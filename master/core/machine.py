@@ -112,6 +112,7 @@ class MasterCore:
         self.settings = settings
         """What the shells plan jobs with (``PlanJob``); the core reads its scenario and policies."""
         self.scenario = scenario
+        self.time = settings.time
         self.run_id = run_id
         self.attach = attach
         self.outbox = Outbox()
@@ -165,7 +166,7 @@ class MasterCore:
         if self.resume is not None:
             resuming(self, self.resume)
         self.launcher.start_initial()
-        self.timers.after(self.scenario.heartbeat_interval_s, TICK, self._tick)
+        self.timers.after(self.time.heartbeat_interval_s, TICK, self._tick)
         return self._commands()
 
     def handle(self, event: Event, now: float) -> list[Command]:
@@ -252,7 +253,7 @@ class MasterCore:
                     if spec.after is not None:
                         self.chains.hold(spec, ordinal)
                     else:
-                        when = self.scenario.trace(spec.submit_at + repeat * spec.every)
+                        when = self.time.trace(spec.submit_at + repeat * spec.every)
                         self._submit_at(when, spec, ordinal)
                     ordinal += 1
         self.chaos.start(since=self.resumed_from)
@@ -265,7 +266,7 @@ class MasterCore:
     def _tick(self) -> None:
         """Every heartbeat interval: a scheduling round (YARN schedules on node heartbeats) and
         a look for silent nodes (not while our own broker link is down)."""
-        self.timers.after(self.scenario.heartbeat_interval_s, TICK, self._tick)
+        self.timers.after(self.time.heartbeat_interval_s, TICK, self._tick)
         if self.link_up:
             self.watch.check_heartbeats()
         self.kick()

@@ -20,7 +20,7 @@ from master.core.timers import TimerHeap
 from testbed.api.policy import ClusterSnapshot, NodeView, RunningTask
 from testbed.api.strategy import Ready, StrategyEvent, TaskLaunch
 from testbed.scenario.schema import Scenario
-from testbed.settings.run_settings import RunSettings
+from testbed.settings.run_settings import RunSettings, TimeBase
 from testbed.wire.protocol import Heartbeat, Message, TaskUpdate
 
 
@@ -39,6 +39,8 @@ class ClusterPort(Protocol):
     """The node registry, the jobs, the journal, and the commands every part may give."""
 
     scenario: Scenario
+    time: TimeBase
+    """The run's time base (``RunSettings.time``): trace time to run time, the heartbeats."""
     journal: JournalPort
     nodes: dict[str, NodeRecord]
     jobs: dict[str, JobRuntime]

@@ -157,7 +157,7 @@ def resumed_arrivals(
             elif job_id in found.submitted:
                 core.restore_job(spec, ordinal)
             elif job_id not in found.finished_jobs:
-                submit_at(max(now, core.scenario.trace(spec.submit_at + repeat * spec.every)), spec, ordinal)
+                submit_at(max(now, core.time.trace(spec.submit_at + repeat * spec.every)), spec, ordinal)
             ordinal += 1
     if core.expected_jobs == 0:
         core.records.check_all_done()

@@ -49,7 +49,7 @@ class NodeWatch:
         now = self.core.journal.now()
         live = {n.node_id: n for n in self.core.nodes.values() if n.status in ("up", "draining")}
         heard = {node_id: n.last_seen for node_id, n in live.items()}
-        timeout = self.core.scenario.heartbeat_timeout_s
+        timeout = self.core.time.heartbeat_timeout_s
         silent = silent_unasked(heard, self.answered, self.probing, now, timeout)
         unasked = [live[node_id] for node_id in silent]
         if unasked and self._everyone_quiet(now):
@@ -60,7 +60,7 @@ class NodeWatch:
 
     def _everyone_quiet(self, now: float) -> bool:
         live = [n.last_seen for n in self.core.nodes.values() if n.status in ("up", "draining")]
-        return everyone_quiet(live, now, self.core.scenario.heartbeat_interval_s)
+        return everyone_quiet(live, now, self.core.time.heartbeat_interval_s)
 
     def _ask(self, node: NodeRecord, purpose: str, now: float, session: int = 0) -> None:
         """Probe the node, remembering whether the whole cluster was quiet as it was asked."""
@@ -92,9 +92,9 @@ class NodeWatch:
         if node.status not in ("up", "draining"):
             return
         now = self.core.journal.now()
-        patience = patience_s(self.core.scenario.heartbeat_timeout_s)
+        patience = patience_s(self.core.time.heartbeat_timeout_s)
         lenient = self._lenient(asked_in_quiet, now)
-        timeout = self.core.scenario.heartbeat_timeout_s
+        timeout = self.core.time.heartbeat_timeout_s
         verdict = after_probe(answer.outcome, now - node.last_seen, lenient, patience, timeout)
         if verdict == "alive":
             self.answered[node.node_id] = now
@@ -123,7 +123,7 @@ class NodeWatch:
             task_id: Launched(attempt_on(job, key, node), node.sent_at.get(task_id, now), task_id in acked)
             for task_id, (job, key) in node.running.items()
         }
-        timeout = self.core.scenario.heartbeat_timeout_s
+        timeout = self.core.time.heartbeat_timeout_s
         verdict = reconcile(expected, beat.attempts, node.strikes, now, timeout)
         node.strikes = verdict.strikes
         for task_id, attempt in verdict.stray:
@@ -207,7 +207,7 @@ class NodeWatch:
         if not node.alive or answer.session < node.session:
             return
         now = self.core.journal.now()
-        timeout = self.core.scenario.heartbeat_timeout_s
+        timeout = self.core.time.heartbeat_timeout_s
         lenient = self._lenient(asked_in_quiet, now)
         verdict = after_probe(answer.outcome, now - node.last_seen, lenient, patience_s(timeout), timeout)
         if verdict == "alive":  # heard again since its Will: the keepalive ran out in a pause

@@ -13,7 +13,7 @@ from testbed.settings.dilation import resolve_dilation
 from testbed.settings.node_classes import ClassChaos, chaos_classes
 from testbed.settings.policies import make_policy
 from testbed.settings.profiles import Profiles, load_profiles
-from testbed.settings.run_settings import Host, Policies, RunSettings
+from testbed.settings.run_settings import Host, Policies, RunSettings, TimeBase
 from testbed.wire.protocol import NodeClass
 
 T = TypeVar("T")
@@ -40,7 +40,8 @@ class Resolution:
         """The run's settings, or a ``ScenarioError`` with every problem."""
         if self.problems:
             raise ScenarioError(list(self.problems))
-        return RunSettings(self.scenario, self.host, Policies(**self.built), self.profiles, self.chaos)
+        time = TimeBase.of(self.scenario)
+        return RunSettings(self.scenario, self.host, Policies(**self.built), self.profiles, self.chaos, time)
 
 
 def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Resolution:

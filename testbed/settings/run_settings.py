@@ -26,6 +26,42 @@ class Host:
 
 
 @dataclass(frozen=True)
+class TimeBase:
+    """A run's clocks: trace seconds to the run's (wall, or emulated) seconds, and its heartbeats.
+
+    The scenario's ``time_scale`` compresses trace time, the dilation stretches every run
+    second; heartbeats and their timeout are not compressed, only stretched (``Scenario.trace``,
+    ``Scenario.dilated``: the same arithmetic, so a run's times are the same to the bit)."""
+
+    time_scale: float
+    dilation: float
+    heartbeat_interval_s: float
+    heartbeat_timeout_s: float
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> TimeBase:
+        return cls(
+            scenario.time_scale,
+            scenario.fidelity.factor,
+            scenario.heartbeat_interval_s,
+            scenario.heartbeat_timeout_s,
+        )
+
+    @property
+    def wall_per_trace(self) -> float:
+        return self.dilation / self.time_scale
+
+    @property
+    def trace_per_wall(self) -> float:
+        """Trace seconds per run second (the chaos rules' clock)."""
+        return self.time_scale / self.dilation
+
+    def trace(self, seconds: float) -> float:
+        """Run seconds for a trace-time duration (divided by time_scale, stretched by the dilation)."""
+        return seconds * self.wall_per_trace
+
+
+@dataclass(frozen=True)
 class Policies:
     """The scenario's policies, each built once with its validated options (they keep a run's
     state: one ``Policies`` serves one run)."""
@@ -48,6 +84,8 @@ class RunSettings:
     chaos: Mapping[NodeClass, ClassChaos]
     """Each node class's lifetimes, notice, replacement and capacity, read once
     (``testbed.settings.node_classes``): the core's chaos rules take them."""
+    time: TimeBase
+    """The run's time base: trace time to run time, the heartbeats."""
 
     @property
     def dilation(self) -> float:
