@@ -89,8 +89,8 @@ class RunSettings:
 
     @property
     def dilation(self) -> float:
-        return self.scenario.fidelity.factor
+        return self.time.dilation
 
     @property
     def time_scale(self) -> float:
-        return self.scenario.time_scale
+        return self.time.time_scale
