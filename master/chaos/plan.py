@@ -28,7 +28,8 @@ from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.limits import MAX_PLANNED_EVICTIONS
 from testbed.scenario.chaos import EvictSpec, StormSpec
 from testbed.scenario.schema import Scenario
-from testbed.settings.node_classes import chaos_classes, class_chaos
+from testbed.settings.cluster import ClusterSettings, chaos_settings
+from testbed.settings.node_classes import class_chaos
 from testbed.wire.protocol import NodeClass
 
 RUNTIME_DEPENDENT = ("busiest", "most-data")
@@ -100,7 +101,7 @@ def _plan(scenario: Scenario, horizon_s: float, base_dir: str | Path | None) -> 
     """The chaos rules run on a virtual clock up to ``horizon_s``, in a world of bookkeeping."""
     clock = VirtualClock()
     world = _PlanWorld(scenario)
-    world.rules = ChaosRules(scenario, clock, world, chaos_classes(scenario, base_dir))
+    world.rules = ChaosRules(ClusterSettings.of(scenario), chaos_settings(scenario, base_dir), clock, world)
     for node_class in NODE_CLASSES:
         for _ in range(getattr(scenario.cluster, node_class).count):
             clock.at(0.0, LAUNCH, lambda node_class=node_class: world.launch(node_class, initial=True))

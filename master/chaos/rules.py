@@ -34,7 +34,7 @@ from testbed.chaosmodels.lifetimes import (
     rng_for,
 )
 from testbed.scenario.chaos import EvictSpec, SlowdownEpisode, StormSpec
-from testbed.scenario.schema import Scenario
+from testbed.settings.cluster import ChaosSettings, ClusterSettings
 from testbed.settings.node_classes import ClassChaos
 from testbed.wire.protocol import NodeClass
 
@@ -58,7 +58,7 @@ class StormEvent:
     evict: EvictSpec
 
 
-def storm_events(storms: list[StormSpec], seed: int) -> list[StormEvent]:
+def storm_events(storms: Sequence[StormSpec], seed: int) -> list[StormEvent]:
     """Every firing of every storm, by time (ties: storm order, then firing order).
 
     ``at`` fires once, or ``times`` times ``every`` seconds apart. A window fires
@@ -168,12 +168,13 @@ class World(Protocol):
 
 @dataclass
 class ChaosRules:
-    scenario: Scenario
+    cluster: ClusterSettings
+    """The node classes' zones (``RunSettings.cluster``)."""
+    chaos: ChaosSettings
+    """The seed, each class's lifetimes, notice, replacement and capacity, the storms and the
+    slowdowns, read once (``testbed.settings.cluster``, ``RunSettings.chaos``)."""
     clock: Clock
     world: World
-    classes: Mapping[NodeClass, ClassChaos]
-    """Each node class's lifetimes, notice, replacement and capacity, read once
-    (``testbed.settings.node_classes``, ``RunSettings.chaos``)."""
     doomed: set[str] = field(default_factory=set)
     """Nodes warned or picked by a storm: no storm picks them (again)."""
     killed: set[str] = field(default_factory=set)
@@ -184,16 +185,21 @@ class ChaosRules:
     episodes: dict[str, dict[int, float]] = field(default_factory=dict)
     """Each node's slowdown episodes under way: episode index -> its factor."""
 
+    @property
+    def classes(self) -> Mapping[NodeClass, ClassChaos]:
+        """Each node class's chaos (``ChaosSettings.classes``)."""
+        return self.chaos.classes
+
     def start(self, since: float = 0.0) -> None:
         """The storms, timed from time 0; those before ``since`` (where a resumed run continues,
         in trace time) do not fire. The capacity windows' edges from ``since`` on."""
-        for event in storm_events(self.scenario.chaos.storms, self.scenario.seed):
+        for event in storm_events(self.chaos.storms, self.chaos.seed):
             if event.at >= since:
                 self.clock.at(event.at, STORM, lambda event=event: self._storm(event))
         for node_class, rules in self.classes.items():
             if rules.capacity is not None:
                 self._next_capacity_edge(node_class, rules.capacity, since)
-        slowdown = self.scenario.chaos.slowdown
+        slowdown = self.chaos.slowdown
         for index, episode in enumerate(slowdown.episodes if slowdown is not None else []):
             if episode.at >= since:
                 self.clock.at(episode.at, SLOW, lambda i=index, e=episode: self._episode(i, e))
@@ -203,13 +209,13 @@ class ChaosRules:
         (else its class's), starts."""
         rules = self.classes[node_class]
         self.started[node_id] = self.clock.now()
-        model = rules.model_for(getattr(self.scenario.cluster, node_class).zone_of(ordinal))
-        lifetime = lifetime_for(model, self.scenario.seed, node_class, ordinal)
+        model = rules.model_for(self.cluster[node_class].zone_of(ordinal))
+        lifetime = lifetime_for(model, self.chaos.seed, node_class, ordinal)
         if lifetime is None:
             return
         self.lifetimes[node_id] = lifetime
         now = self.clock.now()
-        lead = rebalance_lead(model, self.scenario.seed, node_class, ordinal)
+        lead = rebalance_lead(model, self.chaos.seed, node_class, ordinal)
         if lead is not None:
             self.clock.at(now + lifetime - rules.notice - lead, REBALANCE, lambda: self._rebalance(node_id))
         self.clock.at(now + lifetime - rules.notice, WARN, lambda: self._warn(node_id, now + lifetime))
@@ -325,7 +331,7 @@ class ChaosRules:
         self.world.kill(node_id, reason, storm)
 
     def _storm(self, event: StormEvent) -> None:
-        candidates, victims = self.choose(event.evict, storm_victim_rng(self.scenario.seed, event))
+        candidates, victims = self.choose(event.evict, storm_victim_rng(self.chaos.seed, event))
         self.world.storm_fired(event, candidates, victims)
         now = self.clock.now()
         for node_id in victims:
@@ -337,7 +343,7 @@ class ChaosRules:
     def _episode(self, index: int, episode: SlowdownEpisode) -> None:
         """An episode begins: its nodes, picked among the live ones not doomed by its own
         generator (seed, ``EPISODE_STREAM``, index), are slowed until it ends."""
-        _, nodes = self.choose(episode.nodes, rng_for(self.scenario.seed, EPISODE_STREAM, index))
+        _, nodes = self.choose(episode.nodes, rng_for(self.chaos.seed, EPISODE_STREAM, index))
         for node_id in nodes:
             self.episodes.setdefault(node_id, {})[index] = episode.factor
             self.world.slowed(node_id, self.episode_factor(node_id), index, True)

@@ -37,17 +37,17 @@ MANUAL_STREAM = 0xC4A05
 class ChaosWorld:
     def __init__(self, core: ChaosCore) -> None:
         self.core = core
-        scenario = core.scenario
+        settings = core.settings
         # trace seconds per run second: time_scale compresses, the dilation stretches (as
         # ``TimeBase.trace`` does for arrivals and notices)
         self.clock = TraceClock(core.timers, core.time.trace_per_wall)
-        self.rules = ChaosRules(scenario, self.clock, self, core.settings.chaos)
+        self.rules = ChaosRules(settings.cluster, settings.chaos, self.clock, self)
         self.noticed: dict[str, tuple[float, float, float]] = {}
         """Each warned node's notice: when it went out, the wall seconds it promised, and the
         lead the model intended (the class's notice, or the whole lifetime if shorter)."""
         self.evicted: set[str] = set()
         """Nodes killed: a second request (a manual eviction just after a storm's kill) is moot."""
-        self.manual = np.random.default_rng([scenario.seed, MANUAL_STREAM])
+        self.manual = np.random.default_rng([settings.seed, MANUAL_STREAM])
         self.state: Literal["starting", "running", "ended"] = "starting"
         """Live evictions are taken only while ``running``: from the run's time 0 (``start``)
         to its end (``stop``), so every eviction is on the run's clock."""
@@ -78,9 +78,9 @@ class ChaosWorld:
             self.core.journal.event(
                 "lifetime_drawn", node=node.node_id, lifetime_s=lifetime, **{"class": node.node_class}
             )
-        scenario = self.core.scenario
-        if scenario.chaos.slowdown is not None:
-            factor = slowdown_factor(scenario.chaos.slowdown, scenario.seed, node.node_id, node.node_class)
+        chaos = self.core.settings.chaos
+        if chaos.slowdown is not None:
+            factor = slowdown_factor(chaos.slowdown, chaos.seed, node.node_id, node.node_class)
             self.core.journal.event(
                 "slowdown_drawn", node=node.node_id, factor=factor, **{"class": node.node_class}
             )
@@ -172,7 +172,7 @@ class ChaosWorld:
     # ------------------------------------------------------------------ the rules' world
 
     def candidates(self) -> Sequence[EvictableNode]:
-        cluster = self.core.scenario.cluster
+        cluster = self.core.settings.cluster
         return [
             NodeView(
                 n.node_id,
@@ -181,7 +181,7 @@ class ChaosWorld:
                 n.memory_mb,
                 launched=n.launched_t,
                 running=self.core.running_views(n),
-                zone=getattr(cluster, n.node_class).zone_of(n.ordinal),
+                zone=cluster[n.node_class].zone_of(n.ordinal),
             )
             for n in self.core.nodes.values()
             if n.status in ("up", "draining")

@@ -17,7 +17,6 @@ from master.core.liveness import launches_now
 from master.core.nodes import NodeRecord
 from master.core.ports import ClusterPort, JobEnding
 from master.core.startup import cluster_up
-from master.policy_setup import reserved_partitions
 from testbed.wire.protocol import NameRequest
 
 
@@ -35,9 +34,9 @@ class Launcher:
         self.put = put
         self.attach = attach
         self.window = window
-        scenario = core.scenario
-        reserved_ids = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
-        self.partitions = reserved_partitions(scenario, reserved_ids)
+        self.cluster = core.settings.cluster
+        reserved_ids = [f"reserved-{i}" for i in range(self.cluster["reserved"].count)]
+        self.partitions = core.scheduler.reserved_partitions(reserved_ids)
         self.ordinals = {"reserved": 0, "transient": 0}
         """The next ordinal of each class: a node's id is never reused within a run."""
         self.queue: list[str] = []
@@ -54,15 +53,13 @@ class Launcher:
         """The nodes that did not come up in time (``start_failed``)."""
 
     def start_initial(self) -> None:
-        cluster = self.core.scenario.cluster
+        wanted = self._wanted()
         if self.attach:
             self.core.journal.say(
-                "info",
-                f"waiting for {cluster.reserved.count} reserved and "
-                f"{cluster.transient.count} transient nodes",
+                "info", f"waiting for {wanted['reserved']} reserved and {wanted['transient']} transient nodes"
             )
             return
-        self.queue = ["reserved"] * cluster.reserved.count + ["transient"] * cluster.transient.count
+        self.queue = [node_class for node_class, count in wanted.items() for _ in range(count)]
         self._next()
 
     def _next(self) -> None:
@@ -76,12 +73,14 @@ class Launcher:
                 self.launch(self.queue.pop(0))
         if self.queue or self._still_launching():
             return
-        cluster = self.core.scenario.cluster
-        wanted = {"reserved": cluster.reserved.count, "transient": cluster.transient.count}
         nodes = ((n.node_class, self._start_status(n)) for n in self.core.nodes.values())
-        if cluster_up(nodes, self.attach, wanted):
+        if cluster_up(nodes, self.attach, self._wanted()):
             self.initial = False
             self.put(ClusterUp())
+
+    def _wanted(self) -> dict[str, int]:
+        """The initial cluster: each class's node count, in launch order."""
+        return {node_class: shape.count for node_class, shape in self.cluster.classes.items()}
 
     def _start_status(self, node: NodeRecord) -> str:
         return "given up" if node.node_id in self.given_up else node.status
@@ -109,14 +108,14 @@ class Launcher:
         self._next()
 
     def launch(self, node_class: str) -> NodeRecord:
-        spec = getattr(self.core.scenario.cluster, node_class)
+        spec = self.cluster[node_class]
         record = self._register(node_class, spec.slots, spec.memory_mb)
         self.put(StartNode(record.node_id, node_class, record.ordinal))
         return record
 
     def _register(self, node_class: str, slots: int, memory_mb: int, container: str = "") -> NodeRecord:
         """A new node of ``node_class``, launching, under the next id of its class."""
-        spec = getattr(self.core.scenario.cluster, node_class)
+        spec = self.cluster[node_class]
         ordinal = self.ordinals[node_class]
         self.ordinals[node_class] += 1
         node_id = f"{node_class}-{ordinal}"

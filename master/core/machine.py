@@ -107,11 +107,10 @@ class MasterCore:
         announce themselves; ``start_window``: how many initial nodes may be starting at once
         (None: all); ``resume``: what the journal of a crashed run says (``master.core.resume``);
         ``reads_reported``: real nodes report where maps read their input (``InputReplication``)."""
-        scenario = settings.scenario
         policies = settings.policies
         self.settings = settings
-        """What the shells plan jobs with (``PlanJob``); the core reads its scenario and policies."""
-        self.scenario = scenario
+        """The scenario compiled: the core reads its cluster, chaos, jobs and policies (the
+        shells plan jobs with its scenario: ``PlanJob``)."""
         self.time = settings.time
         self.run_id = run_id
         self.attach = attach
@@ -124,8 +123,7 @@ class MasterCore:
         self.jobs: dict[str, JobRuntime] = {}
         self.live_jobs = LiveJobs()
         self.inputs = InputReplication(reported=reads_reported)
-        self.arriving = scenario.arriving_jobs()
-        self.expected_jobs = sum(job.repeat for job in scenario.jobs) + len(self.arriving)
+        self.expected_jobs = sum(job.repeat for job in settings.jobs)
         self.evictions = 0
         self.evicted: list[dict[str, Any]] = []
         """Each eviction so far (time, node, class, reason), for the status API."""
@@ -244,11 +242,11 @@ class MasterCore:
         if self.resume is not None:
             resumed_arrivals(self, self.resume, self._submit_at)
         else:
-            self.journal.event("run_started", run_id=self.run_id, name=self.scenario.name)
+            self.journal.event("run_started", run_id=self.run_id, name=self.settings.name)
             for node in self.nodes.values():
                 node.launched_t = 0.0
             ordinal = 0
-            for spec in [*self.scenario.jobs, *self.arriving]:
+            for spec in self.settings.jobs:
                 for repeat in range(spec.repeat):
                     if spec.after is not None:
                         self.chains.hold(spec, ordinal)
@@ -331,7 +329,7 @@ class MasterCore:
 
     def job_seed(self, spec: Any, ordinal: int) -> int:
         """The ``ordinal``-th job's seed: its own, else drawn from the scenario's."""
-        return spec.seed if spec.seed is not None else self.scenario.seed * 1000 + ordinal
+        return spec.seed if spec.seed is not None else self.settings.seed * 1000 + ordinal
 
     def run_over(self) -> None:
         self.outbox.put(RunOver(self.records.all_succeeded()))

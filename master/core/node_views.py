@@ -20,11 +20,11 @@ from bisect import bisect_left, insort
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from itertools import islice
-from typing import Any
 
 from master.core.nodes import NodeRecord
 from master.schedulers.window import FreeNode, PendingWindow
 from testbed.api.policy import FreeNodes, NodeView, RunningTask
+from testbed.settings.cluster import ClusterSettings
 
 VISIBLE = ("up", "draining")
 """The statuses a snapshot shows a node in."""
@@ -34,9 +34,11 @@ RunningViews = Callable[[NodeRecord], tuple[tuple[RunningTask, ...], bool]]
 
 
 class NodeViews:
-    def __init__(self, nodes: dict[str, NodeRecord], scenario: Any, running_views: RunningViews) -> None:
+    def __init__(
+        self, nodes: dict[str, NodeRecord], cluster: ClusterSettings, running_views: RunningViews
+    ) -> None:
         self.nodes = nodes
-        self.scenario = scenario
+        self.cluster = cluster
         self.running_views = running_views
         self.changed: set[str] = set()
         """Nodes touched since their view was last built (every node record shares this set)."""
@@ -197,7 +199,7 @@ class NodeViews:
             partition=node.partition,
             queued=tuple(node.queued),
             rebalance=node.rebalance_at is not None,
-            zone=getattr(self.scenario.cluster, node.node_class).zone_of(node.ordinal),
+            zone=self.cluster[node.node_class].zone_of(node.ordinal),
         )
 
     def _forget_free(self, node_id: str) -> None:

@@ -19,7 +19,6 @@ from master.core.senders import SenderCheck
 from master.core.timers import TimerHeap
 from testbed.api.policy import ClusterSnapshot, NodeView, RunningTask
 from testbed.api.strategy import Ready, StrategyEvent, TaskLaunch
-from testbed.scenario.schema import Scenario
 from testbed.settings.run_settings import RunSettings, TimeBase
 from testbed.wire.protocol import Heartbeat, Message, TaskUpdate
 
@@ -38,7 +37,8 @@ class JournalPort(Protocol):
 class ClusterPort(Protocol):
     """The node registry, the jobs, the journal, and the commands every part may give."""
 
-    scenario: Scenario
+    settings: RunSettings
+    """The scenario compiled (its cluster, chaos, jobs, seed): the core reads no scenario."""
     time: TimeBase
     """The run's time base (``RunSettings.time``): trace time to run time, the heartbeats."""
     journal: JournalPort

@@ -23,19 +23,18 @@ from master.core.jobs import JobRuntime, LiveJobs
 from master.core.ports import JobEnding, JournalPort, RecoveryPort
 from testbed.api.strategy import JobSubmitted
 from testbed.journal.schema import TaskStarted
-from testbed.scenario.schema import Scenario
+from testbed.settings.run_settings import RunSettings
 
 NODE_ID = re.compile(r"(reserved|transient)-(\d+)")
 
 
 class ResumingCore(Protocol):
-    scenario: Scenario
+    settings: RunSettings
     run_id: str
     journal: JournalPort
     jobs: dict[str, JobRuntime]
     live_jobs: LiveJobs
     nodes: dict[str, Any]
-    arriving: list[Any]
     expected_jobs: int
     records: JobEnding
     recovery: RecoveryPort
@@ -86,8 +85,7 @@ class Recovered:
 def resuming(core: ResumingCore, found: Recovered) -> None:
     """Before the new cluster starts: say the run resumes, and close what the crash left open."""
     core.journal.event("resuming", run_id=core.run_id, crashed_at=found.crashed_at)
-    cluster = core.scenario.cluster
-    prices = {"reserved": cluster.reserved.price_per_hour, "transient": cluster.transient.price_per_hour}
+    prices = {node_class: shape.price_per_hour for node_class, shape in core.settings.cluster.classes.items()}
     record_the_crash(core.journal, found, prices)
 
 
@@ -148,7 +146,7 @@ def resumed_arrivals(
     for node in core.nodes.values():
         node.launched_t = now
     ordinal = 0
-    specs = [*core.scenario.jobs, *core.arriving]
+    specs = list(core.settings.jobs)
     for spec in specs:
         for repeat in range(spec.repeat):
             job_id = f"j{ordinal:03d}"

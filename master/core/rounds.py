@@ -49,7 +49,7 @@ class SchedulingRound:
         """Where final tasks upload their output (the shell's HTTP sink), before ``/outputs/...``."""
         self.unavailable: Callable[[], frozenset[str]] = frozenset
         """The node classes whose capacity is out now (the chaos rules say; none by default)."""
-        self.nodes = NodeViews(core.nodes, core.scenario, self._running_views)
+        self.nodes = NodeViews(core.nodes, core.settings.cluster, self._running_views)
         """The nodes' views, rebuilt only where they changed."""
         self.views_needed: bool = scheduler.needs_node_views
         """Whether the round's snapshot shows the nodes' views (a plugin that does not declare it
@@ -107,7 +107,7 @@ class SchedulingRound:
             jobs.append(self._job_view(job, tuple(tasks)))
         self._prune_queues(pending)
         nodes = self.nodes.views() if not free or self.views_needed else ()
-        increment = core.scenario.cluster.memory_increment_mb
+        increment = core.settings.cluster.memory_increment_mb
         indexed = self.nodes.free_index() if free and self.free_needed else None
         return ClusterSnapshot(now, nodes, tuple(jobs), increment, self.unavailable(), indexed), pending
 

@@ -29,7 +29,7 @@ import hashlib
 import heapq
 import math
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -463,6 +463,7 @@ class EagleScheduler(Scheduler):
         queue_order: QueueOrder = "fifo",
         seed: int = 0,
         on_demand_copies: bool = True,
+        short_fraction: float = DEFAULT_SHORT_FRACTION,
     ) -> None:
         if probes < 1:
             raise ValueError(f"probes must be >= 1, got {probes}")
@@ -472,16 +473,17 @@ class EagleScheduler(Scheduler):
         self.queue_order = queue_order
         self.seed = seed
         self.on_demand_copies = on_demand_copies
+        self.short_fraction = short_fraction_of({"short_fraction": short_fraction})
         self._kept = KeptNodes(node_ordinal)
 
     @classmethod
     def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> EagleScheduler:
-        """``policy.options.eagle``, probing with the scenario's seed; ``short_fraction`` is
-        the shell's (it partitions the on-demand nodes), checked here with the rest."""
-        knobs = dict(options)
-        short_fraction_of(knobs)
-        knobs.pop("short_fraction", None)
-        return cls(seed=scenario.seed, **knobs)
+        """``policy.options.eagle``, probing with the scenario's seed."""
+        return cls(seed=scenario.seed, **options)
+
+    def reserved_partitions(self, node_ids: Sequence[str]) -> dict[str, str]:
+        """The on-demand nodes' partitions: ``short_fraction`` of them short-only."""
+        return dict(split_partitions(node_ids, self.short_fraction))
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         self._kept.update(snapshot.nodes)

@@ -62,7 +62,7 @@ class NodeStarts:
         return task
 
     async def _launch(self, command: StartNode) -> None:
-        scenario = self.core.scenario
+        scenario = self.core.settings.scenario
         spec = getattr(scenario.cluster, command.node_class)
         env = {**self.agent_env, **await self.secrets_of(command.node_id)}
         cpus = NodeShares.of(scenario, spec).cpus  # the provider divides its tasks' by the slowdown
@@ -135,7 +135,7 @@ class NodeStarts:
         """The cores a node starts on: a launched node's quota; an adopted one's class's."""
         if node_id in self.quotas:
             return self.quotas[node_id]
-        scenario = self.core.scenario
+        scenario = self.core.settings.scenario
         return NodeShares.of(scenario, getattr(scenario.cluster, node_class)).cpus
 
     async def _attach_shortfall(self) -> str:
@@ -144,7 +144,7 @@ class NodeStarts:
         nodes = list(self.core.nodes.values())
         up, unnamed = [], []
         for node_class in ("reserved", "transient"):
-            wanted = getattr(self.core.scenario.cluster, node_class).count
+            wanted = getattr(self.core.settings.scenario.cluster, node_class).count
             of_class = [n for n in nodes if n.node_class == node_class]
             up.append(f"{sum(n.status == 'up' for n in of_class)} of {wanted} {node_class}")
             missing = wanted - len(of_class)

@@ -11,7 +11,7 @@ drive them with a virtual clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -240,6 +240,9 @@ class Scheduler(Protocol):
       host its model was fitted on (None: no model, the default). The simulator charges a
       round that much of its virtual clock when ``simulation.charge_policy_time`` is on
       (else the round's measured CPU time), so runs stay the same from rerun to rerun.
+    - ``reserved_partitions(node_ids)``: the partition of each initial reserved node, which
+      its ``NodeView.partition`` shows (Eagle's short-only partition); all ``general`` by
+      default. Transient nodes are always ``short``.
     - ``name``: how the run is labelled (summary, report, ``compare``); a plugin
       is labelled by its import path and version whatever it sets here.
     """
@@ -252,6 +255,9 @@ class Scheduler(Protocol):
 
     def modelled_round_s(self) -> float | None:
         return None
+
+    def reserved_partitions(self, node_ids: Sequence[str]) -> dict[str, str]:
+        return dict.fromkeys(node_ids, "general")
 
 
 # ------------------------------------------------------------------ autoscaling

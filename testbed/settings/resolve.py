@@ -9,12 +9,11 @@ from functools import partial
 from typing import Any, TypeVar
 
 from testbed.scenario.schema import Scenario, ScenarioError
+from testbed.settings.cluster import ChaosSettings, ClusterSettings, chaos_settings
 from testbed.settings.dilation import resolve_dilation
-from testbed.settings.node_classes import ClassChaos, chaos_classes
 from testbed.settings.policies import make_policy
 from testbed.settings.profiles import Profiles, load_profiles
 from testbed.settings.run_settings import Host, Policies, RunSettings, TimeBase
-from testbed.wire.protocol import NodeClass
 
 T = TypeVar("T")
 
@@ -33,15 +32,27 @@ class Resolution:
     host: Host
     built: dict[str, Any]
     profiles: Profiles
-    chaos: dict[NodeClass, ClassChaos]
+    chaos: ChaosSettings | None
     problems: tuple[str, ...]
 
     def settings(self) -> RunSettings:
         """The run's settings, or a ``ScenarioError`` with every problem."""
         if self.problems:
             raise ScenarioError(list(self.problems))
-        time = TimeBase.of(self.scenario)
-        return RunSettings(self.scenario, self.host, Policies(**self.built), self.profiles, self.chaos, time)
+        scenario = self.scenario
+        assert self.chaos is not None  # it is made, or its problems are
+        return RunSettings(
+            scenario,
+            self.host,
+            Policies(**self.built),
+            self.profiles,
+            ClusterSettings.of(scenario),
+            self.chaos,
+            TimeBase.of(scenario),
+            jobs=(*scenario.jobs, *scenario.arriving_jobs()),
+            name=scenario.name,
+            seed=scenario.seed,
+        )
 
 
 def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Resolution:
@@ -55,9 +66,9 @@ def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Reso
         problems += found
     profiles, found = _attempt(partial(load_profiles, scenario))
     problems += found
-    chaos, found = _attempt(partial(chaos_classes, scenario))
+    chaos, found = _attempt(partial(chaos_settings, scenario))
     named = [f"{where}: {problem}" if where else problem for problem in [*problems, *found]]
-    return Resolution(scenario, host, built, profiles or {}, chaos or {}, tuple(named))
+    return Resolution(scenario, host, built, profiles or {}, chaos, tuple(named))
 
 
 def _attempt(make: Callable[[], T]) -> tuple[T | None, list[str]]:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from testbed.scenario.fidelity import host_cores
 from testbed.scenario.schema import Scenario
-from testbed.settings.node_classes import ClassChaos
+from testbed.settings.cluster import ChaosSettings, ClusterSettings
 from testbed.settings.profiles import Profiles
-from testbed.wire.protocol import NodeClass
 
 
 @dataclass(frozen=True)
@@ -74,18 +72,27 @@ class Policies:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """A scenario compiled for one host: ``dilation: auto`` resolved, the policies built."""
+    """A scenario compiled for one host: ``dilation: auto`` resolved, the policies built.
+
+    The master core reads these fields, never ``scenario`` (the shells' and the reports'; the
+    import contract keeps the core off the scenario's schema)."""
 
     scenario: Scenario
     host: Host
     policies: Policies
     profiles: Profiles
     """The task profiles, read once (``testbed.settings.profiles``)."""
-    chaos: Mapping[NodeClass, ClassChaos]
-    """Each node class's lifetimes, notice, replacement and capacity, read once
-    (``testbed.settings.node_classes``): the core's chaos rules take them."""
+    cluster: ClusterSettings
+    """Each node class's count, slots, memory, cores, zones and price."""
+    chaos: ChaosSettings
+    """Each node class's lifetimes, notice, replacement and capacity, the storms and the
+    slowdowns, read once (``testbed.settings.cluster``): the core's chaos rules take them."""
     time: TimeBase
     """The run's time base: trace time to run time, the heartbeats."""
+    jobs: tuple[Any, ...]
+    """The scenario's jobs (``jobs``), then those of its ``arrivals`` as sleep jobs (each once)."""
+    name: str
+    seed: int
 
     @property
     def dilation(self) -> float:

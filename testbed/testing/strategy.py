@@ -151,7 +151,7 @@ class StrategyBench(RecordingShell):
         self.handle(FromNode(node_id, update))
 
     def _state(self, node_id: str, node_class: str, state: str) -> NodeState:
-        spec = getattr(self.core.scenario.cluster, node_class)
+        spec = self.core.settings.cluster[node_class]
         return NodeState(
             node_id=node_id,
             node_class=node_class,  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from testbed.chaosmodels.capacity import CapacitySchedule, parse_capacity
 from testbed.chaosmodels.lifetimes import parse_lifetime
 from testbed.scenario.loading import ScenarioError
 from testbed.scenario.schema import load_scenario, parse_scenario
-from testbed.settings.node_classes import chaos_classes
+from testbed.settings.cluster import ClusterSettings, chaos_settings
 from tests.support.driver import Driver
 from tests.support.lazy import lazy_module
 
@@ -168,7 +168,7 @@ def test_the_rules_announce_capacity_edges_and_show_the_class_unavailable(tmp_pa
     clock = VirtualClock()
     world = World(clock)
     windowed = trace_scenario(tmp_path, "1m,2m\n3m,4m\n")
-    rules = ChaosRules(windowed, clock, world, chaos_classes(windowed))  # type: ignore[arg-type]
+    rules = ChaosRules(ClusterSettings.of(windowed), chaos_settings(windowed), clock, world)  # type: ignore[arg-type]
     rules.start()
     seen: list[frozenset[str]] = []
     for t in (30.0, 90.0, 150.0):

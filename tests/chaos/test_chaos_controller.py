@@ -14,7 +14,7 @@ from master.core import commands as cmd
 from master.core.events import EvictRequest, Stop
 from master.core.timers import TimerHeap, TraceClock
 from testbed.scenario.chaos import EvictSpec
-from testbed.settings.node_classes import chaos_classes
+from testbed.settings.cluster import ClusterSettings, chaos_settings
 from tests.support.driver import Driver
 from tests.support.scenarios import make_scenario
 
@@ -137,7 +137,7 @@ def test_a_storm_at_time_zero_fires_though_the_rules_start_a_moment_later() -> N
     world = StormLog()
     world.clock.time = 0.024
     stormy = make_scenario(chaos={"storms": storms})
-    rules = ChaosRules(stormy, world.clock, world, chaos_classes(stormy))  # type: ignore[arg-type]
+    rules = ChaosRules(ClusterSettings.of(stormy), chaos_settings(stormy), world.clock, world)  # type: ignore[arg-type]
     rules.start()
     world.clock.run(10.0)
     assert world.fired == [0.0, 1.0]
@@ -148,7 +148,7 @@ def test_a_resumed_run_does_not_replay_the_storms_before_its_crash() -> None:
     world = StormLog()
     world.clock.time = 3.0
     stormy = make_scenario(chaos={"storms": storms})
-    rules = ChaosRules(stormy, world.clock, world, chaos_classes(stormy))  # type: ignore[arg-type]
+    rules = ChaosRules(ClusterSettings.of(stormy), chaos_settings(stormy), world.clock, world)  # type: ignore[arg-type]
     rules.start(since=3.0)
     world.clock.run(10.0)
     assert world.fired == [5.0]

@@ -25,7 +25,7 @@ def asked(scenario_jobs: list[dict[str, Any]]) -> tuple[MasterCore, cmd.PlanJob]
     """A core whose first job has arrived: the one plan it asks for."""
     core = MasterCore(settings_of(make_scenario(jobs=scenario_jobs)), "plan-test")
     core.start(0.0)
-    _, out = core_act(core, 1.0, core.submit_job, core.scenario.jobs[0], 0)
+    _, out = core_act(core, 1.0, core.submit_job, core.settings.jobs[0], 0)
     (plan,) = [c for c in out if isinstance(c, cmd.PlanJob)]
     assert journaled(out, "job_submitted") == [] and core.jobs == {}
     return core, plan
@@ -33,7 +33,7 @@ def asked(scenario_jobs: list[dict[str, Any]]) -> tuple[MasterCore, cmd.PlanJob]
 
 def test_the_core_asks_for_the_plan_and_submits_the_job_on_its_answer() -> None:
     core, plan = asked([{"workload": "sleep", "tasks": 3, "duration": 2}])
-    assert (plan.ordinal, plan.seed, plan.spec) == (0, 7000, core.scenario.jobs[0])
+    assert (plan.ordinal, plan.seed, plan.spec) == (0, 7000, core.settings.jobs[0])
     answer = answers.plan(plan, core.settings)
     assert isinstance(answer, JobPlanned) and answer.plan.total_tasks == 3
     out = core.handle(JobPlanned(0, answer.plan, (96,), estimate_s=2.0, long=True), 1.5)

@@ -1,5 +1,5 @@
 """The run's time base (``RunSettings.time``): resolved with the dilation, the same arithmetic
-as the scenario's own conversions, to the bit, and each class's chaos read once beside it."""
+as the scenario's own conversions, to the bit."""
 
 from __future__ import annotations
 
@@ -23,10 +23,3 @@ def test_the_time_base_is_the_resolved_scenarios_to_the_bit() -> None:
         scenario.heartbeat_interval_s,
         scenario.heartbeat_timeout_s,
     )
-
-
-def test_each_class_chaos_is_read_once_with_the_settings() -> None:
-    settings = resolve(load_scenario(SCENARIOS / "eviction-storm.yaml"), Host(2.0))
-    assert set(settings.chaos) == {"reserved", "transient"}
-    assert settings.chaos["transient"].replace == settings.scenario.chaos.transient.replace
-    assert not settings.chaos["reserved"].model.evicts

@@ -159,7 +159,7 @@ class Driver(RecordingShell):
 
 
 def up(node_id: str, node_class: str, core: MasterCore, session: int = 1) -> NodeState:
-    spec = getattr(core.scenario.cluster, node_class)
+    spec = core.settings.cluster[node_class]
     return NodeState(
         node_id=node_id,
         node_class=node_class,  # type: ignore[arg-type]

@@ -23,7 +23,7 @@ def node_views(core: Any) -> tuple[NodeView, ...]:
             partition=n.partition,
             queued=tuple(n.queued),
             rebalance=n.rebalance_at is not None,
-            zone=getattr(core.scenario.cluster, n.node_class).zone_of(n.ordinal),
+            zone=core.settings.cluster[n.node_class].zone_of(n.ordinal),
         )
         for n in core.nodes.values()
         if n.status in ("up", "draining")
