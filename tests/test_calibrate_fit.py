@@ -23,7 +23,7 @@ from testbed.app.calibrate import (
     startup_values,
     write_calibration_scenario,
 )
-from testbed.app.cli import host_dilation
+from testbed.app.host_settings import host_dilation
 from testbed.app.sim_commands import calibration_overrides
 from testbed.scenario.schema import load_scenario, parse_scenario
 from testbed.scenario.simulation import FINAL_OP, OP_MODELS

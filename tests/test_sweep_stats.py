@@ -114,8 +114,8 @@ def test_two_seeds_give_a_t_interval_no_ratio_interval_and_a_warning(tmp_path: P
 def test_a_sweep_checks_a_scenario_whose_dilation_is_auto():
     """The sweep builds each cell's policies before it runs any: YARN-ME's task models are
     scaled by the dilation, which ``auto`` leaves to be resolved (it raised RuntimeError)."""
-    from testbed.app.cli import build_policies
+    from testbed.app.host_settings import check_settings
 
     scenario = load_scenario(SCENARIOS / "yarn-me.yaml", ["policy.scheduler=yarn-me"])
     assert scenario.fidelity.dilation == "auto"
-    build_policies(scenario, "yarn-me.yaml")
+    check_settings(scenario, "yarn-me.yaml")

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from agents.cli import add_agent_arguments, port_number, run_agent
 from testbed.app.compose_commands import add_compose_commands
+from testbed.app.host_settings import check_settings, settings_for
 from testbed.app.report import add_report_commands
-from testbed.app.sim_commands import RunChecks, add_simulator_commands
+from testbed.app.sim_commands import add_simulator_commands
 from testbed.app.sweep.options import add_executor_arguments, executor_of
 from testbed.app.ui.command import add_ui_command
 from testbed.app.usage import (
@@ -161,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", type=Path, help="sweep directory (default sweeps/<name>); reruns resume it")
     sweep.set_defaults(handler=cmd_sweep)
 
-    add_simulator_commands(sub, _grid_parser, RunChecks(build_policies, host_dilation))
+    add_simulator_commands(sub, _grid_parser)
 
     broker = sub.add_parser("broker", help="run the embedded MQTT broker (amqtt)")
     broker.add_argument("--host", default="127.0.0.1")
@@ -285,28 +286,6 @@ def _problems(check: Callable[[], object]) -> list[str]:
     except UsageError as exc:
         return [str(exc)]
     return []
-
-
-def settings_for(scenario: Scenario, path: str) -> RunSettings:
-    """The scenario compiled for this host (``testbed.settings.resolve``): problems name ``path``."""
-    from testbed.settings import Host
-    from testbed.settings import resolve as resolve_settings
-
-    return resolve_settings(scenario, Host.this_machine(), path)
-
-
-def host_dilation(scenario: Scenario) -> float:
-    """The scenario's dilation, ``auto`` resolved for this host."""
-    from testbed.settings import Host, resolve_dilation
-
-    return resolve_dilation(scenario, Host.this_machine().cores).fidelity.factor
-
-
-def build_policies(scenario: Scenario, path: str) -> None:
-    """Build the scenario's scheduler, strategy, autoscaler and speculation rule (built-in or
-    plugin, with their options) for this host: a problem is a ``ScenarioError`` whose lines
-    name the scenario file."""
-    settings_for(scenario, path)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -535,7 +514,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         out,
         args.overrides,
         args.repeats,
-        check=lambda scenario: build_policies(scenario, str(args.scenario)),
+        check=lambda scenario: check_settings(scenario, str(args.scenario)),
         executor=executor_of(args),
     )
     table = out / "sweep.md"

@@ -1,8 +1,7 @@
 """The simulator's commands against reality: ``testbed crosscheck`` (the same cells run for
 real and simulated, their error) and ``testbed calibrate`` (the execution model measured on
 this machine). Their work is in ``testbed/app/crosscheck/run.py`` and ``testbed/app/calibrate.py``;
-the policies a run builds are checked by what ``testbed.app.cli`` (which may import the master) gives
-them: ``RunChecks``."""
+each scenario is compiled for this host as ``testbed run`` compiles it (``testbed.app.host_settings``)."""
 
 from __future__ import annotations
 
@@ -10,11 +9,10 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from testbed.app.host_settings import check_settings, host_dilation
 from testbed.app.sweep.options import SERIAL, Executor, add_executor_arguments, executor_of
 from testbed.app.usage import EXIT_FAILED, EXIT_OK, UsageError, sweep_dir
 
@@ -22,19 +20,7 @@ if TYPE_CHECKING:
     from testbed.scenario.schema import Scenario
 
 
-@dataclass(frozen=True)
-class RunChecks:
-    """What ``testbed run`` does to a scenario that needs the master, as ``testbed.app.cli`` gives it."""
-
-    policies: Callable[[Scenario, str], None]
-    """The scenario's policies built (its path names it in a ``ScenarioError``)."""
-    dilation: Callable[[Scenario], float]
-    """The scenario's dilation, ``auto`` resolved for this host."""
-
-
-def add_simulator_commands(
-    sub: Any, grid_parser: Callable[..., argparse.ArgumentParser], checks: RunChecks
-) -> None:
+def add_simulator_commands(sub: Any, grid_parser: Callable[..., argparse.ArgumentParser]) -> None:
     cross = grid_parser(
         sub,
         "crosscheck",
@@ -57,7 +43,7 @@ def add_simulator_commands(
         "scenario's fidelity, dilation and node sizes, into <out>/calibration.yaml; a rerun reuses "
         "it), and simulate with it",
     )
-    cross.set_defaults(handler=partial(cmd_crosscheck, checks=checks))
+    cross.set_defaults(handler=cmd_crosscheck)
 
     calib = sub.add_parser("calibrate", help="measure the simulator's execution model on this machine")
     calib.add_argument(
@@ -68,10 +54,10 @@ def add_simulator_commands(
     calib.add_argument("--out", type=Path, default=Path("calibration.yaml"), help="default calibration.yaml")
     calib.add_argument("--runs", type=Path, help="directory of the real runs (default <out>-runs); resumes")
     add_executor_arguments(calib)
-    calib.set_defaults(handler=partial(cmd_calibrate, checks=checks))
+    calib.set_defaults(handler=cmd_calibrate)
 
 
-def cmd_crosscheck(args: argparse.Namespace, checks: RunChecks) -> int:
+def cmd_crosscheck(args: argparse.Namespace) -> int:
     from testbed.app.crosscheck.run import run_crosscheck
     from testbed.app.crosscheck.table import parse_tolerances
     from testbed.app.sweep.grid import Variation
@@ -93,10 +79,10 @@ def cmd_crosscheck(args: argparse.Namespace, checks: RunChecks) -> int:
     out = sweep_dir(args.out or Path("crosschecks") / base.name, "crosscheck")
     sim_only: list[str] = []
     if args.calibrate:
-        fidelity = calibration_overrides(base, checks.dilation(base))
+        fidelity = calibration_overrides(base, host_dilation(base))
         calibration = out / "calibration.yaml"
         if not calibration.exists() and (
-            measure(checks, None, CROSSCHECK_SEEDS, fidelity, calibration, executor=executor) != EXIT_OK
+            measure(None, CROSSCHECK_SEEDS, fidelity, calibration, executor=executor) != EXIT_OK
         ):
             return EXIT_FAILED
         sim_only = [f"simulation.calibration={calibration.resolve()}"]
@@ -107,7 +93,7 @@ def cmd_crosscheck(args: argparse.Namespace, checks: RunChecks) -> int:
         out,
         args.overrides,
         tolerances,
-        check=lambda scenario: checks.policies(scenario, str(args.scenario)),
+        check=lambda scenario: check_settings(scenario, str(args.scenario)),
         sim_only=sim_only,
         executor=executor,
     )
@@ -138,17 +124,16 @@ CROSSCHECK_SEEDS = 3
 was (2 left MLR's points op 16 attempts, and its rate 29% off: docs/simulation.md)."""
 
 
-def cmd_calibrate(args: argparse.Namespace, checks: RunChecks) -> int:
+def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise UsageError("--seeds: expected a whole number >= 1")
     executor = executor_of(args)
     return measure(
-        checks, args.scenario, args.seeds, args.overrides, args.out, args.runs, echo=True, executor=executor
+        args.scenario, args.seeds, args.overrides, args.out, args.runs, echo=True, executor=executor
     )
 
 
 def measure(
-    checks: RunChecks,
     scenario_path: Path | None,
     seeds: int,
     overrides: list[str],
@@ -173,7 +158,7 @@ def measure(
             runs,
             overrides,
             shlex.join(command),
-            check=lambda s: checks.policies(s, str(scenario)),
+            check=lambda s: check_settings(s, str(scenario)),
             executor=executor,
         )
     except RuntimeError as exc:

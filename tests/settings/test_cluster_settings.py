@@ -43,7 +43,8 @@ def test_each_class_shape_is_the_scenarios() -> None:
             spec.zone_of(i) for i in range(spec.count + 3)
         ]
     assert settings.cluster["transient"].cores == 3.0
-    assert {settings.cluster["transient"].zone_of(i) for i in range(24)} == set(scenario.cluster.transient.zones)
+    zones = {settings.cluster["transient"].zone_of(i) for i in range(24)}
+    assert zones == set(scenario.cluster.transient.zones)
     assert settings.cluster.memory_increment_mb == scenario.cluster.memory_increment_mb
 
 
