@@ -3,6 +3,8 @@ map ended but before its reduces read the output (``PendingTask.exposed_s``, ``l
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from master.schedulers.firmament import FirmamentScheduler
@@ -82,3 +84,19 @@ def test_an_exposure_no_longer_than_the_run_adds_nothing() -> None:
     assert costs(model, task(duration=30.0, exposed=20.0, loss=50.0), nodes) == costs(
         model, task(duration=30.0), nodes
     )
+
+
+def test_a_preference_arc_into_a_transient_holder_carries_its_risk() -> None:
+    """The map's 32 MB split is on a transient node only: its preference arc there costs the
+    node's risk as well as nothing to read, a reserved node 0.06 to read it across the core (so
+    the map waits a round, as Quincy's tasks do before any wait costs more than that)."""
+    nodes = [node("t0", "transient", slots=1, zone="a"), node("r0", slots=1, zone="b")]
+    split = 32 * 2**20
+    local = PendingTask("j0/s0", "j0", 0, 0, 100, 1.0, input_bytes=split, input_on_node=(("t0", split),))
+    jobs = [JobView("j0", 0.0, (local,))]
+    model = TransientCostModel(risk("high"))
+    assert placed(FirmamentScheduler(model).schedule(snap(nodes, jobs, now=NOW))) == {"j0/s0": "t0"}
+    exposed = replace(local, exposed_s=60.0, loss_s=20.0)
+    jobs, scheduler = [JobView("j0", 0.0, (exposed,))], FirmamentScheduler(model)
+    assert placed(scheduler.schedule(snap(nodes, jobs, now=NOW))) == {}
+    assert placed(scheduler.schedule(snap(nodes, jobs, now=NOW + 1.0))) == {"j0/s0": "r0"}
