@@ -54,6 +54,7 @@ from master.core.events import (
     Stop,
     Wake,
 )
+from master.core.exposure import StageDurations
 from master.core.input_replicas import InputReplication
 from master.core.jobs import JobRuntime, LiveJobs, TaskKey
 from master.core.launch import Launcher
@@ -123,6 +124,7 @@ class MasterCore:
         self.jobs: dict[str, JobRuntime] = {}
         self.live_jobs = LiveJobs()
         self.inputs = InputReplication(reported=reads_reported)
+        self.durations = StageDurations()
         self.expected_jobs = sum(job.repeat for job in settings.jobs)
         self.evictions = 0
         self.evicted: list[dict[str, Any]] = []

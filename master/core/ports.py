@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from master.core.commands import Command, LogLevel
+from master.core.exposure import StageDurations
 from master.core.input_replicas import InputReplication
 from master.core.jobs import Copy, JobRuntime, LiveJobs, TaskKey
 from master.core.nodes import NodeRecord
@@ -48,6 +49,8 @@ class ClusterPort(Protocol):
     """The jobs of ``jobs`` not ended, in the same order."""
     inputs: InputReplication
     """Where the replicated input splits live (``jobs[].input_replication``)."""
+    durations: StageDurations
+    """Each stage's mean successful attempt so far (``master.core.exposure``)."""
 
     def send(self, node_id: str, message: Message) -> None: ...
 

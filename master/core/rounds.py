@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from master.autoscalers.cloudcoaster import revocation_outcome
+from master.core.exposure import Exposure, exposure
 from master.core.jobs import LIVE, JobRuntime, TaskKey, TaskRecord
 from master.core.node_views import NodeViews
 from master.core.nodes import NodeRecord
@@ -90,6 +91,7 @@ class SchedulingRound:
         self._shown_jobs.clear()
         for job in core.live_jobs.jobs():
             tasks = []
+            exposures: dict[int, Exposure] = {}
             for ready in core.recovery.plan(job):
                 if window is not None and window.full:
                     break
@@ -101,7 +103,12 @@ class SchedulingRound:
                     continue
                 task_id = job.task_id(key)
                 pending[task_id] = (job, key)
-                task = self._pending_task(previous.get(task_id), task_id, job, key, ready, excluded)
+                stage = key[0]
+                if stage not in exposures:
+                    exposures[stage] = exposure(job, stage, core.durations, now)
+                task = self._pending_task(
+                    previous.get(task_id), task_id, job, key, ready, excluded, exposures[stage]
+                )
                 self._pending_views[task_id] = task
                 tasks.append(task)
             jobs.append(self._job_view(job, tuple(tasks)))
@@ -129,10 +136,12 @@ class SchedulingRound:
         key: TaskKey,
         ready: Ready,
         excluded: frozenset[str],
+        exposed: Exposure,
     ) -> PendingTask:
         """The task's view: the last snapshot's when it shows the same (a ready task is in
         every snapshot until it starts: YARN-ME's round sees all of them, and checking a
-        view costs a tenth of building one), else a new one."""
+        view costs a tenth of building one), else a new one. ``exposed``: its output's
+        exposure (``master.core.exposure``)."""
         preferred, allowed = ready.preferred, ready.classes
         ideal = job.ideal_memory_mb(key[0])
         input_bytes, on_node = self.core.inputs.held(job.job_id, task_id)
@@ -146,6 +155,8 @@ class SchedulingRound:
             and cached.est_duration_s == job.est_duration_s
             and cached.long == job.long
             and cached.workload == job.workload
+            and cached.exposed_s == exposed.exposed_s
+            and cached.loss_s == exposed.loss_s
         ):
             return cached
         return PendingTask(
@@ -162,6 +173,8 @@ class SchedulingRound:
             workload=job.workload,
             input_bytes=input_bytes,
             input_on_node=on_node,
+            exposed_s=exposed.exposed_s,
+            loss_s=exposed.loss_s,
         )
 
     def _pending_window(self) -> PendingWindow | None:

@@ -66,6 +66,7 @@ def task_update(
         core.kick()
         return
     if ok:
+        core.durations.observed(job, key[0], now - (record.started or now))
         core.recovery.succeeded(job, key, node, update, now)
         core.copies.succeeded(job, key, now)
     else:

@@ -44,7 +44,7 @@ the master reads every member the interface declares, never probing for one):
   (and in ``testbed check-output``); the master only imports it to check it and, on
   ``--backend sim``, to ask it for its :class:`SimModel`.
 
-Any plugin class may declare ``api_version = "1.10"``, the version it was written
+Any plugin class may declare ``api_version = "1.11"``, the version it was written
 against: a different major version, or a newer minor one, is refused before the run.
 
 A plugin class is built with its options as keyword arguments (``policy.options.<name>``
@@ -150,7 +150,7 @@ from testbed.wire.protocol import (
     TaskInputs,
 )
 
-API_VERSION = "1.10"
+API_VERSION = "1.11"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events

@@ -85,6 +85,17 @@ class PendingTask:
     (``jobs[].input_replication``); 0 otherwise."""
     input_on_node: tuple[tuple[str, int], ...] = ()
     """The nodes holding a replica of that split and the bytes each holds, by node id."""
+    exposed_s: float = 0.0
+    """How long from now its output is expected to stay needed on the node it runs on (wall
+    seconds): until the later tasks that read it (a map's reduces) have read it. The core's
+    estimate (``master.core.exposure``): the rest of the task's own stage, at least its own
+    run, plus the consuming stage's run, from the mean successful attempts of those stages
+    so far in the run (the job's ``est_duration_s`` before any). 0: no later stage reads its
+    output (a final stage's task)."""
+    loss_s: float = 0.0
+    """The work (wall seconds) lost if its node is evicted within ``exposed_s``: recomputing
+    the task and the run of a consumer that was reading its output (the same means). 0 where
+    ``exposed_s`` is 0."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from master.schedulers.firmament.costs import (
     QuincyCostModel,
     TaskInput,
     TransientCostModel,
+    TransientRequest,
 )
 from master.schedulers.firmament.machines import MachineTable
 from master.schedulers.firmament.network import CLASS, CLUSTER, MACHINE, ZONE, build
@@ -157,7 +158,7 @@ def test_transient_waits_until_waiting_costs_more_than_the_expected_loss() -> No
 def test_transient_prefers_the_older_node_when_the_hazard_falls_with_age() -> None:
     nodes = [node("young", "transient", slots=1, launched=990.0), node("old", "transient", slots=1)]
     model = TransientCostModel(risk({"weibull": {"shape": 0.5, "scale": "10m"}}))
-    young, old = model.machine_costs(10.0, MachineTable.of(nodes, 1000.0), np.arange(2))
+    young, old = model.machine_costs(TransientRequest(10.0), MachineTable.of(nodes, 1000.0), np.arange(2))
     assert old < young / 5
     scheduler = FirmamentScheduler(model)  # once the task has waited long enough to take a risk
     assert placed(scheduler.schedule(snap(nodes, [job("j0", 1)], now=1000.0))) == {}
@@ -167,7 +168,8 @@ def test_transient_prefers_the_older_node_when_the_hazard_falls_with_age() -> No
 def test_transient_counts_a_rebalance_recommendation_as_a_certain_eviction() -> None:
     nodes = [node("t0", "transient", rebalance=True), node("t1", "transient")]
     model = TransientCostModel(risk({"fixed": "1h"}))
-    assert model.machine_costs(10.0, MachineTable.of(nodes, 0.0), np.arange(2)).tolist() == [10.0, 0.0]
+    costs = model.machine_costs(TransientRequest(10.0), MachineTable.of(nodes, 0.0), np.arange(2))
+    assert costs.tolist() == [10.0, 0.0]
 
 
 def test_the_network_has_the_dissertations_levels() -> None:

@@ -19,10 +19,13 @@ The constants are those of camsas/firmament ``src/scheduling/flow/``:
   The testbed's zones are Quincy's racks.
 
 ``transient`` is ours: Quincy's, plus on the arc into a machine the work its eviction is
-expected to lose, P(evicted before the task ends | the node's lifetime model and age) x the
-task's expected duration (1 per second of work lost). A node with a rebalance
-recommendation counts as certain to go (P = 1); a node under an eviction notice is
-draining and gets no arc at all (nor does it under any model).
+expected to lose (1 per second of work lost): P(evicted before the task ends | the node's
+lifetime model and age) x the task's expected duration, and, for a task whose output a later
+stage reads (a map's, read by its reduces), P(evicted after it ends but before those readers
+have read its output) x the work that loses (``PendingTask.exposed_s`` and ``loss_s``, the
+core's estimates: ``master.core.exposure``). A node with a rebalance recommendation counts
+as certain to go (P = 1); a node under an eviction notice is draining and gets no arc at all
+(nor does it under any model).
 """
 
 from __future__ import annotations
@@ -86,6 +89,9 @@ class CostModel:
     """The trivial model's costs; the other models override what they price differently."""
 
     name = "trivial"
+    prices_preferred_machines = False
+    """Whether a preference arc into a machine costs ``machine_costs`` too (the transient
+    model's risk); the others price a machine at 0, or have no preference arcs (Octopus)."""
 
     def request_key(self, task: PendingTask) -> object:
         """What besides memory, classes and exclusions sets a task's request class (the
@@ -201,27 +207,62 @@ class QuincyCostModel(CostModel):
         return worst
 
 
+@dataclass(frozen=True, slots=True)
+class TransientRequest:
+    """What a transient request class's arcs into the machines depend on (each to a half
+    octave: ``duration_bucket``)."""
+
+    duration_s: float
+    """The task's expected run (``PendingTask.est_duration_s``)."""
+    exposed_s: float = 0.0
+    """Until the later tasks reading its output have read it (``PendingTask.exposed_s``, at least
+    ``duration_s``); 0: no later stage reads it."""
+    loss_s: float = 0.0
+    """The work its output's loss costs (``PendingTask.loss_s``)."""
+
+
 class TransientCostModel(QuincyCostModel):
-    """Quincy's, plus the work an arc's machine is expected to lose to its eviction."""
+    """Quincy's, plus the work an arc's machine is expected to lose to its eviction: the task's
+    own run, and the output a later stage has not read yet.
+
+    A node evicted at T (seconds from now) loses the task's run if T < d (its expected
+    duration), and its output if d <= T < w, while its readers have not read it (w, the
+    exposure: ``PendingTask.exposed_s``, at least d): the cost is P(T < d) x d + P(d <= T < w)
+    x l, with l the work that costs (``PendingTask.loss_s``). A task whose output no later stage
+    reads (w = 0) costs P(T < d) x d alone."""
 
     name = "transient"
+    prices_preferred_machines = True
 
     def __init__(self, risk: EvictionRisk, **quincy: float | InputSource) -> None:
         super().__init__(**quincy)  # type: ignore[arg-type]
         self.risk = risk
 
     def request_key(self, task: PendingTask) -> object:
-        return duration_bucket(task.est_duration_s)
+        duration = duration_bucket(task.est_duration_s)
+        if task.exposed_s <= 0 or task.loss_s <= 0:
+            return TransientRequest(duration)
+        exposed = max(duration, duration_bucket(task.exposed_s))
+        return TransientRequest(duration, exposed, duration_bucket(task.loss_s))
 
     def machine_costs(self, request: object, machines: MachineTable, positions: np.ndarray) -> np.ndarray:
-        """The risk is computed once per round and duration bucket over every machine (the
-        request classes of one bucket and other memory sizes share it)."""
-        duration = float(request)  # type: ignore[arg-type]
-        key = ("transient risk", duration)
+        """The risks are computed once per round and window over every machine (the request
+        classes of one window and other memory sizes share them)."""
+        assert isinstance(request, TransientRequest)
+        during = self._risk(machines, request.duration_s)[positions]
+        cost = during * request.duration_s
+        if request.exposed_s > request.duration_s:
+            after = self._risk(machines, request.exposed_s)[positions] - during
+            cost = cost + np.maximum(0.0, after) * request.loss_s
+        return cost
+
+    def _risk(self, machines: MachineTable, window_s: float) -> np.ndarray:
+        """P(evicted within ``window_s``) of every machine, memoised for the round."""
+        key = ("transient risk", window_s)
         risk = machines.memo.get(key)
         if risk is None:
-            risk = machines.memo[key] = self.risk.over(machines, duration)
-        return risk[positions] * duration
+            risk = machines.memo[key] = self.risk.over(machines, window_s)
+        return risk
 
 
 def duration_bucket(seconds: float) -> float:

@@ -224,17 +224,27 @@ def _add_task(
     table: MachineTable,
     base: int,
 ) -> int:
-    """The task's node (supply 1), its arc to its cluster aggregator and its preference arcs."""
+    """The task's node (supply 1), its arc to its cluster aggregator and its preference arcs.
+    A preference arc straight into a machine costs what the model prices the machine at too
+    (``prices_preferred_machines``: the transient model's eviction risk), as the request
+    class's arc into it does."""
     index = net.node(TASK, task.task_id, supply=1)
     net.tasks[index] = task
     if request.cluster is None or request.fits is None:
         return index  # no machine up takes it now: it can only wait
     net.arc(index, request.cluster, 1, model.cluster_cost(task, racks))
     preferred = model.preferences(task, racks)
-    for node_id, cost in preferred.machines.items():
-        position = table.position.get(node_id)
-        if position is not None and request.fits[position]:
-            net.arc(index, base + position, 1, cost)
+    arcs = [
+        (position, cost)
+        for node_id, cost in preferred.machines.items()
+        if (position := table.position.get(node_id)) is not None and request.fits[position]
+    ]
+    extras = [0.0] * len(arcs)
+    if arcs and model.prices_preferred_machines:
+        positions = np.array([position for position, _ in arcs])
+        extras = model.machine_costs(model.request_key(task), table, positions).tolist()
+    for (position, cost), extra in zip(arcs, extras, strict=True):
+        net.arc(index, base + position, 1, cost + extra)
     for rack, cost in preferred.racks.items():
         zone = request.zones.get(rack)
         if zone is not None:

@@ -1,0 +1,91 @@
+"""How long a task's output stays needed where it runs, and what losing it then costs: the
+core's estimate for the scheduler's task view (``PendingTask.exposed_s``, ``loss_s``).
+
+A map's output lives on the node that computed it until the tasks of the later stage that
+read it (its job's reduces) have read it: a node evicted before then loses it, and the
+strategy computes it again (and Spark relaunches the reduce that failed on its fetch). The
+estimate, from what the run has seen (no file, no clock: the core's own time):
+
+- a stage's task takes the mean of the successful attempts of that stage of the same
+  workload so far in the run (``StageDurations``; the job's ``est_duration_s`` before any);
+- the rest of the task's own stage: at least the task's own run, and, once some of the stage's
+  outputs are available, the time the stage has taken so far per available output, times
+  the outputs still missing (its rate so far);
+- then the consuming stage's run (the longest of the stages that read it);
+- the work lost: recomputing the task and the run of a consumer that was reading it.
+
+A task whose output no later stage reads (a final stage's) has neither: 0 and 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from master.core.jobs import JobRuntime
+
+EXPOSURE_STEPS_PER_OCTAVE = 4
+"""Estimates are rounded to a quarter octave (2^(1/4), 19%): a task's view changes only when its
+estimate moves that much, not in every round (the round reuses a view that shows the same)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    exposed_s: float = 0.0
+    """Seconds from now until the later tasks reading the output have read it (0: none reads it)."""
+    loss_s: float = 0.0
+    """Seconds of work lost if the node goes before then (0: none reads it)."""
+
+
+NONE = Exposure()
+
+
+@dataclass
+class StageDurations:
+    """The mean successful attempt of each stage of each workload so far in the run (wall seconds)."""
+
+    totals: dict[tuple[str, int], tuple[float, int]] = field(default_factory=dict)
+
+    def observed(self, job: JobRuntime, stage: int, seconds: float) -> None:
+        """An attempt of the job's ``stage`` succeeded after ``seconds``."""
+        key = (job.workload, stage)
+        total, count = self.totals.get(key, (0.0, 0))
+        self.totals[key] = (total + max(0.0, seconds), count + 1)
+
+    def mean(self, job: JobRuntime, stage: int) -> float:
+        """The stage's mean so far; the job's own estimate before any attempt succeeded."""
+        total, count = self.totals.get((job.workload, stage), (0.0, 0))
+        return total / count if count else job.est_duration_s
+
+
+def consumers(job: JobRuntime, stage: int) -> list[int]:
+    """The later stages that read ``stage``'s outputs."""
+    return [s for s, plan in enumerate(job.plan.stages) if any(dep.stage == stage for dep in plan.deps)]
+
+
+def exposure(job: JobRuntime, stage: int, durations: StageDurations, now: float) -> Exposure:
+    """The estimate of the module's docstring for a task of the job's ``stage``, now."""
+    readers = consumers(job, stage)
+    if not readers:
+        return NONE
+    own = durations.mean(job, stage)
+    consumer = max(durations.mean(job, s) for s in readers)
+    return Exposure(rounded(_rest_of_stage(job, stage, own, now) + consumer), rounded(own + consumer))
+
+
+def _rest_of_stage(job: JobRuntime, stage: int, own: float, now: float) -> float:
+    """Until the stage's last output is available: its rate so far times the outputs missing,
+    and at least the task's own run."""
+    available = job.progress.available[stage]
+    began = job.stage_first_start.get(stage)
+    if not available or began is None:
+        return own
+    missing = job.plan.stages[stage].tasks - available
+    return max(own, (now - began) / available * missing)
+
+
+def rounded(seconds: float) -> float:
+    """``seconds`` to a quarter octave (0 and below: 0)."""
+    if seconds <= 0:
+        return 0.0
+    return 2.0 ** (round(EXPOSURE_STEPS_PER_OCTAVE * math.log2(seconds)) / EXPOSURE_STEPS_PER_OCTAVE)
