@@ -36,12 +36,15 @@ STOP_WITHIN_S = 30.0
 
 
 @contextlib.asynccontextmanager
-async def serving_replay(run_dir: Path) -> AsyncIterator[str]:
-    """``testbed ui run_dir`` running; its page's address (stopped with Ctrl-C on the way out)."""
+async def serving_replay(run_dir: Path, in_background: bool = False) -> AsyncIterator[str]:
+    """``testbed ui run_dir`` running; its page's address (stopped with Ctrl-C on the way out).
+    ``in_background``: started with SIGINT ignored, as a background job is."""
+    command = [sys.executable, "-m", "testbed.app.cli", "ui", str(run_dir)]
+    if in_background:  # what a non-interactive shell does to a job it starts with ``&``
+        command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "testbed.app.cli", "ui", str(run_dir),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=child_env(),
-    )  # fmt: skip
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=child_env()
+    )
     assert process.stdout is not None
     try:
         line = (await process.stdout.readline()).decode()
@@ -101,6 +104,14 @@ async def test_the_replay_shows_the_end_and_the_slider_takes_it_back(tmp_path: P
         await tab.until(f"document.getElementById('clock-label').textContent.startsWith('t = {RUN_END:.1f}')")
         assert json.loads(await tab.evaluate(SHOWN)) == end
         assert page_errors(tab) == []
+
+
+async def test_ctrl_c_stops_a_replay_started_in_the_background(tmp_path: Path) -> None:
+    """A background job inherits SIGINT ignored: ``testbed ui`` handles it itself, so Ctrl-C
+    still stops it, with status 0 (it did not before: two CI runs timed out on it)."""
+    write_run(tmp_path / "run")
+    async with serving_replay(tmp_path / "run", in_background=True) as url:
+        assert "/ui?token=" in url
 
 
 def test_a_bad_run_dir_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +25,5 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from testbed.app.ui.replay import replay_feed, serve
 
     feed = replay_feed(args.run)
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the way to stop it
-        asyncio.run(serve(feed, args.port))
+    asyncio.run(serve(feed, args.port))  # until Ctrl-C or SIGTERM
     return EXIT_OK

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import signal
 import sys
 from pathlib import Path
 
@@ -36,6 +37,17 @@ def replay_feed(run: str | Path) -> EventFeed:
     return feed
 
 
+async def stopped() -> None:
+    """Until Ctrl-C (SIGINT) or SIGTERM, handled here: a process started in the background by a
+    non-interactive shell inherits SIGINT ignored, and would not stop on Ctrl-C otherwise
+    (the way the broker stops: ``testbed.wire.broker``)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+
+
 async def serve(feed: EventFeed, port: int) -> None:
     """Serve the page until interrupted, its address (with a fresh token) on standard output."""
     token = secrets.token_urlsafe(16)
@@ -55,6 +67,6 @@ async def serve(feed: EventFeed, port: int) -> None:
             flush=True,
         )
         print("Ctrl-C stops it", file=sys.stderr, flush=True)
-        await asyncio.Event().wait()
+        await stopped()
     finally:
         await runner.cleanup()
