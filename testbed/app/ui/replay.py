@@ -37,19 +37,21 @@ def replay_feed(run: str | Path) -> EventFeed:
     return feed
 
 
-async def stopped() -> None:
-    """Until Ctrl-C (SIGINT) or SIGTERM, handled here: a process started in the background by a
+def stop_on_signals() -> asyncio.Event:
+    """Set on Ctrl-C (SIGINT) or SIGTERM, handled here: a process started in the background by a
     non-interactive shell inherits SIGINT ignored, and would not stop on Ctrl-C otherwise
-    (the way the broker stops: ``testbed.wire.broker``)."""
+    (the way the broker stops: ``testbed.wire.broker``). Installed before the address is
+    printed, so a signal sent on reading it is not lost."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
+    return stop
 
 
 async def serve(feed: EventFeed, port: int) -> None:
     """Serve the page until interrupted, its address (with a fresh token) on standard output."""
+    stop = stop_on_signals()
     token = secrets.token_urlsafe(16)
     app = web.Application()
     add_ui_routes(app, feed, token)
@@ -67,6 +69,6 @@ async def serve(feed: EventFeed, port: int) -> None:
             flush=True,
         )
         print("Ctrl-C stops it", file=sys.stderr, flush=True)
-        await stopped()
+        await stop.wait()
     finally:
         await runner.cleanup()
