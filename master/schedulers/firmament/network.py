@@ -107,6 +107,8 @@ class _Request:
     """One request class's part of the network: its cluster aggregator, zone aggregators
     and the machines it reaches (a mask over the round's ``MachineTable``)."""
 
+    model_key: object = None
+    """The cost model's part of its key (``CostModel.request_key``), shared by its tasks."""
     cluster: int | None = None
     zones: dict[Rack, int] = field(default_factory=dict)
     fits: np.ndarray | None = None
@@ -193,7 +195,7 @@ def _add_running(
     net.running[index] = node_id
     position = table.position[node_id]
     shift = net.shift[index] = max(0.0, ran_s)
-    continuation = float(model.machine_costs(model.request_key(task), table, np.array([position]))[0]) - shift
+    continuation = float(model.machine_costs(request.model_key, table, np.array([position]))[0]) - shift
     net.arc(index, base + position, 1, continuation + shift)
     if request.cluster is not None:
         net.arc(index, request.cluster, 1, model.cluster_cost(task, racks) + shift)
@@ -242,7 +244,7 @@ def _add_task(
     extras = [0.0] * len(arcs)
     if arcs and model.prices_preferred_machines:
         positions = np.array([position for position, _ in arcs])
-        extras = model.machine_costs(model.request_key(task), table, positions).tolist()
+        extras = model.machine_costs(request.model_key, table, positions).tolist()
     for (position, cost), extra in zip(arcs, extras, strict=True):
         net.arc(index, base + position, 1, cost + extra)
     for rack, cost in preferred.racks.items():
@@ -264,7 +266,7 @@ def _request(net: FlowNetwork, key: RequestKey, model: CostModel, table: Machine
     units = table.slots if memory_mb <= 0 else np.minimum(table.slots, table.memory // memory_mb)
     fits = mask & (units > 0)
     positions = np.flatnonzero(fits)
-    request = _Request()
+    request = _Request(model_key)
     if not positions.size:
         return request
     units = units[positions]
