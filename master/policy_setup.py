@@ -1,18 +1,17 @@
 """The scenario's policies typed by kind (``testbed.settings.policies.make_policy`` builds them
-from the registry the way a plugin is), their provenance, and Eagle's partitions."""
+from the registry the way a plugin is) and their provenance."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from master.schedulers.eagle import Partition, short_fraction_of, split_partitions
 from testbed import registry
 from testbed.api import Strategy
 from testbed.api.policy import Autoscaler, Scheduler
 from testbed.api.speculation import Speculator
 from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import PluginJob, Scenario
-from testbed.settings.policies import make_policy, options_for
+from testbed.settings.policies import make_policy
 
 POLICY_KINDS = ("scheduler", "strategy", "autoscaler", "speculation")
 
@@ -53,15 +52,3 @@ def policy_plugins(scenario: Scenario) -> dict[str, Any]:
     if workloads:
         plugins["workloads"] = workloads
     return plugins
-
-
-def short_fraction(scenario: Scenario) -> float:
-    """``policy.options.eagle.short_fraction``: the reserved nodes' share in the short-only partition."""
-    return short_fraction_of(options_for(scenario, "eagle"))
-
-
-def reserved_partitions(scenario: Scenario, node_ids: list[str]) -> dict[str, Partition]:
-    """Each on-demand node's partition under ``scheduler: eagle`` (all ``general`` otherwise)."""
-    if scenario.policy.scheduler != "eagle":
-        return dict.fromkeys(node_ids, "general")
-    return split_partitions(node_ids, short_fraction(scenario))

@@ -10,7 +10,7 @@ import pytest
 
 from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
 from master.autoscalers.static import StaticAutoscaler
-from master.policy_setup import make_autoscaler, make_scheduler, reserved_partitions
+from master.policy_setup import make_autoscaler, make_scheduler
 from master.schedulers.eagle import EagleScheduler
 from master.summary.coaster import short_queue_delays, transient_cost
 from testbed.arrivals.generate import BurstyMix, bursty_jobs
@@ -122,7 +122,7 @@ def test_eagle_and_cloudcoaster_from_the_scenario() -> None:
     assert autoscaler.short_on_demand == 4 and autoscaler.budget == 4  # N = 4 of 8, K = 2*4*0.5
     assert autoscaler.provisioning_delay_s == 12.0  # 120 s of trace time, 10x faster
     assert autoscaler.threshold == 0.6
-    assert reserved_partitions(s, [f"reserved-{i}" for i in range(8)]) == {
+    assert scheduler.reserved_partitions([f"reserved-{i}" for i in range(8)]) == {
         **{f"reserved-{i}": "general" for i in range(4)},
         **{f"reserved-{i}": "short" for i in range(4, 8)},
     }
@@ -152,7 +152,7 @@ def test_bad_policy_options_are_scenario_errors(policy: dict[str, Any], message:
 
 def test_other_schedulers_keep_every_node_general() -> None:
     s = scenario(arrivals={"synthetic": {}})
-    assert set(reserved_partitions(s, ["reserved-0", "reserved-1"]).values()) == {"general"}
+    assert set(make_scheduler(s).reserved_partitions(["reserved-0", "reserved-1"]).values()) == {"general"}
 
 
 # ------------------------------------------------------------------ summary keys

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from master.options import PolicyOptions
-from master.policy_setup import make_strategy, options_for
+from master.policy_setup import make_strategy
 from master.recovery.auto_cost import STRATEGIES, Prediction, Setting, choose, predict, setting_of
 from testbed.api import (
     JobPlan,
@@ -38,6 +38,7 @@ from testbed.api import (
 from testbed.api.strategy import BlockReported, NodeLost, PushReported, Reconnected, Tick
 from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import Scenario
+from testbed.settings.policies import options_for
 
 Candidate = Literal["spark", "spark-checkpoint", "pado"]
 

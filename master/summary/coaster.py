@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from master.policy_setup import reserved_partitions
+from master.policy_setup import make_scheduler
 from testbed.journal.schema import JobSubmitted, events_of, read_events
 from testbed.journal.tables import measured_rows
 from testbed.scenario.schema import Scenario
@@ -68,7 +68,8 @@ def transient_cost(nodes: list[dict[str, str]], scenario: Scenario) -> dict[str,
     end = max((float(n["ended_s"]) for n in nodes if n["ended_s"]), default=0.0)
     transient = [_active_s(n, end) for n in nodes if n["node_class"] == "transient"]
     initial = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
-    short = {node_id for node_id, part in reserved_partitions(scenario, initial).items() if part == "short"}
+    partitions = make_scheduler(scenario).reserved_partitions(initial)  # the run's, as its scheduler set them
+    short = {node_id for node_id, part in partitions.items() if part == "short"}
     short_on_demand = [_active_s(n, end) for n in nodes if n["node_id"] in short]
     r = cost_ratio(scenario)
     avg_transient = sum(transient) / end if end > 0 else 0.0
