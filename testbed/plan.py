@@ -46,3 +46,7 @@ class JobPlan:
     @property
     def total_tasks(self) -> int:
         return sum(stage.tasks for stage in self.stages)
+
+    def readers_of(self, stage: int) -> tuple[int, ...]:
+        """The later stages that read ``stage``'s outputs (any dependency kind)."""
+        return tuple(s for s, plan in enumerate(self.stages) if any(dep.stage == stage for dep in plan.deps))

@@ -58,14 +58,9 @@ class StageDurations:
         return total / count if count else job.est_duration_s
 
 
-def consumers(job: JobRuntime, stage: int) -> list[int]:
-    """The later stages that read ``stage``'s outputs."""
-    return [s for s, plan in enumerate(job.plan.stages) if any(dep.stage == stage for dep in plan.deps)]
-
-
 def exposure(job: JobRuntime, stage: int, durations: StageDurations, now: float) -> Exposure:
     """The estimate of the module's docstring for a task of the job's ``stage``, now."""
-    readers = consumers(job, stage)
+    readers = job.readers[stage]
     if not readers:
         return NONE
     own = durations.mean(job, stage)

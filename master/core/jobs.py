@@ -227,6 +227,8 @@ class JobRuntime:
     """Each task's attempts launched as copies: their rows say ``role: copy``, and a relaunch
     numbers past them."""
     progress: JobProgress = field(init=False, repr=False)
+    readers: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
+    """Per stage, the later stages that read its outputs (``JobPlan.readers_of``, kept)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "status" and "status" in self.__dict__:
@@ -235,6 +237,7 @@ class JobRuntime:
 
     def __post_init__(self) -> None:
         self.progress = JobProgress(self.plan)
+        self.readers = tuple(self.plan.readers_of(stage) for stage in range(len(self.plan.stages)))
         self._by_stage: list[list[TaskRecord]] = []
         for s, stage in enumerate(self.plan.stages):
             records = [TaskRecord(s, i) for i in range(stage.tasks)]

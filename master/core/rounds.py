@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from master.autoscalers.cloudcoaster import revocation_outcome
-from master.core.exposure import Exposure, exposure
+from master.core.exposure import NONE, Exposure, exposure
 from master.core.jobs import LIVE, JobRuntime, TaskKey, TaskRecord
 from master.core.node_views import NodeViews
 from master.core.nodes import NodeRecord
@@ -57,6 +57,8 @@ class SchedulingRound:
         was given the interface's default when it loaded: ``testbed.scenario.plugins``)."""
         self.free_needed: bool = scheduler.needs_free_index
         """Whether the round's snapshot indexes the free nodes (``ClusterSnapshot.free``)."""
+        self.exposure_needed: bool = scheduler.needs_exposure
+        """Whether the pending tasks' views show their outputs' exposure (else 0 and 0)."""
         self._pending_views: dict[str, PendingTask] = {}
         """The last snapshot's pending tasks, by id (``_pending_task``)."""
         self._job_views: dict[str, JobView] = {}
@@ -105,7 +107,9 @@ class SchedulingRound:
                 pending[task_id] = (job, key)
                 stage = key[0]
                 if stage not in exposures:
-                    exposures[stage] = exposure(job, stage, core.durations, now)
+                    exposures[stage] = (
+                        exposure(job, stage, core.durations, now) if self.exposure_needed else NONE
+                    )
                 task = self._pending_task(
                     previous.get(task_id), task_id, job, key, ready, excluded, exposures[stage]
                 )

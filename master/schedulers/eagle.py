@@ -447,6 +447,7 @@ class EagleScheduler(Scheduler):
     needs_free_index = False
     """Its nodes are kept across rounds (``master.schedulers.eagle_kept``), not read off
     ``ClusterSnapshot.free``."""
+    needs_exposure = False
 
     class Options(PolicyOptions):
         """``policy.options.eagle``; ``short_fraction`` partitions the on-demand nodes (the shell's)."""

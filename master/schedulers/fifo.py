@@ -42,6 +42,7 @@ class FifoScheduler(Scheduler):
     """It places tasks in order until the cluster is full: the head of the queue is enough."""
     needs_node_views = False
     """It places from the round's free-node index (``ClusterSnapshot.free``) alone."""
+    needs_exposure = False
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]:
         index: FreeIndex | KeptIndex

@@ -311,6 +311,8 @@ class Round:
 class YarnScheduler(Scheduler):
     """``scheduler: yarn``. ``models`` (optional) override tasks' ideal memory and duration."""
 
+    needs_exposure = False
+
     class Options(PolicyOptions):
         """``policy.options.yarn``."""
 

@@ -155,6 +155,8 @@ class YarnMeScheduler(Scheduler):
     reserved node.
     """
 
+    needs_exposure = False
+
     class Options(PolicyOptions):
         """``policy.options.yarn-me``."""
 

@@ -19,10 +19,12 @@ the master reads every member the interface declares, never probing for one):
   first pending tasks of each job, faster for head-of-queue schedulers) and
   ``needs_node_views`` (False: it places from ``ClusterSnapshot.free`` alone, and the round's
   snapshot has no node views) and ``needs_free_index`` (False: it never reads
-  ``ClusterSnapshot.free``, and the round's snapshot has none) and ``modelled_round_s()`` (a
-  model of its last round's time, which the simulator may charge to its clock). Its
-  decisions may also preempt a running task (:class:`Preempt`: killed, back to pending, its
-  work counted as wasted) or move it (:class:`Migrate`: killed and started again elsewhere).
+  ``ClusterSnapshot.free``, and the round's snapshot has none) and ``needs_exposure`` (False:
+  it never reads ``PendingTask.exposed_s`` or ``loss_s``, which then show 0) and
+  ``modelled_round_s()`` (a model of its last round's time, which the simulator may charge
+  to its clock). Its decisions may also preempt a running task (:class:`Preempt`: killed,
+  back to pending, its work counted as wasted) or move it (:class:`Migrate`: killed and
+  started again elsewhere).
 - :class:`Strategy` (``policy.strategy``, a recovery strategy): the queries
   ``plan(view, job) -> Iterable[Ready]`` and ``launch(view, job, key) -> TaskLaunch``,
   and the handlers ``on_<event>(view, event) -> list[StrategyDecision]`` (no-ops by
@@ -150,7 +152,7 @@ from testbed.wire.protocol import (
     TaskInputs,
 )
 
-API_VERSION = "1.11"
+API_VERSION = "1.12"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events

@@ -247,6 +247,9 @@ class Scheduler(Protocol):
     - ``needs_free_index``: False when it never reads ``ClusterSnapshot.free`` (Eagle keeps
       its own nodes): the round's snapshot then has ``free=None``, and the master copies no
       index of the free nodes for it.
+    - ``needs_exposure``: False when it never reads ``PendingTask.exposed_s`` or ``loss_s``
+      (all but Firmament's transient cost model): its pending tasks then show 0 for both, and
+      the master does not estimate them.
     - ``modelled_round_s()``: the seconds the last ``schedule`` call would take on the
       host its model was fitted on (None: no model, the default). The simulator charges a
       round that much of its virtual clock when ``simulation.charge_policy_time`` is on
@@ -261,6 +264,7 @@ class Scheduler(Protocol):
     needs_all_pending: bool = True
     needs_node_views: bool = True
     needs_free_index: bool = True
+    needs_exposure: bool = True
 
     def schedule(self, snapshot: ClusterSnapshot) -> list[Decision]: ...
 

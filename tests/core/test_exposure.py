@@ -44,9 +44,13 @@ def test_the_stages_rate_so_far_and_the_observed_means_make_the_estimate() -> No
     assert rounded(28.0) == pytest.approx(2**4.75)  # a quarter octave
 
 
+TRANSIENT = {"scheduler": "firmament", "options": {"firmament": {"cost_model": "transient"}}}
+"""The one built-in scheduler that reads the exposure (``Scheduler.needs_exposure``)."""
+
+
 def test_maps_views_carry_their_exposure_and_reduces_none() -> None:
     jobs = [{"workload": "wordcount", "size_mb": 4, "maps": 40, "reduces": 2}]  # more maps than slots
-    driver = Driver(make_scenario(jobs=jobs, policy={"scheduler": "yarn"}))
+    driver = Driver(make_scenario(jobs=jobs, policy=TRANSIENT))
     driver.boot()
     (view,) = driver.core.snapshot()[0].jobs
     assert view.pending and all((t.exposed_s, t.loss_s) == (2.0, 2.0) for t in view.pending)  # 1 s each
@@ -65,7 +69,7 @@ def test_maps_views_carry_their_exposure_and_reduces_none() -> None:
 
 def test_an_exposed_view_is_reused_until_its_estimate_moves() -> None:
     jobs = [{"workload": "wordcount", "size_mb": 4, "maps": 40, "reduces": 2}]
-    driver = Driver(make_scenario(jobs=jobs, policy={"scheduler": "yarn"}))
+    driver = Driver(make_scenario(jobs=jobs, policy=TRANSIENT))
     driver.boot()
     core = driver.core
     first = {t.task_id: t for view in core.snapshot()[0].jobs for t in view.pending}
@@ -74,3 +78,17 @@ def test_an_exposed_view_is_reused_until_its_estimate_moves() -> None:
     core.durations.observed(core.jobs["j000"], 1, 30.0)
     moved = [t for view in core.snapshot()[0].jobs for t in view.pending]
     assert moved and all(t is not first[t.task_id] and t.exposed_s > 2.0 for t in moved)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [{"scheduler": "yarn"}, {"scheduler": "firmament"}, {"scheduler": "fifo"}],
+    ids=["yarn", "firmament-quincy", "fifo"],
+)
+def test_a_scheduler_that_reads_no_exposure_is_shown_none(policy: dict[str, object]) -> None:
+    jobs = [{"workload": "wordcount", "size_mb": 4, "maps": 40, "reduces": 2}]
+    driver = Driver(make_scenario(jobs=jobs, policy=policy))
+    driver.boot()
+    driver.core.durations.observed(driver.core.jobs["j000"], 1, 30.0)
+    tasks = [t for view in driver.core.snapshot()[0].jobs for t in view.pending]
+    assert tasks and all((t.exposed_s, t.loss_s) == (0.0, 0.0) for t in tasks)

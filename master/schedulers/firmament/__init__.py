@@ -74,6 +74,8 @@ class FirmamentScheduler(Scheduler):
         self, model: CostModel | None = None, solver: Solver = solve, preemption: bool = False
     ) -> None:
         self.model = model if model is not None else QuincyCostModel()
+        self.needs_exposure = self.model.reads_exposure
+        """The master estimates its tasks' output exposure only for a cost model that reads it."""
         self.solver = solver
         self.preemption = preemption
         self._seen: dict[str, float] = {}

@@ -92,6 +92,9 @@ class CostModel:
     prices_preferred_machines = False
     """Whether a preference arc into a machine costs ``machine_costs`` too (the transient
     model's risk); the others price a machine at 0, or have no preference arcs (Octopus)."""
+    reads_exposure = False
+    """Whether it reads ``PendingTask.exposed_s`` and ``loss_s`` (the transient model's risk
+    after the task's own run): the scheduler asks the master for them only then."""
 
     def request_key(self, task: PendingTask) -> object:
         """What besides memory, classes and exclusions sets a task's request class (the
@@ -233,6 +236,7 @@ class TransientCostModel(QuincyCostModel):
 
     name = "transient"
     prices_preferred_machines = True
+    reads_exposure = True
 
     def __init__(self, risk: EvictionRisk, **quincy: float | InputSource) -> None:
         super().__init__(**quincy)  # type: ignore[arg-type]
