@@ -60,6 +60,7 @@ from testbed.scenario.jobs import (  # noqa: F401 - the job models are re-export
 from testbed.scenario.loading import ScenarioError, apply_override, expand_node_counts, load_raw
 from testbed.scenario.plugins import add_plugin_dir, find_plugin, source_of
 from testbed.scenario.simulation import SimulationSpec, default_calibration
+from testbed.scenario.time_base import TimeBase
 
 # --------------------------------------------------------------------- policy
 
@@ -292,13 +293,19 @@ class Scenario(Strict):
             raise ValueError(too_large("the tasks of all jobs", tasks, MAX_TASKS))
         return self
 
+    @property
+    def time_base(self) -> TimeBase:
+        """Its clocks: trace time to run time, the heartbeats (``testbed.scenario.time_base``)."""
+        factor = self.fidelity.factor
+        return TimeBase(self.time_scale, factor, self.heartbeat_interval_s, self.heartbeat_timeout_s)
+
     def trace(self, seconds: float) -> float:
         """Wall seconds for a trace-time duration (divided by time_scale, stretched by the dilation)."""
-        return seconds * self.wall_per_trace
+        return self.time_base.trace(seconds)
 
     @property
     def wall_per_trace(self) -> float:
-        return self.fidelity.factor / self.time_scale
+        return self.time_base.wall_per_trace
 
     def dilated(self, seconds: float) -> float:
         """Wall seconds for an emulated duration that time_scale does not compress (timeouts,

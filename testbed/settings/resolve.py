@@ -13,7 +13,7 @@ from testbed.settings.cluster import ChaosSettings, ClusterSettings, chaos_setti
 from testbed.settings.dilation import resolve_dilation
 from testbed.settings.policies import make_policy
 from testbed.settings.profiles import Profiles, load_profiles
-from testbed.settings.run_settings import Host, Policies, RunSettings, TimeBase
+from testbed.settings.run_settings import Host, Policies, RunSettings
 
 T = TypeVar("T")
 
@@ -48,10 +48,9 @@ class Resolution:
             self.profiles,
             ClusterSettings.of(scenario),
             self.chaos,
-            TimeBase.of(scenario),
+            scenario.time_base,
             jobs=(*scenario.jobs, *scenario.arriving_jobs()),
             name=scenario.name,
-            seed=scenario.seed,
         )
 
 
