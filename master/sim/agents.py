@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
+from master.execution_model import MB, ExecutionModel, TaskCost, aggregate_sizes
 from master.sim.clock import DELIVER, EventHeap
 from master.sim.cpu import NodeCpu
-from master.sim.model import MB, ExecutionModel, TaskCost, aggregate_sizes
 from master.sim.nodes import (
     Attempt,
     BroadcastCopy,

@@ -1,5 +1,10 @@
 """The execution model: how long a task, a push and a node's start take in the simulator.
 
+It lives beside ``master.sim``, not in it: the master's shell reads it too, for the duration
+prior of a job's stages (``master.stage_prior``), and the simulator's shell imports the
+master's shell (``master.shell.answers``), so a model inside ``master.sim`` would make the two
+packages import each other.
+
 A pure function of the task's launch command, the bytes of the blocks it reads, the node it
 runs on and the scenario (its ``simulation`` section, its cluster's bandwidths, its task
 profiles). docs/simulation.md states the model, where each default was measured, and what a
