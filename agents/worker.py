@@ -36,7 +36,6 @@ from testbed.wire.blocks import (
     segment,
 )
 from testbed.wire.protocol import TaskSpec
-from testbed.workloads import COMBINERS, OPERATIONS
 from testbed.workloads.base import (
     BlockFetcher,
     FetchFailed,
@@ -46,6 +45,7 @@ from testbed.workloads.base import (
     peak_rss_bytes,
     reset_peak_rss,
 )
+from testbed.workloads.catalog import COMBINERS, OPERATIONS
 from testbed.workloads.progress import Progress
 from testbed.workloads.replica_input import SplitReads, read_replica, replicated
 

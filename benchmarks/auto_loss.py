@@ -30,7 +30,7 @@ from workflows import STRATEGIES, Sim, conditions, job_with_tables, sim_scenario
 
 from master.recovery.auto_cost import TIMELINES, eviction_times, loss_at, per_eviction_s, setting_of
 from testbed.scenario.schema import load_scenario
-from testbed.workloads import plan_job
+from testbed.workloads.catalog import plan_job
 
 
 def scenario_with(doc: dict[str, Any], at: float | None, seed: int) -> dict[str, Any]:

@@ -29,7 +29,8 @@ from master.shell.run import run_scenario
 from testbed.app.chaos_check import check_run, format_check, ks_distance
 from testbed.chaosmodels.lifetimes import PRESETS, SPOT_MEAN_S, rng_for
 from testbed.scenario.schema import parse_scenario
-from testbed.settings import Host, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host
 
 
 def scenario(kills: int, nodes: int, mean_wall: float, preset: str) -> Any:

@@ -47,7 +47,8 @@ from master.shell.run import run_scenario
 from testbed.journal.tables import measured_rows
 from testbed.node.processes import child_env
 from testbed.scenario.schema import parse_scenario
-from testbed.settings import Host, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host
 from testbed.wire.broker import free_port, mosquitto_binary, wait_for_port
 from testbed.wire.mqtt import BrokerAddress
 

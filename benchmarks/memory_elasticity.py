@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.scenario.schema import PagerankJob, SortJob, WordcountJob
-from testbed.workloads import plan_job
+from testbed.workloads.catalog import plan_job
 from testbed.workloads.local import LocalJob
 from testbed.workloads.profile import (
     PROFILED_STAGES,

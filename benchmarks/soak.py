@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.shell.run import run_scenario
 from testbed.scenario.schema import Scenario, parse_scenario
-from testbed.settings import Host, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host
 from testbed.wire.broker import EmbeddedBroker
 from testbed.workloads.check import check_output
 

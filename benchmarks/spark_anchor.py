@@ -35,7 +35,8 @@ from testbed.app.anchor.compare import (
     write_input,
 )
 from testbed.scenario.schema import parse_scenario
-from testbed.settings import Host, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host
 from testbed.workloads.check import check_output
 
 JOBS: dict[str, dict[str, Any]] = {

@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from master.shell.run import run_scenario
 from testbed.scenario.schema import parse_scenario
-from testbed.settings import Host, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host
 
 
 def scenario(nodes: int, window: int | None, lazy: bool) -> Any:

@@ -44,7 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from master.shell.run import run_scenario
 from testbed.journal.tables import measured_rows
 from testbed.scenario.schema import parse_scenario
-from testbed.settings import Host, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host
 
 MODES = {
     "unisolated": {"mode": "unisolated"},

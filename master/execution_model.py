@@ -26,7 +26,7 @@ from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
 from testbed.scenario.simulation import STREAMED_OPS, OpModel
 from testbed.settings.profiles import load_profiles
 from testbed.wire.protocol import INLINE_NOOP, TaskSpec
-from testbed.workloads import builtin
+from testbed.workloads.catalog import builtin
 from testbed.workloads.layouts import OUTPUT_PARTS
 from testbed.workloads.mlr import combined_partition, model_shaped_bytes
 from testbed.workloads.pagerank import sizes as pagerank_sizes
@@ -35,7 +35,7 @@ MB = 2**20
 PLUGIN_OP = "plugin."
 """The ops of a workload plugin's tasks: ``plugin.map``, ``plugin.reduce``."""
 SUMMED_VECTORS = frozenset({"mlr.gradient"})
-"""Ops whose combiner (``testbed.workloads.COMBINERS``) adds vectors of one shape into one: a
+"""Ops whose combiner (``testbed.workloads.catalog.COMBINERS``) adds vectors of one shape into one: a
 partial aggregate is its largest member's size, not the sum of them, whole in the partition
 ``testbed.workloads.mlr.combined_partition`` picks among the members' (as the real combiner
 writes it).

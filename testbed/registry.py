@@ -65,7 +65,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     },
 }
 """Every built-in: a policy by its class, a workload by its package (its plan, tasks, lineage,
-check and generator: ``testbed.workloads.builtin``; a plugin workload is a ``testbed.api.Workload``
+check and generator: ``testbed.workloads.catalog.builtin``; a plugin workload is a ``testbed.api.Workload``
 class instead)."""
 
 

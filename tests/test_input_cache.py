@@ -16,7 +16,7 @@ from agents.core import WorkerFinished
 from testbed.node.lru import LruCache
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import Codec, Heartbeat, LaunchTask, TaskSpec, TaskUpdate
-from testbed.workloads import plan_job
+from testbed.workloads.catalog import plan_job
 from testbed.workloads.input_cache import InputCache, input_cache_key
 from testbed.workloads.local import LocalJob, run_task
 from tests.support.agents import agent

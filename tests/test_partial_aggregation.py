@@ -15,7 +15,7 @@ from master.recovery.pado_rules import CommitLedger, Push
 from master.recovery.pado_state import aggregates_into, push_block_id
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.blocks import iter_frames, read_segment_chunks, segment
-from testbed.workloads import plan_job
+from testbed.workloads.catalog import plan_job
 from testbed.workloads.pagerank.lineage_dag import pagerank_dag
 from testbed.workloads.sort.lineage_dag import sort_dag
 from testbed.workloads.wordcount.lineage_dag import wordcount_dag

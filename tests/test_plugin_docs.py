@@ -74,7 +74,7 @@ def test_the_docs_workload_test_passes(doc_dir: Path) -> None:
 
 def test_the_docs_dag_workload_equals_its_reference(doc_dir: Path) -> None:
     from testbed.scenario.schema import load_scenario
-    from testbed.workloads import plan_job
+    from testbed.workloads.catalog import plan_job
     from testbed.workloads.check import check_output
     from testbed.workloads.local import LocalJob
 

@@ -16,7 +16,7 @@ from testbed.scenario.plugins import find_plugin
 from testbed.scenario.schema import ScenarioError, load_scenario
 from testbed.settings.policies import make_policy
 from testbed.wire.protocol import INLINE_NOOP
-from testbed.workloads import OPERATIONS, builtin, lineage, plan_job
+from testbed.workloads.catalog import OPERATIONS, builtin, lineage, plan_job
 from testbed.workloads.description import BuiltinWorkload
 from tests.support.scenarios import make_scenario
 

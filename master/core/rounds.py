@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from master.autoscalers.cloudcoaster import revocation_outcome
+from master.autoscalers.revocation import revocation_outcome
 from master.core.exposure import NONE, Exposure, exposure
 from master.core.jobs import LIVE, JobRuntime, TaskKey, TaskRecord
 from master.core.node_views import NodeViews

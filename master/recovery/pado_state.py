@@ -11,7 +11,7 @@ from master.recovery.pado_rules import AggregationLimits, Block, CommitLedger, P
 from master.recovery.spark import physical_operators, shuffle_consumers
 from testbed.api import FlushAggregate, JobPlan, NodeClass, PushDelivered, PushedPart, TaskKey
 from testbed.scenario.schema import ScenarioError
-from testbed.workloads import COMBINERS
+from testbed.workloads.catalog import COMBINERS
 
 DEFAULT_INPUT_CACHE_MB = 64
 """Each transient agent's task input cache under ``pado`` (``policy.options.pado.input_cache_mb``)."""

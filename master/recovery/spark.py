@@ -26,7 +26,6 @@ from master.options import PolicyOptions
 from master.recovery.lineage import checkpoint_node, executor_classes, spark_plan
 from master.recovery.pado_compiler import PadoPlan
 from master.recovery.stage_dags import is_stage_dag, stage_dag, stage_operators
-from testbed import workloads
 from testbed.api import (
     AddReplica,
     BlockRef,
@@ -48,6 +47,7 @@ from testbed.api import (
 )
 from testbed.logical_dag import LogicalDag
 from testbed.scenario.schema import Scenario, ScenarioError
+from testbed.workloads import catalog
 
 BOTH: frozenset[NodeClass] = frozenset({"reserved", "transient"})
 
@@ -56,7 +56,7 @@ def logical_dag(plan: JobPlan) -> LogicalDag | None:
     """The workload's logical DAG with the physical plan's parallelism (None: no DAG, e.g. sleep)."""
     if is_stage_dag(plan):
         return stage_dag(plan)
-    found = workloads.lineage(plan)
+    found = catalog.lineage(plan)
     return None if found is None else found.dag
 
 
@@ -64,7 +64,7 @@ def physical_operators(plan: JobPlan) -> list[tuple[str, ...]]:
     """The logical operators each physical stage runs (fused one-to-one chains)."""
     if is_stage_dag(plan):
         return stage_operators(plan)
-    found = workloads.lineage(plan)
+    found = catalog.lineage(plan)
     return [] if found is None else list(found.operators)
 
 

@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from master.options import PolicyOptions
 from master.schedulers.eagle_kept import Entry, KeptNodes, LongKey
@@ -46,7 +46,9 @@ from testbed.api.policy import (
     PendingTask,
     Scheduler,
 )
-from testbed.scenario.schema import Scenario
+
+if TYPE_CHECKING:  # only typed by it (the core reaches node_ordinal, and imports no schema)
+    from testbed.scenario.schema import Scenario
 
 Partition = Literal["general", "short"]
 DEFAULT_SHORT_FRACTION = 0.1

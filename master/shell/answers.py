@@ -17,7 +17,7 @@ from master.profiles import stage_memory
 from master.stage_prior import StagePrior
 from testbed.arrivals.generate import is_long
 from testbed.settings.run_settings import RunSettings
-from testbed.workloads import plan_job
+from testbed.workloads.catalog import plan_job
 
 log = logging.getLogger("master")
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}

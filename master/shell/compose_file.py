@@ -36,7 +36,8 @@ from master.providers.node_container import AGENT_OVERHEAD_MB, AGENT_PORT, DATA_
 from master.shell.scale_model import NodeShares, class_flags
 from testbed.node.processes import SECRETS_FILE_ENV
 from testbed.scenario.schema import Scenario, ScenarioError, input_files, load_scenario
-from testbed.settings import Host, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host
 from testbed.wire.broker import AGENT_SECRET_ENV, ENROL_USER, RunCredentials, broker_auth
 
 BROKER_URL = "mqtt://broker:1883"

@@ -34,8 +34,8 @@ from master.summary.coaster import percentile, round4
 from testbed.chaosmodels.slowdown import SlowSpan, effective_factor, episode_spans
 from testbed.journal.tables import measured_rows
 from testbed.node.cgroups import CpuStats
-from testbed.scenario.fidelity import host_cores
 from testbed.scenario.schema import Scenario
+from testbed.settings.run_settings import host_cores
 
 SAMPLE_S = 0.5
 SATURATED_BUSY = 0.95

@@ -21,7 +21,8 @@ from master.sim.shell import SimShell
 from testbed.app.progress import sim_progress_line
 from testbed.scenario.schema import Scenario, to_yaml
 from testbed.scenario.simulation import calibration_digest
-from testbed.settings import Host, RunSettings, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host, RunSettings
 
 SIM_RUN_ID = "sim"
 """Every simulated run has the same run id: nothing outside it sees it, and its journal is then

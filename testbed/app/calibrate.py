@@ -5,7 +5,7 @@ scenario whose jobs use the built-in workloads) over some seeds with ``testbed s
 runner, then fits, from the runs' tables (``fit``):
 
 - ``ops``: per task op, over every succeeded attempt (tasks.csv; a stage's op from the job's
-  plan, ``testbed.workloads.plan_job``), ``fixed_s`` and ``s_per_mb`` of compute seconds =
+  plan, ``testbed.workloads.catalog.plan_job``), ``fixed_s`` and ``s_per_mb`` of compute seconds =
   fixed_s + s_per_mb x input MB (``fit_line``: least squares, both >= 0; when the attempts'
   inputs hardly differ in size a constant cannot be told from a rate, and it is the ratio of
   the sums with no constant), and ``output_ratio`` = output bytes over input bytes of the
@@ -67,7 +67,7 @@ from testbed.node.bandwidth import BURST_S, book
 from testbed.plan import Dependency
 from testbed.scenario.schema import Scenario, load_scenario
 from testbed.scenario.simulation import FINAL_OP, OP_MODELS, STREAMED_OPS
-from testbed.workloads import plan_job
+from testbed.workloads.catalog import plan_job
 
 MB = 2**20
 

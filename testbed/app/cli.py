@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from master.chaos.plan import PlannedEviction
     from master.shell.run import RunResult
     from testbed.scenario.schema import Scenario
-    from testbed.settings import RunSettings
+    from testbed.settings.run_settings import RunSettings
 
 BACKENDS = ("local", "docker", "attach", "sim")
 
@@ -257,7 +257,8 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> RunSettings:
     plan is within the limits, an external broker answers. The scenario's settings for this
     host (``testbed.settings.resolve``: ``dilation: auto`` resolved, the policies built)."""
     from master.shell.scale_model import local_isolation, refuse_replication, refuse_slowdown
-    from testbed.settings import Host, resolution
+    from testbed.settings.resolve import resolution
+    from testbed.settings.run_settings import Host
 
     resolved = resolution(scenario, Host.this_machine(), str(path))
     scenario, problems = resolved.scenario, list(resolved.problems)
@@ -433,7 +434,8 @@ def planned_evictions(scenario: Scenario, path: Path, horizon: float | None = No
 
 def _plan_horizon(scenario: Scenario, horizon: float | None) -> tuple[Scenario, float]:
     """The scenario under this host's dilation (its wall times), and the horizon of its plan."""
-    from testbed.settings import Host, resolve_dilation
+    from testbed.settings.dilation import resolve_dilation
+    from testbed.settings.run_settings import Host
 
     scenario = resolve_dilation(scenario, Host.this_machine().cores)
     return scenario, horizon if horizon is not None else min(

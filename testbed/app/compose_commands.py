@@ -12,7 +12,7 @@ from testbed.app.usage import EXIT_OK, UsageError
 from testbed.scenario.loading import ScenarioError
 
 if TYPE_CHECKING:
-    from testbed.settings import Host
+    from testbed.settings.run_settings import Host
 
 
 def add_compose_commands(sub: Any) -> None:
@@ -74,7 +74,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
 def compose_host(args: argparse.Namespace) -> Host:
     """The host a compose file is fitted to: ``--host-cores``, or this machine."""
-    from testbed.settings import Host
+    from testbed.settings.run_settings import Host
 
     return Host(args.host_cores) if args.host_cores is not None else Host.this_machine()
 

@@ -7,19 +7,21 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from testbed.scenario.schema import Scenario
-    from testbed.settings import RunSettings
+    from testbed.settings.run_settings import RunSettings
 
 
 def settings_for(scenario: Scenario, path: str) -> RunSettings:
     """The scenario compiled for this host: problems name ``path`` (a ``ScenarioError``)."""
-    from testbed.settings import Host, resolve  # late: ``testbed --help`` imports this module
+    from testbed.settings.resolve import resolve  # late: ``testbed --help`` imports this module
+    from testbed.settings.run_settings import Host
 
     return resolve(scenario, Host.this_machine(), path)
 
 
 def host_dilation(scenario: Scenario) -> float:
     """The scenario's dilation, ``auto`` resolved for this host."""
-    from testbed.settings import Host, resolve_dilation
+    from testbed.settings.dilation import resolve_dilation
+    from testbed.settings.run_settings import Host
 
     return resolve_dilation(scenario, Host.this_machine().cores).fidelity.factor
 

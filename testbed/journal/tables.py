@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypedDict, cast, get_type_hints
 
 from testbed.journal.schema import JournalSchemaError, ShapeMemo, read_events, runtime_types
-from testbed.scenario.fidelity import divided
+from testbed.scenario.time_base import divided
 
 
 class TaskRow(TypedDict, total=False):

@@ -19,10 +19,11 @@ busy host (``testbed.node.cgroups.control_plane``).
 from __future__ import annotations
 
 import math
-import os
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from testbed.scenario.time_base import divided
 
 CONTROL_PLANE_CORES = 0.5
 """Cores kept for the master and the broker when dilation is ``auto`` (docs/fidelity.md)."""
@@ -61,11 +62,6 @@ class FidelitySpec(BaseModel):
         if self.dilation == "auto":
             raise RuntimeError("fidelity.dilation is still auto: resolve it for this host first")
         return float(self.dilation)
-
-
-def host_cores() -> float:
-    """The cores this process may run on."""
-    return float(len(os.sched_getaffinity(0)))
 
 
 def auto_dilation(peak_cores: float, host: float, control_plane: float) -> float:
@@ -121,18 +117,3 @@ def emulated(record: dict[str, Any], dilation: float) -> dict[str, Any]:
 def _wall_key(key: str) -> bool:
     """A time in wall seconds: a duration key, not one in trace seconds."""
     return is_duration_key(key) and key not in TRACE_FIELDS and not key.endswith("_trace_s")
-
-
-def divided(value: Any, dilation: float) -> Any:
-    """A wall time ``value`` in emulated seconds (``/ dilation``, to 4 decimals); a number
-    given as text (a CSV cell) stays text, anything else is returned as it is."""
-    if isinstance(value, bool) or value is None or dilation == 1.0:
-        return value
-    if isinstance(value, int | float):
-        return round(value / dilation, 4)
-    if isinstance(value, str) and value.strip():
-        try:
-            return repr(round(float(value) / dilation, 4))
-        except ValueError:
-            return value
-    return value

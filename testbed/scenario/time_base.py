@@ -9,6 +9,7 @@ the bit wherever they are computed (the core takes it from ``RunSettings.time``)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -30,3 +31,18 @@ class TimeBase:
     def trace(self, seconds: float) -> float:
         """Run seconds for a trace-time duration (divided by time_scale, stretched by the dilation)."""
         return seconds * self.wall_per_trace
+
+
+def divided(value: Any, dilation: float) -> Any:
+    """A wall time ``value`` in emulated seconds (``/ dilation``, to 4 decimals); a number
+    given as text (a CSV cell) stays text, anything else is returned as it is."""
+    if isinstance(value, bool) or value is None or dilation == 1.0:
+        return value
+    if isinstance(value, int | float):
+        return round(value / dilation, 4)
+    if isinstance(value, str) and value.strip():
+        try:
+            return repr(round(float(value) / dilation, 4))
+        except ValueError:
+            return value
+    return value

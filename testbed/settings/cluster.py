@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from testbed.chaosmodels.lifetimes import NODE_CLASSES
 from testbed.chaosmodels.zones import zone_of
 from testbed.scenario.chaos import SlowdownSpec, StormSpec
-from testbed.scenario.schema import Scenario
 from testbed.settings.node_classes import ClassChaos, chaos_classes
 from testbed.wire.protocol import NodeClass
+
+if TYPE_CHECKING:  # only typed by it: the core, which imports these, imports no schema
+    from testbed.scenario.schema import Scenario
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from testbed.chaosmodels.capacity import CapacitySchedule, parse_capacity
 from testbed.chaosmodels.lifetime_model import LifetimeModel
 from testbed.chaosmodels.lifetimes import NODE_CLASSES, effective_notice, parse_lifetime
-from testbed.scenario.schema import Scenario
 from testbed.wire.protocol import NodeClass
+
+if TYPE_CHECKING:  # only typed by it: the core, which imports these, imports no schema
+    from testbed.scenario.schema import Scenario
 
 
 @dataclass

@@ -4,9 +4,7 @@ is compiled (``RunSettings.profiles``): the core sizes its stages' memory from t
 from __future__ import annotations
 
 from testbed.scenario.schema import InlineProfile, Scenario, ScenarioError
-from testbed.workloads.task_model import Role, TaskProfile, load_profile
-
-Profiles = dict[tuple[str, Role], TaskProfile]
+from testbed.workloads.task_model import Profiles, TaskProfile, load_profile
 
 
 def load_profiles(scenario: Scenario) -> Profiles:

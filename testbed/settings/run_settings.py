@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from testbed.scenario.fidelity import host_cores
-from testbed.scenario.schema import Scenario
 from testbed.scenario.time_base import TimeBase
 from testbed.settings.cluster import ChaosSettings, ClusterSettings
-from testbed.settings.profiles import Profiles
+from testbed.workloads.task_model import Profiles
+
+if TYPE_CHECKING:  # held for the shells; the core imports no schema (pyproject's import contract)
+    from testbed.scenario.schema import Scenario
+
+
+def host_cores() -> float:
+    """The cores this process may run on."""
+    return float(len(os.sched_getaffinity(0)))
 
 
 @dataclass(frozen=True)

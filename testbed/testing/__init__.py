@@ -100,7 +100,8 @@ async def run(scenario: str | Path | dict[str, Any], run_dir: Path, backend: str
     (``ok``, ``summary``, ``run_dir``). A file's directory is importable (its plugins).
     ``backend="sim"`` (or a scenario's ``backend: sim``) simulates it (docs/simulation.md)."""
     from master.shell.run import prepare_run_dir, run_scenario
-    from testbed.settings import Host, resolve
+    from testbed.settings.resolve import resolve
+    from testbed.settings.run_settings import Host
 
     loaded = parse_scenario(scenario) if isinstance(scenario, dict) else load_scenario(scenario)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -119,7 +120,7 @@ def check_workload(
     """Run a job (its scenario fields, e.g. ``{"workload": "mod:Name", "maps": 3}``) in this
     process, task after task with ``budget_bytes`` each (real block files, spills, merges),
     and return the problems ``testbed check-output`` finds in its output (none: correct)."""
-    from testbed.workloads import plan_job
+    from testbed.workloads.catalog import plan_job
     from testbed.workloads.check import check_output
     from testbed.workloads.local import LocalJob
 
@@ -140,7 +141,7 @@ def measure_sim_model(
     the model assumes); seconds and bytes summed over each stage's tasks. Wall time of a
     shared machine: round it, and measure on a quiet one."""
     from testbed.scenario.schema import PluginJob
-    from testbed.workloads import plan_job
+    from testbed.workloads.catalog import plan_job
     from testbed.workloads.local import LocalJob
 
     spec = parse_scenario({"name": "measure", "cluster": {"reserved": 1}, "jobs": [job]}).jobs[0]

@@ -26,7 +26,8 @@ from master.core.machine import MasterCore
 from testbed.api.strategy import LiveJob, Ready, Strategy, StrategyDecision, StrategyView, TaskLaunch
 from testbed.scenario.chaos import EvictSpec
 from testbed.scenario.schema import load_scenario, parse_scenario
-from testbed.settings import Host, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host
 from testbed.testing.recording import RecordingShell
 from testbed.wire.protocol import NodeState, TaskSpec, TaskUpdate
 

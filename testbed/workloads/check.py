@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from testbed.scenario.schema import PluginJob
-from testbed.workloads import builtin, user
+from testbed.workloads import user
+from testbed.workloads.catalog import builtin
 
 
 def check_output(job: Any, seed: int, directory: Path) -> list[str]:

@@ -31,7 +31,7 @@ from testbed.scenario.schema import (
     WordcountJob,
     load_scenario,
 )
-from testbed.workloads import builtin
+from testbed.workloads.catalog import builtin
 
 DEFAULT_SEED = 1
 StrategyOf = Callable[[Scenario], Callable[[JobPlan], str] | None]

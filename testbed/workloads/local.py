@@ -116,7 +116,7 @@ def run_task(spec: TaskSpec, work: Path, budget_bytes: int | None = None, score:
     A final task's output is moved to ``work/outputs/part-<index>``. Failures
     raise: a local run has nobody to retry for it.
     """
-    from testbed.workloads import OPERATIONS  # late: the registry imports the workload modules
+    from testbed.workloads.catalog import OPERATIONS  # late: the registry imports the workload modules
 
     scratch = work / "scratch" / spec.block_id
     scratch.mkdir(parents=True, exist_ok=True)

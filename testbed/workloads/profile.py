@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from testbed.wire.protocol import TaskMetrics
-from testbed.workloads import BUILT_IN, plan_job
+from testbed.workloads.catalog import BUILT_IN, plan_job
 from testbed.workloads.local import LocalJob
 from testbed.workloads.task_model import PenaltyCurve, Role, TaskModel, TaskProfile
 

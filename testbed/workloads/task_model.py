@@ -174,6 +174,10 @@ def _spill_curve(data: dict[str, Any]) -> SpillCurve | None:
     return SpillCurve(under) if under else None
 
 
+Profiles = dict[tuple[str, Role], TaskProfile]
+"""A run's task profiles by (workload, role) (``RunSettings.profiles``)."""
+
+
 def load_profile(path: str | Path) -> TaskProfile:
     try:
         return TaskProfile.from_dict(json.loads(Path(path).read_text()))

@@ -87,7 +87,7 @@ def sources_of(job: PluginJob, seed: int) -> list[dict[str, Any]]:
 def plan(job: PluginJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
     """``plugin.map`` over the splits, one ``plugin.step`` stage per round of the plugin's
     ``iterations``, then ``plugin.reduce``: each reads its parent's output through a shuffle."""
-    del scenario  # every workload's plan takes it (``testbed.workloads.plan_job``); this one needs none
+    del scenario  # every workload's plan takes it (``catalog.plan_job``); this one needs none
     workload = load_workload(job.workload, job.options)
     if workload.dag is not None:
         return planned_dag(job, seed, workload)

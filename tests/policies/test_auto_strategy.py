@@ -22,7 +22,7 @@ from testbed.api.dag import JobDag, StageCost, StageInput, StageSpec
 from testbed.app.cli import main
 from testbed.plan import JobPlan
 from testbed.scenario.schema import parse_scenario
-from testbed.workloads import plan_job
+from testbed.workloads.catalog import plan_job
 from testbed.workloads.dag import plan_dag
 from tests.support.auto_strategy import pado_cluster
 from tests.support.cli import assert_validate_refuses

@@ -13,11 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from master.autoscalers.cloudcoaster import (
-    CloudCoasterAutoscaler,
-    RevocationOutcome,
-    revocation_outcome,
-)
+from master.autoscalers.cloudcoaster import CloudCoasterAutoscaler
+from master.autoscalers.revocation import RevocationOutcome, revocation_outcome
 from master.autoscalers.static import StaticAutoscaler
 from master.schedulers.eagle import EagleScheduler, split_partitions
 from testbed.api.policy import (

@@ -13,7 +13,8 @@ import pytest
 
 from master.sim.run import sim_settings, simulate
 from testbed.scenario.schema import Scenario, load_scenario
-from testbed.settings import Host, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 CORE_MODULES = ("master.core", "master.chaos.rules")

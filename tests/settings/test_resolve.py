@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from testbed.scenario.schema import ScenarioError, load_scenario
-from testbed.settings import Host, resolution, resolve
+from testbed.settings.resolve import resolution, resolve
+from testbed.settings.run_settings import Host
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from testbed.scenario.schema import load_scenario
-from testbed.settings import Host, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

@@ -7,7 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from testbed.scenario.schema import Scenario
-from testbed.settings import Host, RunSettings, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host, RunSettings
 
 
 def settings_of(scenario: Scenario, host: Host | None = None, **policies: Any) -> RunSettings:

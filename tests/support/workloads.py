@@ -6,7 +6,7 @@ from pathlib import Path
 
 from testbed.plan import Dependency, JobPlan, StagePlan
 from testbed.scenario.schema import parse_scenario
-from testbed.workloads import plan_job
+from testbed.workloads.catalog import plan_job
 from testbed.workloads.local import LocalJob
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from testbed.api import DagError, DagTask, JobDag, JobInputs, StageInput, StageSpec, Workload, partition_of
 from testbed.scenario.schema import PluginJob, ScenarioError, parse_scenario
-from testbed.workloads import plan_job
 from testbed.workloads.base import WorkloadError
+from testbed.workloads.catalog import plan_job
 from testbed.workloads.check import check_output
 from testbed.workloads.dag import plan_dag
 from testbed.workloads.local import LocalJob

@@ -12,8 +12,9 @@ from master.recovery.spark import logical_dag, physical_operators, stage_classes
 from testbed.scenario.schema import MlrJob
 from testbed.wire.blocks import BlockWriter
 from testbed.wire.protocol import BlockRef
-from testbed.workloads import COMBINERS, mlr, plan_job
+from testbed.workloads import mlr
 from testbed.workloads.base import BlockFetcher
+from testbed.workloads.catalog import COMBINERS, plan_job
 from testbed.workloads.check import check_output
 from testbed.workloads.local import LocalJob
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from testbed.scenario.schema import parse_scenario
-from testbed.workloads import plan_job
+from testbed.workloads.catalog import plan_job
 from testbed.workloads.local import LocalJob
 from testbed.workloads.progress import Progress, split_bytes
 from testbed.workloads.sort import PIECE_RECORDS, RECORD

@@ -127,7 +127,7 @@ def sources_of(job: MlrJob, seed: int) -> list[dict[str, Any]]:
 
 
 def plan(job: MlrJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
-    del scenario  # every workload's plan takes it (``testbed.workloads.plan_job``); this one needs none
+    del scenario  # every workload's plan takes it (``catalog.plan_job``); this one needs none
     sources = sources_of(job, seed)
     parts, aggregates = len(sources), job.reduces
     shared = {
@@ -433,7 +433,7 @@ OPERATIONS: dict[str, TaskFunction] = {
     "mlr.aggregate": aggregate_task,
     "mlr.model": model_task,
 }
-"""The task functions of its ops (``testbed.workloads.OPERATIONS`` gathers every workload's)."""
+"""The task functions of its ops (``testbed.workloads.catalog.OPERATIONS`` gathers every workload's)."""
 COMBINERS: dict[str, Combiner] = {"mlr.gradient": combine_gradients}
 """Ops whose outputs may be partially aggregated on their node before a push (Pado)."""
 PROFILED_STAGES: dict[Role, int] = {"map": 1, "reduce": 2}

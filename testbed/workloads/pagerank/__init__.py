@@ -197,7 +197,7 @@ def source_edges(source: dict[str, Any]) -> Iterator[EdgeChunk]:
 
 
 def plan(job: PagerankJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
-    del scenario  # every workload's plan takes it (``testbed.workloads.plan_job``); this one needs none
+    del scenario  # every workload's plan takes it (``catalog.plan_job``); this one needs none
     sources = sources_of(job, seed)
     parts = job.reduces
     graph = {} if job.input else {"graph": {"nodes": job.nodes, "edges": job.edges, "partitions": parts}}
@@ -515,7 +515,7 @@ OPERATIONS: dict[str, TaskFunction] = {
     "pagerank.scatter": scatter_task,
     "pagerank.iterate": iterate_task,
 }
-"""The task functions of its ops (``testbed.workloads.OPERATIONS`` gathers every workload's)."""
+"""The task functions of its ops (``testbed.workloads.catalog.OPERATIONS`` gathers every workload's)."""
 PROFILED_STAGES: dict[Role, int] = {"map": 0, "reduce": 3}
 """The stage ``testbed profile`` measures for each role: the first iterate stage is the
 reduce (K of the job's K + 2 later stages)."""

@@ -75,7 +75,7 @@ def _spin(ctx: TaskContext, cpu_s: float) -> None:
 
 
 OPERATIONS: dict[str, TaskFunction] = {"sleep.run": run_task}
-"""The task functions of its ops (``testbed.workloads.OPERATIONS`` gathers every workload's)."""
+"""The task functions of its ops (``testbed.workloads.catalog.OPERATIONS`` gathers every workload's)."""
 COMBINERS: dict[str, Combiner] = {}
 """None of its ops' outputs is aggregated before a push."""
 PROFILED_STAGES: dict[str, int] = {}

@@ -346,7 +346,7 @@ def _file_chunks(path: Path, chunk: int = 1 << 20) -> Iterator[np.ndarray]:
 
 
 OPERATIONS: dict[str, TaskFunction] = {"sort.map": map_task, "sort.reduce": reduce_task}
-"""The task functions of its ops (``testbed.workloads.OPERATIONS`` gathers every workload's)."""
+"""The task functions of its ops (``testbed.workloads.catalog.OPERATIONS`` gathers every workload's)."""
 PROFILED_STAGES: dict[Role, int] = {"map": 0, "reduce": 1}
 """The stage ``testbed profile`` measures for each role (``testbed.workloads.profile``)."""
 COMBINERS: dict[str, Combiner] = {}

@@ -151,7 +151,7 @@ def sources_of(job: WordcountJob, seed: int) -> list[dict[str, Any]]:
 
 
 def plan(job: WordcountJob, seed: int, scenario: Scenario | None = None) -> JobPlan:
-    del scenario  # every workload's plan takes it (``testbed.workloads.plan_job``); this one needs none
+    del scenario  # every workload's plan takes it (``catalog.plan_job``); this one needs none
     sources = sources_of(job, seed)
     return JobPlan(
         "wordcount",
@@ -298,7 +298,7 @@ def read_output(directory: Path) -> Counter[str]:
 
 
 OPERATIONS: dict[str, TaskFunction] = {"wordcount.map": map_task, "wordcount.reduce": reduce_task}
-"""The task functions of its ops (``testbed.workloads.OPERATIONS`` gathers every workload's)."""
+"""The task functions of its ops (``testbed.workloads.catalog.OPERATIONS`` gathers every workload's)."""
 COMBINERS: dict[str, Combiner] = {"wordcount.map": combine_outputs}
 """Ops whose outputs may be partially aggregated on their node before a push (Pado)."""
 PROFILED_STAGES: dict[Role, int] = {"map": 0, "reduce": 1}
