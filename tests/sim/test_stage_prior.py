@@ -10,7 +10,8 @@ from master.core.events import JobPlanned
 from master.shell import answers
 from master.stage_prior import StagePrior
 from testbed.plan import Dependency, JobPlan, StagePlan
-from testbed.settings import Host, RunSettings, resolve
+from testbed.settings.resolve import resolve
+from testbed.settings.run_settings import Host, RunSettings
 from tests.support.scenarios import make_scenario
 
 MB = 2**20
