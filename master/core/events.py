@@ -131,13 +131,15 @@ class JobFailed:
 @dataclass(frozen=True, slots=True)
 class JobPlanned:
     """The answer to ``PlanJob``: the ``ordinal``-th job's plan and each stage's ideal memory (MB);
-    a sleep job's scaled duration estimate and Eagle class (``estimate_s`` None: no estimate)."""
+    a sleep job's scaled duration estimate and Eagle class (``estimate_s`` None: no estimate);
+    each stage's prior task duration, for a scheduler that reads the exposure (() : none)."""
 
     ordinal: int
     plan: JobPlan
     stage_memory_mb: tuple[int, ...]
     estimate_s: float | None = None
     long: bool = False
+    stage_prior_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

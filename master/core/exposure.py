@@ -7,7 +7,9 @@ strategy computes it again (and Spark relaunches the reduce that failed on its f
 estimate, from what the run has seen (no file, no clock: the core's own time):
 
 - a stage's task takes the mean of the successful attempts of that stage of the same
-  workload so far in the run (``StageDurations``; the job's ``est_duration_s`` before any);
+  workload so far in the run (``StageDurations``); before any, the job's prior for the stage
+  (``JobRuntime.stage_prior_s``: the shell's, from the testbed's cost model of its tasks,
+  ``master.stage_prior``), else the job's ``est_duration_s``;
 - the rest of the task's own stage: at least the task's own run, and, once some of the stage's
   outputs are available, the time the stage has taken so far per available output, times
   the outputs still missing (its rate so far);
@@ -53,9 +55,12 @@ class StageDurations:
         self.totals[key] = (total + max(0.0, seconds), count + 1)
 
     def mean(self, job: JobRuntime, stage: int) -> float:
-        """The stage's mean so far; the job's own estimate before any attempt succeeded."""
+        """The stage's mean so far; before any attempt succeeded, the job's prior for the stage
+        (``JobRuntime.stage_prior_s``), else its own estimate."""
         total, count = self.totals.get((job.workload, stage), (0.0, 0))
-        return total / count if count else job.est_duration_s
+        if count:
+            return total / count
+        return job.stage_prior_s[stage] if stage < len(job.stage_prior_s) else job.est_duration_s
 
 
 def exposure(job: JobRuntime, stage: int, durations: StageDurations, now: float) -> Exposure:

@@ -202,6 +202,9 @@ class JobRuntime:
     """Eagle's job class: the estimate reached the scenario's long/short cutoff."""
     stage_memory_mb: tuple[int, ...] = ()
     """Ideal memory of each stage's tasks (``memory_mb`` for stages not listed)."""
+    stage_prior_s: tuple[float, ...] = ()
+    """Each stage's expected task duration before the run has seen one (``master.stage_prior``;
+    (): none, the job's ``est_duration_s`` stands for every stage)."""
     params: dict[str, Any] = field(default_factory=dict)
     started: float | None = None
     finished: float | None = None

@@ -19,6 +19,7 @@ def planned_job(spec: Any, planned: JobPlanned, submitted: float) -> JobRuntime:
         submitted,
         max(memory),
         stage_memory_mb=memory,
+        stage_prior_s=planned.stage_prior_s,
     )
     if planned.estimate_s is not None:
         job.est_duration_s, job.long = planned.estimate_s, planned.long

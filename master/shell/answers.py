@@ -1,9 +1,10 @@
 """The shell's side of the core's I/O commands that every shell carries out alike.
 
 ``plan`` answers ``PlanJob``: it sizes the job's inputs (reading them) and its stages' memory,
-which the core, reading no file, cannot do. ``say`` carries out ``Log`` on the ``master`` logger
-the console shows. The real master (``master.shell.master``), the simulator's shell and the test
-driver (``testbed.testing.recording``) use both.
+which the core, reading no file, cannot do, and, for a scheduler that reads the tasks'
+exposure, each stage's prior duration (``master.stage_prior``). ``say`` carries out ``Log`` on
+the ``master`` logger the console shows. The real master (``master.shell.master``), the
+simulator's shell and the test driver (``testbed.testing.recording``) use both.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 from master.core import commands as cmd
 from master.core.events import JobPlanFailed, JobPlanned
 from master.profiles import stage_memory
+from master.stage_prior import StagePrior
 from testbed.arrivals.generate import is_long
 from testbed.settings.run_settings import RunSettings
 from testbed.workloads.catalog import plan_job
@@ -31,10 +33,22 @@ def plan(command: cmd.PlanJob, settings: RunSettings) -> JobPlanned | JobPlanFai
         memory = tuple(ideal(spec, stage) for stage in range(len(job_plan.stages)))
     except Exception as exc:  # the job's own failure, journaled and failed by the core
         return JobPlanFailed(command.ordinal, str(exc))
+    prior = _prior(settings).of(job_plan, memory) if settings.policies.scheduler.needs_exposure else ()
     if spec.workload != "sleep":
-        return JobPlanned(command.ordinal, job_plan, memory)
+        return JobPlanned(command.ordinal, job_plan, memory, stage_prior_s=prior)
     long = is_long(spec.estimate_s, scenario.long_cutoff)
-    return JobPlanned(command.ordinal, job_plan, memory, scenario.trace(spec.estimate_s), long)
+    return JobPlanned(command.ordinal, job_plan, memory, scenario.trace(spec.estimate_s), long, prior)
+
+
+_priors: list[tuple[RunSettings, StagePrior]] = []
+"""The last run's priors (its execution model, built once a run)."""
+
+
+def _prior(settings: RunSettings) -> StagePrior:
+    """The run's ``StagePrior``, built on its first job."""
+    if not _priors or _priors[0][0] is not settings:
+        _priors[:] = [(settings, StagePrior(settings))]
+    return _priors[0][1]
 
 
 def say(command: cmd.Log) -> None:

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
+from master.execution_model import MB, ExecutionModel, TaskCost, aggregate_sizes
 from master.sim.clock import DELIVER, EventHeap
 from master.sim.cpu import NodeCpu
-from master.sim.model import MB, ExecutionModel, TaskCost, aggregate_sizes
 from master.sim.nodes import (
     Attempt,
     BroadcastCopy,
@@ -37,7 +37,6 @@ from master.sim.nodes import (
 )
 from master.sim.pushes import Push
 from testbed.chaosmodels.slowdown import slowdown_factor
-from testbed.scenario.simulation import STREAMED_OPS
 from testbed.wire.protocol import (
     BlockRef,
     CancelTask,
@@ -300,9 +299,7 @@ class ModelAgents:
                 self.heap.at(fetch.end, DELIVER, read_on)
                 return
         fetch_s = now - attempt.fetch_from
-        cost = self.model.cost(attempt.spec, attempt.read, fetch_s, node.node_class, attempt.largest)
-        if self.model.spec.fetch_overlap and attempt.spec.op in STREAMED_OPS:  # summed as they came
-            cost = replace(cost, compute_s=max(0.0, cost.compute_s - fetch_s))
+        cost = self.model.attempt_cost(attempt.spec, attempt.read, fetch_s, node.node_class, attempt.largest)
         cost = cost.slowed(node.slowdown)
         attempt.compute_from = now
         on_cpu = node.cpu is not None and bool(cost.compute_s) and not self.model.waits(attempt.spec)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from master.execution_model import Links
 from master.sim.cpu import CpuJob, NodeCpu
-from master.sim.model import Links
 from testbed.wire.protocol import BlockRef, Heartbeat, NodeState, TaskSpec
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from master.execution_model import ExecutionModel
 from master.sim.clock import DELIVER, EventHeap
-from master.sim.model import ExecutionModel
 from master.sim.nodes import ModelNode
 from testbed.wire.protocol import BlockReceived, Message, PushDelivered, PushedPart, PushTarget
 

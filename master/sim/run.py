@@ -11,12 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from master.core.machine import MasterCore
+from master.execution_model import ExecutionModel
 from master.policy_setup import policy_plugins
 from master.shell.run import RunResult, summarize
 from master.shell.run_dir import owning
 from master.shell.secure_dir import secure_run_dir
 from master.sim.agents import ModelAgents
-from master.sim.model import ExecutionModel
 from master.sim.shell import SimShell
 from testbed.app.progress import sim_progress_line
 from testbed.scenario.schema import Scenario, to_yaml

@@ -90,8 +90,9 @@ class PendingTask:
     seconds): until the later tasks that read it (a map's reduces) have read it. The core's
     estimate (``master.core.exposure``): the rest of the task's own stage, at least its own
     run, plus the consuming stage's run, from the mean successful attempts of those stages
-    so far in the run (the job's ``est_duration_s`` before any). 0: no later stage reads its
-    output (a final stage's task)."""
+    so far in the run (before any, each stage's prior: one attempt as the testbed's execution
+    model costs it, ``master.stage_prior``; the job's ``est_duration_s`` where it has none). 0:
+    no later stage reads its output (a final stage's task)."""
     loss_s: float = 0.0
     """The work (wall seconds) lost if its node is evicted within ``exposed_s``: recomputing
     the task and the run of a consumer that was reading its output (the same means). 0 where

@@ -12,7 +12,7 @@ runner, then fits, from the runs' tables (``fit``):
   attempts that wrote a block (a final attempt's output goes to the sink: PageRank's last
   iterate stage had pulled iterate's ratio down by 1/iterations; an op with no such attempt
   keeps the default). The simulator does not use the ratio of an op whose job's shape sizes
-  its output (``SHAPED_RATIOS``; PageRank's on a generated graph, ``master/sim/model.py``
+  its output (``SHAPED_RATIOS``; PageRank's on a generated graph, ``master/execution_model.py``
   ``GRAPH_SHAPED``: the file says so). An op that is a job's final stage in one place and not
   in another (``final_split_ops``: mlr's model, PageRank's iterate) is fitted twice: ``<op>``
   from its other stages' attempts, ``<op>.final`` from the final stages' (they write the

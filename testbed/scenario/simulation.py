@@ -51,7 +51,7 @@ OP_MODELS: dict[str, OpModel] = {
     # scenarios/pado-mlr.yaml's shape (16 maps, 2 aggregates, iterations after the first): a
     # gradient is the model's size (its input: the partition and the broadcast model), an
     # aggregate 1/maps of its input, a model half its input; the simulator sizes a gradient's and
-    # a model's output by the model's shape instead (master/sim/model.py MODEL_SHAPED), an
+    # a model's output by the model's shape instead (master/execution_model.py MODEL_SHAPED), an
     # aggregate's as one of its inputs (SUMS_ITS_INPUTS): it uses none of these three ratios
     "mlr.points": OpModel(s_per_mb=0.0105, output_ratio=1.0),
     "mlr.gradient": OpModel(s_per_mb=0.0079, output_ratio=0.3386),

@@ -1,6 +1,6 @@
 """How a task's output bytes fall into its partitions, where a workload does not spread them
 evenly: declared by the workload, read by the simulator, which knows a block's size but
-writes no data (``master.sim.model.ExecutionModel.output_parts``).
+writes no data (``master.execution_model.ExecutionModel.output_parts``).
 
 Each entry of ``OUTPUT_PARTS`` maps an op to a function of the task's launch command and
 its block's total bytes: the bytes of each partition, or None where it cannot tell (the

@@ -53,7 +53,10 @@ def test_maps_views_carry_their_exposure_and_reduces_none() -> None:
     driver = Driver(make_scenario(jobs=jobs, policy=TRANSIENT))
     driver.boot()
     (view,) = driver.core.snapshot()[0].jobs
-    assert view.pending and all((t.exposed_s, t.loss_s) == (2.0, 2.0) for t in view.pending)  # 1 s each
+    prior = driver.core.jobs["j000"].stage_prior_s  # the shell's, before any success
+    assert len(prior) == 2 and all(0.0 < seconds < 1.0 for seconds in prior)  # 0.1 MB splits
+    expected = (rounded(sum(prior)), rounded(sum(prior)))
+    assert view.pending and all((t.exposed_s, t.loss_s) == expected for t in view.pending)
     reduces: list[PendingTask] = []
     for _ in range(100):
         driver.advance(driver.now + 0.5)
@@ -73,9 +76,12 @@ def test_an_exposed_view_is_reused_until_its_estimate_moves() -> None:
     driver.boot()
     core = driver.core
     first = {t.task_id: t for view in core.snapshot()[0].jobs for t in view.pending}
-    core.durations.observed(core.jobs["j000"], 1, 1.05)  # still 2 s to a quarter octave
+    map_s, reduce_s = core.jobs["j000"].stage_prior_s
+    nudged = reduce_s * 1.01
+    assert rounded(map_s + nudged) == rounded(map_s + reduce_s)  # the same to a quarter octave
+    core.durations.observed(core.jobs["j000"], 1, nudged)
     assert all(t is first[t.task_id] for view in core.snapshot()[0].jobs for t in view.pending)
-    core.durations.observed(core.jobs["j000"], 1, 30.0)
+    core.durations.observed(core.jobs["j000"], 1, 60.0)
     moved = [t for view in core.snapshot()[0].jobs for t in view.pending]
     assert moved and all(t is not first[t.task_id] and t.exposed_s > 2.0 for t in moved)
 
@@ -92,3 +98,18 @@ def test_a_scheduler_that_reads_no_exposure_is_shown_none(policy: dict[str, obje
     driver.core.durations.observed(driver.core.jobs["j000"], 1, 30.0)
     tasks = [t for view in driver.core.snapshot()[0].jobs for t in view.pending]
     assert tasks and all((t.exposed_s, t.loss_s) == (0.0, 0.0) for t in tasks)
+
+
+def test_before_any_success_the_stages_prior_stands_for_each_stage() -> None:
+    """The shell's prior (3 s a map, 5 s a reduce) before the job's 2 s estimate."""
+    job = wordcount()
+    job.stage_prior_s = (3.0, 5.0)
+    assert exposure(job, 0, StageDurations(), 0.0) == Exposure(rounded(8.0), rounded(8.0))
+
+
+def test_an_observed_stage_replaces_its_prior_and_only_its() -> None:
+    job, durations = wordcount(), StageDurations()
+    job.stage_prior_s = (3.0, 5.0)
+    durations.observed(job, 1, 11.0)
+    assert (durations.mean(job, 0), durations.mean(job, 1)) == (3.0, 11.0)
+    assert exposure(job, 0, durations, 0.0) == Exposure(rounded(14.0), rounded(14.0))

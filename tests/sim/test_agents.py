@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from master.sim.model import ExecutionModel
+from master.execution_model import ExecutionModel
 from master.sim.nodes import part_bytes, url_of
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import (

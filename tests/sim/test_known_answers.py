@@ -67,7 +67,7 @@ def test_with_fetch_overlap_a_streamed_op_computes_while_its_input_comes(
     """An op that sums its frames as they come (here the reduce, made one of ``STREAMED_OPS``)
     saves the shorter of its fetch and its compute, whichever is longer (2 s of compute against
     about 1 s of fetch, or 0.2 s)."""
-    monkeypatch.setattr("master.sim.agents.STREAMED_OPS", frozenset({"wordcount.reduce"}))
+    monkeypatch.setattr("master.execution_model.STREAMED_OPS", frozenset({"wordcount.reduce"}))
     durations = reduce_durations(tmp_path, reduce_s_per_mb)
     compute = reduce_s_per_mb * 2.0
     fetch = durations[False] - 0.05 - compute

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from master.sim.model import ExecutionModel, Links
+from master.execution_model import ExecutionModel, Links
 from testbed.node.bandwidth import book
 from testbed.scenario.schema import parse_scenario
 

@@ -179,7 +179,7 @@ def test_an_mlr_job_runs_on_the_simulator_under_each_strategy(tmp_path: Path, st
 def test_the_simulator_sizes_gradients_and_models_as_the_real_tasks_write_them(tmp_path: Path) -> None:
     """Every gradient and model has the model's shape, the first iteration's (which reads no
     model) too: the execution model's output bytes are those the real tasks wrote."""
-    from master.sim.model import MODEL_SHAPED, ExecutionModel
+    from master.execution_model import MODEL_SHAPED, ExecutionModel
     from testbed.scenario.schema import parse_scenario
 
     job = small(features=300, classes=5)  # 1,505 values

@@ -443,6 +443,6 @@ NEVER_SPILLS = True
 instead of spilling (``testbed.workloads.profile``)."""
 RECORD_BYTES = 1
 """A generated partition's count of samples, as the simulator sizes it (its outputs are shaped by
-the model: ``master.sim.model.MODEL_SHAPED``)."""
+the model: ``master.execution_model.MODEL_SHAPED``)."""
 generate = None
 """It reads no input file: its tasks generate their samples."""

@@ -1,5 +1,5 @@
 """The bytes a PageRank task writes, from the shape of its generated graph: what the simulator
-gives a task instead of its op's output ratio (``master/sim/model.py``).
+gives a task instead of its op's output ratio (``master/execution_model.py``).
 
 A PageRank task's output is not a share of its input: links writes the partition's distinct
 edges and its node table, a scatter or iterate task one combined contribution per destination

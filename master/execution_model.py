@@ -1,5 +1,10 @@
 """The execution model: how long a task, a push and a node's start take in the simulator.
 
+It lives beside ``master.sim``, not in it: the master's shell reads it too, for the duration
+prior of a job's stages (``master.stage_prior``), and the simulator's shell imports the
+master's shell (``master.shell.answers``), so a model inside ``master.sim`` would make the two
+packages import each other.
+
 A pure function of the task's launch command, the bytes of the blocks it reads, the node it
 runs on and the scenario (its ``simulation`` section, its cluster's bandwidths, its task
 profiles). docs/simulation.md states the model, where each default was measured, and what a
@@ -18,7 +23,7 @@ from testbed.api import SimModel
 from testbed.node.bandwidth import book
 from testbed.plan import DAG_OP
 from testbed.scenario.schema import PluginJob, Scenario, ScenarioError
-from testbed.scenario.simulation import OpModel
+from testbed.scenario.simulation import STREAMED_OPS, OpModel
 from testbed.settings.profiles import load_profiles
 from testbed.wire.protocol import INLINE_NOOP, TaskSpec
 from testbed.workloads.catalog import builtin
@@ -334,6 +339,16 @@ class ExecutionModel:
         else:
             bytes_out = int(bytes_in * op.output_ratio)
         return TaskCost(bytes_in, fetch_s, compute_s, spill_bytes, spill_s, bytes_out)
+
+    def attempt_cost(
+        self, spec: TaskSpec, input_bytes: int, fetch_s: float, node_class: str, largest: int = 0
+    ) -> TaskCost:
+        """``cost``, with an op that computes on its input as it comes (``STREAMED_OPS``, under
+        ``fetch_overlap``) charged only what is left of its compute after its fetch."""
+        cost = self.cost(spec, input_bytes, fetch_s, node_class, largest)
+        if self.spec.fetch_overlap and spec.op in STREAMED_OPS:  # summed as they came
+            return replace(cost, compute_s=max(0.0, cost.compute_s - fetch_s))
+        return cost
 
     @staticmethod
     def partitions(total: int, count: int) -> tuple[int, ...]:
