@@ -88,6 +88,7 @@ class Master(Shell):
         super().__init__()
         scenario = settings.scenario
         self.settings = settings
+        self.planner = answers.Planner(settings)
         self.scenario = scenario
         self.run_id = run_id
         self.run_dir = run_dir
@@ -277,7 +278,7 @@ class Master(Shell):
             prepare_restored_outputs(outputs, set(command.keep))
 
     def do_plan_job(self, command: cmd.PlanJob) -> None:
-        self.answer(answers.plan(command, self.settings))
+        self.answer(self.planner.plan(command))
 
     def do_log(self, command: cmd.Log) -> None:
         answers.say(command)

@@ -73,6 +73,7 @@ class SimShell(Shell):
         decisions take effect, and no round starts meanwhile."""
         super().__init__()
         self.core = core
+        self.planner = answers.Planner(core.settings)
         self.view = CoreView(core)
         self.run_dir = run_dir
         self.round_gap = round_gap
@@ -313,7 +314,7 @@ class SimShell(Shell):
     do_commit_output = do_locate_output = do_evicted = do_prepare_job
 
     def do_plan_job(self, command: cmd.PlanJob) -> None:
-        self.answer(answers.plan(command, self.core.settings))
+        self.answer(self.planner.plan(command))
 
     def do_log(self, command: cmd.Log) -> None:
         answers.say(command)

@@ -21,6 +21,7 @@ class RecordingShell(Shell):
     def __init__(self, core: MasterCore) -> None:
         super().__init__()
         self.core = core
+        self.planner = answers.Planner(core.settings)
         self.now = 0.0
         self.log: list[cmd.Command] = []
         """Every command the core gave (journal events, messages to nodes, ...)."""
@@ -55,7 +56,7 @@ class RecordingShell(Shell):
 
     def do_plan_job(self, command: cmd.PlanJob) -> None:
         """Planned as the real master plans it (the job's input files are read)."""
-        self.answer(answers.plan(command, self.core.settings))
+        self.answer(self.planner.plan(command))
 
     def do_log(self, command: cmd.Log) -> None:
         answers.say(command)
