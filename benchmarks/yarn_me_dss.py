@@ -1,50 +1,83 @@
-"""YARN-ME's simulation study (ATC'17, section 5.3, Fig. 6) on the schedulers' own
-discrete-event driver (master/schedulers/simulate.py), as the paper ran it on DSS.
+"""YARN-ME's simulation study (ATC'17, section 5.3, Fig. 6) on the testbed's simulator (the
+master core on a virtual clock, scenarios/papers/yarn-me.yaml), beside DSS's method as its peer.
 
     python benchmarks/yarn_me_dss.py --nodes 100 --jobs 100 --seeds 1-5 [--penalty 3x] \
-        [--distribution uniform[,exp]] [--cdf STEM] [--heartbeat S]
-    python benchmarks/yarn_me_dss.py --nodes 100,300,1000,3000 --seeds 1 --heartbeat 1 \
+        [--distribution uniform[,exp]] [--cdf STEM] [--heartbeat S] [--jobs-at-once N]
+    python benchmarks/yarn_me_dss.py --nodes 100,300,1000 --seeds 1 --heartbeat 1 \
         --scaling STEM
 
-The same scheduler objects as `testbed run` (YarnScheduler, YarnMeScheduler), the same
-DSS traces (testbed/arrivals/dss.py, seeded) and penalty profiles
-(scenarios/profiles/dss-sawtooth-*.json) as scenarios/papers/yarn-me.yaml; what the
-driver leaves out is the master core and its messages (tasks do not run: their end is
-their start plus the model's penalized duration, exactly DSS's method). The elastic disk
-budget is out of reach (DSS has no disk). Prints one line per (seed, scheduler) and the
-paired statistics (benchmarks/paper_stats.py's tests) of yarn-me / yarn mean JCT.
+Each trace runs twice under each scheduler (yarn, yarn-me):
+- **the testbed** (`--backend sim`): the scenario with the trace's size, seed, distribution and
+  penalty profile set, run by ``master.sim.run.run_sim`` (the same run as `testbed run`):
+  the master core, its messages and the model agents; ``--heartbeat S`` is
+  ``simulation.round_gap`` (a round at most once every S simulated seconds);
+- **DSS's method** (tests/support/dss_driver.py, the oracle): the same scheduler objects on a
+  virtual clock with no master; a task's end is its start plus its model's penalized duration,
+  exactly DSS's method; ``--heartbeat S`` schedules at multiples of S (DSS's node heartbeat).
+Both use the same DSS traces (testbed/arrivals/dss.py, seeded) and penalty profiles
+(scenarios/profiles/dss-sawtooth-*.json). The elastic disk budget is out of reach (DSS has
+no disk). Prints one row per trace (both figures) and the paired statistics
+(benchmarks/paper_stats.py's tests) of yarn-me / yarn mean JCT for each.
 
-Over many random traces (``--seeds 1-100``) it also gives what the paper's Fig. 6a and 6c
-read off their traces: the median and worst ratio and the share of traces at most 0.7;
-``--cdf STEM`` draws their CDF (STEM.png, STEM.svg; one paper column, with the 95% DKW band),
-one curve per distribution given (``--distribution uniform,exp``).
-Weak scaling (Fig. 6b) is one trace at growing sizes, ``--nodes 100,300,1000,3000 --seeds 1``
-(as many jobs as nodes), drawn by ``--scaling STEM``; past a few hundred nodes give
-``--heartbeat 1``: one scheduling round a simulated second (DSS's node heartbeat) instead of
-one per event, each round costing the cluster's size.
+Over many random traces (``--seeds 1-100``) it also gives what the paper's Fig. 6a and 6c read
+off their traces: the median and worst ratio and the share of traces at most 0.7; ``--cdf
+STEM`` draws their CDF (STEM.png, STEM.svg; one paper column, with the 95% DKW band) from the
+testbed's ratios, one curve per distribution given (``--distribution uniform,exp``). Weak
+scaling (Fig. 6b) is one trace at growing sizes, ``--nodes 100,300,1000 --seeds 1`` (as many
+jobs as nodes), drawn by ``--scaling STEM``. The testbed's runs go ``--jobs-at-once`` at a time
+(default: the machine's cores).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+import tempfile
 import time
-from dataclasses import replace
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from paper_stats import paired_ratio
-
-from master.schedulers.simulate import SimJob, model_runtime, simulate
-from master.schedulers.yarn import YarnScheduler
-from master.schedulers.yarn_me import YarnMeScheduler
-from testbed.api.policy import NodeView, PendingTask
-from testbed.app.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, plot_cdfs, save_figure
-from testbed.arrivals.dss import Distribution, DssMix, dss_jobs
-from testbed.workloads.task_model import TaskModel, load_profile
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]  # this tree's testbed and its test oracle
+
+from paper_stats import paired_ratio  # noqa: E402
+
+from master.schedulers.yarn import YarnScheduler  # noqa: E402
+from master.schedulers.yarn_me import YarnMeScheduler  # noqa: E402
+from master.sim.run import run_sim, sim_settings  # noqa: E402
+from testbed.api.policy import NodeView, PendingTask  # noqa: E402
+from testbed.app.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, plot_cdfs, save_figure  # noqa: E402
+from testbed.arrivals.dss import Distribution, DssMix, dss_jobs  # noqa: E402
+from testbed.scenario.schema import load_scenario  # noqa: E402
+from testbed.workloads.task_model import TaskModel, load_profile  # noqa: E402
+from tests.support.dss_driver import SimJob, model_runtime, simulate  # noqa: E402
+
+SCENARIO = ROOT / "scenarios" / "papers" / "yarn-me.yaml"
+SCHEDULERS = ("yarn", "yarn-me")
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One DSS trace at one size, under one penalty, scheduled every event or every ``heartbeat_s``."""
+
+    seed: int
+    nodes: int
+    jobs: int
+    penalty: str = "3x"
+    distribution: Distribution = "uniform"
+    heartbeat_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    mean_jct_s: float
+    elastic: int
+    cpu_s: float
 
 
 def seeds_of(text: str) -> list[int]:
@@ -52,22 +85,37 @@ def seeds_of(text: str) -> list[int]:
     return list(range(int(low), int(high or low) + 1))
 
 
-def run(
-    seed: int,
-    scheduler: str,
-    nodes: int,
-    jobs: int,
-    penalty: str,
-    distribution: Distribution = "uniform",
-    heartbeat_s: float = 0.0,
-) -> tuple[float, int, float]:
-    """(mean JCT, elastic tasks, wall seconds) of one trace under one scheduler."""
-    profile = load_profile(ROOT / "scenarios" / "profiles" / f"dss-sawtooth-{penalty}.json")
+def simulated_run(trace: Trace, scheduler: str) -> Outcome:
+    """The trace under ``scheduler`` on the testbed's simulator (scenarios/papers/yarn-me.yaml)."""
+    scenario = load_scenario(
+        SCENARIO,
+        [
+            f"seed={trace.seed}",
+            f"policy.scheduler={scheduler}",
+            f"cluster.transient.count={trace.nodes}",
+            f"arrivals.dss.jobs={trace.jobs}",
+            f"arrivals.dss.distribution={trace.distribution}",
+            f"profiles=[../profiles/dss-sawtooth-{trace.penalty}.json]",
+            f"simulation.round_gap={trace.heartbeat_s}",
+        ],
+    )
+    began = time.process_time()
+    with tempfile.TemporaryDirectory() as tmp:
+        result = run_sim(sim_settings(scenario), Path(tmp) / "run")
+    summary = result.summary
+    if not result.ok or summary["succeeded"] != trace.jobs:
+        raise RuntimeError(f"{trace} {scheduler}: {summary['jobs_succeeded']} of {trace.jobs} jobs succeeded")
+    return Outcome(summary["mean_jct_s"], summary["elastic_tasks"], time.process_time() - began)
+
+
+def oracle_run(trace: Trace, scheduler: str) -> Outcome:
+    """The trace under ``scheduler`` by DSS's method (tests/support/dss_driver.py)."""
+    profile = load_profile(ROOT / "scenarios" / "profiles" / f"dss-sawtooth-{trace.penalty}.json")
 
     def model(task: PendingTask) -> TaskModel:
         return replace(profile.model.resized(task.ideal_memory_mb), ideal_duration_s=task.est_duration_s)
 
-    trace = dss_jobs(seed, DssMix(jobs=jobs, distribution=distribution), cutoff_s=10.0)
+    arriving = dss_jobs(trace.seed, DssMix(jobs=trace.jobs, distribution=trace.distribution), cutoff_s=10.0)
     sim_jobs = [
         SimJob(
             f"j{k:04d}",
@@ -87,9 +135,9 @@ def run(
                 ),
             ),
         )
-        for k, job in enumerate(trace)
+        for k, job in enumerate(arriving)
     ]
-    cluster = [NodeView(f"n{i:04d}", "transient", 16, 10240) for i in range(nodes)]
+    cluster = [NodeView(f"n{i:04d}", "transient", 16, 10240) for i in range(trace.nodes)]
     policy = (
         YarnScheduler(models=model)
         if scheduler == "yarn"
@@ -97,33 +145,49 @@ def run(
     )
     began = time.process_time()
     result = simulate(
-        policy, cluster, sim_jobs, model_runtime(model), max_rounds=10_000_000, heartbeat_s=heartbeat_s
+        policy, cluster, sim_jobs, model_runtime(model), max_rounds=10_000_000, heartbeat_s=trace.heartbeat_s
     )
     elapsed = time.process_time() - began
     if result.unfinished:
-        raise RuntimeError(f"seed {seed} {scheduler}: unfinished jobs {result.unfinished}")
-    return float(np.mean(list(result.jct.values()))), sum(r.elastic for r in result.runs), elapsed
+        raise RuntimeError(f"{trace} {scheduler}: unfinished jobs {result.unfinished}")
+    return Outcome(float(np.mean(list(result.jct.values()))), sum(r.elastic for r in result.runs), elapsed)
 
 
-def traces(
-    nodes: int,
-    jobs: int,
-    seeds: list[int],
-    penalty: str,
-    distribution: Distribution,
-    heartbeat_s: float = 0.0,
-) -> list[float]:
-    """yarn-me / yarn mean JCT of each seed's trace, each printed as a table row."""
-    header = "yarn mean JCT (s) | yarn-me mean JCT (s) | yarn-me / yarn | elastic tasks | CPU s"
-    print(f"| {distribution} seed | {header} |")
-    print("|---|---|---|---|---|---|")
-    ratios = []
-    for seed in seeds:
-        yarn, _, t1 = run(seed, "yarn", nodes, jobs, penalty, distribution, heartbeat_s)
-        me, elastic, t2 = run(seed, "yarn-me", nodes, jobs, penalty, distribution, heartbeat_s)
-        ratios.append(me / yarn)
-        print(f"| {seed} | {yarn:.0f} | {me:.0f} | {me / yarn:.3f} | {elastic} | {t1 + t2:.0f} |", flush=True)
-    return ratios
+def _testbed_cell(cell: tuple[Trace, str]) -> Outcome:
+    return simulated_run(*cell)
+
+
+def traces(found: list[Trace], at_once: int) -> tuple[list[float], list[float]]:
+    """yarn-me / yarn mean JCT of each trace on the testbed and by DSS's method, each trace
+    printed as a table row as its runs end."""
+    print(
+        "| trace | yarn (s) | yarn-me (s) | yarn-me / yarn | elastic | CPU s "
+        "| DSS's method: yarn (s) | yarn-me (s) | yarn-me / yarn |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    cells = [(trace, scheduler) for trace in found for scheduler in SCHEDULERS]
+    ours, peers = [], []
+    with ProcessPoolExecutor(max_workers=at_once) as pool:
+        outcomes = pool.map(_testbed_cell, cells)
+        for trace in found:
+            yarn, me = next(outcomes), next(outcomes)
+            dss_yarn, dss_me = (oracle_run(trace, scheduler) for scheduler in SCHEDULERS)
+            ours.append(me.mean_jct_s / yarn.mean_jct_s)
+            peers.append(dss_me.mean_jct_s / dss_yarn.mean_jct_s)
+            cells = [
+                trace.distribution,
+                trace.seed,
+                *jcts(yarn, me),
+                me.elastic,
+                f"{yarn.cpu_s + me.cpu_s:.0f}",
+            ]
+            print("| " + " | ".join(map(str, [*cells, *jcts(dss_yarn, dss_me)])) + " |", flush=True)
+    return ours, peers
+
+
+def jcts(yarn: Outcome, me: Outcome) -> list[str]:
+    """A row's mean JCTs under yarn and yarn-me, and their ratio."""
+    return [f"{yarn.mean_jct_s:.0f}", f"{me.mean_jct_s:.0f}", f"{me.mean_jct_s / yarn.mean_jct_s:.3f}"]
 
 
 def summary(ratios: list[float]) -> str:
@@ -199,11 +263,17 @@ def main() -> int:
         type=float,
         default=0.0,
         metavar="S",
-        help="schedule once every S simulated seconds, as DSS's node heartbeats (default 0: at every event)",
+        help="schedule at most once every S simulated seconds, as DSS's node heartbeats "
+        "(default 0: at every event)",
+    )
+    parser.add_argument(
+        "--jobs-at-once", type=int, default=os.cpu_count() or 1, metavar="N", help="testbed runs at once"
     )
     args = parser.parse_args()
     if not (np.isfinite(args.heartbeat) and args.heartbeat >= 0):
         parser.error(f"--heartbeat: simulated seconds, 0 or more, not {args.heartbeat}")
+    if args.jobs_at_once < 1:
+        parser.error(f"--jobs-at-once: 1 or more, not {args.jobs_at_once}")
     distributions = args.distribution.split(",")
     if not set(distributions) <= {"uniform", "exp"}:
         parser.error(f"--distribution: uniform, exp or uniform,exp, not {args.distribution!r}")
@@ -216,8 +286,13 @@ def main() -> int:
         series[f"{distribution}, {args.penalty} penalty"] = points = []
         for nodes in sizes:
             jobs = args.jobs or nodes
-            ratios = traces(nodes, jobs, seeds_of(args.seeds), args.penalty, distribution, args.heartbeat)
-            print(f"{distribution}, {nodes} nodes, {jobs} jobs: {summary(ratios)}", flush=True)
+            found = [
+                Trace(seed, nodes, jobs, args.penalty, distribution, args.heartbeat)
+                for seed in seeds_of(args.seeds)
+            ]
+            ratios, peers = traces(found, args.jobs_at_once)
+            print(f"{distribution}, {nodes} nodes, {jobs} jobs, testbed: {summary(ratios)}", flush=True)
+            print(f"{distribution}, {nodes} nodes, {jobs} jobs, DSS's method: {summary(peers)}", flush=True)
             where = f", {nodes} nodes" if len(sizes) > 1 else ""
             curves[f"{distribution}, {args.penalty} penalty{where}, {len(ratios)} traces"] = [ratios]
             points.append((nodes, ratios))

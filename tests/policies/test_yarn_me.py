@@ -11,13 +11,6 @@ import random
 
 import pytest
 
-from master.schedulers.simulate import (
-    SchedulingError,
-    SimJob,
-    SimResult,
-    model_runtime,
-    simulate,
-)
 from master.schedulers.yarn import JobState, ModelLookup, ModelSource, YarnScheduler
 from master.schedulers.yarn_me import DEFAULT_ELASTIC_DISK_MB_S, YarnMeScheduler, elastic_choices
 from master.schedulers.yarn_me_timeline import RegularTimeline, estimate_completion_times
@@ -34,6 +27,13 @@ from testbed.workloads.task_model import (
     PenaltyCurve,
     SpillCurve,
     TaskModel,
+)
+from tests.support.dss_driver import (
+    SchedulingError,
+    SimJob,
+    SimResult,
+    model_runtime,
+    simulate,
 )
 from tests.support.policies import SAWTOOTH, assigned, busy, job, labels, node, reservations, snap, tasks
 

@@ -1,20 +1,22 @@
-"""A tiny discrete-event driver for schedulers: apply their decisions on a virtual clock.
+"""DSS's method as a test oracle: apply a scheduler's decisions on a virtual clock, no master.
 
-Pure (no I/O, no real clock), for tests and what-if studies. Give it nodes
-(their running tasks are background load that ends at its expected end), jobs
-made of stages (a stage's tasks become pending when the previous stage is
-done), a scheduler, and the *true* runtime of a task given its memory. It asks
-the scheduler at every event (a job arrival or a task end), checks every
-decision against the cluster (an over-committed node or an unknown task is a
-:class:`SchedulingError`), and jumps the clock to the next event.
+The YARN-ME paper's simulator (DSS) does not run tasks: a task's end is its start plus its
+model's duration at the memory it was given. This driver does the same with our scheduler
+objects, bypassing the master core and its messages, which makes it an independent reference
+for the simulator (``--backend sim``), not a second simulator of the testbed:
+tests/policies/test_dss_oracle.py checks the two agree on DSS traces, and
+benchmarks/yarn_me_dss.py prints its figure beside the core's as the peer.
 
-With ``heartbeat_s`` it asks the scheduler only at multiples of it (YARN's node
-heartbeat: a node reports the tasks that ended, and is offered work, once an
-interval), as the YARN-ME paper's DSS simulator does. Tasks still end at their
-true end and a job at its last task's; what waits for the heartbeat is the
-reuse of the freed resources. Each round's cost is the size of the cluster,
-so batching the events of an interval into one round is what makes thousands
-of nodes affordable.
+Give it nodes (their running tasks are background load that ends at its expected end), jobs
+made of stages (a stage's tasks become pending when the previous stage is done), a scheduler,
+and the *true* runtime of a task given its memory. It asks the scheduler at every event (a job
+arrival or a task end), checks every decision against the cluster (an over-committed node or
+an unknown task is a :class:`SchedulingError`), and jumps the clock to the next event.
+
+With ``heartbeat_s`` it asks the scheduler only at multiples of it (YARN's node heartbeat: a
+node reports the tasks that ended, and is offered work, once an interval), as DSS does. Tasks
+still end at their true end and a job at its last task's; what waits for the heartbeat is the
+reuse of the freed resources.
 """
 
 from __future__ import annotations
