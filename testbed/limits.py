@@ -31,6 +31,8 @@ MAX_NODES_PER_CLASS = 500
 """Reserved nodes, and transient nodes, at once (real backends)."""
 MAX_SIM_NODES_PER_CLASS = 100_000
 """The same under ``--backend sim``: modelled nodes cost no process."""
+MAX_NODE_CLASSES = 64
+"""Named node classes of a cluster (``cluster.classes``)."""
 MAX_NODE_MEMORY_MB = 1 << 20
 """``memory_mb`` of a node (1 TiB)."""
 MAX_BANDWIDTH = 1_000_000

@@ -8,6 +8,7 @@ import pytest
 
 from testbed.app.cli import main
 from testbed.scenario.schema import ScenarioError, load_scenario
+from tests.support.scenarios import problems, write
 
 GOOD = """\
 name: demo
@@ -15,18 +16,6 @@ cluster: {reserved: 1, transient: 2}
 jobs:
   - {workload: wordcount, size_mb: 4}
 """
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "s.yaml"
-    path.write_text(text)
-    return path
-
-
-def problems(tmp_path: Path, text: str) -> list[str]:
-    with pytest.raises(ScenarioError) as info:
-        load_scenario(write(tmp_path, text))
-    return info.value.problems
 
 
 def test_good_scenario_loads(tmp_path: Path) -> None:

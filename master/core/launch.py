@@ -129,7 +129,7 @@ class Launcher:
             spec.price_per_hour,
             container=container,
         )
-        record.partition = "short" if node_class == "transient" else self.partitions.get(node_id, "general")
+        record.partition = "short" if spec.kind == "transient" else self.partitions.get(node_id, "general")
         self.core.nodes[node_id] = record
         if self.initial:
             self.registered.append(record)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from master.chaos.plan import PlannedEviction
     from master.shell.run import RunResult
     from testbed.scenario.schema import Scenario
+    from testbed.settings.resolve import Resolution
     from testbed.settings.run_settings import RunSettings
 
 BACKENDS = ("local", "docker", "attach", "sim")
@@ -228,15 +229,32 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     scenario, backend = load_for_backend(args)
-    scenario = preflight(scenario, args.scenario, backend).scenario
+    scenario = preflight(scenario, args.scenario, backend, validating=True).scenario
     jobs = sum(job.repeat for job in scenario.jobs)
     fidelity = scenario.fidelity
     print(
-        f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, "
-        f"{scenario.cluster.reserved.count} reserved + {scenario.cluster.transient.count} transient nodes; "
+        f"{args.scenario}: ok ({scenario.name}: {jobs} jobs, {_nodes_line(scenario)}; "
         f"{fidelity.mode}, dilation {fidelity.factor:g} on this host)"
     )
+    if scenario.cluster.classes is not None:
+        for name, named in scenario.node_classes.items():
+            spec = named.spec
+            print(
+                f"  class {name} ({named.kind}): {spec.count} nodes of {spec.slots} slots, "
+                f"{spec.cores:g} cores, {spec.memory_mb} MB; {spec.price_per_hour:g}/h; "
+                f"lifetime {named.chaos.lifetime}"
+            )
+        print("  (named classes validate; no backend runs them yet: issue #47)")
     return EXIT_OK
+
+
+def _nodes_line(scenario: Scenario) -> str:
+    """``1 reserved + 3 transient nodes``, or with named classes each class's count and kind."""
+    if scenario.cluster.classes is None:
+        cluster = scenario.cluster
+        return f"{cluster.reserved.count} reserved + {cluster.transient.count} transient nodes"
+    classes = scenario.node_classes.values()
+    return f"{sum(c.spec.count for c in classes)} nodes in {len(classes)} classes"
 
 
 def load_for_backend(args: argparse.Namespace) -> tuple[Scenario, str]:
@@ -251,21 +269,23 @@ def load_for_backend(args: argparse.Namespace) -> tuple[Scenario, str]:
     return scenario, backend
 
 
-def preflight(scenario: Scenario, path: Path, backend: str) -> RunSettings:
+def preflight(scenario: Scenario, path: Path, backend: str, validating: bool = False) -> Resolution:
     """Every check ``testbed run`` makes before anything starts (``testbed validate`` makes
     them all): the policies build, a faithful local run gets its cgroups, the chaos section's
-    plan is within the limits, an external broker answers. The scenario's settings for this
-    host (``testbed.settings.resolve``: ``dilation: auto`` resolved, the policies built)."""
+    plan is within the limits, an external broker answers. The scenario's resolution for this
+    host (``testbed.settings.resolve``: ``dilation: auto`` resolved, the policies built; its
+    ``settings()`` are the run's). ``validating``: named node classes, which no backend runs
+    yet, have no eviction plan to check (issue #47)."""
     from master.shell.scale_model import local_isolation, refuse_replication, refuse_slowdown
     from testbed.settings.resolve import resolution
     from testbed.settings.run_settings import Host
 
     resolved = resolution(scenario, Host.this_machine(), str(path))
     scenario, problems = resolved.scenario, list(resolved.problems)
-    checks: list[Callable[[], object]] = [
-        lambda: planned_evictions(scenario, path),  # a chaos section too busy to run is refused now
-        lambda: check_broker(scenario, backend),
-    ]
+    checks: list[Callable[[], object]] = [lambda: check_broker(scenario, backend)]
+    if not (validating and scenario.cluster.classes is not None):
+        checks.insert(0, lambda: planned_evictions(scenario, path))  # a chaos section too busy to run
+
     if backend == "local":  # a faithful run without cgroups is refused now, in one line
         checks.insert(1, lambda: local_isolation(scenario))
     if backend != "sim" and scenario.chaos.slowdown is not None:
@@ -275,7 +295,7 @@ def preflight(scenario: Scenario, path: Path, backend: str) -> RunSettings:
     problems += [problem for check in checks for problem in _problems(check)]
     if problems:
         raise ScenarioError(problems)
-    return resolved.settings()
+    return resolved
 
 
 def _problems(check: Callable[[], object]) -> list[str]:
@@ -305,7 +325,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario, args.backend = load_for_backend(args)
     if args.dry_run:
         return dry_run(scenario, args.scenario)
-    settings = preflight(scenario, args.scenario, args.backend)  # before anything starts
+    settings = preflight(scenario, args.scenario, args.backend).settings()  # before anything starts
     with contextlib.ExitStack() as owned:
         try:
             run_dir = args.out if args.out is not None else new_run_dir(Path("runs"), scenario.name)
@@ -424,7 +444,9 @@ def planned_evictions(scenario: Scenario, path: Path, horizon: float | None = No
     """``eviction_plan``'s evictions (what ``testbed run`` checks): a plan beyond the limits is a
     ``UsageError`` naming the scenario file."""
     from master.chaos.plan import plan_evictions
+    from testbed.settings.resolve import refuse_named_classes
 
+    refuse_named_classes(scenario, str(path))
     scenario, horizon = _plan_horizon(scenario, horizon)
     try:
         return plan_evictions(scenario, horizon, base_dir=path.parent)

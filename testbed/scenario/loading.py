@@ -18,6 +18,7 @@ from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.error import MarkedYAMLError
 from yaml.events import AliasEvent, CollectionStartEvent
+from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
 from testbed.limits import MAX_ALIAS_NODES, MAX_SCENARIO_BYTES, MAX_YAML_DEPTH
@@ -55,6 +56,23 @@ class _BoundedComposer(Composer):
         if event.anchor is not None:
             self._open.discard(event.anchor)
             self._sizes[id(node)] = self._nodes - before
+        return node
+
+    def compose_mapping_node(self, anchor: Any) -> Any:
+        """A mapping, refusing a key given twice (YAML would keep the last one silently: two
+        ``cluster.classes`` of one name, say)."""
+        node = super().compose_mapping_node(anchor)
+        seen: set[str] = set()
+        for key, _ in node.value:
+            if isinstance(key, ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                if key.value in seen:
+                    raise YamlLimitError(
+                        None,
+                        None,
+                        f"the key {key.value!r} is given twice in one mapping; keep one",
+                        key.start_mark,
+                    )
+                seen.add(key.value)
         return node
 
     def _compose_alias(self, event: AliasEvent, parent: Any, index: Any) -> Any:

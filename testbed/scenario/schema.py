@@ -35,7 +35,7 @@ from testbed.scenario.arrivals import DEFAULT_CUTOFF_S, ArrivalsSpec
 from testbed.scenario.base import Duration, Seed, Strict
 from testbed.scenario.chains import check_chains
 from testbed.scenario.chaos import ChaosSpec
-from testbed.scenario.cluster import ClusterSpec
+from testbed.scenario.cluster import ClusterSpec, NamedClass, node_classes
 from testbed.scenario.curves import PenaltyCurve, SpillCurve
 from testbed.scenario.dag_jobs import dag_of
 from testbed.scenario.fidelity import FidelitySpec
@@ -187,13 +187,34 @@ class Scenario(Strict):
         """Real backends run a process per node: at most MAX_NODES_PER_CLASS of a class."""
         if self.backend == "sim":
             return self
-        for name in ("reserved", "transient"):
-            count = getattr(self.cluster, name).count
+        for name, named in self.node_classes.items():
+            count = named.spec.count
             if count > MAX_NODES_PER_CLASS:
                 raise ValueError(
-                    f"cluster.{name}.count: {count} nodes, at most {MAX_NODES_PER_CLASS} run for real; "
-                    "lower it, or simulate them (backend: sim, or testbed run --backend sim)"
+                    f"{self.class_field(name)}.count: {count} nodes, at most {MAX_NODES_PER_CLASS} "
+                    "run for real; lower it, or simulate them (backend: sim, or testbed run --backend sim)"
                 )
+        return self
+
+    @property
+    def node_classes(self) -> dict[str, NamedClass]:
+        """Its node classes in launch order, in either form (``testbed.scenario.cluster.node_classes``)."""
+        return node_classes(self.cluster, self.chaos)
+
+    def class_field(self, name: str) -> str:
+        """Where class ``name`` is written: ``cluster.classes.NAME``, or ``cluster.NAME`` (shorthand)."""
+        return f"cluster.classes.{name}" if self.cluster.classes is not None else f"cluster.{name}"
+
+    @model_validator(mode="after")
+    def _one_chaos_form(self) -> Scenario:
+        """Named classes carry their own chaos: ``chaos.reserved``/``chaos.transient`` are the shorthand's."""
+        if self.cluster.classes is None:
+            return self
+        for kind in {"reserved", "transient"} & self.chaos.model_fields_set:
+            raise ValueError(
+                f"chaos.{kind}: with cluster.classes each class has its own chaos; move it to "
+                f"cluster.classes.NAME.chaos of the classes it is for"
+            )
         return self
 
     @field_validator("profiles")
@@ -208,24 +229,24 @@ class Scenario(Strict):
     @model_validator(mode="after")
     def _tasks_fit_some_node(self) -> Scenario:
         """A task whose ideal memory exceeds every node would wait forever: refuse it now."""
-        cluster = self.cluster
-        classes = [name for name in ("reserved", "transient") if getattr(cluster, name).count > 0]
-        if self.policy.autoscaler != "static" and "transient" not in classes:
-            classes.append("transient")  # an autoscaler may launch transient nodes
-        largest = max(getattr(cluster, name).memory_mb for name in classes)
+        named = self.node_classes
+        classes = [name for name, c in named.items() if c.spec.count > 0]
+        if self.policy.autoscaler != "static":  # an autoscaler may launch transient nodes
+            classes += [name for name, c in named.items() if c.kind == "transient" and name not in classes]
+        largest = max(named[name].spec.memory_mb for name in classes)
         for index, job in enumerate(self.jobs):
             if job.memory_mb is not None and job.memory_mb > largest:
                 raise ValueError(
                     f"jobs.{index}.memory_mb: a task of this {job.workload} job needs {job.memory_mb} MB "
                     f"but the largest node has {largest} MB; lower jobs.{index}.memory_mb to at most "
-                    f"{largest} or raise cluster.{'/'.join(classes)}.memory_mb"
+                    f"{largest} or raise {self.class_field('/'.join(classes))}.memory_mb"
                 )
         return self
 
     @model_validator(mode="after")
     def _replicas_fit_the_cluster(self) -> Scenario:
         """A split's replicas are on distinct nodes: no more of them than the cluster starts with."""
-        nodes = self.cluster.reserved.count + self.cluster.transient.count
+        nodes = sum(named.spec.count for named in self.node_classes.values())
         for index, job in enumerate(self.jobs):
             if job.input_replication is not None and job.input_replication > nodes:
                 raise ValueError(
@@ -246,13 +267,15 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _storm_zones_exist(self) -> Scenario:
-        zones = {*self.cluster.reserved.zones, *self.cluster.transient.zones}
+        zones = {zone for named in self.node_classes.values() for zone in named.spec.zones}
         for index, storm in enumerate(self.chaos.storms):
             if storm.evict.zone is not None and storm.evict.zone not in zones:
                 known = ", ".join(sorted(zones)) or "none: give cluster.<class>.zones"
                 raise ValueError(
                     f"chaos.storms.{index}.evict.zone: unknown zone {storm.evict.zone!r}; zones: {known}"
                 )
+        if self.cluster.classes is not None:
+            return self  # a named class's chaos zones are checked with it (``ClassSpec``)
         for node_class in ("reserved", "transient"):
             own = getattr(self.cluster, node_class).zones
             for zone in getattr(self.chaos, node_class).zones:

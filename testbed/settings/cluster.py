@@ -2,8 +2,9 @@
 each node class (count, slots, memory, cores, zones, price, chaos), and the storms and slowdowns.
 
 The core takes these (``RunSettings.cluster``, ``RunSettings.chaos``) instead of the scenario,
-so that a class's shape and chaos come from one place; a third node class (issue 47) is one
-more entry of ``ClusterSettings.classes``.
+so that a class's shape and chaos come from one place. Both are keyed by the class's name
+(its nodes' id prefix): ``reserved`` and ``transient`` in the shorthand form, each of its own
+kind; any names with ``cluster.classes`` (README, "Named node classes").
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from testbed.chaosmodels.lifetimes import NODE_CLASSES
 from testbed.chaosmodels.zones import zone_of
 from testbed.scenario.chaos import SlowdownSpec, StormSpec
 from testbed.settings.node_classes import ClassChaos, chaos_classes
@@ -25,8 +25,10 @@ if TYPE_CHECKING:  # only typed by it: the core, which imports these, imports no
 
 @dataclass(frozen=True)
 class NodeClassShape:
-    """One node class's nodes: how many at the start, and what each has."""
+    """One node class's nodes: their kind, how many at the start, and what each has."""
 
+    kind: NodeClass
+    """What policies see of its nodes (``NodeView.node_class``)."""
     count: int
     slots: int
     memory_mb: int
@@ -43,20 +45,27 @@ class NodeClassShape:
 
 @dataclass(frozen=True)
 class ClusterSettings:
-    classes: Mapping[NodeClass, NodeClassShape]
+    classes: Mapping[str, NodeClassShape]
+    """Each class by name, in launch order."""
     memory_increment_mb: int
     """The unit a task's memory grant is rounded up to."""
 
-    def __getitem__(self, node_class: str) -> NodeClassShape:
-        return self.classes[node_class]  # type: ignore[index]
+    def __getitem__(self, name: str) -> NodeClassShape:
+        return self.classes[name]
 
     @classmethod
     def of(cls, scenario: Scenario) -> ClusterSettings:
         classes = {}
-        for node_class in NODE_CLASSES:
-            spec = getattr(scenario.cluster, node_class)
-            classes[node_class] = NodeClassShape(
-                spec.count, spec.slots, spec.memory_mb, spec.cores, spec.price_per_hour, dict(spec.zones)
+        for name, named in scenario.node_classes.items():
+            spec = named.spec
+            classes[name] = NodeClassShape(
+                named.kind,
+                spec.count,
+                spec.slots,
+                spec.memory_mb,
+                spec.cores,
+                spec.price_per_hour,
+                dict(spec.zones),
             )
         return cls(classes, scenario.cluster.memory_increment_mb)
 
@@ -66,8 +75,8 @@ class ChaosSettings:
     """What the chaos rules draw from: the seed, each class's chaos, the storms, the slowdowns."""
 
     seed: int
-    classes: Mapping[NodeClass, ClassChaos]
-    """Each node class's lifetimes, notice, replacement and capacity (``ClassChaos``)."""
+    classes: Mapping[str, ClassChaos]
+    """Each node class's (by name) lifetimes, notice, replacement and capacity (``ClassChaos``)."""
     storms: tuple[StormSpec, ...]
     slowdown: SlowdownSpec | None
 

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 from testbed.chaosmodels.capacity import CapacitySchedule, parse_capacity
 from testbed.chaosmodels.lifetime_model import LifetimeModel
-from testbed.chaosmodels.lifetimes import NODE_CLASSES, effective_notice, parse_lifetime
-from testbed.wire.protocol import NodeClass
+from testbed.chaosmodels.lifetimes import effective_notice, parse_lifetime
 
 if TYPE_CHECKING:  # only typed by it: the core, which imports these, imports no schema
     from testbed.scenario.schema import Scenario
@@ -39,16 +38,17 @@ class ClassChaos:
         return self.zone_models.get(zone, self.model) if zone is not None else self.model
 
 
-def class_chaos(scenario: Scenario, node_class: NodeClass, base_dir: str | Path | None = None) -> ClassChaos:
-    spec = getattr(scenario.chaos, node_class)
+def class_chaos(scenario: Scenario, name: str, base_dir: str | Path | None = None) -> ClassChaos:
+    """The chaos of the class ``name`` (``chaos.<class>``, or ``cluster.classes.NAME.chaos``)."""
+    spec = scenario.node_classes[name].chaos
     model = parse_lifetime(spec.lifetime, base_dir)
     notice = effective_notice(spec.notice, "notice" in spec.model_fields_set, model)
     zone_models = {zone: parse_lifetime(z.lifetime, base_dir) for zone, z in spec.zones.items()}
     capacity = parse_capacity(spec.capacity, base_dir)
-    schedule = None if capacity is None else CapacitySchedule(capacity, scenario.seed, node_class)
+    schedule = None if capacity is None else CapacitySchedule(capacity, scenario.seed, name)
     return ClassChaos(model, notice, spec.replace, spec.provisioning_delay, zone_models, schedule)
 
 
-def chaos_classes(scenario: Scenario, base_dir: str | Path | None = None) -> dict[NodeClass, ClassChaos]:
-    """Every node class's chaos (``class_chaos``)."""
-    return {node_class: class_chaos(scenario, node_class, base_dir) for node_class in NODE_CLASSES}
+def chaos_classes(scenario: Scenario, base_dir: str | Path | None = None) -> dict[str, ClassChaos]:
+    """Every node class's chaos (``class_chaos``), by name."""
+    return {name: class_chaos(scenario, name, base_dir) for name in scenario.node_classes}

@@ -34,12 +34,15 @@ class Resolution:
     profiles: Profiles
     chaos: ChaosSettings | None
     problems: tuple[str, ...]
+    where: str | None = None
+    """The scenario file, that its problems name."""
 
     def settings(self) -> RunSettings:
         """The run's settings, or a ``ScenarioError`` with every problem."""
         if self.problems:
             raise ScenarioError(list(self.problems))
         scenario = self.scenario
+        refuse_named_classes(scenario, self.where)
         assert self.chaos is not None  # it is made, or its problems are
         return RunSettings(
             scenario,
@@ -67,7 +70,21 @@ def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Reso
     problems += found
     chaos, found = _attempt(partial(chaos_settings, scenario))
     named = [f"{where}: {problem}" if where else problem for problem in [*problems, *found]]
-    return Resolution(scenario, host, built, profiles or {}, chaos, tuple(named))
+    return Resolution(scenario, host, built, profiles or {}, chaos, tuple(named), where)
+
+
+def refuse_named_classes(scenario: Scenario, where: str | None) -> None:
+    """Named node classes (``cluster.classes``) load and validate (``testbed validate``), but
+    nothing runs or plans them yet (issue #47: the simulator, then the local backend, are next)."""
+    if scenario.cluster.classes is not None:
+        prefix = f"{where}: " if where else ""
+        raise ScenarioError(
+            [
+                f"{prefix}cluster.classes: named node classes validate but do not run yet (no backend, "
+                "chaos plan or compose file takes them: issue #47); write the cluster as "
+                "cluster.reserved and cluster.transient to run it"
+            ]
+        )
 
 
 def _attempt(make: Callable[[], T]) -> tuple[T | None, list[str]]:

@@ -1,14 +1,16 @@
 """Scenarios for tests: a small valid one, with fields replaced; one written beside a plugin;
-the hold job that keeps a run alive until a test says so."""
+a text written as a file, and the problems it loads with; the hold job that keeps a run alive
+until a test says so."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
-from testbed.scenario.schema import Scenario, load_scenario, parse_scenario
+from testbed.scenario.schema import Scenario, ScenarioError, load_scenario, parse_scenario
 
 
 def scenario_data(**fields: Any) -> dict[str, Any]:
@@ -26,6 +28,20 @@ def scenario_data(**fields: Any) -> dict[str, Any]:
 def make_scenario(**fields: Any) -> Scenario:
     """A small valid scenario; keyword arguments replace top-level fields."""
     return parse_scenario(scenario_data(**fields))
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    """``text`` as ``tmp_path/s.yaml``."""
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+def problems(tmp_path: Path, text: str) -> list[str]:
+    """The problems ``load_scenario`` finds in ``text`` (it must refuse it)."""
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path, text))
+    return info.value.problems
 
 
 def scenario_in(directory: Path, **fields: Any) -> Scenario:
