@@ -14,9 +14,13 @@ estimate, from what the run has seen (no file, no clock: the core's own time):
   outputs are available, the time the stage has taken so far per available output, times
   the outputs still missing (its rate so far);
 - then the consuming stage's run (the longest of the stages that read it);
-- the work lost: recomputing the task and the run of a consumer that was reading it.
+- the work lost: recomputing the task, and the run of every reader task that reads the output
+  (each task of a stage reading it through a shuffle or a broadcast, one through a narrow
+  dependency), as when all of them were reading it: each fails on its fetch and runs again.
 
-A task whose output no later stage reads (a final stage's) has neither: 0 and 0.
+A task whose output no later stage reads (a final stage's) has neither: 0 and 0. Every task
+has its own run's estimate (``Exposure.run_s``, ``PendingTask.expected_run_s``): the job's own
+estimate where it gives one (a sleep job's, from its trace), else its stage's mean as above.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ class Exposure:
     """Seconds from now until the later tasks reading the output have read it (0: none reads it)."""
     loss_s: float = 0.0
     """Seconds of work lost if the node goes before then (0: none reads it)."""
+    run_s: float = 0.0
+    """Seconds the task itself is expected to run (``StageDurations.run``; 0: not estimated)."""
 
 
 NONE = Exposure()
@@ -62,15 +68,32 @@ class StageDurations:
             return total / count
         return job.stage_prior_s[stage] if stage < len(job.stage_prior_s) else job.est_duration_s
 
+    def run(self, job: JobRuntime, stage: int) -> float:
+        """A task of the job's ``stage``'s own expected run: the job's own estimate where it
+        gives one (``JobRuntime.estimated``: one job's, where the stage's mean mixes every job
+        of its workload), else the stage's ``mean`` to a quarter octave."""
+        return job.est_duration_s if job.estimated else rounded(self.mean(job, stage))
+
 
 def exposure(job: JobRuntime, stage: int, durations: StageDurations, now: float) -> Exposure:
     """The estimate of the module's docstring for a task of the job's ``stage``, now."""
+    run = durations.run(job, stage)
     readers = job.readers[stage]
     if not readers:
-        return NONE
+        return Exposure(run_s=run)
     own = durations.mean(job, stage)
     consumer = max(durations.mean(job, s) for s in readers)
-    return Exposure(rounded(_rest_of_stage(job, stage, own, now) + consumer), rounded(own + consumer))
+    lost = own + sum(reader_tasks(job, stage, s) * durations.mean(job, s) for s in readers)
+    return Exposure(rounded(_rest_of_stage(job, stage, own, now) + consumer), rounded(lost), run)
+
+
+def reader_tasks(job: JobRuntime, stage: int, reader: int) -> int:
+    """How many tasks of the job's ``reader`` stage read one output of ``stage``: all of them
+    through a shuffle (each reads its partition of every output) or a broadcast, one through a
+    narrow dependency (task i reads task i's output)."""
+    plan = job.plan.stages[reader]
+    kinds = {dep.kind for dep in plan.deps if dep.stage == stage}
+    return 1 if kinds == {"narrow"} else plan.tasks
 
 
 def _rest_of_stage(job: JobRuntime, stage: int, own: float, now: float) -> float:

@@ -198,6 +198,9 @@ class JobRuntime:
     memory_mb: int
     est_duration_s: float = 1.0
     """Estimated task duration in wall seconds (what the scheduler sees)."""
+    estimated: bool = False
+    """Whether ``est_duration_s`` is the job's own estimate (a sleep job's, ``JobPlanned.estimate_s``),
+    not the default that stands for none."""
     long: bool = False
     """Eagle's job class: the estimate reached the scenario's long/short cutoff."""
     stage_memory_mb: tuple[int, ...] = ()

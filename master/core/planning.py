@@ -22,5 +22,5 @@ def planned_job(spec: Any, planned: JobPlanned, submitted: float) -> JobRuntime:
         stage_prior_s=planned.stage_prior_s,
     )
     if planned.estimate_s is not None:
-        job.est_duration_s, job.long = planned.estimate_s, planned.long
+        job.est_duration_s, job.long, job.estimated = planned.estimate_s, planned.long, True
     return job

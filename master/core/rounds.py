@@ -58,7 +58,8 @@ class SchedulingRound:
         self.free_needed: bool = scheduler.needs_free_index
         """Whether the round's snapshot indexes the free nodes (``ClusterSnapshot.free``)."""
         self.exposure_needed: bool = scheduler.needs_exposure
-        """Whether the pending tasks' views show their outputs' exposure (else 0 and 0)."""
+        """Whether the pending tasks' views show their outputs' exposure and their own expected
+        run (else 0, 0 and 0)."""
         self._pending_views: dict[str, PendingTask] = {}
         """The last snapshot's pending tasks, by id (``_pending_task``)."""
         self._job_views: dict[str, JobView] = {}
@@ -145,7 +146,7 @@ class SchedulingRound:
         """The task's view: the last snapshot's when it shows the same (a ready task is in
         every snapshot until it starts: YARN-ME's round sees all of them, and checking a
         view costs a tenth of building one), else a new one. ``exposed``: its output's
-        exposure (``master.core.exposure``)."""
+        exposure and its own run's estimate (``master.core.exposure``)."""
         preferred, allowed = ready.preferred, ready.classes
         ideal = job.ideal_memory_mb(key[0])
         input_bytes, on_node = self.core.inputs.held(job.job_id, task_id)
@@ -161,6 +162,7 @@ class SchedulingRound:
             and cached.workload == job.workload
             and cached.exposed_s == exposed.exposed_s
             and cached.loss_s == exposed.loss_s
+            and cached.expected_run_s == exposed.run_s
         ):
             return cached
         return PendingTask(
@@ -179,6 +181,7 @@ class SchedulingRound:
             input_on_node=on_node,
             exposed_s=exposed.exposed_s,
             loss_s=exposed.loss_s,
+            expected_run_s=exposed.run_s,
         )
 
     def _pending_window(self) -> PendingWindow | None:

@@ -20,7 +20,7 @@ the master reads every member the interface declares, never probing for one):
   ``needs_node_views`` (False: it places from ``ClusterSnapshot.free`` alone, and the round's
   snapshot has no node views) and ``needs_free_index`` (False: it never reads
   ``ClusterSnapshot.free``, and the round's snapshot has none) and ``needs_exposure`` (False:
-  it never reads ``PendingTask.exposed_s`` or ``loss_s``, which then show 0) and
+  it never reads ``PendingTask.exposed_s``, ``loss_s`` or ``expected_run_s``, which then show 0) and
   ``modelled_round_s()`` (a model of its last round's time, which the simulator may charge
   to its clock). Its decisions may also preempt a running task (:class:`Preempt`: killed,
   back to pending, its work counted as wasted) or move it (:class:`Migrate`: killed and
@@ -152,7 +152,7 @@ from testbed.wire.protocol import (
     TaskInputs,
 )
 
-API_VERSION = "1.12"
+API_VERSION = "1.13"
 """``major.minor`` of this module's contract (see the module docstring); 1.1 added
 :class:`Workload` and ``api_version``, 1.2 :class:`SimModel`, ``Workload.sim_model`` and
 ``Workload.iterations``/``step``, 1.3 the recovery :class:`Strategy` with its view, events

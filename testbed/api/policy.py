@@ -95,8 +95,14 @@ class PendingTask:
     no later stage reads its output (a final stage's task)."""
     loss_s: float = 0.0
     """The work (wall seconds) lost if its node is evicted within ``exposed_s``: recomputing
-    the task and the run of a consumer that was reading its output (the same means). 0 where
-    ``exposed_s`` is 0."""
+    the task and the run of every later task that reads its output (each reduce of a map's
+    job), as if all were reading it (the same means). 0 where ``exposed_s`` is 0."""
+    expected_run_s: float = 0.0
+    """The task's own expected run (wall seconds), for a scheduler that reads the exposure: the
+    job's ``est_duration_s`` where the job gives its own estimate (a sleep job's), else the mean
+    of its stage's successful attempts so far, before any the stage's prior (as for
+    ``exposed_s``). 0: not estimated (a scheduler that reads no exposure; ``est_duration_s``
+    stands for it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,9 +254,9 @@ class Scheduler(Protocol):
     - ``needs_free_index``: False when it never reads ``ClusterSnapshot.free`` (Eagle keeps
       its own nodes): the round's snapshot then has ``free=None``, and the master copies no
       index of the free nodes for it.
-    - ``needs_exposure``: False when it never reads ``PendingTask.exposed_s`` or ``loss_s``
-      (all but Firmament's transient cost model): its pending tasks then show 0 for both, and
-      the master does not estimate them.
+    - ``needs_exposure``: False when it never reads ``PendingTask.exposed_s``, ``loss_s`` or
+      ``expected_run_s`` (all but Firmament's transient cost model): its pending tasks then
+      show 0 for all three, and the master does not estimate them.
     - ``modelled_round_s()``: the seconds the last ``schedule`` call would take on the
       host its model was fitted on (None: no model, the default). The simulator charges a
       round that much of its virtual clock when ``simulation.charge_policy_time`` is on

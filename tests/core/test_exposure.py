@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from master.core.events import Round
-from master.core.exposure import NONE, Exposure, StageDurations, exposure, rounded
+from master.core.exposure import Exposure, StageDurations, exposure, reader_tasks, rounded
 from master.core.jobs import JobRuntime
 from testbed.api.policy import PendingTask
 from testbed.plan import Dependency, JobPlan, StagePlan
@@ -22,13 +22,14 @@ def wordcount(maps: int = 4, reduces: int = 2) -> JobRuntime:
     return JobRuntime("j000", "wc", "wordcount", JobPlan("wordcount", stages), 0.0, 100, est_duration_s=2.0)
 
 
-def test_a_final_stages_output_is_not_exposed() -> None:
-    assert exposure(wordcount(), 1, StageDurations(), 0.0) == NONE
+def test_a_final_stages_output_is_not_exposed_but_its_run_is_estimated() -> None:
+    assert exposure(wordcount(), 1, StageDurations(), 0.0) == Exposure(0.0, 0.0, 2.0)
 
 
 def test_before_any_success_the_jobs_estimate_stands_for_each_stage() -> None:
-    """Its own run (2 s), then the reduce's (2 s); losing it costs both."""
-    assert exposure(wordcount(), 0, StageDurations(), 0.0) == Exposure(4.0, 4.0)
+    """Its own run (2 s), then the reduce's (2 s); losing it costs its own run and both
+    reduces' (each reads a partition of it)."""
+    assert exposure(wordcount(), 0, StageDurations(), 0.0) == Exposure(4.0, rounded(6.0), 2.0)
 
 
 def test_the_stages_rate_so_far_and_the_observed_means_make_the_estimate() -> None:
@@ -40,7 +41,8 @@ def test_the_stages_rate_so_far_and_the_observed_means_make_the_estimate() -> No
     durations.observed(job, 1, 9.0)
     durations.observed(job, 1, 11.0)  # another job's reduces, of the same workload
     # 1 of 4 outputs in 6 s: 18 s more for the other 3, then a 10 s reduce
-    assert exposure(job, 0, durations, 6.0) == Exposure(rounded(18.0 + 10.0), rounded(6.0 + 10.0))
+    expected = Exposure(rounded(18.0 + 10.0), rounded(6.0 + 2 * 10.0), rounded(6.0))
+    assert exposure(job, 0, durations, 6.0) == expected
     assert rounded(28.0) == pytest.approx(2**4.75)  # a quarter octave
 
 
@@ -55,8 +57,8 @@ def test_maps_views_carry_their_exposure_and_reduces_none() -> None:
     (view,) = driver.core.snapshot()[0].jobs
     prior = driver.core.jobs["j000"].stage_prior_s  # the shell's, before any success
     assert len(prior) == 2 and all(0.0 < seconds < 1.0 for seconds in prior)  # 0.1 MB splits
-    expected = (rounded(sum(prior)), rounded(sum(prior)))
-    assert view.pending and all((t.exposed_s, t.loss_s) == expected for t in view.pending)
+    expected = (rounded(sum(prior)), rounded(prior[0] + 2 * prior[1]), rounded(prior[0]))
+    assert view.pending and all((t.exposed_s, t.loss_s, t.expected_run_s) == expected for t in view.pending)
     reduces: list[PendingTask] = []
     for _ in range(100):
         driver.advance(driver.now + 0.5)
@@ -66,7 +68,8 @@ def test_maps_views_carry_their_exposure_and_reduces_none() -> None:
         if reduces:
             break
         driver.do(Round())
-    assert reduces and all((t.exposed_s, t.loss_s) == (0.0, 0.0) for t in reduces)
+    reduce_view = (0.0, 0.0, rounded(prior[1]))  # not exposed, its own run estimated
+    assert reduces and all((t.exposed_s, t.loss_s, t.expected_run_s) == reduce_view for t in reduces)
     assert set(driver.core.durations.totals) == {("wordcount", 0)}
 
 
@@ -79,6 +82,7 @@ def test_an_exposed_view_is_reused_until_its_estimate_moves() -> None:
     map_s, reduce_s = core.jobs["j000"].stage_prior_s
     nudged = reduce_s * 1.01
     assert rounded(map_s + nudged) == rounded(map_s + reduce_s)  # the same to a quarter octave
+    assert rounded(map_s + 2 * nudged) == rounded(map_s + 2 * reduce_s)
     core.durations.observed(core.jobs["j000"], 1, nudged)
     assert all(t is first[t.task_id] for view in core.snapshot()[0].jobs for t in view.pending)
     core.durations.observed(core.jobs["j000"], 1, 60.0)
@@ -97,14 +101,15 @@ def test_a_scheduler_that_reads_no_exposure_is_shown_none(policy: dict[str, obje
     driver.boot()
     driver.core.durations.observed(driver.core.jobs["j000"], 1, 30.0)
     tasks = [t for view in driver.core.snapshot()[0].jobs for t in view.pending]
-    assert tasks and all((t.exposed_s, t.loss_s) == (0.0, 0.0) for t in tasks)
+    assert tasks and all((t.exposed_s, t.loss_s, t.expected_run_s) == (0.0, 0.0, 0.0) for t in tasks)
 
 
 def test_before_any_success_the_stages_prior_stands_for_each_stage() -> None:
     """The shell's prior (3 s a map, 5 s a reduce) before the job's 2 s estimate."""
     job = wordcount()
     job.stage_prior_s = (3.0, 5.0)
-    assert exposure(job, 0, StageDurations(), 0.0) == Exposure(rounded(8.0), rounded(8.0))
+    assert exposure(job, 0, StageDurations(), 0.0) == Exposure(rounded(8.0), rounded(13.0), rounded(3.0))
+    assert exposure(job, 1, StageDurations(), 0.0) == Exposure(run_s=rounded(5.0))
 
 
 def test_an_observed_stage_replaces_its_prior_and_only_its() -> None:
@@ -112,4 +117,49 @@ def test_an_observed_stage_replaces_its_prior_and_only_its() -> None:
     job.stage_prior_s = (3.0, 5.0)
     durations.observed(job, 1, 11.0)
     assert (durations.mean(job, 0), durations.mean(job, 1)) == (3.0, 11.0)
-    assert exposure(job, 0, durations, 0.0) == Exposure(rounded(14.0), rounded(14.0))
+    assert exposure(job, 0, durations, 0.0) == Exposure(rounded(14.0), rounded(25.0), rounded(3.0))
+
+
+def test_the_work_lost_counts_every_reduce_that_reads_the_output() -> None:
+    """8 reduces of 5 s each read a partition of every map's output: losing one before they
+    have read it costs the map (3 s) and all 8 reduces' runs, not one's."""
+    job = wordcount(maps=4, reduces=8)
+    job.stage_prior_s = (3.0, 5.0)
+    assert reader_tasks(job, 0, 1) == 8
+    assert exposure(job, 0, StageDurations(), 0.0).loss_s == rounded(3.0 + 8 * 5.0)
+
+
+def test_a_narrow_reader_counts_once_and_every_reading_stage_counts() -> None:
+    """Stage 0's output is read by stage 1's task of its index (narrow) and by every one of
+    stage 2's 3 tasks (broadcast): the loss is its run, one of stage 1's and all of stage 2's;
+    the exposure lasts until the longer of the two stages has run."""
+    stages = (
+        StagePlan("map", 4, partitions=4),
+        StagePlan("map", 4, deps=(Dependency(0, "narrow"),), partitions=3),
+        StagePlan("reduce", 3, deps=(Dependency(1, "shuffle"), Dependency(0, "broadcast")), final=True),
+    )
+    job = JobRuntime("j000", "dag", "dag", JobPlan("dag", stages), 0.0, 100, stage_prior_s=(2.0, 4.0, 6.0))
+    assert [reader_tasks(job, 0, reader) for reader in (1, 2)] == [1, 3]
+    assert exposure(job, 0, StageDurations(), 0.0) == Exposure(
+        rounded(2.0 + 6.0), rounded(2.0 + 4.0 + 3 * 6.0), 2.0
+    )
+
+
+def test_a_job_with_its_own_estimate_keeps_it_as_its_tasks_run() -> None:
+    """A sleep job's estimate is its own; the stage's mean mixes every sleep job of the run."""
+    estimated = JobRuntime("j001", "s", "sleep", JobPlan("sleep", (StagePlan("sleep", 2),)), 0.0, 100)
+    estimated.est_duration_s, estimated.estimated = 900.0, True
+    other = JobRuntime("j002", "s", "sleep", JobPlan("sleep", (StagePlan("sleep", 2),)), 0.0, 100)
+    durations = StageDurations()
+    durations.observed(other, 0, 60.0)
+    assert (durations.run(estimated, 0), durations.run(other, 0)) == (900.0, rounded(60.0))
+
+
+def test_a_sleep_jobs_view_shows_its_own_estimate_as_its_run() -> None:
+    jobs = [{"workload": "sleep", "tasks": 40, "duration": "90s"}]
+    driver = Driver(make_scenario(jobs=jobs, policy=TRANSIENT))
+    driver.boot()
+    job = driver.core.jobs["j000"]
+    tasks = [t for view in driver.core.snapshot()[0].jobs for t in view.pending]
+    assert job.estimated and tasks
+    assert all(t.expected_run_s == t.est_duration_s == job.est_duration_s for t in tasks)

@@ -100,3 +100,18 @@ def test_a_preference_arc_into_a_transient_holder_carries_its_risk() -> None:
     jobs, scheduler = [JobView("j0", 0.0, (exposed,))], FirmamentScheduler(model)
     assert placed(scheduler.schedule(snap(nodes, jobs, now=NOW))) == {}
     assert placed(scheduler.schedule(snap(nodes, jobs, now=NOW + 1.0))) == {"j0/s0": "r0"}
+
+
+def test_a_task_is_priced_by_its_expected_run_not_its_jobs_default_estimate() -> None:
+    """A reduce of a job that gives no estimate (``est_duration_s`` 1 s) whose stage the core
+    expects to run 16 s (``expected_run_s``): 16 s of work at risk on a transient node, not 1 s,
+    so it takes the reserved one."""
+    nodes = [node("t0", "transient", slots=1), node("r0", slots=1)]
+    model = TransientCostModel(risk("high"))
+    reduce = replace(task(stage=1), expected_run_s=16.0)
+    assert model.request_key(reduce) == TransientRequest(16.0)
+    assert model.request_key(task(stage=1)) == TransientRequest(1.0)  # no estimate: the job's
+    transient, reserved = costs(model, reduce, nodes)
+    assert reserved == 0.0 and scaled(transient) > scaled(costs(model, task(stage=1), nodes)[0])
+    jobs = [JobView("j0", 0.0, (reduce,))]
+    assert placed(FirmamentScheduler(model).schedule(snap(nodes, jobs, now=NOW))) == {"j0/s1": "r0"}

@@ -22,8 +22,8 @@ The constants are those of camsas/firmament ``src/scheduling/flow/``:
 expected to lose (1 per second of work lost): P(evicted before the task ends | the node's
 lifetime model and age) x the task's expected duration, and, for a task whose output a later
 stage reads (a map's, read by its reduces), P(evicted after it ends but before those readers
-have read its output) x the work that loses (``PendingTask.exposed_s`` and ``loss_s``, the
-core's estimates: ``master.core.exposure``). A node with a rebalance recommendation counts
+have read its output) x the work that loses (``PendingTask.expected_run_s``, ``exposed_s``
+and ``loss_s``, the core's estimates: ``master.core.exposure``). A node with a rebalance recommendation counts
 as certain to go (P = 1); a node under an eviction notice is draining and gets no arc at all
 (nor does it under any model).
 """
@@ -93,8 +93,8 @@ class CostModel:
     """Whether a preference arc into a machine costs ``machine_costs`` too (the transient
     model's risk); the others price a machine at 0, or have no preference arcs (Octopus)."""
     reads_exposure = False
-    """Whether it reads ``PendingTask.exposed_s`` and ``loss_s`` (the transient model's risk
-    after the task's own run): the scheduler asks the master for them only then."""
+    """Whether it reads ``PendingTask.expected_run_s``, ``exposed_s`` and ``loss_s`` (the
+    transient model's risk): the scheduler asks the master for them only then."""
 
     def request_key(self, task: PendingTask) -> object:
         """What besides memory, classes and exclusions sets a task's request class (the
@@ -216,7 +216,7 @@ class TransientRequest:
     octave: ``duration_bucket``)."""
 
     duration_s: float
-    """The task's expected run (``PendingTask.est_duration_s``)."""
+    """The task's expected run (``expected_run``)."""
     exposed_s: float = 0.0
     """Until the later tasks reading its output have read it (``PendingTask.exposed_s``, at least
     ``duration_s``); 0: no later stage reads it."""
@@ -229,7 +229,7 @@ class TransientCostModel(QuincyCostModel):
     own run, and the output a later stage has not read yet.
 
     A node evicted at T (seconds from now) loses the task's run if T < d (its expected
-    duration), and its output if d <= T < w, while its readers have not read it (w, the
+    duration: ``expected_run``), and its output if d <= T < w, while its readers have not read it (w, the
     exposure: ``PendingTask.exposed_s``, at least d): the cost is P(T < d) x d + P(d <= T < w)
     x l, with l the work that costs (``PendingTask.loss_s``). A task whose output no later stage
     reads (w = 0) costs P(T < d) x d alone."""
@@ -243,7 +243,7 @@ class TransientCostModel(QuincyCostModel):
         self.risk = risk
 
     def request_key(self, task: PendingTask) -> object:
-        duration = duration_bucket(task.est_duration_s)
+        duration = duration_bucket(expected_run(task))
         if task.exposed_s <= 0 or task.loss_s <= 0:
             return TransientRequest(duration)
         exposed = max(duration, duration_bucket(task.exposed_s))
@@ -267,6 +267,13 @@ class TransientCostModel(QuincyCostModel):
         if risk is None:
             risk = machines.memo[key] = self.risk.over(machines, window_s)
         return risk
+
+
+def expected_run(task: PendingTask) -> float:
+    """The task's own run as the transient model prices it: the core's estimate
+    (``PendingTask.expected_run_s``: its stage's observed mean, else its prior, or the job's own
+    estimate), else, where the view has none, the job's ``est_duration_s``."""
+    return task.expected_run_s if task.expected_run_s > 0 else task.est_duration_s
 
 
 def duration_bucket(seconds: float) -> float:
