@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from agents.core import Action, AgentCore, Kill, PublishUpdate, WorkerFinished
 from master.sim.agents import _ACTIONS
 from master.sim.nodes import incarnation_of
-from testbed.wire.protocol import CancelTask, LaunchTask, Message, TaskUpdate
+from testbed.wire.protocol import INLINE_NOOP, CancelTask, LaunchTask, Message, TaskUpdate
 from tests.support.model_agents import agents, run_all
 from tests.support.sim import sleep_task
 
@@ -59,6 +59,17 @@ def test_a_cancel_of_an_attempt_no_longer_current_leaves_it_running() -> None:
     run_all(heap)
     task = "j000.s0.t0"
     assert ends([m for _, _, m in heard]) == [(task, 0, "succeeded", None), (task, 1, "succeeded", None)]
+
+
+def test_an_empty_task_succeeds_at_once_without_a_worker() -> None:
+    """The real agent completes a ``noop`` task itself (``INLINE_NOOP``: no worker, no launch
+    overhead), and so does the model node, through its core."""
+    heap, fleet, heard = agents()
+    heard.clear()
+    spec = sleep_task(0, 0.0).model_copy(update={"op": INLINE_NOOP, "params": {}})
+    fleet.command(NODE, LaunchTask(task=spec))
+    assert [(t, m.state) for t, _, m in heard if isinstance(m, TaskUpdate)] == [(heap.now, "succeeded")]
+    assert not fleet.nodes[NODE].running
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
