@@ -23,6 +23,7 @@ from testbed.wire.protocol import (
     BlockReceived,
     CachedInput,
     CancelTask,
+    Codec,
     EvictionNotice,
     FlushAggregate,
     Heartbeat,
@@ -248,7 +249,11 @@ class AgentCore:
         """Each task's current attempt here, in launch order (what the heartbeats list)."""
         self.live: dict[tuple[str, int], Attempt] = {}
         """Every attempt whose worker has not ended, current or not (a cancelled one may end late)."""
-        self.finished: dict[tuple[str, int], TaskUpdate] = {}
+        self.finished: dict[tuple[str, int], bytes] = {}
+        """Each ended attempt's outcome, msgpack-encoded as on the wire (a launch sent again
+        repeats it): a few hundred bytes each instead of a pydantic object's kilobytes, as the
+        simulator's model agents keep a million of them."""
+        self._codec = Codec()
         self.flushed: set[str] = set()
         """Aggregate blocks already being made (a redelivered flush is ignored)."""
         self.push_reports: dict[tuple[str, str], PushDelivered | BlockReceived] = {}
@@ -270,13 +275,13 @@ class AgentCore:
         spec = message.task
         key = (spec.task_id, spec.attempt)
         if key in self.finished:  # a redelivered launch: repeat the outcome, run nothing
-            return [PublishUpdate(self.finished[key])]
+            return [PublishUpdate(self._codec.decode(self.finished[key]))]
         current = self.running.get(spec.task_id)
         if key in self.live or (current is not None and current.spec.attempt >= spec.attempt):
             return []
         if spec.op == INLINE_NOOP:  # an empty task: the control plane's own cost, measured alone
             update = self._update(spec, "succeeded")
-            self.finished[key] = update
+            self.finished[key] = Codec.encode(update)
             return [PublishUpdate(update)]
         if spec.input_cache_mb:
             self.input_cache = replace(self.input_cache, capacity_bytes=spec.input_cache_mb << 20)
@@ -361,7 +366,7 @@ class AgentCore:
         )
         if update.failure == "data":  # bad input or a workload plugin's error: the traceback, for its author
             actions.append(Log("error", f"task {spec.task_id} failed for good: {update.error}"))
-        self.finished[attempt.key] = update
+        self.finished[attempt.key] = Codec.encode(update)
         actions.append(PublishUpdate(update))
         if update.state == "succeeded" and spec.push:  # the slot is free already; the push goes on
             actions.append(Push(spec.block_id, spec.push, spec.push_rate_bytes_s, spec.task_id, spec.attempt))

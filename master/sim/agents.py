@@ -13,6 +13,14 @@ fetch, a push: Pado's, and spark-checkpoint's copies) is booked on the sender's 
 receiver's NIC links (``model.Links``), which every transfer of a node shares as the real
 agent's token buckets are; pushes (``pushes.Push``) are reported as real agents report them:
 the receiver's ``BlockReceived``, then the sender's ``PushDelivered``.
+
+What each node's agent decides is the real agent's: every command goes to the node's
+``agents.core.AgentCore`` (``ModelNode.core``), which decides which launch runs (idempotence
+by (task, attempt), a stale attempt's launch ignored), what a cancel kills, which receiver
+inputs are fed, which flush is merged, what each report, a ``Resync`` and a heartbeat say;
+the model carries out its actions (``_ACTIONS``) on the simulator's clock and tells it what
+happened (a worker started or ended, a push landed). The model keeps only what is the
+simulator's: the execution model's times, the NIC links, CPU sharing and the event heap.
 """
 
 from __future__ import annotations
@@ -20,7 +28,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
+from agents import core
+from agents.core import (
+    Action,
+    AggregateDone,
+    HeartbeatDue,
+    InputsFed,
+    ReplicasStored,
+    WorkerFinished,
+    WorkerStarted,
+)
 from master.execution_model import MB, ExecutionModel, TaskCost, aggregate_sizes
 from master.sim.clock import DELIVER, EventHeap
 from master.sim.cpu import NodeCpu
@@ -37,21 +56,8 @@ from master.sim.nodes import (
 )
 from master.sim.pushes import Push
 from testbed.chaosmodels.slowdown import slowdown_factor
-from testbed.wire.protocol import (
-    BlockRef,
-    CancelTask,
-    Codec,
-    EvictionNotice,
-    FlushAggregate,
-    LaunchTask,
-    Message,
-    TaskInputs,
-    TaskMetrics,
-    TaskSpec,
-    TaskUpdate,
-)
+from testbed.wire.protocol import BlockRef, FlushAggregate, Message, TaskInputs, TaskSpec
 
-_CODEC = Codec()
 Deliver = Callable[[str, Message], None]
 """A message from a node reaches the master (now)."""
 
@@ -117,15 +123,14 @@ class ModelAgents:
         host, _, port = node.url.removeprefix("http://").partition(":")
         self.deliver(node.node_id, node_state(node, "up", host=host, port=int(port)))
         if self.heartbeat_s is not None:
-            self.heap.after(self.heartbeat_s, DELIVER, lambda: self._heartbeat(node, 1))
+            self.heap.after(self.heartbeat_s, DELIVER, lambda: self._heartbeat(node))
 
-    def _heartbeat(self, node: ModelNode, seq: int) -> None:
-        """What the node runs, as a real agent reports it every heartbeat interval."""
+    def _heartbeat(self, node: ModelNode) -> None:
+        """What the node runs, as its agent's core reports it every heartbeat interval."""
         if not node.alive or self.heartbeat_s is None:
             return
-        beat = node.heartbeat(seq, self.heap.now)
-        self.deliver(node.node_id, beat)
-        self.heap.after(self.heartbeat_s, DELIVER, lambda: self._heartbeat(node, seq + 1))
+        self.act(node, node.core.handle(HeartbeatDue(node.progress(self.heap.now))))
+        self.heap.after(self.heartbeat_s, DELIVER, lambda: self._heartbeat(node))
 
     def probe(self, node_id: str, incarnation: str) -> str:
         """What the node's ``/health`` says: ``answered`` by the same incarnation, else ``refused``
@@ -153,14 +158,8 @@ class ModelAgents:
         node = self.nodes.get(node_id)
         if node is None or not node.alive:
             return
-        node.alive = False
+        node.forget()
         self.moved += 1
-        node.blocks.clear()
-        node.copies.clear()
-        node.running.clear()
-        node.finished.clear()
-        if node.cpu is not None:
-            node.cpu.clear()
         self._fail_fetches()
         if node.up:
             lost = node_state(node, "lost")
@@ -170,14 +169,8 @@ class ModelAgents:
         """A graceful stop (the master already counts the node gone)."""
         node = self.nodes.get(node_id)
         if node is not None:
-            node.alive = False
+            node.forget()
             self.moved += 1
-            node.blocks.clear()
-            node.copies.clear()
-            node.running.clear()
-            node.finished.clear()
-            if node.cpu is not None:
-                node.cpu.clear()
 
     def live_nodes(self) -> int:
         return sum(1 for node in self.nodes.values() if node.alive)
@@ -185,36 +178,26 @@ class ModelAgents:
     # ------------------------------------------------------------------ commands
 
     def command(self, node_id: str, message: Message) -> None:
-        """A command from the master reaches the node (now)."""
+        """A command from the master reaches the node (now): its agent's core decides, the
+        model carries out what it answers (``_ACTIONS``)."""
         node = self.nodes.get(node_id)
-        if node is None or not node.alive:
-            return
-        if isinstance(message, LaunchTask):
-            self._launch(node, message.task)
-        elif isinstance(message, CancelTask):
-            self._cancel(node, message.task_id, message.attempt)
-        elif isinstance(message, TaskInputs):
-            self._inputs(node, message)
-        elif isinstance(message, FlushAggregate):
-            self._flush(node, message)
-        elif isinstance(message, EvictionNotice):
-            self.deliver(node_id, node_state(node, "draining"))
+        if node is not None and node.alive:
+            self.act(node, node.core.handle(message))
 
-    def _launch(self, node: ModelNode, spec: TaskSpec) -> None:
+    def act(self, node: ModelNode, actions: list[Action]) -> None:
+        """Carry out what the node's core answered."""
+        for action in actions:
+            _ACTIONS[type(action)](self, node, action)
+
+    def start_worker(self, node: ModelNode, spec: TaskSpec) -> None:
+        """The core's ``StartWorker``: the attempt's worker is up after the launch overhead;
+        its input feed is open at once (``WorkerStarted``)."""
         key = (spec.task_id, spec.attempt)
-        if key in node.finished:  # a launch sent again: the outcome is repeated
-            self.deliver(node.node_id, _CODEC.decode(node.finished[key]))
-            return
-        if key in node.running:
-            return
         refs = [ref for refs in spec.inputs for ref in refs]
         broadcast = broadcast_indices(spec) if spec.broadcast else frozenset()
         attempt = node.running[key] = Attempt(spec, key, refs, broadcast=broadcast)
-        self.deliver(
-            node.node_id,
-            TaskUpdate(node_id=node.node_id, task_id=spec.task_id, attempt=spec.attempt, state="running"),
-        )
         self.heap.after(node.launch_s, DELIVER, lambda: self._begin(node, attempt))
+        self.act(node, node.core.handle(WorkerStarted(spec.task_id, spec.attempt)))
 
     def _begin(self, node: ModelNode, attempt: Attempt) -> None:
         """The worker is up: its inputs are fetched (or found lost), then it computes."""
@@ -433,28 +416,19 @@ class ModelAgents:
         lost: tuple[str, ...] = (),
         reason: str | None = None,
     ) -> None:
-        """``reason``: a fetch failure's message as the real worker words it (one block)."""
+        """The worker ends: its outcome goes to the core (``WorkerFinished``), which reports it
+        and pushes its block. ``reason``: a fetch failure's message as the real worker words it
+        (one block)."""
         spec = attempt.spec
         key = (spec.task_id, spec.attempt)
         if not node.alive or node.running.pop(key, None) is not attempt:
             return
         if failure is not None or cost is None:
-            update = TaskUpdate(
-                node_id=node.node_id,
-                task_id=spec.task_id,
-                attempt=spec.attempt,
-                state="failed",
-                failure=failure,  # type: ignore[arg-type]
-                error=self._fetch_error(lost, reason),
-                lost_blocks=lost,
-            )
+            error = self._fetch_error(lost, reason)
+            outcome = {"state": "failed", "failure": failure, "error": error, "lost_blocks": lost}
         else:
-            update = self._succeeded(node, spec, cost)
-        node.finished[key] = Codec.encode(update)
-        self.deliver(node.node_id, update)
-        if update.state == "succeeded" and spec.push:
-            block = spec.block_id
-            Push(self, node, block, (spec.task_id, spec.attempt), spec.push).start(spec.push_rate_bytes_s)
+            outcome = self._succeeded(node, spec, cost)
+        self.act(node, node.core.handle(WorkerFinished(spec.task_id, spec.attempt, outcome)))
 
     @staticmethod
     def _fetch_error(lost: tuple[str, ...], reason: str | None) -> str | None:
@@ -462,66 +436,85 @@ class ModelAgents:
             return f"cannot fetch block {lost[0]}: {reason}"
         return f"input blocks lost: {', '.join(lost)}" if lost else None
 
-    def _succeeded(self, node: ModelNode, spec: TaskSpec, cost: TaskCost) -> TaskUpdate:
+    def _succeeded(self, node: ModelNode, spec: TaskSpec, cost: TaskCost) -> dict[str, Any]:
         partitions: tuple[int, ...] = ()
         if spec.final:
             self.output_staged(spec)
         else:
             partitions = self.model.output_parts(spec, cost.bytes_out)
             node.blocks[spec.block_id] = partitions
-        metrics = TaskMetrics(
-            bytes_in=cost.bytes_in,
-            bytes_out=cost.bytes_out,
-            spill_bytes=cost.spill_bytes,
-            spills=1 if cost.spill_bytes else 0,
-            fetch_s=round(cost.fetch_s, 6),
-            compute_s=round(cost.compute_s, 6),
-        )
-        return TaskUpdate(
-            node_id=node.node_id,
-            task_id=spec.task_id,
-            attempt=spec.attempt,
-            state="succeeded",
-            partition_bytes=partitions,
-            metrics=metrics,
-        )
+        metrics = {
+            "bytes_in": cost.bytes_in,
+            "bytes_out": cost.bytes_out,
+            "spill_bytes": cost.spill_bytes,
+            "spills": 1 if cost.spill_bytes else 0,
+            "fetch_s": round(cost.fetch_s, 6),
+            "compute_s": round(cost.compute_s, 6),
+        }
+        return {"state": "succeeded", "partition_bytes": partitions, "metrics": metrics}
 
-    def _cancel(self, node: ModelNode, task_id: str, attempt: int) -> None:
-        running = node.running.get((task_id, attempt))
+    def kill_worker(self, node: ModelNode, task_id: str, attempt: int) -> None:
+        """The core's ``Kill`` (a cancel): the worker stops at once, its compute off the cores,
+        and ends with no outcome of its own (the core reports it cancelled)."""
+        running = node.running.pop((task_id, attempt), None)
         if running is None:
             return
-        del node.running[(task_id, attempt)]
         if node.cpu is not None and running.computing is not None:
             node.cpu.stop(running.computing)
-        update = TaskUpdate(
-            node_id=node.node_id,
-            task_id=task_id,
-            attempt=attempt,
-            state="failed",
-            failure="cancelled",
-            error="cancelled by the master",
-        )
-        node.finished[(task_id, attempt)] = Codec.encode(update)
-        self.deliver(node.node_id, update)
+        self.act(node, node.core.handle(WorkerFinished(task_id, attempt, {})))
 
-    def _inputs(self, node: ModelNode, message: TaskInputs) -> None:
-        """Pado's incremental receivers: the blocks committed so far through a streamed
-        dependency (cumulative); the work starts once the last feed of each is in."""
-        attempt = node.running.get((message.task_id, message.attempt))
-        if attempt is None:
-            return
-        known = {(ref.block, ref.partition) for ref in attempt.refs}
-        attempt.refs.extend(ref for ref in message.refs if (ref.block, ref.partition) not in known)
-        if message.last:
-            attempt.closed.add(message.dependency)
-            self._begin(node, attempt)
+    def feed_inputs(self, node: ModelNode, inputs: TaskInputs) -> None:
+        """The core's ``FeedInputs`` (Pado's incremental receivers): the blocks committed so far
+        through a streamed dependency (cumulative) reach the worker; its work starts once the
+        last feed of each is in."""
+        attempt = node.running.get((inputs.task_id, inputs.attempt))
+        if attempt is not None:
+            known = {(ref.block, ref.partition) for ref in attempt.refs}
+            attempt.refs.extend(ref for ref in inputs.refs if (ref.block, ref.partition) not in known)
+            if inputs.last:
+                attempt.closed.add(inputs.dependency)
+                self._begin(node, attempt)
+        fed = InputsFed(inputs.task_id, inputs.attempt, inputs, sent=attempt is not None)
+        self.act(node, node.core.handle(fed))
 
     # ------------------------------------------------------------------ pushes
 
-    def _flush(self, node: ModelNode, flush: FlushAggregate) -> None:
-        """Pado's partial aggregation: the members held here merged into one block (summed
-        gradients: one gradient's size), pushed."""
+    def aggregate(self, node: ModelNode, flush: FlushAggregate) -> None:
+        """The core's ``Aggregate`` (Pado's partial aggregation): the members held here merged
+        into one block (summed gradients: one gradient's size), which the core then pushes."""
         held = [node.blocks[m] for m in flush.members if m in node.blocks]
         node.blocks[flush.block] = aggregate_sizes(flush.op, held, flush.partitions)
         self.moved += 1
-        Push(self, node, flush.block, (flush.block, 0), flush.push).start(flush.push_rate_bytes_s)
+        self.act(node, node.core.handle(AggregateDone(flush, {"state": "succeeded"})))
+
+    def push(self, node: ModelNode, push: core.Push) -> None:
+        """The core's ``Push``: the block's copies, on the links (``pushes.Push``), reported
+        through the receivers' cores (``BlockArrived``) and the sender's (``PushDone``)."""
+        origin = (push.task_id, push.attempt)
+        Push(self, node, push.block, origin, push.targets).start(push.rate)
+
+
+def _deliver(agents: ModelAgents, node: ModelNode, message: Message) -> None:
+    agents.deliver(node.node_id, message)
+
+
+def _store_replicas(agents: ModelAgents, node: ModelNode, action: core.StoreReplicas) -> None:
+    """The model copies no replica (the master's execution model times a replicated split's read)."""
+    agents.act(node, node.core.handle(ReplicasStored(tuple(split.block for split in action.splits))))
+
+
+_ACTIONS: dict[type, Callable[[ModelAgents, ModelNode, Any], None]] = {
+    core.StartWorker: lambda agents, node, a: agents.start_worker(node, a.spec),
+    core.Kill: lambda agents, node, a: agents.kill_worker(node, a.task_id, a.attempt),
+    core.FeedInputs: lambda agents, node, a: agents.feed_inputs(node, a.inputs),
+    core.PublishUpdate: lambda agents, node, a: _deliver(agents, node, a.update),
+    core.PublishReport: lambda agents, node, a: _deliver(agents, node, a.report),
+    core.SendHeartbeat: lambda agents, node, a: _deliver(agents, node, a.beat),
+    core.AnnounceState: lambda agents, node, a: _deliver(agents, node, node_state(node, a.state)),
+    core.Push: ModelAgents.push,
+    core.Aggregate: lambda agents, node, a: agents.aggregate(node, a.flush),
+    core.StoreReplicas: _store_replicas,
+    core.DeleteCached: lambda agents, node, a: None,  # the model keeps no cache files
+    core.Log: lambda agents, node, a: None,  # nor an agent log
+}
+"""How the model carries out each action of its node's core."""

@@ -1,15 +1,17 @@
 """What each simulated node holds and runs, as the model agents (``master.sim.agents``) keep it:
-its blocks, its copies of broadcast inputs, its links and CPU, its running attempts and the
-fetch each is reading."""
+its blocks, its copies of broadcast inputs, its links and CPU, its agent's decisions (the real
+agent's ``agents.core.AgentCore``), and its attempts' modelled workers and the fetch each is
+reading."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from agents.core import AgentCore
 from master.execution_model import Links
 from master.sim.cpu import CpuJob, NodeCpu
-from testbed.wire.protocol import BlockRef, Heartbeat, NodeState, TaskSpec
+from testbed.wire.protocol import BlockRef, NodeState, TaskSpec
 
 
 @dataclass(slots=True)
@@ -130,26 +132,34 @@ class ModelNode:
     cpu: NodeCpu | None = None
     """Its cores shared by its attempts and its agent (None: no CPU sharing modelled)."""
     running: dict[tuple[str, int], Attempt] = field(default_factory=dict)
-    finished: dict[tuple[str, int], bytes] = field(default_factory=dict)
-    """Each attempt's outcome, msgpack-encoded as on the wire (a launch sent again repeats
-    it): a few hundred bytes each instead of a pydantic object's kilobytes, at 1,000,000
-    tasks. A dead node forgets them (it gets no command again)."""
+    """Each attempt's modelled worker, from the core's ``StartWorker`` until it ends (as the
+    real agent's ``workers``): what runs, not what the agent reports (the core's)."""
+    core: AgentCore = field(init=False)
+    """Its agent's state and decisions: which launch runs, what a cancel does, each attempt's
+    outcome (repeated to a launch sent again), the push reports, what a heartbeat lists."""
+
+    def __post_init__(self) -> None:
+        self.core = AgentCore(self.node_id, incarnation_of(self.node_id))
 
     @property
     def url(self) -> str:
         return url_of(self.node_id)
 
-    def heartbeat(self, seq: int, now: float) -> Heartbeat:
-        """What the node runs, as a real agent reports it, with each attempt's progress score."""
-        attempts = {task_id: attempt for task_id, attempt in self.running}
-        return Heartbeat(
-            node_id=self.node_id,
-            incarnation=incarnation_of(self.node_id),
-            seq=seq,
-            running=tuple(attempts),
-            attempts=attempts,
-            progress={task_id: a.score(now) for (task_id, _), a in self.running.items()},
-        )
+    def forget(self) -> None:
+        """Dead: its blocks, copies and workers are gone, and its agent with them (it gets no
+        command again)."""
+        self.alive = False
+        self.blocks.clear()
+        self.copies.clear()
+        self.running.clear()
+        self.core = AgentCore(self.node_id, incarnation_of(self.node_id))
+        if self.cpu is not None:
+            self.cpu.clear()
+
+    def progress(self, now: float) -> dict[str, float]:
+        """Each current attempt's progress score, as its worker writes it for the heartbeats."""
+        running = self.running
+        return {task_id: running[a.key].score(now) for task_id, a in self.core.running.items()}
 
 
 def incarnation_of(node_id: str) -> str:

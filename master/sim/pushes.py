@@ -1,7 +1,7 @@
 """One block's push on the simulator's clock (Pado's pushes, spark-checkpoint's copies): the
 block's partitions copied to every target at once, as the real agent does (one upload per
 target, each at most ``rate`` bytes/s), all of them on the sender's NIC link and each on its
-receiver's; each receiver reports its verified copy (``BlockReceived``), then the sender asks
+receiver's; each receiver's agent core reports its verified copy (``BlockReceived``), then the sender's asks
 the master to commit (``PushDelivered``)."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from agents.core import Action, BlockArrived, PushDone
 from master.execution_model import ExecutionModel
 from master.sim.clock import DELIVER, EventHeap
 from master.sim.nodes import ModelNode
-from testbed.wire.protocol import BlockReceived, Message, PushDelivered, PushedPart, PushTarget
+from testbed.wire.protocol import PushedPart, PushTarget
 
 
 class Agents(Protocol):
@@ -24,8 +25,8 @@ class Agents(Protocol):
     moved: int
     """Bumped whenever a node gains or loses a block (a reader's holders are then looked up again)."""
 
-    deliver: Callable[[str, Message], None]
-    """A message from a node reaches the master (now)."""
+    def act(self, node: ModelNode, actions: list[Action]) -> None:
+        """The model carries out what the node's core answered (its reports reach the master)."""
 
     def agent_work(self, node: ModelNode, mb_cpu_s: float, done: Callable[[], None]) -> None: ...
 
@@ -116,21 +117,14 @@ class Push:
         receiver.blocks[self.block] = tuple(held.get(p, 0) for p in range(max(held) + 1))
         agents.moved += 1
         self.delivered[target.node_id] = parts
-        received = BlockReceived(node_id=receiver.node_id, block=self.block, parts=parts)
-        agents.deliver(receiver.node_id, received)
+        agents.act(receiver, receiver.core.handle(BlockArrived(self.block, parts)))
 
     def _request(self) -> None:
         """The sender asks the master to commit what landed."""
         node = self.node
         if not node.alive:
             return
-        request = PushDelivered(
-            node_id=node.node_id,
-            task_id=self.task_id,
-            attempt=self.attempt,
-            block=self.block,
-            delivered=dict(self.delivered),
-            failed=tuple(self.failed),
-            error=f"receivers gone: {', '.join(self.failed)}" if self.failed else None,
-        )
-        self.agents.deliver(node.node_id, request)
+        error = f"receivers gone: {', '.join(self.failed)}" if self.failed else ""
+        delivered, failed = dict(self.delivered), tuple(self.failed)
+        done = PushDone(self.block, self.task_id, self.attempt, delivered, failed, error)
+        self.agents.act(node, node.core.handle(done))

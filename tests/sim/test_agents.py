@@ -375,7 +375,7 @@ def test_a_launch_sent_again_repeats_the_outcome_kept_encoded() -> None:
     fleet.command("reserved-0", LaunchTask(task=sleep_task(0, 3.0)))
     assert [m for _, _, m in heard] == first  # at once, the same message (its id too)
     fleet.kill("reserved-0")
-    assert not fleet.nodes["reserved-0"].finished  # a dead node gets no launch again
+    assert not fleet.nodes["reserved-0"].core.finished  # a dead node gets no launch again
 
 
 def test_an_aggregate_of_gradients_is_one_inputs_size_however_many_it_sums() -> None:
