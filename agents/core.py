@@ -289,10 +289,13 @@ class AgentCore:
         return [PublishUpdate(self._update(spec, "running")), StartWorker(attempt.spec)]
 
     def _cancel(self, message: CancelTask) -> list[Action]:
-        current = self.running.get(message.task_id)
-        if current is None or current.spec.attempt != message.attempt:
+        """The named attempt's worker is killed, whether or not a later attempt of its task
+        started here since: a worker left to run past its cancel holds a slot, cores and memory
+        the master has given to other tasks."""
+        attempt = self.live.get((message.task_id, message.attempt))
+        if attempt is None:
             return []
-        current.cancelled = True
+        attempt.cancelled = True
         return [Kill(message.task_id, message.attempt)]
 
     def _flush(self, message: FlushAggregate) -> list[Action]:

@@ -132,6 +132,19 @@ def test_a_cancelled_attempt_that_ends_late_is_reported_cancelled_and_pushes_not
     assert not any(isinstance(a, Push) for a in ended)
 
 
+def test_a_cancel_of_a_superseded_attempt_still_running_kills_its_worker() -> None:
+    """Attempt 0 still runs here when attempt 1 of its task starts here: the master's cancel
+    of attempt 0 kills that worker (it would go on holding a slot the master gave away), and
+    attempt 1 stays the task's current one."""
+    core = AgentCore("transient-0", "inc")
+    core.handle(launch(attempt=0))
+    core.handle(launch(attempt=1))
+    assert core.handle(CancelTask(task_id="j.s0.t0", attempt=0)) == [Kill("j.s0.t0", 0)]
+    assert updates(core.handle(WorkerFinished("j.s0.t0", 0, {}))) == [("j.s0.t0", 0, "failed", "cancelled")]
+    beat = heartbeat(core)
+    assert beat.running == ("j.s0.t0",) and beat.attempts == {"j.s0.t0": 1}
+
+
 def test_a_succeeded_attempt_pushes_after_its_update_and_the_push_is_reported() -> None:
     core = AgentCore("transient-0", "inc")
     core.handle(launch(push=(TARGET,)))
