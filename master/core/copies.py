@@ -22,9 +22,10 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
-from master.core.jobs import Copy, JobRuntime, TaskKey
+from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
+from master.core.task_records import Copy
 from master.speculation import NoSpeculation
 from testbed.api.speculation import (
     AttemptView,

@@ -14,9 +14,10 @@ from typing import Any, Protocol
 from master.core.commands import Command, LogLevel
 from master.core.exposure import StageDurations
 from master.core.input_replicas import InputReplication
-from master.core.jobs import Copy, JobRuntime, LiveJobs, TaskKey
+from master.core.jobs import JobRuntime, LiveJobs, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.senders import SenderCheck
+from master.core.task_records import Copy
 from master.core.timers import TimerHeap
 from testbed.api.policy import ClusterSnapshot, NodeView, RunningTask
 from testbed.api.strategy import Ready, StrategyEvent, TaskLaunch

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from master.core.jobs import Copy, JobRuntime, TaskKey
+from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import RecordsPort
+from master.core.task_records import Copy
 from testbed.journal.tables import TASK_METRICS
 from testbed.wire.protocol import CancelTask, TaskUpdate
 

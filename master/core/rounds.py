@@ -14,11 +14,12 @@ from typing import Any
 
 from master.autoscalers.revocation import revocation_outcome
 from master.core.exposure import NONE, Exposure, exposure
-from master.core.jobs import LIVE, JobRuntime, TaskKey, TaskRecord
+from master.core.jobs import LIVE, JobRuntime, TaskKey
 from master.core.node_views import NodeViews
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
 from master.core.preemption import preempt, preemptible
+from master.core.task_records import TaskRecord
 from master.core.turns import PlacementTurns
 from master.schedulers.window import PendingWindow
 from testbed.api.policy import (
