@@ -29,6 +29,7 @@ class Planner:
 
     def __init__(self, settings: RunSettings) -> None:
         self.settings = settings
+        self.ideal_memory_mb = stage_memory(settings.profiles)
         self._prior: StagePrior | None = None
 
     def plan(self, command: cmd.PlanJob) -> JobPlanned | JobPlanFailed:
@@ -37,8 +38,7 @@ class Planner:
         spec, settings = command.spec, self.settings
         try:
             job_plan = plan_job(spec, command.seed, settings.scenario)
-            ideal = stage_memory(settings.profiles)
-            memory = tuple(ideal(spec, stage) for stage in range(len(job_plan.stages)))
+            memory = tuple(self.ideal_memory_mb(spec, stage) for stage in range(len(job_plan.stages)))
         except Exception as exc:  # the job's own failure, journaled and failed by the core
             return JobPlanFailed(command.ordinal, str(exc))
         prior = self.stage_prior().of(job_plan, memory) if settings.policies.scheduler.needs_exposure else ()
