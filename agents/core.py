@@ -256,8 +256,9 @@ class AgentCore:
         self._codec = Codec()
         self.flushed: set[str] = set()
         """Aggregate blocks already being made (a redelivered flush is ignored)."""
-        self.push_reports: dict[tuple[str, str], PushDelivered | BlockReceived] = {}
-        """(kind, block) -> the latest push report made, repeated on ``Resync``."""
+        self.push_reports: dict[tuple[str, str], bytes] = {}
+        """(kind, block) -> the latest push report made, repeated on ``Resync``; msgpack-encoded
+        as ``finished`` is, for the same reason: kept for the run, as a resync repeats them all."""
         self.input_cache = LruCache(0)
         """Pado's task input cache (section 3.2.7): the files under ``cache/``, bounded in bytes."""
         self.storing: set[str] = set()
@@ -312,7 +313,7 @@ class AgentCore:
         return [StoreReplicas(message.job_id, splits)]
 
     def _resync(self, _: Resync) -> list[Action]:
-        return [PublishReport(report) for report in self.push_reports.values()]
+        return [PublishReport(self._codec.decode(report)) for report in self.push_reports.values()]
 
     def _eviction_notice(self, message: EvictionNotice) -> list[Action]:
         self.state = "draining"
@@ -442,7 +443,7 @@ class AgentCore:
         return self._report(BlockReceived(node_id=self.node_id, block=event.block, parts=event.parts))
 
     def _report(self, message: PushDelivered | BlockReceived) -> list[Action]:
-        self.push_reports[(message.kind, message.block)] = message
+        self.push_reports[(message.kind, message.block)] = Codec.encode(message)
         return [PublishReport(message)]
 
     def _replicas_stored(self, event: ReplicasStored) -> list[Action]:
