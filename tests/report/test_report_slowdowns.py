@@ -63,3 +63,38 @@ def test_a_tasks_factor_averages_its_episodes_one_over_f_over_its_time() -> None
     assert effective_factor(2.0, spans, 0.0, 10.0) == 3.2
     assert effective_factor(2.0, spans, 20.0, 30.0) == 2.0
     assert effective_factor(1.0, spans, 6.0, 8.0) == 4.0
+
+
+def test_the_aggregated_gantt_counts_a_groups_slowed_nodes_and_draws_its_episodes(tmp_path: Path) -> None:
+    """130 one-slot nodes (over ``MAX_LANES``: groups of 4) running 390 100 s sleeps: reserved-0
+    2x and reserved-1 3x slower from launch, in the first group's label; the episode's 3x from
+    150 s to 250 s on its node's row."""
+    cluster = {**CLUSTER, "reserved": {"count": 130, "slots": 1}}
+    chaos = {"slowdown": {"episodes": [EPISODE], "nodes": {"reserved-0": 2, "reserved-1": 3}}}
+    jobs = [{**JOBS[0], "tasks": 390}]  # three waves: the run outlasts the episode
+    simulate(tmp_path, cluster=cluster, jobs=jobs, chaos=chaos)
+    run = load_run(tmp_path / "run")
+    (began,) = [e for e in run.events if e["event"] == "slowdown_episode" and e["began"]]
+    figure = gantt(run)
+    assert figure is not None
+    axes = figure.axes[0]
+    assert "130 nodes in" in axes.get_title()
+    labels = [tick.get_text() for tick in axes.get_yticklabels()]
+    assert labels[0] == "reserved-0 .. reserved-3 (4 r), 2 slowed 2x-3x"
+    assert sum("slowed" in label for label in labels) == 1
+    (dotted,) = [c for c in axes.collections if c.get_hatch() == ".."]
+    (path,) = dotted.get_paths()
+    assert sorted({round(float(x), 6) for x, _ in path.vertices}) == [150.0, 250.0]
+    (row,) = [g for g, label in enumerate(labels) if began["node"] in _members(label)]
+    ys = [float(y) for _, y in path.vertices]
+    assert row - 0.5 < min(ys) < max(ys) < row  # in its row's top half
+    assert [t.get_text() for t in axes.texts] == ["3x slower"]
+    assert "a node's slowdown episode" in [h.get_text() for h in axes.get_legend().get_texts()]
+
+
+def _members(label: str) -> list[str]:
+    """The nodes a group row's label names: ``reserved-4 .. reserved-7 (4 r)``, consecutive."""
+    first, _, rest = label.partition(" .. ")
+    last = rest.split(" ")[0] if rest else first
+    prefix, low = first.rsplit("-", 1)
+    return [f"{prefix}-{i}" for i in range(int(low), int(last.rsplit("-", 1)[1]) + 1)]

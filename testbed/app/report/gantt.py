@@ -5,8 +5,8 @@ Up to ``MAX_LANES`` lanes, every node gets one lane per slot (its class's
 drawn in the lowest lane free at its start, so concurrent attempts on a node
 never hide each other. Beyond that (hundreds of nodes) nodes are aggregated:
 consecutive nodes of a class form a group row showing how many of the group's
-slots were busy over time (mean per time bin), with failed attempts in red and
-evictions counted.
+slots were busy over time (mean per time bin), with failed attempts in red,
+evictions counted and slowed nodes and their episodes marked.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,27 +229,39 @@ def _slowed(factor: float | None) -> str:
 
 def _slow_spans(run: RunData, layout: LaneLayout, axes: Any) -> list[SlowSpan]:
     """Each slowdown episode's span on its node's lanes, dotted, labelled with its factor."""
-    ends = {n.node_id: n.ended_s if n.ended_s is not None else run.end_s for n in run.nodes}
-    spans = [
-        s for s in episode_spans(run.events, {**dict.fromkeys(layout.base, run.end_s), **ends})
-        if s.node_id in layout.base
-    ]
+    spans = spans_on(run, layout.base)
     boxes = [
         _bar(s.start_s, s.stop_s, layout.y(s.node_id, 0) + (layout.lanes[s.node_id] - 1) / 2,
              layout.lanes[s.node_id] / 2)
         for s in spans
     ]  # fmt: skip
+    _draw_spans(axes, spans, boxes, [layout.base[s.node_id] - 0.5 for s in spans])
+    return spans
+
+
+def spans_on(run: RunData, nodes: Iterable[str]) -> list[SlowSpan]:
+    """The slowdown episodes' spans on ``nodes`` (``episode_spans``), each to its node's end."""
+    drawn = set(nodes)
+    ends = {n.node_id: n.ended_s if n.ended_s is not None else run.end_s for n in run.nodes}
+    spans = episode_spans(run.events, {**dict.fromkeys(drawn, run.end_s), **ends})
+    return [s for s in spans if s.node_id in drawn]
+
+
+def _draw_spans(
+    axes: Any, spans: list[SlowSpan], boxes: list, label_ys: list[float], align: str = "bottom"
+) -> None:
+    """The spans' dotted boxes over the attempts (which they dim: those ran slowed), the first
+    ``MAX_SLOW_LABELS`` labelled with their factor at ``label_ys`` (``align``: the y's side)."""
     axes.add_collection(
         PolyCollection(
             boxes, facecolors=SLOW_FILL, edgecolors=SLOW_BROWN, hatch="..", linewidths=0.8, zorder=4
         )
-    )  # over the attempts' bars, which it dims: they ran slowed
-    for span in spans[:MAX_SLOW_LABELS]:
+    )
+    for span, y in zip(spans[:MAX_SLOW_LABELS], label_ys, strict=False):
         axes.text(
-            span.start_s, layout.base[span.node_id] - 0.5, f"{span.factor:g}x slower",
-            color=SLOW_BROWN, fontsize="x-small", va="bottom", zorder=6,
+            span.start_s, y, f"{span.factor:g}x slower",
+            color=SLOW_BROWN, fontsize="x-small", va=align, zorder=6,
         )  # fmt: skip
-    return spans
 
 
 def _legend(jobs: list[str], palette: dict[str, tuple], evictions: bool, slowed: bool = False) -> list:
@@ -290,6 +303,7 @@ def node_groups(run: RunData, lanes: dict[str, int], max_groups: int = MAX_GROUP
     a group's slots are its nodes' lanes (``lane_layout``)."""
     classes = node_classes(run)
     order = node_order(run)
+    own = own_factors(run.events)
     size = max(1, math.ceil(len(order) / max_groups))
     groups: list[NodeGroup] = []
     for node_class in dict.fromkeys(classes.get(n, "?") for n in order):
@@ -299,8 +313,18 @@ def node_groups(run: RunData, lanes: dict[str, int], max_groups: int = MAX_GROUP
             label = (
                 f"{chunk[0]} .. {chunk[-1]} ({len(chunk)} {node_class[:1]})" if len(chunk) > 1 else chunk[0]
             )
-            groups.append(NodeGroup(label, node_class, chunk, sum(lanes[n] for n in chunk)))
+            slots = sum(lanes[n] for n in chunk)
+            groups.append(NodeGroup(label + _slowed_in(chunk, own), node_class, chunk, slots))
     return groups
+
+
+def _slowed_in(nodes: tuple[str, ...], own: dict[str, float]) -> str:
+    """A group's own slowdowns in its row's label: ``, 3 slowed 1.5x-3x`` (``_slowed`` for one node)."""
+    factors = [own[n] for n in nodes if n in own]
+    if len(nodes) == 1 or not factors:
+        return _slowed(factors[0] if factors else None)
+    low, high = min(factors), max(factors)
+    return f", {len(factors)} slowed {low:g}x" + ("" if low == high else f"-{high:g}x")
 
 
 def busy_slots(attempts: list[TaskAttempt], edges: np.ndarray, end: float) -> np.ndarray:
@@ -332,6 +356,9 @@ def aggregated_gantt(run: RunData, lanes: dict[str, int]) -> Figure:
                 axes.fill_between(
                     edges, g + 0.45, tops, step="post", color=colour, alpha=0.8 if failed else 0.6
                 )
+    spans = spans_on(run, group_of)  # a strip along the top of its node's row, labelled under it
+    boxes = [_bar(s.start_s, s.stop_s, group_of[s.node_id] - 0.36, 0.06) for s in spans]
+    _draw_spans(axes, spans, boxes, [group_of[s.node_id] - 0.28 for s in spans], "top")
     evictions = Counter((group_of[e.node_id], e.t_s) for e in run.evictions if e.node_id in group_of)
     for (g, t), count in evictions.items():
         axes.plot([t], [g], marker="X", color=EVICTION_RED, markersize=8, linestyle="none", zorder=5)
@@ -353,5 +380,9 @@ def aggregated_gantt(run: RunData, lanes: dict[str, int]) -> Figure:
     handles.append(Patch(facecolor=EVICTION_RED, label="failed / killed / lost attempts"))
     if evictions:
         handles.append(eviction_handle("evictions (count when several at once)"))
+    if spans:
+        handles.append(
+            Patch(facecolor=SLOW_FILL, edgecolor=SLOW_BROWN, hatch="..", label="a node's slowdown episode")
+        )
     axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return figure
