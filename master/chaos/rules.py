@@ -19,6 +19,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal, Protocol
 
 import numpy as np
@@ -202,7 +203,10 @@ class ChaosRules:
         slowdown = self.chaos.slowdown
         for index, episode in enumerate(slowdown.episodes if slowdown is not None else []):
             if episode.at >= since:
-                self.clock.at(episode.at, SLOW, lambda i=index, e=episode: self._episode(i, e))
+                self.clock.at(episode.at, SLOW, partial(self._episode, index, episode, episode.duration))
+            elif since < episode.at + episode.duration:  # under way when the run stopped: its rest
+                rest = episode.at + episode.duration - since
+                self.clock.at(since, SLOW, partial(self._episode, index, episode, rest))
 
     def launched(self, node_id: str, node_class: NodeClass, ordinal: int) -> None:
         """A node joined the run now: its lifetime, drawn by ordinal from its zone's model
@@ -340,14 +344,16 @@ class ChaosRules:
             self.doomed.add(node_id)
             self.clock.at(kill_at, KILL, lambda node_id=node_id: self._kill(node_id, "storm", event.storm))
 
-    def _episode(self, index: int, episode: SlowdownEpisode) -> None:
+    def _episode(self, index: int, episode: SlowdownEpisode, length: float) -> None:
         """An episode begins: its nodes, picked among the live ones not doomed by its own
-        generator (seed, ``EPISODE_STREAM``, index), are slowed until it ends."""
+        generator (seed, ``EPISODE_STREAM``, index), are slowed for ``length`` (its duration, or
+        what is left of it when a resumed run continues inside it: its nodes died with the
+        stopped run, so the rest of it slows as many of the nodes live now)."""
         _, nodes = self.choose(episode.nodes, rng_for(self.chaos.seed, EPISODE_STREAM, index))
         for node_id in nodes:
             self.episodes.setdefault(node_id, {})[index] = episode.factor
             self.world.slowed(node_id, self.episode_factor(node_id), index, True)
-        end = self.clock.now() + episode.duration
+        end = self.clock.now() + length
         self.clock.at(end, SLOW, lambda: self._episode_end(index, nodes))
 
     def _episode_end(self, index: int, nodes: list[str]) -> None:

@@ -7,6 +7,7 @@ No agent process and no broker: the core is driven by events at chosen times
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from master.chaos.rules import KILL, LAUNCH, REBALANCE, STORM, WARN, ChaosRules, VirtualClock
@@ -152,3 +153,48 @@ def test_a_resumed_run_does_not_replay_the_storms_before_its_crash() -> None:
     rules.start(since=3.0)
     world.clock.run(10.0)
     assert world.fired == [5.0]
+
+
+@dataclass(frozen=True)
+class LiveNode:
+    node_id: str
+    node_class: str = "transient"
+    launched: float = 0.0
+    running: tuple = ()
+    zone: str | None = None
+
+
+class SlowLog(StormLog):
+    """Two live transient nodes; notes each episode's change of a node's factor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes: list[tuple[float, str, float, bool]] = []
+
+    def candidates(self) -> list[Any]:
+        return [LiveNode("transient-4"), LiveNode("transient-5")]
+
+    def alive(self, node_id: str) -> bool:
+        return True
+
+    def slowed(self, node_id: str, factor: float, episode: int, began: bool) -> None:
+        self.changes.append((self.clock.now(), node_id, factor, began))
+
+
+def test_a_resumed_run_continues_an_episode_under_way_for_what_is_left_of_it() -> None:
+    """An episode from 2 s to 8 s, a run resumed at 5 s: one of the live nodes 3x slower from 5 s
+    to 8 s; an episode over before 5 s is not replayed, one after it runs as planned."""
+    episodes = [
+        {"at": "2s", "for": "6s", "nodes": {"count": 1}, "factor": 3},
+        {"at": "1s", "for": "2s", "nodes": {"count": 1}, "factor": 2},
+        {"at": "9s", "for": "1s", "nodes": {"count": 2}, "factor": 4},
+    ]
+    world = SlowLog()
+    world.clock.time = 5.0
+    slowed = make_scenario(chaos={"slowdown": {"episodes": episodes}})
+    rules = ChaosRules(ClusterSettings.of(slowed), chaos_settings(slowed), world.clock, world)  # type: ignore[arg-type]
+    rules.start(since=5.0)
+    world.clock.run(20.0)
+    ((began, node, factor, _), (ended, again, restored, _), *later) = world.changes
+    assert (began, factor, ended, again, restored) == (5.0, 3.0, 8.0, node, 1.0)
+    assert [(t, f, b) for t, _, f, b in later] == [(9.0, 4.0, True)] * 2 + [(10.0, 1.0, False)] * 2
