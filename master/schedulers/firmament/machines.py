@@ -72,3 +72,103 @@ class MachineTable:
         """A mask of the machines whose node class is one of ``classes``."""
         allowed = np.array([r[0] in set(classes) for r in self.racks], dtype=bool)
         return allowed[self.rack] if len(self.racks) else np.zeros(len(self), dtype=bool)
+
+
+class MachineColumns:
+    """Every node a snapshot shows, as columns kept from round to round.
+
+    The master hands a round the same ``NodeView`` object for a node whose view did not change
+    (``master/core/node_views.py``), so a round matches this snapshot's views to the last
+    one's by identity (numpy over their ids) and computes a row only for a view it has not
+    seen: a node joined, or one whose tasks, status or marks changed. A round's
+    :class:`MachineTable` is then a mask over the columns."""
+
+    def __init__(self) -> None:
+        self.views: tuple[NodeView, ...] = ()
+        """The last snapshot's views (held, so that no new view can take one's id)."""
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.objects = np.zeros(0, dtype=object)
+        self.node_ids = np.zeros(0, dtype=object)
+        self.slots = np.zeros(0, dtype=np.int64)
+        self.busy = np.zeros(0, dtype=np.int64)
+        """Tasks running on each."""
+        self.memory = np.zeros(0, dtype=np.int64)
+        """Free memory (MB) of each."""
+        self.launched = np.zeros(0, dtype=float)
+        self.rebalance = np.zeros(0, dtype=bool)
+        self.draining = np.zeros(0, dtype=bool)
+        self.rack = np.zeros(0, dtype=np.int64)
+        self.racks: list[Rack] = []
+        """Every (node class, zone) pair seen, in first-seen order (codes never change)."""
+        self._codes: dict[Rack, int] = {}
+        self.placed: dict[str, Rack] = {}
+        """The nodes up or draining but not draining: node id -> its rack (the cost models'
+        ``racks``); a new mapping whenever a node joins, leaves or drains, else the same one."""
+
+    def update(self, nodes: tuple[NodeView, ...]) -> None:
+        """Take ``nodes`` (a snapshot's), computing rows only for the views not seen last time."""
+        ids = np.fromiter(map(id, nodes), dtype=np.int64, count=len(nodes))
+        if np.array_equal(ids, self.ids):
+            self.views = nodes
+            return
+        known, source = self._match(ids)
+        lost = np.ones(len(self.ids), dtype=bool)
+        lost[source[known]] = False
+        before = sorted((self.node_ids[p], bool(self.draining[p])) for p in np.flatnonzero(lost).tolist())
+        fresh = np.flatnonzero(~known)
+        for name in ("node_ids", "slots", "busy", "memory", "launched", "rebalance", "draining", "rack"):
+            column = getattr(self, name)
+            taken = np.zeros(len(nodes), dtype=column.dtype)
+            taken[known] = column[source[known]]
+            setattr(self, name, taken)
+        for position in fresh.tolist():
+            self._row(position, nodes[position])
+        self.ids, self.views = ids, nodes
+        self.objects = np.fromiter(nodes, dtype=object, count=len(nodes))
+        after = sorted((nodes[p].node_id, nodes[p].draining) for p in fresh.tolist())
+        if before != after:
+            up = np.flatnonzero(~self.draining)
+            racks = [self.racks[code] for code in self.rack[up].tolist()]
+            self.placed = dict(zip(self.node_ids[up].tolist(), racks, strict=True))
+
+    def _match(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of ``ids`` were seen last time, and at which of the last round's positions."""
+        if not len(self.ids):
+            return np.zeros(len(ids), dtype=bool), np.zeros(len(ids), dtype=np.int64)
+        order = np.argsort(self.ids)
+        at = np.minimum(np.searchsorted(self.ids[order], ids), len(order) - 1)
+        return self.ids[order][at] == ids, order[at]
+
+    def _row(self, position: int, view: NodeView) -> None:
+        self.node_ids[position] = view.node_id
+        self.slots[position] = view.slots
+        self.busy[position] = len(view.running)
+        self.memory[position] = view.memory_mb - sum(t.memory_mb for t in view.running)
+        self.launched[position] = view.launched
+        self.rebalance[position] = view.rebalance
+        self.draining[position] = view.draining
+        rack = (view.node_class, view.zone)
+        code = self._codes.get(rack)
+        if code is None:
+            code = self._codes[rack] = len(self.racks)
+            self.racks.append(rack)
+        self.rack[position] = code
+
+    def table(self, now: float, preemption: bool) -> MachineTable:
+        """The round's machines: the nodes not draining with a free slot (under preemption,
+        or a task running: its slots count as free, ``MachineTable.of``'s ``movable``)."""
+        free = self.slots - self.busy
+        up = ~self.draining & ((free > 0) | (self.busy > 0) if preemption else free > 0)
+        node_ids = self.node_ids[up].tolist()
+        return MachineTable(
+            self.objects[up].tolist(),
+            now,
+            self.slots[up] if preemption else free[up],
+            self.memory[up],
+            self.busy[up],
+            self.launched[up],
+            self.rebalance[up],
+            self.racks,
+            self.rack[up],
+            dict(zip(node_ids, range(len(node_ids)), strict=True)),
+        )
