@@ -22,8 +22,6 @@ Rack = tuple[NodeClass, str | None]
 
 @dataclass
 class MachineTable:
-    views: list[NodeView]
-    """The machines, in the table's order."""
     now: float
     slots: np.ndarray
     """Free slots of each (with its movable tasks' slots)."""
@@ -53,7 +51,6 @@ class MachineTable:
         racks: dict[Rack, int] = {}
         rack = [racks.setdefault((v.node_class, v.zone), len(racks)) for v in views]
         return cls(
-            views,
             now,
             np.array([v.slots - busy for v, busy in zip(views, pinned, strict=True)], dtype=np.int64),
             np.array([v.memory_mb - u for v, u in zip(views, used, strict=True)], dtype=np.int64),
@@ -66,7 +63,7 @@ class MachineTable:
         )
 
     def __len__(self) -> int:
-        return len(self.views)
+        return len(self.slots)
 
     def of_classes(self, classes: Iterable[NodeClass]) -> np.ndarray:
         """A mask of the machines whose node class is one of ``classes``."""
@@ -87,7 +84,6 @@ class MachineColumns:
         self.views: tuple[NodeView, ...] = ()
         """The last snapshot's views (held, so that no new view can take one's id)."""
         self.ids = np.zeros(0, dtype=np.int64)
-        self.objects = np.zeros(0, dtype=object)
         self.node_ids = np.zeros(0, dtype=object)
         self.slots = np.zeros(0, dtype=np.int64)
         self.busy = np.zeros(0, dtype=np.int64)
@@ -114,19 +110,18 @@ class MachineColumns:
         known, source = self._match(ids)
         lost = np.ones(len(self.ids), dtype=bool)
         lost[source[known]] = False
-        before = sorted((self.node_ids[p], bool(self.draining[p])) for p in np.flatnonzero(lost).tolist())
+        before = sorted(zip(self.node_ids[lost].tolist(), self.draining[lost].tolist(), strict=True))
         fresh = np.flatnonzero(~known)
-        for name in ("node_ids", "slots", "busy", "memory", "launched", "rebalance", "draining", "rack"):
+        views = [nodes[p] for p in fresh.tolist()]
+        rows = self._rows(views)
+        for name, values in rows.items():
             column = getattr(self, name)
             taken = np.zeros(len(nodes), dtype=column.dtype)
             taken[known] = column[source[known]]
+            taken[fresh] = values
             setattr(self, name, taken)
-        for position in fresh.tolist():
-            self._row(position, nodes[position])
         self.ids, self.views = ids, nodes
-        self.objects = np.fromiter(nodes, dtype=object, count=len(nodes))
-        after = sorted((nodes[p].node_id, nodes[p].draining) for p in fresh.tolist())
-        if before != after:
+        if before != sorted(zip(rows["node_ids"], rows["draining"], strict=True)):
             up = np.flatnonzero(~self.draining)
             racks = [self.racks[code] for code in self.rack[up].tolist()]
             self.placed = dict(zip(self.node_ids[up].tolist(), racks, strict=True))
@@ -139,20 +134,25 @@ class MachineColumns:
         at = np.minimum(np.searchsorted(self.ids[order], ids), len(order) - 1)
         return self.ids[order][at] == ids, order[at]
 
-    def _row(self, position: int, view: NodeView) -> None:
-        self.node_ids[position] = view.node_id
-        self.slots[position] = view.slots
-        self.busy[position] = len(view.running)
-        self.memory[position] = view.memory_mb - sum(t.memory_mb for t in view.running)
-        self.launched[position] = view.launched
-        self.rebalance[position] = view.rebalance
-        self.draining[position] = view.draining
-        rack = (view.node_class, view.zone)
+    def _rows(self, views: list[NodeView]) -> dict[str, list]:  # type: ignore[type-arg]
+        """The columns' values for ``views``."""
+        return {
+            "node_ids": [v.node_id for v in views],
+            "slots": [v.slots for v in views],
+            "busy": [len(v.running) for v in views],
+            "memory": [v.memory_mb - sum(t.memory_mb for t in v.running) for v in views],
+            "launched": [v.launched for v in views],
+            "rebalance": [v.rebalance for v in views],
+            "draining": [v.draining for v in views],
+            "rack": [self._code((v.node_class, v.zone)) for v in views],
+        }
+
+    def _code(self, rack: Rack) -> int:
         code = self._codes.get(rack)
         if code is None:
             code = self._codes[rack] = len(self.racks)
             self.racks.append(rack)
-        self.rack[position] = code
+        return code
 
     def table(self, now: float, preemption: bool) -> MachineTable:
         """The round's machines: the nodes not draining with a free slot (under preemption,
@@ -161,7 +161,6 @@ class MachineColumns:
         up = ~self.draining & ((free > 0) | (self.busy > 0) if preemption else free > 0)
         node_ids = self.node_ids[up].tolist()
         return MachineTable(
-            self.objects[up].tolist(),
             now,
             self.slots[up] if preemption else free[up],
             self.memory[up],

@@ -34,7 +34,7 @@ import numpy as np
 
 from master.schedulers.firmament.costs import CostModel
 from master.schedulers.firmament.machines import MachineColumns, MachineTable, Rack
-from testbed.api.policy import ClusterSnapshot, NodeView, PendingTask, RunningTask
+from testbed.api.policy import ClusterSnapshot, PendingTask, RunningTask
 
 COST_SCALE = 100
 """Solver cost units per cost model unit (the solver takes integers): 0.01 resolution."""
@@ -63,7 +63,6 @@ class FlowNetwork:
     capacities: list[int] = field(default_factory=list)
     costs: list[int] = field(default_factory=list)
     tasks: dict[int, PendingTask] = field(default_factory=dict)
-    machines: dict[int, NodeView] = field(default_factory=dict)
     running: dict[int, str] = field(default_factory=dict)
     """Under preemption: each running task's node -> the machine it runs on."""
     shift: dict[int, float] = field(default_factory=dict)
@@ -299,7 +298,6 @@ def _machines(net: FlowNetwork, table: MachineTable, sink: int) -> int:
     net.kinds.extend([MACHINE] * count)
     net.labels.extend(table.position)
     net.supplies.extend([0] * count)
-    net.machines.update(zip(range(base, base + count), table.views, strict=True))
     net.tails.extend(range(base, base + count))
     net.heads.extend([sink] * count)
     net.capacities.extend(table.slots.tolist())
@@ -399,7 +397,7 @@ def extract(net: FlowNetwork, flows: np.ndarray) -> dict[str, str]:
     for arc in incoming.get(_sink(net), ()):
         tail = net.tails[arc]
         if net.kinds[tail] == MACHINE:
-            machines[tail] = [net.machines[tail].node_id] * int(flows[arc])
+            machines[tail] = [net.labels[tail]] * int(flows[arc])
     for level in (LEVEL[MACHINE], LEVEL[ZONE], LEVEL[CLASS], LEVEL[CLUSTER]):
         for node in [n for n in list(machines) if LEVEL[net.kinds[n]] == level]:
             held = machines.pop(node)
