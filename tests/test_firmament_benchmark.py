@@ -1,6 +1,7 @@
 """benchmarks/firmament.py runs on a small cluster: every phase of a round is timed, the model
 printed beside them, and every ready task placed (its calls follow the scheduler's API: the
-benchmark failed for a session after ``admitted`` gained its preemption moves)."""
+benchmark failed for a session after ``admitted`` gained its preemption moves);
+benchmarks/firmament_maintained.py measures the kept network against a fresh build."""
 
 from __future__ import annotations
 

@@ -5,7 +5,9 @@ this table (which machines its node classes allow, how many of its tasks fit by 
 memory, which aggregator feeds each), and a cost model's per-machine costs are computed once
 per round for each distinct input they depend on (``memo``: the transient model's risk per
 duration bucket), not once per request class: a round of 12,500 nodes and 30 request classes
-had walked the nodes 30 times in Python.
+had walked the nodes 30 times in Python. The scheduler's table comes from
+:class:`MachineColumns`, every node's row kept from round to round and recomputed only where
+its view changed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Firmament's flow network for one scheduling round, and the placements read back from a flow.
+"""Firmament's flow network, kept from round to round, and the placements read back from a flow.
 
 The shape is the dissertation's (Gog 2017, section 2.3.3.2, Figs. 2.17-2.18) with the node
 types of camsas/firmament ``src/scheduling/flow/flow_node_type.proto``::
