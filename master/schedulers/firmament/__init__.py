@@ -31,7 +31,7 @@ from master.schedulers.firmament.costs import (
     QuincyCostModel,
     TransientCostModel,
 )
-from master.schedulers.firmament.network import FlowNetwork, build, extract
+from master.schedulers.firmament.network import FlowNetwork, MaintainedNetwork, extract
 from master.schedulers.firmament.solver import Solution, modelled_round_s, solve
 from testbed.api.policy import (
     Assign,
@@ -78,6 +78,8 @@ class FirmamentScheduler(Scheduler):
         """The master estimates its tasks' output exposure only for a cost model that reads it."""
         self.solver = solver
         self.preemption = preemption
+        self.network = MaintainedNetwork(self.model, preemption)
+        """The flow network, kept from round to round."""
         self._seen: dict[str, float] = {}
         """When each pending task was first seen pending (snapshot time)."""
         self.last: tuple[FlowNetwork, Solution] | None = None
@@ -102,12 +104,7 @@ class FirmamentScheduler(Scheduler):
             self.last = None
             return []
         waited = {task_id: snapshot.now - since for task_id, since in self._seen.items()}
-        running = (
-            [(t, n.node_id) for n in snapshot.nodes if not n.draining for t in n.running]
-            if self.preemption
-            else []
-        )
-        net = build(snapshot, self.model, waited, tasks, running)
+        net = self.network.update(snapshot, waited, tasks)
         solution = self.solver(net)
         self.last = (net, solution)
         if not solution.optimal:

@@ -101,8 +101,15 @@ class CostModel:
         tasks that share one cluster aggregator must cost the same on its machine arcs)."""
         return None
 
-    def unscheduled_cost(self, task: PendingTask, waited_s: float) -> float:
-        return TRIVIAL_UNSCHEDULED
+    def reads_racks(self, task: PendingTask) -> bool:
+        """Whether the task's cluster cost or preferences depend on the nodes' racks (a node
+        joining, leaving or draining then prices it again)."""
+        return False
+
+    def unscheduled_costs(self, waited_s: np.ndarray) -> np.ndarray:
+        """The cost of waiting of tasks that waited ``waited_s`` each (vectorised: it changes
+        with time, so every round prices it again)."""
+        return np.full(len(waited_s), TRIVIAL_UNSCHEDULED)
 
     def cluster_cost(self, task: PendingTask, racks: Mapping[str, Rack]) -> float:
         return TRIVIAL_CLUSTER
@@ -124,8 +131,8 @@ class OctopusCostModel(CostModel):
 
     name = "octopus"
 
-    def unscheduled_cost(self, task: PendingTask, waited_s: float) -> float:
-        return OCTOPUS_UNSCHEDULED
+    def unscheduled_costs(self, waited_s: np.ndarray) -> np.ndarray:
+        return np.full(len(waited_s), OCTOPUS_UNSCHEDULED)
 
     def cluster_cost(self, task: PendingTask, racks: Mapping[str, Rack]) -> float:
         return 0.0
@@ -153,7 +160,10 @@ class QuincyCostModel(CostModel):
         self.inputs = inputs
         self._sized: tuple[Mapping[str, Rack] | None, dict[Rack, int]] = (None, {})
 
-    def unscheduled_cost(self, task: PendingTask, waited_s: float) -> float:
+    def reads_racks(self, task: PendingTask) -> bool:
+        return self.inputs(task) is not None
+
+    def unscheduled_costs(self, waited_s: np.ndarray) -> np.ndarray:
         return waited_s * self.wait_factor
 
     def cluster_cost(self, task: PendingTask, racks: Mapping[str, Rack]) -> float:

@@ -1,4 +1,4 @@
-"""Firmament's flow network for one scheduling round, and the placements read back from a flow.
+"""Firmament's flow network, kept from round to round, and the placements read back from a flow.
 
 The shape is the dissertation's (Gog 2017, section 2.3.3.2, Figs. 2.17-2.18) with the node
 types of camsas/firmament ``src/scheduling/flow/flow_node_type.proto``::
@@ -27,14 +27,14 @@ every task running there; a preemption frees slots, never memory, for the same r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from master.schedulers.firmament.costs import CostModel
-from master.schedulers.firmament.machines import MachineTable, Rack
-from testbed.api.policy import ClusterSnapshot, NodeView, PendingTask, RunningTask
+from master.schedulers.firmament.machines import MachineColumns, MachineTable, Rack
+from testbed.api.policy import ClusterSnapshot, PendingTask, RunningTask
 
 COST_SCALE = 100
 """Solver cost units per cost model unit (the solver takes integers): 0.01 resolution."""
@@ -63,7 +63,6 @@ class FlowNetwork:
     capacities: list[int] = field(default_factory=list)
     costs: list[int] = field(default_factory=list)
     tasks: dict[int, PendingTask] = field(default_factory=dict)
-    machines: dict[int, NodeView] = field(default_factory=dict)
     running: dict[int, str] = field(default_factory=dict)
     """Under preemption: each running task's node -> the machine it runs on."""
     shift: dict[int, float] = field(default_factory=dict)
@@ -82,6 +81,13 @@ class FlowNetwork:
         self.capacities.append(capacity)
         self.costs.append(min(COST_CEILING, scaled(cost) + extra))
 
+    def raw_arc(self, tail: int, head: int, capacity: int, cost: int) -> None:
+        """An arc of ``cost`` solver units (already scaled and clamped)."""
+        self.tails.append(tail)
+        self.heads.append(head)
+        self.capacities.append(capacity)
+        self.costs.append(cost)
+
     @property
     def num_nodes(self) -> int:
         return len(self.kinds)
@@ -93,6 +99,11 @@ class FlowNetwork:
 
 def scaled(cost: float) -> int:
     return min(COST_CEILING, max(0, round(cost * COST_SCALE)))
+
+
+def scaled_array(costs: np.ndarray) -> np.ndarray:
+    """``scaled`` of each (numpy's rounding, as Python's, is half to even)."""
+    return np.clip(np.rint(costs * COST_SCALE), 0, COST_CEILING).astype(np.int64)
 
 
 RequestKey = tuple[int, frozenset[str], frozenset[str], object]
@@ -112,6 +123,109 @@ class _Request:
     cluster: int | None = None
     zones: dict[Rack, int] = field(default_factory=dict)
     fits: np.ndarray | None = None
+    costs: np.ndarray | None = None
+    """What its arc into each machine it fits costs (model units; by the table's positions)."""
+
+
+class MaintainedNetwork:
+    """The network kept from round to round (Firmament's flow graph manager,
+    ``flow_graph_manager.cc``): a round takes the snapshot's difference from the last one
+    and hands the solver the network a fresh build of the snapshot gives, arc for arc.
+
+    What a round keeps: every node's row of the machine table (:class:`MachineColumns`,
+    recomputed only for the views it has not seen: a node joined, or its tasks, status or
+    marks changed), the racks the cost models read (a new mapping only when a node joins,
+    leaves or drains), and each pending task's request class, cluster cost and preference
+    arcs (priced again only for a new view of the task, or, for a task whose input the cost
+    model places on racks, when the racks change). What it prices every round: the cost of
+    waiting (it grows with the time waited; one numpy expression over the tasks), the
+    request classes' arcs into the machines (numpy over the table: free slots change with
+    every placement and end, and the transient model's risk with every node's age), and,
+    under preemption, the running tasks. The layout (node and arc order) is the fresh
+    build's, so the solver's choice among equal optima is too."""
+
+    def __init__(self, model: CostModel, preemption: bool = False) -> None:
+        self.model = model
+        self.preemption = preemption
+        """Running tasks are in the network (``--preemption=true``), priced every round."""
+        self.columns = MachineColumns()
+        self._priced: dict[int, _Priced] = {}
+        """Last round's pending tasks' prices, by the id of the task's view (held in it)."""
+
+    def update(
+        self, snapshot: ClusterSnapshot, waited: Mapping[str, float], tasks: list[PendingTask]
+    ) -> FlowNetwork:
+        """The round's network: ``tasks`` (pending, in queue order), ``waited`` each one's wait."""
+        model = self.model
+        self.columns.update(snapshot.nodes)
+        table = self.columns.table(snapshot.now, self.preemption)
+        racks = self.columns.placed
+        net = FlowNetwork()
+        sink = net.node(SINK, "sink")
+        base = _machines(net, table, sink)
+        requests: dict[RequestKey, _Request] = {}
+        unscheduled: dict[str, int] = {}
+        count: dict[str, int] = {}
+
+        def request_of(key: RequestKey) -> _Request:
+            request = requests.get(key)
+            if request is None:
+                request = requests[key] = _request(net, key, model, table, base)
+            return request
+
+        def waiting(job_id: str) -> int:
+            """Its job's unscheduled aggregator (made on first use), counting one more task."""
+            job_node = unscheduled.get(job_id)
+            if job_node is None:
+                job_node = unscheduled[job_id] = net.node(UNSCHEDULED, f"U {job_id}")
+            count[job_id] = count.get(job_id, 0) + 1
+            return job_node
+
+        waits = np.fromiter((waited.get(t.task_id, 0.0) for t in tasks), dtype=float, count=len(tasks))
+        waiting_costs = scaled_array(model.unscheduled_costs(waits)) + UNSCHEDULED_TIE_BREAK
+        priced: dict[int, _Priced] = {}
+        for task, wait in zip(tasks, np.minimum(COST_CEILING, waiting_costs).tolist(), strict=True):
+            entry = priced[id(task)] = self._price(task, racks)
+            index = _add_task(net, entry, request_of(entry.key), model.prices_preferred_machines, table, base)
+            net.raw_arc(index, waiting(task.job_id), 1, wait)
+        self._priced = priced
+        running = self._running(snapshot)
+        for view, node_id in running:
+            task = as_pending(view)
+            request = request_of(request_key(task, model))
+            ran = snapshot.now - view.started
+            index = _add_running(net, task, node_id, ran, model, request, racks, table, base)
+            shift = net.shift[index]
+            waiting_cost = float(model.unscheduled_costs(np.array([shift]))[0])
+            net.arc(index, waiting(task.job_id), 1, waiting_cost + shift)
+        for job_id, node in unscheduled.items():
+            net.arc(node, sink, count[job_id], 0.0)
+        net.supplies[sink] = -len(tasks) - len(running)
+        return net
+
+    def _running(self, snapshot: ClusterSnapshot) -> list[tuple[RunningTask, str]]:
+        """Under preemption, the tasks running on nodes not draining, each with its node."""
+        if not self.preemption:
+            return []
+        return [(t, n.node_id) for n in snapshot.nodes if not n.draining for t in n.running]
+
+    def _price(self, task: PendingTask, racks: Mapping[str, Rack]) -> _Priced:
+        """The task's prices: last round's, where its view and (if it reads them) the racks
+        are the same, else priced now. An entry holds its task's view, so no other view
+        can have its id while it is kept."""
+        entry = self._priced.get(id(task))
+        if entry is not None and (entry.racks is None or entry.racks is racks):
+            return entry
+        model = self.model
+        preferred = model.preferences(task, racks)
+        return _Priced(
+            task,
+            request_key(task, model),
+            scaled(model.cluster_cost(task, racks)),
+            tuple(preferred.machines.items()),
+            tuple((rack, scaled(cost)) for rack, cost in preferred.racks.items()),
+            racks if model.reads_racks(task) else None,
+        )
 
 
 def build(
@@ -119,51 +233,26 @@ def build(
     model: CostModel,
     waited: Mapping[str, float],
     tasks: list[PendingTask],
-    running: Sequence[tuple[RunningTask, str]] = (),
+    preemption: bool = False,
 ) -> FlowNetwork:
-    """The round's network: ``tasks`` (pending, in queue order), ``waited`` each one's wait;
-    ``running``: the running tasks that may be preempted or migrated, each with its node."""
-    net = FlowNetwork()
-    sink = net.node(SINK, "sink")
-    hosts = {node_id for _, node_id in running}
-    movable = frozenset(view.task_id for view, _ in running)
-    up = (n for n in snapshot.nodes if not n.draining and (n.free_slots > 0 or n.node_id in hosts))
-    table = MachineTable.of(up, snapshot.now, movable)
-    base = _machines(net, table, sink)
-    racks = {n.node_id: (n.node_class, n.zone) for n in snapshot.nodes if not n.draining}
-    requests: dict[RequestKey, _Request] = {}
-    unscheduled: dict[str, int] = {}
-    count: dict[str, int] = {}
+    """A fresh build: the network of a snapshot, maintained from nothing."""
+    return MaintainedNetwork(model, preemption).update(snapshot, waited, tasks)
 
-    def request_of(task: PendingTask) -> _Request:
-        key = request_key(task, model)
-        request = requests.get(key)
-        if request is None:
-            request = requests[key] = _request(net, key, model, table, base)
-        return request
 
-    def waiting(task: PendingTask) -> int:
-        """Its job's unscheduled aggregator (made on first use), counting one more task."""
-        job_node = unscheduled.get(task.job_id)
-        if job_node is None:
-            job_node = unscheduled[task.job_id] = net.node(UNSCHEDULED, f"U {task.job_id}")
-        count[task.job_id] = count.get(task.job_id, 0) + 1
-        return job_node
+@dataclass(frozen=True, slots=True)
+class _Priced:
+    """What a pending task's arcs cost, as far as it depends on the task alone (and on the
+    racks, where ``racks`` is the mapping it was priced against)."""
 
-    for task in tasks:
-        index = _add_task(net, task, model, request_of(task), racks, table, base)
-        wait = model.unscheduled_cost(task, waited.get(task.task_id, 0.0))
-        net.arc(index, waiting(task), 1, wait, UNSCHEDULED_TIE_BREAK)
-    for view, node_id in running:
-        task = as_pending(view)
-        index = _add_running(
-            net, task, node_id, snapshot.now - view.started, model, request_of(task), racks, table, base
-        )
-        net.arc(index, waiting(task), 1, model.unscheduled_cost(task, net.shift[index]) + net.shift[index])
-    for job_id, node in unscheduled.items():
-        net.arc(node, sink, count[job_id], 0.0)
-    net.supplies[sink] = -len(tasks) - len(running)
-    return net
+    task: PendingTask
+    key: RequestKey
+    cluster: int
+    """Its arc to its request class's cluster aggregator (solver units)."""
+    machines: tuple[tuple[str, float], ...]
+    """Its preference arcs into machines: node id, cost (model units, before the machine's own)."""
+    zones: tuple[tuple[Rack, int], ...]
+    """Its preference arcs into zone aggregators: rack, cost (solver units)."""
+    racks: Mapping[str, Rack] | None
 
 
 def as_pending(view: RunningTask) -> PendingTask:
@@ -207,9 +296,8 @@ def _machines(net: FlowNetwork, table: MachineTable, sink: int) -> int:
     (the others follow in the table's order)."""
     base, count = net.num_nodes, len(table)
     net.kinds.extend([MACHINE] * count)
-    net.labels.extend(view.node_id for view in table.views)
+    net.labels.extend(table.position)
     net.supplies.extend([0] * count)
-    net.machines.update(zip(range(base, base + count), table.views, strict=True))
     net.tails.extend(range(base, base + count))
     net.heads.extend([sink] * count)
     net.capacities.extend(table.slots.tolist())
@@ -218,39 +306,27 @@ def _machines(net: FlowNetwork, table: MachineTable, sink: int) -> int:
 
 
 def _add_task(
-    net: FlowNetwork,
-    task: PendingTask,
-    model: CostModel,
-    request: _Request,
-    racks: Mapping[str, Rack],
-    table: MachineTable,
-    base: int,
+    net: FlowNetwork, entry: _Priced, request: _Request, priced_machines: bool, table: MachineTable, base: int
 ) -> int:
     """The task's node (supply 1), its arc to its cluster aggregator and its preference arcs.
     A preference arc straight into a machine costs what the model prices the machine at too
-    (``prices_preferred_machines``: the transient model's eviction risk), as the request
-    class's arc into it does."""
+    where ``priced_machines`` (``prices_preferred_machines``: the transient model's eviction
+    risk), as the request class's arc into it does."""
+    task = entry.task
     index = net.node(TASK, task.task_id, supply=1)
     net.tasks[index] = task
-    if request.cluster is None or request.fits is None:
+    if request.cluster is None or request.fits is None or request.costs is None:
         return index  # no machine up takes it now: it can only wait
-    net.arc(index, request.cluster, 1, model.cluster_cost(task, racks))
-    preferred = model.preferences(task, racks)
-    arcs = [
-        (position, cost)
-        for node_id, cost in preferred.machines.items()
-        if (position := table.position.get(node_id)) is not None and request.fits[position]
-    ]
-    extras = [0.0] * len(arcs)
-    if arcs and model.prices_preferred_machines:
-        positions = np.array([position for position, _ in arcs])
-        extras = model.machine_costs(request.model_key, table, positions).tolist()
-    for (position, cost), extra in zip(arcs, extras, strict=True):
-        net.arc(index, base + position, 1, cost + extra)
-    for rack, cost in preferred.racks.items():
+    net.raw_arc(index, request.cluster, 1, entry.cluster)
+    fits, costs = request.fits, request.costs
+    for node_id, cost in entry.machines:
+        position = table.position.get(node_id)
+        if position is not None and fits[position]:
+            net.arc(index, base + position, 1, cost + float(costs[position]) if priced_machines else cost)
+    for rack, cost in entry.zones:
         zone = request.zones.get(rack)
         if zone is not None:
-            net.arc(index, zone, 1, cost)
+            net.raw_arc(index, zone, 1, cost)
     return index
 
 
@@ -273,12 +349,14 @@ def _request(net: FlowNetwork, key: RequestKey, model: CostModel, table: Machine
     costs = model.machine_costs(model_key, table, positions)
     request.cluster = net.node(CLUSTER, f"X {memory_mb} MB")
     request.fits = fits
+    request.costs = np.zeros(len(table))
+    request.costs[positions] = costs
     totals = np.bincount(table.rack[positions], weights=units, minlength=len(table.racks)).astype(np.int64)
     feeder = _aggregators(net, request.cluster, request.zones, table.racks, totals)
     net.tails.extend(feeder[table.rack[positions]].tolist())
     net.heads.extend((positions + base).tolist())
     net.capacities.extend(units.tolist())
-    net.costs.extend(np.clip(np.rint(costs * COST_SCALE), 0, COST_CEILING).astype(np.int64).tolist())
+    net.costs.extend(scaled_array(costs).tolist())
     return request
 
 
@@ -319,7 +397,7 @@ def extract(net: FlowNetwork, flows: np.ndarray) -> dict[str, str]:
     for arc in incoming.get(_sink(net), ()):
         tail = net.tails[arc]
         if net.kinds[tail] == MACHINE:
-            machines[tail] = [net.machines[tail].node_id] * int(flows[arc])
+            machines[tail] = [net.labels[tail]] * int(flows[arc])
     for level in (LEVEL[MACHINE], LEVEL[ZONE], LEVEL[CLASS], LEVEL[CLUSTER]):
         for node in [n for n in list(machines) if LEVEL[net.kinds[n]] == level]:
             held = machines.pop(node)
