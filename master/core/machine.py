@@ -124,7 +124,7 @@ class MasterCore:
         self.jobs: dict[str, JobRuntime] = {}
         self.live_jobs = LiveJobs()
         self.inputs = InputReplication(reported=reads_reported)
-        self.durations = StageDurations()
+        self.durations = resume.durations if resume else StageDurations()
         self.expected_jobs = sum(job.repeat for job in settings.jobs)
         self.evictions = 0
         self.evicted: list[dict[str, Any]] = []
