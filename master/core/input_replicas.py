@@ -41,6 +41,10 @@ class JobInputs:
     """Each split read from a file -> its replica block's source (what a real holder copies)."""
     offered: dict[tuple[str, int], dict[str, str]] = field(default_factory=dict)
     """Each launched (task, attempt) with a replica -> its holders' URLs -> their node ids."""
+    placed: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Each node placed to hold some splits -> their maps' indices (``inputs_stored``'s
+    ``splits``): a node's own holdings change only when it is lost, so this stays true of a
+    node while it lives."""
 
 
 @dataclass
@@ -60,11 +64,12 @@ class InputReplication:
         if not replication:
             return
         stage = job.plan.stages[0]
-        sizes, files = {}, {}
+        sizes, files, indices = {}, {}, {}
         for index in range(stage.tasks):
             params = stage.params(index)
             if any(key in params for key in SOURCE_KEYS):
                 sizes[job.task_id((0, index))] = split_bytes(params, RECORD_BYTES.get(job.workload, 1))
+                indices[job.task_id((0, index))] = index
             if "file" in params:
                 source = params["file"]
                 block = replica_block(job.job_id, index)
@@ -73,7 +78,16 @@ class InputReplication:
                 )
         if sizes:
             count = min(replication, len(nodes))
-            self.jobs[job.job_id] = JobInputs(sizes, place(sorted(sizes), nodes, count, seed), files)
+            replicas = place(sorted(sizes), nodes, count, seed)
+            self.jobs[job.job_id] = JobInputs(sizes, replicas, files, placed=_by_node(replicas, indices))
+
+    def held_by(self, job_id: str, nodes: Set[str]) -> dict[str, tuple[int, ...]]:
+        """The splits of the job (their maps' indices) each of ``nodes`` (alive) holds, file or
+        generated."""
+        inputs = self.jobs.get(job_id)
+        if inputs is None:
+            return {}
+        return {node: inputs.placed[node] for node in sorted(nodes) if node in inputs.placed}
 
     def to_store(self, job_id: str, nodes: Set[str]) -> dict[str, tuple[InputSplit, ...]]:
         """The file splits of the job each of ``nodes`` holds (what a real holder copies)."""
@@ -168,3 +182,12 @@ class InputReplication:
         if not total:
             return {}
         return {"input_local_fraction": round(read["local"] / total, 6), "input_read_bytes": dict(read)}
+
+
+def _by_node(replicas: Replicas, indices: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """Each holder -> the indices of the splits it holds (``indices``: split -> its map's index)."""
+    by_node: dict[str, list[int]] = {}
+    for task_id, index in indices.items():
+        for node in replicas.holders.get(task_id, ()):
+            by_node.setdefault(node, []).append(index)
+    return {node: tuple(splits) for node, splits in sorted(by_node.items())}

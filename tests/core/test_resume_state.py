@@ -1,5 +1,5 @@
 """What a resumed run rebuilds from the journal besides its jobs (issue #43's leftovers): the
-observed stage means, where input replicas are, and the run's totals.
+observed stage means and where input replicas are.
 
 The master runs in a ``Driver`` (no process); its journal is written by the real ``Journal``
 (its rounding of ``t`` included) and read back by ``recover``, as ``testbed run --resume`` does.
@@ -16,7 +16,8 @@ from master.core.events import Round
 from master.core.exposure import exposure
 from master.shell.journal_file import Journal
 from master.shell.resume_run import recover
-from tests.support.driver import Driver
+from testbed.wire.protocol import StoreInputs
+from tests.support.driver import Driver, sends
 from tests.support.scenarios import make_scenario
 
 
@@ -66,3 +67,48 @@ def test_a_resumed_core_prices_a_pending_task_on_the_means_observed_before_the_c
     expected = exposure(first.core.jobs["j001"], 0, live, now).run_s
     assert exposure(pending, 0, second.core.durations, now).run_s == expected
     assert expected != exposure(pending, 0, type(live)(), now).run_s, "the prior would price it the same"
+
+
+def stored(driver: Driver) -> dict[tuple[str, str], list[int]]:
+    """(job, node) -> the splits its ``inputs_stored`` names."""
+    return {(e["job"], e["node"]): e["splits"] for e in driver.events("inputs_stored")}
+
+
+def holders(driver: Driver, job_id: str) -> dict[tuple[str, str], list[int]]:
+    """The same, from the core's placement (``InputReplication``)."""
+    job = driver.core.jobs[job_id]
+    index = {job.task_id((0, i)): i for i in range(job.plan.stages[0].tasks)}
+    placed: dict[tuple[str, str], list[int]] = {}
+    for task_id, nodes in driver.core.inputs.jobs[job_id].replicas.holders.items():
+        for node in nodes:
+            placed.setdefault((job_id, node), []).append(index[task_id])
+    return {key: sorted(splits) for key, splits in placed.items()}
+
+
+def test_input_replicas_are_journaled_and_a_resume_places_them_again_on_its_cluster(tmp_path: Path) -> None:
+    source = tmp_path / "words.txt"
+    source.write_text("a b c d\n" * 2000)
+    jobs = [{"workload": "wordcount", "input": str(source), "maps": 4, "reduces": 2, "input_replication": 2}]
+    scenario = make_scenario(jobs=jobs)
+    first = Driver(scenario)
+    first.boot()
+    assert stored(first) == holders(first, "j000") and len(stored(first)) >= 2
+    told = {(n, m.job_id): [s.block for s in m.splits] for n, m in sends(first.log, StoreInputs)}
+    assert {key: len(blocks) for key, blocks in told.items()} == {
+        (node, job): len(splits) for (job, node), splits in stored(first).items()
+    }
+    first.do(Round(), at=1.0)
+    node_id, spec = min(first.running().values(), key=str)
+    first.finish(node_id, spec)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    crash(first, run_dir)
+
+    second = resumed(scenario, run_dir)
+    again = stored(second)
+    assert again == holders(second, "j000"), "the master's view is what it told the new agents"
+    assert {node for _, node in again} <= set(second.core.nodes)
+    assert not {node for _, node in again} & set(first.core.nodes), "a dead holder named again"
+    assert sorted(i for splits in again.values() for i in splits) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert {n for n, _ in sends(second.log, StoreInputs)} == {node for _, node in again}
+
