@@ -17,7 +17,7 @@ Pure: no file, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,11 +149,30 @@ class InputReplication:
         inputs = self.jobs.get(job_id)
         offered = inputs.offered.pop((task_id, attempt), {}) if inputs is not None else {}
         remote = {offered.get(url, url): nbytes for url, nbytes in sorted(reads.remote.items())}
-        counts = {"local": reads.local, "remote": sum(remote.values()), "source": reads.source}
+        journalled = {"local": reads.local, "remote": dict(sorted(remote.items())), "source": reads.source}
+        self.count(job_id, journalled)
+        return journalled
+
+    def count(self, job_id: str, reads: Mapping[str, Any]) -> None:
+        """Count an attempt's reported reads (their journal's form: ``task_finished``'s
+        ``input_reads``) in the run's and the job's totals."""
+        counts = {
+            "local": int(reads["local"]),
+            "remote": sum(reads["remote"].values()),
+            "source": int(reads["source"]),
+        }
         for totals in (self.measured, self.job_measured.setdefault(job_id, dict.fromkeys(counts, 0))):
             for kind, nbytes in counts.items():
                 totals[kind] += nbytes
-        return {"local": reads.local, "remote": dict(sorted(remote.items())), "source": reads.source}
+
+    def resumed(self, reads: Sequence[tuple[str, Mapping[str, Any]]], finished: Set[str]) -> None:
+        """A resumed run's totals go on from the reads its journal recorded before the crash
+        (``Recovered.input_reads``), each counted as the live run counted it; a job finished
+        then has its row already."""
+        for job_id, journalled in reads:
+            self.count(job_id, journalled)
+        for job_id in finished:
+            self.job_measured.pop(job_id, None)
 
     def job_counts(self, job_id: str) -> dict[str, Any]:
         """The job's row's reported reads (jobs.csv): none unless one of its attempts reported."""

@@ -123,6 +123,8 @@ class MasterCore:
         self.jobs: dict[str, JobRuntime] = {}
         self.live_jobs = LiveJobs()
         self.inputs = InputReplication(reported=reads_reported)
+        if resume is not None:
+            self.inputs.resumed(resume.input_reads, resume.finished_jobs)
         self.durations = resume.durations if resume else StageDurations()
         self.expected_jobs = sum(job.repeat for job in settings.jobs)
         self.evictions = 0

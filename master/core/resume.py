@@ -83,6 +83,9 @@ class Recovered:
     """The next free node ordinal of each class."""
     workloads: dict[str, str] = field(default_factory=dict)
     """Each submitted job -> its workload (its ``job_submitted``)."""
+    input_reads: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """(job, ``input_reads``) of each ``task_finished`` that reported its replicated split's
+    reads, in journal order: the resumed core's input totals go on from them."""
     durations: StageDurations = field(default_factory=StageDurations)
     """The stage means of every attempt that succeeded before the crash, as the live core kept
     them (``MasterCore.durations``; each ``task_finished`` succeeded, folded by the same

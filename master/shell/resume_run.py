@@ -107,6 +107,8 @@ def _apply(found: Recovered, event: dict[str, Any]) -> None:
         if event.get("status") == "succeeded":
             found.succeeded.add(event["task"])
             _observed(found, event)
+        if "input_reads" in event:
+            found.input_reads.append((event["job"], event["input_reads"]))
         if event.get("status") == "failed" and event.get("failure") not in (None, "fetch", "cancelled"):
             found.failures[event["task"]] += 1
     elif name == "node_up":
