@@ -7,7 +7,8 @@ strategy computes it again (and Spark relaunches the reduce that failed on its f
 estimate, from what the run has seen (no file, no clock: the core's own time):
 
 - a stage's task takes the mean of the successful attempts of that stage of the same
-  workload so far in the run (``StageDurations``); before any, the job's prior for the stage
+  workload so far in the run (``StageDurations``; a resumed run's include those its journal
+  recorded before the crash: ``Recovered.durations``); before any, the job's prior for the stage
   (``JobRuntime.stage_prior_s``: the shell's, from the testbed's cost model of its tasks,
   ``master.stage_prior``), else the job's ``est_duration_s``;
 - the rest of the task's own stage: at least the task's own run, and, once some of the stage's
@@ -54,9 +55,12 @@ class StageDurations:
 
     totals: dict[tuple[str, int], tuple[float, int]] = field(default_factory=dict)
 
-    def observed(self, job: JobRuntime, stage: int, seconds: float) -> None:
-        """An attempt of the job's ``stage`` succeeded after ``seconds``."""
-        key = (job.workload, stage)
+    def observed(self, workload: str, stage: int, seconds: float) -> None:
+        """An attempt of ``stage`` of a job of ``workload`` succeeded after ``seconds``
+        (``attempt_seconds``). The live core calls it as each attempt succeeds
+        (``master.core.tasks``), a resumed one for each success its journal recorded
+        (``master.shell.resume_run.recover``), so the means go on across a crash."""
+        key = (workload, stage)
         total, count = self.totals.get(key, (0.0, 0))
         self.totals[key] = (total + max(0.0, seconds), count + 1)
 
@@ -73,6 +77,12 @@ class StageDurations:
         gives one (``JobRuntime.estimated``: one job's, where the stage's mean mixes every job
         of its workload), else the stage's ``mean`` to a quarter octave."""
         return job.est_duration_s if job.estimated else rounded(self.mean(job, stage))
+
+
+def attempt_seconds(started: float | None, ended: float) -> float:
+    """A successful attempt's duration for ``StageDurations.observed``: from its launch (its
+    record's ``started``, its ``task_finished``'s ``start_s``) to its success (0: no launch time)."""
+    return ended - (started or ended)
 
 
 def exposure(job: JobRuntime, stage: int, durations: StageDurations, now: float) -> Exposure:

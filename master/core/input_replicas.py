@@ -17,7 +17,7 @@ Pure: no file, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,10 @@ class JobInputs:
     """Each split read from a file -> its replica block's source (what a real holder copies)."""
     offered: dict[tuple[str, int], dict[str, str]] = field(default_factory=dict)
     """Each launched (task, attempt) with a replica -> its holders' URLs -> their node ids."""
+    placed: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Each node placed to hold some splits -> their maps' indices (``inputs_stored``'s
+    ``splits``): a node's own holdings change only when it is lost, so this stays true of a
+    node while it lives."""
 
 
 @dataclass
@@ -60,11 +64,12 @@ class InputReplication:
         if not replication:
             return
         stage = job.plan.stages[0]
-        sizes, files = {}, {}
+        sizes, files, indices = {}, {}, {}
         for index in range(stage.tasks):
             params = stage.params(index)
             if any(key in params for key in SOURCE_KEYS):
                 sizes[job.task_id((0, index))] = split_bytes(params, RECORD_BYTES.get(job.workload, 1))
+                indices[job.task_id((0, index))] = index
             if "file" in params:
                 source = params["file"]
                 block = replica_block(job.job_id, index)
@@ -73,7 +78,16 @@ class InputReplication:
                 )
         if sizes:
             count = min(replication, len(nodes))
-            self.jobs[job.job_id] = JobInputs(sizes, place(sorted(sizes), nodes, count, seed), files)
+            replicas = place(sorted(sizes), nodes, count, seed)
+            self.jobs[job.job_id] = JobInputs(sizes, replicas, files, placed=_by_node(replicas, indices))
+
+    def held_by(self, job_id: str, nodes: Set[str]) -> dict[str, tuple[int, ...]]:
+        """The splits of the job (their maps' indices) each of ``nodes`` (alive) holds, file or
+        generated."""
+        inputs = self.jobs.get(job_id)
+        if inputs is None:
+            return {}
+        return {node: inputs.placed[node] for node in sorted(nodes) if node in inputs.placed}
 
     def to_store(self, job_id: str, nodes: Set[str]) -> dict[str, tuple[InputSplit, ...]]:
         """The file splits of the job each of ``nodes`` holds (what a real holder copies)."""
@@ -135,11 +149,30 @@ class InputReplication:
         inputs = self.jobs.get(job_id)
         offered = inputs.offered.pop((task_id, attempt), {}) if inputs is not None else {}
         remote = {offered.get(url, url): nbytes for url, nbytes in sorted(reads.remote.items())}
-        counts = {"local": reads.local, "remote": sum(remote.values()), "source": reads.source}
+        journalled = {"local": reads.local, "remote": dict(sorted(remote.items())), "source": reads.source}
+        self.count(job_id, journalled)
+        return journalled
+
+    def count(self, job_id: str, reads: Mapping[str, Any]) -> None:
+        """Count an attempt's reported reads (their journal's form: ``task_finished``'s
+        ``input_reads``) in the run's and the job's totals."""
+        counts = {
+            "local": int(reads["local"]),
+            "remote": sum(reads["remote"].values()),
+            "source": int(reads["source"]),
+        }
         for totals in (self.measured, self.job_measured.setdefault(job_id, dict.fromkeys(counts, 0))):
             for kind, nbytes in counts.items():
                 totals[kind] += nbytes
-        return {"local": reads.local, "remote": dict(sorted(remote.items())), "source": reads.source}
+
+    def resumed(self, reads: Sequence[tuple[str, Mapping[str, Any]]], finished: Set[str]) -> None:
+        """A resumed run's totals go on from the reads its journal recorded before the crash
+        (``Recovered.input_reads``), each counted as the live run counted it; a job finished
+        then has its row already."""
+        for job_id, journalled in reads:
+            self.count(job_id, journalled)
+        for job_id in finished:
+            self.job_measured.pop(job_id, None)
 
     def job_counts(self, job_id: str) -> dict[str, Any]:
         """The job's row's reported reads (jobs.csv): none unless one of its attempts reported."""
@@ -168,3 +201,12 @@ class InputReplication:
         if not total:
             return {}
         return {"input_local_fraction": round(read["local"] / total, 6), "input_read_bytes": dict(read)}
+
+
+def _by_node(replicas: Replicas, indices: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """Each holder -> the indices of the splits it holds (``indices``: split -> its map's index)."""
+    by_node: dict[str, list[int]] = {}
+    for task_id, index in indices.items():
+        for node in replicas.holders.get(task_id, ()):
+            by_node.setdefault(node, []).append(index)
+    return {node: tuple(splits) for node, splits in sorted(by_node.items())}

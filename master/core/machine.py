@@ -12,7 +12,6 @@ and a simulator drive the same decisions. docs/architecture.md shows the flow.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterable
 from typing import Any
 
 from master.core import tasks
@@ -55,6 +54,7 @@ from master.core.events import (
     Wake,
 )
 from master.core.exposure import StageDurations
+from master.core.input_holders import place_inputs, store_inputs
 from master.core.input_replicas import InputReplication
 from master.core.jobs import JobRuntime, LiveJobs, TaskKey
 from master.core.launch import Launcher
@@ -82,7 +82,6 @@ from testbed.wire.protocol import (
     NodeState,
     PushDelivered,
     Resync,
-    StoreInputs,
     TaskUpdate,
 )
 
@@ -124,7 +123,9 @@ class MasterCore:
         self.jobs: dict[str, JobRuntime] = {}
         self.live_jobs = LiveJobs()
         self.inputs = InputReplication(reported=reads_reported)
-        self.durations = StageDurations()
+        if resume is not None:
+            self.inputs.resumed(resume.input_reads, resume.finished_jobs)
+        self.durations = resume.durations if resume else StageDurations()
         self.expected_jobs = sum(job.repeat for job in settings.jobs)
         self.evictions = 0
         self.evicted: list[dict[str, Any]] = []
@@ -300,15 +301,16 @@ class MasterCore:
             self.timers.release()
 
     def _submit(self, job: JobRuntime, spec: Any, ordinal: int, restore: bool) -> None:
+        """A restored job's replicas are placed again, on the new cluster (``master.core.input_holders``)."""
+        seed = self.job_seed(spec, ordinal)
         if restore:
+            place_inputs(self, job, spec.input_replication, self.round.nodes.alive(), seed)
             restore_job(self, self.resume, job)  # type: ignore[arg-type]
             return
         self.records.unsubmitted.pop(ordinal, None)
         self.jobs[job.job_id] = job
         self.live_jobs.add(job)
-        seed = self.job_seed(spec, ordinal)
-        self.inputs.submitted(job, spec.input_replication, self.round.nodes.alive(), seed)
-        self._store_inputs(job.job_id, self.round.nodes.alive())
+        place_inputs(self, job, spec.input_replication, self.round.nodes.alive(), seed)
         self.outbox.put(PrepareJob(job.job_id))
         self.recovery.react(JobSubmitted(job.job_id))
         self.journal.event(
@@ -463,7 +465,7 @@ class MasterCore:
             )
             self.launcher.node_joined()
             for job_id in self.inputs.jobs:  # what it was placed to hold while it launched
-                self._store_inputs(job_id, (node.node_id,))
+                store_inputs(self, job_id, (node.node_id,))
             self.kick()
         elif state.incarnation != node.incarnation or not node.alive:
             return
@@ -475,12 +477,6 @@ class MasterCore:
             self.watch.gone(node)
         if state.state in ("up", "draining") and state.session > node.session:
             self._agent_reconnected(node, state.session)
-
-    def _store_inputs(self, job_id: str, nodes: Iterable[str]) -> None:
-        """Tell those of ``nodes`` that are up the file splits of the job they hold, to copy."""
-        for node_id, splits in self.inputs.to_store(job_id, set(nodes)).items():
-            if self.nodes[node_id].url:  # a launching node is told once it is up
-                self.send(node_id, StoreInputs(job_id=job_id, splits=splits))
 
     def drain(self, node: NodeRecord, reason: str) -> None:
         """No new tasks go to the node (an eviction notice, an autoscaler removal)."""

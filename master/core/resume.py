@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from master.core.chained import Chains
 from master.core.commands import Command, PrepareJob
+from master.core.exposure import StageDurations
 from master.core.jobs import JobRuntime, LiveJobs
 from master.core.ports import JobEnding, JournalPort, RecoveryPort
 from testbed.api.strategy import JobSubmitted
@@ -80,6 +81,15 @@ class Recovered:
     """Nodes alive when the master died -> when they joined."""
     ordinals: dict[str, int] = field(default_factory=lambda: {"reserved": 0, "transient": 0})
     """The next free node ordinal of each class."""
+    workloads: dict[str, str] = field(default_factory=dict)
+    """Each submitted job -> its workload (its ``job_submitted``)."""
+    input_reads: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """(job, ``input_reads``) of each ``task_finished`` that reported its replicated split's
+    reads, in journal order: the resumed core's input totals go on from them."""
+    durations: StageDurations = field(default_factory=StageDurations)
+    """The stage means of every attempt that succeeded before the crash, as the live core kept
+    them (``MasterCore.durations``; each ``task_finished`` succeeded, folded by the same
+    ``StageDurations.observed``): the resumed core goes on from them, not from the priors."""
 
 
 def resuming(core: ResumingCore, found: Recovered) -> None:

@@ -9,6 +9,7 @@ commits its output exactly once: only an attempt whose upload the sink staged
 
 from __future__ import annotations
 
+from master.core.exposure import attempt_seconds
 from master.core.jobs import JobRuntime, TaskKey
 from master.core.nodes import NodeRecord
 from master.core.ports import CorePort
@@ -66,7 +67,7 @@ def task_update(
         core.kick()
         return
     if ok:
-        core.durations.observed(job, key[0], now - (record.started or now))
+        core.durations.observed(job.workload, key[0], attempt_seconds(record.started, now))
         core.recovery.succeeded(job, key, node, update, now)
         core.copies.succeeded(job, key, now)
     else:

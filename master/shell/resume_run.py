@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Any, cast
 
+from master.core.exposure import attempt_seconds
 from master.core.resume import NODE_ID, Recovered
 from testbed.journal.schema import TaskStarted, read_events
 
@@ -86,6 +87,7 @@ def _apply(found: Recovered, event: dict[str, Any]) -> None:
         found.restarting |= _cut_short(found)
     elif name == "job_submitted":
         found.submitted[event["job"]] = float(event["t"])
+        found.workloads[event["job"]] = event["workload"]
     elif name == "job_finished":
         found.finished_jobs.add(event["job"])
     elif name == "output_committed":
@@ -104,12 +106,24 @@ def _apply(found: Recovered, event: dict[str, Any]) -> None:
         found.in_flight.pop((event["task"], int(event["attempt"])), None)
         if event.get("status") == "succeeded":
             found.succeeded.add(event["task"])
+            _observed(found, event)
+        if "input_reads" in event:
+            found.input_reads.append((event["job"], event["input_reads"]))
         if event.get("status") == "failed" and event.get("failure") not in (None, "fetch", "cancelled"):
             found.failures[event["task"]] += 1
     elif name == "node_up":
         found.nodes_up[event["node"]] = float(event["t"])
     elif name in ("node_lost", "node_ended"):
         found.nodes_up.pop(event["node"], None)
+
+
+def _observed(found: Recovered, event: dict[str, Any]) -> None:
+    """A success the live core counted in its stage means (``master.core.tasks``): counted again,
+    to the journal's tenth of a millisecond (``t`` is rounded to it, ``start_s`` is not)."""
+    workload = found.workloads.get(event["job"])
+    if workload is not None:
+        start = event.get("start_s")
+        found.durations.observed(workload, int(event["stage"]), attempt_seconds(start, float(event["t"])))
 
 
 def _cut_short(found: Recovered) -> set[str]:

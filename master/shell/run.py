@@ -33,6 +33,7 @@ from master.shell.secure_dir import secure_run_dir
 from master.summary.checkpoint_copies import checkpoint_summary
 from master.summary.cluster import cluster_summary, run_events
 from master.summary.coaster import job_class_summary, percentile
+from master.summary.resumes import last_segment_only, resume_summary
 from master.summary.speculation import speculation_summary
 from testbed.app.progress import show_live_view, show_progress
 from testbed.journal.tables import JOB_TOTALS, measured_rows
@@ -193,10 +194,13 @@ async def _run_owned(
 def round_summary(master: Master, scenario: Scenario) -> dict[str, Any]:
     """summary.json's placement latency (emulated seconds, as the run's other times), its
     rounds' CPU seconds (the master's host's, not dilated) and, where a job replicates its
-    input, where its maps read it as their workers reported (``input_local_fraction``)."""
+    input, where its maps read it as their workers reported (``input_local_fraction``). A
+    resumed master's samples are its own segment's (``last_segment_only``)."""
     fields = master.times.summary(master.core.round.turns.latencies)
     latency = {key: value for key, value in fields.items() if key.startswith("placement_latency")}
-    return {**fields, **emulated(latency, scenario.fidelity.factor), **master.core.inputs.summary()}
+    segment = last_segment_only(fields) if master.core.resume is not None else {}
+    inputs = master.core.inputs.summary()
+    return {**fields, **emulated(latency, scenario.fidelity.factor), **inputs, **segment}
 
 
 async def external_login(node_id: str) -> dict[str, str]:
@@ -291,6 +295,7 @@ def measured_summary(run_dir: Path, scenario: Scenario) -> dict[str, Any]:
         **job_class_summary(run_dir, scenario, events),
         **checkpoint_summary(events),
         **cluster_summary(events, scenario),
+        **resume_summary(events),
         **speculation_summary(jobs),
     }
 

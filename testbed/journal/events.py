@@ -80,6 +80,18 @@ class JobRestored(Event):
     kept: int
 
 
+class InputsStored(Event):
+    """The node was told the job's input splits it holds (``jobs[].input_replication``;
+    ``master.core.input_holders``): their maps' indices, file splits it copies
+    (``StoreInputs``) and, in the simulator, modelled ones. Once per job and holder, when the
+    job arrives (or is restored by ``--resume``, on the new cluster), or when a holder placed
+    while it launched comes up."""
+
+    job: str
+    node: str
+    splits: list[int]
+
+
 class JobFinished(Event):
     """A job ended; its fields are its row of jobs.csv (``testbed.journal.tables``). A job that
     never had a plan (not submitted before the timeout, or not plannable) has no times, no
@@ -510,6 +522,7 @@ EVENTS: dict[str, type[Event]] = {
     "run_resumed": RunResumed,
     "job_submitted": JobSubmitted,
     "job_restored": JobRestored,
+    "inputs_stored": InputsStored,
     "job_finished": JobFinished,
     "node_launching": NodeLaunching,
     "node_start_failed": NodeStartFailed,

@@ -2,8 +2,9 @@
 #43, point 5): the agent's side, which the agent and its block server import without the
 workloads.
 
-When a job arrives, the master tells each holder the splits it holds (``StoreInputs``); its
-agent copies each split's bytes from the source file into a block of its own (one partition,
+When a job arrives, the master tells each holder the splits it holds (``StoreInputs``, journaled
+as ``inputs_stored``: ``master.core.input_holders``); its agent copies each split's bytes from
+the source file into a block of its own (one partition,
 framed, CRC-checked: ``store_replicas``), paced by the node's disk bucket. The copy spans the
 bytes a line reader of the split may touch: from the byte before ``start`` (which says whether
 the split begins mid-line) to the end of the line ``end`` falls in. While a split is being

@@ -37,9 +37,9 @@ def test_the_stages_rate_so_far_and_the_observed_means_make_the_estimate() -> No
     for index in range(2):
         job.launched((0, index), "n0", 100, 0.0)
     job.succeeded((0, 0), 0, "url", "block", (1, 1), now=6.0)
-    durations.observed(job, 0, 6.0)
-    durations.observed(job, 1, 9.0)
-    durations.observed(job, 1, 11.0)  # another job's reduces, of the same workload
+    durations.observed(job.workload, 0, 6.0)
+    durations.observed(job.workload, 1, 9.0)
+    durations.observed(job.workload, 1, 11.0)  # another job's reduces, of the same workload
     # 1 of 4 outputs in 6 s: 18 s more for the other 3, then a 10 s reduce
     expected = Exposure(rounded(18.0 + 10.0), rounded(6.0 + 2 * 10.0), rounded(6.0))
     assert exposure(job, 0, durations, 6.0) == expected
@@ -83,9 +83,9 @@ def test_an_exposed_view_is_reused_until_its_estimate_moves() -> None:
     nudged = reduce_s * 1.01
     assert rounded(map_s + nudged) == rounded(map_s + reduce_s)  # the same to a quarter octave
     assert rounded(map_s + 2 * nudged) == rounded(map_s + 2 * reduce_s)
-    core.durations.observed(core.jobs["j000"], 1, nudged)
+    core.durations.observed(core.jobs["j000"].workload, 1, nudged)
     assert all(t is first[t.task_id] for view in core.snapshot()[0].jobs for t in view.pending)
-    core.durations.observed(core.jobs["j000"], 1, 60.0)
+    core.durations.observed(core.jobs["j000"].workload, 1, 60.0)
     moved = [t for view in core.snapshot()[0].jobs for t in view.pending]
     assert moved and all(t is not first[t.task_id] and t.exposed_s > 2.0 for t in moved)
 
@@ -99,7 +99,7 @@ def test_a_scheduler_that_reads_no_exposure_is_shown_none(policy: dict[str, obje
     jobs = [{"workload": "wordcount", "size_mb": 4, "maps": 40, "reduces": 2}]
     driver = Driver(make_scenario(jobs=jobs, policy=policy))
     driver.boot()
-    driver.core.durations.observed(driver.core.jobs["j000"], 1, 30.0)
+    driver.core.durations.observed(driver.core.jobs["j000"].workload, 1, 30.0)
     tasks = [t for view in driver.core.snapshot()[0].jobs for t in view.pending]
     assert tasks and all((t.exposed_s, t.loss_s, t.expected_run_s) == (0.0, 0.0, 0.0) for t in tasks)
 
@@ -115,7 +115,7 @@ def test_before_any_success_the_stages_prior_stands_for_each_stage() -> None:
 def test_an_observed_stage_replaces_its_prior_and_only_its() -> None:
     job, durations = wordcount(), StageDurations()
     job.stage_prior_s = (3.0, 5.0)
-    durations.observed(job, 1, 11.0)
+    durations.observed(job.workload, 1, 11.0)
     assert (durations.mean(job, 0), durations.mean(job, 1)) == (3.0, 11.0)
     assert exposure(job, 0, durations, 0.0) == Exposure(rounded(14.0), rounded(25.0), rounded(3.0))
 
@@ -151,7 +151,7 @@ def test_a_job_with_its_own_estimate_keeps_it_as_its_tasks_run() -> None:
     estimated.est_duration_s, estimated.estimated = 900.0, True
     other = JobRuntime("j002", "s", "sleep", JobPlan("sleep", (StagePlan("sleep", 2),)), 0.0, 100)
     durations = StageDurations()
-    durations.observed(other, 0, 60.0)
+    durations.observed(other.workload, 0, 60.0)
     assert (durations.run(estimated, 0), durations.run(other, 0)) == (900.0, rounded(60.0))
 
 

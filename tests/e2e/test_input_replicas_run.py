@@ -102,6 +102,7 @@ def assert_read_from_replicas(run_dir: Path, evicted: set[str]) -> dict[str, int
     plans = {(e["task"], e["attempt"]): e["read_plan"] for e in events if e["event"] == "task_started"
              and e["stage"] == 0}  # fmt: skip
     assert plans and all(plans.values()), "a map was offered no holder: read_plan missing or empty"
+    assert_holders_were_told(events)
     totals = {"local": 0, "remote": 0, "source": 0}
     ended = [e for e in events if e["event"] == "task_finished" and e["stage"] == 0 and e["status"] != "lost"]
     assert any(e["status"] == "succeeded" for e in ended)
@@ -118,3 +119,14 @@ def assert_read_from_replicas(run_dir: Path, evicted: set[str]) -> dict[str, int
                              ("source", reads["source"])):  # fmt: skip
             totals[kind] += nbytes
     return totals
+
+
+def assert_holders_were_told(events: list[dict]) -> None:
+    """Every holder a map's launch offered was told it holds that split (``inputs_stored``)."""
+    told: dict[tuple[str, int], set[str]] = {}
+    for event in events:
+        if event["event"] == "inputs_stored":
+            for index in event["splits"]:
+                told.setdefault((event["job"], index), set()).add(event["node"])
+    for start in (e for e in events if e["event"] == "task_started" and e["stage"] == 0):
+        assert set(start["read_plan"]) <= told.get((start["job"], start["index"]), set()), start

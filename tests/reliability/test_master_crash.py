@@ -73,6 +73,9 @@ def test_sigkilled_master_then_partial_report_then_resume(tmp_path: Path) -> Non
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["succeeded"] == 3 and summary["failed"] == 0, summary
     assert (summary["evictions"], summary["relaunched_tasks"]) == (0, 0), "a restart is no relaunch"
+    (point,) = summary["resumes"]  # the resume point, and what covers only the resumed segment
+    assert (point["finished_jobs"], point["restored_jobs"]) == (1, 1), point
+    assert "placement_latency_p50_s" in summary["last_segment_only"]
     assert not any(p.exists() for p in private), "the resumed run left the dead master's temp"
 
     # Exact outputs, whichever segment computed them.

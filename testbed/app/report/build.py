@@ -38,6 +38,7 @@ from testbed.app.report.metrics import (
     is_completed,
     summary_disagreements,
 )
+from testbed.app.report.resume_section import resume_notice
 from testbed.app.report.rundir import RunData, load_run
 
 PARTIAL_NOTICE = (
@@ -84,6 +85,7 @@ def _title(run: RunData, metrics: RunMetrics) -> list[Block]:
     blocks: list[Block] = [Heading(f"Run report: {run.name}", 1)]
     if run.partial:
         blocks.append(Callout(PARTIAL_NOTICE))
+    blocks += resume_notice(run)
     blocks.append(
         Paragraph(
             f"Run directory: {run.path}. Status: {run.status}. Record ends at {seconds(run.end_s)} s"
@@ -411,8 +413,9 @@ def _extra_cell(key: str, value: float | None) -> str:
 
 
 def _extra_total(key: str, run: RunData) -> str:
-    """The column's sum over jobs; a ratio (``relaunched_ratio``) does not add up."""
-    if "ratio" in key:
+    """The column's sum over jobs; a ratio (``relaunched_ratio``, ``input_local_fraction``) does
+    not add up."""
+    if "ratio" in key or "fraction" in key:
         return "-"
     return _extra_cell(key, sum(j.extra.get(key, 0.0) for j in run.jobs))
 
