@@ -81,8 +81,9 @@ class StageDurations:
 
 def attempt_seconds(started: float | None, ended: float) -> float:
     """A successful attempt's duration for ``StageDurations.observed``: from its launch (its
-    record's ``started``, its ``task_finished``'s ``start_s``) to its success (0: no launch time)."""
-    return ended - (started or ended)
+    record's ``started``, its ``task_finished``'s ``start_s``) to its success (0: no launch
+    time). A launch at time 0 is a launch time: ``started or ended`` took it for none."""
+    return ended - (ended if started is None else started)
 
 
 def exposure(job: JobRuntime, stage: int, durations: StageDurations, now: float) -> Exposure:

@@ -163,3 +163,18 @@ def test_a_sleep_jobs_view_shows_its_own_estimate_as_its_run() -> None:
     tasks = [t for view in driver.core.snapshot()[0].jobs for t in view.pending]
     assert job.estimated and tasks
     assert all(t.expected_run_s == t.est_duration_s == job.est_duration_s for t in tasks)
+
+
+def test_an_attempt_launched_at_time_zero_is_observed_for_its_whole_run() -> None:
+    """The first maps launch at 0.0 s: each success at 0.5 s is a 0.5 s attempt (``started or
+    now`` took a launch at 0.0 for none, and observed 0 s)."""
+    jobs = [{"workload": "wordcount", "size_mb": 4, "maps": 4, "reduces": 1}]
+    driver = Driver(make_scenario(jobs=jobs, policy=TRANSIENT))
+    driver.boot()
+    assert driver.now == 0.0
+    launched = list(driver.running().values())
+    assert launched
+    driver.advance(0.5)
+    for node_id, spec in launched:
+        driver.finish(node_id, spec)
+    assert driver.core.durations.totals[("wordcount", 0)] == (0.5 * len(launched), len(launched))
