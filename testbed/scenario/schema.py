@@ -201,6 +201,19 @@ class Scenario(Strict):
         """Its node classes in launch order, in either form (``testbed.scenario.cluster.node_classes``)."""
         return node_classes(self.cluster, self.chaos)
 
+    def of_kind(self, kind: str) -> list[NamedClass]:
+        """Its node classes of ``kind`` (reserved or transient), in launch order."""
+        return [named for named in self.node_classes.values() if named.kind == kind]
+
+    def kind_count(self, kind: str) -> int:
+        """How many nodes its classes of ``kind`` start with: what a policy's cluster check counts."""
+        return sum(named.spec.count for named in self.of_kind(kind))
+
+    def class_index(self, name: str) -> int:
+        """Class ``name``'s position in launch order: its random streams' key (the shorthand's
+        ``reserved`` is 0, ``transient`` 1; ``testbed.chaosmodels.lifetimes.lifetime_for``)."""
+        return list(self.node_classes).index(name)
+
     def class_field(self, name: str) -> str:
         """Where class ``name`` is written: ``cluster.classes.NAME``, or ``cluster.NAME`` (shorthand)."""
         return f"cluster.classes.{name}" if self.cluster.classes is not None else f"cluster.{name}"

@@ -46,6 +46,7 @@ from testbed.app.report.records import (
     tasks_from_events,
     text,
 )
+from testbed.chaosmodels.lifetimes import NODE_CLASSES
 from testbed.journal.schema import read_events
 from testbed.journal.tables import emulated_row
 from testbed.journal.tables import read_table as read_csv_table
@@ -133,10 +134,17 @@ class RunData:
         return float(max(times, default=0.0))
 
     def class_spec(self, node_class: str) -> NodeClassSpec | None:
-        """The scenario's spec of a node class, or None for a class it does not define."""
-        if node_class not in ("reserved", "transient"):
+        """The scenario's spec of a node class (by name), or None for a class it does not define."""
+        if self.cluster.classes is not None:
+            return self.cluster.classes.get(node_class)
+        if node_class not in NODE_CLASSES:
             return None
         return getattr(self.cluster, node_class)
+
+    def class_index(self, node_class: str) -> int:
+        """The class's position in launch order: its random streams' key (``Scenario.class_index``)."""
+        names = list(self.cluster.classes) if self.cluster.classes is not None else list(NODE_CLASSES)
+        return names.index(node_class)
 
     def _setting(self, key: str) -> Any:
         if self.summary and key in self.summary:
