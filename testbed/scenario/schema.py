@@ -597,4 +597,10 @@ def _describe(source: str, err: Any) -> str:
 
 
 def to_yaml(scenario: Scenario) -> str:
-    return yaml.safe_dump(scenario.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=False)
+    """The scenario as YAML that loads back to it (named classes without the shorthand's defaults)."""
+    data = scenario.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if scenario.cluster.classes is not None:
+        for section in (data["cluster"], data["chaos"]):
+            for shorthand in ("reserved", "transient"):
+                section.pop(shorthand, None)
+    return yaml.safe_dump(data, sort_keys=False)
