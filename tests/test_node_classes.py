@@ -169,3 +169,13 @@ def test_chaos_plan_and_dry_run_on_the_simulator_take_named_classes(
     assert "c5.large (transient, 1, z1 1): lifetime" in out and "  zone z1: lifetime low" in out
     assert main(["run", str(path), "--dry-run", "--backend", "sim"]) == 0
     assert "on-demand-" not in capsys.readouterr().out  # a reserved class is never evicted
+
+
+def test_the_run_directorys_scenario_yaml_loads_back(tmp_path: Path) -> None:
+    """A run records its scenario (``to_yaml``); named classes without the shorthand's defaults."""
+    from testbed.scenario.schema import to_yaml
+
+    scenario = load_scenario(write(tmp_path, THREE))
+    again = tmp_path / "again.yaml"
+    again.write_text(to_yaml(scenario))
+    assert load_scenario(again).node_classes == scenario.node_classes
