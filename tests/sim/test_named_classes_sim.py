@@ -14,7 +14,8 @@ import pytest
 
 from master.chaos.plan import plan_evictions
 from master.execution_model import ExecutionModel
-from master.sim.run import run_sim, sim_settings
+from master.sim.run import run_sim, sim_settings, simulate
+from master.sim.shell import SimShell
 from testbed.chaosmodels.lifetimes import lifetime_for
 from testbed.scenario.schema import Scenario, load_scenario, parse_scenario
 from testbed.settings.node_classes import class_chaos
@@ -24,13 +25,18 @@ SHIPPED = Path(__file__).resolve().parents[2] / "scenarios" / "node-classes.yaml
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Scenario, Path]:
+def simulated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Scenario, Path, SimShell]:
     scenario = load_scenario(SHIPPED)
     run_dir = tmp_path_factory.mktemp("classes") / "run"
     run_dir.mkdir()
-    result = run_sim(sim_settings(scenario), run_dir)
-    assert result.ok, result.summary
-    return scenario, run_dir
+    shell, ok = simulate(sim_settings(scenario), run_dir)
+    assert ok
+    return scenario, run_dir, shell
+
+
+@pytest.fixture
+def run(simulated: tuple[Scenario, Path, SimShell]) -> tuple[Scenario, Path]:
+    return simulated[:2]
 
 
 def test_each_class_launches_its_nodes_under_its_own_ids(run: tuple[Scenario, Path]) -> None:
@@ -80,10 +86,29 @@ def test_each_node_has_its_class_hardware(run: tuple[Scenario, Path]) -> None:
         name = node.rpartition("-")[0]
         busiest[name] = max(busiest[name], peak)
     assert busiest == {"on-demand": 4, "spot-m5": 4, "spot-t3": 2}  # their slots, filled
-    model = ExecutionModel(scenario, lambda _j, _s: 1, lambda _j, _s: ())
+    model = ExecutionModel(scenario, lambda _j, _s: 1, lambda _j, _s: ())  # the simulator's
     assert model.nic_bytes_s("spot-t3") == 250e6 / 8 and model.nic_bytes_s("spot-m5") == 1000e6 / 8
     costs = {r["node_id"].rpartition("-")[0]: float(r["price_per_hour"]) for r in rows(run_dir, "nodes")}
     assert costs == {"on-demand": 0.4, "spot-m5": 0.12, "spot-t3": 0.04}
+
+
+def test_the_simulator_gives_each_node_its_class_shape(simulated: tuple[Scenario, Path, SimShell]) -> None:
+    scenario, _, shell = simulated
+    nodes = shell.agents.nodes
+    assert len(nodes) == len(events(simulated[1], "node_launching"))
+    for node_id, node in nodes.items():
+        named = scenario.node_classes[node_id.rpartition("-")[0]]
+        assert (node.node_class, node.kind) == (named.name, named.kind)
+        assert (node.slots, node.memory_mb) == (named.spec.slots, named.spec.memory_mb)
+        assert node.cpu is not None and node.cpu.cores == named.spec.cores
+        record = shell.core.nodes[node_id]
+        assert (record.class_name, record.node_class, record.slots, record.memory_mb) == (
+            named.name,
+            named.kind,
+            named.spec.slots,
+            named.spec.memory_mb,
+        )
+    assert {n.cpu.cores for n in nodes.values() if n.node_class == "spot-t3" and n.cpu} == {1.0}
 
 
 def _peak_running(tasks: list[dict[str, str]]) -> dict[str, int]:
