@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from master.chaos.plan import plan_evictions
 from master.execution_model import ExecutionModel
@@ -152,3 +153,31 @@ def _committed(run_dir: Path) -> dict[tuple[str, int], int]:
                  for e in events(run_dir, "output_committed")}  # fmt: skip
     assert committed
     return committed
+
+
+def test_a_named_cluster_runs_as_its_shorthand_renamed(tmp_path: Path) -> None:
+    """scenarios/cloudcoaster.yaml (Eagle's partitions of the reserved nodes, CloudCoaster
+    launching transient ones) with its classes renamed, and a second transient class after
+    them: the journal is the shorthand's, names changed; every launch is of the first
+    transient class (``Launch`` names a kind), none of the second."""
+    data = yaml.safe_load((SHIPPED.parent / "cloudcoaster.yaml").read_text())
+    data.pop("fidelity")
+    shape = {"slots": 1, "memory_mb": 512}
+    classes = {
+        "on-demand": {"kind": "reserved", "count": 12, **shape, "price_per_hour": 1.0},
+        "spot-a": {"kind": "transient", "count": 0, **shape, "price_per_hour": 0.3},
+        "spot-b": {"kind": "transient", "count": 0, "slots": 2, "memory_mb": 1024},
+    }
+    journals = []
+    for name, cluster in (
+        ("shorthand", data["cluster"]),
+        ("named", {"classes": classes, "heartbeat_timeout": "10s"}),
+    ):
+        run_dir = tmp_path / name
+        run_dir.mkdir()
+        assert run_sim(sim_settings(parse_scenario({**data, "cluster": cluster})), run_dir).ok
+        journals.append((run_dir / "events.jsonl").read_text())
+    shorthand, named = journals
+    renamed = shorthand.replace("reserved", "on-demand").replace("transient-", "spot-a-")
+    assert renamed.replace('"class":"transient"', '"class":"spot-a"') == named
+    assert "spot-a-0" in named and "spot-b" not in named
