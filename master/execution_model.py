@@ -152,8 +152,11 @@ class ExecutionModel:
         self.ideal_memory_mb = ideal_memory_mb
         self.dependency_kinds = dependency_kinds
         self.profiles = load_profiles(scenario) if self.spec.memory_penalty else {}
-        self.nic = {c: getattr(scenario.cluster, c).network_mbps * 1e6 / 8 for c in ("reserved", "transient")}
-        """Each node class's NIC rate in bytes/s (looked up once per fetch, twice)."""
+        classes = scenario.node_classes
+        self.nic = {c: named.spec.network_mbps * 1e6 / 8 for c, named in classes.items()}
+        """Each node class's (by name) NIC rate in bytes/s (looked up once per fetch, twice)."""
+        self.disk = {c: named.spec.disk_mb_s for c, named in classes.items()}
+        """Each node class's spill rate in MB/s (None: unlimited)."""
         self.plugin_models: dict[tuple[str, str], SimModel | None] = {}
         """A workload plugin's ``sim_model()`` per (import path, options as JSON)."""
         for index, job in enumerate(scenario.jobs):
@@ -232,7 +235,7 @@ class ExecutionModel:
         return self.nic[node_class] / links.slow
 
     def disk_bytes_s(self, node_class: str) -> float | None:
-        rate = getattr(self.scenario.cluster, node_class).disk_mb_s
+        rate = self.disk[node_class]
         return None if rate is None else rate * MB
 
     def move(

@@ -24,16 +24,16 @@ from testbed.plan import JobPlan, StagePlan
 from testbed.settings.run_settings import RunSettings
 from testbed.wire.protocol import TaskSpec
 
-PRIOR_CLASS = "reserved"
-"""The node class the prior runs a task on (its NIC, its cores)."""
-
 
 class StagePrior:
     """The priors of the jobs of one run (its execution model built once)."""
 
     def __init__(self, settings: RunSettings) -> None:
         self.model = ExecutionModel(settings.scenario, lambda _job, _stage: 1, lambda _job, _stage: ())
-        self.launch_s = self.model.spec.launch_s(settings.cluster[PRIOR_CLASS].cores)
+        cluster = settings.cluster
+        self.prior_class = cluster.first_of("reserved") or next(iter(cluster.classes))
+        """The node class the prior runs a task on (its NIC, its cores): the first reserved one."""
+        self.launch_s = self.model.spec.launch_s(cluster[self.prior_class].cores)
         self.dilation = settings.dilation
 
     def of(self, plan: JobPlan, memory_mb: tuple[int, ...]) -> tuple[float, ...]:
@@ -44,8 +44,8 @@ class StagePrior:
         for index, stage in enumerate(plan.stages):
             spec = _first_task(stage, index, memory_mb[index])
             read = self._read_bytes(plan, stage, out_bytes)
-            fetch_s = read / self.model.nic_bytes_s(PRIOR_CLASS)
-            cost = self.model.attempt_cost(spec, int(read), fetch_s, PRIOR_CLASS)
+            fetch_s = read / self.model.nic_bytes_s(self.prior_class)
+            cost = self.model.attempt_cost(spec, int(read), fetch_s, self.prior_class)
             seconds.append((self.launch_s + cost.seconds) * self.dilation)
             out_bytes.append(float(cost.bytes_out))
         return tuple(seconds)

@@ -1,5 +1,6 @@
 """Named node classes (``cluster.classes``, issue #47): the schema, its errors, what ``resolve``
-compiles them into, ``testbed validate``'s report, and the refusal to run them (for now)."""
+compiles them into, ``testbed validate``'s report, the real backends' refusal of them, and
+``testbed chaos plan`` on them (tests/sim/test_named_classes_sim.py runs them)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from testbed.app.cli import main
-from testbed.scenario.schema import load_scenario
+from testbed.scenario.schema import ScenarioError, load_scenario
 from testbed.settings.resolve import resolution
 from testbed.settings.run_settings import Host
 from tests.support.scenarios import problems, write
@@ -127,24 +128,54 @@ def test_bad_classes_are_one_line_naming_the_field(tmp_path: Path, text: str, ex
 
 
 def test_validate_reports_each_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(write(tmp_path, THREE))]) == 0
+    assert main(["validate", str(write(tmp_path, THREE)), "--backend", "sim"]) == 0
     out = capsys.readouterr().out
     assert "ok (three: 1 jobs, 6 nodes in 3 classes;" in out
     assert "class spot-m5 (transient): 3 nodes of 2 slots, 2 cores, 2048 MB; 0.12/h; lifetime high" in out
-    assert "no backend runs them yet" in out
+    assert "named classes run on the simulator only today: backend: sim" in out
 
 
-@pytest.mark.parametrize("command", [["run", "--backend", "sim"], ["run", "--dry-run"], ["chaos", "plan"]])
-def test_nothing_runs_named_classes_yet(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+@pytest.mark.parametrize(
+    ("command", "backend"),
+    [(["run"], "local"), (["run", "--backend", "docker"], "docker"), (["run", "--dry-run"], "local")],
+)
+def test_the_real_backends_refuse_named_classes_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], backend: str
 ) -> None:
     path = write(tmp_path, THREE)
-    assert (
-        main([*command[:1], str(path), *command[1:]] if command[0] == "run" else [*command, str(path)]) == 2
-    )
+    assert main([command[0], str(path), *command[1:]]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        f"{path}: cluster.classes: named node classes validate but do not run yet (no backend, chaos plan or "
-        "compose file takes them: issue #47); write the cluster as cluster.reserved and cluster.transient "
-        "to run it"
+        f"{path}: cluster.classes: named node classes run on the simulator only today (backend: sim, "
+        f"or testbed run --backend sim), not on {backend}; write the cluster as cluster.reserved and "
+        "cluster.transient to run it there"
     ]
+
+
+def test_compose_refuses_named_classes(tmp_path: Path) -> None:
+    from master.shell.compose_file import compose_file
+
+    with pytest.raises(ScenarioError, match="named node classes run on the simulator only today"):
+        compose_file(write(tmp_path, THREE), [], None, Host(4.0), [])
+
+
+def test_chaos_plan_and_dry_run_on_the_simulator_take_named_classes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, THREE)
+    assert main(["chaos", "plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "spot-m5 (transient, 3): lifetime high" in out
+    assert "c5.large (transient, 1, z1 1): lifetime" in out and "  zone z1: lifetime low" in out
+    assert main(["run", str(path), "--dry-run", "--backend", "sim"]) == 0
+    assert "on-demand-" not in capsys.readouterr().out  # a reserved class is never evicted
+
+
+def test_the_run_directorys_scenario_yaml_loads_back(tmp_path: Path) -> None:
+    """A run records its scenario (``to_yaml``); named classes without the shorthand's defaults."""
+    from testbed.scenario.schema import to_yaml
+
+    scenario = load_scenario(write(tmp_path, THREE))
+    again = tmp_path / "again.yaml"
+    again.write_text(to_yaml(scenario))
+    assert load_scenario(again).node_classes == scenario.node_classes

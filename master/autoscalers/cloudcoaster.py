@@ -268,7 +268,7 @@ class CloudCoasterAutoscaler(Autoscaler):
             r=knobs.r,
             p=knobs.p,
             provisioning_delay_s=scenario.trace(parse_duration(knobs.provisioning_delay)),
-            short_on_demand=short_partition_size(scenario.cluster.reserved.count, short_fraction_of(eagle)),
+            short_on_demand=short_partition_size(scenario.kind_count("reserved"), short_fraction_of(eagle)),
         )
 
     @classmethod

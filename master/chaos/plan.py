@@ -22,7 +22,6 @@ from master.chaos.select import EvictableNode
 from testbed.api.policy import NodeView
 from testbed.chaosmodels.colocation import place as colocation_place
 from testbed.chaosmodels.lifetime_model import format_seconds
-from testbed.chaosmodels.lifetimes import NODE_CLASSES
 from testbed.chaosmodels.prices import parse_price
 from testbed.chaosmodels.slowdown import slowdown_factor
 from testbed.limits import MAX_PLANNED_EVICTIONS
@@ -44,7 +43,8 @@ class PlannedEviction:
     """When its warning goes out (equal to ``trace_s`` without a notice)."""
     warn_wall_s: float
     node_id: str
-    node_class: NodeClass
+    node_class: str
+    """Its class's name (``cluster.classes``; ``reserved`` or ``transient`` in the shorthand)."""
     ordinal: int
     reason: Reason
     launched_s: float
@@ -102,9 +102,9 @@ def _plan(scenario: Scenario, horizon_s: float, base_dir: str | Path | None) -> 
     clock = VirtualClock()
     world = _PlanWorld(scenario)
     world.rules = ChaosRules(ClusterSettings.of(scenario), chaos_settings(scenario, base_dir), clock, world)
-    for node_class in NODE_CLASSES:
-        for _ in range(getattr(scenario.cluster, node_class).count):
-            clock.at(0.0, LAUNCH, lambda node_class=node_class: world.launch(node_class, initial=True))
+    for name, named in scenario.node_classes.items():
+        for _ in range(named.spec.count):
+            clock.at(0.0, LAUNCH, lambda name=name: world.launch(name, initial=True))
     world.rules.start()
     clock.run(horizon_s)
     return world
@@ -113,7 +113,9 @@ def _plan(scenario: Scenario, horizon_s: float, base_dir: str | Path | None) -> 
 @dataclass
 class _Node:
     node_id: str
-    node_class: NodeClass
+    node_class: str
+    """Its class's name."""
+    kind: NodeClass
     ordinal: int
     launched: float
     warned_at: float | None = None
@@ -130,17 +132,22 @@ class _PlanWorld:
     alive_nodes: dict[str, _Node] = field(default_factory=dict)
     plan: list[PlannedEviction] = field(default_factory=list)
     slowdowns: list[PlannedSlowdown] = field(default_factory=list)
-    ordinals: dict[NodeClass, int] = field(default_factory=lambda: dict.fromkeys(NODE_CLASSES, 0))
-    uncertain_since: dict[NodeClass, float] = field(
-        default_factory=lambda: dict.fromkeys(NODE_CLASSES, math.inf)
-    )
-    replacing: dict[NodeClass, deque[int]] = field(default_factory=lambda: {c: deque() for c in NODE_CLASSES})
+    ordinals: dict[str, int] = field(init=False)
+    """The next ordinal of each class, by name."""
+    uncertain_since: dict[str, float] = field(init=False)
+    replacing: dict[str, deque[int]] = field(init=False)
     """Indexes in ``plan`` of the evictions whose replacement is not launched yet, in launch
     order (one class's replacements keep their order: same delay, same capacity waits)."""
 
+    def __post_init__(self) -> None:
+        names = list(self.scenario.node_classes)
+        self.ordinals = dict.fromkeys(names, 0)
+        self.uncertain_since = dict.fromkeys(names, math.inf)
+        self.replacing = {name: deque() for name in names}
+
     def candidates(self) -> Sequence[EvictableNode]:
         return [
-            NodeView(n.node_id, n.node_class, 1, 1, launched=n.launched, zone=self._zone(n))
+            NodeView(n.node_id, n.kind, 1, 1, launched=n.launched, zone=self._zone(n))
             for n in self.alive_nodes.values()
         ]
 
@@ -148,12 +155,12 @@ class _PlanWorld:
         return {}
 
     def _zone(self, node: _Node) -> str | None:
-        return getattr(self.scenario.cluster, node.node_class).zone_of(node.ordinal)
+        return self.scenario.node_classes[node.node_class].spec.zone_of(node.ordinal)
 
     def alive(self, node_id: str) -> bool:
         return node_id in self.alive_nodes
 
-    def node_class(self, node_id: str) -> NodeClass:
+    def node_class(self, node_id: str) -> str:
         return self.alive_nodes[node_id].node_class
 
     def rebalance(self, node_id: str) -> None:
@@ -195,16 +202,16 @@ class _PlanWorld:
             self.replacing[node.node_class].append(len(self.plan) - 1)
         self.rules.killed_now(node.node_class)
 
-    def capacity_changed(self, node_class: NodeClass, until: float | None) -> None:
+    def capacity_changed(self, node_class: str, until: float | None) -> None:
         """The plan lists the windows themselves (``capacity_windows``)."""
 
-    def launch_waiting(self, node_class: NodeClass, until: float) -> None:
+    def launch_waiting(self, node_class: str, until: float) -> None:
         """The replacement's launch time is filled in when it launches."""
 
-    def launch_refused(self, node_class: NodeClass, requested: float) -> None:
+    def launch_refused(self, node_class: str, requested: float) -> None:
         self._replaced(node_class, None)
 
-    def _replaced(self, node_class: NodeClass, at: float | None) -> None:
+    def _replaced(self, node_class: str, at: float | None) -> None:
         """The first pending replacement of the class launched at ``at`` (None: refused)."""
         if not self.replacing[node_class]:
             return  # an initial node
@@ -220,7 +227,7 @@ class _PlanWorld:
             replacement_wait_s=0.0 if at is None else at - nominal,
         )
 
-    def launch(self, node_class: NodeClass, initial: bool = False) -> None:
+    def launch(self, node_class: str, initial: bool = False) -> None:
         now = self.rules.clock.now()
         if not initial:
             self._replaced(node_class, now)
@@ -229,6 +236,7 @@ class _PlanWorld:
         node = _Node(
             f"{node_class}-{ordinal}",
             node_class,
+            self.scenario.node_classes[node_class].kind,
             ordinal,
             now,
             provisional=now > self.uncertain_since[node_class],
@@ -243,11 +251,10 @@ class _PlanWorld:
             return
         now = self.rules.clock.now()
         for candidate in candidates:
-            if _matches(event.evict, candidate.node_class):
-                self.alive_nodes[candidate.node_id].provisional = True
-                self.uncertain_since[candidate.node_class] = min(
-                    self.uncertain_since[candidate.node_class], now
-                )
+            if _matches(event.evict, candidate.node_class):  # the candidate's kind
+                node = self.alive_nodes[candidate.node_id]
+                node.provisional = True
+                self.uncertain_since[node.node_class] = min(self.uncertain_since[node.node_class], now)
 
     def slowed(self, node_id: str, factor: float, episode: int, began: bool) -> None:
         if not began:
@@ -267,11 +274,11 @@ def _matches(evict: EvictSpec, node_class: str) -> bool:
 
 def capacity_windows(
     scenario: Scenario, horizon_s: float, base_dir: str | Path | None = None
-) -> dict[NodeClass, list[tuple[float, float]]]:
-    """Each class's unavailable capacity windows starting before ``horizon_s`` (classes with
-    a capacity model only)."""
+) -> dict[str, list[tuple[float, float]]]:
+    """Each class's (by name) unavailable capacity windows starting before ``horizon_s``
+    (classes with a capacity model only)."""
     windows = {}
-    for node_class in NODE_CLASSES:
+    for node_class in scenario.node_classes:
         capacity = class_chaos(scenario, node_class, base_dir).capacity
         if capacity is not None:
             windows[node_class] = capacity.windows_until(horizon_s)
@@ -360,23 +367,26 @@ def _footer(plan: list[PlannedEviction]) -> str:
 
 def _header(scenario: Scenario, base_dir: str | Path | None) -> list[str]:
     lines = [f"scenario {scenario.name}: seed {scenario.seed}, time_scale {scenario.time_scale:g}"]
-    for node_class in NODE_CLASSES:
-        spec = getattr(scenario.chaos, node_class)
+    for node_class, named in scenario.node_classes.items():
+        spec = named.chaos
         state = class_chaos(scenario, node_class, base_dir)
         replace = (
             f"replaced after {format_seconds(spec.provisioning_delay)}" if spec.replace else "not replaced"
         )
-        nodes = getattr(scenario.cluster, node_class)
+        nodes = named.spec
         zones = "".join(f", {zone} {n}" for zone, n in nodes.zones.items())
+        kind = "" if named.kind == node_class else f"{named.kind}, "
         lines.append(
-            f"{node_class} ({nodes.count}{zones}): lifetime {state.model.describe()}; "
+            f"{node_class} ({kind}{nodes.count}{zones}): lifetime {state.model.describe()}; "
             f"notice {format_seconds(state.notice)}; {replace}"
         )
         lines.extend(f"  zone {zone}: lifetime {m.describe()}" for zone, m in state.zone_models.items())
         if state.capacity is not None:
             lines.append(f"  {state.capacity.model.describe()}")
         if nodes.price is not None:
-            price = parse_price(nodes.price, scenario.seed, node_class, base_dir)
+            price = parse_price(
+                nodes.price, scenario.seed, node_class, base_dir, scenario.class_index(node_class)
+            )
             lines.append(f"  price {price.describe()}")
     lines.extend(f"storm {i}: {_describe_storm(storm)}" for i, storm in enumerate(scenario.chaos.storms))
     lines.extend(_slowdown_lines(scenario))
@@ -392,10 +402,10 @@ def _slowdown_lines(scenario: Scenario) -> list[str]:
     if scenario.chaos.slowdown is None:
         return []
     by_factor: dict[float, list[str]] = {}
-    for node_class in NODE_CLASSES:
-        for ordinal in range(getattr(scenario.cluster, node_class).count):
+    for node_class, named in scenario.node_classes.items():
+        for ordinal in range(named.spec.count):
             node_id = f"{node_class}-{ordinal}"
-            factor = slowdown_factor(scenario.chaos.slowdown, scenario.seed, node_id, node_class)
+            factor = slowdown_factor(scenario.chaos.slowdown, scenario.seed, node_id, named.kind)
             by_factor.setdefault(factor, []).append(node_id)
     lines = ["slowdown (initial nodes; a later node draws its factor at launch):"]
     if scenario.chaos.slowdown.colocation is not None:
@@ -409,8 +419,8 @@ def _slowdown_lines(scenario: Scenario) -> list[str]:
 def _colocation_lines(scenario: Scenario) -> list[str]:
     """Per class, how its initial nodes share hosts under ``colocation: ec2-2008``."""
     lines = []
-    for node_class in NODE_CLASSES:
-        count = getattr(scenario.cluster, node_class).count
+    for node_class, named in scenario.node_classes.items():
+        count = named.spec.count
         if count == 0:
             continue
         places = [colocation_place(scenario.seed, node_class, ordinal) for ordinal in range(count)]
@@ -449,7 +459,7 @@ def _episode_lines(slowdowns: list[PlannedSlowdown], scenario: Scenario) -> list
 MAX_WINDOWS_SHOWN = 10
 
 
-def _capacity_lines(windows: dict[NodeClass, list[tuple[float, float]]], horizon_s: float) -> list[str]:
+def _capacity_lines(windows: dict[str, list[tuple[float, float]]], horizon_s: float) -> list[str]:
     lines = []
     for node_class, spans in windows.items():
         out = sum(min(end, horizon_s) - start for start, end in spans)

@@ -136,7 +136,7 @@ class World(Protocol):
 
     def alive(self, node_id: str) -> bool: ...
 
-    def node_class(self, node_id: str) -> NodeClass: ...
+    def node_class(self, node_id: str) -> str: ...
 
     def rebalance(self, node_id: str) -> None:
         """The node is at elevated risk of eviction (a rebalance recommendation): no deadline."""
@@ -147,16 +147,16 @@ class World(Protocol):
     def kill(self, node_id: str, reason: Reason, storm: int | None) -> None:
         """Kill the node; the world calls ``ChaosRules.killed`` once it is dead."""
 
-    def launch(self, node_class: NodeClass) -> None:
+    def launch(self, node_class: str) -> None:
         """Launch a replacement; the world calls ``ChaosRules.launched`` with its node."""
 
-    def capacity_changed(self, node_class: NodeClass, until: float | None) -> None:
+    def capacity_changed(self, node_class: str, until: float | None) -> None:
         """The class's capacity ran out until trace time ``until``, or (None) came back."""
 
-    def launch_waiting(self, node_class: NodeClass, until: float) -> None:
+    def launch_waiting(self, node_class: str, until: float) -> None:
         """A launch of the class waits for capacity, until trace time ``until``."""
 
-    def launch_refused(self, node_class: NodeClass, requested: float) -> None:
+    def launch_refused(self, node_class: str, requested: float) -> None:
         """A launch of the class (requested at trace time ``requested``) is refused: no capacity."""
 
     def storm_fired(self, event: StormEvent, candidates: Sequence[EvictableNode], victims: list[str]) -> None:
@@ -187,7 +187,7 @@ class ChaosRules:
     """Each node's slowdown episodes under way: episode index -> its factor."""
 
     @property
-    def classes(self) -> Mapping[NodeClass, ClassChaos]:
+    def classes(self) -> Mapping[str, ClassChaos]:
         """Each node class's chaos (``ChaosSettings.classes``)."""
         return self.chaos.classes
 
@@ -208,42 +208,44 @@ class ChaosRules:
                 rest = episode.at + episode.duration - since
                 self.clock.at(since, SLOW, partial(self._episode, index, episode, rest))
 
-    def launched(self, node_id: str, node_class: NodeClass, ordinal: int) -> None:
+    def launched(self, node_id: str, node_class: str, ordinal: int) -> None:
         """A node joined the run now: its lifetime, drawn by ordinal from its zone's model
         (else its class's), starts."""
         rules = self.classes[node_class]
         self.started[node_id] = self.clock.now()
         model = rules.model_for(self.cluster[node_class].zone_of(ordinal))
-        lifetime = lifetime_for(model, self.chaos.seed, node_class, ordinal)
+        stream = self.cluster.index(node_class)
+        lifetime = lifetime_for(model, self.chaos.seed, stream, ordinal)
         if lifetime is None:
             return
         self.lifetimes[node_id] = lifetime
         now = self.clock.now()
-        lead = rebalance_lead(model, self.chaos.seed, node_class, ordinal)
+        lead = rebalance_lead(model, self.chaos.seed, stream, ordinal)
         if lead is not None:
             self.clock.at(now + lifetime - rules.notice - lead, REBALANCE, lambda: self._rebalance(node_id))
         self.clock.at(now + lifetime - rules.notice, WARN, lambda: self._warn(node_id, now + lifetime))
         self.clock.at(now + lifetime, KILL, lambda: self._kill(node_id, "lifetime", None))
 
-    def killed_now(self, node_class: NodeClass) -> None:
+    def killed_now(self, node_class: str) -> None:
         """A node of the class died: its replacement launches after the provisioning delay."""
         if self.classes[node_class].replace:
             self._replace(node_class)
 
-    def replace_lost(self, node_class: NodeClass) -> bool:
+    def replace_lost(self, node_class: str) -> bool:
         """A node lost to something else than a chaos kill (a crash, silence) is replaced as a
         killed one would be; a reserved node always (the run depends on its reserved
-        capacity). Whether a replacement comes."""
-        if node_class != "reserved" and not self.classes[node_class].replace:
+        capacity). Whether a replacement comes. ``node_class``: the lost node's class (by name),
+        decided by its kind."""
+        if self.cluster[node_class].kind != "reserved" and not self.classes[node_class].replace:
             return False
         self._replace(node_class)
         return True
 
-    def _replace(self, node_class: NodeClass) -> None:
+    def _replace(self, node_class: str) -> None:
         requested = self.clock.now() + self.classes[node_class].delay
         self.clock.at(requested, LAUNCH, lambda: self._launch(node_class, requested, requested))
 
-    def launch_verdict(self, node_class: NodeClass, requested: float, due: float = -math.inf) -> float | None:
+    def launch_verdict(self, node_class: str, requested: float, due: float = -math.inf) -> float | None:
         """When a launch of the class requested at trace time ``requested`` may go ahead, at
         the later of now and ``due`` (when it was scheduled to run: a real clock may fire a
         hair early): then if capacity is there, the end of its outage if the launch may wait
@@ -258,7 +260,7 @@ class ChaosRules:
         return outage[1] if max_wait is None or outage[1] - requested <= max_wait else None
 
     def launch_when_available(
-        self, node_class: NodeClass, launch: Callable[[], None], refused: Callable[[], None]
+        self, node_class: str, launch: Callable[[], None], refused: Callable[[], None]
     ) -> None:
         """A launch of the class requested now by someone else (an autoscaler), subject to the
         class's capacity as a replacement is: ``launch`` once it may go ahead, or ``refused``."""
@@ -267,7 +269,7 @@ class ChaosRules:
 
     def _launch(
         self,
-        node_class: NodeClass,
+        node_class: str,
         requested: float,
         due: float,
         launch: Callable[[], None] | None = None,
@@ -287,26 +289,26 @@ class ChaosRules:
         else:
             self.world.launch(node_class)
 
-    def _next_capacity_edge(self, node_class: NodeClass, capacity: CapacitySchedule, after: float) -> None:
+    def _next_capacity_edge(self, node_class: str, capacity: CapacitySchedule, after: float) -> None:
         edge = capacity.next_change(after)
         if math.isfinite(edge):
             self.clock.at(edge, CAPACITY, lambda: self._capacity_edge(node_class, capacity, edge))
 
-    def _capacity_edge(self, node_class: NodeClass, capacity: CapacitySchedule, edge: float) -> None:
+    def _capacity_edge(self, node_class: str, capacity: CapacitySchedule, edge: float) -> None:
         outage = capacity.outage_at(edge)
         self.world.capacity_changed(node_class, None if outage is None else outage[1])
         self._next_capacity_edge(node_class, capacity, edge)
 
     def unavailable(self) -> frozenset[NodeClass]:
-        """The classes whose capacity is out now (what a policy sees in its snapshot)."""
+        """The kinds of the classes whose capacity is out now (what a policy sees in its snapshot)."""
         now = self.clock.now()
         return frozenset(
-            c
+            self.cluster[c].kind
             for c, r in self.classes.items()
             if r.capacity is not None and r.capacity.outage_at(now) is not None
         )
 
-    def stop_replacing(self, node_class: NodeClass) -> None:
+    def stop_replacing(self, node_class: str) -> None:
         self.classes[node_class].replace = False
 
     def choose(self, evict: EvictSpec, rng: np.random.Generator) -> tuple[list[EvictableNode], list[str]]:

@@ -28,7 +28,7 @@ from master.core.ports import ChaosCore
 from master.core.timers import TraceClock
 from testbed.api.policy import NodeView
 from testbed.chaosmodels.slowdown import slowdown_factor
-from testbed.wire.protocol import EvictionNotice, NodeClass
+from testbed.wire.protocol import EvictionNotice
 
 MANUAL_STREAM = 0xC4A05
 """The generator of live evictions' random picks is seeded by (scenario seed, this)."""
@@ -72,37 +72,39 @@ class ChaosWorld:
         self.state = "ended"
 
     def node_launched(self, node: NodeRecord) -> None:
-        self.rules.launched(node.node_id, node.node_class, node.ordinal)  # type: ignore[arg-type]
+        self.rules.launched(node.node_id, node.class_name, node.ordinal)
         lifetime = self.rules.lifetimes.get(node.node_id)
         if lifetime is not None:
             self.core.journal.event(
-                "lifetime_drawn", node=node.node_id, lifetime_s=lifetime, **{"class": node.node_class}
+                "lifetime_drawn", node=node.node_id, lifetime_s=lifetime, **{"class": node.class_name}
             )
         chaos = self.core.settings.chaos
         if chaos.slowdown is not None:
             factor = slowdown_factor(chaos.slowdown, chaos.seed, node.node_id, node.node_class)
             self.core.journal.event(
-                "slowdown_drawn", node=node.node_id, factor=factor, **{"class": node.node_class}
+                "slowdown_drawn", node=node.node_id, factor=factor, **{"class": node.class_name}
             )
 
     def replace_lost(self, node: NodeRecord) -> None:
         """A node lost to something else than our eviction (a crash, silence) is replaced as an
         evicted one would be; a reserved node always (the run depends on its reserved capacity)."""
-        if self.rules.replace_lost(node.node_class):  # type: ignore[arg-type]
-            self.core.journal.event("node_replacing", node=node.node_id, **{"class": node.node_class})
+        if self.rules.replace_lost(node.class_name):
+            self.core.journal.event("node_replacing", node=node.node_id, **{"class": node.class_name})
 
     def unavailable(self) -> frozenset[str]:
         return self.rules.unavailable()  # type: ignore[return-value]
 
-    def stop_replacing(self, node_class: str) -> None:
-        """Evicted nodes of the class are not replaced (an autoscaler launches what it needs)."""
-        self.rules.stop_replacing(node_class)  # type: ignore[arg-type]
+    def stop_replacing(self, kind: str) -> None:
+        """Evicted nodes of the classes of ``kind`` are not replaced (an autoscaler launches them)."""
+        for name in self.core.settings.cluster.of_kind(kind):
+            self.rules.stop_replacing(name)
 
     def launch_when_available(
         self, node_class: str, launch: Callable[[], None], refused: Callable[[], None]
     ) -> None:
-        """An autoscaler's launch, subject to the class's capacity as a replacement is."""
-        self.rules.launch_when_available(node_class, launch, refused)  # type: ignore[arg-type]
+        """An autoscaler's launch of the class named ``node_class``, subject to its capacity as
+        a replacement is."""
+        self.rules.launch_when_available(node_class, launch, refused)
 
     # ------------------------------------------------------------------ live evictions
 
@@ -148,7 +150,7 @@ class ChaosWorld:
         self.core.record_eviction(node, reason, lifetime, tasks_running, bytes_lost)
         self._record_timing(node, reason, lifetime)
         self.core.kill(node_id)
-        self.rules.killed_now(node.node_class)  # type: ignore[arg-type]
+        self.rules.killed_now(node.class_name)
         return True
 
     def _record_timing(self, node: NodeRecord, reason: Reason, lifetime: float | None) -> None:
@@ -166,7 +168,7 @@ class ChaosWorld:
             promised_s=promised,
             intended_s=intended,
             lead_s=None if noticed_at is None else now - noticed_at,
-            **{"class": node.node_class},
+            **{"class": node.class_name},
         )
 
     # ------------------------------------------------------------------ the rules' world
@@ -181,7 +183,7 @@ class ChaosWorld:
                 n.memory_mb,
                 launched=n.launched_t,
                 running=self.core.running_views(n),
-                zone=cluster[n.node_class].zone_of(n.ordinal),
+                zone=cluster[n.class_name].zone_of(n.ordinal),
             )
             for n in self.core.nodes.values()
             if n.status in ("up", "draining")
@@ -194,8 +196,9 @@ class ChaosWorld:
         node = self.core.nodes.get(node_id)
         return node is not None and node.alive and node_id not in self.evicted
 
-    def node_class(self, node_id: str) -> NodeClass:
-        return self.core.nodes[node_id].node_class  # type: ignore[return-value]
+    def node_class(self, node_id: str) -> str:
+        """The node's class's name."""
+        return self.core.nodes[node_id].class_name
 
     def rebalance(self, node_id: str) -> None:
         """A rebalance recommendation: journaled and shown to policies (``NodeView.rebalance``);
@@ -223,10 +226,10 @@ class ChaosWorld:
     def kill(self, node_id: str, reason: Reason, storm: int | None) -> None:
         self.evict(node_id, reason)
 
-    def launch(self, node_class: NodeClass) -> None:
+    def launch(self, node_class: str) -> None:
         self.node_launched(self.core.launch_node(node_class))
 
-    def capacity_changed(self, node_class: NodeClass, until: float | None) -> None:
+    def capacity_changed(self, node_class: str, until: float | None) -> None:
         if until is None:
             self.core.journal.event("capacity_available", **{"class": node_class})
         else:
@@ -234,10 +237,10 @@ class ChaosWorld:
                 "capacity_unavailable", until_s=self._run_s(until), **{"class": node_class}
             )
 
-    def launch_waiting(self, node_class: NodeClass, until: float) -> None:
+    def launch_waiting(self, node_class: str, until: float) -> None:
         self.core.journal.event("launch_waiting", until_s=self._run_s(until), **{"class": node_class})
 
-    def launch_refused(self, node_class: NodeClass, requested: float) -> None:
+    def launch_refused(self, node_class: str, requested: float) -> None:
         self.core.journal.event("launch_refused", requested_s=self._run_s(requested), **{"class": node_class})
 
     def _run_s(self, trace_s: float) -> float:

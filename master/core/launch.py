@@ -35,10 +35,11 @@ class Launcher:
         self.attach = attach
         self.window = window
         self.cluster = core.settings.cluster
-        reserved_ids = [f"reserved-{i}" for i in range(self.cluster["reserved"].count)]
+        reserved = self.cluster.of_kind("reserved")
+        reserved_ids = [f"{name}-{i}" for name in reserved for i in range(self.cluster[name].count)]
         self.partitions = core.scheduler.reserved_partitions(reserved_ids)
-        self.ordinals = {"reserved": 0, "transient": 0}
-        """The next ordinal of each class: a node's id is never reused within a run."""
+        self.ordinals = dict.fromkeys(self.cluster.classes, 0)
+        """The next ordinal of each class (by name): a node's id is never reused within a run."""
         self.queue: list[str] = []
         """Initial nodes not launched yet (classes, in launch order)."""
         self.initial = True
@@ -73,13 +74,13 @@ class Launcher:
                 self.launch(self.queue.pop(0))
         if self.queue or self._still_launching():
             return
-        nodes = ((n.node_class, self._start_status(n)) for n in self.core.nodes.values())
+        nodes = ((n.class_name, self._start_status(n)) for n in self.core.nodes.values())
         if cluster_up(nodes, self.attach, self._wanted()):
             self.initial = False
             self.put(ClusterUp())
 
     def _wanted(self) -> dict[str, int]:
-        """The initial cluster: each class's node count, in launch order."""
+        """The initial cluster: each class's (by name) node count, in launch order."""
         return {node_class: shape.count for node_class, shape in self.cluster.classes.items()}
 
     def _start_status(self, node: NodeRecord) -> str:
@@ -108,25 +109,27 @@ class Launcher:
         self._next()
 
     def launch(self, node_class: str) -> NodeRecord:
+        """A node of the class named ``node_class``, launched."""
         spec = self.cluster[node_class]
         record = self._register(node_class, spec.slots, spec.memory_mb)
         self.put(StartNode(record.node_id, node_class, record.ordinal))
         return record
 
     def _register(self, node_class: str, slots: int, memory_mb: int, container: str = "") -> NodeRecord:
-        """A new node of ``node_class``, launching, under the next id of its class."""
+        """A new node of the class named ``node_class``, launching, under the next id of its class."""
         spec = self.cluster[node_class]
         ordinal = self.ordinals[node_class]
         self.ordinals[node_class] += 1
         node_id = f"{node_class}-{ordinal}"
         record = NodeRecord(
             node_id,
-            node_class,
+            spec.kind,
             ordinal,
             self.core.journal.now(),
             slots,
             memory_mb,
             spec.price_per_hour,
+            class_name=node_class,
             container=container,
         )
         record.partition = "short" if spec.kind == "transient" else self.partitions.get(node_id, "general")

@@ -461,7 +461,7 @@ class MasterCore:
             node.url = f"http://{state.host}:{state.port}"
             node.last_seen = self.journal.now()
             self.journal.event(
-                "node_up", node=node.node_id, **{"class": node.node_class}, pid=state.pid, url=node.url
+                "node_up", node=node.node_id, **{"class": node.class_name}, pid=state.pid, url=node.url
             )
             self.launcher.node_joined()
             for job_id in self.inputs.jobs:  # what it was placed to hold while it launched
@@ -494,7 +494,7 @@ class MasterCore:
         """Stop a node gracefully (an autoscaler removal); nodes.csv says ``released``."""
         if not node.alive:
             return
-        self.journal.event("node_release", node=node.node_id, **{"class": node.node_class}, reason=reason)
+        self.journal.event("node_release", node=node.node_id, **{"class": node.class_name}, reason=reason)
         self.node_lost(node, "released")
         self.outbox.put(ReleaseNode(node.node_id))
 
@@ -504,7 +504,7 @@ class MasterCore:
         self.evictions += 1
         node.evicted_at = self.journal.now()
         self.evicted.append(
-            {"t": round(node.evicted_at, 3), "node": node.node_id, "class": node.node_class, "reason": reason}
+            {"t": round(node.evicted_at, 3), "node": node.node_id, "class": node.class_name, "reason": reason}
         )
         facts = {
             "reason": reason,
@@ -512,7 +512,7 @@ class MasterCore:
             "tasks_running": tasks_running,
             "bytes_lost": bytes_lost,
         }
-        self.journal.event("eviction", node=node.node_id, **{"class": node.node_class}, **facts)
+        self.journal.event("eviction", node=node.node_id, **{"class": node.class_name}, **facts)
         if node.status == "launching":  # it never connected: no Last Will or heartbeat will tell
             self.node_lost(node, "evicted_while_launching")
 

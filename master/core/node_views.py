@@ -199,7 +199,7 @@ class NodeViews:
             partition=node.partition,
             queued=tuple(node.queued),
             rebalance=node.rebalance_at is not None,
-            zone=self.cluster[node.node_class].zone_of(node.ordinal),
+            zone=self.cluster[node.class_name].zone_of(node.ordinal),
         )
 
     def _forget_free(self, node_id: str) -> None:

@@ -34,12 +34,16 @@ _VIEWED = frozenset(
 class NodeRecord:
     node_id: str
     node_class: str
+    """Its class's kind, reserved or transient: what policies see (``NodeView.node_class``)."""
     ordinal: int
     launched_t: float
     slots: int
     memory_mb: int
     price_per_hour: float
     status: NodeStatus = "launching"
+    class_name: str = ""
+    """Its class's name (``cluster.classes.NAME``; its id is ``NAME-<ordinal>``): what the
+    settings are keyed by and the journal's ``class``. The kind if not given (the shorthand)."""
     container: str = ""
     """An adopted node's container (its hostname: compose's or Swarm's short id); "" if launched."""
     url: str = ""
@@ -72,6 +76,10 @@ class NodeRecord:
     """How many times each running task's launch was sent again because it was unaccounted for."""
     scores: dict[str, tuple[int, float]] = field(default_factory=dict)
     """Each running task's (attempt, progress score) as the node's heartbeats last reported it."""
+
+    def __post_init__(self) -> None:
+        if not self.class_name:
+            self.class_name = self.node_class
 
     def __setattr__(self, name: str, value: Any) -> None:
         state = self.__dict__

@@ -218,17 +218,14 @@ class Scaling:
         elif isinstance(decision, Release):
             self.core.release_node(node, decision.reason)
 
-    def _launch(self, node_class: str) -> None:
-        """The delay is over: launch once the class has capacity (docs/chaos.md, "Capacity");
-        a refusal is final."""
-        if not self.running:
+    def _launch(self, kind: str) -> None:
+        """The delay is over: launch a node of the first class of ``kind`` (a decision names a
+        kind) once the class has capacity (docs/chaos.md, "Capacity"); a refusal is final."""
+        name = self.core.settings.cluster.first_of(kind)
+        if not self.running or name is None:
             self.waiting -= 1
             return
-        self.core.chaos.launch_when_available(
-            node_class,  # type: ignore[arg-type]
-            lambda: self._start_node(node_class),
-            self._refused,
-        )
+        self.core.chaos.launch_when_available(name, lambda: self._start_node(name), self._refused)
 
     def _refused(self) -> None:
         self.waiting -= 1

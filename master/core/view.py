@@ -31,7 +31,7 @@ class CoreView:
         return {
             "started": core.clock_started,
             "nodes": [
-                {"node": n.node_id, "class": n.node_class, "status": n.status, "running": sorted(n.running)}
+                {"node": n.node_id, "class": n.class_name, "status": n.status, "running": sorted(n.running)}
                 for n in core.nodes.values()
             ],
             "jobs": [
@@ -64,7 +64,7 @@ class CoreView:
                         "task": task_id,
                         "job": job.job_id,
                         "node": node.node_id,
-                        "class": node.node_class,
+                        "class": node.class_name,
                         "attempt": record.attempt,
                         "memory_mb": record.memory_mb,
                         "started": record.started,

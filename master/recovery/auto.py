@@ -81,7 +81,7 @@ class OwnView:
 
 
 def _both_classes(scenario: Scenario) -> bool:
-    return scenario.cluster.reserved.count > 0 and scenario.cluster.transient.count > 0
+    return scenario.kind_count("reserved") > 0 and scenario.kind_count("transient") > 0
 
 
 class AutoStrategy(Strategy):

@@ -50,6 +50,7 @@ from testbed.api import JobPlan, NodeClass
 from testbed.chaosmodels.lifetime_model import LifetimeModel
 from testbed.chaosmodels.lifetimes import NODE_CLASSES, parse_lifetime
 from testbed.plan import DAG_OP, StagePlan
+from testbed.scenario.cluster import NodeClassSpec
 from testbed.scenario.schema import Scenario
 from testbed.scenario.simulation import SimulationSpec
 from testbed.settings.policies import options_for
@@ -123,16 +124,19 @@ class Timeline:
 
 
 def setting_of(scenario: Scenario) -> Setting:
-    """The scenario's setting; its transient lifetime model parsed (a file it names is read)."""
-    cluster = scenario.cluster
-    classes = {c: getattr(cluster, c) for c in NODE_CLASSES}
+    """The scenario's setting, per kind (its classes' nodes and slots summed, the NIC and the
+    lifetime model of its first class of the kind); the lifetime model parsed (a file it names
+    is read)."""
+    kinds = {c: scenario.of_kind(c) for c in NODE_CLASSES}
+    first = {c: named[0].spec if named else NodeClassSpec(count=0) for c, named in kinds.items()}
     sim = scenario.simulation
+    transient = kinds["transient"][0].chaos if kinds["transient"] else scenario.chaos.transient
     return Setting(
-        nodes={c: spec.count for c, spec in classes.items()},
-        slots={c: spec.count * spec.slots for c, spec in classes.items()},
-        nic_mb_s={c: spec.network_mbps * 1e6 / 8 / MB for c, spec in classes.items()},
+        nodes={c: scenario.kind_count(c) for c in NODE_CLASSES},
+        slots={c: sum(n.spec.count * n.spec.slots for n in named) for c, named in kinds.items()},
+        nic_mb_s={c: spec.network_mbps * 1e6 / 8 / MB for c, spec in first.items()},
         simulation=sim,
-        lifetime=parse_lifetime(scenario.chaos.transient.lifetime),
+        lifetime=parse_lifetime(transient.lifetime),
         trace_s_per_run_s=scenario.time_scale / scenario.fidelity.factor,
         detection_s=sim.will_delay if sim.detection == "will" else scenario.heartbeat_timeout_s,
         fetch_back=options_for(scenario, "spark-checkpoint").get("read_from") == "checkpoint",

@@ -141,8 +141,8 @@ class SparkStrategy(Strategy):
     def from_scenario(cls, options: Mapping[str, Any], scenario: Scenario) -> SparkStrategy:
         """The strategy for ``scenario`` with its validated options; a ScenarioError when its
         cluster cannot run it."""
-        cluster = scenario.cluster
-        if cls.needs_both_classes and (cluster.reserved.count == 0 or cluster.transient.count == 0):
+        both = scenario.kind_count("reserved") and scenario.kind_count("transient")
+        if cls.needs_both_classes and not both:
             raise ScenarioError(
                 [f"policy.strategy: {cls.name} needs at least one reserved and one transient node"]
             )
@@ -175,7 +175,7 @@ class SparkStrategy(Strategy):
         dag = logical_dag(job.plan)
         if dag is None:
             return []
-        driver = driver_stages(job.plan) if self.scenario.cluster.reserved.count else frozenset()
+        driver = driver_stages(job.plan) if self.scenario.kind_count("reserved") else frozenset()
         if driver:
             self.driver[job.job_id] = driver
         text = json.dumps(self.describe(job, dag), indent=2) + "\n"

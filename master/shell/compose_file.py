@@ -36,7 +36,7 @@ from master.providers.node_container import AGENT_OVERHEAD_MB, AGENT_PORT, DATA_
 from master.shell.scale_model import NodeShares, class_flags
 from testbed.node.processes import SECRETS_FILE_ENV
 from testbed.scenario.schema import Scenario, ScenarioError, input_files, load_scenario
-from testbed.settings.resolve import resolve
+from testbed.settings.resolve import refuse_named_classes, resolve
 from testbed.settings.run_settings import Host
 from testbed.wire.broker import AGENT_SECRET_ENV, ENROL_USER, RunCredentials, broker_auth
 
@@ -114,6 +114,7 @@ def compose_file(
                 "run it with testbed run, or compose it with --set backend=local"
             ]
         )
+    refuse_named_classes(given, "compose", str(scenario_path))
     scenario = resolve(given, host, str(scenario_path)).scenario  # policy problems now, as a run's
     base = (out.parent if out is not None else Path.cwd()).resolve()
     stack = _Stack(scenario, scenario_path, base, _master_overrides(given, scenario, overrides), per_node)

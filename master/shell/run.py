@@ -41,6 +41,7 @@ from testbed.node.cgroups import control_plane
 from testbed.node.processes import RunTerminated
 from testbed.scenario.fidelity import PER_WORKLOAD_JCT, emulated, is_duration_key, wall_name
 from testbed.scenario.schema import Scenario, input_files, load_scenario, to_yaml
+from testbed.settings.resolve import refuse_named_classes
 from testbed.settings.run_settings import RunSettings
 from testbed.wire.broker import (
     AGENT_SECRET_ENV,
@@ -86,6 +87,7 @@ async def run_scenario(
     the journal of a crashed run says) it continues that run instead.
     The run owns ``run_dir`` while it runs (``master.shell.run_dir.owning``).
     """
+    refuse_named_classes(settings.scenario, backend, None)
     secure_run_dir(run_dir)
     with owning(run_dir):
         return await _run_owned(settings, run_dir, backend, on_event, progress, broker, recovered)

@@ -96,13 +96,16 @@ class ModelAgents:
     # ------------------------------------------------------------------ nodes
 
     def start(self, node_id: str, node_class: str) -> None:
-        """Launch a node: it announces itself ``up`` after the modelled start-up."""
-        spec = getattr(self.model.scenario.cluster, node_class)
+        """Launch a node of the class named ``node_class``: it announces itself ``up`` after the
+        modelled start-up, with its class's slots, memory and cores."""
+        named = self.model.scenario.node_classes[node_class]
+        spec = named.spec
         launch_s = self.model.spec.launch_s(spec.cores)
-        node = self.nodes[node_id] = ModelNode(node_id, node_class, spec.slots, spec.memory_mb, launch_s)
+        node = ModelNode(node_id, node_class, named.kind, spec.slots, spec.memory_mb, launch_s)
+        self.nodes[node_id] = node
         self.order.setdefault(node_id, len(self.order))
         slowdown, seed = self.model.scenario.chaos.slowdown, self.model.scenario.seed
-        node.slowdown = slowdown_factor(slowdown, seed, node_id, node_class) if slowdown else 1.0
+        node.slowdown = slowdown_factor(slowdown, seed, node_id, named.kind) if slowdown else 1.0
         node.links.slow = self._links_slowdown(node)
         self.at_url[node.url] = node
         if self.model.spec.cpu_sharing:

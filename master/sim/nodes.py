@@ -113,6 +113,9 @@ class Attempt:
 class ModelNode:
     node_id: str
     node_class: str
+    """Its class's name: what its NIC, disk and costs are looked up by."""
+    kind: str
+    """Its class's kind, that its agent announces."""
     slots: int
     memory_mb: int
     launch_s: float
@@ -202,7 +205,7 @@ def node_state(node: ModelNode, state: str, **extra: object) -> NodeState:
     """The node's state message, as its agent publishes it (one incarnation, one session)."""
     return NodeState(
         node_id=node.node_id,
-        node_class=node.node_class,  # type: ignore[arg-type]
+        node_class=node.kind,  # type: ignore[arg-type]
         state=state,  # type: ignore[arg-type]
         incarnation=incarnation_of(node.node_id),
         session=1,

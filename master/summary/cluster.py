@@ -15,7 +15,6 @@ from typing import Any
 from testbed.journal.schema import NodeLost, NodeStartFailed, NodeUp, events_of, read_events
 from testbed.scenario.schema import Scenario
 
-CLASSES = ("reserved", "transient")
 UNPLANNED_LOSSES = ("heartbeat_timeout", "crashed")
 """Node losses that no eviction (chaos, autoscaler) caused."""
 
@@ -27,15 +26,16 @@ def run_events(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def cluster_summary(events: list[dict[str, Any]], scenario: Scenario) -> dict[str, Any]:
-    """Nodes asked for, nodes up when the run started, failed starts and unplanned losses."""
-    asked = {c: getattr(scenario.cluster, c).count for c in CLASSES}
+    """Nodes asked for, nodes up when the run started, failed starts and unplanned losses, per
+    node class (by name)."""
+    asked = {name: named.spec.count for name, named in scenario.node_classes.items()}
     begun = next((i for i, e in enumerate(events) if e["event"] in ("run_started", "run_resumed")), None)
     started = Counter(e["class"] for e in events_of(events[:begun], NodeUp))
     failed = sum(1 for _ in events_of(events, NodeStartFailed))
     lost = Counter(e["reason"] for e in events_of(events, NodeLost) if e["reason"] in UNPLANNED_LOSSES)
     cluster = {
         "asked": asked,
-        "started": {c: started[c] for c in CLASSES},
+        "started": {c: started[c] for c in asked},
         "start_failures": failed,
         "unplanned_losses": dict(sorted(lost.items())),
     }
@@ -48,8 +48,8 @@ def shortfall(cluster: dict[str, Any]) -> str | None:
     problems = []
     if started != asked:
         problems.append(
-            f"started with {started['reserved']} reserved + {started['transient']} transient nodes "
-            f"of {asked['reserved']} + {asked['transient']} asked"
+            f"started with {' + '.join(f'{started[c]} {c}' for c in asked)} nodes "
+            f"of {' + '.join(str(n) for n in asked.values())} asked"
             + (f" ({cluster['start_failures']} did not come up)" if cluster["start_failures"] else "")
         )
     losses = cluster["unplanned_losses"]

@@ -66,8 +66,9 @@ def short_queue_delays(
 
 def transient_cost(nodes: list[dict[str, str]], scenario: Scenario) -> dict[str, float | None]:
     end = max((float(n["ended_s"]) for n in nodes if n["ended_s"]), default=0.0)
-    transient = [_active_s(n, end) for n in nodes if n["node_class"] == "transient"]
-    initial = [f"reserved-{i}" for i in range(scenario.cluster.reserved.count)]
+    kinds = {name: named.kind for name, named in scenario.node_classes.items()}  # the table's class is a name
+    transient = [_active_s(n, end) for n in nodes if kinds.get(n["node_class"]) == "transient"]
+    initial = [f"{named.name}-{i}" for named in scenario.of_kind("reserved") for i in range(named.spec.count)]
     partitions = make_scheduler(scenario).reserved_partitions(initial)  # the run's, as its scheduler set them
     short = {node_id for node_id, part in partitions.items() if part == "short"}
     short_on_demand = [_active_s(n, end) for n in nodes if n["node_id"] in short]
@@ -87,11 +88,12 @@ def transient_cost(nodes: list[dict[str, str]], scenario: Scenario) -> dict[str,
 
 
 def cost_ratio(scenario: Scenario) -> float:
-    """``r``: the CloudCoaster option if the scenario sets it, else the reserved/transient price ratio."""
+    """``r``: the CloudCoaster option if the scenario sets it, else the reserved/transient price
+    ratio (of each kind's first class)."""
     options = scenario.policy.options.get("cloudcoaster")
     if isinstance(options, dict) and "r" in options:
         return float(options["r"])
-    reserved, transient = scenario.cluster.reserved, scenario.cluster.transient
+    reserved, transient = (scenario.of_kind(kind)[0].spec for kind in ("reserved", "transient"))
     return reserved.price_per_hour / transient.price_per_hour if transient.price_per_hour > 0 else 1.0
 
 

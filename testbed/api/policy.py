@@ -288,6 +288,7 @@ class Scheduler(Protocol):
 @dataclass(frozen=True, slots=True)
 class Launch:
     node_class: NodeClass
+    """The kind to launch; with named classes (``cluster.classes``), a node of its first class."""
     reason: str = ""
     partition: Literal["general", "short"] = "general"
 

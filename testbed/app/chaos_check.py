@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from testbed.chaosmodels.lifetime_model import LifetimeModel
-from testbed.chaosmodels.lifetimes import NODE_CLASSES, parse_lifetime
+from testbed.chaosmodels.lifetimes import parse_lifetime
 from testbed.journal.schema import EvictionTiming, LifetimeDrawn, NodeLost, events_of, read_events
 from testbed.scenario.schema import Scenario, load_scenario
 
@@ -98,14 +98,15 @@ class Group:
         if node_class != self.node_class:
             return False
         _, _, ordinal = node_id.rpartition("-")
-        zone = getattr(scenario.cluster, node_class).zone_of(int(ordinal)) if ordinal.isdigit() else None
+        spec = scenario.node_classes[node_class].spec
+        zone = spec.zone_of(int(ordinal)) if ordinal.isdigit() else None
         return zone == self.zone if self.zone is not None else zone not in self.other_zones
 
 
 def model_groups(scenario: Scenario, base_dir: Path) -> list[Group]:
     groups = []
-    for node_class in NODE_CLASSES:
-        spec = getattr(scenario.chaos, node_class)
+    for node_class, named in scenario.node_classes.items():
+        spec = named.chaos
         zones = {zone: parse_lifetime(z.lifetime, base_dir) for zone, z in spec.zones.items()}
         model = parse_lifetime(spec.lifetime, base_dir)
         if model.evicts:

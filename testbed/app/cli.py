@@ -229,7 +229,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     scenario, backend = load_for_backend(args)
-    scenario = preflight(scenario, args.scenario, backend, validating=True).scenario
+    scenario = preflight(scenario, args.scenario, backend).scenario
     jobs = sum(job.repeat for job in scenario.jobs)
     fidelity = scenario.fidelity
     print(
@@ -244,7 +244,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 f"{spec.cores:g} cores, {spec.memory_mb} MB; {spec.price_per_hour:g}/h; "
                 f"lifetime {named.chaos.lifetime}"
             )
-        print("  (named classes validate; no backend runs them yet: issue #47)")
+        print("  (named classes run on the simulator only today: backend: sim)")
     return EXIT_OK
 
 
@@ -269,22 +269,22 @@ def load_for_backend(args: argparse.Namespace) -> tuple[Scenario, str]:
     return scenario, backend
 
 
-def preflight(scenario: Scenario, path: Path, backend: str, validating: bool = False) -> Resolution:
+def preflight(scenario: Scenario, path: Path, backend: str) -> Resolution:
     """Every check ``testbed run`` makes before anything starts (``testbed validate`` makes
     them all): the policies build, a faithful local run gets its cgroups, the chaos section's
     plan is within the limits, an external broker answers. The scenario's resolution for this
     host (``testbed.settings.resolve``: ``dilation: auto`` resolved, the policies built; its
-    ``settings()`` are the run's). ``validating``: named node classes, which no backend runs
-    yet, have no eviction plan to check (issue #47)."""
+    ``settings()`` are the run's)."""
     from master.shell.scale_model import local_isolation, refuse_replication, refuse_slowdown
-    from testbed.settings.resolve import resolution
+    from testbed.settings.resolve import refuse_named_classes, resolution
     from testbed.settings.run_settings import Host
 
     resolved = resolution(scenario, Host.this_machine(), str(path))
     scenario, problems = resolved.scenario, list(resolved.problems)
-    checks: list[Callable[[], object]] = [lambda: check_broker(scenario, backend)]
-    if not (validating and scenario.cluster.classes is not None):
-        checks.insert(0, lambda: planned_evictions(scenario, path))  # a chaos section too busy to run
+    checks: list[Callable[[], object]] = [
+        lambda: planned_evictions(scenario, path),  # a chaos section too busy to run
+        lambda: check_broker(scenario, backend),
+    ]
 
     if backend == "local":  # a faithful run without cgroups is refused now, in one line
         checks.insert(1, lambda: local_isolation(scenario))
@@ -292,6 +292,7 @@ def preflight(scenario: Scenario, path: Path, backend: str, validating: bool = F
         checks.append(lambda: refuse_slowdown(scenario, backend))
     if backend != "sim":
         checks.append(lambda: refuse_replication(scenario, backend, path))
+        checks.append(lambda: refuse_named_classes(scenario, backend, str(path)))
     problems += [problem for check in checks for problem in _problems(check)]
     if problems:
         raise ScenarioError(problems)
@@ -324,6 +325,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("testbed run: give a scenario file, or --resume RUN_DIR")
     scenario, args.backend = load_for_backend(args)
     if args.dry_run:
+        from testbed.settings.resolve import refuse_named_classes
+
+        refuse_named_classes(scenario, args.backend, str(args.scenario))
         return dry_run(scenario, args.scenario)
     settings = preflight(scenario, args.scenario, args.backend).settings()  # before anything starts
     with contextlib.ExitStack() as owned:
@@ -444,9 +448,7 @@ def planned_evictions(scenario: Scenario, path: Path, horizon: float | None = No
     """``eviction_plan``'s evictions (what ``testbed run`` checks): a plan beyond the limits is a
     ``UsageError`` naming the scenario file."""
     from master.chaos.plan import plan_evictions
-    from testbed.settings.resolve import refuse_named_classes
 
-    refuse_named_classes(scenario, str(path))
     scenario, horizon = _plan_horizon(scenario, horizon)
     try:
         return plan_evictions(scenario, horizon, base_dir=path.parent)

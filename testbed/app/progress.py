@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections import Counter
 from typing import Any
 
 
@@ -20,18 +21,20 @@ def progress_counts(status: dict[str, Any]) -> str:
     jobs = status["jobs"]
     done = sum(1 for j in jobs if j["status"] in ("succeeded", "failed"))
     failed = sum(1 for j in jobs if j["status"] == "failed")
-    running: dict[str, int] = {"reserved": 0, "transient": 0}
-    alive: dict[str, int] = {"reserved": 0, "transient": 0}
-    for node in status["nodes"]:
+    running: Counter[str] = Counter()
+    alive: Counter[str] = Counter()
+    for node in status["nodes"]:  # ``class``: its class's name (the shorthand's: its kind)
         if node["status"] in ("up", "draining"):
             alive[node["class"]] += 1
             running[node["class"]] += len(node["running"])
-    return (
-        f"jobs {done}/{status['expected_jobs']}"
-        + (f" ({failed} failed)" if failed else "")
-        + f" | running tasks: reserved {running['reserved']}, transient {running['transient']}"
-        + f" | nodes up: {alive['reserved']}r {alive['transient']}t | evictions {status['evictions']}"
-    )
+    head = f"jobs {done}/{status['expected_jobs']}" + (f" ({failed} failed)" if failed else "")
+    if set(alive) <= {"reserved", "transient"}:
+        tasks = f"reserved {running['reserved']}, transient {running['transient']}"
+        up = f"{alive['reserved']}r {alive['transient']}t"
+    else:
+        tasks = ", ".join(f"{c} {running[c]}" for c in alive)
+        up = ", ".join(f"{c} {n}" for c, n in alive.items())
+    return f"{head} | running tasks: {tasks} | nodes up: {up} | evictions {status['evictions']}"
 
 
 def sim_progress_line(status: dict[str, Any], trace_s: float, events: int, wall_s: float) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.chaosmodels.lifetime_model import LifetimeModel, format_seconds
-from testbed.chaosmodels.lifetimes import NODE_CLASSES, parse_lifetime, rng_for
+from testbed.chaosmodels.lifetimes import parse_lifetime, rng_for
 from testbed.durations import parse_duration
 from testbed.limits import MAX_DURATION_S, data_path, read_data_file, scenario_time
 
@@ -140,6 +140,9 @@ class CapacitySchedule:
     model: CapacityModel
     seed: int
     node_class: str
+    """The class's name, that messages give."""
+    class_index: int
+    """The class's position in the scenario's node classes: its random stream (``lifetime_for``)."""
     _starts: list[float] = field(default_factory=list)
     _ends: list[float] = field(default_factory=list)
     _drawn_until: float = 0.0
@@ -197,7 +200,7 @@ class CapacitySchedule:
 
     def _draw(self, model: LifetimeModel | None) -> float:
         assert model is not None
-        rng = rng_for(self.seed, CAPACITY_STREAM, NODE_CLASSES.index(self.node_class), self._period)  # type: ignore[arg-type]
+        rng = rng_for(self.seed, CAPACITY_STREAM, self.class_index, self._period)
         self._period += 1
         value = float(model.sample(rng, 1)[0])
         return value if math.isfinite(value) else MAX_DURATION_S

@@ -497,17 +497,18 @@ def _cdf_value(path: Path, line: int, cell: str) -> float:
 # ------------------------------------------------------------------ per node
 
 
-def lifetime_for(model: LifetimeModel, seed: int, node_class: str, ordinal: int) -> float | None:
-    """The lifetime of the ``ordinal``-th node of ``node_class`` (0-based), or None.
+def lifetime_for(model: LifetimeModel, seed: int, class_index: int, ordinal: int) -> float | None:
+    """The lifetime of the ``ordinal``-th node (0-based) of the class at ``class_index`` in the
+    scenario's node classes (the shorthand's ``reserved`` is 0, ``transient`` 1), or None.
 
     Drawn from a generator of its own, keyed by (seed, class, ordinal): independent
     of launch order and of every other random draw in the run.
     """
     if not model.evicts:
         return None
-    if node_class not in NODE_CLASSES or ordinal < 0:
-        raise ValueError(f"no node {node_class}#{ordinal}: class must be one of {NODE_CLASSES}")
-    rng = rng_for(seed, LIFETIME_STREAM, NODE_CLASSES.index(node_class), ordinal)
+    if class_index < 0 or ordinal < 0:
+        raise ValueError(f"no node {ordinal} of class {class_index}: both count from 0")
+    rng = rng_for(seed, LIFETIME_STREAM, class_index, ordinal)
     lifetime = model.lifetime_of(rng, ordinal)
     return lifetime if lifetime <= MAX_DURATION_S else None  # beyond a year and a day: never
 
@@ -521,13 +522,13 @@ def effective_notice(notice: float, notice_set: bool, model: LifetimeModel) -> f
     return notice if notice_set else model.default_notice
 
 
-def rebalance_lead(model: LifetimeModel, seed: int, node_class: str, ordinal: int) -> float | None:
+def rebalance_lead(model: LifetimeModel, seed: int, class_index: int, ordinal: int) -> float | None:
     """How long before its eviction notice the node gets a rebalance recommendation, or None
     (the model sends none, or this node's draw says it comes without one). Its own stream,
     keyed like the lifetime's, so adding it changes no lifetime."""
     rebalance = getattr(model, "rebalance", None)
     if rebalance is None:
         return None
-    rng = rng_for(seed, REBALANCE_STREAM, NODE_CLASSES.index(node_class), ordinal)
+    rng = rng_for(seed, REBALANCE_STREAM, class_index, ordinal)
     arrives, lead = rng.uniform(0.0, 1.0, 2)
     return float(lead * rebalance.max_lead) if arrives < rebalance.probability else None

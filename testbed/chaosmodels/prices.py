@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.chaosmodels.lifetime_model import format_seconds
-from testbed.chaosmodels.lifetimes import MAX_SIGMA, NODE_CLASSES, rng_for
+from testbed.chaosmodels.lifetimes import MAX_SIGMA, rng_for
 from testbed.limits import data_path, read_data_file, scenario_time
 
 PRICE_STREAM = 5
@@ -44,6 +44,9 @@ class PriceCurve:
     """A random walk's parameters: steps are drawn as far as they are asked for."""
     seed: int = 0
     node_class: str = "transient"
+    """The class's name, that messages give."""
+    class_index: int = 1
+    """The class's position in the scenario's node classes: its random stream (``lifetime_for``)."""
     source: str = ""
     _drawn_until: float = field(default=math.inf)
 
@@ -91,7 +94,7 @@ class PriceCurve:
             if k == 0:
                 price = self.walk["start"]
             else:
-                rng = rng_for(self.seed, PRICE_STREAM, NODE_CLASSES.index(self.node_class), k)  # type: ignore[arg-type]
+                rng = rng_for(self.seed, PRICE_STREAM, self.class_index, k)
                 price = self.prices[-1] * math.exp(float(rng.normal(0.0, self.walk["sigma"])))
             self.times.append(k * every)
             self.prices.append(min(self.walk["cap"], max(self.walk["floor"], price)))
@@ -99,21 +102,28 @@ class PriceCurve:
 
 
 def parse_price(
-    value: Any, seed: int = 0, node_class: str = "transient", base_dir: str | Path | None = None
+    value: Any,
+    seed: int = 0,
+    node_class: str = "transient",
+    base_dir: str | Path | None = None,
+    class_index: int = 1,
 ) -> PriceCurve:
-    """The price curve a scenario's ``price`` value names; ``ValueError`` says what is wrong."""
+    """The price curve a scenario's ``price`` value names, for the class ``node_class`` at
+    ``class_index`` in the scenario's node classes; ``ValueError`` says what is wrong."""
     if not isinstance(value, dict) or len(value) != 1:
         raise ValueError(f"expected one of steps, trace or walk, such as {_EXAMPLE}; found {value!r}")
     kind, spec = next(iter(value.items()))
     if kind == "steps":
         times, prices = _steps(spec)
-        return PriceCurve(times, prices, seed=seed, node_class=node_class)
+        return PriceCurve(times, prices, seed=seed, node_class=node_class, class_index=class_index)
     if kind == "trace":
         path = data_path(spec, base_dir, "trace")
         times, prices = _read_trace(path)
-        return PriceCurve(times, prices, seed=seed, node_class=node_class, source=str(path))
+        return PriceCurve(
+            times, prices, seed=seed, node_class=node_class, class_index=class_index, source=str(path)
+        )
     if kind == "walk":
-        return PriceCurve([], [], walk=_walk(spec), seed=seed, node_class=node_class)
+        return PriceCurve([], [], walk=_walk(spec), seed=seed, node_class=node_class, class_index=class_index)
     raise ValueError(f"unknown price model {kind!r}; expected steps, trace or walk, such as {_EXAMPLE}")
 
 

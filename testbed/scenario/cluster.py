@@ -130,6 +130,14 @@ def node_classes(cluster: ClusterSpec, chaos: ChaosSpec) -> dict[str, NamedClass
     return {name: NamedClass(name, spec.kind, spec, spec.chaos) for name, spec in cluster.classes.items()}
 
 
+def class_specs(cluster: ClusterSpec) -> dict[str, tuple[NodeClass, NodeClassSpec]]:
+    """Each node class of ``cluster`` by name, in launch order: its kind and its nodes' shape
+    (``node_classes`` without the chaos, for readers of a run's cluster alone)."""
+    if cluster.classes is None:
+        return {k: (k, getattr(cluster, k)) for k in NODE_CLASSES}
+    return {name: (spec.kind, spec) for name, spec in cluster.classes.items()}
+
+
 def _node_class(default_price: float):
     def coerce(value: Any) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):

@@ -201,6 +201,19 @@ class Scenario(Strict):
         """Its node classes in launch order, in either form (``testbed.scenario.cluster.node_classes``)."""
         return node_classes(self.cluster, self.chaos)
 
+    def of_kind(self, kind: str) -> list[NamedClass]:
+        """Its node classes of ``kind`` (reserved or transient), in launch order."""
+        return [named for named in self.node_classes.values() if named.kind == kind]
+
+    def kind_count(self, kind: str) -> int:
+        """How many nodes its classes of ``kind`` start with: what a policy's cluster check counts."""
+        return sum(named.spec.count for named in self.of_kind(kind))
+
+    def class_index(self, name: str) -> int:
+        """Class ``name``'s position in launch order: its random streams' key (the shorthand's
+        ``reserved`` is 0, ``transient`` 1; ``testbed.chaosmodels.lifetimes.lifetime_for``)."""
+        return list(self.node_classes).index(name)
+
     def class_field(self, name: str) -> str:
         """Where class ``name`` is written: ``cluster.classes.NAME``, or ``cluster.NAME`` (shorthand)."""
         return f"cluster.classes.{name}" if self.cluster.classes is not None else f"cluster.{name}"
@@ -584,4 +597,10 @@ def _describe(source: str, err: Any) -> str:
 
 
 def to_yaml(scenario: Scenario) -> str:
-    return yaml.safe_dump(scenario.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=False)
+    """The scenario as YAML that loads back to it (named classes without the shorthand's defaults)."""
+    data = scenario.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if scenario.cluster.classes is not None:
+        for section in (data["cluster"], data["chaos"]):
+            for shorthand in ("reserved", "transient"):
+                section.pop(shorthand, None)
+    return yaml.safe_dump(data, sort_keys=False)

@@ -53,6 +53,20 @@ class ClusterSettings:
     def __getitem__(self, name: str) -> NodeClassShape:
         return self.classes[name]
 
+    def first_of(self, kind: str) -> str | None:
+        """The first class (in launch order) of ``kind``: the one an autoscaler's launch of that
+        kind starts (``Launch.node_class`` is a kind); None if the cluster has none."""
+        return next((name for name, shape in self.classes.items() if shape.kind == kind), None)
+
+    def of_kind(self, kind: str) -> list[str]:
+        """The classes of ``kind``, in launch order."""
+        return [name for name, shape in self.classes.items() if shape.kind == kind]
+
+    def index(self, name: str) -> int:
+        """The class's position in launch order: its random streams' key (``lifetime_for``;
+        the shorthand's ``reserved`` is 0, ``transient`` 1)."""
+        return list(self.classes).index(name)
+
     @classmethod
     def of(cls, scenario: Scenario) -> ClusterSettings:
         classes = {}

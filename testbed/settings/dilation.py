@@ -11,9 +11,10 @@ from testbed.settings.policies import added_transient_nodes
 def peak_cores(scenario: Scenario) -> float:
     """The cluster's cores at its largest: every node of the scenario plus the autoscaler's budget
     (a replacement starts after its node is gone, so it adds none)."""
-    cluster = scenario.cluster
-    transient = cluster.transient.count + added_transient_nodes(scenario)
-    return cluster.reserved.cores * cluster.reserved.count + cluster.transient.cores * transient
+    classes = scenario.node_classes.values()
+    initial = sum(named.spec.cores * named.spec.count for named in classes)
+    added = scenario.of_kind("transient")  # an autoscaler's launch is of the first transient class
+    return initial + (added[0].spec.cores * added_transient_nodes(scenario) if added else 0.0)
 
 
 def resolve_dilation(scenario: Scenario, host_cores: float) -> Scenario:

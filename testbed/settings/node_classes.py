@@ -45,7 +45,8 @@ def class_chaos(scenario: Scenario, name: str, base_dir: str | Path | None = Non
     notice = effective_notice(spec.notice, "notice" in spec.model_fields_set, model)
     zone_models = {zone: parse_lifetime(z.lifetime, base_dir) for zone, z in spec.zones.items()}
     capacity = parse_capacity(spec.capacity, base_dir)
-    schedule = None if capacity is None else CapacitySchedule(capacity, scenario.seed, name)
+    index = scenario.class_index(name)
+    schedule = None if capacity is None else CapacitySchedule(capacity, scenario.seed, name, index)
     return ClassChaos(model, notice, spec.replace, spec.provisioning_delay, zone_models, schedule)
 
 

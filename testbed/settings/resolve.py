@@ -42,7 +42,6 @@ class Resolution:
         if self.problems:
             raise ScenarioError(list(self.problems))
         scenario = self.scenario
-        refuse_named_classes(scenario, self.where)
         assert self.chaos is not None  # it is made, or its problems are
         return RunSettings(
             scenario,
@@ -73,16 +72,17 @@ def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Reso
     return Resolution(scenario, host, built, profiles or {}, chaos, tuple(named), where)
 
 
-def refuse_named_classes(scenario: Scenario, where: str | None) -> None:
-    """Named node classes (``cluster.classes``) load and validate (``testbed validate``), but
-    nothing runs or plans them yet (issue #47: the simulator, then the local backend, are next)."""
-    if scenario.cluster.classes is not None:
+def refuse_named_classes(scenario: Scenario, backend: str, where: str | None) -> None:
+    """Named node classes (``cluster.classes``) run on the simulator and plan (``testbed chaos
+    plan``); the real backends (local, docker, attach) and compose files take the shorthand
+    only, for now (issue #47)."""
+    if scenario.cluster.classes is not None and backend != "sim":
         prefix = f"{where}: " if where else ""
         raise ScenarioError(
             [
-                f"{prefix}cluster.classes: named node classes validate but do not run yet (no backend, "
-                "chaos plan or compose file takes them: issue #47); write the cluster as "
-                "cluster.reserved and cluster.transient to run it"
+                f"{prefix}cluster.classes: named node classes run on the simulator only today (backend: "
+                f"sim, or testbed run --backend sim), not on {backend}; write the cluster as "
+                "cluster.reserved and cluster.transient to run it there"
             ]
         )
 

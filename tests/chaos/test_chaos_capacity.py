@@ -42,9 +42,9 @@ def scenario(capacity: dict[str, Any], transient: int = 2, seed: int = 1, **chao
 def test_periods_alternate_from_their_models_and_are_a_pure_function_of_the_seed() -> None:
     model = parse_capacity(TWO_EXPONENTIALS)
     assert model is not None
-    windows = CapacitySchedule(model, 7, "transient").windows_until(2000 * 3600)
-    again = CapacitySchedule(model, 7, "transient").windows_until(2000 * 3600)
-    assert windows == again and windows != CapacitySchedule(model, 8, "transient").windows_until(3600)
+    windows = CapacitySchedule(model, 7, "transient", 1).windows_until(2000 * 3600)
+    again = CapacitySchedule(model, 7, "transient", 1).windows_until(2000 * 3600)
+    assert windows == again and windows != CapacitySchedule(model, 8, "transient", 1).windows_until(3600)
     starts = np.array([w[0] for w in windows])
     ends = np.array([w[1] for w in windows])
     up = starts - np.concatenate(([0.0], ends[:-1]))  # available first: capacity was there at time 0
@@ -63,7 +63,7 @@ def test_two_gammas_as_in_skypilots_simulator() -> None:
         }
     )
     assert model is not None
-    windows = CapacitySchedule(model, 3, "transient").windows_until(3000 * 3600)
+    windows = CapacitySchedule(model, 3, "transient", 1).windows_until(3000 * 3600)
     down = np.array([e - s for s, e in windows])
     assert stats.kstest(down, "gamma", args=(3, 0, 120)).pvalue > 0.01
     gamma = parse_lifetime({"gamma": {"shape": 3, "scale": "2m"}})
@@ -76,7 +76,7 @@ def test_outage_at_and_next_change_on_a_trace(tmp_path: Path) -> None:
     trace.write_text("from,to\n10m,20m\n# a comment\n1h,65m\n")
     model = parse_capacity({"trace": str(trace)})
     assert model is not None and model.windows == ((600.0, 1200.0), (3600.0, 3900.0))
-    schedule = CapacitySchedule(model, 1, "transient")
+    schedule = CapacitySchedule(model, 1, "transient", 1)
     assert schedule.outage_at(599.9) is None
     assert schedule.outage_at(600.0) == (600.0, 1200.0)
     assert schedule.outage_at(1200.0) is None  # [from, to)
@@ -126,7 +126,7 @@ def test_the_plan_lists_the_drawn_windows_of_a_model() -> None:
     windows = capacity_windows(plan_scenario, 10 * 3600)["transient"]
     model = parse_capacity(TWO_EXPONENTIALS)
     assert model is not None
-    assert windows == CapacitySchedule(model, 4, "transient").windows_until(10 * 3600)
+    assert windows == CapacitySchedule(model, 4, "transient", 1).windows_until(10 * 3600)
     assert "capacity available exponential(mean=1h), unavailable exponential(mean=10m)" in format_plan(
         [], plan_scenario
     )

@@ -180,33 +180,33 @@ def test_a_scenario_notice_overrides_the_preset_one_even_when_zero():
 
 def test_lifetime_by_ordinal_is_independent_of_launch_order_and_other_draws():
     model = PRESETS["high"]
-    forward = [lifetime_for(model, 7, "transient", i) for i in range(20)]
+    forward = [lifetime_for(model, 7, 1, i) for i in range(20)]
     noise = np.random.default_rng(7)
     backward = {}
     for i in reversed(range(20)):
         noise.random(5)  # unrelated draws between launches change nothing
-        backward[i] = lifetime_for(model, 7, "transient", i)
+        backward[i] = lifetime_for(model, 7, 1, i)
     assert forward == [backward[i] for i in range(20)]
     assert len(set(forward)) == 20
 
 
 def test_lifetime_depends_on_seed_class_and_ordinal():
     model = Exponential(600.0)
-    base = lifetime_for(model, 1, "transient", 0)
-    assert lifetime_for(model, 2, "transient", 0) != base
-    assert lifetime_for(model, 1, "reserved", 0) != base
-    assert lifetime_for(model, 1, "transient", 1) != base
-    assert lifetime_for(model, -1, "transient", 0) != base
+    base = lifetime_for(model, 1, 1, 0)
+    assert lifetime_for(model, 2, 1, 0) != base
+    assert lifetime_for(model, 1, 0, 0) != base
+    assert lifetime_for(model, 1, 1, 1) != base
+    assert lifetime_for(model, -1, 1, 0) != base
 
 
 def test_per_node_lifetimes_follow_the_model():
-    lifetimes = [lifetime_for(Exponential(600.0), 3, "transient", i) for i in range(1500)]
+    lifetimes = [lifetime_for(Exponential(600.0), 3, 1, i) for i in range(1500)]
     assert stats.kstest(lifetimes, stats.expon(scale=600.0).cdf).pvalue > 0.01
 
 
 def test_no_lifetime_gives_none_and_bad_nodes_are_refused():
-    assert lifetime_for(NoLifetime(), 1, "transient", 0) is None
+    assert lifetime_for(NoLifetime(), 1, 1, 0) is None
     with pytest.raises(ValueError, match="no node"):
-        lifetime_for(Fixed(1.0), 1, "spare", 0)
+        lifetime_for(Fixed(1.0), 1, -1, 0)
     with pytest.raises(ValueError, match="no node"):
-        lifetime_for(Fixed(1.0), 1, "transient", -1)
+        lifetime_for(Fixed(1.0), 1, 1, -1)

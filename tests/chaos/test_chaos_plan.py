@@ -142,7 +142,7 @@ def test_lifetimes_are_those_of_the_node_ordinals():
 
     plan = plan_evictions(scenario({"transient": {"lifetime": "high"}}, transient=5), 36000)
     for eviction in plan:
-        drawn = lifetime_for(PRESETS["high"], 1, "transient", eviction.ordinal)
+        drawn = lifetime_for(PRESETS["high"], 1, 1, eviction.ordinal)
         assert eviction.lifetime_s == drawn
         assert eviction.trace_s == pytest.approx(eviction.launched_s + drawn)
 

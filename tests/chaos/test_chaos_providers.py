@@ -44,15 +44,15 @@ def test_gcp_preemptible_never_outlives_24_hours() -> None:
 
 def test_the_rebalance_draw_is_seeded_and_leaves_lifetimes_alone() -> None:
     aws, spot = PRESETS["aws-spot"], PRESETS["spot"]
-    leads = [rebalance_lead(aws, 7, "transient", k) for k in range(4000)]
-    assert leads == [rebalance_lead(aws, 7, "transient", k) for k in range(4000)]
+    leads = [rebalance_lead(aws, 7, 1, k) for k in range(4000)]
+    assert leads == [rebalance_lead(aws, 7, 1, k) for k in range(4000)]
     sent = [lead for lead in leads if lead is not None]
     assert len(sent) / len(leads) == pytest.approx(0.5, abs=0.03)
     assert min(sent) >= 0 and max(sent) <= 600
     assert np.mean(sent) == pytest.approx(300, rel=0.05)
-    assert all(rebalance_lead(PRESETS[name], 7, "transient", 0) is None for name in ("gcp-spot", "spot"))
-    assert [lifetime_for(aws, 7, "transient", k) for k in range(50)] == [
-        lifetime_for(spot, 7, "transient", k) for k in range(50)
+    assert all(rebalance_lead(PRESETS[name], 7, 1, 0) is None for name in ("gcp-spot", "spot"))
+    assert [lifetime_for(aws, 7, 1, k) for k in range(50)] == [
+        lifetime_for(spot, 7, 1, k) for k in range(50)
     ]
 
 
@@ -61,7 +61,7 @@ def test_the_plan_shows_rebalance_recommendations_before_the_two_minute_notice()
     plan = plan_evictions(case, horizon_s=6 * 3600)
     for eviction in plan:
         assert eviction.trace_s - eviction.warn_trace_s == pytest.approx(min(120, eviction.lifetime_s))
-        lead = rebalance_lead(PRESETS["aws-spot"], 3, "transient", eviction.ordinal)
+        lead = rebalance_lead(PRESETS["aws-spot"], 3, 1, eviction.ordinal)
         if lead is None:
             assert eviction.rebalance_trace_s is None
         else:

@@ -61,7 +61,7 @@ def test_the_distribution_is_kaplan_meier_by_hand(tmp_path: Path) -> None:
 
 def test_a_trace_replayed_node_by_node(tmp_path: Path) -> None:
     model = parse_lifetime({"trace": {"file": str(write(tmp_path)), "replay": "nodes"}})
-    lives = [lifetime_for(model, 1, "transient", k) for k in range(5)]
+    lives = [lifetime_for(model, 1, 1, k) for k in range(5)]
     assert lives == [10.0, 20.0, 40.0, None, 10.0]  # row 3 has no end: never; ordinal 4 wraps
 
 

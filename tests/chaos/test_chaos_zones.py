@@ -111,7 +111,7 @@ def test_a_zone_with_a_lifetime_model_of_its_own() -> None:
     plan = plan_evictions(case, horizon_s=6 * 3600)
     assert plan and {e.zone for e in plan} == {"b"} and {e.ordinal % 5 for e in plan} == {3, 4}
     high = parse_lifetime("high")
-    assert [e.lifetime_s for e in plan] == [lifetime_for(high, 1, "transient", e.ordinal) for e in plan]
+    assert [e.lifetime_s for e in plan] == [lifetime_for(high, 1, 1, e.ordinal) for e in plan]
     assert "  zone b: lifetime high = weibull(shape=0.7, scale=15m)" in format_plan(plan, case)
 
 

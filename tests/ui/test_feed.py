@@ -60,12 +60,23 @@ def test_a_frame_is_one_data_line_whatever_the_text_holds() -> None:
 def test_the_layout_gives_each_class_its_size_and_the_zone_of_each_ordinal() -> None:
     layout = cluster_layout(CLUSTER, "demo", 2.0)
     assert layout["classes"]["transient"] == {
+        "kind": "transient",
         "count": 3,
         "slots": 4,
         "memory_mb": 1024,
         "zones": ["a", "a", "b"],
     }
     assert layout["classes"]["reserved"]["zones"] == []
+
+
+def test_the_layout_gives_named_classes_by_name_with_their_kind() -> None:
+    classes = {"on-demand": {"kind": "reserved", "count": 1}, "spot": {"kind": "transient", "count": 2}}
+    named = ClusterSpec.model_validate({"classes": classes})
+    layout = cluster_layout(named, "demo", 1.0)["classes"]
+    assert {name: (c["kind"], c["count"]) for name, c in layout.items()} == {
+        "on-demand": ("reserved", 1),
+        "spot": ("transient", 2),
+    }
 
 
 @pytest.mark.parametrize("path", ["/ui", "/ui/events"])

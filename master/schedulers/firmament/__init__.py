@@ -204,13 +204,15 @@ def cost_model(options: Mapping[str, Any], risk: EvictionRisk | None = None) -> 
 
 def eviction_risk(scenario: Scenario) -> EvictionRisk:
     """What the transient cost model knows of evictions: the scenario's lifetime model of
-    each node class and of each zone that has its own, and the trace's clock."""
+    each node kind (as a machine's rack is: ``NodeView.node_class``) and of each zone that has
+    its own; with several classes of a kind, its first class's model (and a zone's, the first
+    class's that has it)."""
     models = {}
-    for node_class in ("reserved", "transient"):
-        rules = class_chaos(scenario, node_class)
-        models[(node_class, None)] = rules.model
-        for zone in getattr(scenario.cluster, node_class).zones:
-            models[(node_class, zone)] = rules.model_for(zone)
+    for name, named in scenario.node_classes.items():
+        rules = class_chaos(scenario, name)
+        models.setdefault((named.kind, None), rules.model)
+        for zone in named.spec.zones:
+            models.setdefault((named.kind, zone), rules.model_for(zone))
     return EvictionRisk(models, scenario.wall_per_trace)
 
 

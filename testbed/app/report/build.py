@@ -121,7 +121,7 @@ def _fidelity_setting(run: RunData) -> str:
 
 
 def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
-    policy, cluster = run.policy, run.cluster
+    policy = run.policy
     rows = [
         ["name", run.name],
         ["seed", str(run.seed if run.seed is not None else "-")],
@@ -136,11 +136,10 @@ def _scenario(run: RunData, metrics: RunMetrics) -> list[Block]:
         rows.append(["policy options", ", ".join(f"{k}={v}" for k, v in policy.options.items())])
     if "cluster" not in run.scenario:
         rows.append(["cluster", "not recorded: node memory and prices are the schema's defaults"])
-    for node_class in ("reserved", "transient"):
-        spec = getattr(cluster, node_class)
+    for node_class, (kind, spec) in run.node_classes.items():
         rows.append(
             [
-                f"{node_class} nodes",
+                f"{node_class} nodes" if kind == node_class else f"{node_class} nodes ({kind})",
                 f"{spec.count} x {spec.slots} slots, {spec.memory_mb} MB, price {spec.price_per_hour:g}/h",
             ]
         )

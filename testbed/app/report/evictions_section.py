@@ -8,7 +8,6 @@ from typing import Any
 from testbed.app.chaos_check import COLUMNS, check_rows, check_run, notice_line
 from testbed.app.report.document import Block, Heading, Paragraph, Table, number, seconds, size
 from testbed.app.report.rundir import RunData
-from testbed.chaosmodels.lifetimes import NODE_CLASSES
 from testbed.chaosmodels.zones import per_zone
 from testbed.scenario.loading import ScenarioError
 
@@ -18,7 +17,7 @@ def evictions_section(run: RunData) -> list[Block]:
     if not run.evictions:
         return [*blocks, Paragraph("No evictions.")]
     launched = {n.node_id: n.launched_s for n in run.nodes}
-    classes = {c: (getattr(run.cluster, c).zones, getattr(run.cluster, c).count) for c in NODE_CLASSES}
+    classes = {c: (spec.zones, spec.count) for c, (_, spec) in run.node_classes.items()}
     zones = per_zone(classes, [e.node_id for e in run.evictions])
     if zones:
         blocks.append(

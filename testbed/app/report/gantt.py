@@ -26,7 +26,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from testbed.app.report.metrics import FAILED_ATTEMPTS
-from testbed.app.report.records import TaskAttempt
+from testbed.app.report.records import Node, TaskAttempt
 from testbed.app.report.rundir import RunData
 from testbed.chaosmodels.slowdown import SlowSpan, episode_spans, own_factors
 
@@ -55,13 +55,14 @@ def natural(name: str) -> list:
 
 
 def node_order(run: RunData) -> list[str]:
-    """Nodes top to bottom: reserved first, then by launch; nodes seen only in tasks last."""
-    order = [
-        n.node_id
-        for n in sorted(
-            run.nodes, key=lambda n: (n.node_class != "reserved", n.launched_s, natural(n.node_id))
-        )
-    ]
+    """Nodes top to bottom: reserved-kind classes' first, then by launch; nodes seen only in
+    tasks last."""
+    kinds = {name: kind for name, (kind, _) in run.node_classes.items()}
+
+    def key(n: Node) -> tuple[bool, float, list]:
+        return kinds.get(n.node_class, n.node_class) != "reserved", n.launched_s, natural(n.node_id)
+
+    order = [n.node_id for n in sorted(run.nodes, key=key)]
     return order + sorted({t.node_id for t in run.tasks} - set(order), key=natural)
 
 

@@ -319,7 +319,7 @@ def _moving_cost(run: RunData, node_class: str, spans: list[tuple[float, float]]
     if spec is None or spec.price is None:
         return None
     seed = run.seed if isinstance(run.seed, int) else 0
-    curve = parse_price(spec.price, seed, node_class)
+    curve = parse_price(spec.price, seed, node_class, class_index=run.class_index(node_class))
     scale = run.time_scale
     return sum(curve.integral(start * scale, stop * scale) for start, stop in spans) / 3600 / scale
 

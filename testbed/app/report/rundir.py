@@ -49,9 +49,10 @@ from testbed.app.report.records import (
 from testbed.journal.schema import read_events
 from testbed.journal.tables import emulated_row
 from testbed.journal.tables import read_table as read_csv_table
-from testbed.scenario.cluster import ClusterSpec, NodeClassSpec
+from testbed.scenario.cluster import ClusterSpec, NodeClassSpec, class_specs
 from testbed.scenario.fidelity import emulated
 from testbed.scenario.schema import PolicySpec
+from testbed.wire.protocol import NodeClass
 
 RUN_MARKERS = ("events.jsonl", "jobs.csv", "summary.json")
 
@@ -132,11 +133,19 @@ class RunData:
         times += [e.t_s for e in self.evictions]
         return float(max(times, default=0.0))
 
+    @cached_property
+    def node_classes(self) -> dict[str, tuple[NodeClass, NodeClassSpec]]:
+        """Each node class of the run by name, in launch order: its kind and its nodes' shape."""
+        return class_specs(self.cluster)
+
     def class_spec(self, node_class: str) -> NodeClassSpec | None:
-        """The scenario's spec of a node class, or None for a class it does not define."""
-        if node_class not in ("reserved", "transient"):
-            return None
-        return getattr(self.cluster, node_class)
+        """The scenario's spec of a node class (by name), or None for a class it does not define."""
+        found = self.node_classes.get(node_class)
+        return None if found is None else found[1]
+
+    def class_index(self, node_class: str) -> int:
+        """The class's position in launch order: its random streams' key (``Scenario.class_index``)."""
+        return list(self.node_classes).index(node_class)
 
     def _setting(self, key: str) -> Any:
         if self.summary and key in self.summary:

@@ -24,7 +24,7 @@ from aiohttp import web
 
 from testbed.chaosmodels.zones import zone_pattern
 from testbed.journal.schema import read_events
-from testbed.scenario.cluster import ClusterSpec
+from testbed.scenario.cluster import ClusterSpec, class_specs
 from testbed.scenario.fidelity import emulated
 from testbed.wire.blocks import TOKEN_HEADER
 from testbed.wire.tokens import token_matches
@@ -33,7 +33,6 @@ STATIC = Path(__file__).parent / "static"
 SCRIPTS = ("chart.umd.min.js", "fold.js", "view.js")
 """Inlined into the page in this order: the chart library, the fold of events into state
 (live and replay alike), the drawing."""
-NODE_CLASSES = ("reserved", "transient")
 _ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
@@ -47,9 +46,9 @@ def cluster_layout(cluster: ClusterSpec, name: str, dilation: float) -> dict[str
     """What the page knows of the cluster beyond the events: each class's node size and the
     zone of each ordinal (node ``<class>-<k>`` is in ``zones[k % len(zones)]``)."""
     classes = {}
-    for node_class in NODE_CLASSES:
-        spec = getattr(cluster, node_class)
+    for node_class, (kind, spec) in class_specs(cluster).items():
         classes[node_class] = {
+            "kind": kind,
             "count": spec.count,
             "slots": spec.slots,
             "memory_mb": spec.memory_mb,
