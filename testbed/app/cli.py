@@ -240,12 +240,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for name, named in scenario.node_classes.items():
             spec = named.spec
             print(
-                f"  class {name} ({named.kind}): {spec.count} nodes of {spec.slots} slots, "
-                f"{spec.cores:g} cores, {spec.memory_mb} MB; {spec.price_per_hour:g}/h; "
+                f"  class {name} ({named.kind}): {_count(spec.count, 'node')} of "
+                f"{_count(spec.slots, 'slot')}, {_count(spec.cores, 'core')}, {spec.memory_mb} MB; "
+                f"{spec.price_per_hour:g}/h; "
                 f"lifetime {named.chaos.lifetime}"
             )
         print("  (named classes run on the simulator only today: backend: sim)")
     return EXIT_OK
+
+
+def _count(number: float, noun: str) -> str:
+    """``1 core``, ``4 cores``, ``0.5 cores``."""
+    return f"{number:g} {noun}" + ("" if number == 1 else "s")
 
 
 def _nodes_line(scenario: Scenario) -> str:
