@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from master.event_heap import EventHeap
 from master.execution_model import ExecutionModel
 from master.sim.agents import ModelAgents
-from master.sim.clock import EventHeap
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import PushTarget, TaskSpec, TaskUpdate
 from tests.support.sim import sleep_task
