@@ -49,9 +49,6 @@ class EventHeap:
     def __len__(self) -> int:
         return len(self.queue)
 
-    def next_time(self) -> float | None:
-        return self.queue[0][0] if self.queue else None
-
     def step(self) -> bool:
         """Run the next action (advancing the clock to it); False when none is left."""
         if not self.queue:

@@ -45,10 +45,12 @@ class TimerHeap:
         heap.after(delay, priority, action)
 
     def wake_needed(self) -> float | None:
-        """The head's time if no ``WakeAt`` asked for it (or for an earlier time) yet."""
-        head = self.heap.next_time()
-        if head is None or self._interrupted:
+        """The head's time if no ``WakeAt`` asked for it (or for an earlier time) yet (asked
+        after every event the core handles: the heap's queue read here, not through a call)."""
+        queue = self.heap.queue
+        if not queue or self._interrupted:
             return None
+        head = queue[0][0]
         if self.asked is not None and self.asked <= head:
             return None
         self.asked = head

@@ -43,8 +43,7 @@ def fleet(spec: dict[str, Any] = SPEC) -> tuple[EventHeap, ModelAgents, list[tup
     agents = ModelAgents(heap, model, lambda node, m: heard.append((heap.now, node, m)))
     agents.start("reserved-0", "reserved")
     agents.start("transient-0", "transient")
-    while heap.next_time() is not None and heap.next_time() <= 2.0:  # type: ignore[operator]
-        heap.step()
+    heap.run(2.0)
     heard.clear()
     return heap, agents, heard
 

@@ -56,8 +56,7 @@ def agents(
 
 
 def run_all(heap: EventHeap, until: float = 1e9) -> None:
-    while heap.next_time() is not None and heap.next_time() <= until:  # type: ignore[operator]
-        heap.step()
+    heap.run(until)
 
 
 def written_blocks(heap: EventHeap, fleet: ModelAgents) -> list[BlockRef]:
