@@ -14,8 +14,6 @@ time 0. docs/chaos.md, "Semantics", says the rules in prose.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +23,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from master.chaos.select import EvictableNode, select_victims
+from master.event_heap import EventHeap
 from testbed.chaosmodels.capacity import CapacitySchedule
 from testbed.chaosmodels.lifetimes import (
     EPISODE_STREAM,
@@ -104,25 +103,22 @@ class Clock(Protocol):
         due at the same time with a lower priority, or the same one scheduled earlier."""
 
 
-@dataclass
 class VirtualClock:
-    """A discrete-event clock: ``run`` pops actions in (time, priority, order) order."""
+    """A discrete-event clock: the one event heap (``master.event_heap``) read as a ``Clock``;
+    ``run`` pops its actions in (time, priority, order) order."""
 
-    time: float = 0.0
-    queue: list[tuple[float, int, int, Callable[[], None]]] = field(default_factory=list)
-    order: itertools.count = field(default_factory=itertools.count)
+    def __init__(self, time: float = 0.0) -> None:
+        self.heap = EventHeap(now=time)
 
     def now(self) -> float:
-        return self.time
+        return self.heap.now
 
     def at(self, when: float, priority: int, action: Callable[[], None]) -> None:
-        heapq.heappush(self.queue, (max(when, self.time), priority, next(self.order), action))
+        self.heap.at(when, priority, action)
 
     def run(self, horizon: float) -> None:
         """Every action due up to ``horizon``, in order."""
-        while self.queue and self.queue[0][0] <= horizon:
-            self.time, _, _, action = heapq.heappop(self.queue)
-            action()
+        self.heap.run(horizon)
 
 
 class World(Protocol):

@@ -1,18 +1,19 @@
-"""The core's timers: one heap, ties broken as SimPy breaks them, by (time, priority, order).
+"""The core's timers: the one event heap (``master.event_heap``) on run seconds, ``now`` injected.
 
 It implements ``master.chaos.rules.Clock`` in run seconds; ``TraceClock`` is the
 same heap seen in trace seconds (run seconds x time_scale), for the chaos rules.
 The core asks its shell for a ``Wake`` at the head's time (``WakeAt``) whenever
-the head moves earlier, and runs every due action when it comes.
+the head moves earlier, and runs every due action when it comes. The core reads no
+clock: ``now`` is its own (the time of the event it handles), which the heap's clamp
+(a time already past is now) reads when a timer is set.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections.abc import Callable
 
-Action = Callable[[], None]
+from master.event_heap import Action, EventHeap
+
 SLACK_S = 1e-9
 """A timer this close to now is due: a shell's clock that reaches ``t`` through float sums may
 land a hair before it, and a ``Wake`` that runs nothing must not ask for the same time again."""
@@ -21,8 +22,8 @@ land a hair before it, and a ``Wake`` that runs nothing must not ask for the sam
 class TimerHeap:
     def __init__(self, now: Callable[[], float]) -> None:
         self._now = now
-        self._due: list[tuple[float, int, int, Action]] = []
-        self._order = itertools.count()
+        self.heap = EventHeap()
+        """The timers, in (time, priority, order); its ``now`` is the core's when one is set."""
         self.asked: float | None = None
         """The earliest time a ``WakeAt`` asked for and not yet come."""
         self.held = False
@@ -33,16 +34,23 @@ class TimerHeap:
         return self._now()
 
     def at(self, when: float, priority: int, action: Action) -> None:
-        heapq.heappush(self._due, (when, priority, next(self._order), action))
+        """Run ``action`` at run time ``when`` (now, if it is past: then ties go by priority)."""
+        heap = self.heap
+        heap.now = self._now()
+        heap.at(when, priority, action)
 
     def after(self, delay: float, priority: int, action: Action) -> None:
-        self.at(self._now() + delay, priority, action)
+        heap = self.heap
+        heap.now = self._now()
+        heap.after(delay, priority, action)
 
     def wake_needed(self) -> float | None:
-        """The head's time if no ``WakeAt`` asked for it (or for an earlier time) yet."""
-        if not self._due or self._interrupted:
+        """The head's time if no ``WakeAt`` asked for it (or for an earlier time) yet (asked
+        after every event the core handles: the heap's queue read here, not through a call)."""
+        queue = self.heap.queue
+        if not queue or self._interrupted:
             return None
-        head = self._due[0][0]
+        head = queue[0][0]
         if self.asked is not None and self.asked <= head:
             return None
         self.asked = head
@@ -52,12 +60,12 @@ class TimerHeap:
         """Run every action due by now, in (time, priority, order); actions may add timers."""
         now = self._now() + SLACK_S
         self.asked = None
-        while self._due and self._due[0][0] <= now:
+        queue, step = self.heap.queue, self.heap.step
+        while queue and queue[0][0] <= now:
             if self.held:
                 self._interrupted = True
                 return
-            _, _, _, action = heapq.heappop(self._due)
-            action()
+            step()
 
     def hold(self) -> None:
         """The actions still due wait until ``release``: one of them asked the shell for
@@ -73,18 +81,17 @@ class TimerHeap:
 
     def shift(self, origin: float) -> None:
         """The clock's origin moved to ``origin``: every timer keeps its distance from now."""
-        self._due = [(when - origin, p, o, a) for when, p, o, a in self._due]
-        heapq.heapify(self._due)
+        self.heap.shift(origin)
         self.asked = None
 
     def clear(self) -> None:
         """Drop every timer (the run stops)."""
-        self._due.clear()
+        self.heap.clear()
         self.asked = None
         self._interrupted = False
 
     def __len__(self) -> int:
-        return len(self._due)
+        return len(self.heap)
 
 
 class TraceClock:
@@ -99,4 +106,4 @@ class TraceClock:
 
     def at(self, when: float, priority: int, action: Action) -> None:
         """As ``VirtualClock.at``: a time already past is now (then ties go by priority)."""
-        self.timers.at(max(when / self.time_scale, self.timers.now()), priority, action)
+        self.timers.at(when / self.time_scale, priority, action)

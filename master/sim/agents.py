@@ -40,8 +40,9 @@ from agents.core import (
     WorkerFinished,
     WorkerStarted,
 )
+from master.event_heap import EventHeap
 from master.execution_model import MB, ExecutionModel, TaskCost, aggregate_sizes
-from master.sim.clock import DELIVER, EventHeap
+from master.sim.clock import DELIVER
 from master.sim.cpu import NodeCpu
 from master.sim.nodes import (
     Attempt,

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from master.sim.clock import DELIVER, EventHeap
+from master.event_heap import EventHeap
+from master.sim.clock import DELIVER
 
 EPS = 1e-12
 

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 from agents.core import Action, BlockArrived, PushDone
+from master.event_heap import EventHeap
 from master.execution_model import ExecutionModel
-from master.sim.clock import DELIVER, EventHeap
+from master.sim.clock import DELIVER
 from master.sim.nodes import ModelNode
 from testbed.wire.protocol import PushedPart, PushTarget
 

@@ -45,10 +45,11 @@ from master.core.events import (
 from master.core.machine import MasterCore
 from master.core.shell_base import Shell
 from master.core.view import CoreView
+from master.event_heap import EventHeap
 from master.shell import answers
 from master.shell.journal_file import Journal
 from master.sim.agents import ModelAgents
-from master.sim.clock import DELIVER, ROUND, WAKE, EventHeap
+from master.sim.clock import DELIVER, ROUND, WAKE
 from master.summary.latency import RoundTimes
 from testbed.wire.protocol import Message, TaskSpec
 
@@ -88,8 +89,9 @@ class SimShell(Shell):
         """Flushed every 256 events (``run``) and at the end: a simulation is never resumed."""
         self.agents = agents_of(self.heap, self._deliver)
         self.agents.output_staged = self._staged
-        self.wakes: list[float] = []
-        """Heap times a ``WakeAt`` asked for and not yet delivered (a heap, no duplicates)."""
+        self.wakes = EventHeap()
+        """A ``Wake`` for each heap time a ``WakeAt`` asked for and not yet delivered (no two of
+        one time): ``_due_wakes`` runs those due after every event."""
         self.provided: set[str] = set()
         """The nodes the provider has started and not yet killed or released."""
         self.provider_due: list[Callable[[], None]] = []
@@ -209,11 +211,13 @@ class SimShell(Shell):
         return self.core.handle(event, self.now())
 
     def _due_wakes(self) -> None:
-        wakes = self.wakes
-        while wakes and wakes[0] <= self.heap.now:
-            heapq.heappop(wakes)
-            self.handled += 1
-            self._apply(self.core.handle(Wake(), self.now()))
+        wakes = self.wakes.queue
+        if wakes and wakes[0][0] <= self.heap.now:
+            self.wakes.run(self.heap.now)
+
+    def _wake(self) -> None:
+        self.handled += 1
+        self._apply(self.core.handle(Wake(), self.now()))
 
     def _deliver(self, node_id: str, message: Message) -> None:
         self._handle(FromNode(node_id, message))
@@ -288,8 +292,8 @@ class SimShell(Shell):
     def do_wake_at(self, command: cmd.WakeAt) -> None:
         # the real shell's arithmetic (a loop timer ``t - now`` from now), so times agree
         at = self.heap.now + max(0.0, command.t - self.now())
-        if at not in self.wakes:
-            heapq.heappush(self.wakes, at)
+        if all(wake[0] != at for wake in self.wakes.queue):
+            self.wakes.at(at, WAKE, self._wake)
             self.heap.at(at, WAKE, self._due_wakes)
 
     def do_probe(self, command: cmd.Probe) -> None:

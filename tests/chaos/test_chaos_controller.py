@@ -136,7 +136,7 @@ def test_a_storm_at_time_zero_fires_though_the_rules_start_a_moment_later() -> N
     storm at 0 s was taken for one a resumed run had already passed, and never fired."""
     storms = [{"at": "0s", "evict": {"count": 1}}, {"at": "1s", "evict": {"count": 1}}]
     world = StormLog()
-    world.clock.time = 0.024
+    world.clock.heap.now = 0.024
     stormy = make_scenario(chaos={"storms": storms})
     rules = ChaosRules(ClusterSettings.of(stormy), chaos_settings(stormy), world.clock, world)  # type: ignore[arg-type]
     rules.start()
@@ -147,7 +147,7 @@ def test_a_storm_at_time_zero_fires_though_the_rules_start_a_moment_later() -> N
 def test_a_resumed_run_does_not_replay_the_storms_before_its_crash() -> None:
     storms = [{"at": "0s", "evict": {"count": 1}}, {"at": "5s", "evict": {"count": 1}}]
     world = StormLog()
-    world.clock.time = 3.0
+    world.clock.heap.now = 3.0
     stormy = make_scenario(chaos={"storms": storms})
     rules = ChaosRules(ClusterSettings.of(stormy), chaos_settings(stormy), world.clock, world)  # type: ignore[arg-type]
     rules.start(since=3.0)

@@ -3,13 +3,9 @@ agent's copies, on hand-built cases whose answers are known."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from master.sim.clock import EventHeap
+from master.event_heap import EventHeap
 from master.sim.cpu import NodeCpu
 from master.sim.nodes import url_of
 from testbed.wire.protocol import CancelTask, LaunchTask, PushDelivered, PushTarget, TaskUpdate
@@ -149,17 +145,3 @@ def test_the_same_run_twice_is_the_same() -> None:
         outcomes.append([(t, node, type(m).__name__, getattr(m, "task_id", "")) for t, node, m in heard])
     assert outcomes[0] == outcomes[1]
 
-
-@settings(deadline=None)  # a loaded host's pauses are no failure
-@given(
-    st.floats(allow_nan=False, width=64, min_value=0.0, max_value=1e6),
-    st.floats(allow_nan=False, min_value=-1e6, max_value=1e6),
-)
-def test_an_action_is_due_at_the_later_of_its_time_and_now(now: float, delay: float) -> None:
-    """``EventHeap.at`` and ``after`` clamp as ``max(when, now)`` does, bit for bit."""
-    heap = EventHeap(now=now)
-    heap.at(now + delay, 0, lambda: None)
-    heap.after(delay, 0, lambda: None)
-    expected = max(now + delay, now)
-    assert [entry[0] for entry in heap.queue] == [expected, expected]
-    assert all(math.copysign(1.0, entry[0]) == math.copysign(1.0, expected) for entry in heap.queue)

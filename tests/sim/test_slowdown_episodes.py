@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from master.chaos.plan import plan_slowdowns
-from master.sim.clock import EventHeap
+from master.event_heap import EventHeap
 from master.sim.cpu import NodeCpu
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import LaunchTask

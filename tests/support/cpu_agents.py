@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from master.event_heap import EventHeap
 from master.execution_model import ExecutionModel
 from master.sim.agents import ModelAgents
-from master.sim.clock import EventHeap
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import PushTarget, TaskSpec, TaskUpdate
 from tests.support.sim import sleep_task
@@ -43,8 +43,7 @@ def fleet(spec: dict[str, Any] = SPEC) -> tuple[EventHeap, ModelAgents, list[tup
     agents = ModelAgents(heap, model, lambda node, m: heard.append((heap.now, node, m)))
     agents.start("reserved-0", "reserved")
     agents.start("transient-0", "transient")
-    while heap.next_time() is not None and heap.next_time() <= 2.0:  # type: ignore[operator]
-        heap.step()
+    heap.run(2.0)
     heard.clear()
     return heap, agents, heard
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from master.event_heap import EventHeap
 from master.execution_model import ExecutionModel
 from master.sim.agents import ModelAgents
-from master.sim.clock import EventHeap
 from master.sim.nodes import url_of
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import (
@@ -56,8 +56,7 @@ def agents(
 
 
 def run_all(heap: EventHeap, until: float = 1e9) -> None:
-    while heap.next_time() is not None and heap.next_time() <= until:  # type: ignore[operator]
-        heap.step()
+    heap.run(until)
 
 
 def written_blocks(heap: EventHeap, fleet: ModelAgents) -> list[BlockRef]:
