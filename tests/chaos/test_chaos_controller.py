@@ -190,7 +190,7 @@ def test_a_resumed_run_continues_an_episode_under_way_for_what_is_left_of_it() -
         {"at": "9s", "for": "1s", "nodes": {"count": 2}, "factor": 4},
     ]
     world = SlowLog()
-    world.clock.time = 5.0
+    world.clock.heap.now = 5.0
     slowed = make_scenario(chaos={"slowdown": {"episodes": episodes}})
     rules = ChaosRules(ClusterSettings.of(slowed), chaos_settings(slowed), world.clock, world)  # type: ignore[arg-type]
     rules.start(since=5.0)
