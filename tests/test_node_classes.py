@@ -132,34 +132,32 @@ def test_validate_reports_each_class(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "ok (three: 1 jobs, 6 nodes in 3 classes;" in out
     assert "class spot-m5 (transient): 3 nodes of 2 slots, 2 cores, 2048 MB; 0.12/h; lifetime high" in out
-    assert "named classes run on the simulator only today: backend: sim" in out
+    assert "named classes run on the simulator and local processes only today: backend: sim or local" in out
 
 
-@pytest.mark.parametrize(
-    ("command", "backend"),
-    [(["run"], "local"), (["run", "--backend", "docker"], "docker"), (["run", "--dry-run"], "local")],
-)
-def test_the_real_backends_refuse_named_classes_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], backend: str
+@pytest.mark.parametrize("backend", ["docker", "attach"])
+def test_docker_and_attach_refuse_named_classes_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str
 ) -> None:
     path = write(tmp_path, THREE)
-    assert main([command[0], str(path), *command[1:]]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [
-        f"{path}: cluster.classes: named node classes run on the simulator only today (backend: sim, "
-        f"or testbed run --backend sim), not on {backend}; write the cluster as cluster.reserved and "
+    assert main(["run", str(path), "--backend", backend]) == 2
+    err = capsys.readouterr().err.strip().splitlines()  # attach's also asks for its broker
+    assert err[-1] == (
+        f"{path}: cluster.classes: named node classes run on the simulator and local processes only "
+        f"today (backend: sim or local), not on {backend}; write the cluster as cluster.reserved and "
         "cluster.transient to run it there"
-    ]
+    )
+    assert len(err) == (1 if backend == "docker" else 2)
 
 
 def test_compose_refuses_named_classes(tmp_path: Path) -> None:
     from master.shell.compose_file import compose_file
 
-    with pytest.raises(ScenarioError, match="named node classes run on the simulator only today"):
+    with pytest.raises(ScenarioError, match="named node classes run on the simulator and local processes"):
         compose_file(write(tmp_path, THREE), [], None, Host(4.0), [])
 
 
-def test_chaos_plan_and_dry_run_on_the_simulator_take_named_classes(
+def test_chaos_plan_and_dry_runs_take_named_classes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(tmp_path, THREE)
@@ -167,8 +165,9 @@ def test_chaos_plan_and_dry_run_on_the_simulator_take_named_classes(
     out = capsys.readouterr().out
     assert "spot-m5 (transient, 3): lifetime high" in out
     assert "c5.large (transient, 1, z1 1): lifetime" in out and "  zone z1: lifetime low" in out
-    assert main(["run", str(path), "--dry-run", "--backend", "sim"]) == 0
-    assert "on-demand-" not in capsys.readouterr().out  # a reserved class is never evicted
+    for backend in ("sim", "local"):
+        assert main(["run", str(path), "--dry-run", "--backend", backend]) == 0
+        assert "on-demand-" not in capsys.readouterr().out  # a reserved class is never evicted
 
 
 def test_the_run_directorys_scenario_yaml_loads_back(tmp_path: Path) -> None:

@@ -157,7 +157,7 @@ class MasterCore:
         self.copies = Copies(self, policies.speculator, self.chaos.kill_at)
         if resume is not None:
             self.expected_jobs -= len(resume.finished_jobs)
-            self.launcher.ordinals = dict(resume.ordinals)
+            self.launcher.ordinals = {name: resume.ordinals.get(name, 0) for name in self.launcher.ordinals}
 
     # ------------------------------------------------------------------ the surface
 

@@ -26,7 +26,9 @@ from testbed.api.strategy import JobSubmitted
 from testbed.journal.schema import TaskStarted
 from testbed.settings.run_settings import RunSettings
 
-NODE_ID = re.compile(r"(reserved|transient)-(\d+)")
+NODE_ID = re.compile(r"([a-z][a-z0-9._-]*)-(\d+)")
+"""A node id: its class's name (``reserved``, ``transient`` or a named class, which never ends
+in ``-<digits>``) and its ordinal."""
 
 
 class ResumingCore(Protocol):
@@ -79,8 +81,8 @@ class Recovered:
     """(task, attempt) -> its task_started event, for attempts that never finished."""
     nodes_up: dict[str, float] = field(default_factory=dict)
     """Nodes alive when the master died -> when they joined."""
-    ordinals: dict[str, int] = field(default_factory=lambda: {"reserved": 0, "transient": 0})
-    """The next free node ordinal of each class."""
+    ordinals: dict[str, int] = field(default_factory=dict)
+    """The next free node ordinal of each class (by name) the run used; a class not in it: 0."""
     workloads: dict[str, str] = field(default_factory=dict)
     """Each submitted job -> its workload (its ``job_submitted``)."""
     input_reads: list[tuple[str, dict[str, Any]]] = field(default_factory=list)

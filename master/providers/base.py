@@ -14,6 +14,7 @@ class NodeSpec:
 
     node_id: str
     node_class: str
+    """Its class's name (``reserved``, ``transient`` or a named class): its Docker label."""
     slots: int
     memory_mb: int
     cpus: float | None

@@ -297,13 +297,13 @@ def journaled_spans(run_dir: Path) -> dict[str, list[SlowSpan]]:
 
 
 def slot_quotas(scenario: Scenario) -> dict[str, float]:
-    """Cores per task slot of each node class under the scale model (none when unisolated)."""
+    """Cores per task slot of each node class (by name, as tasks.csv has it) under the scale
+    model (none when unisolated)."""
     if not scenario.fidelity.faithful:
         return {}
-    cluster = scenario.cluster
     return {
-        name: (NodeShares.of(scenario, spec).cpus or 0.0) / spec.slots
-        for name, spec in (("reserved", cluster.reserved), ("transient", cluster.transient))
+        name: (NodeShares.of(scenario, named.spec).cpus or 0.0) / named.spec.slots
+        for name, named in scenario.node_classes.items()
     }
 
 

@@ -21,7 +21,7 @@ from master.core.events import NodeStartFailed
 from master.core.liveness import start_deadline_s
 from master.core.machine import MasterCore
 from master.providers.base import AdoptingProvider, NodeProvider, NodeSpec
-from master.shell.scale_model import NodeShares, by_processes, node_slowdown
+from master.shell.scale_model import NodeShares, by_processes, class_spec, node_slowdown
 from testbed.node.processes import StartupFailed
 from testbed.wire.capabilities import NODE_KEY_ENV, RunKeys
 
@@ -63,7 +63,7 @@ class NodeStarts:
 
     async def _launch(self, command: StartNode) -> None:
         scenario = self.core.settings.scenario
-        spec = getattr(scenario.cluster, command.node_class)
+        spec = class_spec(scenario, command.node_class)
         env = {**self.agent_env, **await self.secrets_of(command.node_id)}
         cpus = NodeShares.of(scenario, spec).cpus  # the provider divides its tasks' by the slowdown
         factor = node_slowdown(scenario, command.node_id, command.node_class)
@@ -121,7 +121,7 @@ class NodeStarts:
         launching = [n for n in self.core.nodes.values() if n.status == "launching"]
         for node in launching:
             deadline = start_deadline_s(
-                len(launching), cpus, self._start_quota(node.node_id, node.node_class)
+                len(launching), cpus, self._start_quota(node.node_id, node.class_name)
             )
             if now() - node.launched_t <= deadline:
                 continue
@@ -136,16 +136,16 @@ class NodeStarts:
         if node_id in self.quotas:
             return self.quotas[node_id]
         scenario = self.core.settings.scenario
-        return NodeShares.of(scenario, getattr(scenario.cluster, node_class)).cpus
+        return NodeShares.of(scenario, class_spec(scenario, node_class)).cpus
 
     async def _attach_shortfall(self) -> str:
         """Which of the scenario's nodes never came up, and what compose or Swarm says of the
         agents' containers or tasks (an agent that exited, one stopped as unhealthy)."""
         nodes = list(self.core.nodes.values())
         up, unnamed = [], []
-        for node_class in ("reserved", "transient"):
-            wanted = getattr(self.core.settings.scenario.cluster, node_class).count
-            of_class = [n for n in nodes if n.node_class == node_class]
+        for node_class, named in self.core.settings.scenario.node_classes.items():
+            wanted = named.spec.count
+            of_class = [n for n in nodes if n.class_name == node_class]
             up.append(f"{sum(n.status == 'up' for n in of_class)} of {wanted} {node_class}")
             missing = wanted - len(of_class)
             if missing > 0:

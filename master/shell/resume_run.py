@@ -77,7 +77,7 @@ def recover(run_dir: Path) -> Recovered:
         match = NODE_ID.fullmatch(node_id)
         if match:
             node_class, ordinal = match.group(1), int(match.group(2))
-            found.ordinals[node_class] = max(found.ordinals[node_class], ordinal + 1)
+            found.ordinals[node_class] = max(found.ordinals.get(node_class, 0), ordinal + 1)
     return found
 
 

@@ -76,11 +76,15 @@ def docker_isolation(scenario: Scenario) -> CpuCgroups | None:
         return None
 
 
+def class_spec(scenario: Scenario, node_class: str) -> NodeClassSpec:
+    """The shape of the class named ``node_class`` (``reserved``, ``transient`` or a named class)."""
+    return scenario.node_classes[node_class].spec
+
+
 def node_shares(scenario: Scenario, node_id: str, node_class: str) -> NodeShares:
-    """What one node gets: its class's shares, divided by its ``chaos.slowdown`` factor (not
-    with ``straggler: processes``: processes beside its tasks slow it)."""
-    spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
-    shares = NodeShares.of(scenario, spec)
+    """What one node of the class named ``node_class`` gets: its class's shares, divided by its
+    ``chaos.slowdown`` factor (not with ``straggler: processes``: processes beside its tasks slow it)."""
+    shares = NodeShares.of(scenario, class_spec(scenario, node_class))
     return shares if by_processes(scenario) else shares.slowed(node_slowdown(scenario, node_id, node_class))
 
 
@@ -91,20 +95,24 @@ def by_processes(scenario: Scenario) -> bool:
 
 
 def node_slowdown(scenario: Scenario, node_id: str, node_class: str) -> float:
-    """The node's ``chaos.slowdown`` factor (1: none), as the chaos controller journals it."""
-    return slowdown_factor(scenario.chaos.slowdown, scenario.seed, node_id, node_class)
+    """The ``chaos.slowdown`` factor (1: none) of a node of the class named ``node_class``, as the
+    chaos controller journals it (``chaos.slowdown`` picks nodes by their class's kind)."""
+    kind = scenario.node_classes[node_class].kind
+    return slowdown_factor(scenario.chaos.slowdown, scenario.seed, node_id, kind)
 
 
 def class_flags(
     scenario: Scenario, node_class: str, broker_url: str, node_id: str | None = None
 ) -> list[str]:
-    """The agent flags every node of ``node_class`` gets, from ``--node-class`` on (the run and
-    node id come before them): what the master launches and what a compose file starts. With
-    ``node_id``, its bandwidth flags are that node's (slowed by its ``chaos.slowdown`` factor)."""
-    spec = scenario.cluster.reserved if node_class == "reserved" else scenario.cluster.transient
+    """The agent flags every node of the class named ``node_class`` gets, from ``--node-class``
+    (its kind: what the agent announces) on (the run and node id come before them): what the
+    master launches and what a compose file starts. With ``node_id``, its bandwidth flags are
+    that node's (slowed by its ``chaos.slowdown`` factor)."""
+    named = scenario.node_classes[node_class]
+    spec = named.spec
     shares = NodeShares.of(scenario, spec) if node_id is None else node_shares(scenario, node_id, node_class)
     return [
-        *("--node-class", node_class, "--broker", broker_url),
+        *("--node-class", named.kind, "--broker", broker_url),
         *("--slots", str(spec.slots), "--memory-mb", str(spec.memory_mb)),
         *("--heartbeat-interval", str(scenario.heartbeat_interval_s)),
         *([] if scenario.cluster.warm_workers else ["--lazy-workers"]),

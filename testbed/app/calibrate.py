@@ -139,15 +139,13 @@ def stage_deps(scenario: Scenario) -> dict[tuple[str, int], tuple[Dependency, ..
 
 
 def nic_bytes_s(scenario: Scenario) -> dict[str, float]:
-    """Each node class's NIC as the execution model has it (bytes per emulated second)."""
-    return {
-        name: getattr(scenario.cluster, name).network_mbps * 1e6 / 8 for name in ("reserved", "transient")
-    }
+    """Each node class's (by name) NIC as the execution model has it (bytes per emulated second)."""
+    return {name: named.spec.network_mbps * 1e6 / 8 for name, named in scenario.node_classes.items()}
 
 
 def class_cores(scenario: Scenario) -> dict[str, float]:
-    """Each node class's cores (its CPU quota in a faithful run, in emulated cores)."""
-    return {name: getattr(scenario.cluster, name).cores for name in ("reserved", "transient")}
+    """Each node class's (by name) cores (its CPU quota in a faithful run, in emulated cores)."""
+    return {name: named.spec.cores for name, named in scenario.node_classes.items()}
 
 
 def stage_ops(scenario: Scenario) -> dict[tuple[str, int], str]:

@@ -245,7 +245,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 f"{spec.price_per_hour:g}/h; "
                 f"lifetime {named.chaos.lifetime}"
             )
-        print("  (named classes run on the simulator only today: backend: sim)")
+        print("  (named classes run on the simulator and local processes only today: backend: sim or local)")
     return EXIT_OK
 
 

@@ -73,15 +73,15 @@ def resolution(scenario: Scenario, host: Host, where: str | None = None) -> Reso
 
 
 def refuse_named_classes(scenario: Scenario, backend: str, where: str | None) -> None:
-    """Named node classes (``cluster.classes``) run on the simulator and plan (``testbed chaos
-    plan``); the real backends (local, docker, attach) and compose files take the shorthand
-    only, for now (issue #47)."""
-    if scenario.cluster.classes is not None and backend != "sim":
+    """Named node classes (``cluster.classes``) run on the simulator, plan (``testbed chaos
+    plan``) and run on local processes; Docker, attached nodes and compose files take the
+    shorthand only, for now (issue #47)."""
+    if scenario.cluster.classes is not None and backend not in ("sim", "local"):
         prefix = f"{where}: " if where else ""
         raise ScenarioError(
             [
-                f"{prefix}cluster.classes: named node classes run on the simulator only today (backend: "
-                f"sim, or testbed run --backend sim), not on {backend}; write the cluster as "
+                f"{prefix}cluster.classes: named node classes run on the simulator and local processes "
+                f"only today (backend: sim or local), not on {backend}; write the cluster as "
                 "cluster.reserved and cluster.transient to run it there"
             ]
         )

@@ -9,40 +9,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from master.core import commands as cmd
 from master.core.events import Round
 from master.core.exposure import exposure
-from master.shell.journal_file import Journal
-from master.shell.resume_run import recover
 from master.shell.run import measured_summary
 from master.summary.latency import RoundTimes
 from master.summary.resumes import last_segment_only
 from testbed.app.report.build import write_report
 from testbed.wire.protocol import InputReads, StoreInputs
+from tests.support.crash import crash, resumed
 from tests.support.driver import Driver, sends
 from tests.support.scenarios import make_scenario, scenario_data
-
-
-def crash(driver: Driver, run_dir: Path) -> None:
-    """The master dies now: its journal so far, as its shell wrote it (events.jsonl, tables)."""
-    journal = Journal(run_dir, clock=lambda: 0.0)
-    for command in driver.log:
-        if isinstance(command, cmd.Journal):
-            journal.write_event(command.t, command.kind, command.fields)
-    journal.close()
-
-
-def resumed(scenario, run_dir: Path, **options: Any) -> Driver:  # type: ignore[no-untyped-def]
-    found = recover(run_dir)
-    driver = Driver(scenario, resume=found, **options)
-    driver.now = found.crashed_at
-    driver.boot()
-    return driver
 
 
 def test_a_resumed_core_prices_a_pending_task_on_the_means_observed_before_the_crash(tmp_path: Path) -> None:

@@ -115,3 +115,48 @@ def test_resume_refuses_a_finished_run_and_a_directory_that_is_not_a_run(tmp_pat
     empty = cli("run", "--resume", str(tmp_path))
     assert empty.returncode == 2 and "not a run directory" in empty.stderr, empty.stderr
     assert "Traceback" not in done.stderr + empty.stderr
+
+
+NAMED = {  # the crash scenario's cluster as three named classes of two kinds
+    "classes": {
+        "base": {"kind": "reserved", "count": 1},
+        "spot-a": {"kind": "transient", "count": 2, "slots": 2, "memory_mb": 1024},
+        "spot-b": {"kind": "transient", "count": 1, "slots": 1, "price_per_hour": 0.05},
+    },
+    "heartbeat_interval": 0.2,
+    "heartbeat_timeout": 2,
+}
+
+
+def test_a_named_class_run_resumes_with_its_classes_ordinals_going_on(tmp_path: Path) -> None:
+    """Each class's nodes start again under the class's next ordinals (no id reused), the nodes
+    the crash ended are journaled with their class's name and price, and every output is exact."""
+    scenario, run_dir = tmp_path / "crash.yaml", tmp_path / "run"
+    scenario.write_text(yaml.safe_dump({**SCENARIO, "cluster": NAMED}))
+    before = run_until_crash_point(scenario, run_dir)
+    first = [e["node"] for e in before if e["event"] == "node_launching"]
+    assert first == ["base-0", "spot-a-0", "spot-a-1", "spot-b-0"]
+
+    resumed = cli("run", "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr
+    journal = events(run_dir)
+    after = journal[len(before) :]
+    assert [e["node"] for e in after if e["event"] == "node_launching"] == [
+        "base-1",
+        "spot-a-2",
+        "spot-a-3",
+        "spot-b-1",
+    ]
+    crashed = {e["node"]: e for e in after if e["event"] == "node_lost" and e["reason"] == "master_crashed"}
+    assert set(crashed) == set(first)
+    prices = {"base-0": 1.0, "spot-a-0": 0.3, "spot-a-1": 0.3, "spot-b-0": 0.05}
+    assert {n: (e["class"], e["price_per_hour"]) for n, e in crashed.items()} == {
+        n: (n.rsplit("-", 1)[0], price) for n, price in prices.items()
+    }
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["succeeded"] == 3 and summary["failed"] == 0, summary
+    assert read_output(run_dir / "outputs" / "j000") == expected_counts(2, 2, seed=7000)
+    assert read_output(run_dir / "outputs" / "j002") == expected_counts(2, 2, seed=7002)
+    parts = sorted((run_dir / "outputs" / "j001").iterdir())
+    assert [p.read_text() for p in parts] == [f"j001.s0.t{i}\t{SLEEP_S:.3f}\n" for i in range(SLEEP_TASKS)]
+    assert not any(process_alive(pid) for pid in agent_pids(journal))

@@ -1,4 +1,5 @@
-"""A run whose master is killed mid-run (SIGKILL) at a chosen point of its journal."""
+"""A run whose master is killed mid-run (SIGKILL) at a chosen point of its journal; a core in a
+``Driver`` that dies (its journal as its shell wrote it) and one resumed from that journal."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from master.core import commands as cmd
+from master.shell.journal_file import Journal
+from master.shell.resume_run import recover
 from testbed.node.processes import child_env
+from tests.support.driver import Driver
 
 SLEEP_TASKS, SLEEP_S = 16, 3.0
 SCENARIO = {
@@ -60,3 +65,20 @@ def run_until_crash_point(scenario: Path, run_dir: Path, cwd: Path | None = None
         master.kill()
         master.wait(10)
     return events(run_dir)  # the master may have journaled more between our last read and the kill
+
+
+def crash(driver: Driver, run_dir: Path) -> None:
+    """The master dies now: its journal so far, as its shell wrote it (events.jsonl, tables)."""
+    journal = Journal(run_dir, clock=lambda: 0.0)
+    for command in driver.log:
+        if isinstance(command, cmd.Journal):
+            journal.write_event(command.t, command.kind, command.fields)
+    journal.close()
+
+
+def resumed(scenario, run_dir: Path, **options: Any) -> Driver:  # type: ignore[no-untyped-def]
+    found = recover(run_dir)
+    driver = Driver(scenario, resume=found, **options)
+    driver.now = found.crashed_at
+    driver.boot()
+    return driver

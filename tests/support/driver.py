@@ -162,7 +162,7 @@ def up(node_id: str, node_class: str, core: MasterCore, session: int = 1) -> Nod
     spec = core.settings.cluster[node_class]
     return NodeState(
         node_id=node_id,
-        node_class=node_class,  # type: ignore[arg-type]
+        node_class=spec.kind,  # what an agent announces: its class's kind
         state="up",
         incarnation=f"i-{node_id}",
         session=session,
