@@ -8,7 +8,7 @@ master core on a virtual clock, scenarios/papers/yarn-me.yaml), beside DSS's met
 
 Each trace runs twice under each scheduler (yarn, yarn-me):
 - **the testbed** (`--backend sim`): the scenario with the trace's size, seed, distribution and
-  penalty profile set, run by ``master.sim.run.run_sim`` (the same run as `testbed run`):
+  penalty profile set, run by ``master.shell.run.run`` on ``SimBackend`` (as `testbed run`):
   the master core, its messages and the model agents; ``--heartbeat S`` is
   ``simulation.round_gap`` (a round at most once every S simulated seconds);
 - **DSS's method** (tests/support/dss_driver.py, the oracle): the same scheduler objects on a
@@ -49,7 +49,8 @@ from paper_stats import paired_ratio  # noqa: E402
 
 from master.schedulers.yarn import YarnScheduler  # noqa: E402
 from master.schedulers.yarn_me import YarnMeScheduler  # noqa: E402
-from master.sim.run import run_sim, sim_settings  # noqa: E402
+from master.shell.run import run_blocking  # noqa: E402
+from master.sim.run import SimBackend, sim_settings  # noqa: E402
 from testbed.api.policy import NodeView, PendingTask  # noqa: E402
 from testbed.app.overlay import COLUMN_WIDTH_IN, HEIGHT_IN, plot_cdfs, save_figure  # noqa: E402
 from testbed.arrivals.dss import Distribution, DssMix, dss_jobs  # noqa: E402
@@ -101,7 +102,7 @@ def simulated_run(trace: Trace, scheduler: str) -> Outcome:
     )
     began = time.process_time()
     with tempfile.TemporaryDirectory() as tmp:
-        result = run_sim(sim_settings(scenario), Path(tmp) / "run")
+        result = run_blocking(sim_settings(scenario), Path(tmp) / "run", SimBackend())
     summary = result.summary
     if not result.ok or summary["succeeded"] != trace.jobs:
         raise RuntimeError(f"{trace} {scheduler}: {summary['jobs_succeeded']} of {trace.jobs} jobs succeeded")

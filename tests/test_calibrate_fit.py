@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from master.sim.run import run_sim, sim_settings
+from master.shell.run import run_blocking
+from master.sim.run import SimBackend, sim_settings
 from testbed.app.calibrate import (
     CALIBRATION_SCENARIO,
     COPY_CPU_KEYS,
@@ -175,7 +176,7 @@ def test_calibrating_on_the_simulator_gives_back_its_model(tmp_path: Path) -> No
     scenario = parse_scenario({**CALIBRATION_SCENARIO, "simulation": simulation})
     run = tmp_path / "run"
     run.mkdir()
-    assert run_sim(sim_settings(scenario), run).ok
+    assert run_blocking(sim_settings(scenario), run, SimBackend()).ok
     values, samples = fit([run], stage_ops(scenario), final_split=final_split_ops(scenario))
     assert values["ops"].keys() == model.keys()
     for op, expected in model.items():

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from master.sim.run import calibration_used, run_sim, sim_settings
+from master.shell.run import run_blocking
+from master.sim.run import SimBackend, calibration_used, sim_settings
 from testbed.scenario.schema import ScenarioError, load_scenario
 
 SCENARIO = """\
@@ -106,7 +107,7 @@ def test_a_simulated_run_takes_the_calibration_of_its_mode_beside_the_scenario(
     assert spec.calibration == found and spec.node_startup == 3
     run = tmp_path / "run"
     run.mkdir()
-    summary = run_sim(sim_settings(load_scenario(scenario, ["backend=sim"])), run).summary
+    summary = run_blocking(sim_settings(load_scenario(scenario, ["backend=sim"])), run, SimBackend()).summary
     assert summary["simulation"]["calibration"] == {
         "path": found,
         "sha256": hashlib.sha256(CALIBRATION.encode()).hexdigest(),
@@ -143,7 +144,7 @@ def test_a_per_task_constant_adds_to_every_attempt(tmp_path: Path) -> None:
     )
     run = tmp_path / "run"
     run.mkdir()
-    run_sim(sim_settings(load_scenario(scenario)), run)
+    run_blocking(sim_settings(load_scenario(scenario)), run, SimBackend())
     maps = [r for r in csv.DictReader((run / "tasks.csv").open()) if r["stage"] == "0"]
     assert [float(r["compute_wall_s"]) for r in maps] == [3.0, 3.0]  # 2 s + 0.5 s/MB x 2 MB
 

@@ -117,7 +117,7 @@ def test_a_strategy_plugin_runs_on_the_simulator(plugin_dir: tuple[Path, str], t
 def test_a_strategy_that_raises_ends_its_simulated_run_cleanly(
     plugin_dir: tuple[Path, str], tmp_path: Path
 ) -> None:
-    # the run ends at once (it raised out of run_sim before): its job failed, the plugin's
+    # the run ends at once (it raised out of the simulated run before): its job failed, the plugin's
     # traceback in the journal, summary.json written, as a real run ends
     directory, module = plugin_dir
     path = scenario(directory, f'{{strategy: "{module}:Raises"}}')

@@ -1,4 +1,5 @@
-"""One run of a scenario: run directory, broker, node provider, master, summary.
+"""One run of a scenario on any backend (``run``): run directory, the backend's nodes (a
+broker, a node provider and the master; or the simulator), summary.
 
 Everything the run starts (broker, agents, their task workers) is stopped in
 ``finally`` blocks, so a failure or Ctrl-C leaves no process and no port behind.
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from master.policy_setup import policy_plugins
 from master.providers.local import python_command
@@ -26,7 +27,7 @@ from master.shell.backends import broker_credentials, open_backend, run_id_for, 
 from master.shell.broker_keeper import BrokerKeeper
 from master.shell.fidelity_monitor import FIDELITY_FILE, Sampler, write_assessment
 from master.shell.master import Master
-from master.shell.resume_run import Recovered, check_resumable, recover
+from master.shell.resume_run import Recovered, check_resumable
 from master.shell.run_dir import chained_outputs, check_inputs, owning, record_inputs, tidy
 from master.shell.scale_model import class_flags, docker_isolation, local_isolation
 from master.shell.secure_dir import secure_run_dir
@@ -53,6 +54,10 @@ from testbed.wire.broker import (
 )
 from testbed.wire.mqtt import BrokerAddress
 
+if TYPE_CHECKING:
+    from master.core.machine import MasterCore
+    from master.summary.latency import RoundTimes
+
 log = logging.getLogger(__name__)
 
 
@@ -69,6 +74,52 @@ def prepare_run_dir(scenario: Scenario, run_dir: Path) -> None:
     record_inputs(run_dir, scenario)
 
 
+class RoundShell(Protocol):
+    """What ``round_summary`` reads of a run's shell: the real ``Master`` or the ``SimShell``."""
+
+    times: RoundTimes
+    core: MasterCore
+
+
+class RunBackend(Protocol):
+    """Where a run's nodes are: ``RealBackend`` (local, docker, attach) or the simulator's
+    ``master.sim.run.SimBackend`` (its provider being its model agents)."""
+
+    name: str
+
+    @property
+    def resuming(self) -> bool:
+        """Whether the run continues a crashed one (its run directory is prepared already)."""
+        ...
+
+    async def drive(self, settings: RunSettings, run_dir: Path) -> tuple[RoundShell, bool, dict[str, Any]]:
+        """Run the scenario into the owned ``run_dir`` to its end: the shell that ran it, whether
+        every job succeeded, and the summary's fields only this backend has (after the rest)."""
+        ...
+
+
+async def run(settings: RunSettings, run_dir: Path, backend: RunBackend) -> RunResult:
+    """Run a scenario, compiled for its backend (``testbed.settings.resolve``, or the simulator's
+    ``sim_settings``), to its end: the one pipeline of every backend. It owns ``run_dir`` while
+    it runs (``master.shell.run_dir.owning``), writes ``scenario.yaml`` and ``inputs.json`` (a
+    new run's), and ``summary.json`` from the journal's tables once the backend is done."""
+    scenario = settings.scenario
+    refuse_named_classes(scenario, backend.name, None)
+    secure_run_dir(run_dir)
+    with owning(run_dir):
+        if not backend.resuming:
+            prepare_run_dir(scenario, run_dir)
+        plugins = policy_plugins(scenario)  # their versions as the run starts (a source may change)
+        shell, ok, extra = await backend.drive(settings, run_dir)
+        summary = {**summarize(run_dir, scenario, plugins), **round_summary(shell, scenario), **extra}
+        try:
+            (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:  # a disk full even after the journal gave its reserve back
+            log.error("cannot write %s: %s", run_dir / "summary.json", exc.strerror)
+        tidy(run_dir)
+    return RunResult(run_dir, ok, summary)
+
+
 async def run_scenario(
     settings: RunSettings,
     run_dir: Path,
@@ -78,130 +129,123 @@ async def run_scenario(
     broker: ManagedBroker | None = None,
     recovered: Recovered | None = None,
 ) -> RunResult:
-    """Run a scenario, compiled for this host (``testbed.settings.resolve``), to its end.
+    """``run`` on a real backend (``RealBackend`` says what each argument does)."""
+    return await run(settings, run_dir, RealBackend(backend, on_event, progress, broker, recovered))
+
+
+@dataclass(frozen=True)
+class RealBackend:
+    """A real backend (``local``, ``docker``, ``attach``): its provider's nodes run agents.
     ``on_event(master, record)`` sees every journal event as it happens.
 
-    The run starts the broker the scenario names (``embedded``, ``mosquitto``)
-    with fresh credentials, unless ``broker`` hands it one (not yet started) to
-    use instead, e.g. one a test restarts mid-run. With ``recovered`` (what
-    the journal of a crashed run says) it continues that run instead.
-    The run owns ``run_dir`` while it runs (``master.shell.run_dir.owning``).
-    """
-    refuse_named_classes(settings.scenario, backend, None)
-    secure_run_dir(run_dir)
-    with owning(run_dir):
-        return await _run_owned(settings, run_dir, backend, on_event, progress, broker, recovered)
+    The run starts the broker the scenario names (``embedded``, ``mosquitto``) with fresh
+    credentials, unless ``broker`` hands it one (not yet started) to use instead, e.g. one a
+    test restarts mid-run. With ``recovered`` (what the journal of a crashed run says) it
+    continues that run instead."""
 
+    name: str = "local"
+    on_event: Callable[[Master, dict[str, Any]], None] | None = None
+    progress: bool = False
+    broker: ManagedBroker | None = None
+    recovered: Recovered | None = None
 
-async def _run_owned(
-    settings: RunSettings,
-    run_dir: Path,
-    backend: str,
-    on_event: Callable[[Master, dict[str, Any]], None] | None,
-    progress: bool,
-    broker: ManagedBroker | None,
-    recovered: Recovered | None,
-) -> RunResult:
-    main = asyncio.current_task()
-    if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, _terminate, main)
-    scenario = settings.scenario
-    run_id = run_id_for(scenario.name)
-    (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
-    plugins = policy_plugins(scenario)  # their versions as the run starts (a source may change)
-    isolation = {"local": local_isolation, "docker": docker_isolation}.get(backend)
-    cgroups = isolation(scenario) if isolation is not None else None
-    backend_ = await open_backend(
-        backend, run_id, run_dir, [*input_files(scenario), *chained_outputs(scenario, run_dir)], cgroups,
-        scenario.policy.plugin_path,
-    )
-    provider = backend_.provider
-    broker_url = backend_.broker_url or scenario.broker
-    owned = broker is None  # a broker handed in is the caller's to restart
-    broker = broker or make_broker(broker_url, backend_.host, run_dir / "logs" / "broker.log")
-    address = master_address(broker) if broker else BrokerAddress.parse(broker_url)
-    priority = (
-        control_plane(cgroups, run_id)
-        if cgroups is not None and scenario.fidelity.priority
-        else contextlib.nullcontext(False)
-    )
-    with priority as prioritised:
-        try:
-            if broker is not None:
-                await broker.start()
-            master = Master(
-                settings,
-                run_id,
-                run_dir,
-                provider,
-                address,
-                run_token(),
-                lambda node_id, node_class: agent_command(
-                    scenario, run_id, address, node_id, node_class, backend_.agent_prefix
-                ),
-                http_host=backend_.host,
-                advertise=backend_.advertise,
-                attach=backend_.attach,
-                agent_env=backend_.agent_env,
-                node_env=partial(agent_env, broker) if broker else external_login,
-                recovered=recovered,
-            )
-            if progress:
-                master.api.announce = show_live_view
-            if on_event is not None:
-                master.journal.listeners.append(lambda record: on_event(master, record))
-            if broker is not None:
-                keeper = BrokerKeeper(broker, master.journal.event, master.abort, master.journal.now)
-                keeper.start(restart=owned)
-                master.stoppers.append(keeper.stop)
-            shown = asyncio.create_task(show_progress(master.api.status)) if progress else None
-            sampler = Sampler(
-                master.journal.now, lambda: broker.process.pid if broker and broker.process else None
-            )
-            sampler.start()
+    @property
+    def resuming(self) -> bool:
+        return self.recovered is not None
+
+    async def drive(self, settings: RunSettings, run_dir: Path) -> tuple[Master, bool, dict[str, Any]]:
+        main = asyncio.current_task()
+        if main is not None:  # SIGTERM cancels the run, so every finally block still cleans up
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, _terminate, main)
+        scenario = settings.scenario
+        run_id = run_id_for(scenario.name)
+        isolation = {"local": local_isolation, "docker": docker_isolation}.get(self.name)
+        cgroups = isolation(scenario) if isolation is not None else None
+        mounted = [*input_files(scenario), *chained_outputs(scenario, run_dir)]
+        plugin_path = scenario.policy.plugin_path
+        backend_ = await open_backend(self.name, run_id, run_dir, mounted, cgroups, plugin_path)
+        provider = backend_.provider
+        broker_url = backend_.broker_url or scenario.broker
+        owned = self.broker is None  # a broker handed in is the caller's to restart
+        broker = self.broker or make_broker(broker_url, backend_.host, run_dir / "logs" / "broker.log")
+        address = master_address(broker) if broker else BrokerAddress.parse(broker_url)
+        priority = (
+            control_plane(cgroups, run_id)
+            if cgroups is not None and scenario.fidelity.priority
+            else contextlib.nullcontext(False)
+        )
+        with priority as prioritised:
             try:
-                ok = await master.run()
-            finally:
-                observations = await sampler.stop()
-                if shown is not None:
-                    shown.cancel()
-                    await asyncio.gather(shown, return_exceptions=True)
-        finally:
-            try:
-                await provider.close()
-            finally:
                 if broker is not None:
-                    await broker.close()
-    observations.launch_ack_s = list(master.core.launch_acks.values())
-    node_stats = getattr(provider, "node_cpu_stats", dict)  # nodes in CPU groups (local, Docker)
-    slot_stats = getattr(provider, "slot_cpu_stats", dict)
-    write_assessment(
-        run_dir,
-        scenario,
-        observations,
-        node_stats(),
-        enforced=not backend_.attach,
-        prioritised=prioritised,
-        slot_throttling=slot_stats(),
-    )
-    summary = {**summarize(run_dir, scenario, plugins), **round_summary(master, scenario)}
-    try:
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    except OSError as exc:  # a disk full even after the journal gave its reserve back
-        log.error("cannot write %s: %s", run_dir / "summary.json", exc.strerror)
-    tidy(run_dir)
-    return RunResult(run_dir, ok, summary)
+                    await broker.start()
+                master = Master(
+                    settings,
+                    run_id,
+                    run_dir,
+                    provider,
+                    address,
+                    run_token(),
+                    lambda node_id, node_class: agent_command(
+                        scenario, run_id, address, node_id, node_class, backend_.agent_prefix
+                    ),
+                    http_host=backend_.host,
+                    advertise=backend_.advertise,
+                    attach=backend_.attach,
+                    agent_env=backend_.agent_env,
+                    node_env=partial(agent_env, broker) if broker else external_login,
+                    recovered=self.recovered,
+                )
+                if self.progress:
+                    master.api.announce = show_live_view
+                if self.on_event is not None:
+                    on_event = self.on_event
+                    master.journal.listeners.append(lambda record: on_event(master, record))
+                if broker is not None:
+                    keeper = BrokerKeeper(broker, master.journal.event, master.abort, master.journal.now)
+                    keeper.start(restart=owned)
+                    master.stoppers.append(keeper.stop)
+                shown = asyncio.create_task(show_progress(master.api.status)) if self.progress else None
+                sampler = Sampler(
+                    master.journal.now, lambda: broker.process.pid if broker and broker.process else None
+                )
+                sampler.start()
+                try:
+                    ok = await master.run()
+                finally:
+                    observations = await sampler.stop()
+                    if shown is not None:
+                        shown.cancel()
+                        await asyncio.gather(shown, return_exceptions=True)
+            finally:
+                try:
+                    await provider.close()
+                finally:
+                    if broker is not None:
+                        await broker.close()
+        observations.launch_ack_s = list(master.core.launch_acks.values())
+        node_stats = getattr(provider, "node_cpu_stats", dict)  # nodes in CPU groups (local, Docker)
+        slot_stats = getattr(provider, "slot_cpu_stats", dict)
+        write_assessment(
+            run_dir,
+            scenario,
+            observations,
+            node_stats(),
+            enforced=not backend_.attach,
+            prioritised=prioritised,
+            slot_throttling=slot_stats(),
+        )
+        return master, ok, {}
 
 
-def round_summary(master: Master, scenario: Scenario) -> dict[str, Any]:
+def round_summary(shell: RoundShell, scenario: Scenario) -> dict[str, Any]:
     """summary.json's placement latency (emulated seconds, as the run's other times), its
     rounds' CPU seconds (the master's host's, not dilated) and, where a job replicates its
     input, where its maps read it as their workers reported (``input_local_fraction``). A
     resumed master's samples are its own segment's (``last_segment_only``)."""
-    fields = master.times.summary(master.core.round.turns.latencies)
+    fields = shell.times.summary(shell.core.round.turns.latencies)
     latency = {key: value for key, value in fields.items() if key.startswith("placement_latency")}
-    segment = last_segment_only(fields) if master.core.resume is not None else {}
-    inputs = master.core.inputs.summary()
+    segment = last_segment_only(fields) if shell.core.resume is not None else {}
+    inputs = shell.core.inputs.summary()
     return {**fields, **emulated(latency, scenario.fidelity.factor), **inputs, **segment}
 
 
@@ -366,12 +410,9 @@ def _terminate(main: asyncio.Task[Any]) -> None:
 TERMINATED = "SIGTERM"
 
 
-def run_blocking(
-    settings: RunSettings, run_dir: Path, backend: str = "local", progress: bool = True, resume: bool = False
-) -> RunResult:
-    """Run a scenario's settings; with ``resume``, continue the crashed run in ``run_dir`` instead."""
-    recovered = recover(run_dir) if resume else None
-    coroutine = run_scenario(settings, run_dir, backend, progress=progress, recovered=recovered)
+def run_blocking(settings: RunSettings, run_dir: Path, backend: RunBackend) -> RunResult:
+    """``run`` on an event loop of its own (uvloop's when installed)."""
+    coroutine = run(settings, run_dir, backend)
     try:
         import uvloop
     except ImportError:

@@ -3,23 +3,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import json
 import shutil
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from master.core.machine import MasterCore
 from master.execution_model import ExecutionModel
-from master.policy_setup import policy_plugins
-from master.shell.run import RunResult, summarize
-from master.shell.run_dir import owning
-from master.shell.secure_dir import secure_run_dir
 from master.sim.agents import ModelAgents
 from master.sim.shell import SimShell
 from testbed.app.progress import sim_progress_line
-from testbed.scenario.schema import Scenario, to_yaml
+from testbed.scenario.schema import Scenario
 from testbed.scenario.simulation import calibration_digest
 from testbed.settings.resolve import resolve
 from testbed.settings.run_settings import Host, RunSettings
@@ -45,32 +44,46 @@ def sim_settings(scenario: Scenario, where: str | None = None) -> RunSettings:
     return resolve(sim_scenario(scenario), SIM_HOST, where)
 
 
-def run_sim(settings: RunSettings, run_dir: Path, progress: bool = False) -> RunResult:
-    """Simulate ``settings`` (a ``sim_settings``, or the CLI's resolve of a ``sim_scenario``)."""
-    scenario = settings.scenario
-    secure_run_dir(run_dir)
-    with owning(run_dir):
-        (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
-        plugins = policy_plugins(scenario)
+@dataclass(frozen=True)
+class SimBackend:
+    """The simulator as a run's backend (``master.shell.run.run``): its provider is its model
+    agents (``simulate``), in a thread of its own so the caller's event loop runs on; a
+    cancelled run (Ctrl-C) stops it at its next look (``SimShell.run``'s ``stop``). Its
+    settings are a ``sim_settings`` (or the CLI's resolve of a ``sim_scenario``); the summary
+    says ``backend: sim`` and the ``simulation`` it ran with."""
+
+    progress: bool = False
+    name: str = "sim"
+    resuming: bool = False  # a simulated run is run again, not resumed
+
+    async def drive(self, settings: RunSettings, run_dir: Path) -> tuple[SimShell, bool, dict[str, Any]]:
+        scenario = settings.scenario
+        cancelled = threading.Event()
         started = time.perf_counter()
-        with SimProgress(scenario.time_scale) if progress else contextlib.nullcontext() as shown:
-            shell, ok = simulate(settings, run_dir, shown)
+        try:
+            shell, ok = await asyncio.to_thread(self._simulate, settings, run_dir, cancelled)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
         elapsed = time.perf_counter() - started
         shutil.rmtree(run_dir / "outputs", ignore_errors=True)
-        summary = {
-            **summarize(run_dir, scenario, plugins),
-            **shell.times.summary(shell.core.round.turns.latencies),
-            **shell.core.inputs.summary(),
-            "backend": "sim",
-            "simulation": {
-                **scenario.simulation.model_dump(mode="json"),
-                "calibration": calibration_used(scenario.simulation.calibration),
-                "events": shell.heap.popped,
-                "elapsed_s": round(elapsed, 3),
-            },
+        simulation = {
+            **scenario.simulation.model_dump(mode="json"),
+            "calibration": calibration_used(scenario.simulation.calibration),
+            "events": shell.heap.popped,
+            "elapsed_s": round(elapsed, 3),
         }
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    return RunResult(run_dir, ok, summary)
+        return shell, ok, {"backend": "sim", "simulation": simulation}
+
+    def _simulate(
+        self, settings: RunSettings, run_dir: Path, cancelled: threading.Event
+    ) -> tuple[SimShell, bool]:
+        def stop() -> str | None:
+            return "the run was cancelled" if cancelled.is_set() else None
+
+        shown = SimProgress(settings.scenario.time_scale) if self.progress else contextlib.nullcontext()
+        with shown as progress:
+            return simulate(settings, run_dir, progress, stop)
 
 
 def charges_policy_time(scenario: Scenario) -> bool:

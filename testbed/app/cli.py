@@ -318,7 +318,6 @@ def _problems(check: Callable[[], object]) -> list[str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from master.shell.journal_file import new_run_dir
-    from master.shell.run import prepare_run_dir
     from master.shell.run_dir import RunDirError, fresh_run_dir
     from testbed.app.console import print_jct_table
     from testbed.node.processes import SECRETS_FILE_ENV, take_secrets
@@ -340,7 +339,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             run_dir = args.out if args.out is not None else new_run_dir(Path("runs"), scenario.name)
             owned.enter_context(fresh_run_dir(run_dir, args.clean))
-            prepare_run_dir(settings.scenario, run_dir)
         except RunDirError as exc:
             raise UsageError(f"testbed run --out: {exc}") from None
         except OSError as exc:
@@ -355,13 +353,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_backend(settings: RunSettings, run_dir: Path, backend: str) -> RunResult:
     """The run of ``settings`` (the simulator's: ``load_for_backend`` gave its ``sim_scenario``)."""
+    from master.shell.run import RealBackend, RunBackend, run_blocking
+
     if backend == "sim":
-        from master.sim.run import run_sim
+        from master.sim.run import SimBackend
 
-        return run_sim(settings, run_dir, progress=sys.stderr.isatty())
-    from master.shell.run import run_blocking
-
-    return run_blocking(settings, run_dir, backend)
+        chosen: RunBackend = SimBackend(progress=sys.stderr.isatty())
+    else:
+        chosen = RealBackend(backend, progress=True)
+    return run_blocking(settings, run_dir, chosen)
 
 
 def _warn_shortfall(summary: dict) -> None:
@@ -384,8 +384,8 @@ def warn_if_distorted(summary: dict) -> None:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from master.shell.resume_run import ResumeError, check_resumable
-    from master.shell.run import load_resumable, run_blocking
+    from master.shell.resume_run import ResumeError, check_resumable, recover
+    from master.shell.run import RealBackend, load_resumable, run_blocking
     from master.shell.run_dir import RunDirError, owning
     from testbed.app.console import print_jct_table
 
@@ -402,7 +402,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise UsageError(f"testbed run --resume: {exc}") from None
         print(f"resuming run directory: {args.resume}", file=sys.stderr)
         settings = settings_for(scenario, str(args.resume / "scenario.yaml"))
-        result = run_blocking(settings, args.resume, args.backend or "local", resume=True)
+        backend = RealBackend(args.backend or "local", progress=True, recovered=recover(args.resume))
+        result = run_blocking(settings, args.resume, backend)
     print_jct_table(result.run_dir, result.summary)
     warn_if_distorted(result.summary)
     _warn_shortfall(result.summary)

@@ -34,7 +34,6 @@ This module runs the master in-process, so it is, like the CLI, one of the few p
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -99,19 +98,17 @@ async def run(scenario: str | Path | dict[str, Any], run_dir: Path, backend: str
     """Run a scenario (a file, or its fields as a dict) to its end; a ``master.shell.run.RunResult``
     (``ok``, ``summary``, ``run_dir``). A file's directory is importable (its plugins).
     ``backend="sim"`` (or a scenario's ``backend: sim``) simulates it (docs/simulation.md)."""
-    from master.shell.run import prepare_run_dir, run_scenario
+    from master.shell import run as pipeline
     from testbed.settings.resolve import resolve
     from testbed.settings.run_settings import Host
 
     loaded = parse_scenario(scenario) if isinstance(scenario, dict) else load_scenario(scenario)
     run_dir.mkdir(parents=True, exist_ok=True)
     if backend == "sim" or (backend == "local" and loaded.backend == "sim"):
-        from master.sim.run import run_sim, sim_settings
+        from master.sim.run import SimBackend, sim_settings
 
-        return await asyncio.to_thread(run_sim, sim_settings(loaded), run_dir)  # its own event loop
-    settings = resolve(loaded, Host.this_machine())
-    prepare_run_dir(settings.scenario, run_dir)
-    return await run_scenario(settings, run_dir, backend)
+        return await pipeline.run(sim_settings(loaded), run_dir, SimBackend())
+    return await pipeline.run(resolve(loaded, Host.this_machine()), run_dir, pipeline.RealBackend(backend))
 
 
 def check_workload(

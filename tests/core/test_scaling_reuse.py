@@ -11,7 +11,8 @@ import yaml
 
 from master.core.scaling import Scaling
 from master.policy_setup import make_autoscaler
-from master.sim.run import run_sim, sim_settings
+from master.shell.run import run_blocking
+from master.sim.run import SimBackend, sim_settings
 from testbed.api.policy import ClusterSnapshot
 from testbed.scenario.schema import parse_scenario
 from tests.support.sim import events
@@ -48,6 +49,6 @@ def test_the_reused_snapshot_answers_as_a_fresh_one(
     monkeypatch.setattr(Scaling, "snapshot", checking)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    run_sim(sim_settings(scenario), run_dir)
+    run_blocking(sim_settings(scenario), run_dir, SimBackend())
     assert len(checked) > 100 and any(checked)
     assert events(run_dir, "autoscale")  # the autoscaler acted

@@ -15,7 +15,8 @@ import yaml
 
 from master.chaos.plan import plan_evictions
 from master.execution_model import ExecutionModel
-from master.sim.run import run_sim, sim_settings, simulate
+from master.shell.run import run_blocking
+from master.sim.run import SimBackend, sim_settings, simulate
 from master.sim.shell import SimShell
 from testbed.chaosmodels.lifetimes import lifetime_for
 from testbed.scenario.schema import Scenario, load_scenario, parse_scenario
@@ -136,7 +137,7 @@ def test_the_outputs_are_those_of_the_shorthand(run: tuple[Scenario, Path], tmp_
     reference = parse_scenario({**data, "cluster": {"reserved": 2, "transient": 8}})
     plain = tmp_path / "plain"
     plain.mkdir()
-    assert run_sim(sim_settings(reference), plain).ok
+    assert run_blocking(sim_settings(reference), plain, SimBackend()).ok
     assert _committed(run_dir) == _committed(plain)
 
 
@@ -175,7 +176,8 @@ def test_a_named_cluster_runs_as_its_shorthand_renamed(tmp_path: Path) -> None:
     ):
         run_dir = tmp_path / name
         run_dir.mkdir()
-        assert run_sim(sim_settings(parse_scenario({**data, "cluster": cluster})), run_dir).ok
+        settings = sim_settings(parse_scenario({**data, "cluster": cluster}))
+        assert run_blocking(settings, run_dir, SimBackend()).ok
         journals.append((run_dir / "events.jsonl").read_text())
     shorthand, named = journals
     renamed = shorthand.replace("reserved", "on-demand").replace("transient-", "spot-a-")

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from master.shell.run import RunResult
-from master.sim.run import run_sim, sim_settings
+from master.shell.run import RunResult, run_blocking
+from master.sim.run import SimBackend, sim_settings
 from testbed.journal.tables import measured_rows
 from testbed.scenario.schema import parse_scenario
 from testbed.wire.protocol import TaskSpec
@@ -17,7 +17,7 @@ def simulate(tmp: Path, name: str = "run", **fields: Any) -> RunResult:
     data: dict[str, Any] = {"name": "sim-test", "seed": 3, "timeout": 3600, **fields}
     run_dir = tmp / name
     run_dir.mkdir()
-    return run_sim(sim_settings(parse_scenario(data)), run_dir)
+    return run_blocking(sim_settings(parse_scenario(data)), run_dir, SimBackend())
 
 
 def events(run_dir: Path, kind: str | None = None) -> list[dict[str, Any]]:

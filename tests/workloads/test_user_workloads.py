@@ -186,10 +186,11 @@ def test_group_buffer_merges_many_spilled_runs_in_key_order(tmp_path: Path) -> N
 
 
 def sim_tasks(scenario: Path, run_dir: Path, overrides: tuple[str, ...] = ()) -> list[dict[str, str]]:
-    from master.sim.run import run_sim, sim_settings
+    from master.shell.run import run_blocking
+    from master.sim.run import SimBackend, sim_settings
     from testbed.scenario.schema import load_scenario
 
-    result = run_sim(sim_settings(load_scenario(scenario, list(overrides))), run_dir)
+    result = run_blocking(sim_settings(load_scenario(scenario, list(overrides))), run_dir, SimBackend())
     assert result.ok and result.summary["succeeded"] == 1, result.summary
     with (run_dir / "tasks.csv").open(encoding="utf-8") as table:
         return list(csv.DictReader(table))
