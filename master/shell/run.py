@@ -30,7 +30,7 @@ from master.shell.master import Master
 from master.shell.resume_run import Recovered, check_resumable
 from master.shell.run_dir import chained_outputs, check_inputs, owning, record_inputs, tidy
 from master.shell.scale_model import class_flags, docker_isolation, local_isolation
-from master.shell.secure_dir import secure_run_dir
+from master.shell.secure_dir import RunDirError, secure_run_dir
 from master.summary.checkpoint_copies import checkpoint_summary
 from master.summary.cluster import cluster_summary, run_events
 from master.summary.coaster import job_class_summary, percentile
@@ -69,9 +69,13 @@ class RunResult:
 
 
 def prepare_run_dir(scenario: Scenario, run_dir: Path) -> None:
-    """The resolved scenario (input paths absolute) and its input files' fingerprints."""
-    (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
-    record_inputs(run_dir, scenario)
+    """The resolved scenario (input paths absolute) and its input files' fingerprints; a
+    ``RunDirError`` (one line) if the directory takes neither."""
+    try:
+        (run_dir / "scenario.yaml").write_text(to_yaml(scenario), encoding="utf-8")
+        record_inputs(run_dir, scenario)
+    except OSError as exc:
+        raise RunDirError(f"{run_dir}: cannot record the scenario and its inputs: {exc}") from None
 
 
 class RoundShell(Protocol):

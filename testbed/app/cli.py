@@ -344,7 +344,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"testbed run --out: cannot create the run directory: {exc}") from None
         print(f"run directory: {run_dir}", file=sys.stderr)
-        result = _run_backend(settings, run_dir, args.backend)
+        try:
+            result = _run_backend(settings, run_dir, args.backend)
+        except RunDirError as exc:  # its files cannot be written (a full disk, a read-only mount)
+            raise UsageError(f"testbed run --out: {exc}") from None
     print_jct_table(result.run_dir, result.summary)
     warn_if_distorted(result.summary)
     _warn_shortfall(result.summary)

@@ -146,3 +146,13 @@ def test_a_refusal_names_the_live_holder_even_before_it_wrote_its_pid(tmp_path: 
             pass
     finally:
         os.close(fd)
+
+
+def test_a_run_directory_that_takes_no_scenario_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """The run's pipeline writes scenario.yaml: where it cannot (here a directory holds the
+    name), a ``RunDirError`` naming the directory and the cause, which the CLI prints as one
+    line with exit 2 (``testbed run --out: ...``)."""
+    run_dir = tmp_path / "run"
+    (run_dir / "scenario.yaml").mkdir(parents=True)
+    with pytest.raises(RunDirError, match=r"run: cannot record the scenario and its inputs: .*scenario.yaml"):
+        prepare_run_dir(load_scenario(scenario_file(tmp_path)), run_dir)
