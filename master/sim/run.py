@@ -48,7 +48,8 @@ def sim_settings(scenario: Scenario, where: str | None = None) -> RunSettings:
 class SimBackend:
     """The simulator as a run's backend (``master.shell.run.run``): its provider is its model
     agents (``simulate``), in a thread of its own so the caller's event loop runs on; a
-    cancelled run (Ctrl-C) stops it at its next look (``SimShell.run``'s ``stop``). Its
+    cancelled run (Ctrl-C) stops it at its next look (``SimShell.run``'s ``stop``), and is
+    waited for. Its
     settings are a ``sim_settings`` (or the CLI's resolve of a ``sim_scenario``); the summary
     says ``backend: sim`` and the ``simulation`` it ran with."""
 
@@ -60,10 +61,12 @@ class SimBackend:
         scenario = settings.scenario
         cancelled = threading.Event()
         started = time.perf_counter()
+        work = asyncio.ensure_future(asyncio.to_thread(self._simulate, settings, run_dir, cancelled))
         try:
-            shell, ok = await asyncio.to_thread(self._simulate, settings, run_dir, cancelled)
-        except asyncio.CancelledError:
-            cancelled.set()
+            shell, ok = await asyncio.shield(work)
+        except asyncio.CancelledError:  # the thread ends at its next look, its journal closed,
+            cancelled.set()  # before the run lets go of its directory
+            await asyncio.wait([work])
             raise
         elapsed = time.perf_counter() - started
         shutil.rmtree(run_dir / "outputs", ignore_errors=True)

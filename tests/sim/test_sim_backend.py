@@ -56,13 +56,15 @@ def test_a_cancelled_simulated_run_stops_its_simulator_failing_the_unfinished_jo
         running = asyncio.create_task(run(settings, run_dir, SimBackend()))
         await asyncio.to_thread(held.entered.wait)
         running.cancel()
+        held.release.set()  # the simulator goes on to its next look at whether to stop
         with pytest.raises(asyncio.CancelledError):
             await running
-        held.release.set()  # the simulator goes on to its next look at whether to stop
+        # the run waited for the simulator's thread: its journal is closed before the run lets
+        # go of its directory
+        failed = [j for j in rows(run_dir, "jobs") if j["status"] == "failed"]
+        assert failed and {j["error"] for j in failed} == {"the run was cancelled"}
 
-    asyncio.run(cancel_in_its_first_round())  # returns once the simulator's thread has ended
-    failed = [j for j in rows(run_dir, "jobs") if j["status"] == "failed"]
-    assert failed and {j["error"] for j in failed} == {"the run was cancelled"}
+    asyncio.run(cancel_in_its_first_round())
     assert not (run_dir / "summary.json").exists()  # a cancelled run has no summary
 
 
