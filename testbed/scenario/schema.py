@@ -58,14 +58,13 @@ from testbed.scenario.jobs import (  # noqa: F401 - the job models are re-export
     _tasks_of,
 )
 from testbed.scenario.loading import ScenarioError, apply_override, expand_node_counts, load_raw
+from testbed.scenario.plugin_path import MAX_PLUGIN_DIRS, resolve_plugin_path
 from testbed.scenario.plugins import add_plugin_dir, find_plugin, source_of
 from testbed.scenario.simulation import SimulationSpec, default_calibration
 from testbed.scenario.time_base import TimeBase
 
 # --------------------------------------------------------------------- policy
 
-
-MAX_PLUGIN_DIRS = 16
 
 
 class PolicySpec(Strict):
@@ -494,58 +493,9 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
         apply_override(data, assignment)
     _resolve_profiles(data, Path(path).resolve().parent)
     default_calibration(data, Path(path).resolve().parent)
-    for directory in _resolve_plugin_path(data, Path(path).resolve().parent):
+    for directory in resolve_plugin_path(data, Path(path).resolve().parent):
         add_plugin_dir(Path(directory))  # before parsing: a job may name an entry point installed there
     return parse_scenario(data, str(path), Path(path).parent)
-
-
-def _resolve_plugin_path(data: dict[str, Any], scenario_dir: Path) -> list[str]:
-    """``policy.plugin_path`` made absolute, with the scenario's directory appended when the
-    scenario names a plugin (a policy or a workload, by import path or entry point): the run
-    directory's copy of the scenario then finds the plugin too (``testbed run --resume``).
-    Returns the directories (the first ``MAX_PLUGIN_DIRS``: the schema refuses more)."""
-    policy = data.get("policy", {})
-    if not isinstance(policy, dict):
-        return []
-    path = policy.get("plugin_path", [])
-    if not isinstance(path, list) or not all(isinstance(entry, str) for entry in path):
-        return []  # the schema says what is wrong
-    resolved = [str((scenario_dir / Path(entry).expanduser()).resolve()) for entry in path]
-    if _names_plugin(data, policy) and str(scenario_dir) not in resolved:
-        resolved.append(str(scenario_dir))
-    if resolved:
-        data["policy"] = {**policy, "plugin_path": resolved}
-    return resolved[:MAX_PLUGIN_DIRS]
-
-
-def _names_plugin(data: dict[str, Any], policy: dict[str, Any]) -> bool:
-    policies = (
-        policy.get("scheduler", "fifo"),
-        policy.get("strategy", "spark"),
-        policy.get("autoscaler", "static"),
-        policy.get("speculation", "none"),
-    )
-    jobs = data.get("jobs")
-    workloads = (
-        [job.get("workload") for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else []
-    )
-    kinds = ("scheduler", "strategy", "autoscaler", "speculation")
-    return any(_outside(kind, name) for kind, name in zip(kinds, policies, strict=True)) or any(
-        _outside("workload", workload) for workload in workloads
-    )
-
-
-OWN_PACKAGES = frozenset({"testbed", "master", "agents"})
-"""A plugin class in the testbed's own packages (``testbed.workloads.join:JoinAggregate``) is
-importable wherever the testbed is: it needs no scenario directory on the plugin path."""
-
-
-def _outside(kind: str, name: object) -> bool:
-    """Whether ``name`` is a plugin outside the testbed (neither a built-in nor an import path
-    into the testbed's own packages); a non-string is the schema's to refuse."""
-    if not isinstance(name, str) or is_builtin(kind, name):
-        return False
-    return name.split(":", 1)[0].split(".", 1)[0] not in OWN_PACKAGES
 
 
 def _resolve_profiles(data: dict[str, Any], scenario_dir: Path) -> None:
